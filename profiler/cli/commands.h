@@ -1,0 +1,14 @@
+// commands.h: every `ember` subcommand registers itself on the root CLI11 app
+// through one add_*_command function. main.cpp calls them in the order they are
+// listed in `ember --help`.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace ember::cli {
+
+void add_doctor_command(CLI::App& app);
+
+}  // namespace ember::cli

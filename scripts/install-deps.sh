@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs every Debian package ember needs to build, test and run.
+# Idempotent: packages already present are skipped, and nothing runs apt-get
+# when everything is installed. Works as root or through sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  # trace store
+  libsqlite3-dev sqlite3
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # distributed training (CPU all-reduce, NCCL bootstrap)
+  libopenmpi-dev openmpi-bin
+  # command line, config, json, formatting
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
+  # data: PNG image folders, gzip IDX files, CPU GEMM, the data set itself
+  libpng-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist
+  # viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), headless display
+  libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  SUDO=(sudo -n)
+else
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: cannot install them: not root and no password-less sudo." >&2
+  echo "install-deps: run as root:  apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -q
+"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
