@@ -1,5 +1,6 @@
 // main.cpp: the `ember` command, git-style subcommands (CLI11).
 #include "ember/version.h"
+#include "profiler/cli/bench_command.h"
 #include "profiler/cli/commands.h"
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,10 @@ int main(int argc, char** argv) {
     app.fallthrough(false);
 
     ember::cli::add_doctor_command(app);
+
+    CLI::App* bench = ember::cli::add_bench_command(app);
+    // add_bench_*(*bench) calls go here.
+    if (bench->get_subcommands([](CLI::App*) { return true; }).empty()) app.remove_subcommand(bench);
 
     try {
         app.parse(argc, argv);
