@@ -1,0 +1,59 @@
+// nvtx.h: how the engine annotates itself. Everything goes to the NVTX domain
+// "ember" (ARCHITECTURE.md: the engine speaks NVTX and nothing else), so any NVTX
+// tool (ember's collector, Nsight Systems) sees the same ranges.
+//
+// Range names are part of the trace contract that `ember stats` reads:
+//   step                 one training step
+//   forward, backward, optimizer
+//   dataloader/wait      the training loop waits for its next batch (a stall)
+//   dataloader/load, dataloader/decode, dataloader/augment, dataloader/h2d  (workers)
+//   allreduce/wait       compute waits for communication
+//   allreduce/bucket     one gradient bucket's all-reduce (payload: bytes)
+// Categories group them (see Category below) so a consumer need not parse names.
+#pragma once
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdint>
+
+namespace ember::nvtx {
+
+enum class Category : uint32_t {
+    none = 0,
+    step = 1,
+    compute = 2,     // forward, backward, optimizer, layers
+    dataloader = 3,  // loading, decoding, augmenting, copying batches; waits for them
+    communication = 4,
+    checkpoint = 5,
+    evaluation = 6,
+};
+
+// The process-wide "ember" domain, created on first use; names its categories.
+nvtxDomainHandle_t domain();
+
+// A registered string for a name used repeatedly (cheaper than passing text each time).
+nvtxStringHandle_t registered(const char* name);
+
+// Push/pop range on the calling thread; RAII so early returns and exceptions pop.
+class ScopedRange {
+public:
+    explicit ScopedRange(const char* name, Category category = Category::none);
+    ScopedRange(const char* name, Category category, uint64_t payload);
+    ~ScopedRange();
+    ScopedRange(const ScopedRange&) = delete;
+    ScopedRange& operator=(const ScopedRange&) = delete;
+};
+
+// An instantaneous event (e.g. "epoch 3 done") with an optional numeric payload.
+void mark(const char* name, Category category = Category::none);
+void mark_value(const char* name, double value, Category category = Category::none);
+
+// Scalar series (loss, lr, loss scale, samples/s) travel as marks in the category
+// below, payload = the value; the collector turns them into counter tracks.
+constexpr Category kCounterCategory = static_cast<Category>(100);
+void counter(const char* name, double value);
+
+// Names the calling OS thread for NVTX tools ("dataloader worker 2").
+void name_thread(const char* name);
+
+}  // namespace ember::nvtx
