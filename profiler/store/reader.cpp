@@ -1,0 +1,3 @@
+// reader.cpp: TraceReader (implementation in progress).
+#include "profiler/store/reader.h"
+#include "profiler/store/schema.h"

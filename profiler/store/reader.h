@@ -1,0 +1,153 @@
+// reader.h: TraceReader, the one way anything reads an ember trace file.
+//
+// Opening validates the file (SQLite header, application id, schema version,
+// required tables) and throws TraceError naming the file and, for version
+// problems, both versions. Small tables (strings, threads, devices, streams,
+// counters, launch configs) are loaded at open; event tables are never loaded
+// whole: for_each_*() streams rows in start-time order through a callback, so a
+// 10^8-event trace reads in bounded memory.
+//
+// Queries by track and time window use the (track, start) indexes and the
+// per-track longest duration in track_stats: "events of track T overlapping
+// [t0, t1)" costs O(log n + answer). A trace whose writer was killed has no
+// indexes and no track_stats: every query still answers (by scanning; track
+// stats are recomputed at open), and build_missing_indexes() repairs it.
+//
+// A reader is used from one thread at a time.
+#pragma once
+
+#include "profiler/store/trace_error.h"
+#include "profiler/trace/events.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct sqlite3;
+
+namespace ember::store {
+
+struct ReaderOptions {
+    // Open read-write and build the indexes a killed writer never built (changes
+    // the file). Without it the file is opened read-only.
+    bool build_missing_indexes = false;
+};
+
+// Which events a for_each_*() visits: those on `track` (all tracks when empty)
+// that overlap [begin_ns, end_ns) — an interval event overlaps when
+// start < end_ns and end > begin_ns; an instant when begin_ns <= time < end_ns.
+struct EventQuery {
+    std::optional<std::uint32_t> track;  // StreamId, ThreadId or CounterId by table
+    trace::TimeNs begin_ns = std::numeric_limits<trace::TimeNs>::min();
+    trace::TimeNs end_ns = std::numeric_limits<trace::TimeNs>::max();
+};
+
+// One lane's summary: which table, which track, how many events, when.
+struct TrackSummary {
+    std::string event_table;  // "kernels", "ranges", ...
+    trace::Track track;
+    std::int64_t event_count = 0;
+    trace::TimeNs first_start_ns = 0;
+    trace::TimeNs last_end_ns = 0;
+    trace::TimeNs max_duration_ns = 0;
+};
+
+// A visitor returns true to continue, false to stop early.
+template <typename Event>
+using Visitor = std::function<bool(const Event&)>;
+
+class TraceReader {
+public:
+    // Throws TraceError: not_found, not_a_trace, truncated, corrupt,
+    // version_too_new, version_too_old, missing_table.
+    explicit TraceReader(const std::string& path, ReaderOptions options = {});
+    ~TraceReader();
+    TraceReader(const TraceReader&) = delete;
+    TraceReader& operator=(const TraceReader&) = delete;
+
+    const std::string& path() const;
+
+    // --- Metadata -------------------------------------------------------------------
+    const trace::RunInfo& run() const;
+    int schema_version() const;       // of the file
+    int min_reader_version() const;   // of the file
+    bool complete() const;            // closed cleanly (status "complete")
+    bool has_indexes() const;         // all kCreateIndexesSql indexes present
+
+    // --- Small tables (loaded at open) ------------------------------------------------
+    const std::vector<trace::ProcessInfo>& processes() const;
+    const std::vector<trace::ThreadInfo>& threads() const;
+    const std::vector<trace::DeviceInfo>& devices() const;
+    const std::vector<trace::StreamInfo>& streams() const;
+    const std::vector<trace::CounterInfo>& counters() const;
+    // nullptr when unknown.
+    const trace::ThreadInfo* thread(trace::ThreadId id) const;
+    const trace::StreamInfo* stream(trace::StreamId id) const;
+    const trace::DeviceInfo* device(trace::DeviceId id) const;
+    const trace::CounterInfo* counter(trace::CounterId id) const;
+
+    // The text of an interned string; "" for kNoString. Throws TraceError
+    // (bad_value) for an id the file does not hold.
+    std::string_view string(trace::StringId id) const;
+    std::optional<trace::StringId> find_string(std::string_view text) const;
+    std::size_t string_count() const;
+
+    trace::LaunchConfig launch_config(trace::LaunchConfigId id) const;
+
+    // Call stacks: frames of a stack node, outermost first.
+    std::vector<trace::FrameInfo> stack_frames(trace::StackId stack) const;
+
+    // Every row of dropped_records, and their sum.
+    std::vector<trace::DroppedRecords> dropped_records() const;
+    std::uint64_t total_dropped() const;
+
+    // Per-lane summaries (one per event table and track holding events).
+    const std::vector<TrackSummary>& tracks() const;
+    // Row count of one event table ("kernels", ...). Throws for an unknown name.
+    std::int64_t event_count(std::string_view table) const;
+
+    // --- Events, streamed in start-time order ------------------------------------------
+    // Track of each: kernels/memcpys/memsets/syncs -> StreamId; api calls, ranges,
+    // marks, stack samples, overhead -> ThreadId; counter samples -> CounterId.
+    // Returns the number of events visited.
+    std::int64_t for_each_kernel(const EventQuery& query, const Visitor<trace::KernelEvent>& visit) const;
+    std::int64_t for_each_memcpy(const EventQuery& query, const Visitor<trace::MemcpyEvent>& visit) const;
+    std::int64_t for_each_memset(const EventQuery& query, const Visitor<trace::MemsetEvent>& visit) const;
+    std::int64_t for_each_sync(const EventQuery& query, const Visitor<trace::SyncEvent>& visit) const;
+    std::int64_t for_each_api_call(const EventQuery& query, const Visitor<trace::ApiEvent>& visit) const;
+    std::int64_t for_each_range(const EventQuery& query, const Visitor<trace::RangeEvent>& visit) const;
+    std::int64_t for_each_mark(const EventQuery& query, const Visitor<trace::MarkEvent>& visit) const;
+    std::int64_t for_each_counter_sample(const EventQuery& query, const Visitor<trace::CounterSample>& visit) const;
+    std::int64_t for_each_stack_sample(const EventQuery& query, const Visitor<trace::StackSample>& visit) const;
+    std::int64_t for_each_overhead(const EventQuery& query, const Visitor<trace::OverheadEvent>& visit) const;
+
+    // --- Flows: API call <-> GPU work by correlation id ----------------------------------
+    std::vector<trace::KernelEvent> kernels_by_correlation(trace::CorrelationId id) const;
+    std::vector<trace::MemcpyEvent> memcpys_by_correlation(trace::CorrelationId id) const;
+    std::vector<trace::MemsetEvent> memsets_by_correlation(trace::CorrelationId id) const;
+    std::optional<trace::ApiEvent> api_call_by_correlation(trace::CorrelationId id) const;
+
+    std::optional<trace::RangeEvent> range(trace::RangeId id) const;
+    // Direct children of a range (parent_range_id == id), in start order.
+    std::vector<trace::RangeEvent> child_ranges(trace::RangeId id) const;
+
+    // Adds missing indexes and track_stats (opens the file read-write for it).
+    void build_missing_indexes();
+
+    // The underlying connection, for aggregate SQL (SUM/GROUP BY) that is faster in
+    // SQLite than in a visitor. Read-only unless opened with build_missing_indexes.
+    // Errors from it must be reported with path() by the caller.
+    sqlite3* database() const;
+
+    struct Impl;  // reader.cpp and its helpers
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ember::store

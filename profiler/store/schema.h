@@ -1,0 +1,267 @@
+// schema.h: the SQLite schema of an ember trace file, version by version.
+// docs/trace-schema.md documents every table and column; keep the two in step.
+//
+// Compatibility rule. A file stores `schema_version` (what wrote it) and
+// `min_reader_version` (the oldest reader that understands it) in run_metadata.
+// A reader opens a file when
+//     kOldestReadableSchemaVersion <= schema_version   and   min_reader_version <= kSchemaVersion
+// so a newer writer that only adds tables/columns keeps min_reader_version low and
+// older readers still open its files; a change that would be misread raises it.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::store {
+
+constexpr int kSchemaVersion = 1;
+constexpr int kOldestReadableSchemaVersion = 1;
+constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_reader_version
+
+// PRAGMA application_id of every ember trace: "EMBR".
+constexpr std::int32_t kApplicationId = 0x454D4252;
+
+// Tables (one statement each, executed in order by the writer at open).
+inline constexpr const char* kCreateTablesSql = R"sql(
+CREATE TABLE IF NOT EXISTS run_metadata (
+  key   TEXT PRIMARY KEY,
+  value
+);
+CREATE TABLE IF NOT EXISTS strings (
+  string_id INTEGER PRIMARY KEY,
+  value     TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS processes (
+  pid     INTEGER PRIMARY KEY,
+  name_id INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS threads (
+  thread_id INTEGER PRIMARY KEY,
+  pid       INTEGER NOT NULL,
+  tid       INTEGER NOT NULL,
+  name_id   INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS devices (
+  device_id                          INTEGER PRIMARY KEY,
+  name_id                            INTEGER NOT NULL,
+  uuid_id                            INTEGER NOT NULL,
+  compute_capability_major           INTEGER NOT NULL,
+  compute_capability_minor           INTEGER NOT NULL,
+  multiprocessor_count               INTEGER NOT NULL,
+  memory_bytes                       INTEGER NOT NULL,
+  memory_bandwidth_bytes_per_second  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS streams (
+  stream_id      INTEGER PRIMARY KEY,
+  device_id      INTEGER NOT NULL,
+  context_id     INTEGER NOT NULL,
+  cuda_stream_id INTEGER NOT NULL,
+  priority       INTEGER NOT NULL,
+  name_id        INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (
+  counter_id INTEGER PRIMARY KEY,
+  name_id    INTEGER NOT NULL,
+  unit_id    INTEGER NOT NULL,
+  device_id  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS launch_configs (
+  launch_config_id     INTEGER PRIMARY KEY,
+  grid_x               INTEGER NOT NULL,
+  grid_y               INTEGER NOT NULL,
+  grid_z               INTEGER NOT NULL,
+  block_x              INTEGER NOT NULL,
+  block_y              INTEGER NOT NULL,
+  block_z              INTEGER NOT NULL,
+  registers_per_thread INTEGER NOT NULL,
+  static_shared_bytes  INTEGER NOT NULL,
+  dynamic_shared_bytes INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS frames (
+  frame_id    INTEGER PRIMARY KEY,
+  function_id INTEGER NOT NULL,
+  module_id   INTEGER NOT NULL,
+  address     INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stacks (
+  stack_id        INTEGER PRIMARY KEY,
+  parent_stack_id INTEGER NOT NULL,
+  frame_id        INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kernels (
+  start_ns         INTEGER NOT NULL,
+  end_ns           INTEGER NOT NULL,
+  device_id        INTEGER NOT NULL,
+  stream_id        INTEGER NOT NULL,
+  correlation_id   INTEGER NOT NULL,
+  name_id          INTEGER NOT NULL,
+  launch_config_id INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memcpys (
+  start_ns         INTEGER NOT NULL,
+  end_ns           INTEGER NOT NULL,
+  device_id        INTEGER NOT NULL,
+  stream_id        INTEGER NOT NULL,
+  correlation_id   INTEGER NOT NULL,
+  direction        INTEGER NOT NULL,
+  bytes            INTEGER NOT NULL,
+  source_kind      INTEGER NOT NULL,
+  destination_kind INTEGER NOT NULL,
+  peer_device_id   INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memsets (
+  start_ns       INTEGER NOT NULL,
+  end_ns         INTEGER NOT NULL,
+  device_id      INTEGER NOT NULL,
+  stream_id      INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  bytes          INTEGER NOT NULL,
+  value          INTEGER NOT NULL,
+  memory_kind    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS synchronizations (
+  start_ns       INTEGER NOT NULL,
+  end_ns         INTEGER NOT NULL,
+  device_id      INTEGER NOT NULL,
+  stream_id      INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  kind           INTEGER NOT NULL,
+  cuda_event_id  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_calls (
+  start_ns       INTEGER NOT NULL,
+  end_ns         INTEGER NOT NULL,
+  thread_id      INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL,
+  name_id        INTEGER NOT NULL,
+  result         INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ranges (
+  range_id        INTEGER PRIMARY KEY,
+  start_ns        INTEGER NOT NULL,
+  end_ns          INTEGER NOT NULL,
+  thread_id       INTEGER NOT NULL,
+  domain_id       INTEGER NOT NULL,
+  name_id         INTEGER NOT NULL,
+  category        INTEGER NOT NULL,
+  color           INTEGER NOT NULL,
+  depth           INTEGER NOT NULL,
+  parent_range_id INTEGER NOT NULL,
+  payload
+);
+CREATE TABLE IF NOT EXISTS marks (
+  time_ns   INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL,
+  domain_id INTEGER NOT NULL,
+  name_id   INTEGER NOT NULL,
+  category  INTEGER NOT NULL,
+  color     INTEGER NOT NULL,
+  payload
+);
+CREATE TABLE IF NOT EXISTS counter_samples (
+  counter_id INTEGER NOT NULL,
+  time_ns    INTEGER NOT NULL,
+  value      REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stack_samples (
+  time_ns   INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL,
+  stack_id  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dropped_records (
+  time_ns   INTEGER NOT NULL,
+  source_id INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL,
+  count     INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS collector_overhead (
+  start_ns  INTEGER NOT NULL,
+  end_ns    INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL,
+  name_id   INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS track_stats (
+  event_table     TEXT NOT NULL,
+  track_id        INTEGER NOT NULL,
+  event_count     INTEGER NOT NULL,
+  first_start_ns  INTEGER NOT NULL,
+  last_end_ns     INTEGER NOT NULL,
+  max_duration_ns INTEGER NOT NULL,
+  PRIMARY KEY (event_table, track_id)
+) WITHOUT ROWID;
+)sql";
+
+// Indexes, built once when the writer closes (inserting into indexed tables would
+// halve write throughput). A trace whose writer was killed has none; the reader
+// still answers every query, by scanning, and TraceReader::build_missing_indexes()
+// adds them.
+inline constexpr const char* kCreateIndexesSql = R"sql(
+CREATE INDEX IF NOT EXISTS kernels_by_stream_start ON kernels (stream_id, start_ns);
+CREATE INDEX IF NOT EXISTS kernels_by_correlation ON kernels (correlation_id);
+CREATE INDEX IF NOT EXISTS memcpys_by_stream_start ON memcpys (stream_id, start_ns);
+CREATE INDEX IF NOT EXISTS memcpys_by_correlation ON memcpys (correlation_id);
+CREATE INDEX IF NOT EXISTS memsets_by_stream_start ON memsets (stream_id, start_ns);
+CREATE INDEX IF NOT EXISTS memsets_by_correlation ON memsets (correlation_id);
+CREATE INDEX IF NOT EXISTS synchronizations_by_stream_start ON synchronizations (stream_id, start_ns);
+CREATE INDEX IF NOT EXISTS synchronizations_by_correlation ON synchronizations (correlation_id);
+CREATE INDEX IF NOT EXISTS api_calls_by_thread_start ON api_calls (thread_id, start_ns);
+CREATE INDEX IF NOT EXISTS api_calls_by_correlation ON api_calls (correlation_id);
+CREATE INDEX IF NOT EXISTS ranges_by_thread_start ON ranges (thread_id, start_ns);
+CREATE INDEX IF NOT EXISTS ranges_by_parent ON ranges (parent_range_id);
+CREATE INDEX IF NOT EXISTS marks_by_thread_time ON marks (thread_id, time_ns);
+CREATE INDEX IF NOT EXISTS counter_samples_by_counter_time ON counter_samples (counter_id, time_ns);
+CREATE INDEX IF NOT EXISTS stack_samples_by_thread_time ON stack_samples (thread_id, time_ns);
+CREATE INDEX IF NOT EXISTS collector_overhead_by_thread_start ON collector_overhead (thread_id, start_ns);
+)sql";
+
+// Number of indexes in kCreateIndexesSql (the reader's has_indexes() counts them).
+constexpr int kIndexCount = 16;
+
+// The event tables: their name, the column that says which track an event lies
+// on, and the columns holding its time (end_column == start_column for instants).
+struct EventTableInfo {
+    const char* name;
+    const char* track_column;
+    const char* start_column;
+    const char* end_column;
+};
+
+inline constexpr EventTableInfo kEventTables[] = {
+    {"kernels", "stream_id", "start_ns", "end_ns"},
+    {"memcpys", "stream_id", "start_ns", "end_ns"},
+    {"memsets", "stream_id", "start_ns", "end_ns"},
+    {"synchronizations", "stream_id", "start_ns", "end_ns"},
+    {"api_calls", "thread_id", "start_ns", "end_ns"},
+    {"ranges", "thread_id", "start_ns", "end_ns"},
+    {"marks", "thread_id", "time_ns", "time_ns"},
+    {"counter_samples", "counter_id", "time_ns", "time_ns"},
+    {"stack_samples", "thread_id", "time_ns", "time_ns"},
+    {"collector_overhead", "thread_id", "start_ns", "end_ns"},
+};
+
+// Every table a version-1 file must have (the reader refuses a file missing one).
+inline constexpr const char* kRequiredTables[] = {
+    "run_metadata", "strings", "processes", "threads", "devices", "streams",
+    "counters", "launch_configs", "frames", "stacks", "kernels", "memcpys",
+    "memsets", "synchronizations", "api_calls", "ranges", "marks",
+    "counter_samples", "stack_samples", "dropped_records", "collector_overhead",
+    "track_stats",
+};
+
+// Keys of run_metadata.
+namespace metadata_key {
+inline constexpr const char* schema_version = "schema_version";
+inline constexpr const char* min_reader_version = "min_reader_version";
+inline constexpr const char* ember_version = "ember_version";
+inline constexpr const char* command_line = "command_line";
+inline constexpr const char* host = "host";
+inline constexpr const char* pid = "pid";
+inline constexpr const char* rank = "rank";
+inline constexpr const char* world_size = "world_size";
+inline constexpr const char* clock_name = "clock_name";
+inline constexpr const char* clock_offset_to_wall_ns = "clock_offset_to_wall_ns";
+inline constexpr const char* start_ns = "start_ns";
+inline constexpr const char* end_ns = "end_ns";
+inline constexpr const char* status = "status";  // "recording" until a clean close, then "complete"
+}  // namespace metadata_key
+
+}  // namespace ember::store

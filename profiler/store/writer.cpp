@@ -1,0 +1,2 @@
+// writer.cpp: TraceWriter (implementation in progress).
+#include "profiler/store/writer.h"
