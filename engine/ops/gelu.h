@@ -3,14 +3,10 @@
 // CPU reference and the CUDA kernel compute with the same arithmetic.
 #pragma once
 
+#include "engine/core/dtype.h"  // EMBER_HD
+
 #include <cmath>
 #include <cstddef>
-
-#if defined(__CUDACC__)
-#define EMBER_HD __host__ __device__
-#else
-#define EMBER_HD
-#endif
 
 namespace ember::ops {
 

@@ -1,0 +1,216 @@
+// allocator.cpp: the caching allocator's bins, the device and pinned-host raw
+// allocators, and the activation arena.
+#include "engine/core/allocator.h"
+
+#include "engine/core/cuda_check.h"
+#include "engine/core/device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace ember {
+
+std::size_t CachingAllocator::size_class(std::size_t bytes) {
+    constexpr std::size_t kSmallStep = 512;
+    constexpr std::size_t kSmallLimit = 1u << 20;
+    if (bytes == 0) return 0;
+    if (bytes <= kSmallLimit) return (bytes + kSmallStep - 1) / kSmallStep * kSmallStep;
+    // Four classes per power of two: step = 2^(floor(log2(bytes)) - 2).
+    std::size_t power = kSmallLimit;
+    while (power * 2 <= bytes) power *= 2;
+    std::size_t step = power / 4;
+    return (bytes + step - 1) / step * step;
+}
+
+CachingAllocator::CachingAllocator(RawAllocator raw) : raw_(std::move(raw)) {
+    if (!raw_.allocate || !raw_.release)
+        throw std::invalid_argument("CachingAllocator: raw allocate/release functions are required");
+}
+
+CachingAllocator::~CachingAllocator() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, blocks] : free_blocks_)
+        for (void* p : blocks) raw_.release(p);
+    for (auto& [p, size] : live_) raw_.release(p);
+}
+
+void* CachingAllocator::allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    std::size_t size = size_class(bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.requests;
+    void* ptr = nullptr;
+    auto bin = free_blocks_.find(size);
+    if (bin != free_blocks_.end() && !bin->second.empty()) {
+        ptr = bin->second.back();
+        bin->second.pop_back();
+        ++stats_.cache_hits;
+    } else {
+        ptr = raw_.allocate(size);
+        if (ptr == nullptr) {
+            // Out of memory with cached blocks around: give them back and retry once.
+            for (auto& [cached_size, blocks] : free_blocks_) {
+                for (void* p : blocks) {
+                    raw_.release(p);
+                    ++stats_.raw_releases;
+                    stats_.reserved_bytes -= cached_size;
+                }
+                blocks.clear();
+            }
+            ptr = raw_.allocate(size);
+        }
+        if (ptr == nullptr)
+            throw std::runtime_error(raw_.name + ": out of memory allocating " +
+                                     std::to_string(size) + " bytes (allocated " +
+                                     std::to_string(stats_.allocated_bytes) + ", reserved " +
+                                     std::to_string(stats_.reserved_bytes) + ")");
+        ++stats_.raw_allocations;
+        stats_.reserved_bytes += size;
+        stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+    }
+    live_[ptr] = size;
+    stats_.allocated_bytes += size;
+    stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+    return ptr;
+}
+
+void CachingAllocator::free(void* ptr) {
+    if (ptr == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(ptr);
+    if (it == live_.end())
+        throw std::invalid_argument(raw_.name + ": free of a pointer this allocator did not hand out");
+    std::size_t size = it->second;
+    live_.erase(it);
+    stats_.allocated_bytes -= size;
+    free_blocks_[size].push_back(ptr);
+}
+
+void CachingAllocator::empty_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, blocks] : free_blocks_) {
+        for (void* p : blocks) {
+            raw_.release(p);
+            ++stats_.raw_releases;
+            stats_.reserved_bytes -= size;
+        }
+    }
+    free_blocks_.clear();
+}
+
+AllocatorStats CachingAllocator::stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+}
+
+void CachingAllocator::reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+RawAllocator cuda_raw_allocator() {
+    RawAllocator raw;
+    raw.name = "cudaMalloc";
+    raw.allocate = [](std::size_t bytes) -> void* {
+        void* p = nullptr;
+        cudaError_t err = cudaMalloc(&p, bytes);
+        if (err == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            return nullptr;  // the caching allocator frees its cache and retries
+        }
+        EMBER_CUDA_CHECK(err);
+        return p;
+    };
+    raw.release = [](void* p) { cudaFree(p); };  // also runs at exit, when failing is harmless
+    return raw;
+}
+
+CachingAllocator& device_allocator() {
+    static const bool available = cuda_device_available();
+    if (!available)
+        throw std::runtime_error("device_allocator: no CUDA device (" +
+                                 cuda_runtime_status().reason + "); use the cpu backend");
+    static CachingAllocator allocator(cuda_raw_allocator());
+    return allocator;
+}
+
+Buffer::Buffer(CachingAllocator& allocator, std::size_t bytes)
+    : allocator_(&allocator), data_(allocator.allocate(bytes)), bytes_(bytes) {}
+
+Buffer::~Buffer() {
+    if (allocator_) allocator_->free(data_);
+}
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : allocator_(other.allocator_), data_(other.data_), bytes_(other.bytes_) {
+    other.allocator_ = nullptr;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+        if (allocator_) allocator_->free(data_);
+        allocator_ = other.allocator_;
+        data_ = other.data_;
+        bytes_ = other.bytes_;
+        other.allocator_ = nullptr;
+        other.data_ = nullptr;
+        other.bytes_ = 0;
+    }
+    return *this;
+}
+
+PinnedHostPool::PinnedHostPool() {
+    RawAllocator raw;
+    if (cuda_device_available()) {
+        pinned_ = true;
+        raw.name = "cudaHostAlloc";
+        raw.allocate = [](std::size_t bytes) -> void* {
+            void* p = nullptr;
+            EMBER_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+            return p;
+        };
+        raw.release = [](void* p) { cudaFreeHost(p); };
+    } else {
+        pinned_ = false;
+        fallback_reason_ = "no CUDA device (" + cuda_runtime_status().reason +
+                           "): host buffers are pageable";
+        raw.name = "aligned_alloc";
+        raw.allocate = [](std::size_t bytes) -> void* {
+            return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+        };
+        raw.release = [](void* p) { std::free(p); };
+    }
+    cache_ = std::make_unique<CachingAllocator>(std::move(raw));
+}
+
+void* PinnedHostPool::allocate(std::size_t bytes) { return cache_->allocate(bytes); }
+void PinnedHostPool::free(void* ptr) { cache_->free(ptr); }
+
+ActivationArena::ActivationArena(void* base, std::size_t capacity, Device device)
+    : base_(static_cast<char*>(base)), capacity_(capacity), device_(device) {}
+
+void* ActivationArena::allocate(std::size_t bytes, std::size_t alignment) {
+    std::size_t start = (used_ + alignment - 1) / alignment * alignment;
+    if (start + bytes > capacity_)
+        throw std::runtime_error("ActivationArena: out of space: requested " +
+                                 std::to_string(bytes) + " bytes with " + std::to_string(used_) +
+                                 " of " + std::to_string(capacity_) + " used");
+    used_ = start + bytes;
+    peak_ = std::max(peak_, used_);
+    return base_ + start;
+}
+
+Tensor ActivationArena::allocate_tensor(DType dtype, std::initializer_list<int64_t> shape,
+                                        Layout layout) {
+    Tensor t = make_tensor(nullptr, dtype, shape, device_, layout);
+    t.data = allocate(t.bytes());
+    return t;
+}
+
+}  // namespace ember

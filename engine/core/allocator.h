@@ -1,0 +1,133 @@
+// allocator.h: the engine's memory. Three owners, all of them cheap in the step loop:
+//   CachingAllocator  size-class bins over a raw allocate/free pair; freed blocks are
+//                     kept and reused, so after the first step no cudaMalloc happens.
+//                     The raw pair is injected: cudaMalloc/cudaFree for the device
+//                     (device_allocator()), anything else in tests.
+//   PinnedHostPool    page-locked host buffers (cudaHostAlloc) for fast H2D copies;
+//                     without a driver it falls back to pageable memory, pinned()==false.
+//   ActivationArena   a bump allocator over one buffer, reset at every step; its peak
+//                     is the activation memory a step needs.
+#pragma once
+
+#include "engine/core/tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ember {
+
+struct RawAllocator {
+    std::string name;                                 // "cudaMalloc", "test", ...
+    std::function<void*(std::size_t bytes)> allocate;  // returns nullptr or throws on failure
+    std::function<void(void* ptr)> release;
+};
+
+struct AllocatorStats {
+    std::size_t allocated_bytes = 0;       // handed out and not yet freed (rounded sizes)
+    std::size_t reserved_bytes = 0;        // obtained from the raw allocator and not released
+    std::size_t peak_allocated_bytes = 0;
+    std::size_t peak_reserved_bytes = 0;
+    uint64_t raw_allocations = 0;          // e.g. number of cudaMalloc calls
+    uint64_t raw_releases = 0;
+    uint64_t requests = 0;                 // allocate() calls
+    uint64_t cache_hits = 0;               // requests served from a cached block
+};
+
+class CachingAllocator {
+public:
+    explicit CachingAllocator(RawAllocator raw);
+    ~CachingAllocator();  // releases every block (live ones too: owners must be gone)
+    CachingAllocator(const CachingAllocator&) = delete;
+    CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+    // A block of at least `bytes` (0 gives nullptr), 256-byte aligned if the raw allocator is.
+    void* allocate(std::size_t bytes);
+    // Returns a block to its bin; nullptr is ignored; an unknown pointer throws.
+    void free(void* ptr);
+    // Gives every cached (free) block back to the raw allocator.
+    void empty_cache();
+    AllocatorStats stats() const;
+    void reset_peak();
+
+    // Size classes: multiples of 512 B up to 1 MiB, then four classes per power of
+    // two (at most 25% waste). Blocks are reused only within their class.
+    static std::size_t size_class(std::size_t bytes);
+
+private:
+    RawAllocator raw_;
+    mutable std::mutex mutex_;
+    std::unordered_map<void*, std::size_t> live_;              // ptr -> class size
+    std::map<std::size_t, std::vector<void*>> free_blocks_;    // class size -> cached blocks
+    AllocatorStats stats_;
+};
+
+// The process-wide device allocator (cudaMalloc/cudaFree on the current device).
+// Throws std::runtime_error naming the reason when no CUDA device is usable.
+CachingAllocator& device_allocator();
+RawAllocator cuda_raw_allocator();
+
+// A typed owner of one caching-allocator block; frees on destruction.
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(CachingAllocator& allocator, std::size_t bytes);
+    ~Buffer();
+    Buffer(Buffer&& other) noexcept;
+    Buffer& operator=(Buffer&& other) noexcept;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    void* data() const { return data_; }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    CachingAllocator* allocator_ = nullptr;
+    void* data_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+class PinnedHostPool {
+public:
+    PinnedHostPool();  // tries cudaHostAlloc; falls back to pageable memory
+    void* allocate(std::size_t bytes);
+    void free(void* ptr);
+    bool pinned() const { return pinned_; }
+    const std::string& fallback_reason() const { return fallback_reason_; }
+    AllocatorStats stats() const { return cache_->stats(); }
+    void empty_cache() { cache_->empty_cache(); }
+
+private:
+    bool pinned_ = false;
+    std::string fallback_reason_;
+    std::unique_ptr<CachingAllocator> cache_;
+};
+
+class ActivationArena {
+public:
+    // `base` is owned by the caller (typically one device_allocator() block).
+    ActivationArena(void* base, std::size_t capacity, Device device);
+    // Bump-allocates; throws std::runtime_error with requested/used/capacity when full.
+    void* allocate(std::size_t bytes, std::size_t alignment = 256);
+    Tensor allocate_tensor(DType dtype, std::initializer_list<int64_t> shape,
+                           Layout layout = Layout::nchw);
+    void reset() { used_ = 0; }  // at the start of every step
+    std::size_t used() const { return used_; }
+    std::size_t peak() const { return peak_; }
+    std::size_t capacity() const { return capacity_; }
+    Device device() const { return device_; }
+
+private:
+    char* base_;
+    std::size_t capacity_;
+    Device device_;
+    std::size_t used_ = 0;
+    std::size_t peak_ = 0;
+};
+
+}  // namespace ember

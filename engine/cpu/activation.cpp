@@ -1,0 +1,87 @@
+// activation.cpp: CPU ReLU and GELU on tensors, plus GELU as the unfused chain of
+// eight pointwise passes (the same sequence the CUDA backend launches as kernels).
+#include "engine/cpu/cpu_util.h"
+#include "engine/ops/activation.h"
+
+#include <cmath>
+
+namespace ember::ops {
+namespace {
+
+void check_pointwise(const char* op, const Tensor& in, const Tensor& out) {
+    cpu::check_float_cpu(in, op, "input");
+    cpu::check_float_cpu(out, op, "output");
+    require(in.numel() == out.numel(), op, "sizes differ: " + in.describe() + ", " + out.describe());
+}
+
+double gelu_double(double x) {
+    const double k = 0.7978845608028654;
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+double gelu_grad_double(double x) {
+    const double k = 0.7978845608028654;
+    double t = std::tanh(k * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+}  // namespace
+
+void relu_forward_cpu(const Tensor& x, const Tensor& y) {
+    check_pointwise("relu_forward_cpu", x, y);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+        double v = cpu::get(x, i);
+        cpu::set(y, i, v > 0 ? v : 0.0);
+    }
+}
+
+void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, GradWrite write) {
+    check_pointwise("relu_backward_cpu", y, dx);
+    check_pointwise("relu_backward_cpu", dy, dx);
+    for (int64_t i = 0; i < dx.numel(); ++i)
+        cpu::write(dx, i, cpu::get(y, i) > 0 ? cpu::get(dy, i) : 0.0, write);
+}
+
+// f64 tensors use the double formula (finite-difference checks); others the shared
+// float function the kernel uses.
+void gelu_forward_cpu(const Tensor& x, const Tensor& y) {
+    check_pointwise("gelu_forward_cpu", x, y);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+        double v = cpu::get(x, i);
+        cpu::set(y, i, x.dtype == DType::f64 ? gelu_double(v) : gelu_tanh(static_cast<float>(v)));
+    }
+}
+
+void gelu_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& dx, GradWrite write) {
+    check_pointwise("gelu_backward_cpu", x, dx);
+    check_pointwise("gelu_backward_cpu", dy, dx);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+        double v = cpu::get(x, i);
+        double grad = x.dtype == DType::f64 ? gelu_grad_double(v)
+                                            : gelu_tanh_grad(static_cast<float>(v));
+        cpu::write(dx, i, cpu::get(dy, i) * grad, write);
+    }
+}
+
+void gelu_forward_unfused_cpu(const Tensor& x, const Tensor& y, const Tensor& scratch) {
+    const char* op = "gelu_forward_unfused_cpu";
+    check_pointwise(op, x, y);
+    require(scratch.defined() && scratch.dtype == DType::f32 && scratch.device == Device::cpu &&
+                scratch.numel() >= x.numel(),
+            op, "scratch must be a cpu f32 tensor with at least x.numel() elements");
+    const int64_t n = x.numel();
+    float* t = scratch.as<float>();
+    for (int64_t i = 0; i < n; ++i) {
+        float v = load_as_float(x.data, x.dtype, i);
+        t[i] = v * v * v;
+    }
+    for (int64_t i = 0; i < n; ++i) t[i] *= kGeluCubic;
+    for (int64_t i = 0; i < n; ++i) t[i] += load_as_float(x.data, x.dtype, i);
+    for (int64_t i = 0; i < n; ++i) t[i] *= kGeluSqrt2OverPi;
+    for (int64_t i = 0; i < n; ++i) t[i] = tanhf(t[i]);
+    for (int64_t i = 0; i < n; ++i) t[i] += 1.0f;
+    for (int64_t i = 0; i < n; ++i) t[i] *= load_as_float(x.data, x.dtype, i);
+    for (int64_t i = 0; i < n; ++i) store_from_float(y.data, y.dtype, i, 0.5f * t[i]);
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,128 @@
+// batchnorm.cpp: CPU BatchNorm (training with batch statistics and running-stat
+// update, eval with running statistics, backward), in double.
+#include "engine/cpu/cpu_util.h"
+#include "engine/ops/batchnorm.h"
+
+#include <cmath>
+#include <vector>
+
+namespace ember::ops {
+namespace {
+
+struct BnShape {
+    int64_t n, c, spatial;
+};
+
+BnShape check_bn(const char* op, const Tensor& x, const Tensor& y) {
+    cpu::check_float_cpu(x, op, "x");
+    cpu::check_float_cpu(y, op, "y");
+    cpu::check_same_shape(x, y, op);
+    require(x.rank == 2 || x.rank == 4, op, "x must be (N,C) or (N,C,H,W): " + x.describe());
+    require(x.rank != 4 || x.layout == y.layout, op, "x and y layouts differ");
+    return {x.shape[0], x.shape[1], x.rank == 4 ? x.shape[2] * x.shape[3] : 1};
+}
+
+void check_channel_param(const char* op, const Tensor& t, const char* name, int64_t c) {
+    cpu::check_float_cpu(t, op, name);
+    require(t.numel() == c, op, std::string(name) + " must have C=" + std::to_string(c) +
+                                    " elements: " + t.describe());
+}
+
+}  // namespace
+
+void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& y, const Tensor& running_mean,
+                                 const Tensor& running_var, const Tensor& save_mean,
+                                 const Tensor& save_invstd, const BatchNormParams& params) {
+    const char* op = "batchnorm_forward_train_cpu";
+    BnShape s = check_bn(op, x, y);
+    for (auto [t, name] : {std::pair{gamma, "gamma"}, {beta, "beta"}, {save_mean, "save_mean"},
+                           {save_invstd, "save_invstd"}})
+        check_channel_param(op, t, name, s.c);
+    const double count = double(s.n * s.spatial);
+    for (int64_t c = 0; c < s.c; ++c) {
+        double sum = 0.0;
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.spatial; ++i) sum += cpu::get(x, cpu::channel_offset(x, n, c, i));
+        const double mean = sum / count;
+        double squares = 0.0;
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.spatial; ++i) {
+                double d = cpu::get(x, cpu::channel_offset(x, n, c, i)) - mean;
+                squares += d * d;
+            }
+        const double var = squares / count;
+        const double invstd = 1.0 / std::sqrt(var + params.eps);
+        const double g = cpu::get(gamma, c), b = cpu::get(beta, c);
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.spatial; ++i) {
+                int64_t off = cpu::channel_offset(x, n, c, i);
+                cpu::set(y, off, (cpu::get(x, off) - mean) * invstd * g + b);
+            }
+        cpu::set(save_mean, c, mean);
+        cpu::set(save_invstd, c, invstd);
+        if (running_mean.defined()) {
+            const double m = params.momentum;
+            const double unbiased = count > 1 ? squares / (count - 1) : var;
+            cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean);
+            cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
+        }
+    }
+}
+
+void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                const Tensor& running_mean, const Tensor& running_var,
+                                const Tensor& y, const BatchNormParams& params) {
+    const char* op = "batchnorm_forward_eval_cpu";
+    BnShape s = check_bn(op, x, y);
+    for (auto [t, name] : {std::pair{gamma, "gamma"}, {beta, "beta"},
+                           {running_mean, "running_mean"}, {running_var, "running_var"}})
+        check_channel_param(op, t, name, s.c);
+    for (int64_t c = 0; c < s.c; ++c) {
+        const double mean = cpu::get(running_mean, c);
+        const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
+        const double g = cpu::get(gamma, c), b = cpu::get(beta, c);
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.spatial; ++i) {
+                int64_t off = cpu::channel_offset(x, n, c, i);
+                cpu::set(y, off, (cpu::get(x, off) - mean) * invstd * g + b);
+            }
+    }
+}
+
+void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx,
+                            const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
+                            GradWrite param_write) {
+    const char* op = "batchnorm_backward_cpu";
+    BnShape s = check_bn(op, x, dy);
+    for (auto [t, name] : {std::pair{gamma, "gamma"}, {save_mean, "save_mean"},
+                           {save_invstd, "save_invstd"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}})
+        check_channel_param(op, t, name, s.c);
+    if (dx.defined()) check_bn(op, x, dx);
+    const double count = double(s.n * s.spatial);
+    for (int64_t c = 0; c < s.c; ++c) {
+        const double mean = cpu::get(save_mean, c), invstd = cpu::get(save_invstd, c);
+        double sum_dy = 0.0, sum_dy_xhat = 0.0;
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.spatial; ++i) {
+                int64_t off = cpu::channel_offset(x, n, c, i);
+                double g = cpu::get(dy, off);
+                sum_dy += g;
+                sum_dy_xhat += g * (cpu::get(x, off) - mean) * invstd;
+            }
+        cpu::write(dgamma, c, sum_dy_xhat, param_write);
+        cpu::write(dbeta, c, sum_dy, param_write);
+        if (!dx.defined()) continue;
+        const double scale = cpu::get(gamma, c) * invstd / count;
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t i = 0; i < s.spatial; ++i) {
+                int64_t off = cpu::channel_offset(x, n, c, i);
+                double xhat = (cpu::get(x, off) - mean) * invstd;
+                double v = scale * (count * cpu::get(dy, off) - sum_dy - xhat * sum_dy_xhat);
+                cpu::write(dx, off, v, input_write);
+            }
+    }
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,184 @@
+// conv.cpp: CPU 2-D convolution by im2col + GEMM (OpenBLAS sgemm, dgemm for f64),
+// one image at a time. Inputs of any layout/dtype are read into NCHW float (or
+// double) buffers, results written back with the output's layout, dtype and write
+// mode, so one GEMM path serves nchw, nhwc, f32, f16, bf16 and f64.
+#include "engine/cpu/cpu_util.h"
+#include "engine/ops/conv.h"
+
+#include <cblas.h>
+
+#include <vector>
+
+namespace ember::ops {
+namespace {
+
+struct ConvShape {
+    int64_t n, c, h, w;  // input
+    int64_t k, r, s;     // filter
+    int64_t p, q;        // output
+};
+
+ConvShape check_conv(const char* op, const Tensor& x, const Tensor& weight, const Tensor& y,
+                     const Conv2dParams& params) {
+    cpu::check_float_cpu(x, op, "x");
+    cpu::check_float_cpu(weight, op, "weight");
+    cpu::check_float_cpu(y, op, "y");
+    require(x.rank == 4 && weight.rank == 4 && y.rank == 4, op, "x, weight and y must be 4-D");
+    require(weight.shape[1] == x.shape[1], op,
+            "weight channels differ from x: " + weight.describe() + " vs " + x.describe());
+    ConvShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3], weight.shape[0], weight.shape[2],
+                weight.shape[3], 0, 0};
+    s.p = conv_output_size(s.h, s.r, params.stride_h, params.pad_h, params.dilation_h);
+    s.q = conv_output_size(s.w, s.s, params.stride_w, params.pad_w, params.dilation_w);
+    require(y.shape[0] == s.n && y.shape[1] == s.k && y.shape[2] == s.p && y.shape[3] == s.q, op,
+            "output must be [" + std::to_string(s.n) + "," + std::to_string(s.k) + "," +
+                std::to_string(s.p) + "," + std::to_string(s.q) + "]: " + y.describe());
+    return s;
+}
+
+// col[(c*R + r)*S + s][p*Q + q] = x[c][p*stride - pad + r*dilation][...] (0 outside).
+template <class T>
+void im2col(const T* image, const ConvShape& s, const Conv2dParams& pr, T* col) {
+    for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t r = 0; r < s.r; ++r)
+            for (int64_t ks = 0; ks < s.s; ++ks) {
+                T* row = col + ((c * s.r + r) * s.s + ks) * s.p * s.q;
+                for (int64_t p = 0; p < s.p; ++p) {
+                    int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
+                    for (int64_t q = 0; q < s.q; ++q) {
+                        int64_t w = q * pr.stride_w - pr.pad_w + ks * pr.dilation_w;
+                        row[p * s.q + q] = (h >= 0 && h < s.h && w >= 0 && w < s.w)
+                                               ? image[(c * s.h + h) * s.w + w]
+                                               : T(0);
+                    }
+                }
+            }
+}
+
+// The adjoint of im2col: adds each column entry back onto its image position.
+template <class T>
+void col2im_add(const T* col, const ConvShape& s, const Conv2dParams& pr, T* image) {
+    for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t r = 0; r < s.r; ++r)
+            for (int64_t ks = 0; ks < s.s; ++ks) {
+                const T* row = col + ((c * s.r + r) * s.s + ks) * s.p * s.q;
+                for (int64_t p = 0; p < s.p; ++p) {
+                    int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
+                    if (h < 0 || h >= s.h) continue;
+                    for (int64_t q = 0; q < s.q; ++q) {
+                        int64_t w = q * pr.stride_w - pr.pad_w + ks * pr.dilation_w;
+                        if (w >= 0 && w < s.w) image[(c * s.h + h) * s.w + w] += row[p * s.q + q];
+                    }
+                }
+            }
+}
+
+// C[m,n] = alpha op(A) op(B) + beta C, row-major, float or double.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+          float beta, float* c) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, const double* b,
+          double beta, double* c) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, 1.0, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+}
+
+template <class T>
+void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+             const Conv2dParams& params, const ConvShape& s) {
+    std::vector<T> xs = cpu::load_nchw<T>(x), ws = cpu::load_nchw<T>(weight);
+    std::vector<T> ys(static_cast<std::size_t>(y.numel()));
+    const int64_t crs = s.c * s.r * s.s, pq = s.p * s.q;
+    std::vector<T> col(static_cast<std::size_t>(crs * pq));
+    for (int64_t n = 0; n < s.n; ++n) {
+        im2col(xs.data() + n * s.c * s.h * s.w, s, params, col.data());
+        gemm(false, false, s.k, pq, crs, ws.data(), col.data(), T(0), ys.data() + n * s.k * pq);
+        if (bias.defined())
+            for (int64_t k = 0; k < s.k; ++k) {
+                T b = static_cast<T>(cpu::get(bias, k));
+                T* plane = ys.data() + (n * s.k + k) * pq;
+                for (int64_t i = 0; i < pq; ++i) plane[i] += b;
+            }
+    }
+    cpu::store_nchw(ys, y, GradWrite::store);
+}
+
+template <class T>
+void backward_data(const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                   const Conv2dParams& params, GradWrite write, const ConvShape& s) {
+    std::vector<T> ws = cpu::load_nchw<T>(weight), dys = cpu::load_nchw<T>(dy);
+    std::vector<T> dxs(static_cast<std::size_t>(dx.numel()), T(0));
+    const int64_t crs = s.c * s.r * s.s, pq = s.p * s.q;
+    std::vector<T> col(static_cast<std::size_t>(crs * pq));
+    for (int64_t n = 0; n < s.n; ++n) {
+        // col[CRS, PQ] = W^T[CRS, K] dy[K, PQ]
+        gemm(true, false, crs, pq, s.k, ws.data(), dys.data() + n * s.k * pq, T(0), col.data());
+        col2im_add(col.data(), s, params, dxs.data() + n * s.c * s.h * s.w);
+    }
+    cpu::store_nchw(dxs, dx, write);
+}
+
+template <class T>
+void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight,
+                     const Conv2dParams& params, GradWrite write, const ConvShape& s) {
+    std::vector<T> xs = cpu::load_nchw<T>(x), dys = cpu::load_nchw<T>(dy);
+    const int64_t crs = s.c * s.r * s.s, pq = s.p * s.q;
+    std::vector<T> dws(static_cast<std::size_t>(s.k * crs), T(0));
+    std::vector<T> col(static_cast<std::size_t>(crs * pq));
+    for (int64_t n = 0; n < s.n; ++n) {
+        im2col(xs.data() + n * s.c * s.h * s.w, s, params, col.data());
+        // dW[K, CRS] += dy[K, PQ] col^T[PQ, CRS]
+        gemm(false, true, s.k, crs, pq, dys.data() + n * s.k * pq, col.data(), T(1), dws.data());
+    }
+    cpu::store_nchw(dws, dweight, write);
+}
+
+}  // namespace
+
+void conv2d_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                        const Conv2dParams& params) {
+    ConvShape s = check_conv("conv2d_forward_cpu", x, weight, y, params);
+    if (bias.defined()) {
+        cpu::check_float_cpu(bias, "conv2d_forward_cpu", "bias");
+        require(bias.numel() == s.k, "conv2d_forward_cpu", "bias must have K elements");
+    }
+    if (x.dtype == DType::f64)
+        forward<double>(x, weight, bias, y, params, s);
+    else
+        forward<float>(x, weight, bias, y, params, s);
+}
+
+void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                              const Conv2dParams& params, GradWrite write) {
+    ConvShape s = check_conv("conv2d_backward_data_cpu", dx, weight, dy, params);
+    if (dx.dtype == DType::f64)
+        backward_data<double>(weight, dy, dx, params, write, s);
+    else
+        backward_data<float>(weight, dy, dx, params, write, s);
+}
+
+void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
+                                const Conv2dParams& params, GradWrite write) {
+    ConvShape s = check_conv("conv2d_backward_filter_cpu", x, dweight, dy, params);
+    if (x.dtype == DType::f64)
+        backward_filter<double>(x, dy, dweight, params, write, s);
+    else
+        backward_filter<float>(x, dy, dweight, params, write, s);
+}
+
+void conv2d_backward_bias_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    const char* op = "conv2d_backward_bias_cpu";
+    cpu::check_float_cpu(dy, op, "dy");
+    cpu::check_float_cpu(dbias, op, "dbias");
+    require(dy.rank == 4 && dbias.numel() == dy.shape[1], op, "dbias must have K elements");
+    const int64_t plane = dy.shape[2] * dy.shape[3];
+    std::vector<double> sums(static_cast<std::size_t>(dy.shape[1]), 0.0);
+    for (int64_t n = 0; n < dy.shape[0]; ++n)
+        for (int64_t k = 0; k < dy.shape[1]; ++k)
+            for (int64_t i = 0; i < plane; ++i) sums[k] += cpu::get(dy, cpu::channel_offset(dy, n, k, i));
+    for (int64_t k = 0; k < dy.shape[1]; ++k) cpu::write(dbias, k, sums[k], write);
+}
+
+}  // namespace ember::ops

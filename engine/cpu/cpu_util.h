@@ -1,0 +1,73 @@
+// cpu_util.h: argument checks and typed access shared by the CPU reference ops.
+// The reference computes in double (it is the yardstick for finite differences and
+// for the CUDA backend) except where OpenBLAS sgemm is the point (GEMM, conv in f32).
+#pragma once
+
+#include "engine/core/tensor.h"
+#include "engine/ops/common.h"
+
+#include <string>
+#include <vector>
+
+namespace ember::cpu {
+
+inline bool is_float(DType t) {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64;
+}
+
+// Every tensor an op touches must be defined, on the CPU and of a float dtype.
+inline void check_float_cpu(const Tensor& t, const char* op, const char* name) {
+    require(t.defined(), op, std::string(name) + " is undefined");
+    require(t.device == Device::cpu, op, std::string(name) + " must be a cpu tensor: " + t.describe());
+    require(is_float(t.dtype), op, std::string(name) + " must be a float tensor: " + t.describe());
+}
+
+inline void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
+    require(same_shape(a, b), op, "shapes differ: " + a.describe() + " vs " + b.describe());
+}
+
+inline double get(const Tensor& t, int64_t i) { return load_as_double(t.data, t.dtype, i); }
+inline void set(const Tensor& t, int64_t i, double v) { store_from_double(t.data, t.dtype, i, v); }
+inline void write(const Tensor& t, int64_t i, double v, ops::GradWrite mode) {
+    if (mode == ops::GradWrite::accumulate) v += get(t, i);
+    set(t, i, v);
+}
+
+// Element offset of (n, c, spatial s) in a (N,C) or (N,C,H,W) tensor of either layout.
+inline int64_t channel_offset(const Tensor& t, int64_t n, int64_t c, int64_t s) {
+    if (t.rank == 2) return n * t.shape[1] + c;
+    return t.offset4(n, c, s / t.shape[3], s % t.shape[3]);
+}
+
+// A 4-D tensor's values in logical NCHW order, as T (for im2col/GEMM paths).
+template <class T>
+std::vector<T> load_nchw(const Tensor& t) {
+    std::vector<T> out(static_cast<std::size_t>(t.numel()));
+    int64_t N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
+    if (t.layout == Layout::nchw && t.dtype == DType::f32 && sizeof(T) == 4) {
+        const float* src = t.as<float>();
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
+        return out;
+    }
+    std::size_t i = 0;
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t w = 0; w < W; ++w)
+                    out[i++] = static_cast<T>(get(t, t.offset4(n, c, h, w)));
+    return out;
+}
+
+// Writes NCHW-ordered values into a 4-D tensor of any layout/dtype (store or +=).
+template <class T>
+void store_nchw(const std::vector<T>& values, const Tensor& t, ops::GradWrite mode) {
+    int64_t N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
+    std::size_t i = 0;
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t w = 0; w < W; ++w)
+                    write(t, t.offset4(n, c, h, w), static_cast<double>(values[i++]), mode);
+}
+
+}  // namespace ember::cpu

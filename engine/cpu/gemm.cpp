@@ -1,0 +1,138 @@
+// gemm.cpp: CPU GEMM (OpenBLAS sgemm/dgemm) with bias / bias+GELU epilogue, and the
+// nn.Linear forward/backward on top of it. f16/bf16 operands are widened to float
+// (exactly) and multiplied with fp32 accumulation, as cuBLASLt does on the device.
+#include "engine/cpu/cpu_util.h"
+#include "engine/ops/gelu.h"
+#include "engine/ops/gemm.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+namespace ember::ops {
+namespace {
+
+std::vector<float> widen(const Tensor& t) {
+    std::vector<float> out(static_cast<std::size_t>(t.numel()));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_as_float(t.data, t.dtype, i);
+    return out;
+}
+
+double gelu_double(double x) {
+    const double k = 0.7978845608028654;
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+}  // namespace
+
+void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
+    const char* op = "gemm_cpu";
+    cpu::check_float_cpu(a, op, "A");
+    cpu::check_float_cpu(b, op, "B");
+    cpu::check_float_cpu(c, op, "C");
+    require(a.dtype == b.dtype, op, "A and B dtypes differ: " + a.describe() + ", " + b.describe());
+    require(c.dtype == a.dtype || c.dtype == DType::f32, op,
+            "C must be f32 or A's dtype: " + c.describe());
+    require(a.dtype != DType::f64 || c.dtype == DType::f64, op, "f64 GEMM needs an f64 C");
+    const int64_t m = args.transpose_a ? a.cols() : a.rows();
+    const int64_t k = args.transpose_a ? a.rows() : a.cols();
+    const int64_t kb = args.transpose_b ? b.cols() : b.rows();
+    const int64_t n = args.transpose_b ? b.rows() : b.cols();
+    require(k == kb, op, "inner dimensions differ: " + a.describe() + " x " + b.describe());
+    require(c.rows() == m && c.cols() == n, op,
+            "C must be [" + std::to_string(m) + "," + std::to_string(n) + "]: " + c.describe());
+    const bool has_bias = args.epilogue != Epilogue::none;
+    if (has_bias) {
+        cpu::check_float_cpu(args.bias, op, "bias");
+        require(args.bias.numel() == n, op, "bias must have N elements: " + args.bias.describe());
+    }
+    const bool save_pre = args.epilogue == Epilogue::bias_gelu && args.pre_activation.defined();
+    if (save_pre) cpu::check_same_shape(args.pre_activation, c, op);
+    const CBLAS_TRANSPOSE ta = args.transpose_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = args.transpose_b ? CblasTrans : CblasNoTrans;
+
+    auto epilogue = [&](auto* values) {
+        if (!has_bias) return;
+        for (int64_t r = 0; r < m; ++r)
+            for (int64_t col = 0; col < n; ++col) {
+                double v = double(values[r * n + col]) + cpu::get(args.bias, col);
+                if (args.epilogue == Epilogue::bias_gelu) {
+                    if (save_pre) cpu::set(args.pre_activation, r * n + col, v);
+                    v = a.dtype == DType::f64 ? gelu_double(v) : gelu_tanh(static_cast<float>(v));
+                }
+                values[r * n + col] = static_cast<std::remove_reference_t<decltype(values[0])>>(v);
+            }
+    };
+
+    if (a.dtype == DType::f64) {
+        if (m > 0 && n > 0)
+            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, args.alpha, a.as<double>(), a.cols(),
+                        b.as<double>(), b.cols(), args.beta, c.as<double>(), n);
+        epilogue(c.as<double>());
+        return;
+    }
+    std::vector<float> a_wide, b_wide, c_wide;
+    const float* a_ptr = a.as<float>();
+    const float* b_ptr = b.as<float>();
+    if (a.dtype != DType::f32) {
+        a_wide = widen(a);
+        b_wide = widen(b);
+        a_ptr = a_wide.data();
+        b_ptr = b_wide.data();
+    }
+    float* c_ptr = c.as<float>();
+    if (c.dtype != DType::f32) {
+        c_wide = args.beta != 0.0f ? widen(c) : std::vector<float>(static_cast<std::size_t>(c.numel()));
+        c_ptr = c_wide.data();
+    }
+    if (m > 0 && n > 0)
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, args.alpha, a_ptr, a.cols(), b_ptr, b.cols(),
+                    args.beta, c_ptr, n);
+    epilogue(c_ptr);
+    if (c.dtype != DType::f32)
+        for (int64_t i = 0; i < c.numel(); ++i) store_from_float(c.data, c.dtype, i, c_ptr[i]);
+}
+
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                        bool gelu, const Tensor& pre_activation) {
+    require(!gelu || bias.defined(), "linear_forward_cpu", "the GELU epilogue needs a bias");
+    GemmArgs args;
+    args.transpose_b = true;
+    args.epilogue = gelu ? Epilogue::bias_gelu : (bias.defined() ? Epilogue::bias : Epilogue::none);
+    args.bias = bias;
+    args.pre_activation = pre_activation;
+    gemm_cpu(x, weight, y, args);
+}
+
+void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                         const Tensor& dweight, const Tensor& dbias, GradWrite input_write,
+                         GradWrite param_write) {
+    if (dx.defined()) {
+        GemmArgs args;  // dx[M,K] = dy[M,N] W[N,K]
+        args.beta = input_write == GradWrite::accumulate ? 1.0f : 0.0f;
+        gemm_cpu(dy, weight, dx, args);
+    }
+    if (dweight.defined()) {
+        GemmArgs args;  // dW[N,K] = dy^T[N,M] x[M,K]
+        args.transpose_a = true;
+        args.beta = param_write == GradWrite::accumulate ? 1.0f : 0.0f;
+        gemm_cpu(dy, x, dweight, args);
+    }
+    if (dbias.defined()) bias_backward_cpu(dy, dbias, param_write);
+}
+
+void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    const char* op = "bias_backward_cpu";
+    cpu::check_float_cpu(dy, op, "dy");
+    cpu::check_float_cpu(dbias, op, "dbias");
+    const int64_t rows = dy.rows(), cols = dy.cols();
+    require(dbias.numel() == cols, op, "dbias must have " + std::to_string(cols) + " elements");
+    std::vector<double> sums(static_cast<std::size_t>(cols), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t col = 0; col < cols; ++col) sums[col] += cpu::get(dy, r * cols + col);
+    for (int64_t col = 0; col < cols; ++col) cpu::write(dbias, col, sums[col], write);
+}
+
+}  // namespace ember::ops

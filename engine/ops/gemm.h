@@ -1,0 +1,60 @@
+// gemm.h: matrix multiply with an optional bias / bias+GELU epilogue, and the
+// nn.Linear forward/backward built on it.
+//
+// Operands are row-major matrices (a tensor of rank r is read as [numel/last, last]).
+// A and B share a dtype (f32, f16, bf16; f64 on CPU); C is f32 or A's dtype.
+// Low precision computes with fp32 accumulation (cuBLASLt, CUBLAS_COMPUTE_32F, TF32
+// off); the CPU twin rounds nothing further: inputs are already f16/bf16 values,
+// products are accumulated in fp32 by sgemm, C is rounded once to its dtype.
+#pragma once
+
+#include "engine/ops/common.h"
+
+namespace ember::ops {
+
+enum class Epilogue : uint8_t {
+    none = 0,
+    bias = 1,       // C += bias[col]
+    bias_gelu = 2,  // C = gelu_tanh(C + bias[col]); pre-activation optionally saved
+};
+
+struct GemmArgs {
+    bool transpose_a = false;   // use A^T
+    bool transpose_b = false;   // use B^T
+    float alpha = 1.0f;
+    float beta = 0.0f;          // C = alpha op(A) op(B) + beta C  (before the epilogue)
+    Epilogue epilogue = Epilogue::none;
+    Tensor bias;                // [N], dtype of C, when the epilogue has a bias
+    Tensor pre_activation;      // [M,N], dtype of C: C + bias before GELU (for backward); optional
+};
+
+// C[M,N] = epilogue(alpha op(A)[M,K] op(B)[K,N] + beta C)
+void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args = {});
+void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
+               const GemmArgs& args = {});
+
+// nn.Linear: y[M,N] = x[M,K] weight[N,K]^T (+ bias[N]) (then GELU when gelu=true,
+// saving pre_activation[M,N] if given). bias may be an undefined Tensor.
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Tensor& y, bool gelu = false, const Tensor& pre_activation = {});
+void linear_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias, const Tensor& y, bool gelu = false,
+                         const Tensor& pre_activation = {});
+
+// Given dy (the gradient of the linear output, i.e. after GELU backward if any):
+//   dx[M,K] = dy weight             (skipped when dx is undefined)
+//   dweight[N,K] = dy^T x
+//   dbias[N] = column sums of dy    (skipped when dbias is undefined)
+// input_write applies to dx, param_write to dweight and dbias.
+void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy,
+                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
+                         GradWrite input_write, GradWrite param_write);
+void linear_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,
+                          const Tensor& dy, const Tensor& dx, const Tensor& dweight,
+                          const Tensor& dbias, GradWrite input_write, GradWrite param_write);
+
+// dbias[N] (f32) = sum over rows of dy[M,N] (any float dtype), fp32 accumulation.
+void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write);
+void bias_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dbias, GradWrite write);
+
+}  // namespace ember::ops
