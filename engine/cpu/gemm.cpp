@@ -46,7 +46,8 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs&
     const bool has_bias = args.epilogue != Epilogue::none;
     if (has_bias) {
         cpu::check_float_cpu(args.bias, op, "bias");
-        require(args.bias.numel() == n, op, "bias must have N elements: " + args.bias.describe());
+        require(args.bias.numel() == n && args.bias.dtype == c.dtype, op,
+                "bias must have N elements of C's dtype: " + args.bias.describe());
     }
     const bool save_pre = args.epilogue == Epilogue::bias_gelu && args.pre_activation.defined();
     if (save_pre) cpu::check_same_shape(args.pre_activation, c, op);
@@ -59,7 +60,12 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs&
             for (int64_t col = 0; col < n; ++col) {
                 double v = double(values[r * n + col]) + cpu::get(args.bias, col);
                 if (args.epilogue == Epilogue::bias_gelu) {
-                    if (save_pre) cpu::set(args.pre_activation, r * n + col, v);
+                    if (save_pre) {
+                        // The kernel path stores the pre-activation, then applies GELU to
+                        // the stored (rounded) value; do the same.
+                        if (c.dtype != DType::f64) v = round_to_dtype(static_cast<float>(v), c.dtype);
+                        cpu::set(args.pre_activation, r * n + col, v);
+                    }
                     v = a.dtype == DType::f64 ? gelu_double(v) : gelu_tanh(static_cast<float>(v));
                 }
                 values[r * n + col] = static_cast<std::remove_reference_t<decltype(values[0])>>(v);

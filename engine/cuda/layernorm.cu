@@ -1,0 +1,122 @@
+// layernorm.cu: fused LayerNorm. Forward: one block per row (mean, centred variance,
+// normalize) writing y and the row statistics. Backward: one block per row for dx;
+// dgamma/dbeta by a column kernel (one thread per column, summing over rows in
+// order: deterministic, no atomics).
+#include "engine/cuda/cuda_util.cuh"
+#include "engine/ops/layernorm.h"
+
+namespace ember::ops {
+namespace {
+
+__global__ void layernorm_forward_kernel(const void* x, DType xt, const float* gamma,
+                                         const float* beta, void* y, DType yt, float* save_mean,
+                                         float* save_rstd, int64_t C, float eps) {
+    const int64_t base = blockIdx.x * C;
+    float sum = 0.0f;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) sum += load_as_float(x, xt, base + c);
+    const float mean = cuda::block_sum(sum) / float(C);
+    float squares = 0.0f;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+        float d = load_as_float(x, xt, base + c) - mean;
+        squares += d * d;
+    }
+    const float rstd = rsqrtf(cuda::block_sum(squares) / float(C) + eps);
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+        store_from_float(y, yt, base + c, (load_as_float(x, xt, base + c) - mean) * rstd * gamma[c] + beta[c]);
+    if (threadIdx.x == 0) {
+        save_mean[blockIdx.x] = mean;
+        save_rstd[blockIdx.x] = rstd;
+    }
+}
+
+__global__ void layernorm_backward_dx_kernel(const void* x, DType xt, const void* dy, DType dyt,
+                                             const float* gamma, const float* save_mean,
+                                             const float* save_rstd, void* dx, DType dxt,
+                                             int64_t C, GradWrite write) {
+    const int64_t row = blockIdx.x, base = row * C;
+    const float mean = save_mean[row], rstd = save_rstd[row];
+    float sum_g = 0.0f, sum_g_xhat = 0.0f;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+        float xhat = (load_as_float(x, xt, base + c) - mean) * rstd;
+        float g = load_as_float(dy, dyt, base + c) * gamma[c];
+        sum_g += g;
+        sum_g_xhat += g * xhat;
+    }
+    const float mean_g = cuda::block_sum(sum_g) / float(C);
+    const float mean_g_xhat = cuda::block_sum(sum_g_xhat) / float(C);
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+        float xhat = (load_as_float(x, xt, base + c) - mean) * rstd;
+        float g = load_as_float(dy, dyt, base + c) * gamma[c];
+        float v = rstd * (g - mean_g - xhat * mean_g_xhat);
+        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, base + c) : 0.0f;
+        store_from_float(dx, dxt, base + c, write_grad(old_value, v, write));
+    }
+}
+
+__global__ void layernorm_backward_params_kernel(const void* x, DType xt, const void* dy, DType dyt,
+                                                 const float* save_mean, const float* save_rstd,
+                                                 float* dgamma, float* dbeta, int64_t rows,
+                                                 int64_t C, GradWrite write) {
+    EMBER_GRID_STRIDE(c, C) {
+        float sum_dy = 0.0f, sum_dy_xhat = 0.0f;
+        for (int64_t r = 0; r < rows; ++r) {
+            float d = load_as_float(dy, dyt, r * C + c);
+            sum_dy += d;
+            sum_dy_xhat += d * (load_as_float(x, xt, r * C + c) - save_mean[r]) * save_rstd[r];
+        }
+        dgamma[c] = write_grad(dgamma[c], sum_dy_xhat, write);
+        dbeta[c] = write_grad(dbeta[c], sum_dy, write);
+    }
+}
+
+}  // namespace
+
+void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
+                            const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                            const Tensor& save_rstd, float eps) {
+    const char* op = "layernorm_forward_cuda";
+    cuda::check_float_cuda(x, op, "x");
+    cuda::check_float_cuda(y, op, "y");
+    require(same_shape(x, y), op, "x and y shapes differ");
+    const int64_t rows = x.rows(), C = x.cols();
+    cuda::check_f32_cuda(gamma, op, "gamma", C);
+    cuda::check_f32_cuda(beta, op, "beta", C);
+    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
+    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    if (rows == 0) return;
+    layernorm_forward_kernel<<<static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream>>>(
+        x.data, x.dtype, gamma.as<float>(), beta.as<float>(), y.data, y.dtype, save_mean.as<float>(),
+        save_rstd.as<float>(), C, eps);
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
+void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
+                             const Tensor& gamma, const Tensor& save_mean, const Tensor& save_rstd,
+                             const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                             GradWrite input_write, GradWrite param_write) {
+    const char* op = "layernorm_backward_cuda";
+    cuda::check_float_cuda(x, op, "x");
+    cuda::check_float_cuda(dy, op, "dy");
+    require(same_shape(x, dy), op, "x and dy shapes differ");
+    const int64_t rows = x.rows(), C = x.cols();
+    cuda::check_f32_cuda(gamma, op, "gamma", C);
+    cuda::check_f32_cuda(dgamma, op, "dgamma", C);
+    cuda::check_f32_cuda(dbeta, op, "dbeta", C);
+    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
+    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    if (rows == 0) return;
+    if (dx.defined()) {
+        cuda::check_float_cuda(dx, op, "dx");
+        require(same_shape(x, dx), op, "x and dx shapes differ");
+        layernorm_backward_dx_kernel<<<static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream>>>(
+            x.data, x.dtype, dy.data, dy.dtype, gamma.as<float>(), save_mean.as<float>(),
+            save_rstd.as<float>(), dx.data, dx.dtype, C, input_write);
+        EMBER_CUDA_CHECK_LAUNCH();
+    }
+    layernorm_backward_params_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(
+        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(),
+        dgamma.as<float>(), dbeta.as<float>(), rows, C, param_write);
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ember::ops

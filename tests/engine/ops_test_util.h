@@ -1,0 +1,95 @@
+// ops_test_util.h: host buffers that own their memory and hand out Tensor views,
+// random fills, and the finite-difference gradient check used by the op tests.
+#pragma once
+
+#include "engine/core/tensor.h"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace ember::test {
+
+// An owning host buffer of any dtype with a Tensor view over it.
+struct HostTensor {
+    std::vector<uint8_t> storage;
+    Tensor view;
+
+    HostTensor() = default;
+    HostTensor(DType dtype, std::initializer_list<int64_t> shape, Layout layout = Layout::nchw) {
+        view = make_tensor(nullptr, dtype, shape, Device::cpu, layout);
+        storage.assign(view.bytes() + 8, 0);
+        view.data = storage.data();
+    }
+    HostTensor(const HostTensor& other) : storage(other.storage), view(other.view) {
+        view.data = storage.data();
+    }
+    HostTensor& operator=(const HostTensor& other) {
+        storage = other.storage;
+        view = other.view;
+        view.data = storage.data();
+        return *this;
+    }
+    int64_t numel() const { return view.numel(); }
+    double get(int64_t i) const { return load_as_double(view.data, view.dtype, i); }
+    void set(int64_t i, double v) { store_from_double(view.data, view.dtype, i, v); }
+    operator const Tensor&() const { return view; }
+};
+
+inline void fill_random(HostTensor& t, std::mt19937& rng, double low = -1.0, double high = 1.0) {
+    std::uniform_real_distribution<double> dist(low, high);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dist(rng));
+}
+
+inline void fill_value(HostTensor& t, double v) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v);
+}
+
+// sum_i weights[i] * y[i]: the scalar whose gradient wrt y is `weights`.
+inline double weighted_sum(const HostTensor& y, const HostTensor& weights) {
+    double s = 0.0;
+    for (int64_t i = 0; i < y.numel(); ++i) s += y.get(i) * weights.get(i);
+    return s;
+}
+
+// Central differences of `loss` with respect to every element of `input` (f64),
+// compared with `analytic`. Returns the largest |numeric - analytic| divided by
+// max(1, largest |numeric|).
+inline double finite_difference_error(HostTensor& input, const std::function<double()>& loss,
+                                      const HostTensor& analytic, double step = 1e-6) {
+    double worst = 0.0, scale = 1.0;
+    std::vector<double> numeric(static_cast<std::size_t>(input.numel()));
+    for (int64_t i = 0; i < input.numel(); ++i) {
+        const double saved = input.get(i);
+        input.set(i, saved + step);
+        const double plus = loss();
+        input.set(i, saved - step);
+        const double minus = loss();
+        input.set(i, saved);
+        numeric[i] = (plus - minus) / (2 * step);
+        scale = std::max(scale, std::fabs(numeric[i]));
+    }
+    for (int64_t i = 0; i < input.numel(); ++i)
+        worst = std::max(worst, std::fabs(numeric[i] - analytic.get(i)));
+    return worst / scale;
+}
+
+// Relative L2 error ||a - b|| / ||b||.
+inline double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
+    double err = 0.0, ref = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        err += (a[i] - b[i]) * (a[i] - b[i]);
+        ref += b[i] * b[i];
+    }
+    return ref == 0.0 ? std::sqrt(err) : std::sqrt(err / ref);
+}
+
+inline std::vector<double> values(const HostTensor& t) {
+    std::vector<double> v(static_cast<std::size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.get(i);
+    return v;
+}
+
+}  // namespace ember::test
