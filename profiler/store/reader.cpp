@@ -1,3 +1,835 @@
-// reader.cpp: TraceReader (implementation in progress).
+// reader.cpp: TraceReader — validation at open, small tables in memory, event
+// tables streamed through prepared statements.
 #include "profiler/store/reader.h"
+
 #include "profiler/store/schema.h"
+#include "profiler/store/sqlite_util.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace ember::store {
+
+using namespace ember::trace;
+
+namespace {
+
+constexpr TimeNs kMinTime = std::numeric_limits<TimeNs>::min();
+constexpr TimeNs kMaxTime = std::numeric_limits<TimeNs>::max();
+
+TimeNs saturating_subtract(TimeNs a, TimeNs b) {
+    if (b > 0 && a < kMinTime + b) return kMinTime;
+    return a - b;
+}
+
+std::uint32_t read_big_endian(const unsigned char* bytes, int count) {
+    std::uint32_t value = 0;
+    for (int i = 0; i < count; ++i) value = (value << 8) | bytes[i];
+    return value;
+}
+
+bool file_exists(const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0;
+}
+
+// Checks the 100-byte SQLite header ourselves: a clear "not an ember trace" for
+// other files and "truncated" for a cut copy, before SQLite reads any page.
+void check_file_header(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        throw TraceError(TraceErrorKind::not_found, path, "no such trace file: " + std::string(std::strerror(errno)));
+    if (S_ISDIR(info.st_mode)) throw TraceError(TraceErrorKind::not_a_trace, path, "is a directory, not an ember trace");
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw TraceError(TraceErrorKind::not_found, path, "cannot open for reading");
+    unsigned char header[100] = {};
+    file.read(reinterpret_cast<char*>(header), sizeof(header));
+    std::streamsize got = file.gcount();
+    static const char kMagic[] = "SQLite format 3";  // 16 bytes with its NUL
+    if (got < 16 || std::memcmp(header, kMagic, 16) != 0) {
+        if (got == 0) throw TraceError(TraceErrorKind::not_a_trace, path, "empty file, not an ember trace");
+        throw TraceError(TraceErrorKind::not_a_trace, path, "not an ember trace (not an SQLite database)");
+    }
+    if (got < 100) throw TraceError(TraceErrorKind::truncated, path, "truncated: shorter than the 100-byte SQLite header");
+    std::uint64_t page_size = read_big_endian(header + 16, 2);
+    if (page_size == 1) page_size = 65536;
+    if (page_size < 512 || (page_size & (page_size - 1)) != 0)
+        throw TraceError(TraceErrorKind::corrupt, path, "damaged SQLite header (page size " + std::to_string(page_size) + ")");
+    std::uint64_t size = static_cast<std::uint64_t>(info.st_size);
+    bool has_wal = file_exists(path + "-wal");
+    if (size % page_size != 0)
+        throw TraceError(TraceErrorKind::truncated, path,
+                         "truncated: " + std::to_string(size) + " bytes is not a whole number of " +
+                             std::to_string(page_size) + "-byte pages");
+    std::uint32_t change_counter = read_big_endian(header + 24, 4);
+    std::uint32_t page_count = read_big_endian(header + 28, 4);
+    std::uint32_t valid_for = read_big_endian(header + 92, 4);
+    if (!has_wal && page_count > 0 && change_counter == valid_for && size < page_count * page_size)
+        throw TraceError(TraceErrorKind::truncated, path,
+                         "truncated: the file has " + std::to_string(size) + " bytes but its header says " +
+                             std::to_string(page_count * page_size));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// [SECTION] Impl
+// ---------------------------------------------------------------------------
+
+struct TraceReader::Impl {
+    std::string path;
+    ReaderOptions options;
+    sqlite3* db = nullptr;
+    bool writable = false;
+
+    RunInfo run;
+    int schema_version = 0;
+    int min_reader_version = 0;
+    bool complete = false;
+    bool has_indexes = false;
+
+    std::vector<ProcessInfo> processes;
+    std::vector<ThreadInfo> threads;
+    std::vector<DeviceInfo> devices;
+    std::vector<StreamInfo> streams;
+    std::vector<CounterInfo> counters;
+    std::vector<std::string> strings;            // by id
+    std::vector<bool> string_present;
+    std::unordered_map<std::string_view, StringId> string_lookup;
+    std::vector<LaunchConfig> launch_configs;    // by id
+    std::vector<TrackSummary> tracks;
+    std::map<std::pair<std::string, std::uint32_t>, TimeNs> max_duration_by_track;
+    std::map<std::string, TimeNs> max_duration_by_table;
+
+    // Prepared statements reused across calls; a visitor that queries the same SQL
+    // again while it runs gets a fresh statement.
+    std::map<std::string, std::vector<std::unique_ptr<Statement>>> statement_pool;
+
+    void open_database(bool read_write);
+    void close_database();
+    void validate();
+    void load_metadata();
+    void check_version() const;
+    void check_tables();
+    void load_small_tables();
+    void load_track_stats();
+    void detect_indexes();
+
+    std::unique_ptr<Statement> take_statement(const std::string& sql);
+    void give_back(const std::string& sql, std::unique_ptr<Statement> statement);
+
+    // Runs `sql` (parameters bound by `bind`) and calls `row` per result row.
+    template <typename Bind, typename Row>
+    std::int64_t query(const std::string& sql, Bind bind, Row row);
+
+    // WHERE clause + bounds for an EventQuery on one table.
+    struct Window {
+        std::string where;
+        std::vector<std::int64_t> parameters;
+    };
+    Window window_for(const EventTableInfo& table, const EventQuery& query) const;
+
+    const EventTableInfo& table_info(std::string_view name) const;
+    StringId check_string(std::int64_t id) const;
+};
+
+void TraceReader::Impl::open_database(bool read_write) {
+    int flags = (read_write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX;
+    int result = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+    if (result != SQLITE_OK) {
+        std::string message = std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(result));
+        close_database();
+        throw TraceError(error_kind_for(result), path, message);
+    }
+    writable = read_write;
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, 2000);
+}
+
+void TraceReader::Impl::close_database() {
+    statement_pool.clear();
+    if (db) sqlite3_close(db);
+    db = nullptr;
+}
+
+std::unique_ptr<Statement> TraceReader::Impl::take_statement(const std::string& sql) {
+    auto& pool = statement_pool[sql];
+    if (!pool.empty()) {
+        std::unique_ptr<Statement> statement = std::move(pool.back());
+        pool.pop_back();
+        return statement;
+    }
+    return std::make_unique<Statement>(db, path, sql);
+}
+
+void TraceReader::Impl::give_back(const std::string& sql, std::unique_ptr<Statement> statement) {
+    statement->reset();
+    sqlite3_clear_bindings(statement->get());
+    statement_pool[sql].push_back(std::move(statement));
+}
+
+template <typename Bind, typename Row>
+std::int64_t TraceReader::Impl::query(const std::string& sql, Bind bind, Row row) {
+    std::unique_ptr<Statement> statement = take_statement(sql);
+    std::int64_t count = 0;
+    try {
+        bind(*statement);
+        while (statement->next_row()) {
+            ++count;
+            if (!row(*statement)) break;
+        }
+    } catch (...) {
+        statement->reset();
+        throw;
+    }
+    give_back(sql, std::move(statement));
+    return count;
+}
+
+void TraceReader::Impl::validate() {
+    // application_id is the first read of the database: SQLite reports a non-database here.
+    std::int64_t application_id = 0;
+    query("PRAGMA application_id", [](Statement&) {}, [&](Statement& s) {
+        application_id = s.column_int64(0);
+        return true;
+    });
+    if (application_id != kApplicationId) {
+        char text[64];
+        std::snprintf(text, sizeof(text), "0x%08llx", static_cast<unsigned long long>(application_id));
+        throw TraceError(TraceErrorKind::not_a_trace, path,
+                         std::string("an SQLite database but not an ember trace (application_id ") + text +
+                             ", an ember trace has 0x454d4252)");
+    }
+    bool has_metadata = false;
+    query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_metadata'", [](Statement&) {},
+          [&](Statement&) { return has_metadata = true; });
+    if (!has_metadata)
+        throw TraceError(TraceErrorKind::missing_table, path, "missing table 'run_metadata' (every ember trace has it)");
+    load_metadata();
+    check_version();
+    check_tables();
+}
+
+void TraceReader::Impl::load_metadata() {
+    std::map<std::string, std::pair<std::int64_t, std::string>> values;
+    query("SELECT key, value FROM run_metadata", [](Statement&) {}, [&](Statement& s) {
+        values[s.column_text(0)] = {s.column_int64(1), s.column_text(1)};
+        return true;
+    });
+    auto integer = [&](const char* key, bool required) -> std::int64_t {
+        auto found = values.find(key);
+        if (found == values.end()) {
+            if (required)
+                throw TraceError(TraceErrorKind::bad_value, path,
+                                 std::string("run_metadata has no '") + key + "' (not a complete ember trace)");
+            return 0;
+        }
+        return found->second.first;
+    };
+    auto text = [&](const char* key) -> std::string {
+        auto found = values.find(key);
+        return found == values.end() ? std::string() : found->second.second;
+    };
+    schema_version = static_cast<int>(integer(metadata_key::schema_version, true));
+    min_reader_version = static_cast<int>(integer(metadata_key::min_reader_version, false));
+    if (min_reader_version == 0) min_reader_version = schema_version;
+    run.ember_version = text(metadata_key::ember_version);
+    run.command_line = text(metadata_key::command_line);
+    run.host = text(metadata_key::host);
+    run.pid = integer(metadata_key::pid, false);
+    run.rank = static_cast<std::int32_t>(integer(metadata_key::rank, false));
+    run.world_size = static_cast<std::int32_t>(integer(metadata_key::world_size, false));
+    run.clock_name = text(metadata_key::clock_name);
+    run.clock_offset_to_wall_ns = integer(metadata_key::clock_offset_to_wall_ns, false);
+    run.start_ns = integer(metadata_key::start_ns, false);
+    run.end_ns = integer(metadata_key::end_ns, false);
+    complete = text(metadata_key::status) == "complete";
+}
+
+void TraceReader::Impl::check_version() const {
+    if (min_reader_version > kSchemaVersion) {
+        throw TraceError(TraceErrorKind::version_too_new, path,
+                         "written with trace schema version " + std::to_string(schema_version) +
+                             " (readable by ember schema >= " + std::to_string(min_reader_version) +
+                             "); this ember reads schema version " + std::to_string(kSchemaVersion) +
+                             ": upgrade ember to read it");
+    }
+    if (schema_version < kOldestReadableSchemaVersion) {
+        throw TraceError(TraceErrorKind::version_too_old, path,
+                         "written with trace schema version " + std::to_string(schema_version) +
+                             ", older than the oldest this ember reads (" +
+                             std::to_string(kOldestReadableSchemaVersion) + "; this ember writes version " +
+                             std::to_string(kSchemaVersion) + ")");
+    }
+}
+
+void TraceReader::Impl::check_tables() {
+    std::set<std::string> present;
+    query("SELECT name FROM sqlite_master WHERE type = 'table'", [](Statement&) {}, [&](Statement& s) {
+        present.insert(s.column_text(0));
+        return true;
+    });
+    for (const char* table : kRequiredTables) {
+        if (!present.count(table))
+            throw TraceError(TraceErrorKind::missing_table, path,
+                             std::string("missing table '") + table + "' (trace schema version " +
+                                 std::to_string(schema_version) + " requires it)");
+    }
+}
+
+StringId TraceReader::Impl::check_string(std::int64_t id) const {
+    if (id < 0 || static_cast<std::size_t>(id) >= strings.size() || !string_present[static_cast<std::size_t>(id)])
+        throw TraceError(TraceErrorKind::bad_value, path, "unknown string id " + std::to_string(id));
+    return static_cast<StringId>(id);
+}
+
+void TraceReader::Impl::load_small_tables() {
+    std::int64_t max_id = 0, count = 0;
+    query("SELECT COALESCE(MAX(string_id), 0), COUNT(*) FROM strings", [](Statement&) {}, [&](Statement& s) {
+        max_id = s.column_int64(0);
+        count = s.column_int64(1);
+        return true;
+    });
+    // Ids are dense (the writer counts from 0); a wildly sparse table is damage.
+    if (max_id < 0 || max_id > 4 * count + 1024)
+        throw TraceError(TraceErrorKind::bad_value, path,
+                         "strings table is inconsistent (largest id " + std::to_string(max_id) + " for " +
+                             std::to_string(count) + " rows)");
+    strings.assign(static_cast<std::size_t>(max_id) + 1, std::string());
+    string_present.assign(static_cast<std::size_t>(max_id) + 1, false);
+    string_present[0] = true;
+    query("SELECT string_id, value FROM strings WHERE string_id >= 0", [](Statement&) {}, [&](Statement& s) {
+        auto id = static_cast<std::size_t>(s.column_int64(0));
+        strings[id] = s.column_text(1);
+        string_present[id] = true;
+        return true;
+    });
+    string_lookup.reserve(strings.size());
+    for (std::size_t id = 0; id < strings.size(); ++id)
+        if (string_present[id]) string_lookup.emplace(strings[id], static_cast<StringId>(id));
+    auto text = [&](std::int64_t id) { return strings[check_string(id)]; };
+
+    query("SELECT pid, name_id FROM processes ORDER BY pid", [](Statement&) {}, [&](Statement& s) {
+        processes.push_back({s.column_int64(0), text(s.column_int64(1))});
+        return true;
+    });
+    query("SELECT thread_id, pid, tid, name_id FROM threads ORDER BY thread_id", [](Statement&) {}, [&](Statement& s) {
+        threads.push_back({static_cast<ThreadId>(s.column_int64(0)), s.column_int64(1), s.column_int64(2),
+                           text(s.column_int64(3))});
+        return true;
+    });
+    query("SELECT device_id, name_id, uuid_id, compute_capability_major, compute_capability_minor, "
+          "multiprocessor_count, memory_bytes, memory_bandwidth_bytes_per_second FROM devices ORDER BY device_id",
+          [](Statement&) {}, [&](Statement& s) {
+              DeviceInfo d;
+              d.device_id = static_cast<DeviceId>(s.column_int64(0));
+              d.name = text(s.column_int64(1));
+              d.uuid = text(s.column_int64(2));
+              d.compute_capability_major = static_cast<std::int32_t>(s.column_int64(3));
+              d.compute_capability_minor = static_cast<std::int32_t>(s.column_int64(4));
+              d.multiprocessor_count = static_cast<std::int32_t>(s.column_int64(5));
+              d.memory_bytes = s.column_int64(6);
+              d.memory_bandwidth_bytes_per_second = s.column_double(7);
+              devices.push_back(d);
+              return true;
+          });
+    query("SELECT stream_id, device_id, context_id, cuda_stream_id, priority, name_id FROM streams ORDER BY stream_id",
+          [](Statement&) {}, [&](Statement& s) {
+              StreamInfo info;
+              info.stream_id = static_cast<StreamId>(s.column_int64(0));
+              info.device_id = static_cast<DeviceId>(s.column_int64(1));
+              info.context_id = static_cast<std::uint32_t>(s.column_int64(2));
+              info.cuda_stream_id = static_cast<std::uint64_t>(s.column_int64(3));
+              info.priority = static_cast<std::int32_t>(s.column_int64(4));
+              info.name = text(s.column_int64(5));
+              streams.push_back(info);
+              return true;
+          });
+    query("SELECT counter_id, name_id, unit_id, device_id FROM counters ORDER BY counter_id", [](Statement&) {},
+          [&](Statement& s) {
+              counters.push_back({static_cast<CounterId>(s.column_int64(0)), text(s.column_int64(1)),
+                                  text(s.column_int64(2)), static_cast<DeviceId>(s.column_int64(3))});
+              return true;
+          });
+    query("SELECT launch_config_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+          "static_shared_bytes, dynamic_shared_bytes FROM launch_configs WHERE launch_config_id BETWEEN 0 AND 100000000",
+          [](Statement&) {}, [&](Statement& s) {
+              auto id = static_cast<std::size_t>(s.column_int64(0));
+              if (id >= launch_configs.size()) launch_configs.resize(id + 1);
+              LaunchConfig& c = launch_configs[id];
+              std::uint32_t* fields[] = {&c.grid_x, &c.grid_y, &c.grid_z, &c.block_x, &c.block_y, &c.block_z,
+                                         &c.registers_per_thread, &c.static_shared_bytes, &c.dynamic_shared_bytes};
+              for (int i = 0; i < 9; ++i) *fields[i] = static_cast<std::uint32_t>(s.column_int64(i + 1));
+              return true;
+          });
+}
+
+void TraceReader::Impl::load_track_stats() {
+    auto add = [&](Statement& s) {
+        TrackSummary summary;
+        summary.event_table = s.column_text(0);
+        const EventTableInfo& info = table_info(summary.event_table);
+        std::string_view track_column = info.track_column;
+        summary.track.kind = track_column == "stream_id"    ? TrackKind::stream
+                             : track_column == "counter_id" ? TrackKind::counter
+                                                            : TrackKind::thread;
+        summary.track.id = static_cast<std::uint32_t>(s.column_int64(1));
+        summary.event_count = s.column_int64(2);
+        summary.first_start_ns = s.column_int64(3);
+        summary.last_end_ns = s.column_int64(4);
+        summary.max_duration_ns = s.column_int64(5);
+        tracks.push_back(summary);
+        return true;
+    };
+    query("SELECT event_table, track_id, event_count, first_start_ns, last_end_ns, max_duration_ns FROM track_stats "
+          "ORDER BY event_table, track_id",
+          [](Statement&) {}, add);
+    if (tracks.empty()) {
+        // No track_stats: the writer did not close (killed). Compute them by scanning.
+        for (const EventTableInfo& table : kEventTables) query(track_stats_select_sql(table), [](Statement&) {}, add);
+    }
+    for (const TrackSummary& summary : tracks) {
+        max_duration_by_track[{summary.event_table, summary.track.id}] = summary.max_duration_ns;
+        TimeNs& table_max = max_duration_by_table[summary.event_table];
+        table_max = std::max(table_max, summary.max_duration_ns);
+    }
+}
+
+void TraceReader::Impl::detect_indexes() {
+    std::set<std::string> present;
+    query("SELECT name FROM sqlite_master WHERE type = 'index'", [](Statement&) {}, [&](Statement& s) {
+        present.insert(s.column_text(0));
+        return true;
+    });
+    int found = 0;
+    std::string_view sql = kCreateIndexesSql;
+    std::size_t at = 0;
+    const std::string_view marker = "IF NOT EXISTS ";
+    while ((at = sql.find(marker, at)) != std::string_view::npos) {
+        at += marker.size();
+        std::size_t end = sql.find(' ', at);
+        if (present.count(std::string(sql.substr(at, end - at)))) ++found;
+    }
+    has_indexes = found == kIndexCount;
+}
+
+const EventTableInfo& TraceReader::Impl::table_info(std::string_view name) const {
+    for (const EventTableInfo& table : kEventTables)
+        if (name == table.name) return table;
+    throw TraceError(TraceErrorKind::bad_value, path, "no event table named '" + std::string(name) + "'");
+}
+
+TraceReader::Impl::Window TraceReader::Impl::window_for(const EventTableInfo& table, const EventQuery& q) const {
+    Window window;
+    bool instant = std::strcmp(table.start_column, table.end_column) == 0;
+    std::string start = table.start_column;
+    if (q.track) {
+        window.where += std::string(table.track_column) + " = ? AND ";
+        window.parameters.push_back(*q.track);
+    }
+    if (instant) {
+        window.where += start + " >= ? AND " + start + " < ?";
+        window.parameters.push_back(q.begin_ns);
+        window.parameters.push_back(q.end_ns);
+        return window;
+    }
+    // An event overlapping [begin, end) starts before `end` and no earlier than
+    // begin - (longest event on the track): a bounded scan of (track, start).
+    TimeNs longest = 0;
+    if (q.track) {
+        auto found = max_duration_by_track.find({table.name, *q.track});
+        longest = found == max_duration_by_track.end() ? 0 : found->second;
+    } else {
+        auto found = max_duration_by_table.find(table.name);
+        longest = found == max_duration_by_table.end() ? 0 : found->second;
+    }
+    if (q.begin_ns == kMinTime && q.end_ns == kMaxTime) {
+        window.where += "1";
+        return window;
+    }
+    window.where += start + " >= ? AND " + start + " < ? AND " + table.end_column + " > ?";
+    window.parameters.push_back(saturating_subtract(q.begin_ns, longest));
+    window.parameters.push_back(q.end_ns);
+    window.parameters.push_back(q.begin_ns);
+    return window;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Row decoding (column lists match the SELECTs below)
+// ---------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kKernelColumns =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id";
+constexpr const char* kMemcpyColumns =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, destination_kind, "
+    "peer_device_id";
+constexpr const char* kMemsetColumns =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind";
+constexpr const char* kSyncColumns = "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id";
+constexpr const char* kApiColumns = "start_ns, end_ns, thread_id, correlation_id, name_id, result";
+constexpr const char* kRangeColumns =
+    "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, parent_range_id, payload";
+constexpr const char* kMarkColumns = "time_ns, thread_id, domain_id, name_id, category, color, payload";
+constexpr const char* kCounterColumns = "counter_id, time_ns, value";
+constexpr const char* kStackSampleColumns = "time_ns, thread_id, stack_id";
+constexpr const char* kOverheadColumns = "start_ns, end_ns, thread_id, name_id";
+
+Payload read_payload(const Statement& s, int column) {
+    switch (s.column_type(column)) {
+        case SQLITE_INTEGER: return Payload::of_integer(s.column_int64(column));
+        case SQLITE_FLOAT: return Payload::of_real(s.column_double(column));
+        default: return Payload{};
+    }
+}
+
+template <typename T>
+T as(const Statement& s, int column) {
+    return static_cast<T>(s.column_int64(column));
+}
+
+MemcpyEvent read_memcpy(const Statement& s) {
+    MemcpyEvent e;
+    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
+    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
+    e.direction = as<MemcpyDirection>(s, 5); e.bytes = as<std::uint64_t>(s, 6);
+    e.source_kind = as<MemoryKind>(s, 7); e.destination_kind = as<MemoryKind>(s, 8);
+    e.peer_device_id = as<DeviceId>(s, 9);
+    return e;
+}
+MemsetEvent read_memset(const Statement& s) {
+    MemsetEvent e;
+    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
+    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
+    e.bytes = as<std::uint64_t>(s, 5); e.value = as<std::uint32_t>(s, 6); e.memory_kind = as<MemoryKind>(s, 7);
+    return e;
+}
+SyncEvent read_sync(const Statement& s) {
+    SyncEvent e;
+    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
+    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
+    e.kind = as<SyncKind>(s, 5); e.cuda_event_id = as<std::uint64_t>(s, 6);
+    return e;
+}
+ApiEvent read_api(const Statement& s) {
+    ApiEvent e;
+    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1); e.thread_id = as<ThreadId>(s, 2);
+    e.correlation_id = as<CorrelationId>(s, 3); e.name_id = as<StringId>(s, 4); e.result = as<std::int32_t>(s, 5);
+    return e;
+}
+RangeEvent read_range(const Statement& s) {
+    RangeEvent e;
+    e.range_id = as<RangeId>(s, 0); e.start_ns = s.column_int64(1); e.end_ns = s.column_int64(2);
+    e.thread_id = as<ThreadId>(s, 3); e.domain_id = as<StringId>(s, 4); e.name_id = as<StringId>(s, 5);
+    e.category = as<std::uint32_t>(s, 6); e.color = as<std::uint32_t>(s, 7); e.depth = as<std::int32_t>(s, 8);
+    e.parent_range_id = as<RangeId>(s, 9); e.payload = read_payload(s, 10);
+    return e;
+}
+MarkEvent read_mark(const Statement& s) {
+    MarkEvent e;
+    e.time_ns = s.column_int64(0); e.thread_id = as<ThreadId>(s, 1); e.domain_id = as<StringId>(s, 2);
+    e.name_id = as<StringId>(s, 3); e.category = as<std::uint32_t>(s, 4); e.color = as<std::uint32_t>(s, 5);
+    e.payload = read_payload(s, 6);
+    return e;
+}
+CounterSample read_counter(const Statement& s) {
+    return CounterSample{as<CounterId>(s, 0), s.column_int64(1), s.column_double(2)};
+}
+StackSample read_stack_sample(const Statement& s) {
+    return StackSample{s.column_int64(0), as<ThreadId>(s, 1), as<StackId>(s, 2)};
+}
+OverheadEvent read_overhead(const Statement& s) {
+    return OverheadEvent{s.column_int64(0), s.column_int64(1), as<ThreadId>(s, 2), as<StringId>(s, 3)};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// [SECTION] TraceReader
+// ---------------------------------------------------------------------------
+
+TraceReader::TraceReader(const std::string& path, ReaderOptions options) : impl_(std::make_unique<Impl>()) {
+    Impl& impl = *impl_;
+    impl.path = path;
+    impl.options = options;
+    check_file_header(path);
+    impl.open_database(options.build_missing_indexes);
+    try {
+        impl.validate();
+        impl.load_small_tables();
+        impl.detect_indexes();
+        if (options.build_missing_indexes && !impl.has_indexes) build_missing_indexes();
+        impl.load_track_stats();
+    } catch (...) {
+        impl.close_database();
+        throw;
+    }
+}
+
+TraceReader::~TraceReader() { impl_->close_database(); }
+
+const std::string& TraceReader::path() const { return impl_->path; }
+const RunInfo& TraceReader::run() const { return impl_->run; }
+int TraceReader::schema_version() const { return impl_->schema_version; }
+int TraceReader::min_reader_version() const { return impl_->min_reader_version; }
+bool TraceReader::complete() const { return impl_->complete; }
+bool TraceReader::has_indexes() const { return impl_->has_indexes; }
+
+const std::vector<ProcessInfo>& TraceReader::processes() const { return impl_->processes; }
+const std::vector<ThreadInfo>& TraceReader::threads() const { return impl_->threads; }
+const std::vector<DeviceInfo>& TraceReader::devices() const { return impl_->devices; }
+const std::vector<StreamInfo>& TraceReader::streams() const { return impl_->streams; }
+const std::vector<CounterInfo>& TraceReader::counters() const { return impl_->counters; }
+
+const ThreadInfo* TraceReader::thread(ThreadId id) const {
+    for (const ThreadInfo& t : impl_->threads)
+        if (t.thread_id == id) return &t;
+    return nullptr;
+}
+const StreamInfo* TraceReader::stream(StreamId id) const {
+    for (const StreamInfo& s : impl_->streams)
+        if (s.stream_id == id) return &s;
+    return nullptr;
+}
+const DeviceInfo* TraceReader::device(DeviceId id) const {
+    for (const DeviceInfo& d : impl_->devices)
+        if (d.device_id == id) return &d;
+    return nullptr;
+}
+const CounterInfo* TraceReader::counter(CounterId id) const {
+    for (const CounterInfo& c : impl_->counters)
+        if (c.counter_id == id) return &c;
+    return nullptr;
+}
+
+std::string_view TraceReader::string(StringId id) const { return impl_->strings[impl_->check_string(id)]; }
+
+std::optional<StringId> TraceReader::find_string(std::string_view text) const {
+    auto found = impl_->string_lookup.find(text);
+    if (found == impl_->string_lookup.end()) return std::nullopt;
+    return found->second;
+}
+
+std::size_t TraceReader::string_count() const { return impl_->string_lookup.size(); }
+
+LaunchConfig TraceReader::launch_config(LaunchConfigId id) const {
+    if (id >= impl_->launch_configs.size())
+        throw TraceError(TraceErrorKind::bad_value, impl_->path, "unknown launch config id " + std::to_string(id));
+    return impl_->launch_configs[id];
+}
+
+std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
+    std::vector<FrameInfo> frames;
+    StackId node = stack;
+    // A stack deeper than this is a cycle (damage), not a program.
+    for (int depth = 0; node != 0 && depth < 100000; ++depth) {
+        StackId parent = 0;
+        FrameId frame_id = 0;
+        bool found = false;
+        impl_->query("SELECT parent_stack_id, frame_id FROM stacks WHERE stack_id = ?",
+                     [&](Statement& s) { s.bind(1, static_cast<std::int64_t>(node)); }, [&](Statement& s) {
+                         parent = as<StackId>(s, 0);
+                         frame_id = as<FrameId>(s, 1);
+                         return found = true;
+                     });
+        if (!found) throw TraceError(TraceErrorKind::bad_value, impl_->path, "unknown stack id " + std::to_string(node));
+        impl_->query("SELECT function_id, module_id, address FROM frames WHERE frame_id = ?",
+                     [&](Statement& s) { s.bind(1, static_cast<std::int64_t>(frame_id)); }, [&](Statement& s) {
+                         frames.push_back({frame_id, std::string(string(as<StringId>(s, 0))),
+                                           std::string(string(as<StringId>(s, 1))), as<std::uint64_t>(s, 2)});
+                         return true;
+                     });
+        node = parent;
+    }
+    std::reverse(frames.begin(), frames.end());
+    return frames;
+}
+
+std::vector<DroppedRecords> TraceReader::dropped_records() const {
+    std::vector<DroppedRecords> rows;
+    impl_->query("SELECT time_ns, source_id, thread_id, count FROM dropped_records ORDER BY time_ns", [](Statement&) {},
+                 [&](Statement& s) {
+                     rows.push_back({s.column_int64(0), as<StringId>(s, 1), as<ThreadId>(s, 2), as<std::uint64_t>(s, 3)});
+                     return true;
+                 });
+    return rows;
+}
+
+std::uint64_t TraceReader::total_dropped() const {
+    std::uint64_t total = 0;
+    for (const DroppedRecords& row : dropped_records()) total += row.count;
+    return total;
+}
+
+const std::vector<TrackSummary>& TraceReader::tracks() const { return impl_->tracks; }
+
+std::int64_t TraceReader::event_count(std::string_view table) const {
+    const EventTableInfo& info = impl_->table_info(table);
+    std::int64_t count = 0;
+    impl_->query(std::string("SELECT COUNT(*) FROM ") + info.name, [](Statement&) {}, [&](Statement& s) {
+        count = s.column_int64(0);
+        return true;
+    });
+    return count;
+}
+
+// The shared body of every for_each_*: SELECT columns WHERE window ORDER BY start.
+struct VisitAccess {
+    template <typename Event, typename Decode>
+    static std::int64_t run(TraceReader::Impl& impl, const char* table_name, const char* columns,
+                            const EventQuery& query, const Visitor<Event>& visit, Decode decode) {
+        const EventTableInfo& table = impl.table_info(table_name);
+        TraceReader::Impl::Window window = impl.window_for(table, query);
+        std::string sql = std::string("SELECT ") + columns + " FROM " + table.name + " WHERE " + window.where +
+                          " ORDER BY " + table.start_column;
+        std::int64_t visited = 0;
+        impl.query(
+            sql,
+            [&](Statement& s) {
+                for (std::size_t i = 0; i < window.parameters.size(); ++i)
+                    s.bind(static_cast<int>(i + 1), window.parameters[i]);
+            },
+            [&](Statement& s) {
+                ++visited;
+                return visit(decode(s));
+            });
+        return visited;
+    }
+};
+
+std::int64_t TraceReader::for_each_kernel(const EventQuery& q, const Visitor<KernelEvent>& visit) const {
+    Impl& impl = *impl_;
+    return VisitAccess::run<KernelEvent>(impl, "kernels", kKernelColumns, q, visit, [&](const Statement& s) {
+        KernelEvent e;
+        e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
+        e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3);
+        e.correlation_id = as<CorrelationId>(s, 4); e.name_id = as<StringId>(s, 5);
+        e.launch = launch_config(as<LaunchConfigId>(s, 6));
+        return e;
+    });
+}
+std::int64_t TraceReader::for_each_memcpy(const EventQuery& q, const Visitor<MemcpyEvent>& visit) const {
+    return VisitAccess::run<MemcpyEvent>(*impl_, "memcpys", kMemcpyColumns, q, visit, read_memcpy);
+}
+std::int64_t TraceReader::for_each_memset(const EventQuery& q, const Visitor<MemsetEvent>& visit) const {
+    return VisitAccess::run<MemsetEvent>(*impl_, "memsets", kMemsetColumns, q, visit, read_memset);
+}
+std::int64_t TraceReader::for_each_sync(const EventQuery& q, const Visitor<SyncEvent>& visit) const {
+    return VisitAccess::run<SyncEvent>(*impl_, "synchronizations", kSyncColumns, q, visit, read_sync);
+}
+std::int64_t TraceReader::for_each_api_call(const EventQuery& q, const Visitor<ApiEvent>& visit) const {
+    return VisitAccess::run<ApiEvent>(*impl_, "api_calls", kApiColumns, q, visit, read_api);
+}
+std::int64_t TraceReader::for_each_range(const EventQuery& q, const Visitor<RangeEvent>& visit) const {
+    return VisitAccess::run<RangeEvent>(*impl_, "ranges", kRangeColumns, q, visit, read_range);
+}
+std::int64_t TraceReader::for_each_mark(const EventQuery& q, const Visitor<MarkEvent>& visit) const {
+    return VisitAccess::run<MarkEvent>(*impl_, "marks", kMarkColumns, q, visit, read_mark);
+}
+std::int64_t TraceReader::for_each_counter_sample(const EventQuery& q, const Visitor<CounterSample>& visit) const {
+    return VisitAccess::run<CounterSample>(*impl_, "counter_samples", kCounterColumns, q, visit, read_counter);
+}
+std::int64_t TraceReader::for_each_stack_sample(const EventQuery& q, const Visitor<StackSample>& visit) const {
+    return VisitAccess::run<StackSample>(*impl_, "stack_samples", kStackSampleColumns, q, visit, read_stack_sample);
+}
+std::int64_t TraceReader::for_each_overhead(const EventQuery& q, const Visitor<OverheadEvent>& visit) const {
+    return VisitAccess::run<OverheadEvent>(*impl_, "collector_overhead", kOverheadColumns, q, visit, read_overhead);
+}
+
+std::vector<KernelEvent> TraceReader::kernels_by_correlation(CorrelationId id) const {
+    std::vector<KernelEvent> events;
+    impl_->query(std::string("SELECT ") + kKernelColumns + " FROM kernels WHERE correlation_id = ? ORDER BY start_ns",
+                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+                     KernelEvent e;
+                     e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
+                     e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3);
+                     e.correlation_id = as<CorrelationId>(s, 4); e.name_id = as<StringId>(s, 5);
+                     e.launch = launch_config(as<LaunchConfigId>(s, 6));
+                     events.push_back(e);
+                     return true;
+                 });
+    return events;
+}
+
+std::vector<MemcpyEvent> TraceReader::memcpys_by_correlation(CorrelationId id) const {
+    std::vector<MemcpyEvent> events;
+    impl_->query(std::string("SELECT ") + kMemcpyColumns + " FROM memcpys WHERE correlation_id = ? ORDER BY start_ns",
+                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+                     events.push_back(read_memcpy(s));
+                     return true;
+                 });
+    return events;
+}
+
+std::vector<MemsetEvent> TraceReader::memsets_by_correlation(CorrelationId id) const {
+    std::vector<MemsetEvent> events;
+    impl_->query(std::string("SELECT ") + kMemsetColumns + " FROM memsets WHERE correlation_id = ? ORDER BY start_ns",
+                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+                     events.push_back(read_memset(s));
+                     return true;
+                 });
+    return events;
+}
+
+std::optional<ApiEvent> TraceReader::api_call_by_correlation(CorrelationId id) const {
+    std::optional<ApiEvent> event;
+    impl_->query(std::string("SELECT ") + kApiColumns + " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
+                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+                     event = read_api(s);
+                     return false;
+                 });
+    return event;
+}
+
+std::optional<RangeEvent> TraceReader::range(RangeId id) const {
+    std::optional<RangeEvent> event;
+    impl_->query(std::string("SELECT ") + kRangeColumns + " FROM ranges WHERE range_id = ?",
+                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+                     event = read_range(s);
+                     return false;
+                 });
+    return event;
+}
+
+std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
+    std::vector<RangeEvent> events;
+    impl_->query(std::string("SELECT ") + kRangeColumns + " FROM ranges WHERE parent_range_id = ? ORDER BY start_ns",
+                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+                     events.push_back(read_range(s));
+                     return true;
+                 });
+    return events;
+}
+
+void TraceReader::build_missing_indexes() {
+    Impl& impl = *impl_;
+    if (!impl.writable) {
+        impl.close_database();
+        impl.open_database(true);
+    }
+    exec_sql(impl.db, impl.path, "PRAGMA threads = 2");
+    exec_sql(impl.db, impl.path, "BEGIN");
+    exec_sql(impl.db, impl.path, kCreateIndexesSql);
+    exec_sql(impl.db, impl.path, "DELETE FROM track_stats");
+    for (const EventTableInfo& table : kEventTables)
+        exec_sql(impl.db, impl.path, ("INSERT INTO track_stats " + track_stats_select_sql(table)).c_str());
+    exec_sql(impl.db, impl.path, "COMMIT");
+    impl.detect_indexes();
+    impl.tracks.clear();
+    impl.max_duration_by_track.clear();
+    impl.max_duration_by_table.clear();
+    impl.load_track_stats();
+}
+
+sqlite3* TraceReader::database() const { return impl_->db; }
+
+}  // namespace ember::store

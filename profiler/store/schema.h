@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace ember::store {
 
@@ -237,6 +238,14 @@ inline constexpr EventTableInfo kEventTables[] = {
     {"stack_samples", "thread_id", "time_ns", "time_ns"},
     {"collector_overhead", "thread_id", "start_ns", "end_ns"},
 };
+
+// SELECT computing the track_stats rows of one event table (columns in
+// track_stats order), ordered by track.
+inline std::string track_stats_select_sql(const EventTableInfo& table) {
+    std::string start = table.start_column, end = table.end_column, track = table.track_column;
+    return std::string("SELECT '") + table.name + "', " + track + ", COUNT(*), MIN(" + start + "), MAX(" + end +
+           "), MAX(" + end + " - " + start + ") FROM " + table.name + " GROUP BY " + track + " ORDER BY " + track;
+}
 
 // Every table a version-1 file must have (the reader refuses a file missing one).
 inline constexpr const char* kRequiredTables[] = {

@@ -1,2 +1,993 @@
-// writer.cpp: TraceWriter (implementation in progress).
+// writer.cpp: TraceWriter — producer rings, the writer thread and its SQLite
+// transactions. See writer.h for the design and docs/trace-schema.md for the file.
 #include "profiler/store/writer.h"
+
+#include "ember/version.h"
+#include "profiler/store/batch_inserter.h"
+#include "profiler/store/event_ring.h"
+#include "profiler/store/schema.h"
+#include "profiler/store/sqlite_util.h"
+#include "profiler/store/writer_hooks.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::store {
+
+using namespace ember::trace;
+
+namespace {
+
+constexpr int kRowsPerStatement = 32;
+// Records taken from one ring before looking at the others and at the clock.
+constexpr std::uint64_t kDrainChunk = 8192;
+constexpr auto kIdleWait = std::chrono::milliseconds(2);
+constexpr auto kMaxCommitInterval = std::chrono::milliseconds(250);
+
+std::atomic<std::uint64_t> g_next_writer_serial{1};
+
+// --- Row binders: one per table, column order as in the INSERT column lists below.
+
+void bind_payload(Statement& s, int index, const Payload& payload) {
+    if (payload.kind == PayloadKind::integer) s.bind(index, payload.integer);
+    else if (payload.kind == PayloadKind::real) s.bind(index, payload.real);
+    else s.bind_null(index);
+}
+
+struct KernelRow {
+    KernelEvent event;
+    LaunchConfigId launch_config_id;
+};
+
+void bind_kernel(Statement& s, int i, const KernelRow& row) {
+    const KernelEvent& e = row.event;
+    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
+    s.bind(i + 4, e.correlation_id); s.bind(i + 5, e.name_id); s.bind(i + 6, row.launch_config_id);
+}
+void bind_memcpy(Statement& s, int i, const MemcpyEvent& e) {
+    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
+    s.bind(i + 4, e.correlation_id); s.bind(i + 5, static_cast<std::int32_t>(e.direction));
+    s.bind(i + 6, e.bytes); s.bind(i + 7, static_cast<std::int32_t>(e.source_kind));
+    s.bind(i + 8, static_cast<std::int32_t>(e.destination_kind)); s.bind(i + 9, e.peer_device_id);
+}
+void bind_memset(Statement& s, int i, const MemsetEvent& e) {
+    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
+    s.bind(i + 4, e.correlation_id); s.bind(i + 5, e.bytes); s.bind(i + 6, e.value);
+    s.bind(i + 7, static_cast<std::int32_t>(e.memory_kind));
+}
+void bind_sync(Statement& s, int i, const SyncEvent& e) {
+    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
+    s.bind(i + 4, e.correlation_id); s.bind(i + 5, static_cast<std::int32_t>(e.kind)); s.bind(i + 6, e.cuda_event_id);
+}
+void bind_api_call(Statement& s, int i, const ApiEvent& e) {
+    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.correlation_id);
+    s.bind(i + 4, e.name_id); s.bind(i + 5, e.result);
+}
+void bind_range(Statement& s, int i, const RangeEvent& e) {
+    s.bind(i, e.range_id); s.bind(i + 1, e.start_ns); s.bind(i + 2, e.end_ns); s.bind(i + 3, e.thread_id);
+    s.bind(i + 4, e.domain_id); s.bind(i + 5, e.name_id); s.bind(i + 6, e.category); s.bind(i + 7, e.color);
+    s.bind(i + 8, e.depth); s.bind(i + 9, e.parent_range_id); bind_payload(s, i + 10, e.payload);
+}
+void bind_mark(Statement& s, int i, const MarkEvent& e) {
+    s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.domain_id); s.bind(i + 3, e.name_id);
+    s.bind(i + 4, e.category); s.bind(i + 5, e.color); bind_payload(s, i + 6, e.payload);
+}
+void bind_counter(Statement& s, int i, const CounterSample& e) {
+    s.bind(i, e.counter_id); s.bind(i + 1, e.time_ns); s.bind(i + 2, e.value);
+}
+void bind_stack_sample(Statement& s, int i, const StackSample& e) {
+    s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.stack_id);
+}
+void bind_overhead(Statement& s, int i, const OverheadEvent& e) {
+    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.name_id);
+}
+void bind_dropped(Statement& s, int i, const DroppedRecords& e) {
+    s.bind(i, e.time_ns); s.bind(i + 1, e.source_id); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.count);
+}
+
+struct LaunchConfigHash {
+    std::size_t operator()(const LaunchConfig& c) const {
+        std::uint64_t h = 1469598103934665603ull;
+        for (std::uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                                c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes}) {
+            h = (h ^ v) * 1099511628211ull;
+        }
+        return static_cast<std::size_t>(h);
+    }
+};
+
+struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+std::int64_t os_thread_id() { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
+
+std::string os_thread_name() {
+    char name[64] = {};
+    if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return {};
+    return name;
+}
+
+// Rows registered by any thread, written by the writer thread at its next pass.
+struct PendingRows {
+    std::vector<std::pair<StringId, std::string>> strings;
+    std::vector<ProcessInfo> processes;
+    std::vector<ThreadInfo> threads;
+    std::vector<DeviceInfo> devices;
+    std::vector<StreamInfo> streams;
+    std::vector<CounterInfo> counters;
+    std::vector<std::pair<FrameId, std::array<std::uint64_t, 3>>> frames;  // function id, module id, address
+    std::vector<std::array<std::uint32_t, 3>> stacks;                      // stack, parent, frame
+    std::vector<std::pair<std::string, std::string>> metadata;             // key, value (text)
+    bool empty() const {
+        return strings.empty() && processes.empty() && threads.empty() && devices.empty() && streams.empty() &&
+               counters.empty() && frames.empty() && stacks.empty() && metadata.empty();
+    }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// [SECTION] Impl
+// ---------------------------------------------------------------------------
+
+struct TraceWriter::Impl {
+    std::string path;
+    RunInfo run;
+    WriterOptions options;
+    std::uint64_t serial = g_next_writer_serial.fetch_add(1);
+    sqlite3* db = nullptr;
+    std::thread writer_thread;
+    bool open = false;
+    bool hooks_registered = false;
+    bool signal_hooks = false;
+
+    // Registration (any thread).
+    std::mutex registration_mutex;
+    std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> string_ids;
+    std::unordered_map<std::uint64_t, StackId> stack_ids;  // (parent << 32 | frame) -> node
+    StringId next_string_id = 1;
+    ThreadId next_thread_id = 1;
+    StreamId next_stream_id = 1;
+    CounterId next_counter_id = 1;
+    FrameId next_frame_id = 1;
+    StackId next_stack_id = 1;
+    std::vector<ThreadInfo> thread_rows;  // for renames
+    PendingRows pending;
+    std::atomic<bool> pending_nonempty{false};
+    std::atomic<RangeId> next_range = 1;
+    std::atomic<TimeNs> explicit_end_ns{0};
+
+    // Producer rings.
+    std::mutex rings_mutex;
+    std::vector<std::shared_ptr<EventRing>> rings;
+    std::atomic<std::uint64_t> rings_version{0};
+    std::atomic<std::uint64_t> rings_created{0};
+    std::uint64_t dropped_by_retired_rings = 0;  // writer thread
+
+    // Writer thread control.
+    std::mutex control_mutex;
+    std::condition_variable wake_writer;
+    std::condition_variable flush_done;
+    std::atomic<bool> stop_requested{false};
+    std::atomic<std::uint64_t> flush_requested{0};
+    std::uint64_t flush_completed = 0;  // guarded by control_mutex
+    std::string failure;                // guarded by control_mutex
+    std::atomic<bool> failed{false};
+
+    // Writer-thread state.
+    BatchInserter<KernelRow> kernels;
+    BatchInserter<MemcpyEvent> memcpys;
+    BatchInserter<MemsetEvent> memsets;
+    BatchInserter<SyncEvent> syncs;
+    BatchInserter<ApiEvent> api_calls;
+    BatchInserter<RangeEvent> ranges;
+    BatchInserter<MarkEvent> marks;
+    BatchInserter<CounterSample> counter_samples;
+    BatchInserter<StackSample> stack_samples;
+    BatchInserter<OverheadEvent> overheads;
+    BatchInserter<DroppedRecords> dropped_rows;
+    Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter,
+        insert_frame, insert_stack, insert_launch_config, insert_metadata;
+    std::unordered_map<LaunchConfig, LaunchConfigId, LaunchConfigHash> launch_config_ids;
+    std::vector<std::shared_ptr<EventRing>> drained_rings;
+    std::uint64_t drained_rings_version = std::numeric_limits<std::uint64_t>::max();
+    StringId writer_overflow_source = 0;
+    TimeNs latest_time = std::numeric_limits<TimeNs>::min();
+    bool transaction_open = false;
+    bool rows_since_commit = false;
+    std::chrono::steady_clock::time_point last_commit;
+    std::uint64_t handled_signal_epoch = 0;
+
+    // Stats.
+    std::atomic<std::uint64_t> events_written{0};
+    std::atomic<std::uint64_t> events_dropped{0};
+    std::atomic<std::uint64_t> commits{0};
+    std::atomic<double> max_commit_gap_ms{0.0};
+
+    // --- setup ----------------------------------------------------------------------
+    void open_database();
+    void write_run_metadata();
+    void prepare_statements();
+
+    // --- registration -----------------------------------------------------------------
+    StringId intern_locked(std::string_view text);
+    void mark_pending() { pending_nonempty.store(true, std::memory_order_release); }
+
+    // --- producers ----------------------------------------------------------------------
+    struct ThreadSlot {
+        std::uint64_t writer_serial = 0;
+        ThreadId thread_id = 0;
+        std::shared_ptr<EventRing> ring;
+    };
+    struct ThreadSlots {
+        std::vector<ThreadSlot> slots;
+        std::uint64_t cached_serial = 0;  // the writer this thread recorded to last
+        EventRing* cached_ring = nullptr;
+        ~ThreadSlots() {
+            cached_serial = 0;
+            cached_ring = nullptr;
+            for (ThreadSlot& slot : slots)
+                if (slot.ring) slot.ring->retired.store(true, std::memory_order_release);
+        }
+    };
+    static ThreadSlots& thread_slots() {
+        static thread_local ThreadSlots slots;
+        return slots;
+    }
+    // This thread's slot for this writer (created without registering the thread).
+    ThreadSlot& slot_for_this_thread();
+    ThreadId register_this_thread();
+    EventRing* ring_for_this_thread();
+
+    template <typename Event>
+    bool push(RecordType type, const Event& event);
+
+    // --- writer thread --------------------------------------------------------------------
+    void run_writer_thread();
+    void begin_transaction();
+    void commit();
+    void write_pending_rows();
+    std::uint64_t drain_rings(bool everything);
+    void dispatch(const Record& record);
+    void note_time(TimeNs time) { latest_time = std::max(latest_time, time); }
+    void store_overflow_counts();
+    void finish_file();
+    void fail(const std::string& message);
+
+    // --- close ----------------------------------------------------------------------------
+    void build_indexes_and_track_stats();
+    void close();
+};
+
+// ---------------------------------------------------------------------------
+// [SECTION] Setup
+// ---------------------------------------------------------------------------
+
+void TraceWriter::Impl::open_database() {
+    std::error_code ignored;
+    if (std::filesystem::exists(path, ignored)) {
+        if (!options.overwrite)
+            throw TraceError(TraceErrorKind::io, path, "file exists (WriterOptions::overwrite is off)");
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ignored);
+    }
+    // NOMUTEX: only one thread uses the connection at a time (the constructor, then the
+    // writer thread, then close()), so SQLite's per-call mutex is pure cost.
+    int result = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (result != SQLITE_OK) {
+        std::string message = std::string("cannot create trace file: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(result));
+        sqlite3_close(db);
+        db = nullptr;
+        throw TraceError(TraceErrorKind::not_found, path, message);
+    }
+    std::string pragmas = "PRAGMA page_size = 8192;"
+                          "PRAGMA journal_mode = WAL;"
+                          "PRAGMA synchronous = NORMAL;"
+                          "PRAGMA temp_store = MEMORY;"
+                          "PRAGMA wal_autocheckpoint = 16384;"
+                          "PRAGMA cache_size = -" +
+                          std::to_string(std::max<std::int64_t>(options.page_cache_bytes / 1024, 2048)) + ";" +
+                          "PRAGMA application_id = " + std::to_string(kApplicationId) + ";" +
+                          "PRAGMA user_version = " + std::to_string(kSchemaVersion) + ";";
+    exec_sql(db, path, pragmas.c_str());
+    exec_sql(db, path, "BEGIN");
+    exec_sql(db, path, kCreateTablesSql);
+    exec_sql(db, path, "INSERT INTO strings (string_id, value) VALUES (0, '')");
+    exec_sql(db, path, "INSERT INTO stacks (stack_id, parent_stack_id, frame_id) VALUES (0, 0, 0)");
+    prepare_statements();
+    write_run_metadata();
+    exec_sql(db, path, "COMMIT");
+}
+
+void TraceWriter::Impl::prepare_statements() {
+    kernels.prepare(db, path, "kernels",
+                    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id", 7,
+                    bind_kernel, kRowsPerStatement);
+    memcpys.prepare(db, path, "memcpys",
+                    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, "
+                    "destination_kind, peer_device_id",
+                    10, bind_memcpy, kRowsPerStatement);
+    memsets.prepare(db, path, "memsets",
+                    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind", 8,
+                    bind_memset, kRowsPerStatement);
+    syncs.prepare(db, path, "synchronizations",
+                  "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id", 7, bind_sync,
+                  kRowsPerStatement);
+    api_calls.prepare(db, path, "api_calls", "start_ns, end_ns, thread_id, correlation_id, name_id, result", 6,
+                      bind_api_call, kRowsPerStatement);
+    ranges.prepare(db, path, "ranges",
+                   "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, "
+                   "parent_range_id, payload",
+                   11, bind_range, kRowsPerStatement);
+    marks.prepare(db, path, "marks", "time_ns, thread_id, domain_id, name_id, category, color, payload", 7,
+                  bind_mark, kRowsPerStatement);
+    counter_samples.prepare(db, path, "counter_samples", "counter_id, time_ns, value", 3, bind_counter,
+                            kRowsPerStatement);
+    stack_samples.prepare(db, path, "stack_samples", "time_ns, thread_id, stack_id", 3, bind_stack_sample,
+                          kRowsPerStatement);
+    overheads.prepare(db, path, "collector_overhead", "start_ns, end_ns, thread_id, name_id", 4, bind_overhead,
+                      kRowsPerStatement);
+    dropped_rows.prepare(db, path, "dropped_records", "time_ns, source_id, thread_id, count", 4, bind_dropped, 1);
+
+    insert_string = Statement(db, path, "INSERT INTO strings (string_id, value) VALUES (?, ?)");
+    insert_process = Statement(db, path, "INSERT OR REPLACE INTO processes (pid, name_id) VALUES (?, ?)");
+    insert_thread =
+        Statement(db, path, "INSERT OR REPLACE INTO threads (thread_id, pid, tid, name_id) VALUES (?, ?, ?, ?)");
+    insert_device = Statement(db, path,
+                              "INSERT OR REPLACE INTO devices (device_id, name_id, uuid_id, compute_capability_major, "
+                              "compute_capability_minor, multiprocessor_count, memory_bytes, "
+                              "memory_bandwidth_bytes_per_second) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    insert_stream = Statement(db, path,
+                              "INSERT OR REPLACE INTO streams (stream_id, device_id, context_id, cuda_stream_id, "
+                              "priority, name_id) VALUES (?, ?, ?, ?, ?, ?)");
+    insert_counter = Statement(
+        db, path, "INSERT OR REPLACE INTO counters (counter_id, name_id, unit_id, device_id) VALUES (?, ?, ?, ?)");
+    insert_frame = Statement(db, path,
+                             "INSERT INTO frames (frame_id, function_id, module_id, address) VALUES (?, ?, ?, ?)");
+    insert_stack = Statement(db, path, "INSERT INTO stacks (stack_id, parent_stack_id, frame_id) VALUES (?, ?, ?)");
+    insert_launch_config = Statement(db, path,
+                                     "INSERT INTO launch_configs (launch_config_id, grid_x, grid_y, grid_z, block_x, "
+                                     "block_y, block_z, registers_per_thread, static_shared_bytes, "
+                                     "dynamic_shared_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert_metadata = Statement(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
+}
+
+void TraceWriter::Impl::write_run_metadata() {
+    auto put_int = [&](const char* key, std::int64_t value) {
+        insert_metadata.bind_text(1, key);
+        insert_metadata.bind(2, value);
+        insert_metadata.step_done();
+    };
+    auto put_text = [&](const char* key, const std::string& value) {
+        insert_metadata.bind_text(1, key);
+        insert_metadata.bind_text(2, value);
+        insert_metadata.step_done();
+    };
+    put_int(metadata_key::schema_version, kSchemaVersion);
+    put_int(metadata_key::min_reader_version, kMinReaderVersionWritten);
+    put_text(metadata_key::ember_version, run.ember_version.empty() ? std::string(EMBER_VERSION_STRING) : run.ember_version);
+    put_text(metadata_key::command_line, run.command_line);
+    put_text(metadata_key::host, run.host);
+    put_int(metadata_key::pid, run.pid);
+    put_int(metadata_key::rank, run.rank);
+    put_int(metadata_key::world_size, run.world_size);
+    put_text(metadata_key::clock_name, run.clock_name);
+    put_int(metadata_key::clock_offset_to_wall_ns, run.clock_offset_to_wall_ns);
+    put_int(metadata_key::start_ns, run.start_ns);
+    put_int(metadata_key::end_ns, 0);
+    put_text(metadata_key::status, "recording");
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Registration
+// ---------------------------------------------------------------------------
+
+StringId TraceWriter::Impl::intern_locked(std::string_view text) {
+    if (text.empty()) return kNoString;
+    auto found = string_ids.find(text);
+    if (found != string_ids.end()) return found->second;
+    StringId id = next_string_id++;
+    string_ids.emplace(std::string(text), id);
+    pending.strings.emplace_back(id, std::string(text));
+    mark_pending();
+    return id;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Producers
+// ---------------------------------------------------------------------------
+
+TraceWriter::Impl::ThreadSlot& TraceWriter::Impl::slot_for_this_thread() {
+    ThreadSlots& slots = thread_slots();
+    for (ThreadSlot& slot : slots.slots)
+        if (slot.writer_serial == serial) return slot;
+    // Forget slots of writers that have closed (their rings hold memory).
+    std::erase_if(slots.slots, [](const ThreadSlot& slot) {
+        return slot.ring && slot.ring->closed.load(std::memory_order_acquire);
+    });
+    slots.slots.push_back(ThreadSlot{serial, 0, nullptr});
+    return slots.slots.back();
+}
+
+ThreadId TraceWriter::Impl::register_this_thread() {
+    ThreadSlot& slot = slot_for_this_thread();
+    if (slot.thread_id != 0) return slot.thread_id;
+    ThreadInfo info;
+    info.pid = ::getpid();
+    info.tid = os_thread_id();
+    info.name = os_thread_name();
+    ThreadId id;
+    {
+        std::lock_guard lock(registration_mutex);
+        id = next_thread_id++;
+        info.thread_id = id;
+        info.name = info.name.empty() ? "thread " + std::to_string(info.tid) : info.name;
+        thread_rows.push_back(info);
+        pending.threads.push_back(info);
+        mark_pending();
+    }
+    slot.thread_id = id;
+    if (slot.ring) slot.ring->set_thread_id(id);
+    return id;
+}
+
+EventRing* TraceWriter::Impl::ring_for_this_thread() {
+    ThreadSlots& slots = thread_slots();
+    if (slots.cached_serial == serial) return slots.cached_ring;
+    ThreadSlot& slot = slot_for_this_thread();
+    if (!slot.ring) {
+        slot.ring = std::make_shared<EventRing>(options.ring_capacity_events);
+        slot.ring->set_thread_id(slot.thread_id);
+        std::lock_guard lock(rings_mutex);
+        rings.push_back(slot.ring);
+        rings_version.fetch_add(1, std::memory_order_release);
+        rings_created.fetch_add(1, std::memory_order_relaxed);
+    }
+    slots.cached_serial = serial;
+    slots.cached_ring = slot.ring.get();
+    return slots.cached_ring;
+}
+
+template <typename Event>
+bool TraceWriter::Impl::push(RecordType type, const Event& event) {
+    EventRing* ring = ring_for_this_thread();
+    if (ring->closed.load(std::memory_order_relaxed)) return false;
+    if (ring->try_push(type, event)) return true;
+    if (options.overflow == OverflowPolicy::drop) {
+        ring->dropped.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    wake_writer.notify_one();
+    for (;;) {
+        std::this_thread::yield();
+        if (ring->try_push(type, event)) return true;
+        if (ring->closed.load(std::memory_order_acquire)) return false;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Writer thread
+// ---------------------------------------------------------------------------
+
+void TraceWriter::Impl::begin_transaction() {
+    exec_sql(db, path, "BEGIN");
+    transaction_open = true;
+}
+
+void TraceWriter::Impl::commit() {
+    kernels.finish(); memcpys.finish(); memsets.finish(); syncs.finish(); api_calls.finish();
+    ranges.finish(); marks.finish(); counter_samples.finish(); stack_samples.finish(); overheads.finish();
+    store_overflow_counts();
+    dropped_rows.finish();
+    exec_sql(db, path, "COMMIT");
+    transaction_open = false;
+    auto now = std::chrono::steady_clock::now();
+    double gap_ms = std::chrono::duration<double, std::milli>(now - last_commit).count();
+    if (gap_ms > max_commit_gap_ms.load(std::memory_order_relaxed)) max_commit_gap_ms.store(gap_ms);
+    last_commit = now;
+    rows_since_commit = false;
+    commits.fetch_add(1, std::memory_order_relaxed);
+    begin_transaction();
+}
+
+void TraceWriter::Impl::store_overflow_counts() {
+    for (const std::shared_ptr<EventRing>& ring : drained_rings) {
+        std::uint64_t lost = ring->dropped.exchange(0, std::memory_order_acq_rel);
+        if (lost == 0) continue;
+        if (writer_overflow_source == 0) {
+            std::lock_guard lock(registration_mutex);
+            writer_overflow_source = intern_locked("writer buffer full");
+        }
+        write_pending_rows();  // the source string before the row that names it
+        DroppedRecords row;
+        row.time_ns = latest_time == std::numeric_limits<TimeNs>::min() ? run.start_ns : latest_time;
+        row.source_id = writer_overflow_source;
+        row.thread_id = ring->thread_id();
+        row.count = lost;
+        dropped_rows.add(row);
+        events_dropped.fetch_add(lost, std::memory_order_relaxed);
+        rows_since_commit = true;
+    }
+}
+
+void TraceWriter::Impl::write_pending_rows() {
+    if (!pending_nonempty.load(std::memory_order_acquire)) return;
+    PendingRows rows;
+    {
+        std::lock_guard lock(registration_mutex);
+        std::swap(rows, pending);
+        pending_nonempty.store(false, std::memory_order_relaxed);
+    }
+    for (const auto& [id, text] : rows.strings) {
+        insert_string.bind(1, id);
+        insert_string.bind_text(2, text);
+        insert_string.step_done();
+    }
+    auto intern_now = [&](const std::string& text) {
+        std::lock_guard lock(registration_mutex);
+        return intern_locked(text);
+    };
+    // Names registered along with processes/threads/... were interned by the caller.
+    for (const ProcessInfo& p : rows.processes) {
+        insert_process.bind(1, p.pid);
+        insert_process.bind(2, intern_now(p.name));
+        insert_process.step_done();
+    }
+    for (const ThreadInfo& t : rows.threads) {
+        insert_thread.bind(1, t.thread_id);
+        insert_thread.bind(2, t.pid);
+        insert_thread.bind(3, t.tid);
+        insert_thread.bind(4, intern_now(t.name));
+        insert_thread.step_done();
+    }
+    for (const DeviceInfo& d : rows.devices) {
+        insert_device.bind(1, d.device_id);
+        insert_device.bind(2, intern_now(d.name));
+        insert_device.bind(3, intern_now(d.uuid));
+        insert_device.bind(4, d.compute_capability_major);
+        insert_device.bind(5, d.compute_capability_minor);
+        insert_device.bind(6, d.multiprocessor_count);
+        insert_device.bind(7, d.memory_bytes);
+        insert_device.bind(8, d.memory_bandwidth_bytes_per_second);
+        insert_device.step_done();
+    }
+    for (const StreamInfo& s : rows.streams) {
+        insert_stream.bind(1, s.stream_id);
+        insert_stream.bind(2, s.device_id);
+        insert_stream.bind(3, s.context_id);
+        insert_stream.bind(4, s.cuda_stream_id);
+        insert_stream.bind(5, s.priority);
+        insert_stream.bind(6, intern_now(s.name));
+        insert_stream.step_done();
+    }
+    for (const CounterInfo& c : rows.counters) {
+        insert_counter.bind(1, c.counter_id);
+        insert_counter.bind(2, intern_now(c.name));
+        insert_counter.bind(3, intern_now(c.unit));
+        insert_counter.bind(4, c.device_id);
+        insert_counter.step_done();
+    }
+    for (const auto& [frame_id, fields] : rows.frames) {
+        insert_frame.bind(1, frame_id);
+        insert_frame.bind(2, fields[0]);
+        insert_frame.bind(3, fields[1]);
+        insert_frame.bind(4, fields[2]);
+        insert_frame.step_done();
+    }
+    for (const auto& stack : rows.stacks) {
+        insert_stack.bind(1, stack[0]);
+        insert_stack.bind(2, stack[1]);
+        insert_stack.bind(3, stack[2]);
+        insert_stack.step_done();
+    }
+    for (const auto& [key, value] : rows.metadata) {
+        insert_metadata.bind_text(1, key);
+        insert_metadata.bind_text(2, value);
+        insert_metadata.step_done();
+    }
+    rows_since_commit = true;
+    // Interning a name above may have queued its string: write it in this pass.
+    if (pending_nonempty.load(std::memory_order_acquire)) write_pending_rows();
+}
+
+void TraceWriter::Impl::dispatch(const Record& record) {
+    switch (record.type) {
+        case RecordType::kernel: {
+            KernelRow row{record.load<KernelEvent>(), 0};
+            auto found = launch_config_ids.find(row.event.launch);
+            if (found == launch_config_ids.end()) {
+                LaunchConfigId id = static_cast<LaunchConfigId>(launch_config_ids.size() + 1);
+                const LaunchConfig& c = row.event.launch;
+                insert_launch_config.bind(1, id);
+                std::uint32_t values[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                                          c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
+                for (int i = 0; i < 9; ++i) insert_launch_config.bind(i + 2, values[i]);
+                insert_launch_config.step_done();
+                found = launch_config_ids.emplace(c, id).first;
+            }
+            row.launch_config_id = found->second;
+            note_time(row.event.end_ns);
+            kernels.add(row);
+            break;
+        }
+        case RecordType::memcpy: { auto e = record.load<MemcpyEvent>(); note_time(e.end_ns); memcpys.add(e); break; }
+        case RecordType::memset: { auto e = record.load<MemsetEvent>(); note_time(e.end_ns); memsets.add(e); break; }
+        case RecordType::sync: { auto e = record.load<SyncEvent>(); note_time(e.end_ns); syncs.add(e); break; }
+        case RecordType::api_call: { auto e = record.load<ApiEvent>(); note_time(e.end_ns); api_calls.add(e); break; }
+        case RecordType::range: { auto e = record.load<RangeEvent>(); note_time(e.end_ns); ranges.add(e); break; }
+        case RecordType::mark: { auto e = record.load<MarkEvent>(); note_time(e.time_ns); marks.add(e); break; }
+        case RecordType::counter: {
+            auto e = record.load<CounterSample>(); note_time(e.time_ns); counter_samples.add(e); break;
+        }
+        case RecordType::stack_sample: {
+            auto e = record.load<StackSample>(); note_time(e.time_ns); stack_samples.add(e); break;
+        }
+        case RecordType::overhead: { auto e = record.load<OverheadEvent>(); note_time(e.end_ns); overheads.add(e); break; }
+        case RecordType::dropped: {
+            auto e = record.load<DroppedRecords>();
+            events_dropped.fetch_add(e.count, std::memory_order_relaxed);
+            dropped_rows.add(e);
+            break;
+        }
+    }
+}
+
+std::uint64_t TraceWriter::Impl::drain_rings(bool everything) {
+    if (drained_rings_version != rings_version.load(std::memory_order_acquire)) {
+        std::lock_guard lock(rings_mutex);
+        drained_rings = rings;
+        drained_rings_version = rings_version.load(std::memory_order_relaxed);
+    }
+    write_pending_rows();
+    std::uint64_t total = 0;
+    bool any_retired = false;
+    for (const std::shared_ptr<EventRing>& ring : drained_rings) {
+        // A flush takes what the ring holds now (bounded by its capacity), never
+        // "until empty": a busy producer would keep that from ending.
+        std::uint64_t available = ring->available();
+        std::uint64_t count = everything ? available : std::min(available, kDrainChunk);
+        for (std::uint64_t i = 0; i < count; ++i) dispatch(ring->at(i));
+        ring->release(count);
+        total += count;
+        if (ring->retired.load(std::memory_order_acquire)) any_retired = true;
+    }
+    if (total) {
+        events_written.fetch_add(total, std::memory_order_relaxed);
+        rows_since_commit = true;
+    }
+    if (any_retired) {
+        // A retired ring receives nothing more; drop it once empty (its drop count first).
+        store_overflow_counts();
+        std::lock_guard lock(rings_mutex);
+        std::erase_if(rings, [](const std::shared_ptr<EventRing>& ring) {
+            return ring->retired.load(std::memory_order_acquire) && ring->available() == 0 &&
+                   ring->dropped.load() == 0;
+        });
+        rings_version.fetch_add(1, std::memory_order_release);
+    }
+    return total;
+}
+
+void TraceWriter::Impl::run_writer_thread() {
+    block_flush_signals_in_this_thread();
+    pthread_setname_np(pthread_self(), "ember trace");
+    try {
+        last_commit = std::chrono::steady_clock::now();
+        begin_transaction();
+        auto interval = std::min(options.commit_interval, std::chrono::milliseconds(kMaxCommitInterval));
+        // Commit a little early: the next pass may take a few milliseconds.
+        auto commit_after = interval - std::min(interval / 5, std::chrono::milliseconds(20));
+        for (;;) {
+            bool stopping = stop_requested.load(std::memory_order_acquire);
+            std::uint64_t flush_target = flush_requested.load(std::memory_order_acquire);
+            std::uint64_t signal_epoch = signal_flush_epoch();
+            bool signal_flush = signal_hooks && signal_epoch != handled_signal_epoch;
+            bool must_flush = stopping || signal_flush || flush_target > flush_completed;
+
+            std::uint64_t drained = drain_rings(must_flush);
+            auto now = std::chrono::steady_clock::now();
+            if (must_flush || (rows_since_commit && now - last_commit >= commit_after)) {
+                if (rows_since_commit || must_flush) commit();
+            }
+            if (signal_flush) {
+                handled_signal_epoch = signal_epoch;
+                acknowledge_signal_flush();
+            }
+            if (flush_target > flush_completed) {
+                std::lock_guard lock(control_mutex);
+                flush_completed = flush_target;
+                flush_done.notify_all();
+            }
+            if (stopping) break;
+            if (drained == 0) {
+                std::unique_lock lock(control_mutex);
+                wake_writer.wait_for(lock, kIdleWait);
+            }
+        }
+        finish_file();
+    } catch (const std::exception& error) {
+        fail(error.what());
+    }
+}
+
+void TraceWriter::Impl::finish_file() {
+    TimeNs end = explicit_end_ns.load();
+    if (end == 0) end = std::max(run.start_ns, latest_time == std::numeric_limits<TimeNs>::min() ? run.start_ns : latest_time);
+    insert_metadata.bind_text(1, metadata_key::end_ns);
+    insert_metadata.bind(2, end);
+    insert_metadata.step_done();
+    insert_metadata.bind_text(1, metadata_key::status);
+    insert_metadata.bind_text(2, "complete");
+    insert_metadata.step_done();
+    exec_sql(db, path, "COMMIT");
+    transaction_open = false;
+    commits.fetch_add(1, std::memory_order_relaxed);
+    for (const auto& ring : drained_rings) ring->closed.store(true, std::memory_order_release);
+}
+
+void TraceWriter::Impl::fail(const std::string& message) {
+    failed.store(true);
+    {
+        std::lock_guard lock(control_mutex);
+        // TraceError messages already start with "<path>: "; keep the rest.
+        std::string prefix = path + ": ";
+        if (failure.empty()) failure = message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+        flush_completed = std::numeric_limits<std::uint64_t>::max();
+        flush_done.notify_all();
+    }
+    std::lock_guard lock(rings_mutex);
+    for (const auto& ring : rings) ring->closed.store(true, std::memory_order_release);
+    if (signal_hooks) acknowledge_signal_flush();
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Close
+// ---------------------------------------------------------------------------
+
+void TraceWriter::Impl::build_indexes_and_track_stats() {
+    // Sorting for CREATE INDEX may use a helper thread (the writer thread is gone).
+    exec_sql(db, path, "PRAGMA threads = 2");
+    exec_sql(db, path, "BEGIN");
+    exec_sql(db, path, kCreateIndexesSql);
+    exec_sql(db, path, "DELETE FROM track_stats");
+    for (const EventTableInfo& table : kEventTables)
+        exec_sql(db, path, ("INSERT INTO track_stats " + track_stats_select_sql(table)).c_str());
+    exec_sql(db, path, "COMMIT");
+}
+
+void TraceWriter::Impl::close() {
+    if (!open) return;
+    open = false;
+    stop_requested.store(true, std::memory_order_release);
+    wake_writer.notify_all();
+    if (writer_thread.joinable()) writer_thread.join();
+    {
+        std::lock_guard lock(rings_mutex);
+        for (const auto& ring : rings) ring->closed.store(true, std::memory_order_release);
+    }
+    if (hooks_registered) unregister_for_exit(this);
+    if (signal_hooks) remove_signal_flushing_writer();
+    std::string error;
+    {
+        std::lock_guard lock(control_mutex);
+        error = failure;
+    }
+    try {
+        if (error.empty() && options.build_indexes_on_close) build_indexes_and_track_stats();
+        // A finished trace is one self-contained file (no -wal/-shm beside it).
+        if (error.empty()) exec_sql(db, path, "PRAGMA journal_mode = DELETE");
+    } catch (const TraceError& index_error) {
+        error = index_error.what();
+    }
+    // Finalize statements before closing the connection.
+    kernels = {}; memcpys = {}; memsets = {}; syncs = {}; api_calls = {}; ranges = {}; marks = {};
+    counter_samples = {}; stack_samples = {}; overheads = {}; dropped_rows = {};
+    insert_string = {}; insert_process = {}; insert_thread = {}; insert_device = {}; insert_stream = {};
+    insert_counter = {}; insert_frame = {}; insert_stack = {}; insert_launch_config = {}; insert_metadata = {};
+    int result = sqlite3_close(db);
+    db = nullptr;
+    if (result != SQLITE_OK && error.empty()) error = std::string("closing: ") + sqlite3_errstr(result);
+    if (!error.empty()) {
+        std::string prefix = path + ": ";
+        if (error.rfind(prefix, 0) == 0) error = error.substr(prefix.size());
+        throw TraceError(TraceErrorKind::io, path, error);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] TraceWriter
+// ---------------------------------------------------------------------------
+
+TraceWriter::TraceWriter(const std::string& path, const RunInfo& run, WriterOptions options)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& impl = *impl_;
+    impl.path = path;
+    impl.run = run;
+    impl.options = options;
+    impl.open_database();
+    impl.open = true;
+    if (options.close_at_exit) {
+        Impl* raw = impl_.get();
+        register_for_exit(raw, [raw] {
+            try {
+                raw->close();
+            } catch (const std::exception& error) {
+                std::fprintf(stderr, "ember: closing trace at exit: %s\n", error.what());
+            }
+        });
+        impl.hooks_registered = true;
+    }
+    if (options.install_signal_handlers) {
+        impl.handled_signal_epoch = signal_flush_epoch();
+        add_signal_flushing_writer();
+        impl.signal_hooks = true;
+    }
+    impl.writer_thread = std::thread([raw = impl_.get()] { raw->run_writer_thread(); });
+}
+
+TraceWriter::~TraceWriter() {
+    try {
+        close();
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "ember: closing trace: %s\n", error.what());
+    }
+}
+
+const std::string& TraceWriter::path() const { return impl_->path; }
+
+StringId TraceWriter::intern(std::string_view text) {
+    std::lock_guard lock(impl_->registration_mutex);
+    return impl_->intern_locked(text);
+}
+
+void TraceWriter::register_process(const ProcessInfo& process) {
+    std::lock_guard lock(impl_->registration_mutex);
+    impl_->intern_locked(process.name);
+    impl_->pending.processes.push_back(process);
+    impl_->mark_pending();
+}
+
+ThreadId TraceWriter::register_thread(const ThreadInfo& thread) {
+    std::lock_guard lock(impl_->registration_mutex);
+    ThreadInfo row = thread;
+    row.thread_id = impl_->next_thread_id++;
+    impl_->intern_locked(row.name);
+    impl_->thread_rows.push_back(row);
+    impl_->pending.threads.push_back(row);
+    impl_->mark_pending();
+    return row.thread_id;
+}
+
+ThreadId TraceWriter::current_thread() { return impl_->register_this_thread(); }
+
+void TraceWriter::set_thread_name(ThreadId thread, std::string_view name) {
+    std::lock_guard lock(impl_->registration_mutex);
+    for (ThreadInfo& row : impl_->thread_rows) {
+        if (row.thread_id != thread) continue;
+        row.name = std::string(name);
+        impl_->intern_locked(row.name);
+        impl_->pending.threads.push_back(row);
+        impl_->mark_pending();
+    }
+}
+
+void TraceWriter::register_device(const DeviceInfo& device) {
+    std::lock_guard lock(impl_->registration_mutex);
+    impl_->intern_locked(device.name);
+    impl_->intern_locked(device.uuid);
+    impl_->pending.devices.push_back(device);
+    impl_->mark_pending();
+}
+
+StreamId TraceWriter::register_stream(const StreamInfo& stream) {
+    std::lock_guard lock(impl_->registration_mutex);
+    StreamInfo row = stream;
+    row.stream_id = impl_->next_stream_id++;
+    impl_->intern_locked(row.name);
+    impl_->pending.streams.push_back(row);
+    impl_->mark_pending();
+    return row.stream_id;
+}
+
+CounterId TraceWriter::register_counter(const CounterInfo& counter) {
+    std::lock_guard lock(impl_->registration_mutex);
+    CounterInfo row = counter;
+    row.counter_id = impl_->next_counter_id++;
+    impl_->intern_locked(row.name);
+    impl_->intern_locked(row.unit);
+    impl_->pending.counters.push_back(row);
+    impl_->mark_pending();
+    return row.counter_id;
+}
+
+FrameId TraceWriter::intern_frame(std::string_view function, std::string_view module, std::uint64_t address) {
+    std::lock_guard lock(impl_->registration_mutex);
+    FrameId id = impl_->next_frame_id++;
+    StringId function_id = impl_->intern_locked(function);
+    StringId module_id = impl_->intern_locked(module);
+    impl_->pending.frames.push_back({id, {function_id, module_id, address}});
+    impl_->mark_pending();
+    return id;
+}
+
+StackId TraceWriter::intern_stack(StackId parent, FrameId frame) {
+    std::lock_guard lock(impl_->registration_mutex);
+    std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | frame;
+    auto found = impl_->stack_ids.find(key);
+    if (found != impl_->stack_ids.end()) return found->second;
+    StackId id = impl_->next_stack_id++;
+    impl_->stack_ids.emplace(key, id);
+    impl_->pending.stacks.push_back({id, parent, frame});
+    impl_->mark_pending();
+    return id;
+}
+
+StackId TraceWriter::intern_stack(std::span<const FrameId> frames_outermost_first) {
+    StackId node = 0;
+    for (FrameId frame : frames_outermost_first) node = intern_stack(node, frame);
+    return node;
+}
+
+RangeId TraceWriter::next_range_id() { return impl_->next_range.fetch_add(1, std::memory_order_relaxed); }
+
+void TraceWriter::set_end_time(TimeNs end_ns) { impl_->explicit_end_ns.store(end_ns); }
+
+bool TraceWriter::record_kernel(const KernelEvent& e) { return impl_->push(RecordType::kernel, e); }
+bool TraceWriter::record_memcpy(const MemcpyEvent& e) { return impl_->push(RecordType::memcpy, e); }
+bool TraceWriter::record_memset(const MemsetEvent& e) { return impl_->push(RecordType::memset, e); }
+bool TraceWriter::record_sync(const SyncEvent& e) { return impl_->push(RecordType::sync, e); }
+bool TraceWriter::record_api_call(const ApiEvent& e) { return impl_->push(RecordType::api_call, e); }
+bool TraceWriter::record_range(const RangeEvent& e) { return impl_->push(RecordType::range, e); }
+bool TraceWriter::record_mark(const MarkEvent& e) { return impl_->push(RecordType::mark, e); }
+bool TraceWriter::record_counter(const CounterSample& e) { return impl_->push(RecordType::counter, e); }
+bool TraceWriter::record_stack_sample(const StackSample& e) { return impl_->push(RecordType::stack_sample, e); }
+bool TraceWriter::record_overhead(const OverheadEvent& e) { return impl_->push(RecordType::overhead, e); }
+bool TraceWriter::record_dropped(const DroppedRecords& e) { return impl_->push(RecordType::dropped, e); }
+
+void TraceWriter::flush() {
+    Impl& impl = *impl_;
+    if (!impl.open) throw TraceError(TraceErrorKind::closed, impl.path, "flush() after close()");
+    std::uint64_t target = impl.flush_requested.fetch_add(1, std::memory_order_acq_rel) + 1;
+    impl.wake_writer.notify_all();
+    std::unique_lock lock(impl.control_mutex);
+    impl.flush_done.wait(lock, [&] { return impl.flush_completed >= target; });
+    if (!impl.failure.empty()) throw TraceError(TraceErrorKind::io, impl.path, impl.failure);
+}
+
+void TraceWriter::close() { impl_->close(); }
+
+bool TraceWriter::is_open() const { return impl_->open; }
+
+WriterStats TraceWriter::stats() const {
+    const Impl& impl = *impl_;
+    WriterStats stats;
+    stats.events_written = impl.events_written.load();
+    stats.events_dropped = impl.events_dropped.load();
+    stats.events_recorded = stats.events_written;  // updated below with what rings still hold
+    {
+        std::lock_guard lock(const_cast<std::mutex&>(impl.rings_mutex));
+        for (const auto& ring : impl.rings) stats.events_recorded += ring->available();
+    }
+    stats.commits = impl.commits.load();
+    stats.producer_threads = impl.rings_created.load();
+    stats.max_commit_gap_ms = impl.max_commit_gap_ms.load();
+    return stats;
+}
+
+}  // namespace ember::store
