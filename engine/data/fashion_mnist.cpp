@@ -45,7 +45,7 @@ std::string fashion_mnist_missing(const std::string& root, Split split) {
         if (!std::filesystem::is_regular_file(path, error))
             return "Fashion-MNIST not found: " + path +
                    " is missing. Install it with `sudo apt-get install dataset-fashion-mnist` (files land in " +
-                   kFashionMnistDefaultRoot + ") or point --data-root at a folder holding the four *-ubyte.gz files.";
+                   kFashionMnistDefaultRoot + ") or pass a data root (--root, --data-root) holding the four *-ubyte.gz files.";
     }
     return {};
 }

@@ -10,5 +10,9 @@ class App;
 namespace ember::cli {
 
 void add_doctor_command(CLI::App& app);
+// `ember data prepare ...` (data_command.cpp).
+void add_data_command(CLI::App& app);
+// `ember bench dataloader` (bench_dataloader_command.cpp).
+void add_bench_dataloader(CLI::App& bench);
 
 }  // namespace ember::cli
