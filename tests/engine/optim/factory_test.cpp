@@ -1,5 +1,7 @@
 // make_optimizer: names, validation errors that name the field, segment checks, the
 // step-level options (gradient scale, skip flag, rewind, low-precision copy) on cpu.
+#include "engine/core/cuda_check.h"
+#include "engine/core/device.h"
 #include "tests/engine/optim/optimizer_test_problem.h"
 
 #include <cuda_bf16.h>
@@ -151,6 +153,22 @@ TEST(OptimizerStep, ClosureFormEvaluatesOnceAndSteps) {
     EXPECT_EQ(calls, 1);
     EXPECT_EQ(loss, 42.0);
     EXPECT_NEAR(params[0], 0.49, 1e-7);
+}
+
+}  // namespace
+}  // namespace ember::optim::test
+
+namespace ember::optim::test {
+namespace {
+
+TEST(OptimizerFactory, CudaBackendWithoutDeviceThrowsNamingTheCall) {
+    if (cuda_device_available()) GTEST_SKIP() << "a device is present: nothing to refuse";
+    try {
+        make_optimizer("adam", {}, two_segments(), OptimizerBackend::cuda_fused);
+        FAIL() << "cuda_fused built without a device";
+    } catch (const CudaError& e) {
+        EXPECT_NE(std::string(e.what()).find("cudaMalloc"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace
