@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace ember::optim {
 
@@ -62,6 +63,46 @@ UpdateParameters ElementwiseOptimizer::parameters_for_step(int64_t step, double 
 void ElementwiseOptimizer::rewind_step() {
     Optimizer::rewind_step();
     nadam_mu_product_ = previous_nadam_mu_product_;
+}
+
+OptimizerState ElementwiseOptimizer::export_state() const {
+    OptimizerState state;
+    state.step_count = step_count_;
+    state.nadam_mu_product = nadam_mu_product_;
+    if (cuda_) {
+        cuda_->download(state.buffers, state.segment_norms);
+    } else {
+        state.buffers = host_state_;
+        state.segment_norms = host_segment_norms_;
+    }
+    if (kind_ != OptimizerKind::novograd) state.segment_norms.clear();
+    return state;
+}
+
+void ElementwiseOptimizer::import_state(const OptimizerState& state) {
+    auto mismatch = [&](const std::string& what) {
+        throw std::invalid_argument(name_ + ": import_state: " + what);
+    };
+    if ((int)state.buffers.size() != settings_.state_buffers)
+        mismatch(std::to_string(state.buffers.size()) + " state buffers given, " +
+                 std::to_string(settings_.state_buffers) + " expected");
+    for (std::size_t b = 0; b < state.buffers.size(); ++b)
+        if (state.buffers[b].size() != parameter_count_)
+            mismatch("state buffer " + std::to_string(b) + " has " + std::to_string(state.buffers[b].size()) +
+                     " elements, " + std::to_string(parameter_count_) + " expected");
+    std::vector<float> norms = state.segment_norms;
+    if (kind_ == OptimizerKind::novograd && norms.size() != segments_.size())
+        mismatch(std::to_string(norms.size()) + " segment norms given, " + std::to_string(segments_.size()) +
+                 " expected");
+    norms.resize(segments_.size(), 0.0f);
+    step_count_ = state.step_count;
+    nadam_mu_product_ = previous_nadam_mu_product_ = state.nadam_mu_product;
+    if (cuda_) {
+        cuda_->upload(state.buffers, norms);
+    } else {
+        host_state_ = state.buffers;
+        host_segment_norms_ = norms;
+    }
 }
 
 void ElementwiseOptimizer::step(float* params, const float* grads, const StepOptions& options) {

@@ -32,6 +32,8 @@ public:
     using Optimizer::step;
     void step(float* params, const float* grads, const StepOptions& options = {}) override;
     void rewind_step() override;
+    OptimizerState export_state() const override;
+    void import_state(const OptimizerState& state) override;
 
     int state_buffer_count() const override { return settings_.state_buffers; }
     const float* state_buffer(int index) const override;

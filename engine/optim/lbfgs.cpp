@@ -49,6 +49,14 @@ void Lbfgs::step(float*, const float*, const StepOptions&) {
     throw std::logic_error("lbfgs: step needs a closure that recomputes loss and gradients");
 }
 
+OptimizerState Lbfgs::export_state() const {
+    throw std::logic_error("lbfgs: export_state is not supported (the curvature history is not exported)");
+}
+
+void Lbfgs::import_state(const OptimizerState&) {
+    throw std::logic_error("lbfgs: import_state is not supported (the curvature history is not exported)");
+}
+
 double Lbfgs::evaluate_along(float* params, float* grads, const Closure& closure,
                              const std::vector<double>& x, double t, const std::vector<double>& d,
                              std::vector<double>& gradient_out) {

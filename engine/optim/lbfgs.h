@@ -31,6 +31,9 @@ public:
     double step(float* params, float* grads, const Closure& closure,
                 const StepOptions& options = {}) override;
 
+    OptimizerState export_state() const override;
+    void import_state(const OptimizerState& state) override;
+
     int function_evaluations() const { return function_evaluations_; }
 
 private:

@@ -65,6 +65,19 @@ double Optimizer::step(float* params, float* grads, const Closure& closure,
     return loss;
 }
 
+OptimizerState Optimizer::export_state() const {
+    OptimizerState state;
+    state.step_count = step_count_;
+    return state;
+}
+
+void Optimizer::import_state(const OptimizerState& state) {
+    if (!state.buffers.empty())
+        throw std::invalid_argument(name_ + ": import_state: " + std::to_string(state.buffers.size()) +
+                                    " state buffers given, this optimizer has none");
+    step_count_ = state.step_count;
+}
+
 void Optimizer::rewind_step() {
     if (step_count_ > 0) --step_count_;
 }

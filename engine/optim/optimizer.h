@@ -70,6 +70,16 @@ struct StepOptions {
     void* stream = nullptr;  // cudaStream_t for the CUDA backends; 0 = default stream
 };
 
+// Everything an optimizer carries between steps, in host memory: what a checkpoint
+// saves. buffers[i] has parameter_count() elements (state_buffer(i)); segment_norms
+// is NovoGrad's per-segment second moment (empty for the others).
+struct OptimizerState {
+    int64_t step_count = 0;
+    double nadam_mu_product = 1.0;
+    std::vector<std::vector<float>> buffers;
+    std::vector<float> segment_norms;
+};
+
 class Optimizer {
 public:
     virtual ~Optimizer() = default;
@@ -104,6 +114,12 @@ public:
     // Flat state buffers (see the table above); host or device memory by backend.
     virtual int state_buffer_count() const { return 0; }
     virtual const float* state_buffer(int index) const { return nullptr; }
+
+    // Checkpointing: a host copy of the state, and its restore (sizes must match; throws
+    // std::invalid_argument naming what differs). L-BFGS throws std::logic_error: its
+    // history is not exported.
+    virtual OptimizerState export_state() const;
+    virtual void import_state(const OptimizerState& state);
 
 protected:
     Optimizer(std::string name, OptimizerKind kind, OptimizerBackend backend, double lr,

@@ -173,6 +173,7 @@ CudaMultiTensorUpdater::CudaMultiTensorUpdater(const std::vector<ParameterSegmen
         segment_chunk_count_.push_back(entry.chunk_count);
     }
     chunk_count_ = (int)chunks.size();
+    segment_count_ = segments.size();
 
     const std::size_t bytes = parameter_count_ * sizeof(float);
     for (int b = 0; b < state_buffers_; ++b) {
@@ -205,6 +206,26 @@ CudaMultiTensorUpdater::~CudaMultiTensorUpdater() {
     cudaFree(device_segments_);
     cudaFree(partials_);
     for (float* norms : segment_norms_) cudaFree(norms);
+}
+
+void CudaMultiTensorUpdater::download(std::vector<std::vector<float>>& buffers,
+                                      std::vector<float>& segment_norms) const {
+    buffers.assign(state_buffers_, std::vector<float>(parameter_count_));
+    for (int b = 0; b < state_buffers_; ++b)
+        EMBER_CUDA_CHECK(cudaMemcpy(buffers[b].data(), state_[b], parameter_count_ * sizeof(float),
+                                    cudaMemcpyDeviceToHost));
+    segment_norms.resize(segment_count_);
+    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms.data(), segment_norms_[norms_current_],
+                                segment_count_ * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+void CudaMultiTensorUpdater::upload(const std::vector<std::vector<float>>& buffers,
+                                    const std::vector<float>& segment_norms) {
+    for (int b = 0; b < state_buffers_; ++b)
+        EMBER_CUDA_CHECK(cudaMemcpy(state_[b], buffers[b].data(), parameter_count_ * sizeof(float),
+                                    cudaMemcpyHostToDevice));
+    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms_[norms_current_], segment_norms.data(),
+                                segment_count_ * sizeof(float), cudaMemcpyHostToDevice));
 }
 
 int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* params,

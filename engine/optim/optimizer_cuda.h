@@ -34,11 +34,16 @@ public:
 
     const float* state(int index) const { return state_[index]; }
 
+    // Host copies of the state buffers and NovoGrad's per-segment norms (synchronous).
+    void download(std::vector<std::vector<float>>& buffers, std::vector<float>& segment_norms) const;
+    void upload(const std::vector<std::vector<float>>& buffers, const std::vector<float>& segment_norms);
+
 private:
     std::size_t parameter_count_ = 0;
     int state_buffers_ = 0;
     float* state_[3] = {nullptr, nullptr, nullptr};
     int chunk_count_ = 0;
+    std::size_t segment_count_ = 0;
     std::vector<int> segment_first_chunk_;  // host copy: per-tensor launch ranges
     std::vector<int> segment_chunk_count_;
     void* device_chunks_ = nullptr;    // OptimizerChunk[chunk_count_]

@@ -98,6 +98,13 @@ TEST_P(OptimizerGpu, FusedAndPerTensorMatchCpu) {
             std::vector<float> cpu_state(cpu->state_buffer(b), cpu->state_buffer(b) + n);
             expect_close(download(gpu->state_buffer(b), n), cpu_state, "state");
         }
+        // Checkpoint round trip through the host: the state downloads as the cpu's.
+        OptimizerState exported = gpu->export_state();
+        OptimizerState cpu_exported = cpu->export_state();
+        EXPECT_EQ(exported.step_count, 3);
+        ASSERT_EQ(exported.segment_norms.size(), cpu_exported.segment_norms.size());
+        expect_close(exported.segment_norms, cpu_exported.segment_norms, "segment norms");
+        gpu->import_state(exported);
         const int expected = backend == OptimizerBackend::cuda_fused ? c.fused_launches
                                                                       : c.fused_launches * (int)segments.size();
         EXPECT_EQ(gpu->last_step_launches(), expected);
