@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <ostream>
 #include <random>
 #include <vector>
@@ -94,6 +95,7 @@ TEST_P(Convergence, LossFallsByMoreThanHalf) {
     for (int s = 0; s < steps; ++s)
         optimizer->step(params.data(), grads.data(), [&] { return loss_and_gradient(data, params.data(), grads.data()); });
     const double final_loss = loss_and_gradient(data, params.data(), grads.data());
+    std::printf("%-9s %3d steps: cross-entropy %.4f -> %.4f\n", c.name, steps, initial, final_loss);
     EXPECT_LT(final_loss, 0.5 * initial) << c.name << ": " << initial << " -> " << final_loss;
     EXPECT_LT(final_loss, 0.3) << c.name;
 }
