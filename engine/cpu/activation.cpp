@@ -29,7 +29,13 @@ double gelu_grad_double(double x) {
 
 void relu_forward_cpu(const Tensor& x, const Tensor& y) {
     check_pointwise("relu_forward_cpu", x, y);
-    for (int64_t i = 0; i < x.numel(); ++i) {
+    if (cpu::all_f32({&x, &y})) {
+        const float* in = x.as<float>();
+        float* out = y.as<float>();
+        for (int64_t i = 0, end = x.numel(); i < end; ++i) out[i] = relu(in[i]);
+        return;
+    }
+    for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         double v = cpu::get(x, i);
         cpu::set(y, i, v > 0 ? v : 0.0);
     }
@@ -38,7 +44,15 @@ void relu_forward_cpu(const Tensor& x, const Tensor& y) {
 void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, GradWrite write) {
     check_pointwise("relu_backward_cpu", y, dx);
     check_pointwise("relu_backward_cpu", dy, dx);
-    for (int64_t i = 0; i < dx.numel(); ++i)
+    if (cpu::all_f32({&y, &dy, &dx})) {
+        const float* out = y.as<float>();
+        const float* grad_out = dy.as<float>();
+        float* grad_in = dx.as<float>();
+        for (int64_t i = 0, end = dx.numel(); i < end; ++i)
+            grad_in[i] = write_grad(grad_in[i], out[i] > 0.0f ? grad_out[i] : 0.0f, write);
+        return;
+    }
+    for (int64_t i = 0, end = dx.numel(); i < end; ++i)
         cpu::write(dx, i, cpu::get(y, i) > 0 ? cpu::get(dy, i) : 0.0, write);
 }
 
@@ -46,7 +60,7 @@ void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, Grad
 // float function the kernel uses.
 void gelu_forward_cpu(const Tensor& x, const Tensor& y) {
     check_pointwise("gelu_forward_cpu", x, y);
-    for (int64_t i = 0; i < x.numel(); ++i) {
+    for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         double v = cpu::get(x, i);
         cpu::set(y, i, x.dtype == DType::f64 ? gelu_double(v) : gelu_tanh(static_cast<float>(v)));
     }
@@ -55,7 +69,7 @@ void gelu_forward_cpu(const Tensor& x, const Tensor& y) {
 void gelu_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& dx, GradWrite write) {
     check_pointwise("gelu_backward_cpu", x, dx);
     check_pointwise("gelu_backward_cpu", dy, dx);
-    for (int64_t i = 0; i < x.numel(); ++i) {
+    for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         double v = cpu::get(x, i);
         double grad = x.dtype == DType::f64 ? gelu_grad_double(v)
                                             : gelu_tanh_grad(static_cast<float>(v));

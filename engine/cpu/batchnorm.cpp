@@ -28,6 +28,15 @@ void check_channel_param(const char* op, const Tensor& t, const char* name, int6
                                     " elements: " + t.describe());
 }
 
+// nchw f32 (or any rank-4 f32 nchw tensor): channel c of image n is one contiguous
+// plane, so the loops below run over plain pointers.
+bool fast_nchw(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (t->defined() && (t->dtype != DType::f32 || t->rank != 4 || t->layout != Layout::nchw))
+            return false;
+    return true;
+}
+
 }  // namespace
 
 void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -40,6 +49,38 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
                            {save_invstd, "save_invstd"}})
         check_channel_param(op, t, name, s.c);
     const double count = double(s.n * s.spatial);
+    if (fast_nchw({&x, &y})) {
+        for (int64_t c = 0; c < s.c; ++c) {
+            double sum = 0.0, squares = 0.0;
+            for (int64_t n = 0; n < s.n; ++n) {
+                const float* plane = x.as<float>() + (n * s.c + c) * s.spatial;
+                for (int64_t i = 0; i < s.spatial; ++i) sum += plane[i];
+            }
+            const double mean = sum / count;
+            for (int64_t n = 0; n < s.n; ++n) {
+                const float* plane = x.as<float>() + (n * s.c + c) * s.spatial;
+                for (int64_t i = 0; i < s.spatial; ++i) squares += (plane[i] - mean) * (plane[i] - mean);
+            }
+            const double var = squares / count;
+            const double invstd = 1.0 / std::sqrt(var + params.eps);
+            const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
+            const float shift = static_cast<float>(cpu::get(beta, c) - mean * invstd * cpu::get(gamma, c));
+            for (int64_t n = 0; n < s.n; ++n) {
+                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                float* out = y.as<float>() + (n * s.c + c) * s.spatial;
+                for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
+            }
+            cpu::set(save_mean, c, mean);
+            cpu::set(save_invstd, c, invstd);
+            if (running_mean.defined()) {
+                const double m = params.momentum;
+                const double unbiased = count > 1 ? squares / (count - 1) : var;
+                cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean);
+                cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
+            }
+        }
+        return;
+    }
     for (int64_t c = 0; c < s.c; ++c) {
         double sum = 0.0;
         for (int64_t n = 0; n < s.n; ++n)
@@ -101,6 +142,37 @@ void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
         check_channel_param(op, t, name, s.c);
     if (dx.defined()) check_bn(op, x, dx);
     const double count = double(s.n * s.spatial);
+    if (fast_nchw({&x, &dy, &dx})) {
+        for (int64_t c = 0; c < s.c; ++c) {
+            const double mean = cpu::get(save_mean, c), invstd = cpu::get(save_invstd, c);
+            double sum_dy = 0.0, sum_dy_x = 0.0;
+            for (int64_t n = 0; n < s.n; ++n) {
+                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                const float* grad_out = dy.as<float>() + (n * s.c + c) * s.spatial;
+                for (int64_t i = 0; i < s.spatial; ++i) {
+                    sum_dy += grad_out[i];
+                    sum_dy_x += grad_out[i] * in[i];
+                }
+            }
+            const double sum_dy_xhat = (sum_dy_x - mean * sum_dy) * invstd;
+            cpu::write(dgamma, c, sum_dy_xhat, param_write);
+            cpu::write(dbeta, c, sum_dy, param_write);
+            if (!dx.defined()) continue;
+            // dx = scale (count dy - sum_dy - xhat sum_dy_xhat) = a dy + b x + k
+            const double scale = cpu::get(gamma, c) * invstd / count;
+            const float a = static_cast<float>(scale * count);
+            const float b = static_cast<float>(-scale * invstd * sum_dy_xhat);
+            const float k = static_cast<float>(scale * (-sum_dy + mean * invstd * sum_dy_xhat));
+            for (int64_t n = 0; n < s.n; ++n) {
+                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                const float* grad_out = dy.as<float>() + (n * s.c + c) * s.spatial;
+                float* grad_in = dx.as<float>() + (n * s.c + c) * s.spatial;
+                for (int64_t i = 0; i < s.spatial; ++i)
+                    grad_in[i] = write_grad(grad_in[i], a * grad_out[i] + b * in[i] + k, input_write);
+            }
+        }
+        return;
+    }
     for (int64_t c = 0; c < s.c; ++c) {
         const double mean = cpu::get(save_mean, c), invstd = cpu::get(save_invstd, c);
         double sum_dy = 0.0, sum_dy_xhat = 0.0;

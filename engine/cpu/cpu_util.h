@@ -39,6 +39,14 @@ inline int64_t channel_offset(const Tensor& t, int64_t n, int64_t c, int64_t s) 
     return t.offset4(n, c, s / t.shape[3], s % t.shape[3]);
 }
 
+// True when every tensor is f32: ops then take a plain-pointer loop (the training
+// case on the CPU) instead of per-element dtype dispatch.
+inline bool all_f32(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (t->defined() && t->dtype != DType::f32) return false;
+    return true;
+}
+
 // A 4-D tensor's values in logical NCHW order, as T (for im2col/GEMM paths).
 template <class T>
 std::vector<T> load_nchw(const Tensor& t) {
@@ -61,6 +69,15 @@ std::vector<T> load_nchw(const Tensor& t) {
 // Writes NCHW-ordered values into a 4-D tensor of any layout/dtype (store or +=).
 template <class T>
 void store_nchw(const std::vector<T>& values, const Tensor& t, ops::GradWrite mode) {
+    if (t.layout == Layout::nchw && t.dtype == DType::f32) {  // the common case, no index math
+        float* out = t.as<float>();
+        const std::size_t n = values.size();
+        if (mode == ops::GradWrite::accumulate)
+            for (std::size_t i = 0; i < n; ++i) out[i] += static_cast<float>(values[i]);
+        else
+            for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(values[i]);
+        return;
+    }
     int64_t N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
     std::size_t i = 0;
     for (int64_t n = 0; n < N; ++n)

@@ -16,7 +16,7 @@ void dropout_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& mask,
             op, "mask must be a cpu u8 tensor with x.numel() elements");
     require(params.p >= 0.0f && params.p < 1.0f, op, "p must be in [0, 1)");
     const double scale = 1.0 / (1.0 - params.p);
-    for (int64_t i = 0; i < x.numel(); ++i) {
+    for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         bool keep = dropout_keep(params.seed, params.offset + static_cast<uint64_t>(i), params.p);
         mask.as<uint8_t>()[i] = keep ? 1 : 0;
         cpu::set(y, i, keep ? cpu::get(x, i) * scale : 0.0);
@@ -32,7 +32,7 @@ void dropout_backward_cpu(const Tensor& dy, const Tensor& mask, const Tensor& dx
                 dy.numel() == dx.numel(),
             op, "dy, mask and dx sizes differ");
     const double scale = 1.0 / (1.0 - p);
-    for (int64_t i = 0; i < dx.numel(); ++i)
+    for (int64_t i = 0, end = dx.numel(); i < end; ++i)
         cpu::write(dx, i, mask.as<uint8_t>()[i] ? cpu::get(dy, i) * scale : 0.0, write);
 }
 

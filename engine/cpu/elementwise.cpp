@@ -12,7 +12,7 @@ void add_cpu(const Tensor& a, const Tensor& b, const Tensor& out) {
     cpu::check_float_cpu(out, op, "out");
     require(a.numel() == b.numel() && a.numel() == out.numel(), op, "sizes differ");
     require(a.layout == b.layout && a.layout == out.layout, op, "layouts differ");
-    for (int64_t i = 0; i < out.numel(); ++i) cpu::set(out, i, cpu::get(a, i) + cpu::get(b, i));
+    for (int64_t i = 0, end = out.numel(); i < end; ++i) cpu::set(out, i, cpu::get(a, i) + cpu::get(b, i));
 }
 
 void accumulate_grad_cpu(const Tensor& src, const Tensor& dst, GradWrite write) {
@@ -20,7 +20,7 @@ void accumulate_grad_cpu(const Tensor& src, const Tensor& dst, GradWrite write) 
     cpu::check_float_cpu(src, op, "src");
     cpu::check_float_cpu(dst, op, "dst");
     require(src.numel() == dst.numel(), op, "sizes differ");
-    for (int64_t i = 0; i < dst.numel(); ++i) cpu::write(dst, i, cpu::get(src, i), write);
+    for (int64_t i = 0, end = dst.numel(); i < end; ++i) cpu::write(dst, i, cpu::get(src, i), write);
 }
 
 void cast_cpu(const Tensor& src, const Tensor& dst) {
@@ -28,7 +28,7 @@ void cast_cpu(const Tensor& src, const Tensor& dst) {
     cpu::check_float_cpu(src, op, "src");
     cpu::check_float_cpu(dst, op, "dst");
     require(src.numel() == dst.numel(), op, "sizes differ");
-    for (int64_t i = 0; i < dst.numel(); ++i) cpu::set(dst, i, cpu::get(src, i));
+    for (int64_t i = 0, end = dst.numel(); i < end; ++i) cpu::set(dst, i, cpu::get(src, i));
 }
 
 void convert_layout_cpu(const Tensor& src, const Tensor& dst) {
@@ -45,12 +45,12 @@ void convert_layout_cpu(const Tensor& src, const Tensor& dst) {
 
 void fill_cpu(const Tensor& t, float value) {
     cpu::check_float_cpu(t, "fill_cpu", "t");
-    for (int64_t i = 0; i < t.numel(); ++i) cpu::set(t, i, value);
+    for (int64_t i = 0, end = t.numel(); i < end; ++i) cpu::set(t, i, value);
 }
 
 void scale_cpu(const Tensor& t, float factor) {
     cpu::check_float_cpu(t, "scale_cpu", "t");
-    for (int64_t i = 0; i < t.numel(); ++i) cpu::set(t, i, cpu::get(t, i) * factor);
+    for (int64_t i = 0, end = t.numel(); i < end; ++i) cpu::set(t, i, cpu::get(t, i) * factor);
 }
 
 }  // namespace ember::ops

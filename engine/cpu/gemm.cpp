@@ -98,7 +98,7 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs&
                     args.beta, c_ptr, n);
     epilogue(c_ptr);
     if (c.dtype != DType::f32)
-        for (int64_t i = 0; i < c.numel(); ++i) store_from_float(c.data, c.dtype, i, c_ptr[i]);
+        for (int64_t i = 0, end = c.numel(); i < end; ++i) store_from_float(c.data, c.dtype, i, c_ptr[i]);
 }
 
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,

@@ -34,6 +34,37 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
     check_pool(op, x, y, p);
     check_argmax(op, argmax, y);
     const int64_t H = x.shape[2], W = x.shape[3];
+    if (cpu::all_f32({&x, &y}) && x.layout == Layout::nchw && y.layout == Layout::nchw) {
+        // Plane by plane with plain pointers (the CPU training path).
+        const int64_t P = y.shape[2], Q = y.shape[3], planes = y.shape[0] * y.shape[1];
+        const Pool2dParams q = p;  // a local copy: loads cannot alias the outputs
+        for (int64_t plane = 0; plane < planes; ++plane) {
+            const float* in = x.as<float>() + plane * H * W;
+            float* out = y.as<float>() + plane * P * Q;
+            int32_t* index = argmax.as<int32_t>() + plane * P * Q;
+            for (int64_t oh = 0; oh < P; ++oh)
+                for (int64_t ow = 0; ow < Q; ++ow) {
+                    float best = 0.0f;
+                    int32_t best_index = -1;
+                    for (int64_t kh = 0; kh < q.kernel_h; ++kh) {
+                        int64_t h = oh * q.stride_h - q.pad_h + kh;
+                        if (h < 0 || h >= H) continue;
+                        for (int64_t kw = 0; kw < q.kernel_w; ++kw) {
+                            int64_t w = ow * q.stride_w - q.pad_w + kw;
+                            if (w < 0 || w >= W) continue;
+                            float v = in[h * W + w];
+                            if (best_index < 0 || v > best) {
+                                best = v;
+                                best_index = static_cast<int32_t>(h * W + w);
+                            }
+                        }
+                    }
+                    out[oh * Q + ow] = best;
+                    index[oh * Q + ow] = best_index;
+                }
+        }
+        return;
+    }
     for (int64_t n = 0; n < y.shape[0]; ++n)
         for (int64_t c = 0; c < y.shape[1]; ++c)
             for (int64_t oh = 0; oh < y.shape[2]; ++oh)
@@ -65,6 +96,20 @@ void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor
     check_pool(op, dx, dy, p);
     check_argmax(op, argmax, dy);
     const int64_t W = dx.shape[3];
+    if (cpu::all_f32({&dy, &dx}) && dy.layout == Layout::nchw && dx.layout == Layout::nchw) {
+        const int64_t plane_in = dx.shape[2] * W, plane_out = dy.shape[2] * dy.shape[3];
+        const int64_t planes = dy.shape[0] * dy.shape[1];
+        for (int64_t plane = 0; plane < planes; ++plane) {
+            float* grad_in = dx.as<float>() + plane * plane_in;
+            const float* grad_out = dy.as<float>() + plane * plane_out;
+            const int32_t* index = argmax.as<int32_t>() + plane * plane_out;
+            if (write == GradWrite::store)
+                for (int64_t i = 0; i < plane_in; ++i) grad_in[i] = 0.0f;
+            for (int64_t i = 0; i < plane_out; ++i)
+                if (index[i] >= 0) grad_in[index[i]] += grad_out[i];
+        }
+        return;
+    }
     std::vector<double> grad(static_cast<std::size_t>(dx.numel()), 0.0);
     for (int64_t n = 0; n < dy.shape[0]; ++n)
         for (int64_t c = 0; c < dy.shape[1]; ++c)
@@ -75,7 +120,7 @@ void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor
                     if (index < 0) continue;
                     grad[dx.offset4(n, c, index / W, index % W)] += cpu::get(dy, out);
                 }
-    for (int64_t i = 0; i < dx.numel(); ++i) cpu::write(dx, i, grad[i], write);
+    for (int64_t i = 0, end = dx.numel(); i < end; ++i) cpu::write(dx, i, grad[i], write);
 }
 
 void avgpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Pool2dParams& p) {
@@ -119,7 +164,7 @@ void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dPara
                         }
                     }
                 }
-    for (int64_t i = 0; i < dx.numel(); ++i) cpu::write(dx, i, grad[i], write);
+    for (int64_t i = 0, end = dx.numel(); i < end; ++i) cpu::write(dx, i, grad[i], write);
 }
 
 }  // namespace ember::ops

@@ -307,6 +307,67 @@ TEST(OpsCpu, StoreAndAccumulateModes) {
     expect_accumulates(dtable, [&](GradWrite m) { embedding_backward_cpu(ids, dout, dtable, m); });
 }
 
+// f32 nchw tensors take plain-pointer fast paths (BN, pooling, ReLU, conv output);
+// they must agree with the generic path, exercised here through f64 copies.
+TEST(OpsCpu, Float32FastPathsMatchGenericPath) {
+    std::mt19937 rng(7);
+    const DType f64 = DType::f64;
+    HostTensor x(f32, {3, 4, 6, 8}), dy(f32, {3, 4, 6, 8}), gamma(f32, {4}), beta(f32, {4});
+    test::fill_random(x, rng, -2.0, 3.0);
+    test::fill_random(dy, rng);
+    test::fill_random(gamma, rng, 0.5, 1.5);
+    test::fill_random(beta, rng);
+    auto widen = [](const HostTensor& t) {
+        HostTensor wide(DType::f64, {1});
+        wide.view = make_tensor(nullptr, DType::f64, t.view.rank, t.view.shape, Device::cpu, t.view.layout);
+        wide.storage.assign(wide.view.bytes() + 8, 0);
+        wide.view.data = wide.storage.data();
+        for (int64_t i = 0; i < t.numel(); ++i) wide.set(i, t.get(i));
+        return wide;
+    };
+    auto expect_match = [](const HostTensor& fast, const HostTensor& generic, const char* what) {
+        EXPECT_LT(test::relative_l2(test::values(fast), test::values(generic)), 1e-6) << what;
+    };
+    HostTensor x64 = widen(x), dy64 = widen(dy), gamma64 = widen(gamma), beta64 = widen(beta);
+    HostTensor y(f32, {3, 4, 6, 8}), mean(f32, {4}), invstd(f32, {4}), rm(f32, {4}), rv(f32, {4});
+    HostTensor y64 = widen(y), mean64 = widen(mean), invstd64 = widen(invstd), rm64 = widen(rm), rv64 = widen(rv);
+    batchnorm_forward_train_cpu(x, gamma, beta, y, rm, rv, mean, invstd, {});
+    batchnorm_forward_train_cpu(x64, gamma64, beta64, y64, rm64, rv64, mean64, invstd64, {});
+    expect_match(y, y64, "batchnorm y");
+    expect_match(rv, rv64, "batchnorm running_var");
+    HostTensor dx(f32, {3, 4, 6, 8}), dg(f32, {4}), db(f32, {4});
+    HostTensor dx64 = widen(dx), dg64 = widen(dg), db64 = widen(db);
+    batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dg, db, GradWrite::store, GradWrite::store);
+    batchnorm_backward_cpu(x64, dy64, gamma64, mean64, invstd64, dx64, dg64, db64, GradWrite::store,
+                           GradWrite::store);
+    expect_match(dx, dx64, "batchnorm dx");
+    expect_match(dg, dg64, "batchnorm dgamma");
+    expect_match(db, db64, "batchnorm dbeta");
+
+    Pool2dParams p;
+    p.kernel_h = p.kernel_w = 3;
+    p.pad_h = p.pad_w = 1;
+    HostTensor pooled(f32, {3, 4, 3, 4}), argmax(DType::i32, {3, 4, 3, 4}), pooled64 = widen(pooled);
+    HostTensor argmax64 = argmax;
+    maxpool2d_forward_cpu(x, pooled, argmax, p);
+    maxpool2d_forward_cpu(x64, pooled64, argmax64, p);
+    expect_match(pooled, pooled64, "maxpool");
+    EXPECT_EQ(argmax.storage, argmax64.storage);
+    HostTensor pdy(f32, {3, 4, 3, 4});
+    test::fill_random(pdy, rng);
+    HostTensor pdy64 = widen(pdy);
+    maxpool2d_backward_cpu(pdy, argmax, dx, p, GradWrite::store);
+    maxpool2d_backward_cpu(pdy64, argmax64, dx64, p, GradWrite::store);
+    expect_match(dx, dx64, "maxpool backward");
+
+    relu_forward_cpu(x, y);
+    relu_forward_cpu(x64, y64);
+    expect_match(y, y64, "relu");
+    relu_backward_cpu(y, dy, dx, GradWrite::accumulate);
+    relu_backward_cpu(y64, dy64, dx64, GradWrite::accumulate);
+    expect_match(dx, dx64, "relu backward");
+}
+
 TEST(OpsCpu, FlattenFeedsLinear) {
     std::mt19937 rng(6);
     HostTensor x(f32, {2, 3, 2, 2}), w(f32, {5, 12}), y(f32, {2, 5});
