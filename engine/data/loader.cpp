@@ -333,7 +333,9 @@ void DataLoader::release(const Batch* batch, CUstream_st* consumer_stream) {
         if (slot.state != SlotState::in_use || &slot.batch != batch) return;
         slot.state = SlotState::free;
     }
-    work_available_.notify_all();
+    // One freed slot is one batch of work: waking every worker would only have them
+    // crowd the training thread off its core to find nothing to do.
+    work_available_.notify_one();
 }
 
 }  // namespace ember::data

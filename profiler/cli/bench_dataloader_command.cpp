@@ -48,6 +48,7 @@ struct DataloaderBenchOptions {
     bool augment = true;
     uint64_t seed = 0;
     int persistence_epochs = 5;
+    int repeat = 1;  // runs per row; the median by samples/s is reported
 };
 
 struct RowResult {
@@ -170,6 +171,21 @@ void print_header() {
 
 // step: the measured time of the fixed compute load; above --compute-ms when worker threads
 // keep the training thread from the cores (a real cost the stall fraction does not show).
+// Runs a row options.repeat times and keeps the median run by samples/s (a shared
+// machine's noise moves single runs; the median of 3 or 5 is steadier).
+template <typename Run>
+RowResult median_of_runs(const DataloaderBenchOptions& options, Run run) {
+    std::vector<RowResult> runs;
+    for (int r = 0; r < std::max(1, options.repeat); ++r) {
+        runs.push_back(run());
+        if (!runs.back().not_measured.empty()) return runs.back();
+    }
+    std::sort(runs.begin(), runs.end(), [](const RowResult& a, const RowResult& b) {
+        return double(a.samples) / a.seconds < double(b.samples) / b.seconds;
+    });
+    return runs[runs.size() / 2];
+}
+
 void print_row(const std::string& source, const std::string& workers, const std::string& pinned,
                const RowResult& row) {
     if (!row.not_measured.empty()) {
@@ -223,7 +239,8 @@ void run_bench(const DataloaderBenchOptions& options) {
                options.batch_size, options.full_epoch ? std::string("all") : std::to_string(options.batches),
                options.compute, options.compute_ms, options.prefetch_factor,
                options.persistent ? "persistent" : "per-epoch", options.augment ? "crop 2 + flip + normalize" : "normalize");
-    fmt::print("hardware threads: {}; CUDA device: {}\n", std::thread::hardware_concurrency(),
+    fmt::print("median of {} run(s) per row; hardware threads: {}; CUDA device: {}\n", options.repeat,
+               std::thread::hardware_concurrency(),
                data::cuda_usable() ? "yes" : "none (pinned and GPU-resident rows are n/a)");
     double floor_ms = options.compute_ms;
     fmt::print("ceiling: {:.0f} samples/s (batch / step time, a loader that never stalls)\n\n",
@@ -231,7 +248,7 @@ void run_bench(const DataloaderBenchOptions& options) {
     print_header();
     for (const std::string& source : options.sources) {
         if (source == "gpu") {
-            print_row("GPU-resident", "-", "-", run_gpu_resident(*train, options));
+            print_row("GPU-resident", "-", "-", median_of_runs(options, [&] { return run_gpu_resident(*train, options); }));
             continue;
         }
         std::shared_ptr<const data::Dataset> dataset = source == "png" ? std::shared_ptr<const data::Dataset>(png)
@@ -239,8 +256,9 @@ void run_bench(const DataloaderBenchOptions& options) {
         std::string label = source == "png" ? "PNG folder" : "IDX in memory";
         for (int workers : options.workers)
             for (const std::string& pinned : options.pinned)
-                print_row(label, std::to_string(workers), pinned,
-                          run_threaded(dataset, workers, pinned == "on", options.persistent, 1, options));
+                print_row(label, std::to_string(workers), pinned, median_of_runs(options, [&] {
+                              return run_threaded(dataset, workers, pinned == "on", options.persistent, 1, options);
+                          }));
     }
 
     if (options.persistence_epochs > 0 && want_png) {
@@ -251,7 +269,9 @@ void run_bench(const DataloaderBenchOptions& options) {
         fmt::print("| {:<10} | {:>13} | {:>9} | {:>6} |\n", "workers", "threads made", "samples/s", "stall");
         fmt::print("|{:-<12}|{:->15}|{:->11}|{:->8}|\n", "", "", "", "");
         for (bool persistent : {true, false}) {
-            RowResult row = run_threaded(png, workers, false, persistent, options.persistence_epochs, options);
+            RowResult row = median_of_runs(options, [&] {
+                return run_threaded(png, workers, false, persistent, options.persistence_epochs, options);
+            });
             fmt::print("| {:<10} | {:>13} | {:>9.0f} | {:>5.1f}% |\n", persistent ? "persistent" : "per-epoch",
                        row.worker_starts, double(row.samples) / row.seconds, 100.0 * row.wait_seconds / row.seconds);
         }
@@ -290,6 +310,9 @@ void add_bench_dataloader(CLI::App& bench) {
     cmd->add_option("--persistent", options->persistent, "Keep workers across epochs")->capture_default_str();
     cmd->add_option("--augment", options->augment, "Random crop (padding 2) and flip")->capture_default_str();
     cmd->add_option("--seed", options->seed, "Sampler and augmentation seed")->capture_default_str();
+    cmd->add_option("--repeat", options->repeat, "Runs per row; the median by samples/s is reported")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     cmd->add_option("--persistence-epochs", options->persistence_epochs,
                     "Epochs for the persistent vs per-epoch workers table (0 = skip)")
         ->capture_default_str();
