@@ -138,6 +138,25 @@ CachingAllocator& device_allocator() {
     return allocator;
 }
 
+RawAllocator host_raw_allocator() {
+    RawAllocator raw;
+    raw.name = "aligned_alloc";
+    raw.allocate = [](std::size_t bytes) -> void* {
+        return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    };
+    raw.release = [](void* p) { std::free(p); };
+    return raw;
+}
+
+CachingAllocator& host_allocator() {
+    static CachingAllocator allocator(host_raw_allocator());
+    return allocator;
+}
+
+CachingAllocator& allocator_for(Device device) {
+    return device == Device::cuda ? device_allocator() : host_allocator();
+}
+
 Buffer::Buffer(CachingAllocator& allocator, std::size_t bytes)
     : allocator_(&allocator), data_(allocator.allocate(bytes)), bytes_(bytes) {}
 
@@ -180,11 +199,7 @@ PinnedHostPool::PinnedHostPool() {
         pinned_ = false;
         fallback_reason_ = "no CUDA device (" + cuda_runtime_status().reason +
                            "): host buffers are pageable";
-        raw.name = "aligned_alloc";
-        raw.allocate = [](std::size_t bytes) -> void* {
-            return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-        };
-        raw.release = [](void* p) { std::free(p); };
+        raw = host_raw_allocator();
     }
     cache_ = std::make_unique<CachingAllocator>(std::move(raw));
 }

@@ -73,6 +73,12 @@ private:
 CachingAllocator& device_allocator();
 RawAllocator cuda_raw_allocator();
 
+// The process-wide host allocator (256-byte aligned malloc): the CPU backend's twin of
+// device_allocator(), so code can pick one with allocator_for(device).
+CachingAllocator& host_allocator();
+RawAllocator host_raw_allocator();
+CachingAllocator& allocator_for(Device device);
+
 // A typed owner of one caching-allocator block; frees on destruction.
 class Buffer {
 public:

@@ -2,6 +2,7 @@
 // size classes, reuse after free, statistics, empty_cache, out-of-memory retry; the
 // activation arena; the pinned pool's fallback; the device allocator's refusal.
 #include "engine/core/allocator.h"
+#include "engine/core/copy.h"
 #include "engine/core/device.h"
 
 #include <gtest/gtest.h>
@@ -185,6 +186,24 @@ TEST(PinnedHostPool, FallsBackToPageableWithoutDevice) {
     EXPECT_EQ(again, p);
     pool.free(again);
     EXPECT_EQ(pool.stats().raw_allocations, 1u);
+}
+
+TEST(HostAllocator, IsTheCpuTwinOfTheDeviceAllocator) {
+    CachingAllocator& host = allocator_for(Device::cpu);
+    EXPECT_EQ(&host, &host_allocator());
+    void* p = host.allocate(4000);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u);
+    host.free(p);
+    EXPECT_EQ(host.allocate(3900), p);  // same 4096-byte class, reused
+    host.free(p);
+}
+
+TEST(CopyTensor, HostToHostAndChecks) {
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {};
+    copy_tensor(make_tensor(a, DType::f32, {2, 3}), make_tensor(b, DType::f32, {3, 2}));
+    EXPECT_EQ(b[5], 6.0f);
+    EXPECT_THROW(copy_tensor(make_tensor(a, DType::f32, {6}), make_tensor(b, DType::i32, {6})),
+                 std::invalid_argument);
 }
 
 TEST(DeviceAllocator, RefusesClearlyWithoutDevice) {
