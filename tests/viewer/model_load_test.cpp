@@ -1,0 +1,193 @@
+// model_load_test.cpp: TraceModel loads every event of a fixture into the expected
+// lanes and rows, lays lanes out, lines up several files, and refuses foreign files.
+#include "tests/viewer/fixture_trace.h"
+#include "viewer/model/event_details.h"
+#include "viewer/model/lane_layout.h"
+#include "viewer/model/trace_model.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace ember::viewer {
+namespace {
+
+class ModelLoadTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        path_ = testing::temporary_trace_path("load");
+        totals_ = testing::write_fixture_trace(path_);
+    }
+    void TearDown() override { std::filesystem::remove(path_); }
+    std::string path_;
+    testing::FixtureTotals totals_;
+};
+
+int find_lane(const TraceModel& model, LaneKind kind, const std::string& title_part) {
+    for (int index = 0; index < model.lane_count(); ++index)
+        if (model.lane(index).kind == kind && model.lane(index).title.find(title_part) != std::string::npos)
+            return index;
+    return -1;
+}
+
+TEST_F(ModelLoadTest, EveryEventLandsInALane) {
+    TraceModel model({path_});
+    model.load_all();
+    ASSERT_TRUE(model.loaded());
+    EXPECT_EQ(model.progress().error, "");
+    EXPECT_EQ(model.total_events(), totals_.events);
+    std::int64_t loaded = 0;
+    for (int index = 0; index < model.lane_count(); ++index) {
+        EXPECT_TRUE(model.lane(index).ready.load());
+        loaded += model.lane(index).event_count();
+    }
+    EXPECT_EQ(loaded, totals_.events);
+    EXPECT_EQ(model.progress().events_loaded, totals_.events);
+    // 2 threads, 2 streams, 2 counters.
+    EXPECT_EQ(model.lane_count(), 6);
+    EXPECT_EQ(model.files()[0].stack_samples.size(), static_cast<std::size_t>(totals_.stack_samples));
+}
+
+TEST_F(ModelLoadTest, ThreadRowsAreDepthsThenApiCalls) {
+    TraceModel model({path_});
+    model.load_all();
+    const int main_lane = find_lane(model, LaneKind::thread, "main");
+    ASSERT_GE(main_lane, 0);
+    const Lane& lane = model.lane(main_lane);
+    EXPECT_EQ(lane.group, "process 4242 trainer");
+    ASSERT_EQ(lane.rows.size(), 3u);
+    EXPECT_EQ(lane.rows[0].kind, RowKind::ranges);
+    EXPECT_EQ(lane.rows[0].depth, 0);
+    EXPECT_EQ(lane.rows[0].events.size(), 4u);  // steps
+    EXPECT_EQ(lane.rows[1].depth, 1);
+    EXPECT_EQ(lane.rows[1].events.size(), 8u);  // forward + backward
+    EXPECT_EQ(lane.rows[2].kind, RowKind::api_calls);
+    for (const Row& row : lane.rows) {
+        EXPECT_TRUE(row.non_overlapping);
+        for (std::size_t i = 1; i < row.events.size(); ++i)
+            EXPECT_LE(row.events[i - 1].start_ns, row.events[i].start_ns);
+    }
+    EXPECT_EQ(model.name(lane.rows[0].events[0].name_id), "step");
+}
+
+TEST_F(ModelLoadTest, StreamLaneMergesGpuWorkByStart) {
+    TraceModel model({path_});
+    model.load_all();
+    const int copy_lane = find_lane(model, LaneKind::stream, "copy");
+    ASSERT_GE(copy_lane, 0);
+    const Lane& lane = model.lane(copy_lane);
+    EXPECT_EQ(lane.group, "GPU 0 Fixture GPU");
+    ASSERT_EQ(lane.rows.size(), 1u);
+    const TimelineEvent& copy = lane.rows[0].events[0];
+    EXPECT_EQ(copy.kind, EventKind::memcpy);
+    EXPECT_EQ(copy.value, 1u << 20);
+    EXPECT_EQ(model.name(copy.name_id), "Memcpy HtoD (pinned)");
+}
+
+TEST_F(ModelLoadTest, DetailsAndFlowsComeFromTheFile) {
+    TraceModel model({path_});
+    model.load_all();
+    const int compute = find_lane(model, LaneKind::stream, "compute");
+    ASSERT_GE(compute, 0);
+    const EventRef kernel{compute, 0, 0};
+    auto lines = describe_event(model, kernel);
+    auto value_of = [&lines](const std::string& key) {
+        for (const DetailLine& line : lines)
+            if (line.key == key) return line.value;
+        return std::string("<missing>");
+    };
+    EXPECT_EQ(value_of("grid"), "128 x 1 x 1");
+    EXPECT_EQ(value_of("block"), "256 x 1 x 1");
+    EXPECT_EQ(value_of("registers per thread"), "64");
+    EXPECT_EQ(value_of("static shared memory"), "4 KiB");
+    // Kernel -> its cudaLaunchKernel, and back.
+    auto api = find_flow_partner(model, kernel);
+    ASSERT_TRUE(api.has_value());
+    const TimelineEvent* call = model.event(*api);
+    ASSERT_NE(call, nullptr);
+    EXPECT_EQ(call->kind, EventKind::api_call);
+    EXPECT_EQ(call->link, model.event(kernel)->link);
+    EXPECT_LT(call->start_ns, model.event(kernel)->start_ns);
+    auto back = find_flow_partner(model, *api);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, kernel);
+
+    const int copy_lane = find_lane(model, LaneKind::stream, "copy");
+    lines = describe_event(model, EventRef{copy_lane, 0, 0});
+    EXPECT_EQ(value_of("source memory"), "pinned");
+    EXPECT_EQ(value_of("bytes"), "1 MiB (1048576)");
+    EXPECT_EQ(value_of("bandwidth"), "48.8 GiB/s");  // 1 MiB in 20 us
+}
+
+TEST_F(ModelLoadTest, LayoutGroupsCollapsesAndReorders) {
+    TraceModel model({path_});
+    model.load_all();
+    LayoutMetrics metrics;
+    auto order = default_lane_order(model);
+    auto placements = layout_lanes(model, order, metrics);
+    // 3 groups (process, GPU, counters) + 6 lanes.
+    ASSERT_EQ(placements.size(), 9u);
+    EXPECT_EQ(placements[0].lane, -1);
+    EXPECT_EQ(placements[0].group, "process 4242 trainer");
+    EXPECT_EQ(placements[1].rows_shown, 3);
+    EXPECT_FLOAT_EQ(placements[1].height, 3 * metrics.row_height);
+    for (std::size_t i = 1; i < placements.size(); ++i)
+        EXPECT_GE(placements[i].y, placements[i - 1].y + placements[i - 1].height);
+    const float full = layout_height(placements);
+    order[0].collapsed = true;
+    placements = layout_lanes(model, order, metrics);
+    EXPECT_EQ(placements[1].rows_shown, 1);
+    EXPECT_FLOAT_EQ(layout_height(placements), full - 2 * metrics.row_height);
+    // Moving a GPU lane to the top puts its group header first.
+    const int first_stream = order[2].lane;
+    move_lane(order, 2, 0);
+    placements = layout_lanes(model, order, metrics);
+    EXPECT_EQ(placements[1].lane, first_stream);
+    EXPECT_EQ(placements[0].group, "GPU 0 Fixture GPU");
+}
+
+TEST_F(ModelLoadTest, BackgroundLoadingPublishesLanes) {
+    TraceModel model({path_});
+    EXPECT_FALSE(model.loaded());
+    model.start_loading();
+    model.load_all();  // joins
+    EXPECT_TRUE(model.loaded());
+    EXPECT_EQ(model.progress().lanes_ready, model.lane_count());
+}
+
+TEST(ModelFilesTest, SeveralFilesShareOneTimeBase) {
+    const std::string first = testing::temporary_trace_path("rank0");
+    const std::string second = testing::temporary_trace_path("rank1");
+    testing::write_fixture_trace(first);
+    testing::write_fixture_trace(second);
+    {
+        TraceModel model({first, second});
+        model.load_all();
+        EXPECT_EQ(model.lane_count(), 12);
+        EXPECT_NE(model.lane(0).group.find("rank 0"), std::string::npos);
+        // Same clock offsets: the two ranks' first steps coincide.
+        EXPECT_EQ(model.files()[0].shift_ns, 0);
+        EXPECT_EQ(model.files()[1].shift_ns, 0);
+    }
+    std::filesystem::remove(first);
+    std::filesystem::remove(second);
+}
+
+TEST(ModelFilesTest, ForeignFileIsRefusedWithItsName) {
+    const std::string path = testing::temporary_trace_path("foreign");
+    {
+        std::ofstream out(path);
+        out << "this is not a trace\n";
+    }
+    try {
+        TraceModel model({path});
+        FAIL() << "a text file opened as a trace";
+    } catch (const store::TraceError& error) {
+        EXPECT_NE(std::string(error.what()).find(path), std::string::npos);
+    }
+    std::filesystem::remove(path);
+    EXPECT_THROW(TraceModel({"/nonexistent/trace.db"}), store::TraceError);
+}
+
+}  // namespace
+}  // namespace ember::viewer

@@ -1,0 +1,62 @@
+// lane_layout.cpp: lane order and vertical placement (lane_layout.h).
+#include "viewer/model/lane_layout.h"
+
+#include <algorithm>
+
+namespace ember::viewer {
+
+std::vector<LaneDisplay> default_lane_order(const TraceModel& model) {
+    std::vector<LaneDisplay> order;
+    for (int lane = 0; lane < model.lane_count(); ++lane) order.push_back({lane, false});
+    return order;
+}
+
+void move_lane(std::vector<LaneDisplay>& order, int from, int to) {
+    if (order.empty()) return;
+    const int last = static_cast<int>(order.size()) - 1;
+    from = std::clamp(from, 0, last);
+    to = std::clamp(to, 0, last);
+    if (from == to) return;
+    LaneDisplay moved = order[static_cast<std::size_t>(from)];
+    order.erase(order.begin() + from);
+    order.insert(order.begin() + to, moved);
+}
+
+std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vector<LaneDisplay>& order,
+                                        const LayoutMetrics& metrics) {
+    std::vector<LanePlacement> placements;
+    float y = 0.0f;
+    const std::string* previous_group = nullptr;
+    for (const LaneDisplay& display : order) {
+        if (display.lane < 0 || display.lane >= model.lane_count()) continue;
+        const Lane& lane = model.lane(display.lane);
+        if (previous_group == nullptr || *previous_group != lane.group) {
+            placements.push_back({-1, lane.group, y, metrics.group_header_height, 0});
+            y += metrics.group_header_height;
+            previous_group = &lane.group;
+        }
+        LanePlacement placement;
+        placement.lane = display.lane;
+        placement.y = y;
+        if (lane.kind == LaneKind::counter) {
+            placement.rows_shown = 1;
+            placement.height = display.collapsed ? metrics.row_height : metrics.counter_height;
+        } else {
+            const bool ready = lane.ready.load(std::memory_order_acquire);
+            const int rows = ready ? static_cast<int>(lane.rows.size()) : 1;
+            placement.rows_shown = display.collapsed ? 1 : std::max(rows, 1);
+            placement.height = static_cast<float>(placement.rows_shown) * metrics.row_height;
+        }
+        y += placement.height + metrics.lane_gap;
+        placements.push_back(std::move(placement));
+    }
+    return placements;
+}
+
+float layout_height(const std::vector<LanePlacement>& placements) {
+    if (placements.empty()) return 0.0f;
+    const LanePlacement& last = placements.back();
+    return last.y + last.height;
+}
+
+}  // namespace ember::viewer

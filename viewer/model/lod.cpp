@@ -1,0 +1,129 @@
+// lod.cpp: visible ranges and folding of tiny events (lod.h).
+#include "viewer/model/lod.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ember::viewer {
+
+using trace::TimeNs;
+
+IndexRange visible_range(const Row& row, TimeNs begin_ns, TimeNs end_ns) {
+    const std::vector<TimelineEvent>& events = row.events;
+    IndexRange range;
+    // Events starting at or after the window's end are never visible.
+    range.last = static_cast<std::size_t>(
+        std::partition_point(events.begin(), events.end(),
+                             [end_ns](const TimelineEvent& e) { return e.start_ns < end_ns; }) -
+        events.begin());
+    if (row.non_overlapping) {
+        // Ends are sorted too: skip everything that ended before the window.
+        range.first = static_cast<std::size_t>(
+            std::partition_point(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(range.last),
+                                 [begin_ns](const TimelineEvent& e) {
+                                     return e.start_ns < begin_ns && e.end_ns <= begin_ns;
+                                 }) -
+            events.begin());
+    } else {
+        // No event lasts longer than max_duration: nothing starting before
+        // begin - max_duration can reach the window.
+        const TimeNs earliest = begin_ns - row.max_duration_ns - 1;
+        range.first = static_cast<std::size_t>(
+            std::partition_point(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(range.last),
+                                 [earliest](const TimelineEvent& e) { return e.start_ns < earliest; }) -
+            events.begin());
+    }
+    if (range.first > range.last) range.first = range.last;
+    return range;
+}
+
+void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& out) {
+    const std::vector<TimelineEvent>& events = row.events;
+    const IndexRange range = visible_range(row, params.view_begin_ns, params.view_end_ns);
+    const double min_ns_real = std::max(1.0, params.min_pixels * params.ns_per_pixel);
+    const TimeNs min_ns = static_cast<TimeNs>(std::min(min_ns_real, 9.0e18));
+    auto tiny = [min_ns](const TimelineEvent& e) { return e.end_ns - e.start_ns < min_ns; };
+    auto first_starting_at_or_after = [&events](std::size_t from, std::size_t to, TimeNs time) {
+        return static_cast<std::size_t>(
+            std::partition_point(events.begin() + static_cast<std::ptrdiff_t>(from),
+                                 events.begin() + static_cast<std::ptrdiff_t>(to),
+                                 [time](const TimelineEvent& e) { return e.start_ns < time; }) -
+            events.begin());
+    };
+
+    std::size_t index = range.first;
+    while (index < range.last) {
+        const TimelineEvent& event = events[index];
+        if (!tiny(event)) {
+            out.push_back({event.start_ns, event.end_ns, static_cast<std::uint32_t>(index), 1});
+            ++index;
+            continue;
+        }
+        // A run of tiny events: take every event that starts within min_ns of the
+        // run's end, by binary search, until the gap is wider than min_ns or a wide
+        // event comes.
+        TimeNs group_end = event.end_ns;
+        std::size_t next = index + 1;
+        while (next < range.last) {
+            const TimeNs reach = group_end > std::numeric_limits<TimeNs>::max() - min_ns
+                                     ? std::numeric_limits<TimeNs>::max()
+                                     : group_end + min_ns;
+            std::size_t beyond = first_starting_at_or_after(next, range.last, reach);
+            if (beyond == next) break;  // a gap of at least min_ns
+            bool stop = false;
+            if (!tiny(events[beyond - 1])) {  // a wide event ends the run; it draws itself
+                --beyond;
+                stop = true;
+            }
+            if (row.non_overlapping) {
+                if (beyond > next) group_end = std::max(group_end, events[beyond - 1].end_ns);
+            } else {
+                for (std::size_t k = next; k < beyond; ++k) group_end = std::max(group_end, events[k].end_ns);
+            }
+            next = beyond;
+            if (stop) break;
+        }
+        out.push_back({event.start_ns, group_end, static_cast<std::uint32_t>(index),
+                       static_cast<std::uint32_t>(next - index)});
+        index = next;
+    }
+}
+
+void fold_counter(const std::vector<CounterPoint>& points, TimeNs view_begin_ns, double ns_per_pixel, int columns,
+                  std::vector<CounterColumn>& out) {
+    out.assign(static_cast<std::size_t>(std::max(columns, 0)), CounterColumn{});
+    if (points.empty()) return;
+    auto first_at_or_after = [&points](std::size_t from, TimeNs time) {
+        return static_cast<std::size_t>(
+            std::partition_point(points.begin() + static_cast<std::ptrdiff_t>(from), points.end(),
+                                 [time](const CounterPoint& p) { return p.time_ns < time; }) -
+            points.begin());
+    };
+    std::size_t index = first_at_or_after(0, view_begin_ns);
+    for (int column = 0; column < columns; ++column) {
+        const auto column_end = static_cast<TimeNs>(static_cast<double>(view_begin_ns) +
+                                                    (column + 1) * ns_per_pixel);
+        const std::size_t end = first_at_or_after(index, column_end);
+        CounterColumn& cell = out[static_cast<std::size_t>(column)];
+        if (end > index) {
+            // Many samples in one column: their min and max are all a pixel can show.
+            // Scanning is bounded by visiting each sample once per frame only when
+            // zoomed in; zoomed out, sample at most 64 evenly spaced points.
+            const std::size_t count = end - index;
+            const std::size_t stride = count > 64 ? count / 64 : 1;
+            cell.min_value = cell.max_value = points[index].value;
+            for (std::size_t k = index; k < end; k += stride) {
+                cell.min_value = std::min(cell.min_value, points[k].value);
+                cell.max_value = std::max(cell.max_value, points[k].value);
+            }
+            cell.has_value = true;
+        } else if (index > 0) {
+            cell.min_value = cell.max_value = points[index - 1].value;
+            cell.has_value = true;
+        }
+        index = end;
+    }
+}
+
+}  // namespace ember::viewer

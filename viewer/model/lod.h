@@ -1,0 +1,58 @@
+// lod.h: level of detail for one row of the timeline.
+//
+// The visible part of a row is found by binary search; then runs of events narrower
+// than `min_pixels` are folded into one "N events" item, jumping over each run by
+// binary search (Tracy's approach) instead of visiting its events. The work per row
+// is O((pixels / min_pixels) * log n) whatever the number of events, so a frame
+// draws a few thousand items at any zoom. Folding never hides an event: every
+// visible event is either its own item or inside a folded item's time span, and the
+// counts of the items add up to the visible events.
+#pragma once
+
+#include "viewer/model/trace_model.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ember::viewer {
+
+struct DrawItem {
+    trace::TimeNs start_ns = 0;
+    trace::TimeNs end_ns = 0;
+    std::uint32_t first_index = 0;  // index in the row of the first event
+    std::uint32_t count = 0;        // 1: one event; more: a folded run
+};
+
+struct LodParams {
+    trace::TimeNs view_begin_ns = 0;
+    trace::TimeNs view_end_ns = 0;
+    double ns_per_pixel = 1.0;
+    double min_pixels = 3.0;  // events narrower than this fold with their neighbours
+};
+
+// Indexes [first, last) of the row's events that may overlap [begin_ns, end_ns):
+// every overlapping event is inside (exactly the overlapping ones for
+// non-overlapping rows).
+struct IndexRange {
+    std::size_t first = 0;
+    std::size_t last = 0;
+    std::size_t size() const { return last - first; }
+};
+IndexRange visible_range(const Row& row, trace::TimeNs begin_ns, trace::TimeNs end_ns);
+
+// Appends the items of the visible part of `row` to `out` (which it does not clear,
+// so one buffer serves a whole frame without allocating).
+void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& out);
+
+// Counter lanes: one (min, max) pair per pixel column, found by binary search per
+// column. Columns without samples repeat the last value before them (a step plot).
+struct CounterColumn {
+    double min_value = 0.0;
+    double max_value = 0.0;
+    bool has_value = false;
+};
+void fold_counter(const std::vector<CounterPoint>& points, trace::TimeNs view_begin_ns, double ns_per_pixel,
+                  int columns, std::vector<CounterColumn>& out);
+
+}  // namespace ember::viewer

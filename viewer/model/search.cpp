@@ -1,0 +1,141 @@
+// search.cpp: name matching and time-ordered stepping (search.h).
+#include "viewer/model/search.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <tuple>
+
+namespace ember::viewer {
+
+using trace::TimeNs;
+
+namespace {
+
+std::string lowercase(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// The (start, lane, row, index) order search steps through.
+using Key = std::tuple<TimeNs, int, int, std::uint32_t>;
+
+}  // namespace
+
+bool EventSearch::set_query(const TraceModel& model, const SearchQuery& query, std::string* error) {
+    matching_names_.assign(model.name_count(), false);
+    matching_name_count_ = 0;
+    if (query.text.empty()) return true;
+    std::optional<std::regex> pattern;
+    if (query.regex) {
+        try {
+            auto flags = std::regex::ECMAScript;
+            if (!query.case_sensitive) flags |= std::regex::icase;
+            pattern.emplace(query.text, flags);
+        } catch (const std::regex_error& failure) {
+            if (error) *error = std::string("invalid regular expression: ") + failure.what();
+            return false;
+        }
+    }
+    const std::string needle = query.case_sensitive ? query.text : lowercase(query.text);
+    for (std::size_t id = 1; id < model.name_count(); ++id) {
+        const std::string_view name = model.name(static_cast<std::uint32_t>(id));
+        bool hit;
+        if (pattern) hit = std::regex_search(name.begin(), name.end(), *pattern);
+        else if (query.case_sensitive) hit = name.find(needle) != std::string_view::npos;
+        else hit = lowercase(name).find(needle) != std::string::npos;
+        if (hit) {
+            matching_names_[id] = true;
+            ++matching_name_count_;
+        }
+    }
+    return true;
+}
+
+void EventSearch::set_name(const TraceModel& model, std::uint32_t name_id) {
+    matching_names_.assign(model.name_count(), false);
+    matching_name_count_ = 0;
+    if (name_id < matching_names_.size()) {
+        matching_names_[name_id] = true;
+        matching_name_count_ = 1;
+    }
+}
+
+std::optional<EventRef> EventSearch::next(const TraceModel& model, const EventRef& current, TimeNs time_ns) const {
+    if (empty()) return std::nullopt;
+    const TimelineEvent* current_event = model.event(current);
+    const Key after = current_event ? Key{current_event->start_ns, current.lane, current.row, current.index}
+                                    : Key{time_ns, -1, -1, 0};
+    std::optional<EventRef> best;
+    Key best_key{};
+    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
+        const Lane& lane = model.lane(lane_index);
+        if (!lane.ready.load(std::memory_order_acquire)) continue;
+        for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
+            const auto& events = lane.rows[static_cast<std::size_t>(row_index)].events;
+            auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
+                return e.start_ns < std::get<0>(after);
+            });
+            for (; it != events.end(); ++it) {
+                if (best && it->start_ns > std::get<0>(best_key)) break;
+                if (!matches(it->name_id)) continue;
+                const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
+                if (key <= after) continue;
+                if (!best || key < best_key) {
+                    best = EventRef{lane_index, row_index, std::get<3>(key)};
+                    best_key = key;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+std::optional<EventRef> EventSearch::previous(const TraceModel& model, const EventRef& current,
+                                              TimeNs time_ns) const {
+    if (empty()) return std::nullopt;
+    const TimelineEvent* current_event = model.event(current);
+    const Key before = current_event ? Key{current_event->start_ns, current.lane, current.row, current.index}
+                                     : Key{time_ns, -1, -1, 0};
+    std::optional<EventRef> best;
+    Key best_key{};
+    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
+        const Lane& lane = model.lane(lane_index);
+        if (!lane.ready.load(std::memory_order_acquire)) continue;
+        for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
+            const auto& events = lane.rows[static_cast<std::size_t>(row_index)].events;
+            auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
+                return e.start_ns <= std::get<0>(before);
+            });
+            while (it != events.begin()) {
+                --it;
+                if (best && it->start_ns < std::get<0>(best_key)) break;
+                if (!matches(it->name_id)) continue;
+                const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
+                if (key >= before) continue;
+                if (!best || key > best_key) {
+                    best = EventRef{lane_index, row_index, std::get<3>(key)};
+                    best_key = key;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+std::int64_t EventSearch::count(const TraceModel& model) const {
+    if (empty()) return 0;
+    std::int64_t total = 0;
+    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
+        const Lane& lane = model.lane(lane_index);
+        if (!lane.ready.load(std::memory_order_acquire)) continue;
+        for (const Row& row : lane.rows)
+            for (const TimelineEvent& event : row.events) total += matches(event.name_id) ? 1 : 0;
+    }
+    return total;
+}
+
+}  // namespace ember::viewer

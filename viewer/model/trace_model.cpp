@@ -1,0 +1,529 @@
+// trace_model.cpp: opening trace files, creating lanes from their track summaries,
+// and the background loader that fills them (trace_model.h).
+#include "viewer/model/trace_model.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace ember::viewer {
+
+using trace::TimeNs;
+
+const char* event_kind_name(EventKind kind) {
+    switch (kind) {
+        case EventKind::kernel: return "kernel";
+        case EventKind::memcpy: return "memcpy";
+        case EventKind::memset: return "memset";
+        case EventKind::sync: return "synchronization";
+        case EventKind::api_call: return "CUDA API call";
+        case EventKind::range: return "NVTX range";
+        case EventKind::mark: return "NVTX mark";
+        case EventKind::overhead: return "collector overhead";
+    }
+    return "event";
+}
+
+std::string memcpy_name(trace::MemcpyDirection direction, trace::MemoryKind source,
+                        trace::MemoryKind destination) {
+    std::string text = std::string("Memcpy ") + trace::direction_name(direction);
+    if (direction == trace::MemcpyDirection::host_to_device)
+        text += std::string(" (") + trace::memory_kind_name(source) + ")";
+    else if (direction == trace::MemcpyDirection::device_to_host)
+        text += std::string(" (") + trace::memory_kind_name(destination) + ")";
+    return text;
+}
+
+std::string memset_name(trace::MemoryKind kind) {
+    return std::string("Memset (") + trace::memory_kind_name(kind) + ")";
+}
+
+std::int64_t Lane::event_count() const {
+    std::int64_t count = static_cast<std::int64_t>(points.size());
+    for (const Row& row : rows) count += static_cast<std::int64_t>(row.events.size());
+    return count;
+}
+
+namespace {
+
+constexpr int kMemoryKindCount = 6;
+constexpr int kDirectionCount = 6;
+constexpr int kSyncKindCount = 5;
+
+Row make_row(RowKind kind, int depth = 0) {
+    Row row;
+    row.kind = kind;
+    row.depth = depth;
+    return row;
+}
+
+void finish_row(Row& row) {
+    row.non_overlapping = true;
+    row.max_duration_ns = 0;
+    TimeNs previous_end = std::numeric_limits<TimeNs>::min();
+    for (const TimelineEvent& event : row.events) {
+        if (event.start_ns < previous_end) row.non_overlapping = false;
+        previous_end = std::max(previous_end, event.end_ns);
+        row.max_duration_ns = std::max(row.max_duration_ns, event.duration_ns());
+    }
+    row.events.shrink_to_fit();
+}
+
+std::uint64_t payload_bits(const trace::Payload& payload) {
+    if (payload.kind == trace::PayloadKind::integer) return static_cast<std::uint64_t>(payload.integer);
+    if (payload.kind == trace::PayloadKind::real) return std::bit_cast<std::uint64_t>(payload.real);
+    return 0;
+}
+
+std::string process_title(const store::TraceReader& reader, std::int64_t pid) {
+    for (const trace::ProcessInfo& process : reader.processes())
+        if (process.pid == pid && !process.name.empty()) return "process " + std::to_string(pid) + " " + process.name;
+    return "process " + std::to_string(pid);
+}
+
+}  // namespace
+
+TraceModel::TraceModel(const std::vector<std::string>& paths) {
+    if (paths.empty()) throw std::invalid_argument("no trace file given");
+    names_.emplace_back("");
+    name_lookup_.emplace("", 0);
+    // Names of GPU work the file does not name; interned first so the table never
+    // changes while the loader runs.
+    for (int direction = 0; direction < kDirectionCount; ++direction)
+        for (int source = 0; source < kMemoryKindCount; ++source)
+            for (int destination = 0; destination < kMemoryKindCount; ++destination)
+                memcpy_names_.push_back(intern(memcpy_name(static_cast<trace::MemcpyDirection>(direction),
+                                                           static_cast<trace::MemoryKind>(source),
+                                                           static_cast<trace::MemoryKind>(destination))));
+    for (int kind = 0; kind < kMemoryKindCount; ++kind)
+        memset_names_.push_back(intern(memset_name(static_cast<trace::MemoryKind>(kind))));
+    for (int kind = 0; kind < kSyncKindCount; ++kind)
+        sync_names_.push_back(intern(trace::sync_kind_name(static_cast<trace::SyncKind>(kind))));
+
+    files_.resize(paths.size());
+    TimeNs min_offset = std::numeric_limits<TimeNs>::max();
+    for (std::size_t index = 0; index < paths.size(); ++index) {
+        TraceFile& file = files_[index];
+        file.path = paths[index];
+        file.reader = std::make_unique<store::TraceReader>(paths[index]);
+        const store::TraceReader& reader = *file.reader;
+        file.run = reader.run();
+        file.complete = reader.complete();
+        file.dropped_records = reader.total_dropped();
+        file.threads = reader.threads();
+        file.streams = reader.streams();
+        file.devices = reader.devices();
+        min_offset = std::min(min_offset, file.run.clock_offset_to_wall_ns);
+        // Strings are dense ids 0..count; the first id the reader refuses ends them.
+        const std::size_t count = reader.string_count();
+        file.string_to_model.assign(1, 0);
+        for (std::size_t id = 1; id <= count + 1; ++id) {
+            try {
+                file.string_to_model.push_back(intern(reader.string(static_cast<trace::StringId>(id))));
+            } catch (const store::TraceError&) {
+                break;
+            }
+        }
+    }
+    for (TraceFile& file : files_) file.shift_ns = files_.size() > 1 ? file.run.clock_offset_to_wall_ns - min_offset : 0;
+
+    begin_ns_ = std::numeric_limits<TimeNs>::max();
+    end_ns_ = std::numeric_limits<TimeNs>::min();
+    for (std::size_t index = 0; index < files_.size(); ++index) create_lanes(static_cast<int>(index), *files_[index].reader);
+    if (begin_ns_ > end_ns_) {  // no events at all: show the recording's span
+        begin_ns_ = files_[0].run.start_ns + files_[0].shift_ns;
+        end_ns_ = std::max(begin_ns_ + 1, files_[0].run.end_ns + files_[0].shift_ns);
+    }
+}
+
+TraceModel::~TraceModel() { cancel_loading(); }
+
+std::uint32_t TraceModel::intern(std::string_view text) {
+    auto found = name_lookup_.find(std::string(text));
+    if (found != name_lookup_.end()) return found->second;
+    const auto id = static_cast<std::uint32_t>(names_.size());
+    names_.emplace_back(text);
+    name_lookup_.emplace(std::string(text), id);
+    return id;
+}
+
+std::string_view TraceModel::name(std::uint32_t name_id) const {
+    if (name_id >= names_.size()) return "?";
+    return names_[name_id];
+}
+
+const TimelineEvent* TraceModel::event(const EventRef& ref) const {
+    if (ref.lane < 0 || ref.lane >= lane_count()) return nullptr;
+    const Lane& owner = lane(ref.lane);
+    if (!owner.ready.load(std::memory_order_acquire)) return nullptr;
+    if (ref.row < 0 || ref.row >= static_cast<int>(owner.rows.size())) return nullptr;
+    const Row& row = owner.rows[static_cast<std::size_t>(ref.row)];
+    return ref.index < row.events.size() ? &row.events[ref.index] : nullptr;
+}
+
+std::int64_t TraceModel::find_name(std::string_view text) const {
+    auto found = name_lookup_.find(std::string(text));
+    return found == name_lookup_.end() ? -1 : static_cast<std::int64_t>(found->second);
+}
+
+void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) {
+    TraceFile& file = files_[static_cast<std::size_t>(file_index)];
+    const std::string rank_prefix =
+        files_.size() > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
+    // One lane per (track kind, id); events of several tables share it.
+    std::map<std::uint32_t, std::int64_t> thread_events, stream_events, counter_events;
+    for (const store::TrackSummary& summary : reader.tracks()) {
+        if (summary.event_count <= 0 || summary.event_table == "stack_samples") continue;
+        begin_ns_ = std::min(begin_ns_, summary.first_start_ns + file.shift_ns);
+        end_ns_ = std::max(end_ns_, summary.last_end_ns + file.shift_ns);
+        total_events_ += summary.event_count;
+        if (summary.track.kind == trace::TrackKind::thread) thread_events[summary.track.id] += summary.event_count;
+        else if (summary.track.kind == trace::TrackKind::stream) stream_events[summary.track.id] += summary.event_count;
+        else counter_events[summary.track.id] += summary.event_count;
+    }
+
+    // Threads, grouped by process, ordered by (pid, tid).
+    std::vector<std::unique_ptr<Lane>> thread_lanes;
+    for (const auto& [thread_id, count] : thread_events) {
+        auto lane = std::make_unique<Lane>();
+        lane->kind = LaneKind::thread;
+        lane->file_index = file_index;
+        lane->track_id = thread_id;
+        lane->expected_events = count;
+        const trace::ThreadInfo* info = reader.thread(thread_id);
+        lane->process_id = info ? info->pid : file.run.pid;
+        lane->group = rank_prefix + process_title(reader, lane->process_id);
+        lane->title = info ? "thread " + std::to_string(info->tid) + (info->name.empty() ? "" : " " + info->name)
+                           : "thread #" + std::to_string(thread_id);
+        thread_lanes.push_back(std::move(lane));
+    }
+    std::stable_sort(thread_lanes.begin(), thread_lanes.end(), [&](const auto& a, const auto& b) {
+        const trace::ThreadInfo* ta = reader.thread(a->track_id);
+        const trace::ThreadInfo* tb = reader.thread(b->track_id);
+        const std::int64_t tid_a = ta ? ta->tid : 0, tid_b = tb ? tb->tid : 0;
+        return a->process_id != b->process_id ? a->process_id < b->process_id : tid_a < tid_b;
+    });
+    for (auto& lane : thread_lanes) lanes_.push_back(std::move(lane));
+
+    // Streams, grouped by device.
+    std::vector<std::unique_ptr<Lane>> stream_lanes;
+    for (const auto& [stream_id, count] : stream_events) {
+        auto lane = std::make_unique<Lane>();
+        lane->kind = LaneKind::stream;
+        lane->file_index = file_index;
+        lane->track_id = stream_id;
+        lane->expected_events = count;
+        const trace::StreamInfo* info = reader.stream(stream_id);
+        lane->device_id = info ? info->device_id : 0;
+        const trace::DeviceInfo* device = reader.device(lane->device_id);
+        lane->group = rank_prefix + "GPU " + std::to_string(lane->device_id) +
+                      (device && !device->name.empty() ? " " + device->name : "");
+        lane->title = "stream " + std::to_string(info ? info->cuda_stream_id : stream_id) +
+                      (info && !info->name.empty() ? " " + info->name : "");
+        stream_lanes.push_back(std::move(lane));
+    }
+    std::stable_sort(stream_lanes.begin(), stream_lanes.end(),
+                     [](const auto& a, const auto& b) { return a->device_id < b->device_id; });
+    for (auto& lane : stream_lanes) lanes_.push_back(std::move(lane));
+
+    for (const auto& [counter_id, count] : counter_events) {
+        auto lane = std::make_unique<Lane>();
+        lane->kind = LaneKind::counter;
+        lane->file_index = file_index;
+        lane->track_id = counter_id;
+        lane->expected_events = count;
+        const trace::CounterInfo* info = reader.counter(counter_id);
+        lane->device_id = info ? info->device_id : trace::kNoDevice;
+        lane->group = rank_prefix + "counters";
+        lane->title = info ? info->name : "counter #" + std::to_string(counter_id);
+        if (info && lane->device_id != trace::kNoDevice) lane->title += " (GPU " + std::to_string(lane->device_id) + ")";
+        lane->unit = info ? info->unit : "";
+        lanes_.push_back(std::move(lane));
+    }
+}
+
+void TraceModel::start_loading() {
+    if (loader_.joinable() || loaded()) return;
+    loader_ = std::thread([this] { run_loader(); });
+}
+
+void TraceModel::load_all() {
+    if (loader_.joinable()) {
+        loader_.join();
+        return;
+    }
+    if (!loaded()) run_loader();
+}
+
+void TraceModel::cancel_loading() {
+    cancel_.store(true);
+    if (loader_.joinable()) loader_.join();
+}
+
+LoadProgress TraceModel::progress() const {
+    LoadProgress progress;
+    progress.events_loaded = events_loaded_.load(std::memory_order_relaxed);
+    progress.events_expected = total_events_;
+    progress.lanes_ready = lanes_ready_.load(std::memory_order_relaxed);
+    progress.lane_count = lane_count();
+    progress.finished = loaded();
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    progress.error = load_error_;
+    return progress;
+}
+
+void TraceModel::run_loader() {
+    // Own readers: a TraceReader is used from one thread at a time, and the UI keeps
+    // the file's reader for details.
+    std::vector<std::unique_ptr<store::TraceReader>> readers(files_.size());
+    try {
+        for (std::size_t index = 0; index < files_.size(); ++index)
+            readers[index] = std::make_unique<store::TraceReader>(files_[index].path);
+        for (auto& lane : lanes_) {
+            if (cancel_.load(std::memory_order_relaxed)) break;
+            load_lane(*readers[static_cast<std::size_t>(lane->file_index)], *lane);
+            lane->ready.store(true, std::memory_order_release);
+            lanes_ready_.fetch_add(1, std::memory_order_relaxed);
+        }
+        for (std::size_t index = 0; index < files_.size() && !cancel_.load(); ++index)
+            load_stack_samples(*readers[index], static_cast<int>(index));
+    } catch (const std::exception& error) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        load_error_ = error.what();
+    }
+    finished_.store(true, std::memory_order_release);
+}
+
+void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
+    const TraceFile& file = files_[static_cast<std::size_t>(lane.file_index)];
+    const TimeNs shift = file.shift_ns;
+    const std::vector<std::uint32_t>& names = file.string_to_model;
+    auto model_name = [&names](trace::StringId id) -> std::uint32_t { return id < names.size() ? names[id] : 0; };
+    store::EventQuery query;
+    query.track = lane.track_id;
+    std::int64_t since_report = 0;
+    auto count_event = [&]() {
+        if (++since_report == 4096) {
+            events_loaded_.fetch_add(since_report, std::memory_order_relaxed);
+            since_report = 0;
+        }
+        return !cancel_.load(std::memory_order_relaxed);
+    };
+
+    if (lane.kind == LaneKind::counter) {
+        lane.points.reserve(static_cast<std::size_t>(lane.expected_events));
+        reader.for_each_counter_sample(query, [&](const trace::CounterSample& sample) {
+            lane.points.push_back({sample.time_ns + shift, sample.value});
+            return count_event();
+        });
+        if (!lane.points.empty()) {
+            lane.min_value = lane.max_value = lane.points[0].value;
+            for (const CounterPoint& point : lane.points) {
+                lane.min_value = std::min(lane.min_value, point.value);
+                lane.max_value = std::max(lane.max_value, point.value);
+            }
+        }
+    } else if (lane.kind == LaneKind::stream) {
+        Row work = make_row(RowKind::gpu_work);
+        Row syncs = make_row(RowKind::syncs);
+        work.events.reserve(static_cast<std::size_t>(lane.expected_events));
+        reader.for_each_kernel(query, [&](const trace::KernelEvent& kernel) {
+            TimelineEvent event;
+            event.start_ns = kernel.start_ns + shift;
+            event.end_ns = kernel.end_ns + shift;
+            event.link = kernel.correlation_id;
+            event.name_id = model_name(kernel.name_id);
+            event.kind = EventKind::kernel;
+            work.events.push_back(event);
+            return count_event();
+        });
+        reader.for_each_memcpy(query, [&](const trace::MemcpyEvent& copy) {
+            TimelineEvent event;
+            event.start_ns = copy.start_ns + shift;
+            event.end_ns = copy.end_ns + shift;
+            event.link = copy.correlation_id;
+            event.value = copy.bytes;
+            const auto direction = std::min<unsigned>(static_cast<unsigned>(copy.direction), kDirectionCount - 1);
+            const auto source = std::min<unsigned>(static_cast<unsigned>(copy.source_kind), kMemoryKindCount - 1);
+            const auto destination =
+                std::min<unsigned>(static_cast<unsigned>(copy.destination_kind), kMemoryKindCount - 1);
+            event.name_id = memcpy_names_[(direction * kMemoryKindCount + source) * kMemoryKindCount + destination];
+            event.kind = EventKind::memcpy;
+            event.detail = static_cast<std::uint8_t>(copy.direction);
+            event.extra = static_cast<std::uint16_t>(static_cast<unsigned>(copy.source_kind) |
+                                                     static_cast<unsigned>(copy.destination_kind) << 8);
+            work.events.push_back(event);
+            return count_event();
+        });
+        reader.for_each_memset(query, [&](const trace::MemsetEvent& memset) {
+            TimelineEvent event;
+            event.start_ns = memset.start_ns + shift;
+            event.end_ns = memset.end_ns + shift;
+            event.link = memset.correlation_id;
+            event.value = memset.bytes;
+            event.name_id =
+                memset_names_[std::min<unsigned>(static_cast<unsigned>(memset.memory_kind), kMemoryKindCount - 1)];
+            event.kind = EventKind::memset;
+            event.extra = static_cast<std::uint16_t>(memset.memory_kind);
+            work.events.push_back(event);
+            return count_event();
+        });
+        reader.for_each_sync(query, [&](const trace::SyncEvent& sync) {
+            TimelineEvent event;
+            event.start_ns = sync.start_ns + shift;
+            event.end_ns = sync.end_ns + shift;
+            event.link = sync.correlation_id;
+            event.value = sync.cuda_event_id;
+            event.name_id = sync_names_[std::min<unsigned>(static_cast<unsigned>(sync.kind), kSyncKindCount - 1)];
+            event.kind = EventKind::sync;
+            event.detail = static_cast<std::uint8_t>(sync.kind);
+            syncs.events.push_back(event);
+            return count_event();
+        });
+        // Each table arrives in start order; merge them into one start-ordered row.
+        std::stable_sort(work.events.begin(), work.events.end(),
+                         [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; });
+        if (!work.events.empty()) lane.rows.push_back(std::move(work));
+        if (!syncs.events.empty()) lane.rows.push_back(std::move(syncs));
+    } else {
+        // Ranges: read once, then split into one row per depth (exact sizes, so a
+        // lane's peak is twice its ranges, never twice the trace).
+        std::vector<TimelineEvent> ranges;
+        std::vector<std::int32_t> depths;
+        reader.for_each_range(query, [&](const trace::RangeEvent& range) {
+            TimelineEvent event;
+            event.start_ns = range.start_ns + shift;
+            event.end_ns = range.end_ns + shift;
+            event.link = range.range_id;
+            event.value = payload_bits(range.payload);
+            event.name_id = model_name(range.name_id);
+            event.kind = EventKind::range;
+            event.detail = static_cast<std::uint8_t>(range.payload.kind);
+            event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(range.category, 0xffff));
+            ranges.push_back(event);
+            depths.push_back(std::min(range.depth, 255));
+            return count_event();
+        });
+        int max_depth = -1;
+        for (std::int32_t depth : depths) max_depth = std::max(max_depth, depth);
+        std::vector<std::size_t> per_depth(static_cast<std::size_t>(max_depth + 1), 0);
+        for (std::int32_t depth : depths)
+            if (depth >= 0) ++per_depth[static_cast<std::size_t>(depth)];
+        for (int depth = 0; depth <= max_depth; ++depth) {
+            Row row = make_row(RowKind::ranges, depth);
+            row.events.reserve(per_depth[static_cast<std::size_t>(depth)]);
+            for (std::size_t index = 0; index < ranges.size(); ++index)
+                if (depths[index] == depth) row.events.push_back(ranges[index]);
+            if (!row.events.empty()) lane.rows.push_back(std::move(row));
+        }
+        // Start/end ranges do not nest: pack them greedily into rows where they fit.
+        std::vector<Row> async_rows;
+        for (std::size_t index = 0; index < ranges.size(); ++index) {
+            if (depths[index] >= 0) continue;
+            const TimelineEvent& event = ranges[index];
+            Row* target = nullptr;
+            for (Row& row : async_rows)
+                if (row.events.back().end_ns <= event.start_ns) {
+                    target = &row;
+                    break;
+                }
+            if (target == nullptr || async_rows.size() >= 32) {
+                if (target == nullptr && async_rows.size() < 32) {
+                    async_rows.push_back(make_row(RowKind::async_ranges, static_cast<int>(async_rows.size())));
+                    target = &async_rows.back();
+                } else if (target == nullptr) {
+                    target = &async_rows.back();  // overlaps: still drawn, row marked overlapping
+                }
+            }
+            target->events.push_back(event);
+        }
+        for (Row& row : async_rows) lane.rows.push_back(std::move(row));
+        ranges = {};
+        depths = {};
+
+        Row api = make_row(RowKind::api_calls);
+        reader.for_each_api_call(query, [&](const trace::ApiEvent& call) {
+            TimelineEvent event;
+            event.start_ns = call.start_ns + shift;
+            event.end_ns = call.end_ns + shift;
+            event.link = call.correlation_id;
+            event.name_id = model_name(call.name_id);
+            event.kind = EventKind::api_call;
+            event.extra = call.result != 0 ? 1 : 0;
+            api.events.push_back(event);
+            return count_event();
+        });
+        if (!api.events.empty()) lane.rows.push_back(std::move(api));
+
+        Row marks = make_row(RowKind::marks);
+        reader.for_each_mark(query, [&](const trace::MarkEvent& mark) {
+            TimelineEvent event;
+            event.start_ns = event.end_ns = mark.time_ns + shift;
+            event.value = payload_bits(mark.payload);
+            event.name_id = model_name(mark.name_id);
+            event.kind = EventKind::mark;
+            event.detail = static_cast<std::uint8_t>(mark.payload.kind);
+            event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(mark.category, 0xffff));
+            marks.events.push_back(event);
+            return count_event();
+        });
+        if (!marks.events.empty()) lane.rows.push_back(std::move(marks));
+
+        Row overhead = make_row(RowKind::overhead);
+        reader.for_each_overhead(query, [&](const trace::OverheadEvent& work) {
+            TimelineEvent event;
+            event.start_ns = work.start_ns + shift;
+            event.end_ns = work.end_ns + shift;
+            event.name_id = model_name(work.name_id);
+            event.kind = EventKind::overhead;
+            overhead.events.push_back(event);
+            return count_event();
+        });
+        if (!overhead.events.empty()) lane.rows.push_back(std::move(overhead));
+    }
+    for (Row& row : lane.rows) finish_row(row);
+    events_loaded_.fetch_add(since_report, std::memory_order_relaxed);
+}
+
+void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) {
+    TraceFile& file = files_[static_cast<std::size_t>(file_index)];
+    std::set<trace::StackId> stacks;
+    reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
+        file.stack_samples.push_back({sample.time_ns + file.shift_ns, sample.thread_id, sample.stack_id});
+        stacks.insert(sample.stack_id);
+        return !cancel_.load(std::memory_order_relaxed);
+    });
+    // Frame names are not in the strings table: they get their own per-file table so
+    // the model's names never change while the UI reads them.
+    std::unordered_map<std::string, std::uint32_t> frame_lookup;
+    for (trace::StackId stack : stacks) {
+        std::vector<std::uint32_t> frames;
+        for (const trace::FrameInfo& frame : reader.stack_frames(stack)) {
+            auto [found, inserted] =
+                frame_lookup.emplace(frame.function, static_cast<std::uint32_t>(file.frame_names.size()));
+            if (inserted) file.frame_names.push_back(frame.function);
+            frames.push_back(found->second);
+        }
+        file.stack_frames.emplace(stack, std::move(frames));
+    }
+}
+
+std::size_t TraceModel::memory_bytes() const {
+    std::size_t bytes = 0;
+    for (const auto& lane : lanes_) {
+        if (!lane->ready.load(std::memory_order_acquire)) continue;
+        bytes += sizeof(Lane) + lane->points.capacity() * sizeof(CounterPoint);
+        for (const Row& row : lane->rows) bytes += sizeof(Row) + row.events.capacity() * sizeof(TimelineEvent);
+    }
+    for (const std::string& text : names_) bytes += sizeof(std::string) + text.capacity();
+    for (const TraceFile& file : files_) {
+        bytes += file.string_to_model.capacity() * sizeof(std::uint32_t);
+        bytes += file.stack_samples.capacity() * sizeof(StackSampleRef);
+    }
+    return bytes;
+}
+
+}  // namespace ember::viewer

@@ -1,0 +1,193 @@
+// trace_model.h: TraceModel, what the viewer knows about one or more trace files.
+//
+// Opening reads the small tables of every file at once (threads, streams, counters,
+// strings) and creates every lane, empty; a background thread then fills the lanes
+// one track at a time through ember::store::TraceReader and marks each `ready` when
+// it is complete. The UI draws ready lanes only, so the first frame never waits for
+// the events and no lock is taken per frame: a lane's arrays never change once it is
+// ready.
+//
+// Layout in memory (Tracy-style): per lane, rows of TimelineEvent sorted by start
+// (one row per NVTX depth, one for CUDA API calls, one for GPU work per stream, ...)
+// so that the visible part of a row is found by binary search (lod.h).
+//
+// Several files are put on one time base through each run's clock offset to wall
+// time (ranks of one job recorded on different hosts line up); every time the model
+// hands out is `file time + TraceFile::shift_ns`.
+#pragma once
+
+#include "profiler/store/reader.h"
+#include "profiler/trace/events.h"
+#include "viewer/model/timeline_event.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::viewer {
+
+enum class LaneKind : std::uint8_t { thread = 0, stream = 1, counter = 2 };
+
+// What a row of a lane holds; decides its title and colors.
+enum class RowKind : std::uint8_t {
+    ranges = 0,     // NVTX push/pop ranges of one depth
+    async_ranges,   // NVTX start/end ranges, packed greedily into rows
+    api_calls,
+    marks,
+    overhead,
+    gpu_work,       // kernels, copies, memsets of one stream
+    syncs,          // host waits on the stream
+};
+
+struct Row {
+    RowKind kind = RowKind::ranges;
+    int depth = 0;                       // NVTX depth of a `ranges` row
+    std::vector<TimelineEvent> events;   // sorted by start_ns
+    // True when no event starts before the previous one ends: then ends are sorted
+    // too and the first visible event is found by binary search on end_ns.
+    bool non_overlapping = true;
+    trace::TimeNs max_duration_ns = 0;
+};
+
+struct Lane {
+    LaneKind kind = LaneKind::thread;
+    int file_index = 0;
+    std::uint32_t track_id = 0;          // ThreadId, StreamId or CounterId in its file
+    trace::DeviceId device_id = trace::kNoDevice;
+    std::int64_t process_id = 0;         // thread lanes
+    std::string group;                   // "rank 0 · process 1234 python", "rank 0 · GPU 0 H100"
+    std::string title;                   // "thread 1235 loader", "stream 7", "loss"
+    std::string unit;                    // counter lanes
+    std::int64_t expected_events = 0;    // from the file's track summaries
+    // Filled by the loader; read only after `ready`.
+    std::vector<Row> rows;
+    std::vector<CounterPoint> points;    // counter lanes, sorted by time
+    double min_value = 0.0;
+    double max_value = 0.0;
+    std::atomic<bool> ready{false};
+
+    std::int64_t event_count() const;    // events in rows + counter points
+};
+
+// A sampled CPU stack, kept for the CPU flamegraph.
+// One event of the timeline: lane, row and index in the row.
+struct EventRef {
+    int lane = -1;
+    int row = 0;
+    std::uint32_t index = 0;
+    bool valid() const { return lane >= 0; }
+    bool operator==(const EventRef&) const = default;
+};
+
+struct StackSampleRef {
+    trace::TimeNs time_ns = 0;
+    trace::ThreadId thread_id = 0;
+    trace::StackId stack_id = 0;
+};
+
+struct TraceFile {
+    std::string path;
+    trace::RunInfo run;
+    trace::TimeNs shift_ns = 0;          // model time = file time + shift_ns
+    std::uint64_t dropped_records = 0;
+    bool complete = false;
+    std::vector<trace::ThreadInfo> threads;
+    std::vector<trace::StreamInfo> streams;
+    std::vector<trace::DeviceInfo> devices;
+    std::vector<std::uint32_t> string_to_model;  // file StringId -> model name id
+    // Filled by the loader (read after TraceModel::loaded()).
+    std::vector<StackSampleRef> stack_samples;
+    // Frames of each sampled stack, outermost first, as indexes into frame_names.
+    std::unordered_map<trace::StackId, std::vector<std::uint32_t>> stack_frames;
+    std::vector<std::string> frame_names;
+    // Used by the UI thread only (details, flows); the loader has its own reader.
+    std::unique_ptr<store::TraceReader> reader;
+};
+
+struct LoadProgress {
+    std::int64_t events_loaded = 0;
+    std::int64_t events_expected = 0;
+    int lanes_ready = 0;
+    int lane_count = 0;
+    bool finished = false;
+    std::string error;  // first load error, empty when none
+};
+
+class TraceModel {
+public:
+    // Opens every file (throws store::TraceError naming the file when one is missing,
+    // foreign or from an unsupported schema) and creates the lanes. Events are loaded
+    // by start_loading() (background) or load_all() (this thread, for tests/tools).
+    explicit TraceModel(const std::vector<std::string>& paths);
+    ~TraceModel();
+    TraceModel(const TraceModel&) = delete;
+    TraceModel& operator=(const TraceModel&) = delete;
+
+    void start_loading();
+    void load_all();
+    void cancel_loading();  // stops the loader at its next event and joins it
+    bool loaded() const { return finished_.load(std::memory_order_acquire); }
+    LoadProgress progress() const;
+
+    // --- Names ---------------------------------------------------------------------
+    std::string_view name(std::uint32_t name_id) const;
+    std::size_t name_count() const { return names_.size(); }
+    // Model name id of `text`, or -1 when no file has it.
+    std::int64_t find_name(std::string_view text) const;
+
+    // --- Files and lanes -------------------------------------------------------------
+    const std::vector<TraceFile>& files() const { return files_; }
+    TraceFile& file(int index) { return files_[static_cast<std::size_t>(index)]; }
+    int lane_count() const { return static_cast<int>(lanes_.size()); }
+    const Lane& lane(int index) const { return *lanes_[static_cast<std::size_t>(index)]; }
+    // The event `ref` names, or nullptr when its lane is not ready or it is out of range.
+    const TimelineEvent* event(const EventRef& ref) const;
+    // First event start and last event end over all files (from track summaries, so
+    // known before loading).
+    trace::TimeNs begin_ns() const { return begin_ns_; }
+    trace::TimeNs end_ns() const { return end_ns_; }
+    std::int64_t total_events() const { return total_events_; }
+
+    // Bytes held by loaded lanes (capacities, not sizes), for the <= 64 B/event budget.
+    std::size_t memory_bytes() const;
+
+private:
+    std::uint32_t intern(std::string_view text);
+    void create_lanes(int file_index, const store::TraceReader& reader);
+    void load_lane(store::TraceReader& reader, Lane& lane);
+    void load_stack_samples(store::TraceReader& reader, int file_index);
+    void run_loader();
+
+    std::vector<TraceFile> files_;
+    std::vector<std::unique_ptr<Lane>> lanes_;
+    std::vector<std::string> names_;
+    std::unordered_map<std::string, std::uint32_t> name_lookup_;
+    trace::TimeNs begin_ns_ = 0;
+    trace::TimeNs end_ns_ = 0;
+    std::int64_t total_events_ = 0;
+
+    std::thread loader_;
+    std::atomic<bool> cancel_{false};
+    std::atomic<bool> finished_{false};
+    std::atomic<std::int64_t> events_loaded_{0};
+    std::atomic<int> lanes_ready_{0};
+    mutable std::mutex error_mutex_;
+    std::string load_error_;
+    // Name ids of unnamed GPU work, indexed by enum values (see the constructor).
+    std::vector<std::uint32_t> memcpy_names_;  // [direction][source][destination]
+    std::vector<std::uint32_t> memset_names_;  // [memory kind]
+    std::vector<std::uint32_t> sync_names_;    // [sync kind]
+};
+
+// Model names for GPU work that has no name in the file.
+std::string memcpy_name(trace::MemcpyDirection direction, trace::MemoryKind source,
+                        trace::MemoryKind destination);
+std::string memset_name(trace::MemoryKind kind);
+
+}  // namespace ember::viewer
