@@ -48,8 +48,13 @@ void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, Grad
         const float* out = y.as<float>();
         const float* grad_out = dy.as<float>();
         float* grad_in = dx.as<float>();
-        for (int64_t i = 0, end = dx.numel(); i < end; ++i)
-            grad_in[i] = write_grad(grad_in[i], out[i] > 0.0f ? grad_out[i] : 0.0f, write);
+        // Two loops without a branch on the data: a sign-dependent branch mispredicts
+        // half the time and was the most expensive part of this op.
+        const int64_t n = dx.numel();
+        if (write == GradWrite::accumulate)
+            for (int64_t i = 0; i < n; ++i) grad_in[i] += out[i] > 0.0f ? grad_out[i] : 0.0f;
+        else
+            for (int64_t i = 0; i < n; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
         return;
     }
     for (int64_t i = 0, end = dx.numel(); i < end; ++i)

@@ -2,6 +2,7 @@
 #include "engine/cpu/cpu_util.h"
 #include "engine/ops/pooling.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -44,20 +45,25 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
             int32_t* index = argmax.as<int32_t>() + plane * P * Q;
             for (int64_t oh = 0; oh < P; ++oh)
                 for (int64_t ow = 0; ow < Q; ++ow) {
+                    // The window clipped to the image; the first element seeds the
+                    // maximum and only a strictly greater one replaces it (same tie
+                    // rule as the generic path), with selects instead of branches.
+                    const int64_t h_begin = std::max<int64_t>(oh * q.stride_h - q.pad_h, 0);
+                    const int64_t h_end = std::min<int64_t>(oh * q.stride_h - q.pad_h + q.kernel_h, H);
+                    const int64_t w_begin = std::max<int64_t>(ow * q.stride_w - q.pad_w, 0);
+                    const int64_t w_end = std::min<int64_t>(ow * q.stride_w - q.pad_w + q.kernel_w, W);
                     float best = 0.0f;
                     int32_t best_index = -1;
-                    for (int64_t kh = 0; kh < q.kernel_h; ++kh) {
-                        int64_t h = oh * q.stride_h - q.pad_h + kh;
-                        if (h < 0 || h >= H) continue;
-                        for (int64_t kw = 0; kw < q.kernel_w; ++kw) {
-                            int64_t w = ow * q.stride_w - q.pad_w + kw;
-                            if (w < 0 || w >= W) continue;
-                            float v = in[h * W + w];
-                            if (best_index < 0 || v > best) {
-                                best = v;
-                                best_index = static_cast<int32_t>(h * W + w);
+                    if (h_begin < h_end && w_begin < w_end) {
+                        best_index = static_cast<int32_t>(h_begin * W + w_begin);
+                        best = in[best_index];
+                        for (int64_t h = h_begin; h < h_end; ++h)
+                            for (int64_t w = w_begin; w < w_end; ++w) {
+                                const float v = in[h * W + w];
+                                const bool greater = v > best;
+                                best = greater ? v : best;
+                                best_index = greater ? static_cast<int32_t>(h * W + w) : best_index;
                             }
-                        }
                     }
                     out[oh * Q + ow] = best;
                     index[oh * Q + ow] = best_index;
@@ -85,7 +91,7 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
                         }
                     }
                     int64_t out = y.offset4(n, c, oh, ow);
-                    cpu::set(y, out, best);
+                    cpu::set(y, out, best_index < 0 ? 0.0 : best);  // empty window: 0, as the kernel
                     argmax.as<int32_t>()[out] = best_index;
                 }
 }
