@@ -33,6 +33,9 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs&
     cpu::check_float_cpu(b, op, "B");
     cpu::check_float_cpu(c, op, "C");
     require(a.dtype == b.dtype, op, "A and B dtypes differ: " + a.describe() + ", " + b.describe());
+    for (const Tensor* t : {&a, &b, &c})
+        require(!(t->rank == 4 && t->layout == Layout::nhwc), op,
+                "operands are read as row-major matrices; convert channels-last first: " + t->describe());
     require(c.dtype == a.dtype || c.dtype == DType::f32, op,
             "C must be f32 or A's dtype: " + c.describe());
     require(a.dtype != DType::f64 || c.dtype == DType::f64, op, "f64 GEMM needs an f64 C");

@@ -52,6 +52,9 @@ void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor&
     check_cuda_operand(b, "B");
     check_cuda_operand(c, "C");
     require(a.dtype == b.dtype, op, "A and B dtypes differ: " + a.describe() + ", " + b.describe());
+    for (const Tensor* t : {&a, &b, &c})
+        require(!(t->rank == 4 && t->layout == Layout::nhwc), op,
+                "operands are read as row-major matrices; convert channels-last first: " + t->describe());
     require(c.dtype == a.dtype || c.dtype == DType::f32, op,
             "C must be f32 or A's dtype: " + c.describe());
     const int64_t m = args.transpose_a ? a.cols() : a.rows();
