@@ -1,6 +1,7 @@
 // CPU reference ops against hand-computed values and published formulas; store vs
 // accumulate gradient writes; f16/bf16 emulation; layouts; argument checking.
 #include "engine/ops/activation.h"
+#include "engine/ops/backend.h"
 #include "engine/ops/batchnorm.h"
 #include "engine/ops/conv.h"
 #include "engine/ops/dropout.h"
@@ -377,6 +378,20 @@ TEST(OpsCpu, FlattenFeedsLinear) {
     double expected = 0.0;
     for (int k = 0; k < 12; ++k) expected += x.get(12 + k) * w.get(3 * 12 + k);
     EXPECT_NEAR(y.get(5 + 3), expected, 1e-5);
+}
+
+TEST(OpsCpu, BackendDispatchesToTheCpuTwin) {
+    HostTensor x(f32, {4}), y(f32, {4});
+    x.set(0, -1.0);
+    x.set(1, 2.0);
+    const Backend cpu = Backend::cpu();
+    relu_forward(cpu, x, y);
+    EXPECT_EQ(y.get(0), 0.0);
+    EXPECT_EQ(y.get(1), 2.0);
+    fill(cpu, y, 5.0f);
+    EXPECT_EQ(y.get(3), 5.0);
+    Backend missing_context{Device::cuda, nullptr};
+    EXPECT_THROW(relu_forward(missing_context, x, y), std::invalid_argument);
 }
 
 TEST(OpsCpu, RejectsMismatchedArguments) {

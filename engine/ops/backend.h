@@ -1,0 +1,191 @@
+// backend.h: one call per op that picks the CPU or CUDA twin, so layer code is
+// written once: ops::relu_forward(backend, x, y). A Backend is the device plus, for
+// cuda, the context (stream, library handles, autotune cache) the op is enqueued on.
+// The functions are thin inline forwards to the <op>_cpu / <op>_cuda declarations.
+#pragma once
+
+#include "engine/ops/activation.h"
+#include "engine/ops/batchnorm.h"
+#include "engine/ops/conv.h"
+#include "engine/ops/dropout.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/embedding.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/layernorm.h"
+#include "engine/ops/pooling.h"
+#include "engine/ops/softmax_cross_entropy.h"
+
+namespace ember::ops {
+
+struct Backend {
+    Device device = Device::cpu;
+    CudaContext* ctx = nullptr;  // required when device == cuda
+
+    static Backend cpu() { return {}; }
+    static Backend cuda(CudaContext& context) { return {Device::cuda, &context}; }
+    bool is_cuda() const { return device == Device::cuda; }
+    CudaContext& context() const {
+        require(ctx != nullptr, "Backend", "a cuda backend needs a CudaContext");
+        return *ctx;
+    }
+};
+
+// The two expansions every wrapper below uses.
+#define EMBER_DISPATCH(name, ...)                         \
+    do {                                                  \
+        if (backend.is_cuda())                            \
+            name##_cuda(backend.context(), __VA_ARGS__);  \
+        else                                              \
+            name##_cpu(__VA_ARGS__);                      \
+    } while (0)
+
+inline void gemm(const Backend& backend, const Tensor& a, const Tensor& b, const Tensor& c,
+                 const GemmArgs& args = {}) {
+    EMBER_DISPATCH(gemm, a, b, c, args);
+}
+inline void linear_forward(const Backend& backend, const Tensor& x, const Tensor& weight,
+                           const Tensor& bias, const Tensor& y, bool gelu = false,
+                           const Tensor& pre_activation = {}) {
+    EMBER_DISPATCH(linear_forward, x, weight, bias, y, gelu, pre_activation);
+}
+inline void linear_backward(const Backend& backend, const Tensor& x, const Tensor& weight,
+                            const Tensor& dy, const Tensor& dx, const Tensor& dweight,
+                            const Tensor& dbias, GradWrite input_write, GradWrite param_write) {
+    EMBER_DISPATCH(linear_backward, x, weight, dy, dx, dweight, dbias, input_write, param_write);
+}
+inline void bias_backward(const Backend& backend, const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    EMBER_DISPATCH(bias_backward, dy, dbias, write);
+}
+
+inline void conv2d_forward(const Backend& backend, const Tensor& x, const Tensor& weight,
+                           const Tensor& bias, const Tensor& y, const Conv2dParams& params) {
+    EMBER_DISPATCH(conv2d_forward, x, weight, bias, y, params);
+}
+inline void conv2d_backward_data(const Backend& backend, const Tensor& weight, const Tensor& dy,
+                                 const Tensor& dx, const Conv2dParams& params, GradWrite write) {
+    EMBER_DISPATCH(conv2d_backward_data, weight, dy, dx, params, write);
+}
+inline void conv2d_backward_filter(const Backend& backend, const Tensor& x, const Tensor& dy,
+                                   const Tensor& dweight, const Conv2dParams& params, GradWrite write) {
+    EMBER_DISPATCH(conv2d_backward_filter, x, dy, dweight, params, write);
+}
+inline void conv2d_backward_bias(const Backend& backend, const Tensor& dy, const Tensor& dbias,
+                                 GradWrite write) {
+    EMBER_DISPATCH(conv2d_backward_bias, dy, dbias, write);
+}
+
+inline void batchnorm_forward_train(const Backend& backend, const Tensor& x, const Tensor& gamma,
+                                    const Tensor& beta, const Tensor& y, const Tensor& running_mean,
+                                    const Tensor& running_var, const Tensor& save_mean,
+                                    const Tensor& save_invstd, const BatchNormParams& params) {
+    EMBER_DISPATCH(batchnorm_forward_train, x, gamma, beta, y, running_mean, running_var, save_mean,
+                   save_invstd, params);
+}
+inline void batchnorm_forward_eval(const Backend& backend, const Tensor& x, const Tensor& gamma,
+                                   const Tensor& beta, const Tensor& running_mean,
+                                   const Tensor& running_var, const Tensor& y,
+                                   const BatchNormParams& params) {
+    EMBER_DISPATCH(batchnorm_forward_eval, x, gamma, beta, running_mean, running_var, y, params);
+}
+inline void batchnorm_backward(const Backend& backend, const Tensor& x, const Tensor& dy,
+                               const Tensor& gamma, const Tensor& save_mean, const Tensor& save_invstd,
+                               const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                               GradWrite input_write, GradWrite param_write) {
+    EMBER_DISPATCH(batchnorm_backward, x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta,
+                   input_write, param_write);
+}
+
+inline void relu_forward(const Backend& backend, const Tensor& x, const Tensor& y) {
+    EMBER_DISPATCH(relu_forward, x, y);
+}
+inline void relu_backward(const Backend& backend, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                          GradWrite write) {
+    EMBER_DISPATCH(relu_backward, y, dy, dx, write);
+}
+inline void gelu_forward(const Backend& backend, const Tensor& x, const Tensor& y) {
+    EMBER_DISPATCH(gelu_forward, x, y);
+}
+inline void gelu_forward_unfused(const Backend& backend, const Tensor& x, const Tensor& y,
+                                 const Tensor& scratch) {
+    EMBER_DISPATCH(gelu_forward_unfused, x, y, scratch);
+}
+inline void gelu_backward(const Backend& backend, const Tensor& x, const Tensor& dy, const Tensor& dx,
+                          GradWrite write) {
+    EMBER_DISPATCH(gelu_backward, x, dy, dx, write);
+}
+
+inline void maxpool2d_forward(const Backend& backend, const Tensor& x, const Tensor& y,
+                              const Tensor& argmax, const Pool2dParams& params) {
+    EMBER_DISPATCH(maxpool2d_forward, x, y, argmax, params);
+}
+inline void maxpool2d_backward(const Backend& backend, const Tensor& dy, const Tensor& argmax,
+                               const Tensor& dx, const Pool2dParams& params, GradWrite write) {
+    EMBER_DISPATCH(maxpool2d_backward, dy, argmax, dx, params, write);
+}
+inline void avgpool2d_forward(const Backend& backend, const Tensor& x, const Tensor& y,
+                              const Pool2dParams& params) {
+    EMBER_DISPATCH(avgpool2d_forward, x, y, params);
+}
+inline void avgpool2d_backward(const Backend& backend, const Tensor& dy, const Tensor& dx,
+                               const Pool2dParams& params, GradWrite write) {
+    EMBER_DISPATCH(avgpool2d_backward, dy, dx, params, write);
+}
+
+inline void dropout_forward(const Backend& backend, const Tensor& x, const Tensor& y,
+                            const Tensor& mask, const DropoutParams& params) {
+    EMBER_DISPATCH(dropout_forward, x, y, mask, params);
+}
+inline void dropout_backward(const Backend& backend, const Tensor& dy, const Tensor& mask,
+                             const Tensor& dx, float p, GradWrite write) {
+    EMBER_DISPATCH(dropout_backward, dy, mask, dx, p, write);
+}
+
+inline void softmax_cross_entropy(const Backend& backend, const Tensor& logits, const Tensor& targets,
+                                  const Tensor& losses, const Tensor& dlogits, float grad_scale) {
+    EMBER_DISPATCH(softmax_cross_entropy, logits, targets, losses, dlogits, grad_scale);
+}
+
+inline void layernorm_forward(const Backend& backend, const Tensor& x, const Tensor& gamma,
+                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                              const Tensor& save_rstd, float eps = 1e-5f) {
+    EMBER_DISPATCH(layernorm_forward, x, gamma, beta, y, save_mean, save_rstd, eps);
+}
+inline void layernorm_backward(const Backend& backend, const Tensor& x, const Tensor& dy,
+                               const Tensor& gamma, const Tensor& save_mean, const Tensor& save_rstd,
+                               const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                               GradWrite input_write, GradWrite param_write) {
+    EMBER_DISPATCH(layernorm_backward, x, dy, gamma, save_mean, save_rstd, dx, dgamma, dbeta,
+                   input_write, param_write);
+}
+
+inline void embedding_forward(const Backend& backend, const Tensor& ids, const Tensor& table,
+                              const Tensor& out) {
+    EMBER_DISPATCH(embedding_forward, ids, table, out);
+}
+inline void embedding_backward(const Backend& backend, const Tensor& ids, const Tensor& dout,
+                               const Tensor& dtable, GradWrite write) {
+    EMBER_DISPATCH(embedding_backward, ids, dout, dtable, write);
+}
+
+inline void add(const Backend& backend, const Tensor& a, const Tensor& b, const Tensor& out) {
+    EMBER_DISPATCH(add, a, b, out);
+}
+inline void accumulate_grad(const Backend& backend, const Tensor& src, const Tensor& dst, GradWrite write) {
+    EMBER_DISPATCH(accumulate_grad, src, dst, write);
+}
+inline void cast(const Backend& backend, const Tensor& src, const Tensor& dst) {
+    EMBER_DISPATCH(cast, src, dst);
+}
+inline void convert_layout(const Backend& backend, const Tensor& src, const Tensor& dst) {
+    EMBER_DISPATCH(convert_layout, src, dst);
+}
+inline void fill(const Backend& backend, const Tensor& t, float value) {
+    EMBER_DISPATCH(fill, t, value);
+}
+inline void scale(const Backend& backend, const Tensor& t, float factor) {
+    EMBER_DISPATCH(scale, t, factor);
+}
+
+#undef EMBER_DISPATCH
+
+}  // namespace ember::ops
