@@ -204,16 +204,20 @@ TEST_F(OpsParity, ConvForwardBackwardLayoutsDtypesAndAutotune) {
 }
 
 TEST_F(OpsParity, BatchNormTrainEvalBackward) {
-    for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+    // Three shapes: (N,C,H,W) nchw, the same channels-last, and BatchNorm1d's (N,C).
+    for (int variant = 0; variant < 3; ++variant) {
+        const Layout layout = variant == 1 ? Layout::nhwc : Layout::nchw;
         for (DType t : {DType::f32, DType::bf16}) {
-            HostTensor x = random_tensor(t, {8, 6, 5, 7}, rng, layout, -2.0, 3.0);
-            HostTensor dy = random_tensor(t, {8, 6, 5, 7}, rng, layout);
+            HostTensor x = variant == 2 ? random_tensor(t, {40, 6}, rng, layout, -2.0, 3.0)
+                                        : random_tensor(t, {8, 6, 5, 7}, rng, layout, -2.0, 3.0);
+            HostTensor dy = x;
+            test::fill_random(dy, rng);
             HostTensor gamma = random_tensor(f32, {6}, rng, Layout::nchw, 0.5, 1.5);
             HostTensor beta = random_tensor(f32, {6}, rng);
             HostTensor running_mean(f32, {6}), running_var(f32, {6});
             test::fill_value(running_var, 1.0);
-            HostTensor y(t, {8, 6, 5, 7}, layout), mean(f32, {6}), invstd(f32, {6});
-            HostTensor dx(t, {8, 6, 5, 7}, layout), dgamma(f32, {6}), dbeta(f32, {6});
+            HostTensor y = x, dx = x, mean(f32, {6}), invstd(f32, {6});
+            HostTensor dgamma(f32, {6}), dbeta(f32, {6});
             DeviceTensor d_x(x), d_dy(dy), d_gamma(gamma), d_beta(beta), d_rm(running_mean), d_rv(running_var);
             BatchNormParams params;
             batchnorm_forward_train_cpu(x, gamma, beta, y, running_mean, running_var, mean, invstd, params);
@@ -223,7 +227,8 @@ TEST_F(OpsParity, BatchNormTrainEvalBackward) {
             batchnorm_forward_train_cuda(*ctx, d_x, d_gamma, d_beta, *d_y, d_rm, d_rv, *d_mean, *d_invstd, params);
             batchnorm_backward_cuda(*ctx, d_x, d_dy, d_gamma, *d_mean, *d_invstd, *d_dx, *d_dgamma,
                                     *d_dbeta, GradWrite::store, GradWrite::store);
-            std::string what = std::string("batchnorm ") + dtype_name(t) + " " + layout_name(layout);
+            std::string what = std::string("batchnorm ") + dtype_name(t) + " " +
+                               (variant == 2 ? "2-D" : layout_name(layout));
             expect_close(*d_y, y, tolerance(t), what + " y");
             expect_close(*d_mean, mean, 1e-5, what + " mean");
             expect_close(*d_invstd, invstd, 1e-5, what + " invstd");
