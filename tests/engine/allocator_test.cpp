@@ -3,6 +3,9 @@
 // activation arena; the pinned pool's fallback; the device allocator's refusal.
 #include "engine/core/allocator.h"
 #include "engine/core/copy.h"
+#include "engine/core/cuda_check.h"
+#include "engine/core/stream.h"
+#include "engine/cuda/context.h"
 #include "engine/core/device.h"
 
 #include <gtest/gtest.h>
@@ -213,6 +216,27 @@ TEST(DeviceAllocator, RefusesClearlyWithoutDevice) {
         FAIL() << "expected a refusal";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CudaContext, RefusesClearlyWithoutDevice) {
+    if (ember::cuda_device_available()) GTEST_SKIP() << "a device is present";
+    try {
+        ember::CudaContext ctx;
+        FAIL() << "expected a refusal";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("CudaContext: no CUDA device"), std::string::npos) << e.what();
+    }
+    // Streams need a device too; the error names the call.
+    try {
+        ember::Stream stream;
+        FAIL() << "expected a CudaError";
+    } catch (const ember::CudaError& e) {
+        EXPECT_NE(std::string(e.what()).find("cudaStreamCreateWithFlags"), std::string::npos) << e.what();
     }
 }
 
