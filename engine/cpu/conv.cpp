@@ -24,6 +24,9 @@ ConvShape check_conv(const char* op, const Tensor& x, const Tensor& weight, cons
     cpu::check_float_cpu(weight, op, "weight");
     cpu::check_float_cpu(y, op, "y");
     require(x.rank == 4 && weight.rank == 4 && y.rank == 4, op, "x, weight and y must be 4-D");
+    // The same rules as cuDNN on the device, so code that runs here runs there.
+    require(x.dtype == weight.dtype && x.dtype == y.dtype, op, "x, weight and y dtypes differ");
+    require(x.layout == weight.layout && x.layout == y.layout, op, "x, weight and y layouts differ");
     require(weight.shape[1] == x.shape[1], op,
             "weight channels differ from x: " + weight.describe() + " vs " + x.describe());
     ConvShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3], weight.shape[0], weight.shape[2],
