@@ -1,0 +1,218 @@
+// screenshot_test.cpp: runs `ember-view --screenshot` under Xvfb on fixture traces
+// and checks the pictures: expected colors in the expected lanes (kernels blue in
+// the compute stream, copies green in the copy stream, NVTX ranges warm in the main
+// thread, counter lines orange), a flamegraph, a difference flamegraph with red
+// (slower) boxes, the stats tables; and that bad files or a missing display end
+// with a clear message, not a crash.
+#include "tests/viewer/fixture_trace.h"
+#include "viewer/ui/colors.h"
+
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace ember::viewer {
+namespace {
+
+struct Image {
+    int width = 0, height = 0;
+    std::vector<std::uint8_t> rgba;
+    std::uint32_t pixel(int x, int y) const {
+        const std::uint8_t* p = &rgba[(static_cast<std::size_t>(y) * width + x) * 4];
+        return colors::rgb(p[0], p[1], p[2]);
+    }
+};
+
+bool read_png(const std::string& path, Image& image) {
+    png_image header{};
+    header.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&header, path.c_str())) return false;
+    header.format = PNG_FORMAT_RGBA;
+    image.width = static_cast<int>(header.width);
+    image.height = static_cast<int>(header.height);
+    image.rgba.resize(PNG_IMAGE_SIZE(header));
+    return png_image_finish_read(&header, nullptr, image.rgba.data(), 0, nullptr) != 0;
+}
+
+struct LaneBox {
+    int kind = 0;
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    std::string title;
+};
+
+std::vector<LaneBox> read_layout(const std::string& path) {
+    std::vector<LaneBox> lanes;
+    std::ifstream in(path);
+    std::string word;
+    int index;
+    LaneBox box;
+    while (in >> word >> index >> box.kind >> box.x0 >> box.y0 >> box.x1 >> box.y1) {
+        std::getline(in, box.title);
+        lanes.push_back(box);
+    }
+    return lanes;
+}
+
+// Runs a command; returns its exit code (or 128 + signal) and its output.
+int run(const std::string& command, std::string* output) {
+    const std::string log = testing::temporary_trace_path("command") + ".log";
+    const int status = std::system((command + " > " + log + " 2>&1").c_str());
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (output) *output = text.str();
+    std::filesystem::remove(log);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+bool is_kernel_blue(std::uint32_t c) {
+    return colors::blue(c) >= 150 && colors::blue(c) > colors::red(c) + 60 && colors::blue(c) > colors::green(c) + 20;
+}
+bool is_copy_green(std::uint32_t c) {
+    return colors::green(c) >= 150 && colors::green(c) > colors::red(c) + 60 && colors::green(c) > colors::blue(c) + 60;
+}
+bool is_warm(std::uint32_t c) { return colors::red(c) >= 150 && colors::red(c) > colors::blue(c) + 60; }
+bool is_counter_orange(std::uint32_t c) {
+    // kCounterLine (255, 150, 30): redder than any NVTX range shade (red <= 232).
+    return colors::red(c) >= 245 && colors::green(c) >= 120 && colors::green(c) <= 180 && colors::blue(c) < 70;
+}
+bool is_diff_red(std::uint32_t c) { return colors::red(c) >= 180 && colors::green(c) < 110 && colors::blue(c) < 110; }
+
+int count_in(const Image& image, const LaneBox& box, bool (*test)(std::uint32_t)) {
+    int count = 0;
+    for (int y = static_cast<int>(box.y0); y < static_cast<int>(box.y1) && y < image.height; ++y)
+        for (int x = static_cast<int>(box.x0); x < static_cast<int>(box.x1) && x < image.width; ++x)
+            count += test(image.pixel(x, y)) ? 1 : 0;
+    return count;
+}
+
+int count_all(const Image& image, bool (*test)(std::uint32_t)) {
+    return count_in(image, {0, 0, 0, static_cast<float>(image.width), static_cast<float>(image.height), ""}, test);
+}
+
+std::size_t distinct_colors(const Image& image) {
+    std::set<std::uint32_t> seen;
+    for (int y = 0; y < image.height; y += 2)
+        for (int x = 0; x < image.width; x += 2) seen.insert(image.pixel(x, y));
+    return seen.size();
+}
+
+class ScreenshotTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) GTEST_SKIP() << "xvfb-run is not installed";
+        trace_ = testing::temporary_trace_path("shot");
+        testing::write_fixture_trace(trace_);
+        png_ = trace_ + ".png";
+        layout_ = trace_ + ".layout";
+    }
+    void TearDown() override {
+        for (const std::string& path : {trace_, png_, layout_}) std::filesystem::remove(path);
+    }
+    std::string viewer(const std::string& arguments) const {
+        return std::string("xvfb-run -a -s '-screen 0 1600x1000x24' ") + EMBER_VIEW_PATH + " " + arguments;
+    }
+    std::string trace_, png_, layout_;
+};
+
+TEST_F(ScreenshotTest, TimelineShowsEachKindInItsLane) {
+    std::string output;
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view timeline --size 1400x700 --layout " + layout_),
+                  &output),
+              0)
+        << output;
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_EQ(image.width, 1400);
+    EXPECT_EQ(image.height, 700);
+    EXPECT_GT(distinct_colors(image), 20u);
+    const auto lanes = read_layout(layout_);
+    ASSERT_EQ(lanes.size(), 6u);
+    auto lane = [&lanes](const std::string& title) {
+        for (const LaneBox& box : lanes)
+            if (box.title.find(title) != std::string::npos) return box;
+        ADD_FAILURE() << "no lane " << title;
+        return LaneBox{};
+    };
+    const LaneBox main_thread = lane("main"), compute = lane("compute"), copy = lane("copy"), loss = lane("loss");
+    EXPECT_GT(count_in(image, main_thread, is_warm), 5000);     // step/forward/backward rows
+    EXPECT_GT(count_in(image, compute, is_kernel_blue), 300);   // 24 kernels
+    EXPECT_EQ(count_in(image, compute, is_copy_green), 0);
+    EXPECT_GT(count_in(image, copy, is_copy_green), 20);        // 4 copies, a few pixels wide
+    EXPECT_EQ(count_in(image, copy, is_kernel_blue), 0);
+    EXPECT_GT(count_in(image, loss, is_counter_orange), 200);   // the loss line
+    EXPECT_EQ(count_in(image, main_thread, is_counter_orange), 0);
+}
+
+TEST_F(ScreenshotTest, RangeZoomsTheTimeline) {
+    // The first 100 us hold no kernel (they start 10 us after forward) except the first.
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --range 0:30us --size 1400x700 --layout " + layout_),
+                  nullptr),
+              0);
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    const auto lanes = read_layout(layout_);
+    ASSERT_EQ(lanes.size(), 6u);
+    // 10..30 us of a 30 us window: the first kernel fills about two thirds of the lane.
+    const LaneBox compute = lanes[2];
+    const int blue = count_in(image, compute, is_kernel_blue);
+    const int area = static_cast<int>((compute.x1 - compute.x0) * (compute.y1 - compute.y0));
+    EXPECT_GT(blue, area / 2);
+    EXPECT_LT(blue, area * 3 / 4);
+}
+
+TEST_F(ScreenshotTest, FlamegraphAndStatsAreDrawn) {
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view flamegraph --size 1000x600"), nullptr), 0);
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_GT(count_all(image, is_warm), 20000);  // "all", "step", "forward"/"backward" rows
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view flamegraph --flame-source gpu --size 1000x600"),
+                  nullptr),
+              0);
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_GT(count_all(image, is_kernel_blue), 5000);  // kernel leaves are blue
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view stats --size 1000x600"), nullptr), 0);
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_GT(distinct_colors(image), 10u);
+}
+
+TEST_F(ScreenshotTest, DifferenceFlamegraphIsRedWhereSlower) {
+    const std::string slower = testing::temporary_trace_path("shot_slow");
+    testing::FixtureShape shape;
+    shape.slowdown = 2.0;
+    testing::write_fixture_trace(slower, shape);
+    ASSERT_EQ(run(viewer(trace_ + " " + slower + " --screenshot " + png_ +
+                         " --view flamegraph --flame-source gpu --difference --size 1000x600"),
+                  nullptr),
+              0);
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_GT(count_all(image, is_diff_red), 5000);  // backward and its kernels doubled
+    std::filesystem::remove(slower);
+}
+
+TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
+    const std::string foreign = testing::temporary_trace_path("foreign");
+    {
+        std::ofstream out(foreign);
+        out << "not a trace\n";
+    }
+    std::string output;
+    EXPECT_EQ(run(viewer(foreign + " --screenshot " + png_), &output), 2);
+    EXPECT_NE(output.find(foreign), std::string::npos) << output;
+    EXPECT_EQ(run(viewer("/nonexistent/trace.db --screenshot " + png_), &output), 2);
+    EXPECT_NE(output.find("/nonexistent/trace.db"), std::string::npos) << output;
+    std::filesystem::remove(foreign);
+    // No display at all: a clear message and a non-crash exit code.
+    EXPECT_EQ(run(std::string("env -u DISPLAY ") + EMBER_VIEW_PATH + " " + trace_, &output), 3);
+    EXPECT_NE(output.find("no display"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace ember::viewer

@@ -1,0 +1,74 @@
+// colors.h: the viewer's palette as plain ABGR constants (ImGui's IM_COL32 layout),
+// shared by the UI and the screenshot tests that look for them. Kernels are blues
+// (shade by name), copies green (HtoD) / orange (DtoH) / yellow (DtoD, peer),
+// memsets purple, syncs red, API calls teal, NVTX ranges their own color or a warm
+// shade by name, counters an orange line.
+#pragma once
+
+#include "viewer/model/timeline_event.h"
+
+#include <cstdint>
+
+namespace ember::viewer::colors {
+
+constexpr std::uint32_t rgb(std::uint32_t r, std::uint32_t g, std::uint32_t b) {
+    return 0xff000000u | (b << 16) | (g << 8) | r;
+}
+constexpr std::uint32_t red(std::uint32_t color) { return color & 0xff; }
+constexpr std::uint32_t green(std::uint32_t color) { return (color >> 8) & 0xff; }
+constexpr std::uint32_t blue(std::uint32_t color) { return (color >> 16) & 0xff; }
+
+constexpr std::uint32_t kBackground = rgb(24, 24, 28);
+constexpr std::uint32_t kLaneBackground = rgb(32, 32, 38);
+constexpr std::uint32_t kMemcpyHostToDevice = rgb(60, 190, 75);
+constexpr std::uint32_t kMemcpyDeviceToHost = rgb(235, 140, 40);
+constexpr std::uint32_t kMemcpyOther = rgb(220, 210, 60);
+constexpr std::uint32_t kMemset = rgb(160, 90, 210);
+constexpr std::uint32_t kSync = rgb(200, 50, 50);
+constexpr std::uint32_t kApiCall = rgb(70, 170, 170);
+constexpr std::uint32_t kApiError = rgb(230, 30, 30);
+constexpr std::uint32_t kMark = rgb(250, 250, 250);
+constexpr std::uint32_t kOverhead = rgb(120, 120, 120);
+constexpr std::uint32_t kCounterLine = rgb(255, 150, 30);
+constexpr std::uint32_t kSelection = rgb(255, 255, 255);
+constexpr std::uint32_t kFlow = rgb(255, 60, 200);
+constexpr std::uint32_t kDiffSlower = rgb(220, 50, 40);
+constexpr std::uint32_t kDiffFaster = rgb(40, 90, 220);
+
+// Kernels: a blue whose shade depends on the name, so neighbours differ.
+inline std::uint32_t kernel_color(std::uint32_t name_id) {
+    const std::uint32_t h = name_id * 2654435761u;
+    return rgb(30 + (h >> 27), 80 + ((h >> 20) & 0x3f), 190 + ((h >> 12) & 0x3f));
+}
+
+// NVTX ranges without a color of their own: a warm shade by name.
+inline std::uint32_t range_color(std::uint32_t name_id) {
+    const std::uint32_t h = name_id * 2246822519u;
+    return rgb(170 + (h >> 27) * 2, 90 + ((h >> 20) & 0x3f), 50 + ((h >> 12) & 0x1f));
+}
+
+inline std::uint32_t event_color(const TimelineEvent& event) {
+    switch (event.kind) {
+        case EventKind::kernel: return kernel_color(event.name_id);
+        case EventKind::memcpy:
+            if (event.detail == static_cast<std::uint8_t>(trace::MemcpyDirection::host_to_device))
+                return kMemcpyHostToDevice;
+            if (event.detail == static_cast<std::uint8_t>(trace::MemcpyDirection::device_to_host))
+                return kMemcpyDeviceToHost;
+            return kMemcpyOther;
+        case EventKind::memset: return kMemset;
+        case EventKind::sync: return kSync;
+        case EventKind::api_call: return event.extra ? kApiError : kApiCall;
+        case EventKind::range: return range_color(event.name_id);
+        case EventKind::mark: return kMark;
+        case EventKind::overhead: return kOverhead;
+    }
+    return kOverhead;
+}
+
+// A folded run: the first event's color, darkened so it reads as "many".
+inline std::uint32_t folded_color(std::uint32_t color) {
+    return rgb(red(color) * 3 / 5, green(color) * 3 / 5, blue(color) * 3 / 5);
+}
+
+}  // namespace ember::viewer::colors

@@ -1,0 +1,424 @@
+// main.cpp: `ember-view`, the desktop viewer (`ember view` runs it). Opens one or more
+// trace files (or the file a running process records, --attach PID), then either
+// shows a window, renders one frame to a PNG (--screenshot) or measures itself
+// (--bench). A file that cannot be opened shows an error dialog, or without a
+// display a clear message and exit code 2.
+#define GL_GLEXT_PROTOTYPES 1
+#include <GLFW/glfw3.h>
+#include <GL/glext.h>
+
+#include "profiler/store/trace_error.h"
+#include "viewer/ui/png_writer.h"
+#include "viewer/ui/viewer_app.h"
+
+#include <CLI/CLI.hpp>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using ember::viewer::TimeRange;
+using ember::viewer::TraceModel;
+using ember::viewer::ViewerApp;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kExitBadFile = 2;
+constexpr int kExitNoDisplay = 3;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// "12.5ms", "300us", "2s", "1500" (ns) -> nanoseconds; nullopt when malformed.
+std::optional<double> parse_time(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str()) return std::nullopt;
+    const std::string unit(end);
+    if (unit.empty() || unit == "ns") return value;
+    if (unit == "us") return value * 1e3;
+    if (unit == "ms") return value * 1e6;
+    if (unit == "s") return value * 1e9;
+    return std::nullopt;
+}
+
+// Resident and peak memory of this process from /proc/self/status, in bytes.
+void memory_usage(std::int64_t* resident, std::int64_t* peak) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    *resident = *peak = 0;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) *resident = std::atoll(line.c_str() + 6) * 1024;
+        if (line.rfind("VmHWM:", 0) == 0) *peak = std::atoll(line.c_str() + 6) * 1024;
+    }
+}
+
+// The trace file a running process has open: an fd pointing at an SQLite file.
+std::string trace_file_of_process(long long pid, std::string* error) {
+    const std::filesystem::path fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+    std::error_code code;
+    std::filesystem::directory_iterator entries(fd_dir, code);
+    if (code) {
+        *error = "cannot list " + fd_dir.string() + ": " + code.message() + " (is process " + std::to_string(pid) +
+                 " running, and yours?)";
+        return "";
+    }
+    for (const auto& entry : entries) {
+        const std::filesystem::path target = std::filesystem::read_symlink(entry.path(), code);
+        if (code || !std::filesystem::is_regular_file(target, code)) continue;
+        const std::string name = target.filename().string();
+        if (name.ends_with("-wal") || name.ends_with("-shm") || name.ends_with("-journal")) continue;
+        std::ifstream file(target, std::ios::binary);
+        char header[16] = {};
+        file.read(header, sizeof header);
+        if (file.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0) return target.string();
+    }
+    *error = "process " + std::to_string(pid) + " has no SQLite trace file open (is it recording with ember?)";
+    return "";
+}
+
+struct Window {
+    GLFWwindow* handle = nullptr;
+    GLuint framebuffer = 0, color_buffer = 0;
+    int width = 0, height = 0;
+    bool offscreen = false;
+};
+
+bool open_window(Window& window, int width, int height, bool visible, bool offscreen, std::string* error) {
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+    window.handle = glfwCreateWindow(width, height, "ember view", nullptr, nullptr);
+    if (window.handle == nullptr) {
+        *error = "glfwCreateWindow failed: OpenGL 3.3 core is not available on this display";
+        return false;
+    }
+    glfwMakeContextCurrent(window.handle);
+    glfwSwapInterval(0);  // frame times measure our work, not the display's refresh
+    window.width = width;
+    window.height = height;
+    window.offscreen = offscreen;
+    if (offscreen) {
+        // Render into our own framebuffer: pixels of a hidden or off-screen window
+        // are undefined, those of a renderbuffer are not.
+        glGenFramebuffers(1, &window.framebuffer);
+        glBindFramebuffer(GL_FRAMEBUFFER, window.framebuffer);
+        glGenRenderbuffers(1, &window.color_buffer);
+        glBindRenderbuffer(GL_RENDERBUFFER, window.color_buffer);
+        glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, width, height);
+        glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, window.color_buffer);
+        if (glCheckFramebufferStatus(GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE) {
+            *error = "glCheckFramebufferStatus: the offscreen framebuffer is incomplete";
+            return false;
+        }
+    }
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGui::GetIO().IniFilename = nullptr;  // no imgui.ini beside the user's files
+    ImGui::StyleColorsDark();
+    ImGui_ImplGlfw_InitForOpenGL(window.handle, true);
+    ImGui_ImplOpenGL3_Init("#version 330 core");
+    return true;
+}
+
+void close_window(Window& window) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    if (window.framebuffer) glDeleteFramebuffers(1, &window.framebuffer);
+    if (window.color_buffer) glDeleteRenderbuffers(1, &window.color_buffer);
+    glfwDestroyWindow(window.handle);
+    glfwTerminate();
+}
+
+// One frame: widgets, then GL. `finish` waits for the GPU so frame times are honest.
+void render_frame(Window& window, ViewerApp& app, bool finish) {
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    int width = window.width, height = window.height;
+    if (window.offscreen) {
+        ImGuiIO& io = ImGui::GetIO();
+        io.DisplaySize = ImVec2(static_cast<float>(width), static_cast<float>(height));
+        io.DisplayFramebufferScale = ImVec2(1, 1);
+    } else {
+        glfwGetFramebufferSize(window.handle, &width, &height);
+    }
+    ImGui::NewFrame();
+    const ImVec2 size = ImGui::GetIO().DisplaySize;
+    app.draw_frame(size.x, size.y);
+    ImGui::Render();
+    glViewport(0, 0, width, height);
+    glClearColor(0.09f, 0.09f, 0.11f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (finish) glFinish();
+    if (!window.offscreen) glfwSwapBuffers(window.handle);
+}
+
+bool save_screenshot(Window& window, const std::string& path, std::string* error) {
+    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(window.width) * window.height * 4);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, window.framebuffer);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, window.width, window.height, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+    if (glGetError() != GL_NO_ERROR) {
+        *error = "glReadPixels failed";
+        return false;
+    }
+    // OpenGL's rows go bottom-up, PNG's top-down.
+    const std::size_t stride = static_cast<std::size_t>(window.width) * 4;
+    std::vector<std::uint8_t> flipped(pixels.size());
+    for (int row = 0; row < window.height; ++row)
+        std::memcpy(flipped.data() + static_cast<std::size_t>(row) * stride,
+                    pixels.data() + static_cast<std::size_t>(window.height - 1 - row) * stride, stride);
+    for (std::size_t index = 3; index < flipped.size(); index += 4) flipped[index] = 255;
+    return ember::viewer::write_png(path, window.width, window.height, flipped, error);
+}
+
+double percentile(std::vector<double> values, double fraction) {
+    if (values.empty()) return 0.0;
+    std::sort(values.begin(), values.end());
+    const auto index = static_cast<std::size_t>(std::clamp(fraction * static_cast<double>(values.size() - 1), 0.0,
+                                                            static_cast<double>(values.size() - 1)));
+    return values[index];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Clock::time_point process_start = Clock::now();
+    CLI::App cli{"ember-view: timelines, flamegraphs and tables of ember trace files.", "ember-view"};
+    std::vector<std::string> files;
+    std::string screenshot, view_name = "timeline", range_text, size_text = "1600x1000", layout_path, flame_name = "nvtx";
+    bool bench = false, difference = false, watch = false;
+    long long attach_pid = 0;
+    cli.add_option("files", files, "trace files (several ranks share one time base)");
+    cli.add_option("--screenshot", screenshot, "render one frame to this PNG and exit");
+    cli.add_option("--view", view_name, "view for --screenshot: timeline, flamegraph or stats")
+        ->check(CLI::IsMember({"timeline", "flamegraph", "stats"}));
+    cli.add_option("--range", range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
+    cli.add_option("--size", size_text, "window/screenshot size WxH");
+    cli.add_option("--flame-source", flame_name, "flamegraph source: nvtx, gpu or cpu")
+        ->check(CLI::IsMember({"nvtx", "gpu", "cpu"}));
+    cli.add_flag("--difference", difference, "flamegraph of the 2nd file against the 1st (red slower, blue faster)");
+    cli.add_option("--layout", layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
+    cli.add_flag("--bench", bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
+    cli.add_option("--attach", attach_pid, "watch the trace a running process is recording");
+    cli.add_flag("--watch", watch, "reload the files as they grow (a recording in progress)");
+    CLI11_PARSE(cli, argc, argv);
+
+    if (attach_pid > 0) {
+        std::string error;
+        const std::string path = trace_file_of_process(attach_pid, &error);
+        if (path.empty()) {
+            std::fprintf(stderr, "ember view: %s\n", error.c_str());
+            return kExitBadFile;
+        }
+        files.assign(1, path);
+        watch = true;
+    }
+    if (files.empty()) {
+        std::fprintf(stderr, "ember view: no trace file given (ember view FILE [FILE...] or --attach PID)\n");
+        return kExitBadFile;
+    }
+    int width = 1600, height = 1000;
+    if (std::sscanf(size_text.c_str(), "%dx%d", &width, &height) != 2 || width < 100 || height < 100 ||
+        width > 16384 || height > 16384) {
+        std::fprintf(stderr, "ember view: --size %s: expected WxH between 100x100 and 16384x16384\n", size_text.c_str());
+        return kExitBadFile;
+    }
+    std::optional<std::pair<double, double>> range;
+    if (!range_text.empty()) {
+        const auto colon = range_text.find(':');
+        std::optional<double> begin, end;
+        if (colon != std::string::npos) {
+            begin = parse_time(range_text.substr(0, colon));
+            end = parse_time(range_text.substr(colon + 1));
+        }
+        if (!begin || !end || *end <= *begin) {
+            std::fprintf(stderr, "ember view: --range %s: expected A:B with A < B, e.g. 1.5ms:3ms\n", range_text.c_str());
+            return kExitBadFile;
+        }
+        range = std::make_pair(*begin, *end);
+    }
+
+    std::unique_ptr<TraceModel> model;
+    std::string open_error;
+    try {
+        model = std::make_unique<TraceModel>(files);
+    } catch (const std::exception& error) {
+        open_error = error.what();
+    }
+    const bool headless = !screenshot.empty() || bench;
+    if (!open_error.empty() && headless) {
+        std::fprintf(stderr, "ember view: %s\n", open_error.c_str());
+        return kExitBadFile;
+    }
+    glfwSetErrorCallback([](int code, const char* description) {
+        std::fprintf(stderr, "ember view: GLFW error %d: %s\n", code, description);
+    });
+    if (!glfwInit()) {
+        if (!open_error.empty()) std::fprintf(stderr, "ember view: %s\n", open_error.c_str());
+        std::fprintf(stderr,
+                     "ember view: no display: glfwInit failed (set DISPLAY, or run headless under "
+                     "xvfb-run -a -s \"-screen 0 1600x1000x24\" ember view ...)\n");
+        return open_error.empty() ? kExitNoDisplay : kExitBadFile;
+    }
+    Window window;
+    std::string window_error;
+    if (!open_window(window, width, height, !headless, !screenshot.empty(), &window_error)) {
+        std::fprintf(stderr, "ember view: %s\n", window_error.c_str());
+        glfwTerminate();
+        return kExitNoDisplay;
+    }
+
+    ViewerApp app(std::move(model), open_error);
+    if (flame_name == "gpu") app.set_flame_source(ember::viewer::FlameSource::gpu_kernels);
+    if (flame_name == "cpu") app.set_flame_source(ember::viewer::FlameSource::cpu_samples);
+    if (difference) app.set_flame_difference(true);
+    int exit_code = 0;
+
+    if (!screenshot.empty()) {
+        app.model()->load_all();
+        app.select_tab(view_name == "flamegraph" ? ember::viewer::ViewTab::flamegraph
+                       : view_name == "stats"    ? ember::viewer::ViewTab::stats
+                                                 : ember::viewer::ViewTab::timeline);
+        render_frame(window, app, false);  // lays out and sets the view's width
+        if (range) {
+            const auto begin = app.model()->begin_ns();
+            app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
+        }
+        render_frame(window, app, false);
+        render_frame(window, app, true);
+        std::string error;
+        if (!save_screenshot(window, screenshot, &error)) {
+            std::fprintf(stderr, "ember view: %s\n", error.c_str());
+            exit_code = 1;
+        }
+        if (!layout_path.empty()) {
+            std::ofstream layout(layout_path);
+            for (const ember::viewer::LaneRect& rect : app.lane_rects()) {
+                const ember::viewer::Lane& lane = app.model()->lane(rect.lane);
+                layout << "lane " << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
+                       << ' ' << rect.x1 << ' ' << rect.y1 << ' ' << lane.title << '\n';
+            }
+            if (!layout) {
+                std::fprintf(stderr, "ember view: cannot write %s\n", layout_path.c_str());
+                exit_code = 1;
+            }
+        }
+    } else if (bench) {
+        TraceModel& bench_model = *app.model();
+        bench_model.start_loading();
+        render_frame(window, app, true);
+        const double first_frame_s = seconds_since(process_start);
+        std::vector<double> loading_frames;
+        while (!bench_model.loaded()) {
+            const auto start = Clock::now();
+            render_frame(window, app, true);
+            loading_frames.push_back(seconds_since(start) * 1e3);
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        const double load_s = seconds_since(process_start);
+        std::int64_t resident = 0, peak = 0;
+        memory_usage(&resident, &peak);
+        // Scripted: whole trace, zoom into the middle down to ~1 us, pan, zoom back out.
+        std::vector<double> frames;
+        int max_primitives = 0;
+        auto timed = [&]() {
+            const auto start = Clock::now();
+            render_frame(window, app, true);
+            frames.push_back(seconds_since(start) * 1e3);
+            max_primitives = std::max(max_primitives, app.frame_counters().primitives);
+        };
+        app.view().show_all();
+        for (int i = 0; i < 10; ++i) timed();
+        const double middle = app.view().width_pixels() / 2;
+        int zoom_steps = 0;
+        while (app.view().visible().duration_ns() > 1000 && zoom_steps < 400) {
+            app.view().zoom(0.85, middle);
+            timed();
+            ++zoom_steps;
+        }
+        for (int i = 0; i < 60; ++i) {
+            app.view().pan_pixels(i < 30 ? 40.0 : -40.0);
+            timed();
+        }
+        for (int i = 0; i < zoom_steps; ++i) {
+            app.view().zoom(1.0 / 0.85, middle);
+            if (i % 20 == 10) app.view().pan_pixels(200.0);
+            timed();
+        }
+        const auto progress = bench_model.progress();
+        std::printf("ember view --bench %s\n", files[0].c_str());
+        std::printf("  events               %lld (%d lanes)\n", static_cast<long long>(progress.events_loaded),
+                    progress.lane_count);
+        std::printf("  first frame          %.2f s after start\n", first_frame_s);
+        std::printf("  load complete        %.2f s after start\n", load_s);
+        std::printf("  frames while loading p50 %.2f ms, max %.2f ms (%zu frames)\n", percentile(loading_frames, 0.5),
+                    percentile(loading_frames, 1.0), loading_frames.size());
+        std::printf("  memory               rss %.1f MiB, peak %.1f MiB, model %.1f MiB\n", resident / 1048576.0,
+                    peak / 1048576.0, static_cast<double>(bench_model.memory_bytes()) / 1048576.0);
+        if (progress.events_loaded > 0)
+            std::printf("  bytes per event      model %.1f, rss %.1f\n",
+                        static_cast<double>(bench_model.memory_bytes()) / static_cast<double>(progress.events_loaded),
+                        static_cast<double>(resident) / static_cast<double>(progress.events_loaded));
+        std::printf("  zoom/pan frames      %zu: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", frames.size(),
+                    percentile(frames, 0.5), percentile(frames, 0.9), percentile(frames, 0.99), percentile(frames, 1.0));
+        std::printf("  primitives per frame max %d\n", max_primitives);
+        if (!progress.error.empty()) {
+            std::printf("  load error           %s\n", progress.error.c_str());
+            exit_code = kExitBadFile;
+        }
+    } else {
+        if (app.model()) app.model()->start_loading();
+        std::future<std::unique_ptr<TraceModel>> reload;
+        auto last_reload = Clock::now();
+        std::int64_t last_events = app.model() ? app.model()->total_events() : 0;
+        while (!glfwWindowShouldClose(window.handle) && !app.wants_quit()) {
+            render_frame(window, app, false);
+            if (!app.model() || app.model()->loaded()) glfwWaitEventsTimeout(watch ? 0.25 : 0.5);
+            if (!watch || !app.model()) continue;
+            // Live: reopen the file in the background and swap when it has grown.
+            if (reload.valid() && reload.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+                std::unique_ptr<TraceModel> fresh = reload.get();
+                if (fresh && fresh->total_events() != last_events) {
+                    last_events = fresh->total_events();
+                    app.replace_model(std::move(fresh));
+                }
+                app.set_status("live: " + std::to_string(last_events) + " events");
+                last_reload = Clock::now();
+            } else if (!reload.valid() && seconds_since(last_reload) > 1.0 && app.model()->loaded()) {
+                reload = std::async(std::launch::async, [files]() -> std::unique_ptr<TraceModel> {
+                    try {
+                        auto fresh = std::make_unique<TraceModel>(files);
+                        fresh->load_all();
+                        return fresh;
+                    } catch (const std::exception&) {
+                        return nullptr;  // mid-write: try again next time
+                    }
+                });
+            }
+        }
+        if (reload.valid()) reload.wait();
+    }
+    close_window(window);
+    return exit_code;
+}

@@ -1,0 +1,363 @@
+// timeline_view.cpp: the timeline of ViewerApp: ruler, lanes (threads, streams,
+// counters) drawn through the model's LOD folding, hover tooltips, selection, flow
+// arrows and time-range selection.
+//
+// Mouse: wheel zooms at the cursor (shift+wheel scrolls lanes), left drag pans, left
+// click selects, double click frames an event, right drag selects a time range.
+// Lane titles: click collapses/expands, right click moves.
+#include "viewer/ui/colors.h"
+#include "viewer/ui/viewer_app.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace ember::viewer {
+
+namespace {
+
+constexpr float kLabelWidth = 230.0f;
+constexpr float kRulerHeight = 24.0f;
+constexpr double kMinPixels = 3.0;
+
+ImU32 with_alpha(std::uint32_t color, std::uint32_t alpha) { return (color & 0x00ffffffu) | (alpha << 24); }
+
+const char* row_title(const Row& row) {
+    switch (row.kind) {
+        case RowKind::ranges: return "NVTX";
+        case RowKind::async_ranges: return "NVTX (start/end)";
+        case RowKind::api_calls: return "CUDA API";
+        case RowKind::marks: return "marks";
+        case RowKind::overhead: return "collector";
+        case RowKind::gpu_work: return "kernels, copies";
+        case RowKind::syncs: return "waits";
+    }
+    return "";
+}
+
+}  // namespace
+
+void ViewerApp::draw_ruler(ImDrawList* draw, float x0, float y0, float width) {
+    draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + width, y0 + kRulerHeight), colors::kLaneBackground);
+    for (const RulerTick& tick : ruler_ticks(view_, model_->begin_ns())) {
+        const float x = x0 + static_cast<float>(view_.time_to_x(tick.time_ns));
+        if (x < x0 || x > x0 + width) continue;
+        draw->AddLine(ImVec2(x, y0 + (tick.major ? 4.0f : 16.0f)), ImVec2(x, y0 + kRulerHeight),
+                      colors::rgb(150, 150, 160));
+        if (tick.major) draw->AddText(ImVec2(x + 3, y0 + 2), colors::rgb(210, 210, 220), tick.label.c_str());
+        counters_.primitives += tick.major ? 2 : 1;
+    }
+}
+
+void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height) {
+    static std::vector<ImVec2> line;  // reused: no allocation per frame once grown
+    const int columns = std::max(1, static_cast<int>(width));
+    fold_counter(lane.points, view_.visible().begin_ns, view_.ns_per_pixel(), columns, counter_columns_);
+    const double low = lane.min_value;
+    const double high = lane.max_value > lane.min_value ? lane.max_value : lane.min_value + 1.0;
+    auto y_of = [&](double value) {
+        return y0 + height - 2.0f - static_cast<float>((value - low) / (high - low)) * (height - 4.0f);
+    };
+    line.clear();
+    for (int column = 0; column < columns; ++column) {
+        const CounterColumn& cell = counter_columns_[static_cast<std::size_t>(column)];
+        if (!cell.has_value) continue;
+        const float x = x0 + static_cast<float>(column);
+        if (cell.max_value != cell.min_value) {
+            draw->AddLine(ImVec2(x, y_of(cell.min_value)), ImVec2(x, y_of(cell.max_value)),
+                          with_alpha(colors::kCounterLine, 160));
+            ++counters_.primitives;
+        }
+        line.push_back(ImVec2(x, y_of(cell.max_value)));
+    }
+    if (line.size() >= 2) draw->AddPolyline(line.data(), static_cast<int>(line.size()), colors::kCounterLine, 0, 1.5f);
+    ++counters_.primitives;
+}
+
+void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
+                               float x0, float y0, float width, float mouse_x, float mouse_y) {
+    const float row_height = metrics_.row_height;
+    LodParams params;
+    params.view_begin_ns = view_.visible().begin_ns;
+    params.view_end_ns = view_.visible().end_ns;
+    params.ns_per_pixel = view_.ns_per_pixel();
+    params.min_pixels = kMinPixels;
+    const ImVec4 clip(x0, y0, x0 + width, y0 + placement.height);
+    for (int row_index = 0; row_index < placement.rows_shown && row_index < static_cast<int>(lane.rows.size());
+         ++row_index) {
+        const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
+        const float top = y0 + static_cast<float>(row_index) * row_height;
+        items_.clear();
+        fold_row(row, params, items_);
+        const bool mouse_in_row = mouse_y >= top && mouse_y < top + row_height && mouse_x >= x0;
+        for (const DrawItem& item : items_) {
+            const TimelineEvent& first = row.events[item.first_index];
+            float left = x0 + static_cast<float>(view_.time_to_x(item.start_ns));
+            float right = x0 + static_cast<float>(view_.time_to_x(item.end_ns));
+            left = std::max(left, x0 - 2.0f);
+            right = std::min(right, x0 + width + 2.0f);
+            if (right - left < 1.0f) right = left + 1.0f;
+            std::uint32_t color = colors::event_color(first);
+            if (item.count > 1) color = colors::folded_color(color);
+            const bool matched = item.count == 1 && !search_.empty() && search_.matches(first.name_id);
+            if (first.kind == EventKind::mark && item.count == 1) {
+                draw->AddTriangleFilled(ImVec2(left, top + row_height - 2), ImVec2(left - 4, top + 2),
+                                        ImVec2(left + 4, top + 2), color);
+            } else {
+                draw->AddRectFilled(ImVec2(left, top + 1), ImVec2(right, top + row_height - 1), color);
+            }
+            ++counters_.primitives;
+            if (matched) {
+                draw->AddRect(ImVec2(left, top), ImVec2(right, top + row_height), colors::rgb(255, 255, 0), 0, 0, 2.0f);
+                ++counters_.primitives;
+            }
+            const EventRef ref{lane_index, row_index, item.first_index};
+            if (item.count == 1 && ref == selected_) {
+                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0, 2.0f);
+                ++counters_.primitives;
+            }
+            if (right - left > 40.0f) {
+                char label[160];
+                if (item.count == 1) {
+                    const std::string_view name = model_->name(first.name_id);
+                    std::snprintf(label, sizeof label, "%.*s", static_cast<int>(std::min<std::size_t>(name.size(), 150)),
+                                  name.data());
+                } else {
+                    std::snprintf(label, sizeof label, "%u events", item.count);
+                }
+                const ImVec4 text_clip(std::max(left, x0), top, std::min(right, x0 + width), top + row_height);
+                draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, x0) + 3, top + 2), colors::rgb(15, 15, 20), label,
+                              nullptr, 0.0f, &text_clip);
+                ++counters_.primitives;
+            }
+            if (mouse_in_row && mouse_x >= left - 1 && mouse_x <= right + 1) {
+                if (item.count == 1) {
+                    hovered_ = ref;
+                    hovered_fold_count_ = 0;
+                } else {
+                    hovered_ = {};
+                    hovered_fold_count_ = static_cast<int>(item.count);
+                }
+            }
+        }
+    }
+    (void)clip;
+}
+
+bool ViewerApp::event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const {
+    const TimelineEvent* event = model_->event(ref);
+    if (event == nullptr) return false;
+    for (const LanePlacement& placement : placements_) {
+        if (placement.lane != ref.lane) continue;
+        const int row = std::min(ref.row, placement.rows_shown - 1);
+        *x = x0 + static_cast<float>(view_.time_to_x(event->start_ns));
+        *y = y_origin + placement.y + (static_cast<float>(row) + 0.5f) * metrics_.row_height;
+        return true;
+    }
+    return false;
+}
+
+void ViewerApp::draw_flow(ImDrawList* draw, float x0, float y_origin) {
+    if (!flow_partner_ || !selected_.valid()) return;
+    const TimelineEvent* selected = model_->event(selected_);
+    if (selected == nullptr) return;
+    EventRef from = selected_, to = *flow_partner_;
+    if (selected->kind != EventKind::api_call) std::swap(from, to);  // arrows point API -> GPU
+    float from_x, from_y, to_x, to_y;
+    if (!event_position(from, x0, y_origin, &from_x, &from_y) || !event_position(to, x0, y_origin, &to_x, &to_y)) return;
+    draw->AddBezierCubic(ImVec2(from_x, from_y), ImVec2(from_x + 40, from_y), ImVec2(to_x - 40, to_y), ImVec2(to_x, to_y),
+                         colors::kFlow, 2.0f);
+    const float direction = to_y > from_y ? -1.0f : 1.0f;
+    draw->AddTriangleFilled(ImVec2(to_x, to_y), ImVec2(to_x - 5, to_y + direction * 8),
+                            ImVec2(to_x + 5, to_y + direction * 8), colors::kFlow);
+    counters_.primitives += 2;
+}
+
+void ViewerApp::draw_timeline(float width, float height) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float x0 = origin.x + kLabelWidth;
+    const float timeline_width = std::max(10.0f, width - kLabelWidth);
+    timeline_x0_ = x0;
+    if (!view_initialized_) {
+        view_.reset({model_->begin_ns(), model_->end_ns()}, timeline_width);
+        view_initialized_ = true;
+    }
+    view_.set_width(timeline_width);
+
+    ImGui::InvisibleButton("timeline_area", ImVec2(width, height),
+                           ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+    const bool hovered = ImGui::IsItemHovered();
+    ImGuiIO& io = ImGui::GetIO();
+    const float mouse_x = io.MousePos.x, mouse_y = io.MousePos.y;
+    const float lanes_top = origin.y + kRulerHeight;
+    lanes_top_ = lanes_top;
+
+    placements_ = layout_lanes(*model_, lane_order_, metrics_);
+    const float content_height = layout_height(placements_);
+    const float lanes_height = height - kRulerHeight;
+
+    // --- Input ---------------------------------------------------------------------
+    static double last_wheel_time = -10.0;
+    if (hovered && io.MouseWheel != 0.0f) {
+        if (io.KeyShift) {
+            scroll_y_ -= io.MouseWheel * 3.0f * metrics_.row_height;
+        } else {
+            if (ImGui::GetTime() - last_wheel_time > 0.5) view_.commit_history();
+            last_wheel_time = ImGui::GetTime();
+            view_.zoom(std::pow(0.8, io.MouseWheel), std::clamp(mouse_x - x0, 0.0f, timeline_width));
+        }
+    }
+    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
+        dragging_pan_ = true;
+        view_.pan_pixels(-io.MouseDelta.x);
+        scroll_y_ -= io.MouseDelta.y;
+    }
+    if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right) && mouse_x >= x0) {
+        dragging_select_ = true;
+        select_anchor_ns_ = view_.x_to_time(mouse_x - x0);
+    }
+    if (dragging_select_) {
+        const trace::TimeNs now = view_.x_to_time(mouse_x - x0);
+        set_selection_range({std::min(select_anchor_ns_, now), std::max(select_anchor_ns_, now)});
+        if (!ImGui::IsMouseDown(ImGuiMouseButton_Right)) {
+            dragging_select_ = false;
+            if (selection_range_->duration_ns() < view_.ns_per_pixel() * 3) selection_range_.reset();
+        }
+    }
+    scroll_y_ = std::clamp(scroll_y_, 0.0f, std::max(0.0f, content_height - lanes_height + 20.0f));
+
+    // --- Draw ----------------------------------------------------------------------
+    draw->PushClipRect(origin, ImVec2(origin.x + width, origin.y + height), true);
+    draw->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + height), colors::kBackground);
+    draw_ruler(draw, x0, origin.y, timeline_width);
+    const EventRef previous_hover = hovered_;
+    (void)previous_hover;
+    hovered_ = {};
+    hovered_fold_count_ = 0;
+    lane_rects_.clear();
+    const float y_origin = lanes_top - scroll_y_;
+    int clicked_title = -1;
+    draw->PushClipRect(ImVec2(origin.x, lanes_top), ImVec2(origin.x + width, origin.y + height), true);
+    for (std::size_t index = 0; index < placements_.size(); ++index) {
+        const LanePlacement& placement = placements_[index];
+        const float top = y_origin + placement.y;
+        if (top > origin.y + height || top + placement.height < lanes_top) continue;
+        if (placement.lane < 0) {
+            draw->AddRectFilled(ImVec2(origin.x, top), ImVec2(origin.x + width, top + placement.height),
+                                colors::rgb(48, 48, 60));
+            draw->AddText(ImVec2(origin.x + 4, top + 3), colors::rgb(235, 235, 245), placement.group.c_str());
+            counters_.primitives += 2;
+            continue;
+        }
+        const Lane& lane = model_->lane(placement.lane);
+        ++counters_.lanes_drawn;
+        draw->AddRectFilled(ImVec2(x0, top), ImVec2(x0 + timeline_width, top + placement.height), colors::kLaneBackground);
+        lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + placement.height});
+        const auto display = std::find_if(lane_order_.begin(), lane_order_.end(),
+                                          [&](const LaneDisplay& d) { return d.lane == placement.lane; });
+        const bool collapsed = display != lane_order_.end() && display->collapsed;
+        char title[200];
+        std::snprintf(title, sizeof title, "%s %s", collapsed ? "+" : "-", lane.title.c_str());
+        const ImVec4 label_clip(origin.x, top, x0 - 4, top + placement.height);
+        draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 8, top + 2), colors::rgb(220, 220, 230), title, nullptr, 0.0f,
+                      &label_clip);
+        counters_.primitives += 2;
+        if (mouse_x < x0 && mouse_y >= top && mouse_y < top + placement.height && hovered)
+            clicked_title = static_cast<int>(display - lane_order_.begin());
+        if (!lane.ready.load(std::memory_order_acquire)) {
+            draw->AddText(ImVec2(x0 + 6, top + 2), colors::rgb(140, 140, 150), "loading...");
+            continue;
+        }
+        if (lane.kind == LaneKind::counter) {
+            char range_text[96];
+            std::snprintf(range_text, sizeof range_text, "%.4g .. %.4g %s", lane.min_value, lane.max_value,
+                          lane.unit.c_str());
+            if (!collapsed)
+                draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, top + 18), colors::rgb(150, 150, 160), range_text,
+                              nullptr, 0.0f, &label_clip);
+            draw_counter(draw, lane, x0, top, timeline_width, placement.height);
+        } else {
+            if (!collapsed)
+                for (int row = 1; row < placement.rows_shown && row < static_cast<int>(lane.rows.size()); ++row) {
+                    const Row& lane_row = lane.rows[static_cast<std::size_t>(row)];
+                    if (lane_row.kind == RowKind::ranges) continue;
+                    draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, top + static_cast<float>(row) * metrics_.row_height + 2),
+                                  colors::rgb(140, 140, 150), row_title(lane_row), nullptr, 0.0f, &label_clip);
+                }
+            draw_lane_rows(draw, lane, placement.lane, placement, x0, top, timeline_width, mouse_x, mouse_y);
+        }
+    }
+    draw_flow(draw, x0, y_origin);
+    if (selection_range_) {
+        const float left = x0 + static_cast<float>(view_.time_to_x(selection_range_->begin_ns));
+        const float right = x0 + static_cast<float>(view_.time_to_x(selection_range_->end_ns));
+        draw->AddRectFilled(ImVec2(left, lanes_top), ImVec2(right, origin.y + height), IM_COL32(120, 160, 255, 50));
+        draw->AddLine(ImVec2(left, lanes_top), ImVec2(left, origin.y + height), IM_COL32(120, 160, 255, 200));
+        draw->AddLine(ImVec2(right, lanes_top), ImVec2(right, origin.y + height), IM_COL32(120, 160, 255, 200));
+        counters_.primitives += 3;
+    }
+    draw->PopClipRect();
+    draw->PopClipRect();
+
+    // --- Clicks, tooltip, title menu -------------------------------------------------
+    if (ImGui::IsItemDeactivated() && !dragging_pan_ && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
+        if (mouse_x < x0 && clicked_title >= 0) {
+            lane_order_[static_cast<std::size_t>(clicked_title)].collapsed =
+                !lane_order_[static_cast<std::size_t>(clicked_title)].collapsed;
+        } else if (hovered_.valid()) {
+            select_event(hovered_, false);
+        } else {
+            selected_ = {};
+            flow_partner_.reset();
+            selected_details_.clear();
+        }
+    }
+    if (!ImGui::IsMouseDown(ImGuiMouseButton_Left) && dragging_pan_) {
+        dragging_pan_ = false;
+        view_.commit_history();
+    }
+    if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_.valid()) {
+        const TimelineEvent* event = model_->event(hovered_);
+        const trace::TimeNs pad = event->duration_ns() / 10 + 1;
+        view_.show({event->start_ns - pad, event->end_ns + pad});
+    }
+    static int menu_lane = -1;
+    if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right) && mouse_x < x0 && clicked_title >= 0) {
+        menu_lane = clicked_title;
+        ImGui::OpenPopup("lane_menu");
+    }
+    if (ImGui::BeginPopup("lane_menu")) {
+        const int last = static_cast<int>(lane_order_.size()) - 1;
+        if (menu_lane >= 0 && menu_lane <= last) {
+            if (ImGui::MenuItem("Move up")) move_lane(lane_order_, menu_lane, menu_lane - 1);
+            if (ImGui::MenuItem("Move down")) move_lane(lane_order_, menu_lane, menu_lane + 1);
+            if (ImGui::MenuItem("Move to top")) move_lane(lane_order_, menu_lane, 0);
+            if (ImGui::MenuItem("Move to bottom")) move_lane(lane_order_, menu_lane, last);
+        }
+        ImGui::EndPopup();
+    }
+    if (hovered && (hovered_.valid() || hovered_fold_count_ > 0) && !dragging_pan_) {
+        ImGui::BeginTooltip();
+        if (hovered_.valid()) {
+            const TimelineEvent* event = model_->event(hovered_);
+            ImGui::TextUnformatted(std::string(model_->name(event->name_id)).c_str());
+            ImGui::TextDisabled("%s", event_kind_name(event->kind));
+            ImGui::Text("duration %s", format_duration(static_cast<double>(event->duration_ns())).c_str());
+            ImGui::Text("start %s", format_duration(static_cast<double>(event->start_ns - model_->begin_ns())).c_str());
+            if ((event->kind == EventKind::memcpy || event->kind == EventKind::memset) && event->value) {
+                ImGui::Text("%s", format_bytes(static_cast<double>(event->value)).c_str());
+                if (event->duration_ns() > 0)
+                    ImGui::Text("%s/s", format_bytes(static_cast<double>(event->value) * 1e9 /
+                                                     static_cast<double>(event->duration_ns())).c_str());
+            }
+        } else {
+            ImGui::Text("%d events (zoom in to see them)", hovered_fold_count_);
+        }
+        ImGui::EndTooltip();
+    }
+}
+
+}  // namespace ember::viewer

@@ -1,0 +1,294 @@
+// viewer_app.cpp: the frame layout (toolbar, view tabs, details panel), search,
+// selection and keyboard handling of ViewerApp (viewer_app.h).
+#include "viewer/ui/viewer_app.h"
+
+#include "viewer/model/event_details.h"
+#include "viewer/ui/colors.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ember::viewer {
+
+namespace {
+constexpr float kDetailsWidth = 340.0f;
+// ImGui 1.86 indexes keys by the backend's (GLFW) key codes.
+int key(ImGuiKey named) { return ImGui::GetKeyIndex(named); }
+}
+
+ViewerApp::ViewerApp(std::unique_ptr<TraceModel> model, std::string error)
+    : model_(std::move(model)), error_(std::move(error)) {
+    if (model_) lane_order_ = default_lane_order(*model_);
+}
+
+ViewerApp::~ViewerApp() = default;
+
+void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
+    // Keep the visible range and the lane order where lanes still exist.
+    const bool same_shape = model_ && model && model->lane_count() == model_->lane_count();
+    model_ = std::move(model);
+    if (!same_shape) lane_order_ = default_lane_order(*model_);
+    const TimeRange visible = view_.visible();
+    view_.reset({model_->begin_ns(), model_->end_ns()}, view_.width_pixels());
+    if (same_shape) view_.show(visible);
+    selected_ = {};
+    flow_partner_.reset();
+    selected_details_.clear();
+    stats_.reset();
+    stats_lanes_ready_ = -1;
+    flame_dirty_ = true;
+    range_summary_.reset();
+    search_count_ = -1;
+}
+
+void ViewerApp::set_selection_range(TimeRange range) {
+    selection_range_ = range;
+    range_summary_.reset();
+}
+
+void ViewerApp::select_event(const EventRef& ref, bool reveal) {
+    selected_ = ref;
+    selected_details_.clear();
+    flow_partner_.reset();
+    if (!model_ || model_->event(ref) == nullptr) return;
+    for (const DetailLine& line : describe_event(*model_, ref)) selected_details_.emplace_back(line.key, line.value);
+    flow_partner_ = find_flow_partner(*model_, ref);
+    if (reveal) reveal_event(ref);
+}
+
+void ViewerApp::reveal_event(const EventRef& ref) {
+    const TimelineEvent* event = model_->event(ref);
+    if (event == nullptr) return;
+    // Keep the current zoom when the event fits, centred; otherwise frame it.
+    const trace::TimeNs span = view_.visible().duration_ns();
+    if (event->duration_ns() < span / 2) {
+        const trace::TimeNs middle = event->start_ns + event->duration_ns() / 2;
+        view_.show({middle - span / 2, middle + span / 2});
+    } else {
+        const trace::TimeNs pad = event->duration_ns() / 10 + 1;
+        view_.show({event->start_ns - pad, event->end_ns + pad});
+    }
+    for (const LanePlacement& placement : placements_)
+        if (placement.lane == ref.lane) scroll_y_ = std::max(0.0f, placement.y - 40.0f);
+    tab_ = ViewTab::timeline;
+    tab_requested_ = true;
+}
+
+void ViewerApp::run_search(bool forward) {
+    if (!model_) return;
+    SearchQuery query;
+    query.text = search_text_;
+    query.regex = search_regex_;
+    search_error_.clear();
+    if (!search_.set_query(*model_, query, &search_error_)) return;
+    search_count_ = search_.count(*model_);
+    const trace::TimeNs from = view_.visible().begin_ns;
+    auto found = forward ? search_.next(*model_, selected_, from) : search_.previous(*model_, selected_, view_.visible().end_ns);
+    if (found) select_event(*found, true);
+}
+
+void ViewerApp::handle_keys() {
+    ImGuiIO& io = ImGui::GetIO();
+    if (io.WantTextInput) return;
+    if (ImGui::IsKeyPressed(key(ImGuiKey_LeftArrow)) && io.KeyAlt) view_.back();
+    else if (ImGui::IsKeyPressed(key(ImGuiKey_RightArrow)) && io.KeyAlt) view_.forward();
+    else if (ImGui::IsKeyPressed(key(ImGuiKey_Backspace))) view_.back();
+    else if (ImGui::IsKeyDown(key(ImGuiKey_LeftArrow))) view_.pan_pixels(-20.0);
+    else if (ImGui::IsKeyDown(key(ImGuiKey_RightArrow))) view_.pan_pixels(20.0);
+    if (ImGui::IsKeyReleased(key(ImGuiKey_LeftArrow)) || ImGui::IsKeyReleased(key(ImGuiKey_RightArrow))) view_.commit_history();
+    if (ImGui::IsKeyPressed(GLFW_KEY_KP_ADD) || ImGui::IsKeyPressed(GLFW_KEY_EQUAL))
+        view_.zoom(0.7, view_.width_pixels() / 2), view_.commit_history();
+    if (ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT) || ImGui::IsKeyPressed(GLFW_KEY_MINUS))
+        view_.zoom(1.0 / 0.7, view_.width_pixels() / 2), view_.commit_history();
+    if (ImGui::IsKeyPressed(key(ImGuiKey_Home))) view_.show_all();
+    if (ImGui::IsKeyPressed(key(ImGuiKey_Z)) && selection_range_) view_.show(*selection_range_);
+    if (ImGui::IsKeyPressed(GLFW_KEY_F3)) run_search(!io.KeyShift);
+    if (ImGui::IsKeyPressed(key(ImGuiKey_Escape))) {
+        selection_range_.reset();
+        range_summary_.reset();
+        selected_ = {};
+        flow_partner_.reset();
+        selected_details_.clear();
+    }
+}
+
+void ViewerApp::draw_error_dialog() {
+    ImGui::OpenPopup("Cannot open trace");
+    ImGui::SetNextWindowSize(ImVec2(640, 0));
+    if (ImGui::BeginPopupModal("Cannot open trace", nullptr, ImGuiWindowFlags_NoResize)) {
+        ImGui::TextWrapped("%s", error_.c_str());
+        ImGui::Spacing();
+        if (ImGui::Button("Quit", ImVec2(120, 0))) quit_ = true;
+        ImGui::EndPopup();
+    }
+}
+
+void ViewerApp::draw_toolbar() {
+    const char* tabs[] = {"Timeline", "Flamegraph", "Stats"};
+    for (int index = 0; index < 3; ++index) {
+        if (index) ImGui::SameLine();
+        const bool active = static_cast<int>(tab_) == index;
+        if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+        if (ImGui::Button(tabs[index])) tab_ = static_cast<ViewTab>(index);
+        if (active) ImGui::PopStyleColor();
+    }
+    ImGui::SameLine(0, 24);
+    ImGui::SetNextItemWidth(220);
+    const bool submitted = ImGui::InputTextWithHint("##search", "search events (F3)", search_text_, sizeof search_text_,
+                                                    ImGuiInputTextFlags_EnterReturnsTrue);
+    if (submitted) run_search(true);
+    ImGui::SameLine();
+    ImGui::Checkbox("regex", &search_regex_);
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##previous", ImGuiDir_Left)) run_search(false);
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##next", ImGuiDir_Right)) run_search(true);
+    if (!search_error_.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.3f, 0.3f, 1), "%s", search_error_.c_str());
+    } else if (search_count_ >= 0) {
+        ImGui::SameLine();
+        ImGui::Text("%lld matches", static_cast<long long>(search_count_));
+    }
+    ImGui::SameLine(0, 24);
+    if (ImGui::Button("<")) view_.back();
+    ImGui::SameLine();
+    if (ImGui::Button(">")) view_.forward();
+    ImGui::SameLine();
+    if (ImGui::Button("All")) view_.show_all();
+    if (selection_range_) {
+        ImGui::SameLine();
+        if (ImGui::Button("Zoom to selection")) view_.show(*selection_range_);
+    }
+
+    const LoadProgress progress = model_->progress();
+    if (!progress.finished) {
+        ImGui::SameLine(0, 24);
+        const float fraction = progress.events_expected > 0
+                                   ? static_cast<float>(progress.events_loaded) / static_cast<float>(progress.events_expected)
+                                   : 0.0f;
+        char label[96];
+        std::snprintf(label, sizeof label, "loading %lld / %lld events", static_cast<long long>(progress.events_loaded),
+                      static_cast<long long>(progress.events_expected));
+        ImGui::ProgressBar(std::min(fraction, 1.0f), ImVec2(260, 0), label);
+    }
+    if (!progress.error.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.3f, 0.3f, 1), "load error: %s", progress.error.c_str());
+    }
+    std::uint64_t dropped = 0;
+    for (const TraceFile& file : model_->files()) dropped += file.dropped_records;
+    if (dropped) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.6f, 0.2f, 1), "%llu records dropped while recording",
+                           static_cast<unsigned long long>(dropped));
+    }
+    if (!status_.empty()) {
+        ImGui::SameLine();
+        ImGui::TextUnformatted(status_.c_str());
+    }
+}
+
+void ViewerApp::draw_details_panel(float width, float height) {
+    ImGui::BeginChild("details", ImVec2(width, height), true);
+    if (!selected_details_.empty()) {
+        ImGui::TextUnformatted("Selected event");
+        ImGui::Separator();
+        if (ImGui::BeginTable("details_table", 2, ImGuiTableFlags_SizingStretchProp)) {
+            for (const auto& [key, value] : selected_details_) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::TextDisabled("%s", key.c_str());
+                ImGui::TableNextColumn();
+                ImGui::TextWrapped("%s", value.c_str());
+            }
+            ImGui::EndTable();
+        }
+        if (flow_partner_) {
+            const TimelineEvent* partner = model_->event(*flow_partner_);
+            if (partner && ImGui::Button("Go to flow partner")) select_event(*flow_partner_, true);
+            if (partner) {
+                ImGui::SameLine();
+                ImGui::TextDisabled("%s", std::string(model_->name(partner->name_id)).c_str());
+            }
+        }
+        ImGui::Spacing();
+    }
+    if (selection_range_) {
+        if (!range_summary_) range_summary_ = summarize_range(*model_, *selection_range_);
+        ImGui::Text("Range %s (%lld events)", format_duration(static_cast<double>(selection_range_->duration_ns())).c_str(),
+                    static_cast<long long>(range_summary_->event_count));
+        ImGui::Separator();
+        auto section = [this](const char* title, const std::vector<NameTotal>& rows, bool bytes) {
+            if (rows.empty()) return;
+            ImGui::TextUnformatted(title);
+            for (std::size_t index = 0; index < rows.size() && index < 6; ++index) {
+                const NameTotal& row = rows[index];
+                const std::string name(model_->name(row.name_id));
+                if (bytes)
+                    ImGui::BulletText("%s  %s  x%lld  %s", format_duration(static_cast<double>(row.total_ns)).c_str(),
+                                      name.c_str(), static_cast<long long>(row.count),
+                                      format_bytes(static_cast<double>(row.bytes)).c_str());
+                else
+                    ImGui::BulletText("%s  %s  x%lld", format_duration(static_cast<double>(row.total_ns)).c_str(),
+                                      name.c_str(), static_cast<long long>(row.count));
+            }
+        };
+        section("Top kernels", range_summary_->kernels, false);
+        section("Copies", range_summary_->copies, true);
+        section("Ranges", range_summary_->ranges, false);
+        section("Stalls", range_summary_->stalls, false);
+    }
+    if (selected_details_.empty() && !selection_range_) {
+        ImGui::TextDisabled("Click an event for its details;");
+        ImGui::TextDisabled("right-drag to select a time range.");
+        ImGui::Spacing();
+        for (const TraceFile& file : model_->files()) {
+            ImGui::TextWrapped("%s", file.path.c_str());
+            ImGui::TextDisabled("rank %d, pid %lld, %s", file.run.rank, static_cast<long long>(file.run.pid),
+                                file.complete ? "complete" : "incomplete (recording or killed)");
+            if (!file.run.command_line.empty()) ImGui::TextWrapped("%s", file.run.command_line.c_str());
+        }
+        ImGui::Text("%lld events", static_cast<long long>(model_->total_events()));
+    }
+    ImGui::EndChild();
+}
+
+void ViewerApp::draw_frame(float width, float height) {
+    counters_ = {};
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(width, height));
+    ImGui::Begin("ember view", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                     ImGuiWindowFlags_NoScrollWithMouse);
+    if (!model_) {
+        draw_error_dialog();
+        ImGui::End();
+        return;
+    }
+    handle_keys();
+    draw_toolbar();
+    const ImVec2 available = ImGui::GetContentRegionAvail();
+    const bool details = !selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline;
+    const float main_width = details ? std::max(200.0f, available.x - kDetailsWidth - 8.0f) : available.x;
+    ImGui::BeginChild("main_view", ImVec2(main_width, available.y), false,
+                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+    const ImVec2 inner = ImGui::GetContentRegionAvail();
+    switch (tab_) {
+        case ViewTab::timeline: draw_timeline(inner.x, inner.y); break;
+        case ViewTab::flamegraph: draw_flamegraph(inner.x, inner.y); break;
+        case ViewTab::stats: draw_stats(inner.x, inner.y); break;
+    }
+    ImGui::EndChild();
+    if (details) {
+        ImGui::SameLine();
+        draw_details_panel(kDetailsWidth, available.y);
+    }
+    ImGui::End();
+    tab_requested_ = false;
+}
+
+}  // namespace ember::viewer

@@ -1,0 +1,137 @@
+// viewer_app.h: ViewerApp, the state of one viewer window (model, view, selection,
+// search, caches) and the ImGui drawing of its views. Split by feature like Tracy:
+//   viewer_app.cpp      frame layout, toolbar, search, details panel, keyboard
+//   timeline_view.cpp   lanes, ruler, LOD boxes, counters, flows, range selection
+//   flamegraph_view.cpp flamegraphs (single and difference)
+//   stats_view.cpp      sortable kernel / copy / range / step tables
+// The app only draws what viewer/model computes.
+#pragma once
+
+#include "viewer/model/flamegraph.h"
+#include "viewer/model/lane_layout.h"
+#include "viewer/model/lod.h"
+#include "viewer/model/search.h"
+#include "viewer/model/statistics.h"
+#include "viewer/model/trace_model.h"
+#include "viewer/model/view_state.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct ImDrawList;
+
+namespace ember::viewer {
+
+enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2 };
+
+// Where the timeline put a lane on the last frame (screen pixels); written out by
+// `--layout` for the screenshot tests.
+struct LaneRect {
+    int lane = 0;
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+// Counters of the last frame, for --bench.
+struct FrameCounters {
+    int primitives = 0;  // rectangles, lines and polylines the timeline/flamegraph added
+    int lanes_drawn = 0;
+};
+
+class ViewerApp {
+public:
+    // Takes ownership of an opened model (may be null: then `error` is shown).
+    ViewerApp(std::unique_ptr<TraceModel> model, std::string error);
+    ~ViewerApp();
+
+    // One frame of widgets filling the whole display.
+    void draw_frame(float width, float height);
+
+    // --- Control from the command line / bench ----------------------------------
+    void select_tab(ViewTab tab) { tab_ = tab; tab_requested_ = true; }
+    ViewState& view() { return view_; }
+    TraceModel* model() { return model_.get(); }
+    void replace_model(std::unique_ptr<TraceModel> model);  // --attach refresh
+    // Difference flamegraph: files[0] is the baseline, files[1] the current one.
+    void set_flame_difference(bool on) { flame_difference_ = on; flame_dirty_ = true; }
+    void set_flame_source(FlameSource source) { flame_source_ = source; flame_dirty_ = true; }
+    void set_selection_range(TimeRange range);
+    const FrameCounters& frame_counters() const { return counters_; }
+    const std::vector<LaneRect>& lane_rects() const { return lane_rects_; }
+    bool wants_quit() const { return quit_; }
+    void set_status(std::string status) { status_ = std::move(status); }
+
+private:
+    void draw_toolbar();
+    void draw_error_dialog();
+    void draw_details_panel(float width, float height);
+    void draw_timeline(float width, float height);
+    void draw_flamegraph(float width, float height);
+    void draw_stats(float width, float height);
+    void handle_keys();
+    // Timeline helpers (timeline_view.cpp).
+    void draw_ruler(ImDrawList* draw, float x0, float y0, float width);
+    void draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
+                        float x0, float y0, float width, float mouse_x, float mouse_y);
+    void draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height);
+    void draw_flow(ImDrawList* draw, float x0, float y_origin);
+    bool event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const;
+
+    void select_event(const EventRef& ref, bool reveal);
+    void reveal_event(const EventRef& ref);
+    void run_search(bool forward);
+
+    std::unique_ptr<TraceModel> model_;
+    std::string error_;
+    std::string status_;
+    bool quit_ = false;
+    ViewTab tab_ = ViewTab::timeline;
+    bool tab_requested_ = true;
+
+    // Timeline.
+    ViewState view_;
+    bool view_initialized_ = false;
+    std::vector<LaneDisplay> lane_order_;
+    std::vector<LanePlacement> placements_;
+    std::vector<LaneRect> lane_rects_;
+    std::vector<DrawItem> items_;               // reused every frame: no allocation when idle
+    std::vector<CounterColumn> counter_columns_;
+    LayoutMetrics metrics_;
+    float scroll_y_ = 0.0f;
+    float lanes_top_ = 0.0f;                    // screen y of the lane area's top, last frame
+    float timeline_x0_ = 0.0f;
+    bool dragging_pan_ = false;
+    bool dragging_select_ = false;
+    trace::TimeNs select_anchor_ns_ = 0;
+    std::optional<TimeRange> selection_range_;
+    std::optional<Statistics> range_summary_;
+    EventRef selected_;
+    std::optional<EventRef> flow_partner_;
+    std::vector<std::pair<std::string, std::string>> selected_details_;
+    EventRef hovered_;
+    int hovered_fold_count_ = 0;
+    FrameCounters counters_;
+
+    // Search.
+    char search_text_[256] = {};
+    bool search_regex_ = false;
+    EventSearch search_;
+    std::string search_error_;
+    std::int64_t search_count_ = -1;
+
+    // Flamegraph.
+    FlameSource flame_source_ = FlameSource::nvtx_ranges;
+    FlameOrder flame_order_ = FlameOrder::left_heavy;
+    bool flame_difference_ = false;
+    bool flame_dirty_ = true;
+    FlameGraph flame_;
+    std::uint32_t flame_focus_ = 0;
+    std::vector<FlameBox> flame_boxes_;
+
+    // Stats.
+    std::optional<Statistics> stats_;
+    int stats_lanes_ready_ = -1;
+};
+
+}  // namespace ember::viewer
