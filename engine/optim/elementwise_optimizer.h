@@ -38,8 +38,13 @@ public:
     int state_buffer_count() const override { return settings_.state_buffers; }
     const float* state_buffer(int index) const override;
 
-    // The scalars of the next step (step_count() + 1) — exposed for tests.
+    // The scalars step `step` would use given NAdam's momentum product so far.
     UpdateParameters parameters_for_step(int64_t step, double mu_product) const;
+    // Exactly the scalars the next step() will pass to its kernels (grad_scale aside):
+    // a CUDA-graph replay of a captured step is valid only while these are equal.
+    UpdateParameters next_step_parameters() const {
+        return parameters_for_step(step_count_ + 1, nadam_mu_product_);
+    }
 
 private:
     void step_cpu(const UpdateParameters& u, float* params, const float* grads,

@@ -44,12 +44,21 @@ __device__ T block_sum(T value, T* shared) {
 }
 
 // partials[3c] = sum of grad^2, partials[3c+1] = sum of param^2 over chunk c.
-__global__ void optimizer_reduce_kernel(const OptimizerChunk* __restrict__ chunks, int chunk_begin,
-                                        int chunk_end, const float* __restrict__ params,
-                                        const float* __restrict__ grads, float* __restrict__ partials) {
+// NovoGrad (norms_latest non-null): the block of a segment's first chunk also copies
+// the segment's latest norm into norms_previous, which the update launch then reads
+// while it writes norms_latest — fixed buffers, so a captured CUDA graph replays
+// correctly, and no block reads a value another block of the same launch writes.
+__global__ void optimizer_reduce_kernel(const OptimizerChunk* __restrict__ chunks,
+                                        const OptimizerSegmentEntry* __restrict__ segments,
+                                        int chunk_begin, int chunk_end, const float* __restrict__ params,
+                                        const float* __restrict__ grads, float* __restrict__ partials,
+                                        const float* __restrict__ norms_latest,
+                                        float* __restrict__ norms_previous) {
     __shared__ float shared[kThreads / 32];
     for (int c = chunk_begin + blockIdx.x; c < chunk_end; c += gridDim.x) {
         const OptimizerChunk chunk = chunks[c];
+        if (norms_latest && threadIdx.x == 0 && segments[chunk.segment].first_chunk == c)
+            norms_previous[chunk.segment] = norms_latest[chunk.segment];
         float grad_squares = 0.0f, param_squares = 0.0f;
         for (unsigned int i = threadIdx.x; i < chunk.length; i += blockDim.x) {
             const float g = grads[chunk.start + i];
@@ -74,7 +83,7 @@ struct UpdateBuffers {
     float* state2;
     float* partials;
     const float* norms_previous;  // NovoGrad per-segment norms of the last step
-    float* norms_next;
+    float* norms_latest;          // ... and of this one
     const int32_t* skip_flag;
     void* low_precision_params;
     int low_precision;
@@ -89,14 +98,7 @@ __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk
     __shared__ float shared_float[kThreads / 32];
     __shared__ SegmentFactors factors;
 
-    if (b.skip_flag && *b.skip_flag != 0) {
-        // Overflow: nothing changes, but NovoGrad's norms must survive the buffer swap.
-        if (u.kind == OptimizerKind::novograd && threadIdx.x == 0)
-            for (int c = chunk_begin + blockIdx.x; c < chunk_end; c += gridDim.x)
-                if (segments[chunks[c].segment].first_chunk == c)
-                    b.norms_next[chunks[c].segment] = b.norms_previous[chunks[c].segment];
-        return;
-    }
+    if (b.skip_flag && *b.skip_flag != 0) return;  // overflow: nothing changes
     const bool lamb_phase1 = u.kind == OptimizerKind::lamb && u.phase == 1;
 
     for (int c = chunk_begin + blockIdx.x; c < chunk_end; c += gridDim.x) {
@@ -141,7 +143,7 @@ __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk
             if (threadIdx.x == 0) b.partials[3 * c + 2] = chunk_update_squares;
         }
         if (u.kind == OptimizerKind::novograd && c == segment.first_chunk && threadIdx.x == 0)
-            b.norms_next[chunk.segment] = f.novograd_norm;
+            b.norms_latest[chunk.segment] = f.novograd_norm;
         __syncthreads();  // `factors` is rewritten for the next chunk
     }
 }
@@ -215,7 +217,7 @@ void CudaMultiTensorUpdater::download(std::vector<std::vector<float>>& buffers,
         EMBER_CUDA_CHECK(cudaMemcpy(buffers[b].data(), state_[b], parameter_count_ * sizeof(float),
                                     cudaMemcpyDeviceToHost));
     segment_norms.resize(segment_count_);
-    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms.data(), segment_norms_[norms_current_],
+    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms.data(), segment_norms_[kNormsLatest],
                                 segment_count_ * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
@@ -224,7 +226,7 @@ void CudaMultiTensorUpdater::upload(const std::vector<std::vector<float>>& buffe
     for (int b = 0; b < state_buffers_; ++b)
         EMBER_CUDA_CHECK(cudaMemcpy(state_[b], buffers[b].data(), parameter_count_ * sizeof(float),
                                     cudaMemcpyHostToDevice));
-    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms_[norms_current_], segment_norms.data(),
+    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms_[kNormsLatest], segment_norms.data(),
                                 segment_count_ * sizeof(float), cudaMemcpyHostToDevice));
 }
 
@@ -243,8 +245,8 @@ int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* p
     b.state1 = state_[1];
     b.state2 = state_[2];
     b.partials = partials_;
-    b.norms_previous = segment_norms_[norms_current_];
-    b.norms_next = segment_norms_[1 - norms_current_];
+    b.norms_previous = segment_norms_[kNormsPrevious];
+    b.norms_latest = segment_norms_[kNormsLatest];
     b.skip_flag = options.skip_flag;
     b.low_precision_params = options.low_precision_params;
     b.low_precision = (int)options.low_precision;
@@ -253,8 +255,10 @@ int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* p
 
     int launches = 0;
     auto reduce = [&](int begin, int end) {
+        const bool novograd = u.kind == OptimizerKind::novograd;
         optimizer_reduce_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
-            chunks, begin, end, params, grads, partials_);
+            chunks, segments, begin, end, params, grads, partials_,
+            novograd ? segment_norms_[kNormsLatest] : nullptr, segment_norms_[kNormsPrevious]);
         EMBER_CUDA_CHECK_LAUNCH();
         ++launches;
     };
@@ -284,7 +288,6 @@ int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* p
     } else {
         for (const auto& [begin, end] : ranges) update(u, begin, end);
     }
-    if (u.kind == OptimizerKind::novograd) norms_current_ = 1 - norms_current_;
     return launches;
 }
 

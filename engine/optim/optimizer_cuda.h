@@ -7,6 +7,10 @@
 //   per tensor  the same kernels launched once per segment over its chunks
 // Per-segment norms come from a reduction kernel writing one partial sum of squares
 // per chunk; update blocks add up their segment's partials in double.
+// Every pointer and table is fixed at construction and step() does no host-side
+// bookkeeping between launches, so a step can be captured in a CUDA graph; the
+// per-step scalars (UpdateParameters) are kernel arguments, so a replay is only valid
+// while they are unchanged (see ElementwiseOptimizer::next_step_parameters()).
 #pragma once
 
 #include "engine/optim/optimizer.h"
@@ -49,8 +53,11 @@ private:
     void* device_chunks_ = nullptr;    // OptimizerChunk[chunk_count_]
     void* device_segments_ = nullptr;  // OptimizerSegmentEntry[segments]
     float* partials_ = nullptr;       // 3 per chunk: grad^2, param^2, update^2
-    float* segment_norms_[2] = {nullptr, nullptr};  // NovoGrad, ping-pong by step parity
-    int norms_current_ = 0;
+    // NovoGrad's per-segment norms: [kNormsPrevious] read by the update kernel,
+    // [kNormsLatest] written by it (see optimizer_reduce_kernel).
+    static constexpr int kNormsPrevious = 0;
+    static constexpr int kNormsLatest = 1;
+    float* segment_norms_[2] = {nullptr, nullptr};
 };
 
 }  // namespace ember::optim

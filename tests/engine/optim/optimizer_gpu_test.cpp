@@ -183,3 +183,56 @@ TEST(ClipGpu, MatchesCpuInTwoLaunches) {
 
 }  // namespace
 }  // namespace ember::optim
+
+namespace ember::optim {
+namespace {
+
+// A step captured in a CUDA graph and replayed must equal real steps while the
+// per-step scalars do not change (after step 1 for these settings): nothing may depend
+// on host-side bookkeeping between launches (NovoGrad's per-segment norms included).
+TEST(OptimizerGpuGraph, CapturedStepReplaysLikeRealSteps) {
+    EMBER_REQUIRE_GPU();
+    const std::pair<const char*, Hyperparameters> cases[] = {
+        {"sgd", {{"lr", 0.1}, {"momentum", 0.9}}},
+        {"lars", {{"lr", 0.1}, {"weight_decay", 1e-3}}},
+        {"novograd", {{"lr", 0.01}, {"bias_correction", 0}, {"weight_decay", 0.01}}}};
+    for (const auto& [name, hyperparameters] : cases) {
+        SCOPED_TRACE(name);
+        auto segments = odd_segments();
+        const std::size_t n = segments.back().offset + segments.back().length;
+        std::mt19937 rng(21);
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        std::vector<float> params0(n), grads(n);
+        for (auto& v : params0) v = dist(rng);
+        for (auto& v : grads) v = 0.1f * dist(rng);
+
+        auto cpu = make_optimizer(name, hyperparameters, segments, OptimizerBackend::cpu);
+        std::vector<float> cpu_params = params0;
+        for (int s = 0; s < 4; ++s) cpu->step(cpu_params.data(), grads.data());
+
+        auto gpu = make_optimizer(name, hyperparameters, segments, OptimizerBackend::cuda_fused);
+        DeviceBuffer params(n * 4), grad(n * 4);
+        EMBER_CUDA_CHECK(cudaMemcpy(params.ptr, params0.data(), n * 4, cudaMemcpyHostToDevice));
+        EMBER_CUDA_CHECK(cudaMemcpy(grad.ptr, grads.data(), n * 4, cudaMemcpyHostToDevice));
+        cudaStream_t stream;
+        EMBER_CUDA_CHECK(cudaStreamCreate(&stream));
+        StepOptions options;
+        options.stream = stream;
+        gpu->step(params.f(), grad.f(), options);  // step 1: first_step differs
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        EMBER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        gpu->step(params.f(), grad.f(), options);
+        EMBER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        EMBER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        for (int s = 0; s < 3; ++s) EMBER_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // steps 2..4
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+        expect_close(download(params.f(), n), cpu_params, "params");
+        EMBER_CUDA_CHECK(cudaGraphExecDestroy(exec));
+        EMBER_CUDA_CHECK(cudaGraphDestroy(graph));
+        EMBER_CUDA_CHECK(cudaStreamDestroy(stream));
+    }
+}
+
+}  // namespace
+}  // namespace ember::optim
