@@ -212,3 +212,25 @@ TEST(OptimizerCheckpoint, MismatchedStateIsRefused) {
 
 }  // namespace
 }  // namespace ember::optim::test
+
+namespace ember::optim::test {
+namespace {
+
+// For every optimizer with weight decay: the no-weight-decay segment moves exactly as
+// with weight decay 0, the other segment does not.
+TEST(OptimizerFlags, NoWeightDecaySegmentIgnoresWeightDecay) {
+    for (const std::string& name : optimizer_names()) {
+        if (name == "lbfgs") continue;  // no weight decay in L-BFGS
+        SCOPED_TRACE(name);
+        Hyperparameters with = {{"lr", 0.01}, {"weight_decay", 0.5}};
+        Hyperparameters without = {{"lr", 0.01}, {"weight_decay", 0.0}};
+        auto decayed = run_cpu(name, with, 3);
+        auto plain = run_cpu(name, without, 3);
+        EXPECT_EQ(decayed[3], plain[3]);
+        EXPECT_EQ(decayed[4], plain[4]);
+        EXPECT_GT(std::fabs(decayed[0] - plain[0]) + std::fabs(decayed[2] - plain[2]), 1e-6);
+    }
+}
+
+}  // namespace
+}  // namespace ember::optim::test
