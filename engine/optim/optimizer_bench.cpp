@@ -1,9 +1,10 @@
 // optimizer_bench.cpp: time of one optimizer step for every elementwise optimizer on
 // 1M and 11M parameters cut into segments of mixed sizes, on the cpu backend and,
 // where a device is present, the fused and per-tensor CUDA backends (with their
-// launch counts). Usage: ember_optimizer_bench [--steps N] [--sizes 1000000,11000000]
+// launch counts); then global-norm gradient clipping (cpu, and CUDA with a device). Usage: ember_optimizer_bench [--steps N] [--sizes 1000000,11000000]
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
+#include "engine/optim/clip.h"
 #include "engine/optim/optimizer.h"
 
 #include <cuda_runtime_api.h>
@@ -106,6 +107,27 @@ int main(int argc, char** argv) {
                             optimizer_backend_name(backend), ms, optimizer->last_step_launches(),
                             bytes / (ms * 1e-3) / 1e9);
                 std::fflush(stdout);
+            }
+        }
+        {
+            // Clipping below the norm scales every gradient: the full two-pass cost.
+            std::vector<float> scratch = grads;
+            clip_grad_norm_cpu(scratch.data(), count, 1e-3);
+            auto start = std::chrono::steady_clock::now();
+            for (int s = 0; s < steps; ++s) clip_grad_norm_cpu(scratch.data(), count, 1e-3);
+            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
+            std::printf("%-10s %10zu %-16s %10.3f %9d %10.1f\n", "clip", count, "cpu", ms, 0,
+                        (double)count * 12.0 / (ms * 1e-3) / 1e9);
+            if (have_device) {
+                GradientClipper clipper(count);
+                clipper.clip(device_grads, 1e-3f);
+                EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+                start = std::chrono::steady_clock::now();
+                for (int s = 0; s < steps; ++s) clipper.clip(device_grads, 1e-3f);
+                EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+                ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
+                std::printf("%-10s %10zu %-16s %10.3f %9d %10.1f\n", "clip", count, "cuda", ms,
+                            clipper.launches_per_clip(), (double)count * 12.0 / (ms * 1e-3) / 1e9);
             }
         }
         if (have_device) {
