@@ -32,7 +32,7 @@ struct CudaContext {
     CudaContext(const CudaContext&) = delete;
     CudaContext& operator=(const CudaContext&) = delete;
 
-    cudaStream_t stream = nullptr;
+    cudaStream_t stream = nullptr;       // bound to the handles at construction: do not reassign
     cublasHandle_t cublas = nullptr;
     cublasLtHandle_t cublaslt = nullptr;
     cudnnHandle_t cudnn = nullptr;
