@@ -1,0 +1,49 @@
+// flat_buffer.h: one contiguous block of host or device memory that the engine owns
+// for the life of a model (the flat parameter / gradient / low-precision buffers and
+// the chunks of the activation pool). Device blocks come from the caching allocator,
+// host blocks are 256-byte aligned. Copies in and out name the buffer when they fail.
+#pragma once
+
+#include "engine/core/allocator.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace ember::nn {
+
+enum class Backend : uint8_t { cpu = 0, cuda = 1 };
+const char* backend_name(Backend backend);
+Backend parse_backend(const std::string& name);  // "cpu" | "cuda"; throws otherwise
+inline Device backend_device(Backend backend) {
+    return backend == Backend::cuda ? Device::cuda : Device::cpu;
+}
+
+class FlatBuffer {
+public:
+    FlatBuffer() = default;
+    FlatBuffer(Backend backend, std::size_t bytes, std::string name);
+    ~FlatBuffer();
+    FlatBuffer(FlatBuffer&& other) noexcept;
+    FlatBuffer& operator=(FlatBuffer&& other) noexcept;
+    FlatBuffer(const FlatBuffer&) = delete;
+    FlatBuffer& operator=(const FlatBuffer&) = delete;
+
+    void* data() const { return data_; }
+    std::size_t bytes() const { return bytes_; }
+    Backend backend() const { return backend_; }
+    const std::string& name() const { return name_; }
+
+    void zero(void* stream = nullptr);                   // async on `stream` for cuda
+    void upload(const void* host, std::size_t bytes);    // host -> this (synchronous)
+    void download(void* host, std::size_t bytes) const;  // this -> host (synchronous)
+
+private:
+    void release();
+    Backend backend_ = Backend::cpu;
+    void* data_ = nullptr;
+    std::size_t bytes_ = 0;
+    std::string name_;
+};
+
+}  // namespace ember::nn

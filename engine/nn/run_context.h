@@ -1,0 +1,38 @@
+// run_context.h: what a layer's forward/backward needs besides its tensors: the
+// backend (and its CUDA context), where temporaries go (the activation pool), the
+// parameter store, the activation dtype chosen by the autocast policy, training vs
+// evaluation, how parameter gradients are written (store after "set to none",
+// accumulate otherwise), the dropout seed/offset and the op switches.
+#pragma once
+
+#include "engine/nn/activation_pool.h"
+#include "engine/nn/parameters.h"
+#include "engine/ops/common.h"
+
+namespace ember::nn {
+
+struct LayerSwitches {
+    bool fused_gelu = true;       // GELU in the GEMM epilogue / one kernel; off: the 8-kernel chain
+    bool fused_layernorm = true;  // only the fused LayerNorm op exists (see docs/engine.md)
+    bool per_layer_nvtx = false;  // an NVTX range per layer, named after it
+};
+
+struct RunContext {
+    Backend backend = Backend::cpu;
+    CudaContext* cuda = nullptr;       // set for Backend::cuda
+    ActivationPool* pool = nullptr;    // temporaries of the current layer
+    ParameterStore* parameters = nullptr;
+    DType activation_dtype = DType::f32;  // between layers (f16/bf16 under AMP, f64 in grad checks)
+    bool training = true;
+    bool recomputing = false;          // activation checkpointing: forward again inside backward
+    ops::GradWrite parameter_write = ops::GradWrite::accumulate;
+    uint64_t dropout_seed = 0;
+    uint64_t dropout_offset = 0;       // advanced by the model every step
+    LayerSwitches switches;
+
+    bool on_cuda() const { return backend == Backend::cuda; }
+    Tensor allocate(DType dtype, const TensorShape& shape) const { return pool->allocate(dtype, shape); }
+    Tensor allocate(const TensorShape& shape) const { return pool->allocate(activation_dtype, shape); }
+};
+
+}  // namespace ember::nn
