@@ -10,6 +10,10 @@ class App;
 namespace ember::cli {
 
 void add_doctor_command(CLI::App& app);
+// `ember synth -o FILE --events N` (synth_command.cpp).
+void add_synth_command(CLI::App& app);
+// `ember bench store` (bench_store_command.cpp).
+void add_bench_store(CLI::App& bench);
 // `ember data prepare ...` (data_command.cpp).
 void add_data_command(CLI::App& app);
 // `ember bench dataloader` (bench_dataloader_command.cpp).

@@ -17,10 +17,12 @@ int main(int argc, char** argv) {
     app.fallthrough(false);
 
     ember::cli::add_doctor_command(app);
+    ember::cli::add_synth_command(app);
     ember::cli::add_data_command(app);
 
     CLI::App* bench = ember::cli::add_bench_command(app);
     // add_bench_*(*bench) calls go here.
+    ember::cli::add_bench_store(*bench);
     ember::cli::add_bench_dataloader(*bench);
     if (bench->get_subcommands([](CLI::App*) { return true; }).empty()) app.remove_subcommand(bench);
 

@@ -28,7 +28,10 @@ public:
         std::string one_row = "(?";
         for (int i = 1; i < column_count; ++i) one_row += ",?";
         one_row += ")";
-        std::string head = "INSERT INTO " + table + " (" + columns + ") VALUES ";
+        // OR FAIL: a failing row would not undo the rows before it, so SQLite needs no
+        // statement journal (a savepoint per statement: ~15% of the insert cost).
+        // The writer binds only valid rows; an error still aborts the whole write.
+        std::string head = "INSERT OR FAIL INTO " + table + " (" + columns + ") VALUES ";
         std::string many = head;
         for (int r = 0; r < rows_per_statement; ++r) many += (r ? "," : "") + one_row;
         single_ = Statement(db, path, head + one_row);

@@ -473,9 +473,12 @@ bool TraceWriter::Impl::push(RecordType type, const Event& event) {
         ring->dropped.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
+    // Block policy: wait for the writer. Yield briefly, then sleep, so a waiting
+    // producer does not take the CPU the writer needs (2 cores are common).
     wake_writer.notify_one();
-    for (;;) {
-        std::this_thread::yield();
+    for (int attempt = 0;; ++attempt) {
+        if (attempt < 16) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(100));
         if (ring->try_push(type, event)) return true;
         if (ring->closed.load(std::memory_order_acquire)) return false;
     }
