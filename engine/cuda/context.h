@@ -36,7 +36,8 @@ struct CudaContext {
     cublasHandle_t cublas = nullptr;
     cublasLtHandle_t cublaslt = nullptr;
     cudnnHandle_t cudnn = nullptr;
-    void* workspace = nullptr;           // from device_allocator(), once
+    void* workspace = nullptr;           // from device_allocator(), once; cuBLASLt, cuDNN and
+                                         // BatchNorm's per-channel partial sums use it in stream order
     std::size_t workspace_bytes = 0;
     bool cudnn_benchmark = false;        // may be flipped between steps
     bool allow_tf32 = false;
