@@ -51,10 +51,12 @@ void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, Grad
         // Two loops without a branch on the data: a sign-dependent branch mispredicts
         // half the time and was the most expensive part of this op.
         const int64_t n = dx.numel();
-        if (write == GradWrite::accumulate)
-            for (int64_t i = 0; i < n; ++i) grad_in[i] += out[i] > 0.0f ? grad_out[i] : 0.0f;
-        else
-            for (int64_t i = 0; i < n; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
+        // Both operands are loaded unconditionally so the choice is a select.
+        for (int64_t i = 0; i < n; ++i) {
+            const float upstream = grad_out[i];
+            const float kept = out[i] > 0.0f ? upstream : 0.0f;
+            grad_in[i] = write == GradWrite::accumulate ? grad_in[i] + kept : kept;
+        }
         return;
     }
     for (int64_t i = 0, end = dx.numel(); i < end; ++i)

@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace ember::ops {
@@ -39,6 +40,21 @@ ConvShape check_conv(const char* op, const Tensor& x, const Tensor& weight, cons
     return s;
 }
 
+// Output columns q whose input column q*stride - pad + offset lies inside [0, W):
+// [begin, end). Splitting the row this way leaves a branch-free inner loop.
+struct ColumnRange {
+    int64_t begin, end;
+};
+
+inline ColumnRange valid_columns(int64_t offset, int64_t stride, int64_t pad, int64_t W, int64_t Q) {
+    const int64_t low = pad - offset;  // q * stride >= low
+    const int64_t high = W - 1 + pad - offset;  // q * stride <= high
+    int64_t begin = low > 0 ? (low + stride - 1) / stride : 0;
+    int64_t end = high < 0 ? 0 : std::min(Q, high / stride + 1);
+    if (begin > end) begin = end;
+    return {begin, end};
+}
+
 // col[(c*R + r)*S + s][p*Q + q] = x[c][p*stride - pad + r*dilation][...] (0 outside).
 template <class T>
 void im2col(const T* image, const ConvShape& s, const Conv2dParams& pr, T* col) {
@@ -46,14 +62,20 @@ void im2col(const T* image, const ConvShape& s, const Conv2dParams& pr, T* col) 
         for (int64_t r = 0; r < s.r; ++r)
             for (int64_t ks = 0; ks < s.s; ++ks) {
                 T* row = col + ((c * s.r + r) * s.s + ks) * s.p * s.q;
+                const int64_t w_offset = ks * pr.dilation_w;
+                const ColumnRange cols = valid_columns(w_offset, pr.stride_w, pr.pad_w, s.w, s.q);
                 for (int64_t p = 0; p < s.p; ++p) {
-                    int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
-                    for (int64_t q = 0; q < s.q; ++q) {
-                        int64_t w = q * pr.stride_w - pr.pad_w + ks * pr.dilation_w;
-                        row[p * s.q + q] = (h >= 0 && h < s.h && w >= 0 && w < s.w)
-                                               ? image[(c * s.h + h) * s.w + w]
-                                               : T(0);
+                    T* out = row + p * s.q;
+                    const int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
+                    if (h < 0 || h >= s.h) {
+                        for (int64_t q = 0; q < s.q; ++q) out[q] = T(0);
+                        continue;
                     }
+                    const T* in = image + (c * s.h + h) * s.w;
+                    const int64_t shift = w_offset - pr.pad_w;  // input column of q = 0
+                    for (int64_t q = 0; q < cols.begin; ++q) out[q] = T(0);
+                    for (int64_t q = cols.begin; q < cols.end; ++q) out[q] = in[q * pr.stride_w + shift];
+                    for (int64_t q = cols.end; q < s.q; ++q) out[q] = T(0);
                 }
             }
 }
@@ -65,13 +87,15 @@ void col2im_add(const T* col, const ConvShape& s, const Conv2dParams& pr, T* ima
         for (int64_t r = 0; r < s.r; ++r)
             for (int64_t ks = 0; ks < s.s; ++ks) {
                 const T* row = col + ((c * s.r + r) * s.s + ks) * s.p * s.q;
+                const int64_t w_offset = ks * pr.dilation_w;
+                const ColumnRange cols = valid_columns(w_offset, pr.stride_w, pr.pad_w, s.w, s.q);
                 for (int64_t p = 0; p < s.p; ++p) {
-                    int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
+                    const int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
                     if (h < 0 || h >= s.h) continue;
-                    for (int64_t q = 0; q < s.q; ++q) {
-                        int64_t w = q * pr.stride_w - pr.pad_w + ks * pr.dilation_w;
-                        if (w >= 0 && w < s.w) image[(c * s.h + h) * s.w + w] += row[p * s.q + q];
-                    }
+                    const T* in = row + p * s.q;
+                    T* out = image + (c * s.h + h) * s.w;
+                    const int64_t shift = w_offset - pr.pad_w;
+                    for (int64_t q = cols.begin; q < cols.end; ++q) out[q * pr.stride_w + shift] += in[q];
                 }
             }
 }
