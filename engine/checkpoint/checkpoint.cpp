@@ -4,7 +4,6 @@
 #include "engine/checkpoint/crc32.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/nvtx.h"
-#include "engine/nn/optimizer_access.h"
 
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -90,8 +89,10 @@ Writer encode_header(const CheckpointHeader& h) {
     w.put(h.layout_hash);
     w.put_string(h.optimizer_name);
     w.put(h.optimizer_steps);
+    w.put(h.optimizer_nadam_mu_product);
     w.put(h.optimizer_state_buffers);
     w.put(h.optimizer_state_length);
+    w.put(h.optimizer_segment_norms);
     w.put(h.trainer_steps);
     w.put(h.model_seed);
     w.put(h.loss_scaler.scale);
@@ -132,8 +133,10 @@ CheckpointHeader decode_header(const std::vector<uint8_t>& file, const std::stri
     h.layout_hash = r.get<uint64_t>("layout hash");
     h.optimizer_name = r.get_string("optimizer name");
     h.optimizer_steps = r.get<int64_t>("optimizer steps");
+    h.optimizer_nadam_mu_product = r.get<double>("optimizer nadam mu product");
     h.optimizer_state_buffers = r.get<uint32_t>("optimizer state buffers");
     h.optimizer_state_length = r.get<uint64_t>("optimizer state length");
+    h.optimizer_segment_norms = r.get<uint64_t>("optimizer segment norms");
     h.trainer_steps = r.get<int64_t>("trainer steps");
     h.model_seed = r.get<uint64_t>("model seed");
     h.loss_scaler.scale = r.get<double>("loss scale");
@@ -223,6 +226,18 @@ void save_checkpoint(const std::string& path, nn::Model& model, const optim::Opt
     if (store.master_dtype() != DType::f32) throw CheckpointError("checkpoints hold f32 parameters only");
     if (device) EMBER_CUDA_CHECK(cudaDeviceSynchronize());
 
+    optim::OptimizerState state;
+    try {
+        state = optimizer.export_state();
+    } catch (const std::logic_error& e) {
+        throw CheckpointError("cannot checkpoint optimizer '" + optimizer.name() + "': " + e.what());
+    }
+    for (const std::vector<float>& buffer : state.buffers)
+        if (buffer.size() != optimizer.parameter_count())
+            throw CheckpointError("optimizer '" + optimizer.name() + "' exported a state buffer of " +
+                                  std::to_string(buffer.size()) + " values for " +
+                                  std::to_string(optimizer.parameter_count()) + " parameters");
+
     CheckpointHeader h;
     h.format_version = kFormatVersion;
     h.model_name = model.name();
@@ -231,9 +246,11 @@ void save_checkpoint(const std::string& path, nn::Model& model, const optim::Opt
     h.state_length = store.state_length();
     h.layout_hash = store.layout_hash();
     h.optimizer_name = optimizer.name();
-    h.optimizer_steps = optimizer.step_count();
-    h.optimizer_state_buffers = static_cast<uint32_t>(optimizer.state_buffer_count());
+    h.optimizer_steps = state.step_count;
+    h.optimizer_nadam_mu_product = state.nadam_mu_product;
+    h.optimizer_state_buffers = static_cast<uint32_t>(state.buffers.size());
     h.optimizer_state_length = optimizer.parameter_count();
+    h.optimizer_segment_norms = state.segment_norms.size();
     h.trainer_steps = trainer.steps();
     h.model_seed = model.build_options().seed;
     h.loss_scaler = trainer.loss_scaler().state();
@@ -242,8 +259,9 @@ void save_checkpoint(const std::string& path, nn::Model& model, const optim::Opt
     std::vector<uint8_t> payload;
     copy_out(store.master().data(), device, store.flat_length() * sizeof(float), payload);
     copy_out(store.state_buffer().data(), device, store.state_length() * sizeof(float), payload);
-    for (int i = 0; i < optimizer.state_buffer_count(); ++i)
-        copy_out(optimizer.state_buffer(i), device, optimizer.parameter_count() * sizeof(float), payload);
+    for (const std::vector<float>& buffer : state.buffers)
+        copy_out(buffer.data(), false, buffer.size() * sizeof(float), payload);
+    copy_out(state.segment_norms.data(), false, state.segment_norms.size() * sizeof(float), payload);
     h.payload_bytes = payload.size();
     h.payload_crc = crc32(payload.data(), payload.size());
 
@@ -288,7 +306,8 @@ TrainingPosition load_checkpoint(const std::string& path, nn::Model& model, opti
                               std::to_string(optimizer.state_buffer_count()) + " of " +
                               std::to_string(optimizer.parameter_count()) + " (different hyper-parameters?)");
     const uint64_t expected_payload = (h.flat_length + h.state_length +
-                                       uint64_t(h.optimizer_state_buffers) * h.optimizer_state_length) * sizeof(float);
+                                       uint64_t(h.optimizer_state_buffers) * h.optimizer_state_length +
+                                       h.optimizer_segment_norms) * sizeof(float);
     if (h.payload_bytes != expected_payload)
         throw CheckpointError(path + ": payload size " + std::to_string(h.payload_bytes) + " does not match the header (" +
                               std::to_string(expected_payload) + " bytes expected)");
@@ -300,21 +319,32 @@ TrainingPosition load_checkpoint(const std::string& path, nn::Model& model, opti
     if (crc32(payload, h.payload_bytes) != h.payload_crc)
         throw CheckpointError(path + ": CRC mismatch: file truncated or corrupt");
 
-    const bool device = model.backend() == nn::Backend::cuda;
-    std::size_t at = 0;
-    copy_in(store.master().data(), device, payload + at, h.flat_length * sizeof(float));
-    at += h.flat_length * sizeof(float);
-    copy_in(store.state_buffer().data(), device, payload + at, h.state_length * sizeof(float));
-    at += h.state_length * sizeof(float);
-    for (int i = 0; i < optimizer.state_buffer_count(); ++i) {
-        // engine/optim exposes its state read-only; the buffers are plain memory it owns.
-        copy_in(const_cast<float*>(optimizer.state_buffer(i)), device, payload + at,
-                h.optimizer_state_length * sizeof(float));
+    // The optimizer checks its state's sizes on import: restore it first, so a refusal
+    // leaves the model untouched.
+    const std::size_t parameters_bytes = h.flat_length * sizeof(float);
+    const std::size_t statistics_bytes = h.state_length * sizeof(float);
+    std::size_t at = parameters_bytes + statistics_bytes;
+    optim::OptimizerState state;
+    state.step_count = h.optimizer_steps;
+    state.nadam_mu_product = h.optimizer_nadam_mu_product;
+    state.buffers.resize(h.optimizer_state_buffers);
+    for (std::vector<float>& buffer : state.buffers) {
+        buffer.resize(h.optimizer_state_length);
+        std::memcpy(buffer.data(), payload + at, h.optimizer_state_length * sizeof(float));
         at += h.optimizer_state_length * sizeof(float);
     }
+    state.segment_norms.resize(h.optimizer_segment_norms);
+    std::memcpy(state.segment_norms.data(), payload + at, h.optimizer_segment_norms * sizeof(float));
+    try {
+        optimizer.import_state(state);
+    } catch (const std::exception& e) {
+        throw CheckpointError(path + ": optimizer '" + optimizer.name() + "' refused the saved state: " + e.what());
+    }
+    const bool device = model.backend() == nn::Backend::cuda;
+    copy_in(store.master().data(), device, payload, parameters_bytes);
+    copy_in(store.state_buffer().data(), device, payload + parameters_bytes, statistics_bytes);
     store.refresh_low_precision();
     model.set_seed(h.model_seed);
-    nn::set_optimizer_step_count(optimizer, h.optimizer_steps);
     trainer.set_steps(h.trainer_steps);
     trainer.loss_scaler().set_state(h.loss_scaler);
     return h.position;

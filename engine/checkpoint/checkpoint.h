@@ -6,7 +6,9 @@
 //            sampler epoch + index), payload size and payload CRC-32, then the CRC-32
 //            of the header itself
 //   payload  the flat fp32 parameters, the running statistics, each optimizer state
-//            buffer (one memcpy each - what the flat-buffer design is for)
+//            buffer (one memcpy each - what the flat-buffer design is for), then the
+//            optimizer's per-segment norms (NovoGrad). L-BFGS's history is not
+//            exported by engine/optim, so an L-BFGS run cannot be checkpointed.
 // Written atomically: a temporary file in the same directory, fsync, rename over the
 // target, fsync of the directory; a crash leaves the old checkpoint or the new one.
 // Loading checks everything before touching the model and refuses with a message that
@@ -45,8 +47,10 @@ struct CheckpointHeader {
     uint64_t layout_hash = 0;
     std::string optimizer_name;
     int64_t optimizer_steps = 0;
+    double optimizer_nadam_mu_product = 1.0;
     uint32_t optimizer_state_buffers = 0;
     uint64_t optimizer_state_length = 0;
+    uint64_t optimizer_segment_norms = 0;  // NovoGrad's per-segment norms
     int64_t trainer_steps = 0;
     uint64_t model_seed = 0;
     amp::LossScalerState loss_scaler;

@@ -143,8 +143,7 @@ std::vector<uint8_t> Trainer::graph_key(double loss_scale) const {
     append_bytes(key, optimizer_.lr());
     if (has_dropout(model_)) append_bytes(key, steps_);
     if (auto* elementwise = dynamic_cast<const optim::ElementwiseOptimizer*>(&optimizer_)) {
-        optim::UpdateParameters next{};
-        next = elementwise->parameters_for_step(optimizer_.step_count() + 1, 1.0);
+        optim::UpdateParameters next = elementwise->next_step_parameters();
         append_bytes(key, next);
     } else {
         append_bytes(key, optimizer_.step_count());  // unknown scalars: never replay blindly

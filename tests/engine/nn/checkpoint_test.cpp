@@ -84,7 +84,7 @@ TEST_F(CheckpointTest, ResumeIsBitIdentical) {
         const char* model;
         const char* optimizer;
     };
-    for (Case c : {Case{"mlp", "adam"}, Case{"cnn", "sgd"}}) {
+    for (Case c : {Case{"mlp", "adam"}, Case{"cnn", "sgd"}, Case{"mlp", "nadam"}, Case{"mlp", "novograd"}}) {
         const int first = 3, second = 3;
         std::vector<Batch> batches;
         for (int i = 0; i < first + second; ++i) batches.push_back(make_batch(8, 100 + i));
@@ -106,6 +106,8 @@ TEST_F(CheckpointTest, ResumeIsBitIdentical) {
         EXPECT_EQ(restored.sampler_index, first * 8);
         EXPECT_EQ(resumed.trainer->steps(), first);
         EXPECT_EQ(resumed.optimizer->step_count(), first);
+        EXPECT_EQ(resumed.optimizer->export_state().nadam_mu_product,
+                  interrupted.optimizer->export_state().nadam_mu_product);
         for (int i = first; i < first + second; ++i) resumed.trainer->step(batches[i].x, batches[i].y);
 
         nn::ParameterStore& a = straight.model->parameters();
@@ -119,6 +121,7 @@ TEST_F(CheckpointTest, ResumeIsBitIdentical) {
             const std::size_t n = straight.optimizer->parameter_count();
             EXPECT_EQ(std::vector<float>(x, x + n), std::vector<float>(y, y + n)) << c.optimizer << " state " << s;
         }
+        EXPECT_EQ(straight.optimizer->export_state().segment_norms, resumed.optimizer->export_state().segment_norms);
     }
 }
 
@@ -206,6 +209,10 @@ TEST_F(CheckpointTest, WrongOrCorruptCheckpointsAreRefused) {
 
     message = refusal([&] { load_checkpoint(path("missing.ckpt"), *target.model, *target.optimizer, *target.trainer); });
     EXPECT_NE(message.find("missing.ckpt"), std::string::npos) << message;
+
+    TrainingRun lbfgs = make_run("mlp", "lbfgs", 1);
+    message = refusal([&] { save_checkpoint(path("lbfgs.ckpt"), *lbfgs.model, *lbfgs.optimizer, *lbfgs.trainer); });
+    EXPECT_NE(message.find("cannot checkpoint optimizer 'lbfgs'"), std::string::npos) << message;
 
     // Nothing was restored from any refused file.
     EXPECT_EQ(download(target.model->parameters().master(), target.model->parameters().flat_length()), before);
