@@ -1,9 +1,11 @@
 // layernorm.cu: fused LayerNorm. Forward: one block per row (mean, centred variance,
 // normalize) writing y and the row statistics. Backward: one block per row for dx;
-// dgamma/dbeta by a column kernel (one thread per column, summing over rows in
-// order: deterministic, no atomics).
+// dgamma/dbeta by row-group partial sums per column, added in a fixed order by a
+// second kernel (deterministic, no atomics).
 #include "engine/cuda/cuda_util.cuh"
 #include "engine/ops/layernorm.h"
+
+#include <algorithm>
 
 namespace ember::ops {
 namespace {
@@ -53,16 +55,30 @@ __global__ void layernorm_backward_dx_kernel(const void* x, DType xt, const void
     }
 }
 
-__global__ void layernorm_backward_params_kernel(const void* x, DType xt, const void* dy, DType dyt,
-                                                 const float* save_mean, const float* save_rstd,
-                                                 float* dgamma, float* dbeta, int64_t rows,
-                                                 int64_t C, GradWrite write) {
+// dgamma/dbeta, stage 1: block (column tile, group) sums rows group, group + groups, ...
+// for 256 neighbouring columns (coalesced), into partials in the context workspace.
+__global__ void layernorm_param_partials_kernel(const void* x, DType xt, const void* dy, DType dyt,
+                                                const float* save_mean, const float* save_rstd,
+                                                int64_t rows, int64_t C, int groups, float2* partial) {
+    const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sum_dy = 0.0f, sum_dy_xhat = 0.0f;
+    for (int64_t r = blockIdx.y; r < rows; r += groups) {
+        const float d = load_as_float(dy, dyt, r * C + c);
+        sum_dy += d;
+        sum_dy_xhat += d * (load_as_float(x, xt, r * C + c) - save_mean[r]) * save_rstd[r];
+    }
+    partial[blockIdx.y * C + c] = make_float2(sum_dy, sum_dy_xhat);
+}
+
+// Stage 2: one thread per column adds the groups in order (deterministic) and writes.
+__global__ void layernorm_param_finish_kernel(const float2* partial, int groups, int64_t C,
+                                              float* dgamma, float* dbeta, GradWrite write) {
     EMBER_GRID_STRIDE(c, C) {
         float sum_dy = 0.0f, sum_dy_xhat = 0.0f;
-        for (int64_t r = 0; r < rows; ++r) {
-            float d = load_as_float(dy, dyt, r * C + c);
-            sum_dy += d;
-            sum_dy_xhat += d * (load_as_float(x, xt, r * C + c) - save_mean[r]) * save_rstd[r];
+        for (int group = 0; group < groups; ++group) {
+            sum_dy += partial[group * C + c].x;
+            sum_dy_xhat += partial[group * C + c].y;
         }
         dgamma[c] = write_grad(dgamma[c], sum_dy_xhat, write);
         dbeta[c] = write_grad(dbeta[c], sum_dy, write);
@@ -113,9 +129,21 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
             save_rstd.as<float>(), dx.data, dx.dtype, C, input_write);
         EMBER_CUDA_CHECK_LAUNCH();
     }
-    layernorm_backward_params_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(
-        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(),
-        dgamma.as<float>(), dbeta.as<float>(), rows, C, param_write);
+    const std::size_t per_group = std::size_t(C) * sizeof(float2);
+    require(ctx.workspace != nullptr && ctx.workspace_bytes >= per_group, op,
+            "the context workspace is too small for the dgamma/dbeta partial sums");
+    const int64_t tiles = (C + cuda::kThreads - 1) / cuda::kThreads;
+    const int groups = static_cast<int>(std::max<int64_t>(
+        1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
+                              int64_t(ctx.workspace_bytes / per_group), 65535})));
+    float2* partial = static_cast<float2*>(ctx.workspace);
+    layernorm_param_partials_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(groups)),
+                                      cuda::kThreads, 0, ctx.stream>>>(
+        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C,
+        groups, partial);
+    EMBER_CUDA_CHECK_LAUNCH();
+    layernorm_param_finish_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(
+        partial, groups, C, dgamma.as<float>(), dbeta.as<float>(), param_write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
