@@ -24,14 +24,18 @@ constexpr char kMagic[8] = {'E', 'M', 'B', 'E', 'R', 'C', 'K', 'P'};
 
 class Writer {
 public:
+    void append(const void* data, std::size_t size) {
+        const std::size_t at = bytes.size();
+        bytes.resize(at + size);
+        if (size) std::memcpy(bytes.data() + at, data, size);
+    }
     template <class T>
     void put(const T& value) {
-        const auto* p = reinterpret_cast<const uint8_t*>(&value);
-        bytes.insert(bytes.end(), p, p + sizeof(T));
+        append(&value, sizeof(T));
     }
     void put_string(const std::string& s) {
         put(static_cast<uint32_t>(s.size()));
-        bytes.insert(bytes.end(), s.begin(), s.end());
+        append(s.data(), s.size());
     }
     std::vector<uint8_t> bytes;
 };
@@ -80,7 +84,7 @@ std::string with_separators(uint64_t n) {
 
 Writer encode_header(const CheckpointHeader& h) {
     Writer w;
-    w.bytes.insert(w.bytes.end(), kMagic, kMagic + 8);
+    w.append(kMagic, sizeof kMagic);
     w.put(h.format_version);
     w.put_string(h.model_name);
     w.put(h.parameter_count);

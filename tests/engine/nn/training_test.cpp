@@ -115,6 +115,18 @@ TEST(Models, FactoryRefusesUnknownNamesAndShapes) {
     }
 }
 
+TEST(Models, SummaryReportsShapesAndParameterCounts) {
+    for (const std::string& name : model_names()) {
+        auto model = make_model(name);
+        std::size_t sum = 0;
+        for (const ParameterEntry& e : model->parameters().parameters()) sum += e.length;
+        EXPECT_EQ(model->parameters().parameter_count(), sum) << name;
+        std::string summary = model->summary(32);
+        EXPECT_NE(summary.find("-> [32,10]"), std::string::npos) << summary;
+        std::printf("%s: %zu parameters\n", name.c_str(), sum);
+    }
+}
+
 void train_steps(Model& model, optim::Optimizer& optimizer, TrainerOptions options, const Batch& batch, int steps) {
     Trainer trainer(model, optimizer, options);
     for (int i = 0; i < steps; ++i) trainer.step(batch.x, batch.y);
