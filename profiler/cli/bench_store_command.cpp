@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -296,6 +297,8 @@ struct PhaseResult {
     double seconds = 0;        // the measured part
     double close_seconds = 0;  // TraceWriter: close() (indexes, track_stats)
     double cpu_seconds = 0;    // user + system of the whole process
+    double writer_thread_cpu_seconds = 0;  // TraceWriter: its writer thread alone
+    double max_commit_gap_ms = 0;
     long peak_rss_kib = 0;
     bool ok = false;
     char error[512] = {};
@@ -340,6 +343,19 @@ PhaseResult run_in_child(const std::function<PhaseResult()>& phase) {
     result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     return result;
+}
+
+// /proc/loadavg's first three fields: other work on the machine skews wall-clock rates.
+std::string load_average() {
+    std::FILE* file = std::fopen("/proc/loadavg", "r");
+    if (!file) return "unknown\n";
+    double one = 0, five = 0, fifteen = 0;
+    int got = std::fscanf(file, "%lf %lf %lf", &one, &five, &fifteen);
+    std::fclose(file);
+    if (got != 3) return "unknown\n";
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.2f %.2f %.2f (1, 5, 15 min)\n", one, five, fifteen);
+    return text;
 }
 
 std::string with_commas(std::int64_t value) {
@@ -438,7 +454,10 @@ void add_bench_store(CLI::App& bench) {
             auto close_start = Clock::now();
             trace_writer.close();
             r.close_seconds = seconds_since(close_start);
-            if (trace_writer.stats().events_dropped != 0) throw std::runtime_error("TraceWriter dropped events");
+            store::WriterStats stats = trace_writer.stats();
+            if (stats.events_dropped != 0) throw std::runtime_error("TraceWriter dropped events");
+            r.writer_thread_cpu_seconds = stats.writer_thread_cpu_seconds;
+            r.max_commit_gap_ms = stats.max_commit_gap_ms;
             return r;
         });
 
@@ -486,9 +505,17 @@ void add_bench_store(CLI::App& bench) {
                         row.seconds, with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate,
                         row.rss_kib / 1024);
         }
-        std::printf("\nTraceWriter: %s events stored (%s given), close() %.2f s, %.2f CPU s for the process\n",
+        std::printf("\nTraceWriter: %s events stored (%s given), close() %.2f s, longest gap between commits %.0f ms\n",
                     with_commas(stored).c_str(), with_commas(writer.events).c_str(), writer.close_seconds,
+                    writer.max_commit_gap_ms);
+        std::printf("TraceWriter CPU: writer thread %.2f s (%s events per writer-thread CPU second), whole process "
+                    "%.2f s incl. generator and close\n",
+                    writer.writer_thread_cpu_seconds,
+                    with_commas(static_cast<std::int64_t>(static_cast<double>(writer.events) /
+                                                          std::max(writer.writer_thread_cpu_seconds, 1e-9)))
+                        .c_str(),
                     writer.cpu_seconds);
+        std::printf("load average at the end: %s", load_average().c_str());
         std::printf("events/s counts every row of every event table; the autocommit baseline runs on the first %s "
                     "events of the same stream\n",
                     with_commas(autocommit.events).c_str());

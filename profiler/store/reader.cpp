@@ -802,8 +802,20 @@ std::optional<RangeEvent> TraceReader::range(RangeId id) const {
 
 std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
     std::vector<RangeEvent> events;
-    impl_->query(std::string("SELECT ") + kRangeColumns + " FROM ranges WHERE parent_range_id = ? ORDER BY start_ns",
-                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
+    std::optional<RangeEvent> parent = range(id);
+    if (!parent) return events;
+    // Children lie on the parent's thread and start inside it: a scan of the
+    // (thread_id, start_ns) index over the parent's interval, no index of its own.
+    impl_->query(std::string("SELECT ") + kRangeColumns +
+                     " FROM ranges WHERE thread_id = ? AND start_ns >= ? AND start_ns < ? AND parent_range_id = ? "
+                     "ORDER BY start_ns",
+                 [&](Statement& s) {
+                     s.bind(1, parent->thread_id);
+                     s.bind(2, parent->start_ns);
+                     s.bind(3, std::max(parent->end_ns, parent->start_ns + 1));
+                     s.bind(4, id);
+                 },
+                 [&](Statement& s) {
                      events.push_back(read_range(s));
                      return true;
                  });

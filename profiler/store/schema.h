@@ -207,7 +207,6 @@ CREATE INDEX IF NOT EXISTS synchronizations_by_correlation ON synchronizations (
 CREATE INDEX IF NOT EXISTS api_calls_by_thread_start ON api_calls (thread_id, start_ns);
 CREATE INDEX IF NOT EXISTS api_calls_by_correlation ON api_calls (correlation_id);
 CREATE INDEX IF NOT EXISTS ranges_by_thread_start ON ranges (thread_id, start_ns);
-CREATE INDEX IF NOT EXISTS ranges_by_parent ON ranges (parent_range_id);
 CREATE INDEX IF NOT EXISTS marks_by_thread_time ON marks (thread_id, time_ns);
 CREATE INDEX IF NOT EXISTS counter_samples_by_counter_time ON counter_samples (counter_id, time_ns);
 CREATE INDEX IF NOT EXISTS stack_samples_by_thread_time ON stack_samples (thread_id, time_ns);
@@ -215,7 +214,7 @@ CREATE INDEX IF NOT EXISTS collector_overhead_by_thread_start ON collector_overh
 )sql";
 
 // Number of indexes in kCreateIndexesSql (the reader's has_indexes() counts them).
-constexpr int kIndexCount = 16;
+constexpr int kIndexCount = 15;
 
 // The event tables: their name, the column that says which track an event lies
 // on, and the columns holding its time (end_column == start_column for instants).

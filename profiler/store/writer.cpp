@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <ctime>
 #include <unordered_map>
 #include <vector>
 
@@ -220,6 +221,7 @@ struct TraceWriter::Impl {
     std::atomic<std::uint64_t> events_dropped{0};
     std::atomic<std::uint64_t> commits{0};
     std::atomic<double> max_commit_gap_ms{0.0};
+    std::atomic<double> writer_cpu_seconds{0.0};
 
     // --- setup ----------------------------------------------------------------------
     void open_database();
@@ -267,6 +269,7 @@ struct TraceWriter::Impl {
     std::uint64_t drain_rings(bool everything);
     void dispatch(const Record& record);
     void note_time(TimeNs time) { latest_time = std::max(latest_time, time); }
+    void note_thread_cpu();
     void store_overflow_counts();
     void finish_file();
     void fail(const std::string& message);
@@ -507,7 +510,14 @@ void TraceWriter::Impl::commit() {
     last_commit = now;
     rows_since_commit = false;
     commits.fetch_add(1, std::memory_order_relaxed);
+    note_thread_cpu();
     begin_transaction();
+}
+
+void TraceWriter::Impl::note_thread_cpu() {
+    timespec cpu{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        writer_cpu_seconds.store(static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9);
 }
 
 void TraceWriter::Impl::store_overflow_counts() {
@@ -749,6 +759,7 @@ void TraceWriter::Impl::finish_file() {
     exec_sql(db, path, "COMMIT");
     transaction_open = false;
     commits.fetch_add(1, std::memory_order_relaxed);
+    note_thread_cpu();
     for (const auto& ring : drained_rings) ring->closed.store(true, std::memory_order_release);
 }
 
@@ -997,6 +1008,7 @@ WriterStats TraceWriter::stats() const {
     stats.commits = impl.commits.load();
     stats.producer_threads = impl.rings_created.load();
     stats.max_commit_gap_ms = impl.max_commit_gap_ms.load();
+    stats.writer_thread_cpu_seconds = impl.writer_cpu_seconds.load();
     return stats;
 }
 

@@ -68,6 +68,7 @@ struct WriterStats {
     std::uint64_t commits = 0;
     std::uint64_t producer_threads = 0; // rings created so far
     double max_commit_gap_ms = 0.0;     // longest observed time between two commits
+    double writer_thread_cpu_seconds = 0.0;  // CPU time of the writer thread so far (updated per commit)
 };
 
 class TraceWriter {
