@@ -186,6 +186,7 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
     }
 
     const bool use_graph = options_.cuda_graph && steps_ >= 1;  // step 0 warms up allocations and autotuning
+    bool replayed_without_step_call = false;
     if (use_graph) {
         cudaStream_t stream = stream_of(model_);
         if (graph_images_.bytes() != images.bytes()) {
@@ -206,6 +207,7 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
             captured_key_ = key;  // the capture called optimizer.step() once: its count advanced
         } else {
             set_optimizer_step_count(optimizer_, optimizer_.step_count() + 1);
+            replayed_without_step_call = true;
         }
         graph_.replay(stream);
     } else {
@@ -215,7 +217,12 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
     if (scaled) {
         bool found_inf = model_.backend() == Backend::cuda ? overflow_check_->read_flag(stream_of(model_))
                                                            : cpu_overflow_;
-        if (found_inf && model_.backend() == Backend::cuda) optimizer_.rewind_step();
+        if (found_inf && model_.backend() == Backend::cuda) {
+            // rewind_step() undoes the last host-side step() call; a pure replay made
+            // none, so only its count advance is undone.
+            if (replayed_without_step_call) set_optimizer_step_count(optimizer_, optimizer_.step_count() - 1);
+            else optimizer_.rewind_step();
+        }
         result.applied = loss_scaler_.update(found_inf);
         nvtx::counter("loss_scale", loss_scaler_.scale());
     }

@@ -132,5 +132,25 @@ TEST(NnGpu, Fp16TrainingWithDeviceOverflowCheck) {
     EXPECT_EQ(trainer.loss_scaler().scale(), skipped.loss_scale / 2);
 }
 
+TEST(NnGpu, Bf16AndCheckpointedBlocksTrainOnCuda) {
+    EMBER_REQUIRE_GPU();
+    CudaContext ctx;
+    for (const char* name : {"resnet", "transformer"}) {
+        auto model = built(name, Backend::cuda, &ctx, DType::bf16);
+        model->checkpoint_composite_layers(true);
+        auto optimizer = optim::make_optimizer("adamw", {{"lr", 1e-3}}, model->parameters().segments(),
+                                               optim::OptimizerBackend::cuda_fused);
+        TrainerOptions options;
+        options.autocast.precision = amp::Precision::bf16;
+        options.accumulation_steps = 2;
+        Trainer trainer(*model, *optimizer, options);
+        DeviceBatch batch = make_batch(32, 6);
+        double first = trainer.step(batch.x, batch.y).loss, last = first;
+        for (int i = 0; i < 25; ++i) last = trainer.step(batch.x, batch.y).loss;
+        EXPECT_LT(last, first) << name;
+        EXPECT_GT(model->recompute_bytes(), 0u) << name;
+    }
+}
+
 }  // namespace
 }  // namespace ember::nn
