@@ -3,6 +3,7 @@
 #include "engine/nn/transformer_layers.h"
 
 #include "engine/nn/attention_ops.h"
+#include "engine/nn/batched_gemm.h"
 #include "engine/nn/dispatch.h"
 
 #include <cmath>
@@ -11,12 +12,6 @@
 namespace ember::nn {
 
 namespace {
-// Matrix i of a stack of [count, rows, cols] matrices.
-Tensor matrix_at(const Tensor& stack, int64_t i, int64_t rows, int64_t cols) {
-    char* base = static_cast<char*>(stack.data) + i * rows * cols * static_cast<int64_t>(dtype_size(stack.dtype));
-    return make_tensor(base, stack.dtype, {rows, cols}, stack.device);
-}
-
 // Scores and probabilities stay in fp32 under AMP (f64 in gradient checks).
 DType score_dtype(DType activation) { return activation == DType::f64 ? DType::f64 : DType::f32; }
 
@@ -165,18 +160,13 @@ Tensor SelfAttention::forward(RunContext& ctx, const Tensor& x) {
         move_heads(ctx, qkv, part == 0 ? q : part == 1 ? k : v, layout, true);
     }
     Tensor scores = ctx.allocate(sd, make_shape({stack, T, T}));
-    ops::GemmArgs score_args;
-    score_args.transpose_b = true;
-    score_args.alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
-    for (int64_t i = 0; i < stack; ++i)
-        run::gemm(ctx, matrix_at(q, i, T, dh), matrix_at(k, i, T, dh), matrix_at(scores, i, T, T), score_args);
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
+    batched_gemm(ctx, q, k, scores, {stack, T, T, dh, false, true, scale});  // Q K^T / sqrt(dh)
     Tensor probabilities = ctx.allocate(sd, make_shape({stack * T, T}));
     softmax_rows(ctx, make_tensor(scores.data, sd, {stack * T, T}, scores.device), probabilities);
     Tensor probabilities_compute = in_dtype(ctx, probabilities, act);
     Tensor heads_out = ctx.allocate(act, head_shape);
-    for (int64_t i = 0; i < stack; ++i)
-        run::gemm(ctx, matrix_at(probabilities_compute, i, T, T), matrix_at(v, i, T, dh),
-                  matrix_at(heads_out, i, T, dh), {});
+    batched_gemm(ctx, probabilities_compute, v, heads_out, {stack, T, dh, T});  // P V
     Tensor merged = ctx.allocate(act, shape_of(x));
     move_heads(ctx, merged, heads_out, HeadLayout{batch, T, heads_, dh, 1, 0}, false);
     if (ctx.training) {
@@ -199,26 +189,15 @@ Tensor SelfAttention::backward(RunContext& ctx, const Tensor& dy, bool need_inpu
     move_heads(ctx, d_merged, d_out, HeadLayout{batch, T, heads_, dh, 1, 0}, true);
     Tensor d_probabilities = ctx.allocate(sd, make_shape({stack * T, T}));
     Tensor dv = ctx.allocate(act, head_shape);
-    ops::GemmArgs transpose_b;
-    transpose_b.transpose_b = true;
-    ops::GemmArgs transpose_a;
-    transpose_a.transpose_a = true;
-    for (int64_t i = 0; i < stack; ++i) {
-        run::gemm(ctx, matrix_at(d_out, i, T, dh), matrix_at(v_, i, T, dh), matrix_at(d_probabilities, i, T, T),
-                  transpose_b);
-        run::gemm(ctx, matrix_at(probabilities_compute_, i, T, T), matrix_at(d_out, i, T, dh),
-                  matrix_at(dv, i, T, dh), transpose_a);
-    }
+    batched_gemm(ctx, d_out, v_, d_probabilities, {stack, T, T, dh, false, true});     // dP = dO V^T
+    batched_gemm(ctx, probabilities_compute_, d_out, dv, {stack, T, dh, T, true, false});  // dV = P^T dO
     Tensor d_scores = ctx.allocate(sd, make_shape({stack * T, T}));
     softmax_rows_backward(ctx, probabilities_, d_probabilities, d_scores,
                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh))));
     Tensor d_scores_compute = in_dtype(ctx, d_scores, act);
     Tensor dq = ctx.allocate(act, head_shape), dk = ctx.allocate(act, head_shape);
-    for (int64_t i = 0; i < stack; ++i) {
-        run::gemm(ctx, matrix_at(d_scores_compute, i, T, T), matrix_at(k_, i, T, dh), matrix_at(dq, i, T, dh), {});
-        run::gemm(ctx, matrix_at(d_scores_compute, i, T, T), matrix_at(q_, i, T, dh), matrix_at(dk, i, T, dh),
-                  transpose_a);
-    }
+    batched_gemm(ctx, d_scores_compute, k_, dq, {stack, T, dh, T});               // dQ = dS K
+    batched_gemm(ctx, d_scores_compute, q_, dk, {stack, T, dh, T, true, false});  // dK = dS^T Q
     Tensor d_qkv = ctx.allocate(act, make_shape({batch * T, 3 * dim_}));
     HeadLayout layout{batch, T, heads_, dh, 3, 0};
     for (int part = 0; part < 3; ++part) {
