@@ -10,6 +10,8 @@ class App;
 namespace ember::cli {
 
 void add_doctor_command(CLI::App& app);
+// `ember train` (train_command.cpp).
+void add_train_command(CLI::App& app);
 // `ember synth -o FILE --events N` (synth_command.cpp).
 void add_synth_command(CLI::App& app);
 // `ember bench store` (bench_store_command.cpp).

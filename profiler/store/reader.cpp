@@ -682,15 +682,43 @@ std::int64_t TraceReader::event_count(std::string_view table) const {
     return count;
 }
 
+namespace {
+
+TimeNs start_of(const KernelEvent& e) { return e.start_ns; }
+TimeNs start_of(const MemcpyEvent& e) { return e.start_ns; }
+TimeNs start_of(const MemsetEvent& e) { return e.start_ns; }
+TimeNs start_of(const SyncEvent& e) { return e.start_ns; }
+TimeNs start_of(const ApiEvent& e) { return e.start_ns; }
+TimeNs start_of(const RangeEvent& e) { return e.start_ns; }
+TimeNs start_of(const MarkEvent& e) { return e.time_ns; }
+TimeNs start_of(const CounterSample& e) { return e.time_ns; }
+TimeNs start_of(const StackSample& e) { return e.time_ns; }
+TimeNs start_of(const OverheadEvent& e) { return e.start_ns; }
+
+}  // namespace
+
 // The shared body of every for_each_*: SELECT columns WHERE window ORDER BY start.
+// Without a track, an indexed file is read one track at a time (each in index
+// order) and the tracks merged by start time, which avoids sorting the whole
+// table; a file without indexes lets SQLite sort.
 struct VisitAccess {
     template <typename Event, typename Decode>
     static std::int64_t run(TraceReader::Impl& impl, const char* table_name, const char* columns,
                             const EventQuery& query, const Visitor<Event>& visit, Decode decode) {
         const EventTableInfo& table = impl.table_info(table_name);
+        if (!query.track && impl.has_indexes) {
+            std::vector<std::uint32_t> tracks;
+            for (const TrackSummary& summary : impl.tracks)
+                if (summary.event_table == table.name) tracks.push_back(summary.track.id);
+            if (tracks.size() > 1) return merge_tracks(impl, table, columns, query, tracks, visit, decode);
+            if (tracks.size() == 1) {
+                EventQuery one_track = query;
+                one_track.track = tracks[0];
+                return run(impl, table_name, columns, one_track, visit, decode);
+            }
+        }
         TraceReader::Impl::Window window = impl.window_for(table, query);
-        std::string sql = std::string("SELECT ") + columns + " FROM " + table.name + " WHERE " + window.where +
-                          " ORDER BY " + table.start_column;
+        std::string sql = select_sql(table, columns, window);
         std::int64_t visited = 0;
         impl.query(
             sql,
@@ -702,6 +730,60 @@ struct VisitAccess {
                 ++visited;
                 return visit(decode(s));
             });
+        return visited;
+    }
+
+    static std::string select_sql(const EventTableInfo& table, const char* columns,
+                                  const TraceReader::Impl::Window& window) {
+        return std::string("SELECT ") + columns + " FROM " + table.name + " WHERE " + window.where + " ORDER BY " +
+               table.start_column;
+    }
+
+    template <typename Event, typename Decode>
+    static std::int64_t merge_tracks(TraceReader::Impl& impl, const EventTableInfo& table, const char* columns,
+                                     const EventQuery& query, const std::vector<std::uint32_t>& tracks,
+                                     const Visitor<Event>& visit, Decode decode) {
+        struct Cursor {
+            std::string sql;
+            std::unique_ptr<Statement> statement;
+            Event head{};
+            bool has_head = false;
+        };
+        std::vector<Cursor> cursors(tracks.size());
+        auto advance = [&](Cursor& cursor) {
+            cursor.has_head = cursor.statement->next_row();
+            if (cursor.has_head) cursor.head = decode(*cursor.statement);
+        };
+        std::int64_t visited = 0;
+        try {
+            for (std::size_t i = 0; i < tracks.size(); ++i) {
+                EventQuery one_track = query;
+                one_track.track = tracks[i];
+                TraceReader::Impl::Window window = impl.window_for(table, one_track);
+                cursors[i].sql = select_sql(table, columns, window);
+                cursors[i].statement = impl.take_statement(cursors[i].sql);
+                for (std::size_t p = 0; p < window.parameters.size(); ++p)
+                    cursors[i].statement->bind(static_cast<int>(p + 1), window.parameters[p]);
+                advance(cursors[i]);
+            }
+            for (;;) {
+                // Few tracks (threads, streams): a linear scan for the earliest head is enough.
+                Cursor* earliest = nullptr;
+                for (Cursor& cursor : cursors)
+                    if (cursor.has_head && (!earliest || start_of(cursor.head) < start_of(earliest->head)))
+                        earliest = &cursor;
+                if (!earliest) break;
+                ++visited;
+                if (!visit(earliest->head)) break;
+                advance(*earliest);
+            }
+        } catch (...) {
+            for (Cursor& cursor : cursors)
+                if (cursor.statement) cursor.statement->reset();
+            throw;
+        }
+        for (Cursor& cursor : cursors)
+            if (cursor.statement) impl.give_back(cursor.sql, std::move(cursor.statement));
         return visited;
     }
 };

@@ -211,6 +211,54 @@ TEST(TraceStoreRoundTrip, WindowQueriesMatchBruteForce) {
     }
 }
 
+// Without a track, events of every track come back in one start-time order
+// (indexed files merge per-track index scans; others sort) — same answer both ways.
+TEST(TraceStoreRoundTrip, AllTracksMergeInStartOrder) {
+    ScratchDir dir;
+    std::string path = dir.file("merge.db");
+    std::vector<KernelEvent> written;
+    {
+        TraceWriter writer(path, RunInfo{}, testing::quiet_options());
+        StreamId streams[3];
+        for (int i = 0; i < 3; ++i) streams[i] = writer.register_stream({0, 0, 1, static_cast<std::uint64_t>(i), 0, ""});
+        // Interleaved, unique start times; each stream's kernels recorded in order, streams shuffled.
+        for (int i = 0; i < 3000; ++i) {
+            KernelEvent k;
+            int stream = (i * 7) % 3;
+            k.start_ns = 1000 + static_cast<TimeNs>(i) * 10 + stream;
+            k.end_ns = k.start_ns + 5 + (i % 4 == 0 ? 40 : 0);
+            k.stream_id = streams[stream];
+            k.correlation_id = static_cast<CorrelationId>(i + 1);
+            written.push_back(k);
+            ASSERT_TRUE(writer.record_kernel(k));
+        }
+        writer.close();
+    }
+    std::vector<KernelEvent> expected = sorted_by(written, &KernelEvent::start_ns);
+    for (bool indexed : {true, false}) {
+        if (!indexed) {
+            sqlite3* db = nullptr;
+            ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+            ASSERT_EQ(sqlite3_exec(db, "DROP INDEX kernels_by_stream_start", nullptr, nullptr, nullptr), SQLITE_OK);
+            sqlite3_close(db);
+        }
+        TraceReader reader(path);
+        ASSERT_EQ(reader.has_indexes(), indexed);
+        std::vector<KernelEvent> got;
+        EXPECT_EQ(reader.for_each_kernel({}, collect_into(got)), 3000);
+        EXPECT_EQ(got, expected) << "indexed=" << indexed;
+        // A window over all tracks, and stopping early.
+        std::vector<KernelEvent> window;
+        reader.for_each_kernel({std::nullopt, 5000, 6000}, collect_into(window));
+        std::vector<KernelEvent> expected_window;
+        for (const KernelEvent& k : expected)
+            if (k.start_ns < 6000 && k.end_ns > 5000) expected_window.push_back(k);
+        EXPECT_EQ(window, expected_window);
+        int visited = 0;
+        EXPECT_EQ(reader.for_each_kernel({}, [&](const KernelEvent&) { return ++visited < 10; }), 10);
+    }
+}
+
 TEST(TraceStoreRoundTrip, TrackSummariesCountEveryLane) {
     ScratchDir dir;
     std::string path = dir.file("tracks.db");
