@@ -306,6 +306,42 @@ TEST(Amp, LowPrecisionTrainingOnCpuLowersTheLoss) {
     EXPECT_THROW(Trainer(*model, *optimizer, mismatched), std::invalid_argument);
 }
 
+// Every model's layers accept f16/bf16 activations with fp32 masters (the cpu ops keep
+// the same dtype rules as the CUDA ones), and their gradients track the fp32 run.
+TEST(Amp, EveryModelRunsInLowPrecisionOnCpu) {
+    ModelOptions options = small_resnet();
+    options.image_size = 28;
+    options.cnn_channels1 = 8;
+    options.cnn_channels2 = 8;
+    options.cnn_hidden = 16;
+    options.transformer_dim = 16;
+    options.transformer_heads = 2;
+    options.transformer_mlp_hidden = 32;
+    Batch batch = make_batch(8, 12);
+    for (const std::string& name : model_names()) {
+        auto reference = built(name, options);
+        Tensor logits = reference->forward(batch.x, true);
+        LossOutput out = reference->loss(logits, batch.y, 1.0f / 8);
+        reference->backward(out.dlogits, ops::GradWrite::store);
+        const std::size_t n = reference->parameters().flat_length();
+        std::vector<float> expected = flat(reference->parameters().gradients(), n);
+        double norm = 0.0;
+        for (float g : expected) norm += double(g) * g;
+        for (DType dtype : {DType::f16, DType::bf16}) {
+            auto model = built(name, options, dtype);
+            Tensor low_logits = model->forward(batch.x, true);
+            EXPECT_EQ(low_logits.dtype, dtype) << name;
+            LossOutput low = model->loss(low_logits, batch.y, 1.0f / 8);
+            model->backward(low.dlogits, ops::GradWrite::store);
+            std::vector<float> got = flat(model->parameters().gradients(), n);
+            double error = 0.0;
+            for (std::size_t i = 0; i < n; ++i) error += (double(got[i]) - expected[i]) * (double(got[i]) - expected[i]);
+            // bf16 keeps 8 bits of mantissa, f16 11: the gradient agrees to a few percent.
+            EXPECT_LT(std::sqrt(error), 0.1 * std::sqrt(norm)) << name << " " << dtype_name(dtype);
+        }
+    }
+}
+
 TEST(Training, CudaGraphIsRefusedOnCpu) {
     auto model = built("mlp");
     auto optimizer = make_sgd(*model);
