@@ -61,7 +61,9 @@ public:
         std::size_t rounded = 1024;
         while (rounded < capacity) rounded <<= 1;
         capacity_ = rounded;
-        slots_ = std::make_unique<Record[]>(rounded);
+        // Not zeroed: pages become resident only as the ring first reaches them, so a
+        // thread that records little costs little memory.
+        slots_ = std::make_unique_for_overwrite<Record[]>(rounded);
     }
 
     // The producing thread's id when it registered (TraceWriter::current_thread), else 0.
