@@ -12,6 +12,7 @@
 #include "engine/nn/trainer.h"
 #include "engine/optim/optimizer.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
         double first = 0.0, last = 0.0, window = 0.0;
         int in_window = 0;
         std::printf("%-9s", name.c_str());
+        const auto started = std::chrono::steady_clock::now();
         for (int step = 0; step < steps; ++step) {
             // Consecutive batches, wrapping around the loaded images (L-BFGS: the same one).
             const int64_t start = lbfgs ? 0 : (step * batch) % (count - batch + 1);
@@ -128,7 +130,9 @@ int main(int argc, char** argv) {
             }
         }
         const bool fell = last < first;
-        std::printf("   (first %.4f -> last %.4f)%s\n", first, last, fell ? "" : "  NOT FALLING");
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::printf("   (first %.4f -> last %.4f, %.1f ms/step)%s\n", first, last, 1e3 * seconds / steps,
+                    fell ? "" : "  NOT FALLING");
         failures += fell ? 0 : 1;
     }
     if (settings.check && failures > 0) {
