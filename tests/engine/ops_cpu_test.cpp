@@ -312,7 +312,6 @@ TEST(OpsCpu, StoreAndAccumulateModes) {
 // they must agree with the generic path, exercised here through f64 copies.
 TEST(OpsCpu, Float32FastPathsMatchGenericPath) {
     std::mt19937 rng(7);
-    const DType f64 = DType::f64;
     HostTensor x(f32, {3, 4, 6, 8}), dy(f32, {3, 4, 6, 8}), gamma(f32, {4}), beta(f32, {4});
     test::fill_random(x, rng, -2.0, 3.0);
     test::fill_random(dy, rng);
