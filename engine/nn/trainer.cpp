@@ -9,6 +9,7 @@
 #include "engine/optim/clip.h"
 #include "engine/optim/elementwise_optimizer.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -226,7 +227,8 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
         result.applied = loss_scaler_.update(found_inf);
         nvtx::counter("loss_scale", loss_scaler_.scale());
     }
-    result.loss = read_mean_loss(batch);
+    const bool read_loss = options_.loss_read_interval <= 1 || steps_ % options_.loss_read_interval == 0;
+    result.loss = read_loss ? read_mean_loss(batch) : std::nan("");
     ++steps_;
     return result;
 }

@@ -37,10 +37,13 @@ struct TrainerOptions {
     bool grads_set_to_none = true;
     bool cuda_graph = false;
     double clip_grad_norm = 0.0;      // 0: off
+    // Reading the loss synchronizes host and device; a launch-bound cuda loop reads it
+    // every n-th step only (StepResult::loss is NaN on the others).
+    int loss_read_interval = 1;
 };
 
 struct StepResult {
-    double loss = 0.0;        // mean over the step's samples
+    double loss = 0.0;        // mean over the step's samples (NaN when not read this step)
     bool applied = true;      // false when an fp16 overflow skipped the update
     double loss_scale = 1.0;  // the scale this step used
 };

@@ -160,6 +160,12 @@ TEST(Training, GradientAccumulationMatchesOneBatch) {
     const std::size_t n = a->parameters().flat_length();
     std::vector<float> pa = flat(a->parameters().master(), n), pb = flat(b->parameters().master(), n);
     for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(pa[i], pb[i], 1e-6f) << "parameter " << i;
+    TrainerOptions sparse_loss;
+    sparse_loss.loss_read_interval = 2;
+    Trainer sparse(*a, *oa, sparse_loss);
+    EXPECT_FALSE(std::isnan(sparse.step(batch.x, batch.y).loss));
+    EXPECT_TRUE(std::isnan(sparse.step(batch.x, batch.y).loss));
+    EXPECT_FALSE(std::isnan(sparse.step(batch.x, batch.y).loss));
     Trainer odd(*a, *oa, four);
     Batch seven = make_batch(7, 4);
     EXPECT_THROW(odd.step(seven.x, seven.y), std::invalid_argument);
