@@ -347,6 +347,7 @@ TrainingPosition load_checkpoint(const std::string& path, nn::Model& model, opti
     const bool device = model.backend() == nn::Backend::cuda;
     copy_in(store.master().data(), device, payload, parameters_bytes);
     copy_in(store.state_buffer().data(), device, payload + parameters_bytes, statistics_bytes);
+    if (device) EMBER_CUDA_CHECK(cudaDeviceSynchronize());  // before any stream uses them
     store.refresh_low_precision();
     model.set_seed(h.model_seed);
     trainer.set_steps(h.trainer_steps);

@@ -73,7 +73,12 @@ void FlatBuffer::upload(const void* host, std::size_t bytes) {
         throw std::out_of_range("upload of " + std::to_string(bytes) + " bytes into " + name_ + " of " +
                                 std::to_string(bytes_));
     if (bytes == 0) return;
-    if (backend_ == Backend::cuda) EMBER_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+    // cudaMemcpy runs on the legacy stream, which does not order against non-blocking
+    // streams: wait for all device work first (uploads and downloads are rare).
+    if (backend_ == Backend::cuda) {
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        EMBER_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+    }
     else std::memcpy(data_, host, bytes);
 }
 
@@ -82,7 +87,10 @@ void FlatBuffer::download(void* host, std::size_t bytes) const {
         throw std::out_of_range("download of " + std::to_string(bytes) + " bytes from " + name_ + " of " +
                                 std::to_string(bytes_));
     if (bytes == 0) return;
-    if (backend_ == Backend::cuda) EMBER_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
+    if (backend_ == Backend::cuda) {
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        EMBER_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
+    }
     else std::memcpy(host, data_, bytes);
 }
 

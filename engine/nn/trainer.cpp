@@ -238,6 +238,7 @@ EvaluationResult Trainer::evaluate(const Tensor& images, const Tensor& labels) {
     const int64_t batch = images.shape[0];
     Tensor logits = model_.forward(images, false);
     LossOutput out = model_.loss(logits, labels, 1.0f, false);
+    if (model_.backend() == Backend::cuda) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_of(model_)));
     result.loss = ops::mean_loss(out.losses);
     std::vector<uint8_t> host_logits(logits.bytes());
     std::vector<int32_t> host_labels(static_cast<std::size_t>(batch));
