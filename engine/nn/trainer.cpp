@@ -67,6 +67,10 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, const TrainerOptions
         throw std::invalid_argument("trainer: lbfgs runs in fp32 only");
     if (options.cuda_graph && !cuda)
         throw std::invalid_argument("trainer: cuda_graph needs the cuda backend (this model runs on cpu)");
+    if (options.cuda_graph && model.context().cuda->stream == nullptr)
+        throw std::invalid_argument(
+            "trainer: cuda_graph needs the model's CudaContext on a created stream (CudaContextOptions::stream); "
+            "the legacy default stream cannot be captured");
     if (options.cuda_graph && optimizer.kind() == optim::OptimizerKind::lbfgs)
         throw std::invalid_argument("trainer: lbfgs's line search cannot be captured in a CUDA graph");
     if (cuda && options.autocast.needs_loss_scaling()) overflow_check_ = std::make_unique<amp::DeviceOverflowCheck>();

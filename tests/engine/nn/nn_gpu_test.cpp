@@ -2,6 +2,7 @@
 // (forward logits and the flat gradient), CUDA Graph replay against eager steps, and
 // fp16 training with the device overflow check. Needs a GPU (label `gpu`).
 #include "engine/core/cuda_check.h"
+#include "engine/core/stream.h"
 #include "engine/cuda/context.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
@@ -85,7 +86,11 @@ TEST(NnGpu, CudaMatchesCpuForEveryModel) {
 TEST(NnGpu, GraphReplayMatchesEager) {
     EMBER_REQUIRE_GPU();
     for (const char* name : {"mlp", "cnn"}) {
-        CudaContext eager_ctx, graph_ctx;
+        Stream eager_stream, graph_stream;  // the legacy default stream cannot be captured
+        CudaContextOptions eager_options_ctx, graph_options_ctx;
+        eager_options_ctx.stream = eager_stream.get();
+        graph_options_ctx.stream = graph_stream.get();
+        CudaContext eager_ctx(eager_options_ctx), graph_ctx(graph_options_ctx);
         auto eager = built(name, Backend::cuda, &eager_ctx);
         auto graphed = built(name, Backend::cuda, &graph_ctx);
         auto make = [](Model& m) {
