@@ -127,6 +127,21 @@ TEST(Models, SummaryReportsShapesAndParameterCounts) {
     }
 }
 
+TEST(Models, DefaultModelsTakeATrainingStepAndEvaluate) {
+    Batch batch = make_batch(4, 13);
+    for (const std::string& name : model_names()) {
+        auto model = built(name);
+        auto optimizer = optim::make_optimizer("adamw", {{"lr", 1e-3}}, model->parameters().segments(),
+                                               optim::OptimizerBackend::cpu);
+        Trainer trainer(*model, *optimizer, {});
+        StepResult step = trainer.step(batch.x, batch.y);
+        EXPECT_TRUE(std::isfinite(step.loss)) << name;
+        EXPECT_NEAR(step.loss, std::log(10.0), 1.0) << name << ": a fresh model is close to uniform";
+        EvaluationResult eval = trainer.evaluate(batch.x, batch.y);
+        EXPECT_EQ(eval.samples, 4) << name;
+    }
+}
+
 void train_steps(Model& model, optim::Optimizer& optimizer, TrainerOptions options, const Batch& batch, int steps) {
     Trainer trainer(model, optimizer, options);
     for (int i = 0; i < steps; ++i) trainer.step(batch.x, batch.y);
