@@ -299,6 +299,8 @@ struct PhaseResult {
     double cpu_seconds = 0;    // user + system of the whole process
     double writer_thread_cpu_seconds = 0;  // TraceWriter: its writer thread alone
     double max_commit_gap_ms = 0;
+    double measured_cpu_seconds = 0;  // process CPU at the end of the measured part
+    long measured_peak_rss_kib = 0;   // VmHWM at the end of the measured part
     long peak_rss_kib = 0;
     bool ok = false;
     char error[512] = {};
@@ -343,6 +345,33 @@ PhaseResult run_in_child(const std::function<PhaseResult()>& phase) {
     result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     return result;
+}
+
+// CPU time (user + system) of this process so far.
+double process_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// Peak resident set so far (VmHWM), KiB.
+long peak_rss_kib() {
+    std::FILE* file = std::fopen("/proc/self/status", "r");
+    if (!file) return 0;
+    char line[256];
+    long kib = 0;
+    while (std::fgets(line, sizeof(line), file))
+        if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    std::fclose(file);
+    return kib;
+}
+
+// Marks the end of a phase's measured part.
+void end_measurement(PhaseResult& result, Clock::time_point start) {
+    result.seconds = seconds_since(start);
+    result.measured_cpu_seconds = process_cpu_seconds();
+    result.measured_peak_rss_kib = peak_rss_kib();
 }
 
 // /proc/loadavg's first three fields: other work on the machine skews wall-clock rates.
@@ -416,7 +445,7 @@ void add_bench_store(CLI::App& bench) {
             CountingSink sink;
             auto start = Clock::now();
             r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
-            r.seconds = seconds_since(start);
+            end_measurement(r, start);
             if (sink.checksum() == 42) std::puts("");  // uses the checksum
             return r;
         });
@@ -427,7 +456,7 @@ void add_bench_store(CLI::App& bench) {
             PlainLoopSink sink(autocommit_path, std::chrono::milliseconds(0));
             r.events = synth::generate_synthetic_rank(sink, baseline_options, 0).events;
             sink.finish();
-            r.seconds = seconds_since(start);
+            end_measurement(r, start);
             return r;
         });
         std::string batched_path = (directory / "baseline_250ms.db").string();
@@ -437,7 +466,7 @@ void add_bench_store(CLI::App& bench) {
             PlainLoopSink sink(batched_path, std::chrono::milliseconds(250));
             r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
             sink.finish();
-            r.seconds = seconds_since(start);
+            end_measurement(r, start);
             return r;
         });
         std::string writer_path = (directory / "trace_writer.db").string();
@@ -450,7 +479,7 @@ void add_bench_store(CLI::App& bench) {
             synth::WriterSink sink(trace_writer);
             r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
             trace_writer.flush();
-            r.seconds = seconds_since(start);
+            end_measurement(r, start);
             auto close_start = Clock::now();
             trace_writer.close();
             r.close_seconds = seconds_since(close_start);
@@ -486,30 +515,33 @@ void add_bench_store(CLI::App& bench) {
             long rss_kib;
         };
         std::vector<Row> rows = {
-            {"generator only (no storage)", generator.events, generator.seconds, generator.cpu_seconds,
-             generator.peak_rss_kib},
-            {"baseline: 1 INSERT/row, autocommit", autocommit.events, autocommit.seconds, autocommit.cpu_seconds,
-             autocommit.peak_rss_kib},
-            {"baseline: 1 INSERT/row, commit/250ms", batched.events, batched.seconds, batched.cpu_seconds,
-             batched.peak_rss_kib},
-            {"TraceWriter, ingest (all committed)", writer.events, writer.seconds, writer.cpu_seconds,
-             writer.peak_rss_kib},
+            {"generator only (no storage)", generator.events, generator.seconds, generator.measured_cpu_seconds,
+             generator.measured_peak_rss_kib},
+            {"baseline: 1 INSERT/row, autocommit", autocommit.events, autocommit.seconds,
+             autocommit.measured_cpu_seconds, autocommit.measured_peak_rss_kib},
+            {"baseline: 1 INSERT/row, commit/250ms", batched.events, batched.seconds, batched.measured_cpu_seconds,
+             batched.measured_peak_rss_kib},
+            {"TraceWriter, ingest (all committed)", writer.events, writer.seconds, writer.measured_cpu_seconds,
+             writer.measured_peak_rss_kib},
             {"TraceWriter, incl. close (indexes)", writer.events, writer.seconds + writer.close_seconds,
              writer.cpu_seconds, writer.peak_rss_kib},
         };
-        std::printf("\n%-38s %13s %9s %14s %12s %10s\n", "variant", "events", "seconds", "events/s", "vs autocommit",
-                    "peak RSS");
+        std::printf("\n%-37s %10s %8s %12s %9s %8s %14s %9s\n", "variant", "events", "wall s", "events/s",
+                    "vs autoc.", "CPU s", "events/CPU-s", "peak RSS");
         for (const Row& row : rows) {
             double rate = static_cast<double>(row.events) / row.seconds;
-            std::printf("%-38s %13s %9.2f %14s %11.1fx %7ld MiB\n", row.name, with_commas(row.events).c_str(),
-                        row.seconds, with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate,
-                        row.rss_kib / 1024);
+            double cpu_rate = static_cast<double>(row.events) / std::max(row.cpu_seconds, 1e-9);
+            std::printf("%-37s %10s %8.2f %12s %8.1fx %8.2f %14s %5ld MiB\n", row.name,
+                        with_commas(row.events).c_str(), row.seconds,
+                        with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate, row.cpu_seconds,
+                        with_commas(static_cast<std::int64_t>(cpu_rate)).c_str(), row.rss_kib / 1024);
         }
         std::printf("\nTraceWriter: %s events stored (%s given), close() %.2f s, longest gap between commits %.0f ms\n",
                     with_commas(stored).c_str(), with_commas(writer.events).c_str(), writer.close_seconds,
                     writer.max_commit_gap_ms);
         std::printf("TraceWriter CPU: writer thread %.2f s (%s events per writer-thread CPU second), whole process "
-                    "%.2f s incl. generator and close\n",
+                    "%.2f s incl. generator and close\n"
+                    "CPU s: the process (generator + storage); wall rates need an otherwise idle machine\n",
                     writer.writer_thread_cpu_seconds,
                     with_commas(static_cast<std::int64_t>(static_cast<double>(writer.events) /
                                                           std::max(writer.writer_thread_cpu_seconds, 1e-9)))

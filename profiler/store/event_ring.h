@@ -84,6 +84,11 @@ public:
         return true;
     }
 
+    // Either side: records the ring could take now.
+    std::uint64_t free_space() const {
+        return capacity_ - (tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire));
+    }
+
     // Consumer side: records [head, tail) are readable until release(n).
     std::uint64_t available() const {
         return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_relaxed);

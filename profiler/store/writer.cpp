@@ -177,6 +177,9 @@ struct TraceWriter::Impl {
 
     // Producer rings.
     std::mutex rings_mutex;
+    std::mutex space_mutex;                   // producers waiting for a ring to drain (block policy)
+    std::condition_variable space_available;
+    std::atomic<int> producers_waiting{0};
     std::vector<std::shared_ptr<EventRing>> rings;
     std::atomic<std::uint64_t> rings_version{0};
     std::atomic<std::uint64_t> rings_created{0};
@@ -477,12 +480,18 @@ bool TraceWriter::Impl::push(RecordType type, const Event& event) {
         ring->dropped.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
-    // Block policy: wait for the writer. Yield briefly, then sleep, so a waiting
-    // producer does not take the CPU the writer needs (2 cores are common).
-    wake_writer.notify_one();
-    for (int attempt = 0;; ++attempt) {
-        if (attempt < 16) std::this_thread::yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    // Block policy: sleep until the writer has emptied half the ring, so a waiting
+    // producer neither spins on the CPU the writer needs nor wakes per event.
+    for (;;) {
+        {
+            std::unique_lock lock(space_mutex);
+            producers_waiting.fetch_add(1, std::memory_order_acq_rel);
+            wake_writer.notify_one();
+            space_available.wait_for(lock, std::chrono::milliseconds(5), [&] {
+                return ring->free_space() >= ring->capacity() / 2 || ring->closed.load(std::memory_order_acquire);
+            });
+            producers_waiting.fetch_sub(1, std::memory_order_acq_rel);
+        }
         if (ring->try_push(type, event)) return true;
         if (ring->closed.load(std::memory_order_acquire)) return false;
     }
@@ -679,6 +688,10 @@ std::uint64_t TraceWriter::Impl::drain_rings(bool everything) {
         for (std::uint64_t i = 0; i < count; ++i) dispatch(ring->at(i));
         ring->release(count);
         total += count;
+        if (producers_waiting.load(std::memory_order_acquire) > 0 && ring->free_space() >= ring->capacity() / 2) {
+            std::lock_guard lock(space_mutex);  // pairs with the waiter's predicate check
+            space_available.notify_all();
+        }
         if (ring->retired.load(std::memory_order_acquire)) any_retired = true;
     }
     if (total) {
@@ -761,6 +774,8 @@ void TraceWriter::Impl::finish_file() {
     commits.fetch_add(1, std::memory_order_relaxed);
     note_thread_cpu();
     for (const auto& ring : drained_rings) ring->closed.store(true, std::memory_order_release);
+    std::lock_guard lock(space_mutex);
+    space_available.notify_all();
 }
 
 void TraceWriter::Impl::fail(const std::string& message) {
