@@ -69,7 +69,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<c
         std::call_once(said_once, [this] { std::fprintf(stderr, "%s\n", fallback_note_.c_str()); });
     }
     copy_to_device_ = options_.copy_to_device && cuda_usable();
-    if (copy_to_device_) copy_stream_ = std::make_unique<CopyStream>();
+    if (copy_to_device_) {
+        EMBER_CUDA_CHECK(cudaGetDevice(&device_));
+        copy_stream_ = std::make_unique<CopyStream>();
+    }
 
     // workers * prefetch_factor batches in flight plus the one the training loop holds;
     // two when loading in the training thread (hold one, build the next).
@@ -163,6 +166,8 @@ void DataLoader::start_epoch(int64_t epoch) {
 void DataLoader::worker_main(int worker_index) {
     std::string thread_name = "dataloader worker " + std::to_string(worker_index);
     nvtx::name_thread(thread_name.c_str());
+    // A new thread starts on device 0; copies must go to the device the loader was made on.
+    cudaError_t device_status = copy_to_device_ ? cudaSetDevice(device_) : cudaSuccess;
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
         work_available_.wait(lock, [this] {
@@ -180,6 +185,8 @@ void DataLoader::worker_main(int worker_index) {
 
         std::exception_ptr error;
         try {
+            if (device_status != cudaSuccess)
+                throw_cuda_error(device_status, "cudaSetDevice(device_)", __FILE__, __LINE__);
             fill(slot, epoch, batch_number, indices);
         } catch (...) {
             error = std::current_exception();

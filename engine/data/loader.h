@@ -98,6 +98,7 @@ private:
     LoaderOptions options_;
     ImageShape shape_;
     bool copy_to_device_ = false;
+    int device_ = 0;  // the CUDA device current when the loader was made; workers use it too
     std::string fallback_note_;
     struct CopyStream;
     std::unique_ptr<CopyStream> copy_stream_;
