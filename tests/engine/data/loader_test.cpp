@@ -189,6 +189,23 @@ void write_folder(const std::filesystem::path& root, int count) {
     }
 }
 
+TEST(DataLoader, PngFolderBatchesIdenticalForZeroOneAndFourWorkers) {
+    TempDir dir;
+    write_folder(dir.path(), 90);
+    auto dataset = std::make_shared<ImageFolderDataset>(dir.path().string());
+    auto sampler = std::make_shared<RandomSampler>(dataset->size(), 17);
+    LoaderOptions options = augmenting_options(0);
+    options.batch_size = 7;
+    DataLoader reference(dataset, sampler, options);
+    std::vector<CollectedBatch> expected = collect_epoch(reference, 2);
+    ASSERT_EQ(expected.size(), 13u);  // ceil(90 / 7)
+    for (int workers : {1, 4}) {
+        options.workers = workers;
+        DataLoader loader(dataset, sampler, options);
+        EXPECT_TRUE(collect_epoch(loader, 2) == expected) << workers << " workers";
+    }
+}
+
 TEST(DataLoader, BadPngInTheMiddleReachesTheTrainingLoop) {
     TempDir dir;
     write_folder(dir.path(), 120);
