@@ -142,11 +142,50 @@ struct PendingRows {
     }
 };
 
+// track_stats kept as events arrive (Tracy keeps its statistics the same way), so
+// close() need not scan every table again. Indexed by kEventTables position.
+struct TrackStatsAccumulator {
+    struct Stats {
+        std::int64_t count = 0;
+        TimeNs first_start = std::numeric_limits<TimeNs>::max();
+        TimeNs last_end = std::numeric_limits<TimeNs>::min();
+        TimeNs max_duration = 0;
+    };
+    std::unordered_map<std::uint64_t, Stats> by_table_and_track;  // (table << 32) | track
+    std::uint64_t cached_key = ~0ull;
+    Stats* cached = nullptr;
+
+    void add(std::uint32_t table, std::uint32_t track, TimeNs start, TimeNs end) {
+        std::uint64_t key = (static_cast<std::uint64_t>(table) << 32) | track;
+        if (key != cached_key) {  // events of one track arrive in runs
+            cached = &by_table_and_track[key];
+            cached_key = key;
+        }
+        Stats& stats = *cached;
+        ++stats.count;
+        stats.first_start = std::min(stats.first_start, start);
+        stats.last_end = std::max(stats.last_end, end);
+        stats.max_duration = std::max(stats.max_duration, end - start);
+    }
+};
+
+// Positions in kEventTables (schema.h), checked below.
+enum EventTableIndex : std::uint32_t {
+    kKernelsTable, kMemcpysTable, kMemsetsTable, kSynchronizationsTable, kApiCallsTable,
+    kRangesTable, kMarksTable, kCounterSamplesTable, kStackSamplesTable, kOverheadTable,
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
 // [SECTION] Impl
 // ---------------------------------------------------------------------------
+
+static_assert(std::string_view(kEventTables[kKernelsTable].name) == "kernels" &&
+              std::string_view(kEventTables[kApiCallsTable].name) == "api_calls" &&
+              std::string_view(kEventTables[kRangesTable].name) == "ranges" &&
+              std::string_view(kEventTables[kOverheadTable].name) == "collector_overhead",
+              "EventTableIndex must follow kEventTables");
 
 struct TraceWriter::Impl {
     std::string path;
@@ -210,6 +249,7 @@ struct TraceWriter::Impl {
     Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter,
         insert_frame, insert_stack, insert_launch_config, insert_metadata;
     std::unordered_map<LaunchConfig, LaunchConfigId, LaunchConfigHash> launch_config_ids;
+    TrackStatsAccumulator track_stats;
     std::vector<std::shared_ptr<EventRing>> drained_rings;
     std::uint64_t drained_rings_version = std::numeric_limits<std::uint64_t>::max();
     StringId writer_overflow_source = 0;
@@ -646,22 +686,73 @@ void TraceWriter::Impl::dispatch(const Record& record) {
             }
             row.launch_config_id = found->second;
             note_time(row.event.end_ns);
+            track_stats.add(kKernelsTable, row.event.stream_id, row.event.start_ns, row.event.end_ns);
             kernels.add(row);
             break;
         }
-        case RecordType::memcpy: { auto e = record.load<MemcpyEvent>(); note_time(e.end_ns); memcpys.add(e); break; }
-        case RecordType::memset: { auto e = record.load<MemsetEvent>(); note_time(e.end_ns); memsets.add(e); break; }
-        case RecordType::sync: { auto e = record.load<SyncEvent>(); note_time(e.end_ns); syncs.add(e); break; }
-        case RecordType::api_call: { auto e = record.load<ApiEvent>(); note_time(e.end_ns); api_calls.add(e); break; }
-        case RecordType::range: { auto e = record.load<RangeEvent>(); note_time(e.end_ns); ranges.add(e); break; }
-        case RecordType::mark: { auto e = record.load<MarkEvent>(); note_time(e.time_ns); marks.add(e); break; }
+        case RecordType::memcpy: {
+            auto e = record.load<MemcpyEvent>();
+            note_time(e.end_ns);
+            track_stats.add(kMemcpysTable, e.stream_id, e.start_ns, e.end_ns);
+            memcpys.add(e);
+            break;
+        }
+        case RecordType::memset: {
+            auto e = record.load<MemsetEvent>();
+            note_time(e.end_ns);
+            track_stats.add(kMemsetsTable, e.stream_id, e.start_ns, e.end_ns);
+            memsets.add(e);
+            break;
+        }
+        case RecordType::sync: {
+            auto e = record.load<SyncEvent>();
+            note_time(e.end_ns);
+            track_stats.add(kSynchronizationsTable, e.stream_id, e.start_ns, e.end_ns);
+            syncs.add(e);
+            break;
+        }
+        case RecordType::api_call: {
+            auto e = record.load<ApiEvent>();
+            note_time(e.end_ns);
+            track_stats.add(kApiCallsTable, e.thread_id, e.start_ns, e.end_ns);
+            api_calls.add(e);
+            break;
+        }
+        case RecordType::range: {
+            auto e = record.load<RangeEvent>();
+            note_time(e.end_ns);
+            track_stats.add(kRangesTable, e.thread_id, e.start_ns, e.end_ns);
+            ranges.add(e);
+            break;
+        }
+        case RecordType::mark: {
+            auto e = record.load<MarkEvent>();
+            note_time(e.time_ns);
+            track_stats.add(kMarksTable, e.thread_id, e.time_ns, e.time_ns);
+            marks.add(e);
+            break;
+        }
         case RecordType::counter: {
-            auto e = record.load<CounterSample>(); note_time(e.time_ns); counter_samples.add(e); break;
+            auto e = record.load<CounterSample>();
+            note_time(e.time_ns);
+            track_stats.add(kCounterSamplesTable, e.counter_id, e.time_ns, e.time_ns);
+            counter_samples.add(e);
+            break;
         }
         case RecordType::stack_sample: {
-            auto e = record.load<StackSample>(); note_time(e.time_ns); stack_samples.add(e); break;
+            auto e = record.load<StackSample>();
+            note_time(e.time_ns);
+            track_stats.add(kStackSamplesTable, e.thread_id, e.time_ns, e.time_ns);
+            stack_samples.add(e);
+            break;
         }
-        case RecordType::overhead: { auto e = record.load<OverheadEvent>(); note_time(e.end_ns); overheads.add(e); break; }
+        case RecordType::overhead: {
+            auto e = record.load<OverheadEvent>();
+            note_time(e.end_ns);
+            track_stats.add(kOverheadTable, e.thread_id, e.start_ns, e.end_ns);
+            overheads.add(e);
+            break;
+        }
         case RecordType::dropped: {
             auto e = record.load<DroppedRecords>();
             events_dropped.fetch_add(e.count, std::memory_order_relaxed);
@@ -803,8 +894,19 @@ void TraceWriter::Impl::build_indexes_and_track_stats() {
     exec_sql(db, path, "BEGIN");
     exec_sql(db, path, kCreateIndexesSql);
     exec_sql(db, path, "DELETE FROM track_stats");
-    for (const EventTableInfo& table : kEventTables)
-        exec_sql(db, path, ("INSERT INTO track_stats " + track_stats_select_sql(table)).c_str());
+    Statement insert(db, path,
+                     "INSERT INTO track_stats (event_table, track_id, event_count, first_start_ns, last_end_ns, "
+                     "max_duration_ns) VALUES (?, ?, ?, ?, ?, ?)");
+    for (const auto& [key, stats] : track_stats.by_table_and_track) {
+        insert.bind_text(1, kEventTables[key >> 32].name);
+        insert.bind(2, static_cast<std::uint32_t>(key & 0xffffffffu));
+        insert.bind(3, stats.count);
+        insert.bind(4, stats.first_start);
+        insert.bind(5, stats.last_end);
+        insert.bind(6, stats.max_duration);
+        insert.step_done();
+    }
+    insert = {};
     exec_sql(db, path, "COMMIT");
 }
 

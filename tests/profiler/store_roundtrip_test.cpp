@@ -285,6 +285,27 @@ TEST(TraceStoreRoundTrip, TrackSummariesCountEveryLane) {
     ASSERT_NE(counters, nullptr);
     EXPECT_EQ(counters->track.kind, TrackKind::counter);
     EXPECT_EQ(find("kernels", sample.copy_stream.stream_id), nullptr);
+
+    // What the writer accumulated equals what a scan of the rows computes.
+    std::vector<TrackSummary> written = reader.tracks();
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DELETE FROM track_stats", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    TraceReader rescanned(path);
+    auto key = [](const TrackSummary& t) { return std::make_pair(t.event_table, t.track.id); };
+    std::sort(written.begin(), written.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
+    std::vector<TrackSummary> scanned = rescanned.tracks();
+    std::sort(scanned.begin(), scanned.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
+    ASSERT_EQ(written.size(), scanned.size());
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        EXPECT_EQ(written[i].event_table, scanned[i].event_table);
+        EXPECT_EQ(written[i].track, scanned[i].track);
+        EXPECT_EQ(written[i].event_count, scanned[i].event_count);
+        EXPECT_EQ(written[i].first_start_ns, scanned[i].first_start_ns);
+        EXPECT_EQ(written[i].last_end_ns, scanned[i].last_end_ns);
+        EXPECT_EQ(written[i].max_duration_ns, scanned[i].max_duration_ns);
+    }
 }
 
 // Many producer threads at once: every event arrives, each thread registered once.
