@@ -19,6 +19,8 @@ PACKAGES=(
   libpng-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist
   # viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), headless display
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri
+  # export checks: xmllint for the SVG flamegraph, headless Chromium for the speedscope web test
+  libxml2-utils chromium
 )
 
 missing=()

@@ -20,5 +20,9 @@ void add_bench_store(CLI::App& bench);
 void add_data_command(CLI::App& app);
 // `ember bench dataloader` (bench_dataloader_command.cpp).
 void add_bench_dataloader(CLI::App& bench);
+// `ember stats FILE` (stats_command.cpp).
+void add_stats_command(CLI::App& app);
+// `ember export FILE --format ...` (export_command.cpp).
+void add_export_command(CLI::App& app);
 
 }  // namespace ember::cli

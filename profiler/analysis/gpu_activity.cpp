@@ -1,0 +1,229 @@
+// gpu_activity.cpp: unions of GPU intervals per device, streamed from SQL in
+// (device, start) order and merged on the fly, then distributed over the step
+// windows. Memory: the steps and the NVTX wait ranges, never the GPU events.
+#include "profiler/analysis/gpu_activity.h"
+
+#include "profiler/analysis/sql_query.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <queue>
+
+namespace ember::analysis {
+
+namespace {
+
+struct Window {
+    trace::TimeNs start_ns = 0;
+    trace::TimeNs end_ns = 0;
+    trace::ThreadId thread_id = 0;
+};
+
+trace::TimeNs overlap(trace::TimeNs a_start, trace::TimeNs a_end, trace::TimeNs b_start, trace::TimeNs b_end) {
+    trace::TimeNs start = std::max(a_start, b_start), end = std::min(a_end, b_end);
+    return end > start ? end - start : 0;
+}
+
+// Adds the overlap of ascending intervals with every step window to a per-step
+// total. Steps are sorted by start; `reach[i]` is the latest end among steps
+// 0..i, so steps that end before an interval are skipped for good even when
+// steps overlap one another.
+class StepDistributor {
+public:
+    explicit StepDistributor(const std::vector<Window>& steps) : steps_(steps) {
+        trace::TimeNs latest = std::numeric_limits<trace::TimeNs>::min();
+        for (const Window& step : steps_) {
+            latest = std::max(latest, step.end_ns);
+            reach_.push_back(latest);
+        }
+    }
+    void restart() { first_ = 0; }
+    void add(trace::TimeNs start, trace::TimeNs end, std::vector<trace::TimeNs>& totals) {
+        while (first_ < steps_.size() && reach_[first_] <= start) ++first_;
+        for (std::size_t i = first_; i < steps_.size() && steps_[i].start_ns < end; ++i) {
+            totals[i] += overlap(start, end, steps_[i].start_ns, steps_[i].end_ns);
+        }
+    }
+
+private:
+    const std::vector<Window>& steps_;
+    std::vector<trace::TimeNs> reach_;
+    std::size_t first_ = 0;
+};
+
+// Streams `sql` (device, start, end ordered by device, start) and calls
+// on_interval(device, start, end) for each interval of the per-device union.
+template <typename OnInterval>
+void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval) {
+    SqlQuery query(reader.database(), reader.path(), sql);
+    std::optional<trace::DeviceId> device;
+    trace::TimeNs start = 0, end = 0;
+    while (query.next_row()) {
+        auto row_device = static_cast<trace::DeviceId>(query.int64(0));
+        trace::TimeNs row_start = query.int64(1), row_end = query.int64(2);
+        if (device && *device == row_device && row_start <= end) {
+            end = std::max(end, row_end);
+            continue;
+        }
+        if (device) on_interval(*device, start, end);
+        device = row_device;
+        start = row_start;
+        end = row_end;
+    }
+    if (device) on_interval(*device, start, end);
+}
+
+constexpr const char* kKernelsSql = "SELECT device_id, start_ns, end_ns FROM kernels ORDER BY device_id, start_ns";
+constexpr const char* kCopiesSql =
+    "SELECT device_id, start_ns, end_ns FROM memcpys UNION ALL "
+    "SELECT device_id, start_ns, end_ns FROM memsets ORDER BY 1, 2";
+constexpr const char* kAllGpuSql =
+    "SELECT device_id, start_ns, end_ns FROM kernels UNION ALL "
+    "SELECT device_id, start_ns, end_ns FROM memcpys UNION ALL "
+    "SELECT device_id, start_ns, end_ns FROM memsets ORDER BY 1, 2";
+
+std::vector<Window> ranges_named(const store::TraceReader& reader, const char* name) {
+    std::vector<Window> windows;
+    std::optional<trace::StringId> name_id = reader.find_string(name);
+    if (!name_id) return windows;
+    SqlQuery query(reader.database(), reader.path(),
+                   "SELECT start_ns, end_ns, thread_id FROM ranges WHERE name_id = ? ORDER BY start_ns, range_id");
+    query.bind_int64(1, *name_id);
+    while (query.next_row()) {
+        windows.push_back({query.int64(0), query.int64(1), static_cast<trace::ThreadId>(query.int64(2))});
+    }
+    return windows;
+}
+
+// Per step: the summed overlap of `waits` on the step's own thread.
+std::vector<trace::TimeNs> wait_per_step(const std::vector<Window>& steps, const std::vector<Window>& waits) {
+    std::map<trace::ThreadId, std::vector<Window>> by_thread;  // each sorted by start
+    trace::TimeNs longest = 0;
+    for (const Window& wait : waits) {
+        by_thread[wait.thread_id].push_back(wait);
+        longest = std::max(longest, wait.end_ns - wait.start_ns);
+    }
+    std::vector<trace::TimeNs> totals(steps.size(), 0);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        auto found = by_thread.find(steps[i].thread_id);
+        if (found == by_thread.end()) continue;
+        const std::vector<Window>& list = found->second;
+        auto first = std::lower_bound(list.begin(), list.end(), steps[i].start_ns - longest,
+                                      [](const Window& w, trace::TimeNs t) { return w.start_ns < t; });
+        for (auto it = first; it != list.end() && it->start_ns < steps[i].end_ns; ++it) {
+            totals[i] += overlap(it->start_ns, it->end_ns, steps[i].start_ns, steps[i].end_ns);
+        }
+    }
+    return totals;
+}
+
+struct GapOrder {
+    // Top of the heap = the gap to evict first: shortest, then latest.
+    bool operator()(const IdleGap& a, const IdleGap& b) const {
+        trace::TimeNs la = a.end_ns - a.start_ns, lb = b.end_ns - b.start_ns;
+        if (la != lb) return la > lb;
+        if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+        return a.device_id < b.device_id;
+    }
+};
+
+}  // namespace
+
+GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count) {
+    GpuActivity result;
+    std::vector<Window> steps = ranges_named(reader, "step");
+    std::vector<trace::TimeNs> dataloader = wait_per_step(steps, ranges_named(reader, "dataloader/wait"));
+    std::vector<trace::TimeNs> allreduce = wait_per_step(steps, ranges_named(reader, "allreduce/wait"));
+
+    std::vector<trace::DeviceId> devices;
+    {
+        SqlQuery query(reader.database(), reader.path(),
+                       "SELECT device_id FROM kernels UNION SELECT device_id FROM memcpys "
+                       "UNION SELECT device_id FROM memsets ORDER BY 1");
+        while (query.next_row()) devices.push_back(static_cast<trace::DeviceId>(query.int64(0)));
+    }
+    std::map<trace::DeviceId, std::vector<trace::TimeNs>> compute, copies, active;
+    for (trace::DeviceId device : devices) {
+        compute[device].assign(steps.size(), 0);
+        copies[device].assign(steps.size(), 0);
+        active[device].assign(steps.size(), 0);
+    }
+
+    StepDistributor distributor(steps);
+    auto distribute_into = [&](std::map<trace::DeviceId, std::vector<trace::TimeNs>>& totals) {
+        std::optional<trace::DeviceId> current;
+        return [&totals, &distributor, current](trace::DeviceId device, trace::TimeNs start, trace::TimeNs end) mutable {
+            if (current != device) {
+                distributor.restart();
+                current = device;
+            }
+            distributor.add(start, end, totals[device]);
+        };
+    };
+    for_each_union_interval(reader, kKernelsSql, distribute_into(compute));
+    for_each_union_interval(reader, kCopiesSql, distribute_into(copies));
+
+    // The union of everything: steps' active time, busy fraction and idle gaps.
+    const trace::RunInfo& run = reader.run();
+    bool run_has_end = run.end_ns > run.start_ns;
+    std::map<trace::DeviceId, DeviceBusy> busy;
+    std::map<trace::DeviceId, trace::TimeNs> previous_end;
+    std::priority_queue<IdleGap, std::vector<IdleGap>, GapOrder> gaps;
+    auto on_active = distribute_into(active);
+    for_each_union_interval(reader, kAllGpuSql, [&](trace::DeviceId device, trace::TimeNs start, trace::TimeNs end) {
+        on_active(device, start, end);
+        auto [entry, first] = busy.try_emplace(device);
+        DeviceBusy& totals = entry->second;
+        if (first) {
+            totals.device_id = device;
+            totals.window_start_ns = run_has_end ? run.start_ns : start;
+            totals.window_end_ns = run_has_end ? run.end_ns : end;
+        }
+        if (!run_has_end) totals.window_end_ns = std::max(totals.window_end_ns, end);
+        totals.busy_ns += overlap(start, end, totals.window_start_ns, run_has_end ? totals.window_end_ns : end);
+        auto previous = previous_end.find(device);
+        if (previous != previous_end.end()) {
+            ++totals.idle_gap_count;
+            if (gap_count > 0) {
+                gaps.push(IdleGap{device, previous->second, start});
+                if (gaps.size() > gap_count) gaps.pop();
+            }
+        }
+        previous_end[device] = end;
+    });
+    for (auto& [device, totals] : busy) {
+        trace::TimeNs window = totals.window_end_ns - totals.window_start_ns;
+        totals.busy_fraction = window > 0 ? static_cast<double>(totals.busy_ns) / static_cast<double>(window) : 0.0;
+        result.devices.push_back(totals);
+    }
+    while (!gaps.empty()) {
+        result.longest_gaps.push_back(gaps.top());
+        gaps.pop();
+    }
+    std::reverse(result.longest_gaps.begin(), result.longest_gaps.end());
+
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        StepBreakdown row;
+        row.step_index = static_cast<std::int64_t>(i);
+        row.start_ns = steps[i].start_ns;
+        row.wall_ns = steps[i].end_ns - steps[i].start_ns;
+        row.dataloader_wait_ns = dataloader[i];
+        row.allreduce_wait_ns = allreduce[i];
+        if (devices.empty()) {
+            row.gpu_idle_ns = row.wall_ns;
+            result.steps.push_back(row);
+            continue;
+        }
+        for (trace::DeviceId device : devices) {
+            row.device_id = device;
+            row.gpu_compute_ns = compute[device][i];
+            row.copies_ns = copies[device][i];
+            row.gpu_idle_ns = row.wall_ns - active[device][i];
+            result.steps.push_back(row);
+        }
+    }
+    return result;
+}
+
+}  // namespace ember::analysis

@@ -1,0 +1,258 @@
+// stats_report.cpp: turns the analyses into tables and prints them.
+#include "profiler/analysis/stats_report.h"
+
+#include "profiler/analysis/advice.h"
+#include "profiler/analysis/gpu_activity.h"
+#include "profiler/analysis/gpu_time_by_range.h"
+#include "profiler/analysis/memory_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace ember::analysis {
+
+std::optional<OutputFormat> parse_output_format(std::string_view text) {
+    if (text == "text") return OutputFormat::text;
+    if (text == "csv") return OutputFormat::csv;
+    if (text == "json") return OutputFormat::json;
+    return std::nullopt;
+}
+
+bool is_report_name(std::string_view name) {
+    for (const char* known : kReportNames) {
+        if (name == known) return true;
+    }
+    return false;
+}
+
+namespace {
+
+Table duration_table(std::string key, std::string title, const std::vector<DurationSummaryRow>& rows, bool nvtx) {
+    Table table{std::move(key), std::move(title), {}, {}};
+    table.columns = {
+        {"time_percent", "Time (%)", ColumnKind::percent}, {"total", "Total Time", ColumnKind::time},
+        {"instances", "Instances", ColumnKind::integer},   {"avg", "Avg", ColumnKind::time},
+        {"med", "Med", ColumnKind::time},                  {"min", "Min", ColumnKind::time},
+        {"max", "Max", ColumnKind::time},                  {"stddev", "StdDev", ColumnKind::time},
+    };
+    if (nvtx) {
+        table.columns.push_back({"style", "Style", ColumnKind::text});
+        table.columns.push_back({"domain", "Domain", ColumnKind::text});
+    }
+    table.columns.push_back({"name", "Name", ColumnKind::text});
+    for (const DurationSummaryRow& row : rows) {
+        std::vector<Cell> cells = {row.time_percent,      row.stats.total_ns,  row.stats.instances,
+                                   row.stats.average_ns,  row.stats.median_ns, row.stats.min_ns,
+                                   row.stats.max_ns,      row.stats.stddev_ns};
+        if (nvtx) {
+            cells.emplace_back(row.style);
+            cells.emplace_back(row.domain);
+        }
+        cells.emplace_back(row.name);
+        table.rows.push_back(std::move(cells));
+    }
+    return table;
+}
+
+std::vector<DurationSummaryRow> sorted(std::vector<DurationSummaryRow> rows, const StatsOptions& options) {
+    sort_and_cut(rows, options.sort, options.top);
+    return rows;
+}
+
+Table memory_table(const std::vector<MemoryOperationRow>& rows) {
+    Table table{"memory", "GPU memory operations", {}, {}};
+    table.columns = {
+        {"operation", "Operation", ColumnKind::text},  {"memory", "Memory", ColumnKind::text},
+        {"count", "Count", ColumnKind::integer},        {"total_bytes", "Total Bytes", ColumnKind::integer},
+        {"total", "Total Time", ColumnKind::time},      {"bandwidth_gb_per_s", "Bandwidth (GB/s)", ColumnKind::bandwidth},
+    };
+    for (const MemoryOperationRow& row : rows) {
+        table.rows.push_back({row.operation, row.memory, row.count, row.total_bytes, row.total_ns, row.bandwidth_gb_per_s});
+    }
+    return table;
+}
+
+Table gpu_by_range_table(const std::vector<GpuTimeByRangeRow>& rows, std::size_t top) {
+    Table table{"gpu_by_range", "GPU time per NVTX range (kernels, innermost range of the launching thread)", {}, {}};
+    table.columns = {
+        {"gpu_percent", "GPU Time (%)", ColumnKind::percent},
+        {"gpu_time", "GPU Time", ColumnKind::time},
+        {"kernels", "Kernels", ColumnKind::integer},
+        {"range", "Range", ColumnKind::text},
+    };
+    for (std::size_t i = 0; i < rows.size() && (top == 0 || i < top); ++i) {
+        table.rows.push_back({rows[i].gpu_percent, rows[i].gpu_ns, rows[i].kernels, rows[i].range_path});
+    }
+    return table;
+}
+
+Cell device_cell(trace::DeviceId device) {
+    return device == trace::kNoDevice ? Cell{std::string("-")} : Cell{static_cast<std::int64_t>(device)};
+}
+
+Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
+    Table table{"steps", "Training steps (NVTX \"step\" ranges)", {}, {}};
+    table.columns = {
+        {"step", "Step", ColumnKind::integer},
+        {"device", "Device", ColumnKind::integer},
+        {"start", "Start", ColumnKind::time},
+        {"wall", "Wall", ColumnKind::time},
+        {"gpu_compute", "GPU Compute", ColumnKind::time},
+        {"copies", "Copies", ColumnKind::time},
+        {"dataloader_wait", "Dataloader Wait", ColumnKind::time},
+        {"allreduce_wait", "All-reduce Wait", ColumnKind::time},
+        {"gpu_idle", "GPU Idle", ColumnKind::time},
+        {"gpu_idle_percent", "GPU Idle (%)", ColumnKind::percent},
+    };
+    for (const StepBreakdown& step : activity.steps) {
+        double idle_percent = step.wall_ns > 0 ? 100.0 * static_cast<double>(step.gpu_idle_ns) / static_cast<double>(step.wall_ns) : 0.0;
+        table.rows.push_back({step.step_index, device_cell(step.device_id), step.start_ns - run.start_ns, step.wall_ns,
+                              step.gpu_compute_ns, step.copies_ns, step.dataloader_wait_ns, step.allreduce_wait_ns,
+                              step.gpu_idle_ns, idle_percent});
+    }
+    return table;
+}
+
+Table gpu_busy_table(const GpuActivity& activity) {
+    Table table{"gpu_busy", "GPU busy over the run", {}, {}};
+    table.columns = {
+        {"device", "Device", ColumnKind::integer},          {"window", "Window", ColumnKind::time},
+        {"busy", "Busy", ColumnKind::time},                 {"busy_percent", "Busy (%)", ColumnKind::percent},
+        {"idle", "Idle", ColumnKind::time},                 {"idle_gaps", "Idle Gaps", ColumnKind::integer},
+    };
+    for (const DeviceBusy& device : activity.devices) {
+        trace::TimeNs window = device.window_end_ns - device.window_start_ns;
+        table.rows.push_back({static_cast<std::int64_t>(device.device_id), window, device.busy_ns,
+                              100.0 * device.busy_fraction, window - device.busy_ns, device.idle_gap_count});
+    }
+    return table;
+}
+
+Table idle_gaps_table(const GpuActivity& activity, const trace::RunInfo& run) {
+    Table table{"idle_gaps", "Longest GPU idle gaps", {}, {}};
+    table.columns = {
+        {"device", "Device", ColumnKind::integer},
+        {"start", "Start", ColumnKind::time},
+        {"end", "End", ColumnKind::time},
+        {"duration", "Duration", ColumnKind::time},
+    };
+    for (const IdleGap& gap : activity.longest_gaps) {
+        table.rows.push_back({static_cast<std::int64_t>(gap.device_id), gap.start_ns - run.start_ns,
+                              gap.end_ns - run.start_ns, gap.end_ns - gap.start_ns});
+    }
+    return table;
+}
+
+Table advice_table(const std::vector<AdviceItem>& items) {
+    Table table{"advice", "Advice", {}, {}};
+    table.columns = {
+        {"topic", "Topic", ColumnKind::text},
+        {"finding", "Finding", ColumnKind::text},
+        {"advice", "Advice", ColumnKind::text},
+    };
+    for (const AdviceItem& item : items) table.rows.push_back({item.topic, item.finding, item.advice});
+    return table;
+}
+
+bool wanted(const StatsOptions& options, std::string_view name) {
+    if (options.reports.empty()) return true;
+    return std::find(options.reports.begin(), options.reports.end(), name) != options.reports.end();
+}
+
+}  // namespace
+
+std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options) {
+    std::vector<Table> tables;
+    const trace::RunInfo& run = reader.run();
+    bool need_activity = wanted(options, "steps") || wanted(options, "gpu_busy") || wanted(options, "idle_gaps") ||
+                         wanted(options, "advice");
+    bool need_memory = wanted(options, "memory") || wanted(options, "advice");
+    GpuActivity activity;
+    if (need_activity) activity = gpu_activity(reader, options.gap_count);
+    std::vector<MemoryOperationRow> memory;
+    if (need_memory) memory = memory_summary(reader);
+
+    if (wanted(options, "kernels")) {
+        tables.push_back(duration_table("kernels", "GPU kernels", sorted(kernel_summary(reader), options), false));
+    }
+    if (wanted(options, "memory")) tables.push_back(memory_table(memory));
+    if (wanted(options, "api")) {
+        tables.push_back(duration_table("api", "CUDA API calls", sorted(api_summary(reader), options), false));
+    }
+    if (wanted(options, "nvtx")) {
+        tables.push_back(duration_table("nvtx", "NVTX ranges", sorted(range_summary(reader), options), true));
+    }
+    if (wanted(options, "gpu_by_range")) {
+        tables.push_back(gpu_by_range_table(gpu_time_by_range_rows(gpu_time_by_range(reader)), options.top));
+    }
+    if (wanted(options, "steps")) tables.push_back(steps_table(activity, run));
+    if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
+    if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
+    if (wanted(options, "advice")) tables.push_back(advice_table(advise(activity, memory, reader.total_dropped())));
+    return tables;
+}
+
+std::string dropped_records_warning(const store::TraceReader& reader) {
+    std::uint64_t total = reader.total_dropped();
+    if (total == 0) return {};
+    std::map<std::string, std::uint64_t> by_source;
+    for (const trace::DroppedRecords& dropped : reader.dropped_records()) {
+        std::string source(reader.string(dropped.source_id));
+        by_source[source.empty() ? "unknown" : source] += dropped.count;
+    }
+    std::string detail;
+    for (const auto& [source, count] : by_source) {
+        if (!detail.empty()) detail += ", ";
+        detail += fmt::format("{}: {}", source, count);
+    }
+    return fmt::format("WARNING: {} records were dropped ({}); the numbers below undercount.", total, detail);
+}
+
+void write_stats(std::ostream& out, const store::TraceReader& reader, const StatsOptions& options) {
+    std::vector<Table> tables = build_stats_tables(reader, options);
+    std::string warning = dropped_records_warning(reader);
+    switch (options.format) {
+        case OutputFormat::text: {
+            if (!warning.empty()) out << warning << "\n\n";
+            bool first = true;
+            for (const Table& table : tables) {
+                if (!first) out << '\n';
+                first = false;
+                write_text(out, table, options.time_unit);
+            }
+            break;
+        }
+        case OutputFormat::csv: {
+            // One table: plain CSV. Several: each after a "# key" line, separated by a blank line.
+            if (!warning.empty()) out << "# " << warning << "\r\n";
+            bool several = tables.size() > 1;
+            bool first = true;
+            for (const Table& table : tables) {
+                if (several) {
+                    if (!first) out << "\r\n";
+                    out << "# " << table.key << "\r\n";
+                }
+                first = false;
+                write_csv(out, table, options.time_unit);
+            }
+            break;
+        }
+        case OutputFormat::json: {
+            nlohmann::json document = nlohmann::json::object();
+            document["file"] = reader.path();
+            document["time_unit"] = time_unit_name(options.time_unit);
+            document["dropped_records"] = reader.total_dropped();
+            document["warnings"] = nlohmann::json::array();
+            if (!warning.empty()) document["warnings"].push_back(warning);
+            nlohmann::json reports = nlohmann::json::object();
+            for (const Table& table : tables) reports[table.key] = to_json(table, options.time_unit);
+            document["reports"] = std::move(reports);
+            out << document.dump(2) << '\n';
+            break;
+        }
+    }
+}
+
+}  // namespace ember::analysis

@@ -1,0 +1,45 @@
+// stats_report.h: `ember stats` as a library — which reports to build, how to
+// sort and cut them, and how to print them (text, CSV, JSON). The command line
+// (profiler/cli/stats_command.cpp) only parses options and calls write_stats.
+#pragma once
+
+#include "profiler/analysis/duration_summary.h"
+#include "profiler/analysis/report_table.h"
+#include "profiler/store/reader.h"
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::analysis {
+
+enum class OutputFormat { text, csv, json };
+std::optional<OutputFormat> parse_output_format(std::string_view text);
+
+// Report names, in print order.
+inline constexpr const char* kReportNames[] = {
+    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "gpu_busy", "idle_gaps", "advice",
+};
+bool is_report_name(std::string_view name);
+
+struct StatsOptions {
+    std::vector<std::string> reports;  // empty = all, in kReportNames order
+    OutputFormat format = OutputFormat::text;
+    TimeUnit time_unit = TimeUnit::ns;
+    SummarySort sort = SummarySort::total;  // kernels, api, nvtx
+    std::size_t top = 0;                    // rows of kernels/api/nvtx/gpu_by_range; 0 = all
+    std::size_t gap_count = 5;              // idle_gaps rows
+};
+
+// The selected reports as tables, in kReportNames order.
+std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options);
+
+// The warning printed above every report when the file records lost events, or
+// "" when none were lost: "WARNING: 12 records were dropped (cupti: 10, ...)".
+std::string dropped_records_warning(const store::TraceReader& reader);
+
+// Builds and prints the selected reports. Throws TraceError on a read failure.
+void write_stats(std::ostream& out, const store::TraceReader& reader, const StatsOptions& options);
+
+}  // namespace ember::analysis

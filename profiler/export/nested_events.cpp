@@ -1,0 +1,35 @@
+// nested_events.cpp: the open-interval stack behind for_each_nested_event.
+#include "profiler/export/nested_events.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ember::exporting {
+
+void for_each_nested_event(analysis::SqlQuery& query, const std::function<std::string(analysis::SqlQuery&)>& name_of,
+                           const OpenEvent& open, const CloseEvent& close) {
+    struct Open {
+        std::int64_t end_ns;
+        std::string name;
+    };
+    std::vector<Open> stack;
+    while (query.next_row()) {
+        std::int64_t start = query.int64(0);
+        std::int64_t end = query.int64(1);
+        while (!stack.empty() && stack.back().end_ns <= start) {
+            close(stack.back().name, stack.back().end_ns);
+            stack.pop_back();
+        }
+        if (!stack.empty()) end = std::min(end, stack.back().end_ns);
+        end = std::max(end, start);
+        std::string name = name_of(query);
+        open(name, start);
+        stack.push_back({end, std::move(name)});
+    }
+    while (!stack.empty()) {
+        close(stack.back().name, stack.back().end_ns);
+        stack.pop_back();
+    }
+}
+
+}  // namespace ember::exporting

@@ -1,0 +1,24 @@
+// nested_events.h: turns interval events of one lane (a thread's ranges and API
+// calls, a stream's kernels and copies) into properly nested open/close events
+// with non-decreasing times — what speedscope's evented profiles and self-time
+// stacks need. An event that outlives its enclosing one is clipped to the
+// enclosing end, so the output nests even when the input does not.
+#pragma once
+
+#include "profiler/analysis/sql_query.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ember::exporting {
+
+using OpenEvent = std::function<void(const std::string& name, std::int64_t at_ns)>;
+using CloseEvent = std::function<void(const std::string& name, std::int64_t at_ns)>;
+
+// `query` yields (start_ns, end_ns, ...) ordered by start ascending, end
+// descending; `name_of` gives an event's name from the current row.
+void for_each_nested_event(analysis::SqlQuery& query, const std::function<std::string(analysis::SqlQuery&)>& name_of,
+                           const OpenEvent& open, const CloseEvent& close);
+
+}  // namespace ember::exporting

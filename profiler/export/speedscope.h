@@ -1,0 +1,19 @@
+// speedscope.h: the speedscope file format
+// (https://www.speedscope.app/file-format-schema.json): one "evented" profile per
+// host thread (push/pop NVTX ranges with the CUDA API calls inside them) and per
+// GPU stream (kernels, copies, memsets), plus one "sampled" profile "GPU time by
+// NVTX range" whose stacks are range paths ending in kernel names, weighted by
+// GPU nanoseconds. Times are nanoseconds from the run start. Events stream out;
+// only the frame table (one entry per distinct name) is held in memory.
+#pragma once
+
+#include "profiler/export/output_file.h"
+#include "profiler/store/reader.h"
+
+namespace ember::exporting {
+
+inline constexpr const char* kGpuTimeByRangeProfileName = "GPU time by NVTX range";
+
+void export_speedscope(const store::TraceReader& reader, OutputFile& out);
+
+}  // namespace ember::exporting

@@ -1,0 +1,424 @@
+// export_test.cpp: every `ember export` format on the fixture trace, checked
+// against the rules of its own specification (Trace Event Format, speedscope's
+// file-format schema, folded stacks, SVG/XML, RFC 4180 CSV) and against the
+// fixture's known numbers.
+#include "profiler/export/chrome_trace.h"
+#include "profiler/export/csv_tables.h"
+#include "profiler/export/flamegraph_svg.h"
+#include "profiler/export/folded_stacks.h"
+#include "profiler/export/json_text.h"
+#include "profiler/export/speedscope.h"
+#include "tests/profiler/analysis/fixture_trace.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace ember::exporting {
+namespace {
+
+using nlohmann::json;
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+class Exports : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        trace_ = new std::string(ember::testing::temporary_path("export-fixture", ".db"));
+        ember::testing::write_fixture_trace(*trace_);
+    }
+    static void TearDownTestSuite() {
+        std::remove(trace_->c_str());
+        delete trace_;
+    }
+    template <typename Write>
+    static std::string exported(Write write) {
+        std::string path = ember::testing::temporary_path("export-output", ".out");
+        {
+            store::TraceReader reader(*trace_);
+            OutputFile out(path);
+            write(reader, out);
+            out.close();
+        }
+        std::string text = read_file(path);
+        std::remove(path.c_str());
+        return text;
+    }
+    static std::string* trace_;
+};
+std::string* Exports::trace_ = nullptr;
+
+TEST(JsonText, EscapesAndMicroseconds) {
+    std::string out;
+    append_json_string(out, "a\"b\\c\n\x01");
+    EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\"");
+    EXPECT_EQ(json::parse(out).get<std::string>(), "a\"b\\c\n\x01");
+    out.clear();
+    append_microseconds(out, 1234567);
+    out += ' ';
+    append_microseconds(out, -1500);
+    out += ' ';
+    append_microseconds(out, 7);
+    EXPECT_EQ(out, "1234.567 -1.500 0.007");
+}
+
+// --- Chrome Trace Event Format --------------------------------------------------------
+
+TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
+    json document = json::parse(exported([](auto& reader, auto& out) { export_chrome_trace(reader, out); }));
+    ASSERT_TRUE(document["traceEvents"].is_array());
+    EXPECT_EQ(document["displayTimeUnit"], "ns");
+    std::map<std::string, int> phases;
+    struct Slice {
+        double ts, dur;
+        std::string cat;
+    };
+    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Slice>> slices;  // (pid, tid)
+    std::map<std::int64_t, std::vector<json>> flow_starts, flow_ends, async_begins, async_ends;
+    for (const json& event : document["traceEvents"]) {
+        ASSERT_TRUE(event.contains("ph") && event["ph"].is_string()) << event;
+        ASSERT_TRUE(event["pid"].is_number_integer()) << event;
+        ASSERT_TRUE(event["tid"].is_number_integer()) << event;
+        ASSERT_TRUE(event["name"].is_string()) << event;
+        std::string ph = event["ph"];
+        ++phases[ph];
+        if (ph != "M") ASSERT_TRUE(event["ts"].is_number()) << event;
+        if (ph == "X") {
+            ASSERT_TRUE(event["dur"].is_number()) << event;
+            ASSERT_GE(event["dur"].get<double>(), 0.0) << event;
+            slices[{event["pid"], event["tid"]}].push_back({event["ts"], event["dur"], event["cat"]});
+        } else if (ph == "s" || ph == "f") {
+            ASSERT_TRUE(event["id"].is_number_integer()) << event;
+            (ph == "s" ? flow_starts : flow_ends)[event["id"]].push_back(event);
+            if (ph == "f") EXPECT_EQ(event["bp"], "e");
+        } else if (ph == "b" || ph == "e") {
+            (ph == "b" ? async_begins : async_ends)[event["id"]].push_back(event);
+        } else if (ph == "C") {
+            ASSERT_TRUE(event["args"]["value"].is_number()) << event;
+        } else if (ph == "M") {
+            ASSERT_TRUE(event["args"].is_object()) << event;
+        } else {
+            EXPECT_EQ(ph, "i");
+        }
+    }
+    // 6 kernels + 3 memcpys + 1 memset + 1 sync + 10 API calls + 9 push/pop ranges.
+    EXPECT_EQ(phases["X"], 30);
+    EXPECT_EQ(phases["C"], 2);
+    EXPECT_EQ(phases["i"], 1);
+    EXPECT_EQ(phases["b"], 1);
+    EXPECT_EQ(phases["e"], 1);
+    // Every GPU operation with a launching call: 5 kernels, 3 memcpys, 1 memset.
+    EXPECT_EQ(phases["s"], 9);
+    EXPECT_EQ(phases["f"], 9);
+    auto encloses = [&](const json& point, const char* cat) {
+        for (const Slice& slice : slices[{point["pid"], point["tid"]}]) {
+            double ts = point["ts"];
+            if (slice.cat == cat && slice.ts <= ts + 1e-9 && ts <= slice.ts + slice.dur + 1e-9) return true;
+        }
+        return false;
+    };
+    for (const auto& [id, starts] : flow_starts) {
+        ASSERT_EQ(starts.size(), 1u) << id;
+        ASSERT_EQ(flow_ends[id].size(), 1u) << id;
+        const json& start = starts[0];
+        const json& end = flow_ends[id][0];
+        EXPECT_TRUE(encloses(start, "cuda_api")) << start;
+        EXPECT_LE(start["ts"].get<double>(), end["ts"].get<double>()) << start;
+        EXPECT_EQ(end["pid"], chrome_gpu_pid(0));
+        EXPECT_TRUE(encloses(end, "kernel") || encloses(end, "memcpy") || encloses(end, "memset")) << end;
+    }
+    EXPECT_EQ(flow_ends.size(), flow_starts.size());
+    for (const auto& [id, begins] : async_begins) {
+        ASSERT_EQ(begins.size(), 1u);
+        ASSERT_EQ(async_ends[id].size(), 1u);
+        EXPECT_EQ(begins[0]["name"], "epoch");
+        EXPECT_DOUBLE_EQ(begins[0]["ts"].get<double>(), -0.1);  // 900 ns, 100 before the run start
+        EXPECT_DOUBLE_EQ(async_ends[id][0]["ts"].get<double>(), 4.1);
+    }
+    // Nested slices on a thread: properly nested (Trace Event Format "X" rule).
+    for (auto& [track, list] : slices) {
+        std::sort(list.begin(), list.end(), [](const Slice& a, const Slice& b) {
+            return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;
+        });
+        std::vector<double> ends;
+        for (const Slice& slice : list) {
+            while (!ends.empty() && ends.back() <= slice.ts + 1e-9) ends.pop_back();
+            if (!ends.empty() && track.first != chrome_gpu_pid(0)) {
+                EXPECT_LE(slice.ts + slice.dur, ends.back() + 1e-9) << "overlapping slices on tid " << track.second;
+            }
+            ends.push_back(slice.ts + slice.dur);
+        }
+    }
+    // The first gemm: [1300, 1400) ns is ts 0.3 us, dur 0.1 us, on stream 1 of GPU 0.
+    bool found = false;
+    for (const json& event : document["traceEvents"]) {
+        if (event["ph"] == "X" && event["name"] == "gemm" && event["ts"] == 0.3) {
+            EXPECT_EQ(event["dur"], 0.1);
+            EXPECT_EQ(event["tid"], 1);
+            EXPECT_EQ(event["args"]["grid"], json::array({128, 1, 1}));
+            found = true;
+        }
+    }
+    EXPECT_TRUE(found);
+}
+
+// --- speedscope ------------------------------------------------------------------------
+
+// The rules of https://www.speedscope.app/file-format-schema.json plus the import
+// rules speedscope enforces for evented profiles (non-decreasing times, a close
+// matches the innermost open frame, nothing left open).
+void validate_speedscope(const json& file) {
+    ASSERT_EQ(file["$schema"], "https://www.speedscope.app/file-format-schema.json");
+    ASSERT_TRUE(file["shared"]["frames"].is_array());
+    std::size_t frame_count = file["shared"]["frames"].size();
+    for (const json& frame : file["shared"]["frames"]) ASSERT_TRUE(frame["name"].is_string()) << frame;
+    ASSERT_TRUE(file["profiles"].is_array());
+    const std::set<std::string> units = {"none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"};
+    for (const json& profile : file["profiles"]) {
+        ASSERT_TRUE(profile["name"].is_string());
+        ASSERT_TRUE(units.count(profile["unit"].get<std::string>()));
+        double start = profile["startValue"], end = profile["endValue"];
+        ASSERT_LE(start, end);
+        if (profile["type"] == "evented") {
+            std::vector<std::int64_t> stack;
+            double last = start;
+            for (const json& event : profile["events"]) {
+                std::string type = event["type"];
+                ASSERT_TRUE(type == "O" || type == "C") << event;
+                std::int64_t frame = event["frame"];
+                ASSERT_GE(frame, 0);
+                ASSERT_LT(static_cast<std::size_t>(frame), frame_count);
+                double at = event["at"];
+                ASSERT_GE(at, last) << "events out of order in " << profile["name"];
+                ASSERT_LE(at, end);
+                last = at;
+                if (type == "O") {
+                    stack.push_back(frame);
+                } else {
+                    ASSERT_FALSE(stack.empty()) << "close without open in " << profile["name"];
+                    ASSERT_EQ(stack.back(), frame) << "close of a frame that is not innermost in " << profile["name"];
+                    stack.pop_back();
+                }
+            }
+            ASSERT_TRUE(stack.empty()) << "frames left open in " << profile["name"];
+        } else {
+            ASSERT_EQ(profile["type"], "sampled");
+            ASSERT_EQ(profile["samples"].size(), profile["weights"].size());
+            for (const json& sample : profile["samples"]) {
+                for (const json& frame : sample) ASSERT_LT(frame.get<std::size_t>(), frame_count);
+            }
+        }
+    }
+}
+
+TEST_F(Exports, SpeedscopeFollowsTheSchemaAndHoldsTheFixture) {
+    json file = json::parse(exported([](auto& reader, auto& out) { export_speedscope(reader, out); }));
+    validate_speedscope(file);
+    ASSERT_EQ(file["profiles"].size(), 5u);  // 2 threads, 2 streams, GPU time by range
+    auto frame_name = [&](const json& index) { return file["shared"]["frames"][index.get<std::size_t>()]["name"].get<std::string>(); };
+
+    const json& main_thread = file["profiles"][0];
+    EXPECT_EQ(main_thread["name"], "thread main (tid 100)");
+    EXPECT_EQ(main_thread["startValue"], 0);   // step opens at 1000 = run start
+    EXPECT_EQ(main_thread["endValue"], 4210);  // last cudaLaunchKernel closes at 5210
+    const json& first = main_thread["events"][0];
+    EXPECT_EQ(first["type"], "O");
+    EXPECT_EQ(frame_name(first["frame"]), "step");
+    // 8 push/pop ranges + 10 API calls, each opened and closed once.
+    EXPECT_EQ(main_thread["events"].size(), 2u * (8 + 10));
+
+    const json& stream = file["profiles"][2];
+    EXPECT_EQ(stream["name"], "GPU 0 stream 7 default");
+    std::vector<std::string> opened;
+    for (const json& event : stream["events"]) {
+        if (event["type"] == "O") opened.push_back(frame_name(event["frame"]));
+    }
+    EXPECT_EQ(opened, (std::vector<std::string>{"gemm", "gemm", "Memcpy HtoD", "gemm", "Memcpy DtoH", "Memset", "relu"}));
+
+    const json& by_range = file["profiles"][4];
+    EXPECT_EQ(by_range["name"], kGpuTimeByRangeProfileName);
+    std::map<std::string, std::int64_t> weights;
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < by_range["samples"].size(); ++i) {
+        std::string stack;
+        for (const json& frame : by_range["samples"][i]) stack += (stack.empty() ? "" : ";") + frame_name(frame);
+        weights[stack] += by_range["weights"][i].get<std::int64_t>();
+        total += by_range["weights"][i].get<std::int64_t>();
+    }
+    EXPECT_EQ(total, 810);
+    EXPECT_EQ(by_range["endValue"], 810);
+    EXPECT_EQ(weights["step;forward;gemm"], 400);
+    EXPECT_EQ(weights["step;forward;relu"], 50);
+    EXPECT_EQ(weights["step;backward;gemm"], 200);
+    EXPECT_EQ(weights["(no range);relu"], 60);
+    EXPECT_EQ(weights["(no launching call);nccl_allreduce"], 100);
+}
+
+// --- folded stacks ----------------------------------------------------------------------
+
+std::map<std::string, std::int64_t> parse_folded(const std::string& text) {
+    std::map<std::string, std::int64_t> stacks;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        std::size_t space = line.rfind(' ');
+        EXPECT_NE(space, std::string::npos) << line;
+        std::string count = line.substr(space + 1);
+        EXPECT_TRUE(std::regex_match(count, std::regex("[0-9]+"))) << line;
+        EXPECT_FALSE(stacks.count(line.substr(0, space))) << "duplicate stack " << line;
+        stacks[line.substr(0, space)] = std::stoll(count);
+    }
+    return stacks;
+}
+
+TEST_F(Exports, FoldedGpuStacksSumToKernelTime) {
+    auto stacks = parse_folded(exported([](auto& reader, auto& out) { write_folded(build_stacks(reader, StackSource::gpu), out); }));
+    std::int64_t total = 0;
+    for (const auto& [stack, count] : stacks) total += count;
+    EXPECT_EQ(total, 810);  // every kernel nanosecond once
+    EXPECT_EQ(stacks.size(), 5u);
+    EXPECT_EQ(stacks["step;forward;gemm"], 400);
+}
+
+TEST_F(Exports, FoldedHostStacksAreSelfTimes) {
+    auto stacks = parse_folded(exported([](auto& reader, auto& out) { write_folded(build_stacks(reader, StackSource::host), out); }));
+    std::int64_t total = 0;
+    for (const auto& [stack, count] : stacks) total += count;
+    // main: two steps (4000) + the launch after them (10); loader: 500.
+    EXPECT_EQ(total, 4510);
+    // step self time: 4000 - forward 1000 - backward 800 - dataloader/wait 600
+    //   - allreduce/wait 300 - cudaMemcpy 100 - cudaMemsetAsync 5 - cudaStreamSynchronize 50.
+    EXPECT_EQ(stacks["thread main (tid 100);step"], 1145);
+    EXPECT_EQ(stacks["thread main (tid 100);step;forward;cudaLaunchKernel"], 30);
+    EXPECT_EQ(stacks["thread main (tid 100);step;dataloader/wait;cudaMemcpy"], 100);
+    EXPECT_EQ(stacks["thread loader (tid 101);dataloader/load"], 500);
+}
+
+// --- SVG flamegraph ---------------------------------------------------------------------
+
+TEST_F(Exports, FlamegraphWidthsAddUp) {
+    std::string svg = exported([](auto& reader, auto& out) {
+        write_flamegraph_svg(build_stacks(reader, StackSource::gpu), FlamegraphOptions{}, out);
+    });
+    EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+    EXPECT_NE(svg.find("<script"), std::string::npos);
+    std::regex frame_pattern(
+        "<g class=\"frame\" data-node=\"(\\d+)\" data-parent=\"(-?\\d+)\" data-depth=\"(\\d+)\" data-weight=\"(\\d+)\" "
+        "data-x=\"([0-9.]+)\" data-w=\"([0-9.]+)\" data-name=\"([^\"]*)\"><title>([^<]*)</title><rect x=\"[0-9.]+\" "
+        "y=\"[0-9.]+\" width=\"([0-9.]+)\"");
+    struct Frame {
+        std::int64_t parent, weight;
+        double x, width;
+        std::string name, title;
+    };
+    std::map<std::int64_t, Frame> frames;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), frame_pattern); it != std::sregex_iterator(); ++it) {
+        const std::smatch& m = *it;
+        frames[std::stoll(m[1])] = {std::stoll(m[2]), std::stoll(m[4]), std::stod(m[5]), std::stod(m[6]), m[7], m[8]};
+        EXPECT_DOUBLE_EQ(std::stod(m[6]), std::stod(m[9]));
+    }
+    // all, 3 range roots, 2 ranges under step, 5 kernel leaves.
+    ASSERT_EQ(frames.size(), 11u);
+    ASSERT_EQ(frames[0].name, "all");
+    EXPECT_EQ(frames[0].weight, 810);
+    EXPECT_NEAR(frames[0].width, 1200.0, 1e-3);
+    std::map<std::int64_t, double> child_width;
+    std::map<std::int64_t, std::int64_t> child_weight;
+    for (const auto& [node, frame] : frames) {
+        EXPECT_NEAR(frame.width, 1200.0 * frame.weight / 810.0, 1e-3) << frame.name;
+        EXPECT_NE(frame.title.find(frame.name), std::string::npos);
+        if (frame.parent >= 0) {
+            ASSERT_TRUE(frames.count(frame.parent));
+            const Frame& parent = frames[frame.parent];
+            EXPECT_GE(frame.x, parent.x - 1e-3);
+            EXPECT_LE(frame.x + frame.width, parent.x + parent.width + 1e-3);
+            child_width[frame.parent] += frame.width;
+            child_weight[frame.parent] += frame.weight;
+        }
+    }
+    // The GPU stacks have no self time above the kernels: children fill their parent.
+    for (const auto& [node, width] : child_width) {
+        EXPECT_NEAR(width, frames[node].width, 1e-2) << frames[node].name;
+        EXPECT_EQ(child_weight[node], frames[node].weight) << frames[node].name;
+    }
+    EXPECT_NE(svg.find("<title>step (650 ns, 80.25%)</title>"), std::string::npos);
+}
+
+TEST(XmlEscape, EscapesMarkup) {
+    EXPECT_EQ(xml_escape("void k<float>(a&b, \"c\")"), "void k&lt;float&gt;(a&amp;b, &quot;c&quot;)");
+}
+
+// --- CSV ------------------------------------------------------------------------------
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+    // RFC 4180: CRLF line ends, quoted fields double their quotes.
+    std::vector<std::vector<std::string>> rows(1);
+    std::string field;
+    bool quoted = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+            else if (c == '"') quoted = false;
+            else field += c;
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            rows.back().push_back(field), field.clear();
+        } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+            rows.back().push_back(field), field.clear();
+            rows.emplace_back();
+            ++i;
+        } else {
+            field += c;
+        }
+    }
+    EXPECT_TRUE(rows.back().empty() && field.empty()) << "last row not terminated by CRLF";
+    rows.pop_back();
+    return rows;
+}
+
+TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
+    const std::map<std::string, std::size_t> expected_rows = {
+        {"kernels", 6}, {"memcpys", 3}, {"memsets", 1}, {"synchronizations", 1}, {"api_calls", 10},
+        {"ranges", 10}, {"marks", 1},   {"counter_samples", 2}, {"dropped_records", 2}};
+    for (const char* table : kCsvTables) {
+        auto rows = parse_csv(exported([table](auto& reader, auto& out) { export_csv_table(reader, table, out); }));
+        ASSERT_FALSE(rows.empty()) << table;
+        EXPECT_EQ(rows.size() - 1, expected_rows.at(table)) << table;
+        for (const auto& row : rows) EXPECT_EQ(row.size(), rows[0].size()) << table;
+    }
+    auto memcpys = parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "memcpys", out); }));
+    EXPECT_EQ(memcpys[2], (std::vector<std::string>{"2460", "2660", "200", "0", "1", "6", "HtoD", "2000", "pageable",
+                                                      "device", "-1"}));
+    auto kernels = parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "kernels", out); }));
+    EXPECT_EQ(kernels[1][6], "gemm");
+    EXPECT_EQ(kernels[1][2], "100");
+}
+
+TEST_F(Exports, CsvDirectoryHoldsEveryTable) {
+    std::string directory = ember::testing::temporary_path("export-csv", "");
+    {
+        store::TraceReader reader(*trace_);
+        export_csv_directory(reader, directory);
+    }
+    for (const char* table : kCsvTables) {
+        EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(directory) / (std::string(table) + ".csv"))) << table;
+    }
+    std::filesystem::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace ember::exporting
