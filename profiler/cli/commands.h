@@ -10,6 +10,8 @@ class App;
 namespace ember::cli {
 
 void add_doctor_command(CLI::App& app);
+// `ember view FILE...` runs the ember-view viewer (view_command.cpp).
+void add_view_command(CLI::App& app);
 // `ember train` (train_command.cpp).
 void add_train_command(CLI::App& app);
 // `ember synth -o FILE --events N` (synth_command.cpp).

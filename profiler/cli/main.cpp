@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     app.fallthrough(false);
 
     ember::cli::add_doctor_command(app);
+    ember::cli::add_view_command(app);
     ember::cli::add_train_command(app);
     ember::cli::add_synth_command(app);
     ember::cli::add_data_command(app);

@@ -231,7 +231,8 @@ void ViewerApp::draw_timeline(float width, float height) {
 
     // --- Draw ----------------------------------------------------------------------
     draw->PushClipRect(origin, ImVec2(origin.x + width, origin.y + height), true);
-    draw->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + height), colors::kBackground);
+    // No full-area background: the frame is cleared to it (software renderers pay per
+    // covered pixel, and this area is most of the window).
     draw_ruler(draw, x0, origin.y, timeline_width);
     const EventRef previous_hover = hovered_;
     (void)previous_hover;

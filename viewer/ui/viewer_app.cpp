@@ -263,7 +263,7 @@ void ViewerApp::draw_frame(float width, float height) {
     ImGui::SetNextWindowSize(ImVec2(width, height));
     ImGui::Begin("ember view", nullptr,
                  ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
-                     ImGuiWindowFlags_NoScrollWithMouse);
+                     ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoBackground);
     if (!model_) {
         draw_error_dialog();
         ImGui::End();
