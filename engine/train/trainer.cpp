@@ -311,6 +311,8 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
     trainer_options.grads_set_to_none = config.grads_to_none;
     trainer_options.cuda_graph = config.cuda_graph;
     trainer_options.clip_grad_norm = config.clip_grad_norm;
+    // Reading the loss back synchronizes with the GPU: there, only every 20th step.
+    trainer_options.loss_read_interval = on_device ? 20 : 1;
     nn::Trainer trainer(*model, *optimizer, trainer_options);
 
     // --- Resume ----------------------------------------------------------------------------
@@ -364,7 +366,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
                 data.train->release(b, consumer);
             }
         double epoch_loss_sum = 0;
-        int64_t epoch_images = 0;
+        int64_t epoch_images = 0, epoch_measured = 0;
         while (!stop && batch_index < steps_per_epoch) {
             int64_t step = trainer.steps();
             nvtx::ScopedRange step_range("step", nvtx::Category::step, static_cast<uint64_t>(step));
@@ -386,7 +388,11 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
             data.train->release(b, consumer);
             images += batch_samples;
             epoch_images += batch_samples;
-            epoch_loss_sum += result.loss * batch_samples;
+            const bool measured = !std::isnan(result.loss);
+            if (measured) {
+                epoch_loss_sum += result.loss * batch_samples;
+                epoch_measured += batch_samples;
+            }
 
             StepReport report;
             report.step = trainer.steps();
@@ -394,8 +400,9 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
             report.epoch = epoch;
             report.batch = batch_index;
             report.batches_per_epoch = steps_per_epoch;
+            report.images = batch_samples;
             report.lr = lr;
-            report.loss_measured = true;
+            report.loss_measured = measured;
             report.loss = result.loss;
             report.loss_scale = result.loss_scale;
             report.skipped = !result.applied;
@@ -404,11 +411,12 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
             report.images_per_second = epoch_images / std::max(epoch_elapsed, 1e-9);
             double per_step = report.elapsed_seconds / double(std::max<int64_t>(1, report.step - first_step));
             report.eta_seconds = per_step * double(total_steps - report.step);
-            nvtx::counter("loss", result.loss);
+            if (measured) nvtx::counter("loss", result.loss);
             nvtx::counter("lr", lr);
             if (policy.needs_loss_scaling()) nvtx::counter("loss_scale", result.loss_scale);
             observer.step(report);
-            metrics.write({{"type", "step"}, {"step", report.step}, {"epoch", epoch}, {"loss", result.loss},
+            if (measured)
+                metrics.write({{"type", "step"}, {"step", report.step}, {"epoch", epoch}, {"loss", result.loss},
                            {"lr", lr}, {"loss_scale", result.loss_scale},
                            {"images_per_second", report.images_per_second}, {"skipped", report.skipped}});
 
@@ -426,7 +434,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
         EpochReport er;
         er.epoch = epoch;
         er.steps = trainer.steps();
-        er.train_loss = epoch_images ? epoch_loss_sum / epoch_images : 0;
+        er.train_loss = epoch_measured ? epoch_loss_sum / epoch_measured : 0;
         er.test_loss = last_eval.loss;
         er.test_accuracy = last_eval.accuracy;
         er.seconds = epoch_seconds;

@@ -20,6 +20,7 @@ struct StepReport {
     int64_t epoch = 0;             // 0-based
     int64_t batch = 0;             // batches done in this epoch
     int64_t batches_per_epoch = 0;
+    int64_t images = 0;            // samples in this step
     bool loss_measured = false;    // the loss is read back only every few steps on a GPU
     double loss = 0.0;             // mean loss of the last measured batch
     double lr = 0.0;
