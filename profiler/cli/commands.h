@@ -26,5 +26,9 @@ void add_bench_dataloader(CLI::App& bench);
 void add_stats_command(CLI::App& app);
 // `ember export FILE --format ...` (export_command.cpp).
 void add_export_command(CLI::App& app);
+// `ember record -o FILE -- CMD ARGS` (record_command.cpp).
+void add_record_command(CLI::App& app);
+// `ember attach PID start|stop|flush|status` (attach_command.cpp).
+void add_attach_command(CLI::App& app);
 
 }  // namespace ember::cli

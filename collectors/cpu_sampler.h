@@ -1,0 +1,44 @@
+// cpu_sampler.h: CPU stack sampling of the recorded process, the native
+// equivalent of py-spy's flamegraph. A CPU-time timer (timer_create on
+// CLOCK_PROCESS_CPUTIME_ID) sends SIGPROF to whichever thread is running; the
+// handler only copies the call stack (backtrace) into a lock-free slot table.
+// A drain thread symbolizes (dladdr + demangle; executables need -rdynamic for
+// their own function names), interns frames and stacks and writes stack samples.
+// Busy threads are sampled in proportion to the CPU they use.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <signal.h>
+
+namespace ember::collector {
+
+class Session;
+
+class CpuSampler {
+public:
+    ~CpuSampler() { stop(); }
+    bool start(Session& session, double hz);
+    void stop();
+    std::uint64_t samples_written() const { return samples_written_; }
+
+private:
+    void drain(Session& session);
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_requested_ = false;
+    bool timer_created_ = false;
+    timer_t timer_{};
+    struct sigaction previous_{};
+    std::unordered_map<std::uintptr_t, std::uint32_t> frames_;  // address -> FrameId
+    std::uint64_t samples_written_ = 0;
+};
+
+}  // namespace ember::collector

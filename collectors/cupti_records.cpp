@@ -1,0 +1,269 @@
+// cupti_records.cpp: CUPTI activity records -> trace events (see cupti_records.h).
+#include "collectors/cupti_records.h"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ember::collector {
+
+trace::MemoryKind memory_kind_from_cupti(std::uint32_t cupti_memory_kind) {
+    switch (cupti_memory_kind) {
+        case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return trace::MemoryKind::pageable;
+        case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return trace::MemoryKind::pinned;
+        case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+        case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return trace::MemoryKind::device;
+        case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+        case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return trace::MemoryKind::managed;
+        case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return trace::MemoryKind::array;
+        default: return trace::MemoryKind::unknown;
+    }
+}
+
+trace::MemcpyDirection direction_from_cupti(std::uint32_t cupti_copy_kind) {
+    switch (cupti_copy_kind) {
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return trace::MemcpyDirection::host_to_device;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return trace::MemcpyDirection::device_to_host;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return trace::MemcpyDirection::device_to_device;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return trace::MemcpyDirection::host_to_host;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return trace::MemcpyDirection::peer_to_peer;
+        default: return trace::MemcpyDirection::unknown;
+    }
+}
+
+trace::SyncKind sync_kind_from_cupti(CUpti_ActivitySynchronizationType type) {
+    switch (type) {
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return trace::SyncKind::event_synchronize;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return trace::SyncKind::stream_wait_event;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return trace::SyncKind::stream_synchronize;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return trace::SyncKind::context_synchronize;
+        default: return trace::SyncKind::unknown;
+    }
+}
+
+std::string demangle(const char* name) {
+    if (!name) return "";
+    int status = 0;
+    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    if (status != 0 || !readable) return name;
+    std::string result(readable);
+    std::free(readable);
+    return result;
+}
+
+const char* overhead_name(CUpti_ActivityOverheadKind kind) {
+    switch (kind) {
+        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver compiler";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "cupti buffer flush";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "cupti instrumentation";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "cupti resource";
+        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "module loading";
+        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy function loading";
+        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command buffer full";
+        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "cupti buffer request";
+        case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: return "unified memory activity init";
+        default: return "cupti overhead";
+    }
+}
+
+trace::KernelEvent kernel_event(const CUpti_ActivityKernel10& record, trace::StreamId stream, trace::StringId name) {
+    trace::KernelEvent event;
+    event.start_ns = static_cast<trace::TimeNs>(record.start);
+    event.end_ns = static_cast<trace::TimeNs>(record.end);
+    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
+    event.stream_id = stream;
+    event.correlation_id = record.correlationId;
+    event.name_id = name;
+    event.launch.grid_x = static_cast<std::uint32_t>(record.gridX);
+    event.launch.grid_y = static_cast<std::uint32_t>(record.gridY);
+    event.launch.grid_z = static_cast<std::uint32_t>(record.gridZ);
+    event.launch.block_x = static_cast<std::uint32_t>(record.blockX);
+    event.launch.block_y = static_cast<std::uint32_t>(record.blockY);
+    event.launch.block_z = static_cast<std::uint32_t>(record.blockZ);
+    event.launch.registers_per_thread = record.registersPerThread;
+    event.launch.static_shared_bytes = static_cast<std::uint32_t>(record.staticSharedMemory);
+    event.launch.dynamic_shared_bytes = static_cast<std::uint32_t>(record.dynamicSharedMemory);
+    return event;
+}
+
+trace::MemcpyEvent memcpy_event(const CUpti_ActivityMemcpy6& record, trace::StreamId stream) {
+    trace::MemcpyEvent event;
+    event.start_ns = static_cast<trace::TimeNs>(record.start);
+    event.end_ns = static_cast<trace::TimeNs>(record.end);
+    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
+    event.stream_id = stream;
+    // The runtime call (cudaMemcpy) when there is one, else the driver call.
+    event.correlation_id = record.runtimeCorrelationId ? record.runtimeCorrelationId : record.correlationId;
+    event.direction = direction_from_cupti(record.copyKind);
+    event.bytes = record.bytes;
+    event.source_kind = memory_kind_from_cupti(record.srcKind);
+    event.destination_kind = memory_kind_from_cupti(record.dstKind);
+    return event;
+}
+
+trace::MemcpyEvent peer_memcpy_event(const CUpti_ActivityMemcpyPtoP4& record, trace::StreamId stream) {
+    trace::MemcpyEvent event;
+    event.start_ns = static_cast<trace::TimeNs>(record.start);
+    event.end_ns = static_cast<trace::TimeNs>(record.end);
+    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
+    event.stream_id = stream;
+    event.correlation_id = record.correlationId;
+    event.direction = direction_from_cupti(record.copyKind);
+    event.bytes = record.bytes;
+    event.source_kind = memory_kind_from_cupti(record.srcKind);
+    event.destination_kind = memory_kind_from_cupti(record.dstKind);
+    // The device that is not the one the copy ran on.
+    std::uint32_t other = record.srcDeviceId == record.deviceId ? record.dstDeviceId : record.srcDeviceId;
+    event.peer_device_id = static_cast<trace::DeviceId>(other);
+    return event;
+}
+
+trace::MemsetEvent memset_event(const CUpti_ActivityMemset4& record, trace::StreamId stream) {
+    trace::MemsetEvent event;
+    event.start_ns = static_cast<trace::TimeNs>(record.start);
+    event.end_ns = static_cast<trace::TimeNs>(record.end);
+    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
+    event.stream_id = stream;
+    event.correlation_id = record.correlationId;
+    event.bytes = record.bytes;
+    event.value = record.value;
+    event.memory_kind = memory_kind_from_cupti(record.memoryKind);
+    return event;
+}
+
+trace::SyncEvent sync_event(const CUpti_ActivitySynchronization2& record, trace::DeviceId device,
+                            trace::StreamId stream) {
+    trace::SyncEvent event;
+    event.start_ns = static_cast<trace::TimeNs>(record.start);
+    event.end_ns = static_cast<trace::TimeNs>(record.end);
+    event.device_id = device;
+    event.stream_id = stream;
+    event.correlation_id = record.correlationId;
+    event.kind = sync_kind_from_cupti(record.type);
+    event.cuda_event_id = record.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : record.cudaEventId;
+    return event;
+}
+
+trace::DeviceInfo device_info(const CUpti_ActivityDevice5& record) {
+    trace::DeviceInfo info;
+    info.device_id = static_cast<trace::DeviceId>(record.id);
+    info.name = record.name ? record.name : "";
+    char uuid[64];
+    const auto* bytes = reinterpret_cast<const unsigned char*>(record.uuid.bytes);
+    std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                  bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+                  bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+    info.uuid = uuid;
+    info.compute_capability_major = static_cast<std::int32_t>(record.computeCapabilityMajor);
+    info.compute_capability_minor = static_cast<std::int32_t>(record.computeCapabilityMinor);
+    info.multiprocessor_count = static_cast<std::int32_t>(record.numMultiprocessors);
+    info.memory_bytes = static_cast<std::int64_t>(record.globalMemorySize);
+    info.memory_bandwidth_bytes_per_second = static_cast<double>(record.globalMemoryBandwidth) * 1000.0;  // kB/s
+    return info;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] ActivityRecorder
+// ---------------------------------------------------------------------------
+
+trace::DeviceId ActivityRecorder::device_of_context(std::uint32_t context) const {
+    auto found = context_devices_.find(context);
+    return found == context_devices_.end() ? 0 : found->second;
+}
+
+trace::StreamId ActivityRecorder::stream(std::uint32_t device, std::uint32_t context, std::uint32_t stream_id) {
+    auto key = std::make_pair(context, stream_id);
+    auto found = streams_.find(key);
+    if (found != streams_.end()) return found->second;
+    trace::StreamInfo info;
+    info.device_id = static_cast<trace::DeviceId>(device);
+    info.context_id = context;
+    info.cuda_stream_id = stream_id;
+    auto priority = stream_priorities_.find(stream_id);
+    if (priority != stream_priorities_.end()) info.priority = static_cast<std::int32_t>(priority->second);
+    auto null_stream = null_streams_.find(context);
+    if (null_stream != null_streams_.end() && null_stream->second == stream_id) info.name = "default";
+    trace::StreamId id = writer_.register_stream(info);
+    streams_.emplace(key, id);
+    return id;
+}
+
+trace::StringId ActivityRecorder::kernel_name(const char* mangled) {
+    auto found = kernel_names_.find(mangled);
+    if (found != kernel_names_.end()) return found->second;
+    trace::StringId id = writer_.intern(demangle(mangled));
+    kernel_names_.emplace(mangled, id);
+    return id;
+}
+
+bool ActivityRecorder::record(const CUpti_Activity& record) {
+    switch (record.kind) {
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+            const auto& kernel = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
+            trace::StreamId id = stream(kernel.deviceId, kernel.contextId, kernel.streamId);
+            ++kernels_;
+            return writer_.record_kernel(kernel_event(kernel, id, kernel_name(kernel.name)));
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+            const auto& copy = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
+            return writer_.record_memcpy(memcpy_event(copy, stream(copy.deviceId, copy.contextId, copy.streamId)));
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+            const auto& copy = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
+            return writer_.record_memcpy(peer_memcpy_event(copy, stream(copy.deviceId, copy.contextId, copy.streamId)));
+        }
+        case CUPTI_ACTIVITY_KIND_MEMSET: {
+            const auto& set = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
+            return writer_.record_memset(memset_event(set, stream(set.deviceId, set.contextId, set.streamId)));
+        }
+        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+            const auto& sync = reinterpret_cast<const CUpti_ActivitySynchronization2&>(record);
+            trace::DeviceId device = device_of_context(sync.contextId);
+            trace::StreamId id = sync.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE
+                                     ? 0
+                                     : stream(static_cast<std::uint32_t>(device), sync.contextId, sync.streamId);
+            return writer_.record_sync(sync_event(sync, device, id));
+        }
+        case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+            const auto& overhead = reinterpret_cast<const CUpti_ActivityOverhead3&>(record);
+            auto name = overhead_names_.find(overhead.overheadKind);
+            if (name == overhead_names_.end())
+                name = overhead_names_.emplace(overhead.overheadKind, writer_.intern(overhead_name(overhead.overheadKind)))
+                           .first;
+            trace::OverheadEvent event;
+            event.start_ns = static_cast<trace::TimeNs>(overhead.start);
+            event.end_ns = static_cast<trace::TimeNs>(overhead.end);
+            event.name_id = name->second;
+            return writer_.record_overhead(event);
+        }
+        case CUPTI_ACTIVITY_KIND_DEVICE: {
+            const auto& device = reinterpret_cast<const CUpti_ActivityDevice5&>(record);
+            if (devices_registered_[device.id]) return false;
+            devices_registered_[device.id] = true;
+            writer_.register_device(device_info(device));
+            return false;
+        }
+        case CUPTI_ACTIVITY_KIND_CONTEXT: {
+            const auto& context = reinterpret_cast<const CUpti_ActivityContext3&>(record);
+            context_devices_[context.contextId] = static_cast<trace::DeviceId>(context.deviceId);
+            null_streams_[context.contextId] = context.nullStreamId;
+            return false;
+        }
+        case CUPTI_ACTIVITY_KIND_STREAM: {
+            const auto& created = reinterpret_cast<const CUpti_ActivityStream&>(record);
+            stream_priorities_[created.streamId] = created.priority;
+            return false;
+        }
+        default: return false;
+    }
+}
+
+}  // namespace ember::collector

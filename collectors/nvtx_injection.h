@@ -1,0 +1,17 @@
+// nvtx_injection.h: the collector's NVTX tool. NVTX (the v3 header-only library
+// compiled into every program that annotates) calls InitializeInjectionNvtx2 once
+// per NVTX instance, found either through NVTX_INJECTION64_PATH (`ember record`) or
+// through the static hook InitializeInjectionNvtx2_fnptr that linking
+// ember::collector compiles into the program (nvtx_static_injection.cpp). The tool
+// fills NVTX's callback tables with the handlers in nvtx_injection.cpp, which turn
+// ranges, marks, payloads, registered strings and thread names into trace events.
+#pragma once
+
+#include <nvtx3/nvToolsExt.h>
+
+extern "C" {
+// The NVTX tool entry point (exported from libember_collector.so). Returns 1: the
+// handlers stay installed for the life of the process, recording only while a
+// session captures.
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
+}

@@ -1,0 +1,372 @@
+// session.cpp: opening and closing a recording session, the environment contract
+// with `ember record`, thread and counter registration.
+#include "collectors/session.h"
+
+#include "collectors/control_socket.h"
+#include "collectors/cpu_sampler.h"
+#include "collectors/cupti_collector.h"
+#include "collectors/nvml_sampler.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace ember::collector {
+
+namespace {
+
+std::atomic<Session*> g_session{nullptr};
+std::mutex g_lifecycle_mutex;
+std::atomic<std::uint32_t> g_next_generation{1};
+
+std::int64_t os_thread_id() { return static_cast<std::int64_t>(syscall(SYS_gettid)); }
+
+std::string read_command_line() {
+    std::ifstream file("/proc/self/cmdline", std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+    for (char& c : raw)
+        if (c == '\0') c = ' ';
+    return raw;
+}
+
+std::string read_process_name() {
+    std::ifstream file("/proc/self/comm");
+    std::string name;
+    std::getline(file, name);
+    return name;
+}
+
+std::string host_name() {
+    char buffer[256] = {};
+    if (gethostname(buffer, sizeof buffer - 1) != 0) return "";
+    return buffer;
+}
+
+const char* environment(const char* name) {
+    const char* value = std::getenv(name);
+    return value && *value ? value : nullptr;
+}
+
+std::optional<int> first_integer_environment(std::initializer_list<const char*> names) {
+    for (const char* name : names)
+        if (const char* value = environment(name)) return std::atoi(value);
+    return std::nullopt;
+}
+
+double double_environment(const char* name, double fallback) {
+    const char* value = environment(name);
+    return value ? std::atof(value) : fallback;
+}
+
+bool flag_environment(const char* name) {
+    const char* value = environment(name);
+    return value && std::string(value) != "0";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// [SECTION] Environment contract with `ember record`
+// ---------------------------------------------------------------------------
+
+RecordEnvironment read_record_environment() {
+    RecordEnvironment result;
+    if (const char* output = environment("EMBER_RECORD_OUTPUT")) result.output = output;
+    if (const char* root = environment("EMBER_RECORD_ROOT_PID")) result.root_pid = std::atoll(root);
+    if (const char* children = environment("EMBER_RECORD_CHILDREN"))
+        result.children = std::string(children) == "skip" ? ChildPolicy::skip : ChildPolicy::suffix;
+    result.rank = first_integer_environment({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
+    result.world_size =
+        first_integer_environment({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}).value_or(1);
+    return result;
+}
+
+std::optional<std::string> resolve_output_path(const RecordEnvironment& environment, std::int64_t pid) {
+    if (environment.output.empty()) return std::nullopt;
+    std::string stem = environment.output;
+    if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".db") == 0) stem.resize(stem.size() - 3);
+    if (environment.rank && environment.world_size > 1)
+        return stem + ".rank" + std::to_string(*environment.rank) + ".db";
+    if (environment.root_pid == 0 || environment.root_pid == pid) return environment.output;
+    if (environment.children == ChildPolicy::skip) return std::nullopt;
+    return stem + ".pid" + std::to_string(pid) + ".db";
+}
+
+std::optional<SessionOptions> options_from_environment() {
+    RecordEnvironment record = read_record_environment();
+    std::optional<std::string> path = resolve_output_path(record, ::getpid());
+    if (!path) return std::nullopt;
+    SessionOptions options;
+    options.path = *path;
+    options.injected = true;
+    options.paused = flag_environment("EMBER_RECORD_PAUSED");
+    options.nvml_hz = double_environment("EMBER_RECORD_NVML_HZ", 20.0);
+    options.cpu_sample_hz = double_environment("EMBER_RECORD_CPU_HZ", 0.0);
+    options.control_socket = flag_environment("EMBER_RECORD_SOCKET");
+    options.quiet = flag_environment("EMBER_RECORD_QUIET");
+    options.trace_cuda = !flag_environment("EMBER_RECORD_NO_CUDA");
+    return options;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Session
+// ---------------------------------------------------------------------------
+
+struct Session::Components {
+    bool cupti_running = false;
+    std::unique_ptr<NvmlSampler> nvml;
+    std::unique_ptr<CpuSampler> cpu;
+    std::unique_ptr<ControlServer> control;
+    // Periodic CUPTI flush so GPU records reach the file within the commit interval.
+    std::thread flusher;
+    std::mutex flusher_mutex;
+    std::condition_variable flusher_wake;
+    bool flusher_stop = false;
+};
+
+Session::Session(const SessionOptions& options)
+    : options_(options), generation_(g_next_generation.fetch_add(1)), components_(std::make_unique<Components>()) {
+    trace::RunInfo run;
+    run.command_line = read_command_line();
+    run.host = host_name();
+    run.pid = ::getpid();
+    RecordEnvironment record = read_record_environment();
+    if (record.rank && record.world_size > 1) {
+        run.rank = *record.rank;
+        run.world_size = record.world_size;
+    }
+    run.clock_name = kClockName;
+    run.clock_offset_to_wall_ns = clock_offset_to_wall_ns();
+    run.start_ns = now_ns();
+    store::WriterOptions writer_options;
+    writer_options.overflow = store::OverflowPolicy::drop;  // never stall the recorded program
+    writer_options.commit_interval = std::chrono::milliseconds(200);
+    writer_ = std::make_unique<store::TraceWriter>(options_.path, run, writer_options);
+    writer_->register_process({run.pid, read_process_name()});
+    capturing_.store(!options_.paused);
+    // Capture windows begin at 0 so GPU work queued before the file opened is kept.
+    if (!options_.paused) capture_windows_.emplace_back(0, std::numeric_limits<trace::TimeNs>::max());
+}
+
+Session::~Session() = default;
+
+void Session::say(const std::string& line) const {
+    if (!options_.quiet) std::fprintf(stderr, "ember collector: %s\n", line.c_str());
+}
+
+void Session::set_capturing(bool on) {
+    std::lock_guard lock(windows_mutex_);
+    bool was = capturing_.exchange(on);
+    if (was == on) return;
+    trace::TimeNs now = now_ns();
+    if (on)
+        capture_windows_.emplace_back(now, std::numeric_limits<trace::TimeNs>::max());
+    else if (!capture_windows_.empty())
+        capture_windows_.back().second = now;
+    say(on ? "capture started" : "capture stopped");
+}
+
+bool Session::captured_at(trace::TimeNs time) const {
+    std::lock_guard lock(windows_mutex_);
+    for (auto window = capture_windows_.rbegin(); window != capture_windows_.rend(); ++window)
+        if (time >= window->first && time < window->second) return true;
+    return false;
+}
+
+trace::ThreadId Session::this_thread() {
+    thread_local std::uint32_t cached_generation = 0;
+    thread_local trace::ThreadId cached_thread = 0;
+    if (cached_generation == generation_) return cached_thread;
+    std::int64_t tid = os_thread_id();
+    std::string pending_name;
+    trace::ThreadId thread = 0;
+    {
+        std::lock_guard lock(threads_mutex_);
+        auto known = threads_by_tid_.find(tid);  // registered earlier by the CPU sampler
+        thread = known != threads_by_tid_.end() ? known->second : writer_->current_thread();
+        threads_by_tid_[tid] = thread;
+        auto pending = pending_thread_names_.find(tid);
+        if (pending != pending_thread_names_.end()) {
+            pending_name = pending->second;
+            pending_thread_names_.erase(pending);
+        }
+    }
+    if (!pending_name.empty()) writer_->set_thread_name(thread, pending_name);
+    cached_generation = generation_;
+    cached_thread = thread;
+    return thread;
+}
+
+trace::ThreadId Session::thread_for_tid(std::int64_t tid) {
+    std::lock_guard lock(threads_mutex_);
+    auto known = threads_by_tid_.find(tid);
+    if (known != threads_by_tid_.end()) return known->second;
+    trace::ThreadInfo info;
+    info.pid = ::getpid();
+    info.tid = tid;
+    auto pending = pending_thread_names_.find(tid);
+    if (pending != pending_thread_names_.end()) {
+        info.name = pending->second;
+        pending_thread_names_.erase(pending);
+    } else {
+        std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
+        std::getline(comm, info.name);
+    }
+    trace::ThreadId thread = writer_->register_thread(info);
+    threads_by_tid_.emplace(tid, thread);
+    return thread;
+}
+
+void Session::name_os_thread(std::int64_t tid, std::string_view name) {
+    if (tid == os_thread_id()) {
+        writer_->set_thread_name(this_thread(), name);
+        return;
+    }
+    std::lock_guard lock(threads_mutex_);
+    auto known = threads_by_tid_.find(tid);
+    if (known != threads_by_tid_.end())
+        writer_->set_thread_name(known->second, name);
+    else
+        pending_thread_names_[tid] = std::string(name);  // applied when that thread first records
+}
+
+trace::CounterId Session::counter(std::string_view name, std::string_view unit, trace::DeviceId device) {
+    std::string key = std::string(name) + '\x1f' + std::to_string(device);
+    std::lock_guard lock(counters_mutex_);
+    auto found = counters_.find(key);
+    if (found != counters_.end()) return found->second;
+    trace::CounterId id = writer_->register_counter({0, std::string(name), std::string(unit), device});
+    counters_.emplace(std::move(key), id);
+    return id;
+}
+
+void Session::start_components() {
+    Components& parts = *components_;
+    if (options_.trace_cuda) parts.cupti_running = cupti_start(*this);
+    if (parts.cupti_running) {
+        parts.flusher = std::thread([this] {
+            Components& flusher_parts = *components_;
+            std::unique_lock lock(flusher_parts.flusher_mutex);
+            while (!flusher_parts.flusher_stop) {
+                flusher_parts.flusher_wake.wait_for(lock, std::chrono::milliseconds(100));
+                if (flusher_parts.flusher_stop) break;
+                lock.unlock();
+                cupti_flush(false);
+                lock.lock();
+            }
+        });
+    }
+    if (options_.nvml_hz > 0) {
+        parts.nvml = std::make_unique<NvmlSampler>();
+        if (!parts.nvml->start(*this, options_.nvml_hz)) parts.nvml.reset();
+    }
+    if (options_.cpu_sample_hz > 0) {
+        parts.cpu = std::make_unique<CpuSampler>();
+        if (!parts.cpu->start(*this, options_.cpu_sample_hz)) parts.cpu.reset();
+    }
+    if (options_.control_socket) {
+        parts.control = std::make_unique<ControlServer>();
+        std::string error;
+        if (!parts.control->start(*this, &error)) {
+            say("control socket disabled: " + error);
+            parts.control.reset();
+        }
+    }
+}
+
+void Session::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    Components& parts = *components_;
+    if (parts.control) parts.control->stop();
+    if (parts.flusher.joinable()) {
+        {
+            std::lock_guard lock(parts.flusher_mutex);
+            parts.flusher_stop = true;
+        }
+        parts.flusher_wake.notify_all();
+        parts.flusher.join();
+    }
+    if (parts.cupti_running) cupti_stop();  // forced flush: every GPU record reaches the writer
+    if (parts.cpu) parts.cpu->stop();
+    if (parts.nvml) parts.nvml->stop();
+    capturing_.store(false);
+    writer_->set_end_time(now_ns());
+    writer_->close();
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Lifecycle
+// ---------------------------------------------------------------------------
+
+Session* current_session() { return g_session.load(std::memory_order_acquire); }
+
+namespace {
+
+void stop_session_at_exit() {
+    std::string error;
+    if (!stop_session(&error)) std::fprintf(stderr, "ember collector: %s\n", error.c_str());
+}
+
+}  // namespace
+
+Session& start_session(const SessionOptions& options) {
+    std::lock_guard lock(g_lifecycle_mutex);
+    if (g_session.load()) throw std::runtime_error("a recording session is already open (" +
+                                                   g_session.load()->options().path + ")");
+    auto* session = new Session(options);  // never freed: see session.h
+    g_session.store(session, std::memory_order_release);
+    // Registered after the writer's own exit hook, so it runs first: GPU records
+    // still in CUPTI's buffers reach the writer before it closes.
+    static bool exit_hook = (std::atexit(stop_session_at_exit), true);
+    (void)exit_hook;
+    session->start_components();
+    session->say("recording to " + options.path + (options.paused ? " (paused)" : ""));
+    return *session;
+}
+
+bool stop_session(std::string* error) {
+    std::lock_guard lock(g_lifecycle_mutex);
+    Session* session = g_session.load();
+    if (!session) return true;
+    try {
+        session->stop();
+    } catch (const std::exception& failure) {
+        g_session.store(nullptr, std::memory_order_release);
+        if (error) *error = failure.what();
+        return false;
+    }
+    g_session.store(nullptr, std::memory_order_release);
+    return true;
+}
+
+void start_session_from_environment_once() {
+    // Starting CUPTI may initialize the driver, which calls InitializeInjection on
+    // this thread again: that nested call must not wait for the outer one.
+    thread_local bool starting = false;
+    if (starting) return;
+    starting = true;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::optional<SessionOptions> options = options_from_environment();
+        if (!options || current_session()) return;
+        try {
+            start_session(*options);
+        } catch (const std::exception& failure) {
+            std::fprintf(stderr, "ember collector: not recording: %s\n", failure.what());
+        }
+    });
+    starting = false;
+}
+
+}  // namespace ember::collector

@@ -1,0 +1,81 @@
+// cuda_record_test.cpp (gpu): samples/cuda_basics under `ember record`. The file
+// holds exactly the program's GPU work: 10 saxpy kernels of <<<4096, 256>>>, one
+// pageable and one pinned 4 MiB HtoD copy, one pinned 4 MiB DtoH copy; every
+// kernel and copy correlates to its API call and starts after that call began
+// (blocking copies lie inside it); no record was dropped.
+#include "profiler/store/reader.h"
+#include "tests/collectors/subprocess.h"
+#include "tests/support/gpu.h"
+
+#include <gtest/gtest.h>
+
+namespace ember {
+namespace {
+
+TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
+    EMBER_REQUIRE_GPU();
+    const int elements = 1 << 20;
+    const int iterations = 10;
+    std::string path = test::temp_path("cuda_basics.db");
+    std::string output;
+    int code = test::run({test::bin("ember"), "record", "-o", path, "--", test::bin("sample_cuda_basics"),
+                          std::to_string(elements), std::to_string(iterations)},
+                         &output, {}, 120.0);
+    ASSERT_EQ(code, 0) << output;
+    store::TraceReader reader(path);
+    ASSERT_TRUE(reader.complete());
+    EXPECT_EQ(reader.total_dropped(), 0u);
+    ASSERT_GE(reader.devices().size(), 1u);
+
+    std::vector<trace::KernelEvent> kernels;
+    reader.for_each_kernel({}, [&](const trace::KernelEvent& kernel) {
+        kernels.push_back(kernel);
+        return true;
+    });
+    ASSERT_EQ(kernels.size(), static_cast<std::size_t>(iterations)) << output;
+    for (const trace::KernelEvent& kernel : kernels) {
+        EXPECT_NE(std::string(reader.string(kernel.name_id)).find("saxpy"), std::string::npos);
+        EXPECT_EQ(kernel.launch.grid_x, static_cast<std::uint32_t>((elements + 255) / 256));
+        EXPECT_EQ(kernel.launch.grid_y, 1u);
+        EXPECT_EQ(kernel.launch.block_x, 256u);
+        EXPECT_EQ(kernel.launch.block_y, 1u);
+        std::optional<trace::ApiEvent> launch_call = reader.api_call_by_correlation(kernel.correlation_id);
+        ASSERT_TRUE(launch_call.has_value()) << "kernel without its launching API call";
+        EXPECT_NE(std::string(reader.string(launch_call->name_id)).find("Launch"), std::string::npos);
+        EXPECT_GE(kernel.start_ns, launch_call->start_ns) << "kernel began before the call that launched it";
+        EXPECT_GT(kernel.end_ns, kernel.start_ns);
+    }
+
+    std::vector<trace::MemcpyEvent> copies;
+    reader.for_each_memcpy({}, [&](const trace::MemcpyEvent& copy) {
+        copies.push_back(copy);
+        return true;
+    });
+    const std::uint64_t bytes = std::uint64_t(elements) * sizeof(float);
+    int pageable_htod = 0, pinned_htod = 0, pinned_dtoh = 0;
+    std::uint64_t htod_bytes = 0, dtoh_bytes = 0;
+    for (const trace::MemcpyEvent& copy : copies) {
+        if (copy.direction == trace::MemcpyDirection::host_to_device) {
+            htod_bytes += copy.bytes;
+            if (copy.source_kind == trace::MemoryKind::pageable) ++pageable_htod;
+            if (copy.source_kind == trace::MemoryKind::pinned) ++pinned_htod;
+        } else if (copy.direction == trace::MemcpyDirection::device_to_host) {
+            dtoh_bytes += copy.bytes;
+            if (copy.destination_kind == trace::MemoryKind::pinned) ++pinned_dtoh;
+        }
+        std::optional<trace::ApiEvent> call = reader.api_call_by_correlation(copy.correlation_id);
+        ASSERT_TRUE(call.has_value()) << "copy without its API call";
+        // cudaMemcpy blocks until the copy is done: the copy lies inside the call.
+        EXPECT_GE(copy.start_ns, call->start_ns);
+        EXPECT_LE(copy.end_ns, call->end_ns);
+    }
+    EXPECT_EQ(htod_bytes, 2 * bytes);
+    EXPECT_EQ(dtoh_bytes, bytes);
+    EXPECT_EQ(pageable_htod, 1);
+    EXPECT_EQ(pinned_htod, 1);
+    EXPECT_EQ(pinned_dtoh, 1);
+    std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace ember

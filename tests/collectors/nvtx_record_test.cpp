@@ -1,0 +1,183 @@
+// nvtx_record_test.cpp: samples/nvtx_threads recorded in-process (the program links
+// the collector) and through `ember record` (NVTX injection): each file holds
+// exactly the program's events, nested as the program nested them.
+#include "profiler/store/reader.h"
+#include "tests/collectors/subprocess.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace {
+
+using trace::RangeEvent;
+
+struct Recording {
+    std::map<std::string, trace::ThreadId> threads;  // name -> id
+    std::vector<RangeEvent> ranges;
+    std::vector<trace::MarkEvent> marks;
+};
+
+std::string name_of(const store::TraceReader& reader, trace::StringId id) { return std::string(reader.string(id)); }
+
+const RangeEvent* find_range(const store::TraceReader& reader, const std::vector<RangeEvent>& ranges,
+                             const std::string& name, trace::ThreadId thread) {
+    for (const RangeEvent& range : ranges)
+        if (range.thread_id == thread && name_of(reader, range.name_id) == name) return &range;
+    return nullptr;
+}
+
+bool inside(const RangeEvent& child, const RangeEvent& parent) {
+    return child.start_ns >= parent.start_ns && child.end_ns <= parent.end_ns;
+}
+
+// The events samples/nvtx_threads/nvtx_threads.cpp documents, with 2 workers x 3 iterations.
+void expect_sample_events(const std::string& path) {
+    store::TraceReader reader(path);
+    EXPECT_TRUE(reader.complete());
+    std::map<std::string, trace::ThreadId> threads;
+    for (const trace::ThreadInfo& thread : reader.threads()) threads[thread.name] = thread.thread_id;
+    ASSERT_TRUE(threads.count("main")) << path;
+    ASSERT_TRUE(threads.count("worker 0"));
+    ASSERT_TRUE(threads.count("worker 1"));
+    trace::ThreadId main_thread = threads["main"];
+
+    std::vector<RangeEvent> ranges;
+    reader.for_each_range({}, [&](const RangeEvent& range) {
+        ranges.push_back(range);
+        return true;
+    });
+    ASSERT_EQ(ranges.size(), 5u + 2 * 3 * 2);
+
+    const RangeEvent* outer = find_range(reader, ranges, "outer", main_thread);
+    const RangeEvent* inner = find_range(reader, ranges, "inner", main_thread);
+    const RangeEvent* step = find_range(reader, ranges, "registered step", main_thread);
+    const RangeEvent* wide = find_range(reader, ranges, "wide \xC3\xBCn\xC3\xAF" "code", main_thread);
+    const RangeEvent* async_work = find_range(reader, ranges, "async work", main_thread);
+    ASSERT_TRUE(outer && inner && step && wide && async_work);
+
+    EXPECT_EQ(outer->depth, 0);
+    EXPECT_EQ(outer->parent_range_id, 0u);
+    EXPECT_EQ(outer->category, 1u);
+    EXPECT_EQ(outer->color, 0xFF00FF00u);
+    EXPECT_EQ(outer->domain_id, trace::kNoString);
+    EXPECT_EQ(outer->payload.kind, trace::PayloadKind::none);
+
+    EXPECT_EQ(inner->depth, 1);
+    EXPECT_EQ(inner->parent_range_id, outer->range_id);
+    EXPECT_EQ(inner->payload, trace::Payload::of_integer(42));
+    EXPECT_TRUE(inside(*inner, *outer));
+
+    EXPECT_EQ(step->depth, 1);
+    EXPECT_EQ(step->parent_range_id, outer->range_id);
+    EXPECT_EQ(name_of(reader, step->domain_id), "sample");
+    EXPECT_EQ(step->payload, trace::Payload::of_integer(7));
+    EXPECT_TRUE(inside(*step, *outer));
+    EXPECT_GE(step->start_ns, inner->end_ns);
+
+    EXPECT_EQ(wide->depth, 0);
+    EXPECT_EQ(wide->parent_range_id, 0u);
+    EXPECT_GE(wide->start_ns, outer->end_ns);
+    EXPECT_EQ(async_work->depth, -1);
+    EXPECT_EQ(async_work->parent_range_id, 0u);
+    EXPECT_GE(async_work->end_ns - async_work->start_ns, 100000);  // it slept 100 us
+
+    for (const char* worker : {"worker 0", "worker 1"}) {
+        trace::ThreadId thread = threads[worker];
+        std::vector<const RangeEvent*> items, computes;
+        for (const RangeEvent& range : ranges) {
+            if (range.thread_id != thread) continue;
+            std::string name = name_of(reader, range.name_id);
+            if (name == "work item") items.push_back(&range);
+            else if (name == "compute") computes.push_back(&range);
+            else ADD_FAILURE() << "unexpected range " << name << " on " << worker;
+        }
+        ASSERT_EQ(items.size(), 3u);
+        ASSERT_EQ(computes.size(), 3u);
+        std::vector<std::int64_t> payloads;
+        for (const RangeEvent* item : items) {
+            EXPECT_EQ(item->depth, 0);
+            EXPECT_EQ(item->parent_range_id, 0u);
+            payloads.push_back(item->payload.integer);
+        }
+        std::sort(payloads.begin(), payloads.end());
+        EXPECT_EQ(payloads, (std::vector<std::int64_t>{0, 1, 2}));
+        for (const RangeEvent* compute : computes) {
+            EXPECT_EQ(compute->depth, 1);
+            auto parent = std::find_if(items.begin(), items.end(),
+                                       [&](const RangeEvent* item) { return item->range_id == compute->parent_range_id; });
+            ASSERT_NE(parent, items.end());
+            EXPECT_TRUE(inside(*compute, **parent));
+            EXPECT_GE(compute->end_ns - compute->start_ns, 200000);  // slept 200 us
+        }
+    }
+
+    std::vector<trace::MarkEvent> marks;
+    reader.for_each_mark({}, [&](const trace::MarkEvent& mark) {
+        marks.push_back(mark);
+        return true;
+    });
+    ASSERT_EQ(marks.size(), 3u);
+    int worker_done = 0;
+    for (const trace::MarkEvent& mark : marks) {
+        std::string name = name_of(reader, mark.name_id);
+        if (name == "inner mark") {
+            EXPECT_EQ(mark.thread_id, main_thread);
+            EXPECT_EQ(mark.payload, trace::Payload::of_real(2.5));
+            EXPECT_GE(mark.time_ns, inner->start_ns);
+            EXPECT_LE(mark.time_ns, inner->end_ns);
+        } else if (name == "worker done") {
+            ++worker_done;
+            EXPECT_NE(mark.thread_id, main_thread);
+        } else {
+            ADD_FAILURE() << "unexpected mark " << name;
+        }
+    }
+    EXPECT_EQ(worker_done, 2);
+
+    // domain "ember", category 100: a counter track, not marks.
+    ASSERT_EQ(reader.counters().size(), 1u);
+    EXPECT_EQ(reader.counters()[0].name, "loss");
+    std::vector<double> losses;
+    reader.for_each_counter_sample({}, [&](const trace::CounterSample& sample) {
+        losses.push_back(sample.value);
+        return true;
+    });
+    EXPECT_EQ(losses, (std::vector<double>{0.5, 0.25}));
+    EXPECT_EQ(reader.run().clock_name, "CLOCK_MONOTONIC");
+    EXPECT_EQ(reader.total_dropped(), 0u);
+}
+
+TEST(CollectorNvtx, InProcessRecordingHoldsExactlyTheSampleEvents) {
+    std::string path = test::temp_path("inprocess.db");
+    std::string output;
+    int code = test::run({test::bin("sample_nvtx_threads_inprocess"), "--record", path}, &output);
+    ASSERT_EQ(code, 0) << output;
+    expect_sample_events(path);
+    std::remove(path.c_str());
+}
+
+TEST(CollectorNvtx, EmberRecordHoldsExactlyTheSampleEvents) {
+    std::string path = test::temp_path("injected.db");
+    std::string output;
+    int code = test::run({test::bin("ember"), "record", "-o", path, "--", test::bin("sample_nvtx_threads")}, &output);
+    ASSERT_EQ(code, 0) << output;
+    EXPECT_NE(output.find("17 NVTX ranges, 3 marks, 2 counter samples"), std::string::npos) << output;
+    expect_sample_events(path);
+    std::remove(path.c_str());
+}
+
+TEST(CollectorNvtx, EmberRecordPassesOnTheExitStatus) {
+    std::string output;
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "-o", test::temp_path("false.db"), "--", "false"}, &output), 1);
+    EXPECT_NE(output.find("no trace written"), std::string::npos) << output;
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "-o", test::temp_path("x.db"), "--", "/no/such/program"}, &output),
+              127);
+}
+
+}  // namespace
+}  // namespace ember
