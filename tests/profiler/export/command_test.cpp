@@ -22,10 +22,8 @@ struct Result {
     std::string output;  // stdout and stderr
 };
 
-std::string ember_binary() {
-    const char* binary_dir = std::getenv("EMBER_BINARY_DIR");
-    return std::string(binary_dir != nullptr ? binary_dir : ".") + "/bin/ember";
-}
+// The build passes the path of the `ember` executable (tests/profiler/export/CMakeLists.txt).
+std::string ember_binary() { return EMBER_CLI_BINARY; }
 
 Result run(const std::string& arguments) {
     Result result;
@@ -43,7 +41,7 @@ Result run(const std::string& arguments) {
 class Commands : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!std::filesystem::exists(ember_binary())) GTEST_SKIP() << "no ember binary at " << ember_binary();
+        ASSERT_TRUE(std::filesystem::exists(ember_binary())) << "no ember binary at " << ember_binary();
         trace_ = ember::testing::temporary_path("command-fixture", ".db");
         ember::testing::write_fixture_trace(trace_);
     }
