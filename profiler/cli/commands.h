@@ -10,10 +10,12 @@ class App;
 namespace ember::cli {
 
 void add_doctor_command(CLI::App& app);
-// `ember view FILE...` runs the ember-view viewer (view_command.cpp).
-void add_view_command(CLI::App& app);
 // `ember train` (train_command.cpp).
 void add_train_command(CLI::App& app);
+// `ember bench train` (bench_train_command.cpp).
+void add_bench_train(CLI::App& bench);
+// `ember view FILE...` runs the ember-view viewer (view_command.cpp).
+void add_view_command(CLI::App& app);
 // `ember synth -o FILE --events N` (synth_command.cpp).
 void add_synth_command(CLI::App& app);
 // `ember bench store` (bench_store_command.cpp).

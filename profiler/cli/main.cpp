@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
     app.fallthrough(false);
 
     ember::cli::add_doctor_command(app);
-    ember::cli::add_view_command(app);
     ember::cli::add_train_command(app);
+    ember::cli::add_view_command(app);
     ember::cli::add_synth_command(app);
     ember::cli::add_data_command(app);
     ember::cli::add_stats_command(app);
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
 
     CLI::App* bench = ember::cli::add_bench_command(app);
     // add_bench_*(*bench) calls go here.
+    ember::cli::add_bench_train(*bench);
     ember::cli::add_bench_store(*bench);
     ember::cli::add_bench_dataloader(*bench);
     if (bench->get_subcommands([](CLI::App*) { return true; }).empty()) app.remove_subcommand(bench);
