@@ -253,6 +253,12 @@ bool cupti_start(Session& session) {
             session.say("no CUDA device (" + reason + "): recording NVTX and host data only");
             return false;
         }
+    } else if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_GLOBAL)) {
+        // Injected and started by NVTX before any CUDA call: cuInit may not be called
+        // from here (the driver would call InitializeInjection inside it), but a
+        // machine without the driver library has no device for certain.
+        session.say("no CUDA device (libcuda.so.1 not found): recording NVTX and host data only");
+        return false;
     }
     CUptiResult result = cuptiSubscribe(&cupti.subscriber, reinterpret_cast<CUpti_CallbackFunc>(api_callback), nullptr);
     if (result != CUPTI_SUCCESS) {
