@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,6 +75,58 @@ double double_environment(const char* name, double fallback) {
 bool flag_environment(const char* name) {
     const char* value = environment(name);
     return value && std::string(value) != "0";
+}
+
+// SIGINT/SIGTERM while CUPTI runs: GPU records still in CUPTI's buffers must reach
+// the writer before the writer's own handler (installed earlier, so called next)
+// commits and the signal takes effect. The handler only raises a flag; the flusher
+// thread does the flush and acknowledges.
+constexpr int kCuptiFlushSignals[] = {SIGINT, SIGTERM};
+struct sigaction g_previous_signal_actions[2];
+std::atomic<bool> g_signal_handlers_installed{false};
+std::atomic<int> g_signal_flush_requested{0};
+std::atomic<int> g_signal_flush_done{0};
+constexpr int kSignalFlushWaitMs = 2000;
+
+int signal_slot(int signal_number) { return signal_number == SIGINT ? 0 : 1; }
+
+void on_terminating_signal(int signal_number, siginfo_t* info, void* context) {
+    int saved_errno = errno;
+    int request = g_signal_flush_requested.fetch_add(1) + 1;
+    for (int waited = 0; waited < kSignalFlushWaitMs && g_signal_flush_done.load() < request; ++waited) {
+        timespec pause{0, 1000000};
+        nanosleep(&pause, nullptr);
+    }
+    const struct sigaction& previous = g_previous_signal_actions[signal_slot(signal_number)];
+    if (previous.sa_flags & SA_SIGINFO) {
+        if (previous.sa_sigaction) previous.sa_sigaction(signal_number, info, context);
+    } else if (previous.sa_handler == SIG_DFL) {
+        sigaction(signal_number, &previous, nullptr);
+        raise(signal_number);
+    } else if (previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+        previous.sa_handler(signal_number);
+    }
+    errno = saved_errno;
+}
+
+void install_cupti_signal_flush() {
+    if (g_signal_handlers_installed.exchange(true)) return;
+    struct sigaction action {};
+    action.sa_sigaction = on_terminating_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int signal_number : kCuptiFlushSignals)
+        sigaction(signal_number, &action, &g_previous_signal_actions[signal_slot(signal_number)]);
+}
+
+void remove_cupti_signal_flush() {
+    if (!g_signal_handlers_installed.exchange(false)) return;
+    for (int signal_number : kCuptiFlushSignals) {
+        struct sigaction current {};
+        sigaction(signal_number, nullptr, &current);
+        if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_terminating_signal)
+            sigaction(signal_number, &g_previous_signal_actions[signal_slot(signal_number)], nullptr);
+    }
 }
 
 }  // namespace
@@ -255,16 +311,30 @@ void Session::start_components() {
     if (options_.trace_cuda) parts.cupti_running = cupti_start(*this);
     if (parts.cupti_running) {
         parts.flusher = std::thread([this] {
+            // Signals go to other threads: this one must be free to answer them.
+            sigset_t blocked;
+            sigemptyset(&blocked);
+            for (int signal_number : kCuptiFlushSignals) sigaddset(&blocked, signal_number);
+            pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
             Components& flusher_parts = *components_;
             std::unique_lock lock(flusher_parts.flusher_mutex);
+            auto last_flush = std::chrono::steady_clock::now();
             while (!flusher_parts.flusher_stop) {
-                flusher_parts.flusher_wake.wait_for(lock, std::chrono::milliseconds(100));
+                // Short waits so a signal's flush request is served within ~10 ms.
+                flusher_parts.flusher_wake.wait_for(lock, std::chrono::milliseconds(10));
                 if (flusher_parts.flusher_stop) break;
+                int requested = g_signal_flush_requested.load();
+                bool signalled = requested > g_signal_flush_done.load();
+                bool periodic = std::chrono::steady_clock::now() - last_flush >= std::chrono::milliseconds(100);
+                if (!signalled && !periodic) continue;
                 lock.unlock();
-                cupti_flush(false);
+                cupti_flush(signalled);
+                last_flush = std::chrono::steady_clock::now();
+                if (signalled) g_signal_flush_done.store(requested);
                 lock.lock();
             }
         });
+        install_cupti_signal_flush();
     }
     if (options_.nvml_hz > 0) {
         parts.nvml = std::make_unique<NvmlSampler>();
@@ -289,6 +359,7 @@ void Session::stop() {
     stopped_ = true;
     Components& parts = *components_;
     if (parts.control) parts.control->stop();
+    remove_cupti_signal_flush();
     if (parts.flusher.joinable()) {
         {
             std::lock_guard lock(parts.flusher_mutex);
