@@ -43,7 +43,7 @@ enum class OverflowPolicy {
 
 struct WriterOptions {
     // Events each producer thread may have in flight before overflow (rounded up to
-    // a power of two). ~100 bytes each.
+    // a power of two). 96 bytes each; pages become resident only as they are used.
     std::size_t ring_capacity_events = 1 << 16;
     OverflowPolicy overflow = OverflowPolicy::drop;
     // Longest time between commits; at most 250 ms (the crash-loss bound).
@@ -94,7 +94,9 @@ public:
     // Returns the new thread's id (ThreadInfo::thread_id is ignored).
     trace::ThreadId register_thread(const trace::ThreadInfo& thread);
     // The calling OS thread, registered on first call (with pid, gettid() and its
-    // pthread name) and cached per thread afterwards.
+    // pthread name) and cached per thread afterwards. Recording events does not
+    // register a thread: a collector's buffer thread that records kernels for other
+    // threads stays out of `threads` unless it calls this.
     trace::ThreadId current_thread();
     void set_thread_name(trace::ThreadId thread, std::string_view name);
     void register_device(const trace::DeviceInfo& device);  // device_id is the caller's
