@@ -132,9 +132,10 @@ std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref) {
                     if (range->color) lines.push_back({"color", hex_color(range->color)});
                     if (range->parent_range_id) {
                         auto parent = reader.range(range->parent_range_id);
-                        lines.push_back({"parent", parent ? std::string(reader.string(parent->name_id)) +
-                                                                " (#" + number(range->parent_range_id) + ")"
-                                                          : "#" + number(range->parent_range_id)});
+                        std::string text;
+                        if (parent) text.append(reader.string(parent->name_id)).append(" ");
+                        text.append("#").append(number(range->parent_range_id));
+                        lines.push_back({"parent", text});
                     }
                 }
                 break;

@@ -115,10 +115,11 @@ std::int64_t containing(const Row& row, TimeNs time) {
     return -1;
 }
 
-void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph, FlameOrder order) {
+void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph, FlameOrder order, int only_file) {
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
         const Lane& lane = model.lane(lane_index);
         if (lane.kind != LaneKind::thread || !lane.ready.load(std::memory_order_acquire)) continue;
+        if (only_file >= 0 && lane.file_index != only_file) continue;
         const std::uint32_t lane_root =
             order == FlameOrder::time_order ? builder.child(0, lane.group + " / " + lane.title) : 0;
         // Nodes of the previous depth's events; each row's parent is found by
@@ -155,7 +156,7 @@ void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph
     }
 }
 
-void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder) {
+void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, int only_file) {
     // Correlation id -> the launching API call (lane, start), per file.
     struct Launch {
         int file = 0;
@@ -179,6 +180,7 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder) {
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
         const Lane& lane = model.lane(lane_index);
         if (lane.kind != LaneKind::stream || !lane.ready.load(std::memory_order_acquire)) continue;
+        if (only_file >= 0 && lane.file_index != only_file) continue;
         for (const Row& row : lane.rows) {
             if (row.kind != RowKind::gpu_work) continue;
             for (const TimelineEvent& kernel : row.events) {
@@ -206,8 +208,11 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder) {
     }
 }
 
-void build_cpu_samples(const TraceModel& model, TreeBuilder& builder) {
-    for (const TraceFile& file : model.files()) {
+void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, int only_file) {
+    if (!model.loaded()) return;  // samples are published with the end of loading
+    for (std::size_t index = 0; index < model.files().size(); ++index) {
+        if (only_file >= 0 && static_cast<int>(index) != only_file) continue;
+        const TraceFile& file = model.files()[index];
         for (const StackSampleRef& sample : file.stack_samples) {
             std::uint32_t node = 0;
             auto frames = file.stack_frames.find(sample.stack_id);
@@ -221,7 +226,7 @@ void build_cpu_samples(const TraceModel& model, TreeBuilder& builder) {
 
 }  // namespace
 
-FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order) {
+FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order, int only_file) {
     FlameGraph graph;
     graph.source = source;
     graph.order = order;
@@ -231,9 +236,9 @@ FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOr
     const FlameOrder build_order = source == FlameSource::nvtx_ranges ? order : FlameOrder::left_heavy;
     graph.order = build_order;
     TreeBuilder builder(graph, build_order);
-    if (source == FlameSource::nvtx_ranges) build_nvtx(model, builder, graph, build_order);
-    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder);
-    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder);
+    if (source == FlameSource::nvtx_ranges) build_nvtx(model, builder, graph, build_order, only_file);
+    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder, only_file);
+    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, only_file);
     finish(graph);
     return graph;
 }

@@ -44,8 +44,9 @@ struct FlameGraph {
     std::vector<std::string> path(std::uint32_t node) const;
 };
 
-// Builds from the lanes that are ready (call after loading for the whole trace).
-FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order);
+// Builds from the lanes that are ready (call after loading for the whole trace);
+// with `only_file` >= 0, from that file's lanes only (difference of two files).
+FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order, int only_file = -1);
 
 // A graph shaped like `current` (left heavy) whose nodes also carry the baseline's
 // value for the same path (0 when the path is new); paths only in the baseline are

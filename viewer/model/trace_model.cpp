@@ -3,6 +3,7 @@
 #include "viewer/model/trace_model.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -175,6 +176,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         files_.size() > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
     // One lane per (track kind, id); events of several tables share it.
     std::map<std::uint32_t, std::int64_t> thread_events, stream_events, counter_events;
+    std::map<std::pair<int, std::uint32_t>, std::array<std::int64_t, kEventKindCount>> by_kind;
     for (const store::TrackSummary& summary : reader.tracks()) {
         if (summary.event_count <= 0 || summary.event_table == "stack_samples") continue;
         begin_ns_ = std::min(begin_ns_, summary.first_start_ns + file.shift_ns);
@@ -183,7 +185,23 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         if (summary.track.kind == trace::TrackKind::thread) thread_events[summary.track.id] += summary.event_count;
         else if (summary.track.kind == trace::TrackKind::stream) stream_events[summary.track.id] += summary.event_count;
         else counter_events[summary.track.id] += summary.event_count;
+        const std::string& table = summary.event_table;
+        const int kind = table == "kernels"              ? static_cast<int>(EventKind::kernel)
+                         : table == "memcpys"            ? static_cast<int>(EventKind::memcpy)
+                         : table == "memsets"            ? static_cast<int>(EventKind::memset)
+                         : table == "synchronizations"   ? static_cast<int>(EventKind::sync)
+                         : table == "api_calls"          ? static_cast<int>(EventKind::api_call)
+                         : table == "ranges"             ? static_cast<int>(EventKind::range)
+                         : table == "marks"              ? static_cast<int>(EventKind::mark)
+                         : table == "collector_overhead" ? static_cast<int>(EventKind::overhead)
+                                                         : -1;
+        if (kind >= 0) by_kind[{static_cast<int>(summary.track.kind), summary.track.id}][kind] += summary.event_count;
     }
+    auto expected = [&by_kind](Lane& lane, trace::TrackKind kind) {
+        auto found = by_kind.find({static_cast<int>(kind), lane.track_id});
+        if (found != by_kind.end())
+            for (int index = 0; index < kEventKindCount; ++index) lane.expected_by_kind[index] = found->second[index];
+    };
 
     // Threads, grouped by process, ordered by (pid, tid).
     std::vector<std::unique_ptr<Lane>> thread_lanes;
@@ -193,6 +211,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         lane->file_index = file_index;
         lane->track_id = thread_id;
         lane->expected_events = count;
+        expected(*lane, trace::TrackKind::thread);
         const trace::ThreadInfo* info = reader.thread(thread_id);
         lane->process_id = info ? info->pid : file.run.pid;
         lane->group = rank_prefix + process_title(reader, lane->process_id);
@@ -216,6 +235,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         lane->file_index = file_index;
         lane->track_id = stream_id;
         lane->expected_events = count;
+        expected(*lane, trace::TrackKind::stream);
         const trace::StreamInfo* info = reader.stream(stream_id);
         lane->device_id = info ? info->device_id : 0;
         const trace::DeviceInfo* device = reader.device(lane->device_id);
@@ -329,7 +349,11 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
     } else if (lane.kind == LaneKind::stream) {
         Row work = make_row(RowKind::gpu_work);
         Row syncs = make_row(RowKind::syncs);
-        work.events.reserve(static_cast<std::size_t>(lane.expected_events));
+        auto count_of = [&lane](EventKind kind) {
+            return static_cast<std::size_t>(std::max<std::int64_t>(0, lane.expected_by_kind[static_cast<int>(kind)]));
+        };
+        work.events.reserve(count_of(EventKind::kernel) + count_of(EventKind::memcpy) + count_of(EventKind::memset));
+        syncs.events.reserve(count_of(EventKind::sync));
         reader.for_each_kernel(query, [&](const trace::KernelEvent& kernel) {
             TimelineEvent event;
             event.start_ns = kernel.start_ns + shift;
@@ -391,8 +415,13 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
     } else {
         // Ranges: read once, then split into one row per depth (exact sizes, so a
         // lane's peak is twice its ranges, never twice the trace).
+        auto count_of = [&lane](EventKind kind) {
+            return static_cast<std::size_t>(std::max<std::int64_t>(0, lane.expected_by_kind[static_cast<int>(kind)]));
+        };
         std::vector<TimelineEvent> ranges;
         std::vector<std::int32_t> depths;
+        ranges.reserve(count_of(EventKind::range));
+        depths.reserve(count_of(EventKind::range));
         reader.for_each_range(query, [&](const trace::RangeEvent& range) {
             TimelineEvent event;
             event.start_ns = range.start_ns + shift;
@@ -445,6 +474,7 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         depths = {};
 
         Row api = make_row(RowKind::api_calls);
+        api.events.reserve(count_of(EventKind::api_call));
         reader.for_each_api_call(query, [&](const trace::ApiEvent& call) {
             TimelineEvent event;
             event.start_ns = call.start_ns + shift;
@@ -459,6 +489,7 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         if (!api.events.empty()) lane.rows.push_back(std::move(api));
 
         Row marks = make_row(RowKind::marks);
+        marks.events.reserve(count_of(EventKind::mark));
         reader.for_each_mark(query, [&](const trace::MarkEvent& mark) {
             TimelineEvent event;
             event.start_ns = event.end_ns = mark.time_ns + shift;
@@ -473,6 +504,7 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         if (!marks.events.empty()) lane.rows.push_back(std::move(marks));
 
         Row overhead = make_row(RowKind::overhead);
+        overhead.events.reserve(count_of(EventKind::overhead));
         reader.for_each_overhead(query, [&](const trace::OverheadEvent& work) {
             TimelineEvent event;
             event.start_ns = work.start_ns + shift;

@@ -65,6 +65,8 @@ struct Lane {
     std::string title;                   // "thread 1235 loader", "stream 7", "loss"
     std::string unit;                    // counter lanes
     std::int64_t expected_events = 0;    // from the file's track summaries
+    // Per kind (EventKind index), so every row array is reserved once, exactly.
+    std::int64_t expected_by_kind[kEventKindCount] = {};
     // Filled by the loader; read only after `ready`.
     std::vector<Row> rows;
     std::vector<CounterPoint> points;    // counter lanes, sorted by time

@@ -30,7 +30,8 @@ std::uint32_t flame_color(const FlameGraph& graph, const FlameNode& node, std::u
         if (std::fabs(change) < 0.02) return colors::rgb(grey, grey, grey);
         return colors::rgb(mix(colors::red(tint)), mix(colors::green(tint)), mix(colors::blue(tint)));
     }
-    if (graph.source == FlameSource::gpu_kernels) return colors::kernel_color(name_hash);
+    // Kernels (the leaves of the GPU graph) in blue, the NVTX stack above them warm.
+    if (graph.source == FlameSource::gpu_kernels && node.children.empty()) return colors::kernel_color(name_hash);
     return colors::range_color(name_hash);
 }
 

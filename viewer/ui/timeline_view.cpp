@@ -100,7 +100,10 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
             right = std::min(right, x0 + width + 2.0f);
             if (right - left < 1.0f) right = left + 1.0f;
             std::uint32_t color = colors::event_color(first);
-            if (item.count > 1) color = colors::folded_color(color);
+            // A folded run of GPU work mixes kinds: it takes the kernels' blue (the bulk of
+            // any stream), not the color of whichever event happens to come first.
+            if (item.count > 1)
+                color = colors::folded_color(row.kind == RowKind::gpu_work ? colors::kernel_color(0) : color);
             const bool matched = item.count == 1 && !search_.empty() && search_.matches(first.name_id);
             if (first.kind == EventKind::mark && item.count == 1) {
                 draw->AddTriangleFilled(ImVec2(left, top + row_height - 2), ImVec2(left - 4, top + 2),
@@ -255,7 +258,10 @@ void ViewerApp::draw_timeline(float width, float height) {
         }
         const Lane& lane = model_->lane(placement.lane);
         ++counters_.lanes_drawn;
-        draw->AddRectFilled(ImVec2(x0, top), ImVec2(x0 + timeline_width, top + placement.height), colors::kLaneBackground);
+        // A separator, not a filled background: software renderers pay per covered pixel.
+        draw->AddLine(ImVec2(origin.x, top + placement.height + metrics_.lane_gap * 0.5f),
+                      ImVec2(x0 + timeline_width, top + placement.height + metrics_.lane_gap * 0.5f),
+                      colors::kLaneBackground);
         lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + placement.height});
         const auto display = std::find_if(lane_order_.begin(), lane_order_.end(),
                                           [&](const LaneDisplay& d) { return d.lane == placement.lane; });
