@@ -21,6 +21,8 @@ PACKAGES=(
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri
   # export checks: xmllint for the SVG flamegraph, headless Chromium for the speedscope web test
   libxml2-utils chromium
+  # SVG to PNG (rsvg-convert) for looking at the optimizer-comparison plot
+  librsvg2-bin
 )
 
 missing=()
