@@ -207,6 +207,9 @@ Session::Session(const SessionOptions& options)
     store::WriterOptions writer_options;
     writer_options.overflow = store::OverflowPolicy::drop;  // never stall the recorded program
     writer_options.commit_interval = std::chrono::milliseconds(200);
+    // The session's own exit hook closes the writer (after the last CUPTI flush), and
+    // a fork()ed child, which forgets the session, must not close its parent's file.
+    writer_options.close_at_exit = false;
     writer_ = std::make_unique<store::TraceWriter>(options_.path, run, writer_options);
     writer_->register_process({run.pid, read_process_name()});
     capturing_.store(!options_.paused);
@@ -384,6 +387,10 @@ Session* current_session() { return g_session.load(std::memory_order_acquire); }
 
 namespace {
 
+// A child made by fork() without exec has the parent's session but none of its
+// threads: it must not record into (or, at exit, try to close) the parent's file.
+void forget_session_in_forked_child() { g_session.store(nullptr, std::memory_order_release); }
+
 void stop_session_at_exit() {
     std::string error;
     if (!stop_session(&error)) std::fprintf(stderr, "ember collector: %s\n", error.c_str());
@@ -399,7 +406,8 @@ Session& start_session(const SessionOptions& options) {
     g_session.store(session, std::memory_order_release);
     // Registered after the writer's own exit hook, so it runs first: GPU records
     // still in CUPTI's buffers reach the writer before it closes.
-    static bool exit_hook = (std::atexit(stop_session_at_exit), true);
+    static bool exit_hook = (std::atexit(stop_session_at_exit),
+                             pthread_atfork(nullptr, nullptr, forget_session_in_forked_child), true);
     (void)exit_hook;
     session->start_components();
     session->say("recording to " + options.path + (options.paused ? " (paused)" : ""));

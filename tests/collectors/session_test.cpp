@@ -20,10 +20,18 @@
 #include <filesystem>
 
 // Not static, not inlined, exported (ENABLE_EXPORTS): the sampler must find it by name.
+// Runs for `seconds` of this thread's CPU time (the sampler's clock), at most 20 s
+// of wall time on a crowded machine.
 extern "C" __attribute__((noinline)) double collector_test_busy_loop(double seconds) {
+    auto cpu_ns = [] {
+        timespec now;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+        return std::int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+    };
     double sum = 0.0;
-    std::int64_t end = ember::test::monotonic_ns() + static_cast<std::int64_t>(seconds * 1e9);
-    while (ember::test::monotonic_ns() < end)
+    std::int64_t cpu_end = cpu_ns() + static_cast<std::int64_t>(seconds * 1e9);
+    std::int64_t wall_end = ember::test::monotonic_ns() + 20'000'000'000;
+    while (cpu_ns() < cpu_end && ember::test::monotonic_ns() < wall_end)
         for (int index = 1; index < 1000; ++index) sum += std::sqrt(static_cast<double>(index));
     return sum;
 }
