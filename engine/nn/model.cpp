@@ -11,7 +11,10 @@ namespace ember::nn {
 
 Model::Model(std::string name, LayerList layers, TensorShape sample_shape)
     : name_(std::move(name)), layers_(std::move(layers)), sample_shape_(sample_shape) {
-    for (auto& layer : layers_) layer->register_parameters(parameters_);
+    for (auto& layer : layers_) {
+        layer_parameter_begin_.push_back(parameters_.parameters().size());
+        layer->register_parameters(parameters_);
+    }
 }
 
 Model::~Model() = default;
@@ -126,6 +129,7 @@ void Model::backward(const Tensor& dlogits, ops::GradWrite parameter_write) {
         } else {
             dy = layer.backward(context_, dy, need_input_grad);
         }
+        if (gradients_ready_) gradients_ready_(i);
     }
 }
 

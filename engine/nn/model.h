@@ -17,6 +17,7 @@
 #include "engine/nn/layer.h"
 #include "engine/nn/parameters.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,16 @@ public:
     const BuildOptions& build_options() const { return options_; }
     TensorShape sample_shape() const { return sample_shape_; }
 
+    // Distributed data parallel hook (engine/dist): backward calls it right after layer
+    // i's backward, when the gradients of every parameter entry from
+    // layer_parameter_begin(i) on are final (layers run in reverse), so a gradient
+    // bucket's all-reduce can start while earlier layers are still differentiating.
+    using GradientsReadyCallback = std::function<void(std::size_t layer_index)>;
+    void set_gradients_ready_callback(GradientsReadyCallback callback) { gradients_ready_ = std::move(callback); }
+    // Index of layer i's first entry in parameters().parameters() (entries are
+    // registered in layer order; a layer without parameters has begin == next begin).
+    std::size_t layer_parameter_begin(std::size_t layer_index) const { return layer_parameter_begin_.at(layer_index); }
+
     // Marks layers for activation checkpointing by index (composite blocks are the
     // useful ones: ResNet stages, transformer blocks).
     void set_checkpointed(const std::vector<int>& layer_indices);
@@ -92,6 +103,8 @@ private:
     RunContext context_;
     std::vector<Tensor> layer_inputs_;  // input of each layer in the last training forward
     bool last_forward_training_ = false;
+    GradientsReadyCallback gradients_ready_;
+    std::vector<std::size_t> layer_parameter_begin_;
 };
 
 }  // namespace ember::nn

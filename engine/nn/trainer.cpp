@@ -73,12 +73,22 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, const TrainerOptions
             "the legacy default stream cannot be captured");
     if (options.cuda_graph && optimizer.kind() == optim::OptimizerKind::lbfgs)
         throw std::invalid_argument("trainer: lbfgs's line search cannot be captured in a CUDA graph");
+    if (options.gradient_sync && options.cuda_graph)
+        throw std::invalid_argument("trainer: cuda_graph with distributed gradient synchronization is not supported");
+    if (options.gradient_sync && optimizer.kind() == optim::OptimizerKind::lbfgs)
+        throw std::invalid_argument("trainer: lbfgs does not support distributed gradient synchronization");
+    if (options.gradient_sync) {
+        GradientSynchronizer* sync = options.gradient_sync;
+        model.set_gradients_ready_callback([sync](std::size_t layer) { sync->layer_gradients_ready(layer); });
+    }
     if (cuda && options.autocast.needs_loss_scaling()) overflow_check_ = std::make_unique<amp::DeviceOverflowCheck>();
     if (cuda && options.clip_grad_norm > 0)
         clipper_ = std::make_unique<optim::GradientClipper>(store.flat_length());
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+    if (options_.gradient_sync) model_.set_gradients_ready_callback(nullptr);
+}
 
 void Trainer::run_micro_batches(const Tensor& images, const Tensor& labels, double loss_scale,
                                   bool first_writes_store) {
@@ -95,6 +105,7 @@ void Trainer::run_micro_batches(const Tensor& images, const Tensor& labels, doub
         LossOutput out = model_.loss(logits, batch_slice(labels, m * micro, micro), grad_scale);
         run::accumulate_grad(model_.context(), out.losses, batch_slice(all_losses, m * micro, micro),
                              ops::GradWrite::store);
+        if (options_.gradient_sync) options_.gradient_sync->begin_backward(m == options_.accumulation_steps - 1);
         model_.backward(out.dlogits, first_writes_store && m == 0 ? ops::GradWrite::store
                                                                   : ops::GradWrite::accumulate);
     }
@@ -105,6 +116,7 @@ void Trainer::enqueue_step(const Tensor& images, const Tensor& labels, double lo
     RunContext& ctx = model_.context();
     const bool cuda = model_.backend() == Backend::cuda;
     run_micro_batches(images, labels, loss_scale, options_.grads_set_to_none);
+    if (options_.gradient_sync) options_.gradient_sync->finish_gradients();
 
     float* grads = store.gradients_f32();
     const std::size_t n = store.flat_length();

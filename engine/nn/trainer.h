@@ -18,6 +18,7 @@
 #include "engine/amp/autocast.h"
 #include "engine/amp/loss_scaler.h"
 #include "engine/nn/cuda_graph.h"
+#include "engine/nn/gradient_sync.h"
 #include "engine/nn/model.h"
 #include "engine/optim/optimizer.h"
 
@@ -40,6 +41,9 @@ struct TrainerOptions {
     // Reading the loss synchronizes host and device; a launch-bound cuda loop reads it
     // every n-th step only (StepResult::loss is NaN on the others).
     int loss_read_interval = 1;
+    // Data parallel training (engine/dist): gradients are synchronized through this
+    // during backward (not owned; null = single process).
+    GradientSynchronizer* gradient_sync = nullptr;
 };
 
 struct StepResult {

@@ -1,0 +1,117 @@
+// sharded_optimizer.cpp: ZeRO-1 update of one shard and the parameter all-gather
+// (sharded_optimizer.h).
+#include "engine/dist/sharded_optimizer.h"
+
+#include "engine/core/cuda_check.h"
+#include "engine/core/nvtx.h"
+#include "engine/dist/data_parallel.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace ember::dist {
+
+namespace {
+std::vector<optim::ParameterSegment> clip_to_shard(const std::vector<optim::ParameterSegment>& segments,
+                                                   std::size_t begin, std::size_t end) {
+    std::vector<optim::ParameterSegment> clipped;
+    for (const optim::ParameterSegment& segment : segments) {
+        const std::size_t first = std::max(begin, segment.offset);
+        const std::size_t last = std::min(end, segment.offset + segment.length);
+        if (first >= last) continue;
+        optim::ParameterSegment part = segment;
+        part.offset = first - begin;
+        part.length = last - first;
+        clipped.push_back(part);
+    }
+    return clipped;
+}
+
+optim::OptimizerKind kind_of(const std::string& name) {
+    static const char* names[] = {"sgd", "adagrad", "adadelta", "rmsprop", "adam", "adamw",
+                                  "nadam", "adamax", "lamb", "lars", "novograd", "lbfgs"};
+    for (int i = 0; i < 12; ++i)
+        if (name == names[i]) return static_cast<optim::OptimizerKind>(i);
+    throw std::invalid_argument("zero-1: unknown optimizer '" + name + "'");
+}
+
+double lr_of(const optim::Hyperparameters& hyperparameters) {
+    auto it = hyperparameters.find("lr");
+    return it == hyperparameters.end() ? 0.0 : it->second;
+}
+}  // namespace
+
+ShardedOptimizer::ShardedOptimizer(const std::string& name, const optim::Hyperparameters& hyperparameters,
+                                   const std::vector<optim::ParameterSegment>& segments, std::size_t flat_length,
+                                   optim::OptimizerBackend backend, Communicator& communicator)
+    : optim::Optimizer("zero1-" + name, kind_of(name), backend, lr_of(hyperparameters), segments),
+      communicator_(communicator), flat_length_(flat_length) {
+    const optim::OptimizerKind kind = kind_of(name);
+    if (kind == optim::OptimizerKind::lamb || kind == optim::OptimizerKind::lars ||
+        kind == optim::OptimizerKind::novograd || kind == optim::OptimizerKind::lbfgs)
+        throw std::invalid_argument("zero-1: " + name + " needs whole tensors (per-tensor norms or a line search); "
+                                    "use an elementwise optimizer (sgd, adam, adamw, ...)");
+    if (flat_length < parameter_count_)
+        throw std::invalid_argument("zero-1: flat length " + std::to_string(flat_length) + " is shorter than the segments");
+    const Shard shard = shard_of(flat_length, communicator.rank(), communicator.world_size());
+    shard_begin_ = shard.begin;
+    shard_end_ = shard.end;
+    shard_size_ = shard.padded_size;
+    std::vector<optim::ParameterSegment> own = clip_to_shard(segments, shard_begin_, shard_end_);
+    if (!own.empty()) inner_ = optim::make_optimizer(name, hyperparameters, own, backend);
+    if (inner_) lr_ = inner_->lr();
+    const nn::Backend buffer_backend = backend == optim::OptimizerBackend::cpu ? nn::Backend::cpu : nn::Backend::cuda;
+    gathered_ = nn::FlatBuffer(buffer_backend, shard_size_ * static_cast<std::size_t>(communicator.world_size()) * sizeof(float),
+                               "zero-1 gathered parameters");
+}
+
+ShardedOptimizer::~ShardedOptimizer() = default;
+
+void ShardedOptimizer::step(float* params, const float* grads, const optim::StepOptions& options) {
+    if (options.low_precision_params)
+        throw std::invalid_argument("zero-1: a low-precision parameter copy (AMP) is not supported yet");
+    ++step_count_;
+    if (inner_) {
+        inner_->set_lr(lr_);
+        inner_->step(params + shard_begin_, grads + shard_begin_, options);
+    }
+    // All-gather: every rank contributes its updated shard (padded to equal size).
+    const bool cuda = backend_ != optim::OptimizerBackend::cpu;
+    cudaStream_t stream = static_cast<cudaStream_t>(options.stream);
+    float* gathered = static_cast<float*>(gathered_.data());
+    float* own_slot = gathered + static_cast<std::size_t>(communicator_.rank()) * shard_size_;
+    const std::size_t own_bytes = (shard_end_ - shard_begin_) * sizeof(float);
+    if (own_bytes > 0) {
+        if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(own_slot, params + shard_begin_, own_bytes, cudaMemcpyDeviceToDevice, stream));
+        else std::memcpy(own_slot, params + shard_begin_, own_bytes);
+    }
+    std::unique_ptr<PendingCollective> pending;
+    {
+        nvtx::ScopedRange range("allgather/parameters", nvtx::Category::communication, gathered_.bytes());
+        pending = communicator_.all_gather_async(own_slot, gathered, shard_size_, options.stream);
+    }
+    {
+        nvtx::ScopedRange range("allreduce/wait", nvtx::Category::communication);
+        pending->wait();
+    }
+    if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(params, gathered, flat_length_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    else std::memcpy(params, gathered, flat_length_ * sizeof(float));
+}
+
+void ShardedOptimizer::rewind_step() {
+    optim::Optimizer::rewind_step();
+    if (inner_) inner_->rewind_step();
+}
+
+optim::OptimizerState ShardedOptimizer::export_state() const {
+    throw std::logic_error("zero-1: checkpointing sharded optimizer state is not supported yet");
+}
+
+void ShardedOptimizer::import_state(const optim::OptimizerState&) {
+    throw std::logic_error("zero-1: restoring sharded optimizer state is not supported yet");
+}
+
+}  // namespace ember::dist

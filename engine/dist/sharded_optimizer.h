@@ -1,0 +1,51 @@
+// sharded_optimizer.h: ZeRO-1 - optimizer state sharded across ranks.
+//
+// Each rank owns one equal shard of the flat parameter buffer (shard_of in
+// data_parallel.h). With DataParallel in reduce_scatter mode the gradients of that
+// shard arrive averaged; this optimizer updates only its shard (state buffers of shard
+// size: 1/world of the memory) and then all-gathers the parameters so every rank holds
+// the full, identical model again. It is an optim::Optimizer, so nn::Trainer drives it
+// unchanged.
+//
+// Only elementwise optimizers shard exactly (a tensor may straddle two shards):
+// lamb, lars and novograd (per-tensor norms) and lbfgs are refused. Not supported yet:
+// a low-precision parameter copy (AMP), gradient clipping (the norm would be of the
+// shard), checkpointing the sharded state.
+#pragma once
+
+#include "engine/dist/communicator.h"
+#include "engine/nn/flat_buffer.h"
+#include "engine/optim/optimizer.h"
+
+#include <memory>
+
+namespace ember::dist {
+
+class ShardedOptimizer final : public optim::Optimizer {
+public:
+    // segments/flat_length: the model's (ParameterStore::segments(), flat_length()).
+    ShardedOptimizer(const std::string& name, const optim::Hyperparameters& hyperparameters,
+                     const std::vector<optim::ParameterSegment>& segments, std::size_t flat_length,
+                     optim::OptimizerBackend backend, Communicator& communicator);
+    ~ShardedOptimizer() override;
+
+    using optim::Optimizer::step;
+    void step(float* params, const float* grads, const optim::StepOptions& options = {}) override;
+    void rewind_step() override;
+
+    std::size_t shard_begin() const { return shard_begin_; }
+    std::size_t shard_end() const { return shard_end_; }
+    // The inner optimizer over this rank's shard (null when the shard holds no tensor).
+    const optim::Optimizer* shard_optimizer() const { return inner_.get(); }
+
+    optim::OptimizerState export_state() const override;  // throws: not supported yet
+    void import_state(const optim::OptimizerState& state) override;
+
+private:
+    Communicator& communicator_;
+    std::unique_ptr<optim::Optimizer> inner_;
+    std::size_t flat_length_ = 0, shard_begin_ = 0, shard_end_ = 0, shard_size_ = 0;
+    nn::FlatBuffer gathered_;  // world * shard_size elements
+};
+
+}  // namespace ember::dist
