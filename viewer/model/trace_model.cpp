@@ -71,6 +71,15 @@ void finish_row(Row& row) {
         row.max_duration_ns = std::max(row.max_duration_ns, event.duration_ns());
     }
     row.events.shrink_to_fit();
+    row.running_max_end.clear();
+    if (!row.non_overlapping) {
+        row.running_max_end.reserve(row.events.size());
+        TimeNs latest = std::numeric_limits<TimeNs>::min();
+        for (const TimelineEvent& event : row.events) {
+            latest = std::max(latest, event.end_ns);
+            row.running_max_end.push_back(latest);
+        }
+    }
 }
 
 std::uint64_t payload_bits(const trace::Payload& payload) {
@@ -548,7 +557,9 @@ std::size_t TraceModel::memory_bytes() const {
     for (const auto& lane : lanes_) {
         if (!lane->ready.load(std::memory_order_acquire)) continue;
         bytes += sizeof(Lane) + lane->points.capacity() * sizeof(CounterPoint);
-        for (const Row& row : lane->rows) bytes += sizeof(Row) + row.events.capacity() * sizeof(TimelineEvent);
+        for (const Row& row : lane->rows)
+            bytes += sizeof(Row) + row.events.capacity() * sizeof(TimelineEvent) +
+                     row.running_max_end.capacity() * sizeof(TimeNs);
     }
     for (const std::string& text : names_) bytes += sizeof(std::string) + text.capacity();
     for (const TraceFile& file : files_) {
