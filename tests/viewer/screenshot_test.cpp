@@ -214,5 +214,23 @@ TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
     EXPECT_NE(output.find("no display"), std::string::npos) << output;
 }
 
+TEST_F(ScreenshotTest, AttachFindsTheFileAProcessHasOpen) {
+    // A stand-in for a recording process: a shell holding the trace open on fd 3.
+    FILE* child = popen(("sleep 30 3<" + trace_ + " > /dev/null 2>&1 & echo $!").c_str(), "r");
+    ASSERT_NE(child, nullptr);
+    long long pid = 0;
+    ASSERT_EQ(std::fscanf(child, "%lld", &pid), 1);
+    pclose(child);
+    std::string output;
+    EXPECT_EQ(run(viewer("--attach " + std::to_string(pid) + " --screenshot " + png_ + " --size 800x500"), &output), 0)
+        << output;
+    Image image;
+    EXPECT_TRUE(read_png(png_, image));
+    run("kill " + std::to_string(pid), nullptr);
+    // A process without a trace: a clear message.
+    EXPECT_EQ(run(viewer("--attach " + std::to_string(::getpid()) + " --screenshot " + png_), &output), 2);
+    EXPECT_NE(output.find("no SQLite trace file open"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace ember::viewer
