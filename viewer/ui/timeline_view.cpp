@@ -66,8 +66,9 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
         if (!cell.has_value) continue;
         const float x = x0 + static_cast<float>(column);
         if (cell.max_value != cell.min_value) {
-            draw->AddLine(ImVec2(x, y_of(cell.min_value)), ImVec2(x, y_of(cell.max_value)),
-                          with_alpha(colors::kCounterLine, 160));
+            // A one-pixel rectangle, not a line: no anti-aliasing fringe to rasterize.
+            draw->AddRectFilled(ImVec2(x, y_of(cell.max_value)), ImVec2(x + 1.0f, y_of(cell.min_value) + 1.0f),
+                                with_alpha(colors::kCounterLine, 160));
             ++counters_.primitives;
         }
         line.push_back(ImVec2(x, y_of(cell.max_value)));
