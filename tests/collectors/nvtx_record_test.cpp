@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -177,6 +178,44 @@ TEST(CollectorNvtx, EmberRecordPassesOnTheExitStatus) {
     EXPECT_NE(output.find("no trace written"), std::string::npos) << output;
     EXPECT_EQ(test::run({test::bin("ember"), "record", "-o", test::temp_path("x.db"), "--", "/no/such/program"}, &output),
               127);
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// The process `ember record` starts is a shell here; the two programs it runs are
+// other processes: each writes FILE.pid<N>.db under --children=suffix, nothing
+// under --children=skip.
+TEST(CollectorNvtx, ChildProcessesGetTheirOwnFilesOrAreSkipped) {
+    std::string base = test::temp_path("children");
+    std::string program = test::bin("sample_nvtx_threads");
+    std::string script = program + " && " + program + "; true";  // the shell waits, never execs
+    std::string output;
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "-o", base + ".db", "--", "sh", "-c", script}, &output), 0)
+        << output;
+    std::vector<std::string> children;
+    for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
+        std::string name = entry.path().string();
+        if (name.rfind(base + ".pid", 0) == 0 && name.size() > 3 && name.compare(name.size() - 3, 3, ".db") == 0)
+            children.push_back(name);
+    }
+    ASSERT_EQ(children.size(), 2u) << output;
+    for (const std::string& child : children) {
+        expect_sample_events(child);
+        std::remove(child.c_str());
+    }
+    EXPECT_FALSE(std::filesystem::exists(base + ".db"));  // the shell itself never loaded the collector
+
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--children=skip", "-o", base + ".db", "--", "sh", "-c", script},
+                        &output),
+              0)
+        << output;
+    for (const auto& entry : std::filesystem::directory_iterator("/tmp"))
+        EXPECT_NE(entry.path().string().rfind(base + ".", 0), 0u) << "skipped child wrote " << entry.path();
+    EXPECT_NE(output.find("no trace written"), std::string::npos) << output;
 }
 
 }  // namespace
