@@ -192,6 +192,7 @@ struct TraceWriter::Impl {
     RunInfo run;
     WriterOptions options;
     std::uint64_t serial = g_next_writer_serial.fetch_add(1);
+    std::uint64_t fork_generation_at_open = 0;  // a forked child leaves the writer alone
     sqlite3* db = nullptr;
     std::thread writer_thread;
     bool open = false;
@@ -512,6 +513,7 @@ EventRing* TraceWriter::Impl::ring_for_this_thread() {
 
 template <typename Event>
 bool TraceWriter::Impl::push(RecordType type, const Event& event) {
+    if (fork_generation() != fork_generation_at_open) return false;  // in a forked child
     EventRing* ring = ring_for_this_thread();
     if (ring->closed.load(std::memory_order_relaxed)) return false;
     if (ring->try_push(type, event)) return true;
@@ -916,6 +918,12 @@ void TraceWriter::Impl::build_indexes_and_track_stats() {
 void TraceWriter::Impl::close() {
     if (!open) return;
     open = false;
+    if (fork_generation() != fork_generation_at_open) {
+        // A forked child: the writer thread and the file belong to the parent, which
+        // keeps writing. Touch nothing (not the thread, not the SQLite connection);
+        // ~TraceWriter leaks this Impl for the same reason.
+        return;
+    }
     stop_requested.store(true, std::memory_order_release);
     wake_writer.notify_all();
     if (writer_thread.joinable()) writer_thread.join();
@@ -961,6 +969,8 @@ TraceWriter::TraceWriter(const std::string& path, const RunInfo& run, WriterOpti
     impl.path = path;
     impl.run = run;
     impl.options = options;
+    install_fork_handler();
+    impl.fork_generation_at_open = fork_generation();
     impl.open_database();
     impl.open = true;
     if (options.close_at_exit) {
@@ -983,6 +993,14 @@ TraceWriter::TraceWriter(const std::string& path, const RunInfo& run, WriterOpti
 }
 
 TraceWriter::~TraceWriter() {
+    if (fork_generation() != impl_->fork_generation_at_open) {
+        // In a forked child: destroying the Impl would finalize the parent's statements
+        // and destroy a std::thread this process does not have. Leak it instead.
+        impl_->open = false;
+        unregister_for_exit(impl_.get());
+        (void)impl_.release();
+        return;
+    }
     try {
         close();
     } catch (const std::exception& error) {

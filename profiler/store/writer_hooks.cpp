@@ -144,6 +144,30 @@ std::uint64_t signal_flush_epoch() { return g_flush_epoch.load(std::memory_order
 
 void acknowledge_signal_flush() { g_writers_pending.fetch_sub(1); }
 
+// ---------------------------------------------------------------------------
+// [SECTION] fork
+// ---------------------------------------------------------------------------
+
+namespace {
+
+std::atomic<std::uint64_t> g_fork_generation{0};
+
+void in_forked_child() {
+    g_fork_generation.fetch_add(1);
+    // No writer thread of the parent runs here: the signal handler must not wait for them.
+    g_open_flushing_writers.store(0);
+    g_writers_pending.store(0);
+}
+
+}  // namespace
+
+std::uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
+
+void install_fork_handler() {
+    static std::once_flag installed;
+    std::call_once(installed, [] { pthread_atfork(nullptr, nullptr, in_forked_child); });
+}
+
 void block_flush_signals_in_this_thread() {
     sigset_t signals;
     sigemptyset(&signals);

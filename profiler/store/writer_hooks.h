@@ -20,6 +20,12 @@ void remove_signal_flushing_writer();  // restores the old handlers after the la
 std::uint64_t signal_flush_epoch();
 void acknowledge_signal_flush();
 
+// fork(): the child inherits open writers but not their threads, so it must not
+// touch them (a traced PyTorch program forks data-loader workers). The generation
+// grows in every child; a writer created in another generation stays inert.
+std::uint64_t fork_generation();
+void install_fork_handler();  // once per process; called by every writer
+
 // Blocks SIGINT/SIGTERM in the calling thread (the writer thread), so the handler
 // never runs on the thread it waits for.
 void block_flush_signals_in_this_thread();

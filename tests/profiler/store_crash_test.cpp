@@ -136,5 +136,36 @@ TEST(TraceStoreCrash, ExitWithoutCloseStillCompletesTheFile) {
     EXPECT_EQ(reader.event_count("counter_samples"), kEvents);
 }
 
+// A traced program that forks (data-loader workers): the child cannot use the
+// parent's writer (its thread is not there); it must neither crash nor hang nor
+// damage the file, and the parent's trace stays complete.
+TEST(TraceStoreCrash, ForkedChildLeavesTheParentsWriterAlone) {
+    ScratchDir dir;
+    std::string path = dir.file("forked.db");
+    WriterOptions options;
+    options.overflow = OverflowPolicy::block;  // signal handlers and exit hook on, as in a collector
+    {
+        TraceWriter writer(path, RunInfo{}, options);
+        CounterId counter = writer.register_counter({0, "loss", "", kNoDevice});
+        for (int i = 0; i < 1000; ++i) writer.record_counter({counter, i, 1.0});
+        pid_t child = fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            bool recorded = writer.record_counter({counter, 5000, 1.0});
+            // exit() runs the exit hook and static destructors in the child.
+            std::exit(recorded ? 3 : 0);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(child, &status, 0), child);
+        ASSERT_TRUE(WIFEXITED(status)) << "the child crashed";
+        EXPECT_EQ(WEXITSTATUS(status), 0) << "the child could record into the parent's writer";
+        for (int i = 1000; i < 2000; ++i) writer.record_counter({counter, i, 1.0});
+        writer.close();
+    }
+    TraceReader reader(path);
+    EXPECT_TRUE(reader.complete());
+    EXPECT_EQ(reader.event_count("counter_samples"), 2000);
+}
+
 }  // namespace
 }  // namespace ember::store
