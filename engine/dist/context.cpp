@@ -3,6 +3,7 @@
 
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
+#include "engine/core/nvtx.h"
 
 #include <cuda_runtime.h>
 
@@ -33,6 +34,12 @@ Context::Context(const LaunchEnvironment& environment, std::unique_ptr<Communica
 Communicator& Context::communicator() {
     if (!communicator_) throw std::logic_error("dist: a single process has no communicator (launch with mpirun or srun)");
     return *communicator_;
+}
+
+void Context::record_clock_anchor() {
+    if (!communicator_) return;
+    communicator_->barrier();
+    nvtx::mark_value("clock/anchor", static_cast<double>(anchors_recorded_++), nvtx::Category::communication);
 }
 
 }  // namespace ember::dist

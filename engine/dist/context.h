@@ -11,10 +11,11 @@
 // never start MPI.
 #pragma once
 
-#include "engine/nn/flat_buffer.h"
 #include "engine/dist/communicator.h"
 #include "engine/dist/launcher.h"
+#include "engine/nn/flat_buffer.h"
 
+#include <cstdint>
 #include <memory>
 
 namespace ember::dist {
@@ -34,9 +35,18 @@ public:
     Communicator& communicator();
     bool has_communicator() const { return communicator_ != nullptr; }
 
+    // Clock alignment for a job trace: a barrier, then an NVTX mark `clock/anchor`
+    // (category communication, payload = the anchor's sequence number). Every rank leaves
+    // the barrier at nearly the same instant, so the marks of one sequence number are
+    // simultaneous events on each rank's own clock: a merge of the per-rank trace files
+    // shifts each rank by (rank 0's anchor - its anchor). Call at start-up and at
+    // intervals (e.g. every epoch) so drift can be corrected. No-op for a single process.
+    void record_clock_anchor();
+
 private:
     LaunchEnvironment environment_;
     std::unique_ptr<Communicator> communicator_;
+    int64_t anchors_recorded_ = 0;
 };
 
 }  // namespace ember::dist

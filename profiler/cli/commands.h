@@ -32,5 +32,7 @@ void add_export_command(CLI::App& app);
 void add_record_command(CLI::App& app);
 // `ember attach PID start|stop|flush|status` (attach_command.cpp).
 void add_attach_command(CLI::App& app);
+// `ember bench allreduce` (bench_allreduce_command.cpp).
+void add_bench_allreduce(CLI::App& bench);
 
 }  // namespace ember::cli

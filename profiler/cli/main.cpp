@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     ember::cli::add_bench_train(*bench);
     ember::cli::add_bench_store(*bench);
     ember::cli::add_bench_dataloader(*bench);
+    ember::cli::add_bench_allreduce(*bench);
     if (bench->get_subcommands([](CLI::App*) { return true; }).empty()) app.remove_subcommand(bench);
 
     try {
