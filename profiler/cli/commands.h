@@ -34,5 +34,7 @@ void add_record_command(CLI::App& app);
 void add_attach_command(CLI::App& app);
 // `ember bench allreduce` (bench_allreduce_command.cpp).
 void add_bench_allreduce(CLI::App& bench);
+// `ember merge -o JOB FILE...` (merge_command.cpp).
+void add_merge_command(CLI::App& app);
 
 }  // namespace ember::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     ember::cli::add_export_command(app);
     ember::cli::add_record_command(app);
     ember::cli::add_attach_command(app);
+    ember::cli::add_merge_command(app);
 
     CLI::App* bench = ember::cli::add_bench_command(app);
     // add_bench_*(*bench) calls go here.
