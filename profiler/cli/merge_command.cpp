@@ -12,6 +12,10 @@
 // NVTX ranges (nesting kept), marks, counters (named "rank R: name"). Device activity
 // (kernels, copies, API calls) and stack samples are not merged yet: the command says
 // how many it left out.
+//
+// It then prints per rank the host time in compute ranges (forward, backward,
+// optimizer: category compute at depth <= 1) and in `allreduce/wait`, and names the
+// straggler: the rank with the most compute time, which the others wait for.
 #include "profiler/cli/commands.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
@@ -57,6 +61,8 @@ struct RankCopier {
     std::unordered_map<trace::ThreadId, trace::ThreadId> threads;
     std::unordered_map<trace::RangeId, trace::RangeId> ranges;
     std::unordered_map<trace::CounterId, trace::CounterId> counters;
+    double compute_seconds = 0.0;
+    double allreduce_wait_seconds = 0.0;
 
     trace::StringId string(trace::StringId id) {
         if (id == trace::kNoString) return id;
@@ -102,6 +108,10 @@ struct RankCopier {
             merged.domain_id = string(event.domain_id);
             merged.name_id = string(event.name_id);
             writer.record_range(merged);
+            const std::string_view name = reader.string(event.name_id);
+            const double seconds = static_cast<double>(event.end_ns - event.start_ns) / 1e9;
+            if (name == "allreduce/wait") allreduce_wait_seconds += seconds;
+            else if (name == "forward" || name == "backward" || name == "optimizer") compute_seconds += seconds;
             return true;
         });
         reader.for_each_mark({}, [&](const trace::MarkEvent& event) {
@@ -144,6 +154,11 @@ int run_merge(const MergeOptions& options) {
     std::set<int64_t> pids;
     trace::TimeNs end_ns = 0;
     int64_t left_out = 0;
+    struct RankTimes {
+        int rank;
+        double compute, wait;
+    };
+    std::vector<RankTimes> times;
     for (std::size_t position = 0; position < order.size(); ++position) {
         const store::TraceReader& reader = *readers[order[position]];
         const int rank = order.size() == 1 ? reader.run().rank : static_cast<int>(position);
@@ -170,6 +185,7 @@ int run_merge(const MergeOptions& options) {
         pids.insert(pid);
         RankCopier copier{reader, writer, rank, shift};
         copier.copy(pid);
+        times.push_back({rank, copier.compute_seconds, copier.allreduce_wait_seconds});
         if (reader.run().end_ns) end_ns = std::max(end_ns, reader.run().end_ns + shift);
         for (const char* table : {"kernels", "memcpys", "memsets", "synchronizations", "api_calls", "stack_samples"})
             left_out += std::max<int64_t>(0, reader.event_count(table));
@@ -180,6 +196,19 @@ int run_merge(const MergeOptions& options) {
     fmt::print("wrote {} ({} ranks)", options.output, readers.size());
     if (left_out) fmt::print("; {} device/API/stack events not merged (host ranges, marks and counters only)", left_out);
     fmt::print("\n");
+    if (times.size() > 1) {
+        fmt::print("{:>6} {:>14} {:>20}\n", "rank", "compute (s)", "allreduce/wait (s)");
+        std::size_t slowest = 0;
+        for (std::size_t i = 0; i < times.size(); ++i) {
+            fmt::print("{:>6} {:>14.6f} {:>20.6f}\n", times[i].rank, times[i].compute, times[i].wait);
+            if (times[i].compute > times[slowest].compute) slowest = i;
+        }
+        double others_wait = 0.0;
+        for (std::size_t i = 0; i < times.size(); ++i)
+            if (i != slowest) others_wait += times[i].wait;
+        fmt::print("straggler: rank {} ({:.6f} s compute); the other ranks waited {:.6f} s in allreduce/wait\n",
+                   times[slowest].rank, times[slowest].compute, others_wait);
+    }
     return 0;
 }
 

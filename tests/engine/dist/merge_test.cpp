@@ -2,12 +2,14 @@
 // runs 5 s ahead of rank 0's; both files hold a `clock/anchor` mark with sequence 0 at
 // the same true instant, and a `backward` range 1 ms after it. In the merged file both
 // ranges must start at the same time (rank 0's), each rank must be its own process,
-// and the nesting of ranges must survive.
+// and the nesting of ranges must survive. The summary names rank 1 (the longer backward)
+// as the straggler and reports rank 0's all-reduce wait.
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -49,7 +51,16 @@ void write_rank_file(const std::string& path, int rank, trace::TimeNs clock_offs
     backward.start_ns = kAnchor0 + clock_offset + 1'000'000;
     backward.end_ns = backward.start_ns + 2'000'000 * (rank + 1);  // rank 1 is slower
     backward.name_id = writer.intern("backward");
+    backward.category = 2;  // compute
     writer.record_range(backward);
+    // Rank 0 finishes backward 2 ms earlier and waits for rank 1 in the all-reduce.
+    trace::RangeEvent wait = backward;
+    wait.range_id = writer.next_range_id();
+    wait.start_ns = backward.end_ns;
+    wait.end_ns = wait.start_ns + (rank == 0 ? 2'000'000 : 10'000);
+    wait.name_id = writer.intern("allreduce/wait");
+    wait.category = 4;
+    writer.record_range(wait);
     writer.close();
 }
 
@@ -64,7 +75,18 @@ TEST(Merge, RankFilesShareOneTimeBaseAfterAnchors) {
     write_rank_file(rank0, 0, 0);
     write_rank_file(rank1, 1, kRank1Ahead);
     const std::string command = ember.string() + " merge -o " + merged + " " + rank1 + " " + rank0;
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    std::string output;
+    {
+        FILE* pipe = popen(command.c_str(), "r");
+        ASSERT_NE(pipe, nullptr) << command;
+        char buffer[512];
+        while (std::fgets(buffer, sizeof(buffer), pipe)) output += buffer;
+        ASSERT_EQ(pclose(pipe), 0) << command << "\n" << output;
+    }
+    // Rank 1's backward takes 4 ms against rank 0's 2 ms; rank 0 waited 2 ms.
+    EXPECT_NE(output.find("straggler: rank 1 (0.004000 s compute); the other ranks waited 0.002000 s"),
+              std::string::npos)
+        << output;
 
     store::TraceReader reader(merged);
     EXPECT_EQ(reader.run().world_size, 2);
@@ -79,7 +101,7 @@ TEST(Merge, RankFilesShareOneTimeBaseAfterAnchors) {
         if (range.name_id == *backward) backwards.push_back(range);
         return true;
     });
-    EXPECT_EQ(ranges, 4);
+    EXPECT_EQ(ranges, 6);
     ASSERT_EQ(backwards.size(), 2u);
     for (const trace::RangeEvent& range : backwards) {
         EXPECT_EQ(range.start_ns, kAnchor0 + 1'000'000) << "thread " << range.thread_id;
