@@ -301,10 +301,13 @@ struct PhaseResult {
     double max_commit_gap_ms = 0;
     double measured_cpu_seconds = 0;  // process CPU at the end of the measured part
     long measured_peak_rss_kib = 0;   // VmHWM at the end of the measured part
+    long start_rss_kib = 0;           // VmRSS when the forked process began (inherited from ember)
     long peak_rss_kib = 0;
     bool ok = false;
     char error[512] = {};
 };
+
+long status_kib(const char* field);
 
 PhaseResult run_in_child(const std::function<PhaseResult()>& phase) {
     int fds[2];
@@ -321,8 +324,10 @@ PhaseResult run_in_child(const std::function<PhaseResult()>& phase) {
     if (child == 0) {
         close(fds[0]);
         PhaseResult child_result;
+        long start_rss = status_kib("VmRSS");
         try {
             child_result = phase();
+            child_result.start_rss_kib = start_rss;
             child_result.ok = true;
         } catch (const std::exception& error) {
             std::snprintf(child_result.error, sizeof(child_result.error), "%s", error.what());
@@ -355,17 +360,21 @@ double process_cpu_seconds() {
            static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
 }
 
-// Peak resident set so far (VmHWM), KiB.
-long peak_rss_kib() {
+// A "Vm...: N kB" field of /proc/self/status, KiB (0 if unreadable).
+long status_kib(const char* field) {
     std::FILE* file = std::fopen("/proc/self/status", "r");
     if (!file) return 0;
     char line[256];
+    std::string format = std::string(field) + ": %ld kB";
     long kib = 0;
     while (std::fgets(line, sizeof(line), file))
-        if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+        if (std::sscanf(line, format.c_str(), &kib) == 1) break;
     std::fclose(file);
     return kib;
 }
+
+// Peak resident set so far (VmHWM), KiB.
+long peak_rss_kib() { return status_kib("VmHWM"); }
 
 // Marks the end of a phase's measured part.
 void end_measurement(PhaseResult& result, Clock::time_point start) {
@@ -513,35 +522,38 @@ void add_bench_store(CLI::App& bench) {
             double seconds;
             double cpu_seconds;
             long rss_kib;
+            long start_rss_kib;
         };
         std::vector<Row> rows = {
             {"generator only (no storage)", generator.events, generator.seconds, generator.measured_cpu_seconds,
-             generator.measured_peak_rss_kib},
+             generator.measured_peak_rss_kib, generator.start_rss_kib},
             {"baseline: 1 INSERT/row, autocommit", autocommit.events, autocommit.seconds,
-             autocommit.measured_cpu_seconds, autocommit.measured_peak_rss_kib},
+             autocommit.measured_cpu_seconds, autocommit.measured_peak_rss_kib, autocommit.start_rss_kib},
             {"baseline: 1 INSERT/row, commit/250ms", batched.events, batched.seconds, batched.measured_cpu_seconds,
-             batched.measured_peak_rss_kib},
+             batched.measured_peak_rss_kib, batched.start_rss_kib},
             {"TraceWriter, ingest (all committed)", writer.events, writer.seconds, writer.measured_cpu_seconds,
-             writer.measured_peak_rss_kib},
+             writer.measured_peak_rss_kib, writer.start_rss_kib},
             {"TraceWriter, incl. close (indexes)", writer.events, writer.seconds + writer.close_seconds,
-             writer.cpu_seconds, writer.peak_rss_kib},
+             writer.cpu_seconds, writer.peak_rss_kib, writer.start_rss_kib},
         };
-        std::printf("\n%-37s %10s %8s %12s %9s %8s %14s %9s\n", "variant", "events", "wall s", "events/s",
-                    "vs autoc.", "CPU s", "events/CPU-s", "peak RSS");
+        std::printf("\n%-37s %10s %8s %12s %9s %8s %14s %11s\n", "variant", "events", "wall s", "events/s",
+                    "vs autoc.", "CPU s", "events/CPU-s", "RSS growth");
         for (const Row& row : rows) {
             double rate = static_cast<double>(row.events) / row.seconds;
             double cpu_rate = static_cast<double>(row.events) / std::max(row.cpu_seconds, 1e-9);
-            std::printf("%-37s %10s %8.2f %12s %8.1fx %8.2f %14s %5ld MiB\n", row.name,
+            std::printf("%-37s %10s %8.2f %12s %8.1fx %8.2f %14s %7ld MiB\n", row.name,
                         with_commas(row.events).c_str(), row.seconds,
                         with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate, row.cpu_seconds,
-                        with_commas(static_cast<std::int64_t>(cpu_rate)).c_str(), row.rss_kib / 1024);
+                        with_commas(static_cast<std::int64_t>(cpu_rate)).c_str(),
+                        std::max(0L, row.rss_kib - row.start_rss_kib) / 1024);
         }
         std::printf("\nTraceWriter: %s events stored (%s given), close() %.2f s, longest gap between commits %.0f ms\n",
                     with_commas(stored).c_str(), with_commas(writer.events).c_str(), writer.close_seconds,
                     writer.max_commit_gap_ms);
         std::printf("TraceWriter CPU: writer thread %.2f s (%s events per writer-thread CPU second), whole process "
                     "%.2f s incl. generator and close\n"
-                    "CPU s: the process (generator + storage); wall rates need an otherwise idle machine\n",
+                    "CPU s: the process (generator + storage); wall rates need an otherwise idle machine; RSS "
+                    "growth: peak resident set minus what the forked process inherited from ember\n",
                     writer.writer_thread_cpu_seconds,
                     with_commas(static_cast<std::int64_t>(static_cast<double>(writer.events) /
                                                           std::max(writer.writer_thread_cpu_seconds, 1e-9)))
