@@ -46,10 +46,14 @@ for b in sorted(binaries):
     shutil.copy2(b, os.path.join(bundle, "bin"))
 print(f"gpu-check: {len(tests)} gpu tests in {len(binaries)} binaries")
 PY
-    # ember itself and the samples, for recording checks.
+    # ember itself, the viewer and the samples, and the collector library that
+    # `ember record` injects (tests find them under the build tree's bin/ and lib/).
     cp build/release/bin/* "$BUNDLE/bin/" 2>/dev/null || true
+    mkdir -p "$BUNDLE/buildlib"
+    cp build/release/lib/*.so "$BUNDLE/buildlib/" 2>/dev/null || true
+    echo "$ROOT/build/release" >"$BUNDLE/build_dir.txt"
     # Non-CUDA shared libraries the binaries need (fmt, sqlite, MPI, OpenBLAS, ...).
-    for exe in "$BUNDLE"/bin/*; do
+    for exe in "$BUNDLE"/bin/* "$BUNDLE"/buildlib/*.so; do
         ldd "$exe" 2>/dev/null | awk '/=> \//{print $1, $3}'
     done | sort -u | while read -r soname path; do
         if ! [[ $soname =~ $PROVIDED ]]; then
@@ -90,7 +94,15 @@ run() {
     [ -f "$BUNDLE/manifest.tsv" ] || { echo "gpu-check: no bundle; run 'scripts/gpu-check.sh pack' first and carry .gpu-bundle" >&2; exit 2; }
     local logs=${OUT:-$BUNDLE/logs}
     mkdir -p "$logs"
-    export LD_LIBRARY_PATH="$BUNDLE/lib:$(locate_cuda_libraries)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$BUNDLE/lib:$BUNDLE/buildlib:$(locate_cuda_libraries)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # Tests know the build tree's path from compile time: make it resolve here too.
+    local build_dir
+    build_dir=$(cat "$BUNDLE/build_dir.txt")
+    if [ ! -e "$build_dir/bin" ]; then
+        mkdir -p "$build_dir"
+        ln -sfn "$BUNDLE/bin" "$build_dir/bin"
+        ln -sfn "$BUNDLE/buildlib" "$build_dir/lib"
+    fi
     echo "== device"
     nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader || echo "nvidia-smi failed"
     echo "== libraries"

@@ -71,7 +71,8 @@ std::vector<int64_t> first_n(int64_t n) {
 
 }  // namespace
 
-DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, bool on_device) {
+DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, bool on_device, int rank,
+                              int world_size) {
     DataSources sources;
     data::AugmentOptions normalize;
     normalize.mean = data::kFashionMnistMean;
@@ -86,6 +87,9 @@ DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, boo
 
     auto train_sampler_for = [&](int64_t size) -> std::shared_ptr<const data::Sampler> {
         int64_t n = config.train_limit > 0 ? std::min(config.train_limit, size) : size;
+        if (world_size > 1)
+            return std::make_shared<data::DistributedSampler>(n, rank, world_size, /*shuffle=*/true, config.seed,
+                                                              config.drop_last);
         if (n == size) return std::make_shared<data::RandomSampler>(size, config.seed);
         return std::make_shared<data::SubsetRandomSampler>(first_n(n), config.seed);
     };

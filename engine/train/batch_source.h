@@ -36,6 +36,9 @@ struct DataSources {
 // Builds the train and test sources the config asks for. `on_device`: batches are
 // copied to (or live on) the CUDA device. Throws ConfigError when the data set is
 // missing (saying how to install it) and data::DataError for bad files.
-DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, bool on_device);
+// With world_size > 1 each rank trains on its shard (a DistributedSampler);
+// evaluation uses the whole test set on every rank.
+DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, bool on_device, int rank = 0,
+                              int world_size = 1);
 
 }  // namespace ember::train

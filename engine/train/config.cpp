@@ -49,6 +49,7 @@ const std::vector<Field>& fields() {
         {"train", "grad_accumulation", &C::grad_accumulation, {}, 1, 4096},
         {"train", "clip_grad_norm", &C::clip_grad_norm, {}, 0},
         {"train", "deterministic", &C::deterministic},
+        {"train", "imbalance", &C::imbalance, {}, 0, 10},
         {"optimizer", "name", &C::optimizer},
         {"schedule", "name", &C::schedule},
         {"schedule", "warmup_steps", &C::warmup_steps, {}, 0},

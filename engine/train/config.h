@@ -46,6 +46,9 @@ struct TrainConfig {
     int grad_accumulation = 1;        // micro-batches per optimizer step
     double clip_grad_norm = 0.0;      // 0 = no clipping
     bool deterministic = false;
+    // Distributed runs: rank r does imbalance * r / (world - 1) of a step's compute
+    // again, busy, before each step (shows one slow rank making the others wait).
+    double imbalance = 0.0;
 
     // [optimizer]: name plus its hyper-parameters, checked by the optimizer itself.
     std::string optimizer = "sgd";

@@ -9,6 +9,8 @@
 #include "engine/core/nvtx.h"
 #include "engine/core/stream.h"
 #include "engine/cuda/context.h"
+#include "engine/dist/context.h"
+#include "engine/dist/data_parallel.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
@@ -178,6 +180,17 @@ int64_t largest_batch(nn::Model& model, bool on_device, const DataSources& shape
     return batch;
 }
 
+// What non-root ranks report: nothing (rank 0 speaks for the job).
+class SilentObserver : public TrainObserver {};
+
+// Busy work of a given length: the injected imbalance must occupy the rank like
+// compute does, not sleep.
+void spin_for(double seconds) {
+    auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    volatile uint64_t sink = 0;
+    while (Clock::now() < until) sink = sink + 1;
+}
+
 class MetricsFile {
 public:
     explicit MetricsFile(const std::string& path) : path_(path) {
@@ -199,7 +212,7 @@ private:
 
 }  // namespace
 
-TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer) {
+TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_observer) {
     TrainConfig config = config_in;
     validate(config);
 
@@ -213,6 +226,13 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
     if (config.backend == "cuda" && !has_gpu)
         throw ConfigError("train.backend = \"cuda\" but there is no CUDA device: " + cuda.reason);
     bool on_device = config.backend != "cpu" && has_gpu;
+    // Launched by mpirun/srun: one rank per process (and GPU); otherwise a single process.
+    dist::Context dist(on_device ? nn::Backend::cuda : nn::Backend::cpu);
+    SilentObserver silent;
+    TrainObserver& observer = dist.is_root() ? root_observer : silent;
+    if (dist.distributed())
+        observer.info(fmt::format("distributed: {} ranks ({} backend), data-parallel with bucketed all-reduce",
+                                  dist.world_size(), on_device ? "NCCL" : "MPI"));
     if (config.backend == "auto" && !has_gpu)
         observer.info("no CUDA device (" + cuda.reason + "): training on the CPU backend");
     if (!on_device && !std::getenv("OPENBLAS_NUM_THREADS")) {
@@ -285,7 +305,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
         batch_size = std::stoll(config.batch_size);
     }
     summary.batch_size = batch_size;
-    DataSources data = make_data_sources(config, batch_size, on_device);
+    DataSources data = make_data_sources(config, batch_size, on_device, dist.rank(), dist.world_size());
     if (!data.note.empty()) observer.info(data.note);
     observer.info(fmt::format("model {} ({} parameters) on {}, batch {}, {}", config.model,
                               summary.parameters, summary.device, batch_size, config.precision));
@@ -327,6 +347,16 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
     trainer_options.clip_grad_norm = config.clip_grad_norm;
     // Reading the loss back synchronizes with the GPU: there, only every 20th step.
     trainer_options.loss_read_interval = on_device ? 20 : 1;
+    std::unique_ptr<dist::DataParallel> data_parallel;
+    if (dist.distributed()) {
+        if (trainer_options.cuda_graph) {
+            observer.info("switches.cuda_graph is off in data-parallel runs (all-reduce launches from backward)");
+            trainer_options.cuda_graph = false;
+        }
+        data_parallel = std::make_unique<dist::DataParallel>(*model, dist.communicator());
+        data_parallel->broadcast_parameters();  // every rank starts from rank 0's weights
+        trainer_options.gradient_sync = data_parallel.get();
+    }
     nn::Trainer trainer(*model, *optimizer, trainer_options);
 
     // --- Resume ----------------------------------------------------------------------------
@@ -353,13 +383,16 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
         return path;
     };
 
-    MetricsFile metrics(config.metrics_path);
+    MetricsFile metrics(dist.is_root() ? config.metrics_path : std::string());
     metrics.write({{"type", "config"}, {"model", config.model}, {"backend", summary.backend},
                    {"device", summary.device}, {"parameters", summary.parameters},
                    {"batch_size", batch_size}, {"precision", config.precision},
                    {"optimizer", config.optimizer}, {"epochs", config.epochs}});
 
     // --- Epochs ---------------------------------------------------------------------------------
+    if (dist.distributed()) dist.record_clock_anchor();  // `ember merge` aligns the rank files on these
+    const double imbalance = dist.distributed() ? config.imbalance * dist.rank() / (dist.world_size() - 1) : 0.0;
+    double last_step_seconds = 0;
     auto run_start = Clock::now();
     const int64_t first_step = trainer.steps();
     double train_seconds = 0;
@@ -390,7 +423,13 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
             double lr = schedule->lr(step);
             optimizer->set_lr(lr);
             Inputs in = inputs_of(*b, on_device, stream);
+            if (imbalance > 0 && last_step_seconds > 0) {
+                nvtx::ScopedRange extra("imbalance", nvtx::Category::compute);
+                spin_for(imbalance * last_step_seconds);
+            }
+            auto step_start = Clock::now();
             nn::StepResult result = trainer.step(in.images, in.labels);
+            last_step_seconds = seconds_between(step_start, Clock::now());
             if (config.anomaly_check && !policy.needs_loss_scaling()) {  // fp16: the scaler owns overflow
                 std::vector<float> host(parameter_count);
                 parameters.gradients().download(host.data(), parameter_count * sizeof(float));
@@ -435,12 +474,13 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
                            {"images_per_second", report.images_per_second}, {"skipped", report.skipped}});
 
             if (config.max_steps > 0 && trainer.steps() >= config.max_steps) stop = true;
-            if (!config.checkpoint_dir.empty() && config.checkpoint_every > 0 &&
+            if (!config.checkpoint_dir.empty() && config.checkpoint_every > 0 && dist.is_root() &&
                 trainer.steps() % config.checkpoint_every == 0)
                 summary.last_checkpoint = batch_index >= steps_per_epoch ? save(epoch + 1, 0) : save(epoch, batch_index);
         }
         if (on_device) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
         double epoch_seconds = seconds_between(epoch_start, Clock::now());
+        if (dist.distributed()) dist.record_clock_anchor();
         train_seconds += epoch_seconds;
         nvtx::counter("images_per_second", epoch_images / std::max(epoch_seconds, 1e-9));
 
@@ -464,7 +504,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& observer)
         summary.best_test_accuracy = std::max(summary.best_test_accuracy, er.test_accuracy);
     }
 
-    if (!config.checkpoint_dir.empty()) summary.last_checkpoint = save(config.epochs, 0);
+    if (!config.checkpoint_dir.empty() && dist.is_root()) summary.last_checkpoint = save(config.epochs, 0);
     summary.steps = trainer.steps();
     summary.images = images;
     summary.seconds = train_seconds;

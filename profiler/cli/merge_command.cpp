@@ -15,7 +15,7 @@
 //
 // It then prints per rank the host time in compute ranges (forward, backward,
 // optimizer: category compute at depth <= 1) and in `allreduce/wait`, and names the
-// straggler: the rank with the most compute time, which the others wait for.
+// straggler: the rank the others wait for, which waits least in allreduce/wait itself.
 #include "profiler/cli/commands.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
@@ -111,7 +111,8 @@ struct RankCopier {
             const std::string_view name = reader.string(event.name_id);
             const double seconds = static_cast<double>(event.end_ns - event.start_ns) / 1e9;
             if (name == "allreduce/wait") allreduce_wait_seconds += seconds;
-            else if (name == "forward" || name == "backward" || name == "optimizer") compute_seconds += seconds;
+            else if (name == "forward" || name == "backward" || name == "optimizer" || name == "imbalance")
+                compute_seconds += seconds;
             return true;
         });
         reader.for_each_mark({}, [&](const trace::MarkEvent& event) {
@@ -201,7 +202,10 @@ int run_merge(const MergeOptions& options) {
         std::size_t slowest = 0;
         for (std::size_t i = 0; i < times.size(); ++i) {
             fmt::print("{:>6} {:>14.6f} {:>20.6f}\n", times[i].rank, times[i].compute, times[i].wait);
-            if (times[i].compute > times[slowest].compute) slowest = i;
+            // The straggler is the rank the others wait for: it waits least itself.
+            // (Its compute can look smaller than theirs when communication work is
+            // done inside their backward passes.)
+            if (times[i].wait < times[slowest].wait) slowest = i;
         }
         double others_wait = 0.0;
         for (std::size_t i = 0; i < times.size(); ++i)

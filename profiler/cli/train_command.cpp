@@ -3,6 +3,7 @@
 // started before the first CUDA call so it sees everything, and stopped (flushed,
 // indexed) after the last. Progress goes to stderr: a redrawn bar on a terminal,
 // plain lines otherwise; the effective configuration and results go to stdout.
+#include "engine/dist/launcher.h"
 #include "engine/train/config.h"
 #include "engine/train/trainer.h"
 #include "profiler/cli/commands.h"
@@ -87,7 +88,7 @@ struct Options {
     std::vector<std::string> overrides;
     std::string model, optimizer, backend, precision, batch_size, profile, metrics, checkpoint_dir, resume,
         data_root, data_source, png_dir;
-    double lr = 0;
+    double lr = 0, imbalance = -1;
     int epochs = 0, workers = -1;
     int64_t max_steps = -1, train_limit = -1, test_limit = -1, checkpoint_every = -1;
     int64_t seed = -1;
@@ -113,6 +114,7 @@ void apply_flags(const Options& o, train::TrainConfig& c) {
     if (o.test_limit >= 0) set("data.test_limit", std::to_string(o.test_limit));
     if (o.seed >= 0) set("train.seed", std::to_string(o.seed));
     if (o.augment) c.augment = true;
+    if (o.imbalance >= 0) set("train.imbalance", std::to_string(o.imbalance));
     if (!o.data_root.empty()) c.data_root = o.data_root;
     if (!o.data_source.empty()) set("data.source", o.data_source);
     if (!o.png_dir.empty()) c.png_dir = o.png_dir;
@@ -135,9 +137,26 @@ int run(const Options& o) {
         std::fprintf(stderr, "ember train: %s\n", e.what());
         return 2;
     }
-    std::printf("# effective configuration\n%s\n", train::to_toml(config).c_str());
-    std::fflush(stdout);
+    // Under mpirun/srun every rank runs this; rank 0 speaks for the job and each rank
+    // records its own trace (FILE.rank<r>.db, for `ember merge`).
+    dist::LaunchEnvironment launch;
+    try {
+        launch = dist::detect_launch_environment();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ember train: %s\n", e.what());
+        return 2;
+    }
+    const bool root = launch.rank == 0;
+    if (root) {
+        std::printf("# effective configuration\n%s\n", train::to_toml(config).c_str());
+        std::fflush(stdout);
+    }
     if (o.print_config_only) return 0;
+    if (launch.distributed() && !config.profile_path.empty()) {
+        std::string stem = config.profile_path;
+        if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".db") == 0) stem.resize(stem.size() - 3);
+        config.profile_path = stem + ".rank" + std::to_string(launch.rank) + ".db";
+    }
 
     bool profiling = !config.profile_path.empty();
     if (profiling) {
@@ -161,7 +180,7 @@ int run(const Options& o) {
         if (ember_collector_stop() != 0)
             std::fprintf(stderr, "ember train: closing the trace %s: %s\n", config.profile_path.c_str(),
                          ember_collector_last_error());
-        else
+        else if (root || launch.distributed())
             std::printf("trace: %s (%llu events, %llu dropped)\n", config.profile_path.c_str(),
                         (unsigned long long)status.events_recorded,
                         (unsigned long long)(status.events_dropped + status.cupti_dropped));
@@ -180,6 +199,10 @@ int run(const Options& o) {
         stop_profiling();
         std::fprintf(stderr, "ember train: %s\n", e.what());
         return 1;
+    }
+    if (!root) {
+        stop_profiling();
+        return 0;
     }
     std::printf("trained %s (%lld parameters) on %s: %lld steps, %lld images in %.1f s (%.0f img/s); "
                 "test accuracy %.4f, test loss %.4f%s\n",
@@ -214,6 +237,8 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--test-limit", o->test_limit, "Evaluate on the first N test images only");
     cmd->add_option("--seed", o->seed, "Random seed");
     cmd->add_flag("--augment", o->augment, "Random crop + horizontal flip");
+    cmd->add_option("--imbalance", o->imbalance,
+                    "Under mpirun: rank r repeats imbalance*r/(world-1) of each step as busy work (straggler demo)");
     cmd->add_option("--data-root", o->data_root, "Folder of the Fashion-MNIST IDX files");
     cmd->add_option("--data-source", o->data_source, "idx | png | gpu");
     cmd->add_option("--png-dir", o->png_dir, "Image folder written by `ember data prepare`");
