@@ -98,8 +98,16 @@ struct Options {
 
 // Named flags become overrides, applied after --config and before --set.
 void apply_flags(const Options& o, train::TrainConfig& c) {
+    // Errors name the flag the user typed, not the override it becomes.
     auto set = [&](const std::string& key, const std::string& value) {
-        train::apply_override(key + "=" + value, c);
+        try {
+            train::apply_override(key + "=" + value, c);
+        } catch (const train::ConfigError& e) {
+            std::string message = e.what();
+            std::string prefix = "--set " + key + "=" + value + ": ";
+            if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+            throw train::ConfigError("flag for " + key + " (" + value + "): " + message);
+        }
     };
     if (!o.model.empty()) set("model.name", o.model);
     if (!o.optimizer.empty()) set("optimizer.name", o.optimizer);
