@@ -122,38 +122,47 @@ void apply_math_type(const ConvDescriptors& d, const ConvAlgoChoice& choice) {
         d.conv, choice.tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH));
 }
 
+// The algorithm for d's shape: from the cache, or searched once and cached (timed with
+// cudnnFind*Ex under cudnn_benchmark, cuDNN's heuristics otherwise; `search` does
+// either). The convolution's math type is set to match the choice.
+template <class Search>
+const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& d, Search search) {
+    const ConvAlgoChoice* cached = ctx.conv_algorithms->find(d.key);
+    if (!cached) {
+        ctx.conv_algorithms->count_search();
+        ctx.conv_algorithms->insert(d.key, search());
+        cached = ctx.conv_algorithms->find(d.key);
+    }
+    apply_math_type(d, *cached);
+    return *cached;
+}
+
 }  // namespace
 
 void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& y, const Conv2dParams& params) {
     ConvDescriptors d(ctx, ConvDirection::forward, x, weight, y, params);
-    const ConvAlgoChoice* cached = ctx.conv_algorithms->find(d.key);
-    if (!cached) {
-        ctx.conv_algorithms->count_search();
+    const ConvAlgoChoice& chosen = choose_algorithm(ctx, d, [&] {
         std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
         int count = 0;
-        ConvAlgoChoice choice;
         if (ctx.cudnn_benchmark) {
             FindScratch scratch(y.bytes());
             EMBER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
                 ctx.cudnn, d.x, x.data, d.w, weight.data, d.conv, d.y, scratch.buffer.data(),
                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results.data(), ctx.workspace,
                 ctx.workspace_bytes));
-            choice = pick(results, count, ctx.workspace_bytes, true, "conv2d_forward_cuda");
+            return pick(results, count, ctx.workspace_bytes, true, "conv2d_forward_cuda");
         } else {
             EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
                 ctx.cudnn, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
                 results.data()));
-            choice = pick(results, count, ctx.workspace_bytes, false, "conv2d_forward_cuda");
+            return pick(results, count, ctx.workspace_bytes, false, "conv2d_forward_cuda");
         }
-        ctx.conv_algorithms->insert(d.key, choice);
-        cached = ctx.conv_algorithms->find(d.key);
-    }
-    apply_math_type(d, *cached);
+    });
     const float alpha = 1.0f, beta = 0.0f;
     EMBER_CUDNN_CHECK(cudnnConvolutionForward(
         ctx.cudnn, &alpha, d.x, x.data, d.w, weight.data, d.conv,
-        static_cast<cudnnConvolutionFwdAlgo_t>(cached->algorithm), ctx.workspace,
+        static_cast<cudnnConvolutionFwdAlgo_t>(chosen.algorithm), ctx.workspace,
         ctx.workspace_bytes, &beta, d.y, y.data));
     if (bias.defined()) conv_bias_add_cuda(ctx, bias, y);
 }
@@ -161,66 +170,54 @@ void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight
 void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Tensor& dy,
                                const Tensor& dx, const Conv2dParams& params, GradWrite write) {
     ConvDescriptors d(ctx, ConvDirection::backward_data, dx, weight, dy, params);
-    const ConvAlgoChoice* cached = ctx.conv_algorithms->find(d.key);
-    if (!cached) {
-        ctx.conv_algorithms->count_search();
+    const ConvAlgoChoice& chosen = choose_algorithm(ctx, d, [&] {
         std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
         int count = 0;
-        ConvAlgoChoice choice;
         if (ctx.cudnn_benchmark) {
             FindScratch scratch(dx.bytes());
             EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
                 ctx.cudnn, d.w, weight.data, d.y, dy.data, d.conv, d.x, scratch.buffer.data(),
                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results.data(), ctx.workspace,
                 ctx.workspace_bytes));
-            choice = pick(results, count, ctx.workspace_bytes, true, "conv2d_backward_data_cuda");
+            return pick(results, count, ctx.workspace_bytes, true, "conv2d_backward_data_cuda");
         } else {
             EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                 ctx.cudnn, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
                 results.data()));
-            choice = pick(results, count, ctx.workspace_bytes, false, "conv2d_backward_data_cuda");
+            return pick(results, count, ctx.workspace_bytes, false, "conv2d_backward_data_cuda");
         }
-        ctx.conv_algorithms->insert(d.key, choice);
-        cached = ctx.conv_algorithms->find(d.key);
-    }
-    apply_math_type(d, *cached);
+    });
     const float alpha = 1.0f, beta = write == GradWrite::accumulate ? 1.0f : 0.0f;
     EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
         ctx.cudnn, &alpha, d.w, weight.data, d.y, dy.data, d.conv,
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(cached->algorithm), ctx.workspace,
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(chosen.algorithm), ctx.workspace,
         ctx.workspace_bytes, &beta, d.x, dx.data));
 }
 
 void conv2d_backward_filter_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
                                  const Tensor& dweight, const Conv2dParams& params, GradWrite write) {
     ConvDescriptors d(ctx, ConvDirection::backward_filter, x, dweight, dy, params);
-    const ConvAlgoChoice* cached = ctx.conv_algorithms->find(d.key);
-    if (!cached) {
-        ctx.conv_algorithms->count_search();
+    const ConvAlgoChoice& chosen = choose_algorithm(ctx, d, [&] {
         std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
         int count = 0;
-        ConvAlgoChoice choice;
         if (ctx.cudnn_benchmark) {
             FindScratch scratch(dweight.bytes());
             EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
                 ctx.cudnn, d.x, x.data, d.y, dy.data, d.conv, d.w, scratch.buffer.data(),
                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results.data(), ctx.workspace,
                 ctx.workspace_bytes));
-            choice = pick(results, count, ctx.workspace_bytes, true, "conv2d_backward_filter_cuda");
+            return pick(results, count, ctx.workspace_bytes, true, "conv2d_backward_filter_cuda");
         } else {
             EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 ctx.cudnn, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
                 results.data()));
-            choice = pick(results, count, ctx.workspace_bytes, false, "conv2d_backward_filter_cuda");
+            return pick(results, count, ctx.workspace_bytes, false, "conv2d_backward_filter_cuda");
         }
-        ctx.conv_algorithms->insert(d.key, choice);
-        cached = ctx.conv_algorithms->find(d.key);
-    }
-    apply_math_type(d, *cached);
+    });
     const float alpha = 1.0f, beta = write == GradWrite::accumulate ? 1.0f : 0.0f;
     EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         ctx.cudnn, &alpha, d.x, x.data, d.y, dy.data, d.conv,
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(cached->algorithm), ctx.workspace,
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(chosen.algorithm), ctx.workspace,
         ctx.workspace_bytes, &beta, d.w, dweight.data));
 }
 
