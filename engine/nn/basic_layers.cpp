@@ -75,7 +75,7 @@ Tensor Linear::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad)
 // ---- ReLU ---------------------------------------------------------------------------
 
 Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
-    Tensor y = ctx.allocate(x.dtype, shape_of(x));
+    Tensor y = ctx.allocate(x.dtype, shape_of(x), x.layout);
     run::relu_forward(ctx, x, y);
     y_ = ctx.training ? y : Tensor{};
     return y;
@@ -83,7 +83,7 @@ Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor ReLU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy));
+    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
     run::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store);
     return dx;
 }
@@ -91,7 +91,7 @@ Tensor ReLU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
 // ---- GELU ---------------------------------------------------------------------------
 
 Tensor GELU::forward(RunContext& ctx, const Tensor& x) {
-    Tensor y = ctx.allocate(x.dtype, shape_of(x));
+    Tensor y = ctx.allocate(x.dtype, shape_of(x), x.layout);
     if (ctx.switches.fused_gelu) {
         run::gelu_forward(ctx, x, y);
     } else {
@@ -104,7 +104,7 @@ Tensor GELU::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor GELU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy));
+    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
     run::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store);
     return dx;
 }
@@ -121,8 +121,8 @@ Tensor Dropout::forward(RunContext& ctx, const Tensor& x) {
         mask_ = Tensor{};
         return x;
     }
-    Tensor y = ctx.allocate(x.dtype, shape_of(x));
-    mask_ = ctx.allocate(DType::u8, shape_of(x));
+    Tensor y = ctx.allocate(x.dtype, shape_of(x), x.layout);
+    mask_ = ctx.allocate(DType::u8, shape_of(x), x.layout);
     ops::DropoutParams params;
     params.p = p_;
     // Every (layer, step) pair gets its own counter range: the stream id picks the
@@ -136,7 +136,7 @@ Tensor Dropout::forward(RunContext& ctx, const Tensor& x) {
 Tensor Dropout::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
     if (!mask_.defined()) return dy;  // p == 0: identity
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy));
+    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
     run::dropout_backward(ctx, dy, mask_, dx, p_, ops::GradWrite::store);
     return dx;
 }
@@ -150,16 +150,27 @@ TensorShape Flatten::output_shape(const TensorShape& input) const {
     return make_shape({input.dims[0], features});
 }
 
-Tensor Flatten::forward(RunContext&, const Tensor& x) {
+// A channels-last input is reordered to nchw first, so the features reach the next
+// Linear in nn.Flatten's (c, h, w) order and its weights mean the same in both layouts.
+Tensor Flatten::forward(RunContext& ctx, const Tensor& x) {
     input_shape_ = shape_of(x);
+    input_layout_ = x.layout;
     TensorShape out = output_shape(input_shape_);
-    if (x.rank == 4 && x.layout != Layout::nchw) layer_error(*this, "needs nchw memory order");
+    if (x.rank == 4 && x.layout == Layout::nhwc) {
+        Tensor nchw = ctx.allocate(x.dtype, input_shape_, Layout::nchw);
+        run::convert_layout(ctx, x, nchw);
+        return as_matrix(nchw, out.dims[0], out.dims[1]);
+    }
     return as_matrix(x, out.dims[0], out.dims[1]);
 }
 
-Tensor Flatten::backward(RunContext&, const Tensor& dy, bool need_input_grad) {
+Tensor Flatten::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
-    return make_tensor(dy.data, dy.dtype, input_shape_.rank, input_shape_.dims, dy.device);
+    Tensor view = make_tensor(dy.data, dy.dtype, input_shape_.rank, input_shape_.dims, dy.device);
+    if (input_shape_.rank != 4 || input_layout_ != Layout::nhwc) return view;
+    Tensor dx = ctx.allocate(dy.dtype, input_shape_, Layout::nhwc);
+    run::convert_layout(ctx, view, dx);
+    return dx;
 }
 
 }  // namespace ember::nn

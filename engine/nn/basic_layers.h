@@ -64,7 +64,8 @@ private:
     Tensor mask_;
 };
 
-// (N,C,H,W) -> (N, C*H*W), a view.
+// (N,C,H,W) -> (N, C*H*W) in nn.Flatten's order: a view of an nchw input; a
+// channels-last input is reordered to nchw first (and its gradient back).
 class Flatten : public Layer {
 public:
     explicit Flatten(std::string name) : Layer(std::move(name)) {}
@@ -75,6 +76,7 @@ public:
 
 private:
     TensorShape input_shape_;
+    Layout input_layout_ = Layout::nchw;
 };
 
 }  // namespace ember::nn

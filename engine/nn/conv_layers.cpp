@@ -31,18 +31,45 @@ void Conv2d::register_parameters(ParameterStore& store) {
     if (has_bias_) bias_ = store.add_parameter(name_ + ".bias", {out_}, ParameterInit::uniform(bound), true);
 }
 
+// The flat buffer keeps every filter KCRS (nn.Conv2d's order), whatever the model's
+// layout, so checkpoints and optimizer state do not depend on it. A channels-last
+// forward reorders the filter to KRSC (what nhwc cuDNN convolutions expect) at the
+// layer boundary: one small kernel per conv, against a full activation tensor saved.
+Tensor Conv2d::filter_in_layout(RunContext& ctx, Layout layout) {
+    Tensor weight = ctx.parameters->compute_parameter(weight_);
+    if (layout == Layout::nchw) return weight;
+    Tensor reordered = ctx.allocate(weight.dtype, shape_of(weight), layout);
+    run::convert_layout(ctx, weight, reordered);
+    return reordered;
+}
+
 Tensor Conv2d::forward(RunContext& ctx, const Tensor& x) {
-    Tensor y = ctx.allocate(x.dtype, output_shape(shape_of(x)));
+    Tensor y = ctx.allocate(x.dtype, output_shape(shape_of(x)), x.layout);
     Tensor b = has_bias_ ? ctx.parameters->compute_parameter(bias_) : Tensor{};
-    run::conv_forward(ctx, x, ctx.parameters->compute_parameter(weight_), b, y, params_);
+    Tensor filter = filter_in_layout(ctx, x.layout);
+    run::conv_forward(ctx, x, filter, b, y, params_);
     x_ = ctx.training ? x : Tensor{};
+    filter_ = ctx.training ? filter : Tensor{};
     return y;
 }
 
 Tensor Conv2d::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!x_.defined()) layer_error(*this, "backward without a training forward");
+    if (dy.layout != x_.layout) layer_error(*this, "gradient layout differs from the input's");
     Tensor dw = ctx.parameters->gradient(weight_);
-    if (dw.dtype == x_.dtype) {
+    if (x_.layout == Layout::nhwc) {
+        // cuDNN writes the KRSC filter gradient in the activation dtype; the reorder to
+        // the canonical KCRS also widens it to the gradient buffer's dtype.
+        Tensor krsc = ctx.allocate(x_.dtype, shape_of(dw), Layout::nhwc);
+        run::conv_backward_filter(ctx, x_, dy, krsc, params_, ops::GradWrite::store);
+        if (ctx.parameter_write == ops::GradWrite::store) {
+            run::convert_layout(ctx, krsc, dw);
+        } else {
+            Tensor kcrs = ctx.allocate(dw.dtype, shape_of(dw));
+            run::convert_layout(ctx, krsc, kcrs);
+            run::accumulate_grad(ctx, kcrs, dw, ops::GradWrite::accumulate);
+        }
+    } else if (dw.dtype == x_.dtype) {
         run::conv_backward_filter(ctx, x_, dy, dw, params_, ctx.parameter_write);
     } else {
         // AMP: cuDNN computes the filter gradient in the activation dtype; it is then
@@ -53,9 +80,8 @@ Tensor Conv2d::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad)
     }
     if (has_bias_) run::conv_backward_bias(ctx, dy, ctx.parameters->gradient(bias_), ctx.parameter_write);
     if (!need_input_grad) return {};
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(x_));
-    run::conv_backward_data(ctx, ctx.parameters->compute_parameter(weight_), dy, dx, params_,
-                            ops::GradWrite::store);
+    Tensor dx = ctx.allocate(dy.dtype, shape_of(x_), x_.layout);
+    run::conv_backward_data(ctx, filter_, dy, dx, params_, ops::GradWrite::store);
     return dx;
 }
 
@@ -82,7 +108,7 @@ void BatchNorm::register_parameters(ParameterStore& store) {
 
 Tensor BatchNorm::forward(RunContext& ctx, const Tensor& x) {
     output_shape(shape_of(x));
-    Tensor y = ctx.allocate(x.dtype, shape_of(x));
+    Tensor y = ctx.allocate(x.dtype, shape_of(x), x.layout);
     ParameterStore& store = *ctx.parameters;
     Tensor gamma = store.parameter(gamma_), beta = store.parameter(beta_);
     Tensor running_mean = store.state(running_mean_), running_var = store.state(running_var_);
@@ -112,7 +138,7 @@ Tensor BatchNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
     if (!x_.defined()) layer_error(*this, "backward without a training forward");
     ParameterStore& store = *ctx.parameters;
     // The op always produces dx; without a consumer it lands in a scratch tensor.
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(x_));
+    Tensor dx = ctx.allocate(dy.dtype, shape_of(x_), x_.layout);
     run::batchnorm_backward(ctx, x_, dy, store.parameter(gamma_), save_mean_, save_invstd_, dx,
                             store.gradient(gamma_), store.gradient(beta_), ops::GradWrite::store,
                             ctx.parameter_write);
@@ -136,9 +162,10 @@ TensorShape MaxPool2d::output_shape(const TensorShape& input) const {
 
 Tensor MaxPool2d::forward(RunContext& ctx, const Tensor& x) {
     input_shape_ = shape_of(x);
+    input_layout_ = x.layout;
     TensorShape out = output_shape(input_shape_);
-    Tensor y = ctx.allocate(x.dtype, out);
-    Tensor argmax = ctx.allocate(DType::i32, out);
+    Tensor y = ctx.allocate(x.dtype, out, x.layout);
+    Tensor argmax = ctx.allocate(DType::i32, out, x.layout);  // indexed like y
     run::maxpool_forward(ctx, x, y, argmax, params_);
     argmax_ = ctx.training ? argmax : Tensor{};
     return y;
@@ -146,7 +173,8 @@ Tensor MaxPool2d::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor MaxPool2d::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
-    Tensor dx = ctx.allocate(dy.dtype, input_shape_);
+    if (dy.layout != input_layout_) layer_error(*this, "gradient layout differs from the input's");
+    Tensor dx = ctx.allocate(dy.dtype, input_shape_, input_layout_);
     run::maxpool_backward(ctx, dy, argmax_, dx, params_, ops::GradWrite::store);
     return dx;
 }
@@ -169,16 +197,18 @@ ops::Pool2dParams whole_plane(const TensorShape& input) {
 
 Tensor GlobalAvgPool::forward(RunContext& ctx, const Tensor& x) {
     input_shape_ = shape_of(x);
+    input_layout_ = x.layout;
     TensorShape out = output_shape(input_shape_);
-    Tensor y = ctx.allocate(x.dtype, make_shape({out.dims[0], out.dims[1], 1, 1}));
+    // [N, C, 1, 1] sits in memory as [N, C] in either layout, so the view below holds.
+    Tensor y = ctx.allocate(x.dtype, make_shape({out.dims[0], out.dims[1], 1, 1}), x.layout);
     run::avgpool_forward(ctx, x, y, whole_plane(input_shape_));
     return make_tensor(y.data, y.dtype, {out.dims[0], out.dims[1]}, y.device);
 }
 
 Tensor GlobalAvgPool::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
-    Tensor dy4 = make_tensor(dy.data, dy.dtype, {dy.shape[0], dy.shape[1], 1, 1}, dy.device);
-    Tensor dx = ctx.allocate(dy.dtype, input_shape_);
+    Tensor dy4 = make_tensor(dy.data, dy.dtype, {dy.shape[0], dy.shape[1], 1, 1}, dy.device, input_layout_);
+    Tensor dx = ctx.allocate(dy.dtype, input_shape_, input_layout_);
     run::avgpool_backward(ctx, dy4, dx, whole_plane(input_shape_), ops::GradWrite::store);
     return dx;
 }
@@ -219,16 +249,16 @@ Tensor BasicBlock::forward(RunContext& ctx, const Tensor& x) {
     Tensor main = bn2_.forward(ctx, conv2_.forward(ctx, h));
     Tensor shortcut = x;
     if (shortcut_conv_) shortcut = shortcut_bn_->forward(ctx, shortcut_conv_->forward(ctx, x));
-    Tensor sum = ctx.allocate(main.dtype, shape_of(main));
+    Tensor sum = ctx.allocate(main.dtype, shape_of(main), main.layout);
     run::add(ctx, main, shortcut, sum);
-    Tensor out = ctx.allocate(main.dtype, shape_of(main));
+    Tensor out = ctx.allocate(main.dtype, shape_of(main), main.layout);
     run::relu_forward(ctx, sum, out);
     out_ = ctx.training ? out : Tensor{};
     return out;
 }
 
 Tensor BasicBlock::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
-    Tensor d_sum = ctx.allocate(dy.dtype, shape_of(dy));
+    Tensor d_sum = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
     run::relu_backward(ctx, out_, dy, d_sum, ops::GradWrite::store);
     Tensor d_h = bn2_.backward(ctx, d_sum, true);
     d_h = conv2_.backward(ctx, d_h, true);

@@ -1,5 +1,8 @@
 // conv_layers.h: Conv2d, BatchNorm (2-D and 1-D), MaxPool2d, GlobalAvgPool and the
 // ResNet BasicBlock (a composite layer with its skip edge inside).
+// Each follows the memory layout of its input (nchw, or channels-last nhwc when the
+// model is built with BuildOptions::channels_last): outputs and input gradients are
+// allocated in that layout; parameters keep one canonical order either way.
 #pragma once
 
 #include "engine/nn/basic_layers.h"
@@ -24,12 +27,15 @@ public:
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
 private:
+    // The filter in the order a conv over `layout` activations reads (KCRS or KRSC).
+    Tensor filter_in_layout(RunContext& ctx, Layout layout);
+
     int64_t in_, out_;
     int kernel_;
     ops::Conv2dParams params_;
     bool has_bias_;
     ParameterRef weight_, bias_;
-    Tensor x_;
+    Tensor x_, filter_;  // filter_: what forward used, for backward data
 };
 
 // nn.BatchNorm2d over (N,C,H,W), or BatchNorm1d over (N,C). gamma=1, beta=0,
@@ -61,6 +67,7 @@ public:
 private:
     ops::Pool2dParams params_;
     TensorShape input_shape_;
+    Layout input_layout_ = Layout::nchw;
     Tensor argmax_;
 };
 
@@ -75,6 +82,7 @@ public:
 
 private:
     TensorShape input_shape_;
+    Layout input_layout_ = Layout::nchw;
 };
 
 // ResNet basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where the

@@ -71,8 +71,15 @@ Tensor Model::forward(const Tensor& input, bool training) {
     context_.training = training;
     context_.recomputing = false;
     Tensor x = input;
-    if (x.dtype != context_.activation_dtype) {
-        Tensor cast = pool_->allocate(context_.activation_dtype, shape_of(x));
+    const Layout layout = options_.channels_last ? Layout::nhwc : Layout::nchw;
+    if (x.rank == 4 && x.layout != layout) {
+        // One reorder at the entry (it casts as it copies); the data pipeline stays
+        // layout-agnostic and hands nchw batches to either kind of model.
+        Tensor reordered = context_.allocate(context_.activation_dtype, shape_of(x), layout);
+        run::convert_layout(context_, x, reordered);
+        x = reordered;
+    } else if (x.dtype != context_.activation_dtype) {
+        Tensor cast = context_.allocate(context_.activation_dtype, shape_of(x), x.layout);
         run::cast(context_, x, cast);
         x = cast;
     }

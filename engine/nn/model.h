@@ -32,6 +32,13 @@ struct BuildOptions {
     uint64_t seed = 0;                    // parameter init and dropout
     std::size_t pool_chunk_bytes = 64u << 20;
     LayerSwitches switches;
+    // Channels-last (PyTorch's memory_format=torch.channels_last): 4-D activations are
+    // nhwc. forward() reorders a 4-D input once at the entry; every conv, BatchNorm,
+    // pool, activation and residual join keeps nhwc; Flatten reorders back before the
+    // classifier. Parameters stay in one canonical order (conv filters KCRS, reordered
+    // to KRSC per step inside Conv2d), so results, gradients and checkpoints do not
+    // depend on the layout.
+    bool channels_last = false;
 };
 
 struct LossOutput {
@@ -49,7 +56,8 @@ public:
     bool built() const { return built_; }
 
     // Runs every layer. input: [B, ...] of the sample shape, any float dtype (cast to
-    // the activation dtype). training=false is evaluation: nothing is kept for backward.
+    // the activation dtype), a 4-D input in either layout (reordered to the model's,
+    // see BuildOptions::channels_last). training=false is evaluation: nothing is kept for backward.
     // The pools are reset first: tensors from the previous call become invalid.
     Tensor forward(const Tensor& input, bool training);
     // Per-sample losses and (when want_gradient) dlogits = grad_scale * dloss/dlogits.

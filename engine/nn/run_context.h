@@ -33,6 +33,13 @@ struct RunContext {
     bool on_cuda() const { return backend == Backend::cuda; }
     Tensor allocate(DType dtype, const TensorShape& shape) const { return pool->allocate(dtype, shape); }
     Tensor allocate(const TensorShape& shape) const { return pool->allocate(activation_dtype, shape); }
+    // A 4-D temporary in the given memory order (channels-last models: a layer's
+    // output and input gradient keep the layout of its input).
+    Tensor allocate(DType dtype, const TensorShape& shape, Layout layout) const {
+        Tensor t = pool->allocate(dtype, shape);
+        t.layout = layout;
+        return t;
+    }
 };
 
 }  // namespace ember::nn

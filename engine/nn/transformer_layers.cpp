@@ -62,9 +62,14 @@ Tensor PatchEmbedding::forward(RunContext& ctx, const Tensor& x) {
     TensorShape out_shape = output_shape(shape_of(x));
     const int64_t batch = x.shape[0];
     Tensor conv = conv_.forward(ctx, x);
-    Tensor channels_last = ctx.allocate(conv.dtype, shape_of(conv));
-    channels_last.layout = Layout::nhwc;
-    run::convert_layout(ctx, conv, channels_last);
+    conv_layout_ = conv.layout;
+    // Token-major rows are the conv output in channels-last order: a channels-last
+    // model gets them for free, an nchw one pays a reorder.
+    Tensor channels_last = conv;
+    if (conv.layout != Layout::nhwc) {
+        channels_last = ctx.allocate(conv.dtype, shape_of(conv), Layout::nhwc);
+        run::convert_layout(ctx, conv, channels_last);
+    }
     Tensor token_rows = make_tensor(channels_last.data, conv.dtype, {out_shape.dims[0], dim_}, conv.device);
     Tensor positions = ctx.allocate(conv.dtype, out_shape);
     run::embedding_forward(ctx, position_ids(ctx, batch), ctx.parameters->compute_parameter(position_), positions);
@@ -78,8 +83,11 @@ Tensor PatchEmbedding::backward(RunContext& ctx, const Tensor& dy, bool need_inp
     run::embedding_backward(ctx, position_ids(ctx, batch), dy, ctx.parameters->gradient(position_),
                             ctx.parameter_write);
     Tensor d_channels_last = make_tensor(dy.data, dy.dtype, {batch, dim_, grid_, grid_}, dy.device, Layout::nhwc);
-    Tensor d_conv = ctx.allocate(dy.dtype, make_shape({batch, dim_, grid_, grid_}));
-    run::convert_layout(ctx, d_channels_last, d_conv);
+    Tensor d_conv = d_channels_last;
+    if (conv_layout_ != Layout::nhwc) {
+        d_conv = ctx.allocate(dy.dtype, make_shape({batch, dim_, grid_, grid_}), conv_layout_);
+        run::convert_layout(ctx, d_channels_last, d_conv);
+    }
     return conv_.backward(ctx, d_conv, need_input_grad);
 }
 

@@ -27,6 +27,7 @@ public:
 private:
     Tensor position_ids(RunContext& ctx, int64_t batch);
     Conv2d conv_;
+    Layout conv_layout_ = Layout::nchw;  // of the last forward's conv output
     int64_t dim_, grid_, tokens_;
     ParameterRef position_;
     FlatBuffer ids_;  // i32 [batch*T] = token index; built once per batch size (static for graphs)

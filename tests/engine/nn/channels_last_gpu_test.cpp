@@ -1,0 +1,127 @@
+// channels_last_gpu_test.cpp: the cuda backend's channels-last path (cuDNN nhwc
+// convolutions with KRSC filters, nhwc BatchNorm/pooling kernels) against the cpu
+// reference in nchw for every model, and a few SGD steps channels-last against nchw
+// on the device, fp32 and bf16. Needs a GPU (label `gpu`).
+#include "engine/core/cuda_check.h"
+#include "engine/cuda/context.h"
+#include "engine/nn/models.h"
+#include "engine/nn/trainer.h"
+#include "tests/support/gpu.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ember::nn {
+namespace {
+
+struct DeviceBatch {
+    std::vector<float> images;
+    std::vector<int32_t> labels;
+    FlatBuffer device_images, device_labels;
+    Tensor host_x, host_y, x, y;
+};
+
+DeviceBatch make_batch(int64_t batch, uint64_t seed) {
+    DeviceBatch b;
+    b.images.resize(static_cast<std::size_t>(batch * 784));
+    b.labels.resize(static_cast<std::size_t>(batch));
+    SplitMix64 rng(seed);
+    for (float& v : b.images) v = static_cast<float>(rng.uniform01());
+    for (int32_t& l : b.labels) l = static_cast<int32_t>(rng.next() % 10);
+    b.host_x = make_tensor(b.images.data(), DType::f32, {batch, 1, 28, 28});
+    b.host_y = make_tensor(b.labels.data(), DType::i32, {batch});
+    b.device_images = FlatBuffer(Backend::cuda, b.images.size() * 4, "test images");
+    b.device_labels = FlatBuffer(Backend::cuda, b.labels.size() * 4, "test labels");
+    b.device_images.upload(b.images.data(), b.images.size() * 4);
+    b.device_labels.upload(b.labels.data(), b.labels.size() * 4);
+    b.x = make_tensor(b.device_images.data(), DType::f32, {batch, 1, 28, 28}, Device::cuda);
+    b.y = make_tensor(b.device_labels.data(), DType::i32, {batch}, Device::cuda);
+    return b;
+}
+
+std::unique_ptr<Model> built(const std::string& name, Backend backend, CudaContext* ctx, bool channels_last,
+                             DType activation = DType::f32) {
+    auto model = make_model(name);
+    BuildOptions build;
+    build.backend = backend;
+    build.cuda = ctx;
+    build.activation_dtype = activation;
+    build.seed = 3;
+    build.channels_last = channels_last;
+    model->build(build);
+    return model;
+}
+
+std::vector<float> download(const FlatBuffer& buffer, std::size_t count) {
+    std::vector<float> out(count);
+    buffer.download(out.data(), count * sizeof(float));
+    return out;
+}
+
+TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
+    EMBER_REQUIRE_GPU();
+    CudaContext ctx;  // TF32 off by default: fp32 math, comparable with the cpu
+    DeviceBatch batch = make_batch(8, 1);
+    for (const std::string& name : model_names()) {
+        auto cpu = built(name, Backend::cpu, nullptr, false);
+        auto cuda = built(name, Backend::cuda, &ctx, true);
+        Tensor cpu_logits = cpu->forward(batch.host_x, true);
+        LossOutput cpu_loss = cpu->loss(cpu_logits, batch.host_y, 1.0f / 8);
+        cpu->backward(cpu_loss.dlogits, ops::GradWrite::store);
+        Tensor cuda_logits = cuda->forward(batch.x, true);
+        LossOutput cuda_loss = cuda->loss(cuda_logits, batch.y, 1.0f / 8);
+        cuda->backward(cuda_loss.dlogits, ops::GradWrite::store);
+        ctx.synchronize();
+        std::vector<float> device_logits(80);
+        EMBER_CUDA_CHECK(cudaMemcpy(device_logits.data(), cuda_logits.data, 320, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < 80; ++i)
+            ASSERT_NEAR(device_logits[i], cpu_logits.as<float>()[i], 1e-3f) << name << " logit " << i;
+        const std::size_t n = cpu->parameters().flat_length();
+        std::vector<float> a = download(cpu->parameters().gradients(), n);
+        std::vector<float> b = download(cuda->parameters().gradients(), n);
+        for (std::size_t i = 0; i < n; ++i)
+            ASSERT_NEAR(b[i], a[i], 1e-3f * std::max(1.0f, std::abs(a[i]))) << name << " gradient " << i;
+        const std::size_t s = cpu->parameters().state_length();
+        std::vector<float> ra = download(cpu->parameters().state_buffer(), s);
+        std::vector<float> rb = download(cuda->parameters().state_buffer(), s);
+        for (std::size_t i = 0; i < s; ++i)
+            ASSERT_NEAR(rb[i], ra[i], 1e-3f * std::max(1.0f, std::abs(ra[i]))) << name << " running stat " << i;
+    }
+}
+
+// SGD steps channels-last against nchw on the device: fp32 agrees closely, bf16 to
+// bf16 rounding (the two layouts pick different cuDNN algorithms).
+TEST(ChannelsLastGpu, StepsOnCudaMatchNchw) {
+    EMBER_REQUIRE_GPU();
+    for (DType dtype : {DType::f32, DType::bf16}) {
+        for (const char* name : {"cnn", "resnet"}) {
+            CudaContext ctx;
+            auto nchw = built(name, Backend::cuda, &ctx, false, dtype);
+            auto nhwc = built(name, Backend::cuda, &ctx, true, dtype);
+            auto make = [](Model& m) {
+                return optim::make_optimizer("sgd", {{"lr", 0.05}, {"momentum", 0.9}}, m.parameters().segments(),
+                                             optim::OptimizerBackend::cuda_fused);
+            };
+            auto nchw_opt = make(*nchw), nhwc_opt = make(*nhwc);
+            TrainerOptions trainer_options;
+            if (dtype == DType::bf16) trainer_options.autocast.precision = amp::Precision::bf16;
+            Trainer nchw_trainer(*nchw, *nchw_opt, trainer_options);
+            Trainer nhwc_trainer(*nhwc, *nhwc_opt, trainer_options);
+            const double tolerance = dtype == DType::f32 ? 1e-4 : 3e-2;
+            double last = 0;
+            for (int step = 0; step < 5; ++step) {
+                DeviceBatch batch = make_batch(32, 10 + step);
+                double a = nchw_trainer.step(batch.x, batch.y).loss;
+                double b = nhwc_trainer.step(batch.x, batch.y).loss;
+                EXPECT_NEAR(b, a, tolerance * std::abs(a)) << name << " " << dtype_name(dtype) << " step " << step;
+                last = b;
+            }
+            EXPECT_TRUE(std::isfinite(last)) << name;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ember::nn
