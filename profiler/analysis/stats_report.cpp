@@ -5,6 +5,7 @@
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
+#include "profiler/analysis/rank_summary.h"
 
 #include <fmt/format.h>
 
@@ -115,6 +116,50 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
     return table;
 }
 
+Table ranks_table(const RankSummary& summary) {
+    Table table{"ranks", "Ranks (compute, all-reduce wait, straggler)", {}, {}};
+    table.columns = {
+        {"rank", "Rank", ColumnKind::integer},
+        {"steps", "Steps", ColumnKind::integer},
+        {"step_time", "Step Time", ColumnKind::time},
+        {"compute", "Compute", ColumnKind::time},
+        {"allreduce_wait", "All-reduce Wait", ColumnKind::time},
+        {"allreduce_wait_percent", "All-reduce Wait (%)", ColumnKind::percent},
+        {"dataloader_wait", "Dataloader Wait", ColumnKind::time},
+        {"role", "Role", ColumnKind::text},
+    };
+    for (std::size_t i = 0; i < summary.ranks.size(); ++i) {
+        const RankTimes& rank = summary.ranks[i];
+        double wait_percent = rank.step_ns > 0 ? 100.0 * static_cast<double>(rank.allreduce_wait_ns) /
+                                                     static_cast<double>(rank.step_ns)
+                                               : 0.0;
+        std::string role = summary.straggler == i ? "straggler" : (summary.straggler ? "waits" : "");
+        table.rows.push_back({static_cast<std::int64_t>(rank.rank), rank.steps, rank.step_ns, rank.compute_ns,
+                              rank.allreduce_wait_ns, wait_percent, rank.dataloader_wait_ns, role});
+    }
+    return table;
+}
+
+// A straggler whose lateness costs the other ranks a noticeable share of their steps.
+std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
+    if (!summary.straggler) return std::nullopt;
+    trace::TimeNs others_step_ns = 0;
+    for (std::size_t i = 0; i < summary.ranks.size(); ++i)
+        if (i != *summary.straggler) others_step_ns += summary.ranks[i].step_ns;
+    if (others_step_ns <= 0) return std::nullopt;
+    const double percent = 100.0 * static_cast<double>(summary.others_wait_ns) / static_cast<double>(others_step_ns);
+    if (percent < kAllreduceWaitThresholdPercent) return std::nullopt;
+    const RankTimes& slow = summary.ranks[*summary.straggler];
+    return AdviceItem{
+        "straggler",
+        fmt::format("rank {} is the straggler: the other ranks spent {:.1f}% of their step time ({:.3f} s) in "
+                    "allreduce/wait for it",
+                    slow.rank, percent, static_cast<double>(summary.others_wait_ns) / 1e9),
+        fmt::format("look at rank {}'s host: data loading, a slower or throttled GPU, uneven shards or other "
+                    "work on that machine; every rank steps at the pace of the slowest",
+                    slow.rank)};
+}
+
 Table gpu_busy_table(const GpuActivity& activity) {
     Table table{"gpu_busy", "GPU busy over the run", {}, {}};
     table.columns = {
@@ -188,9 +233,17 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         tables.push_back(gpu_by_range_table(gpu_time_by_range_rows(gpu_time_by_range(reader)), options.top));
     }
     if (wanted(options, "steps")) tables.push_back(steps_table(activity, run));
+    RankSummary ranks;
+    const bool ranks_named = std::find(options.reports.begin(), options.reports.end(), "ranks") != options.reports.end();
+    if (wanted(options, "ranks") || wanted(options, "advice")) ranks = rank_summary(reader);
+    if (ranks_named || (options.reports.empty() && ranks.ranks.size() >= 2)) tables.push_back(ranks_table(ranks));
     if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
     if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
-    if (wanted(options, "advice")) tables.push_back(advice_table(advise(activity, memory, reader.total_dropped())));
+    if (wanted(options, "advice")) {
+        std::vector<AdviceItem> items = advise(activity, memory, reader.total_dropped());
+        if (std::optional<AdviceItem> straggler = straggler_advice(ranks)) items.push_back(std::move(*straggler));
+        tables.push_back(advice_table(items));
+    }
     return tables;
 }
 

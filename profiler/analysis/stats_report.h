@@ -19,7 +19,7 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 
 // Report names, in print order.
 inline constexpr const char* kReportNames[] = {
-    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "gpu_busy", "idle_gaps", "advice",
+    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "gpu_busy", "idle_gaps", "advice",
 };
 bool is_report_name(std::string_view name);
 
@@ -32,7 +32,8 @@ struct StatsOptions {
     std::size_t gap_count = 5;              // idle_gaps rows
 };
 
-// The selected reports as tables, in kReportNames order.
+// The selected reports as tables, in kReportNames order. With no report named, "ranks"
+// is built only for a file holding two or more ranks (a merged job trace).
 std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options);
 
 // The warning printed above every report when the file records lost events, or

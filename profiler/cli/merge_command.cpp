@@ -8,14 +8,18 @@
 // back to wall-clock alignment (RunInfo::clock_offset_to_wall_ns), which is only as good
 // as the hosts' NTP.
 //
-// Each rank becomes a process ("rank R") with its threads; host-side events are copied:
-// NVTX ranges (nesting kept), marks, counters (named "rank R: name"). Device activity
-// (kernels, copies, API calls) and stack samples are not merged yet: the command says
-// how many it left out.
+// Each rank becomes a process ("rank R") with its threads, and everything it recorded
+// is copied: NVTX ranges (nesting kept), marks, counters ("rank R: name"), CUDA API
+// calls, kernels, copies, memsets, synchronizations, stack samples, collector overhead
+// and dropped-record counts. Ids that are only unique within one process are remapped:
+// devices get fresh ordinals (named "rank R: <GPU>", since rank 0's GPU 0 and rank 1's
+// GPU 0 are different GPUs), streams are re-registered on them, and correlation ids
+// carry the rank in their upper 32 bits (CUPTI's are 32-bit), so an API call still
+// finds its own kernels.
 //
-// It then prints per rank the host time in compute ranges (forward, backward,
-// optimizer: category compute at depth <= 1) and in `allreduce/wait`, and names the
-// straggler: the rank the others wait for, which waits least in allreduce/wait itself.
+// It then prints analysis::rank_summary of the merged file: per rank the compute time,
+// the all-reduce wait, and the straggler (`ember stats` shows the same table).
+#include "profiler/analysis/rank_summary.h"
 #include "profiler/cli/commands.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
@@ -51,18 +55,24 @@ std::map<int64_t, trace::TimeNs> clock_anchors(const store::TraceReader& reader)
     return anchors;
 }
 
-// Copies one rank's host-side events into the writer, shifted by `shift_ns`.
+// Copies one rank's events into the writer, shifted by `shift_ns`.
 struct RankCopier {
+    RankCopier(const store::TraceReader& rank_reader, store::TraceWriter& job_writer, int rank_number,
+               trace::TimeNs shift, trace::DeviceId& device_counter)
+        : reader(rank_reader), writer(job_writer), rank(rank_number), shift_ns(shift), next_device_id(device_counter) {}
+
     const store::TraceReader& reader;
     store::TraceWriter& writer;
     int rank = 0;
     trace::TimeNs shift_ns = 0;
+    trace::DeviceId& next_device_id;  // shared by all ranks: merged devices are numbered in order
     std::unordered_map<trace::StringId, trace::StringId> strings;
     std::unordered_map<trace::ThreadId, trace::ThreadId> threads;
     std::unordered_map<trace::RangeId, trace::RangeId> ranges;
     std::unordered_map<trace::CounterId, trace::CounterId> counters;
-    double compute_seconds = 0.0;
-    double allreduce_wait_seconds = 0.0;
+    std::unordered_map<trace::DeviceId, trace::DeviceId> devices;
+    std::unordered_map<trace::StreamId, trace::StreamId> streams;
+    std::unordered_map<trace::StackId, trace::StackId> stacks;
 
     trace::StringId string(trace::StringId id) {
         if (id == trace::kNoString) return id;
@@ -84,8 +94,39 @@ struct RankCopier {
         auto it = threads.find(id);
         return it == threads.end() ? 0 : it->second;
     }
+    trace::DeviceId device(trace::DeviceId id) {
+        if (id == trace::kNoDevice) return id;
+        auto it = devices.find(id);
+        if (it != devices.end()) return it->second;
+        // A device the events name but the file never described.
+        trace::DeviceInfo info;
+        info.device_id = next_device_id++;
+        info.name = fmt::format("rank {}: device {}", rank, id);
+        writer.register_device(info);
+        devices.emplace(id, info.device_id);
+        return info.device_id;
+    }
+    trace::StreamId stream(trace::StreamId id) {
+        auto it = streams.find(id);
+        return it == streams.end() ? 0 : it->second;
+    }
+    trace::CorrelationId correlation(trace::CorrelationId id) const {
+        if (id == 0) return 0;
+        return (static_cast<trace::CorrelationId>(rank) << 32) | (id & 0xffffffffu);
+    }
+    trace::StackId stack(trace::StackId id) {
+        if (id == 0) return 0;
+        auto it = stacks.find(id);
+        if (it != stacks.end()) return it->second;
+        std::vector<trace::FrameId> frames;
+        for (const trace::FrameInfo& frame : reader.stack_frames(id))
+            frames.push_back(writer.intern_frame(frame.function, frame.module, frame.address));
+        const trace::StackId merged = writer.intern_stack(frames);
+        stacks.emplace(id, merged);
+        return merged;
+    }
 
-    void copy(int64_t merged_pid) {
+    void register_tracks(int64_t merged_pid) {
         writer.register_process({merged_pid, fmt::format("rank {}", rank)});
         for (const trace::ThreadInfo& info : reader.threads()) {
             trace::ThreadInfo merged = info;
@@ -93,11 +134,28 @@ struct RankCopier {
             merged.name = fmt::format("rank {}: {}", rank, info.name.empty() ? std::to_string(info.tid) : info.name);
             threads[info.thread_id] = writer.register_thread(merged);
         }
+        for (const trace::DeviceInfo& info : reader.devices()) {
+            trace::DeviceInfo merged = info;
+            merged.device_id = next_device_id++;
+            merged.name = fmt::format("rank {}: {}", rank, info.name);
+            writer.register_device(merged);
+            devices[info.device_id] = merged.device_id;
+        }
+        for (const trace::StreamInfo& info : reader.streams()) {
+            trace::StreamInfo merged = info;
+            merged.device_id = device(info.device_id);
+            streams[info.stream_id] = writer.register_stream(merged);
+        }
         for (const trace::CounterInfo& info : reader.counters()) {
             trace::CounterInfo merged = info;
             merged.name = fmt::format("rank {}: {}", rank, info.name);
+            merged.device_id = device(info.device_id);
             counters[info.counter_id] = writer.register_counter(merged);
         }
+    }
+
+    // Host-side events: NVTX ranges and marks, counters, API calls, stack samples.
+    void copy_host_events() {
         reader.for_each_range({}, [&](const trace::RangeEvent& event) {
             trace::RangeEvent merged = event;
             merged.range_id = range(event.range_id);
@@ -108,11 +166,6 @@ struct RankCopier {
             merged.domain_id = string(event.domain_id);
             merged.name_id = string(event.name_id);
             writer.record_range(merged);
-            const std::string_view name = reader.string(event.name_id);
-            const double seconds = static_cast<double>(event.end_ns - event.start_ns) / 1e9;
-            if (name == "allreduce/wait") allreduce_wait_seconds += seconds;
-            else if (name == "forward" || name == "backward" || name == "optimizer" || name == "imbalance")
-                compute_seconds += seconds;
             return true;
         });
         reader.for_each_mark({}, [&](const trace::MarkEvent& event) {
@@ -131,6 +184,92 @@ struct RankCopier {
             writer.record_counter(merged);
             return true;
         });
+        reader.for_each_api_call({}, [&](const trace::ApiEvent& event) {
+            trace::ApiEvent merged = event;
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+            merged.thread_id = thread(event.thread_id);
+            merged.correlation_id = correlation(event.correlation_id);
+            merged.name_id = string(event.name_id);
+            writer.record_api_call(merged);
+            return true;
+        });
+        reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
+            trace::StackSample merged = sample;
+            merged.time_ns += shift_ns;
+            merged.thread_id = thread(sample.thread_id);
+            merged.stack_id = stack(sample.stack_id);
+            writer.record_stack_sample(merged);
+            return true;
+        });
+        reader.for_each_overhead({}, [&](const trace::OverheadEvent& event) {
+            trace::OverheadEvent merged = event;
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+            merged.thread_id = thread(event.thread_id);
+            merged.name_id = string(event.name_id);
+            writer.record_overhead(merged);
+            return true;
+        });
+        for (const trace::DroppedRecords& dropped : reader.dropped_records()) {
+            trace::DroppedRecords merged = dropped;
+            merged.time_ns += shift_ns;
+            merged.source_id = string(dropped.source_id);
+            merged.thread_id = thread(dropped.thread_id);
+            writer.record_dropped(merged);
+        }
+    }
+
+    // GPU work on the rank's streams.
+    void copy_device_events() {
+        reader.for_each_kernel({}, [&](const trace::KernelEvent& event) {
+            trace::KernelEvent merged = event;
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+            merged.device_id = device(event.device_id);
+            merged.stream_id = stream(event.stream_id);
+            merged.correlation_id = correlation(event.correlation_id);
+            merged.name_id = string(event.name_id);
+            writer.record_kernel(merged);
+            return true;
+        });
+        reader.for_each_memcpy({}, [&](const trace::MemcpyEvent& event) {
+            trace::MemcpyEvent merged = event;
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+            merged.device_id = device(event.device_id);
+            merged.peer_device_id = device(event.peer_device_id);
+            merged.stream_id = stream(event.stream_id);
+            merged.correlation_id = correlation(event.correlation_id);
+            writer.record_memcpy(merged);
+            return true;
+        });
+        reader.for_each_memset({}, [&](const trace::MemsetEvent& event) {
+            trace::MemsetEvent merged = event;
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+            merged.device_id = device(event.device_id);
+            merged.stream_id = stream(event.stream_id);
+            merged.correlation_id = correlation(event.correlation_id);
+            writer.record_memset(merged);
+            return true;
+        });
+        reader.for_each_sync({}, [&](const trace::SyncEvent& event) {
+            trace::SyncEvent merged = event;
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+            merged.device_id = device(event.device_id);
+            merged.stream_id = stream(event.stream_id);
+            merged.correlation_id = correlation(event.correlation_id);
+            writer.record_sync(merged);
+            return true;
+        });
+    }
+
+    void copy(int64_t merged_pid) {
+        register_tracks(merged_pid);
+        copy_host_events();
+        copy_device_events();
     }
 };
 
@@ -150,16 +289,13 @@ int run_merge(const MergeOptions& options) {
     for (const std::string& path : options.inputs) run.command_line += " " + path;
     run.rank = 0;
     run.world_size = static_cast<int32_t>(readers.size());
-    store::TraceWriter writer(options.output, run);
+    store::WriterOptions writer_options;
+    writer_options.overflow = store::OverflowPolicy::block;  // a copy must not drop events
+    store::TraceWriter writer(options.output, run, writer_options);
 
     std::set<int64_t> pids;
     trace::TimeNs end_ns = 0;
-    int64_t left_out = 0;
-    struct RankTimes {
-        int rank;
-        double compute, wait;
-    };
-    std::vector<RankTimes> times;
+    trace::DeviceId next_device_id = 0;
     for (std::size_t position = 0; position < order.size(); ++position) {
         const store::TraceReader& reader = *readers[order[position]];
         const int rank = order.size() == 1 ? reader.run().rank : static_cast<int>(position);
@@ -184,34 +320,26 @@ int run_merge(const MergeOptions& options) {
         int64_t pid = reader.run().pid;
         while (pids.count(pid)) pid += 1000000000;  // same pid on two hosts
         pids.insert(pid);
-        RankCopier copier{reader, writer, rank, shift};
+        RankCopier copier(reader, writer, rank, shift, next_device_id);
         copier.copy(pid);
-        times.push_back({rank, copier.compute_seconds, copier.allreduce_wait_seconds});
         if (reader.run().end_ns) end_ns = std::max(end_ns, reader.run().end_ns + shift);
-        for (const char* table : {"kernels", "memcpys", "memsets", "synchronizations", "api_calls", "stack_samples"})
-            left_out += std::max<int64_t>(0, reader.event_count(table));
         fmt::print("rank {}: {} shifted by {:+.3f} ms ({})\n", rank, reader.path(), shift / 1e6, how);
     }
     if (end_ns) writer.set_end_time(end_ns);
     writer.close();
-    fmt::print("wrote {} ({} ranks)", options.output, readers.size());
-    if (left_out) fmt::print("; {} device/API/stack events not merged (host ranges, marks and counters only)", left_out);
-    fmt::print("\n");
-    if (times.size() > 1) {
+    fmt::print("wrote {} ({} ranks)\n", options.output, readers.size());
+
+    const store::TraceReader merged(options.output);
+    const analysis::RankSummary summary = analysis::rank_summary(merged);
+    if (summary.ranks.size() > 1) {
         fmt::print("{:>6} {:>14} {:>20}\n", "rank", "compute (s)", "allreduce/wait (s)");
-        std::size_t slowest = 0;
-        for (std::size_t i = 0; i < times.size(); ++i) {
-            fmt::print("{:>6} {:>14.6f} {:>20.6f}\n", times[i].rank, times[i].compute, times[i].wait);
-            // The straggler is the rank the others wait for: it waits least itself.
-            // (Its compute can look smaller than theirs when communication work is
-            // done inside their backward passes.)
-            if (times[i].wait < times[slowest].wait) slowest = i;
-        }
-        double others_wait = 0.0;
-        for (std::size_t i = 0; i < times.size(); ++i)
-            if (i != slowest) others_wait += times[i].wait;
+        for (const analysis::RankTimes& times : summary.ranks)
+            fmt::print("{:>6} {:>14.6f} {:>20.6f}\n", times.rank, times.compute_ns / 1e9, times.allreduce_wait_ns / 1e9);
+    }
+    if (summary.straggler) {
+        const analysis::RankTimes& slow = summary.ranks[*summary.straggler];
         fmt::print("straggler: rank {} ({:.6f} s compute); the other ranks waited {:.6f} s in allreduce/wait\n",
-                   times[slowest].rank, times[slowest].compute, others_wait);
+                   slow.rank, slow.compute_ns / 1e9, summary.others_wait_ns / 1e9);
     }
     return 0;
 }

@@ -20,4 +20,8 @@ cat "$work/merge.out"
 grep -q "^straggler: rank 1 " "$work/merge.out" || { echo "FAIL: rank 1 is not named the straggler"; exit 1; }
 "$ember" stats "$work/job.db" --report nvtx >"$work/stats.out"
 grep -q "allreduce/wait" "$work/stats.out" || { echo "FAIL: no allreduce/wait in the merged trace"; exit 1; }
+# `ember stats` on the job trace itemizes the ranks and names the same straggler.
+"$ember" stats "$work/job.db" >"$work/stats_all.out"
+grep -qE "^ +1 +[0-9]+ .* straggler$" "$work/stats_all.out" || { cat "$work/stats_all.out"; echo "FAIL: ember stats does not name rank 1 the straggler"; exit 1; }
+grep -qE "^ +0 +[0-9]+ .* waits$" "$work/stats_all.out" || { echo "FAIL: ember stats does not show rank 0 waiting"; exit 1; }
 echo "imbalance: straggler named, merged trace has all-reduce waits"

@@ -1,0 +1,52 @@
+// rank_summary.h: per-rank time of a distributed run — the picture of one slow rank
+// making the others wait.
+//
+// A rank is a process of the file: a job trace from `ember merge` holds one process
+// per rank, named "rank R"; a single rank's own file holds one process, whose rank is
+// RunInfo::rank. For each rank, over its NVTX ranges:
+//   compute         sum of outermost compute ranges: "ember"-domain ranges of category
+//                   compute (forward, backward, optimizer, injected imbalance) that
+//                   have no compute range above them, so layers inside forward are
+//                   not counted twice;
+//   all-reduce wait sum of "allreduce/wait" ranges (any domain);
+//   dataloader wait sum of "dataloader/wait" ranges;
+//   steps, step time the "step" ranges: count and summed length.
+// The straggler is the rank the others wait for. In a synchronous data-parallel job
+// every rank leaves each all-reduce at about the same time, so the slow rank is the
+// one that arrives last and waits least: the rank with the smallest all-reduce wait.
+// Its compute is usually the largest but need not be (communication progressed
+// inside the other ranks' backward passes counts as their compute).
+#pragma once
+
+#include "profiler/store/reader.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ember::analysis {
+
+struct RankTimes {
+    std::int32_t rank = 0;
+    std::int64_t pid = 0;
+    std::string process_name;
+    std::int64_t steps = 0;
+    trace::TimeNs step_ns = 0;
+    trace::TimeNs compute_ns = 0;
+    trace::TimeNs allreduce_wait_ns = 0;
+    trace::TimeNs dataloader_wait_ns = 0;
+};
+
+struct RankSummary {
+    std::vector<RankTimes> ranks;    // by rank
+    std::optional<std::size_t> straggler;  // index into ranks; set for >= 2 ranks when any waited
+    // Summed all-reduce wait of every rank but the straggler.
+    trace::TimeNs others_wait_ns = 0;
+};
+
+// Ranks are ordered by rank number. A process named "rank R" has rank R; any other
+// process takes RunInfo::rank when it is the file's only process, else its position.
+RankSummary rank_summary(const store::TraceReader& reader);
+
+}  // namespace ember::analysis
