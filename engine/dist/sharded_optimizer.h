@@ -9,8 +9,14 @@
 //
 // Only elementwise optimizers shard exactly (a tensor may straddle two shards):
 // lamb, lars and novograd (per-tensor norms) and lbfgs are refused. Not supported yet:
-// a low-precision parameter copy (AMP), gradient clipping (the norm would be of the
-// shard), checkpointing the sharded state.
+// a low-precision parameter copy (AMP) and gradient clipping (the norm would be of the
+// shard).
+//
+// Checkpoints: gather_state() (a collective: every rank calls it) assembles the full
+// state buffers from the shards, after which export_state() on any rank returns them —
+// the same layout and name ("adamw", not a sharded variant) as the unsharded optimizer's
+// state, so a checkpoint written under ZeRO-1 resumes without it and vice versa, and
+// rank 0 alone writes the file. import_state() takes this rank's slice (no collective).
 #pragma once
 
 #include "engine/dist/communicator.h"
@@ -38,12 +44,20 @@ public:
     // The inner optimizer over this rank's shard (null when the shard holds no tensor).
     const optim::Optimizer* shard_optimizer() const { return inner_.get(); }
 
-    optim::OptimizerState export_state() const override;  // throws: not supported yet
+    // Collective: call on every rank before export_state(). `stream`: the CUDA stream
+    // of the communicator's collectives (null for cpu).
+    void gather_state(void* stream = nullptr);
+    // The state gathered at this step count; throws std::logic_error when
+    // gather_state() has not run since the last step.
+    optim::OptimizerState export_state() const override;
     void import_state(const optim::OptimizerState& state) override;
 
 private:
     Communicator& communicator_;
     std::unique_ptr<optim::Optimizer> inner_;
+    std::size_t state_buffer_count_ = 0;   // of this optimizer kind (inner_ may be null)
+    optim::OptimizerState gathered_state_;
+    int64_t gathered_at_step_ = -1;
     std::size_t flat_length_ = 0, shard_begin_ = 0, shard_end_ = 0, shard_size_ = 0;
     nn::FlatBuffer gathered_;  // world * shard_size elements
 };

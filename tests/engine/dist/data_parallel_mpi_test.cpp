@@ -118,6 +118,7 @@ TEST(DataParallel, BucketsTileTheBufferInReverseOrder) {
 struct TrainedParameters {
     std::vector<float> parameters;
     int64_t collectives = 0;
+    optim::OptimizerState state;  // full optimizer state (gathered from the shards under ZeRO-1)
 };
 
 // k steps with accumulation 2: single process on the union batch of `union_ranks`
@@ -158,7 +159,9 @@ TrainedParameters train(Communicator* comm, bool overlap, bool zero1, int steps,
             trainer.step(batch.images_tensor(local * rank, local), batch.labels_tensor(local * rank, local));
         }
     }
-    return {test::copy_of(store.master(), store.flat_length()), ddp ? ddp->collectives_launched() : 0};
+    if (zero1) static_cast<ShardedOptimizer&>(*optimizer).gather_state();
+    return {test::copy_of(store.master(), store.flat_length()), ddp ? ddp->collectives_launched() : 0,
+            optimizer->export_state()};
 }
 
 TEST(DataParallel, TrainingEqualsUnionBatchAndOverlapIsBitIdentical) {
@@ -189,6 +192,38 @@ TEST(ZeroOne, ParametersEqualDataParallelAfterSteps) {
     std::vector<float> mine = zero.parameters, rank0 = zero.parameters;
     comm.broadcast(rank0.data(), rank0.size() * sizeof(float), 0, nullptr);
     EXPECT_EQ(mine, rank0);
+}
+
+// The gathered ZeRO-1 state is the unsharded optimizer's state (so checkpoints
+// interchange), and importing it gives every rank back its own slice.
+TEST(ZeroOne, GatheredStateEqualsDataParallelStateAndImportsBack) {
+    Communicator& comm = world();
+    TrainedParameters ddp = train(&comm, true, false, 3);
+    TrainedParameters zero = train(&comm, true, true, 3);
+    ASSERT_EQ(zero.state.buffers.size(), 2u);  // AdamW: m and v
+    ASSERT_EQ(zero.state.buffers.size(), ddp.state.buffers.size());
+    EXPECT_EQ(zero.state.step_count, ddp.state.step_count);
+    for (std::size_t i = 0; i < zero.state.buffers.size(); ++i) {
+        ASSERT_EQ(zero.state.buffers[i].size(), ddp.state.buffers[i].size());
+        EXPECT_LT(relative_difference(zero.state.buffers[i], ddp.state.buffers[i]), 1e-6) << "buffer " << i;
+    }
+    auto model = test::built_model("mlp");
+    ShardedOptimizer restored("adamw", {{"lr", 1e-2}, {"weight_decay", 0.01}}, model->parameters().segments(),
+                              model->parameters().flat_length(), optim::OptimizerBackend::cpu, comm);
+    EXPECT_EQ(restored.name(), "adamw");
+    EXPECT_THROW(restored.export_state(), std::logic_error);  // never gathered
+    restored.import_state(ddp.state);
+    EXPECT_EQ(restored.step_count(), 3);
+    // This rank's inner optimizer holds exactly its slice.
+    ASSERT_NE(restored.shard_optimizer(), nullptr);
+    optim::OptimizerState slice = restored.shard_optimizer()->export_state();
+    for (std::size_t i = 0; i < slice.buffers.size(); ++i)
+        for (std::size_t j = 0; j < slice.buffers[i].size(); ++j)
+            ASSERT_EQ(slice.buffers[i][j], ddp.state.buffers[i][restored.shard_begin() + j]) << i << "," << j;
+    restored.gather_state();
+    optim::OptimizerState again = restored.export_state();
+    for (std::size_t i = 0; i < again.buffers.size(); ++i) EXPECT_EQ(again.buffers[i], ddp.state.buffers[i]);
+    EXPECT_THROW(restored.import_state(optim::OptimizerState{3, 1.0, {{1.0f}}, {}}), std::invalid_argument);
 }
 
 TEST(ZeroOne, RefusesOptimizersWithPerTensorNorms) {
