@@ -52,7 +52,6 @@ void ViewerApp::draw_ruler(ImDrawList* draw, float x0, float y0, float width) {
 }
 
 void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height) {
-    static std::vector<ImVec2> line;  // reused: no allocation per frame once grown
     const int columns = std::max(1, static_cast<int>(width));
     fold_counter(lane.points, view_.visible().begin_ns, view_.ns_per_pixel(), columns, counter_columns_);
     const double low = lane.min_value;
@@ -60,21 +59,51 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
     auto y_of = [&](double value) {
         return y0 + height - 2.0f - static_cast<float>((value - low) / (high - low)) * (height - 4.0f);
     };
-    line.clear();
+    // Each pixel column is one vertical span from its min to its max, stretched to
+    // meet the previous column so the curve stays connected, and neighbouring columns
+    // with the same span become one wider rectangle. A polyline would cost an
+    // anti-aliased quad and fringe per column, which software OpenGL (llvmpipe)
+    // rasterizes slower than the rest of the timeline together (performance.md).
+    constexpr float kLineThickness = 1.5f;
+    bool run_open = false, previous_valid = false;
+    float run_left = 0, run_right = 0, run_top = 0, run_bottom = 0;
+    float previous_top = 0, previous_bottom = 0;
+    auto flush = [&]() {
+        if (!run_open) return;
+        draw->AddRectFilled(ImVec2(run_left, run_top), ImVec2(run_right, run_bottom), colors::kCounterLine);
+        ++counters_.primitives;
+        run_open = false;
+    };
     for (int column = 0; column < columns; ++column) {
         const CounterColumn& cell = counter_columns_[static_cast<std::size_t>(column)];
-        if (!cell.has_value) continue;
-        const float x = x0 + static_cast<float>(column);
-        if (cell.max_value != cell.min_value) {
-            // A one-pixel rectangle, not a line: no anti-aliasing fringe to rasterize.
-            draw->AddRectFilled(ImVec2(x, y_of(cell.max_value)), ImVec2(x + 1.0f, y_of(cell.min_value) + 1.0f),
-                                with_alpha(colors::kCounterLine, 160));
-            ++counters_.primitives;
+        if (!cell.has_value) {
+            flush();
+            previous_valid = false;
+            continue;
         }
-        line.push_back(ImVec2(x, y_of(cell.max_value)));
+        float top = y_of(cell.max_value);
+        float bottom = y_of(cell.min_value) + kLineThickness;
+        const float own_top = top, own_bottom = bottom;
+        if (previous_valid) {
+            top = std::min(top, previous_bottom - kLineThickness);
+            bottom = std::max(bottom, previous_top + kLineThickness);
+        }
+        previous_top = own_top;
+        previous_bottom = own_bottom;
+        previous_valid = true;
+        const float x = x0 + static_cast<float>(column);
+        if (run_open && top == run_top && bottom == run_bottom) {
+            run_right = x + 1.0f;
+            continue;
+        }
+        flush();
+        run_open = true;
+        run_left = x;
+        run_right = x + 1.0f;
+        run_top = top;
+        run_bottom = bottom;
     }
-    if (line.size() >= 2) draw->AddPolyline(line.data(), static_cast<int>(line.size()), colors::kCounterLine, 0, 1.5f);
-    ++counters_.primitives;
+    flush();
 }
 
 void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
@@ -235,6 +264,13 @@ void ViewerApp::draw_timeline(float width, float height) {
 
     // --- Draw ----------------------------------------------------------------------
     draw->PushClipRect(origin, ImVec2(origin.x + width, origin.y + height), true);
+    // Everything the timeline draws is axis-aligned (boxes, separators, ticks, outlines,
+    // counter spans): without anti-aliasing a line is one quad instead of a quad plus a
+    // fringe, which software OpenGL pays per pixel (performance.md, "Viewer").
+    constexpr ImDrawListFlags kAntialiasing =
+        ImDrawListFlags_AntiAliasedLines | ImDrawListFlags_AntiAliasedLinesUseTex | ImDrawListFlags_AntiAliasedFill;
+    const ImDrawListFlags antialiased_flags = draw->Flags;
+    draw->Flags = antialiased_flags & ~kAntialiasing;
     // No full-area background: the frame is cleared to it (software renderers pay per
     // covered pixel, and this area is most of the window).
     draw_ruler(draw, x0, origin.y, timeline_width);
@@ -298,7 +334,9 @@ void ViewerApp::draw_timeline(float width, float height) {
             draw_lane_rows(draw, lane, placement.lane, placement, x0, top, timeline_width, mouse_x, mouse_y);
         }
     }
+    draw->Flags = antialiased_flags;  // the flow arrow is a curve: smooth it
     draw_flow(draw, x0, y_origin);
+    draw->Flags = antialiased_flags & ~kAntialiasing;
     if (selection_range_) {
         const float left = x0 + static_cast<float>(view_.time_to_x(selection_range_->begin_ns));
         const float right = x0 + static_cast<float>(view_.time_to_x(selection_range_->end_ns));
@@ -309,6 +347,7 @@ void ViewerApp::draw_timeline(float width, float height) {
     }
     draw->PopClipRect();
     draw->PopClipRect();
+    draw->Flags = antialiased_flags;
 
     // --- Clicks, tooltip, title menu -------------------------------------------------
     if (ImGui::IsItemDeactivated() && !dragging_pan_ && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
