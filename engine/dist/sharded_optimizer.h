@@ -44,6 +44,10 @@ public:
     // The inner optimizer over this rank's shard (null when the shard holds no tensor).
     const optim::Optimizer* shard_optimizer() const { return inner_.get(); }
 
+    // As many state buffers as the unsharded optimizer (what a checkpoint holds); none
+    // is held whole on this rank, so state_buffer() is null.
+    int state_buffer_count() const override { return static_cast<int>(state_buffer_count_); }
+
     // Collective: call on every rank before export_state(). `stream`: the CUDA stream
     // of the communicator's collectives (null for cpu).
     void gather_state(void* stream = nullptr);

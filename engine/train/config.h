@@ -50,6 +50,12 @@ struct TrainConfig {
     // again, busy, before each step (shows one slow rank making the others wait).
     double imbalance = 0.0;
 
+    // [distributed]: data-parallel runs under mpirun/srun (docs/distributed.md).
+    double bucket_mb = 25.0;          // gradient bucket size, MiB
+    double first_bucket_mb = 1.0;     // the first bucket (last layers): small, so communication starts early
+    bool overlap = true;              // all-reduce each bucket during backward (false: all after backward)
+    int zero = 0;                     // 1 = ZeRO-1: reduce-scatter, sharded optimizer state, all-gather
+
     // [optimizer]: name plus its hyper-parameters, checked by the optimizer itself.
     std::string optimizer = "sgd";
     std::map<std::string, double> optimizer_params = {{"lr", 0.05}, {"momentum", 0.9}};

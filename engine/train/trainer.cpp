@@ -11,6 +11,7 @@
 #include "engine/cuda/context.h"
 #include "engine/dist/context.h"
 #include "engine/dist/data_parallel.h"
+#include "engine/dist/sharded_optimizer.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
@@ -317,11 +318,29 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
                    : (config.fused_optimizer ? optim::OptimizerBackend::cuda_fused
                                              : optim::OptimizerBackend::cuda_per_tensor);
     std::unique_ptr<optim::Optimizer> optimizer;
+    dist::ShardedOptimizer* sharded = nullptr;  // ZeRO-1's optimizer, when distributed.zero = 1
+    const bool zero_one = config.zero == 1 && dist.distributed();
+    if (config.zero == 1 && !dist.distributed())
+        observer.info("distributed.zero = 1 shards the optimizer across ranks: a single process keeps it whole");
+    if (zero_one && policy.low_precision())
+        throw ConfigError("distributed.zero = 1 with train.precision = \"" + config.precision +
+                          "\": ZeRO-1 keeps no low-precision parameter copy yet; use fp32 or distributed.zero = 0");
+    if (zero_one && config.clip_grad_norm > 0)
+        throw ConfigError("distributed.zero = 1 with train.clip_grad_norm: each rank holds only its shard's "
+                          "gradients, so the global norm is not available; set one of them to 0");
     try {
-        optimizer = optim::make_optimizer(config.optimizer, config.optimizer_params, parameters.segments(),
-                                          optimizer_backend);
+        if (zero_one) {
+            auto owned = std::make_unique<dist::ShardedOptimizer>(config.optimizer, config.optimizer_params,
+                                                                  parameters.segments(), parameters.flat_length(),
+                                                                  optimizer_backend, dist.communicator());
+            sharded = owned.get();
+            optimizer = std::move(owned);
+        } else {
+            optimizer = optim::make_optimizer(config.optimizer, config.optimizer_params, parameters.segments(),
+                                              optimizer_backend);
+        }
     } catch (const std::invalid_argument& e) {
-        throw ConfigError(std::string("[optimizer] ") + e.what());
+        throw ConfigError(std::string(zero_one ? "[optimizer] with distributed.zero = 1: " : "[optimizer] ") + e.what());
     }
     if (optimizer->kind() == optim::OptimizerKind::lbfgs)
         throw ConfigError("optimizer.name = \"lbfgs\" is for small full-batch problems "
@@ -353,7 +372,16 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
             observer.info("switches.cuda_graph is off in data-parallel runs (all-reduce launches from backward)");
             trainer_options.cuda_graph = false;
         }
-        data_parallel = std::make_unique<dist::DataParallel>(*model, dist.communicator());
+        dist::DataParallelOptions parallel;
+        parallel.bucket_bytes = static_cast<std::size_t>(config.bucket_mb * (1 << 20));
+        parallel.first_bucket_bytes = static_cast<std::size_t>(config.first_bucket_mb * (1 << 20));
+        parallel.overlap = config.overlap;
+        parallel.reduction = zero_one ? dist::GradientReduction::reduce_scatter : dist::GradientReduction::all_reduce;
+        data_parallel = std::make_unique<dist::DataParallel>(*model, dist.communicator(), parallel);
+        observer.info(fmt::format("data parallel: {} gradient buckets ({:g} MiB, first {:g} MiB), overlap {}{}",
+                                  data_parallel->buckets().size(), config.bucket_mb, config.first_bucket_mb,
+                                  config.overlap ? "on" : "off",
+                                  zero_one ? ", ZeRO-1 (reduce-scatter, sharded optimizer state, all-gather)" : ""));
         data_parallel->broadcast_parameters();  // every rank starts from rank 0's weights
         trainer_options.gradient_sync = data_parallel.get();
     }
@@ -370,8 +398,12 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
         observer.info(fmt::format("resumed from {} at step {} (epoch {}, batch {})", config.resume,
                                   trainer.steps(), position.sampler_epoch, position.sampler_index));
     }
-    auto save = [&](int64_t epoch, int64_t batch_in_epoch) {
+    // Called on every rank at the same steps: under ZeRO-1 the optimizer state is first
+    // gathered from the shards (a collective); rank 0 alone writes the file.
+    auto save = [&](int64_t epoch, int64_t batch_in_epoch) -> std::string {
         nvtx::ScopedRange range("checkpoint", nvtx::Category::checkpoint);
+        if (sharded) sharded->gather_state(stream);
+        if (!dist.is_root()) return {};
         std::string path = config.checkpoint_dir + "/last.ckpt";
         std::filesystem::create_directories(config.checkpoint_dir);
         checkpoint::TrainingPosition here;
@@ -474,7 +506,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
                            {"images_per_second", report.images_per_second}, {"skipped", report.skipped}});
 
             if (config.max_steps > 0 && trainer.steps() >= config.max_steps) stop = true;
-            if (!config.checkpoint_dir.empty() && config.checkpoint_every > 0 && dist.is_root() &&
+            if (!config.checkpoint_dir.empty() && config.checkpoint_every > 0 &&
                 trainer.steps() % config.checkpoint_every == 0)
                 summary.last_checkpoint = batch_index >= steps_per_epoch ? save(epoch + 1, 0) : save(epoch, batch_index);
         }
@@ -504,7 +536,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
         summary.best_test_accuracy = std::max(summary.best_test_accuracy, er.test_accuracy);
     }
 
-    if (!config.checkpoint_dir.empty() && dist.is_root()) summary.last_checkpoint = save(config.epochs, 0);
+    if (!config.checkpoint_dir.empty()) summary.last_checkpoint = save(config.epochs, 0);
     summary.steps = trainer.steps();
     summary.images = images;
     summary.seconds = train_seconds;
