@@ -88,6 +88,118 @@ TEST_F(FlamegraphTest, CpuSamplesCountSamples) {
     EXPECT_DOUBLE_EQ(graph.nodes[child_named(graph, main_frame, "decode_png")].total, 4.0);
 }
 
+// Sum of a node's children (the totals of a tree must add up at every level).
+double children_total(const FlameGraph& graph, std::uint32_t node) {
+    double sum = 0.0;
+    for (std::uint32_t child : graph.nodes[node].children) sum += graph.nodes[child].total;
+    return sum;
+}
+
+TEST_F(FlamegraphTest, GpuKernelsTimeOrderKeepsTotalsAndSequence) {
+    const FlameGraph merged = build_flamegraph(*model_, FlameSource::gpu_kernels, FlameOrder::left_heavy);
+    const FlameGraph timed = build_flamegraph(*model_, FlameSource::gpu_kernels, FlameOrder::time_order);
+    EXPECT_EQ(timed.order, FlameOrder::time_order);
+    EXPECT_DOUBLE_EQ(merged.total(), static_cast<double>(totals_.kernel_ns));
+    EXPECT_DOUBLE_EQ(timed.total(), static_cast<double>(totals_.kernel_ns));
+    EXPECT_DOUBLE_EQ(children_total(timed, 0), timed.total());
+    // One subtree per stream with kernels (the copy stream has none).
+    ASSERT_EQ(timed.nodes[0].children.size(), 1u);
+    const std::uint32_t stream = timed.nodes[0].children[0];
+    EXPECT_NE(timed.nodes[stream].name.find("stream 7"), std::string::npos) << timed.nodes[stream].name;
+    // Consecutive steps share one node; inside it forward and backward alternate, and
+    // inside a phase gemm, relu, gemm stay three boxes (never adjacent equals).
+    ASSERT_EQ(timed.nodes[stream].children.size(), 1u);
+    const std::uint32_t step = timed.nodes[stream].children[0];
+    EXPECT_EQ(timed.nodes[step].name, "step");
+    ASSERT_EQ(timed.nodes[step].children.size(), 8u);
+    const std::uint32_t forward = timed.nodes[step].children[0];
+    EXPECT_EQ(timed.nodes[forward].name, "forward");
+    EXPECT_EQ(timed.nodes[timed.nodes[step].children[1]].name, "backward");
+    ASSERT_EQ(timed.nodes[forward].children.size(), 3u);
+    EXPECT_EQ(timed.nodes[timed.nodes[forward].children[0]].name, "sgemm_128x64");
+    EXPECT_EQ(timed.nodes[timed.nodes[forward].children[1]].name, "relu_kernel");
+    EXPECT_EQ(timed.nodes[timed.nodes[forward].children[2]].name, "sgemm_128x64");
+    EXPECT_EQ(timed.nodes[timed.nodes[forward].children[0]].count, 1);
+    // Every kernel is counted once in both views.
+    std::int64_t merged_leaves = 0, timed_leaves = 0;
+    for (const FlameNode& node : merged.nodes)
+        if (node.children.empty()) merged_leaves += node.count;
+    for (const FlameNode& node : timed.nodes)
+        if (node.children.empty()) timed_leaves += node.count;
+    EXPECT_EQ(merged_leaves, totals_.kernels);
+    EXPECT_EQ(timed_leaves, totals_.kernels);
+}
+
+TEST_F(FlamegraphTest, CpuSamplesTimeOrderKeepsTotalsPerThread) {
+    const FlameGraph merged = build_flamegraph(*model_, FlameSource::cpu_samples, FlameOrder::left_heavy);
+    const FlameGraph timed = build_flamegraph(*model_, FlameSource::cpu_samples, FlameOrder::time_order);
+    EXPECT_DOUBLE_EQ(merged.total(), static_cast<double>(totals_.stack_samples));
+    EXPECT_DOUBLE_EQ(timed.total(), static_cast<double>(totals_.stack_samples));
+    EXPECT_DOUBLE_EQ(children_total(timed, 0), timed.total());
+    // Main thread: train_step sampled 8 times in a row (its samples interleave with the
+    // loader's in the file, but each thread is its own sequence); loader: decode_png 4.
+    ASSERT_EQ(timed.nodes[0].children.size(), 2u);
+    const std::uint32_t main_thread = timed.nodes[0].children[0];
+    const std::uint32_t loader_thread = timed.nodes[0].children[1];
+    EXPECT_NE(timed.nodes[main_thread].name.find("main"), std::string::npos);
+    EXPECT_NE(timed.nodes[loader_thread].name.find("loader"), std::string::npos);
+    const std::uint32_t train = child_named(timed, child_named(timed, main_thread, "main"), "train_step");
+    const std::uint32_t decode = child_named(timed, child_named(timed, loader_thread, "main"), "decode_png");
+    ASSERT_NE(train, 0u);
+    ASSERT_NE(decode, 0u);
+    EXPECT_DOUBLE_EQ(timed.nodes[train].total, 8.0);
+    EXPECT_EQ(timed.nodes[train].count, 8);
+    EXPECT_DOUBLE_EQ(timed.nodes[decode].total, 4.0);
+}
+
+// Speedscope's time order: stacks A A B A on one thread give boxes A(2) B(1) A(1).
+TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
+    const std::string path = testing::temporary_trace_path("flame_sequence");
+    {
+        trace::RunInfo run;
+        run.pid = 7;
+        store::WriterOptions options;
+        options.overflow = store::OverflowPolicy::block;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        store::TraceWriter writer(path, run, options);
+        writer.register_process({7, "sampled"});
+        const trace::ThreadId thread = writer.register_thread({0, 7, 7, "main"});
+        const trace::FrameId main_frame = writer.intern_frame("main", "m", 1);
+        const trace::FrameId work_a = writer.intern_frame("work_a", "m", 2);
+        const trace::FrameId work_b = writer.intern_frame("work_b", "m", 3);
+        const trace::FrameId stack_a_frames[] = {main_frame, work_a};
+        const trace::FrameId stack_b_frames[] = {main_frame, work_b};
+        const trace::StackId stack_a = writer.intern_stack(stack_a_frames);
+        const trace::StackId stack_b = writer.intern_stack(stack_b_frames);
+        const trace::StackId sequence[] = {stack_a, stack_a, stack_b, stack_a};
+        for (int index = 0; index < 4; ++index) writer.record_stack_sample({1000 + index * 100, thread, sequence[index]});
+        // A range so the thread has a lane (and the thread root its title).
+        writer.record_range({writer.next_range_id(), 1000, 1400, thread, writer.intern("d"), writer.intern("r"), 0, 0,
+                             0, 0, {}});
+        writer.close();
+    }
+    {
+        TraceModel model({path});
+        model.load_all();
+        const FlameGraph timed = build_flamegraph(model, FlameSource::cpu_samples, FlameOrder::time_order);
+        ASSERT_EQ(timed.nodes[0].children.size(), 1u);
+        const std::uint32_t thread = timed.nodes[0].children[0];
+        ASSERT_EQ(timed.nodes[thread].children.size(), 1u);
+        const std::uint32_t main_node = timed.nodes[thread].children[0];
+        EXPECT_DOUBLE_EQ(timed.nodes[main_node].total, 4.0);
+        std::vector<std::pair<std::string, double>> boxes;
+        for (std::uint32_t child : timed.nodes[main_node].children)
+            boxes.emplace_back(timed.nodes[child].name, timed.nodes[child].total);
+        EXPECT_EQ(boxes, (std::vector<std::pair<std::string, double>>{{"work_a", 2.0}, {"work_b", 1.0}, {"work_a", 1.0}}));
+        const FlameGraph merged = build_flamegraph(model, FlameSource::cpu_samples, FlameOrder::left_heavy);
+        const std::uint32_t merged_main = child_named(merged, 0, "main");
+        EXPECT_DOUBLE_EQ(merged.nodes[child_named(merged, merged_main, "work_a")].total, 3.0);
+        EXPECT_DOUBLE_EQ(merged.total(), timed.total());
+    }
+    std::filesystem::remove(path);
+}
+
 TEST_F(FlamegraphTest, DifferenceCarriesBaselineAndCurrent) {
     const std::string slower_path = testing::temporary_trace_path("flame_slow");
     testing::FixtureShape slower;

@@ -115,13 +115,16 @@ std::int64_t containing(const Row& row, TimeNs time) {
     return -1;
 }
 
+// "process 12 / thread 34 main": the title of a lane, the root of its subtree in time order.
+std::string lane_label(const Lane& lane) { return lane.group + " / " + lane.title; }
+
 void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph, FlameOrder order, int only_file) {
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
         const Lane& lane = model.lane(lane_index);
         if (lane.kind != LaneKind::thread || !lane.ready.load(std::memory_order_acquire)) continue;
         if (only_file >= 0 && lane.file_index != only_file) continue;
         const std::uint32_t lane_root =
-            order == FlameOrder::time_order ? builder.child(0, lane.group + " / " + lane.title) : 0;
+            order == FlameOrder::time_order ? builder.child(0, lane_label(lane)) : 0;
         // Nodes of the previous depth's events; each row's parent is found by
         // binary search in the row above.
         const Row* parent_row = nullptr;
@@ -156,7 +159,7 @@ void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph
     }
 }
 
-void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, int only_file) {
+void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file) {
     // Correlation id -> the launching API call (lane, start), per file.
     struct Launch {
         int file = 0;
@@ -177,15 +180,23 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, int only_f
                     if (call.link != 0) launches.push_back({lane.file_index, call.link, lane_index, call.start_ns});
     }
     std::sort(launches.begin(), launches.end());
+    // Streams one after the other, each in start order: in time order the stream is
+    // the root of its kernels and only consecutive kernels with the same stack merge.
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
         const Lane& lane = model.lane(lane_index);
         if (lane.kind != LaneKind::stream || !lane.ready.load(std::memory_order_acquire)) continue;
         if (only_file >= 0 && lane.file_index != only_file) continue;
+        std::uint32_t lane_root = 0;
+        bool lane_root_created = order == FlameOrder::left_heavy;
         for (const Row& row : lane.rows) {
             if (row.kind != RowKind::gpu_work) continue;
             for (const TimelineEvent& kernel : row.events) {
                 if (kernel.kind != EventKind::kernel) continue;
-                std::uint32_t node = 0;
+                if (!lane_root_created) {  // streams without kernels get no node
+                    lane_root = builder.child(0, lane_label(lane));
+                    lane_root_created = true;
+                }
+                std::uint32_t node = lane_root;
                 const Launch key{lane.file_index, kernel.link, 0, 0};
                 auto found = std::lower_bound(launches.begin(), launches.end(), key);
                 if (kernel.link != 0 && found != launches.end() && found->file == lane.file_index &&
@@ -199,7 +210,7 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, int only_f
                             node, std::string(model.name(ranges.events[static_cast<std::size_t>(open)].name_id)));
                     }
                 } else {
-                    node = builder.child(0, "(no launch record)");
+                    node = builder.child(node, "(no launch record)");
                 }
                 node = builder.child(node, std::string(model.name(kernel.name_id)));
                 builder.add_inclusive(node, static_cast<double>(kernel.duration_ns()));
@@ -208,17 +219,42 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, int only_f
     }
 }
 
-void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, int only_file) {
+void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file) {
     if (!model.loaded()) return;  // samples are published with the end of loading
     for (std::size_t index = 0; index < model.files().size(); ++index) {
         if (only_file >= 0 && static_cast<int>(index) != only_file) continue;
         const TraceFile& file = model.files()[index];
-        for (const StackSampleRef& sample : file.stack_samples) {
-            std::uint32_t node = 0;
+        // Time order: thread by thread, each thread's samples in time order (the
+        // file's are in time order over all threads; a stable sort keeps that).
+        std::vector<std::uint32_t> sample_order(file.stack_samples.size());
+        for (std::size_t sample = 0; sample < sample_order.size(); ++sample)
+            sample_order[sample] = static_cast<std::uint32_t>(sample);
+        if (order == FlameOrder::time_order)
+            std::stable_sort(sample_order.begin(), sample_order.end(), [&file](std::uint32_t a, std::uint32_t b) {
+                return file.stack_samples[a].thread_id < file.stack_samples[b].thread_id;
+            });
+        std::uint32_t thread_root = 0;
+        trace::ThreadId root_thread = 0;
+        bool have_root = false;
+        for (std::uint32_t sample_index : sample_order) {
+            const StackSampleRef& sample = file.stack_samples[sample_index];
+            if (order == FlameOrder::time_order && (!have_root || sample.thread_id != root_thread)) {
+                std::string label = "thread #" + std::to_string(sample.thread_id);
+                for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
+                    const Lane& lane = model.lane(lane_index);
+                    if (lane.kind == LaneKind::thread && lane.file_index == static_cast<int>(index) &&
+                        lane.track_id == sample.thread_id)
+                        label = lane_label(lane);
+                }
+                thread_root = builder.child(0, label);
+                root_thread = sample.thread_id;
+                have_root = true;
+            }
+            std::uint32_t node = thread_root;
             auto frames = file.stack_frames.find(sample.stack_id);
             if (frames != file.stack_frames.end())
                 for (std::uint32_t frame : frames->second) node = builder.child(node, file.frame_names[frame]);
-            if (node == 0) node = builder.child(0, "(empty stack)");
+            if (node == thread_root) node = builder.child(node, "(empty stack)");
             builder.add_inclusive(node, 1.0);
         }
     }
@@ -231,14 +267,10 @@ FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOr
     graph.source = source;
     graph.order = order;
     graph.unit = source == FlameSource::cpu_samples ? "samples" : "ns";
-    // Time order for kernels and samples keeps the merged shape (no per-event order
-    // survives aggregation by stack); only NVTX has a meaningful time order here.
-    const FlameOrder build_order = source == FlameSource::nvtx_ranges ? order : FlameOrder::left_heavy;
-    graph.order = build_order;
-    TreeBuilder builder(graph, build_order);
-    if (source == FlameSource::nvtx_ranges) build_nvtx(model, builder, graph, build_order, only_file);
-    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder, only_file);
-    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, only_file);
+    TreeBuilder builder(graph, order);
+    if (source == FlameSource::nvtx_ranges) build_nvtx(model, builder, graph, order, only_file);
+    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder, order, only_file);
+    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, order, only_file);
     finish(graph);
     return graph;
 }

@@ -6,7 +6,10 @@
 // time by the NVTX stack that launched it (kernel -> API call by correlation id ->
 // ranges open on the launching thread at that moment), and CPU stack samples (value
 // = samples). Orders: merged "left heavy" (same names under the same parent merge,
-// heaviest first) and "time order" (only consecutive equal names merge, per thread).
+// heaviest first) and "time order" (as speedscope: events or samples in time order,
+// one subtree per thread or stream, and only consecutive equal names under the same
+// parent merge, so consecutive identical stacks become one box). Both orders hold
+// the same total.
 #pragma once
 
 #include "viewer/model/trace_model.h"
