@@ -67,7 +67,7 @@ struct TrainConfig {
 
     // [switches]: each optimization of the tuning canon, on by default where it helps.
     bool cudnn_benchmark = true;
-    bool channels_last = false;
+    bool channels_last = false;        // nhwc activations in conv/BN/pool (nn::BuildOptions::channels_last)
     bool conv_bias_before_bn = false;  // the canon: no conv bias before BatchNorm
     bool grads_to_none = true;         // first backward write stores instead of accumulating
     bool fused_gelu = true;

@@ -256,9 +256,9 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
         observer.info("switches.cuda_graph needs the cuda backend: running eagerly");
         config.cuda_graph = false;
     }
-    if (config.channels_last)
-        throw ConfigError("switches.channels_last: the layers train in NCHW only for now; "
-                          "set it to false");
+    if (config.channels_last && config.model == "mlp")
+        observer.info("switches.channels_last: the mlp has no convolutions; its input is reordered to nhwc and "
+                      "back at the flatten (no gain, results unchanged)");
 
     TrainSummary summary;
     summary.backend = on_device ? "cuda" : "cpu";
@@ -290,6 +290,7 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
     build.seed = config.seed;
     build.switches.fused_gelu = config.fused_gelu;
     build.switches.fused_layernorm = config.fused_layernorm;
+    build.channels_last = config.channels_last;
     model->build(build);
     if (config.activation_checkpointing) model->checkpoint_composite_layers(true);
     nn::ParameterStore& parameters = model->parameters();

@@ -90,6 +90,12 @@ std::vector<Variant> variants() {
          [needs](const train::TrainConfig& c, bool on_gpu) {
              return on_gpu ? needs("convolutions", {"cnn", "resnet"})(c, on_gpu) : std::string("needs a GPU");
          }},
+        {"channels-last off (NCHW)", [](train::TrainConfig& c) { c.channels_last = false; },
+         [needs](const train::TrainConfig& c, bool on_gpu) {
+             // The CPU conv reads any layout through NCHW buffers: nothing to gain there.
+             return on_gpu ? needs("convolutions", {"cnn", "resnet", "transformer"})(c, on_gpu)
+                           : std::string("needs a GPU");
+         }},
         {"AMP off (fp32)", [](train::TrainConfig& c) { c.precision = "fp32"; }, gpu_only},
         {"TF32 off", [](train::TrainConfig& c) { c.tf32 = false; }, gpu_only},
         {"conv bias before BN", [](train::TrainConfig& c) { c.conv_bias_before_bn = true; },
@@ -114,6 +120,7 @@ train::TrainConfig all_on(const Options& o, bool on_gpu) {
     c.data_source = on_gpu ? "gpu" : "idx";
     c.precision = on_gpu ? "bf16" : "fp32";
     c.cudnn_benchmark = true;
+    c.channels_last = on_gpu && o.model != "mlp";  // the models with convolutions
     c.tf32 = true;
     c.conv_bias_before_bn = false;
     c.grads_to_none = true;
