@@ -2,6 +2,7 @@
 #include "viewer/model/lane_layout.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ember::viewer {
 
@@ -57,6 +58,69 @@ float layout_height(const std::vector<LanePlacement>& placements) {
     if (placements.empty()) return 0.0f;
     const LanePlacement& last = placements.back();
     return last.y + last.height;
+}
+
+void lane_drag_begin(LaneDrag& drag, int order_index, float y) {
+    drag.from = order_index;
+    drag.press_y = y;
+    drag.pointer_y = y;
+    drag.moved = false;
+}
+
+void lane_drag_update(LaneDrag& drag, float y, float threshold_pixels) {
+    if (drag.from < 0) return;
+    drag.pointer_y = y;
+    if (std::fabs(y - drag.press_y) > threshold_pixels) drag.moved = true;
+}
+
+namespace {
+
+// The placement of `lane`, or nullptr when the layout skipped it.
+const LanePlacement* placement_of(const std::vector<LanePlacement>& placements, int lane) {
+    for (const LanePlacement& placement : placements)
+        if (placement.lane == lane) return &placement;
+    return nullptr;
+}
+
+}  // namespace
+
+int lane_drop_index(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements, int from,
+                    float y) {
+    if (from < 0 || from >= static_cast<int>(order.size())) return from;
+    // Positions count the list without the dragged lane, as move_lane does.
+    int position = 0, to = 0;
+    for (int index = 0; index < static_cast<int>(order.size()); ++index) {
+        if (index == from) continue;
+        const LanePlacement* placement = placement_of(placements, order[static_cast<std::size_t>(index)].lane);
+        if (placement != nullptr && placement->y + placement->height * 0.5f < y) to = position + 1;
+        ++position;
+    }
+    return to;
+}
+
+float lane_drop_marker_y(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements,
+                         int from, int to) {
+    int position = 0;
+    float bottom = 0.0f;
+    for (int index = 0; index < static_cast<int>(order.size()); ++index) {
+        if (index == from) continue;
+        const LanePlacement* placement = placement_of(placements, order[static_cast<std::size_t>(index)].lane);
+        if (placement == nullptr) continue;
+        if (position == to) return placement->y;
+        bottom = placement->y + placement->height;
+        ++position;
+    }
+    return bottom;
+}
+
+bool lane_drag_end(LaneDrag& drag, std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements) {
+    const LaneDrag finished = drag;
+    drag = LaneDrag{};
+    if (!finished.active() || finished.from >= static_cast<int>(order.size())) return false;
+    const int to = lane_drop_index(order, placements, finished.from, finished.pointer_y);
+    if (to == finished.from) return false;
+    move_lane(order, finished.from, to);
+    return true;
 }
 
 }  // namespace ember::viewer

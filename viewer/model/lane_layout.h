@@ -40,4 +40,32 @@ std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vect
 // Total height of a layout.
 float layout_height(const std::vector<LanePlacement>& placements);
 
+// --- Drag and drop of lane titles ------------------------------------------------------
+// Press on a title, move past a few pixels, release: the lane moves to where the
+// pointer is. Below the threshold it stays a click (collapse/expand). All y values
+// are in the layout's coordinates (LanePlacement::y, i.e. screen y minus the lane
+// area's origin and scroll).
+struct LaneDrag {
+    int from = -1;            // order index of the pressed lane; -1 when none
+    float press_y = 0.0f;
+    float pointer_y = 0.0f;
+    bool moved = false;       // went past the threshold: a drag, not a click
+    bool active() const { return from >= 0 && moved; }
+};
+
+void lane_drag_begin(LaneDrag& drag, int order_index, float y);
+void lane_drag_update(LaneDrag& drag, float y, float threshold_pixels = 4.0f);
+// Where the lane at order index `from` goes when dropped at `y`: the position for
+// move_lane(order, from, result), i.e. the number of other lanes whose middle lies
+// above `y`. Returns `from` when `from` is out of range.
+int lane_drop_index(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements, int from,
+                    float y);
+// The y of the insertion line to draw for a drop at position `to` (top of the lane
+// that will follow the dropped one, or below the last lane).
+float lane_drop_marker_y(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements,
+                         int from, int to);
+// Ends the drag: when it moved past the threshold, moves the lane and returns true;
+// a click (or no drag) changes nothing and returns false. Resets `drag` either way.
+bool lane_drag_end(LaneDrag& drag, std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements);
+
 }  // namespace ember::viewer

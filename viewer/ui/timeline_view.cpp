@@ -4,7 +4,7 @@
 //
 // Mouse: wheel zooms at the cursor (shift+wheel scrolls lanes), left drag pans, left
 // click selects, double click frames an event, right drag selects a time range.
-// Lane titles: click collapses/expands, right click moves.
+// Lane titles: click collapses/expands, drag reorders, right click moves.
 #include "viewer/ui/colors.h"
 #include "viewer/ui/viewer_app.h"
 
@@ -243,7 +243,7 @@ void ViewerApp::draw_timeline(float width, float height) {
             view_.zoom(std::pow(0.8, io.MouseWheel), std::clamp(mouse_x - x0, 0.0f, timeline_width));
         }
     }
-    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
+    if (lane_drag_.from < 0 && ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
         dragging_pan_ = true;
         view_.pan_pixels(-io.MouseDelta.x);
         scroll_y_ -= io.MouseDelta.y;
@@ -261,6 +261,7 @@ void ViewerApp::draw_timeline(float width, float height) {
         }
     }
     scroll_y_ = std::clamp(scroll_y_, 0.0f, std::max(0.0f, content_height - lanes_height + 20.0f));
+    if (lane_drag_.from >= 0) lane_drag_update(lane_drag_, mouse_y - (lanes_top - scroll_y_));
 
     // --- Draw ----------------------------------------------------------------------
     draw->PushClipRect(origin, ImVec2(origin.x + width, origin.y + height), true);
@@ -334,6 +335,18 @@ void ViewerApp::draw_timeline(float width, float height) {
             draw_lane_rows(draw, lane, placement.lane, placement, x0, top, timeline_width, mouse_x, mouse_y);
         }
     }
+    if (lane_drag_.active() && lane_drag_.from < static_cast<int>(lane_order_.size())) {
+        // Where the dragged lane will land, and its title under the pointer.
+        const int to = lane_drop_index(lane_order_, placements_, lane_drag_.from, lane_drag_.pointer_y);
+        const float marker_y =
+            y_origin + lane_drop_marker_y(lane_order_, placements_, lane_drag_.from, to) - metrics_.lane_gap * 0.5f;
+        draw->AddRectFilled(ImVec2(origin.x, marker_y - 1.0f), ImVec2(origin.x + width, marker_y + 1.0f),
+                            colors::kSelection);
+        const Lane& dragged = model_->lane(lane_order_[static_cast<std::size_t>(lane_drag_.from)].lane);
+        draw->AddRectFilled(ImVec2(origin.x, mouse_y - 9.0f), ImVec2(x0 - 4.0f, mouse_y + 9.0f), colors::rgb(60, 60, 80));
+        draw->AddText(ImVec2(origin.x + 8, mouse_y - 7.0f), colors::rgb(255, 255, 255), dragged.title.c_str());
+        counters_.primitives += 3;
+    }
     draw->Flags = antialiased_flags;  // the flow arrow is a curve: smooth it
     draw_flow(draw, x0, y_origin);
     draw->Flags = antialiased_flags & ~kAntialiasing;
@@ -350,7 +363,16 @@ void ViewerApp::draw_timeline(float width, float height) {
     draw->Flags = antialiased_flags;
 
     // --- Clicks, tooltip, title menu -------------------------------------------------
-    if (ImGui::IsItemDeactivated() && !dragging_pan_ && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
+    // A press on a lane title may become a drag that reorders lanes (lane_layout.h);
+    // released within a few pixels it is a click that collapses/expands the lane.
+    if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && mouse_x < x0 && clicked_title >= 0)
+        lane_drag_begin(lane_drag_, clicked_title, mouse_y - y_origin);
+    bool lane_dragged = false;
+    if (lane_drag_.from >= 0 && !ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+        lane_dragged = lane_drag_.active();
+        lane_drag_end(lane_drag_, lane_order_, placements_);
+    }
+    if (ImGui::IsItemDeactivated() && !dragging_pan_ && !lane_dragged && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
         if (mouse_x < x0 && clicked_title >= 0) {
             lane_order_[static_cast<std::size_t>(clicked_title)].collapsed =
                 !lane_order_[static_cast<std::size_t>(clicked_title)].collapsed;

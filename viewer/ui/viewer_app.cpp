@@ -34,6 +34,7 @@ void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
     const TimeRange visible = view_.visible();
     view_.reset({model_->begin_ns(), model_->end_ns()}, view_.width_pixels());
     if (same_shape) view_.show(visible);
+    lane_drag_ = {};
     selected_ = {};
     flow_partner_.reset();
     selected_details_.clear();

@@ -93,6 +93,7 @@ private:
     ViewState view_;
     bool view_initialized_ = false;
     std::vector<LaneDisplay> lane_order_;
+    LaneDrag lane_drag_;                        // a lane title being dragged (reorder)
     std::vector<LanePlacement> placements_;
     std::vector<LaneRect> lane_rects_;
     std::vector<DrawItem> items_;               // reused every frame: no allocation when idle
