@@ -131,6 +131,39 @@ TEST(ChannelsLast, LossAndGradientsMatchNchw) {
     }
 }
 
+// In f64 the two layouts differ only by summation order, far below any layout bug:
+// every gradient (conv bias included) agrees to 1e-10 relative.
+TEST(ChannelsLast, F64GradientsMatchNchwTightly) {
+    std::vector<double> images(4 * 784);
+    SplitMix64 rng(8);
+    for (double& v : images) v = rng.uniform01();
+    std::vector<int32_t> labels = {1, 7, 3, 0};
+    Tensor x = make_tensor(images.data(), DType::f64, {4, 1, 28, 28});
+    Tensor y = make_tensor(labels.data(), DType::i32, {4});
+    ModelOptions options = small_models();
+    options.conv_bias_before_bn = true;
+    for (const std::string& name : model_names()) {
+        std::vector<std::vector<double>> gradients;
+        for (bool channels_last : {false, true}) {
+            auto model = make_model(name, options);
+            BuildOptions build;
+            build.master_dtype = DType::f64;
+            build.activation_dtype = DType::f64;
+            build.seed = 12;
+            build.channels_last = channels_last;
+            model->build(build);
+            LossOutput loss = model->loss(model->forward(x, true), y, 0.25f);
+            model->backward(loss.dlogits, ops::GradWrite::store);
+            const double* g = static_cast<const double*>(model->parameters().gradients().data());
+            gradients.emplace_back(g, g + model->parameters().flat_length());
+        }
+        double largest = 0.0;
+        for (double v : gradients[0]) largest = std::max(largest, std::abs(v));
+        for (std::size_t i = 0; i < gradients[0].size(); ++i)
+            ASSERT_NEAR(gradients[1][i], gradients[0][i], 1e-10 * largest) << name << " gradient " << i;
+    }
+}
+
 // Records the memory layout of what passes through it (forward and backward).
 class LayoutProbe : public Layer {
 public:
