@@ -1,4 +1,6 @@
-// layernorm.cpp: CPU LayerNorm over the last dim, forward and backward, in double.
+// layernorm.cpp: CPU LayerNorm over the last dim, forward and backward, in double: the
+// fused form (one pass per row) and the unfused twin of the CUDA kernel chain (one loop
+// per kernel, intermediates stored in the scratch tensor's dtype).
 #include "engine/cpu/cpu_util.h"
 #include "engine/ops/layernorm.h"
 
@@ -16,6 +18,59 @@ void check_ln_params(const char* op, const Tensor& x, std::initializer_list<std:
                 std::string(name) + " must have " + std::to_string(expected) + " elements: " +
                     t.describe());
     }
+}
+
+// Scratch for the unfused forms: f32 (as on cuda) or f64 (finite-difference checks).
+void check_scratch(const char* op, const Tensor& scratch, int64_t expected) {
+    require(scratch.defined() && scratch.device == Device::cpu &&
+                (scratch.dtype == DType::f32 || scratch.dtype == DType::f64) && scratch.numel() >= expected,
+            op, "scratch must be a cpu f32 or f64 tensor with at least " + std::to_string(expected) +
+                    " elements" + (scratch.defined() ? ": " + scratch.describe() : ""));
+}
+
+// A [count] slice of the scratch tensor starting at element `offset`.
+Tensor scratch_slice(const Tensor& scratch, int64_t offset, int64_t count) {
+    char* base = static_cast<char*>(scratch.data) + offset * static_cast<int64_t>(dtype_size(scratch.dtype));
+    return make_tensor(base, scratch.dtype, {count}, Device::cpu);
+}
+
+// The kernels of the unfused chain, one loop each (in[rows, C] row-major).
+void row_mean(const Tensor& in, int64_t rows, int64_t C, const Tensor& out) {
+    for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < C; ++c) sum += cpu::get(in, r * C + c);
+        cpu::set(out, r, sum / double(C));
+    }
+}
+
+void row_rstd(const Tensor& x, const Tensor& mean, int64_t rows, int64_t C, float eps, const Tensor& rstd) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const double row_mean_value = cpu::get(mean, r);
+        double squares = 0.0;
+        for (int64_t c = 0; c < C; ++c) {
+            double centered = cpu::get(x, r * C + c) - row_mean_value;
+            squares += centered * centered;
+        }
+        cpu::set(rstd, r, layernorm_rstd(squares / double(C), double(eps)));
+    }
+}
+
+void normalize(const Tensor& x, const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t C,
+               const Tensor& xhat) {
+    for (int64_t i = 0; i < rows * C; ++i)
+        cpu::set(xhat, i, layernorm_normalize(cpu::get(x, i), cpu::get(mean, i / C), cpu::get(rstd, i / C)));
+}
+
+// out[i] = a[i] * b[i % period] (period = C: times gamma; period = n: elementwise).
+void multiply(const Tensor& a, const Tensor& b, int64_t n, int64_t period, const Tensor& out) {
+    for (int64_t i = 0; i < n; ++i) cpu::set(out, i, cpu::get(a, i) * cpu::get(b, i % period));
+}
+
+void column_sum(const Tensor& in, int64_t rows, int64_t C, const Tensor& out, GradWrite write) {
+    std::vector<double> sums(static_cast<std::size_t>(C), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < C; ++c) sums[c] += cpu::get(in, r * C + c);
+    for (int64_t c = 0; c < C; ++c) cpu::write(out, c, sums[c], write);
 }
 
 }  // namespace
@@ -91,6 +146,65 @@ void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
         cpu::write(dgamma, c, dgamma_sum[c], param_write);
         cpu::write(dbeta, c, dbeta_sum[c], param_write);
     }
+}
+
+// ---- unfused --------------------------------------------------------------------------
+
+void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
+                                   const Tensor& scratch, float eps) {
+    const char* op = "layernorm_forward_unfused_cpu";
+    cpu::check_float_cpu(x, op, "x");
+    cpu::check_float_cpu(y, op, "y");
+    cpu::check_same_shape(x, y, op);
+    const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
+    check_ln_params(op, x, {{gamma, "gamma"}, {beta, "beta"}}, C);
+    check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);
+    check_scratch(op, scratch, layernorm_forward_unfused_scratch(rows, C));
+    Tensor xhat = scratch_slice(scratch, 0, n);
+    row_mean(x, rows, C, save_mean);
+    row_rstd(x, save_mean, rows, C, eps, save_rstd);
+    normalize(x, save_mean, save_rstd, rows, C, xhat);
+    for (int64_t i = 0; i < n; ++i)
+        cpu::set(y, i, layernorm_affine(cpu::get(xhat, i), cpu::get(gamma, i % C), cpu::get(beta, i % C)));
+}
+
+void layernorm_backward_unfused_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
+                                    const Tensor& dgamma, const Tensor& dbeta, const Tensor& scratch,
+                                    GradWrite input_write, GradWrite param_write) {
+    const char* op = "layernorm_backward_unfused_cpu";
+    cpu::check_float_cpu(x, op, "x");
+    cpu::check_float_cpu(dy, op, "dy");
+    cpu::check_same_shape(x, dy, op);
+    const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
+    check_ln_params(op, x, {{gamma, "gamma"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}}, C);
+    check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);
+    if (dx.defined()) {
+        cpu::check_float_cpu(dx, op, "dx");
+        cpu::check_same_shape(x, dx, op);
+    }
+    check_scratch(op, scratch, layernorm_backward_unfused_scratch(rows, C));
+    Tensor xhat = scratch_slice(scratch, 0, n), g = scratch_slice(scratch, n, n);
+    Tensor product = scratch_slice(scratch, 2 * n, n);
+    Tensor mean_g = scratch_slice(scratch, 3 * n, rows), mean_g_xhat = scratch_slice(scratch, 3 * n + rows, rows);
+    normalize(x, save_mean, save_rstd, rows, C, xhat);
+    if (dx.defined()) {
+        multiply(dy, gamma, n, C, g);
+        row_mean(g, rows, C, mean_g);
+        multiply(g, xhat, n, n, product);
+        row_mean(product, rows, C, mean_g_xhat);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t r = i / C;
+            cpu::write(dx, i,
+                       layernorm_input_grad(cpu::get(g, i), cpu::get(xhat, i), cpu::get(save_rstd, r),
+                                            cpu::get(mean_g, r), cpu::get(mean_g_xhat, r)),
+                       input_write);
+        }
+    }
+    multiply(dy, xhat, n, n, product);
+    column_sum(product, rows, C, dgamma, param_write);
+    column_sum(dy, rows, C, dbeta, param_write);
 }
 
 }  // namespace ember::ops

@@ -1,7 +1,9 @@
 // layernorm.cu: fused LayerNorm. Forward: one block per row (mean, centred variance,
 // normalize) writing y and the row statistics. Backward: one block per row for dx;
 // dgamma/dbeta by row-group partial sums per column, added in a fixed order by a
-// second kernel (deterministic, no atomics).
+// second kernel (deterministic, no atomics). Unfused: the chain of engine/ops/layernorm.h,
+// one kernel per op, each reading and writing memory; its row reductions are one block
+// per row, its column reductions the same two-stage scheme as the fused dgamma/dbeta.
 #include "engine/cuda/cuda_util.cuh"
 #include "engine/ops/layernorm.h"
 
@@ -85,6 +87,108 @@ __global__ void layernorm_param_finish_kernel(const float2* partial, int groups,
     }
 }
 
+// ---- the unfused chain's kernels ----------------------------------------------------
+
+// out[row] = mean of in[row, :] (one block per row).
+__global__ void row_mean_kernel(const void* in, DType in_type, int64_t C, float* out) {
+    const int64_t base = blockIdx.x * C;
+    float sum = 0.0f;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) sum += load_as_float(in, in_type, base + c);
+    const float total = cuda::block_sum(sum);
+    if (threadIdx.x == 0) out[blockIdx.x] = total / float(C);
+}
+
+// rstd[row] = 1/sqrt(mean((x - mean)^2) + eps) (one block per row).
+__global__ void row_rstd_kernel(const void* x, DType xt, const float* mean, int64_t C, float eps,
+                                float* rstd) {
+    const int64_t base = blockIdx.x * C;
+    const float row_mean_value = mean[blockIdx.x];
+    float squares = 0.0f;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+        float centered = load_as_float(x, xt, base + c) - row_mean_value;
+        squares += centered * centered;
+    }
+    const float total = cuda::block_sum(squares);
+    if (threadIdx.x == 0) rstd[blockIdx.x] = layernorm_rstd(total / float(C), eps);
+}
+
+__global__ void normalize_kernel(const void* x, DType xt, const float* mean, const float* rstd, int64_t n,
+                                 int64_t C, float* xhat) {
+    EMBER_GRID_STRIDE(i, n) {
+        xhat[i] = layernorm_normalize(load_as_float(x, xt, i), mean[i / C], rstd[i / C]);
+    }
+}
+
+__global__ void affine_kernel(const float* xhat, const float* gamma, const float* beta, int64_t n, int64_t C,
+                              void* y, DType yt) {
+    EMBER_GRID_STRIDE(i, n) {
+        store_from_float(y, yt, i, layernorm_affine(xhat[i], gamma[i % C], beta[i % C]));
+    }
+}
+
+// out[i] = a[i] * b[i % period] (period = C: times gamma; period = n: elementwise).
+__global__ void multiply_kernel(const void* a, DType at, const float* b, int64_t n, int64_t period,
+                                float* out) {
+    EMBER_GRID_STRIDE(i, n) { out[i] = load_as_float(a, at, i) * b[i % period]; }
+}
+
+__global__ void input_grad_kernel(const float* g, const float* xhat, const float* rstd, const float* mean_g,
+                                  const float* mean_g_xhat, int64_t n, int64_t C, void* dx, DType dxt,
+                                  GradWrite write) {
+    EMBER_GRID_STRIDE(i, n) {
+        const int64_t row = i / C;
+        float v = layernorm_input_grad(g[i], xhat[i], rstd[row], mean_g[row], mean_g_xhat[row]);
+        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
+        store_from_float(dx, dxt, i, write_grad(old_value, v, write));
+    }
+}
+
+// Column sums of in[rows, C], stage 1: block (column tile, group) sums rows group,
+// group + groups, ... for 256 neighbouring columns into partial[group, C].
+__global__ void column_partial_sums_kernel(const void* in, DType in_type, int64_t rows, int64_t C, int groups,
+                                           float* partial) {
+    const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sum = 0.0f;
+    for (int64_t r = blockIdx.y; r < rows; r += groups) sum += load_as_float(in, in_type, r * C + c);
+    partial[blockIdx.y * C + c] = sum;
+}
+
+// Stage 2: one thread per column adds the groups in order (deterministic) and writes.
+__global__ void column_sum_finish_kernel(const float* partial, int groups, int64_t C, float* out,
+                                         GradWrite write) {
+    EMBER_GRID_STRIDE(c, C) {
+        float sum = 0.0f;
+        for (int group = 0; group < groups; ++group) sum += partial[group * C + c];
+        out[c] = write_grad(out[c], sum, write);
+    }
+}
+
+void check_scratch_cuda(const char* op, const Tensor& scratch, int64_t expected) {
+    require(scratch.defined() && scratch.device == Device::cuda && scratch.dtype == DType::f32 &&
+                scratch.numel() >= expected,
+            op, "scratch must be a cuda f32 tensor with at least " + std::to_string(expected) + " elements" +
+                    (scratch.defined() ? ": " + scratch.describe() : ""));
+}
+
+// out[c] (=|+=) sum over rows of in[r, c], through the context workspace.
+void column_sum_cuda(CudaContext& ctx, const char* op, const void* in, DType in_type, int64_t rows, int64_t C,
+                     float* out, GradWrite write) {
+    const std::size_t per_group = std::size_t(C) * sizeof(float);
+    require(ctx.workspace != nullptr && ctx.workspace_bytes >= per_group, op,
+            "the context workspace is too small for the column partial sums");
+    const int64_t tiles = (C + cuda::kThreads - 1) / cuda::kThreads;
+    const int groups = static_cast<int>(std::max<int64_t>(
+        1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
+                              int64_t(ctx.workspace_bytes / per_group), 65535})));
+    float* partial = static_cast<float*>(ctx.workspace);
+    column_partial_sums_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(groups)), cuda::kThreads,
+                                 0, ctx.stream>>>(in, in_type, rows, C, groups, partial);
+    EMBER_CUDA_CHECK_LAUNCH();
+    column_sum_finish_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(partial, groups, C, out, write);
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
@@ -145,6 +249,87 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     layernorm_param_finish_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(
         partial, groups, C, dgamma.as<float>(), dbeta.as<float>(), param_write);
     EMBER_CUDA_CHECK_LAUNCH();
+}
+
+// ---- unfused --------------------------------------------------------------------------
+
+void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
+                                    const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                                    const Tensor& save_rstd, const Tensor& scratch, float eps) {
+    const char* op = "layernorm_forward_unfused_cuda";
+    cuda::check_float_cuda(x, op, "x");
+    cuda::check_float_cuda(y, op, "y");
+    require(same_shape(x, y), op, "x and y shapes differ");
+    const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
+    cuda::check_f32_cuda(gamma, op, "gamma", C);
+    cuda::check_f32_cuda(beta, op, "beta", C);
+    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
+    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    check_scratch_cuda(op, scratch, layernorm_forward_unfused_scratch(rows, C));
+    if (rows == 0) return;
+    float* mean = save_mean.as<float>();
+    float* rstd = save_rstd.as<float>();
+    float* xhat = scratch.as<float>();
+    const unsigned row_blocks = static_cast<unsigned>(rows), grid = cuda::grid_for(n);
+    row_mean_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, C, mean);
+    EMBER_CUDA_CHECK_LAUNCH();
+    row_rstd_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, mean, C, eps, rstd);
+    EMBER_CUDA_CHECK_LAUNCH();
+    normalize_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, mean, rstd, n, C, xhat);
+    EMBER_CUDA_CHECK_LAUNCH();
+    affine_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(xhat, gamma.as<float>(), beta.as<float>(), n, C, y.data,
+                                                            y.dtype);
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
+void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
+                                     const Tensor& gamma, const Tensor& save_mean,
+                                     const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
+                                     const Tensor& dbeta, const Tensor& scratch, GradWrite input_write,
+                                     GradWrite param_write) {
+    const char* op = "layernorm_backward_unfused_cuda";
+    cuda::check_float_cuda(x, op, "x");
+    cuda::check_float_cuda(dy, op, "dy");
+    require(same_shape(x, dy), op, "x and dy shapes differ");
+    const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
+    cuda::check_f32_cuda(gamma, op, "gamma", C);
+    cuda::check_f32_cuda(dgamma, op, "dgamma", C);
+    cuda::check_f32_cuda(dbeta, op, "dbeta", C);
+    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
+    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    if (dx.defined()) {
+        cuda::check_float_cuda(dx, op, "dx");
+        require(same_shape(x, dx), op, "x and dx shapes differ");
+    }
+    check_scratch_cuda(op, scratch, layernorm_backward_unfused_scratch(rows, C));
+    if (rows == 0) return;
+    float* xhat = scratch.as<float>();
+    float* g = xhat + n;
+    float* product = g + n;
+    float* mean_g = product + n;
+    float* mean_g_xhat = mean_g + rows;
+    const float* rstd = save_rstd.as<float>();
+    const unsigned row_blocks = static_cast<unsigned>(rows), grid = cuda::grid_for(n);
+    normalize_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, save_mean.as<float>(), rstd, n, C,
+                                                               xhat);
+    EMBER_CUDA_CHECK_LAUNCH();
+    if (dx.defined()) {
+        multiply_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(dy.data, dy.dtype, gamma.as<float>(), n, C, g);
+        EMBER_CUDA_CHECK_LAUNCH();
+        row_mean_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(g, DType::f32, C, mean_g);
+        EMBER_CUDA_CHECK_LAUNCH();
+        multiply_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(g, DType::f32, xhat, n, n, product);
+        EMBER_CUDA_CHECK_LAUNCH();
+        row_mean_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(product, DType::f32, C, mean_g_xhat);
+        EMBER_CUDA_CHECK_LAUNCH();
+        input_grad_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(g, xhat, rstd, mean_g, mean_g_xhat, n, C,
+                                                                    dx.data, dx.dtype, input_write);
+        EMBER_CUDA_CHECK_LAUNCH();
+    }
+    multiply_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(dy.data, dy.dtype, xhat, n, n, product);
+    EMBER_CUDA_CHECK_LAUNCH();
+    column_sum_cuda(ctx, op, product, DType::f32, rows, C, dgamma.as<float>(), param_write);
+    column_sum_cuda(ctx, op, dy.data, dy.dtype, rows, C, dbeta.as<float>(), param_write);
 }
 
 }  // namespace ember::ops

@@ -157,6 +157,19 @@ inline void layernorm_backward(const Backend& backend, const Tensor& x, const Te
     EMBER_DISPATCH(layernorm_backward, x, dy, gamma, save_mean, save_rstd, dx, dgamma, dbeta,
                    input_write, param_write);
 }
+inline void layernorm_forward_unfused(const Backend& backend, const Tensor& x, const Tensor& gamma,
+                                      const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                                      const Tensor& save_rstd, const Tensor& scratch, float eps = 1e-5f) {
+    EMBER_DISPATCH(layernorm_forward_unfused, x, gamma, beta, y, save_mean, save_rstd, scratch, eps);
+}
+inline void layernorm_backward_unfused(const Backend& backend, const Tensor& x, const Tensor& dy,
+                                       const Tensor& gamma, const Tensor& save_mean,
+                                       const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
+                                       const Tensor& dbeta, const Tensor& scratch, GradWrite input_write,
+                                       GradWrite param_write) {
+    EMBER_DISPATCH(layernorm_backward_unfused, x, dy, gamma, save_mean, save_rstd, dx, dgamma, dbeta,
+                   scratch, input_write, param_write);
+}
 
 inline void embedding_forward(const Backend& backend, const Tensor& ids, const Tensor& table,
                               const Tensor& out) {

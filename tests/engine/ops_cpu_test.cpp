@@ -216,6 +216,54 @@ TEST(OpsCpu, UnfusedGeluMatchesFused) {
     EXPECT_LT(test::relative_l2(test::values(unfused), test::values(fused)), 1e-6);
 }
 
+// The unfused chain (intermediates rounded to f32) against the fused op: forward,
+// backward with and without dx, store and accumulate, f32 and bf16 activations.
+TEST(OpsCpu, UnfusedLayerNormMatchesFused) {
+    std::mt19937 rng(13);
+    for (DType t : {f32, DType::bf16}) {
+        for (int64_t C : {48, 768}) {
+            const int64_t rows = 34;
+            const std::string what = std::string(dtype_name(t)) + " C=" + std::to_string(C);
+            const double tolerance = t == f32 ? 1e-6 : 1e-2;
+            HostTensor x(t, {2, 17, C}), dy(t, {2, 17, C}), gamma(f32, {C}), beta(f32, {C});
+            test::fill_random(x, rng, -2.0, 3.0);
+            test::fill_random(dy, rng);
+            test::fill_random(gamma, rng, 0.5, 1.5);
+            test::fill_random(beta, rng);
+            HostTensor y(t, {2, 17, C}), mean(f32, {rows}), rstd(f32, {rows});
+            HostTensor y_unfused(t, {2, 17, C}), mean_unfused(f32, {rows}), rstd_unfused(f32, {rows});
+            HostTensor forward_scratch(f32, {layernorm_forward_unfused_scratch(rows, C)});
+            HostTensor backward_scratch(f32, {layernorm_backward_unfused_scratch(rows, C)});
+            layernorm_forward_cpu(x, gamma, beta, y, mean, rstd);
+            layernorm_forward_unfused_cpu(x, gamma, beta, y_unfused, mean_unfused, rstd_unfused, forward_scratch);
+            EXPECT_LT(test::relative_l2(test::values(mean_unfused), test::values(mean)), 1e-6) << what;
+            EXPECT_LT(test::relative_l2(test::values(rstd_unfused), test::values(rstd)), 1e-6) << what;
+            EXPECT_LT(test::relative_l2(test::values(y_unfused), test::values(y)), tolerance) << what;
+
+            HostTensor dx(t, {2, 17, C}), dgamma(f32, {C}), dbeta(f32, {C});
+            HostTensor dx_unfused(t, {2, 17, C}), dgamma_unfused(f32, {C}), dbeta_unfused(f32, {C});
+            layernorm_backward_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store, GradWrite::store);
+            layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx_unfused, dgamma_unfused, dbeta_unfused,
+                                           backward_scratch, GradWrite::store, GradWrite::store);
+            EXPECT_LT(test::relative_l2(test::values(dx_unfused), test::values(dx)), t == f32 ? 1e-5 : 1e-2) << what;
+            EXPECT_LT(test::relative_l2(test::values(dgamma_unfused), test::values(dgamma)), 1e-6) << what;
+            EXPECT_LT(test::relative_l2(test::values(dbeta_unfused), test::values(dbeta)), 1e-6) << what;
+            // Without dx only the parameter gradients are written.
+            HostTensor dgamma_only(f32, {C}), dbeta_only(f32, {C});
+            layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, {}, dgamma_only, dbeta_only, backward_scratch,
+                                           GradWrite::store, GradWrite::store);
+            EXPECT_EQ(test::values(dgamma_only), test::values(dgamma_unfused)) << what;
+            EXPECT_EQ(test::values(dbeta_only), test::values(dbeta_unfused)) << what;
+        }
+    }
+    HostTensor too_small(f32, {10});
+    HostTensor x(f32, {4, 6}), y(f32, {4, 6}), gamma(f32, {6}), beta(f32, {6}), mean(f32, {4}), rstd(f32, {4});
+    EXPECT_THROW(layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, too_small), std::invalid_argument);
+    EXPECT_THROW(layernorm_backward_unfused_cpu(x, y, gamma, mean, rstd, y, gamma, beta, too_small, GradWrite::store,
+                                                GradWrite::store),
+                 std::invalid_argument);
+}
+
 TEST(OpsCpu, CastAndLayoutRoundTrips) {
     std::mt19937 rng(4);
     HostTensor x(f32, {2, 3, 4, 5}), x_bf16(DType::bf16, {2, 3, 4, 5}), back(f32, {2, 3, 4, 5});
@@ -298,6 +346,19 @@ TEST(OpsCpu, StoreAndAccumulateModes) {
     });
     expect_accumulates(ln_db, [&](GradWrite m) {
         layernorm_backward_cpu(ln_x, ln_dy, ln_g, ln_mean, ln_rstd, {}, ln_dg, ln_db, GradWrite::store, m);
+    });
+    HostTensor ln_scratch(f32, {layernorm_backward_unfused_scratch(4, 6)});
+    expect_accumulates(ln_dx, [&](GradWrite m) {
+        layernorm_backward_unfused_cpu(ln_x, ln_dy, ln_g, ln_mean, ln_rstd, ln_dx, ln_dg, ln_db, ln_scratch, m,
+                                       GradWrite::store);
+    });
+    expect_accumulates(ln_dg, [&](GradWrite m) {
+        layernorm_backward_unfused_cpu(ln_x, ln_dy, ln_g, ln_mean, ln_rstd, {}, ln_dg, ln_db, ln_scratch,
+                                       GradWrite::store, m);
+    });
+    expect_accumulates(ln_db, [&](GradWrite m) {
+        layernorm_backward_unfused_cpu(ln_x, ln_dy, ln_g, ln_mean, ln_rstd, ln_dx, ln_dg, ln_db, ln_scratch,
+                                       GradWrite::store, m);
     });
 
     HostTensor ids(DType::i32, {3}), dout(f32, {3, 6}), dtable(f32, {4, 6});
@@ -389,6 +450,12 @@ TEST(OpsCpu, BackendDispatchesToTheCpuTwin) {
     EXPECT_EQ(y.get(1), 2.0);
     fill(cpu, y, 5.0f);
     EXPECT_EQ(y.get(3), 5.0);
+    HostTensor rows(f32, {2, 2}), normalized(f32, {2, 2}), gamma(f32, {2}), beta(f32, {2});
+    HostTensor mean(f32, {2}), rstd(f32, {2}), scratch(f32, {layernorm_forward_unfused_scratch(2, 2)});
+    for (int i = 0; i < 4; ++i) rows.set(i, i);
+    fill(cpu, gamma, 1.0f);
+    layernorm_forward_unfused(cpu, rows, gamma, beta, normalized, mean, rstd, scratch);
+    EXPECT_NEAR(normalized.get(3), 1.0 / std::sqrt(1.0 + 4e-5), 1e-6);  // (3 - 2.5) / sqrt(0.25 + eps)
     Backend missing_context{Device::cuda, nullptr};
     EXPECT_THROW(relu_forward(missing_context, x, y), std::invalid_argument);
 }

@@ -243,6 +243,28 @@ TEST(GradCheck, LayerNorm) {
     EXPECT_LT(finite_difference_error(beta, loss, dbeta), kTolerance);
 }
 
+// The unfused chain with f64 scratch (as the f64 gradient checks of nn run it).
+TEST(GradCheck, LayerNormUnfused) {
+    std::mt19937 rng(14);
+    HostTensor x(f64, {2, 3, 8}), y(f64, {2, 3, 8}), dy(f64, {2, 3, 8}), dx(f64, {2, 3, 8});
+    HostTensor gamma(f64, {8}), beta(f64, {8}), mean(f64, {6}), rstd(f64, {6});
+    HostTensor dgamma(f64, {8}), dbeta(f64, {8});
+    HostTensor forward_scratch(f64, {layernorm_forward_unfused_scratch(6, 8)});
+    HostTensor backward_scratch(f64, {layernorm_backward_unfused_scratch(6, 8)});
+    for (HostTensor* t : {&x, &dy, &beta}) test::fill_random(*t, rng);
+    test::fill_random(gamma, rng, 0.5, 1.5);
+    layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
+    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
+                                   GradWrite::store, GradWrite::store);
+    auto loss = [&] {
+        layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
+        return weighted_sum(y, dy);
+    };
+    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
+    EXPECT_LT(finite_difference_error(gamma, loss, dgamma), kTolerance);
+    EXPECT_LT(finite_difference_error(beta, loss, dbeta), kTolerance);
+}
+
 TEST(GradCheck, Embedding) {
     std::mt19937 rng(11);
     HostTensor ids(DType::i32, {6}), table(f64, {5, 3}), out(f64, {6, 3}), dout(f64, {6, 3});

@@ -395,6 +395,66 @@ TEST_F(OpsParity, LayerNorm) {
     }
 }
 
+// The unfused chain on cuda against its cpu twin and against the fused cuda op; the
+// 2000-row case spreads the column sums over several row groups.
+TEST_F(OpsParity, LayerNormUnfused) {
+    struct Shape {
+        int64_t rows, C;
+    };
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+        for (Shape shape : {Shape{34, 48}, Shape{34, 768}, Shape{2000, 64}}) {
+            const int64_t rows = shape.rows, C = shape.C;
+            HostTensor x = random_tensor(t, {rows, C}, rng, Layout::nchw, -2.0, 2.0);
+            HostTensor dy = random_tensor(t, {rows, C}, rng);
+            HostTensor gamma = random_tensor(f32, {C}, rng), beta = random_tensor(f32, {C}, rng);
+            HostTensor y(t, {rows, C}), mean(f32, {rows}), rstd(f32, {rows}), dx(t, {rows, C});
+            HostTensor dgamma(f32, {C}), dbeta(f32, {C});
+            HostTensor forward_scratch(f32, {layernorm_forward_unfused_scratch(rows, C)});
+            HostTensor backward_scratch(f32, {layernorm_backward_unfused_scratch(rows, C)});
+            layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
+            layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
+                                           GradWrite::store, GradWrite::store);
+            DeviceTensor d_x(x), d_dy(dy), d_gamma(gamma), d_beta(beta);
+            auto d_forward_scratch = output_like(forward_scratch), d_backward_scratch = output_like(backward_scratch);
+            auto d_y = output_like(y), d_mean = output_like(mean), d_rstd = output_like(rstd);
+            auto d_dx = output_like(dx), d_dgamma = output_like(dgamma), d_dbeta = output_like(dbeta);
+            layernorm_forward_unfused_cuda(*ctx, d_x, d_gamma, d_beta, *d_y, *d_mean, *d_rstd, *d_forward_scratch);
+            layernorm_backward_unfused_cuda(*ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta,
+                                            *d_backward_scratch, GradWrite::store, GradWrite::store);
+            const std::string what = std::string("layernorm unfused ") + dtype_name(t) + " " + std::to_string(rows) +
+                                     "x" + std::to_string(C);
+            expect_close(*d_y, y, tolerance(t), what + " y (cpu)");
+            expect_close(*d_mean, mean, 1e-5, what + " mean (cpu)");
+            expect_close(*d_rstd, rstd, 1e-5, what + " rstd (cpu)");
+            expect_close(*d_dx, dx, tolerance(t, true), what + " dx (cpu)");
+            expect_close(*d_dgamma, dgamma, 1e-4, what + " dgamma (cpu)");
+            expect_close(*d_dbeta, dbeta, 1e-4, what + " dbeta (cpu)");
+
+            // Against the fused cuda op on the same device inputs.
+            HostTensor fused_y = d_y->download(y), fused_dx = d_dx->download(dx);
+            HostTensor fused_dgamma = d_dgamma->download(dgamma), fused_dbeta = d_dbeta->download(dbeta);
+            auto f_y = output_like(y), f_mean = output_like(mean), f_rstd = output_like(rstd);
+            auto f_dx = output_like(dx), f_dgamma = output_like(dgamma), f_dbeta = output_like(dbeta);
+            layernorm_forward_cuda(*ctx, d_x, d_gamma, d_beta, *f_y, *f_mean, *f_rstd);
+            layernorm_backward_cuda(*ctx, d_x, d_dy, d_gamma, *f_mean, *f_rstd, *f_dx, *f_dgamma, *f_dbeta,
+                                    GradWrite::store, GradWrite::store);
+            expect_close(*f_y, fused_y, tolerance(t), what + " y (cuda fused)");
+            expect_close(*f_dx, fused_dx, tolerance(t, true), what + " dx (cuda fused)");
+            expect_close(*f_dgamma, fused_dgamma, 1e-4, what + " dgamma (cuda fused)");
+            expect_close(*f_dbeta, fused_dbeta, 1e-4, what + " dbeta (cuda fused)");
+
+            // Accumulate adds onto what store wrote, on both backends.
+            layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
+                                           GradWrite::accumulate, GradWrite::accumulate);
+            layernorm_backward_unfused_cuda(*ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta,
+                                            *d_backward_scratch, GradWrite::accumulate, GradWrite::accumulate);
+            expect_close(*d_dx, dx, tolerance(t, true), what + " dx accumulate");
+            expect_close(*d_dgamma, dgamma, 1e-4, what + " dgamma accumulate");
+            expect_close(*d_dbeta, dbeta, 1e-4, what + " dbeta accumulate");
+        }
+    }
+}
+
 TEST_F(OpsParity, Embedding) {
     for (DType t : {DType::f32, DType::bf16}) {
         HostTensor table = random_tensor(t, {50, 32}, rng);
