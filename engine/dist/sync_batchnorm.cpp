@@ -1,168 +1,180 @@
 // sync_batchnorm.cpp: batch statistics and their gradients summed over every rank
-// (sync_batchnorm.h). Plain loops: this is the reference the CUDA version will match.
+// (sync_batchnorm.h). Plain loops: this is the reference a CUDA version will match.
 #include "engine/dist/sync_batchnorm.h"
 
-#include "engine/nn/parameters.h"
 #include "engine/nn/run_context.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace ember::dist {
 
 namespace {
+
+// Element (n, c, i) of an (N, C, H, W) tensor in either layout, i = h * W + w, or of [N, C].
 struct ChannelView {
     int64_t samples = 0, channels = 0, spatial = 1;
+    bool channels_last = false;
+    int64_t element(int64_t n, int64_t c, int64_t i) const {
+        return channels_last ? (n * spatial + i) * channels + c : (n * channels + c) * spatial + i;
+    }
 };
 
-ChannelView view_of(const Tensor& x) {
+ChannelView view_of(const Tensor& x, const char* what) {
+    if (x.device != Device::cpu || x.dtype != DType::f32)
+        throw std::invalid_argument(std::string("SyncBatchNorm ") + what +
+                                    ": runs on the cpu backend with f32 tensors only (a CUDA version is not "
+                                    "written yet), got " + x.describe());
     ChannelView v;
     v.samples = x.shape[0];
     v.channels = x.shape[1];
     v.spatial = x.rank == 4 ? x.shape[2] * x.shape[3] : 1;
+    v.channels_last = x.rank == 4 && x.layout == Layout::nhwc;
     return v;
 }
 
-// Element (n, c, i) of an NCHW (or [N, C]) tensor.
-int64_t element(const ChannelView& v, int64_t n, int64_t c, int64_t i) { return (n * v.channels + c) * v.spatial + i; }
-
-void write_gradient(float* target, double value, ops::GradWrite write) {
-    *target = write == ops::GradWrite::store ? static_cast<float>(value) : *target + static_cast<float>(value);
+void write(float* target, double value, ops::GradWrite mode) {
+    *target = mode == ops::GradWrite::store ? static_cast<float>(value) : *target + static_cast<float>(value);
 }
+
 }  // namespace
 
-SyncBatchNorm::SyncBatchNorm(std::string name, int64_t channels, Communicator& communicator, float momentum,
-                             float eps)
-    : Layer(std::move(name)), channels_(channels), communicator_(communicator) {
-    params_.momentum = momentum;
-    params_.eps = eps;
-}
-
-nn::TensorShape SyncBatchNorm::output_shape(const nn::TensorShape& input) const {
-    if ((input.rank != 2 && input.rank != 4) || input.dims[1] != channels_)
-        nn::layer_error(*this, "expects [N, " + std::to_string(channels_) + "(, H, W)], got " + input.describe());
-    return input;
-}
-
-void SyncBatchNorm::register_parameters(nn::ParameterStore& store) {
-    gamma_ = store.add_parameter(name_ + ".weight", {channels_}, nn::ParameterInit::constant(1.0), true);
-    beta_ = store.add_parameter(name_ + ".bias", {channels_}, nn::ParameterInit::constant(0.0), true);
-    running_mean_ = store.add_state(name_ + ".running_mean", {channels_}, nn::ParameterInit::constant(0.0));
-    running_var_ = store.add_state(name_ + ".running_var", {channels_}, nn::ParameterInit::constant(1.0));
-}
-
-Tensor SyncBatchNorm::forward(nn::RunContext& ctx, const Tensor& x) {
-    output_shape(nn::shape_of(x));
-    if (ctx.on_cuda() || x.dtype != DType::f32 || x.layout != Layout::nchw)
-        nn::layer_error(*this, "runs on the cpu backend with f32 NCHW activations only, got " + x.describe());
-    Tensor y = ctx.allocate(x.dtype, nn::shape_of(x));
-    nn::ParameterStore& store = *ctx.parameters;
-    const float* gamma = store.parameter(gamma_).as<float>();
-    const float* beta = store.parameter(beta_).as<float>();
-    const ChannelView v = view_of(x);
+void BatchNormSync::forward_train(const Tensor& x, const Tensor& gamma_tensor, const Tensor& beta_tensor,
+                                  const Tensor& y, const Tensor& running_mean_tensor,
+                                  const Tensor& running_var_tensor, const Tensor& save_mean,
+                                  const Tensor& save_invstd, const ops::BatchNormParams& params) {
+    const ChannelView v = view_of(x, "forward");
+    view_of(save_mean, "statistics");
     const float* in = x.as<float>();
     float* out = y.as<float>();
-    if (!ctx.training) {
-        const float* running_mean = store.state(running_mean_).as<float>();
-        const float* running_var = store.state(running_var_).as<float>();
-        for (int64_t n = 0; n < v.samples; ++n)
-            for (int64_t c = 0; c < v.channels; ++c) {
-                const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + params_.eps);
-                for (int64_t i = 0; i < v.spatial; ++i) {
-                    const int64_t e = element(v, n, c, i);
-                    out[e] = ops::batchnorm_apply(in[e], running_mean[c], static_cast<float>(invstd), gamma[c], beta[c]);
-                }
-            }
-        x_ = Tensor{};
-        return y;
-    }
+    const float* gamma = gamma_tensor.as<float>();
+    const float* beta = beta_tensor.as<float>();
+    float* running_mean = running_mean_tensor.as<float>();
+    float* running_var = running_var_tensor.as<float>();
+    float* mean = save_mean.as<float>();
+    float* invstd = save_invstd.as<float>();
+    const std::size_t channels = static_cast<std::size_t>(v.channels);
+
     // Pass 1: the global sum and count give the mean.
-    std::vector<float> sums(static_cast<std::size_t>(v.channels + 1), 0.0f);
+    std::vector<float> sums(channels + 1, 0.0f);
     for (int64_t c = 0; c < v.channels; ++c) {
         double sum = 0.0;
         for (int64_t n = 0; n < v.samples; ++n)
-            for (int64_t i = 0; i < v.spatial; ++i) sum += in[element(v, n, c, i)];
+            for (int64_t i = 0; i < v.spatial; ++i) sum += in[v.element(n, c, i)];
         sums[static_cast<std::size_t>(c)] = static_cast<float>(sum);
     }
     sums.back() = static_cast<float>(v.samples * v.spatial);
     communicator_.allreduce_sum(sums.data(), sums.size());
-    count_ = sums.back();
-    mean_.assign(static_cast<std::size_t>(v.channels), 0.0);
-    for (int64_t c = 0; c < v.channels; ++c) mean_[static_cast<std::size_t>(c)] = sums[static_cast<std::size_t>(c)] / count_;
+    const double count = sums.back();
+    for (std::size_t c = 0; c < channels; ++c) mean[c] = static_cast<float>(sums[c] / count);
     // Pass 2: squared deviations from the global mean give the (biased) variance.
-    std::vector<float> squares(static_cast<std::size_t>(v.channels), 0.0f);
+    std::vector<float> squares(channels, 0.0f);
     for (int64_t c = 0; c < v.channels; ++c) {
         double sum = 0.0;
         for (int64_t n = 0; n < v.samples; ++n)
             for (int64_t i = 0; i < v.spatial; ++i) {
-                const double d = in[element(v, n, c, i)] - mean_[static_cast<std::size_t>(c)];
+                const double d = static_cast<double>(in[v.element(n, c, i)]) - mean[c];
                 sum += d * d;
             }
         squares[static_cast<std::size_t>(c)] = static_cast<float>(sum);
     }
     communicator_.allreduce_sum(squares.data(), squares.size());
-    invstd_.assign(static_cast<std::size_t>(v.channels), 0.0);
-    float* running_mean = store.state(running_mean_).as<float>();
-    float* running_var = store.state(running_var_).as<float>();
     for (int64_t c = 0; c < v.channels; ++c) {
         const std::size_t k = static_cast<std::size_t>(c);
-        const double variance = squares[k] / count_;
-        invstd_[k] = 1.0 / std::sqrt(variance + params_.eps);
+        const double variance = squares[k] / count;
+        invstd[k] = static_cast<float>(1.0 / std::sqrt(variance + params.eps));
         for (int64_t n = 0; n < v.samples; ++n)
             for (int64_t i = 0; i < v.spatial; ++i) {
-                const int64_t e = element(v, n, c, i);
-                out[e] = static_cast<float>((in[e] - mean_[k]) * invstd_[k] * gamma[c] + beta[c]);
+                const int64_t e = v.element(n, c, i);
+                out[e] = ops::batchnorm_apply(in[e], mean[k], invstd[k], gamma[c], beta[c]);
             }
-        if (!ctx.recomputing) {  // activation checkpointing: the statistics move once per step
-            const double m = params_.momentum;
-            const double unbiased = count_ > 1 ? squares[k] / (count_ - 1) : variance;
-            running_mean[c] = static_cast<float>((1 - m) * running_mean[c] + m * mean_[k]);
-            running_var[c] = static_cast<float>((1 - m) * running_var[c] + m * unbiased);
-        }
+        // PyTorch's convention: the running variance is the unbiased one.
+        const double m = params.momentum;
+        const double unbiased = count > 1 ? squares[k] / (count - 1) : variance;
+        running_mean[c] = static_cast<float>((1 - m) * running_mean[c] + m * mean[k]);
+        running_var[c] = static_cast<float>((1 - m) * running_var[c] + m * unbiased);
     }
-    x_ = x;
-    return y;
 }
 
-Tensor SyncBatchNorm::backward(nn::RunContext& ctx, const Tensor& dy, bool need_input_grad) {
-    if (!x_.defined()) nn::layer_error(*this, "backward without a training forward");
-    nn::ParameterStore& store = *ctx.parameters;
-    const ChannelView v = view_of(x_);
-    const float* in = x_.as<float>();
+void BatchNormSync::backward(const Tensor& x, const Tensor& dy, const Tensor& gamma_tensor, const Tensor& save_mean,
+                             const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                             ops::GradWrite input_write, ops::GradWrite param_write) {
+    const ChannelView v = view_of(x, "backward");
+    view_of(dy, "backward");
+    const float* in = x.as<float>();
     const float* grad_out = dy.as<float>();
-    // Local sums of dy and dy * xhat: this rank's parameter gradients, and (all-reduced)
-    // the input gradient's terms.
-    std::vector<float> sums(static_cast<std::size_t>(2 * v.channels), 0.0f);
+    const float* gamma = gamma_tensor.as<float>();
+    const float* mean = save_mean.as<float>();
+    const float* invstd = save_invstd.as<float>();
+    const std::size_t channels = static_cast<std::size_t>(v.channels);
+    // Local sums of dy and dy * xhat: this rank's parameter gradients, and (all-reduced,
+    // with the sample count) the input gradient's terms.
+    std::vector<float> sums(2 * channels + 1, 0.0f);
     for (int64_t c = 0; c < v.channels; ++c) {
         const std::size_t k = static_cast<std::size_t>(c);
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
         for (int64_t n = 0; n < v.samples; ++n)
             for (int64_t i = 0; i < v.spatial; ++i) {
-                const int64_t e = element(v, n, c, i);
+                const int64_t e = v.element(n, c, i);
                 sum_dy += grad_out[e];
-                sum_dy_xhat += grad_out[e] * (in[e] - mean_[k]) * invstd_[k];
+                sum_dy_xhat += grad_out[e] * (in[e] - mean[k]) * invstd[k];
             }
-        write_gradient(store.gradient(gamma_).as<float>() + c, sum_dy_xhat, ctx.parameter_write);
-        write_gradient(store.gradient(beta_).as<float>() + c, sum_dy, ctx.parameter_write);
+        write(dgamma.as<float>() + c, sum_dy_xhat, param_write);
+        write(dbeta.as<float>() + c, sum_dy, param_write);
         sums[k] = static_cast<float>(sum_dy);
-        sums[k + static_cast<std::size_t>(v.channels)] = static_cast<float>(sum_dy_xhat);
+        sums[k + channels] = static_cast<float>(sum_dy_xhat);
     }
-    if (!need_input_grad) return Tensor{};
+    sums.back() = static_cast<float>(v.samples * v.spatial);
     communicator_.allreduce_sum(sums.data(), sums.size());
-    Tensor dx = ctx.allocate(dy.dtype, nn::shape_of(x_));
+    const double count = sums.back();
     float* grad_in = dx.as<float>();
-    const float* gamma = store.parameter(gamma_).as<float>();
     for (int64_t c = 0; c < v.channels; ++c) {
         const std::size_t k = static_cast<std::size_t>(c);
-        const double sum_dy = sums[k], sum_dy_xhat = sums[k + static_cast<std::size_t>(v.channels)];
-        const double scale = gamma[c] * invstd_[k] / count_;
+        const double sum_dy = sums[k], sum_dy_xhat = sums[k + channels];
+        const double scale = gamma[c] * static_cast<double>(invstd[k]) / count;
         for (int64_t n = 0; n < v.samples; ++n)
             for (int64_t i = 0; i < v.spatial; ++i) {
-                const int64_t e = element(v, n, c, i);
-                const double xhat = (in[e] - mean_[k]) * invstd_[k];
-                grad_in[e] = static_cast<float>(scale * (count_ * grad_out[e] - sum_dy - xhat * sum_dy_xhat));
+                const int64_t e = v.element(n, c, i);
+                const double xhat = (in[e] - mean[k]) * static_cast<double>(invstd[k]);
+                write(grad_in + e, scale * (count * grad_out[e] - sum_dy - xhat * sum_dy_xhat), input_write);
             }
     }
-    return dx;
+}
+
+SyncBatchNorm::SyncBatchNorm(std::string name, int64_t channels, Communicator& communicator, float momentum,
+                             float eps)
+    : Layer(name), norm_(name, channels, momentum, eps), sync_(communicator) {}
+
+nn::TensorShape SyncBatchNorm::output_shape(const nn::TensorShape& input) const { return norm_.output_shape(input); }
+
+void SyncBatchNorm::register_parameters(nn::ParameterStore& store) { norm_.register_parameters(store); }
+
+Tensor SyncBatchNorm::forward(nn::RunContext& ctx, const Tensor& x) {
+    nn::BatchNormSynchronizer* previous = ctx.batchnorm_sync;
+    ctx.batchnorm_sync = &sync_;
+    try {
+        Tensor y = norm_.forward(ctx, x);
+        ctx.batchnorm_sync = previous;
+        return y;
+    } catch (...) {
+        ctx.batchnorm_sync = previous;
+        throw;
+    }
+}
+
+Tensor SyncBatchNorm::backward(nn::RunContext& ctx, const Tensor& dy, bool need_input_grad) {
+    nn::BatchNormSynchronizer* previous = ctx.batchnorm_sync;
+    ctx.batchnorm_sync = &sync_;
+    try {
+        Tensor dx = norm_.backward(ctx, dy, need_input_grad);
+        ctx.batchnorm_sync = previous;
+        return dx;
+    } catch (...) {
+        ctx.batchnorm_sync = previous;
+        throw;
+    }
 }
 
 }  // namespace ember::dist

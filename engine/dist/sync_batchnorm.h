@@ -3,21 +3,43 @@
 // normalizes by its own small batch and data parallel training is no longer the
 // single-process training of the union batch.
 //
-// Forward all-reduces per channel the sum (-> mean) and then the sum of squared
-// deviations (-> variance; two passes, as the CPU BatchNorm does); backward all-reduces
-// sum(dy) and sum(dy * xhat), which the input gradient needs. Parameter gradients are
-// this rank's share; DataParallel all-reduces them like every other gradient.
-// Same parameter names and layout as nn::BatchNorm, so checkpoints interchange.
+// BatchNormSync is the math, plugged into nn::BatchNorm through RunContext::batchnorm_sync
+// (engine/nn/batchnorm_sync.h), so one setting turns every BatchNorm of a model into a
+// synchronized one, including those inside residual blocks (`ember train --set
+// distributed.sync_batchnorm=true`). Forward all-reduces per channel the sum and count
+// (-> mean) and then the sum of squared deviations (-> variance; two passes, as the CPU
+// BatchNorm does); backward all-reduces sum(dy) and sum(dy * xhat), which the input
+// gradient needs. Parameter gradients are this rank's share; DataParallel all-reduces
+// them like every other gradient.
 //
-// CPU backend, f32 activations, NCHW or [N, C] inputs (the reference). A CUDA version
-// (the same sums on the NCCL communicator) is not written yet: cuda models throw.
+// SyncBatchNorm is the same as a layer of its own (a BatchNorm that always synchronizes):
+// same parameter names and layout as nn::BatchNorm, so checkpoints interchange.
+//
+// CPU backend, f32 statistics and activations, NCHW, NHWC or [N, C] inputs (the
+// reference). A CUDA version (the same sums on the NCCL communicator) is not written
+// yet: cuda tensors are refused with a message.
 #pragma once
 
 #include "engine/dist/communicator.h"
+#include "engine/nn/batchnorm_sync.h"
+#include "engine/nn/conv_layers.h"
 #include "engine/nn/layer.h"
-#include "engine/ops/batchnorm.h"
 
 namespace ember::dist {
+
+class BatchNormSync final : public nn::BatchNormSynchronizer {
+public:
+    explicit BatchNormSync(Communicator& communicator) : communicator_(communicator) {}
+    void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                       const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
+                       const Tensor& save_invstd, const ops::BatchNormParams& params) override;
+    void backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                  const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                  ops::GradWrite input_write, ops::GradWrite param_write) override;
+
+private:
+    Communicator& communicator_;
+};
 
 class SyncBatchNorm : public nn::Layer {
 public:
@@ -30,13 +52,8 @@ public:
     Tensor backward(nn::RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
 private:
-    int64_t channels_;
-    Communicator& communicator_;
-    ops::BatchNormParams params_;
-    nn::ParameterRef gamma_, beta_, running_mean_, running_var_;
-    Tensor x_;
-    std::vector<double> mean_, invstd_;
-    double count_ = 0.0;  // samples x spatial over every rank
+    nn::BatchNorm norm_;
+    BatchNormSync sync_;
 };
 
 }  // namespace ember::dist

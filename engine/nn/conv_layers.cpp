@@ -129,7 +129,11 @@ Tensor BatchNorm::forward(RunContext& ctx, const Tensor& x) {
     }
     save_mean_ = ctx.allocate(store.master_dtype(), make_shape({channels_}));
     save_invstd_ = ctx.allocate(store.master_dtype(), make_shape({channels_}));
-    run::batchnorm_train(ctx, x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_, params_);
+    if (ctx.batchnorm_sync)
+        ctx.batchnorm_sync->forward_train(x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_,
+                                          params_);
+    else
+        run::batchnorm_train(ctx, x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_, params_);
     x_ = x;
     return y;
 }
@@ -139,9 +143,14 @@ Tensor BatchNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
     ParameterStore& store = *ctx.parameters;
     // The op always produces dx; without a consumer it lands in a scratch tensor.
     Tensor dx = ctx.allocate(dy.dtype, shape_of(x_), x_.layout);
-    run::batchnorm_backward(ctx, x_, dy, store.parameter(gamma_), save_mean_, save_invstd_, dx,
-                            store.gradient(gamma_), store.gradient(beta_), ops::GradWrite::store,
-                            ctx.parameter_write);
+    if (ctx.batchnorm_sync)
+        ctx.batchnorm_sync->backward(x_, dy, store.parameter(gamma_), save_mean_, save_invstd_, dx,
+                                     store.gradient(gamma_), store.gradient(beta_), ops::GradWrite::store,
+                                     ctx.parameter_write);
+    else
+        run::batchnorm_backward(ctx, x_, dy, store.parameter(gamma_), save_mean_, save_invstd_, dx,
+                                store.gradient(gamma_), store.gradient(beta_), ops::GradWrite::store,
+                                ctx.parameter_write);
     return need_input_grad ? dx : Tensor{};
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine/nn/activation_pool.h"
+#include "engine/nn/batchnorm_sync.h"
 #include "engine/nn/parameters.h"
 #include "engine/ops/common.h"
 
@@ -13,7 +14,7 @@ namespace ember::nn {
 
 struct LayerSwitches {
     bool fused_gelu = true;       // GELU in the GEMM epilogue / one kernel; off: the 8-kernel chain
-    bool fused_layernorm = true;  // only the fused LayerNorm op exists (see docs/engine.md)
+    bool fused_layernorm = true;  // one kernel forward, one for dx; off: the 4 + 11 kernel chain
     bool per_layer_nvtx = false;  // an NVTX range per layer, named after it
 };
 
@@ -29,6 +30,9 @@ struct RunContext {
     uint64_t dropout_seed = 0;
     uint64_t dropout_offset = 0;       // advanced by the model every step
     LayerSwitches switches;
+    // Set by data-parallel runs with SyncBatchNorm (engine/dist): BatchNorm layers then
+    // compute training statistics over every rank's batch.
+    BatchNormSynchronizer* batchnorm_sync = nullptr;
 
     bool on_cuda() const { return backend == Backend::cuda; }
     Tensor allocate(DType dtype, const TensorShape& shape) const { return pool->allocate(dtype, shape); }

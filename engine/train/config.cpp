@@ -54,6 +54,7 @@ const std::vector<Field>& fields() {
         {"distributed", "first_bucket_mb", &C::first_bucket_mb, {}, 0.001, 65536},
         {"distributed", "overlap", &C::overlap},
         {"distributed", "zero", &C::zero, {}, 0, 1},
+        {"distributed", "sync_batchnorm", &C::sync_batchnorm},
         {"optimizer", "name", &C::optimizer},
         {"schedule", "name", &C::schedule},
         {"schedule", "warmup_steps", &C::warmup_steps, {}, 0},

@@ -55,6 +55,7 @@ struct TrainConfig {
     double first_bucket_mb = 1.0;     // the first bucket (last layers): small, so communication starts early
     bool overlap = true;              // all-reduce each bucket during backward (false: all after backward)
     int zero = 0;                     // 1 = ZeRO-1: reduce-scatter, sharded optimizer state, all-gather
+    bool sync_batchnorm = false;      // BatchNorm statistics over every rank's batch (cpu backend)
 
     // [optimizer]: name plus its hyper-parameters, checked by the optimizer itself.
     std::string optimizer = "sgd";

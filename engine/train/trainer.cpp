@@ -12,6 +12,7 @@
 #include "engine/dist/context.h"
 #include "engine/dist/data_parallel.h"
 #include "engine/dist/sharded_optimizer.h"
+#include "engine/dist/sync_batchnorm.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
@@ -385,6 +386,19 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
                                   zero_one ? ", ZeRO-1 (reduce-scatter, sharded optimizer state, all-gather)" : ""));
         data_parallel->broadcast_parameters();  // every rank starts from rank 0's weights
         trainer_options.gradient_sync = data_parallel.get();
+    }
+    // SyncBatchNorm: every BatchNorm of the model (residual blocks included) normalizes
+    // by the statistics of all ranks' batches.
+    std::unique_ptr<dist::BatchNormSync> batchnorm_sync;
+    if (config.sync_batchnorm && !dist.distributed())
+        observer.info("distributed.sync_batchnorm: a single process already normalizes over its whole batch");
+    if (config.sync_batchnorm && dist.distributed()) {
+        if (on_device)
+            throw ConfigError("distributed.sync_batchnorm = true runs on the cpu backend only for now (the CUDA "
+                              "version is not written); set it to false or train.backend = \"cpu\"");
+        batchnorm_sync = std::make_unique<dist::BatchNormSync>(dist.communicator());
+        model->context().batchnorm_sync = batchnorm_sync.get();
+        observer.info("SyncBatchNorm: batch statistics over all ranks");
     }
     nn::Trainer trainer(*model, *optimizer, trainer_options);
 

@@ -7,6 +7,7 @@
 #include "engine/nn/basic_layers.h"
 #include "engine/nn/conv_layers.h"
 #include "engine/nn/model.h"
+#include "engine/nn/models.h"
 #include "tests/engine/dist/dist_test_util.h"
 
 #include <gtest/gtest.h>
@@ -71,6 +72,60 @@ TEST(SyncBatchNorm, EqualsBatchNormOnTheUnionBatch) {
     expect_near_all(gradients.data(), static_cast<float*>(reference->parameters().gradients().data()), n, 1e-4,
                     "parameter gradients");
 }
+
+// The whole-model switch (RunContext::batchnorm_sync, what `ember train --set
+// distributed.sync_batchnorm=true` sets): a CNN's BatchNorms — and a ResNet's, inside
+// its residual blocks — on each rank's slice, in either memory layout, give the union
+// batch's gradients.
+void expect_model_equals_union_batch(const std::string& name, bool channels_last) {
+    Communicator& comm = world();
+    const int64_t local = 3, total = local * comm.world_size(), first = local * comm.rank();
+    test::Batch batch = test::make_union_batch(total, 31);
+    auto build = [&](uint64_t seed) {
+        nn::ModelOptions options;
+        options.cnn_channels1 = 4;
+        options.cnn_channels2 = 8;
+        options.cnn_hidden = 16;
+        options.resnet_widths = {4, 8, 8};
+        options.resnet_blocks_per_stage = 1;
+        auto model = nn::make_model(name, options);
+        nn::BuildOptions build_options;
+        build_options.seed = seed;
+        build_options.pool_chunk_bytes = 16u << 20;
+        build_options.channels_last = channels_last;
+        model->build(build_options);
+        return model;
+    };
+    auto reference = build(9);
+    nn::LossOutput expected = reference->loss(reference->forward(batch.images_tensor(0, total), true),
+                                              batch.labels_tensor(0, total), 1.0f);
+    reference->backward(expected.dlogits, ops::GradWrite::store);
+
+    auto synced = build(9);
+    BatchNormSync sync(comm);
+    synced->context().batchnorm_sync = &sync;
+    // The gradient of the summed loss: the ranks' shares add up to the union's.
+    nn::LossOutput mine = synced->loss(synced->forward(batch.images_tensor(first, local), true),
+                                       batch.labels_tensor(first, local), 1.0f);
+    synced->backward(mine.dlogits, ops::GradWrite::store);
+
+    const std::size_t n = synced->parameters().flat_length();
+    std::vector<float> gradients = test::copy_of(synced->parameters().gradients(), n);
+    comm.allreduce_sum(gradients.data(), n);
+    expect_near_all(gradients.data(), static_cast<float*>(reference->parameters().gradients().data()), n, 2e-4,
+                    (name + (channels_last ? " nhwc" : " nchw") + " parameter gradients").c_str());
+    const std::size_t states = reference->parameters().state_length();
+    expect_near_all(static_cast<float*>(synced->parameters().state_buffer().data()),
+                    static_cast<float*>(reference->parameters().state_buffer().data()), states, 1e-5,
+                    "running statistics");
+}
+
+TEST(SyncBatchNorm, WholeCnnEqualsTheUnionBatch) {
+    expect_model_equals_union_batch("cnn", false);
+    expect_model_equals_union_batch("cnn", true);
+}
+
+TEST(SyncBatchNorm, ResNetBlocksSynchronizeToo) { expect_model_equals_union_batch("resnet", false); }
 
 }  // namespace
 }  // namespace ember::dist
