@@ -119,9 +119,9 @@ inline void avgpool_backward(RunContext& c, const Tensor& dy, const Tensor& dx, 
     else ops::avgpool2d_backward_cpu(dy, dx, p, write);
 }
 inline void layernorm_forward(RunContext& c, const Tensor& x, const Tensor& g, const Tensor& b, const Tensor& y,
-                              const Tensor& mean, const Tensor& rstd) {
-    if (c.on_cuda()) ops::layernorm_forward_cuda(*c.cuda, x, g, b, y, mean, rstd);
-    else ops::layernorm_forward_cpu(x, g, b, y, mean, rstd);
+                              const Tensor& mean, const Tensor& rstd, float eps) {
+    if (c.on_cuda()) ops::layernorm_forward_cuda(*c.cuda, x, g, b, y, mean, rstd, eps);
+    else ops::layernorm_forward_cpu(x, g, b, y, mean, rstd, eps);
 }
 inline void layernorm_backward(RunContext& c, const Tensor& x, const Tensor& dy, const Tensor& g,
                                const Tensor& mean, const Tensor& rstd, const Tensor& dx, const Tensor& dg,
@@ -129,6 +129,21 @@ inline void layernorm_backward(RunContext& c, const Tensor& x, const Tensor& dy,
     if (c.on_cuda())
         ops::layernorm_backward_cuda(*c.cuda, x, dy, g, mean, rstd, dx, dg, db, input_write, param_write);
     else ops::layernorm_backward_cpu(x, dy, g, mean, rstd, dx, dg, db, input_write, param_write);
+}
+inline void layernorm_forward_unfused(RunContext& c, const Tensor& x, const Tensor& g, const Tensor& b,
+                                      const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& scratch, float eps) {
+    if (c.on_cuda()) ops::layernorm_forward_unfused_cuda(*c.cuda, x, g, b, y, mean, rstd, scratch, eps);
+    else ops::layernorm_forward_unfused_cpu(x, g, b, y, mean, rstd, scratch, eps);
+}
+inline void layernorm_backward_unfused(RunContext& c, const Tensor& x, const Tensor& dy, const Tensor& g,
+                                       const Tensor& mean, const Tensor& rstd, const Tensor& dx, const Tensor& dg,
+                                       const Tensor& db, const Tensor& scratch, GradWrite input_write,
+                                       GradWrite param_write) {
+    if (c.on_cuda())
+        ops::layernorm_backward_unfused_cuda(*c.cuda, x, dy, g, mean, rstd, dx, dg, db, scratch, input_write,
+                                             param_write);
+    else ops::layernorm_backward_unfused_cpu(x, dy, g, mean, rstd, dx, dg, db, scratch, input_write, param_write);
 }
 inline void embedding_forward(RunContext& c, const Tensor& ids, const Tensor& table, const Tensor& out) {
     if (c.on_cuda()) ops::embedding_forward_cuda(*c.cuda, ids, table, out);

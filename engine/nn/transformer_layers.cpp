@@ -106,16 +106,27 @@ void LayerNorm::register_parameters(ParameterStore& store) {
     beta_ = store.add_parameter(name_ + ".bias", {dim_}, ParameterInit::constant(0.0), true);
 }
 
+// The unfused chain's intermediates are f32 as on cuda; f64 activations (the CPU
+// gradient checks) keep them in f64 so finite differences can check that path too.
+namespace {
+DType layernorm_scratch_dtype(const Tensor& x) { return x.dtype == DType::f64 ? DType::f64 : DType::f32; }
+}  // namespace
+
 Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
     output_shape(shape_of(x));
-    if (!ctx.switches.fused_layernorm)
-        layer_error(*this, "only the fused LayerNorm op exists (engine/ops/layernorm.h); keep fused_layernorm on");
     Tensor y = ctx.allocate(x.dtype, shape_of(x));
     DType stats = ctx.parameters->master_dtype();
-    Tensor mean = ctx.allocate(stats, make_shape({x.shape[0]}));
-    Tensor rstd = ctx.allocate(stats, make_shape({x.shape[0]}));
-    run::layernorm_forward(ctx, x, ctx.parameters->parameter(gamma_), ctx.parameters->parameter(beta_), y, mean,
-                           rstd);
+    const int64_t rows = x.shape[0];
+    Tensor mean = ctx.allocate(stats, make_shape({rows}));
+    Tensor rstd = ctx.allocate(stats, make_shape({rows}));
+    Tensor gamma = ctx.parameters->parameter(gamma_), beta = ctx.parameters->parameter(beta_);
+    if (ctx.switches.fused_layernorm) {
+        run::layernorm_forward(ctx, x, gamma, beta, y, mean, rstd, eps_);
+    } else {
+        Tensor scratch = ctx.allocate(layernorm_scratch_dtype(x),
+                                      make_shape({ops::layernorm_forward_unfused_scratch(rows, dim_)}));
+        run::layernorm_forward_unfused(ctx, x, gamma, beta, y, mean, rstd, scratch, eps_);
+    }
     if (ctx.training) {
         x_ = x;
         mean_ = mean;
@@ -129,9 +140,17 @@ Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
 Tensor LayerNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!x_.defined()) layer_error(*this, "backward without a training forward");
     Tensor dx = ctx.allocate(dy.dtype, shape_of(x_));
-    run::layernorm_backward(ctx, x_, dy, ctx.parameters->parameter(gamma_), mean_, rstd_, dx,
-                            ctx.parameters->gradient(gamma_), ctx.parameters->gradient(beta_),
-                            ops::GradWrite::store, ctx.parameter_write);
+    Tensor gamma = ctx.parameters->parameter(gamma_);
+    Tensor dgamma = ctx.parameters->gradient(gamma_), dbeta = ctx.parameters->gradient(beta_);
+    if (ctx.switches.fused_layernorm) {
+        run::layernorm_backward(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, ops::GradWrite::store,
+                                ctx.parameter_write);
+    } else {
+        Tensor scratch = ctx.allocate(layernorm_scratch_dtype(x_),
+                                      make_shape({ops::layernorm_backward_unfused_scratch(x_.shape[0], dim_)}));
+        run::layernorm_backward_unfused(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, scratch,
+                                        ops::GradWrite::store, ctx.parameter_write);
+    }
     return need_input_grad ? dx : Tensor{};
 }
 

@@ -35,7 +35,8 @@ private:
     Tensor ids_view_;
 };
 
-// nn.LayerNorm over the last dim of [rows, D].
+// nn.LayerNorm over the last dim of [rows, D]: the fused op, or the unfused kernel
+// chain (engine/ops/layernorm.h) when ctx.switches.fused_layernorm is off.
 class LayerNorm : public Layer {
 public:
     LayerNorm(std::string name, int64_t dim, float eps = 1e-5f);

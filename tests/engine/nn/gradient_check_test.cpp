@@ -62,6 +62,15 @@ TEST(GradientCheck, PatchEmbedding) {
     check_layer(std::make_unique<PatchEmbedding>("embed", 1, 8, 4, 6), {2, 1, 8, 8});
 }
 TEST(GradientCheck, LayerNorm) { check_layer(std::make_unique<LayerNorm>("ln", 6), {5, 6}); }
+// The unfused chain keeps f64 intermediates for f64 activations, so finite differences
+// check it as they check the fused op.
+TEST(GradientCheck, LayerNormUnfused) {
+    LayerHarness harness(std::make_unique<LayerNorm>("ln", 6));
+    harness.context().switches.fused_layernorm = false;
+    std::vector<double> input = random_values(30, 3);
+    Tensor x = host_tensor(input, {5, 6});
+    harness.check(input, x);
+}
 TEST(GradientCheck, SelfAttentionOneHead) {
     check_layer(std::make_unique<SelfAttention>("attention", 6, 1, 4), {8, 6});
 }

@@ -186,6 +186,39 @@ TEST(Training, GradientAccumulationMatchesOneBatch) {
     EXPECT_THROW(odd.step(seven.x, seven.y), std::invalid_argument);
 }
 
+// switches.fused_layernorm = false: the unfused kernel chain (f32 intermediates) trains
+// the transformer to the same losses and parameters as the fused op, within rounding.
+TEST(Training, UnfusedLayerNormTrainsLikeFused) {
+    ModelOptions options;
+    options.transformer_blocks = 2;
+    Batch batch = make_batch(8, 9, options.image_size);
+    std::vector<double> losses[2];
+    std::vector<float> parameters[2];
+    for (int unfused = 0; unfused < 2; ++unfused) {
+        auto model = make_model("transformer", options);
+        BuildOptions build;
+        build.seed = 1;
+        build.pool_chunk_bytes = 16u << 20;
+        build.switches.fused_layernorm = unfused == 0;
+        model->build(build);
+        auto optimizer = make_sgd(*model);
+        Trainer trainer(*model, *optimizer, {});
+        for (int step = 0; step < 6; ++step) losses[unfused].push_back(trainer.step(batch.x, batch.y).loss);
+        parameters[unfused] = flat(model->parameters().master(), model->parameters().flat_length());
+    }
+    for (std::size_t step = 0; step < losses[0].size(); ++step)
+        EXPECT_NEAR(losses[1][step], losses[0][step], 1e-4 * std::max(1.0, std::abs(losses[0][step])))
+            << "step " << step;
+    EXPECT_LT(losses[0].back(), losses[0].front());  // the comparison is over real training
+    double difference = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < parameters[0].size(); ++i) {
+        difference += double(parameters[1][i] - parameters[0][i]) * (parameters[1][i] - parameters[0][i]);
+        norm += double(parameters[0][i]) * parameters[0][i];
+    }
+    EXPECT_LT(std::sqrt(difference / norm), 1e-5);
+    EXPECT_GT(difference, 0.0);  // the switch really changed the path (rounding differs)
+}
+
 TEST(Training, ActivationCheckpointingKeepsGradientsAndSavesMemory) {
     for (const char* name : {"resnet", "transformer"}) {
         ModelOptions options = small_resnet();
