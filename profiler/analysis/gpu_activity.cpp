@@ -3,6 +3,7 @@
 // windows. Memory: the steps and the NVTX wait ranges, never the GPU events.
 #include "profiler/analysis/gpu_activity.h"
 
+#include "profiler/analysis/rank_summary.h"
 #include "profiler/analysis/sql_query.h"
 
 #include <algorithm>
@@ -203,19 +204,45 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     }
     std::reverse(result.longest_gaps.begin(), result.longest_gaps.end());
 
+    // A job trace of several ranks: each step counts only its own rank's devices.
+    std::map<trace::ThreadId, std::int32_t> rank_of_thread;
+    std::map<trace::DeviceId, std::int32_t> rank_of_device;
+    if (reader.processes().size() >= 2) {
+        std::map<std::int64_t, std::int32_t> rank_of_pid;
+        for (const trace::ProcessInfo& process : reader.processes())
+            if (std::optional<std::int32_t> rank = rank_of_process_name(process.name)) rank_of_pid[process.pid] = *rank;
+        for (const trace::ThreadInfo& thread : reader.threads()) {
+            auto found = rank_of_pid.find(thread.pid);
+            if (found != rank_of_pid.end()) rank_of_thread[thread.thread_id] = found->second;
+        }
+        for (const trace::DeviceInfo& device : reader.devices())
+            if (std::optional<std::int32_t> rank = rank_of_device_name(device.name)) rank_of_device[device.device_id] = *rank;
+    }
+    std::map<std::int32_t, std::int64_t> steps_of_rank;
     for (std::size_t i = 0; i < steps.size(); ++i) {
         StepBreakdown row;
         row.step_index = static_cast<std::int64_t>(i);
+        auto step_rank = rank_of_thread.find(steps[i].thread_id);
+        if (step_rank != rank_of_thread.end()) {
+            row.rank = step_rank->second;
+            row.step_index = steps_of_rank[row.rank]++;
+        }
+        std::vector<trace::DeviceId> step_devices;
+        for (trace::DeviceId device : devices) {
+            auto device_rank = rank_of_device.find(device);
+            if (row.rank < 0 || device_rank == rank_of_device.end() || device_rank->second == row.rank)
+                step_devices.push_back(device);
+        }
         row.start_ns = steps[i].start_ns;
         row.wall_ns = steps[i].end_ns - steps[i].start_ns;
         row.dataloader_wait_ns = dataloader[i];
         row.allreduce_wait_ns = allreduce[i];
-        if (devices.empty()) {
+        if (step_devices.empty()) {
             row.gpu_idle_ns = row.wall_ns;
             result.steps.push_back(row);
             continue;
         }
-        for (trace::DeviceId device : devices) {
+        for (trace::DeviceId device : step_devices) {
             row.device_id = device;
             row.gpu_compute_ns = compute[device][i];
             row.copies_ns = copies[device][i];

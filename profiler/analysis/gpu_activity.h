@@ -10,7 +10,10 @@
 //   dataloader wait    sum of "dataloader/wait" ranges on the step's thread,
 //                      clipped to the window;
 //   all-reduce wait    the same for "allreduce/wait";
-//   GPU idle           wall - union(kernels, memcpys, memsets) on the device.
+//   GPU idle           wall - union(kernels, memcpys, memsets) on the device;
+//   job traces         with two or more processes named "rank R" (`ember merge`), a
+//                      step belongs to its thread's rank and has rows only for that
+//                      rank's devices (named "rank R: ..."); indices count per rank.
 //   busy fraction      union of all GPU activity / the run window, where the run
 //                      window is [run start, run end] of the file, or from the
 //                      first to the last GPU activity when the file has no end;
@@ -27,7 +30,10 @@ namespace ember::analysis {
 // One step on one device (a step has one row per device with GPU activity in
 // the file, or one row with device -1 when no device has any).
 struct StepBreakdown {
-    std::int64_t step_index = 0;  // 0, 1, ... in start order
+    std::int64_t step_index = 0;  // 0, 1, ... in start order (per rank in a job trace)
+    // In a job trace of several ranks (`ember merge`): the rank whose thread ran the
+    // step, whose devices ("rank R: ...") alone are counted for it; -1 otherwise.
+    std::int32_t rank = -1;
     trace::DeviceId device_id = trace::kNoDevice;
     trace::TimeNs start_ns = 0;
     trace::TimeNs wall_ns = 0;

@@ -14,17 +14,23 @@ namespace {
 // the trainer uses; engine/core/nvtx.h defines them).
 constexpr std::uint32_t kComputeCategory = 2;
 
-std::optional<std::int32_t> rank_from_process_name(std::string_view name) {
+std::optional<std::int32_t> leading_rank(std::string_view text, std::string_view rest) {
     constexpr std::string_view prefix = "rank ";
-    if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
-    std::string_view digits = name.substr(prefix.size());
+    if (text.substr(0, prefix.size()) != prefix) return std::nullopt;
+    text.remove_prefix(prefix.size());
     std::int32_t rank = 0;
-    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
-    if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rank);
+    if (error != std::errc() || rank < 0) return std::nullopt;
+    const std::string_view after(end, static_cast<std::size_t>(text.data() + text.size() - end));
+    if (rest.empty() ? !after.empty() : after.substr(0, rest.size()) != rest) return std::nullopt;
     return rank;
 }
 
 }  // namespace
+
+std::optional<std::int32_t> rank_of_process_name(std::string_view name) { return leading_rank(name, ""); }
+
+std::optional<std::int32_t> rank_of_device_name(std::string_view name) { return leading_rank(name, ": "); }
 
 RankSummary rank_summary(const store::TraceReader& reader) {
     RankSummary summary;
@@ -34,7 +40,7 @@ RankSummary rank_summary(const store::TraceReader& reader) {
         RankTimes times;
         times.pid = processes[i].pid;
         times.process_name = processes[i].name;
-        if (std::optional<std::int32_t> named = rank_from_process_name(processes[i].name)) times.rank = *named;
+        if (std::optional<std::int32_t> named = rank_of_process_name(processes[i].name)) times.rank = *named;
         else times.rank = processes.size() == 1 ? reader.run().rank : static_cast<std::int32_t>(i);
         rank_of_pid.emplace(times.pid, summary.ranks.size());
         summary.ranks.push_back(std::move(times));

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::analysis {
@@ -44,6 +45,11 @@ struct RankSummary {
     // Summed all-reduce wait of every rank but the straggler.
     trace::TimeNs others_wait_ns = 0;
 };
+
+// "rank 3" -> 3 (how `ember merge` names processes); nullopt for any other name.
+std::optional<std::int32_t> rank_of_process_name(std::string_view name);
+// "rank 3: NVIDIA H100" -> 3 (how `ember merge` names devices); nullopt otherwise.
+std::optional<std::int32_t> rank_of_device_name(std::string_view name);
 
 // Ranks are ordered by rank number. A process named "rank R" has rank R; any other
 // process takes RunInfo::rank when it is the file's only process, else its position.

@@ -107,11 +107,17 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
         {"gpu_idle", "GPU Idle", ColumnKind::time},
         {"gpu_idle_percent", "GPU Idle (%)", ColumnKind::percent},
     };
+    // A job trace of several ranks: which rank ran each step.
+    const bool ranks = std::any_of(activity.steps.begin(), activity.steps.end(),
+                                   [](const StepBreakdown& step) { return step.rank >= 0; });
+    if (ranks) table.columns.insert(table.columns.begin() + 1, {"rank", "Rank", ColumnKind::integer});
     for (const StepBreakdown& step : activity.steps) {
         double idle_percent = step.wall_ns > 0 ? 100.0 * static_cast<double>(step.gpu_idle_ns) / static_cast<double>(step.wall_ns) : 0.0;
-        table.rows.push_back({step.step_index, device_cell(step.device_id), step.start_ns - run.start_ns, step.wall_ns,
-                              step.gpu_compute_ns, step.copies_ns, step.dataloader_wait_ns, step.allreduce_wait_ns,
-                              step.gpu_idle_ns, idle_percent});
+        std::vector<Cell> cells = {step.step_index, device_cell(step.device_id), step.start_ns - run.start_ns, step.wall_ns,
+                                   step.gpu_compute_ns, step.copies_ns, step.dataloader_wait_ns, step.allreduce_wait_ns,
+                                   step.gpu_idle_ns, idle_percent};
+        if (ranks) cells.insert(cells.begin() + 1, Cell{static_cast<std::int64_t>(step.rank)});
+        table.rows.push_back(std::move(cells));
     }
     return table;
 }

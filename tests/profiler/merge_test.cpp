@@ -2,6 +2,7 @@
 // known: all events arrive, on rank 0's time base, with per-rank devices and
 // correlation ids that still link each API call to its own GPU work; and the per-rank
 // summary (`ember stats --report ranks`) names the rank the other one waited for.
+#include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/rank_summary.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/reader.h"
@@ -13,6 +14,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 namespace {
@@ -241,6 +243,40 @@ TEST_F(Merge, RankSummaryNamesTheRankTheOthersWaitFor) {
     analysis::write_stats(text, job, {});
     EXPECT_NE(text.str().find("Ranks (compute, all-reduce wait, straggler)"), std::string::npos);
     EXPECT_NE(text.str().find("rank 1 is the straggler"), std::string::npos) << text.str();
+}
+
+// Each step of a job trace belongs to its rank and counts only that rank's GPU.
+TEST_F(Merge, StepsCountOnlyTheirOwnRanksDevice) {
+    std::string output;
+    ASSERT_EQ(run_merge("-o " + job_ + " " + rank0_ + " " + rank1_, output), 0) << output;
+    store::TraceReader job(job_);
+    analysis::GpuActivity activity = analysis::gpu_activity(job, 5);
+    ASSERT_EQ(activity.steps.size(), 4u);  // 2 steps x 2 ranks, one device row each
+    std::map<std::int32_t, std::vector<std::int64_t>> indices;
+    for (const analysis::StepBreakdown& step : activity.steps) {
+        ASSERT_GE(step.rank, 0);
+        const std::string device = job.device(step.device_id)->name;
+        EXPECT_EQ(device, "rank " + std::to_string(step.rank) + ": Test GPU");
+        EXPECT_EQ(step.gpu_compute_ns, 13);  // its own kernel [t+7, t+20)
+        EXPECT_EQ(step.copies_ns, 9);        // its own copy [t+21, t+30)
+        indices[step.rank].push_back(step.step_index);
+    }
+    EXPECT_EQ(indices[0], (std::vector<std::int64_t>{0, 1}));
+    EXPECT_EQ(indices[1], (std::vector<std::int64_t>{0, 1}));
+    analysis::StatsOptions steps_only;
+    steps_only.reports = {"steps"};
+    std::ostringstream text;
+    analysis::write_stats(text, job, steps_only);
+    EXPECT_NE(text.str().find("Rank"), std::string::npos) << text.str();
+}
+
+TEST(RankNames, ParseOnlyMergeNames) {
+    EXPECT_EQ(analysis::rank_of_process_name("rank 12"), 12);
+    EXPECT_EQ(analysis::rank_of_process_name("rank 1: main"), std::nullopt);
+    EXPECT_EQ(analysis::rank_of_process_name("python"), std::nullopt);
+    EXPECT_EQ(analysis::rank_of_device_name("rank 3: NVIDIA H100"), 3);
+    EXPECT_EQ(analysis::rank_of_device_name("rank 3"), std::nullopt);
+    EXPECT_EQ(analysis::rank_of_device_name("NVIDIA H100"), std::nullopt);
 }
 
 TEST_F(Merge, SingleRankFileHasNoRanksTableUnlessAsked) {
