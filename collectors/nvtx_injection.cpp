@@ -12,8 +12,10 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -26,6 +28,8 @@ namespace {
 
 constexpr std::uint32_t kCounterCategory = 100;
 constexpr std::size_t kMaxCachedMessagesPerThread = 1 << 16;
+// Range ids a thread takes from the session at a time.
+constexpr std::uint64_t kRangeIdBlock = 1024;
 
 // ---------------------------------------------------------------------------
 // [SECTION] Handles NVTX gives back to the program
@@ -95,20 +99,63 @@ struct OpenRange {
     bool recorded = false;  // capture was on when it opened
 };
 
+// Everything an NVTX handler needs from its thread, reached through one thread_local.
 struct ThreadState {
     std::uint32_t generation = 0;
+    trace::ThreadId thread_id = 0;  // 0 until the thread first records
+    trace::RangeId next_range_id = 0;  // this thread's block of ids: [next, limit)
+    trace::RangeId range_id_limit = 0;
+    // Open push/pop ranges, innermost last: the first `depth` entries. Entries past
+    // it are kept for reuse, so a push fills a slot instead of constructing one.
     std::vector<OpenRange> stack;
+    std::size_t depth = 0;
     std::unordered_map<std::string, trace::StringId, TextHash, std::equal_to<>> messages;
+
+    trace::ThreadId thread(Session& session) {
+        if (thread_id == 0) thread_id = session.this_thread();
+        return thread_id;
+    }
+    trace::RangeId take_range_id(Session& session) {
+        if (next_range_id == range_id_limit) {
+            next_range_id = session.reserve_range_ids(kRangeIdBlock);
+            range_id_limit = next_range_id + kRangeIdBlock;
+        }
+        return next_range_id++;
+    }
 };
 
-ThreadState& thread_state(Session& session) {
-    thread_local ThreadState state;
-    if (state.generation != session.generation()) {
-        state.generation = session.generation();
-        state.stack.clear();
-        state.messages.clear();
+// The handlers reach their thread's state through a pointer in the initial-exec TLS
+// model: one %fs-relative load instead of a __tls_get_addr call per handler. Eight
+// bytes of static TLS is well inside what glibc reserves for libraries loaded by
+// dlopen (`ember record` injects this library that way). The state itself is owned
+// by an ordinary thread_local, whose destructor frees it when the thread exits.
+thread_local ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+struct ThreadStateOwner {
+    std::unique_ptr<ThreadState> state;
+    ~ThreadStateOwner() { t_thread_state = nullptr; }
+};
+
+ThreadState* create_thread_state() {
+    thread_local ThreadStateOwner owner;
+    owner.state = std::make_unique<ThreadState>();
+    t_thread_state = owner.state.get();
+    return t_thread_state;
+}
+
+inline ThreadState& thread_state(Session& session) {
+    ThreadState* state = t_thread_state;
+    if (!state) [[unlikely]]
+        state = create_thread_state();
+    if (state->generation != session.generation()) [[unlikely]] {
+        state->generation = session.generation();
+        state->thread_id = 0;
+        state->next_range_id = state->range_id_limit = 0;
+        state->stack.clear();
+        state->depth = 0;
+        state->messages.clear();
     }
-    return state;
+    return *state;
 }
 
 trace::StringId intern_message(Session& session, ThreadState& state, std::string_view text) {
@@ -125,15 +172,6 @@ trace::StringId intern_message(Session& session, ThreadState& state, std::string
 // [SECTION] Event attributes
 // ---------------------------------------------------------------------------
 
-struct Attributes {
-    trace::StringId name_id = trace::kNoString;
-    std::string_view text;  // the message as text, for counters
-    std::string text_storage;
-    std::uint32_t category = 0;
-    std::uint32_t color = 0;
-    trace::Payload payload;
-};
-
 trace::Payload payload_of(const nvtxEventAttributes_t& attributes) {
     switch (attributes.payloadType) {
         case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
@@ -147,33 +185,67 @@ trace::Payload payload_of(const nvtxEventAttributes_t& attributes) {
     }
 }
 
-void read_attributes(Session& session, ThreadState& state, const nvtxEventAttributes_t* attributes,
-                     Attributes& out) {
-    if (!attributes || attributes->size < NVTX_EVENT_ATTRIB_STRUCT_SIZE) return;
-    out.category = attributes->category;
-    if (attributes->colorType == NVTX_COLOR_ARGB) out.color = attributes->color;
-    out.payload = payload_of(*attributes);
+bool attributes_usable(const nvtxEventAttributes_t* attributes) {
+    return attributes && attributes->size >= NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+}
+
+// The message of an event as text (counter marks are named by it).
+std::string message_text(const nvtxEventAttributes_t& attributes) {
+    switch (attributes.messageType) {
+        case NVTX_MESSAGE_TYPE_ASCII: return attributes.message.ascii ? attributes.message.ascii : "";
+        case NVTX_MESSAGE_TYPE_UNICODE: return utf8_from_wide(attributes.message.unicode);
+        case NVTX_MESSAGE_TYPE_REGISTERED:
+            if (attributes.message.registered)
+                return reinterpret_cast<RegisteredString*>(attributes.message.registered)->text.text;
+            return "";
+        default: return "";
+    }
+}
+
+// Fills name, category, color and payload of a range or mark from whichever form
+// of message the program passed (describe() below handles the common case inline).
+template <typename Event>
+__attribute__((noinline)) void describe_any(Session& session, ThreadState& state, const nvtxEventAttributes_t* attributes,
+                                            const char* ascii, const wchar_t* unicode, Event& event) {
+    if (ascii) {
+        event.name_id = intern_message(session, state, ascii);
+        return;
+    }
+    if (unicode) {
+        event.name_id = intern_message(session, state, utf8_from_wide(unicode));
+        return;
+    }
+    if (!attributes_usable(attributes)) return;
+    event.category = attributes->category;
+    if (attributes->colorType == NVTX_COLOR_ARGB) event.color = attributes->color;
+    if (attributes->payloadType != NVTX_PAYLOAD_UNKNOWN) event.payload = payload_of(*attributes);
     switch (attributes->messageType) {
+        case NVTX_MESSAGE_TYPE_REGISTERED:
+            if (attributes->message.registered)
+                event.name_id = reinterpret_cast<RegisteredString*>(attributes->message.registered)->text.id(session);
+            break;
         case NVTX_MESSAGE_TYPE_ASCII:
-            if (attributes->message.ascii) {
-                out.text = attributes->message.ascii;
-                out.name_id = intern_message(session, state, out.text);
-            }
+            if (attributes->message.ascii) event.name_id = intern_message(session, state, attributes->message.ascii);
             break;
         case NVTX_MESSAGE_TYPE_UNICODE:
-            out.text_storage = utf8_from_wide(attributes->message.unicode);
-            out.text = out.text_storage;
-            out.name_id = intern_message(session, state, out.text);
-            break;
-        case NVTX_MESSAGE_TYPE_REGISTERED:
-            if (attributes->message.registered) {
-                auto* registered = reinterpret_cast<RegisteredString*>(attributes->message.registered);
-                out.text = registered->text.text;
-                out.name_id = registered->text.id(session);
-            }
+            event.name_id = intern_message(session, state, utf8_from_wide(attributes->message.unicode));
             break;
         default: break;
     }
+}
+
+template <typename Event>
+void describe(Session& session, ThreadState& state, const nvtxEventAttributes_t* attributes, const char* ascii,
+              const wchar_t* unicode, Event& event) {
+    // The common case first, without a call: a registered string (engine/core/nvtx.h).
+    if (attributes_usable(attributes) && attributes->messageType == NVTX_MESSAGE_TYPE_REGISTERED &&
+        attributes->message.registered && attributes->payloadType == NVTX_PAYLOAD_UNKNOWN) [[likely]] {
+        event.category = attributes->category;
+        if (attributes->colorType == NVTX_COLOR_ARGB) event.color = attributes->color;
+        event.name_id = reinterpret_cast<RegisteredString*>(attributes->message.registered)->text.id(session);
+        return;
+    }
+    describe_any(session, state, attributes, ascii, unicode, event);
 }
 
 trace::StringId domain_id(Session& session, const Domain* domain) {
@@ -184,42 +256,42 @@ trace::StringId domain_id(Session& session, const Domain* domain) {
 // [SECTION] Push/pop, start/end, marks
 // ---------------------------------------------------------------------------
 
+// The open range lives in the thread's stack from push to pop and goes to the
+// writer's ring as it is: no copy, no lock, no shared atomic.
 int push_range(const Domain* domain, const nvtxEventAttributes_t* attributes, const char* ascii,
                const wchar_t* unicode) {
     Session* session = current_session();
     if (!session || !session->options().trace_nvtx) return 0;
     ThreadState& state = thread_state(*session);
-    OpenRange open;
+    std::size_t depth = state.depth;
+    if (depth == state.stack.size()) state.stack.emplace_back();
+    OpenRange& open = state.stack[depth];
+    state.depth = depth + 1;
     open.domain = domain;
     open.recorded = session->capturing();
     if (open.recorded) {
-        Attributes read;
-        if (attributes) {
-            read_attributes(*session, state, attributes, read);
-        } else if (ascii) {
-            read.name_id = intern_message(*session, state, ascii);
-        } else if (unicode) {
-            read.name_id = intern_message(*session, state, utf8_from_wide(unicode));
-        }
+        // Every field is set: the slot holds an earlier range.
         trace::RangeEvent& event = open.event;
-        event.range_id = session->writer().next_range_id();
-        event.thread_id = session->this_thread();
+        event.range_id = state.take_range_id(*session);
+        event.end_ns = 0;
+        event.thread_id = state.thread(*session);
         event.domain_id = domain_id(*session, domain);
-        event.name_id = read.name_id;
-        event.category = read.category;
-        event.color = read.color;
-        event.payload = read.payload;
-        event.depth = static_cast<std::int32_t>(state.stack.size());
-        for (auto parent = state.stack.rbegin(); parent != state.stack.rend(); ++parent) {
-            if (parent->recorded) {
-                event.parent_range_id = parent->event.range_id;
+        event.name_id = trace::kNoString;
+        event.category = 0;
+        event.color = 0;
+        event.payload = {};
+        describe(*session, state, attributes, ascii, unicode, event);
+        event.depth = static_cast<std::int32_t>(depth);
+        event.parent_range_id = 0;
+        for (std::size_t index = depth; index-- > 0;) {
+            if (state.stack[index].recorded) {
+                event.parent_range_id = state.stack[index].event.range_id;
                 break;
             }
         }
         event.start_ns = now_ns();
     }
-    state.stack.push_back(open);
-    return static_cast<int>(state.stack.size()) - 1;
+    return static_cast<int>(depth);
 }
 
 int pop_range(const Domain* domain) {
@@ -228,15 +300,19 @@ int pop_range(const Domain* domain) {
     trace::TimeNs end = now_ns();
     ThreadState& state = thread_state(*session);
     // The innermost open range of this domain (normally the top of the stack).
-    for (std::size_t index = state.stack.size(); index-- > 0;) {
-        if (state.stack[index].domain != domain) continue;
-        OpenRange closing = state.stack[index];
-        state.stack.erase(state.stack.begin() + static_cast<std::ptrdiff_t>(index));
+    for (std::size_t index = state.depth; index-- > 0;) {
+        OpenRange& closing = state.stack[index];
+        if (closing.domain != domain) continue;
         if (closing.recorded && session->capturing()) {
             closing.event.end_ns = end;
             session->writer().record_range(closing.event);
         }
-        return static_cast<int>(state.stack.size());
+        // Ranges of other domains opened inside it stay open, one level shallower.
+        std::rotate(state.stack.begin() + static_cast<std::ptrdiff_t>(index),
+                    state.stack.begin() + static_cast<std::ptrdiff_t>(index) + 1,
+                    state.stack.begin() + static_cast<std::ptrdiff_t>(state.depth));
+        state.depth -= 1;
+        return static_cast<int>(state.depth);
     }
     return -1;  // a pop without a push (or one from before the session began)
 }
@@ -254,23 +330,13 @@ nvtxRangeId_t start_range(const Domain* domain, const nvtxEventAttributes_t* att
     Session* session = capturing_session();
     if (!session || !session->options().trace_nvtx) return 0;
     ThreadState& state = thread_state(*session);
-    Attributes read;
-    if (attributes)
-        read_attributes(*session, state, attributes, read);
-    else if (ascii)
-        read.name_id = intern_message(*session, state, ascii);
-    else if (unicode)
-        read.name_id = intern_message(*session, state, utf8_from_wide(unicode));
     StartedRange started;
     started.generation = session->generation();
     trace::RangeEvent& event = started.event;
-    event.range_id = session->writer().next_range_id();
-    event.thread_id = session->this_thread();
+    event.range_id = state.take_range_id(*session);
+    event.thread_id = state.thread(*session);
     event.domain_id = domain_id(*session, domain);
-    event.name_id = read.name_id;
-    event.category = read.category;
-    event.color = read.color;
-    event.payload = read.payload;
+    describe(*session, state, attributes, ascii, unicode, event);
     event.depth = -1;  // start/end ranges do not nest
     event.start_ns = now_ns();
     nvtxRangeId_t id = event.range_id;
@@ -300,27 +366,19 @@ void mark(const Domain* domain, const nvtxEventAttributes_t* attributes, const c
     if (!session || !session->options().trace_nvtx) return;
     trace::TimeNs time = now_ns();
     ThreadState& state = thread_state(*session);
-    Attributes read;
-    if (attributes)
-        read_attributes(*session, state, attributes, read);
-    else if (ascii)
-        read.name_id = intern_message(*session, state, ascii);
-    else if (unicode)
-        read.name_id = intern_message(*session, state, utf8_from_wide(unicode));
-    if (domain && domain->is_ember && read.category == kCounterCategory &&
-        read.payload.kind != trace::PayloadKind::none) {
-        trace::CounterId counter = session->counter(read.text, "", trace::kNoDevice);
-        session->writer().record_counter({counter, time, read.payload.as_double()});
-        return;
+    if (domain && domain->is_ember && attributes_usable(attributes) && attributes->category == kCounterCategory) {
+        trace::Payload payload = payload_of(*attributes);
+        if (payload.kind != trace::PayloadKind::none) {
+            trace::CounterId counter = session->counter(message_text(*attributes), "", trace::kNoDevice);
+            session->writer().record_counter({counter, time, payload.as_double()});
+            return;
+        }
     }
     trace::MarkEvent event;
     event.time_ns = time;
-    event.thread_id = session->this_thread();
+    event.thread_id = state.thread(*session);
     event.domain_id = domain_id(*session, domain);
-    event.name_id = read.name_id;
-    event.category = read.category;
-    event.color = read.color;
-    event.payload = read.payload;
+    describe(*session, state, attributes, ascii, unicode, event);
     session->writer().record_mark(event);
 }
 

@@ -201,7 +201,8 @@ Session::Session(const SessionOptions& options)
         run.rank = *record.rank;
         run.world_size = record.world_size;
     }
-    run.clock_name = kClockName;
+    start_process_clock();
+    run.clock_name = clock_name();
     run.clock_offset_to_wall_ns = clock_offset_to_wall_ns();
     run.start_ns = now_ns();
     store::WriterOptions writer_options;

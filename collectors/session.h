@@ -83,6 +83,14 @@ public:
     // nvtxNameOsThread: names any thread of the process by OS tid.
     void name_os_thread(std::int64_t tid, std::string_view name);
 
+    // A block of `count` fresh range ids, [first, first + count). NVTX threads take ids
+    // in blocks so that opening a range touches no shared atomic; ids are unique in
+    // the file, not dense. Nothing else may use TraceWriter::next_range_id() for
+    // this file.
+    trace::RangeId reserve_range_ids(std::uint64_t count) {
+        return next_range_id_.fetch_add(count, std::memory_order_relaxed);
+    }
+
     // A counter track by name (NVTX counters, NVML series), registered on first use.
     trace::CounterId counter(std::string_view name, std::string_view unit, trace::DeviceId device);
 
@@ -105,6 +113,7 @@ private:
     mutable std::mutex windows_mutex_;
     std::vector<std::pair<trace::TimeNs, trace::TimeNs>> capture_windows_;  // [on, off); off = max while on
     std::atomic<std::uint64_t> cupti_dropped_{0};
+    std::atomic<trace::RangeId> next_range_id_{1};
     std::mutex threads_mutex_;
     std::unordered_map<std::int64_t, trace::ThreadId> threads_by_tid_;
     std::unordered_map<std::int64_t, std::string> pending_thread_names_;

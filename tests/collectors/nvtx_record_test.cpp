@@ -37,7 +37,9 @@ bool inside(const RangeEvent& child, const RangeEvent& parent) {
 }
 
 // The events samples/nvtx_threads/nvtx_threads.cpp documents, with 2 workers x 3 iterations.
-void expect_sample_events(const std::string& path) {
+// The program ran between the test's CLOCK_MONOTONIC readings `before` and `after`:
+// every timestamp lies on that clock (the collector's TSC clock maps onto it).
+void expect_sample_events(const std::string& path, std::int64_t before, std::int64_t after) {
     store::TraceReader reader(path);
     EXPECT_TRUE(reader.complete());
     std::map<std::string, trace::ThreadId> threads;
@@ -149,26 +151,34 @@ void expect_sample_events(const std::string& path) {
         return true;
     });
     EXPECT_EQ(losses, (std::vector<double>{0.5, 0.25}));
-    EXPECT_EQ(reader.run().clock_name, "CLOCK_MONOTONIC");
+    EXPECT_EQ(reader.run().clock_name.rfind("CLOCK_MONOTONIC", 0), 0u) << reader.run().clock_name;
+    for (const RangeEvent& range : ranges) {
+        EXPECT_GE(range.start_ns, before);
+        EXPECT_LE(range.end_ns, after);
+    }
     EXPECT_EQ(reader.total_dropped(), 0u);
 }
 
 TEST(CollectorNvtx, InProcessRecordingHoldsExactlyTheSampleEvents) {
     std::string path = test::temp_path("inprocess.db");
     std::string output;
+    std::int64_t before = test::monotonic_ns();
     int code = test::run({test::bin("sample_nvtx_threads_inprocess"), "--record", path}, &output);
+    std::int64_t after = test::monotonic_ns();
     ASSERT_EQ(code, 0) << output;
-    expect_sample_events(path);
+    expect_sample_events(path, before, after);
     std::remove(path.c_str());
 }
 
 TEST(CollectorNvtx, EmberRecordHoldsExactlyTheSampleEvents) {
     std::string path = test::temp_path("injected.db");
     std::string output;
+    std::int64_t before = test::monotonic_ns();
     int code = test::run({test::bin("ember"), "record", "-o", path, "--", test::bin("sample_nvtx_threads")}, &output);
+    std::int64_t after = test::monotonic_ns();
     ASSERT_EQ(code, 0) << output;
     EXPECT_NE(output.find("17 NVTX ranges, 3 marks, 2 counter samples"), std::string::npos) << output;
-    expect_sample_events(path);
+    expect_sample_events(path, before, after);
     std::remove(path.c_str());
 }
 
@@ -194,8 +204,10 @@ TEST(CollectorNvtx, ChildProcessesGetTheirOwnFilesOrAreSkipped) {
     std::string program = test::bin("sample_nvtx_threads");
     std::string script = program + " && " + program + "; true";  // the shell waits, never execs
     std::string output;
+    std::int64_t before = test::monotonic_ns();
     ASSERT_EQ(test::run({test::bin("ember"), "record", "-o", base + ".db", "--", "sh", "-c", script}, &output), 0)
         << output;
+    std::int64_t after = test::monotonic_ns();
     std::vector<std::string> children;
     for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
         std::string name = entry.path().string();
@@ -204,7 +216,7 @@ TEST(CollectorNvtx, ChildProcessesGetTheirOwnFilesOrAreSkipped) {
     }
     ASSERT_EQ(children.size(), 2u) << output;
     for (const std::string& child : children) {
-        expect_sample_events(child);
+        expect_sample_events(child, before, after);
         std::remove(child.c_str());
     }
     EXPECT_FALSE(std::filesystem::exists(base + ".db"));  // the shell itself never loaded the collector

@@ -1,0 +1,195 @@
+// clock.cpp: calibration and re-anchoring of the collector's TSC clock (clock.h).
+#include "collectors/clock.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace ember::collector {
+
+HostClock g_process_clock;
+
+namespace {
+
+constexpr std::int64_t kCalibrationNs = 5'000'000;
+// A measurement whose TSC reads lie further apart than this was interrupted.
+constexpr std::int64_t kLongestMeasurementNs = 20'000;
+// After a refused measurement, try again this much later.
+constexpr std::int64_t kRetryNs = 1'000'000;
+// Further behind CLOCK_MONOTONIC than this, the mapping jumps instead of slewing.
+constexpr std::int64_t kJumpNs = 1'000'000;
+
+bool has_flag(std::string_view flags, std::string_view flag) {
+    std::size_t at = 0;
+    while ((at = flags.find(flag, at)) != std::string_view::npos) {
+        bool starts = at == 0 || flags[at - 1] == ' ' || flags[at - 1] == '\t';
+        std::size_t after = at + flag.size();
+        bool ends = after == flags.size() || flags[after] == ' ' || flags[after] == '\n' || flags[after] == '\t';
+        if (starts && ends) return true;
+        at = after;
+    }
+    return false;
+}
+
+// Ticks for `ns` at `rate` (ns per tick, 32 fraction bits).
+std::int64_t ticks_for(std::int64_t ns, std::int64_t rate) {
+    return static_cast<std::int64_t>((static_cast<WideInt>(ns) << 32) / rate);
+}
+
+void reset_lock_in_child() { g_process_clock.after_fork_in_child(); }
+
+}  // namespace
+
+bool cpuinfo_says_tsc_invariant(std::string_view cpuinfo) {
+    // The first "flags" line: every core of one machine reports the same ones.
+    std::size_t line_start = 0;
+    while (line_start < cpuinfo.size()) {
+        std::size_t line_end = cpuinfo.find('\n', line_start);
+        if (line_end == std::string_view::npos) line_end = cpuinfo.size();
+        std::string_view line = cpuinfo.substr(line_start, line_end - line_start);
+        if (line.substr(0, 5) == "flags") {
+            std::size_t colon = line.find(':');
+            if (colon == std::string_view::npos) return false;
+            std::string_view flags = line.substr(colon + 1);
+            return has_flag(flags, "constant_tsc") && has_flag(flags, "nonstop_tsc");
+        }
+        line_start = line_end + 1;
+    }
+    return false;
+}
+
+HostClock::Measurement HostClock::measure() {
+    // CLOCK_MONOTONIC bracketed by two TSC reads; the tightest of three brackets.
+    Measurement best;
+    best.window_ticks = INT64_MAX;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        std::int64_t before = read_tsc();
+        std::int64_t ns = monotonic_now_ns();
+        std::int64_t after = read_tsc();
+        if (after - before < best.window_ticks) {
+            best.window_ticks = after - before;
+            best.tsc = before + (after - before) / 2;
+            best.ns = ns;
+        }
+    }
+    return best;
+}
+
+void HostClock::publish(std::int64_t tsc, std::int64_t ns, std::int64_t rate, std::int64_t end_tsc) {
+    std::uint64_t next = sequence_.load(std::memory_order_relaxed) + 1;
+    Segment& segment = segments_[next % kSegments];
+    // Readers that might still read this slot see a sequence kSegments - 1 ahead and retry.
+    std::atomic_thread_fence(std::memory_order_release);
+    segment.tsc.store(tsc, std::memory_order_relaxed);
+    segment.ns.store(ns, std::memory_order_relaxed);
+    segment.rate.store(rate, std::memory_order_relaxed);
+    segment.end_tsc.store(end_tsc, std::memory_order_relaxed);
+    sequence_.store(next, std::memory_order_release);
+}
+
+std::int64_t HostClock::time_at(std::int64_t tsc) const {
+    for (;;) {
+        std::uint64_t sequence = sequence_.load(std::memory_order_acquire);
+        const Segment& segment = segments_[sequence % kSegments];
+        std::int64_t segment_tsc = segment.tsc.load(std::memory_order_relaxed);
+        std::int64_t segment_ns = segment.ns.load(std::memory_order_relaxed);
+        std::int64_t rate = segment.rate.load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (sequence_.load(std::memory_order_relaxed) != sequence) continue;
+        return segment_ns + static_cast<std::int64_t>((static_cast<WideInt>(tsc - segment_tsc) * rate) >> 32);
+    }
+}
+
+ClockSource HostClock::start(ClockSource wanted, std::int64_t reanchor_period_ns, double initial_rate_error_ppm) {
+    if (source() == ClockSource::tsc) return ClockSource::tsc;
+    if (wanted != ClockSource::tsc || !EMBER_COLLECTOR_HAS_TSC) return ClockSource::monotonic;
+    Measurement first = measure();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kCalibrationNs));
+    Measurement second = measure();
+    std::int64_t elapsed_ticks = second.tsc - first.tsc;
+    std::int64_t elapsed_ns = second.ns - first.ns;
+    if (elapsed_ticks <= 0 || elapsed_ns <= 0) return ClockSource::monotonic;
+    std::int64_t rate = static_cast<std::int64_t>((static_cast<WideInt>(elapsed_ns) << 32) / elapsed_ticks);
+    // A TSC between 100 MHz and 20 GHz; anything else is not a clock to trust.
+    double ns_per_tick = static_cast<double>(rate) / 4294967296.0;
+    if (ns_per_tick < 0.05 || ns_per_tick > 10.0) return ClockSource::monotonic;
+    rate = static_cast<std::int64_t>(static_cast<double>(rate) * (1.0 + initial_rate_error_ppm * 1e-6));
+    period_ns_ = reanchor_period_ns;
+    last_tsc_ = second.tsc;
+    last_ns_ = second.ns;
+    publish(second.tsc, second.ns, rate, second.tsc + ticks_for(period_ns_, rate));
+    source_.store(ClockSource::tsc, std::memory_order_release);
+    return ClockSource::tsc;
+}
+
+const char* HostClock::name() const {
+    return source() == ClockSource::tsc ? "CLOCK_MONOTONIC (TSC)" : "CLOCK_MONOTONIC";
+}
+
+std::int64_t HostClock::reanchor_and_read(std::int64_t tsc) {
+    // One thread re-anchors; the others go on with the current segment (a few µs
+    // past its end is harmless). No waiting: this may run inside a signal handler.
+    if (!reanchor_lock_.exchange(true, std::memory_order_acquire)) {
+        const Segment& current = segments_[sequence_.load(std::memory_order_relaxed) % kSegments];
+        std::int64_t current_rate = current.rate.load(std::memory_order_relaxed);
+        Measurement now = measure();
+        if (now.window_ticks > ticks_for(kLongestMeasurementNs, current_rate) || now.tsc <= last_tsc_) {
+            refused_measurements_.fetch_add(1, std::memory_order_relaxed);
+            publish(current.tsc.load(std::memory_order_relaxed), current.ns.load(std::memory_order_relaxed),
+                    current_rate, now.tsc + ticks_for(kRetryNs, current_rate));
+        } else {
+            // CLOCK_MONOTONIC's rate over the last period (it follows NTP's adjustments).
+            std::int64_t measured_rate = static_cast<std::int64_t>(
+                (static_cast<WideInt>(now.ns - last_ns_) << 32) / (now.tsc - last_tsc_));
+            if (measured_rate <= 0) measured_rate = current_rate;
+            std::int64_t ours = time_at(now.tsc);
+            std::int64_t error = now.ns - ours;  // > 0: the mapping runs behind
+            std::int64_t start_ns = ours;
+            std::int64_t slope = measured_rate;
+            if (error > kJumpNs) {
+                // Far behind (the TSC stopped or slowed): jump forward, never back.
+                start_ns = now.ns;
+                forward_jumps_.fetch_add(1, std::memory_order_relaxed);
+            } else {
+                // Close the error over the next period: at most half as fast or 1.5x.
+                std::int64_t correction = std::clamp(error, -period_ns_ / 2, period_ns_ / 2);
+                slope = static_cast<std::int64_t>(static_cast<WideInt>(measured_rate) * (period_ns_ + correction) /
+                                                  period_ns_);
+            }
+            publish(now.tsc, start_ns, slope, now.tsc + ticks_for(period_ns_, measured_rate));
+            last_tsc_ = now.tsc;
+            last_ns_ = now.ns;
+        }
+        reanchor_lock_.store(false, std::memory_order_release);
+    }
+    return time_at(tsc);
+}
+
+void start_process_clock() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        ClockSource wanted = ClockSource::monotonic;
+        const char* choice = std::getenv("EMBER_CLOCK");
+        if (!choice || std::strcmp(choice, "monotonic") != 0) {
+            std::ifstream cpuinfo("/proc/cpuinfo");
+            std::string line;
+            while (std::getline(cpuinfo, line)) {
+                if (line.rfind("flags", 0) != 0) continue;
+                if (cpuinfo_says_tsc_invariant(line)) wanted = ClockSource::tsc;
+                break;
+            }
+        }
+        g_process_clock.start(wanted);
+        pthread_atfork(nullptr, nullptr, reset_lock_in_child);
+    });
+}
+
+}  // namespace ember::collector

@@ -1,0 +1,163 @@
+// clock_test.cpp: the collector's clock (collectors/clock.h) against CLOCK_MONOTONIC,
+// the time base it promises: the TSC mapping stays within a few microseconds of it
+// over more than a second of re-anchoring, never goes back on one thread (and across
+// two threads by no more than an out-of-order TSC read), absorbs a deliberately wrong calibration, and the fallback reads
+// CLOCK_MONOTONIC itself.
+#include "collectors/clock.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace ember::collector {
+namespace {
+
+constexpr std::int64_t kToleranceNs = 5'000;
+
+bool this_machine_has_invariant_tsc() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::stringstream text;
+    text << cpuinfo.rdbuf();
+    return cpuinfo_says_tsc_invariant(text.str());
+}
+
+struct Agreement {
+    int samples = 0;
+    std::int64_t worst_error_ns = 0;  // |clock - CLOCK_MONOTONIC|, bracket midpoint
+    bool monotone = true;
+};
+
+// Reads `clock` between two CLOCK_MONOTONIC reads for `seconds`, from `settle_seconds`
+// on, ignoring brackets wider than 2 µs (the thread was preempted between the reads).
+Agreement compare_with_monotonic(HostClock& clock, double seconds, double settle_seconds = 0.0) {
+    Agreement agreement;
+    std::int64_t begin = monotonic_now_ns();
+    std::int64_t end = begin + static_cast<std::int64_t>(seconds * 1e9);
+    std::int64_t settled = begin + static_cast<std::int64_t>(settle_seconds * 1e9);
+    std::int64_t previous = clock.now_ns();
+    for (;;) {
+        std::int64_t before = monotonic_now_ns();
+        std::int64_t value = clock.now_ns();
+        std::int64_t after = monotonic_now_ns();
+        if (value < previous) agreement.monotone = false;
+        previous = value;
+        if (after >= end) break;
+        if (after - before > 2'000 || before < settled) continue;
+        std::int64_t error = value - (before + (after - before) / 2);
+        agreement.worst_error_ns = std::max(agreement.worst_error_ns, error < 0 ? -error : error);
+        agreement.samples += 1;
+        // Not a tight spin: ~20k samples a second is plenty and leaves the core to others.
+        for (int pause = 0; pause < 200; ++pause) asm volatile("" ::: "memory");
+    }
+    return agreement;
+}
+
+TEST(CollectorClock, CpuinfoFlagsDecideWhetherTheTscIsInvariant) {
+    EXPECT_TRUE(cpuinfo_says_tsc_invariant("processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc rdtscp\n"));
+    EXPECT_TRUE(cpuinfo_says_tsc_invariant("flags\t: nonstop_tsc constant_tsc"));
+    EXPECT_FALSE(cpuinfo_says_tsc_invariant("flags\t\t: fpu tsc constant_tsc rdtscp\n"));
+    EXPECT_FALSE(cpuinfo_says_tsc_invariant("flags\t\t: fpu tsc nonstop_tsc\n"));
+    // Whole flags only, from the flags line only.
+    EXPECT_FALSE(cpuinfo_says_tsc_invariant("flags\t\t: xconstant_tsc nonstop_tscx\n"));
+    EXPECT_FALSE(cpuinfo_says_tsc_invariant("bugs\t\t: constant_tsc nonstop_tsc\nflags\t\t: fpu\n"));
+    EXPECT_FALSE(cpuinfo_says_tsc_invariant(""));
+}
+
+TEST(CollectorClock, TscClockStaysOnClockMonotonicForASecond) {
+    if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here (the fallback is tested below)";
+    HostClock clock;
+    ASSERT_EQ(clock.start(ClockSource::tsc, 100'000'000), ClockSource::tsc);
+    EXPECT_STREQ(clock.name(), "CLOCK_MONOTONIC (TSC)");
+    Agreement agreement = compare_with_monotonic(clock, 1.2);
+    EXPECT_TRUE(agreement.monotone);
+    EXPECT_GT(agreement.samples, 1000);
+    EXPECT_LE(agreement.worst_error_ns, kToleranceNs);
+    EXPECT_GE(clock.reanchors(), 8u);  // one segment per 100 ms (plus the first)
+    std::printf("worst |TSC clock - CLOCK_MONOTONIC| over 1.2 s: %lld ns (%d samples, %llu segments, %llu refused)\n",
+                static_cast<long long>(agreement.worst_error_ns), agreement.samples,
+                static_cast<unsigned long long>(clock.reanchors()),
+                static_cast<unsigned long long>(clock.refused_measurements()));
+}
+
+TEST(CollectorClock, ReanchoringAbsorbsAWrongCalibration) {
+    if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here";
+    HostClock clock;
+    // 300 ppm fast: 30 µs off after the first 100 ms period unless re-anchoring slews it back.
+    ASSERT_EQ(clock.start(ClockSource::tsc, 100'000'000, 300.0), ClockSource::tsc);
+    Agreement agreement = compare_with_monotonic(clock, 1.0, 0.5);
+    EXPECT_TRUE(agreement.monotone);
+    EXPECT_GT(agreement.samples, 100);
+    EXPECT_LE(agreement.worst_error_ns, kToleranceNs);
+}
+
+TEST(CollectorClock, FromOneThreadToAnotherTimeGoesBackAtMostByAnOutOfOrderTscRead) {
+    if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here";
+    HostClock clock;
+    ASSERT_EQ(clock.start(ClockSource::tsc, 10'000'000), ClockSource::tsc);  // many re-anchors
+    // Ping-pong: each side reads the clock after seeing the other's reading. RDTSC
+    // is not ordered after the load that saw it (no LFENCE: it would cost ~8 ns a
+    // read), so the later reading may lie below the earlier by a few tens of ns;
+    // never by more than a cache miss, and never on one thread.
+    std::atomic<std::int64_t> last{0};
+    std::atomic<int> turn{0};
+    std::atomic<int> backwards{0};
+    std::atomic<std::int64_t> worst_step_back{0};
+    std::atomic<bool> same_thread_monotone{true};
+    constexpr int kRounds = 100000;
+    auto player = [&](int me) {
+        std::int64_t mine = 0;
+        for (int round = 0; round < kRounds; ++round) {
+            while (turn.load(std::memory_order_acquire) != me) std::this_thread::yield();
+            std::int64_t now = clock.now_ns();
+            if (now < mine) same_thread_monotone.store(false);
+            mine = now;
+            std::int64_t previous = last.load(std::memory_order_relaxed);
+            if (now < previous) {
+                backwards.fetch_add(1);
+                worst_step_back.store(std::max(worst_step_back.load(), previous - now));
+            }
+            last.store(std::max(now, previous), std::memory_order_relaxed);
+            turn.store(1 - me, std::memory_order_release);
+        }
+    };
+    std::thread other(player, 1);
+    player(0);
+    other.join();
+    EXPECT_TRUE(same_thread_monotone.load());
+    EXPECT_LE(worst_step_back.load(), 1000) << backwards.load() << " of " << 2 * kRounds << " readings went back";
+    std::printf("%d of %d cross-thread readings below the other thread's last (worst %lld ns)\n", backwards.load(),
+                2 * kRounds, static_cast<long long>(worst_step_back.load()));
+}
+
+TEST(CollectorClock, FallbackReadsClockMonotonic) {
+    HostClock clock;
+    EXPECT_EQ(clock.start(ClockSource::monotonic), ClockSource::monotonic);
+    EXPECT_STREQ(clock.name(), "CLOCK_MONOTONIC");
+    for (int sample = 0; sample < 1000; ++sample) {
+        std::int64_t before = monotonic_now_ns();
+        std::int64_t value = clock.now_ns();
+        std::int64_t after = monotonic_now_ns();
+        ASSERT_LE(before, value);
+        ASSERT_LE(value, after);
+    }
+}
+
+TEST(CollectorClock, EmberClockMonotonicKeepsTheProcessOnClockGettime) {
+    // The process clock starts once per process: a forked child decides for itself.
+    EXPECT_EXIT(
+        {
+            setenv("EMBER_CLOCK", "monotonic", 1);
+            start_process_clock();
+            std::exit(std::string(clock_name()) == "CLOCK_MONOTONIC" ? 0 : 3);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace ember::collector
