@@ -5,7 +5,10 @@
 // Optimizations that cannot apply to a backend or model are listed as such, not timed.
 // With --target-accuracy, each variant also trains whole epochs until the test
 // accuracy reaches the target and reports the training time it took.
+// Under mpirun/srun every rank runs the same table (data parallel, one GPU per rank);
+// rank 0 prints it, with the data-parallel rows (overlap off, ZeRO-1) timed too.
 #include "engine/core/device.h"
+#include "engine/dist/launcher.h"
 #include "engine/train/config.h"
 #include "engine/train/trainer.h"
 #include "profiler/cli/commands.h"
@@ -72,6 +75,10 @@ struct Variant {
 
 std::string gpu_only(const train::TrainConfig&, bool on_gpu) { return on_gpu ? "" : "needs a GPU"; }
 
+std::string distributed_only(const train::TrainConfig&, bool) {
+    return dist::detect_launch_environment().distributed() ? "" : "needs 2+ ranks (mpirun/srun)";
+}
+
 std::vector<Variant> variants() {
     auto needs = [](const char* what, std::vector<std::string> models) {
         return [what, models](const train::TrainConfig& c, bool) -> std::string {
@@ -103,8 +110,22 @@ std::vector<Variant> variants() {
         {"grads set to none off", [](train::TrainConfig& c) { c.grads_to_none = false; },
          [](const train::TrainConfig&, bool) { return std::string(); }},
         {"fused GELU off", [](train::TrainConfig& c) { c.fused_gelu = false; }, needs("GELU", {"transformer"})},
+        {"fused LayerNorm off", [](train::TrainConfig& c) { c.fused_layernorm = false; },
+         needs("LayerNorm", {"transformer"})},
+        {"prefetch factor 1", [](train::TrainConfig& c) { c.data_source = "idx"; c.prefetch_factor = 1; },
+         [](const train::TrainConfig&, bool) { return std::string(); }},
         {"fused optimizer off", [](train::TrainConfig& c) { c.fused_optimizer = false; }, gpu_only},
         {"CUDA Graph off", [](train::TrainConfig& c) { c.cuda_graph = false; }, gpu_only},
+        {"DDP overlap off", [](train::TrainConfig& c) { c.overlap = false; }, distributed_only},
+        {"ZeRO-1 on (sharded optimizer)", [](train::TrainConfig& c) { c.zero = 1; },
+         [](const train::TrainConfig& c, bool on_gpu) {
+             const std::string why = distributed_only(c, on_gpu);
+             if (!why.empty() || c.precision == "fp32") return why;
+             return std::string("ZeRO-1 keeps no AMP parameter copy yet (all on is ") + c.precision + ")";
+         }},
+        // "all on" once more at the end: its ratio shows the run-to-run drift (warm-up,
+        // machine load) that every other row carries too.
+        {"all on (repeated last)", [](train::TrainConfig&) {}, [](const train::TrainConfig&, bool) { return std::string(); }},
     };
 }
 
@@ -133,8 +154,12 @@ train::TrainConfig all_on(const Options& o, bool on_gpu) {
     return c;
 }
 
+// Prints on rank 0 only: every rank runs the table, one prints it.
+bool printing_rank() { return dist::detect_launch_environment().rank == 0; }
+
 int run(const Options& o) {
     bool on_gpu = o.backend != "cpu" && cuda_device_available();
+    if (!printing_rank() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
     if (o.backend == "cuda" && !on_gpu) {
         std::fprintf(stderr, "ember bench train: --backend cuda but no CUDA device\n");
         return 2;
