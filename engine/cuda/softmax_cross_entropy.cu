@@ -1,5 +1,8 @@
 // softmax_cross_entropy.cu: fused softmax + cross-entropy, one block per row:
 // block max, block sum of exponentials, the row's loss, then dlogits in one more pass.
+// A target outside [0, classes) cannot be checked on the host without a copy back, so
+// the kernel never reads past the row for it: that row's loss is NaN (which the loss
+// readback, the loss scaler and the anomaly check all catch) and its dlogits are 0.
 #include "engine/cuda/cuda_util.cuh"
 #include "engine/ops/softmax_cross_entropy.h"
 
@@ -20,11 +23,12 @@ __global__ void softmax_cross_entropy_kernel(const void* logits, DType lt, const
         local_sum += expf(load_as_float(logits, lt, base + v) - row_max);
     const float log_sum = logf(cuda::block_sum(local_sum)) + row_max;
     const int32_t target = targets[row];
-    if (threadIdx.x == 0) losses[row] = log_sum - load_as_float(logits, lt, base + target);
+    const bool valid = target >= 0 && target < classes;
+    if (threadIdx.x == 0) losses[row] = valid ? log_sum - load_as_float(logits, lt, base + target) : NAN;
     if (!dlogits) return;
     for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
         float p = expf(load_as_float(logits, lt, base + v) - log_sum);
-        store_from_float(dlogits, dt, base + v, grad_scale * (p - (v == target ? 1.0f : 0.0f)));
+        store_from_float(dlogits, dt, base + v, valid ? grad_scale * (p - (v == target ? 1.0f : 0.0f)) : 0.0f);
     }
 }
 

@@ -368,6 +368,32 @@ TEST_F(OpsParity, SoftmaxCrossEntropy) {
     }
 }
 
+// A target outside [0, V) is not read past the row: its loss is NaN, its dlogits 0,
+// and the other rows equal the CPU's.
+TEST_F(OpsParity, SoftmaxCrossEntropyOutOfRangeTarget) {
+    const int64_t rows = 4, classes = 10;
+    HostTensor logits = random_tensor(f32, {rows, classes}, rng, Layout::nchw, -3.0, 3.0);
+    HostTensor targets(DType::i32, {rows});
+    for (int64_t r = 0; r < rows; ++r) targets.set(r, r);
+    HostTensor losses(f32, {rows}), dlogits(f32, {rows, classes});
+    softmax_cross_entropy_cpu(logits, targets, losses, dlogits, 1.0f);
+    targets.set(2, classes + 1000);  // out of range on the device only
+    DeviceTensor d_logits(logits), d_targets(targets);
+    auto d_losses = output_like(losses), d_dlogits = output_like(dlogits);
+    softmax_cross_entropy_cuda(*ctx, d_logits, d_targets, *d_losses, *d_dlogits, 1.0f);
+    HostTensor got_losses = d_losses->download(losses), got_dlogits = d_dlogits->download(dlogits);
+    for (int64_t r = 0; r < rows; ++r) {
+        if (r == 2) {
+            EXPECT_TRUE(std::isnan(got_losses.get(r)));
+            for (int64_t v = 0; v < classes; ++v) EXPECT_EQ(got_dlogits.get(r * classes + v), 0.0);
+        } else {
+            EXPECT_NEAR(got_losses.get(r), losses.get(r), 1e-5);
+            for (int64_t v = 0; v < classes; ++v)
+                EXPECT_NEAR(got_dlogits.get(r * classes + v), dlogits.get(r * classes + v), 1e-5);
+        }
+    }
+}
+
 TEST_F(OpsParity, LayerNorm) {
     for (DType t : {DType::f32, DType::bf16}) {
         for (int64_t C : {48, 768}) {
