@@ -3,6 +3,7 @@
 
 #include "collectors/clock.h"
 #include "collectors/cupti_records.h"
+#include "collectors/elf_symbols.h"
 #include "collectors/session.h"
 
 #include <dlfcn.h>
@@ -65,6 +66,10 @@ std::string hex_address(std::uintptr_t address) {
 }
 
 }  // namespace
+
+CpuSampler::CpuSampler() : symbols_(std::make_unique<ElfSymbolizer>()) {}
+
+CpuSampler::~CpuSampler() { stop(); }
 
 bool CpuSampler::start(Session& session, double hz) {
     // The first backtrace() loads libgcc's unwinder (it allocates): do it here,
@@ -131,11 +136,16 @@ void CpuSampler::drain(Session& session) {
             }
             // Return addresses point after the call; look up the call itself.
             std::uintptr_t lookup = index == kHandlerFrames ? address : address - 1;
-            Dl_info info{};
-            std::string function, module;
-            if (dladdr(reinterpret_cast<void*>(lookup), &info) != 0) {
-                if (info.dli_fname) module = info.dli_fname;
-                if (info.dli_sname) function = demangle(info.dli_sname);
+            ResolvedFrame resolved = symbols_->resolve(lookup);
+            std::string function = std::move(resolved.function);
+            std::string module = std::move(resolved.module);
+            if (function.empty()) {
+                // Not in a mapped ELF file's tables (the vDSO, or a file that went away).
+                Dl_info info{};
+                if (dladdr(reinterpret_cast<void*>(lookup), &info) != 0) {
+                    if (module.empty() && info.dli_fname) module = info.dli_fname;
+                    if (info.dli_sname) function = demangle(info.dli_sname);
+                }
             }
             if (function.empty()) function = hex_address(address);
             trace::FrameId frame = writer.intern_frame(function, module, address);

@@ -2,8 +2,9 @@
 // equivalent of py-spy's flamegraph. A CPU-time timer (timer_create on
 // CLOCK_PROCESS_CPUTIME_ID) sends SIGPROF to whichever thread is running; the
 // handler only copies the call stack (backtrace) into a lock-free slot table.
-// A drain thread symbolizes (dladdr + demangle; executables need -rdynamic for
-// their own function names), interns frames and stacks and writes stack samples.
+// A drain thread symbolizes (ElfSymbolizer: the .symtab/.dynsym of the file mapped
+// at each address, so static functions of an executable without -rdynamic are named
+// too; demangled), interns frames and stacks and writes stack samples.
 // Busy threads are sampled in proportion to the CPU they use.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -20,10 +22,12 @@
 namespace ember::collector {
 
 class Session;
+class ElfSymbolizer;
 
 class CpuSampler {
 public:
-    ~CpuSampler() { stop(); }
+    CpuSampler();
+    ~CpuSampler();
     bool start(Session& session, double hz);
     void stop();
     std::uint64_t samples_written() const { return samples_written_; }
@@ -37,6 +41,7 @@ private:
     bool timer_created_ = false;
     timer_t timer_{};
     struct sigaction previous_{};
+    std::unique_ptr<ElfSymbolizer> symbols_;  // used by the drain thread only
     std::unordered_map<std::uintptr_t, std::uint32_t> frames_;  // address -> FrameId
     std::uint64_t samples_written_ = 0;
 };
