@@ -16,6 +16,18 @@ TEST(ViewStateTest, ZoomKeepsTheTimeUnderTheCursor) {
     EXPECT_EQ(view.visible().duration_ns(), 500'000);
 }
 
+TEST(ViewStateTest, GrowingLimitsKeepTheViewOrFollowTheWholeTrace) {
+    ViewState view;
+    view.reset({0, 1'000'000}, 1000.0);
+    view.set_limits({0, 2'000'000});  // showed everything: keeps showing everything
+    EXPECT_EQ(view.visible(), (TimeRange{0, 2'000'000}));
+    view.show({100'000, 200'000});
+    view.set_limits({0, 3'000'000});  // zoomed in: stays where it is
+    EXPECT_EQ(view.visible(), (TimeRange{100'000, 200'000}));
+    EXPECT_EQ(view.limits(), (TimeRange{0, 3'000'000}));
+    EXPECT_EQ(view.history_size(), 2u);
+}
+
 TEST(ViewStateTest, HistoryGoesBackAndForward) {
     ViewState view;
     view.reset({0, 1'000'000}, 1000.0);

@@ -12,6 +12,25 @@ std::vector<LaneDisplay> default_lane_order(const TraceModel& model) {
     return order;
 }
 
+void extend_lane_order(std::vector<LaneDisplay>& order, const TraceModel& model) {
+    std::vector<bool> listed(static_cast<std::size_t>(model.lane_count()), false);
+    for (const LaneDisplay& display : order)
+        if (display.lane >= 0 && display.lane < model.lane_count()) listed[static_cast<std::size_t>(display.lane)] = true;
+    for (int lane = 0; lane < model.lane_count(); ++lane) {
+        if (listed[static_cast<std::size_t>(lane)]) continue;
+        const std::string& group = model.lane(lane).group;
+        std::size_t position = order.size();
+        for (std::size_t index = order.size(); index-- > 0;) {
+            const int other = order[index].lane;
+            if (other >= 0 && other < model.lane_count() && model.lane(other).group == group) {
+                position = index + 1;
+                break;
+            }
+        }
+        order.insert(order.begin() + static_cast<std::ptrdiff_t>(position), LaneDisplay{lane, false});
+    }
+}
+
 void move_lane(std::vector<LaneDisplay>& order, int from, int to) {
     if (order.empty()) return;
     const int last = static_cast<int>(order.size()) - 1;

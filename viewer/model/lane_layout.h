@@ -33,6 +33,9 @@ struct LanePlacement {
 
 // Model order: lanes as the model created them (processes, GPUs, counters; per file).
 std::vector<LaneDisplay> default_lane_order(const TraceModel& model);
+// Adds the lanes `order` does not list yet (made by a live refresh) after the last
+// listed lane of their group, or at the end when the group is new.
+void extend_lane_order(std::vector<LaneDisplay>& order, const TraceModel& model);
 // Moves the entry at `from` to position `to` (both clamped).
 void move_lane(std::vector<LaneDisplay>& order, int from, int to);
 std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vector<LaneDisplay>& order,

@@ -2,6 +2,9 @@
 // and the background loader that fills them (trace_model.h).
 #include "viewer/model/trace_model.h"
 
+#include "profiler/store/sqlite_util.h"
+#include "viewer/model/live_refresh.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -62,24 +65,8 @@ Row make_row(RowKind kind, int depth = 0) {
 }
 
 void finish_row(Row& row) {
-    row.non_overlapping = true;
-    row.max_duration_ns = 0;
-    TimeNs previous_end = std::numeric_limits<TimeNs>::min();
-    for (const TimelineEvent& event : row.events) {
-        if (event.start_ns < previous_end) row.non_overlapping = false;
-        previous_end = std::max(previous_end, event.end_ns);
-        row.max_duration_ns = std::max(row.max_duration_ns, event.duration_ns());
-    }
     row.events.shrink_to_fit();
-    row.running_max_end.clear();
-    if (!row.non_overlapping) {
-        row.running_max_end.reserve(row.events.size());
-        TimeNs latest = std::numeric_limits<TimeNs>::min();
-        for (const TimelineEvent& event : row.events) {
-            latest = std::max(latest, event.end_ns);
-            row.running_max_end.push_back(latest);
-        }
-    }
+    update_row_stats(row, 0);
 }
 
 std::uint64_t payload_bits(const trace::Payload& payload) {
@@ -95,6 +82,38 @@ std::string process_title(const store::TraceReader& reader, std::int64_t pid) {
 }
 
 }  // namespace
+
+void update_row_stats(Row& row, std::size_t from) {
+    const std::vector<TimelineEvent>& events = row.events;
+    if (from == 0 || from > events.size()) {
+        from = 0;
+        row.non_overlapping = true;
+        row.max_duration_ns = 0;
+        row.running_max_end.clear();
+    }
+    const bool was_non_overlapping = row.non_overlapping;
+    // Latest end among events[..from): the last end while ends are sorted.
+    TimeNs latest = std::numeric_limits<TimeNs>::min();
+    if (from > 0) latest = was_non_overlapping ? events[from - 1].end_ns : row.running_max_end[from - 1];
+    for (std::size_t index = from; index < events.size(); ++index) {
+        const TimelineEvent& event = events[index];
+        if (event.start_ns < latest) row.non_overlapping = false;
+        latest = std::max(latest, event.end_ns);
+        row.max_duration_ns = std::max(row.max_duration_ns, event.duration_ns());
+    }
+    if (row.non_overlapping) return;
+    // A row that just became overlapping needs the running maximum from its start.
+    std::size_t begin = was_non_overlapping ? 0 : from;
+    if (begin == 0) {
+        row.running_max_end.clear();
+        row.running_max_end.reserve(events.size());
+    }
+    TimeNs running = begin == 0 ? std::numeric_limits<TimeNs>::min() : row.running_max_end[begin - 1];
+    for (std::size_t index = begin; index < events.size(); ++index) {
+        running = std::max(running, events[index].end_ns);
+        row.running_max_end.push_back(running);
+    }
+}
 
 TraceModel::TraceModel(const std::vector<std::string>& paths) {
     if (paths.empty()) throw std::invalid_argument("no trace file given");
@@ -309,8 +328,14 @@ void TraceModel::run_loader() {
     // the file's reader for details.
     std::vector<std::unique_ptr<store::TraceReader>> readers(files_.size());
     try {
-        for (std::size_t index = 0; index < files_.size(); ++index)
+        for (std::size_t index = 0; index < files_.size(); ++index) {
             readers[index] = std::make_unique<store::TraceReader>(files_[index].path);
+            // One read transaction for the whole load: every query sees the same
+            // snapshot, so the rowid marks say exactly which rows were loaded.
+            sqlite3* database = readers[index]->database();
+            store::exec_sql(database, files_[index].path, "BEGIN");
+            files_[index].loaded_rowid = highest_rowids(*readers[index]);
+        }
         for (auto& lane : lanes_) {
             if (cancel_.load(std::memory_order_relaxed)) break;
             load_lane(*readers[static_cast<std::size_t>(lane->file_index)], *lane);
@@ -319,6 +344,12 @@ void TraceModel::run_loader() {
         }
         for (std::size_t index = 0; index < files_.size() && !cancel_.load(); ++index)
             load_stack_samples(*readers[index], static_cast<int>(index));
+        if (!cancel_.load()) {
+            for (std::size_t index = 0; index < files_.size(); ++index) {
+                store::exec_sql(readers[index]->database(), files_[index].path, "COMMIT");
+                files_[index].live_reader = std::move(readers[index]);
+            }
+        }
     } catch (const std::exception& error) {
         std::lock_guard<std::mutex> lock(error_mutex_);
         load_error_ = error.what();
@@ -330,7 +361,6 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
     const TraceFile& file = files_[static_cast<std::size_t>(lane.file_index)];
     const TimeNs shift = file.shift_ns;
     const std::vector<std::uint32_t>& names = file.string_to_model;
-    auto model_name = [&names](trace::StringId id) -> std::uint32_t { return id < names.size() ? names[id] : 0; };
     store::EventQuery query;
     query.track = lane.track_id;
     std::int64_t since_report = 0;
@@ -364,56 +394,19 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         work.events.reserve(count_of(EventKind::kernel) + count_of(EventKind::memcpy) + count_of(EventKind::memset));
         syncs.events.reserve(count_of(EventKind::sync));
         reader.for_each_kernel(query, [&](const trace::KernelEvent& kernel) {
-            TimelineEvent event;
-            event.start_ns = kernel.start_ns + shift;
-            event.end_ns = kernel.end_ns + shift;
-            event.link = kernel.correlation_id;
-            event.name_id = model_name(kernel.name_id);
-            event.kind = EventKind::kernel;
-            work.events.push_back(event);
+            work.events.push_back(timeline_event(kernel, shift, &names));
             return count_event();
         });
         reader.for_each_memcpy(query, [&](const trace::MemcpyEvent& copy) {
-            TimelineEvent event;
-            event.start_ns = copy.start_ns + shift;
-            event.end_ns = copy.end_ns + shift;
-            event.link = copy.correlation_id;
-            event.value = copy.bytes;
-            const auto direction = std::min<unsigned>(static_cast<unsigned>(copy.direction), kDirectionCount - 1);
-            const auto source = std::min<unsigned>(static_cast<unsigned>(copy.source_kind), kMemoryKindCount - 1);
-            const auto destination =
-                std::min<unsigned>(static_cast<unsigned>(copy.destination_kind), kMemoryKindCount - 1);
-            event.name_id = memcpy_names_[(direction * kMemoryKindCount + source) * kMemoryKindCount + destination];
-            event.kind = EventKind::memcpy;
-            event.detail = static_cast<std::uint8_t>(copy.direction);
-            event.extra = static_cast<std::uint16_t>(static_cast<unsigned>(copy.source_kind) |
-                                                     static_cast<unsigned>(copy.destination_kind) << 8);
-            work.events.push_back(event);
+            work.events.push_back(timeline_event(copy, shift));
             return count_event();
         });
         reader.for_each_memset(query, [&](const trace::MemsetEvent& memset) {
-            TimelineEvent event;
-            event.start_ns = memset.start_ns + shift;
-            event.end_ns = memset.end_ns + shift;
-            event.link = memset.correlation_id;
-            event.value = memset.bytes;
-            event.name_id =
-                memset_names_[std::min<unsigned>(static_cast<unsigned>(memset.memory_kind), kMemoryKindCount - 1)];
-            event.kind = EventKind::memset;
-            event.extra = static_cast<std::uint16_t>(memset.memory_kind);
-            work.events.push_back(event);
+            work.events.push_back(timeline_event(memset, shift));
             return count_event();
         });
         reader.for_each_sync(query, [&](const trace::SyncEvent& sync) {
-            TimelineEvent event;
-            event.start_ns = sync.start_ns + shift;
-            event.end_ns = sync.end_ns + shift;
-            event.link = sync.correlation_id;
-            event.value = sync.cuda_event_id;
-            event.name_id = sync_names_[std::min<unsigned>(static_cast<unsigned>(sync.kind), kSyncKindCount - 1)];
-            event.kind = EventKind::sync;
-            event.detail = static_cast<std::uint8_t>(sync.kind);
-            syncs.events.push_back(event);
+            syncs.events.push_back(timeline_event(sync, shift));
             return count_event();
         });
         // Each table arrives in start order; merge them into one start-ordered row.
@@ -432,16 +425,7 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         ranges.reserve(count_of(EventKind::range));
         depths.reserve(count_of(EventKind::range));
         reader.for_each_range(query, [&](const trace::RangeEvent& range) {
-            TimelineEvent event;
-            event.start_ns = range.start_ns + shift;
-            event.end_ns = range.end_ns + shift;
-            event.link = range.range_id;
-            event.value = payload_bits(range.payload);
-            event.name_id = model_name(range.name_id);
-            event.kind = EventKind::range;
-            event.detail = static_cast<std::uint8_t>(range.payload.kind);
-            event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(range.category, 0xffff));
-            ranges.push_back(event);
+            ranges.push_back(timeline_event(range, shift, &names));
             depths.push_back(std::min(range.depth, 255));
             return count_event();
         });
@@ -485,14 +469,7 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         Row api = make_row(RowKind::api_calls);
         api.events.reserve(count_of(EventKind::api_call));
         reader.for_each_api_call(query, [&](const trace::ApiEvent& call) {
-            TimelineEvent event;
-            event.start_ns = call.start_ns + shift;
-            event.end_ns = call.end_ns + shift;
-            event.link = call.correlation_id;
-            event.name_id = model_name(call.name_id);
-            event.kind = EventKind::api_call;
-            event.extra = call.result != 0 ? 1 : 0;
-            api.events.push_back(event);
+            api.events.push_back(timeline_event(call, shift, &names));
             return count_event();
         });
         if (!api.events.empty()) lane.rows.push_back(std::move(api));
@@ -500,14 +477,7 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         Row marks = make_row(RowKind::marks);
         marks.events.reserve(count_of(EventKind::mark));
         reader.for_each_mark(query, [&](const trace::MarkEvent& mark) {
-            TimelineEvent event;
-            event.start_ns = event.end_ns = mark.time_ns + shift;
-            event.value = payload_bits(mark.payload);
-            event.name_id = model_name(mark.name_id);
-            event.kind = EventKind::mark;
-            event.detail = static_cast<std::uint8_t>(mark.payload.kind);
-            event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(mark.category, 0xffff));
-            marks.events.push_back(event);
+            marks.events.push_back(timeline_event(mark, shift, &names));
             return count_event();
         });
         if (!marks.events.empty()) lane.rows.push_back(std::move(marks));
@@ -515,18 +485,122 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         Row overhead = make_row(RowKind::overhead);
         overhead.events.reserve(count_of(EventKind::overhead));
         reader.for_each_overhead(query, [&](const trace::OverheadEvent& work) {
-            TimelineEvent event;
-            event.start_ns = work.start_ns + shift;
-            event.end_ns = work.end_ns + shift;
-            event.name_id = model_name(work.name_id);
-            event.kind = EventKind::overhead;
-            overhead.events.push_back(event);
+            overhead.events.push_back(timeline_event(work, shift, &names));
             return count_event();
         });
         if (!overhead.events.empty()) lane.rows.push_back(std::move(overhead));
     }
     for (Row& row : lane.rows) finish_row(row);
     events_loaded_.fetch_add(since_report, std::memory_order_relaxed);
+}
+
+namespace {
+
+std::uint32_t model_name(const std::vector<std::uint32_t>* names, trace::StringId id) {
+    if (names == nullptr) return id;
+    return id < names->size() ? (*names)[id] : 0;
+}
+
+}  // namespace
+
+TimelineEvent TraceModel::timeline_event(const trace::KernelEvent& kernel, TimeNs shift,
+                                         const std::vector<std::uint32_t>* names) const {
+    TimelineEvent event;
+    event.start_ns = kernel.start_ns + shift;
+    event.end_ns = kernel.end_ns + shift;
+    event.link = kernel.correlation_id;
+    event.name_id = model_name(names, kernel.name_id);
+    event.kind = EventKind::kernel;
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent& copy, TimeNs shift) const {
+    TimelineEvent event;
+    event.start_ns = copy.start_ns + shift;
+    event.end_ns = copy.end_ns + shift;
+    event.link = copy.correlation_id;
+    event.value = copy.bytes;
+    const auto direction = std::min<unsigned>(static_cast<unsigned>(copy.direction), kDirectionCount - 1);
+    const auto source = std::min<unsigned>(static_cast<unsigned>(copy.source_kind), kMemoryKindCount - 1);
+    const auto destination = std::min<unsigned>(static_cast<unsigned>(copy.destination_kind), kMemoryKindCount - 1);
+    event.name_id = memcpy_names_[(direction * kMemoryKindCount + source) * kMemoryKindCount + destination];
+    event.kind = EventKind::memcpy;
+    event.detail = static_cast<std::uint8_t>(copy.direction);
+    event.extra = static_cast<std::uint16_t>(static_cast<unsigned>(copy.source_kind) |
+                                             static_cast<unsigned>(copy.destination_kind) << 8);
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent& memset, TimeNs shift) const {
+    TimelineEvent event;
+    event.start_ns = memset.start_ns + shift;
+    event.end_ns = memset.end_ns + shift;
+    event.link = memset.correlation_id;
+    event.value = memset.bytes;
+    event.name_id = memset_names_[std::min<unsigned>(static_cast<unsigned>(memset.memory_kind), kMemoryKindCount - 1)];
+    event.kind = EventKind::memset;
+    event.extra = static_cast<std::uint16_t>(memset.memory_kind);
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::SyncEvent& sync, TimeNs shift) const {
+    TimelineEvent event;
+    event.start_ns = sync.start_ns + shift;
+    event.end_ns = sync.end_ns + shift;
+    event.link = sync.correlation_id;
+    event.value = sync.cuda_event_id;
+    event.name_id = sync_names_[std::min<unsigned>(static_cast<unsigned>(sync.kind), kSyncKindCount - 1)];
+    event.kind = EventKind::sync;
+    event.detail = static_cast<std::uint8_t>(sync.kind);
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::ApiEvent& call, TimeNs shift,
+                                         const std::vector<std::uint32_t>* names) const {
+    TimelineEvent event;
+    event.start_ns = call.start_ns + shift;
+    event.end_ns = call.end_ns + shift;
+    event.link = call.correlation_id;
+    event.name_id = model_name(names, call.name_id);
+    event.kind = EventKind::api_call;
+    event.extra = call.result != 0 ? 1 : 0;
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::RangeEvent& range, TimeNs shift,
+                                         const std::vector<std::uint32_t>* names) const {
+    TimelineEvent event;
+    event.start_ns = range.start_ns + shift;
+    event.end_ns = range.end_ns + shift;
+    event.link = range.range_id;
+    event.value = payload_bits(range.payload);
+    event.name_id = model_name(names, range.name_id);
+    event.kind = EventKind::range;
+    event.detail = static_cast<std::uint8_t>(range.payload.kind);
+    event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(range.category, 0xffff));
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::MarkEvent& mark, TimeNs shift,
+                                         const std::vector<std::uint32_t>* names) const {
+    TimelineEvent event;
+    event.start_ns = event.end_ns = mark.time_ns + shift;
+    event.value = payload_bits(mark.payload);
+    event.name_id = model_name(names, mark.name_id);
+    event.kind = EventKind::mark;
+    event.detail = static_cast<std::uint8_t>(mark.payload.kind);
+    event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(mark.category, 0xffff));
+    return event;
+}
+
+TimelineEvent TraceModel::timeline_event(const trace::OverheadEvent& work, TimeNs shift,
+                                         const std::vector<std::uint32_t>* names) const {
+    TimelineEvent event;
+    event.start_ns = work.start_ns + shift;
+    event.end_ns = work.end_ns + shift;
+    event.name_id = model_name(names, work.name_id);
+    event.kind = EventKind::overhead;
+    return event;
 }
 
 void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) {

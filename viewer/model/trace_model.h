@@ -14,6 +14,11 @@
 // Several files are put on one time base through each run's clock offset to wall
 // time (ranks of one job recorded on different hosts line up); every time the model
 // hands out is `file time + TraceFile::shift_ns`.
+//
+// Live files (a recording in progress, --attach/--watch) grow by refresh: the loader
+// reads the file inside one read transaction and notes each event table's highest
+// rowid; read_new_events() later reads only the rows above those marks
+// (live_refresh.cpp), and apply_new_events() appends them to the lanes.
 #pragma once
 
 #include "profiler/store/reader.h"
@@ -114,6 +119,50 @@ struct TraceFile {
     std::vector<std::string> frame_names;
     // Used by the UI thread only (details, flows); the loader has its own reader.
     std::unique_ptr<store::TraceReader> reader;
+    // The loader's reader, kept for refreshes (opening a reader on a live file scans
+    // it for track summaries; this one is opened once). Used by read_new_events() only.
+    std::unique_ptr<store::TraceReader> live_reader;
+    // Highest rowid loaded per event table (store::kEventTables order).
+    std::vector<std::int64_t> loaded_rowid;
+};
+
+// New events of one lane (an existing one, or one to create), as read_new_events()
+// found them. Names of kernels, API calls, ranges, marks and overhead are still the
+// file's string ids; apply_new_events() maps them.
+struct LaneDelta {
+    int lane = -1;                        // existing lane, or -1: create it from the fields below
+    LaneKind kind = LaneKind::thread;
+    int file_index = 0;
+    std::uint32_t track_id = 0;
+    trace::DeviceId device_id = trace::kNoDevice;
+    std::int64_t process_id = 0;
+    std::string group, title, unit;
+    std::vector<TimelineEvent> gpu_work, syncs, api_calls, marks, overhead, ranges;
+    std::vector<std::int32_t> range_depths;  // one per `ranges` entry; -1 for start/end ranges
+    std::vector<CounterPoint> points;
+    std::int64_t event_count() const;
+};
+
+// New rows of every file since the last load or refresh.
+struct TraceDelta {
+    struct File {
+        int file_index = 0;
+        std::vector<std::int64_t> rowid_marks;  // the marks once this delta is applied
+        std::vector<std::pair<trace::StringId, std::string>> strings;   // strings new to the model
+        std::vector<std::pair<trace::StackId, std::vector<std::string>>> stacks;  // frames, outermost first
+        std::vector<StackSampleRef> stack_samples;
+    };
+    std::vector<File> files;
+    std::vector<LaneDelta> lanes;
+    std::int64_t event_count() const;
+};
+
+struct RefreshResult {
+    std::int64_t events = 0;      // events added (lanes, counters, stack samples)
+    int new_lanes = 0;            // appended at the end of the model's lanes
+    // Rows were re-sorted or inserted: an EventRef taken before may now name another
+    // event (the UI drops its selection and search position).
+    bool events_moved = false;
 };
 
 struct LoadProgress {
@@ -163,12 +212,39 @@ public:
     // Bytes held by loaded lanes (capacities, not sizes), for the <= 64 B/event budget.
     std::size_t memory_bytes() const;
 
+    // --- Live files ---------------------------------------------------------------------
+    // After loaded(). read_new_events() reads the rows committed since the last load or
+    // refresh (never one twice) and may run on another thread while the UI draws;
+    // apply_new_events() changes the lanes, so it runs on the UI thread between frames.
+    // The two must not overlap. Both throw store::TraceError naming the file.
+    std::unique_ptr<TraceDelta> read_new_events();
+    RefreshResult apply_new_events(TraceDelta& delta);
+    RefreshResult refresh() { return apply_new_events(*read_new_events()); }
+
 private:
     std::uint32_t intern(std::string_view text);
     void create_lanes(int file_index, const store::TraceReader& reader);
     void load_lane(store::TraceReader& reader, Lane& lane);
     void load_stack_samples(store::TraceReader& reader, int file_index);
     void run_loader();
+    // live_refresh.cpp
+    void read_file_delta(int file_index, TraceDelta& delta);
+    void append_to_lane(Lane& lane, LaneDelta& delta, RefreshResult& result);
+    // Events of the file's tables as the timeline keeps them; `names` maps the file's
+    // string ids to model ids (nullptr: keep the file's ids, mapped later).
+    TimelineEvent timeline_event(const trace::KernelEvent& kernel, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
+    TimelineEvent timeline_event(const trace::MemcpyEvent& copy, trace::TimeNs shift) const;
+    TimelineEvent timeline_event(const trace::MemsetEvent& memset, trace::TimeNs shift) const;
+    TimelineEvent timeline_event(const trace::SyncEvent& sync, trace::TimeNs shift) const;
+    TimelineEvent timeline_event(const trace::ApiEvent& call, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
+    TimelineEvent timeline_event(const trace::RangeEvent& range, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
+    TimelineEvent timeline_event(const trace::MarkEvent& mark, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
+    TimelineEvent timeline_event(const trace::OverheadEvent& work, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
 
     std::vector<TraceFile> files_;
     std::vector<std::unique_ptr<Lane>> lanes_;
@@ -190,6 +266,10 @@ private:
     std::vector<std::uint32_t> memset_names_;  // [memory kind]
     std::vector<std::uint32_t> sync_names_;    // [sync kind]
 };
+
+// Row bookkeeping (trace_model.cpp): non_overlapping, max_duration_ns and
+// running_max_end for events[from..] given those of events[..from) (from = 0: all).
+void update_row_stats(Row& row, std::size_t from);
 
 // Model names for GPU work that has no name in the file.
 std::string memcpy_name(trace::MemcpyDirection direction, trace::MemoryKind source,

@@ -22,6 +22,14 @@ void ViewState::reset(TimeRange limits, double width_pixels) {
     history_position_ = 0;
 }
 
+void ViewState::set_limits(TimeRange limits) {
+    if (limits.end_ns <= limits.begin_ns) limits.end_ns = limits.begin_ns + kMinimumSpan;
+    const bool showing_all = visible_ == limits_;
+    limits_ = limits;
+    if (showing_all) visible_ = limits;
+    clamp();
+}
+
 void ViewState::set_width(double width_pixels) { width_pixels_ = std::max(1.0, width_pixels); }
 
 double ViewState::ns_per_pixel() const { return static_cast<double>(visible_.duration_ns()) / width_pixels_; }

@@ -22,6 +22,9 @@ public:
     // `limits` is the whole trace; the view never leaves it by more than its width.
     void reset(TimeRange limits, double width_pixels);
     void set_width(double width_pixels);
+    // The trace grew (live refresh): new limits, same visible range and history; a view
+    // that showed the whole trace keeps showing all of it.
+    void set_limits(TimeRange limits);
 
     const TimeRange& visible() const { return visible_; }
     const TimeRange& limits() const { return limits_; }

@@ -415,35 +415,31 @@ int main(int argc, char** argv) {
         }
     } else {
         if (app.model()) app.model()->start_loading();
-        std::future<std::unique_ptr<TraceModel>> reload;
-        auto last_reload = Clock::now();
-        std::int64_t last_events = app.model() ? app.model()->total_events() : 0;
+        // Live: once a second, read the rows committed since (in the background: the
+        // model's lanes are not touched), then append them between two frames.
+        std::future<std::unique_ptr<ember::viewer::TraceDelta>> pending;
+        auto last_refresh = Clock::now();
         while (!glfwWindowShouldClose(window.handle) && !app.wants_quit()) {
             render_frame(window, app, false);
             if (!app.model() || app.model()->loaded()) glfwWaitEventsTimeout(watch ? 0.25 : 0.5);
             if (!watch || !app.model()) continue;
-            // Live: reopen the file in the background and swap when it has grown.
-            if (reload.valid() && reload.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-                std::unique_ptr<TraceModel> fresh = reload.get();
-                if (fresh && fresh->total_events() != last_events) {
-                    last_events = fresh->total_events();
-                    app.replace_model(std::move(fresh));
+            if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+                last_refresh = Clock::now();
+                try {
+                    std::unique_ptr<ember::viewer::TraceDelta> delta = pending.get();
+                    const ember::viewer::RefreshResult result = app.apply_live_events(*delta);
+                    app.set_status("live: " + std::to_string(app.model()->total_events()) + " events (+" +
+                                   std::to_string(result.events) + ")");
+                } catch (const std::exception& error) {
+                    // A busy or half-written file: say so and try again next time.
+                    app.set_status(std::string("live: refresh failed: ") + error.what());
                 }
-                app.set_status("live: " + std::to_string(last_events) + " events");
-                last_reload = Clock::now();
-            } else if (!reload.valid() && seconds_since(last_reload) > 1.0 && app.model()->loaded()) {
-                reload = std::async(std::launch::async, [files]() -> std::unique_ptr<TraceModel> {
-                    try {
-                        auto fresh = std::make_unique<TraceModel>(files);
-                        fresh->load_all();
-                        return fresh;
-                    } catch (const std::exception&) {
-                        return nullptr;  // mid-write: try again next time
-                    }
-                });
+            } else if (!pending.valid() && seconds_since(last_refresh) > 1.0 && app.model()->loaded()) {
+                TraceModel* live_model = app.model();
+                pending = std::async(std::launch::async, [live_model] { return live_model->read_new_events(); });
             }
         }
-        if (reload.valid()) reload.wait();
+        if (pending.valid()) pending.wait();
     }
     close_window(window);
     return exit_code;

@@ -45,6 +45,25 @@ void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
     search_count_ = -1;
 }
 
+RefreshResult ViewerApp::apply_live_events(TraceDelta& delta) {
+    RefreshResult result = model_->apply_new_events(delta);
+    if (result.events == 0) return result;
+    extend_lane_order(lane_order_, *model_);
+    view_.set_limits({model_->begin_ns(), model_->end_ns()});
+    if (result.events_moved) {  // indexes into rows changed: a kept EventRef could name another event
+        selected_ = {};
+        flow_partner_.reset();
+        selected_details_.clear();
+        hovered_ = {};
+    }
+    stats_.reset();
+    stats_lanes_ready_ = -1;
+    flame_dirty_ = true;
+    range_summary_.reset();
+    search_count_ = -1;
+    return result;
+}
+
 void ViewerApp::set_selection_range(TimeRange range) {
     selection_range_ = range;
     range_summary_.reset();

@@ -52,7 +52,10 @@ public:
     void select_tab(ViewTab tab) { tab_ = tab; tab_requested_ = true; }
     ViewState& view() { return view_; }
     TraceModel* model() { return model_.get(); }
-    void replace_model(std::unique_ptr<TraceModel> model);  // --attach refresh
+    void replace_model(std::unique_ptr<TraceModel> model);
+    // --attach/--watch: appends what a background TraceModel::read_new_events() found
+    // (between frames) and drops what the new events make stale.
+    RefreshResult apply_live_events(TraceDelta& delta);
     // Difference flamegraph: files[0] is the baseline, files[1] the current one.
     void set_flame_difference(bool on) { flame_difference_ = on; flame_dirty_ = true; }
     void set_flame_source(FlameSource source) { flame_source_ = source; flame_dirty_ = true; }

@@ -1,0 +1,567 @@
+// live_refresh.cpp: growing a loaded model with the rows a recording committed since
+// the load or the last refresh (TraceModel::read_new_events / apply_new_events).
+//
+// The writer only appends, so each event table's rowids grow: the rows above the
+// rowid mark of the last load are exactly the new ones. The reader's for_each_*()
+// select by track and time, not by insertion, so these few queries are written here
+// against the reader's own connection (TraceReader::database()), each refresh in one
+// read transaction so that every table is read at the same snapshot.
+#include "profiler/store/schema.h"
+#include "profiler/store/sqlite_util.h"
+#include "viewer/model/live_refresh.h"
+#include "viewer/model/trace_model.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string_view>
+
+namespace ember::viewer {
+
+using trace::TimeNs;
+
+std::vector<std::int64_t> highest_rowids(const store::TraceReader& reader) {
+    std::vector<std::int64_t> marks;
+    for (const store::EventTableInfo& table : store::kEventTables) {
+        store::Statement statement(reader.database(), reader.path(), std::string("SELECT MAX(rowid) FROM ") + table.name);
+        marks.push_back(statement.next_row() ? statement.column_int64(0) : 0);  // NULL (empty table) reads as 0
+    }
+    return marks;
+}
+
+std::int64_t LaneDelta::event_count() const {
+    return static_cast<std::int64_t>(gpu_work.size() + syncs.size() + api_calls.size() + marks.size() +
+                                     overhead.size() + ranges.size() + points.size());
+}
+
+std::int64_t TraceDelta::event_count() const {
+    std::int64_t count = 0;
+    for (const LaneDelta& lane : lanes) count += lane.event_count();
+    for (const File& file : files) count += static_cast<std::int64_t>(file.stack_samples.size());
+    return count;
+}
+
+namespace {
+
+// A read transaction on the reader's connection, ended on every path (read only:
+// ending it never fails in a way that matters).
+class ReadTransaction {
+public:
+    ReadTransaction(sqlite3* database, const std::string& path) : database_(database) {
+        store::exec_sql(database, path, "BEGIN");
+    }
+    ~ReadTransaction() { sqlite3_exec(database_, "ROLLBACK", nullptr, nullptr, nullptr); }
+    ReadTransaction(const ReadTransaction&) = delete;
+    ReadTransaction& operator=(const ReadTransaction&) = delete;
+
+private:
+    sqlite3* database_;
+};
+
+// Columns read per event table; the first is always the track.
+const char* columns_of(std::string_view table) {
+    if (table == "kernels") return "stream_id, start_ns, end_ns, correlation_id, name_id";
+    if (table == "memcpys")
+        return "stream_id, start_ns, end_ns, correlation_id, direction, bytes, source_kind, destination_kind";
+    if (table == "memsets") return "stream_id, start_ns, end_ns, correlation_id, bytes, memory_kind";
+    if (table == "synchronizations") return "stream_id, start_ns, end_ns, correlation_id, kind, cuda_event_id";
+    if (table == "api_calls") return "thread_id, start_ns, end_ns, correlation_id, name_id, result";
+    if (table == "ranges") return "thread_id, range_id, start_ns, end_ns, name_id, category, depth, payload";
+    if (table == "marks") return "thread_id, time_ns, name_id, category, payload";
+    if (table == "counter_samples") return "counter_id, time_ns, value";
+    if (table == "stack_samples") return "thread_id, time_ns, stack_id";
+    if (table == "collector_overhead") return "thread_id, start_ns, end_ns, name_id";
+    return nullptr;
+}
+
+LaneKind lane_kind_of(const store::EventTableInfo& table) {
+    const std::string_view column = table.track_column;
+    return column == "stream_id" ? LaneKind::stream : column == "counter_id" ? LaneKind::counter : LaneKind::thread;
+}
+
+trace::Payload payload_of(const store::Statement& row, int column) {
+    switch (row.column_type(column)) {
+        case SQLITE_INTEGER: return trace::Payload::of_integer(row.column_int64(column));
+        case SQLITE_FLOAT: return trace::Payload::of_real(row.column_double(column));
+        default: return trace::Payload{};
+    }
+}
+
+// Rows of `table` with after < rowid <= upto (of one track when given), in rowid order.
+void for_each_new_row(const store::TraceReader& reader, const store::EventTableInfo& table, std::int64_t after,
+                      std::int64_t upto, std::optional<std::uint32_t> track,
+                      const std::function<void(const store::Statement&)>& visit) {
+    std::string sql = std::string("SELECT ") + columns_of(table.name) + " FROM " + table.name +
+                      " WHERE rowid > ?1 AND rowid <= ?2";
+    if (track) sql += std::string(" AND ") + table.track_column + " = ?3";
+    sql += " ORDER BY rowid";
+    store::Statement statement(reader.database(), reader.path(), sql);
+    statement.bind(1, after);
+    statement.bind(2, upto);
+    if (track) statement.bind(3, *track);
+    while (statement.next_row()) visit(statement);
+}
+
+std::string text_or_empty(const store::Statement& row, int column) {
+    return row.column_type(column) == SQLITE_NULL ? std::string() : row.column_text(column);
+}
+
+// Function names of a stack node, outermost first (stacks form a prefix tree).
+std::vector<std::string> stack_functions(const store::TraceReader& reader, trace::StackId stack) {
+    store::Statement node(reader.database(), reader.path(),
+                          "SELECT s.parent_stack_id, COALESCE(n.value, '') FROM stacks s "
+                          "LEFT JOIN frames f ON f.frame_id = s.frame_id "
+                          "LEFT JOIN strings n ON n.string_id = f.function_id WHERE s.stack_id = ?1");
+    std::vector<std::string> functions;
+    for (int depth = 0; stack != 0 && depth < 4096; ++depth) {
+        node.reset();
+        node.bind(1, stack);
+        if (!node.next_row()) break;
+        functions.push_back(node.column_text(1));
+        stack = static_cast<trace::StackId>(node.column_int64(0));
+    }
+    std::reverse(functions.begin(), functions.end());
+    return functions;
+}
+
+// "rank 1 · " when several files or ranks are shown (as the lanes made at open).
+std::string rank_prefix(const TraceModel& model, const TraceFile& file) {
+    return model.files().size() > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
+}
+
+// Titles of a lane the model did not have, from the file's small tables.
+void describe_new_lane(const TraceModel& model, const TraceFile& file, const store::TraceReader& reader,
+                       LaneDelta& lane) {
+    const std::string prefix = rank_prefix(model, file);
+    const std::string id = std::to_string(lane.track_id);
+    if (lane.kind == LaneKind::thread) {
+        store::Statement row(reader.database(), reader.path(),
+                             "SELECT t.pid, t.tid, COALESCE(n.value, ''), COALESCE(pn.value, '') FROM threads t "
+                             "LEFT JOIN strings n ON n.string_id = t.name_id LEFT JOIN processes p ON p.pid = t.pid "
+                             "LEFT JOIN strings pn ON pn.string_id = p.name_id WHERE t.thread_id = ?1");
+        row.bind(1, lane.track_id);
+        lane.process_id = file.run.pid;
+        lane.title = "thread #" + id;
+        std::string process_name;
+        if (row.next_row()) {
+            lane.process_id = row.column_int64(0);
+            const std::string name = text_or_empty(row, 2);
+            lane.title = "thread " + std::to_string(row.column_int64(1)) + (name.empty() ? "" : " " + name);
+            process_name = text_or_empty(row, 3);
+        }
+        lane.group = prefix + "process " + std::to_string(lane.process_id) +
+                     (process_name.empty() ? "" : " " + process_name);
+    } else if (lane.kind == LaneKind::stream) {
+        store::Statement row(reader.database(), reader.path(),
+                             "SELECT st.device_id, st.cuda_stream_id, COALESCE(n.value, ''), COALESCE(dn.value, '') "
+                             "FROM streams st LEFT JOIN strings n ON n.string_id = st.name_id "
+                             "LEFT JOIN devices d ON d.device_id = st.device_id "
+                             "LEFT JOIN strings dn ON dn.string_id = d.name_id WHERE st.stream_id = ?1");
+        row.bind(1, lane.track_id);
+        lane.device_id = 0;
+        lane.title = "stream " + id;
+        std::string device_name;
+        if (row.next_row()) {
+            lane.device_id = static_cast<trace::DeviceId>(row.column_int64(0));
+            const std::string name = text_or_empty(row, 2);
+            lane.title = "stream " + std::to_string(row.column_int64(1)) + (name.empty() ? "" : " " + name);
+            device_name = text_or_empty(row, 3);
+        }
+        lane.group = prefix + "GPU " + std::to_string(lane.device_id) + (device_name.empty() ? "" : " " + device_name);
+    } else {
+        store::Statement row(reader.database(), reader.path(),
+                             "SELECT c.device_id, COALESCE(n.value, ''), COALESCE(u.value, '') FROM counters c "
+                             "LEFT JOIN strings n ON n.string_id = c.name_id "
+                             "LEFT JOIN strings u ON u.string_id = c.unit_id WHERE c.counter_id = ?1");
+        row.bind(1, lane.track_id);
+        lane.group = prefix + "counters";
+        lane.title = "counter #" + id;
+        if (row.next_row()) {
+            lane.device_id = static_cast<trace::DeviceId>(row.column_int64(0));
+            lane.title = row.column_text(1);
+            if (lane.device_id != trace::kNoDevice) lane.title += " (GPU " + std::to_string(lane.device_id) + ")";
+            lane.unit = row.column_text(2);
+        }
+    }
+}
+
+bool by_start(const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; }
+
+// Where a row goes in its lane: the loader's order (ranges by depth, start/end
+// ranges, API calls, marks, overhead; GPU work, then waits).
+int row_rank(RowKind kind, int depth) {
+    switch (kind) {
+        case RowKind::ranges: return depth;
+        case RowKind::async_ranges: return 1000 + depth;
+        case RowKind::api_calls: return 2000;
+        case RowKind::marks: return 3000;
+        case RowKind::overhead: return 4000;
+        case RowKind::gpu_work: return 0;
+        case RowKind::syncs: return 1;
+    }
+    return 5000;
+}
+
+// The lane's row of this kind (and depth), created in its place when missing.
+Row& row_for(Lane& lane, RowKind kind, int depth, RefreshResult& result) {
+    const int rank = row_rank(kind, depth);
+    std::size_t position = 0;
+    for (; position < lane.rows.size(); ++position) {
+        const Row& row = lane.rows[position];
+        const int existing = row_rank(row.kind, row.depth);
+        if (existing == rank) return lane.rows[position];
+        if (existing > rank) break;
+    }
+    if (position < lane.rows.size()) result.events_moved = true;  // rows below shift down
+    Row row;
+    row.kind = kind;
+    row.depth = depth;
+    return *lane.rows.insert(lane.rows.begin() + static_cast<std::ptrdiff_t>(position), std::move(row));
+}
+
+// Appends start-sorted `additions` to a row, keeping it sorted by start.
+void append_events(Row& row, const std::vector<TimelineEvent>& additions, RefreshResult& result) {
+    if (additions.empty()) return;
+    const std::size_t old_size = row.events.size();
+    const bool in_order = old_size == 0 || additions.front().start_ns >= row.events.back().start_ns;
+    row.events.insert(row.events.end(), additions.begin(), additions.end());
+    if (in_order) {
+        update_row_stats(row, old_size);
+        return;
+    }
+    // Late arrivals (a buffer flushed out of order): merge, and indexes move.
+    std::inplace_merge(row.events.begin(), row.events.begin() + static_cast<std::ptrdiff_t>(old_size),
+                       row.events.end(), by_start);
+    result.events_moved = true;
+    update_row_stats(row, 0);
+}
+
+}  // namespace
+
+std::unique_ptr<TraceDelta> TraceModel::read_new_events() {
+    auto delta = std::make_unique<TraceDelta>();
+    if (!loaded()) return delta;
+    for (std::size_t index = 0; index < files_.size(); ++index) read_file_delta(static_cast<int>(index), *delta);
+    return delta;
+}
+
+void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
+    const TraceFile& file = files_[static_cast<std::size_t>(file_index)];
+    if (!file.live_reader || file.loaded_rowid.size() != std::size(store::kEventTables)) return;
+    const store::TraceReader& reader = *file.live_reader;
+    ReadTransaction transaction(reader.database(), file.path);
+    const std::vector<std::int64_t>& old_marks = file.loaded_rowid;
+    TraceDelta::File changes;
+    changes.file_index = file_index;
+    changes.rowid_marks = highest_rowids(reader);
+
+    // Strings the model does not know yet (ids are dense and only grow).
+    {
+        store::Statement strings(reader.database(), reader.path(),
+                                 "SELECT string_id, value FROM strings WHERE string_id >= ?1 ORDER BY string_id");
+        strings.bind(1, static_cast<std::int64_t>(file.string_to_model.size()));
+        while (strings.next_row())
+            changes.strings.emplace_back(static_cast<trace::StringId>(strings.column_int64(0)), strings.column_text(1));
+    }
+
+    // This file's lanes by (kind, track); deltas of this file by the same key.
+    std::map<std::pair<LaneKind, std::uint32_t>, int> model_lanes;
+    for (int index = 0; index < lane_count(); ++index)
+        if (lanes_[static_cast<std::size_t>(index)]->file_index == file_index)
+            model_lanes[{lanes_[static_cast<std::size_t>(index)]->kind, lanes_[static_cast<std::size_t>(index)]->track_id}] =
+                index;
+    std::map<std::pair<LaneKind, std::uint32_t>, std::size_t> delta_lanes;
+    auto lane_delta = [&](LaneKind kind, std::uint32_t track) -> LaneDelta& {
+        auto [found, inserted] = delta_lanes.emplace(std::make_pair(kind, track), delta.lanes.size());
+        if (inserted) {
+            LaneDelta lane;
+            lane.kind = kind;
+            lane.file_index = file_index;
+            lane.track_id = track;
+            auto existing = model_lanes.find({kind, track});
+            lane.lane = existing == model_lanes.end() ? -1 : existing->second;
+            delta.lanes.push_back(std::move(lane));
+        }
+        return delta.lanes[found->second];
+    };
+
+    const TimeNs shift = file.shift_ns;
+    std::set<trace::StackId> new_stacks;
+    auto read_rows = [&](const store::EventTableInfo& table, std::int64_t after, std::int64_t upto,
+                         std::optional<std::uint32_t> track) {
+        const std::string_view name = table.name;
+        const LaneKind kind = lane_kind_of(table);
+        for_each_new_row(reader, table, after, upto, track, [&](const store::Statement& row) {
+            const auto track_id = static_cast<std::uint32_t>(row.column_int64(0));
+            if (name == "stack_samples") {
+                const auto stack = static_cast<trace::StackId>(row.column_int64(2));
+                changes.stack_samples.push_back({row.column_int64(1) + shift, track_id, stack});
+                if (!file.stack_frames.contains(stack)) new_stacks.insert(stack);
+                return;
+            }
+            LaneDelta& lane = lane_delta(kind, track_id);
+            if (name == "kernels") {
+                trace::KernelEvent kernel;
+                kernel.start_ns = row.column_int64(1);
+                kernel.end_ns = row.column_int64(2);
+                kernel.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
+                kernel.name_id = static_cast<trace::StringId>(row.column_int64(4));
+                lane.gpu_work.push_back(timeline_event(kernel, shift, nullptr));
+            } else if (name == "memcpys") {
+                trace::MemcpyEvent copy;
+                copy.start_ns = row.column_int64(1);
+                copy.end_ns = row.column_int64(2);
+                copy.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
+                copy.direction = static_cast<trace::MemcpyDirection>(row.column_int64(4));
+                copy.bytes = static_cast<std::uint64_t>(row.column_int64(5));
+                copy.source_kind = static_cast<trace::MemoryKind>(row.column_int64(6));
+                copy.destination_kind = static_cast<trace::MemoryKind>(row.column_int64(7));
+                lane.gpu_work.push_back(timeline_event(copy, shift));
+            } else if (name == "memsets") {
+                trace::MemsetEvent memset;
+                memset.start_ns = row.column_int64(1);
+                memset.end_ns = row.column_int64(2);
+                memset.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
+                memset.bytes = static_cast<std::uint64_t>(row.column_int64(4));
+                memset.memory_kind = static_cast<trace::MemoryKind>(row.column_int64(5));
+                lane.gpu_work.push_back(timeline_event(memset, shift));
+            } else if (name == "synchronizations") {
+                trace::SyncEvent sync;
+                sync.start_ns = row.column_int64(1);
+                sync.end_ns = row.column_int64(2);
+                sync.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
+                sync.kind = static_cast<trace::SyncKind>(row.column_int64(4));
+                sync.cuda_event_id = static_cast<std::uint64_t>(row.column_int64(5));
+                lane.syncs.push_back(timeline_event(sync, shift));
+            } else if (name == "api_calls") {
+                trace::ApiEvent call;
+                call.start_ns = row.column_int64(1);
+                call.end_ns = row.column_int64(2);
+                call.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
+                call.name_id = static_cast<trace::StringId>(row.column_int64(4));
+                call.result = static_cast<std::int32_t>(row.column_int64(5));
+                lane.api_calls.push_back(timeline_event(call, shift, nullptr));
+            } else if (name == "ranges") {
+                trace::RangeEvent range;
+                range.range_id = static_cast<trace::RangeId>(row.column_int64(1));
+                range.start_ns = row.column_int64(2);
+                range.end_ns = row.column_int64(3);
+                range.name_id = static_cast<trace::StringId>(row.column_int64(4));
+                range.category = static_cast<std::uint32_t>(row.column_int64(5));
+                range.depth = static_cast<std::int32_t>(row.column_int64(6));
+                range.payload = payload_of(row, 7);
+                lane.ranges.push_back(timeline_event(range, shift, nullptr));
+                lane.range_depths.push_back(std::min(range.depth, 255));
+            } else if (name == "marks") {
+                trace::MarkEvent mark;
+                mark.time_ns = row.column_int64(1);
+                mark.name_id = static_cast<trace::StringId>(row.column_int64(2));
+                mark.category = static_cast<std::uint32_t>(row.column_int64(3));
+                mark.payload = payload_of(row, 4);
+                lane.marks.push_back(timeline_event(mark, shift, nullptr));
+            } else if (name == "counter_samples") {
+                lane.points.push_back({row.column_int64(1) + shift, row.column_double(2)});
+            } else if (name == "collector_overhead") {
+                trace::OverheadEvent work;
+                work.start_ns = row.column_int64(1);
+                work.end_ns = row.column_int64(2);
+                work.name_id = static_cast<trace::StringId>(row.column_int64(3));
+                lane.overhead.push_back(timeline_event(work, shift, nullptr));
+            }
+        });
+    };
+
+    const std::size_t table_count = std::size(store::kEventTables);
+    const std::size_t first_lane = delta.lanes.size();
+    for (std::size_t table = 0; table < table_count; ++table)
+        if (changes.rowid_marks[table] > old_marks[table])
+            read_rows(store::kEventTables[table], old_marks[table], changes.rowid_marks[table], std::nullopt);
+    // A track the model has no lane for (it began after the file was opened): its
+    // older rows too, so the new lane starts complete.
+    for (std::size_t index = first_lane; index < delta.lanes.size(); ++index) {
+        if (delta.lanes[index].lane >= 0) continue;
+        const LaneKind kind = delta.lanes[index].kind;
+        const std::uint32_t track = delta.lanes[index].track_id;
+        for (std::size_t table = 0; table < table_count; ++table) {
+            const store::EventTableInfo& info = store::kEventTables[table];
+            if (lane_kind_of(info) != kind || std::string_view(info.name) == "stack_samples") continue;
+            if (old_marks[table] > 0) read_rows(info, 0, old_marks[table], track);
+        }
+        describe_new_lane(*this, file, reader, delta.lanes[index]);
+    }
+    for (trace::StackId stack : new_stacks) changes.stacks.emplace_back(stack, stack_functions(reader, stack));
+    delta.files.push_back(std::move(changes));
+}
+
+RefreshResult TraceModel::apply_new_events(TraceDelta& delta) {
+    RefreshResult result;
+    if (!loaded()) return result;
+    for (TraceDelta::File& changes : delta.files) {
+        TraceFile& file = files_[static_cast<std::size_t>(changes.file_index)];
+        for (const auto& [id, text] : changes.strings) {
+            if (id >= file.string_to_model.size()) file.string_to_model.resize(static_cast<std::size_t>(id) + 1, 0);
+            file.string_to_model[id] = intern(text);
+        }
+        if (!changes.stacks.empty()) {
+            std::unordered_map<std::string, std::uint32_t> frame_lookup;
+            for (std::size_t index = 0; index < file.frame_names.size(); ++index)
+                frame_lookup.emplace(file.frame_names[index], static_cast<std::uint32_t>(index));
+            for (const auto& [stack, functions] : changes.stacks) {
+                std::vector<std::uint32_t> frames;
+                for (const std::string& function : functions) {
+                    auto [found, inserted] =
+                        frame_lookup.emplace(function, static_cast<std::uint32_t>(file.frame_names.size()));
+                    if (inserted) file.frame_names.push_back(function);
+                    frames.push_back(found->second);
+                }
+                file.stack_frames[stack] = std::move(frames);
+            }
+        }
+        if (!changes.stack_samples.empty()) {
+            auto by_time = [](const StackSampleRef& a, const StackSampleRef& b) { return a.time_ns < b.time_ns; };
+            std::stable_sort(changes.stack_samples.begin(), changes.stack_samples.end(), by_time);
+            const std::size_t old_size = file.stack_samples.size();
+            file.stack_samples.insert(file.stack_samples.end(), changes.stack_samples.begin(),
+                                      changes.stack_samples.end());
+            std::inplace_merge(file.stack_samples.begin(),
+                               file.stack_samples.begin() + static_cast<std::ptrdiff_t>(old_size),
+                               file.stack_samples.end(), by_time);
+            result.events += static_cast<std::int64_t>(changes.stack_samples.size());
+        }
+        file.loaded_rowid = changes.rowid_marks;
+    }
+    for (LaneDelta& changes : delta.lanes) {
+        const std::int64_t count = changes.event_count();
+        if (count == 0) continue;
+        // File string ids -> model name ids (GPU copies, memsets and waits carry
+        // model names already).
+        const std::vector<std::uint32_t>& names = files_[static_cast<std::size_t>(changes.file_index)].string_to_model;
+        auto map_names = [&names](std::vector<TimelineEvent>& events, bool kernels_only) {
+            for (TimelineEvent& event : events) {
+                if (kernels_only && event.kind != EventKind::kernel) continue;
+                event.name_id = event.name_id < names.size() ? names[event.name_id] : 0;
+            }
+        };
+        map_names(changes.gpu_work, true);
+        map_names(changes.api_calls, false);
+        map_names(changes.ranges, false);
+        map_names(changes.marks, false);
+        map_names(changes.overhead, false);
+
+        std::unique_ptr<Lane> created;
+        Lane* lane = nullptr;
+        if (changes.lane >= 0 && changes.lane < lane_count()) {
+            lane = lanes_[static_cast<std::size_t>(changes.lane)].get();
+        } else {
+            created = std::make_unique<Lane>();
+            created->kind = changes.kind;
+            created->file_index = changes.file_index;
+            created->track_id = changes.track_id;
+            created->device_id = changes.device_id;
+            created->process_id = changes.process_id;
+            created->group = changes.group;
+            created->title = changes.title;
+            created->unit = changes.unit;
+            lane = created.get();
+        }
+        append_to_lane(*lane, changes, result);
+        lane->expected_events += count;
+        events_loaded_.fetch_add(count, std::memory_order_relaxed);
+        result.events += count;
+        if (created) {
+            created->ready.store(true, std::memory_order_release);
+            lanes_.push_back(std::move(created));
+            lanes_ready_.fetch_add(1, std::memory_order_relaxed);
+            ++result.new_lanes;
+        }
+    }
+    // Counted again, not added to: the count made at open came from the file's track
+    // summaries, and the loader may have read rows committed after those.
+    std::int64_t total = 0;
+    for (const auto& lane : lanes_) total += lane->event_count();
+    total_events_ = total;
+    return result;
+}
+
+void TraceModel::append_to_lane(Lane& lane, LaneDelta& changes, RefreshResult& result) {
+    auto widen = [this](TimeNs start, TimeNs end) {
+        begin_ns_ = std::min(begin_ns_, start);
+        end_ns_ = std::max(end_ns_, end);
+    };
+    auto append_sorted = [&](RowKind kind, int depth, std::vector<TimelineEvent>& events) {
+        if (events.empty()) return;
+        std::stable_sort(events.begin(), events.end(), by_start);
+        for (const TimelineEvent& event : events) widen(event.start_ns, event.end_ns);
+        append_events(row_for(lane, kind, depth, result), events, result);
+    };
+
+    if (lane.kind == LaneKind::counter) {
+        if (changes.points.empty()) return;
+        auto by_time = [](const CounterPoint& a, const CounterPoint& b) { return a.time_ns < b.time_ns; };
+        std::stable_sort(changes.points.begin(), changes.points.end(), by_time);
+        if (lane.points.empty()) lane.min_value = lane.max_value = changes.points[0].value;
+        const std::size_t old_size = lane.points.size();
+        lane.points.insert(lane.points.end(), changes.points.begin(), changes.points.end());
+        std::inplace_merge(lane.points.begin(), lane.points.begin() + static_cast<std::ptrdiff_t>(old_size),
+                           lane.points.end(), by_time);
+        for (const CounterPoint& point : changes.points) {
+            lane.min_value = std::min(lane.min_value, point.value);
+            lane.max_value = std::max(lane.max_value, point.value);
+            widen(point.time_ns, point.time_ns);
+        }
+        return;
+    }
+    if (lane.kind == LaneKind::stream) {
+        append_sorted(RowKind::gpu_work, 0, changes.gpu_work);
+        append_sorted(RowKind::syncs, 0, changes.syncs);
+        return;
+    }
+
+    // Ranges: push/pop ones to the row of their depth, start/end ones packed greedily
+    // into the rows where they fit (as the loader does).
+    std::vector<std::size_t> range_order(changes.ranges.size());
+    std::iota(range_order.begin(), range_order.end(), std::size_t{0});
+    std::stable_sort(range_order.begin(), range_order.end(), [&changes](std::size_t a, std::size_t b) {
+        return changes.ranges[a].start_ns < changes.ranges[b].start_ns;
+    });
+    std::map<int, std::vector<TimelineEvent>> by_depth;
+    std::vector<TimeNs> async_last_end;
+    for (const Row& row : lane.rows)
+        if (row.kind == RowKind::async_ranges && !row.events.empty()) async_last_end.push_back(row.events.back().end_ns);
+    std::vector<std::vector<TimelineEvent>> async_additions(async_last_end.size());
+    for (std::size_t index : range_order) {
+        const TimelineEvent& event = changes.ranges[index];
+        const std::int32_t depth = changes.range_depths[index];
+        if (depth >= 0) {
+            by_depth[depth].push_back(event);
+            continue;
+        }
+        std::size_t target = async_last_end.size();
+        for (std::size_t row = 0; row < async_last_end.size(); ++row)
+            if (async_last_end[row] <= event.start_ns) {
+                target = row;
+                break;
+            }
+        if (target == async_last_end.size()) {
+            if (async_last_end.size() < 32) {
+                async_last_end.push_back(event.end_ns);
+                async_additions.emplace_back();
+            } else {
+                target = async_last_end.size() - 1;  // overlaps: still drawn, row marked overlapping
+            }
+        }
+        async_additions[target].push_back(event);
+        async_last_end[target] = event.end_ns;
+    }
+    for (auto& [depth, events] : by_depth) append_sorted(RowKind::ranges, depth, events);
+    for (std::size_t row = 0; row < async_additions.size(); ++row)
+        append_sorted(RowKind::async_ranges, static_cast<int>(row), async_additions[row]);
+    append_sorted(RowKind::api_calls, 0, changes.api_calls);
+    append_sorted(RowKind::marks, 0, changes.marks);
+    append_sorted(RowKind::overhead, 0, changes.overhead);
+}
+
+}  // namespace ember::viewer
