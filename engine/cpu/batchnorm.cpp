@@ -1,8 +1,10 @@
 // batchnorm.cpp: CPU BatchNorm (training with batch statistics and running-stat
-// update, eval with running statistics, backward), in double.
+// update, eval with running statistics, backward), in double: f32 nchw planes,
+// channels-last rows (nhwc and (N,C)), and a generic per-element path.
 #include "engine/cpu/cpu_util.h"
 #include "engine/ops/batchnorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -78,6 +80,227 @@ void plane_gradient_sums(const float* dy, const float* x, int64_t n, float centr
     }
 }
 
+// Channels-last tensors (nhwc, and every (N,C) tensor) hold rows of C contiguous
+// channel values, one row per (n, h, w). Their loops below walk the rows and keep
+// per-channel double accumulators, with the generic path's formulas, for every dtype.
+bool channels_innermost(const Tensor& x) { return x.rank == 2 || x.layout == Layout::nhwc; }
+
+struct ChannelRows {
+    int64_t rows, channels;
+};
+
+ChannelRows channel_rows(const Tensor& x) {
+    return {x.shape[1] > 0 ? x.numel() / x.shape[1] : 0, x.shape[1]};
+}
+
+std::vector<double> load_channels(const Tensor& t, int64_t channels) {
+    std::vector<double> values(static_cast<std::size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) values[c] = cpu::get(t, c);
+    return values;
+}
+
+// f32 channels-last rows: plain pointers, per-channel double accumulators (one row of
+// C floats at a time, so the inner loops run over contiguous memory).
+
+// sums[c] += sum over rows of (v[c] - centre[c]), or of its square.
+void channel_sums_f32(const float* __restrict v, int64_t rows, int64_t C,
+                      const double* __restrict centre, bool squares, double* __restrict sums) {
+    if (squares) {
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < C; ++c) {
+                const double d = v[r * C + c] - centre[c];
+                sums[c] += d * d;
+            }
+    } else {
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < C; ++c) sums[c] += v[r * C + c] - centre[c];
+    }
+}
+
+// sum_dy[c] += sum of dy, sum_dy_centred[c] += sum of dy (x - centre[c]), over rows.
+void gradient_sums_f32(const float* __restrict dy, const float* __restrict x, int64_t rows, int64_t C,
+                       const double* __restrict centre, double* __restrict sum_dy,
+                       double* __restrict sum_dy_centred) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < C; ++c) {
+            const double grad = dy[r * C + c];
+            sum_dy[c] += grad;
+            sum_dy_centred[c] += grad * (x[r * C + c] - centre[c]);
+        }
+}
+
+// y = x scale[c] + shift[c] over rows of C.
+void scale_shift_rows_f32(const float* x, float* y, int64_t rows, int64_t C, const float* scale,
+                          const float* shift) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+}
+
+void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& y, const Tensor& running_mean,
+                            const Tensor& running_var, const Tensor& save_mean,
+                            const Tensor& save_invstd, const BatchNormParams& params) {
+    const auto [rows, C] = channel_rows(x);
+    const double count = double(rows);
+    std::vector<double> sum(C, 0.0), squares(C, 0.0), zero(C, 0.0), mean(C);
+    std::vector<float> scale(C), shift(C);
+    channel_sums_f32(x.as<float>(), rows, C, zero.data(), false, sum.data());
+    for (int64_t c = 0; c < C; ++c) mean[c] = sum[c] / count;
+    channel_sums_f32(x.as<float>(), rows, C, mean.data(), true, squares.data());
+    for (int64_t c = 0; c < C; ++c) {
+        const double var = squares[c] / count;
+        const double invstd = 1.0 / std::sqrt(var + params.eps);
+        scale[c] = static_cast<float>(cpu::get(gamma, c) * invstd);
+        shift[c] = static_cast<float>(cpu::get(beta, c) - mean[c] * invstd * cpu::get(gamma, c));
+        cpu::set(save_mean, c, mean[c]);
+        cpu::set(save_invstd, c, invstd);
+        if (running_mean.defined()) {
+            const double m = params.momentum;
+            const double unbiased = count > 1 ? squares[c] / (count - 1) : var;
+            cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean[c]);
+            cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
+        }
+    }
+    scale_shift_rows_f32(x.as<float>(), y.as<float>(), rows, C, scale.data(), shift.data());
+}
+
+void forward_eval_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                           const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
+                           const BatchNormParams& params) {
+    const auto [rows, C] = channel_rows(x);
+    std::vector<float> scale(C), shift(C);
+    for (int64_t c = 0; c < C; ++c) {
+        const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
+        scale[c] = static_cast<float>(cpu::get(gamma, c) * invstd);
+        shift[c] = static_cast<float>(cpu::get(beta, c) -
+                                      cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
+    }
+    scale_shift_rows_f32(x.as<float>(), y.as<float>(), rows, C, scale.data(), shift.data());
+}
+
+void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                       const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx,
+                       const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
+                       GradWrite param_write) {
+    const auto [rows, C] = channel_rows(x);
+    const double count = double(rows);
+    const float* in = x.as<float>();
+    const float* grad_out = dy.as<float>();
+    std::vector<double> centre(C), sum_dy(C, 0.0), sum_dy_centred(C, 0.0);
+    for (int64_t c = 0; c < C; ++c) centre[c] = cpu::get(save_mean, c);
+    gradient_sums_f32(grad_out, in, rows, C, centre.data(), sum_dy.data(), sum_dy_centred.data());
+    // dx = scale (count dy - sum_dy - xhat sum_dy_xhat) = a dy + b x + k, per channel.
+    std::vector<float> a(C), b(C), k(C);
+    for (int64_t c = 0; c < C; ++c) {
+        const double mean = cpu::get(save_mean, c), invstd = cpu::get(save_invstd, c);
+        const double sum_dy_xhat = sum_dy_centred[c] * invstd;
+        cpu::write(dgamma, c, sum_dy_xhat, param_write);
+        cpu::write(dbeta, c, sum_dy[c], param_write);
+        const double scale = cpu::get(gamma, c) * invstd / count;
+        a[c] = static_cast<float>(scale * count);
+        b[c] = static_cast<float>(-scale * invstd * sum_dy_xhat);
+        k[c] = static_cast<float>(scale * (-sum_dy[c] + mean * invstd * sum_dy_xhat));
+    }
+    if (!dx.defined()) return;
+    float* grad_in = dx.as<float>();
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < C; ++c)
+            grad_in[r * C + c] = write_grad(
+                grad_in[r * C + c], a[c] * grad_out[r * C + c] + b[c] * in[r * C + c] + k[c],
+                input_write);
+}
+
+void forward_train_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                        const Tensor& running_mean, const Tensor& running_var,
+                        const Tensor& save_mean, const Tensor& save_invstd,
+                        const BatchNormParams& params) {
+    const auto [rows, C] = channel_rows(x);
+    const double count = double(rows);
+    std::vector<double> row(C), sum(C, 0.0), squares(C, 0.0), mean(C), invstd(C);
+    for (int64_t r = 0; r < rows; ++r) {
+        cpu::load_row(x, r * C, C, row.data());
+        for (int64_t c = 0; c < C; ++c) sum[c] += row[c];
+    }
+    for (int64_t c = 0; c < C; ++c) mean[c] = sum[c] / count;
+    for (int64_t r = 0; r < rows; ++r) {
+        cpu::load_row(x, r * C, C, row.data());
+        for (int64_t c = 0; c < C; ++c) {
+            const double d = row[c] - mean[c];
+            squares[c] += d * d;
+        }
+    }
+    const std::vector<double> g = load_channels(gamma, C), b = load_channels(beta, C);
+    std::vector<double> scale(C);
+    for (int64_t c = 0; c < C; ++c) {
+        const double var = squares[c] / count;
+        invstd[c] = 1.0 / std::sqrt(var + params.eps);
+        scale[c] = invstd[c] * g[c];
+        cpu::set(save_mean, c, mean[c]);
+        cpu::set(save_invstd, c, invstd[c]);
+        if (running_mean.defined()) {
+            const double m = params.momentum;
+            const double unbiased = count > 1 ? squares[c] / (count - 1) : var;
+            cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean[c]);
+            cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
+        }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        cpu::load_row(x, r * C, C, row.data());
+        for (int64_t c = 0; c < C; ++c) row[c] = (row[c] - mean[c]) * scale[c] + b[c];
+        cpu::store_row(y, r * C, C, row.data(), GradWrite::store);
+    }
+}
+
+void forward_eval_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                       const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
+                       const BatchNormParams& params) {
+    const auto [rows, C] = channel_rows(x);
+    const std::vector<double> mean = load_channels(running_mean, C), b = load_channels(beta, C);
+    std::vector<double> scale(C), row(C);
+    for (int64_t c = 0; c < C; ++c)
+        scale[c] = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps) * cpu::get(gamma, c);
+    for (int64_t r = 0; r < rows; ++r) {
+        cpu::load_row(x, r * C, C, row.data());
+        for (int64_t c = 0; c < C; ++c) row[c] = (row[c] - mean[c]) * scale[c] + b[c];
+        cpu::store_row(y, r * C, C, row.data(), GradWrite::store);
+    }
+}
+
+void backward_rows(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                   const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
+                   const Tensor& dbeta, GradWrite input_write, GradWrite param_write) {
+    const auto [rows, C] = channel_rows(x);
+    const double count = double(rows);
+    const std::vector<double> mean = load_channels(save_mean, C), invstd = load_channels(save_invstd, C);
+    std::vector<double> row(C), grad_row(C), sum_dy(C, 0.0), sum_dy_centred(C, 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+        cpu::load_row(x, r * C, C, row.data());
+        cpu::load_row(dy, r * C, C, grad_row.data());
+        for (int64_t c = 0; c < C; ++c) {
+            sum_dy[c] += grad_row[c];
+            sum_dy_centred[c] += grad_row[c] * (row[c] - mean[c]);
+        }
+    }
+    std::vector<double> sum_dy_xhat(C), scale(C);
+    for (int64_t c = 0; c < C; ++c) {
+        sum_dy_xhat[c] = sum_dy_centred[c] * invstd[c];
+        cpu::write(dgamma, c, sum_dy_xhat[c], param_write);
+        cpu::write(dbeta, c, sum_dy[c], param_write);
+        scale[c] = cpu::get(gamma, c) * invstd[c] / count;
+    }
+    if (!dx.defined()) return;
+    // dx = scale (count dy - sum_dy - xhat sum_dy_xhat), xhat = (x - mean) invstd
+    for (int64_t r = 0; r < rows; ++r) {
+        cpu::load_row(x, r * C, C, row.data());
+        cpu::load_row(dy, r * C, C, grad_row.data());
+        for (int64_t c = 0; c < C; ++c) {
+            const double xhat = (row[c] - mean[c]) * invstd[c];
+            row[c] = scale[c] * (count * grad_row[c] - sum_dy[c] - xhat * sum_dy_xhat[c]);
+        }
+        cpu::store_row(dx, r * C, C, row.data(), input_write);
+    }
+}
+
 }  // namespace
 
 void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -119,6 +342,16 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
         }
         return;
     }
+    if (channels_innermost(x) && cpu::all_f32({&x, &y})) {
+        forward_train_rows_f32(x, gamma, beta, y, running_mean, running_var, save_mean,
+                               save_invstd, params);
+        return;
+    }
+    if (channels_innermost(x)) {
+        forward_train_rows(x, gamma, beta, y, running_mean, running_var, save_mean, save_invstd,
+                           params);
+        return;
+    }
     for (int64_t c = 0; c < s.c; ++c) {
         double sum = 0.0;
         for (int64_t n = 0; n < s.n; ++n)
@@ -157,6 +390,28 @@ void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tens
     for (auto [t, name] : {std::pair{gamma, "gamma"}, {beta, "beta"},
                            {running_mean, "running_mean"}, {running_var, "running_var"}})
         check_channel_param(op, t, name, s.c);
+    if (fast_nchw({&x, &y})) {
+        for (int64_t c = 0; c < s.c; ++c) {
+            const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
+            const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
+            const float shift = static_cast<float>(cpu::get(beta, c) -
+                                                   cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
+            for (int64_t n = 0; n < s.n; ++n) {
+                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                float* out = y.as<float>() + (n * s.c + c) * s.spatial;
+                for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
+            }
+        }
+        return;
+    }
+    if (channels_innermost(x) && cpu::all_f32({&x, &y})) {
+        forward_eval_rows_f32(x, gamma, beta, running_mean, running_var, y, params);
+        return;
+    }
+    if (channels_innermost(x)) {
+        forward_eval_rows(x, gamma, beta, running_mean, running_var, y, params);
+        return;
+    }
     for (int64_t c = 0; c < s.c; ++c) {
         const double mean = cpu::get(running_mean, c);
         const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
@@ -205,6 +460,16 @@ void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
                     grad_in[i] = write_grad(grad_in[i], a * grad_out[i] + b * in[i] + k, input_write);
             }
         }
+        return;
+    }
+    if (channels_innermost(x) && cpu::all_f32({&x, &dy, &dx})) {
+        backward_rows_f32(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, input_write,
+                          param_write);
+        return;
+    }
+    if (channels_innermost(x)) {
+        backward_rows(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, input_write,
+                      param_write);
         return;
     }
     for (int64_t c = 0; c < s.c; ++c) {

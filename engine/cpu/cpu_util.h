@@ -47,6 +47,33 @@ inline bool all_f32(std::initializer_list<const Tensor*> tensors) {
     return true;
 }
 
+// `count` consecutive elements of t starting at element `first`, as double. The
+// channels-last loops read one row of C channels at a time through this; f32 (the
+// training case) is a plain converting loop, other dtypes go through get().
+inline void load_row(const Tensor& t, int64_t first, int64_t count, double* out) {
+    if (t.dtype == DType::f32) {
+        const float* in = t.as<float>() + first;
+        for (int64_t i = 0; i < count; ++i) out[i] = in[i];
+        return;
+    }
+    for (int64_t i = 0; i < count; ++i) out[i] = get(t, first + i);
+}
+
+// Writes (store or +=) `count` doubles to consecutive elements of t from `first`,
+// rounding as write() does: the old value is added in double, then stored.
+inline void store_row(const Tensor& t, int64_t first, int64_t count, const double* values,
+                      ops::GradWrite mode) {
+    if (t.dtype == DType::f32) {
+        float* out = t.as<float>() + first;
+        if (mode == ops::GradWrite::accumulate)
+            for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(out[i] + values[i]);
+        else
+            for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(values[i]);
+        return;
+    }
+    for (int64_t i = 0; i < count; ++i) write(t, first + i, values[i], mode);
+}
+
 // A 4-D tensor's values in logical NCHW order, as T (for im2col/GEMM paths).
 template <class T>
 std::vector<T> load_nchw(const Tensor& t) {

@@ -1,4 +1,5 @@
-// pooling.cpp: CPU max and average pooling, forward and backward, either layout.
+// pooling.cpp: CPU max and average pooling, forward and backward, either layout:
+// f32 nchw planes, nhwc rows of channels (any dtype), and a generic per-element path.
 #include "engine/cpu/cpu_util.h"
 #include "engine/ops/pooling.h"
 
@@ -25,6 +26,191 @@ void check_argmax(const char* op, const Tensor& argmax, const Tensor& y) {
     require(argmax.defined() && argmax.dtype == DType::i32 && argmax.device == Device::cpu &&
                 argmax.numel() == y.numel(),
             op, "argmax must be a cpu i32 tensor shaped like the output");
+}
+
+// Channels-last (nhwc) pooling: every (n, h, w) holds a row of C contiguous channel
+// values, so the loops below walk windows of rows and handle all channels of a
+// position at once: plain-pointer loops for f32 (the training case), and double rows
+// with the generic path's arithmetic for every other dtype.
+bool all_nhwc(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (t->layout != Layout::nhwc) return false;
+    return true;
+}
+
+// The window of output (oh, ow) clipped to the H x W image: [h_begin, h_end) x [w_begin, w_end).
+struct Window {
+    int64_t h_begin, h_end, w_begin, w_end;
+};
+
+Window clipped_window(const Pool2dParams& p, int64_t oh, int64_t ow, int64_t H, int64_t W) {
+    return {std::max<int64_t>(oh * p.stride_h - p.pad_h, 0),
+            std::min<int64_t>(oh * p.stride_h - p.pad_h + p.kernel_h, H),
+            std::max<int64_t>(ow * p.stride_w - p.pad_w, 0),
+            std::min<int64_t>(ow * p.stride_w - p.pad_w + p.kernel_w, W)};
+}
+
+// Folds one input row of C channels into the running maxima: only a strictly greater
+// value replaces (ties keep the earlier index). The index select is written as a bit
+// mask because the compiler turns `greater ? position : indices[c]` into a branch
+// around the store, which does not vectorize; the buffers never overlap.
+void max_update(const float* __restrict row, float* __restrict maxima, int32_t* __restrict indices,
+                int64_t C, int32_t position) {
+    for (int64_t c = 0; c < C; ++c) {
+        const float value = row[c], current = maxima[c];
+        const int32_t take_new = -static_cast<int32_t>(value > current);  // all ones or zero
+        maxima[c] = value > current ? value : current;
+        indices[c] = (position & take_new) | (indices[c] & ~take_new);
+    }
+}
+
+// f32 nhwc max pooling with plain pointers: float maxima and i32 indices side by
+// side, so the per-channel select vectorizes.
+void maxpool_forward_nhwc_f32(const Tensor& x, const Tensor& y, const Tensor& argmax,
+                              const Pool2dParams& p) {
+    const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    const int64_t P = y.shape[2], Q = y.shape[3];
+    const float* in = x.as<float>();
+    std::vector<float> best(C);
+    std::vector<int32_t> best_index(C);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t oh = 0; oh < P; ++oh)
+            for (int64_t ow = 0; ow < Q; ++ow) {
+                const Window win = clipped_window(p, oh, ow, H, W);
+                const int64_t out = ((n * P + oh) * Q + ow) * C;
+                if (win.h_begin >= win.h_end || win.w_begin >= win.w_end) {
+                    std::fill(best.begin(), best.end(), 0.0f);
+                    std::fill(best_index.begin(), best_index.end(), -1);
+                } else {
+                    const float* first = in + ((n * H + win.h_begin) * W + win.w_begin) * C;
+                    std::copy(first, first + C, best.begin());
+                    std::fill(best_index.begin(), best_index.end(),
+                              static_cast<int32_t>(win.h_begin * W + win.w_begin));
+                    for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                        for (int64_t w = win.w_begin; w < win.w_end; ++w) {
+                            max_update(in + ((n * H + h) * W + w) * C, best.data(), best_index.data(),
+                                       C, static_cast<int32_t>(h * W + w));
+                        }
+                }
+                std::copy(best.begin(), best.end(), y.as<float>() + out);
+                std::copy(best_index.begin(), best_index.end(), argmax.as<int32_t>() + out);
+            }
+}
+
+void maxpool_forward_nhwc(const Tensor& x, const Tensor& y, const Tensor& argmax,
+                          const Pool2dParams& p) {
+    const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    const int64_t P = y.shape[2], Q = y.shape[3];
+    std::vector<double> best(C), row(C);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t oh = 0; oh < P; ++oh)
+            for (int64_t ow = 0; ow < Q; ++ow) {
+                const Window win = clipped_window(p, oh, ow, H, W);
+                const int64_t out = ((n * P + oh) * Q + ow) * C;
+                int32_t* index = argmax.as<int32_t>() + out;
+                if (win.h_begin >= win.h_end || win.w_begin >= win.w_end) {
+                    // Empty window: 0 and no index, as the generic path and the kernel.
+                    std::fill(best.begin(), best.end(), 0.0);
+                    std::fill(index, index + C, -1);
+                    cpu::store_row(y, out, C, best.data(), GradWrite::store);
+                    continue;
+                }
+                // The first element seeds the maximum; only a strictly greater one
+                // replaces it (the tie rule of every other path).
+                cpu::load_row(x, ((n * H + win.h_begin) * W + win.w_begin) * C, C, best.data());
+                std::fill(index, index + C, static_cast<int32_t>(win.h_begin * W + win.w_begin));
+                for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                    for (int64_t w = win.w_begin; w < win.w_end; ++w) {
+                        cpu::load_row(x, ((n * H + h) * W + w) * C, C, row.data());
+                        const int32_t position = static_cast<int32_t>(h * W + w);
+                        for (int64_t c = 0; c < C; ++c) {
+                            const bool greater = row[c] > best[c];
+                            best[c] = greater ? row[c] : best[c];
+                            index[c] = greater ? position : index[c];
+                        }
+                    }
+                cpu::store_row(y, out, C, best.data(), GradWrite::store);
+            }
+}
+
+// f32 nhwc max-pool backward: each output row of C gradients adds straight into the
+// winning input positions (as the f32 nchw planes do).
+void maxpool_backward_nhwc_f32(const Tensor& dy, const Tensor& argmax, const Tensor& dx,
+                               GradWrite write) {
+    const int64_t N = dx.shape[0], C = dx.shape[1], image = dx.shape[2] * dx.shape[3] * C;
+    const int64_t outputs = dy.shape[2] * dy.shape[3];
+    if (write == GradWrite::store) std::fill(dx.as<float>(), dx.as<float>() + N * image, 0.0f);
+    for (int64_t n = 0; n < N; ++n) {
+        float* grad_in = dx.as<float>() + n * image;
+        const float* grad_out = dy.as<float>() + n * outputs * C;
+        const int32_t* index = argmax.as<int32_t>() + n * outputs * C;
+        for (int64_t i = 0; i < outputs * C; i += C)
+            for (int64_t c = 0; c < C; ++c)
+                if (index[i + c] >= 0) grad_in[index[i + c] * C + c] += grad_out[i + c];
+    }
+}
+
+// Gradients are summed per image in a double buffer (overlapping windows add), then
+// written once; the buffer is one image, so it stays in cache.
+void maxpool_backward_nhwc(const Tensor& dy, const Tensor& argmax, const Tensor& dx,
+                           GradWrite write) {
+    const int64_t N = dx.shape[0], C = dx.shape[1], image = dx.shape[2] * dx.shape[3] * C;
+    const int64_t outputs = dy.shape[2] * dy.shape[3];
+    std::vector<double> grad(static_cast<std::size_t>(image)), grad_row(C);
+    for (int64_t n = 0; n < N; ++n) {
+        std::fill(grad.begin(), grad.end(), 0.0);
+        for (int64_t position = 0; position < outputs; ++position) {
+            const int64_t out = (n * outputs + position) * C;
+            const int32_t* index = argmax.as<int32_t>() + out;
+            cpu::load_row(dy, out, C, grad_row.data());
+            for (int64_t c = 0; c < C; ++c)
+                if (index[c] >= 0) grad[index[c] * C + c] += grad_row[c];
+        }
+        cpu::store_row(dx, n * image, image, grad.data(), write);
+    }
+}
+
+void avgpool_forward_nhwc(const Tensor& x, const Tensor& y, const Pool2dParams& p) {
+    const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    const int64_t P = y.shape[2], Q = y.shape[3];
+    const double divisor = double(p.kernel_h) * p.kernel_w;
+    std::vector<double> sum(C), row(C);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t oh = 0; oh < P; ++oh)
+            for (int64_t ow = 0; ow < Q; ++ow) {
+                const Window win = clipped_window(p, oh, ow, H, W);
+                std::fill(sum.begin(), sum.end(), 0.0);
+                for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                    for (int64_t w = win.w_begin; w < win.w_end; ++w) {
+                        cpu::load_row(x, ((n * H + h) * W + w) * C, C, row.data());
+                        for (int64_t c = 0; c < C; ++c) sum[c] += row[c];
+                    }
+                for (int64_t c = 0; c < C; ++c) sum[c] /= divisor;
+                cpu::store_row(y, ((n * P + oh) * Q + ow) * C, C, sum.data(), GradWrite::store);
+            }
+}
+
+void avgpool_backward_nhwc(const Tensor& dy, const Tensor& dx, const Pool2dParams& p,
+                           GradWrite write) {
+    const int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3];
+    const int64_t P = dy.shape[2], Q = dy.shape[3], image = H * W * C;
+    const double divisor = double(p.kernel_h) * p.kernel_w;
+    std::vector<double> grad(static_cast<std::size_t>(image)), grad_row(C);
+    for (int64_t n = 0; n < N; ++n) {
+        std::fill(grad.begin(), grad.end(), 0.0);
+        for (int64_t oh = 0; oh < P; ++oh)
+            for (int64_t ow = 0; ow < Q; ++ow) {
+                const Window win = clipped_window(p, oh, ow, H, W);
+                cpu::load_row(dy, ((n * P + oh) * Q + ow) * C, C, grad_row.data());
+                for (int64_t c = 0; c < C; ++c) grad_row[c] /= divisor;
+                for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                    for (int64_t w = win.w_begin; w < win.w_end; ++w) {
+                        double* target = grad.data() + (h * W + w) * C;
+                        for (int64_t c = 0; c < C; ++c) target[c] += grad_row[c];
+                    }
+            }
+        cpu::store_row(dx, n * image, image, grad.data(), write);
+    }
 }
 
 }  // namespace
@@ -69,6 +255,14 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
                     index[oh * Q + ow] = best_index;
                 }
         }
+        return;
+    }
+    if (all_nhwc({&x, &y}) && cpu::all_f32({&x, &y})) {
+        maxpool_forward_nhwc_f32(x, y, argmax, p);
+        return;
+    }
+    if (all_nhwc({&x, &y})) {
+        maxpool_forward_nhwc(x, y, argmax, p);
         return;
     }
     for (int64_t n = 0; n < y.shape[0]; ++n)
@@ -116,6 +310,14 @@ void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor
         }
         return;
     }
+    if (all_nhwc({&dy, &dx}) && cpu::all_f32({&dy, &dx})) {
+        maxpool_backward_nhwc_f32(dy, argmax, dx, write);
+        return;
+    }
+    if (all_nhwc({&dy, &dx})) {
+        maxpool_backward_nhwc(dy, argmax, dx, write);
+        return;
+    }
     std::vector<double> grad(static_cast<std::size_t>(dx.numel()), 0.0);
     for (int64_t n = 0; n < dy.shape[0]; ++n)
         for (int64_t c = 0; c < dy.shape[1]; ++c)
@@ -131,6 +333,10 @@ void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor
 
 void avgpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Pool2dParams& p) {
     check_pool("avgpool2d_forward_cpu", x, y, p);
+    if (all_nhwc({&x, &y})) {
+        avgpool_forward_nhwc(x, y, p);
+        return;
+    }
     const int64_t H = x.shape[2], W = x.shape[3];
     const double divisor = double(p.kernel_h) * p.kernel_w;
     for (int64_t n = 0; n < y.shape[0]; ++n)
@@ -153,6 +359,10 @@ void avgpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Pool2dParams&
 void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dParams& p,
                             GradWrite write) {
     check_pool("avgpool2d_backward_cpu", dx, dy, p);
+    if (all_nhwc({&dy, &dx})) {
+        avgpool_backward_nhwc(dy, dx, p, write);
+        return;
+    }
     const int64_t H = dx.shape[2], W = dx.shape[3];
     const double divisor = double(p.kernel_h) * p.kernel_w;
     std::vector<double> grad(static_cast<std::size_t>(dx.numel()), 0.0);

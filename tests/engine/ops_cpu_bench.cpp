@@ -54,9 +54,14 @@ void BM_ConvBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_ConvBackward)->Args({32, 64, 14})->Unit(benchmark::kMillisecond);
 
+// Arg 0: nchw, 1: nhwc (channels-last rows).
+Layout bench_layout(const benchmark::State& state) { return state.range(0) ? Layout::nhwc : Layout::nchw; }
+
 void BM_BatchNormTrain(benchmark::State& state) {
     std::mt19937 rng(1);
-    HostTensor x(f32, {kBatch, 32, 28, 28}), y(f32, {kBatch, 32, 28, 28}), dx(f32, {kBatch, 32, 28, 28});
+    const Layout layout = bench_layout(state);
+    HostTensor x(f32, {kBatch, 32, 28, 28}, layout), y(f32, {kBatch, 32, 28, 28}, layout);
+    HostTensor dx(f32, {kBatch, 32, 28, 28}, layout);
     HostTensor gamma(f32, {32}), beta(f32, {32}), mean(f32, {32}), invstd(f32, {32});
     HostTensor dgamma(f32, {32}), dbeta(f32, {32});
     test::fill_random(x, rng);
@@ -66,12 +71,26 @@ void BM_BatchNormTrain(benchmark::State& state) {
         batchnorm_backward_cpu(x, y, gamma, mean, invstd, dx, dgamma, dbeta, GradWrite::store, GradWrite::store);
     }
 }
-BENCHMARK(BM_BatchNormTrain)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BatchNormTrain)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_BatchNormEval(benchmark::State& state) {
+    std::mt19937 rng(1);
+    const Layout layout = bench_layout(state);
+    HostTensor x(f32, {kBatch, 32, 28, 28}, layout), y(f32, {kBatch, 32, 28, 28}, layout);
+    HostTensor gamma(f32, {32}), beta(f32, {32}), mean(f32, {32}), var(f32, {32});
+    test::fill_random(x, rng);
+    test::fill_value(gamma, 1.0);
+    test::fill_value(var, 1.0);
+    for (auto _ : state) batchnorm_forward_eval_cpu(x, gamma, beta, mean, var, y, {});
+}
+BENCHMARK(BM_BatchNormEval)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_ReluMaxPool(benchmark::State& state) {
     std::mt19937 rng(1);
-    HostTensor x(f32, {kBatch, 32, 28, 28}), y(f32, {kBatch, 32, 28, 28}), pooled(f32, {kBatch, 32, 14, 14});
-    HostTensor argmax(DType::i32, {kBatch, 32, 14, 14}), dx(f32, {kBatch, 32, 28, 28});
+    const Layout layout = bench_layout(state);
+    HostTensor x(f32, {kBatch, 32, 28, 28}, layout), y(f32, {kBatch, 32, 28, 28}, layout);
+    HostTensor pooled(f32, {kBatch, 32, 14, 14}, layout), argmax(DType::i32, {kBatch, 32, 14, 14}, layout);
+    HostTensor dx(f32, {kBatch, 32, 28, 28}, layout);
     test::fill_random(x, rng);
     for (auto _ : state) {
         relu_forward_cpu(x, y);
@@ -80,7 +99,7 @@ void BM_ReluMaxPool(benchmark::State& state) {
         relu_backward_cpu(y, dx, dx, GradWrite::store);
     }
 }
-BENCHMARK(BM_ReluMaxPool)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReluMaxPool)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // conv(1->32)-BN-ReLU-pool, conv(32->64)-BN-ReLU-pool, linear(3136->10), softmax-CE:
 // forward and backward of one batch of 64.
