@@ -78,6 +78,7 @@ struct CuptiState {
     CUpti_SubscriberHandle subscriber = nullptr;
     bool callbacks_registered = false;
     bool running = false;
+    std::unordered_map<std::uintptr_t, std::string> stream_names;  // by CUstream handle, all process long
 };
 
 CuptiState& state() {
@@ -243,7 +244,51 @@ bool cuda_device_present(std::string* reason) {
     return true;
 }
 
+// CUPTI's id of the stream with this handle, when CUPTI knows it.
+bool cupti_stream_id(std::uintptr_t handle, std::uint32_t& stream_id) {
+    return cuptiGetStreamIdEx(nullptr, reinterpret_cast<CUstream>(handle), 0, &stream_id) == CUPTI_SUCCESS;
+}
+
+// Gives every stream named so far to a new recorder. CUPTI is asked without the
+// recorder lock held (CUPTI may complete a buffer, which takes it, on this thread).
+void apply_remembered_stream_names(CuptiState& cupti) {
+    std::unordered_map<std::uintptr_t, std::string> names;
+    {
+        std::lock_guard lock(cupti.recorder_mutex);
+        names = cupti.stream_names;
+    }
+    std::vector<std::pair<std::uint32_t, std::string>> resolved;
+    for (const auto& [handle, name] : names) {
+        std::uint32_t stream_id = 0;
+        if (cupti_stream_id(handle, stream_id)) resolved.emplace_back(stream_id, name);
+    }
+    std::lock_guard lock(cupti.recorder_mutex);
+    if (!cupti.recorder) return;
+    for (const auto& [stream_id, name] : resolved) cupti.recorder->name_stream(stream_id, name);
+}
+
 }  // namespace
+
+void name_cuda_stream(std::uintptr_t handle, const std::string& name) {
+    CuptiState& cupti = state();
+    bool recording = false;
+    {
+        std::lock_guard lock(cupti.recorder_mutex);
+        cupti.stream_names[handle] = name;
+        recording = cupti.recorder != nullptr;
+    }
+    std::uint32_t stream_id = 0;
+    if (!recording || !cupti_stream_id(handle, stream_id)) return;  // applied when CUPTI starts
+    std::lock_guard lock(cupti.recorder_mutex);
+    if (cupti.recorder) cupti.recorder->name_stream(stream_id, name);
+}
+
+std::string cuda_stream_name(std::uintptr_t handle) {
+    CuptiState& cupti = state();
+    std::lock_guard lock(cupti.recorder_mutex);
+    auto found = cupti.stream_names.find(handle);
+    return found == cupti.stream_names.end() ? std::string() : found->second;
+}
 
 bool cupti_start(Session& session) {
     CuptiState& cupti = state();
@@ -299,6 +344,7 @@ bool cupti_start(Session& session) {
             session.say("cuptiActivityEnable(" + std::to_string(int(kind)) + "): " + cupti_error(result));
     }
     cupti.running = true;
+    apply_remembered_stream_names(cupti);
     return true;
 }
 

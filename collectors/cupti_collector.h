@@ -9,6 +9,9 @@
 // CUDA_INJECTION64_PATH names this library.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace ember::collector {
 
 class Session;
@@ -19,6 +22,13 @@ bool cupti_start(Session& session);
 void cupti_flush(bool forced);
 // Forced flush, then stops CUPTI.
 void cupti_stop();
+
+// nvtxNameCudaStream / nvtxNameCuStream: remembers the name of the stream with this
+// handle for the life of the process and, while CUPTI records (the only source of
+// stream rows), gives it to the stream's row, written or to come.
+void name_cuda_stream(std::uintptr_t handle, const std::string& name);
+// The name last given to a stream handle, "" when none.
+std::string cuda_stream_name(std::uintptr_t handle);
 
 }  // namespace ember::collector
 

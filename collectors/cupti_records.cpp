@@ -178,6 +178,12 @@ trace::DeviceId ActivityRecorder::device_of_context(std::uint32_t context) const
     return found == context_devices_.end() ? 0 : found->second;
 }
 
+void ActivityRecorder::name_stream(std::uint32_t stream_id, const std::string& name) {
+    stream_names_[stream_id] = name;
+    for (const auto& [key, id] : streams_)
+        if (key.second == stream_id) writer_.set_stream_name(id, name);
+}
+
 trace::StreamId ActivityRecorder::stream(std::uint32_t device, std::uint32_t context, std::uint32_t stream_id) {
     auto key = std::make_pair(context, stream_id);
     auto found = streams_.find(key);
@@ -190,6 +196,8 @@ trace::StreamId ActivityRecorder::stream(std::uint32_t device, std::uint32_t con
     if (priority != stream_priorities_.end()) info.priority = static_cast<std::int32_t>(priority->second);
     auto null_stream = null_streams_.find(context);
     if (null_stream != null_streams_.end() && null_stream->second == stream_id) info.name = "default";
+    auto named = stream_names_.find(stream_id);
+    if (named != stream_names_.end()) info.name = named->second;
     trace::StreamId id = writer_.register_stream(info);
     streams_.emplace(key, id);
     return id;

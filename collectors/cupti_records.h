@@ -47,6 +47,11 @@ public:
 
     std::uint64_t kernels() const { return kernels_; }
 
+    // nvtxNameCudaStream, resolved to CUPTI's id for the stream: names its row now if
+    // it is written, else when it is. (Stream ids are matched across contexts, as
+    // the priorities below are: CUPTI numbers streams process-wide in practice.)
+    void name_stream(std::uint32_t stream_id, const std::string& name);
+
 private:
     trace::StreamId stream(std::uint32_t device, std::uint32_t context, std::uint32_t stream_id);
     trace::DeviceId device_of_context(std::uint32_t context) const;
@@ -57,6 +62,7 @@ private:
     std::unordered_map<std::uint32_t, std::uint32_t> stream_priorities_;         // stream -> priority
     std::unordered_map<std::uint32_t, trace::DeviceId> context_devices_;
     std::unordered_map<std::uint32_t, std::uint32_t> null_streams_;  // context -> its NULL stream id
+    std::unordered_map<std::uint32_t, std::string> stream_names_;    // stream -> name given by NVTX
     std::unordered_map<const char*, trace::StringId> kernel_names_;  // CUPTI keeps names alive
     std::unordered_map<std::uint32_t, bool> devices_registered_;
     std::unordered_map<std::uint32_t, trace::StringId> overhead_names_;

@@ -5,9 +5,12 @@
 // messages go through a per-thread cache so the writer's string mutex is taken
 // once per distinct text. Marks in the "ember" domain with category 100
 // (engine/core/nvtx.h: kCounterCategory) become samples of a counter track named
-// by the mark's text.
+// by the mark's text. Category names and CUDA stream names are kept for the life
+// of the process and handed to every session (streams: through the CUPTI part,
+// which writes stream rows).
 #include "collectors/nvtx_injection.h"
 
+#include "collectors/cupti_collector.h"
 #include "collectors/session.h"
 
 #include <nvtx3/nvToolsExt.h>
@@ -388,6 +391,40 @@ void name_thread(std::uint32_t tid, const std::string& name) {
 }
 
 // ---------------------------------------------------------------------------
+// [SECTION] Category and CUDA stream names
+// ---------------------------------------------------------------------------
+
+// Category names outlive sessions (a program names its categories once, often
+// before recording starts): kept for the process, written to every session's file.
+struct CategoryName {
+    const Domain* domain = nullptr;  // nullptr: the default domain
+    std::uint32_t category = 0;
+    std::string name;
+};
+
+std::mutex g_category_mutex;
+std::vector<CategoryName> g_category_names;
+
+void name_category(const Domain* domain, std::uint32_t category, std::string name) {
+    std::lock_guard lock(g_category_mutex);
+    auto same = std::find_if(g_category_names.begin(), g_category_names.end(), [&](const CategoryName& known) {
+        return known.domain == domain && known.category == category;
+    });
+    if (same != g_category_names.end())
+        same->name = name;
+    else
+        g_category_names.push_back({domain, category, name});
+    Session* session = current_session();
+    if (session) session->writer().name_nvtx_category(domain_id(*session, domain), category, name);
+}
+
+// CUstream and cudaStream_t are the same pointer; taken as void* so this file needs
+// no CUDA header. The name waits for the stream's row (CUPTI's to write).
+void name_stream(void* stream, std::string name) {
+    name_cuda_stream(reinterpret_cast<std::uintptr_t>(stream), name);
+}
+
+// ---------------------------------------------------------------------------
 // [SECTION] The NVTX entry points (C signatures NVTX calls)
 // ---------------------------------------------------------------------------
 
@@ -406,8 +443,12 @@ int NVTX_API handle_range_push_ex(const nvtxEventAttributes_t* attributes) {
 int NVTX_API handle_range_push_a(const char* message) { return push_range(nullptr, nullptr, message, nullptr); }
 int NVTX_API handle_range_push_w(const wchar_t* message) { return push_range(nullptr, nullptr, nullptr, message); }
 int NVTX_API handle_range_pop() { return pop_range(nullptr); }
-void NVTX_API handle_name_category_a(std::uint32_t, const char*) {}
-void NVTX_API handle_name_category_w(std::uint32_t, const wchar_t*) {}
+void NVTX_API handle_name_category_a(std::uint32_t category, const char* name) {
+    name_category(nullptr, category, name ? name : "");
+}
+void NVTX_API handle_name_category_w(std::uint32_t category, const wchar_t* name) {
+    name_category(nullptr, category, utf8_from_wide(name));
+}
 void NVTX_API handle_name_os_thread_a(std::uint32_t tid, const char* name) { name_thread(tid, name ? name : ""); }
 void NVTX_API handle_name_os_thread_w(std::uint32_t tid, const wchar_t* name) { name_thread(tid, utf8_from_wide(name)); }
 
@@ -426,8 +467,16 @@ nvtxResourceHandle_t NVTX_API handle_domain_resource_create(nvtxDomainHandle_t, 
     return nullptr;
 }
 void NVTX_API handle_domain_resource_destroy(nvtxResourceHandle_t) {}
-void NVTX_API handle_domain_name_category_a(nvtxDomainHandle_t, std::uint32_t, const char*) {}
-void NVTX_API handle_domain_name_category_w(nvtxDomainHandle_t, std::uint32_t, const wchar_t*) {}
+void NVTX_API handle_domain_name_category_a(nvtxDomainHandle_t domain, std::uint32_t category, const char* name) {
+    name_category(as_domain(domain), category, name ? name : "");
+}
+void NVTX_API handle_domain_name_category_w(nvtxDomainHandle_t domain, std::uint32_t category, const wchar_t* name) {
+    name_category(as_domain(domain), category, utf8_from_wide(name));
+}
+
+// nvtxNameCuStream (driver module) and nvtxNameCudaStream (runtime module).
+void NVTX_API handle_name_stream_a(void* stream, const char* name) { name_stream(stream, name ? name : ""); }
+void NVTX_API handle_name_stream_w(void* stream, const wchar_t* name) { name_stream(stream, utf8_from_wide(name)); }
 
 // Registered strings and domains live as long as the process (NVTX has no
 // unregister; domains are few).
@@ -513,5 +562,28 @@ extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_tabl
         install(table, size, NVTX_CBID_CORE2_DomainDestroy, handle_domain_destroy);
         install(table, size, NVTX_CBID_CORE2_Initialize, handle_initialize);
     }
+    // Device, context and event names have no place in the trace: left to NVTX's no-ops.
+    table = nullptr;
+    size = 0;
+    if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CUDA, &table, &size)) {
+        install(table, size, NVTX_CBID_CUDA_NameCuStreamA, handle_name_stream_a);
+        install(table, size, NVTX_CBID_CUDA_NameCuStreamW, handle_name_stream_w);
+    }
+    table = nullptr;
+    size = 0;
+    if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CUDART, &table, &size)) {
+        install(table, size, NVTX_CBID_CUDART_NameCudaStreamA, handle_name_stream_a);
+        install(table, size, NVTX_CBID_CUDART_NameCudaStreamW, handle_name_stream_w);
+    }
     return 1;
 }
+
+namespace ember::collector {
+
+void nvtx_session_started(Session& session) {
+    std::lock_guard lock(g_category_mutex);
+    for (const CategoryName& named : g_category_names)
+        session.writer().name_nvtx_category(domain_id(session, named.domain), named.category, named.name);
+}
+
+}  // namespace ember::collector

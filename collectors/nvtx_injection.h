@@ -4,10 +4,17 @@
 // through the static hook InitializeInjectionNvtx2_fnptr that linking
 // ember::collector compiles into the program (nvtx_static_injection.cpp). The tool
 // fills NVTX's callback tables with the handlers in nvtx_injection.cpp, which turn
-// ranges, marks, payloads, registered strings and thread names into trace events.
+// ranges, marks, payloads, registered strings, thread, category and CUDA stream
+// names into trace events.
 #pragma once
 
 #include <nvtx3/nvToolsExt.h>
+
+namespace ember::collector {
+class Session;
+// Writes what NVTX named before `session` opened (category names) into its file.
+void nvtx_session_started(Session& session);
+}  // namespace ember::collector
 
 extern "C" {
 // The NVTX tool entry point (exported from libember_collector.so). Returns 1: the

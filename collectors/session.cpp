@@ -6,6 +6,7 @@
 #include "collectors/cpu_sampler.h"
 #include "collectors/cupti_collector.h"
 #include "collectors/nvml_sampler.h"
+#include "collectors/nvtx_injection.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -405,6 +406,7 @@ Session& start_session(const SessionOptions& options) {
                                                    g_session.load()->options().path + ")");
     auto* session = new Session(options);  // never freed: see session.h
     g_session.store(session, std::memory_order_release);
+    nvtx_session_started(*session);  // after publishing: a name given meanwhile is not missed
     // Registered after the writer's own exit hook, so it runs first: GPU records
     // still in CUPTI's buffers reach the writer before it closes.
     static bool exit_hook = (std::atexit(stop_session_at_exit),

@@ -101,6 +101,7 @@ struct TraceReader::Impl {
     std::vector<DeviceInfo> devices;
     std::vector<StreamInfo> streams;
     std::vector<CounterInfo> counters;
+    std::vector<NvtxCategoryName> category_names;  // by domain, category
     std::vector<std::string> strings;            // by id
     std::vector<bool> string_present;
     std::unordered_map<std::string_view, StringId> string_lookup;
@@ -353,6 +354,21 @@ void TraceReader::Impl::load_small_tables() {
               streams.push_back(info);
               return true;
           });
+    // Added to version 1 later: absent from older files.
+    bool has_category_names = false;
+    query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+          [](Statement& s) { s.bind_text(1, kNvtxCategoriesTable); },
+          [&](Statement&) {
+              has_category_names = true;
+              return false;
+          });
+    if (has_category_names)
+        query("SELECT domain_id, category, name_id FROM nvtx_categories ORDER BY domain_id, category",
+              [](Statement&) {}, [&](Statement& s) {
+                  category_names.push_back({check_string(s.column_int64(0)),
+                                            static_cast<std::uint32_t>(s.column_int64(1)), text(s.column_int64(2))});
+                  return true;
+              });
     query("SELECT counter_id, name_id, unit_id, device_id FROM counters ORDER BY counter_id", [](Statement&) {},
           [&](Statement& s) {
               counters.push_back({static_cast<CounterId>(s.column_int64(0)), text(s.column_int64(1)),
@@ -589,6 +605,14 @@ const std::vector<ThreadInfo>& TraceReader::threads() const { return impl_->thre
 const std::vector<DeviceInfo>& TraceReader::devices() const { return impl_->devices; }
 const std::vector<StreamInfo>& TraceReader::streams() const { return impl_->streams; }
 const std::vector<CounterInfo>& TraceReader::counters() const { return impl_->counters; }
+
+const std::vector<NvtxCategoryName>& TraceReader::nvtx_category_names() const { return impl_->category_names; }
+
+std::string_view TraceReader::nvtx_category_name(StringId domain_id, std::uint32_t category) const {
+    for (const NvtxCategoryName& named : impl_->category_names)
+        if (named.domain_id == domain_id && named.category == category) return named.name;
+    return "";
+}
 
 const ThreadInfo* TraceReader::thread(ThreadId id) const {
     for (const ThreadInfo& t : impl_->threads)

@@ -61,6 +61,13 @@ struct TrackSummary {
 template <typename Event>
 using Visitor = std::function<bool(const Event&)>;
 
+// A name given to an NVTX category (nvtxNameCategory, nvtxDomainNameCategory).
+struct NvtxCategoryName {
+    trace::StringId domain_id = trace::kNoString;  // kNoString: the default domain
+    std::uint32_t category = 0;
+    std::string name;
+};
+
 class TraceReader {
 public:
     // Throws TraceError: not_found, not_a_trace, truncated, corrupt,
@@ -98,6 +105,12 @@ public:
     std::size_t string_count() const;
 
     trace::LaunchConfig launch_config(trace::LaunchConfigId id) const;
+
+    // Named NVTX categories, by domain then category; empty for a file written
+    // before the nvtx_categories table existed.
+    const std::vector<NvtxCategoryName>& nvtx_category_names() const;
+    // The name of `category` in the domain `domain_id`; "" when it has none.
+    std::string_view nvtx_category_name(trace::StringId domain_id, std::uint32_t category) const;
 
     // Call stacks: frames of a stack node, outermost first.
     std::vector<trace::FrameInfo> stack_frames(trace::StackId stack) const;

@@ -180,6 +180,12 @@ CREATE TABLE IF NOT EXISTS collector_overhead (
   thread_id INTEGER NOT NULL,
   name_id   INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS nvtx_categories (
+  domain_id INTEGER NOT NULL,
+  category  INTEGER NOT NULL,
+  name_id   INTEGER NOT NULL,
+  PRIMARY KEY (domain_id, category)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS track_stats (
   event_table     TEXT NOT NULL,
   track_id        INTEGER NOT NULL,
@@ -254,6 +260,12 @@ inline constexpr const char* kRequiredTables[] = {
     "counter_samples", "stack_samples", "dropped_records", "collector_overhead",
     "track_stats",
 };
+
+// Tables added to version 1 after its first files were written: a reader finds
+// them absent in older files and reads them as empty (not in kRequiredTables).
+//   nvtx_categories: names given to NVTX categories (nvtxNameCategory,
+//                    nvtxDomainNameCategory), per domain.
+inline constexpr const char* kNvtxCategoriesTable = "nvtx_categories";
 
 // Keys of run_metadata.
 namespace metadata_key {

@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <ctime>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -136,9 +137,12 @@ struct PendingRows {
     std::vector<std::pair<FrameId, std::array<std::uint64_t, 3>>> frames;  // function id, module id, address
     std::vector<std::array<std::uint32_t, 3>> stacks;                      // stack, parent, frame
     std::vector<std::pair<std::string, std::string>> metadata;             // key, value (text)
+    std::vector<std::pair<StreamId, std::string>> stream_names;           // renames of registered streams
+    std::vector<std::tuple<StringId, std::uint32_t, std::string>> category_names;  // domain, category, name
     bool empty() const {
         return strings.empty() && processes.empty() && threads.empty() && devices.empty() && streams.empty() &&
-               counters.empty() && frames.empty() && stacks.empty() && metadata.empty();
+               counters.empty() && frames.empty() && stacks.empty() && metadata.empty() && stream_names.empty() &&
+               category_names.empty();
     }
 };
 
@@ -249,6 +253,7 @@ struct TraceWriter::Impl {
     BatchInserter<DroppedRecords> dropped_rows;
     Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter,
         insert_frame, insert_stack, insert_launch_config, insert_metadata;
+    Statement rename_stream, insert_category_name;
     std::unordered_map<LaunchConfig, LaunchConfigId, LaunchConfigHash> launch_config_ids;
     TrackStatsAccumulator track_stats;
     std::vector<std::shared_ptr<EventRing>> drained_rings;
@@ -413,6 +418,9 @@ void TraceWriter::Impl::prepare_statements() {
                                      "block_y, block_z, registers_per_thread, static_shared_bytes, "
                                      "dynamic_shared_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     insert_metadata = Statement(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
+    rename_stream = Statement(db, path, "UPDATE streams SET name_id = ? WHERE stream_id = ?");
+    insert_category_name = Statement(
+        db, path, "INSERT OR REPLACE INTO nvtx_categories (domain_id, category, name_id) VALUES (?, ?, ?)");
 }
 
 void TraceWriter::Impl::write_run_metadata() {
@@ -639,6 +647,17 @@ void TraceWriter::Impl::write_pending_rows() {
         insert_stream.bind(5, s.priority);
         insert_stream.bind(6, intern_now(s.name));
         insert_stream.step_done();
+    }
+    for (const auto& [stream_id, name] : rows.stream_names) {  // after the rows they rename
+        rename_stream.bind(1, intern_now(name));
+        rename_stream.bind(2, stream_id);
+        rename_stream.step_done();
+    }
+    for (const auto& [domain_id, category, name] : rows.category_names) {
+        insert_category_name.bind(1, domain_id);
+        insert_category_name.bind(2, category);
+        insert_category_name.bind(3, intern_now(name));
+        insert_category_name.step_done();
     }
     for (const CounterInfo& c : rows.counters) {
         insert_counter.bind(1, c.counter_id);
@@ -949,6 +968,7 @@ void TraceWriter::Impl::close() {
     counter_samples = {}; stack_samples = {}; overheads = {}; dropped_rows = {};
     insert_string = {}; insert_process = {}; insert_thread = {}; insert_device = {}; insert_stream = {};
     insert_counter = {}; insert_frame = {}; insert_stack = {}; insert_launch_config = {}; insert_metadata = {};
+    rename_stream = {}; insert_category_name = {};
     int result = sqlite3_close(db);
     db = nullptr;
     if (result != SQLITE_OK && error.empty()) error = std::string("closing: ") + sqlite3_errstr(result);
@@ -1062,6 +1082,20 @@ StreamId TraceWriter::register_stream(const StreamInfo& stream) {
     impl_->pending.streams.push_back(row);
     impl_->mark_pending();
     return row.stream_id;
+}
+
+void TraceWriter::set_stream_name(StreamId stream, std::string_view name) {
+    std::lock_guard lock(impl_->registration_mutex);
+    impl_->intern_locked(name);
+    impl_->pending.stream_names.emplace_back(stream, std::string(name));
+    impl_->mark_pending();
+}
+
+void TraceWriter::name_nvtx_category(StringId domain_id, std::uint32_t category, std::string_view name) {
+    std::lock_guard lock(impl_->registration_mutex);
+    impl_->intern_locked(name);
+    impl_->pending.category_names.emplace_back(domain_id, category, std::string(name));
+    impl_->mark_pending();
 }
 
 CounterId TraceWriter::register_counter(const CounterInfo& counter) {

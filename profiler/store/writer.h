@@ -102,6 +102,12 @@ public:
     void register_device(const trace::DeviceInfo& device);  // device_id is the caller's
     // Returns the new stream's id (StreamInfo::stream_id is ignored).
     trace::StreamId register_stream(const trace::StreamInfo& stream);
+    // Renames a registered stream (nvtxNameCudaStream arriving after its first record).
+    void set_stream_name(trace::StreamId stream, std::string_view name);
+    // Names NVTX category `category` of the domain named by `domain_id` (kNoString:
+    // the default domain), as nvtxNameCategory / nvtxDomainNameCategory do; naming
+    // it again replaces the name. Stored in the nvtx_categories table.
+    void name_nvtx_category(trace::StringId domain_id, std::uint32_t category, std::string_view name);
     // Returns the new counter's id (CounterInfo::counter_id is ignored).
     trace::CounterId register_counter(const trace::CounterInfo& counter);
     // Call stacks as a prefix tree: intern_stack(parent, frame) returns the node for
