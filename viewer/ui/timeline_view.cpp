@@ -8,6 +8,7 @@
 #include "viewer/ui/colors.h"
 #include "viewer/ui/viewer_app.h"
 
+#include <GL/gl.h>
 #include <imgui.h>
 
 #include <algorithm>
@@ -22,7 +23,15 @@ constexpr float kLabelWidth = 230.0f;
 constexpr float kRulerHeight = 24.0f;
 constexpr double kMinPixels = 3.0;
 
-ImU32 with_alpha(std::uint32_t color, std::uint32_t alpha) { return (color & 0x00ffffffu) | (alpha << 24); }
+// Two layers: opaque boxes (events, counter spans, separators, headers) drawn with
+// blending off, then everything that needs blending (text, outlines, overlays) on
+// top. Software OpenGL pays a read-modify-write per blended pixel (performance.md).
+ImDrawListSplitter g_layers;
+constexpr int kOpaqueLayer = 0;
+constexpr int kBlendedLayer = 1;
+void opaque_layer(ImDrawList* draw) { g_layers.SetCurrentChannel(draw, kOpaqueLayer); }
+void blended_layer(ImDrawList* draw) { g_layers.SetCurrentChannel(draw, kBlendedLayer); }
+void disable_blending(const ImDrawList*, const ImDrawCmd*) { glDisable(GL_BLEND); }
 
 const char* row_title(const Row& row) {
     switch (row.kind) {
@@ -40,15 +49,19 @@ const char* row_title(const Row& row) {
 }  // namespace
 
 void ViewerApp::draw_ruler(ImDrawList* draw, float x0, float y0, float width) {
+    opaque_layer(draw);
     draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + width, y0 + kRulerHeight), colors::kLaneBackground);
     for (const RulerTick& tick : ruler_ticks(view_, model_->begin_ns())) {
         const float x = x0 + static_cast<float>(view_.time_to_x(tick.time_ns));
         if (x < x0 || x > x0 + width) continue;
+        opaque_layer(draw);
         draw->AddLine(ImVec2(x, y0 + (tick.major ? 4.0f : 16.0f)), ImVec2(x, y0 + kRulerHeight),
                       colors::rgb(150, 150, 160));
+        blended_layer(draw);
         if (tick.major) draw->AddText(ImVec2(x + 3, y0 + 2), colors::rgb(210, 210, 220), tick.label.c_str());
         counters_.primitives += tick.major ? 2 : 1;
     }
+    blended_layer(draw);
 }
 
 void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height) {
@@ -68,6 +81,7 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
     bool run_open = false, previous_valid = false;
     float run_left = 0, run_right = 0, run_top = 0, run_bottom = 0;
     float previous_top = 0, previous_bottom = 0;
+    opaque_layer(draw);
     auto flush = [&]() {
         if (!run_open) return;
         draw->AddRectFilled(ImVec2(run_left, run_top), ImVec2(run_right, run_bottom), colors::kCounterLine);
@@ -104,6 +118,7 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
         run_bottom = bottom;
     }
     flush();
+    blended_layer(draw);
 }
 
 void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
@@ -135,12 +150,14 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
             if (item.count > 1)
                 color = colors::folded_color(row.kind == RowKind::gpu_work ? colors::kernel_color(0) : color);
             const bool matched = item.count == 1 && !search_.empty() && search_.matches(first.name_id);
+            opaque_layer(draw);
             if (first.kind == EventKind::mark && item.count == 1) {
                 draw->AddTriangleFilled(ImVec2(left, top + row_height - 2), ImVec2(left - 4, top + 2),
                                         ImVec2(left + 4, top + 2), color);
             } else {
                 draw->AddRectFilled(ImVec2(left, top + 1), ImVec2(right, top + row_height - 1), color);
             }
+            blended_layer(draw);
             ++counters_.primitives;
             if (matched) {
                 draw->AddRect(ImVec2(left, top), ImVec2(right, top + row_height), colors::rgb(255, 255, 0), 0, 0, 2.0f);
@@ -272,6 +289,10 @@ void ViewerApp::draw_timeline(float width, float height) {
         ImDrawListFlags_AntiAliasedLines | ImDrawListFlags_AntiAliasedLinesUseTex | ImDrawListFlags_AntiAliasedFill;
     const ImDrawListFlags antialiased_flags = draw->Flags;
     draw->Flags = antialiased_flags & ~kAntialiasing;
+    g_layers.Split(draw, 2);
+    opaque_layer(draw);
+    draw->AddCallback(disable_blending, nullptr);
+    blended_layer(draw);
     // No full-area background: the frame is cleared to it (software renderers pay per
     // covered pixel, and this area is most of the window).
     draw_ruler(draw, x0, origin.y, timeline_width);
@@ -288,8 +309,10 @@ void ViewerApp::draw_timeline(float width, float height) {
         const float top = y_origin + placement.y;
         if (top > origin.y + height || top + placement.height < lanes_top) continue;
         if (placement.lane < 0) {
+            opaque_layer(draw);
             draw->AddRectFilled(ImVec2(origin.x, top), ImVec2(origin.x + width, top + placement.height),
                                 colors::rgb(48, 48, 60));
+            blended_layer(draw);
             draw->AddText(ImVec2(origin.x + 4, top + 3), colors::rgb(235, 235, 245), placement.group.c_str());
             counters_.primitives += 2;
             continue;
@@ -297,9 +320,11 @@ void ViewerApp::draw_timeline(float width, float height) {
         const Lane& lane = model_->lane(placement.lane);
         ++counters_.lanes_drawn;
         // A separator, not a filled background: software renderers pay per covered pixel.
+        opaque_layer(draw);
         draw->AddLine(ImVec2(origin.x, top + placement.height + metrics_.lane_gap * 0.5f),
                       ImVec2(x0 + timeline_width, top + placement.height + metrics_.lane_gap * 0.5f),
                       colors::kLaneBackground);
+        blended_layer(draw);
         lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + placement.height});
         const auto display = std::find_if(lane_order_.begin(), lane_order_.end(),
                                           [&](const LaneDisplay& d) { return d.lane == placement.lane; });
@@ -358,6 +383,9 @@ void ViewerApp::draw_timeline(float width, float height) {
         draw->AddLine(ImVec2(right, lanes_top), ImVec2(right, origin.y + height), IM_COL32(120, 160, 255, 200));
         counters_.primitives += 3;
     }
+    opaque_layer(draw);
+    draw->AddCallback(ImDrawCallback_ResetRenderState, nullptr);  // blending back on
+    g_layers.Merge(draw);
     draw->PopClipRect();
     draw->PopClipRect();
     draw->Flags = antialiased_flags;
