@@ -127,12 +127,16 @@ struct ThreadState {
     }
 };
 
-// The handlers reach their thread's state through a pointer in the initial-exec TLS
-// model: one %fs-relative load instead of a __tls_get_addr call per handler. Eight
-// bytes of static TLS is well inside what glibc reserves for libraries loaded by
-// dlopen (`ember record` injects this library that way). The state itself is owned
-// by an ordinary thread_local, whose destructor frees it when the thread exits.
-thread_local ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+// The handlers reach their thread's state through one trivially constructible
+// pointer (no guard variable to test). The library is compiled with TLS descriptors
+// (collectors/CMakeLists.txt: -mtls-dialect=gnu2), so reading it costs a call that
+// returns a constant offset wherever glibc could place the library's TLS in static
+// TLS (always when linked, usually when injected by dlopen), instead of a
+// __tls_get_addr call. The initial-exec model would be cheaper still but can make
+// dlopen fail in processes that have used up glibc's static TLS reserve (PyTorch).
+// The state itself is owned by an ordinary thread_local, whose destructor frees it
+// when the thread exits.
+thread_local ThreadState* t_thread_state = nullptr;
 
 struct ThreadStateOwner {
     std::unique_ptr<ThreadState> state;
