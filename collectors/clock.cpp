@@ -19,9 +19,11 @@ HostClock g_process_clock;
 
 namespace {
 
-constexpr std::int64_t kCalibrationNs = 5'000'000;
-// A measurement whose TSC reads lie further apart than this was interrupted.
-constexpr std::int64_t kLongestMeasurementNs = 20'000;
+constexpr std::int64_t kCalibrationNs = 10'000'000;
+constexpr std::int64_t kCalibrationWindowTicks = 3'000;
+// A re-anchoring measurement whose TSC reads lie further apart than this was
+// interrupted (its midpoint could be off by half of it): refused.
+constexpr std::int64_t kLongestMeasurementNs = 2'000;
 // After a refused measurement, try again this much later.
 constexpr std::int64_t kRetryNs = 1'000'000;
 // Further behind CLOCK_MONOTONIC than this, the mapping jumps instead of slewing.
@@ -66,11 +68,10 @@ bool cpuinfo_says_tsc_invariant(std::string_view cpuinfo) {
     return false;
 }
 
-HostClock::Measurement HostClock::measure() {
-    // CLOCK_MONOTONIC bracketed by two TSC reads; the tightest of three brackets.
+HostClock::Measurement HostClock::measure(int attempts, std::int64_t good_enough_ticks) {
     Measurement best;
     best.window_ticks = INT64_MAX;
-    for (int attempt = 0; attempt < 3; ++attempt) {
+    for (int attempt = 0; attempt < 100 && (attempt < attempts || best.window_ticks > good_enough_ticks); ++attempt) {
         std::int64_t before = read_tsc();
         std::int64_t ns = monotonic_now_ns();
         std::int64_t after = read_tsc();
@@ -111,9 +112,14 @@ std::int64_t HostClock::time_at(std::int64_t tsc) const {
 ClockSource HostClock::start(ClockSource wanted, std::int64_t reanchor_period_ns, double initial_rate_error_ppm) {
     if (source() == ClockSource::tsc) return ClockSource::tsc;
     if (wanted != ClockSource::tsc || !EMBER_COLLECTOR_HAS_TSC) return ClockSource::monotonic;
-    Measurement first = measure();
+    // The rate is not known yet, so brackets are judged in ticks: under 3000 (1 µs at
+    // 3 GHz) is a clock read that was not interrupted. An error e in a bracket's
+    // midpoint skews the rate by e / kCalibrationNs until re-anchoring corrects it.
+    Measurement first = measure(5, kCalibrationWindowTicks);
     std::this_thread::sleep_for(std::chrono::nanoseconds(kCalibrationNs));
-    Measurement second = measure();
+    Measurement second = measure(5, kCalibrationWindowTicks);
+    if (first.window_ticks > kCalibrationWindowTicks || second.window_ticks > kCalibrationWindowTicks)
+        return ClockSource::monotonic;  // never an uninterrupted read in 100: no clock to trust
     std::int64_t elapsed_ticks = second.tsc - first.tsc;
     std::int64_t elapsed_ns = second.ns - first.ns;
     if (elapsed_ticks <= 0 || elapsed_ns <= 0) return ClockSource::monotonic;
@@ -140,7 +146,7 @@ std::int64_t HostClock::reanchor_and_read(std::int64_t tsc) {
     if (!reanchor_lock_.exchange(true, std::memory_order_acquire)) {
         const Segment& current = segments_[sequence_.load(std::memory_order_relaxed) % kSegments];
         std::int64_t current_rate = current.rate.load(std::memory_order_relaxed);
-        Measurement now = measure();
+        Measurement now = measure(3, INT64_MAX);
         if (now.window_ticks > ticks_for(kLongestMeasurementNs, current_rate) || now.tsc <= last_tsc_) {
             refused_measurements_.fetch_add(1, std::memory_order_relaxed);
             publish(current.tsc.load(std::memory_order_relaxed), current.ns.load(std::memory_order_relaxed),

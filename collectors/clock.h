@@ -75,7 +75,7 @@ public:
 
     constexpr HostClock() = default;
 
-    // Starts the TSC mapping (calibration sleeps ~5 ms) when `wanted` is tsc and the
+    // Starts the TSC mapping (calibration sleeps ~10 ms) when `wanted` is tsc and the
     // TSC is usable; otherwise, or when calibration looks wrong, stays on
     // CLOCK_MONOTONIC. Returns the source in use. `initial_rate_error_ppm` skews the
     // calibrated rate on purpose (tests: re-anchoring must absorb it).
@@ -125,7 +125,10 @@ private:
         std::int64_t ns = 0;
         std::int64_t window_ticks = 0;  // TSC ticks between the two reads bracketing ns
     };
-    static Measurement measure();
+    // CLOCK_MONOTONIC bracketed by two TSC reads: the tightest of at least
+    // `attempts` brackets, going on (up to 100) while none is narrower than
+    // `good_enough_ticks`.
+    static Measurement measure(int attempts, std::int64_t good_enough_ticks);
     std::int64_t reanchor_and_read(std::int64_t tsc);
     std::int64_t time_at(std::int64_t tsc) const;
     void publish(std::int64_t tsc, std::int64_t ns, std::int64_t rate, std::int64_t end_tsc);
