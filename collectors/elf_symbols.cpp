@@ -279,7 +279,12 @@ ResolvedFrame ElfSymbolizer::resolve(std::uintptr_t address) {
     std::uint64_t file_offset = address - mapping->start + mapping->file_offset;
     std::uint64_t virtual_address = 0;
     if (!elf->virtual_address(file_offset, virtual_address)) return frame;
-    if (const char* name = elf->function_at(virtual_address)) frame.function = demangle(name);
+    if (const char* name = elf->function_at(virtual_address)) {
+        // .symtab spells versioned symbols "name@VERSION" / "name@@VERSION" (glibc's
+        // debug files do): the version is dropped, or C++ names would not demangle.
+        std::string bare(name, std::strcspn(name, "@"));
+        frame.function = demangle(bare.c_str());
+    }
     return frame;
 }
 
