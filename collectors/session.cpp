@@ -189,6 +189,13 @@ struct Session::Components {
     std::mutex flusher_mutex;
     std::condition_variable flusher_wake;
     bool flusher_stop = false;
+    // Reads the TSC clock every 50 ms so it re-anchors on schedule even while the
+    // program records nothing (else the first reading after a long quiet spell would
+    // extrapolate the last segment across it).
+    std::thread clock_keeper;
+    std::mutex clock_keeper_mutex;
+    std::condition_variable clock_keeper_wake;
+    bool clock_keeper_stop = false;
 };
 
 Session::Session(const SessionOptions& options)
@@ -313,6 +320,19 @@ trace::CounterId Session::counter(std::string_view name, std::string_view unit, 
 
 void Session::start_components() {
     Components& parts = *components_;
+    if (g_process_clock.source() == ClockSource::tsc) {
+        parts.clock_keeper = std::thread([this] {
+            sigset_t blocked;  // signals are for the program's threads
+            sigfillset(&blocked);
+            pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+            Components& keeper_parts = *components_;
+            std::unique_lock lock(keeper_parts.clock_keeper_mutex);
+            while (!keeper_parts.clock_keeper_stop) {
+                keeper_parts.clock_keeper_wake.wait_for(lock, std::chrono::milliseconds(50));
+                now_ns();
+            }
+        });
+    }
     if (options_.trace_cuda) parts.cupti_running = cupti_start(*this);
     if (parts.cupti_running) {
         parts.flusher = std::thread([this] {
@@ -376,6 +396,14 @@ void Session::stop() {
     if (parts.cupti_running) cupti_stop();  // forced flush: every GPU record reaches the writer
     if (parts.cpu) parts.cpu->stop();
     if (parts.nvml) parts.nvml->stop();
+    if (parts.clock_keeper.joinable()) {
+        {
+            std::lock_guard lock(parts.clock_keeper_mutex);
+            parts.clock_keeper_stop = true;
+        }
+        parts.clock_keeper_wake.notify_all();
+        parts.clock_keeper.join();
+    }
     capturing_.store(false);
     writer_->set_end_time(now_ns());
     writer_->close();

@@ -1,15 +1,19 @@
 // clock_test.cpp: the collector's clock (collectors/clock.h) against CLOCK_MONOTONIC,
 // the time base it promises: the TSC mapping stays within a few microseconds of it
 // over more than a second of re-anchoring, never goes back on one thread (and across
-// two threads by no more than an out-of-order TSC read), absorbs a deliberately wrong calibration, and the fallback reads
+// two threads by no more than an out-of-order TSC read), absorbs a deliberately wrong
+// calibration, keeps re-anchoring in a quiet session, and the fallback reads
 // CLOCK_MONOTONIC itself.
 #include "collectors/clock.h"
+#include "collectors/session.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -135,6 +139,29 @@ TEST(CollectorClock, FromOneThreadToAnotherTimeGoesBackAtMostByAnOutOfOrderTscRe
                 2 * kRounds, static_cast<long long>(worst_step_back.load()));
 }
 
+TEST(CollectorClock, ASessionKeepsReanchoringWhileTheProgramIsQuiet) {
+    if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here";
+    SessionOptions options;
+    options.path = (std::filesystem::temp_directory_path() / ("ember_clock_quiet_" + std::to_string(getpid()) + ".db"))
+                       .string();
+    options.trace_cuda = false;
+    options.nvml_hz = 0;
+    options.quiet = true;
+    start_session(options);
+    if (g_process_clock.source() != ClockSource::tsc) {
+        stop_session(nullptr);
+        GTEST_SKIP() << "EMBER_CLOCK=monotonic in the environment";
+    }
+    // Nothing in this process reads the clock for 450 ms but the session's keeper.
+    std::uint64_t before = g_process_clock.reanchors();
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));
+    std::uint64_t after = g_process_clock.reanchors();
+    std::string error;
+    EXPECT_TRUE(stop_session(&error)) << error;
+    EXPECT_GE(after - before, 3u);  // a 100 ms period
+    std::remove(options.path.c_str());
+}
+
 TEST(CollectorClock, FallbackReadsClockMonotonic) {
     HostClock clock;
     EXPECT_EQ(clock.start(ClockSource::monotonic), ClockSource::monotonic);
@@ -149,7 +176,9 @@ TEST(CollectorClock, FallbackReadsClockMonotonic) {
 }
 
 TEST(CollectorClock, EmberClockMonotonicKeepsTheProcessOnClockGettime) {
-    // The process clock starts once per process: a forked child decides for itself.
+    // The process clock starts once per process (another test here started it): the
+    // "threadsafe" style runs the statement in a freshly executed copy of this test.
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(
         {
             setenv("EMBER_CLOCK", "monotonic", 1);
