@@ -84,6 +84,18 @@ std::vector<T> load_nchw(const Tensor& t) {
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
         return out;
     }
+    if (t.layout == Layout::nhwc && t.dtype == DType::f32) {
+        // Channels-last f32: a transpose of each image's [HW, C] block to [C, HW].
+        const float* src = t.as<float>();
+        const int64_t spatial = H * W;
+        for (int64_t n = 0; n < N; ++n) {
+            const float* image = src + n * spatial * C;
+            T* target = out.data() + n * C * spatial;
+            for (int64_t s = 0; s < spatial; ++s)
+                for (int64_t c = 0; c < C; ++c) target[c * spatial + s] = static_cast<T>(image[s * C + c]);
+        }
+        return out;
+    }
     std::size_t i = 0;
     for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c)
@@ -106,6 +118,22 @@ void store_nchw(const std::vector<T>& values, const Tensor& t, ops::GradWrite mo
         return;
     }
     int64_t N = t.shape[0], C = t.shape[1], H = t.shape[2], W = t.shape[3];
+    if (t.layout == Layout::nhwc && t.dtype == DType::f32) {
+        // Channels-last f32: each image's [C, HW] values transposed into its [HW, C] block.
+        float* out = t.as<float>();
+        const int64_t spatial = H * W;
+        const bool accumulate = mode == ops::GradWrite::accumulate;
+        for (int64_t n = 0; n < N; ++n) {
+            float* image = out + n * spatial * C;
+            const T* source = values.data() + n * C * spatial;
+            for (int64_t s = 0; s < spatial; ++s)
+                for (int64_t c = 0; c < C; ++c) {
+                    const float value = static_cast<float>(source[c * spatial + s]);
+                    image[s * C + c] = accumulate ? image[s * C + c] + value : value;
+                }
+        }
+        return;
+    }
     std::size_t i = 0;
     for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c)
