@@ -10,12 +10,12 @@
 //
 // Each rank becomes a process ("rank R") with its threads, and everything it recorded
 // is copied: NVTX ranges (nesting kept), marks, counters ("rank R: name"), CUDA API
-// calls, kernels, copies, memsets, synchronizations, stack samples, collector overhead
-// and dropped-record counts. Ids that are only unique within one process are remapped:
-// devices get fresh ordinals (named "rank R: <GPU>", since rank 0's GPU 0 and rank 1's
-// GPU 0 are different GPUs), streams are re-registered on them, and correlation ids
-// carry the rank in their upper 32 bits (CUPTI's are 32-bit), so an API call still
-// finds its own kernels.
+// calls, kernels, copies, memsets, synchronizations, stack samples, collector overhead,
+// dropped-record counts and NVTX category names. Ids that are only unique within one
+// process are remapped: devices get fresh ordinals (named "rank R: <GPU>", since rank
+// 0's GPU 0 and rank 1's GPU 0 are different GPUs), streams are re-registered on them,
+// and correlation ids carry the rank in their upper 32 bits (CUPTI's are 32-bit), so an
+// API call still finds its own kernels.
 //
 // It then prints analysis::rank_summary of the merged file: per rank the compute time,
 // the all-reduce wait, and the straggler (`ember stats` shows the same table).
@@ -146,6 +146,9 @@ struct RankCopier {
             merged.device_id = device(info.device_id);
             streams[info.stream_id] = writer.register_stream(merged);
         }
+        // NVTX category names: the same on every rank of a job (the same program).
+        for (const store::NvtxCategoryName& named : reader.nvtx_category_names())
+            writer.name_nvtx_category(string(named.domain_id), named.category, named.name);
         for (const trace::CounterInfo& info : reader.counters()) {
             trace::CounterInfo merged = info;
             merged.name = fmt::format("rank {}: {}", rank, info.name);

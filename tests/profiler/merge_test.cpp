@@ -49,6 +49,7 @@ void write_rank_trace(const std::string& path, const RankPlan& plan) {
     writer.register_device({0, "Test GPU", "GPU-test", 9, 0, 132, 80ll << 30, 3.35e12});
     const trace::StreamId stream = writer.register_stream({0, 0, 1, 7, 0, "default"});
     const trace::StringId ember_domain = writer.intern("ember");
+    writer.name_nvtx_category(ember_domain, kComputeCategory, "compute");
 
     trace::MarkEvent anchor;
     anchor.time_ns = plan.anchor_ns;
@@ -171,6 +172,7 @@ TEST_F(Merge, CopiesEveryEventOnRankZerosTimeBase) {
     EXPECT_EQ(job.event_count("marks"), 2);
     EXPECT_EQ(job.event_count("stack_samples"), 2);
     EXPECT_EQ(job.total_dropped(), 0u);
+    EXPECT_EQ(job.nvtx_category_name(*job.find_string("ember"), kComputeCategory), "compute");
 
     // Same pid on both "hosts": still two processes, named by rank.
     ASSERT_EQ(job.processes().size(), 2u);
