@@ -6,6 +6,7 @@
 #include "engine/cuda/context.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
+#include "tests/engine/nn/nn_batches.h"
 #include "tests/support/gpu.h"
 
 #include <cuda_runtime_api.h>
@@ -15,31 +16,6 @@
 
 namespace ember::nn {
 namespace {
-
-struct DeviceBatch {
-    std::vector<float> images;
-    std::vector<int32_t> labels;
-    FlatBuffer device_images, device_labels;
-    Tensor host_x, host_y, x, y;
-};
-
-DeviceBatch make_batch(int64_t batch, uint64_t seed) {
-    DeviceBatch b;
-    b.images.resize(static_cast<std::size_t>(batch * 784));
-    b.labels.resize(static_cast<std::size_t>(batch));
-    SplitMix64 rng(seed);
-    for (float& v : b.images) v = static_cast<float>(rng.uniform01());
-    for (int32_t& l : b.labels) l = static_cast<int32_t>(rng.next() % 10);
-    b.host_x = make_tensor(b.images.data(), DType::f32, {batch, 1, 28, 28});
-    b.host_y = make_tensor(b.labels.data(), DType::i32, {batch});
-    b.device_images = FlatBuffer(Backend::cuda, b.images.size() * 4, "test images");
-    b.device_labels = FlatBuffer(Backend::cuda, b.labels.size() * 4, "test labels");
-    b.device_images.upload(b.images.data(), b.images.size() * 4);
-    b.device_labels.upload(b.labels.data(), b.labels.size() * 4);
-    b.x = make_tensor(b.device_images.data(), DType::f32, {batch, 1, 28, 28}, Device::cuda);
-    b.y = make_tensor(b.device_labels.data(), DType::i32, {batch}, Device::cuda);
-    return b;
-}
 
 std::unique_ptr<Model> built(const std::string& name, Backend backend, CudaContext* ctx, bool channels_last,
                              DType activation = DType::f32) {
@@ -63,7 +39,7 @@ std::vector<float> download(const FlatBuffer& buffer, std::size_t count) {
 TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
     EMBER_REQUIRE_GPU();
     CudaContext ctx;  // TF32 off by default: fp32 math, comparable with the cpu
-    DeviceBatch batch = make_batch(8, 1);
+    test::DeviceBatch batch = test::make_device_batch(8, 1);
     for (const std::string& name : model_names()) {
         auto cpu = built(name, Backend::cpu, nullptr, false);
         auto cuda = built(name, Backend::cuda, &ctx, true);
@@ -112,7 +88,7 @@ TEST(ChannelsLastGpu, StepsOnCudaMatchNchw) {
             const double tolerance = dtype == DType::f32 ? 1e-4 : 3e-2;
             double last = 0;
             for (int step = 0; step < 5; ++step) {
-                DeviceBatch batch = make_batch(32, 10 + step);
+                test::DeviceBatch batch = test::make_device_batch(32, 10 + step);
                 double a = nchw_trainer.step(batch.x, batch.y).loss;
                 double b = nhwc_trainer.step(batch.x, batch.y).loss;
                 EXPECT_NEAR(b, a, tolerance * std::abs(a)) << name << " " << dtype_name(dtype) << " step " << step;

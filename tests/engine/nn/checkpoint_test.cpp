@@ -6,6 +6,8 @@
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
 
+#include "tests/engine/nn/nn_batches.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,25 +17,10 @@
 namespace ember::checkpoint {
 namespace {
 
+using nn::test::Batch;
+using nn::test::make_batch;
+
 namespace fs = std::filesystem;
-
-struct Batch {
-    std::vector<float> images;
-    std::vector<int32_t> labels;
-    Tensor x, y;
-};
-
-Batch make_batch(int64_t batch, uint64_t seed) {
-    Batch b;
-    b.images.resize(static_cast<std::size_t>(batch * 784));
-    b.labels.resize(static_cast<std::size_t>(batch));
-    nn::SplitMix64 rng(seed);
-    for (float& v : b.images) v = static_cast<float>(rng.uniform01());
-    for (int32_t& l : b.labels) l = static_cast<int32_t>(rng.next() % 10);
-    b.x = make_tensor(b.images.data(), DType::f32, {batch, 1, 28, 28});
-    b.y = make_tensor(b.labels.data(), DType::i32, {batch});
-    return b;
-}
 
 struct TrainingRun {
     std::unique_ptr<nn::Model> model;

@@ -6,6 +6,7 @@
 #include "engine/cuda/context.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
+#include "tests/engine/nn/nn_batches.h"
 #include "tests/support/gpu.h"
 
 #include <cuda_runtime_api.h>
@@ -14,31 +15,6 @@
 
 namespace ember::nn {
 namespace {
-
-struct DeviceBatch {
-    std::vector<float> images;
-    std::vector<int32_t> labels;
-    FlatBuffer device_images, device_labels;
-    Tensor host_x, host_y, x, y;
-};
-
-DeviceBatch make_batch(int64_t batch, uint64_t seed) {
-    DeviceBatch b;
-    b.images.resize(static_cast<std::size_t>(batch * 784));
-    b.labels.resize(static_cast<std::size_t>(batch));
-    SplitMix64 rng(seed);
-    for (float& v : b.images) v = static_cast<float>(rng.uniform01());
-    for (int32_t& l : b.labels) l = static_cast<int32_t>(rng.next() % 10);
-    b.host_x = make_tensor(b.images.data(), DType::f32, {batch, 1, 28, 28});
-    b.host_y = make_tensor(b.labels.data(), DType::i32, {batch});
-    b.device_images = FlatBuffer(Backend::cuda, b.images.size() * 4, "test images");
-    b.device_labels = FlatBuffer(Backend::cuda, b.labels.size() * 4, "test labels");
-    b.device_images.upload(b.images.data(), b.images.size() * 4);
-    b.device_labels.upload(b.labels.data(), b.labels.size() * 4);
-    b.x = make_tensor(b.device_images.data(), DType::f32, {batch, 1, 28, 28}, Device::cuda);
-    b.y = make_tensor(b.device_labels.data(), DType::i32, {batch}, Device::cuda);
-    return b;
-}
 
 std::unique_ptr<Model> built(const std::string& name, Backend backend, CudaContext* ctx,
                              DType activation = DType::f32) {
@@ -61,7 +37,7 @@ std::vector<float> download(const FlatBuffer& buffer, std::size_t count) {
 TEST(NnGpu, CudaMatchesCpuForEveryModel) {
     EMBER_REQUIRE_GPU();
     CudaContext ctx;
-    DeviceBatch batch = make_batch(8, 1);
+    test::DeviceBatch batch = test::make_device_batch(8, 1);
     for (const std::string& name : model_names()) {
         auto cpu = built(name, Backend::cpu, nullptr);
         auto cuda = built(name, Backend::cuda, &ctx);
@@ -103,7 +79,7 @@ TEST(NnGpu, GraphReplayMatchesEager) {
         Trainer eager_trainer(*eager, *eager_opt, eager_options);
         Trainer graph_trainer(*graphed, *graph_opt, graph_options);
         for (int step = 0; step < 6; ++step) {
-            DeviceBatch batch = make_batch(16, 10 + step);
+            test::DeviceBatch batch = test::make_device_batch(16, 10 + step);
             double a = eager_trainer.step(batch.x, batch.y).loss;
             double b = graph_trainer.step(batch.x, batch.y).loss;
             EXPECT_NEAR(a, b, 1e-6) << name << " step " << step;
@@ -124,7 +100,7 @@ TEST(NnGpu, Fp16TrainingWithDeviceOverflowCheck) {
     TrainerOptions options;
     options.autocast.precision = amp::Precision::fp16;
     Trainer trainer(*model, *optimizer, options);
-    DeviceBatch batch = make_batch(32, 4);
+    test::DeviceBatch batch = test::make_device_batch(32, 4);
     double first = trainer.step(batch.x, batch.y).loss, last = first;
     for (int i = 0; i < 20; ++i) last = trainer.step(batch.x, batch.y).loss;
     EXPECT_LT(last, first);
@@ -149,7 +125,7 @@ TEST(NnGpu, Bf16AndCheckpointedBlocksTrainOnCuda) {
         options.autocast.precision = amp::Precision::bf16;
         options.accumulation_steps = 2;
         Trainer trainer(*model, *optimizer, options);
-        DeviceBatch batch = make_batch(32, 6);
+        test::DeviceBatch batch = test::make_device_batch(32, 6);
         double first = trainer.step(batch.x, batch.y).loss, last = first;
         for (int i = 0; i < 25; ++i) last = trainer.step(batch.x, batch.y).loss;
         EXPECT_LT(last, first) << name;
