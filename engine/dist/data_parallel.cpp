@@ -166,4 +166,15 @@ void DataParallel::finish_gradients() {
     }
 }
 
+nn::GradientRange DataParallel::final_gradients(std::size_t flat_length) const {
+    if (options_.reduction != GradientReduction::reduce_scatter) return {0, flat_length};
+    const Shard shard = shard_of(flat_length, communicator_.rank(), communicator_.world_size());
+    return {shard.begin, shard.end};
+}
+
+void DataParallel::sum_over_ranks(float* values, std::size_t count, void* stream) {
+    nvtx::ScopedRange range("allreduce/gradient_norm", nvtx::Category::communication, count * sizeof(float));
+    communicator_.allreduce_sum(values, count, stream);
+}
+
 }  // namespace ember::dist

@@ -74,6 +74,8 @@ public:
     void begin_backward(bool synchronize) override;
     void layer_gradients_ready(std::size_t layer_index) override;
     void finish_gradients() override;
+    nn::GradientRange final_gradients(std::size_t flat_length) const override;
+    void sum_over_ranks(float* values, std::size_t count, void* stream) override;
 
     const std::vector<GradientBucket>& buckets() const { return buckets_; }
     const DataParallelOptions& options() const { return options_; }

@@ -133,8 +133,25 @@ void Trainer::enqueue_step(const Tensor& images, const Tensor& labels, double lo
             run::scale(ctx, flat, grad_scale);
             grad_scale = 1.0f;
         }
-        if (cuda) clipper_->clip(grads, static_cast<float>(options_.clip_grad_norm), ctx.cuda->stream);
-        else optim::clip_grad_norm_cpu(grads, n, options_.clip_grad_norm);
+        const GradientRange owned = options_.gradient_sync ? options_.gradient_sync->final_gradients(n)
+                                                           : GradientRange{0, n};
+        if (owned.begin == 0 && owned.end == n) {
+            if (cuda) clipper_->clip(grads, static_cast<float>(options_.clip_grad_norm), ctx.cuda->stream);
+            else optim::clip_grad_norm_cpu(grads, n, options_.clip_grad_norm);
+        } else {
+            // ZeRO-1: this rank's shard only, with the norm over every rank's shard.
+            GradientSynchronizer* sync = options_.gradient_sync;
+            void* stream = cuda ? ctx.cuda->stream : nullptr;
+            auto sum_over_ranks = [sync, stream](float* values, std::size_t count) {
+                sync->sum_over_ranks(values, count, stream);
+            };
+            if (cuda)
+                clipper_->clip_sharded(grads + owned.begin, owned.end - owned.begin,
+                                       static_cast<float>(options_.clip_grad_norm), stream, sum_over_ranks);
+            else
+                optim::clip_grad_norm_sharded_cpu(grads + owned.begin, owned.end - owned.begin,
+                                                  options_.clip_grad_norm, sum_over_ranks);
+        }
     }
     optim::StepOptions step_options;
     step_options.grad_scale = grad_scale;

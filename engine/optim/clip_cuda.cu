@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace ember::optim {
 
@@ -52,17 +53,41 @@ __global__ void clip_scale_kernel(float* __restrict__ grads, std::size_t count,
         grads[i] *= coefficient;
 }
 
+// One block adds the partials into a single float (the shard's sum of squares).
+__global__ void clip_finish_sum_kernel(const double* __restrict__ partials, int partial_count,
+                                       float* __restrict__ sum_out) {
+    __shared__ double shared[kThreads / 32];
+    double sum = 0.0;
+    for (int k = threadIdx.x; k < partial_count; k += blockDim.x) sum += partials[k];
+    sum = block_sum_double(sum, shared);
+    if (threadIdx.x == 0) *sum_out = (float)sum;
+}
+
+// Scales by the coefficient of the all-ranks sum of squares.
+__global__ void clip_scale_by_sum_kernel(float* __restrict__ grads, std::size_t count,
+                                         const float* __restrict__ sum_of_squares, float max_norm,
+                                         float* __restrict__ total_norm_out) {
+    const double total = sqrt((double)*sum_of_squares);
+    const float coefficient = (float)fmin((double)max_norm / (total + 1e-6), 1.0);
+    if (blockIdx.x == 0 && threadIdx.x == 0) *total_norm_out = (float)total;
+    for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < count;
+         i += (std::size_t)gridDim.x * blockDim.x)
+        grads[i] *= coefficient;
+}
+
 }  // namespace
 
 GradientClipper::GradientClipper(std::size_t count) : count_(count) {
     blocks_ = (int)std::max<std::size_t>(1, std::min<std::size_t>(kClipBlocks, (count + kThreads - 1) / kThreads));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&partials_), blocks_ * sizeof(double)));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&total_norm_), sizeof(float)));
+    EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&shard_sum_), sizeof(float)));
 }
 
 GradientClipper::~GradientClipper() {
     cudaFree(partials_);
     cudaFree(total_norm_);
+    cudaFree(shard_sum_);
 }
 
 void GradientClipper::clip(float* grads, float max_norm, void* stream) {
@@ -70,6 +95,19 @@ void GradientClipper::clip(float* grads, float max_norm, void* stream) {
     clip_sum_squares_kernel<<<blocks_, kThreads, 0, s>>>(grads, count_, partials_);
     EMBER_CUDA_CHECK_LAUNCH();
     clip_scale_kernel<<<blocks_, kThreads, 0, s>>>(grads, count_, partials_, blocks_, max_norm, total_norm_);
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
+void GradientClipper::clip_sharded(float* shard_grads, std::size_t count, float max_norm, void* stream,
+                                   const SumOverRanks& sum_over_ranks) {
+    if (count > count_) throw std::invalid_argument("GradientClipper::clip_sharded: shard larger than the clipper");
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    clip_sum_squares_kernel<<<blocks_, kThreads, 0, s>>>(shard_grads, count, partials_);
+    EMBER_CUDA_CHECK_LAUNCH();
+    clip_finish_sum_kernel<<<1, kThreads, 0, s>>>(partials_, blocks_, shard_sum_);
+    EMBER_CUDA_CHECK_LAUNCH();
+    sum_over_ranks(shard_sum_, 1);
+    clip_scale_by_sum_kernel<<<blocks_, kThreads, 0, s>>>(shard_grads, count, shard_sum_, max_norm, total_norm_);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

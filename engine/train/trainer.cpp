@@ -327,9 +327,6 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
     if (zero_one && policy.low_precision())
         throw ConfigError("distributed.zero = 1 with train.precision = \"" + config.precision +
                           "\": ZeRO-1 keeps no low-precision parameter copy yet; use fp32 or distributed.zero = 0");
-    if (zero_one && config.clip_grad_norm > 0)
-        throw ConfigError("distributed.zero = 1 with train.clip_grad_norm: each rank holds only its shard's "
-                          "gradients, so the global norm is not available; set one of them to 0");
     try {
         if (zero_one) {
             auto owned = std::make_unique<dist::ShardedOptimizer>(config.optimizer, config.optimizer_params,

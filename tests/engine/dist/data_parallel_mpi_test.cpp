@@ -126,7 +126,7 @@ struct TrainedParameters {
 // momentum where parameters are compared with a single process (Adam divides by the
 // gradient's magnitude, so rounding differences of near-zero gradients grow to ~lr).
 TrainedParameters train(Communicator* comm, bool overlap, bool zero1, int steps, int union_ranks = 1,
-                        const std::string& optimizer_name = "adamw") {
+                        const std::string& optimizer_name = "adamw", double clip_grad_norm = 0.0) {
     const int world_size = comm ? comm->world_size() : union_ranks;
     const int rank = comm ? comm->rank() : 0;
     const int64_t local = comm ? 8 : 8 * union_ranks;
@@ -142,6 +142,7 @@ TrainedParameters train(Communicator* comm, bool overlap, bool zero1, int steps,
     std::unique_ptr<DataParallel> ddp;
     nn::TrainerOptions options;
     options.accumulation_steps = 2;
+    options.clip_grad_norm = clip_grad_norm;
     if (comm) {
         DataParallelOptions dp;
         dp.first_bucket_bytes = 1u << 10;
@@ -192,6 +193,19 @@ TEST(ZeroOne, ParametersEqualDataParallelAfterSteps) {
     std::vector<float> mine = zero.parameters, rank0 = zero.parameters;
     comm.broadcast(rank0.data(), rank0.size() * sizeof(float), 0, nullptr);
     EXPECT_EQ(mine, rank0);
+}
+
+// Gradient clipping under ZeRO-1 uses the norm over every rank's shard: the same
+// parameters as clipping the whole all-reduced gradient (SGD: parameters follow the
+// gradients linearly, so a wrong norm would show).
+TEST(ZeroOne, ClippingUsesTheNormOverAllShards) {
+    Communicator& comm = world();
+    const double max_norm = 0.05;  // far below the gradients' norm: every step clips
+    TrainedParameters ddp = train(&comm, true, false, 3, 1, "sgd", max_norm);
+    TrainedParameters zero = train(&comm, true, true, 3, 1, "sgd", max_norm);
+    TrainedParameters unclipped = train(&comm, true, true, 3, 1, "sgd");
+    EXPECT_LT(relative_difference(zero.parameters, ddp.parameters), 1e-6);
+    EXPECT_GT(relative_difference(unclipped.parameters, ddp.parameters), 1e-3) << "the clip must have bitten";
 }
 
 // The gathered ZeRO-1 state is the unsharded optimizer's state (so checkpoints

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ZeRO-1 in `ember train` under mpirun -np 2: the run trains like plain data parallel
-# (same losses to float rounding), rank 0 writes one checkpoint whose optimizer state
+# (same losses to float rounding, both with global-norm gradient clipping), rank 0 writes one checkpoint whose optimizer state
 # was gathered from both shards, and that checkpoint resumes in a single process
 # without ZeRO (and a plain data-parallel checkpoint resumes under ZeRO-1).
 # Usage: zero_test.sh EMBER_BINARY WORK_DIR
@@ -11,7 +11,7 @@ rm -rf "$work"
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 common=(--model mlp --train-limit 2000 --test-limit 500 --batch-size 100 --workers 1 --no-progress
-        --set optimizer.name=adamw --set optimizer.lr=0.002 --set train.seed=7)
+        --set optimizer.name=adamw --set optimizer.lr=0.002 --set train.seed=7 --set train.clip_grad_norm=0.5)
 run_two_ranks() {  # NAME ZERO [extra args]
     local name=$1 zero=$2
     shift 2
