@@ -76,12 +76,14 @@ ShardedOptimizer::ShardedOptimizer(const std::string& name, const optim::Hyperpa
 ShardedOptimizer::~ShardedOptimizer() = default;
 
 void ShardedOptimizer::step(float* params, const float* grads, const optim::StepOptions& options) {
-    if (options.low_precision_params)
-        throw std::invalid_argument("zero-1: a low-precision parameter copy (AMP) is not supported yet");
     ++step_count_;
     if (inner_) {
         inner_->set_lr(lr_);
-        inner_->step(params + shard_begin_, grads + shard_begin_, options);
+        // The low-precision copy (AMP) has the parameters' layout: this shard's part of it.
+        optim::StepOptions shard_options = options;
+        if (options.low_precision_params)
+            shard_options.low_precision_params = static_cast<uint16_t*>(options.low_precision_params) + shard_begin_;
+        inner_->step(params + shard_begin_, grads + shard_begin_, shard_options);
     }
     // All-gather: every rank contributes its updated shard (padded to equal size).
     const bool cuda = backend_ != optim::OptimizerBackend::cpu;
@@ -104,6 +106,19 @@ void ShardedOptimizer::step(float* params, const float* grads, const optim::Step
     }
     if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(params, gathered, flat_length_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     else std::memcpy(params, gathered, flat_length_ * sizeof(float));
+    if (options.low_precision_params) {
+        // Each rank's shard of the 16-bit copy to every rank: one broadcast per rank
+        // (the float all-gather cannot carry 16-bit shards of odd length).
+        nvtx::ScopedRange range("allgather/low_precision_parameters", nvtx::Category::communication,
+                                flat_length_ * sizeof(uint16_t));
+        const int world = communicator_.world_size();
+        for (int rank = 0; rank < world; ++rank) {
+            const Shard shard = shard_of(flat_length_, rank, world);
+            if (shard.end > shard.begin)
+                communicator_.broadcast(static_cast<uint16_t*>(options.low_precision_params) + shard.begin,
+                                        (shard.end - shard.begin) * sizeof(uint16_t), rank, options.stream);
+        }
+    }
 }
 
 void ShardedOptimizer::rewind_step() {

@@ -8,10 +8,11 @@
 // unchanged.
 //
 // Only elementwise optimizers shard exactly (a tensor may straddle two shards):
-// lamb, lars and novograd (per-tensor norms) and lbfgs are refused. Not supported yet:
-// a low-precision parameter copy (AMP). Gradient clipping works: nn::Trainer clips
-// this rank's shard by the norm over all shards (GradientSynchronizer::final_gradients
-// and sum_over_ranks).
+// lamb, lars and novograd (per-tensor norms) and lbfgs are refused. A low-precision
+// parameter copy (AMP, StepOptions::low_precision_params) is refreshed for this shard
+// by the update and then broadcast shard by shard. Gradient clipping works: nn::Trainer
+// clips this rank's shard by the norm over all shards (GradientSynchronizer::
+// final_gradients and sum_over_ranks).
 //
 // Checkpoints: gather_state() (a collective: every rank calls it) assembles the full
 // state buffers from the shards, after which export_state() on any rank returns them —

@@ -324,9 +324,12 @@ TrainSummary run_training(const TrainConfig& config_in, TrainObserver& root_obse
     const bool zero_one = config.zero == 1 && dist.distributed();
     if (config.zero == 1 && !dist.distributed())
         observer.info("distributed.zero = 1 shards the optimizer across ranks: a single process keeps it whole");
-    if (zero_one && policy.low_precision())
+    // fp16's loss scaler decides per rank whether a step overflowed; under ZeRO-1 each
+    // rank sees only its shard of the reduced gradients, so the decisions could differ.
+    if (zero_one && policy.needs_loss_scaling())
         throw ConfigError("distributed.zero = 1 with train.precision = \"" + config.precision +
-                          "\": ZeRO-1 keeps no low-precision parameter copy yet; use fp32 or distributed.zero = 0");
+                          "\": the loss scaler's overflow decision is per rank and ZeRO-1 shards the gradients; "
+                          "use bf16 (no loss scaling), fp32, or distributed.zero = 0");
     try {
         if (zero_one) {
             auto owned = std::make_unique<dist::ShardedOptimizer>(config.optimizer, config.optimizer_params,

@@ -120,8 +120,8 @@ std::vector<Variant> variants() {
         {"ZeRO-1 on (sharded optimizer)", [](train::TrainConfig& c) { c.zero = 1; },
          [](const train::TrainConfig& c, bool on_gpu) {
              const std::string why = distributed_only(c, on_gpu);
-             if (!why.empty() || c.precision == "fp32") return why;
-             return std::string("ZeRO-1 keeps no AMP parameter copy yet (all on is ") + c.precision + ")";
+             if (!why.empty() || c.precision != "fp16") return why;
+             return std::string("ZeRO-1 does not take fp16's per-rank loss scaling (all on is fp16)");
          }},
         // "all on" once more at the end: its ratio shows the run-to-run drift (warm-up,
         // machine load) that every other row carries too.

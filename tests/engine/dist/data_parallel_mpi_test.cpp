@@ -240,6 +240,34 @@ TEST(ZeroOne, GatheredStateEqualsDataParallelStateAndImportsBack) {
     EXPECT_THROW(restored.import_state(optim::OptimizerState{3, 1.0, {{1.0f}}, {}}), std::invalid_argument);
 }
 
+// AMP's bf16 parameter copy under ZeRO-1: after the step every rank holds the copy an
+// unsharded optimizer writes, bit for bit, and the same fp32 parameters.
+TEST(ZeroOne, LowPrecisionCopyEqualsTheUnshardedOne) {
+    Communicator& comm = world();
+    auto model = test::built_model("mlp");
+    nn::ParameterStore& store = model->parameters();
+    const std::size_t n = store.flat_length();
+    const optim::Hyperparameters hyper = {{"lr", 1e-2}, {"weight_decay", 0.01}};
+    std::vector<float> gradients(n);
+    nn::SplitMix64 rng(77);
+    for (float& g : gradients) g = static_cast<float>(rng.uniform01() - 0.5);
+    std::vector<float> plain_params = test::copy_of(store.master(), n), sharded_params = plain_params;
+    std::vector<uint16_t> plain_copy(n, 0), sharded_copy(n, 0);
+    auto plain = optim::make_optimizer("adamw", hyper, store.segments(), optim::OptimizerBackend::cpu);
+    ShardedOptimizer sharded("adamw", hyper, store.segments(), n, optim::OptimizerBackend::cpu, comm);
+    for (int step = 0; step < 2; ++step) {
+        optim::StepOptions options;
+        options.low_precision = optim::LowPrecision::bf16;
+        options.low_precision_params = plain_copy.data();
+        plain->step(plain_params.data(), gradients.data(), options);
+        options.low_precision_params = sharded_copy.data();
+        sharded.step(sharded_params.data(), gradients.data(), options);
+    }
+    EXPECT_EQ(sharded_params, plain_params);
+    EXPECT_EQ(sharded_copy, plain_copy);
+    EXPECT_NE(plain_copy, std::vector<uint16_t>(n, 0));
+}
+
 TEST(ZeroOne, RefusesOptimizersWithPerTensorNorms) {
     auto model = test::built_model("mlp");
     EXPECT_THROW(ShardedOptimizer("lamb", {{"lr", 1e-3}}, model->parameters().segments(),
