@@ -87,16 +87,27 @@ RankSummary rank_summary(const store::TraceReader& reader) {
 
     std::sort(summary.ranks.begin(), summary.ranks.end(),
               [](const RankTimes& a, const RankTimes& b) { return a.rank < b.rank; });
-    std::size_t waiting_ranks = 0;
+    // The straggler waits least; it is named only when the others really waited for
+    // it: a unique least wait, and the others' mean wait above it by at least 1% of its
+    // step time (ranks that wait alike have no straggler).
     std::size_t least_waiting = 0;
-    for (std::size_t i = 0; i < summary.ranks.size(); ++i) {
-        if (summary.ranks[i].allreduce_wait_ns > 0) ++waiting_ranks;
+    for (std::size_t i = 1; i < summary.ranks.size(); ++i)
         if (summary.ranks[i].allreduce_wait_ns < summary.ranks[least_waiting].allreduce_wait_ns) least_waiting = i;
-    }
-    if (summary.ranks.size() >= 2 && waiting_ranks > 0) {
-        summary.straggler = least_waiting;
-        for (std::size_t i = 0; i < summary.ranks.size(); ++i)
-            if (i != least_waiting) summary.others_wait_ns += summary.ranks[i].allreduce_wait_ns;
+    if (summary.ranks.size() >= 2) {
+        const RankTimes& slow = summary.ranks[least_waiting];
+        bool unique = true;
+        trace::TimeNs others_wait = 0;
+        for (std::size_t i = 0; i < summary.ranks.size(); ++i) {
+            if (i == least_waiting) continue;
+            others_wait += summary.ranks[i].allreduce_wait_ns;
+            if (summary.ranks[i].allreduce_wait_ns <= slow.allreduce_wait_ns) unique = false;
+        }
+        const double others_mean = static_cast<double>(others_wait) / static_cast<double>(summary.ranks.size() - 1);
+        const double margin = 0.01 * static_cast<double>(slow.step_ns);
+        if (unique && others_mean - static_cast<double>(slow.allreduce_wait_ns) >= margin) {
+            summary.straggler = least_waiting;
+            summary.others_wait_ns = others_wait;
+        }
     }
     return summary;
 }

@@ -13,7 +13,9 @@
 //   steps, step time the "step" ranges: count and summed length.
 // The straggler is the rank the others wait for. In a synchronous data-parallel job
 // every rank leaves each all-reduce at about the same time, so the slow rank is the
-// one that arrives last and waits least: the rank with the smallest all-reduce wait.
+// one that arrives last and waits least: the rank with the smallest all-reduce wait —
+// named only when that wait is the unique least and the others' mean wait exceeds it
+// by at least 1% of its step time (ranks that wait alike have no straggler).
 // Its compute is usually the largest but need not be (communication progressed
 // inside the other ranks' backward passes counts as their compute).
 #pragma once
@@ -41,7 +43,7 @@ struct RankTimes {
 
 struct RankSummary {
     std::vector<RankTimes> ranks;    // by rank
-    std::optional<std::size_t> straggler;  // index into ranks; set for >= 2 ranks when any waited
+    std::optional<std::size_t> straggler;  // index into ranks; see above for when it is set
     // Summed all-reduce wait of every rank but the straggler.
     trace::TimeNs others_wait_ns = 0;
 };

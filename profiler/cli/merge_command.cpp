@@ -343,6 +343,8 @@ int run_merge(const MergeOptions& options) {
         const analysis::RankTimes& slow = summary.ranks[*summary.straggler];
         fmt::print("straggler: rank {} ({:.6f} s compute); the other ranks waited {:.6f} s in allreduce/wait\n",
                    slow.rank, slow.compute_ns / 1e9, summary.others_wait_ns / 1e9);
+    } else if (summary.ranks.size() > 1) {
+        fmt::print("no straggler: the ranks waited alike in allreduce/wait\n");
     }
     return 0;
 }

@@ -272,6 +272,17 @@ TEST_F(Merge, StepsCountOnlyTheirOwnRanksDevice) {
     EXPECT_NE(text.str().find("Rank"), std::string::npos) << text.str();
 }
 
+// Ranks that wait alike: nobody is named the straggler.
+TEST_F(Merge, EqualWaitsNameNoStraggler) {
+    write_rank_trace(rank1_, {1, 4242, 15'000'000, 1'000, 2'000});  // the same work and wait as rank 0
+    std::string output;
+    ASSERT_EQ(run_merge("-o " + job_ + " " + rank0_ + " " + rank1_, output), 0) << output;
+    EXPECT_EQ(output.find("straggler: rank"), std::string::npos) << output;
+    EXPECT_NE(output.find("no straggler"), std::string::npos) << output;
+    store::TraceReader job(job_);
+    EXPECT_FALSE(analysis::rank_summary(job).straggler.has_value());
+}
+
 TEST(RankNames, ParseOnlyMergeNames) {
     EXPECT_EQ(analysis::rank_of_process_name("rank 12"), 12);
     EXPECT_EQ(analysis::rank_of_process_name("rank 1: main"), std::nullopt);
