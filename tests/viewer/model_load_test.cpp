@@ -1,5 +1,6 @@
 // model_load_test.cpp: TraceModel loads every event of a fixture into the expected
 // lanes and rows, lays lanes out, lines up several files, and refuses foreign files.
+#include "profiler/store/writer.h"
 #include "tests/viewer/fixture_trace.h"
 #include "viewer/model/event_details.h"
 #include "viewer/model/lane_layout.h"
@@ -171,6 +172,50 @@ TEST(ModelFilesTest, SeveralFilesShareOneTimeBase) {
     }
     std::filesystem::remove(first);
     std::filesystem::remove(second);
+}
+
+// A rank's own file of a distributed run: its groups say which rank. A job trace from
+// `ember merge` (one process per rank, named "rank R"): no file-level prefix on top.
+TEST(ModelFilesTest, RankPrefixForARankFileNotForAJobTrace) {
+    auto write = [](const std::string& path, int processes) {
+        trace::RunInfo run;
+        run.pid = 100;
+        run.rank = 1;
+        run.world_size = 2;
+        store::TraceWriter writer(path, run);
+        for (int p = 0; p < processes; ++p) {
+            const std::int64_t pid = 100 + p;
+            writer.register_process({pid, processes > 1 ? "rank " + std::to_string(p) : "trainer"});
+            trace::RangeEvent range;
+            range.range_id = writer.next_range_id();
+            range.start_ns = 1000;
+            range.end_ns = 2000;
+            range.thread_id = writer.register_thread({0, pid, pid, "main"});
+            range.name_id = writer.intern("step");
+            writer.record_range(range);
+        }
+        writer.close();
+    };
+    const std::string rank_file = testing::temporary_trace_path("rank1");
+    const std::string job_file = testing::temporary_trace_path("job");
+    write(rank_file, 1);
+    write(job_file, 2);
+    {
+        TraceModel rank_model({rank_file});
+        rank_model.load_all();
+        ASSERT_EQ(rank_model.lane_count(), 1);
+        EXPECT_EQ(rank_model.lane(0).group.rfind("rank 1 · ", 0), 0u) << rank_model.lane(0).group;
+        TraceModel job_model({job_file});
+        job_model.load_all();
+        ASSERT_EQ(job_model.lane_count(), 2);
+        for (int lane = 0; lane < 2; ++lane) {
+            const std::string& group = job_model.lane(lane).group;
+            EXPECT_EQ(group.find("·"), std::string::npos) << group;
+            EXPECT_NE(group.find("rank " + std::to_string(lane)), std::string::npos) << group;
+        }
+    }
+    std::filesystem::remove(rank_file);
+    std::filesystem::remove(job_file);
 }
 
 TEST(ModelFilesTest, ForeignFileIsRefusedWithItsName) {

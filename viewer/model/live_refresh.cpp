@@ -127,15 +127,10 @@ std::vector<std::string> stack_functions(const store::TraceReader& reader, trace
     return functions;
 }
 
-// "rank 1 · " when several files or ranks are shown (as the lanes made at open).
-std::string rank_prefix(const TraceModel& model, const TraceFile& file) {
-    return model.files().size() > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
-}
-
 // Titles of a lane the model did not have, from the file's small tables.
 void describe_new_lane(const TraceModel& model, const TraceFile& file, const store::TraceReader& reader,
                        LaneDelta& lane) {
-    const std::string prefix = rank_prefix(model, file);
+    const std::string prefix = rank_prefix(model.files().size(), file);
     const std::string id = std::to_string(lane.track_id);
     if (lane.kind == LaneKind::thread) {
         store::Statement row(reader.database(), reader.path(),

@@ -198,10 +198,15 @@ std::int64_t TraceModel::find_name(std::string_view text) const {
     return found == name_lookup_.end() ? -1 : static_cast<std::int64_t>(found->second);
 }
 
+std::string rank_prefix(std::size_t file_count, const TraceFile& file) {
+    if (file.job_trace && file_count <= 1) return "";
+    return file_count > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
+}
+
 void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) {
     TraceFile& file = files_[static_cast<std::size_t>(file_index)];
-    const std::string rank_prefix =
-        files_.size() > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
+    file.job_trace = reader.processes().size() > 1;
+    const std::string file_prefix = rank_prefix(files_.size(), file);
     // One lane per (track kind, id); events of several tables share it.
     std::map<std::uint32_t, std::int64_t> thread_events, stream_events, counter_events;
     std::map<std::pair<int, std::uint32_t>, std::array<std::int64_t, kEventKindCount>> by_kind;
@@ -242,7 +247,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         expected(*lane, trace::TrackKind::thread);
         const trace::ThreadInfo* info = reader.thread(thread_id);
         lane->process_id = info ? info->pid : file.run.pid;
-        lane->group = rank_prefix + process_title(reader, lane->process_id);
+        lane->group = file_prefix + process_title(reader, lane->process_id);
         lane->title = info ? "thread " + std::to_string(info->tid) + (info->name.empty() ? "" : " " + info->name)
                            : "thread #" + std::to_string(thread_id);
         thread_lanes.push_back(std::move(lane));
@@ -267,7 +272,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         const trace::StreamInfo* info = reader.stream(stream_id);
         lane->device_id = info ? info->device_id : 0;
         const trace::DeviceInfo* device = reader.device(lane->device_id);
-        lane->group = rank_prefix + "GPU " + std::to_string(lane->device_id) +
+        lane->group = file_prefix + "GPU " + std::to_string(lane->device_id) +
                       (device && !device->name.empty() ? " " + device->name : "");
         lane->title = "stream " + std::to_string(info ? info->cuda_stream_id : stream_id) +
                       (info && !info->name.empty() ? " " + info->name : "");
@@ -285,7 +290,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         lane->expected_events = count;
         const trace::CounterInfo* info = reader.counter(counter_id);
         lane->device_id = info ? info->device_id : trace::kNoDevice;
-        lane->group = rank_prefix + "counters";
+        lane->group = file_prefix + "counters";
         lane->title = info ? info->name : "counter #" + std::to_string(counter_id);
         if (info && lane->device_id != trace::kNoDevice) lane->title += " (GPU " + std::to_string(lane->device_id) + ")";
         lane->unit = info ? info->unit : "";

@@ -102,6 +102,11 @@ struct StackSampleRef {
     trace::StackId stack_id = 0;
 };
 
+struct TraceFile;
+// "rank 1 · " in front of a file's lane groups when several files or a single rank of a
+// distributed run are shown; "" for a lone file or a job trace.
+std::string rank_prefix(std::size_t file_count, const TraceFile& file);
+
 struct TraceFile {
     std::string path;
     trace::RunInfo run;
@@ -111,6 +116,9 @@ struct TraceFile {
     std::vector<trace::ThreadInfo> threads;
     std::vector<trace::StreamInfo> streams;
     std::vector<trace::DeviceInfo> devices;
+    // A job trace (`ember merge`): several processes, one per rank, each already named
+    // "rank R", so its lanes take no file-level "rank N · " prefix.
+    bool job_trace = false;
     std::vector<std::uint32_t> string_to_model;  // file StringId -> model name id
     // Filled by the loader (read after TraceModel::loaded()).
     std::vector<StackSampleRef> stack_samples;
