@@ -95,7 +95,9 @@ TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
         ASSERT_TRUE(event["name"].is_string()) << event;
         std::string ph = event["ph"];
         ++phases[ph];
-        if (ph != "M") ASSERT_TRUE(event["ts"].is_number()) << event;
+        if (ph != "M") {
+            ASSERT_TRUE(event["ts"].is_number()) << event;
+        }
         if (ph == "X") {
             ASSERT_TRUE(event["dur"].is_number()) << event;
             ASSERT_GE(event["dur"].get<double>(), 0.0) << event;
@@ -103,7 +105,9 @@ TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
         } else if (ph == "s" || ph == "f") {
             ASSERT_TRUE(event["id"].is_number_integer()) << event;
             (ph == "s" ? flow_starts : flow_ends)[event["id"]].push_back(event);
-            if (ph == "f") EXPECT_EQ(event["bp"], "e");
+            if (ph == "f") {
+                EXPECT_EQ(event["bp"], "e");
+            }
         } else if (ph == "b" || ph == "e") {
             (ph == "b" ? async_begins : async_ends)[event["id"]].push_back(event);
         } else if (ph == "C") {
