@@ -30,11 +30,7 @@ std::unique_ptr<Model> built(const std::string& name, Backend backend, CudaConte
     return model;
 }
 
-std::vector<float> download(const FlatBuffer& buffer, std::size_t count) {
-    std::vector<float> out(count);
-    buffer.download(out.data(), count * sizeof(float));
-    return out;
-}
+using test::download;
 
 TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
     EMBER_REQUIRE_GPU();

@@ -50,11 +50,7 @@ std::unique_ptr<Model> built(const std::string& name, bool channels_last, uint64
     return model;
 }
 
-std::vector<float> download(const FlatBuffer& buffer, std::size_t count) {
-    std::vector<float> out(count);
-    buffer.download(out.data(), count * sizeof(float));
-    return out;
-}
+using test::download;
 
 std::vector<float> host_values(const Tensor& t) {
     std::vector<float> out(static_cast<std::size_t>(t.numel()));

@@ -1,6 +1,6 @@
 // nn_batches.h: the seeded synthetic batch the nn tests train on — Fashion-MNIST's
 // shape (1x28x28 images, 10 classes), pixels uniform in [0, 1), random labels — on the
-// host, and with device copies for the gpu tests.
+// host, and with device copies for the gpu tests; and a flat buffer's values on the host.
 #pragma once
 
 #include "engine/core/tensor.h"
@@ -52,6 +52,13 @@ inline DeviceBatch make_device_batch(int64_t batch, uint64_t seed) {
     b.x = make_tensor(b.device_images.data(), DType::f32, {batch, 1, 28, 28}, Device::cuda);
     b.y = make_tensor(b.device_labels.data(), DType::i32, {batch}, Device::cuda);
     return b;
+}
+
+// The first `count` floats of a flat buffer (host or device), on the host.
+inline std::vector<float> download(const FlatBuffer& buffer, std::size_t count) {
+    std::vector<float> out(count);
+    buffer.download(out.data(), count * sizeof(float));
+    return out;
 }
 
 }  // namespace ember::nn::test
