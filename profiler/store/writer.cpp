@@ -958,8 +958,19 @@ void TraceWriter::Impl::close() {
     }
     try {
         if (error.empty() && options.build_indexes_on_close) build_indexes_and_track_stats();
-        // A finished trace is one self-contained file (no -wal/-shm beside it).
-        if (error.empty()) exec_sql(db, path, "PRAGMA journal_mode = DELETE");
+        // A finished trace is one self-contained file (no -wal/-shm beside it) — unless
+        // a reader still has it open (`ember view --attach`, in this process or
+        // another): SQLite cannot leave WAL mode then. The file stays in WAL mode with
+        // everything checkpointed that the reader allows; it opens either way.
+        if (error.empty()) {
+            try {
+                exec_sql(db, path, "PRAGMA journal_mode = DELETE");
+            } catch (const TraceError&) {
+                const int code = sqlite3_errcode(db);
+                if (code != SQLITE_BUSY && code != SQLITE_LOCKED) throw;
+                sqlite3_exec(db, "PRAGMA wal_checkpoint(PASSIVE)", nullptr, nullptr, nullptr);
+            }
+        }
     } catch (const TraceError& index_error) {
         error = index_error.what();
     }

@@ -403,6 +403,26 @@ TEST(TraceStoreWriter, FlushMakesEventsVisibleToAConcurrentReader) {
     EXPECT_TRUE(reader.complete());
 }
 
+// A reader still open at close (a live viewer): close() succeeds, the file stays in WAL
+// mode, and a later reader sees it complete with every event.
+TEST(TraceStoreWriter, CloseWhileAReaderIsOpenKeepsEverything) {
+    ScratchDir dir;
+    std::string path = dir.file("watched.db");
+    TraceWriter writer(path, RunInfo{}, testing::quiet_options());
+    CounterId loss = writer.register_counter({0, "loss", "", kNoDevice});
+    for (int i = 0; i < 500; ++i) writer.record_counter({loss, i, 1.0});
+    writer.flush();
+    {
+        TraceReader watching(path);
+        EXPECT_EQ(watching.event_count("counter_samples"), 500);
+        for (int i = 500; i < 700; ++i) writer.record_counter({loss, i, 1.0});
+        EXPECT_NO_THROW(writer.close());
+    }
+    TraceReader after(path);
+    EXPECT_TRUE(after.complete());
+    EXPECT_EQ(after.event_count("counter_samples"), 700);
+}
+
 TEST(TraceStoreWriter, UnwritablePathIsATraceErrorNamingIt) {
     try {
         TraceWriter writer("/nonexistent-dir/sub/trace.db", RunInfo{}, testing::quiet_options());
