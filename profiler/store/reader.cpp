@@ -451,6 +451,11 @@ TraceReader::Impl::Window TraceReader::Impl::window_for(const EventTableInfo& ta
         window.where += std::string(table.track_column) + " = ? AND ";
         window.parameters.push_back(*q.track);
     }
+    if (q.rowid_bounded()) {
+        window.where += "rowid > ? AND rowid <= ? AND ";
+        window.parameters.push_back(q.after_rowid);
+        window.parameters.push_back(q.upto_rowid);
+    }
     if (instant) {
         window.where += start + " >= ? AND " + start + " < ?";
         window.parameters.push_back(q.begin_ns);
@@ -730,7 +735,9 @@ struct VisitAccess {
     static std::int64_t run(TraceReader::Impl& impl, const char* table_name, const char* columns,
                             const EventQuery& query, const Visitor<Event>& visit, Decode decode) {
         const EventTableInfo& table = impl.table_info(table_name);
-        if (!query.track && impl.has_indexes) {
+        // Per-track merging needs the track list, which is the file's at open: rows
+        // selected by rowid (a growing file's new rows) may be on newer tracks.
+        if (!query.track && impl.has_indexes && !query.rowid_bounded()) {
             std::vector<std::uint32_t> tracks;
             for (const TrackSummary& summary : impl.tracks)
                 if (summary.event_table == table.name) tracks.push_back(summary.track.id);

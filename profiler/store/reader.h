@@ -40,11 +40,17 @@ struct ReaderOptions {
 
 // Which events a for_each_*() visits: those on `track` (all tracks when empty)
 // that overlap [begin_ns, end_ns) — an interval event overlaps when
-// start < end_ns and end > begin_ns; an instant when begin_ns <= time < end_ns.
+// start < end_ns and end > begin_ns; an instant when begin_ns <= time < end_ns —
+// and, for a file still being written, that were stored after_rowid < rowid <=
+// upto_rowid (the writer only appends, so a table's rowids only grow: the rows above
+// the highest rowid seen at an earlier read are exactly the new ones).
 struct EventQuery {
     std::optional<std::uint32_t> track;  // StreamId, ThreadId or CounterId by table
     trace::TimeNs begin_ns = std::numeric_limits<trace::TimeNs>::min();
     trace::TimeNs end_ns = std::numeric_limits<trace::TimeNs>::max();
+    std::int64_t after_rowid = 0;
+    std::int64_t upto_rowid = std::numeric_limits<std::int64_t>::max();
+    bool rowid_bounded() const { return after_rowid > 0 || upto_rowid < std::numeric_limits<std::int64_t>::max(); }
 };
 
 // One lane's summary: which table, which track, how many events, when.

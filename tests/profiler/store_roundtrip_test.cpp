@@ -403,6 +403,36 @@ TEST(TraceStoreWriter, FlushMakesEventsVisibleToAConcurrentReader) {
     EXPECT_TRUE(reader.complete());
 }
 
+// Rows stored after a rowid mark: exactly the later ones, on any track, also on a
+// track that appeared after the reader opened.
+TEST(TraceStoreReader, RowidBoundsSelectRowsStoredLater) {
+    ScratchDir dir;
+    std::string path = dir.file("growing.db");
+    TraceWriter writer(path, RunInfo{}, testing::quiet_options());
+    CounterId loss = writer.register_counter({0, "loss", "", kNoDevice});
+    for (int i = 0; i < 100; ++i) writer.record_counter({loss, i, 1.0});
+    writer.flush();
+    TraceReader reader(path);
+    CounterId late = writer.register_counter({0, "lr", "", kNoDevice});
+    for (int i = 100; i < 130; ++i) writer.record_counter({i % 2 ? late : loss, i, 2.0});
+    writer.flush();
+    EventQuery newer;
+    newer.after_rowid = 100;
+    std::vector<TimeNs> times;
+    reader.for_each_counter_sample(newer, [&](const CounterSample& sample) {
+        times.push_back(sample.time_ns);
+        EXPECT_EQ(sample.value, 2.0);
+        return true;
+    });
+    ASSERT_EQ(times.size(), 30u);
+    EXPECT_EQ(times.front(), 100);
+    EventQuery window = newer;
+    window.upto_rowid = 110;
+    window.track = late;
+    EXPECT_EQ(reader.for_each_counter_sample(window, [](const CounterSample&) { return true; }), 5);
+    writer.close();
+}
+
 // A reader still open at close (a live viewer): close() succeeds, the file stays in WAL
 // mode, and a later reader sees it complete with every event.
 TEST(TraceStoreWriter, CloseWhileAReaderIsOpenKeepsEverything) {

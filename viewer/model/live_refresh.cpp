@@ -2,17 +2,16 @@
 // the load or the last refresh (TraceModel::read_new_events / apply_new_events).
 //
 // The writer only appends, so each event table's rowids grow: the rows above the
-// rowid mark of the last load are exactly the new ones. The reader's for_each_*()
-// select by track and time, not by insertion, so these few queries are written here
-// against the reader's own connection (TraceReader::database()), each refresh in one
-// read transaction so that every table is read at the same snapshot.
+// rowid mark of the last load are exactly the new ones, which the reader's
+// for_each_*() select with EventQuery::after_rowid/upto_rowid. Each refresh runs in
+// one read transaction on the reader's connection (TraceReader::database()), so every
+// table is read at the same snapshot.
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
 #include "viewer/model/live_refresh.h"
 #include "viewer/model/trace_model.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -61,48 +60,9 @@ private:
     sqlite3* database_;
 };
 
-// Columns read per event table; the first is always the track.
-const char* columns_of(std::string_view table) {
-    if (table == "kernels") return "stream_id, start_ns, end_ns, correlation_id, name_id";
-    if (table == "memcpys")
-        return "stream_id, start_ns, end_ns, correlation_id, direction, bytes, source_kind, destination_kind";
-    if (table == "memsets") return "stream_id, start_ns, end_ns, correlation_id, bytes, memory_kind";
-    if (table == "synchronizations") return "stream_id, start_ns, end_ns, correlation_id, kind, cuda_event_id";
-    if (table == "api_calls") return "thread_id, start_ns, end_ns, correlation_id, name_id, result";
-    if (table == "ranges") return "thread_id, range_id, start_ns, end_ns, name_id, category, depth, payload";
-    if (table == "marks") return "thread_id, time_ns, name_id, category, payload";
-    if (table == "counter_samples") return "counter_id, time_ns, value";
-    if (table == "stack_samples") return "thread_id, time_ns, stack_id";
-    if (table == "collector_overhead") return "thread_id, start_ns, end_ns, name_id";
-    return nullptr;
-}
-
 LaneKind lane_kind_of(const store::EventTableInfo& table) {
     const std::string_view column = table.track_column;
     return column == "stream_id" ? LaneKind::stream : column == "counter_id" ? LaneKind::counter : LaneKind::thread;
-}
-
-trace::Payload payload_of(const store::Statement& row, int column) {
-    switch (row.column_type(column)) {
-        case SQLITE_INTEGER: return trace::Payload::of_integer(row.column_int64(column));
-        case SQLITE_FLOAT: return trace::Payload::of_real(row.column_double(column));
-        default: return trace::Payload{};
-    }
-}
-
-// Rows of `table` with after < rowid <= upto (of one track when given), in rowid order.
-void for_each_new_row(const store::TraceReader& reader, const store::EventTableInfo& table, std::int64_t after,
-                      std::int64_t upto, std::optional<std::uint32_t> track,
-                      const std::function<void(const store::Statement&)>& visit) {
-    std::string sql = std::string("SELECT ") + columns_of(table.name) + " FROM " + table.name +
-                      " WHERE rowid > ?1 AND rowid <= ?2";
-    if (track) sql += std::string(" AND ") + table.track_column + " = ?3";
-    sql += " ORDER BY rowid";
-    store::Statement statement(reader.database(), reader.path(), sql);
-    statement.bind(1, after);
-    statement.bind(2, upto);
-    if (track) statement.bind(3, *track);
-    while (statement.next_row()) visit(statement);
 }
 
 std::string text_or_empty(const store::Statement& row, int column) {
@@ -285,88 +245,69 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
 
     const TimeNs shift = file.shift_ns;
     std::set<trace::StackId> new_stacks;
+    // The rows of one table stored after `after` (of one track when given), into the
+    // lanes' deltas, decoded by the reader.
     auto read_rows = [&](const store::EventTableInfo& table, std::int64_t after, std::int64_t upto,
                          std::optional<std::uint32_t> track) {
+        store::EventQuery query;
+        query.track = track;
+        query.after_rowid = after;
+        query.upto_rowid = upto;
         const std::string_view name = table.name;
-        const LaneKind kind = lane_kind_of(table);
-        for_each_new_row(reader, table, after, upto, track, [&](const store::Statement& row) {
-            const auto track_id = static_cast<std::uint32_t>(row.column_int64(0));
-            if (name == "stack_samples") {
-                const auto stack = static_cast<trace::StackId>(row.column_int64(2));
-                changes.stack_samples.push_back({row.column_int64(1) + shift, track_id, stack});
-                if (!file.stack_frames.contains(stack)) new_stacks.insert(stack);
-                return;
-            }
-            LaneDelta& lane = lane_delta(kind, track_id);
-            if (name == "kernels") {
-                trace::KernelEvent kernel;
-                kernel.start_ns = row.column_int64(1);
-                kernel.end_ns = row.column_int64(2);
-                kernel.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
-                kernel.name_id = static_cast<trace::StringId>(row.column_int64(4));
-                lane.gpu_work.push_back(timeline_event(kernel, shift, nullptr));
-            } else if (name == "memcpys") {
-                trace::MemcpyEvent copy;
-                copy.start_ns = row.column_int64(1);
-                copy.end_ns = row.column_int64(2);
-                copy.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
-                copy.direction = static_cast<trace::MemcpyDirection>(row.column_int64(4));
-                copy.bytes = static_cast<std::uint64_t>(row.column_int64(5));
-                copy.source_kind = static_cast<trace::MemoryKind>(row.column_int64(6));
-                copy.destination_kind = static_cast<trace::MemoryKind>(row.column_int64(7));
-                lane.gpu_work.push_back(timeline_event(copy, shift));
-            } else if (name == "memsets") {
-                trace::MemsetEvent memset;
-                memset.start_ns = row.column_int64(1);
-                memset.end_ns = row.column_int64(2);
-                memset.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
-                memset.bytes = static_cast<std::uint64_t>(row.column_int64(4));
-                memset.memory_kind = static_cast<trace::MemoryKind>(row.column_int64(5));
-                lane.gpu_work.push_back(timeline_event(memset, shift));
-            } else if (name == "synchronizations") {
-                trace::SyncEvent sync;
-                sync.start_ns = row.column_int64(1);
-                sync.end_ns = row.column_int64(2);
-                sync.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
-                sync.kind = static_cast<trace::SyncKind>(row.column_int64(4));
-                sync.cuda_event_id = static_cast<std::uint64_t>(row.column_int64(5));
-                lane.syncs.push_back(timeline_event(sync, shift));
-            } else if (name == "api_calls") {
-                trace::ApiEvent call;
-                call.start_ns = row.column_int64(1);
-                call.end_ns = row.column_int64(2);
-                call.correlation_id = static_cast<trace::CorrelationId>(row.column_int64(3));
-                call.name_id = static_cast<trace::StringId>(row.column_int64(4));
-                call.result = static_cast<std::int32_t>(row.column_int64(5));
-                lane.api_calls.push_back(timeline_event(call, shift, nullptr));
-            } else if (name == "ranges") {
-                trace::RangeEvent range;
-                range.range_id = static_cast<trace::RangeId>(row.column_int64(1));
-                range.start_ns = row.column_int64(2);
-                range.end_ns = row.column_int64(3);
-                range.name_id = static_cast<trace::StringId>(row.column_int64(4));
-                range.category = static_cast<std::uint32_t>(row.column_int64(5));
-                range.depth = static_cast<std::int32_t>(row.column_int64(6));
-                range.payload = payload_of(row, 7);
+        if (name == "kernels") {
+            reader.for_each_kernel(query, [&](const trace::KernelEvent& kernel) {
+                lane_delta(LaneKind::stream, kernel.stream_id).gpu_work.push_back(timeline_event(kernel, shift, nullptr));
+                return true;
+            });
+        } else if (name == "memcpys") {
+            reader.for_each_memcpy(query, [&](const trace::MemcpyEvent& copy) {
+                lane_delta(LaneKind::stream, copy.stream_id).gpu_work.push_back(timeline_event(copy, shift));
+                return true;
+            });
+        } else if (name == "memsets") {
+            reader.for_each_memset(query, [&](const trace::MemsetEvent& memset) {
+                lane_delta(LaneKind::stream, memset.stream_id).gpu_work.push_back(timeline_event(memset, shift));
+                return true;
+            });
+        } else if (name == "synchronizations") {
+            reader.for_each_sync(query, [&](const trace::SyncEvent& sync) {
+                lane_delta(LaneKind::stream, sync.stream_id).syncs.push_back(timeline_event(sync, shift));
+                return true;
+            });
+        } else if (name == "api_calls") {
+            reader.for_each_api_call(query, [&](const trace::ApiEvent& call) {
+                lane_delta(LaneKind::thread, call.thread_id).api_calls.push_back(timeline_event(call, shift, nullptr));
+                return true;
+            });
+        } else if (name == "ranges") {
+            reader.for_each_range(query, [&](const trace::RangeEvent& range) {
+                LaneDelta& lane = lane_delta(LaneKind::thread, range.thread_id);
                 lane.ranges.push_back(timeline_event(range, shift, nullptr));
                 lane.range_depths.push_back(std::min(range.depth, 255));
-            } else if (name == "marks") {
-                trace::MarkEvent mark;
-                mark.time_ns = row.column_int64(1);
-                mark.name_id = static_cast<trace::StringId>(row.column_int64(2));
-                mark.category = static_cast<std::uint32_t>(row.column_int64(3));
-                mark.payload = payload_of(row, 4);
-                lane.marks.push_back(timeline_event(mark, shift, nullptr));
-            } else if (name == "counter_samples") {
-                lane.points.push_back({row.column_int64(1) + shift, row.column_double(2)});
-            } else if (name == "collector_overhead") {
-                trace::OverheadEvent work;
-                work.start_ns = row.column_int64(1);
-                work.end_ns = row.column_int64(2);
-                work.name_id = static_cast<trace::StringId>(row.column_int64(3));
-                lane.overhead.push_back(timeline_event(work, shift, nullptr));
-            }
-        });
+                return true;
+            });
+        } else if (name == "marks") {
+            reader.for_each_mark(query, [&](const trace::MarkEvent& mark) {
+                lane_delta(LaneKind::thread, mark.thread_id).marks.push_back(timeline_event(mark, shift, nullptr));
+                return true;
+            });
+        } else if (name == "counter_samples") {
+            reader.for_each_counter_sample(query, [&](const trace::CounterSample& sample) {
+                lane_delta(LaneKind::counter, sample.counter_id).points.push_back({sample.time_ns + shift, sample.value});
+                return true;
+            });
+        } else if (name == "stack_samples") {
+            reader.for_each_stack_sample(query, [&](const trace::StackSample& sample) {
+                changes.stack_samples.push_back({sample.time_ns + shift, sample.thread_id, sample.stack_id});
+                if (!file.stack_frames.contains(sample.stack_id)) new_stacks.insert(sample.stack_id);
+                return true;
+            });
+        } else if (name == "collector_overhead") {
+            reader.for_each_overhead(query, [&](const trace::OverheadEvent& work) {
+                lane_delta(LaneKind::thread, work.thread_id).overhead.push_back(timeline_event(work, shift, nullptr));
+                return true;
+            });
+        }
     };
 
     const std::size_t table_count = std::size(store::kEventTables);
