@@ -6,6 +6,7 @@
 #include "engine/cuda/context.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
+#include "tests/engine/nn/cuda_vs_cpu.h"
 #include "tests/engine/nn/nn_batches.h"
 #include "tests/support/gpu.h"
 
@@ -39,27 +40,7 @@ TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
     for (const std::string& name : model_names()) {
         auto cpu = built(name, Backend::cpu, nullptr, false);
         auto cuda = built(name, Backend::cuda, &ctx, true);
-        Tensor cpu_logits = cpu->forward(batch.host_x, true);
-        LossOutput cpu_loss = cpu->loss(cpu_logits, batch.host_y, 1.0f / 8);
-        cpu->backward(cpu_loss.dlogits, ops::GradWrite::store);
-        Tensor cuda_logits = cuda->forward(batch.x, true);
-        LossOutput cuda_loss = cuda->loss(cuda_logits, batch.y, 1.0f / 8);
-        cuda->backward(cuda_loss.dlogits, ops::GradWrite::store);
-        ctx.synchronize();
-        std::vector<float> device_logits(80);
-        EMBER_CUDA_CHECK(cudaMemcpy(device_logits.data(), cuda_logits.data, 320, cudaMemcpyDeviceToHost));
-        for (int i = 0; i < 80; ++i)
-            ASSERT_NEAR(device_logits[i], cpu_logits.as<float>()[i], 1e-3f) << name << " logit " << i;
-        const std::size_t n = cpu->parameters().flat_length();
-        std::vector<float> a = download(cpu->parameters().gradients(), n);
-        std::vector<float> b = download(cuda->parameters().gradients(), n);
-        for (std::size_t i = 0; i < n; ++i)
-            ASSERT_NEAR(b[i], a[i], 1e-3f * std::max(1.0f, std::abs(a[i]))) << name << " gradient " << i;
-        const std::size_t s = cpu->parameters().state_length();
-        std::vector<float> ra = download(cpu->parameters().state_buffer(), s);
-        std::vector<float> rb = download(cuda->parameters().state_buffer(), s);
-        for (std::size_t i = 0; i < s; ++i)
-            ASSERT_NEAR(rb[i], ra[i], 1e-3f * std::max(1.0f, std::abs(ra[i]))) << name << " running stat " << i;
+        ASSERT_NO_FATAL_FAILURE(test::expect_cuda_matches_cpu(*cpu, *cuda, ctx, batch, name));
     }
 }
 

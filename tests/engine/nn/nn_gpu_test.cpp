@@ -1,11 +1,12 @@
 // nn_gpu_test.cpp: the cuda backend against the cpu reference for every model
-// (forward logits and the flat gradient), CUDA Graph replay against eager steps, and
+// (forward logits, the flat gradient, running statistics), CUDA Graph replay against eager steps, and
 // fp16 training with the device overflow check. Needs a GPU (label `gpu`).
 #include "engine/core/cuda_check.h"
 #include "engine/core/stream.h"
 #include "engine/cuda/context.h"
 #include "engine/nn/models.h"
 #include "engine/nn/trainer.h"
+#include "tests/engine/nn/cuda_vs_cpu.h"
 #include "tests/engine/nn/nn_batches.h"
 #include "tests/support/gpu.h"
 
@@ -37,21 +38,7 @@ TEST(NnGpu, CudaMatchesCpuForEveryModel) {
     for (const std::string& name : model_names()) {
         auto cpu = built(name, Backend::cpu, nullptr);
         auto cuda = built(name, Backend::cuda, &ctx);
-        Tensor cpu_logits = cpu->forward(batch.host_x, true);
-        LossOutput cpu_loss = cpu->loss(cpu_logits, batch.host_y, 1.0f / 8);
-        cpu->backward(cpu_loss.dlogits, ops::GradWrite::store);
-        Tensor cuda_logits = cuda->forward(batch.x, true);
-        LossOutput cuda_loss = cuda->loss(cuda_logits, batch.y, 1.0f / 8);
-        cuda->backward(cuda_loss.dlogits, ops::GradWrite::store);
-        ctx.synchronize();
-        std::vector<float> device_logits(80);
-        EMBER_CUDA_CHECK(cudaMemcpy(device_logits.data(), cuda_logits.data, 320, cudaMemcpyDeviceToHost));
-        for (int i = 0; i < 80; ++i)
-            ASSERT_NEAR(device_logits[i], cpu_logits.as<float>()[i], 1e-3f) << name << " logit " << i;
-        const std::size_t n = cpu->parameters().flat_length();
-        std::vector<float> a = download(cpu->parameters().gradients(), n), b = download(cuda->parameters().gradients(), n);
-        for (std::size_t i = 0; i < n; ++i)
-            ASSERT_NEAR(b[i], a[i], 1e-3f * std::max(1.0f, std::abs(a[i]))) << name << " gradient " << i;
+        ASSERT_NO_FATAL_FAILURE(test::expect_cuda_matches_cpu(*cpu, *cuda, ctx, batch, name));
     }
 }
 
