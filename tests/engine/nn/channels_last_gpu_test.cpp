@@ -31,8 +31,6 @@ std::unique_ptr<Model> built(const std::string& name, Backend backend, CudaConte
     return model;
 }
 
-using test::download;
-
 TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
     EMBER_REQUIRE_GPU();
     CudaContext ctx;  // TF32 off by default: fp32 math, comparable with the cpu
