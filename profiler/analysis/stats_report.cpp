@@ -239,9 +239,13 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         tables.push_back(gpu_by_range_table(gpu_time_by_range_rows(gpu_time_by_range(reader)), options.top));
     }
     if (wanted(options, "steps")) tables.push_back(steps_table(activity, run));
+    // Per-rank numbers (another pass over the ranges) only where they can show: asked
+    // for by name, or a file of several ranks (the default table, the straggler advice).
     RankSummary ranks;
     const bool ranks_named = std::find(options.reports.begin(), options.reports.end(), "ranks") != options.reports.end();
-    if (wanted(options, "ranks") || wanted(options, "advice")) ranks = rank_summary(reader);
+    const bool several_ranks = reader.processes().size() >= 2;
+    if (ranks_named || (several_ranks && (wanted(options, "ranks") || wanted(options, "advice"))))
+        ranks = rank_summary(reader);
     if (ranks_named || (options.reports.empty() && ranks.ranks.size() >= 2)) tables.push_back(ranks_table(ranks));
     if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
     if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
