@@ -226,7 +226,7 @@ void save_checkpoint(const std::string& path, nn::Model& model, const optim::Opt
                      nn::Trainer& trainer, const TrainingPosition& position) {
     nvtx::ScopedRange range("checkpoint/save", nvtx::Category::checkpoint);
     nn::ParameterStore& store = model.parameters();
-    const bool device = model.backend() == nn::Backend::cuda;
+    const bool device = model.backend() == Device::cuda;
     if (store.master_dtype() != DType::f32) throw CheckpointError("checkpoints hold f32 parameters only");
     if (device) EMBER_CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -344,7 +344,7 @@ TrainingPosition load_checkpoint(const std::string& path, nn::Model& model, opti
     } catch (const std::exception& e) {
         throw CheckpointError(path + ": optimizer '" + optimizer.name() + "' refused the saved state: " + e.what());
     }
-    const bool device = model.backend() == nn::Backend::cuda;
+    const bool device = model.backend() == Device::cuda;
     copy_in(store.master().data(), device, payload, parameters_bytes);
     copy_in(store.state_buffer().data(), device, payload + parameters_bytes, statistics_bytes);
     if (device) EMBER_CUDA_CHECK(cudaDeviceSynchronize());  // before any stream uses them

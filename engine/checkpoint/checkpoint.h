@@ -19,7 +19,7 @@
 
 #include "engine/amp/loss_scaler.h"
 #include "engine/nn/model.h"
-#include "engine/nn/trainer.h"
+#include "engine/nn/training_step.h"
 #include "engine/optim/optimizer.h"
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #if defined(__CUDACC__)
 #define EMBER_HD __host__ __device__
@@ -25,6 +26,7 @@ enum class DType : uint8_t { f32 = 0, f16 = 1, bf16 = 2, i32 = 3, u8 = 4, f64 = 
 // Tensors of rank < 4 are row-major and ignore the layout.
 enum class Layout : uint8_t { nchw = 0, nhwc = 1 };
 
+// Where a tensor lives and where an op runs: the backend of a model, a buffer or an op.
 enum class Device : uint8_t { cpu = 0, cuda = 1 };
 
 EMBER_HD inline std::size_t dtype_size(DType t) {
@@ -42,6 +44,7 @@ EMBER_HD inline std::size_t dtype_size(DType t) {
 const char* dtype_name(DType t);    // "f32", "f16", ...
 const char* layout_name(Layout l);  // "nchw", "nhwc"
 const char* device_name(Device d);  // "cpu", "cuda"
+Device parse_device(const std::string& name);  // "cpu" | "cuda"; throws std::invalid_argument otherwise
 
 EMBER_HD inline uint32_t float_bits(float f) {
     uint32_t u;

@@ -21,6 +21,12 @@ const char* dtype_name(DType t) {
 const char* layout_name(Layout l) { return l == Layout::nhwc ? "nhwc" : "nchw"; }
 const char* device_name(Device d) { return d == Device::cuda ? "cuda" : "cpu"; }
 
+Device parse_device(const std::string& name) {
+    if (name == "cpu") return Device::cpu;
+    if (name == "cuda") return Device::cuda;
+    throw std::invalid_argument("unknown backend '" + name + "' (expected cpu or cuda)");
+}
+
 std::string Tensor::describe() const {
     std::string s = std::string(dtype_name(dtype)) + "[";
     for (int i = 0; i < rank; ++i) {

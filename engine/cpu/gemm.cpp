@@ -144,4 +144,23 @@ void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
     for (int64_t col = 0; col < cols; ++col) cpu::write(dbias, col, sums[col], write);
 }
 
+namespace {
+Tensor matrix_at(const Tensor& stack, int64_t i, int64_t rows, int64_t cols) {
+    char* base = static_cast<char*>(stack.data) + i * rows * cols * static_cast<int64_t>(dtype_size(stack.dtype));
+    return make_tensor(base, stack.dtype, {rows, cols}, stack.device);
+}
+}  // namespace
+
+void batched_gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& s) {
+    check_batched_gemm(a, b, c, s);
+    const int64_t a_rows = s.transpose_a ? s.k : s.m, a_cols = s.transpose_a ? s.m : s.k;
+    const int64_t b_rows = s.transpose_b ? s.n : s.k, b_cols = s.transpose_b ? s.k : s.n;
+    GemmArgs args;
+    args.transpose_a = s.transpose_a;
+    args.transpose_b = s.transpose_b;
+    args.alpha = s.alpha;
+    for (int64_t i = 0; i < s.count; ++i)
+        gemm_cpu(matrix_at(a, i, a_rows, a_cols), matrix_at(b, i, b_rows, b_cols), matrix_at(c, i, s.m, s.n), args);
+}
+
 }  // namespace ember::ops

@@ -168,4 +168,27 @@ void linear_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weigh
     if (dbias.defined()) bias_backward_cuda(ctx, dy, dbias, param_write);
 }
 
+void batched_gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
+                       const BatchedGemmShape& s) {
+    check_batched_gemm(a, b, c, s);
+    require(a.dtype == b.dtype, "batched_gemm_cuda", "A and B dtypes differ");
+    require(c.dtype == a.dtype || c.dtype == DType::f32, "batched_gemm_cuda", "C must be f32 or A's dtype");
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS's first
+    // operand is our B. A row-major [r, c] matrix is a column-major [c, r] one (ld = c).
+    const cublasOperation_t op_first = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_second = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ld_first = static_cast<int>(s.transpose_b ? s.k : s.n);
+    const int ld_second = static_cast<int>(s.transpose_a ? s.m : s.k);
+    const float beta = 0.0f;
+    const cublasComputeType_t compute =
+        (ctx.allow_tf32 && a.dtype == DType::f32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    // A fixed workspace keeps cuBLAS from allocating inside a CUDA Graph capture.
+    if (ctx.workspace) EMBER_CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, ctx.workspace, ctx.workspace_bytes));
+    EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ctx.cublas, op_first, op_second, static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k),
+        &s.alpha, b.data, cuda_type(b.dtype), ld_first, static_cast<long long>(s.k * s.n), a.data, cuda_type(a.dtype),
+        ld_second, static_cast<long long>(s.m * s.k), &beta, c.data, cuda_type(c.dtype), static_cast<int>(s.n),
+        static_cast<long long>(s.m * s.n), static_cast<int>(s.count), compute, CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace ember::ops

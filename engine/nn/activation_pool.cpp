@@ -24,7 +24,7 @@ TensorShape make_shape(std::initializer_list<int64_t> dims) {
     return s;
 }
 
-ActivationPool::ActivationPool(Backend backend, std::size_t chunk_bytes, std::string name)
+ActivationPool::ActivationPool(Device backend, std::size_t chunk_bytes, std::string name)
     : backend_(backend), chunk_bytes_(chunk_bytes), name_(std::move(name)) {}
 
 Tensor ActivationPool::allocate(DType dtype, const TensorShape& shape) {
@@ -40,13 +40,13 @@ Tensor ActivationPool::allocate(DType dtype, const TensorShape& shape) {
         std::size_t capacity = std::max(chunk_bytes_, (bytes + 255) / 256 * 256);
         Chunk chunk;
         chunk.memory = FlatBuffer(backend_, capacity, name_ + " chunk " + std::to_string(chunks_.size()));
-        chunk.arena = std::make_unique<ActivationArena>(chunk.memory.data(), capacity, backend_device(backend_));
+        chunk.arena = std::make_unique<ActivationArena>(chunk.memory.data(), capacity, backend_);
         chunks_.push_back(std::move(chunk));
         ++chunk_allocations_;
     }
     void* data = chunks_[current_].arena->allocate(bytes);
     peak_ = std::max(peak_, used_bytes());
-    return make_tensor(data, dtype, shape.rank, shape.dims, backend_device(backend_));
+    return make_tensor(data, dtype, shape.rank, shape.dims, backend_);
 }
 
 void ActivationPool::reset() {

@@ -30,7 +30,7 @@ TensorShape make_shape(std::initializer_list<int64_t> dims);
 
 class ActivationPool {
 public:
-    ActivationPool(Backend backend, std::size_t chunk_bytes, std::string name);
+    ActivationPool(Device backend, std::size_t chunk_bytes, std::string name);
 
     Tensor allocate(DType dtype, const TensorShape& shape);
     Tensor allocate(DType dtype, std::initializer_list<int64_t> dims) {
@@ -51,7 +51,7 @@ private:
         FlatBuffer memory;
         std::unique_ptr<ActivationArena> arena;
     };
-    Backend backend_;
+    Device backend_;
     std::size_t chunk_bytes_;
     std::string name_;
     std::vector<Chunk> chunks_;

@@ -1,7 +1,7 @@
 // basic_layers.cpp: Linear, ReLU, GELU, Dropout, Flatten (see basic_layers.h).
 #include "engine/nn/basic_layers.h"
 
-#include "engine/nn/dispatch.h"
+#include "engine/ops/dispatch.h"
 
 #include <cmath>
 
@@ -41,15 +41,15 @@ Tensor Linear::forward(RunContext& ctx, const Tensor& x) {
     Tensor w = ctx.parameters->compute_parameter(weight_);
     Tensor b = has_bias_ ? ctx.parameters->compute_parameter(bias_) : Tensor{};
     if (!gelu_) {
-        run::linear_forward(ctx, x, w, b, y);
+        ops::linear_forward(ctx, x, w, b, y);
     } else {
         Tensor pre = ctx.allocate(out_shape);
         if (ctx.switches.fused_gelu) {
-            run::linear_forward(ctx, x, w, b, y, true, pre);
+            ops::linear_forward(ctx, x, w, b, y, true, pre);
         } else {
-            run::linear_forward(ctx, x, w, b, pre);
+            ops::linear_forward(ctx, x, w, b, pre);
             Tensor scratch = ctx.allocate(DType::f32, out_shape);  // the op's chain runs in f32
-            run::gelu_forward_unfused(ctx, pre, y, scratch);
+            ops::gelu_forward_unfused(ctx, pre, y, scratch);
         }
         pre_activation_ = ctx.training ? pre : Tensor{};
     }
@@ -62,13 +62,13 @@ Tensor Linear::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad)
     Tensor d_linear = dy;
     if (gelu_) {
         d_linear = ctx.allocate(shape_of(dy));
-        run::gelu_backward(ctx, pre_activation_, dy, d_linear, ops::GradWrite::store);
+        ops::gelu_backward(ctx, pre_activation_, dy, d_linear, ops::GradWrite::store);
     }
     Tensor dx = need_input_grad ? ctx.allocate(shape_of(x_)) : Tensor{};
     Tensor w = ctx.parameters->compute_parameter(weight_);
     Tensor dw = ctx.parameters->gradient(weight_);
     Tensor db = has_bias_ ? ctx.parameters->gradient(bias_) : Tensor{};
-    run::linear_backward(ctx, x_, w, d_linear, dx, dw, db, ops::GradWrite::store, ctx.parameter_write);
+    ops::linear_backward(ctx, x_, w, d_linear, dx, dw, db, ops::GradWrite::store, ctx.parameter_write);
     return dx;
 }
 
@@ -76,7 +76,7 @@ Tensor Linear::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad)
 
 Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
     Tensor y = ctx.allocate(x.dtype, shape_of(x), x.layout);
-    run::relu_forward(ctx, x, y);
+    ops::relu_forward(ctx, x, y);
     y_ = ctx.training ? y : Tensor{};
     return y;
 }
@@ -84,7 +84,7 @@ Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
 Tensor ReLU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
     Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
-    run::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store);
+    ops::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store);
     return dx;
 }
 
@@ -93,10 +93,10 @@ Tensor ReLU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
 Tensor GELU::forward(RunContext& ctx, const Tensor& x) {
     Tensor y = ctx.allocate(x.dtype, shape_of(x), x.layout);
     if (ctx.switches.fused_gelu) {
-        run::gelu_forward(ctx, x, y);
+        ops::gelu_forward(ctx, x, y);
     } else {
         Tensor scratch = ctx.allocate(DType::f32, shape_of(x));  // the op's chain runs in f32
-        run::gelu_forward_unfused(ctx, x, y, scratch);
+        ops::gelu_forward_unfused(ctx, x, y, scratch);
     }
     x_ = ctx.training ? x : Tensor{};
     return y;
@@ -105,7 +105,7 @@ Tensor GELU::forward(RunContext& ctx, const Tensor& x) {
 Tensor GELU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     if (!need_input_grad) return {};
     Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
-    run::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store);
+    ops::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store);
     return dx;
 }
 
@@ -129,7 +129,7 @@ Tensor Dropout::forward(RunContext& ctx, const Tensor& x) {
     // seed, the step picks the offset, so a recomputed forward draws the same mask.
     params.seed = ctx.dropout_seed ^ (0x9e3779b97f4a7c15ull * (stream_id_ + 1));
     params.offset = ctx.dropout_offset * static_cast<uint64_t>(x.numel());
-    run::dropout_forward(ctx, x, y, mask_, params);
+    ops::dropout_forward(ctx, x, y, mask_, params);
     return y;
 }
 
@@ -137,7 +137,7 @@ Tensor Dropout::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad
     if (!need_input_grad) return {};
     if (!mask_.defined()) return dy;  // p == 0: identity
     Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
-    run::dropout_backward(ctx, dy, mask_, dx, p_, ops::GradWrite::store);
+    ops::dropout_backward(ctx, dy, mask_, dx, p_, ops::GradWrite::store);
     return dx;
 }
 
@@ -158,7 +158,7 @@ Tensor Flatten::forward(RunContext& ctx, const Tensor& x) {
     TensorShape out = output_shape(input_shape_);
     if (x.rank == 4 && x.layout == Layout::nhwc) {
         Tensor nchw = ctx.allocate(x.dtype, input_shape_, Layout::nchw);
-        run::convert_layout(ctx, x, nchw);
+        ops::convert_layout(ctx, x, nchw);
         return as_matrix(nchw, out.dims[0], out.dims[1]);
     }
     return as_matrix(x, out.dims[0], out.dims[1]);
@@ -169,7 +169,7 @@ Tensor Flatten::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad
     Tensor view = make_tensor(dy.data, dy.dtype, input_shape_.rank, input_shape_.dims, dy.device);
     if (input_shape_.rank != 4 || input_layout_ != Layout::nhwc) return view;
     Tensor dx = ctx.allocate(dy.dtype, input_shape_, Layout::nhwc);
-    run::convert_layout(ctx, view, dx);
+    ops::convert_layout(ctx, view, dx);
     return dx;
 }
 

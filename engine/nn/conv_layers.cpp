@@ -1,7 +1,7 @@
 // conv_layers.cpp: Conv2d, BatchNorm, MaxPool2d, GlobalAvgPool, BasicBlock.
 #include "engine/nn/conv_layers.h"
 
-#include "engine/nn/dispatch.h"
+#include "engine/ops/dispatch.h"
 
 #include <cmath>
 
@@ -39,7 +39,7 @@ Tensor Conv2d::filter_in_layout(RunContext& ctx, Layout layout) {
     Tensor weight = ctx.parameters->compute_parameter(weight_);
     if (layout == Layout::nchw) return weight;
     Tensor reordered = ctx.allocate(weight.dtype, shape_of(weight), layout);
-    run::convert_layout(ctx, weight, reordered);
+    ops::convert_layout(ctx, weight, reordered);
     return reordered;
 }
 
@@ -47,7 +47,7 @@ Tensor Conv2d::forward(RunContext& ctx, const Tensor& x) {
     Tensor y = ctx.allocate(x.dtype, output_shape(shape_of(x)), x.layout);
     Tensor b = has_bias_ ? ctx.parameters->compute_parameter(bias_) : Tensor{};
     Tensor filter = filter_in_layout(ctx, x.layout);
-    run::conv_forward(ctx, x, filter, b, y, params_);
+    ops::conv2d_forward(ctx, x, filter, b, y, params_);
     x_ = ctx.training ? x : Tensor{};
     filter_ = ctx.training ? filter : Tensor{};
     return y;
@@ -61,27 +61,27 @@ Tensor Conv2d::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad)
         // cuDNN writes the KRSC filter gradient in the activation dtype; the reorder to
         // the canonical KCRS also widens it to the gradient buffer's dtype.
         Tensor krsc = ctx.allocate(x_.dtype, shape_of(dw), Layout::nhwc);
-        run::conv_backward_filter(ctx, x_, dy, krsc, params_, ops::GradWrite::store);
+        ops::conv2d_backward_filter(ctx, x_, dy, krsc, params_, ops::GradWrite::store);
         if (ctx.parameter_write == ops::GradWrite::store) {
-            run::convert_layout(ctx, krsc, dw);
+            ops::convert_layout(ctx, krsc, dw);
         } else {
             Tensor kcrs = ctx.allocate(dw.dtype, shape_of(dw));
-            run::convert_layout(ctx, krsc, kcrs);
-            run::accumulate_grad(ctx, kcrs, dw, ops::GradWrite::accumulate);
+            ops::convert_layout(ctx, krsc, kcrs);
+            ops::accumulate_grad(ctx, kcrs, dw, ops::GradWrite::accumulate);
         }
     } else if (dw.dtype == x_.dtype) {
-        run::conv_backward_filter(ctx, x_, dy, dw, params_, ctx.parameter_write);
+        ops::conv2d_backward_filter(ctx, x_, dy, dw, params_, ctx.parameter_write);
     } else {
         // AMP: cuDNN computes the filter gradient in the activation dtype; it is then
         // widened into the fp32 gradient buffer (same on cpu, so both round alike).
         Tensor low = ctx.allocate(x_.dtype, shape_of(dw));
-        run::conv_backward_filter(ctx, x_, dy, low, params_, ops::GradWrite::store);
-        run::accumulate_grad(ctx, low, dw, ctx.parameter_write);
+        ops::conv2d_backward_filter(ctx, x_, dy, low, params_, ops::GradWrite::store);
+        ops::accumulate_grad(ctx, low, dw, ctx.parameter_write);
     }
-    if (has_bias_) run::conv_backward_bias(ctx, dy, ctx.parameters->gradient(bias_), ctx.parameter_write);
+    if (has_bias_) ops::conv2d_backward_bias(ctx, dy, ctx.parameters->gradient(bias_), ctx.parameter_write);
     if (!need_input_grad) return {};
     Tensor dx = ctx.allocate(dy.dtype, shape_of(x_), x_.layout);
-    run::conv_backward_data(ctx, filter_, dy, dx, params_, ops::GradWrite::store);
+    ops::conv2d_backward_data(ctx, filter_, dy, dx, params_, ops::GradWrite::store);
     return dx;
 }
 
@@ -113,7 +113,7 @@ Tensor BatchNorm::forward(RunContext& ctx, const Tensor& x) {
     Tensor gamma = store.parameter(gamma_), beta = store.parameter(beta_);
     Tensor running_mean = store.state(running_mean_), running_var = store.state(running_var_);
     if (!ctx.training) {
-        run::batchnorm_eval(ctx, x, gamma, beta, running_mean, running_var, y, params_);
+        ops::batchnorm_forward_eval(ctx, x, gamma, beta, running_mean, running_var, y, params_);
         x_ = Tensor{};
         return y;
     }
@@ -122,8 +122,8 @@ Tensor BatchNorm::forward(RunContext& ctx, const Tensor& x) {
         // updates throw-away copies so they move exactly once per step.
         Tensor mean_copy = ctx.allocate(running_mean.dtype, shape_of(running_mean));
         Tensor var_copy = ctx.allocate(running_var.dtype, shape_of(running_var));
-        run::accumulate_grad(ctx, running_mean, mean_copy, ops::GradWrite::store);
-        run::accumulate_grad(ctx, running_var, var_copy, ops::GradWrite::store);
+        ops::accumulate_grad(ctx, running_mean, mean_copy, ops::GradWrite::store);
+        ops::accumulate_grad(ctx, running_var, var_copy, ops::GradWrite::store);
         running_mean = mean_copy;
         running_var = var_copy;
     }
@@ -133,7 +133,7 @@ Tensor BatchNorm::forward(RunContext& ctx, const Tensor& x) {
         ctx.batchnorm_sync->forward_train(x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_,
                                           params_);
     else
-        run::batchnorm_train(ctx, x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_, params_);
+        ops::batchnorm_forward_train(ctx, x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_, params_);
     x_ = x;
     return y;
 }
@@ -148,7 +148,7 @@ Tensor BatchNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
                                      store.gradient(gamma_), store.gradient(beta_), ops::GradWrite::store,
                                      ctx.parameter_write);
     else
-        run::batchnorm_backward(ctx, x_, dy, store.parameter(gamma_), save_mean_, save_invstd_, dx,
+        ops::batchnorm_backward(ctx, x_, dy, store.parameter(gamma_), save_mean_, save_invstd_, dx,
                                 store.gradient(gamma_), store.gradient(beta_), ops::GradWrite::store,
                                 ctx.parameter_write);
     return need_input_grad ? dx : Tensor{};
@@ -175,7 +175,7 @@ Tensor MaxPool2d::forward(RunContext& ctx, const Tensor& x) {
     TensorShape out = output_shape(input_shape_);
     Tensor y = ctx.allocate(x.dtype, out, x.layout);
     Tensor argmax = ctx.allocate(DType::i32, out, x.layout);  // indexed like y
-    run::maxpool_forward(ctx, x, y, argmax, params_);
+    ops::maxpool2d_forward(ctx, x, y, argmax, params_);
     argmax_ = ctx.training ? argmax : Tensor{};
     return y;
 }
@@ -184,7 +184,7 @@ Tensor MaxPool2d::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
     if (!need_input_grad) return {};
     if (dy.layout != input_layout_) layer_error(*this, "gradient layout differs from the input's");
     Tensor dx = ctx.allocate(dy.dtype, input_shape_, input_layout_);
-    run::maxpool_backward(ctx, dy, argmax_, dx, params_, ops::GradWrite::store);
+    ops::maxpool2d_backward(ctx, dy, argmax_, dx, params_, ops::GradWrite::store);
     return dx;
 }
 
@@ -210,7 +210,7 @@ Tensor GlobalAvgPool::forward(RunContext& ctx, const Tensor& x) {
     TensorShape out = output_shape(input_shape_);
     // [N, C, 1, 1] sits in memory as [N, C] in either layout, so the view below holds.
     Tensor y = ctx.allocate(x.dtype, make_shape({out.dims[0], out.dims[1], 1, 1}), x.layout);
-    run::avgpool_forward(ctx, x, y, whole_plane(input_shape_));
+    ops::avgpool2d_forward(ctx, x, y, whole_plane(input_shape_));
     return make_tensor(y.data, y.dtype, {out.dims[0], out.dims[1]}, y.device);
 }
 
@@ -218,7 +218,7 @@ Tensor GlobalAvgPool::backward(RunContext& ctx, const Tensor& dy, bool need_inpu
     if (!need_input_grad) return {};
     Tensor dy4 = make_tensor(dy.data, dy.dtype, {dy.shape[0], dy.shape[1], 1, 1}, dy.device, input_layout_);
     Tensor dx = ctx.allocate(dy.dtype, input_shape_, input_layout_);
-    run::avgpool_backward(ctx, dy4, dx, whole_plane(input_shape_), ops::GradWrite::store);
+    ops::avgpool2d_backward(ctx, dy4, dx, whole_plane(input_shape_), ops::GradWrite::store);
     return dx;
 }
 
@@ -259,16 +259,16 @@ Tensor BasicBlock::forward(RunContext& ctx, const Tensor& x) {
     Tensor shortcut = x;
     if (shortcut_conv_) shortcut = shortcut_bn_->forward(ctx, shortcut_conv_->forward(ctx, x));
     Tensor sum = ctx.allocate(main.dtype, shape_of(main), main.layout);
-    run::add(ctx, main, shortcut, sum);
+    ops::add(ctx, main, shortcut, sum);
     Tensor out = ctx.allocate(main.dtype, shape_of(main), main.layout);
-    run::relu_forward(ctx, sum, out);
+    ops::relu_forward(ctx, sum, out);
     out_ = ctx.training ? out : Tensor{};
     return out;
 }
 
 Tensor BasicBlock::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     Tensor d_sum = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
-    run::relu_backward(ctx, out_, dy, d_sum, ops::GradWrite::store);
+    ops::relu_backward(ctx, out_, dy, d_sum, ops::GradWrite::store);
     Tensor d_h = bn2_.backward(ctx, d_sum, true);
     d_h = conv2_.backward(ctx, d_h, true);
     d_h = relu1_.backward(ctx, d_h, true);
@@ -277,9 +277,9 @@ Tensor BasicBlock::backward(RunContext& ctx, const Tensor& dy, bool need_input_g
     if (shortcut_conv_) {
         Tensor d_short = shortcut_bn_->backward(ctx, d_sum, true);
         d_short = shortcut_conv_->backward(ctx, d_short, need_input_grad);
-        if (need_input_grad) run::accumulate_grad(ctx, d_short, dx, ops::GradWrite::accumulate);
+        if (need_input_grad) ops::accumulate_grad(ctx, d_short, dx, ops::GradWrite::accumulate);
     } else if (need_input_grad) {
-        run::accumulate_grad(ctx, d_sum, dx, ops::GradWrite::accumulate);
+        ops::accumulate_grad(ctx, d_sum, dx, ops::GradWrite::accumulate);
     }
     return dx;
 }

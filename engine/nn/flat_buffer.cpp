@@ -11,18 +11,10 @@
 
 namespace ember::nn {
 
-const char* backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "cpu"; }
-
-Backend parse_backend(const std::string& name) {
-    if (name == "cpu") return Backend::cpu;
-    if (name == "cuda") return Backend::cuda;
-    throw std::invalid_argument("unknown backend '" + name + "' (expected cpu or cuda)");
-}
-
-FlatBuffer::FlatBuffer(Backend backend, std::size_t bytes, std::string name)
+FlatBuffer::FlatBuffer(Device backend, std::size_t bytes, std::string name)
     : backend_(backend), bytes_(bytes), name_(std::move(name)) {
     if (bytes == 0) return;
-    if (backend == Backend::cuda) {
+    if (backend == Device::cuda) {
         data_ = device_allocator().allocate(bytes);
     } else {
         std::size_t rounded = (bytes + 255) / 256 * 256;
@@ -37,7 +29,7 @@ FlatBuffer::~FlatBuffer() { release(); }
 
 void FlatBuffer::release() {
     if (!data_) return;
-    if (backend_ == Backend::cuda) device_allocator().free(data_);
+    if (backend_ == Device::cuda) device_allocator().free(data_);
     else std::free(data_);
     data_ = nullptr;
 }
@@ -63,7 +55,7 @@ FlatBuffer& FlatBuffer::operator=(FlatBuffer&& other) noexcept {
 
 void FlatBuffer::zero(void* stream) {
     if (!data_) return;
-    if (backend_ == Backend::cuda)
+    if (backend_ == Device::cuda)
         EMBER_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, static_cast<cudaStream_t>(stream)));
     else std::memset(data_, 0, bytes_);
 }
@@ -75,7 +67,7 @@ void FlatBuffer::upload(const void* host, std::size_t bytes) {
     if (bytes == 0) return;
     // cudaMemcpy runs on the legacy stream, which does not order against non-blocking
     // streams: wait for all device work first (uploads and downloads are rare).
-    if (backend_ == Backend::cuda) {
+    if (backend_ == Device::cuda) {
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
         EMBER_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
     }
@@ -87,7 +79,7 @@ void FlatBuffer::download(void* host, std::size_t bytes) const {
         throw std::out_of_range("download of " + std::to_string(bytes) + " bytes from " + name_ + " of " +
                                 std::to_string(bytes_));
     if (bytes == 0) return;
-    if (backend_ == Backend::cuda) {
+    if (backend_ == Device::cuda) {
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
         EMBER_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
     }

@@ -12,17 +12,10 @@
 
 namespace ember::nn {
 
-enum class Backend : uint8_t { cpu = 0, cuda = 1 };
-const char* backend_name(Backend backend);
-Backend parse_backend(const std::string& name);  // "cpu" | "cuda"; throws otherwise
-inline Device backend_device(Backend backend) {
-    return backend == Backend::cuda ? Device::cuda : Device::cpu;
-}
-
 class FlatBuffer {
 public:
     FlatBuffer() = default;
-    FlatBuffer(Backend backend, std::size_t bytes, std::string name);
+    FlatBuffer(Device backend, std::size_t bytes, std::string name);
     ~FlatBuffer();
     FlatBuffer(FlatBuffer&& other) noexcept;
     FlatBuffer& operator=(FlatBuffer&& other) noexcept;
@@ -31,7 +24,7 @@ public:
 
     void* data() const { return data_; }
     std::size_t bytes() const { return bytes_; }
-    Backend backend() const { return backend_; }
+    Device backend() const { return backend_; }
     const std::string& name() const { return name_; }
 
     void zero(void* stream = nullptr);                   // async on `stream` for cuda
@@ -40,7 +33,7 @@ public:
 
 private:
     void release();
-    Backend backend_ = Backend::cpu;
+    Device backend_ = Device::cpu;
     void* data_ = nullptr;
     std::size_t bytes_ = 0;
     std::string name_;

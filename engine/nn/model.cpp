@@ -2,7 +2,7 @@
 #include "engine/nn/model.h"
 
 #include "engine/core/nvtx.h"
-#include "engine/nn/dispatch.h"
+#include "engine/ops/dispatch.h"
 
 #include <optional>
 #include <sstream>
@@ -21,7 +21,7 @@ Model::~Model() = default;
 
 void Model::build(const BuildOptions& options) {
     if (built_) throw std::logic_error("model " + name_ + " is already built");
-    if (options.backend == Backend::cuda && !options.cuda)
+    if (options.backend == Device::cuda && !options.cuda)
         throw std::invalid_argument("model " + name_ + ": the cuda backend needs a CudaContext");
     options_ = options;
     DType low = options.activation_dtype == DType::f16 || options.activation_dtype == DType::bf16
@@ -53,7 +53,7 @@ namespace {
 Tensor copy_into(RunContext& ctx, ActivationPool& pool, const Tensor& t) {
     Tensor copy = pool.allocate(t.dtype, shape_of(t));
     copy.layout = t.layout;
-    run::accumulate_grad(ctx, t, copy, ops::GradWrite::store);
+    ops::accumulate_grad(ctx, t, copy, ops::GradWrite::store);
     return copy;
 }
 }  // namespace
@@ -76,11 +76,11 @@ Tensor Model::forward(const Tensor& input, bool training) {
         // One reorder at the entry (it casts as it copies); the data pipeline stays
         // layout-agnostic and hands nchw batches to either kind of model.
         Tensor reordered = context_.allocate(context_.activation_dtype, shape_of(x), layout);
-        run::convert_layout(context_, x, reordered);
+        ops::convert_layout(context_, x, reordered);
         x = reordered;
     } else if (x.dtype != context_.activation_dtype) {
         Tensor cast = context_.allocate(context_.activation_dtype, shape_of(x), x.layout);
-        run::cast(context_, x, cast);
+        ops::cast(context_, x, cast);
         x = cast;
     }
     layer_inputs_.assign(layers_.size(), Tensor{});
@@ -109,7 +109,7 @@ LossOutput Model::loss(const Tensor& logits, const Tensor& labels, float grad_sc
     DType loss_dtype = logits.dtype == DType::f64 ? DType::f64 : DType::f32;
     out.losses = pool_->allocate(loss_dtype, make_shape({batch}));
     if (want_gradient) out.dlogits = pool_->allocate(logits.dtype, shape_of(logits));
-    run::softmax_cross_entropy(context_, logits, labels, out.losses, out.dlogits, grad_scale);
+    ops::softmax_cross_entropy(context_, logits, labels, out.losses, out.dlogits, grad_scale);
     return out;
 }
 

@@ -3,7 +3,7 @@
 // loss (fused softmax cross-entropy over the logits).
 //
 //   Model model = ...;                       // from make_model() (models.h)
-//   model.build({Backend::cpu});             // lay out + initialize the flat buffers
+//   model.build({Device::cpu});             // lay out + initialize the flat buffers
 //   Tensor logits = model.forward(images, /*training=*/true);
 //   LossOutput loss = model.loss(logits, labels, grad_scale);
 //   model.backward(loss.dlogits);            // gradients land in parameters().gradients()
@@ -25,8 +25,8 @@
 namespace ember::nn {
 
 struct BuildOptions {
-    Backend backend = Backend::cpu;
-    CudaContext* cuda = nullptr;          // required for Backend::cuda (owned by the caller)
+    Device backend = Device::cpu;
+    CudaContext* cuda = nullptr;          // required for Device::cuda (owned by the caller)
     DType master_dtype = DType::f32;      // f64: gradient checks on cpu
     DType activation_dtype = DType::f32;  // f16/bf16 under AMP (amp::AutocastPolicy), f64 in checks
     uint64_t seed = 0;                    // parameter init and dropout
@@ -69,7 +69,7 @@ public:
     const ParameterStore& parameters() const { return parameters_; }
     LayerList& layers() { return layers_; }
     RunContext& context() { return context_; }
-    Backend backend() const { return context_.backend; }
+    Device backend() const { return context_.backend; }
     const BuildOptions& build_options() const { return options_; }
     TensorShape sample_shape() const { return sample_shape_; }
 

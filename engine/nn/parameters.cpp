@@ -64,11 +64,11 @@ ParameterRef ParameterStore::add_state(const std::string& name, std::initializer
     return ParameterRef{static_cast<int>(states_.size()) - 1};
 }
 
-void ParameterStore::allocate(Backend backend, DType master_dtype, DType low_precision) {
+void ParameterStore::allocate(Device backend, DType master_dtype, DType low_precision) {
     if (allocated_) throw std::logic_error("ParameterStore::allocate called twice");
     if (master_dtype != DType::f32 && master_dtype != DType::f64)
         throw std::invalid_argument(std::string("master parameters must be f32 or f64, not ") + dtype_name(master_dtype));
-    if (master_dtype == DType::f64 && backend != Backend::cpu)
+    if (master_dtype == DType::f64 && backend != Device::cpu)
         throw std::invalid_argument("f64 parameters exist on the cpu backend only (gradient checks)");
     backend_ = backend;
     master_dtype_ = master_dtype;
@@ -123,7 +123,7 @@ void ParameterStore::initialize(uint64_t seed) {
 
 Tensor ParameterStore::view(void* base, DType dtype, const ParameterEntry& e) const {
     char* p = static_cast<char*>(base) + e.offset * dtype_size(dtype);
-    return make_tensor(p, dtype, e.rank, e.shape, backend_device(backend_));
+    return make_tensor(p, dtype, e.rank, e.shape, backend_);
 }
 
 Tensor ParameterStore::parameter(ParameterRef ref) const {
@@ -146,10 +146,10 @@ Tensor ParameterStore::state(ParameterRef ref) const {
 void ParameterStore::refresh_low_precision(void* stream) {
     if (!low_precision_copy_.data() || flat_length_ == 0) return;
     Tensor source = make_tensor(master_.data(), master_dtype_, {static_cast<int64_t>(flat_length_)},
-                                backend_device(backend_));
+                                backend_);
     Tensor target = make_tensor(low_precision_copy_.data(), low_precision_, {static_cast<int64_t>(flat_length_)},
-                                backend_device(backend_));
-    if (backend_ == Backend::cpu) {
+                                backend_);
+    if (backend_ == Device::cpu) {
         ops::cast_cpu(source, target);
     } else {
         // cast_cuda needs a context; a plain conversion through the host is enough here

@@ -52,7 +52,7 @@ public:
                            ParameterInit init);
 
     // Lays out and allocates the buffers. low_precision: f16/bf16 for AMP, f32 = none.
-    void allocate(Backend backend, DType master_dtype, DType low_precision);
+    void allocate(Device backend, DType master_dtype, DType low_precision);
     bool allocated() const { return allocated_; }
 
     // Host-side seeded initialization in registration order, then upload.
@@ -78,7 +78,7 @@ public:
     // their parameters out identically (a checkpoint field).
     uint64_t layout_hash() const;
 
-    Backend backend() const { return backend_; }
+    Device backend() const { return backend_; }
     DType master_dtype() const { return master_dtype_; }
     DType low_precision_dtype() const { return low_precision_; }
     FlatBuffer& master() { return master_; }
@@ -93,7 +93,7 @@ private:
     std::vector<ParameterEntry> parameters_;
     std::vector<ParameterEntry> states_;
     bool allocated_ = false;
-    Backend backend_ = Backend::cpu;
+    Device backend_ = Device::cpu;
     DType master_dtype_ = DType::f32;
     DType low_precision_ = DType::f32;
     std::size_t parameter_count_ = 0, flat_length_ = 0, state_length_ = 0;

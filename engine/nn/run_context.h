@@ -8,7 +8,7 @@
 #include "engine/nn/activation_pool.h"
 #include "engine/nn/batchnorm_sync.h"
 #include "engine/nn/parameters.h"
-#include "engine/ops/common.h"
+#include "engine/ops/dispatch.h"
 
 namespace ember::nn {
 
@@ -18,9 +18,8 @@ struct LayerSwitches {
     bool per_layer_nvtx = false;  // an NVTX range per layer, named after it
 };
 
-struct RunContext {
-    Backend backend = Backend::cpu;
-    CudaContext* cuda = nullptr;       // set for Backend::cuda
+// An ops::OpContext (backend and CUDA context), so layers call ops::<name>(ctx, ...).
+struct RunContext : ops::OpContext {
     ActivationPool* pool = nullptr;    // temporaries of the current layer
     ParameterStore* parameters = nullptr;
     DType activation_dtype = DType::f32;  // between layers (f16/bf16 under AMP, f64 in grad checks)
@@ -34,7 +33,6 @@ struct RunContext {
     // compute training statistics over every rank's batch.
     BatchNormSynchronizer* batchnorm_sync = nullptr;
 
-    bool on_cuda() const { return backend == Backend::cuda; }
     Tensor allocate(DType dtype, const TensorShape& shape) const { return pool->allocate(dtype, shape); }
     Tensor allocate(const TensorShape& shape) const { return pool->allocate(activation_dtype, shape); }
     // A 4-D temporary in the given memory order (channels-last models: a layer's

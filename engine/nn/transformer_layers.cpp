@@ -2,9 +2,7 @@
 // TokenMeanPool (see transformer_layers.h).
 #include "engine/nn/transformer_layers.h"
 
-#include "engine/nn/attention_ops.h"
-#include "engine/nn/batched_gemm.h"
-#include "engine/nn/dispatch.h"
+#include "engine/ops/dispatch.h"
 
 #include <cmath>
 #include <vector>
@@ -18,7 +16,7 @@ DType score_dtype(DType activation) { return activation == DType::f64 ? DType::f
 Tensor in_dtype(RunContext& ctx, const Tensor& t, DType dtype) {
     if (t.dtype == dtype) return t;
     Tensor out = ctx.allocate(dtype, shape_of(t));
-    run::cast(ctx, t, out);
+    ops::cast(ctx, t, out);
     return out;
 }
 }  // namespace
@@ -53,7 +51,7 @@ Tensor PatchEmbedding::position_ids(RunContext& ctx, int64_t batch) {
         ids_ = FlatBuffer(ctx.backend, ids.size() * sizeof(int32_t), name_ + " position ids");
         ids_.upload(ids.data(), ids.size() * sizeof(int32_t));
         ids_batch_ = batch;
-        ids_view_ = make_tensor(ids_.data(), DType::i32, {batch * tokens_}, backend_device(ctx.backend));
+        ids_view_ = make_tensor(ids_.data(), DType::i32, {batch * tokens_}, ctx.backend);
     }
     return ids_view_;
 }
@@ -68,25 +66,25 @@ Tensor PatchEmbedding::forward(RunContext& ctx, const Tensor& x) {
     Tensor channels_last = conv;
     if (conv.layout != Layout::nhwc) {
         channels_last = ctx.allocate(conv.dtype, shape_of(conv), Layout::nhwc);
-        run::convert_layout(ctx, conv, channels_last);
+        ops::convert_layout(ctx, conv, channels_last);
     }
     Tensor token_rows = make_tensor(channels_last.data, conv.dtype, {out_shape.dims[0], dim_}, conv.device);
     Tensor positions = ctx.allocate(conv.dtype, out_shape);
-    run::embedding_forward(ctx, position_ids(ctx, batch), ctx.parameters->compute_parameter(position_), positions);
+    ops::embedding_forward(ctx, position_ids(ctx, batch), ctx.parameters->compute_parameter(position_), positions);
     Tensor y = ctx.allocate(conv.dtype, out_shape);
-    run::add(ctx, token_rows, positions, y);
+    ops::add(ctx, token_rows, positions, y);
     return y;
 }
 
 Tensor PatchEmbedding::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     const int64_t batch = dy.shape[0] / tokens_;
-    run::embedding_backward(ctx, position_ids(ctx, batch), dy, ctx.parameters->gradient(position_),
+    ops::embedding_backward(ctx, position_ids(ctx, batch), dy, ctx.parameters->gradient(position_),
                             ctx.parameter_write);
     Tensor d_channels_last = make_tensor(dy.data, dy.dtype, {batch, dim_, grid_, grid_}, dy.device, Layout::nhwc);
     Tensor d_conv = d_channels_last;
     if (conv_layout_ != Layout::nhwc) {
         d_conv = ctx.allocate(dy.dtype, make_shape({batch, dim_, grid_, grid_}), conv_layout_);
-        run::convert_layout(ctx, d_channels_last, d_conv);
+        ops::convert_layout(ctx, d_channels_last, d_conv);
     }
     return conv_.backward(ctx, d_conv, need_input_grad);
 }
@@ -121,11 +119,11 @@ Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
     Tensor rstd = ctx.allocate(stats, make_shape({rows}));
     Tensor gamma = ctx.parameters->parameter(gamma_), beta = ctx.parameters->parameter(beta_);
     if (ctx.switches.fused_layernorm) {
-        run::layernorm_forward(ctx, x, gamma, beta, y, mean, rstd, eps_);
+        ops::layernorm_forward(ctx, x, gamma, beta, y, mean, rstd, eps_);
     } else {
         Tensor scratch = ctx.allocate(layernorm_scratch_dtype(x),
                                       make_shape({ops::layernorm_forward_unfused_scratch(rows, dim_)}));
-        run::layernorm_forward_unfused(ctx, x, gamma, beta, y, mean, rstd, scratch, eps_);
+        ops::layernorm_forward_unfused(ctx, x, gamma, beta, y, mean, rstd, scratch, eps_);
     }
     if (ctx.training) {
         x_ = x;
@@ -143,12 +141,12 @@ Tensor LayerNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
     Tensor gamma = ctx.parameters->parameter(gamma_);
     Tensor dgamma = ctx.parameters->gradient(gamma_), dbeta = ctx.parameters->gradient(beta_);
     if (ctx.switches.fused_layernorm) {
-        run::layernorm_backward(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, ops::GradWrite::store,
+        ops::layernorm_backward(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, ops::GradWrite::store,
                                 ctx.parameter_write);
     } else {
         Tensor scratch = ctx.allocate(layernorm_scratch_dtype(x_),
                                       make_shape({ops::layernorm_backward_unfused_scratch(x_.shape[0], dim_)}));
-        run::layernorm_backward_unfused(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, scratch,
+        ops::layernorm_backward_unfused(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, scratch,
                                         ops::GradWrite::store, ctx.parameter_write);
     }
     return need_input_grad ? dx : Tensor{};
@@ -181,21 +179,21 @@ Tensor SelfAttention::forward(RunContext& ctx, const Tensor& x) {
     Tensor qkv = qkv_.forward(ctx, x);
     TensorShape head_shape = make_shape({stack, T, dh});
     Tensor q = ctx.allocate(act, head_shape), k = ctx.allocate(act, head_shape), v = ctx.allocate(act, head_shape);
-    HeadLayout layout{batch, T, heads_, dh, 3, 0};
+    ops::HeadLayout layout{batch, T, heads_, dh, 3, 0};
     for (int part = 0; part < 3; ++part) {
         layout.part = part;
-        move_heads(ctx, qkv, part == 0 ? q : part == 1 ? k : v, layout, true);
+        ops::move_heads(ctx, qkv, part == 0 ? q : part == 1 ? k : v, layout, true);
     }
     Tensor scores = ctx.allocate(sd, make_shape({stack, T, T}));
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
-    batched_gemm(ctx, q, k, scores, {stack, T, T, dh, false, true, scale});  // Q K^T / sqrt(dh)
+    ops::batched_gemm(ctx, q, k, scores, {stack, T, T, dh, false, true, scale});  // Q K^T / sqrt(dh)
     Tensor probabilities = ctx.allocate(sd, make_shape({stack * T, T}));
-    softmax_rows(ctx, make_tensor(scores.data, sd, {stack * T, T}, scores.device), probabilities);
+    ops::softmax_rows(ctx, make_tensor(scores.data, sd, {stack * T, T}, scores.device), probabilities);
     Tensor probabilities_compute = in_dtype(ctx, probabilities, act);
     Tensor heads_out = ctx.allocate(act, head_shape);
-    batched_gemm(ctx, probabilities_compute, v, heads_out, {stack, T, dh, T});  // P V
+    ops::batched_gemm(ctx, probabilities_compute, v, heads_out, {stack, T, dh, T});  // P V
     Tensor merged = ctx.allocate(act, shape_of(x));
-    move_heads(ctx, merged, heads_out, HeadLayout{batch, T, heads_, dh, 1, 0}, false);
+    ops::move_heads(ctx, merged, heads_out, ops::HeadLayout{batch, T, heads_, dh, 1, 0}, false);
     if (ctx.training) {
         q_ = q;
         k_ = k;
@@ -213,23 +211,23 @@ Tensor SelfAttention::backward(RunContext& ctx, const Tensor& dy, bool need_inpu
     Tensor d_merged = proj_.backward(ctx, dy, true);
     TensorShape head_shape = make_shape({stack, T, dh});
     Tensor d_out = ctx.allocate(act, head_shape);
-    move_heads(ctx, d_merged, d_out, HeadLayout{batch, T, heads_, dh, 1, 0}, true);
+    ops::move_heads(ctx, d_merged, d_out, ops::HeadLayout{batch, T, heads_, dh, 1, 0}, true);
     Tensor d_probabilities = ctx.allocate(sd, make_shape({stack * T, T}));
     Tensor dv = ctx.allocate(act, head_shape);
-    batched_gemm(ctx, d_out, v_, d_probabilities, {stack, T, T, dh, false, true});     // dP = dO V^T
-    batched_gemm(ctx, probabilities_compute_, d_out, dv, {stack, T, dh, T, true, false});  // dV = P^T dO
+    ops::batched_gemm(ctx, d_out, v_, d_probabilities, {stack, T, T, dh, false, true});     // dP = dO V^T
+    ops::batched_gemm(ctx, probabilities_compute_, d_out, dv, {stack, T, dh, T, true, false});  // dV = P^T dO
     Tensor d_scores = ctx.allocate(sd, make_shape({stack * T, T}));
-    softmax_rows_backward(ctx, probabilities_, d_probabilities, d_scores,
+    ops::softmax_rows_backward(ctx, probabilities_, d_probabilities, d_scores,
                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh))));
     Tensor d_scores_compute = in_dtype(ctx, d_scores, act);
     Tensor dq = ctx.allocate(act, head_shape), dk = ctx.allocate(act, head_shape);
-    batched_gemm(ctx, d_scores_compute, k_, dq, {stack, T, dh, T});               // dQ = dS K
-    batched_gemm(ctx, d_scores_compute, q_, dk, {stack, T, dh, T, true, false});  // dK = dS^T Q
+    ops::batched_gemm(ctx, d_scores_compute, k_, dq, {stack, T, dh, T});               // dQ = dS K
+    ops::batched_gemm(ctx, d_scores_compute, q_, dk, {stack, T, dh, T, true, false});  // dK = dS^T Q
     Tensor d_qkv = ctx.allocate(act, make_shape({batch * T, 3 * dim_}));
-    HeadLayout layout{batch, T, heads_, dh, 3, 0};
+    ops::HeadLayout layout{batch, T, heads_, dh, 3, 0};
     for (int part = 0; part < 3; ++part) {
         layout.part = part;
-        move_heads(ctx, d_qkv, part == 0 ? dq : part == 1 ? dk : dv, layout, false);
+        ops::move_heads(ctx, d_qkv, part == 0 ? dq : part == 1 ? dk : dv, layout, false);
     }
     return qkv_.backward(ctx, d_qkv, need_input_grad);
 }
@@ -256,20 +254,20 @@ void TransformerBlock::register_parameters(ParameterStore& store) {
 Tensor TransformerBlock::forward(RunContext& ctx, const Tensor& x) {
     Tensor attended = attention_.forward(ctx, ln1_.forward(ctx, x));
     Tensor residual = ctx.allocate(x.dtype, shape_of(x));
-    run::add(ctx, x, attended, residual);
+    ops::add(ctx, x, attended, residual);
     Tensor mlp = fc2_.forward(ctx, fc1_.forward(ctx, ln2_.forward(ctx, residual)));
     Tensor out = ctx.allocate(x.dtype, shape_of(x));
-    run::add(ctx, residual, mlp, out);
+    ops::add(ctx, residual, mlp, out);
     return out;
 }
 
 Tensor TransformerBlock::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     // The gradient of each residual join flows unchanged into both of its inputs.
     Tensor d_residual = ln2_.backward(ctx, fc1_.backward(ctx, fc2_.backward(ctx, dy, true), true), true);
-    run::accumulate_grad(ctx, dy, d_residual, ops::GradWrite::accumulate);
+    ops::accumulate_grad(ctx, dy, d_residual, ops::GradWrite::accumulate);
     Tensor dx = ln1_.backward(ctx, attention_.backward(ctx, d_residual, true), true);
     if (!need_input_grad) return {};
-    run::accumulate_grad(ctx, d_residual, dx, ops::GradWrite::accumulate);
+    ops::accumulate_grad(ctx, d_residual, dx, ops::GradWrite::accumulate);
     return dx;
 }
 
@@ -296,7 +294,7 @@ Tensor TokenMeanPool::forward(RunContext& ctx, const Tensor& x) {
     const int64_t batch = out.dims[0], dim = out.dims[1];
     Tensor x4 = make_tensor(x.data, x.dtype, {batch, 1, tokens_, dim}, x.device);
     Tensor y = ctx.allocate(x.dtype, make_shape({batch, 1, 1, dim}));
-    run::avgpool_forward(ctx, x4, y, token_window(tokens_));
+    ops::avgpool2d_forward(ctx, x4, y, token_window(tokens_));
     return make_tensor(y.data, y.dtype, {batch, dim}, y.device);
 }
 
@@ -306,7 +304,7 @@ Tensor TokenMeanPool::backward(RunContext& ctx, const Tensor& dy, bool need_inpu
     Tensor dy4 = make_tensor(dy.data, dy.dtype, {batch, 1, 1, dim}, dy.device);
     Tensor dx = ctx.allocate(dy.dtype, input_shape_);
     Tensor dx4 = make_tensor(dx.data, dx.dtype, {batch, 1, tokens_, dim}, dx.device);
-    run::avgpool_backward(ctx, dy4, dx4, token_window(tokens_), ops::GradWrite::store);
+    ops::avgpool2d_backward(ctx, dy4, dx4, token_window(tokens_), ops::GradWrite::store);
     return dx;
 }
 

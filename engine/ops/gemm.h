@@ -1,5 +1,6 @@
-// gemm.h: matrix multiply with an optional bias / bias+GELU epilogue, and the
-// nn.Linear forward/backward built on it.
+// gemm.h: matrix multiply with an optional bias / bias+GELU epilogue, the
+// nn.Linear forward/backward built on it, and stacks of equally shaped products
+// (attention's per-(sample, head) matrices).
 //
 // Operands are row-major matrices (a tensor of rank r is read as [numel/last, last]).
 // A and B share a dtype (f32, f16, bf16; f64 on CPU); C is f32 or A's dtype.
@@ -56,5 +57,26 @@ void linear_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weigh
 // dbias[N] (f32) = sum over rows of dy[M,N] (any float dtype), fp32 accumulation.
 void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write);
 void bias_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dbias, GradWrite write);
+
+// C_i = alpha op(A_i) op(B_i) for a stack of equally shaped row-major matrices laid
+// out back to back. CPU: one gemm_cpu per matrix. CUDA: one cublasGemmStridedBatchedEx
+// for the whole stack (fp32 accumulation; TF32 only when ctx.allow_tf32) instead of
+// one launch per matrix - attention would otherwise launch batch x heads GEMMs four
+// times per pass. A and B share a dtype; C is f32 or A's dtype (f64 on cpu when A is).
+struct BatchedGemmShape {
+    int64_t count = 1;            // matrices in the stack
+    int64_t m = 0, n = 0, k = 0;  // C is [m, n]; op(A) [m, k]; op(B) [k, n]
+    bool transpose_a = false, transpose_b = false;
+    float alpha = 1.0f;
+};
+void batched_gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& shape);
+void batched_gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
+                       const BatchedGemmShape& shape);
+// Both twins check the stacks' sizes against the shape.
+inline void check_batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& s) {
+    require(a.numel() == s.count * s.m * s.k && b.numel() == s.count * s.k * s.n && c.numel() == s.count * s.m * s.n,
+            "batched_gemm", "stack sizes do not match the shape: " + a.describe() + ", " + b.describe() + ", " +
+                                c.describe());
+}
 
 }  // namespace ember::ops

@@ -1,6 +1,6 @@
 // stats_report.h: `ember stats` as a library — which reports to build, how to
 // sort and cut them, and how to print them (text, CSV, JSON). The command line
-// (profiler/cli/stats_command.cpp) only parses options and calls write_stats.
+// (cli/stats_command.cpp) only parses options and calls write_stats.
 #pragma once
 
 #include "profiler/analysis/duration_summary.h"

@@ -9,7 +9,7 @@
 // (the CTest test runs it that way with a short schedule).
 #include "engine/data/fashion_mnist.h"
 #include "engine/nn/models.h"
-#include "engine/nn/trainer.h"
+#include "engine/nn/training_step.h"
 #include "engine/optim/optimizer.h"
 
 #include <chrono>

@@ -4,7 +4,7 @@
 #include "engine/data/data_error.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/idx_reader.h"
-#include "tests/engine/data/data_test_support.h"
+#include "tests/engine/data/test_support.h"
 
 #include <gtest/gtest.h>
 

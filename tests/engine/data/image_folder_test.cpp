@@ -5,7 +5,7 @@
 #include "engine/data/image_folder.h"
 #include "engine/data/png_io.h"
 #include "engine/data/prepare.h"
-#include "tests/engine/data/data_test_support.h"
+#include "tests/engine/data/test_support.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include "engine/data/in_memory_dataset.h"
 #include "engine/data/loader.h"
 #include "engine/data/png_io.h"
-#include "tests/engine/data/data_test_support.h"
+#include "tests/engine/data/test_support.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 #include "engine/core/cuda_check.h"
 #include "engine/cuda/context.h"
 #include "engine/nn/models.h"
-#include "engine/nn/trainer.h"
+#include "engine/nn/training_step.h"
 #include "tests/engine/nn/cuda_vs_cpu.h"
-#include "tests/engine/nn/nn_batches.h"
+#include "tests/engine/nn/batches.h"
 #include "tests/support/gpu.h"
 
 #include <cuda_runtime_api.h>
@@ -18,7 +18,7 @@
 namespace ember::nn {
 namespace {
 
-std::unique_ptr<Model> built(const std::string& name, Backend backend, CudaContext* ctx, bool channels_last,
+std::unique_ptr<Model> built(const std::string& name, Device backend, CudaContext* ctx, bool channels_last,
                              DType activation = DType::f32) {
     auto model = make_model(name);
     BuildOptions build;
@@ -36,8 +36,8 @@ TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
     CudaContext ctx;  // TF32 off by default: fp32 math, comparable with the cpu
     test::DeviceBatch batch = test::make_device_batch(8, 1);
     for (const std::string& name : model_names()) {
-        auto cpu = built(name, Backend::cpu, nullptr, false);
-        auto cuda = built(name, Backend::cuda, &ctx, true);
+        auto cpu = built(name, Device::cpu, nullptr, false);
+        auto cuda = built(name, Device::cuda, &ctx, true);
         ASSERT_NO_FATAL_FAILURE(test::expect_cuda_matches_cpu(*cpu, *cuda, ctx, batch, name));
     }
 }
@@ -49,8 +49,8 @@ TEST(ChannelsLastGpu, StepsOnCudaMatchNchw) {
     for (DType dtype : {DType::f32, DType::bf16}) {
         for (const char* name : {"cnn", "resnet"}) {
             CudaContext ctx;
-            auto nchw = built(name, Backend::cuda, &ctx, false, dtype);
-            auto nhwc = built(name, Backend::cuda, &ctx, true, dtype);
+            auto nchw = built(name, Device::cuda, &ctx, false, dtype);
+            auto nhwc = built(name, Device::cuda, &ctx, true, dtype);
             auto make = [](Model& m) {
                 return optim::make_optimizer("sgd", {{"lr", 0.05}, {"momentum", 0.9}}, m.parameters().segments(),
                                              optim::OptimizerBackend::cuda_fused);

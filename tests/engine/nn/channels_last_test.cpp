@@ -7,9 +7,9 @@
 #include "engine/nn/basic_layers.h"
 #include "engine/nn/conv_layers.h"
 #include "engine/nn/models.h"
-#include "engine/nn/trainer.h"
+#include "engine/nn/training_step.h"
 
-#include "tests/engine/nn/nn_batches.h"
+#include "tests/engine/nn/batches.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

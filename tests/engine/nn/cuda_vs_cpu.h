@@ -6,7 +6,7 @@
 #include "engine/core/cuda_check.h"
 #include "engine/cuda/context.h"
 #include "engine/nn/model.h"
-#include "tests/engine/nn/nn_batches.h"
+#include "tests/engine/nn/batches.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>

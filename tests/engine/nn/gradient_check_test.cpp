@@ -4,7 +4,7 @@
 #include "engine/nn/conv_layers.h"
 #include "engine/nn/models.h"
 #include "engine/nn/transformer_layers.h"
-#include "tests/engine/nn/nn_test_util.h"
+#include "tests/engine/nn/test_util.h"
 
 namespace ember::nn::test {
 namespace {

@@ -3,9 +3,9 @@
 // checkpointing, evaluation, the loss scaler and AMP (f16/bf16 emulated on cpu).
 #include "engine/amp/loss_scaler.h"
 #include "engine/nn/models.h"
-#include "engine/nn/trainer.h"
+#include "engine/nn/training_step.h"
 #include "engine/optim/update_rules.h"
-#include "tests/engine/nn/nn_test_util.h"
+#include "tests/engine/nn/test_util.h"
 
 #include <cstring>
 
@@ -271,35 +271,6 @@ TEST(Training, EvaluationStoresNoActivationsAndChangesNothing) {
     EXPECT_LT(fresh->activation_bytes(), trained->activation_bytes());
     (void)training_bytes;
     EXPECT_THROW(fresh->backward(out.dlogits, ops::GradWrite::store), std::logic_error);
-}
-
-TEST(LossScaler, OverflowSkipsAndHalvesGrowthAfterInterval) {
-    amp::LossScalerOptions options;
-    options.growth_interval = 3;
-    amp::DynamicLossScaler scaler(options);
-    EXPECT_EQ(scaler.scale(), 65536.0);
-    EXPECT_FALSE(scaler.update(true));
-    EXPECT_EQ(scaler.scale(), 32768.0);
-    EXPECT_EQ(scaler.skipped_steps(), 1);
-    EXPECT_TRUE(scaler.update(false));
-    EXPECT_TRUE(scaler.update(false));
-    EXPECT_EQ(scaler.scale(), 32768.0);
-    EXPECT_EQ(scaler.growth_tracker(), 2);
-    EXPECT_TRUE(scaler.update(false));
-    EXPECT_EQ(scaler.scale(), 65536.0);
-    EXPECT_EQ(scaler.growth_tracker(), 0);
-    EXPECT_FALSE(scaler.update(true));  // an overflow also resets the clean-step count
-    EXPECT_EQ(scaler.growth_tracker(), 0);
-    EXPECT_EQ(scaler.skipped_steps(), 2);
-    amp::DynamicLossScaler defaults;
-    for (int i = 0; i < 1999; ++i) defaults.update(false);
-    EXPECT_EQ(defaults.scale(), 65536.0);
-    defaults.update(false);
-    EXPECT_EQ(defaults.scale(), 131072.0);
-    float values[3] = {1.0f, 2.0f, 3.0f};
-    EXPECT_TRUE(amp::all_finite_cpu(values, 3));
-    values[1] = std::nanf("");
-    EXPECT_FALSE(amp::all_finite_cpu(values, 3));
 }
 
 TEST(LossScaler, Fp16OverflowSkipsTheStep) {

@@ -1,0 +1,517 @@
+// store_bench.cpp: `ember bench store`, trace writer throughput against a
+// plain loop, on the same synthetic rows in the same run.
+//
+// Contenders (each runs in its own forked process, so peak RSS is its own):
+//   generator only       the synthetic generator feeding a sink that only counts:
+//                        the cost every contender pays before storing anything
+//   baseline (autocommit) one prepared single-row INSERT per event, each its own
+//                        transaction (SQLite autocommit), same schema and pragmas
+//                        (WAL, synchronous=NORMAL) — the plain one-row-per-statement loop
+//   baseline (250 ms)    the same loop, committing every 250 ms (batched
+//                        transactions but no multi-row INSERTs, no writer thread)
+//   TraceWriter          ember's writer: rings + writer thread + 32-row INSERTs;
+//                        "ingest" stops when every event is committed, "with close"
+//                        adds building the indexes and track_stats
+#include "bench/store_bench.h"
+#include "common/os.h"
+#include "profiler/store/reader.h"
+#include "profiler/store/schema.h"
+#include "profiler/store/writer.h"
+#include "profiler/synth/synthetic_trace.h"
+
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ember::bench {
+
+namespace {
+
+using namespace ember::trace;
+using Clock = os::SteadyClock;
+using os::seconds_since;
+
+// --- Sinks -------------------------------------------------------------------------
+
+// Counts events and hands out ids: the generator's own cost.
+class CountingSink : public synth::EventSink {
+public:
+    StringId intern(std::string_view) override { return ++next_id_; }
+    void register_process(const ProcessInfo&) override {}
+    ThreadId register_thread(const ThreadInfo&) override { return ++next_id_; }
+    void register_device(const DeviceInfo&) override {}
+    StreamId register_stream(const StreamInfo&) override { return ++next_id_; }
+    CounterId register_counter(const CounterInfo&) override { return ++next_id_; }
+    FrameId intern_frame(std::string_view, std::string_view, std::uint64_t) override { return ++next_id_; }
+    StackId intern_stack(std::span<const FrameId>) override { return ++next_id_; }
+    RangeId next_range_id() override { return ++next_id_; }
+    void record_kernel(const KernelEvent& e) override { sum_ += e.start_ns; }
+    void record_memcpy(const MemcpyEvent& e) override { sum_ += e.start_ns; }
+    void record_memset(const MemsetEvent& e) override { sum_ += e.start_ns; }
+    void record_sync(const SyncEvent& e) override { sum_ += e.start_ns; }
+    void record_api_call(const ApiEvent& e) override { sum_ += e.start_ns; }
+    void record_range(const RangeEvent& e) override { sum_ += e.start_ns; }
+    void record_mark(const MarkEvent& e) override { sum_ += e.time_ns; }
+    void record_counter(const CounterSample& e) override { sum_ += e.time_ns; }
+    void record_stack_sample(const StackSample& e) override { sum_ += e.time_ns; }
+    void record_overhead(const OverheadEvent& e) override { sum_ += e.start_ns; }
+    std::int64_t checksum() const { return sum_; }
+
+private:
+    std::uint32_t next_id_ = 0;
+    std::int64_t sum_ = 0;  // keeps the compiler from dropping the events
+};
+
+// The plain loop: one prepared single-row INSERT per event, executed as soon as
+// the event arrives. Same tables and columns as TraceWriter writes.
+class PlainLoopSink : public synth::EventSink {
+public:
+    PlainLoopSink(const std::string& path, std::chrono::milliseconds commit_every) : path_(path), commit_every_(commit_every) {
+        std::filesystem::remove(path);
+        if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) fail("open");
+        exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
+        exec(store::kCreateTablesSql);
+        exec("INSERT INTO strings VALUES (0, '')");
+        kernel_ = prepare("INSERT INTO kernels VALUES (?,?,?,?,?,?,?)");
+        launch_config_ = prepare("INSERT INTO launch_configs VALUES (?,?,?,?,?,?,?,?,?,?)");
+        memcpy_ = prepare("INSERT INTO memcpys VALUES (?,?,?,?,?,?,?,?,?,?)");
+        memset_ = prepare("INSERT INTO memsets VALUES (?,?,?,?,?,?,?,?)");
+        sync_ = prepare("INSERT INTO synchronizations VALUES (?,?,?,?,?,?,?)");
+        api_ = prepare("INSERT INTO api_calls VALUES (?,?,?,?,?,?)");
+        range_ = prepare("INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+        mark_ = prepare("INSERT INTO marks VALUES (?,?,?,?,?,?,?)");
+        counter_ = prepare("INSERT INTO counter_samples VALUES (?,?,?)");
+        stack_sample_ = prepare("INSERT INTO stack_samples VALUES (?,?,?)");
+        overhead_ = prepare("INSERT INTO collector_overhead VALUES (?,?,?,?)");
+        string_ = prepare("INSERT INTO strings VALUES (?,?)");
+        if (commit_every_.count() > 0) exec("BEGIN");
+        last_commit_ = Clock::now();
+    }
+    ~PlainLoopSink() override {
+        for (sqlite3_stmt* s : {kernel_, launch_config_, memcpy_, memset_, sync_, api_, range_, mark_, counter_,
+                                stack_sample_, overhead_, string_})
+            sqlite3_finalize(s);
+        sqlite3_close(db_);
+    }
+    void finish() {
+        if (commit_every_.count() > 0) exec("COMMIT");
+    }
+
+    StringId intern(std::string_view text) override {
+        auto found = strings_.find(std::string(text));
+        if (found != strings_.end()) return found->second;
+        StringId id = static_cast<StringId>(strings_.size() + 1);
+        strings_.emplace(std::string(text), id);
+        bind(string_, {id});
+        sqlite3_bind_text(string_, 2, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+        step(string_);
+        return id;
+    }
+    void register_process(const ProcessInfo& p) override {
+        exec(("INSERT OR REPLACE INTO processes VALUES (" + std::to_string(p.pid) + ", " + std::to_string(intern(p.name)) + ")").c_str());
+    }
+    ThreadId register_thread(const ThreadInfo& t) override {
+        ThreadId id = ++threads_;
+        exec(("INSERT INTO threads VALUES (" + std::to_string(id) + ", " + std::to_string(t.pid) + ", " +
+              std::to_string(t.tid) + ", " + std::to_string(intern(t.name)) + ")").c_str());
+        return id;
+    }
+    void register_device(const DeviceInfo& d) override {
+        exec(("INSERT OR REPLACE INTO devices VALUES (" + std::to_string(d.device_id) + ", " + std::to_string(intern(d.name)) +
+              ", " + std::to_string(intern(d.uuid)) + ", " + std::to_string(d.compute_capability_major) + ", " +
+              std::to_string(d.compute_capability_minor) + ", " + std::to_string(d.multiprocessor_count) + ", " +
+              std::to_string(d.memory_bytes) + ", " + std::to_string(d.memory_bandwidth_bytes_per_second) + ")").c_str());
+    }
+    StreamId register_stream(const StreamInfo& s) override {
+        StreamId id = ++streams_;
+        exec(("INSERT INTO streams VALUES (" + std::to_string(id) + ", " + std::to_string(s.device_id) + ", " +
+              std::to_string(s.context_id) + ", " + std::to_string(s.cuda_stream_id) + ", " + std::to_string(s.priority) +
+              ", " + std::to_string(intern(s.name)) + ")").c_str());
+        return id;
+    }
+    CounterId register_counter(const CounterInfo& c) override {
+        CounterId id = ++counters_;
+        exec(("INSERT INTO counters VALUES (" + std::to_string(id) + ", " + std::to_string(intern(c.name)) + ", " +
+              std::to_string(intern(c.unit)) + ", " + std::to_string(c.device_id) + ")").c_str());
+        return id;
+    }
+    FrameId intern_frame(std::string_view function, std::string_view module, std::uint64_t address) override {
+        FrameId id = ++frames_;
+        StringId function_id = intern(function), module_id = intern(module);
+        exec(("INSERT INTO frames VALUES (" + std::to_string(id) + ", " + std::to_string(function_id) + ", " +
+              std::to_string(module_id) + ", " + std::to_string(address) + ")").c_str());
+        return id;
+    }
+    StackId intern_stack(std::span<const FrameId> frames) override {
+        StackId parent = 0;
+        for (FrameId frame : frames) {
+            auto key = std::make_pair(parent, frame);
+            auto found = stacks_.find(key);
+            if (found == stacks_.end()) {
+                StackId id = static_cast<StackId>(stacks_.size() + 1);
+                exec(("INSERT INTO stacks VALUES (" + std::to_string(id) + ", " + std::to_string(parent) + ", " +
+                      std::to_string(frame) + ")").c_str());
+                found = stacks_.emplace(key, id).first;
+            }
+            parent = found->second;
+        }
+        return parent;
+    }
+    RangeId next_range_id() override { return ++ranges_; }
+
+    void record_kernel(const KernelEvent& e) override {
+        const LaunchConfig& c = e.launch;
+        std::vector<std::int64_t> key = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                                         c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
+        auto found = launch_configs_.find(key);
+        if (found == launch_configs_.end()) {
+            std::int64_t id = static_cast<std::int64_t>(launch_configs_.size() + 1);
+            std::vector<std::int64_t> row = {id};
+            row.insert(row.end(), key.begin(), key.end());
+            bind(launch_config_, row);
+            step(launch_config_);
+            found = launch_configs_.emplace(key, id).first;
+        }
+        bind(kernel_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
+                       e.name_id, found->second});
+        step(kernel_);
+    }
+    void record_memcpy(const MemcpyEvent& e) override {
+        bind(memcpy_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
+                       static_cast<std::int64_t>(e.direction), static_cast<std::int64_t>(e.bytes),
+                       static_cast<std::int64_t>(e.source_kind), static_cast<std::int64_t>(e.destination_kind),
+                       e.peer_device_id});
+        step(memcpy_);
+    }
+    void record_memset(const MemsetEvent& e) override {
+        bind(memset_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
+                       static_cast<std::int64_t>(e.bytes), e.value, static_cast<std::int64_t>(e.memory_kind)});
+        step(memset_);
+    }
+    void record_sync(const SyncEvent& e) override {
+        bind(sync_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
+                     static_cast<std::int64_t>(e.kind), static_cast<std::int64_t>(e.cuda_event_id)});
+        step(sync_);
+    }
+    void record_api_call(const ApiEvent& e) override {
+        bind(api_, {e.start_ns, e.end_ns, e.thread_id, static_cast<std::int64_t>(e.correlation_id), e.name_id, e.result});
+        step(api_);
+    }
+    void record_range(const RangeEvent& e) override {
+        bind(range_, {static_cast<std::int64_t>(e.range_id), e.start_ns, e.end_ns, e.thread_id, e.domain_id, e.name_id,
+                      e.category, e.color, e.depth, static_cast<std::int64_t>(e.parent_range_id)});
+        bind_payload(range_, 11, e.payload);
+        step(range_);
+    }
+    void record_mark(const MarkEvent& e) override {
+        bind(mark_, {e.time_ns, e.thread_id, e.domain_id, e.name_id, e.category, e.color});
+        bind_payload(mark_, 7, e.payload);
+        step(mark_);
+    }
+    void record_counter(const CounterSample& e) override {
+        bind(counter_, {e.counter_id, e.time_ns});
+        sqlite3_bind_double(counter_, 3, e.value);
+        step(counter_);
+    }
+    void record_stack_sample(const StackSample& e) override {
+        bind(stack_sample_, {e.time_ns, e.thread_id, e.stack_id});
+        step(stack_sample_);
+    }
+    void record_overhead(const OverheadEvent& e) override {
+        bind(overhead_, {e.start_ns, e.end_ns, e.thread_id, e.name_id});
+        step(overhead_);
+    }
+
+private:
+    [[noreturn]] void fail(const char* what) {
+        throw store::TraceError(store::TraceErrorKind::io, path_, std::string(what) + ": " + sqlite3_errmsg(db_));
+    }
+    void exec(const char* sql) {
+        if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(sql);
+    }
+    sqlite3_stmt* prepare(const char* sql) {
+        sqlite3_stmt* statement = nullptr;
+        if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK) fail(sql);
+        return statement;
+    }
+    static void bind(sqlite3_stmt* s, std::initializer_list<std::int64_t> values) {
+        int i = 1;
+        for (std::int64_t v : values) sqlite3_bind_int64(s, i++, v);
+    }
+    static void bind(sqlite3_stmt* s, const std::vector<std::int64_t>& values) {
+        int i = 1;
+        for (std::int64_t v : values) sqlite3_bind_int64(s, i++, v);
+    }
+    static void bind_payload(sqlite3_stmt* s, int index, const Payload& p) {
+        if (p.kind == PayloadKind::integer) sqlite3_bind_int64(s, index, p.integer);
+        else if (p.kind == PayloadKind::real) sqlite3_bind_double(s, index, p.real);
+        else sqlite3_bind_null(s, index);
+    }
+    void step(sqlite3_stmt* s) {
+        if (sqlite3_step(s) != SQLITE_DONE) fail("insert");
+        sqlite3_reset(s);
+        if (commit_every_.count() > 0 && (++rows_ & 1023) == 0 && Clock::now() - last_commit_ >= commit_every_) {
+            exec("COMMIT; BEGIN");
+            last_commit_ = Clock::now();
+        }
+    }
+
+    std::string path_;
+    std::chrono::milliseconds commit_every_;
+    sqlite3* db_ = nullptr;
+    sqlite3_stmt *kernel_, *launch_config_, *memcpy_, *memset_, *sync_, *api_, *range_, *mark_, *counter_,
+        *stack_sample_, *overhead_, *string_;
+    std::map<std::string, StringId> strings_;
+    std::map<std::vector<std::int64_t>, std::int64_t> launch_configs_;
+    std::map<std::pair<StackId, FrameId>, StackId> stacks_;
+    ThreadId threads_ = 0;
+    StreamId streams_ = 0;
+    CounterId counters_ = 0;
+    FrameId frames_ = 0;
+    RangeId ranges_ = 0;
+    std::uint64_t rows_ = 0;
+    Clock::time_point last_commit_;
+};
+
+// --- Running a contender in its own process ---------------------------------------
+
+struct PhaseResult {
+    std::int64_t events = 0;
+    double seconds = 0;        // the measured part
+    double close_seconds = 0;  // TraceWriter: close() (indexes, track_stats)
+    double cpu_seconds = 0;    // user + system of the whole process
+    double writer_thread_cpu_seconds = 0;  // TraceWriter: its writer thread alone
+    double max_commit_gap_ms = 0;
+    double measured_cpu_seconds = 0;  // process CPU at the end of the measured part
+    long measured_peak_rss_kib = 0;   // VmHWM at the end of the measured part
+    long start_rss_kib = 0;           // VmRSS when the forked process began (inherited from ember)
+    long peak_rss_kib = 0;
+    bool ok = false;
+    char error[512] = {};
+};
+
+PhaseResult run_in_child(const std::function<PhaseResult()>& phase) {
+    int fds[2];
+    PhaseResult result;
+    if (pipe(fds) != 0) {
+        std::snprintf(result.error, sizeof(result.error), "pipe: %s", std::strerror(errno));
+        return result;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        std::snprintf(result.error, sizeof(result.error), "fork: %s", std::strerror(errno));
+        return result;
+    }
+    if (child == 0) {
+        close(fds[0]);
+        PhaseResult child_result;
+        long start_rss = os::proc_status_kib("VmRSS");
+        try {
+            child_result = phase();
+            child_result.start_rss_kib = start_rss;
+            child_result.ok = true;
+        } catch (const std::exception& error) {
+            std::snprintf(child_result.error, sizeof(child_result.error), "%s", error.what());
+        }
+        ssize_t written = write(fds[1], &child_result, sizeof(child_result));
+        _exit(written == static_cast<ssize_t>(sizeof(child_result)) ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], &result, sizeof(result));
+    close(fds[0]);
+    int status = 0;
+    rusage usage{};
+    wait4(child, &status, 0, &usage);
+    if (got != static_cast<ssize_t>(sizeof(result))) {
+        result = PhaseResult{};
+        std::snprintf(result.error, sizeof(result.error), "benchmark process died (status %d)", status);
+        return result;
+    }
+    result.peak_rss_kib = usage.ru_maxrss;
+    result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+    return result;
+}
+
+// Marks the end of a phase's measured part.
+void end_measurement(PhaseResult& result, Clock::time_point start) {
+    result.seconds = seconds_since(start);
+    result.measured_cpu_seconds = os::process_cpu_seconds();
+    result.measured_peak_rss_kib = os::peak_rss_kib();
+}
+
+std::string with_commas(std::int64_t value) {
+    std::string digits = std::to_string(value), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+}  // namespace
+
+int run_store_bench(const StoreBenchOptions& options) {
+    namespace fs = std::filesystem;
+    fs::path directory = options.directory.empty()
+                             ? fs::temp_directory_path() / ("ember-bench-store-" + std::to_string(getpid()))
+                             : fs::path(options.directory);
+    std::error_code error;
+    fs::create_directories(directory, error);
+    if (error) {
+        std::fprintf(stderr, "ember bench store: cannot create %s: %s\n", directory.c_str(), error.message().c_str());
+        return store::kTraceErrorExitCode;
+    }
+    synth::SyntheticTraceOptions synth_options;
+    synth_options.events = options.events;
+    synth_options.seed = options.seed;
+    synth::SyntheticTraceOptions baseline_options = synth_options;
+    baseline_options.events = std::min(options.baseline_events, options.events);
+
+    std::printf("ember bench store: synthetic training trace, seed %llu, %u hardware threads\n",
+                static_cast<unsigned long long>(options.seed), std::thread::hardware_concurrency());
+    std::fflush(stdout);
+
+    PhaseResult generator = run_in_child([&] {
+        PhaseResult r;
+        CountingSink sink;
+        auto start = Clock::now();
+        r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
+        end_measurement(r, start);
+        if (sink.checksum() == 42) std::puts("");  // uses the checksum
+        return r;
+    });
+    std::string autocommit_path = (directory / "baseline_autocommit.db").string();
+    PhaseResult autocommit = run_in_child([&] {
+        PhaseResult r;
+        auto start = Clock::now();
+        PlainLoopSink sink(autocommit_path, std::chrono::milliseconds(0));
+        r.events = synth::generate_synthetic_rank(sink, baseline_options, 0).events;
+        sink.finish();
+        end_measurement(r, start);
+        return r;
+    });
+    std::string batched_path = (directory / "baseline_250ms.db").string();
+    PhaseResult batched = run_in_child([&] {
+        PhaseResult r;
+        auto start = Clock::now();
+        PlainLoopSink sink(batched_path, std::chrono::milliseconds(250));
+        r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
+        sink.finish();
+        end_measurement(r, start);
+        return r;
+    });
+    std::string writer_path = (directory / "trace_writer.db").string();
+    PhaseResult writer = run_in_child([&] {
+        PhaseResult r;
+        store::WriterOptions options;
+        options.overflow = store::OverflowPolicy::block;
+        auto start = Clock::now();
+        store::TraceWriter trace_writer(writer_path, synth::synthetic_run_info(synth_options, 0), options);
+        synth::WriterSink sink(trace_writer);
+        r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
+        trace_writer.flush();
+        end_measurement(r, start);
+        auto close_start = Clock::now();
+        trace_writer.close();
+        r.close_seconds = seconds_since(close_start);
+        store::WriterStats stats = trace_writer.stats();
+        if (stats.events_dropped != 0) throw std::runtime_error("TraceWriter dropped events");
+        r.writer_thread_cpu_seconds = stats.writer_thread_cpu_seconds;
+        r.max_commit_gap_ms = stats.max_commit_gap_ms;
+        return r;
+    });
+
+    for (const PhaseResult* phase : {&generator, &autocommit, &batched, &writer}) {
+        if (!phase->ok) {
+            std::fprintf(stderr, "ember bench store: %s\n", phase->error);
+            return store::kTraceErrorExitCode;
+        }
+    }
+    // The writer's file must hold every event it was given.
+    std::int64_t stored = 0;
+    try {
+        store::TraceReader reader(writer_path);
+        for (const store::EventTableInfo& table : store::kEventTables) stored += reader.event_count(table.name);
+    } catch (const store::TraceError& trace_error) {
+        std::fprintf(stderr, "ember bench store: %s\n", trace_error.what());
+        return store::kTraceErrorExitCode;
+    }
+
+    double baseline_rate = static_cast<double>(autocommit.events) / autocommit.seconds;
+    struct Row {
+        const char* name;
+        std::int64_t events;
+        double seconds;
+        double cpu_seconds;
+        long rss_kib;
+        long start_rss_kib;
+    };
+    std::vector<Row> rows = {
+        {"generator only (no storage)", generator.events, generator.seconds, generator.measured_cpu_seconds,
+         generator.measured_peak_rss_kib, generator.start_rss_kib},
+        {"baseline: 1 INSERT/row, autocommit", autocommit.events, autocommit.seconds,
+         autocommit.measured_cpu_seconds, autocommit.measured_peak_rss_kib, autocommit.start_rss_kib},
+        {"baseline: 1 INSERT/row, commit/250ms", batched.events, batched.seconds, batched.measured_cpu_seconds,
+         batched.measured_peak_rss_kib, batched.start_rss_kib},
+        {"TraceWriter, ingest (all committed)", writer.events, writer.seconds, writer.measured_cpu_seconds,
+         writer.measured_peak_rss_kib, writer.start_rss_kib},
+        {"TraceWriter, incl. close (indexes)", writer.events, writer.seconds + writer.close_seconds,
+         writer.cpu_seconds, writer.peak_rss_kib, writer.start_rss_kib},
+    };
+    std::printf("\n%-37s %10s %8s %12s %9s %8s %14s %11s\n", "variant", "events", "wall s", "events/s",
+                "vs autoc.", "CPU s", "events/CPU-s", "RSS growth");
+    for (const Row& row : rows) {
+        double rate = static_cast<double>(row.events) / row.seconds;
+        double cpu_rate = static_cast<double>(row.events) / std::max(row.cpu_seconds, 1e-9);
+        std::printf("%-37s %10s %8.2f %12s %8.1fx %8.2f %14s %7ld MiB\n", row.name,
+                    with_commas(row.events).c_str(), row.seconds,
+                    with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate, row.cpu_seconds,
+                    with_commas(static_cast<std::int64_t>(cpu_rate)).c_str(),
+                    std::max(0L, row.rss_kib - row.start_rss_kib) / 1024);
+    }
+    std::printf("\nTraceWriter: %s events stored (%s given), close() %.2f s, longest gap between commits %.0f ms\n",
+                with_commas(stored).c_str(), with_commas(writer.events).c_str(), writer.close_seconds,
+                writer.max_commit_gap_ms);
+    std::printf("TraceWriter CPU: writer thread %.2f s (%s events per writer-thread CPU second), whole process "
+                "%.2f s incl. generator and close\n"
+                "CPU s: the process (generator + storage); wall rates need an otherwise idle machine; RSS "
+                "growth: peak resident set minus what the forked process inherited from ember\n",
+                writer.writer_thread_cpu_seconds,
+                with_commas(static_cast<std::int64_t>(static_cast<double>(writer.events) /
+                                                      std::max(writer.writer_thread_cpu_seconds, 1e-9)))
+                    .c_str(),
+                writer.cpu_seconds);
+    std::printf("load average at the end: %s\n", os::load_average().c_str());
+    std::printf("events/s counts every row of every event table; the autocommit baseline runs on the first %s "
+                "events of the same stream\n",
+                with_commas(autocommit.events).c_str());
+    if (stored != writer.events) {
+        std::fprintf(stderr, "ember bench store: %s holds %lld events, expected %lld\n", writer_path.c_str(),
+                     static_cast<long long>(stored), static_cast<long long>(writer.events));
+        return store::kTraceErrorExitCode;
+    }
+    if (!options.keep) {
+        for (const std::string& path : {autocommit_path, batched_path, writer_path})
+            for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix, error);
+        if (options.directory.empty()) fs::remove(directory, error);
+    } else {
+        std::printf("trace files kept in %s\n", directory.c_str());
+    }
+    return 0;
+}
+
+}  // namespace ember::bench

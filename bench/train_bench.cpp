@@ -1,0 +1,207 @@
+// train_bench.cpp: `ember bench train`, the optimization table. One model is
+// trained with every optimization of the tuning canon on ("all on"), then with each
+// one turned off alone, in the same invocation; images/s of the timed steps (after a
+// warm-up) and the ratio to "all on" show what each optimization buys on this machine.
+// Optimizations that cannot apply to a backend or model are listed as such, not timed.
+// With --target-accuracy, each variant also trains whole epochs until the test
+// accuracy reaches the target and reports the training time it took.
+// Under mpirun/srun every rank runs the same table (data parallel, one GPU per rank);
+// rank 0 prints it, with the data-parallel rows (overlap off, ZeRO-1) timed too.
+#include "engine/core/device.h"
+#include "engine/distributed/launcher.h"
+#include "engine/train/config.h"
+#include "engine/train/run.h"
+#include "bench/train_bench.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace ember::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Times the steps after the warm-up.
+class TimingObserver : public train::TrainObserver {
+public:
+    explicit TimingObserver(int64_t warmup) : warmup_(warmup) {}
+    void step(const train::StepReport& r) override {
+        if (r.step == warmup_) {
+            start_ = Clock::now();
+            images_ = 0;
+        } else if (r.step > warmup_) {
+            images_ += r.images;
+            end_ = Clock::now();
+        }
+    }
+    void epoch(const train::EpochReport& r) override { epochs_.push_back(r); }
+    double images_per_second() const {
+        double s = std::chrono::duration<double>(end_ - start_).count();
+        return s > 0 ? images_ / s : 0;
+    }
+    const std::vector<train::EpochReport>& epochs() const { return epochs_; }
+
+private:
+    int64_t warmup_;
+    int64_t images_ = 0;
+    Clock::time_point start_, end_;
+    std::vector<train::EpochReport> epochs_;
+};
+
+struct Variant {
+    std::string name;
+    std::function<void(train::TrainConfig&)> turn_off;
+    // Why the optimization does not apply here (empty: it does).
+    std::function<std::string(const train::TrainConfig&, bool on_gpu)> not_applicable;
+};
+
+std::string gpu_only(const train::TrainConfig&, bool on_gpu) { return on_gpu ? "" : "needs a GPU"; }
+
+std::string distributed_only(const train::TrainConfig&, bool) {
+    return distributed::detect_launch_environment().distributed() ? "" : "needs 2+ ranks (mpirun/srun)";
+}
+
+std::vector<Variant> variants() {
+    auto needs = [](const char* what, std::vector<std::string> models) {
+        return [what, models](const train::TrainConfig& c, bool) -> std::string {
+            for (const auto& m : models)
+                if (c.model == m) return "";
+            return std::string("the model has no ") + what;
+        };
+    };
+    return {
+        {"all on", [](train::TrainConfig&) {}, [](const train::TrainConfig&, bool) { return std::string(); }},
+        {"GPU-resident data off (IDX loader)", [](train::TrainConfig& c) { c.data_source = "idx"; }, gpu_only},
+        {"loader workers 0", [](train::TrainConfig& c) { c.data_source = "idx"; c.workers = 0; },
+         [](const train::TrainConfig&, bool) { return std::string(); }},
+        {"pinned memory off", [](train::TrainConfig& c) { c.data_source = "idx"; c.pin_memory = false; }, gpu_only},
+        {"cudnn_benchmark off", [](train::TrainConfig& c) { c.cudnn_benchmark = false; },
+         [needs](const train::TrainConfig& c, bool on_gpu) {
+             return on_gpu ? needs("convolutions", {"cnn", "resnet"})(c, on_gpu) : std::string("needs a GPU");
+         }},
+        {"channels-last off (NCHW)", [](train::TrainConfig& c) { c.channels_last = false; },
+         [needs](const train::TrainConfig& c, bool on_gpu) {
+             // The CPU conv reads any layout through NCHW buffers: nothing to gain there.
+             return on_gpu ? needs("convolutions", {"cnn", "resnet", "transformer"})(c, on_gpu)
+                           : std::string("needs a GPU");
+         }},
+        {"AMP off (fp32)", [](train::TrainConfig& c) { c.precision = "fp32"; }, gpu_only},
+        {"TF32 off", [](train::TrainConfig& c) { c.tf32 = false; }, gpu_only},
+        {"conv bias before BN", [](train::TrainConfig& c) { c.conv_bias_before_bn = true; },
+         needs("conv before BatchNorm", {"cnn", "resnet"})},
+        {"grads set to none off", [](train::TrainConfig& c) { c.grads_to_none = false; },
+         [](const train::TrainConfig&, bool) { return std::string(); }},
+        {"fused GELU off", [](train::TrainConfig& c) { c.fused_gelu = false; }, needs("GELU", {"transformer"})},
+        {"fused LayerNorm off", [](train::TrainConfig& c) { c.fused_layernorm = false; },
+         needs("LayerNorm", {"transformer"})},
+        {"prefetch factor 1", [](train::TrainConfig& c) { c.data_source = "idx"; c.prefetch_factor = 1; },
+         [](const train::TrainConfig&, bool) { return std::string(); }},
+        {"fused optimizer off", [](train::TrainConfig& c) { c.fused_optimizer = false; }, gpu_only},
+        {"CUDA Graph off", [](train::TrainConfig& c) { c.cuda_graph = false; }, gpu_only},
+        {"DDP overlap off", [](train::TrainConfig& c) { c.overlap = false; }, distributed_only},
+        {"ZeRO-1 on (sharded optimizer)", [](train::TrainConfig& c) { c.zero = 1; },
+         [](const train::TrainConfig& c, bool on_gpu) {
+             const std::string why = distributed_only(c, on_gpu);
+             if (!why.empty() || c.precision != "fp16") return why;
+             return std::string("ZeRO-1 does not take fp16's per-rank loss scaling (all on is fp16)");
+         }},
+        // "all on" once more at the end: its ratio shows the run-to-run drift (warm-up,
+        // machine load) that every other row carries too.
+        {"all on (repeated last)", [](train::TrainConfig&) {}, [](const train::TrainConfig&, bool) { return std::string(); }},
+    };
+}
+
+train::TrainConfig all_on(const TrainBenchOptions& o, bool on_gpu) {
+    train::TrainConfig c;
+    c.model = o.model;
+    c.backend = o.backend;
+    c.batch_size = o.batch_size;
+    c.data_root = o.data_root;
+    c.workers = o.workers;
+    c.pin_memory = true;
+    c.persistent_workers = true;
+    c.data_source = on_gpu ? "gpu" : "idx";
+    c.precision = on_gpu ? "bf16" : "fp32";
+    c.cudnn_benchmark = true;
+    c.channels_last = on_gpu && o.model != "mlp";  // the models with convolutions
+    c.tf32 = true;
+    c.conv_bias_before_bn = false;
+    c.grads_to_none = true;
+    c.fused_gelu = true;
+    c.fused_layernorm = true;
+    c.fused_optimizer = true;
+    c.cuda_graph = on_gpu;
+    c.test_limit = 1000;  // evaluation is not timed; keep it short
+    c.progress = false;
+    return c;
+}
+
+// Prints on rank 0 only: every rank runs the table, one prints it.
+bool printing_rank() { return distributed::detect_launch_environment().rank == 0; }
+
+}  // namespace
+
+int run_train_bench(const TrainBenchOptions& o) {
+    bool on_gpu = o.backend != "cpu" && cuda_device_available();
+    if (!printing_rank() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+    if (o.backend == "cuda" && !on_gpu) {
+        std::fprintf(stderr, "ember bench train: --backend cuda but no CUDA device\n");
+        return 2;
+    }
+    std::printf("ember bench train: model %s, batch %s, %lld timed steps after %lld warm-up, backend %s\n",
+                o.model.c_str(), o.batch_size.c_str(), (long long)o.steps, (long long)o.warmup,
+                on_gpu ? "cuda" : "cpu (no CUDA device: GPU-only optimizations are listed, not timed)");
+    std::printf("%-36s %12s %8s %s\n", "variant", "images/s", "ratio",
+                o.target_accuracy > 0 ? fmt::format("  time to {:.3f}", o.target_accuracy).c_str() : "");
+    double baseline = 0;
+    for (const Variant& v : variants()) {
+        train::TrainConfig c = all_on(o, on_gpu);
+        v.turn_off(c);
+        std::string why = v.not_applicable(c, on_gpu);
+        if (!why.empty()) {
+            std::printf("%-36s %12s %8s  (%s)\n", v.name.c_str(), "-", "-", why.c_str());
+            continue;
+        }
+        TimingObserver timing(o.warmup);
+        c.max_steps = o.warmup + o.steps;
+        c.epochs = 1000;  // max_steps ends the run
+        try {
+            train::run_training(c, timing);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "ember bench train: %s: %s\n", v.name.c_str(), e.what());
+            return 1;
+        }
+        double ips = timing.images_per_second();
+        if (baseline == 0) baseline = ips;
+        std::string accuracy_column;
+        if (o.target_accuracy > 0) {
+            train::TrainConfig full = c;
+            full.max_steps = 0;
+            full.epochs = o.max_epochs;
+            full.test_limit = 0;
+            TimingObserver epochs(0);
+            train::run_training(full, epochs);
+            double seconds = 0;
+            accuracy_column = fmt::format("  not reached in {} epochs", o.max_epochs);
+            for (const auto& e : epochs.epochs()) {
+                seconds += e.seconds;
+                if (e.test_accuracy >= o.target_accuracy) {
+                    accuracy_column = fmt::format("  {:.1f} s (epoch {})", seconds, e.epoch + 1);
+                    break;
+                }
+            }
+        }
+        std::printf("%-36s %12.0f %7.2fx%s\n", v.name.c_str(), ips, baseline > 0 ? ips / baseline : 0.0,
+                    accuracy_column.c_str());
+        std::fflush(stdout);
+    }
+    std::printf("ratio: images/s of the variant over \"all on\" (below 1: the optimization helps)\n");
+    return 0;
+}
+
+}  // namespace ember::bench

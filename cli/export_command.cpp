@@ -1,0 +1,107 @@
+// export_command.cpp: `ember export FILE --format chrome|speedscope|folded|svg|csv`.
+// Every format streams; bad files and bad option values print one line and exit 2.
+#include "cli/commands.h"
+#include "profiler/export/chrome_trace.h"
+#include "profiler/export/csv_tables.h"
+#include "profiler/export/flamegraph_svg.h"
+#include "profiler/export/folded_stacks.h"
+#include "profiler/export/speedscope.h"
+#include "profiler/store/reader.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+namespace ember::cli {
+
+namespace {
+
+struct ExportCommandOptions {
+    std::string file;
+    std::string format;
+    std::string output;
+    std::string table;
+    std::string stacks = "gpu";
+};
+
+[[noreturn]] void fail(const std::string& message) {
+    std::fprintf(stderr, "ember export: %s\n", message.c_str());
+    throw CLI::RuntimeError(store::kTraceErrorExitCode);
+}
+
+// FILE without its .db extension, plus `suffix`.
+std::string default_output(const std::string& file, const std::string& suffix) {
+    std::filesystem::path path(file);
+    if (path.extension() == ".db") path.replace_extension();
+    return path.string() + suffix;
+}
+
+void run_export(const ExportCommandOptions& command) {
+    const std::string& format = command.format;
+    if (format != "chrome" && format != "speedscope" && format != "folded" && format != "svg" && format != "csv") {
+        fail("unknown format '" + format + "' (chrome, speedscope, folded, svg, csv)");
+    }
+    auto stacks = exporting::parse_stack_source(command.stacks);
+    if (!stacks) fail("unknown stack source '" + command.stacks + "' (gpu, host)");
+    if (!command.table.empty() && !exporting::is_csv_table(command.table)) {
+        std::string known;
+        for (const char* table : exporting::kCsvTables) known += std::string(known.empty() ? "" : ", ") + table;
+        fail("unknown table '" + command.table + "' (" + known + ")");
+    }
+    try {
+        store::TraceReader reader(command.file);
+        std::string output = command.output;
+        if (format == "csv" && command.table.empty()) {
+            if (output.empty()) output = default_output(command.file, "_csv");
+            if (output == "-") fail("--format csv without --table writes a directory; give -o DIR or --table NAME");
+            exporting::export_csv_directory(reader, output);
+        } else {
+            if (output.empty()) {
+                std::string suffix = format == "chrome"       ? ".chrome.json"
+                                     : format == "speedscope" ? ".speedscope.json"
+                                     : format == "folded"     ? "." + command.stacks + ".folded"
+                                     : format == "svg"        ? "." + command.stacks + ".svg"
+                                                              : "." + command.table + ".csv";
+                output = default_output(command.file, suffix);
+            }
+            exporting::OutputFile out(output);
+            if (format == "chrome") exporting::export_chrome_trace(reader, out);
+            if (format == "speedscope") exporting::export_speedscope(reader, out);
+            if (format == "folded") exporting::write_folded(exporting::build_stacks(reader, *stacks), out);
+            if (format == "svg") {
+                exporting::FlamegraphOptions options;
+                options.title = (*stacks == exporting::StackSource::gpu ? "GPU time by NVTX range: " : "Host time: ") +
+                                std::filesystem::path(command.file).filename().string();
+                exporting::write_flamegraph_svg(exporting::build_stacks(reader, *stacks), options, out);
+            }
+            if (format == "csv") exporting::export_csv_table(reader, command.table, out);
+            out.close();
+        }
+        if (output != "-") std::fprintf(stderr, "ember export: wrote %s\n", output.c_str());
+    } catch (const store::TraceError& error) {
+        fail(error.what());
+    }
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+    auto command = std::make_shared<ExportCommandOptions>();
+    CLI::App* exporter = app.add_subcommand(
+        "export", "Write a trace as Chrome trace JSON (Perfetto), speedscope, folded stacks, an SVG flamegraph or CSV");
+    exporter->add_option("file", command->file, "trace file (.db) written by ember")->required();
+    exporter->add_option("--format", command->format, "chrome, speedscope, folded, svg or csv")->required();
+    exporter->add_option("-o,--output", command->output,
+                         "output path ('-' = stdout); default: FILE without .db plus a suffix; a directory for csv");
+    exporter->add_option("--table", command->table,
+                         "csv: one table (kernels, memcpys, memsets, synchronizations, api_calls, ranges, marks, "
+                         "counter_samples, dropped_records) instead of a directory of all");
+    exporter->add_option("--stacks", command->stacks,
+                         "folded/svg: gpu (NVTX range path + kernel, GPU ns; default) or host (thread, ranges, API "
+                         "calls, self ns)");
+    exporter->callback([command] { run_export(*command); });
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,192 @@
+// record_command.cpp: `ember record [-o FILE] [options] -- CMD ARGS`. Runs CMD with
+// libember_collector.so injected (CUDA_INJECTION64_PATH for CUDA,
+// NVTX_INJECTION64_PATH for NVTX) and tells the library, through EMBER_RECORD_*
+// variables, where and what to record. Forwards SIGINT/SIGTERM/SIGHUP to CMD,
+// waits for it, prints the files written and their event counts, and exits with
+// CMD's exit status (128 + signal when it was killed).
+#include "cli/commands.h"
+#include "profiler/store/reader.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace ember::cli {
+
+namespace {
+
+struct RecordOptions {
+    std::string output = "ember-record.db";
+    bool paused = false;
+    std::string children = "suffix";
+    double cpu_sample_hz = 0.0;
+    double nvml_hz = 20.0;
+    bool no_cuda = false;
+    bool no_socket = false;
+    bool quiet = false;
+    std::vector<std::string> command;
+};
+
+volatile sig_atomic_t g_child_pid = 0;
+
+void forward_signal(int signal_number) {
+    if (g_child_pid > 0) kill(static_cast<pid_t>(g_child_pid), signal_number);
+}
+
+[[noreturn]] void fail(const std::string& message, int code = 2) {
+    std::fprintf(stderr, "ember record: %s\n", message.c_str());
+    throw CLI::RuntimeError(code);
+}
+
+// libember_collector.so beside this executable's bin/ (build tree and install
+// tree alike), or where EMBER_COLLECTOR_LIBRARY says.
+std::string find_collector_library() {
+    if (const char* explicit_path = std::getenv("EMBER_COLLECTOR_LIBRARY"); explicit_path && *explicit_path)
+        return explicit_path;
+    std::error_code error;
+    std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error) return "";
+    std::filesystem::path directory = executable.parent_path();
+    for (const std::filesystem::path& candidate :
+         {directory / "../lib/libember_collector.so", directory / "libember_collector.so",
+          directory / "../lib64/libember_collector.so"}) {
+        if (std::filesystem::exists(candidate, error)) return std::filesystem::weakly_canonical(candidate, error).string();
+    }
+    return "";
+}
+
+std::string stem_of(const std::string& output) {
+    if (output.size() > 3 && output.compare(output.size() - 3, 3, ".db") == 0) return output.substr(0, output.size() - 3);
+    return output;
+}
+
+// The files this recording produced: FILE, FILE-stem.pid<N>.db, FILE-stem.rank<N>.db.
+std::vector<std::string> recorded_files(const std::string& output) {
+    std::vector<std::string> files;
+    std::error_code error;
+    if (std::filesystem::exists(output, error)) files.push_back(output);
+    std::filesystem::path stem(stem_of(output));
+    std::filesystem::path directory = stem.parent_path().empty() ? "." : stem.parent_path();
+    std::string prefix = stem.filename().string();
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+        std::string name = entry.path().filename().string();
+        bool suffixed = name.rfind(prefix + ".pid", 0) == 0 || name.rfind(prefix + ".rank", 0) == 0;
+        if (suffixed && name.size() > 3 && name.compare(name.size() - 3, 3, ".db") == 0)
+            files.push_back((stem.parent_path().empty() ? std::filesystem::path(name) : directory / name).string());
+    }
+    return files;
+}
+
+void print_summary(const std::string& path) {
+    try {
+        store::TraceReader reader(path);
+        std::fprintf(stderr, "ember record: %s%s: %lld kernels, %lld memcpys, %lld memsets, %lld API calls, "
+                     "%lld NVTX ranges, %lld marks, %lld counter samples, %lld CPU samples, %llu dropped\n",
+                     path.c_str(), reader.complete() ? "" : " (not closed cleanly)",
+                     static_cast<long long>(reader.event_count("kernels")),
+                     static_cast<long long>(reader.event_count("memcpys")),
+                     static_cast<long long>(reader.event_count("memsets")),
+                     static_cast<long long>(reader.event_count("api_calls")),
+                     static_cast<long long>(reader.event_count("ranges")),
+                     static_cast<long long>(reader.event_count("marks")),
+                     static_cast<long long>(reader.event_count("counter_samples")),
+                     static_cast<long long>(reader.event_count("stack_samples")),
+                     static_cast<unsigned long long>(reader.total_dropped()));
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "ember record: %s\n", error.what());
+    }
+}
+
+int run_record(const RecordOptions& options) {
+    if (options.command.empty()) fail("no command to record (ember record -o FILE -- CMD ARGS)");
+    if (options.children != "suffix" && options.children != "skip")
+        fail("--children must be suffix or skip, not '" + options.children + "'");
+    std::string library = find_collector_library();
+    if (library.empty()) fail("libember_collector.so not found next to the ember executable; set EMBER_COLLECTOR_LIBRARY");
+    std::string output = std::filesystem::absolute(options.output).string();
+    // Files of an earlier recording with the same name would be reported as ours.
+    for (const std::string& stale : recorded_files(output)) std::filesystem::remove(stale);
+
+    std::fflush(nullptr);
+    pid_t child = fork();
+    if (child < 0) fail(std::string("fork: ") + std::strerror(errno));
+    if (child == 0) {
+        setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
+        setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
+        setenv("EMBER_RECORD_OUTPUT", output.c_str(), 1);
+        setenv("EMBER_RECORD_ROOT_PID", std::to_string(getpid()).c_str(), 1);
+        setenv("EMBER_RECORD_CHILDREN", options.children.c_str(), 1);
+        setenv("EMBER_RECORD_PAUSED", options.paused ? "1" : "0", 1);
+        setenv("EMBER_RECORD_CPU_HZ", std::to_string(options.cpu_sample_hz).c_str(), 1);
+        setenv("EMBER_RECORD_NVML_HZ", std::to_string(options.nvml_hz).c_str(), 1);
+        setenv("EMBER_RECORD_SOCKET", options.no_socket ? "0" : "1", 1);
+        setenv("EMBER_RECORD_NO_CUDA", options.no_cuda ? "1" : "0", 1);
+        setenv("EMBER_RECORD_QUIET", options.quiet ? "1" : "0", 1);
+        std::vector<char*> arguments;
+        for (const std::string& argument : options.command) arguments.push_back(const_cast<char*>(argument.c_str()));
+        arguments.push_back(nullptr);
+        execvp(arguments[0], arguments.data());
+        std::fprintf(stderr, "ember record: cannot run %s: %s\n", arguments[0], std::strerror(errno));
+        _exit(127);
+    }
+    g_child_pid = child;
+    struct sigaction forward {};
+    forward.sa_handler = forward_signal;
+    sigemptyset(&forward.sa_mask);
+    struct sigaction previous[3];
+    const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &forward, &previous[index]);
+
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) fail(std::string("waitpid: ") + std::strerror(errno));
+    }
+    for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &previous[index], nullptr);
+    g_child_pid = 0;
+
+    std::vector<std::string> files = recorded_files(output);
+    if (files.empty())
+        std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX, "
+                             "or every process was skipped)\n");
+    if (!options.quiet)
+        for (const std::string& file : files) print_summary(file);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+
+void add_record_command(CLI::App& app) {
+    auto options = std::make_shared<RecordOptions>();
+    CLI::App* record = app.add_subcommand(
+        "record", "Record a program: CUDA kernels, copies and API calls, NVTX ranges, GPU counters, CPU samples "
+                  "(ember record -o run.db -- ./train --epochs 1)");
+    record->add_option("-o,--output", options->output, "trace file to write (default ember-record.db)");
+    record->add_flag("--paused", options->paused, "open the file but capture nothing until `ember attach PID start` "
+                                                  "or cudaProfilerStart()");
+    record->add_option("--children", options->children,
+                       "child processes: suffix (own file FILE.pid<N>.db, the default) or skip");
+    record->add_option("--sample-cpu", options->cpu_sample_hz, "CPU stack samples per second of CPU time (0 = off)");
+    record->add_option("--nvml", options->nvml_hz, "GPU counter samples per second (default 20, 0 = off)");
+    record->add_flag("--no-cuda", options->no_cuda, "do not trace CUDA (NVTX and host data only)");
+    record->add_flag("--no-socket", options->no_socket, "no control socket for `ember attach`");
+    record->add_flag("-q,--quiet", options->quiet, "no collector messages and no summary");
+    record->add_option("command", options->command, "the program and its arguments, after --")->required();
+    record->callback([options] {
+        int code = run_record(*options);
+        if (code != 0) throw CLI::RuntimeError(code);
+    });
+}
+
+}  // namespace ember::cli

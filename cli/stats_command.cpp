@@ -1,0 +1,84 @@
+// stats_command.cpp: `ember stats FILE`, the reports of profiler/analysis on the
+// command line. Bad files and bad option values print one line and exit 2.
+#include "profiler/analysis/stats_report.h"
+#include "cli/commands.h"
+#include "profiler/store/reader.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+namespace ember::cli {
+
+namespace {
+
+struct StatsCommandOptions {
+    std::string file;
+    std::string reports;
+    std::string format = "text";
+    std::string time_unit = "ns";
+    std::string sort = "total";
+    std::size_t top = 0;
+    std::size_t gaps = 5;
+};
+
+[[noreturn]] void fail(const std::string& message) {
+    std::fprintf(stderr, "ember stats: %s\n", message.c_str());
+    throw CLI::RuntimeError(store::kTraceErrorExitCode);
+}
+
+void run_stats(const StatsCommandOptions& command) {
+    analysis::StatsOptions options;
+    std::stringstream names(command.reports);
+    for (std::string name; std::getline(names, name, ',');) {
+        if (name.empty()) continue;
+        if (!analysis::is_report_name(name)) {
+            std::string known;
+            for (const char* report : analysis::kReportNames) known += std::string(known.empty() ? "" : ", ") + report;
+            fail("unknown report '" + name + "' (reports: " + known + ")");
+        }
+        options.reports.push_back(name);
+    }
+    auto format = analysis::parse_output_format(command.format);
+    if (!format) fail("unknown format '" + command.format + "' (text, csv, json)");
+    options.format = *format;
+    auto unit = analysis::parse_time_unit(command.time_unit);
+    if (!unit) fail("unknown time unit '" + command.time_unit + "' (ns, us, ms, s)");
+    options.time_unit = *unit;
+    auto sort = analysis::parse_summary_sort(command.sort);
+    if (!sort) fail("unknown sort key '" + command.sort + "' (total, instances, avg, med, min, max, name)");
+    options.sort = *sort;
+    options.top = command.top;
+    options.gap_count = command.gaps;
+    try {
+        store::TraceReader reader(command.file);
+        std::ostringstream buffered;  // print nothing when a report fails halfway
+        analysis::write_stats(buffered, reader, options);
+        std::cout << buffered.str() << std::flush;
+    } catch (const store::TraceError& error) {
+        fail(error.what());
+    }
+}
+
+}  // namespace
+
+void add_stats_command(CLI::App& app) {
+    auto command = std::make_shared<StatsCommandOptions>();
+    CLI::App* stats = app.add_subcommand("stats", "Summaries of a trace: kernels, memory copies, CUDA API calls, NVTX "
+                                                  "ranges, GPU time per range, training steps, GPU busy, advice");
+    stats->add_option("file", command->file, "trace file (.db) written by ember")->required();
+    stats->add_option("--report", command->reports,
+                      "comma-separated reports (default all): kernels, memory, api, nvtx, gpu_by_range, steps, "
+                      "gpu_busy, idle_gaps, advice");
+    stats->add_option("--format", command->format, "text (default), csv or json");
+    stats->add_option("--time-unit", command->time_unit, "ns (default), us, ms or s");
+    stats->add_option("--sort", command->sort, "kernels/api/nvtx order: total (default), instances, avg, med, min, max, name");
+    stats->add_option("--top", command->top, "keep the first N rows of kernels/api/nvtx/gpu_by_range (0 = all)");
+    stats->add_option("--gaps", command->gaps, "number of longest GPU idle gaps to list (default 5)");
+    stats->callback([command] { run_stats(*command); });
+}
+
+}  // namespace ember::cli

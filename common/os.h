@@ -1,0 +1,75 @@
+// os.h: the few operating-system readings every room of ember needs — elapsed time
+// on the steady clock, the kernel's id of the calling thread, CPU time of the process
+// and of the thread, fields of /proc/self/status and the load average. Header-only
+// and dependency-free, so the engine, the collectors, the trace library, the viewer
+// and the benchmarks all share one copy (common/ is the one folder every room may
+// include; it includes nothing of ember).
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace ember::os {
+
+using SteadyClock = std::chrono::steady_clock;
+
+inline double seconds_between(SteadyClock::time_point start, SteadyClock::time_point end) {
+    return std::chrono::duration<double>(end - start).count();
+}
+inline double seconds_since(SteadyClock::time_point start) { return seconds_between(start, SteadyClock::now()); }
+
+// The kernel's thread id (gettid), the id NVTX, CUPTI and /proc use for a thread.
+inline std::int64_t thread_id() { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
+
+// CPU time (user + system) of the whole process so far.
+inline double process_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// CPU time of the calling thread so far (0 if the clock is unavailable).
+inline double thread_cpu_seconds() {
+    timespec now{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0.0;
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// A "<field>: N kB" line of /proc/self/status in KiB, e.g. "VmRSS" (resident now) or
+// "VmHWM" (peak resident); 0 when the file or the field cannot be read.
+inline long proc_status_kib(const char* field) {
+    std::FILE* file = std::fopen("/proc/self/status", "r");
+    if (!file) return 0;
+    const std::string format = std::string(field) + ": %ld kB";
+    char line[256];
+    long kib = 0;
+    while (std::fgets(line, sizeof(line), file))
+        if (std::sscanf(line, format.c_str(), &kib) == 1) break;
+    std::fclose(file);
+    return kib;
+}
+inline long peak_rss_kib() { return proc_status_kib("VmHWM"); }
+
+// "1.23 0.98 0.50 (1, 5, 15 min)" from /proc/loadavg, or "unknown": other work on the
+// machine skews wall-clock measurements, so benchmarks print it beside their numbers.
+inline std::string load_average() {
+    std::FILE* file = std::fopen("/proc/loadavg", "r");
+    if (!file) return "unknown";
+    double one = 0, five = 0, fifteen = 0;
+    const int got = std::fscanf(file, "%lf %lf %lf", &one, &five, &fifteen);
+    std::fclose(file);
+    if (got != 3) return "unknown";
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.2f %.2f %.2f (1, 5, 15 min)", one, five, fifteen);
+    return text;
+}
+
+}  // namespace ember::os
