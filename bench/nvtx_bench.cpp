@@ -5,6 +5,7 @@
 //
 //   collector_nvtx_bench --benchmark_min_time=1s
 #include "ember/collector.h"
+#include "common/os.h"
 
 #include <benchmark/benchmark.h>
 #include <nvtx3/nvToolsExt.h>
@@ -19,10 +20,7 @@ namespace {
 std::string bench_path() { return "/tmp/ember_nvtx_bench_" + std::to_string(getpid()) + ".db"; }
 
 void print_load_average(const char* when) {
-    std::ifstream file("/proc/loadavg");
-    std::string line;
-    std::getline(file, line);
-    std::printf("load average %s: %s\n", when, line.c_str());
+    std::printf("load average %s: %s\n", when, ember::os::load_average().c_str());
 }
 
 nvtxDomainHandle_t bench_domain() {

@@ -2,6 +2,7 @@
 // 1M and 11M parameters cut into segments of mixed sizes, on the cpu backend and,
 // where a device is present, the fused and per-tensor CUDA backends (with their
 // launch counts); then global-norm gradient clipping (cpu, and CUDA with a device). Usage: ember_optimizer_bench [--steps N] [--sizes 1000000,11000000]
+#include "common/os.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
 #include "engine/optim/clip.h"
@@ -43,11 +44,7 @@ std::vector<ParameterSegment> make_segments(std::size_t count) {
 
 // CPU time of the calling thread: on a shared machine it counts only the time this
 // thread ran, which wall time does not (memory-bandwidth contention still shows).
-double thread_cpu_ms() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+double thread_cpu_ms() { return ember::os::thread_cpu_seconds() * 1e3; }
 
 struct Timing {
     double wall_ms;

@@ -1,5 +1,6 @@
 // cpu_sampler.cpp: SIGPROF stack sampling (see cpu_sampler.h).
 #include "collectors/cpu_sampler.h"
+#include "common/os.h"
 
 #include "collectors/clock.h"
 #include "collectors/cupti_records.h"
@@ -53,7 +54,7 @@ void on_profiling_signal(int, siginfo_t*, void*) {
         return;
     }
     slot.time_ns = now_ns();
-    slot.tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+    slot.tid = os::thread_id();  // a raw syscall: async-signal-safe
     slot.depth = backtrace(slot.frames, kMaxFrames);
     slot.state.store(full, std::memory_order_release);
     errno = saved_errno;

@@ -1,12 +1,14 @@
 // session.cpp: opening and closing a recording session, the environment contract
 // with `ember record`, thread and counter registration.
 #include "collectors/session.h"
+#include "common/os.h"
 
 #include "collectors/control_socket.h"
 #include "collectors/cpu_sampler.h"
 #include "collectors/cupti_collector.h"
 #include "collectors/nvml_sampler.h"
 #include "collectors/nvtx_injection.h"
+#include "profiler/store/writer_hooks.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -32,8 +34,6 @@ namespace {
 std::atomic<Session*> g_session{nullptr};
 std::mutex g_lifecycle_mutex;
 std::atomic<std::uint32_t> g_next_generation{1};
-
-std::int64_t os_thread_id() { return static_cast<std::int64_t>(syscall(SYS_gettid)); }
 
 std::string read_command_line() {
     std::ifstream file("/proc/self/cmdline", std::ios::binary);
@@ -76,58 +76,6 @@ double double_environment(const char* name, double fallback) {
 bool flag_environment(const char* name) {
     const char* value = environment(name);
     return value && std::string(value) != "0";
-}
-
-// SIGINT/SIGTERM while CUPTI runs: GPU records still in CUPTI's buffers must reach
-// the writer before the writer's own handler (installed earlier, so called next)
-// commits and the signal takes effect. The handler only raises a flag; the flusher
-// thread does the flush and acknowledges.
-constexpr int kCuptiFlushSignals[] = {SIGINT, SIGTERM};
-struct sigaction g_previous_signal_actions[2];
-std::atomic<bool> g_signal_handlers_installed{false};
-std::atomic<int> g_signal_flush_requested{0};
-std::atomic<int> g_signal_flush_done{0};
-constexpr int kSignalFlushWaitMs = 2000;
-
-int signal_slot(int signal_number) { return signal_number == SIGINT ? 0 : 1; }
-
-void on_terminating_signal(int signal_number, siginfo_t* info, void* context) {
-    int saved_errno = errno;
-    int request = g_signal_flush_requested.fetch_add(1) + 1;
-    for (int waited = 0; waited < kSignalFlushWaitMs && g_signal_flush_done.load() < request; ++waited) {
-        timespec pause{0, 1000000};
-        nanosleep(&pause, nullptr);
-    }
-    const struct sigaction& previous = g_previous_signal_actions[signal_slot(signal_number)];
-    if (previous.sa_flags & SA_SIGINFO) {
-        if (previous.sa_sigaction) previous.sa_sigaction(signal_number, info, context);
-    } else if (previous.sa_handler == SIG_DFL) {
-        sigaction(signal_number, &previous, nullptr);
-        raise(signal_number);
-    } else if (previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
-        previous.sa_handler(signal_number);
-    }
-    errno = saved_errno;
-}
-
-void install_cupti_signal_flush() {
-    if (g_signal_handlers_installed.exchange(true)) return;
-    struct sigaction action {};
-    action.sa_sigaction = on_terminating_signal;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    for (int signal_number : kCuptiFlushSignals)
-        sigaction(signal_number, &action, &g_previous_signal_actions[signal_slot(signal_number)]);
-}
-
-void remove_cupti_signal_flush() {
-    if (!g_signal_handlers_installed.exchange(false)) return;
-    for (int signal_number : kCuptiFlushSignals) {
-        struct sigaction current {};
-        sigaction(signal_number, nullptr, &current);
-        if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_terminating_signal)
-            sigaction(signal_number, &g_previous_signal_actions[signal_slot(signal_number)], nullptr);
-    }
 }
 
 }  // namespace
@@ -189,6 +137,7 @@ struct Session::Components {
     std::mutex flusher_mutex;
     std::condition_variable flusher_wake;
     bool flusher_stop = false;
+    std::uint64_t signal_epoch_at_start = 0;  // the producers' flush epoch when the flusher began
     // Reads the TSC clock every 50 ms so it re-anchors on schedule even while the
     // program records nothing (else the first reading after a long quiet spell would
     // extrapolate the last segment across it).
@@ -255,7 +204,7 @@ trace::ThreadId Session::this_thread() {
     thread_local std::uint32_t cached_generation = 0;
     thread_local trace::ThreadId cached_thread = 0;
     if (cached_generation == generation_) return cached_thread;
-    std::int64_t tid = os_thread_id();
+    std::int64_t tid = os::thread_id();
     std::string pending_name;
     trace::ThreadId thread = 0;
     {
@@ -296,7 +245,7 @@ trace::ThreadId Session::thread_for_tid(std::int64_t tid) {
 }
 
 void Session::name_os_thread(std::int64_t tid, std::string_view name) {
-    if (tid == os_thread_id()) {
+    if (tid == os::thread_id()) {
         writer_->set_thread_name(this_thread(), name);
         return;
     }
@@ -335,31 +284,39 @@ void Session::start_components() {
     }
     if (options_.trace_cuda) parts.cupti_running = cupti_start(*this);
     if (parts.cupti_running) {
+        parts.signal_epoch_at_start = store::signal_flush_epoch(store::FlushStage::producers);
+        store::add_signal_flush_participant(store::FlushStage::producers);
         parts.flusher = std::thread([this] {
-            // Signals go to other threads: this one must be free to answer them.
-            sigset_t blocked;
-            sigemptyset(&blocked);
-            for (int signal_number : kCuptiFlushSignals) sigaddset(&blocked, signal_number);
-            pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+            // SIGINT/SIGTERM while CUPTI runs: GPU records still in CUPTI's buffers must
+            // reach the writer before it commits and the signal takes effect. The trace
+            // store's one handler asks this thread first (FlushStage::producers), then
+            // the writers; signals go to other threads, so this one is free to answer.
+            store::block_flush_signals_in_this_thread();
             Components& flusher_parts = *components_;
             std::unique_lock lock(flusher_parts.flusher_mutex);
             auto last_flush = std::chrono::steady_clock::now();
+            std::uint64_t handled_epoch = flusher_parts.signal_epoch_at_start;
             while (!flusher_parts.flusher_stop) {
                 // Short waits so a signal's flush request is served within ~10 ms.
                 flusher_parts.flusher_wake.wait_for(lock, std::chrono::milliseconds(10));
                 if (flusher_parts.flusher_stop) break;
-                int requested = g_signal_flush_requested.load();
-                bool signalled = requested > g_signal_flush_done.load();
+                const std::uint64_t epoch = store::signal_flush_epoch(store::FlushStage::producers);
+                const bool signalled = epoch != handled_epoch;
                 bool periodic = std::chrono::steady_clock::now() - last_flush >= std::chrono::milliseconds(100);
                 if (!signalled && !periodic) continue;
                 lock.unlock();
                 cupti_flush(signalled);
                 last_flush = std::chrono::steady_clock::now();
-                if (signalled) g_signal_flush_done.store(requested);
+                if (signalled) {
+                    handled_epoch = epoch;
+                    store::acknowledge_signal_flush(store::FlushStage::producers);
+                }
                 lock.lock();
             }
+            // A request that raced with the stop: answer it so the handler does not wait.
+            if (store::signal_flush_epoch(store::FlushStage::producers) != handled_epoch)
+                store::acknowledge_signal_flush(store::FlushStage::producers);
         });
-        install_cupti_signal_flush();
     }
     if (options_.nvml_hz > 0) {
         parts.nvml = std::make_unique<NvmlSampler>();
@@ -384,7 +341,8 @@ void Session::stop() {
     stopped_ = true;
     Components& parts = *components_;
     if (parts.control) parts.control->stop();
-    remove_cupti_signal_flush();
+    // New signals stop waiting for this flusher; one already under way is still answered.
+    if (parts.flusher.joinable()) store::remove_signal_flush_participant(store::FlushStage::producers);
     if (parts.flusher.joinable()) {
         {
             std::lock_guard lock(parts.flusher_mutex);

@@ -6,7 +6,6 @@
 // include; it includes nothing of ember).
 #pragma once
 
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,12 +27,12 @@ inline double seconds_since(SteadyClock::time_point start) { return seconds_betw
 // The kernel's thread id (gettid), the id NVTX, CUPTI and /proc use for a thread.
 inline std::int64_t thread_id() { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
 
-// CPU time (user + system) of the whole process so far.
+// CPU time (user + system) of the whole process so far, all threads (0 if the clock
+// is unavailable).
 inline double process_cpu_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+    timespec now{};
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now) != 0) return 0.0;
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
 // CPU time of the calling thread so far (0 if the clock is unavailable).

@@ -1,11 +1,9 @@
 #include "engine/core/nvtx.h"
+#include "common/os.h"
 
 #include <mutex>
 #include <string>
 #include <unordered_map>
-
-#include <sys/syscall.h>
-#include <unistd.h>
 
 namespace ember::nvtx {
 
@@ -78,7 +76,7 @@ void mark_value(const char* name, double value, Category category) {
 void counter(const char* name, double value) { mark_value(name, value, kCounterCategory); }
 
 void name_thread(const char* name) {
-    nvtxNameOsThreadA(static_cast<uint32_t>(syscall(SYS_gettid)), name);
+    nvtxNameOsThreadA(static_cast<uint32_t>(os::thread_id()), name);
 }
 
 }  // namespace ember::nvtx

@@ -4,6 +4,7 @@
 // the workers run ahead. Workers take batch numbers from a shared counter in order; any
 // worker may build any batch, and next() hands them out strictly in order.
 #include "engine/data/loader.h"
+#include "common/os.h"
 
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
@@ -22,10 +23,6 @@ namespace ember::data {
 namespace {
 
 constexpr auto kCategory = nvtx::Category::dataloader;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 
@@ -291,7 +288,7 @@ const Batch* DataLoader::next() {
             }
         }
         lock.lock();
-        stats_.wait_seconds += seconds_since(start);
+        stats_.wait_seconds += os::seconds_since(start);
         if (error) {
             slot.state = SlotState::free;
             epoch_error_ = error;
@@ -309,7 +306,7 @@ const Batch* DataLoader::next() {
                 nvtx::ScopedRange wait("dataloader/wait", kCategory);
                 batch_finished_.wait(lock, is_done);
             }
-            stats_.wait_seconds += seconds_since(start);
+            stats_.wait_seconds += os::seconds_since(start);
         }
         if (slot.state == SlotState::failed) {
             epoch_error_ = slot.error;

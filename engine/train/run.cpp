@@ -1,6 +1,7 @@
 // trainer.cpp: the training loop. Read top to bottom: setup (backend, data, model,
 // optimizer, schedule, AMP), then epochs of steps, evaluation, checkpoints.
 #include "engine/train/run.h"
+#include "common/os.h"
 
 #include "engine/amp/autocast.h"
 #include "engine/amp/loss_scaler.h"
@@ -39,11 +40,8 @@ extern "C" void openblas_set_num_threads(int threads);
 namespace ember::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-}
+using Clock = os::SteadyClock;
+using os::seconds_between;
 
 // ---------------------------------------------------------------------------------
 // Configuration -> engine objects

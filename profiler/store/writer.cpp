@@ -1,6 +1,7 @@
 // writer.cpp: TraceWriter — producer rings, the writer thread and its SQLite
 // transactions. See writer.h for the design and docs/trace-schema.md for the file.
 #include "profiler/store/writer.h"
+#include "common/os.h"
 
 #include "ember/version.h"
 #include "profiler/store/batch_inserter.h"
@@ -117,8 +118,6 @@ struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
 };
-
-std::int64_t os_thread_id() { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
 
 std::string os_thread_name() {
     char name[64] = {};
@@ -485,7 +484,7 @@ ThreadId TraceWriter::Impl::register_this_thread() {
     if (slot.thread_id != 0) return slot.thread_id;
     ThreadInfo info;
     info.pid = ::getpid();
-    info.tid = os_thread_id();
+    info.tid = os::thread_id();
     info.name = os_thread_name();
     ThreadId id;
     {
@@ -573,9 +572,7 @@ void TraceWriter::Impl::commit() {
 }
 
 void TraceWriter::Impl::note_thread_cpu() {
-    timespec cpu{};
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
-        writer_cpu_seconds.store(static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9);
+    writer_cpu_seconds.store(os::thread_cpu_seconds());
 }
 
 void TraceWriter::Impl::store_overflow_counts() {
@@ -835,7 +832,7 @@ void TraceWriter::Impl::run_writer_thread() {
         for (;;) {
             bool stopping = stop_requested.load(std::memory_order_acquire);
             std::uint64_t flush_target = flush_requested.load(std::memory_order_acquire);
-            std::uint64_t signal_epoch = signal_flush_epoch();
+            std::uint64_t signal_epoch = signal_flush_epoch(FlushStage::writers);
             bool signal_flush = signal_hooks && signal_epoch != handled_signal_epoch;
             bool must_flush = stopping || signal_flush || flush_target > flush_completed;
 
@@ -846,7 +843,7 @@ void TraceWriter::Impl::run_writer_thread() {
             }
             if (signal_flush) {
                 handled_signal_epoch = signal_epoch;
-                acknowledge_signal_flush();
+                acknowledge_signal_flush(FlushStage::writers);
             }
             if (flush_target > flush_completed) {
                 std::lock_guard lock(control_mutex);
@@ -866,8 +863,9 @@ void TraceWriter::Impl::run_writer_thread() {
     // Stop counting as a writer a signal handler waits for (acknowledging a flush
     // request that raced with the end of this thread).
     if (signal_hooks) {
-        if (signal_flush_epoch() != handled_signal_epoch && !failed.load()) acknowledge_signal_flush();
-        remove_signal_flushing_writer();
+        if (signal_flush_epoch(FlushStage::writers) != handled_signal_epoch && !failed.load())
+            acknowledge_signal_flush(FlushStage::writers);
+        remove_signal_flush_participant(FlushStage::writers);
     }
 }
 
@@ -901,7 +899,7 @@ void TraceWriter::Impl::fail(const std::string& message) {
     }
     std::lock_guard lock(rings_mutex);
     for (const auto& ring : rings) ring->closed.store(true, std::memory_order_release);
-    if (signal_hooks) acknowledge_signal_flush();
+    if (signal_hooks) acknowledge_signal_flush(FlushStage::writers);
 }
 
 // ---------------------------------------------------------------------------
@@ -1016,8 +1014,8 @@ TraceWriter::TraceWriter(const std::string& path, const RunInfo& run, WriterOpti
         impl.hooks_registered = true;
     }
     if (options.install_signal_handlers) {
-        impl.handled_signal_epoch = signal_flush_epoch();
-        add_signal_flushing_writer();
+        impl.handled_signal_epoch = signal_flush_epoch(FlushStage::writers);
+        add_signal_flush_participant(FlushStage::writers);
         impl.signal_hooks = true;
     }
     impl.writer_thread = std::thread([raw = impl_.get()] { raw->run_writer_thread(); });

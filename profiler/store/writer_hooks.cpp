@@ -70,19 +70,21 @@ void unregister_for_exit(void* writer) {
 namespace {
 
 constexpr int kFlushSignals[] = {SIGINT, SIGTERM};
-// How long a handler waits for the writers before letting the signal proceed.
-constexpr int kSignalFlushTimeoutMs = 5000;
+constexpr int kStages = 2;
+// How long the handler waits for each stage before letting the signal proceed.
+constexpr int kStageTimeoutMs[kStages] = {2000, 5000};
 
 std::mutex g_install_mutex;
-int g_signal_writers = 0;  // guarded by g_install_mutex
+int g_installed_participants = 0;  // guarded by g_install_mutex
 struct sigaction g_previous_actions[2];
 
 // Read and written from the handler: lock-free atomics only.
-std::atomic<int> g_open_flushing_writers{0};
-std::atomic<std::uint64_t> g_flush_epoch{0};
-std::atomic<int> g_writers_pending{0};
+std::atomic<int> g_participants[kStages] = {0, 0};
+std::atomic<std::uint64_t> g_flush_epoch[kStages] = {0, 0};
+std::atomic<int> g_pending[kStages] = {0, 0};
 
 int signal_slot(int signal_number) { return signal_number == SIGINT ? 0 : 1; }
+int stage_index(FlushStage stage) { return static_cast<int>(stage); }
 
 void sleep_one_millisecond() {
     timespec pause{0, 1000000};
@@ -91,10 +93,12 @@ void sleep_one_millisecond() {
 
 void on_flush_signal(int signal_number, siginfo_t* info, void* context) {
     int saved_errno = errno;
-    if (g_open_flushing_writers.load() > 0) {
-        g_writers_pending.store(g_open_flushing_writers.load());
-        g_flush_epoch.fetch_add(1);
-        for (int waited = 0; waited < kSignalFlushTimeoutMs && g_writers_pending.load() > 0; ++waited)
+    for (int stage = 0; stage < kStages; ++stage) {
+        const int participants = g_participants[stage].load();
+        if (participants <= 0) continue;
+        g_pending[stage].store(participants);
+        g_flush_epoch[stage].fetch_add(1);
+        for (int waited = 0; waited < kStageTimeoutMs[stage] && g_pending[stage].load() > 0; ++waited)
             sleep_one_millisecond();
     }
     const struct sigaction& previous = g_previous_actions[signal_slot(signal_number)];
@@ -113,9 +117,9 @@ void on_flush_signal(int signal_number, siginfo_t* info, void* context) {
 
 }  // namespace
 
-void add_signal_flushing_writer() {
+void add_signal_flush_participant(FlushStage stage) {
     std::lock_guard lock(g_install_mutex);
-    if (g_signal_writers++ == 0) {
+    if (g_installed_participants++ == 0) {
         struct sigaction action {};
         action.sa_sigaction = on_flush_signal;
         action.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -123,13 +127,13 @@ void add_signal_flushing_writer() {
         for (int signal_number : kFlushSignals)
             sigaction(signal_number, &action, &g_previous_actions[signal_slot(signal_number)]);
     }
-    g_open_flushing_writers.fetch_add(1);
+    g_participants[stage_index(stage)].fetch_add(1);
 }
 
-void remove_signal_flushing_writer() {
+void remove_signal_flush_participant(FlushStage stage) {
     std::lock_guard lock(g_install_mutex);
-    g_open_flushing_writers.fetch_sub(1);
-    if (--g_signal_writers == 0) {
+    g_participants[stage_index(stage)].fetch_sub(1);
+    if (--g_installed_participants == 0) {
         for (int signal_number : kFlushSignals) {
             struct sigaction current {};
             sigaction(signal_number, nullptr, &current);
@@ -140,9 +144,11 @@ void remove_signal_flushing_writer() {
     }
 }
 
-std::uint64_t signal_flush_epoch() { return g_flush_epoch.load(std::memory_order_acquire); }
+std::uint64_t signal_flush_epoch(FlushStage stage) {
+    return g_flush_epoch[stage_index(stage)].load(std::memory_order_acquire);
+}
 
-void acknowledge_signal_flush() { g_writers_pending.fetch_sub(1); }
+void acknowledge_signal_flush(FlushStage stage) { g_pending[stage_index(stage)].fetch_sub(1); }
 
 // ---------------------------------------------------------------------------
 // [SECTION] fork
@@ -154,9 +160,11 @@ std::atomic<std::uint64_t> g_fork_generation{0};
 
 void in_forked_child() {
     g_fork_generation.fetch_add(1);
-    // No writer thread of the parent runs here: the signal handler must not wait for them.
-    g_open_flushing_writers.store(0);
-    g_writers_pending.store(0);
+    // No participant thread of the parent runs here: the signal handler must not wait for them.
+    for (int stage = 0; stage < kStages; ++stage) {
+        g_participants[stage].store(0);
+        g_pending[stage].store(0);
+    }
 }
 
 }  // namespace

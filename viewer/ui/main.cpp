@@ -8,6 +8,7 @@
 #include <GL/glext.h>
 
 #include "profiler/store/trace_error.h"
+#include "common/os.h"
 #include "viewer/ui/png_writer.h"
 #include "viewer/ui/viewer_app.h"
 
@@ -36,22 +37,15 @@ namespace {
 using ember::viewer::TimeRange;
 using ember::viewer::TraceModel;
 using ember::viewer::ViewerApp;
-using Clock = std::chrono::steady_clock;
+using Clock = ember::os::SteadyClock;
 
 constexpr int kExitBadFile = 2;
 constexpr int kExitNoDisplay = 3;
 
 // CPU seconds of the whole process (all threads: ours and llvmpipe's). On a loaded
 // machine wall time measures the neighbours; CPU time measures the frame's work.
-double process_cpu_seconds() {
-    timespec now{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using ember::os::process_cpu_seconds;
+using ember::os::seconds_since;
 
 // "12.5ms", "300us", "2s", "1500" (ns) -> nanoseconds; nullopt when malformed.
 std::optional<double> parse_time(const std::string& text) {
@@ -69,13 +63,8 @@ std::optional<double> parse_time(const std::string& text) {
 
 // Resident and peak memory of this process from /proc/self/status, in bytes.
 void memory_usage(std::int64_t* resident, std::int64_t* peak) {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    *resident = *peak = 0;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) *resident = std::atoll(line.c_str() + 6) * 1024;
-        if (line.rfind("VmHWM:", 0) == 0) *peak = std::atoll(line.c_str() + 6) * 1024;
-    }
+    *resident = std::int64_t{ember::os::proc_status_kib("VmRSS")} * 1024;
+    *peak = std::int64_t{ember::os::peak_rss_kib()} * 1024;
 }
 
 // The trace file a running process has open: an fd pointing at an SQLite file.
@@ -175,12 +164,10 @@ void render_frame(Window& window, ViewerApp& app, bool finish) {
     }
     ImGui::NewFrame();
     const ImVec2 size = ImGui::GetIO().DisplaySize;
-    timespec widgets_start{}, widgets_end{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &widgets_start);
+    const double widgets_start = ember::os::thread_cpu_seconds();
     app.draw_frame(size.x, size.y);
     ImGui::Render();
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &widgets_end);
-    g_widgets_ms = (widgets_end.tv_sec - widgets_start.tv_sec) * 1e3 + (widgets_end.tv_nsec - widgets_start.tv_nsec) * 1e-6;
+    g_widgets_ms = (ember::os::thread_cpu_seconds() - widgets_start) * 1e3;
     glViewport(0, 0, width, height);
     glClearColor(24 / 255.0f, 24 / 255.0f, 28 / 255.0f, 1.0f);  // colors::kBackground
     glClear(GL_COLOR_BUFFER_BIT);

@@ -16,6 +16,7 @@ extern TestNvtxInitializeInjection InitializeInjectionNvtx2_fnptr;
 #include <nvtx3/nvToolsExt.h>
 
 #include "engine/core/nvtx.h"
+#include "common/os.h"
 #include "engine/data/in_memory_dataset.h"
 #include "engine/data/loader.h"
 
@@ -42,7 +43,7 @@ std::deque<std::string> registered_strings;  // stable addresses serve as string
 std::vector<RecordedRange> recorded_ranges;
 std::map<uint32_t, std::string> thread_names;
 
-uint32_t current_thread() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+uint32_t current_thread() { return static_cast<uint32_t>(ember::os::thread_id()); }
 
 nvtxDomainHandle_t NVTX_API create_domain(const char* name) {
     std::lock_guard<std::mutex> lock(recorded_mutex);
