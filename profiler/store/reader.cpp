@@ -293,6 +293,14 @@ StringId TraceReader::Impl::check_string(std::int64_t id) const {
 }
 
 void TraceReader::Impl::load_small_tables() {
+    processes.clear();
+    threads.clear();
+    devices.clear();
+    streams.clear();
+    counters.clear();
+    category_names.clear();
+    string_lookup.clear();
+    launch_configs.clear();
     std::int64_t max_id = 0, count = 0;
     query("SELECT COALESCE(MAX(string_id), 0), COUNT(*) FROM strings", [](Statement&) {}, [&](Statement& s) {
         max_id = s.column_int64(0);
@@ -681,6 +689,37 @@ std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
     }
     std::reverse(frames.begin(), frames.end());
     return frames;
+}
+
+TraceReader::Snapshot::Snapshot(const TraceReader& reader) : reader_(&reader) {
+    exec_sql(reader.impl_->db, reader.impl_->path, "BEGIN");
+}
+
+TraceReader::Snapshot::~Snapshot() {
+    // A read transaction: ending it cannot lose anything, and a destructor must not throw.
+    if (reader_) sqlite3_exec(reader_->impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+TraceReader::Snapshot TraceReader::snapshot() const { return Snapshot(*this); }
+
+std::vector<std::int64_t> TraceReader::highest_rowids() const {
+    std::vector<std::int64_t> marks;
+    for (const EventTableInfo& table : kEventTables)
+        impl_->query(std::string("SELECT COALESCE(MAX(rowid), 0) FROM ") + table.name, [](Statement&) {},
+                     [&](Statement& s) {
+                         marks.push_back(s.column_int64(0));
+                         return false;
+                     });
+    return marks;
+}
+
+void TraceReader::reload_small_tables() { impl_->load_small_tables(); }
+
+std::vector<std::pair<StringId, std::string>> TraceReader::strings_from(StringId first) const {
+    std::vector<std::pair<StringId, std::string>> rows;
+    for (std::size_t id = first; id < impl_->strings.size(); ++id)
+        if (impl_->string_present[id]) rows.emplace_back(static_cast<StringId>(id), impl_->strings[id]);
+    return rows;
 }
 
 std::vector<DroppedRecords> TraceReader::dropped_records() const {

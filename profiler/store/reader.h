@@ -158,9 +158,37 @@ public:
     // Adds missing indexes and track_stats (opens the file read-write for it).
     void build_missing_indexes();
 
+    // --- A file still being written ------------------------------------------------------
+    // While a Snapshot lives, every query of this reader sees the file as it was when the
+    // snapshot began (one SQLite read transaction), so rowid marks, counts and rows of
+    // different tables agree. It ends when destroyed; at most one at a time per reader.
+    class Snapshot {
+    public:
+        Snapshot(Snapshot&& other) noexcept : reader_(other.reader_) { other.reader_ = nullptr; }
+        Snapshot& operator=(Snapshot&&) = delete;
+        Snapshot(const Snapshot&) = delete;
+        ~Snapshot();
+
+    private:
+        friend class TraceReader;
+        explicit Snapshot(const TraceReader& reader);
+        const TraceReader* reader_;
+    };
+    [[nodiscard]] Snapshot snapshot() const;
+    // The highest rowid of every event table, in kEventTables order (0 for an empty
+    // table): the rows stored after a read are exactly those above these marks.
+    std::vector<std::int64_t> highest_rowids() const;
+    // Reads the small tables again (strings, processes, threads, devices, streams,
+    // counters, category names, launch configs) to see rows a writer added after open.
+    // References and string views returned by the accessors before it are invalid after.
+    void reload_small_tables();
+    // Every interned string whose id is at least `first`, by id.
+    std::vector<std::pair<trace::StringId, std::string>> strings_from(trace::StringId first) const;
+
     // The underlying connection, for aggregate SQL (SUM/GROUP BY) that is faster in
-    // SQLite than in a visitor. Read-only unless opened with build_missing_indexes.
-    // Errors from it must be reported with path() by the caller.
+    // SQLite than in a visitor; only code of the trace library (profiler/) uses it.
+    // Read-only unless opened with build_missing_indexes. Errors from it must be
+    // reported with path() by the caller.
     sqlite3* database() const;
 
     struct Impl;  // reader.cpp and its helpers

@@ -3,12 +3,9 @@
 //
 // The writer only appends, so each event table's rowids grow: the rows above the
 // rowid mark of the last load are exactly the new ones, which the reader's
-// for_each_*() select with EventQuery::after_rowid/upto_rowid. Each refresh runs in
-// one read transaction on the reader's connection (TraceReader::database()), so every
-// table is read at the same snapshot.
+// for_each_*() select with EventQuery::after_rowid/upto_rowid. Each refresh reads
+// inside one TraceReader::Snapshot, so every table is read at the same instant.
 #include "profiler/store/schema.h"
-#include "profiler/store/sqlite_util.h"
-#include "viewer/model/live_refresh.h"
 #include "viewer/model/trace_model.h"
 
 #include <algorithm>
@@ -21,15 +18,6 @@
 namespace ember::viewer {
 
 using trace::TimeNs;
-
-std::vector<std::int64_t> highest_rowids(const store::TraceReader& reader) {
-    std::vector<std::int64_t> marks;
-    for (const store::EventTableInfo& table : store::kEventTables) {
-        store::Statement statement(reader.database(), reader.path(), std::string("SELECT MAX(rowid) FROM ") + table.name);
-        marks.push_back(statement.next_row() ? statement.column_int64(0) : 0);  // NULL (empty table) reads as 0
-    }
-    return marks;
-}
 
 std::int64_t LaneDelta::event_count() const {
     return static_cast<std::int64_t>(gpu_work.size() + syncs.size() + api_calls.size() + marks.size() +
@@ -45,102 +33,28 @@ std::int64_t TraceDelta::event_count() const {
 
 namespace {
 
-// A read transaction on the reader's connection, ended on every path (read only:
-// ending it never fails in a way that matters).
-class ReadTransaction {
-public:
-    ReadTransaction(sqlite3* database, const std::string& path) : database_(database) {
-        store::exec_sql(database, path, "BEGIN");
-    }
-    ~ReadTransaction() { sqlite3_exec(database_, "ROLLBACK", nullptr, nullptr, nullptr); }
-    ReadTransaction(const ReadTransaction&) = delete;
-    ReadTransaction& operator=(const ReadTransaction&) = delete;
-
-private:
-    sqlite3* database_;
-};
-
 LaneKind lane_kind_of(const store::EventTableInfo& table) {
     const std::string_view column = table.track_column;
     return column == "stream_id" ? LaneKind::stream : column == "counter_id" ? LaneKind::counter : LaneKind::thread;
 }
 
-std::string text_or_empty(const store::Statement& row, int column) {
-    return row.column_type(column) == SQLITE_NULL ? std::string() : row.column_text(column);
-}
-
-// Function names of a stack node, outermost first (stacks form a prefix tree).
+// Function names of a stack node, outermost first.
 std::vector<std::string> stack_functions(const store::TraceReader& reader, trace::StackId stack) {
-    store::Statement node(reader.database(), reader.path(),
-                          "SELECT s.parent_stack_id, COALESCE(n.value, '') FROM stacks s "
-                          "LEFT JOIN frames f ON f.frame_id = s.frame_id "
-                          "LEFT JOIN strings n ON n.string_id = f.function_id WHERE s.stack_id = ?1");
     std::vector<std::string> functions;
-    for (int depth = 0; stack != 0 && depth < 4096; ++depth) {
-        node.reset();
-        node.bind(1, stack);
-        if (!node.next_row()) break;
-        functions.push_back(node.column_text(1));
-        stack = static_cast<trace::StackId>(node.column_int64(0));
-    }
-    std::reverse(functions.begin(), functions.end());
+    for (trace::FrameInfo& frame : reader.stack_frames(stack)) functions.push_back(std::move(frame.function));
     return functions;
 }
 
-// Titles of a lane the model did not have, from the file's small tables.
+// Titles of a lane the model did not have (the reader's small tables were reloaded).
 void describe_new_lane(const TraceModel& model, const TraceFile& file, const store::TraceReader& reader,
                        LaneDelta& lane) {
-    const std::string prefix = rank_prefix(model.files().size(), file);
-    const std::string id = std::to_string(lane.track_id);
-    if (lane.kind == LaneKind::thread) {
-        store::Statement row(reader.database(), reader.path(),
-                             "SELECT t.pid, t.tid, COALESCE(n.value, ''), COALESCE(pn.value, '') FROM threads t "
-                             "LEFT JOIN strings n ON n.string_id = t.name_id LEFT JOIN processes p ON p.pid = t.pid "
-                             "LEFT JOIN strings pn ON pn.string_id = p.name_id WHERE t.thread_id = ?1");
-        row.bind(1, lane.track_id);
-        lane.process_id = file.run.pid;
-        lane.title = "thread #" + id;
-        std::string process_name;
-        if (row.next_row()) {
-            lane.process_id = row.column_int64(0);
-            const std::string name = text_or_empty(row, 2);
-            lane.title = "thread " + std::to_string(row.column_int64(1)) + (name.empty() ? "" : " " + name);
-            process_name = text_or_empty(row, 3);
-        }
-        lane.group = prefix + "process " + std::to_string(lane.process_id) +
-                     (process_name.empty() ? "" : " " + process_name);
-    } else if (lane.kind == LaneKind::stream) {
-        store::Statement row(reader.database(), reader.path(),
-                             "SELECT st.device_id, st.cuda_stream_id, COALESCE(n.value, ''), COALESCE(dn.value, '') "
-                             "FROM streams st LEFT JOIN strings n ON n.string_id = st.name_id "
-                             "LEFT JOIN devices d ON d.device_id = st.device_id "
-                             "LEFT JOIN strings dn ON dn.string_id = d.name_id WHERE st.stream_id = ?1");
-        row.bind(1, lane.track_id);
-        lane.device_id = 0;
-        lane.title = "stream " + id;
-        std::string device_name;
-        if (row.next_row()) {
-            lane.device_id = static_cast<trace::DeviceId>(row.column_int64(0));
-            const std::string name = text_or_empty(row, 2);
-            lane.title = "stream " + std::to_string(row.column_int64(1)) + (name.empty() ? "" : " " + name);
-            device_name = text_or_empty(row, 3);
-        }
-        lane.group = prefix + "GPU " + std::to_string(lane.device_id) + (device_name.empty() ? "" : " " + device_name);
-    } else {
-        store::Statement row(reader.database(), reader.path(),
-                             "SELECT c.device_id, COALESCE(n.value, ''), COALESCE(u.value, '') FROM counters c "
-                             "LEFT JOIN strings n ON n.string_id = c.name_id "
-                             "LEFT JOIN strings u ON u.string_id = c.unit_id WHERE c.counter_id = ?1");
-        row.bind(1, lane.track_id);
-        lane.group = prefix + "counters";
-        lane.title = "counter #" + id;
-        if (row.next_row()) {
-            lane.device_id = static_cast<trace::DeviceId>(row.column_int64(0));
-            lane.title = row.column_text(1);
-            if (lane.device_id != trace::kNoDevice) lane.title += " (GPU " + std::to_string(lane.device_id) + ")";
-            lane.unit = row.column_text(2);
-        }
-    }
+    LaneNames names = lane_names(reader, rank_prefix(model.files().size(), file), lane.kind, lane.track_id,
+                                 file.run.pid);
+    lane.group = std::move(names.group);
+    lane.title = std::move(names.title);
+    lane.unit = std::move(names.unit);
+    lane.process_id = names.process_id;
+    lane.device_id = names.device_id;
 }
 
 bool by_start(const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; }
@@ -206,21 +120,16 @@ std::unique_ptr<TraceDelta> TraceModel::read_new_events() {
 void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
     const TraceFile& file = files_[static_cast<std::size_t>(file_index)];
     if (!file.live_reader || file.loaded_rowid.size() != std::size(store::kEventTables)) return;
-    const store::TraceReader& reader = *file.live_reader;
-    ReadTransaction transaction(reader.database(), file.path);
+    store::TraceReader& reader = *file.live_reader;
+    const store::TraceReader::Snapshot snapshot = reader.snapshot();
     const std::vector<std::int64_t>& old_marks = file.loaded_rowid;
     TraceDelta::File changes;
     changes.file_index = file_index;
-    changes.rowid_marks = highest_rowids(reader);
-
+    changes.rowid_marks = reader.highest_rowids();
+    // Names, threads, streams and counters registered since the last read.
+    reader.reload_small_tables();
     // Strings the model does not know yet (ids are dense and only grow).
-    {
-        store::Statement strings(reader.database(), reader.path(),
-                                 "SELECT string_id, value FROM strings WHERE string_id >= ?1 ORDER BY string_id");
-        strings.bind(1, static_cast<std::int64_t>(file.string_to_model.size()));
-        while (strings.next_row())
-            changes.strings.emplace_back(static_cast<trace::StringId>(strings.column_int64(0)), strings.column_text(1));
-    }
+    changes.strings = reader.strings_from(static_cast<trace::StringId>(file.string_to_model.size()));
 
     // This file's lanes by (kind, track); deltas of this file by the same key.
     std::map<std::pair<LaneKind, std::uint32_t>, int> model_lanes;

@@ -2,8 +2,6 @@
 // and the background loader that fills them (trace_model.h).
 #include "viewer/model/trace_model.h"
 
-#include "profiler/store/sqlite_util.h"
-#include "viewer/model/live_refresh.h"
 
 #include <algorithm>
 #include <array>
@@ -79,6 +77,14 @@ std::string process_title(const store::TraceReader& reader, std::int64_t pid) {
     for (const trace::ProcessInfo& process : reader.processes())
         if (process.pid == pid && !process.name.empty()) return "process " + std::to_string(pid) + " " + process.name;
     return "process " + std::to_string(pid);
+}
+
+void name_lane(Lane& lane, LaneNames names) {
+    lane.group = std::move(names.group);
+    lane.title = std::move(names.title);
+    lane.unit = std::move(names.unit);
+    lane.process_id = names.process_id;
+    lane.device_id = names.device_id;
 }
 
 }  // namespace
@@ -203,6 +209,35 @@ std::string rank_prefix(std::size_t file_count, const TraceFile& file) {
     return file_count > 1 || file.run.world_size > 1 ? "rank " + std::to_string(file.run.rank) + " · " : "";
 }
 
+LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_prefix, LaneKind kind,
+                     std::uint32_t track_id, std::int64_t default_pid) {
+    LaneNames names;
+    const std::string id = std::to_string(track_id);
+    if (kind == LaneKind::thread) {
+        const trace::ThreadInfo* info = reader.thread(track_id);
+        names.process_id = info ? info->pid : default_pid;
+        names.group = rank_prefix + process_title(reader, names.process_id);
+        names.title = info ? "thread " + std::to_string(info->tid) + (info->name.empty() ? "" : " " + info->name)
+                           : "thread #" + id;
+    } else if (kind == LaneKind::stream) {
+        const trace::StreamInfo* info = reader.stream(track_id);
+        names.device_id = info ? info->device_id : 0;
+        const trace::DeviceInfo* device = reader.device(names.device_id);
+        names.group = rank_prefix + "GPU " + std::to_string(names.device_id) +
+                      (device && !device->name.empty() ? " " + device->name : "");
+        names.title = "stream " + (info ? std::to_string(info->cuda_stream_id) : id) +
+                      (info && !info->name.empty() ? " " + info->name : "");
+    } else {
+        const trace::CounterInfo* info = reader.counter(track_id);
+        names.device_id = info ? info->device_id : trace::kNoDevice;
+        names.group = rank_prefix + "counters";
+        names.title = info ? info->name : "counter #" + id;
+        if (info && names.device_id != trace::kNoDevice) names.title += " (GPU " + std::to_string(names.device_id) + ")";
+        names.unit = info ? info->unit : "";
+    }
+    return names;
+}
+
 void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) {
     TraceFile& file = files_[static_cast<std::size_t>(file_index)];
     file.job_trace = reader.processes().size() > 1;
@@ -245,11 +280,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         lane->track_id = thread_id;
         lane->expected_events = count;
         expected(*lane, trace::TrackKind::thread);
-        const trace::ThreadInfo* info = reader.thread(thread_id);
-        lane->process_id = info ? info->pid : file.run.pid;
-        lane->group = file_prefix + process_title(reader, lane->process_id);
-        lane->title = info ? "thread " + std::to_string(info->tid) + (info->name.empty() ? "" : " " + info->name)
-                           : "thread #" + std::to_string(thread_id);
+        name_lane(*lane, lane_names(reader, file_prefix, LaneKind::thread, thread_id, file.run.pid));
         thread_lanes.push_back(std::move(lane));
     }
     std::stable_sort(thread_lanes.begin(), thread_lanes.end(), [&](const auto& a, const auto& b) {
@@ -269,13 +300,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         lane->track_id = stream_id;
         lane->expected_events = count;
         expected(*lane, trace::TrackKind::stream);
-        const trace::StreamInfo* info = reader.stream(stream_id);
-        lane->device_id = info ? info->device_id : 0;
-        const trace::DeviceInfo* device = reader.device(lane->device_id);
-        lane->group = file_prefix + "GPU " + std::to_string(lane->device_id) +
-                      (device && !device->name.empty() ? " " + device->name : "");
-        lane->title = "stream " + std::to_string(info ? info->cuda_stream_id : stream_id) +
-                      (info && !info->name.empty() ? " " + info->name : "");
+        name_lane(*lane, lane_names(reader, file_prefix, LaneKind::stream, stream_id, file.run.pid));
         stream_lanes.push_back(std::move(lane));
     }
     std::stable_sort(stream_lanes.begin(), stream_lanes.end(),
@@ -288,12 +313,7 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         lane->file_index = file_index;
         lane->track_id = counter_id;
         lane->expected_events = count;
-        const trace::CounterInfo* info = reader.counter(counter_id);
-        lane->device_id = info ? info->device_id : trace::kNoDevice;
-        lane->group = file_prefix + "counters";
-        lane->title = info ? info->name : "counter #" + std::to_string(counter_id);
-        if (info && lane->device_id != trace::kNoDevice) lane->title += " (GPU " + std::to_string(lane->device_id) + ")";
-        lane->unit = info ? info->unit : "";
+        name_lane(*lane, lane_names(reader, file_prefix, LaneKind::counter, counter_id, file.run.pid));
         lanes_.push_back(std::move(lane));
     }
 }
@@ -332,14 +352,14 @@ void TraceModel::run_loader() {
     // Own readers: a TraceReader is used from one thread at a time, and the UI keeps
     // the file's reader for details.
     std::vector<std::unique_ptr<store::TraceReader>> readers(files_.size());
+    // One read snapshot per file for the whole load: every query sees the same rows,
+    // so the rowid marks say exactly which rows were loaded.
+    std::vector<std::optional<store::TraceReader::Snapshot>> snapshots(files_.size());
     try {
         for (std::size_t index = 0; index < files_.size(); ++index) {
             readers[index] = std::make_unique<store::TraceReader>(files_[index].path);
-            // One read transaction for the whole load: every query sees the same
-            // snapshot, so the rowid marks say exactly which rows were loaded.
-            sqlite3* database = readers[index]->database();
-            store::exec_sql(database, files_[index].path, "BEGIN");
-            files_[index].loaded_rowid = highest_rowids(*readers[index]);
+            snapshots[index].emplace(readers[index]->snapshot());
+            files_[index].loaded_rowid = readers[index]->highest_rowids();
         }
         for (auto& lane : lanes_) {
             if (cancel_.load(std::memory_order_relaxed)) break;
@@ -351,7 +371,7 @@ void TraceModel::run_loader() {
             load_stack_samples(*readers[index], static_cast<int>(index));
         if (!cancel_.load()) {
             for (std::size_t index = 0; index < files_.size(); ++index) {
-                store::exec_sql(readers[index]->database(), files_[index].path, "COMMIT");
+                snapshots[index].reset();
                 files_[index].live_reader = std::move(readers[index]);
             }
         }

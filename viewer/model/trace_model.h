@@ -107,6 +107,18 @@ struct TraceFile;
 // distributed run are shown; "" for a lone file or a job trace.
 std::string rank_prefix(std::size_t file_count, const TraceFile& file);
 
+// What a lane is called and where it belongs, from the reader's small tables: the
+// same words when the file is loaded and when a live refresh finds a new track.
+struct LaneNames {
+    std::string group;  // "process 42 python", "GPU 0 NVIDIA H100", "counters" (after the rank prefix)
+    std::string title;  // "thread 42 main", "stream 7", "gpu_utilization (GPU 0)"
+    std::string unit;   // counters
+    std::int64_t process_id = 0;
+    trace::DeviceId device_id = 0;
+};
+LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_prefix, LaneKind kind,
+                     std::uint32_t track_id, std::int64_t default_pid);
+
 struct TraceFile {
     std::string path;
     trace::RunInfo run;

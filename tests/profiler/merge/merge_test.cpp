@@ -211,7 +211,9 @@ TEST_F(Merge, CopiesEveryEventOnRankZerosTimeBase) {
     job.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
         std::vector<trace::FrameInfo> frames = job.stack_frames(sample.stack_id);
         EXPECT_EQ(frames.size(), 2u);
-        if (frames.size() == 2) EXPECT_EQ(frames[1].function, "train_step");
+        if (frames.size() == 2) {
+            EXPECT_EQ(frames[1].function, "train_step");
+        }
         EXPECT_EQ(sample.time_ns, 10'000'050);
         return true;
     });
