@@ -750,20 +750,6 @@ std::int64_t TraceReader::event_count(std::string_view table) const {
     return count;
 }
 
-namespace {
-
-TimeNs start_of(const KernelEvent& e) { return e.start_ns; }
-TimeNs start_of(const MemcpyEvent& e) { return e.start_ns; }
-TimeNs start_of(const MemsetEvent& e) { return e.start_ns; }
-TimeNs start_of(const SyncEvent& e) { return e.start_ns; }
-TimeNs start_of(const ApiEvent& e) { return e.start_ns; }
-TimeNs start_of(const RangeEvent& e) { return e.start_ns; }
-TimeNs start_of(const MarkEvent& e) { return e.time_ns; }
-TimeNs start_of(const CounterSample& e) { return e.time_ns; }
-TimeNs start_of(const StackSample& e) { return e.time_ns; }
-TimeNs start_of(const OverheadEvent& e) { return e.start_ns; }
-
-}  // namespace
 
 // The shared body of every for_each_*: SELECT columns WHERE window ORDER BY start.
 // Without a track, an indexed file is read one track at a time (each in index

@@ -144,6 +144,9 @@ public:
     std::int64_t for_each_counter_sample(const EventQuery& query, const Visitor<trace::CounterSample>& visit) const;
     std::int64_t for_each_stack_sample(const EventQuery& query, const Visitor<trace::StackSample>& visit) const;
     std::int64_t for_each_overhead(const EventQuery& query, const Visitor<trace::OverheadEvent>& visit) const;
+    // The same for code written once for every kind: for_each<trace::KernelEvent>(...).
+    template <typename Event>
+    std::int64_t for_each(const EventQuery& query, const Visitor<Event>& visit) const;
 
     // --- Flows: API call <-> GPU work by correlation id ----------------------------------
     std::vector<trace::KernelEvent> kernels_by_correlation(trace::CorrelationId id) const;
@@ -196,5 +199,39 @@ public:
 private:
     std::unique_ptr<Impl> impl_;
 };
+
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::KernelEvent>& v) const {
+    return for_each_kernel(q, v);
+}
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MemcpyEvent>& v) const {
+    return for_each_memcpy(q, v);
+}
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MemsetEvent>& v) const {
+    return for_each_memset(q, v);
+}
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::SyncEvent>& v) const {
+    return for_each_sync(q, v);
+}
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::ApiEvent>& v) const {
+    return for_each_api_call(q, v);
+}
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::RangeEvent>& v) const {
+    return for_each_range(q, v);
+}
+template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MarkEvent>& v) const {
+    return for_each_mark(q, v);
+}
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::CounterSample>& v) const {
+    return for_each_counter_sample(q, v);
+}
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::StackSample>& v) const {
+    return for_each_stack_sample(q, v);
+}
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::OverheadEvent>& v) const {
+    return for_each_overhead(q, v);
+}
 
 }  // namespace ember::store

@@ -316,6 +316,10 @@ struct TraceWriter::Impl {
     void write_pending_rows();
     std::uint64_t drain_rings(bool everything);
     void dispatch(const Record& record);
+    // Every event kind but kernels: note its time and track, queue its row.
+    template <typename Event, typename Rows>
+    void store_event(const Record& record, EventTableIndex table, Rows& rows);
+    void store_kernel(const KernelEvent& kernel);
     void note_time(TimeNs time) { latest_time = std::max(latest_time, time); }
     void note_thread_cpu();
     void store_overflow_counts();
@@ -688,95 +692,49 @@ void TraceWriter::Impl::write_pending_rows() {
 
 void TraceWriter::Impl::dispatch(const Record& record) {
     switch (record.type) {
-        case RecordType::kernel: {
-            KernelRow row{record.load<KernelEvent>(), 0};
-            auto found = launch_config_ids.find(row.event.launch);
-            if (found == launch_config_ids.end()) {
-                LaunchConfigId id = static_cast<LaunchConfigId>(launch_config_ids.size() + 1);
-                const LaunchConfig& c = row.event.launch;
-                insert_launch_config.bind(1, id);
-                std::uint32_t values[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                                          c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
-                for (int i = 0; i < 9; ++i) insert_launch_config.bind(i + 2, values[i]);
-                insert_launch_config.step_done();
-                found = launch_config_ids.emplace(c, id).first;
-            }
-            row.launch_config_id = found->second;
-            note_time(row.event.end_ns);
-            track_stats.add(kKernelsTable, row.event.stream_id, row.event.start_ns, row.event.end_ns);
-            kernels.add(row);
-            break;
-        }
-        case RecordType::memcpy: {
-            auto e = record.load<MemcpyEvent>();
-            note_time(e.end_ns);
-            track_stats.add(kMemcpysTable, e.stream_id, e.start_ns, e.end_ns);
-            memcpys.add(e);
-            break;
-        }
-        case RecordType::memset: {
-            auto e = record.load<MemsetEvent>();
-            note_time(e.end_ns);
-            track_stats.add(kMemsetsTable, e.stream_id, e.start_ns, e.end_ns);
-            memsets.add(e);
-            break;
-        }
-        case RecordType::sync: {
-            auto e = record.load<SyncEvent>();
-            note_time(e.end_ns);
-            track_stats.add(kSynchronizationsTable, e.stream_id, e.start_ns, e.end_ns);
-            syncs.add(e);
-            break;
-        }
-        case RecordType::api_call: {
-            auto e = record.load<ApiEvent>();
-            note_time(e.end_ns);
-            track_stats.add(kApiCallsTable, e.thread_id, e.start_ns, e.end_ns);
-            api_calls.add(e);
-            break;
-        }
-        case RecordType::range: {
-            auto e = record.load<RangeEvent>();
-            note_time(e.end_ns);
-            track_stats.add(kRangesTable, e.thread_id, e.start_ns, e.end_ns);
-            ranges.add(e);
-            break;
-        }
-        case RecordType::mark: {
-            auto e = record.load<MarkEvent>();
-            note_time(e.time_ns);
-            track_stats.add(kMarksTable, e.thread_id, e.time_ns, e.time_ns);
-            marks.add(e);
-            break;
-        }
-        case RecordType::counter: {
-            auto e = record.load<CounterSample>();
-            note_time(e.time_ns);
-            track_stats.add(kCounterSamplesTable, e.counter_id, e.time_ns, e.time_ns);
-            counter_samples.add(e);
-            break;
-        }
-        case RecordType::stack_sample: {
-            auto e = record.load<StackSample>();
-            note_time(e.time_ns);
-            track_stats.add(kStackSamplesTable, e.thread_id, e.time_ns, e.time_ns);
-            stack_samples.add(e);
-            break;
-        }
-        case RecordType::overhead: {
-            auto e = record.load<OverheadEvent>();
-            note_time(e.end_ns);
-            track_stats.add(kOverheadTable, e.thread_id, e.start_ns, e.end_ns);
-            overheads.add(e);
-            break;
-        }
+        case RecordType::kernel: return store_kernel(record.load<KernelEvent>());
+        case RecordType::memcpy: return store_event<MemcpyEvent>(record, kMemcpysTable, memcpys);
+        case RecordType::memset: return store_event<MemsetEvent>(record, kMemsetsTable, memsets);
+        case RecordType::sync: return store_event<SyncEvent>(record, kSynchronizationsTable, syncs);
+        case RecordType::api_call: return store_event<ApiEvent>(record, kApiCallsTable, api_calls);
+        case RecordType::range: return store_event<RangeEvent>(record, kRangesTable, ranges);
+        case RecordType::mark: return store_event<MarkEvent>(record, kMarksTable, marks);
+        case RecordType::counter: return store_event<CounterSample>(record, kCounterSamplesTable, counter_samples);
+        case RecordType::stack_sample: return store_event<StackSample>(record, kStackSamplesTable, stack_samples);
+        case RecordType::overhead: return store_event<OverheadEvent>(record, kOverheadTable, overheads);
         case RecordType::dropped: {
             auto e = record.load<DroppedRecords>();
             events_dropped.fetch_add(e.count, std::memory_order_relaxed);
             dropped_rows.add(e);
-            break;
+            return;
         }
     }
+}
+
+template <typename Event, typename Rows>
+void TraceWriter::Impl::store_event(const Record& record, EventTableIndex table, Rows& rows) {
+    const Event event = record.load<Event>();
+    note_time(trace::end_of(event));
+    track_stats.add(table, trace::track_of(event), trace::start_of(event), trace::end_of(event));
+    rows.add(event);
+}
+
+// A kernel row refers to its launch configuration, stored once per distinct one.
+void TraceWriter::Impl::store_kernel(const KernelEvent& kernel) {
+    auto found = launch_config_ids.find(kernel.launch);
+    if (found == launch_config_ids.end()) {
+        LaunchConfigId id = static_cast<LaunchConfigId>(launch_config_ids.size() + 1);
+        const LaunchConfig& c = kernel.launch;
+        insert_launch_config.bind(1, id);
+        std::uint32_t values[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                                  c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
+        for (int i = 0; i < 9; ++i) insert_launch_config.bind(i + 2, values[i]);
+        insert_launch_config.step_done();
+        found = launch_config_ids.emplace(c, id).first;
+    }
+    note_time(kernel.end_ns);
+    track_stats.add(kKernelsTable, kernel.stream_id, kernel.start_ns, kernel.end_ns);
+    kernels.add(KernelRow{kernel, found->second});
 }
 
 std::uint64_t TraceWriter::Impl::drain_rings(bool everything) {

@@ -352,4 +352,44 @@ struct Track {
     bool operator==(const Track&) const = default;
 };
 
+// ---------------------------------------------------------------------------
+// [SECTION] When and where an event is: one accessor per event kind, so code that
+// handles every kind (the writer's track statistics, the reader's merge by start)
+// is written once. An instant's end is its start; the track is the id its table's
+// track column holds.
+// ---------------------------------------------------------------------------
+
+inline TimeNs start_of(const KernelEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const MemcpyEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const MemsetEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const SyncEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const ApiEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const RangeEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const MarkEvent& e) { return e.time_ns; }
+inline TimeNs start_of(const CounterSample& e) { return e.time_ns; }
+inline TimeNs start_of(const StackSample& e) { return e.time_ns; }
+inline TimeNs start_of(const OverheadEvent& e) { return e.start_ns; }
+
+inline TimeNs end_of(const KernelEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const MemcpyEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const MemsetEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const SyncEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const ApiEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const RangeEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const MarkEvent& e) { return e.time_ns; }
+inline TimeNs end_of(const CounterSample& e) { return e.time_ns; }
+inline TimeNs end_of(const StackSample& e) { return e.time_ns; }
+inline TimeNs end_of(const OverheadEvent& e) { return e.end_ns; }
+
+inline std::uint32_t track_of(const KernelEvent& e) { return e.stream_id; }
+inline std::uint32_t track_of(const MemcpyEvent& e) { return e.stream_id; }
+inline std::uint32_t track_of(const MemsetEvent& e) { return e.stream_id; }
+inline std::uint32_t track_of(const SyncEvent& e) { return e.stream_id; }
+inline std::uint32_t track_of(const ApiEvent& e) { return e.thread_id; }
+inline std::uint32_t track_of(const RangeEvent& e) { return e.thread_id; }
+inline std::uint32_t track_of(const MarkEvent& e) { return e.thread_id; }
+inline std::uint32_t track_of(const CounterSample& e) { return e.counter_id; }
+inline std::uint32_t track_of(const StackSample& e) { return e.thread_id; }
+inline std::uint32_t track_of(const OverheadEvent& e) { return e.thread_id; }
+
 }  // namespace ember::trace

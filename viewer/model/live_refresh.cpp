@@ -162,42 +162,27 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
         query.track = track;
         query.after_rowid = after;
         query.upto_rowid = upto;
+        // Each event goes to its lane's delta, into the vector of its kind.
+        auto into = [&](LaneKind kind, std::vector<TimelineEvent> LaneDelta::*events) {
+            return [&, kind, events](const auto& event) {
+                (lane_delta(kind, trace::track_of(event)).*events).push_back(timeline_event(event, shift, nullptr));
+                return true;
+            };
+        };
         const std::string_view name = table.name;
-        if (name == "kernels") {
-            reader.for_each_kernel(query, [&](const trace::KernelEvent& kernel) {
-                lane_delta(LaneKind::stream, kernel.stream_id).gpu_work.push_back(timeline_event(kernel, shift, nullptr));
-                return true;
-            });
-        } else if (name == "memcpys") {
-            reader.for_each_memcpy(query, [&](const trace::MemcpyEvent& copy) {
-                lane_delta(LaneKind::stream, copy.stream_id).gpu_work.push_back(timeline_event(copy, shift));
-                return true;
-            });
-        } else if (name == "memsets") {
-            reader.for_each_memset(query, [&](const trace::MemsetEvent& memset) {
-                lane_delta(LaneKind::stream, memset.stream_id).gpu_work.push_back(timeline_event(memset, shift));
-                return true;
-            });
-        } else if (name == "synchronizations") {
-            reader.for_each_sync(query, [&](const trace::SyncEvent& sync) {
-                lane_delta(LaneKind::stream, sync.stream_id).syncs.push_back(timeline_event(sync, shift));
-                return true;
-            });
-        } else if (name == "api_calls") {
-            reader.for_each_api_call(query, [&](const trace::ApiEvent& call) {
-                lane_delta(LaneKind::thread, call.thread_id).api_calls.push_back(timeline_event(call, shift, nullptr));
-                return true;
-            });
-        } else if (name == "ranges") {
+        if (name == "kernels") reader.for_each<trace::KernelEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
+        else if (name == "memcpys") reader.for_each<trace::MemcpyEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
+        else if (name == "memsets") reader.for_each<trace::MemsetEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
+        else if (name == "synchronizations") reader.for_each<trace::SyncEvent>(query, into(LaneKind::stream, &LaneDelta::syncs));
+        else if (name == "api_calls") reader.for_each<trace::ApiEvent>(query, into(LaneKind::thread, &LaneDelta::api_calls));
+        else if (name == "marks") reader.for_each<trace::MarkEvent>(query, into(LaneKind::thread, &LaneDelta::marks));
+        else if (name == "collector_overhead")
+            reader.for_each<trace::OverheadEvent>(query, into(LaneKind::thread, &LaneDelta::overhead));
+        else if (name == "ranges") {
             reader.for_each_range(query, [&](const trace::RangeEvent& range) {
                 LaneDelta& lane = lane_delta(LaneKind::thread, range.thread_id);
                 lane.ranges.push_back(timeline_event(range, shift, nullptr));
                 lane.range_depths.push_back(std::min(range.depth, 255));
-                return true;
-            });
-        } else if (name == "marks") {
-            reader.for_each_mark(query, [&](const trace::MarkEvent& mark) {
-                lane_delta(LaneKind::thread, mark.thread_id).marks.push_back(timeline_event(mark, shift, nullptr));
                 return true;
             });
         } else if (name == "counter_samples") {
@@ -209,11 +194,6 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
             reader.for_each_stack_sample(query, [&](const trace::StackSample& sample) {
                 changes.stack_samples.push_back({sample.time_ns + shift, sample.thread_id, sample.stack_id});
                 if (!file.stack_frames.contains(sample.stack_id)) new_stacks.insert(sample.stack_id);
-                return true;
-            });
-        } else if (name == "collector_overhead") {
-            reader.for_each_overhead(query, [&](const trace::OverheadEvent& work) {
-                lane_delta(LaneKind::thread, work.thread_id).overhead.push_back(timeline_event(work, shift, nullptr));
                 return true;
             });
         }

@@ -396,6 +396,17 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         }
         return !cancel_.load(std::memory_order_relaxed);
     };
+    // Reservations from the file's track summaries.
+    auto count_of = [&lane](EventKind kind) {
+        return static_cast<std::size_t>(std::max<std::int64_t>(0, lane.expected_by_kind[static_cast<int>(kind)]));
+    };
+    // A visitor that appends each event, as the timeline keeps it, to `events`.
+    auto append_to = [&](std::vector<TimelineEvent>& events) {
+        return [&, events_ptr = &events](const auto& event) {
+            events_ptr->push_back(timeline_event(event, shift, &names));
+            return count_event();
+        };
+    };
 
     if (lane.kind == LaneKind::counter) {
         lane.points.reserve(static_cast<std::size_t>(lane.expected_events));
@@ -413,27 +424,12 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
     } else if (lane.kind == LaneKind::stream) {
         Row work = make_row(RowKind::gpu_work);
         Row syncs = make_row(RowKind::syncs);
-        auto count_of = [&lane](EventKind kind) {
-            return static_cast<std::size_t>(std::max<std::int64_t>(0, lane.expected_by_kind[static_cast<int>(kind)]));
-        };
         work.events.reserve(count_of(EventKind::kernel) + count_of(EventKind::memcpy) + count_of(EventKind::memset));
         syncs.events.reserve(count_of(EventKind::sync));
-        reader.for_each_kernel(query, [&](const trace::KernelEvent& kernel) {
-            work.events.push_back(timeline_event(kernel, shift, &names));
-            return count_event();
-        });
-        reader.for_each_memcpy(query, [&](const trace::MemcpyEvent& copy) {
-            work.events.push_back(timeline_event(copy, shift));
-            return count_event();
-        });
-        reader.for_each_memset(query, [&](const trace::MemsetEvent& memset) {
-            work.events.push_back(timeline_event(memset, shift));
-            return count_event();
-        });
-        reader.for_each_sync(query, [&](const trace::SyncEvent& sync) {
-            syncs.events.push_back(timeline_event(sync, shift));
-            return count_event();
-        });
+        reader.for_each<trace::KernelEvent>(query, append_to(work.events));
+        reader.for_each<trace::MemcpyEvent>(query, append_to(work.events));
+        reader.for_each<trace::MemsetEvent>(query, append_to(work.events));
+        reader.for_each<trace::SyncEvent>(query, append_to(syncs.events));
         // Each table arrives in start order; merge them into one start-ordered row.
         std::stable_sort(work.events.begin(), work.events.end(),
                          [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; });
@@ -442,9 +438,6 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
     } else {
         // Ranges: read once, then split into one row per depth (exact sizes, so a
         // lane's peak is twice its ranges, never twice the trace).
-        auto count_of = [&lane](EventKind kind) {
-            return static_cast<std::size_t>(std::max<std::int64_t>(0, lane.expected_by_kind[static_cast<int>(kind)]));
-        };
         std::vector<TimelineEvent> ranges;
         std::vector<std::int32_t> depths;
         ranges.reserve(count_of(EventKind::range));
@@ -491,29 +484,18 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         ranges = {};
         depths = {};
 
-        Row api = make_row(RowKind::api_calls);
-        api.events.reserve(count_of(EventKind::api_call));
-        reader.for_each_api_call(query, [&](const trace::ApiEvent& call) {
-            api.events.push_back(timeline_event(call, shift, &names));
-            return count_event();
-        });
-        if (!api.events.empty()) lane.rows.push_back(std::move(api));
-
-        Row marks = make_row(RowKind::marks);
-        marks.events.reserve(count_of(EventKind::mark));
-        reader.for_each_mark(query, [&](const trace::MarkEvent& mark) {
-            marks.events.push_back(timeline_event(mark, shift, &names));
-            return count_event();
-        });
-        if (!marks.events.empty()) lane.rows.push_back(std::move(marks));
-
-        Row overhead = make_row(RowKind::overhead);
-        overhead.events.reserve(count_of(EventKind::overhead));
-        reader.for_each_overhead(query, [&](const trace::OverheadEvent& work) {
-            overhead.events.push_back(timeline_event(work, shift, &names));
-            return count_event();
-        });
-        if (!overhead.events.empty()) lane.rows.push_back(std::move(overhead));
+        // One row each, in this order below the ranges.
+        auto load_row = [&](RowKind kind, EventKind count_kind, auto for_each_event) {
+            Row row = make_row(kind);
+            row.events.reserve(count_of(count_kind));
+            for_each_event(append_to(row.events));
+            if (!row.events.empty()) lane.rows.push_back(std::move(row));
+        };
+        load_row(RowKind::api_calls, EventKind::api_call,
+                 [&](auto append) { reader.for_each<trace::ApiEvent>(query, append); });
+        load_row(RowKind::marks, EventKind::mark, [&](auto append) { reader.for_each<trace::MarkEvent>(query, append); });
+        load_row(RowKind::overhead, EventKind::overhead,
+                 [&](auto append) { reader.for_each<trace::OverheadEvent>(query, append); });
     }
     for (Row& row : lane.rows) finish_row(row);
     events_loaded_.fetch_add(since_report, std::memory_order_relaxed);
@@ -539,7 +521,8 @@ TimelineEvent TraceModel::timeline_event(const trace::KernelEvent& kernel, TimeN
     return event;
 }
 
-TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent& copy, TimeNs shift) const {
+TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent& copy, TimeNs shift,
+                                         const std::vector<std::uint32_t>*) const {
     TimelineEvent event;
     event.start_ns = copy.start_ns + shift;
     event.end_ns = copy.end_ns + shift;
@@ -556,7 +539,8 @@ TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent& copy, TimeNs 
     return event;
 }
 
-TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent& memset, TimeNs shift) const {
+TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent& memset, TimeNs shift,
+                                         const std::vector<std::uint32_t>*) const {
     TimelineEvent event;
     event.start_ns = memset.start_ns + shift;
     event.end_ns = memset.end_ns + shift;
@@ -568,7 +552,8 @@ TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent& memset, TimeN
     return event;
 }
 
-TimelineEvent TraceModel::timeline_event(const trace::SyncEvent& sync, TimeNs shift) const {
+TimelineEvent TraceModel::timeline_event(const trace::SyncEvent& sync, TimeNs shift,
+                                         const std::vector<std::uint32_t>*) const {
     TimelineEvent event;
     event.start_ns = sync.start_ns + shift;
     event.end_ns = sync.end_ns + shift;

@@ -254,9 +254,13 @@ private:
     // string ids to model ids (nullptr: keep the file's ids, mapped later).
     TimelineEvent timeline_event(const trace::KernelEvent& kernel, trace::TimeNs shift,
                                  const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::MemcpyEvent& copy, trace::TimeNs shift) const;
-    TimelineEvent timeline_event(const trace::MemsetEvent& memset, trace::TimeNs shift) const;
-    TimelineEvent timeline_event(const trace::SyncEvent& sync, trace::TimeNs shift) const;
+    // Copies, memsets and waits carry model names already (`names` is unused).
+    TimelineEvent timeline_event(const trace::MemcpyEvent& copy, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
+    TimelineEvent timeline_event(const trace::MemsetEvent& memset, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
+    TimelineEvent timeline_event(const trace::SyncEvent& sync, trace::TimeNs shift,
+                                 const std::vector<std::uint32_t>* names) const;
     TimelineEvent timeline_event(const trace::ApiEvent& call, trace::TimeNs shift,
                                  const std::vector<std::uint32_t>* names) const;
     TimelineEvent timeline_event(const trace::RangeEvent& range, trace::TimeNs shift,
