@@ -1,5 +1,5 @@
-// trainer.h: run_training(), the loop behind `ember train`, written to be read top to
-// bottom (trainer.cpp): resolve the backend, load the data, build the model and the
+// run.h: run_training(), the run behind `ember train`, written to be read top to
+// bottom (run.cpp; its setup phases in setup.cpp): resolve the backend, load the data, build the model and the
 // optimizer, then per epoch: for each batch a `step` NVTX range holding forward,
 // backward and optimizer; evaluation on the test set at the end of each epoch;
 // checkpoints on schedule. What happens is reported to a TrainObserver (the command
