@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# include_rules.sh ROOT: the arrows of docs/architecture.md, checked over the sources
+# under ROOT. Each rule names a folder and what its files must not include (or call);
+# every violation is printed as file:line: text <- the rule, and the exit code is 1
+# when there is one. Run by CTest (architecture.include_rules) so the house stays as
+# documented.
+set -u
+root=${1:?usage: include_rules.sh ROOT}
+cd "$root" || exit 2
+violations=0
+
+# forbid FOLDER REGEX RULE: no source file under FOLDER may match REGEX.
+forbid() {
+    local folder=$1 pattern=$2 rule=$3 hits
+    [ -d "$folder" ] || return 0
+    hits=$(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' \
+        --include='*.inc' -e "$pattern" "$folder")
+    if [ -n "$hits" ]; then
+        while IFS= read -r hit; do printf '%s  <- %s\n' "$hit" "$rule"; done <<<"$hits"
+        violations=$((violations + $(wc -l <<<"$hits")))
+    fi
+}
+# An #include of a header under one of the given top folders ("engine|collectors").
+includes() { printf '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(%s)/' "$1"; }
+
+# The programs sit on top; nothing below them reaches up.
+forbid engine "$(includes 'profiler|collectors|viewer|cli|bench|tests')" \
+    "engine/ speaks NVTX only: it never includes the trace library, the collectors, the viewer or the programs"
+forbid engine '#[[:space:]]*include[[:space:]]*<sqlite3\.h>' "engine/ never writes traces itself"
+forbid collectors "$(includes 'engine|viewer|cli|bench|tests')" \
+    "collectors/ turn a process into events: they include only the event model and the store"
+forbid collectors "$(includes 'profiler/(analysis|export|merge|synth|import)')" \
+    "collectors/ write through profiler/store; they need no analysis, export, merge, synth or import"
+forbid profiler "$(includes 'engine|collectors|viewer|cli|bench|tests')" \
+    "profiler/ is the trace library: it never includes engine/, collectors/, viewer/ or the programs"
+forbid viewer "$(includes 'engine|collectors|cli|bench|tests')" \
+    "viewer/ reads traces through profiler/; it never links the engine, the collectors or CUDA"
+forbid viewer 'sqlite3|sqlite_util\.h' "viewer/ reads only through store::TraceReader, never SQLite itself"
+forbid viewer '#[[:space:]]*include[[:space:]]*<cuda' "viewer/ never links CUDA"
+forbid viewer/model 'imgui|GLFW|<GL/|glad' "viewer/model has no UI: it is tested without a window"
+forbid common '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "common/ is the leaf every room may include: it includes nothing of ember"
+for folder in engine profiler collectors viewer samples; do
+    forbid "$folder" "$(includes 'bench')" "only cli/ runs the benchmarks of bench/"
+done
+for folder in engine profiler collectors viewer bench samples; do
+    forbid "$folder" "$(includes 'cli')" "cli/ is the program: nothing includes it"
+done
+
+# Inside the engine, each room includes only the rooms below it.
+engine_rule() {
+    local room=$1 allowed=$2 others
+    others=$(ls engine | grep -vxE "$allowed|$room|CMakeLists.txt" | paste -sd'|')
+    [ -n "$others" ] && forbid "engine/$room" "$(includes "engine/($others)")" \
+        "engine/$room may include only engine/{$room,${allowed//|/,}}"
+}
+engine_rule core 'common'
+engine_rule ops 'core'
+engine_rule cpu 'core|ops'
+engine_rule cuda 'core|ops'
+engine_rule optim 'core'
+engine_rule amp 'core|optim'
+engine_rule data 'core'
+engine_rule nn 'core|ops|cpu|cuda|optim|amp'
+engine_rule checkpoint 'core|ops|optim|amp|nn'
+engine_rule distributed 'core|ops|cuda|optim|amp|nn'
+
+if [ "$violations" -gt 0 ]; then
+    echo "include rules: $violations violation(s); docs/architecture.md gives the direction of every arrow" >&2
+    exit 1
+fi
+echo "include rules: every arrow points the documented way"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# include_rules_test.sh: the include-rule checker catches what it is for. A tree with
+# one planted violation per kind of rule must fail with each named; the same tree
+# without them must pass.
+set -u
+checker=$(dirname "$0")/include_rules.sh
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+mkdir -p "$tree"/{engine/core,engine/ops,engine/nn,profiler/store,viewer/model,collectors,common,cli}
+echo '#include "engine/core/tensor.h"' >"$tree/engine/ops/fine.h"
+echo '#include "engine/ops/fine.h"' >"$tree/engine/nn/fine.cpp"
+echo '#include "profiler/store/reader.h"' >"$tree/viewer/model/fine.cpp"
+echo '#include <vector>' >"$tree/common/fine.h"
+if ! bash "$checker" "$tree" >/dev/null; then
+    echo "FAIL: a clean tree was refused"; bash "$checker" "$tree"; exit 1
+fi
+echo '#include "engine/core/tensor.h"' >"$tree/profiler/store/bad.cpp"
+echo '  sqlite3_open(path, &db);' >"$tree/viewer/model/bad.cpp"
+echo '#include "engine/nn/model.h"' >"$tree/engine/ops/bad.h"
+echo '#  include "engine/core/tensor.h"' >"$tree/collectors/bad.cpp"
+echo '#include "engine/core/tensor.h"' >"$tree/common/bad.h"
+echo '#include "cli/commands.h"' >"$tree/engine/core/bad.cpp"
+output=$(bash "$checker" "$tree" 2>&1)
+status=$?
+echo "$output"
+[ "$status" -eq 1 ] || { echo "FAIL: exit $status, expected 1"; exit 1; }
+for planted in profiler/store/bad.cpp viewer/model/bad.cpp engine/ops/bad.h collectors/bad.cpp common/bad.h \
+               engine/core/bad.cpp; do
+    grep -q "^$planted:" <<<"$output" || { echo "FAIL: $planted was not reported"; exit 1; }
+done
+# engine/core/bad.cpp breaks two rules (engine reaches up; nothing includes cli/).
+grep -q "7 violation" <<<"$output" || { echo "FAIL: expected 7 violations"; exit 1; }
+echo "PASS"
