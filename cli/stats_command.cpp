@@ -23,6 +23,8 @@ struct StatsCommandOptions {
     std::string sort = "total";
     std::size_t top = 0;
     std::size_t gaps = 5;
+    std::string like = "ember";
+    double kernel_wait_us = 30.0;
 };
 
 [[noreturn]] void fail(const std::string& message) {
@@ -53,6 +55,11 @@ void run_stats(const StatsCommandOptions& command) {
     options.sort = *sort;
     options.top = command.top;
     options.gap_count = command.gaps;
+    auto like = analysis::parse_convention(command.like);
+    if (!like) fail("unknown --like '" + command.like + "' (ember, hta, tb, tracelens)");
+    options.like = *like;
+    if (!(command.kernel_wait_us >= 0)) fail("--kernel-wait-us must be >= 0");
+    options.kernel_wait_threshold_ns = static_cast<trace::TimeNs>(command.kernel_wait_us * 1e3);
     try {
         store::TraceReader reader(command.file);
         std::ostringstream buffered;  // print nothing when a report fails halfway
@@ -70,14 +77,22 @@ void add_stats_command(CLI::App& app) {
     CLI::App* stats = app.add_subcommand("stats", "Summaries of a trace: kernels, memory copies, CUDA API calls, NVTX "
                                                   "ranges, GPU time per range, training steps, GPU busy, advice");
     stats->add_option("file", command->file, "trace file (.db) written by ember")->required();
+    std::string report_list;
+    for (const char* report : analysis::kReportNames) report_list += std::string(report_list.empty() ? "" : ", ") + report;
     stats->add_option("--report", command->reports,
-                      "comma-separated reports (default all): kernels, memory, api, nvtx, gpu_by_range, steps, "
-                      "gpu_busy, idle_gaps, advice");
+                      "comma-separated reports; default: the GPU and host summaries, steps, the GPU breakdowns "
+                      "and advice. All: " + report_list);
     stats->add_option("--format", command->format, "text (default), csv or json");
     stats->add_option("--time-unit", command->time_unit, "ns (default), us, ms or s");
     stats->add_option("--sort", command->sort, "kernels/api/nvtx order: total (default), instances, avg, med, min, max, name");
     stats->add_option("--top", command->top, "keep the first N rows of kernels/api/nvtx/gpu_by_range (0 = all)");
     stats->add_option("--gaps", command->gaps, "number of longest GPU idle gaps to list (default 5)");
+    stats->add_option("--like", command->like,
+                      "follow another tool's conventions in the GPU breakdowns: ember (default: every event, exact "
+                      "ns), hta (Holistic Trace Analysis), tb (TensorBoard profiler plugin), tracelens");
+    stats->add_option("--kernel-wait-us", command->kernel_wait_us,
+                      "idle_breakdown: gaps shorter than this between back-to-back GPU work are kernel_wait "
+                      "(default 30)");
     stats->callback([command] { run_stats(*command); });
 }
 

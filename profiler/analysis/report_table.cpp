@@ -55,6 +55,7 @@ std::string column_title(const Column& column, TimeUnit unit) {
 
 std::string format_cell(const Cell& cell, ColumnKind kind, TimeUnit unit) {
     if (const auto* text = std::get_if<std::string>(&cell)) return *text;
+    if (std::holds_alternative<std::monostate>(cell)) return "-";
     switch (kind) {
         case ColumnKind::text:
         case ColumnKind::integer:
@@ -76,7 +77,7 @@ std::string format_cell(const Cell& cell, ColumnKind kind, TimeUnit unit) {
 void write_text(std::ostream& out, const Table& table, TimeUnit unit) {
     out << table.title << "\n\n";
     if (table.rows.empty()) {
-        out << " (none)\n";
+        out << " " << (table.empty_note.empty() ? "(none)" : table.empty_note) << "\n";
         return;
     }
     std::vector<std::string> titles;
@@ -149,9 +150,12 @@ nlohmann::json to_json(const Table& table, TimeUnit unit) {
         for (std::size_t c = 0; c < table.columns.size(); ++c) {
             const Column& column = table.columns[c];
             const Cell& cell = row[c];
+            const bool always_ns = column.key.size() > 3 && column.key.compare(column.key.size() - 3, 3, "_ns") == 0;
             if (const auto* text = std::get_if<std::string>(&cell)) {
                 object[column.key] = *text;
-            } else if (column.kind == ColumnKind::time && unit != TimeUnit::ns) {
+            } else if (std::holds_alternative<std::monostate>(cell)) {
+                object[column.key] = nullptr;
+            } else if (column.kind == ColumnKind::time && unit != TimeUnit::ns && !always_ns) {
                 object[column.key] = as_double(cell) / nanoseconds_per(unit);
             } else if (const auto* integer = std::get_if<std::int64_t>(&cell)) {
                 object[column.key] = *integer;

@@ -37,14 +37,18 @@ struct Column {
     ColumnKind kind = ColumnKind::text;
 };
 
-// A cell: text, an exact integer, or a real number (averages, percentages).
-using Cell = std::variant<std::string, std::int64_t, double>;
+// A cell: text, an exact integer, a real number (averages, percentages), or no value
+// (printed "-", JSON null: a percentage of nothing).
+using Cell = std::variant<std::string, std::int64_t, double, std::monostate>;
 
 struct Table {
     std::string key;    // report name ("kernels"), the JSON member
     std::string title;  // "GPU kernels"
     std::vector<Column> columns;
     std::vector<std::vector<Cell>> rows;
+    // Printed instead of the table when it has no rows: why there is nothing
+    // ("no GPU activity recorded: CPU backend"). Empty: "(none)".
+    std::string empty_note;
 };
 
 // Aligned columns (numbers right, text left), a title line and a dashed rule, as
@@ -52,7 +56,8 @@ struct Table {
 void write_text(std::ostream& out, const Table& table, TimeUnit unit);
 // RFC 4180: a header row, then one row per table row; fields quoted when needed.
 void write_csv(std::ostream& out, const Table& table, TimeUnit unit);
-// An array of objects keyed by Column::key; times in the chosen unit.
+// An array of objects keyed by Column::key; times in the chosen unit, except columns
+// whose key ends in "_ns", which are always nanoseconds.
 nlohmann::json to_json(const Table& table, TimeUnit unit);
 
 // One cell as the text and CSV renderings print it.

@@ -2,6 +2,7 @@
 #include "profiler/analysis/stats_report.h"
 
 #include "profiler/analysis/advice.h"
+#include "profiler/analysis/breakdown_tables.h"
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
@@ -31,7 +32,7 @@ bool is_report_name(std::string_view name) {
 namespace {
 
 Table duration_table(std::string key, std::string title, const std::vector<DurationSummaryRow>& rows, bool nvtx) {
-    Table table{std::move(key), std::move(title), {}, {}};
+    Table table{std::move(key), std::move(title), {}, {}, {}};
     table.columns = {
         {"time_percent", "Time (%)", ColumnKind::percent}, {"total", "Total Time", ColumnKind::time},
         {"instances", "Instances", ColumnKind::integer},   {"avg", "Avg", ColumnKind::time},
@@ -63,7 +64,7 @@ std::vector<DurationSummaryRow> sorted(std::vector<DurationSummaryRow> rows, con
 }
 
 Table memory_table(const std::vector<MemoryOperationRow>& rows) {
-    Table table{"memory", "GPU memory operations", {}, {}};
+    Table table{"memory", "GPU memory operations", {}, {}, {}};
     table.columns = {
         {"operation", "Operation", ColumnKind::text},  {"memory", "Memory", ColumnKind::text},
         {"count", "Count", ColumnKind::integer},        {"total_bytes", "Total Bytes", ColumnKind::integer},
@@ -76,7 +77,7 @@ Table memory_table(const std::vector<MemoryOperationRow>& rows) {
 }
 
 Table gpu_by_range_table(const std::vector<GpuTimeByRangeRow>& rows, std::size_t top) {
-    Table table{"gpu_by_range", "GPU time per NVTX range (kernels, innermost range of the launching thread)", {}, {}};
+    Table table{"gpu_by_range", "GPU time per NVTX range (kernels, innermost range of the launching thread)", {}, {}, {}};
     table.columns = {
         {"gpu_percent", "GPU Time (%)", ColumnKind::percent},
         {"gpu_time", "GPU Time", ColumnKind::time},
@@ -94,7 +95,7 @@ Cell device_cell(trace::DeviceId device) {
 }
 
 Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
-    Table table{"steps", "Training steps (NVTX \"step\" ranges)", {}, {}};
+    Table table{"steps", "Training steps (NVTX \"step\" ranges)", {}, {}, {}};
     table.columns = {
         {"step", "Step", ColumnKind::integer},
         {"device", "Device", ColumnKind::integer},
@@ -123,7 +124,7 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
 }
 
 Table ranks_table(const RankSummary& summary) {
-    Table table{"ranks", "Ranks (compute, all-reduce wait, straggler)", {}, {}};
+    Table table{"ranks", "Ranks (compute, all-reduce wait, straggler)", {}, {}, {}};
     table.columns = {
         {"rank", "Rank", ColumnKind::integer},
         {"steps", "Steps", ColumnKind::integer},
@@ -167,7 +168,7 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
 }
 
 Table gpu_busy_table(const GpuActivity& activity) {
-    Table table{"gpu_busy", "GPU busy over the run", {}, {}};
+    Table table{"gpu_busy", "GPU busy over the run", {}, {}, {}};
     table.columns = {
         {"device", "Device", ColumnKind::integer},          {"window", "Window", ColumnKind::time},
         {"busy", "Busy", ColumnKind::time},                 {"busy_percent", "Busy (%)", ColumnKind::percent},
@@ -182,7 +183,7 @@ Table gpu_busy_table(const GpuActivity& activity) {
 }
 
 Table idle_gaps_table(const GpuActivity& activity, const trace::RunInfo& run) {
-    Table table{"idle_gaps", "Longest GPU idle gaps", {}, {}};
+    Table table{"idle_gaps", "Longest GPU idle gaps", {}, {}, {}};
     table.columns = {
         {"device", "Device", ColumnKind::integer},
         {"start", "Start", ColumnKind::time},
@@ -197,7 +198,7 @@ Table idle_gaps_table(const GpuActivity& activity, const trace::RunInfo& run) {
 }
 
 Table advice_table(const std::vector<AdviceItem>& items) {
-    Table table{"advice", "Advice", {}, {}};
+    Table table{"advice", "Advice", {}, {}, {}};
     table.columns = {
         {"topic", "Topic", ColumnKind::text},
         {"finding", "Finding", ColumnKind::text},
@@ -208,7 +209,9 @@ Table advice_table(const std::vector<AdviceItem>& items) {
 }
 
 bool wanted(const StatsOptions& options, std::string_view name) {
-    if (options.reports.empty()) return true;
+    if (options.reports.empty())
+        return std::find(std::begin(kDefaultReportNames), std::end(kDefaultReportNames), name) !=
+               std::end(kDefaultReportNames);
     return std::find(options.reports.begin(), options.reports.end(), name) != options.reports.end();
 }
 
@@ -247,6 +250,36 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (ranks_named || (several_ranks && (wanted(options, "ranks") || wanted(options, "advice"))))
         ranks = rank_summary(reader);
     if (ranks_named || (options.reports.empty() && ranks.ranks.size() >= 2)) tables.push_back(ranks_table(ranks));
+    // The GPU breakdowns share one pass over the GPU work, under the chosen conventions.
+    const bool need_gpu_work = wanted(options, "temporal") || wanted(options, "kernel_types") ||
+                               wanted(options, "overlap") || wanted(options, "idle_breakdown") ||
+                               wanted(options, "launches") || wanted(options, "queue") ||
+                               wanted(options, "gpu_timeline") || wanted(options, "advice");
+    std::vector<RankGpuWork> work;
+    if (need_gpu_work) work = gpu_work(reader, options.like);
+    const bool any_gpu_work = std::any_of(work.begin(), work.end(), [](const RankGpuWork& rank) { return !rank.events.empty(); });
+    auto add = [&](Table table) {
+        if (table.rows.empty() && !any_gpu_work) table.empty_note = no_gpu_work_note(reader);
+        tables.push_back(std::move(table));
+    };
+    if (wanted(options, "temporal")) add(temporal_table(work));
+    if (wanted(options, "kernel_types")) {
+        std::vector<Table> types = kernel_type_tables(reader, work, options.kernels_per_type);
+        add(std::move(types[0]));
+        if (any_gpu_work) add(std::move(types[1]));  // the top names only where there are any
+    }
+    if (wanted(options, "overlap")) {
+        const bool communication = std::any_of(work.begin(), work.end(), [](const RankGpuWork& rank) {
+            return std::any_of(rank.events.begin(), rank.events.end(),
+                               [](const GpuEvent& e) { return e.kernel_class == KernelClass::communication; });
+        });
+        // Without communication kernels the overlap is a one-line statement, not a table of dashes.
+        if (communication || !options.reports.empty()) add(overlap_table(work));
+    }
+    if (wanted(options, "idle_breakdown")) add(idle_breakdown_table(work, options.kernel_wait_threshold_ns));
+    if (wanted(options, "launches")) add(launches_table(reader, work, options.top));
+    if (wanted(options, "queue")) add(queue_table(work));
+    if (wanted(options, "gpu_timeline")) add(gpu_timeline_table(work));
     if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
     if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
     if (wanted(options, "advice")) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "profiler/analysis/duration_summary.h"
+#include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/report_table.h"
 #include "profiler/store/reader.h"
 
@@ -19,7 +20,14 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 
 // Report names, in print order.
 inline constexpr const char* kReportNames[] = {
-    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "gpu_busy", "idle_gaps", "advice",
+    "kernels",   "memory",       "api",     "nvtx",           "gpu_by_range", "steps",
+    "ranks",     "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
+    "gpu_timeline", "gpu_busy",  "idle_gaps", "advice",
+};
+// Printed when no report is named ("ranks" only for files of several ranks).
+inline constexpr const char* kDefaultReportNames[] = {
+    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "temporal", "kernel_types", "overlap",
+    "idle_breakdown", "gpu_busy", "idle_gaps", "advice",
 };
 bool is_report_name(std::string_view name);
 
@@ -30,10 +38,15 @@ struct StatsOptions {
     SummarySort sort = SummarySort::total;  // kernels, api, nvtx
     std::size_t top = 0;                    // rows of kernels/api/nvtx/gpu_by_range; 0 = all
     std::size_t gap_count = 5;              // idle_gaps rows
+    // Whose conventions the GPU breakdowns follow (--like): ember's own keep every
+    // event; hta, tb and tracelens reproduce those tools' numbers (gpu_work.h).
+    Convention like = Convention::ember;
+    trace::TimeNs kernel_wait_threshold_ns = 30'000;  // idle_breakdown's kernel_wait bound
+    std::size_t kernels_per_type = 5;                 // kernel_types_top rows per class
 };
 
-// The selected reports as tables, in kReportNames order. With no report named, "ranks"
-// is built only for a file holding two or more ranks (a merged job trace).
+// The selected reports as tables, in kReportNames order. With no report named, the
+// kDefaultReportNames; "ranks" is built only for a file holding two or more ranks.
 std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options);
 
 // The warning printed above every report when the file records lost events, or

@@ -1,0 +1,329 @@
+// gpu_breakdown_test.cpp: the GPU breakdowns (temporal, kernel types, overlap, idle
+// breakdown, TraceLens timeline, launches, queue) on a hand-built trace whose every
+// answer is worked out below by hand, under each convention; the HTA rounding of
+// fractional microseconds; and the interval arithmetic they rest on.
+//
+// Times in µs from 1 ms (the file stores ns). Streams of device 0:
+//   stream 7:  K1 compute [0,100)    launch [-30,-20)   first on the stream
+//              K2 compute [110,200)  launch [-10,-5)    gap 10, launched early: kernel_wait
+//              K3 compute [300,400)  launch [250,260)   gap 100, launched late: host_wait
+//              S1 memset  [450,460)  launch [270,280)   gap 50, launched early: other
+//   stream 13: N1 nccl    [150,350)  launch [100,110)   first
+//              N2 nccl    [600,700)  no launching call  gap 250: other
+//   stream 21: C1 memcpy  [380,420)  launch [360,370)   first
+// Profiler steps ProfilerStep#1 [-50,300), ProfilerStep#2 [300,800).
+#include "profiler/analysis/breakdown_tables.h"
+#include "profiler/analysis/gpu_breakdown.h"
+#include "profiler/analysis/intervals.h"
+#include "profiler/analysis/launches.h"
+#include "profiler/analysis/stats_report.h"
+#include "profiler/store/reader.h"
+#include "profiler/store/writer.h"
+#include "tests/profiler/analysis/fixture_trace.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace {
+
+using namespace ember;
+using namespace ember::analysis;
+using trace::TimeNs;
+
+constexpr TimeNs kBase = 1'000'000;
+constexpr TimeNs us(double micros) { return kBase + static_cast<TimeNs>(micros * 1000); }
+constexpr TimeNs ns_of_us(double micros) { return static_cast<TimeNs>(micros * 1000); }
+
+void write_breakdown_trace(const std::string& path) {
+    trace::RunInfo run;
+    run.pid = 42;
+    run.start_ns = kBase - 100'000;
+    store::WriterOptions options;
+    options.install_signal_handlers = false;
+    options.close_at_exit = false;
+    options.overflow = store::OverflowPolicy::block;
+    store::TraceWriter writer(path, run, options);
+    writer.register_process({42, "train"});
+    const trace::ThreadId thread = writer.register_thread({0, 42, 42, "main"});
+    writer.register_device({0, "Test GPU", "GPU-test", 9, 0, 132, 80ll << 30, 3.35e12});
+    const trace::StreamId s7 = writer.register_stream({0, 0, 1, 7, 0, ""});
+    const trace::StreamId s13 = writer.register_stream({0, 0, 1, 13, 0, ""});
+    const trace::StreamId s21 = writer.register_stream({0, 0, 1, 21, 0, ""});
+    trace::CorrelationId next_correlation = 1;
+    auto launch = [&](const char* api, double start, double end) {
+        trace::ApiEvent call;
+        call.start_ns = us(start);
+        call.end_ns = us(end);
+        call.thread_id = thread;
+        call.correlation_id = next_correlation++;
+        call.name_id = writer.intern(api);
+        writer.record_api_call(call);
+        return call.correlation_id;
+    };
+    auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
+        trace::KernelEvent k;
+        k.start_ns = us(start);
+        k.end_ns = us(end);
+        k.stream_id = stream;
+        k.correlation_id = c;
+        k.name_id = writer.intern(name);
+        writer.record_kernel(k);
+    };
+    kernel(s7, "gemm", 0, 100, launch("cudaLaunchKernel", -30, -20));
+    kernel(s7, "gemm", 110, 200, launch("cudaLaunchKernel", -10, -5));
+    kernel(s7, "relu", 300, 400, launch("cudaLaunchKernel", 250, 260));
+    {
+        trace::MemsetEvent memset;
+        memset.start_ns = us(450);
+        memset.end_ns = us(460);
+        memset.stream_id = s7;
+        memset.correlation_id = launch("cudaMemsetAsync", 270, 280);
+        memset.bytes = 4096;
+        writer.record_memset(memset);
+    }
+    kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
+           launch("cudaLaunchKernel", 100, 110));
+    kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
+    {
+        trace::MemcpyEvent copy;
+        copy.start_ns = us(380);
+        copy.end_ns = us(420);
+        copy.stream_id = s21;
+        copy.correlation_id = launch("cudaMemcpyAsync", 360, 370);
+        copy.direction = trace::MemcpyDirection::host_to_device;
+        copy.bytes = 1 << 20;
+        writer.record_memcpy(copy);
+    }
+    const trace::StringId torch = writer.intern("torch");
+    for (auto [name, start, end] : {std::tuple{"ProfilerStep#1", -50.0, 300.0}, std::tuple{"ProfilerStep#2", 300.0, 800.0}}) {
+        trace::RangeEvent step;
+        step.range_id = writer.next_range_id();
+        step.start_ns = us(start);
+        step.end_ns = us(end);
+        step.thread_id = thread;
+        step.domain_id = torch;
+        step.name_id = writer.intern(name);
+        writer.record_range(step);
+    }
+    writer.close();
+}
+
+class GpuBreakdown : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        path_ = new std::string(ember::testing::temporary_path("gpu-breakdown", ".db"));
+        write_breakdown_trace(*path_);
+    }
+    static void TearDownTestSuite() {
+        std::filesystem::remove(*path_);
+        delete path_;
+    }
+    static std::vector<RankGpuWork> work(Convention convention) {
+        store::TraceReader reader(*path_);
+        return gpu_work(reader, convention);
+    }
+    static std::string* path_;
+};
+std::string* GpuBreakdown::path_ = nullptr;
+
+TEST(Intervals, UnionIntersectionDifference) {
+    const IntervalUnion a = union_of({{5, 10}, {0, 3}, {2, 4}, {10, 12}, {20, 20}});
+    ASSERT_EQ(a.size(), 2u);  // [0,4) [5,12): touching intervals merge, empty ones vanish
+    EXPECT_EQ(measure(a), 4 + 7);
+    const IntervalUnion b = union_of({{3, 6}, {11, 30}});
+    EXPECT_EQ(measure(intersection(a, b)), 1 + 1 + 1);  // [3,4) [5,6) [11,12)
+    EXPECT_EQ(measure(difference(a, b)), 3 + 5);        // [0,3) [6,11)
+    EXPECT_EQ(measure(difference(b, a)), 1 + 18);       // [4,5) [12,30)
+    EXPECT_EQ(measure(union_with(a, b)), 30);
+    EXPECT_TRUE(intersection(a, {}).empty());
+    EXPECT_EQ(measure(difference(a, {})), measure(a));
+}
+
+TEST(Classify, FollowsHtaNames) {
+    EXPECT_EQ(classify_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), KernelClass::communication);
+    EXPECT_EQ(classify_kernel("void foo<ncclKernel>()"), KernelClass::communication);
+    EXPECT_EQ(classify_kernel("hipMemcpyAsync"), KernelClass::communication);
+    EXPECT_EQ(classify_kernel("Memcpy DtoD (Device -> Device)"), KernelClass::memory);
+    EXPECT_EQ(classify_kernel("Memset (Device)"), KernelClass::memory);
+    EXPECT_EQ(classify_kernel("volta_sgemm_64x64_tn"), KernelClass::computation);
+    EXPECT_EQ(classify_kernel("at::native::nccl_like_kernel"), KernelClass::computation);  // nccl not at the start
+}
+
+TEST_F(GpuBreakdown, TemporalOfEveryEvent) {
+    const std::vector<TemporalRow> rows = temporal_breakdown(work(Convention::ember));
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].span_ns, ns_of_us(700));         // 0 .. 700
+    EXPECT_EQ(rows[0].idle_ns, ns_of_us(180));         // 700 - |union| 520
+    EXPECT_EQ(rows[0].compute_ns, ns_of_us(290));      // K1 + K2 + K3
+    EXPECT_EQ(rows[0].non_compute_ns, ns_of_us(230));  // 700 - 290 - 180
+}
+
+TEST_F(GpuBreakdown, KernelTypesAreExclusiveCombinations) {
+    std::map<std::string, TimeNs> totals;
+    for (const KernelTypeRow& row : kernel_type_breakdown(work(Convention::ember))) totals[row.kernel_type] = row.total_ns;
+    EXPECT_EQ(totals["COMPUTATION"], ns_of_us(170));  // [0,100) [110,150) [350,380)
+    EXPECT_EQ(totals["COMPUTATION overlapping COMMUNICATION"], ns_of_us(100));  // [150,200) [300,350)
+    EXPECT_EQ(totals["COMMUNICATION"], ns_of_us(200));                          // [200,300) [600,700)
+    EXPECT_EQ(totals["COMPUTATION overlapping MEMORY"], ns_of_us(20));          // [380,400)
+    EXPECT_EQ(totals["MEMORY"], ns_of_us(30));                                  // [400,420) [450,460)
+    EXPECT_EQ(totals.size(), 5u);
+    TimeNs sum = 0;
+    for (const auto& [type, total] : totals) sum += total;
+    EXPECT_EQ(sum, ns_of_us(520));  // the union of all GPU work
+}
+
+TEST_F(GpuBreakdown, OverlapOfCommunicationWithComputation) {
+    const std::vector<OverlapRow> rows = communication_overlap(work(Convention::ember));
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].communication_ns, ns_of_us(300));
+    EXPECT_EQ(rows[0].overlapped_ns, ns_of_us(100));
+    ASSERT_TRUE(rows[0].percent.has_value());
+    EXPECT_NEAR(*rows[0].percent, 100.0 / 3.0, 1e-9);
+}
+
+TEST_F(GpuBreakdown, IdleTimePerStreamByCause) {
+    std::map<std::pair<std::uint64_t, std::string>, IdleRow> rows;
+    for (const IdleRow& row : idle_breakdown(work(Convention::ember), 30'000))
+        rows[{row.stream, idle_category_name(row.category)}] = row;
+    EXPECT_EQ(rows.at({7, "kernel_wait"}).idle_ns, ns_of_us(10));
+    EXPECT_EQ(rows.at({7, "host_wait"}).idle_ns, ns_of_us(100));
+    EXPECT_EQ(rows.at({7, "other"}).idle_ns, ns_of_us(50));
+    EXPECT_NEAR(*rows.at({7, "host_wait"}).ratio, 100.0 / 160.0, 1e-12);
+    EXPECT_EQ(rows.at({13, "other"}).idle_ns, ns_of_us(250));  // after N1; N2 has no launching call
+    EXPECT_FALSE(rows.count({13, "host_wait"}));
+    // A stream with one event has an "other" row of nothing and no ratio (HTA's shape).
+    EXPECT_EQ(rows.at({21, "other"}).idle_ns, 0);
+    EXPECT_FALSE(rows.at({21, "other"}).ratio.has_value());
+    EXPECT_EQ(rows.size(), 5u);
+    // A wider kernel_wait bound turns the 50 µs gap into kernel_wait.
+    std::map<std::string, TimeNs> wide;
+    for (const IdleRow& row : idle_breakdown(work(Convention::ember), 60'000))
+        if (row.stream == 7) wide[idle_category_name(row.category)] = row.idle_ns;
+    EXPECT_EQ(wide["kernel_wait"], ns_of_us(60));
+    EXPECT_EQ(wide["other"], 0);
+}
+
+TEST_F(GpuBreakdown, HtaDropsWorkLaunchedInTheLastStep) {
+    const std::vector<RankGpuWork> hta = work(Convention::hta);
+    ASSERT_EQ(hta.size(), 1u);
+    EXPECT_EQ(hta[0].events.size(), 5u);            // K1 K2 K3 S1 N1
+    EXPECT_EQ(hta[0].dropped_after_last_step, 1);   // C1, launched at 360 >= 300
+    EXPECT_EQ(hta[0].dropped_unlinked, 1);          // N2
+    const TemporalRow row = temporal_breakdown(hta).at(0);
+    EXPECT_EQ(row.span_ns, ns_of_us(460));
+    EXPECT_EQ(row.idle_ns, ns_of_us(60));  // 460 - (100 + 290 + 10)
+    EXPECT_EQ(row.compute_ns, ns_of_us(290));
+    EXPECT_EQ(row.non_compute_ns, ns_of_us(110));
+}
+
+TEST_F(GpuBreakdown, TraceLensTimelineCountsLinkedWorkOnly) {
+    std::map<std::string, TimeNs> rows;
+    for (const GpuTimelineRow& row : gpu_timeline(work(Convention::tracelens))) rows[row.type] = row.time_ns;
+    EXPECT_EQ(rows["computation_time"], ns_of_us(290));
+    EXPECT_EQ(rows["exposed_comm_time"], ns_of_us(100));   // N1 [150,350) less computation
+    EXPECT_EQ(rows["exposed_memcpy_time"], ns_of_us(30));  // [400,420) [450,460)
+    EXPECT_EQ(rows["busy_time"], ns_of_us(420));
+    EXPECT_EQ(rows["total_time"], ns_of_us(460));
+    EXPECT_EQ(rows["idle_time"], ns_of_us(40));
+}
+
+TEST_F(GpuBreakdown, LaunchesAndQueue) {
+    store::TraceReader reader(*path_);
+    const std::vector<RankGpuWork> all = gpu_work(reader, Convention::ember);
+    std::map<std::string, LaunchRow> rows;
+    for (const LaunchRow& row : launch_statistics(reader, all)) rows[row.name] = row;
+    const LaunchRow& gemm = rows.at("gemm");
+    EXPECT_EQ(gemm.launches, 2);
+    EXPECT_EQ(gemm.launch_total_ns, ns_of_us(10 + 5));
+    EXPECT_EQ(gemm.delay_total_ns, ns_of_us((0 - -20) + (110 - -5)));
+    EXPECT_EQ(gemm.delay_max_ns, ns_of_us(115));
+    EXPECT_EQ(gemm.delay_outliers, 1);  // 115 µs > 100 µs
+    EXPECT_EQ(rows.at("memset").short_kernels, 0);  // 10 µs of work for a 10 µs launch: not shorter
+    EXPECT_FALSE(rows.count("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"));  // no launching call
+    std::map<std::uint64_t, std::vector<QueuePoint>> series;
+    for (const QueueSeries& s : queue_length_series(all)) series[s.stream] = s.points;
+    const std::vector<std::int64_t> expected = {1, 2, 1, 0, 1, 2, 1, 0};  // launches -30 -10 +250 +270, starts 0 110 300 450
+    ASSERT_EQ(series[7].size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(series[7][i].length, expected[i]) << i;
+    for (const QueueRow& row : queue_length_summary(all))
+        if (row.stream == 7) EXPECT_EQ(row.max, 2);
+}
+
+TEST_F(GpuBreakdown, StatsJsonRowsFollowTheDocumentedKeys) {
+    store::TraceReader reader(*path_);
+    StatsOptions options;
+    options.reports = {"temporal", "kernel_types", "overlap", "idle_breakdown"};
+    options.format = OutputFormat::json;
+    options.time_unit = TimeUnit::ms;  // *_ns keys stay nanoseconds
+    std::ostringstream out;
+    write_stats(out, reader, options);
+    const nlohmann::json document = nlohmann::json::parse(out.str());
+    const nlohmann::json& temporal = document["reports"]["temporal"].at(0);
+    EXPECT_EQ(temporal["rank"], 0);
+    EXPECT_EQ(temporal["span_ns"], ns_of_us(700));
+    EXPECT_EQ(temporal["idle_ns"], ns_of_us(180));
+    EXPECT_EQ(temporal["compute_ns"], ns_of_us(290));
+    EXPECT_EQ(temporal["non_compute_ns"], ns_of_us(230));
+    EXPECT_EQ(document["reports"]["kernel_types"].at(0)["kernel_type"], "COMMUNICATION");  // longest first
+    EXPECT_EQ(document["reports"]["kernel_types"].at(0)["total_ns"], ns_of_us(200));
+    EXPECT_NEAR(document["reports"]["overlap"].at(0)["comm_comp_overlap_percent"].get<double>(), 100.0 / 3, 1e-9);
+    bool host_wait = false;
+    for (const nlohmann::json& row : document["reports"]["idle_breakdown"])
+        if (row["stream"] == 7 && row["category"] == "host_wait") host_wait = row["idle_ns"] == ns_of_us(100);
+    EXPECT_TRUE(host_wait);
+}
+
+TEST(GpuBreakdownHta, RoundsFractionalMicrosecondsInward) {
+    // A kernel at ts = 10.2 µs lasting 5.5 µs: HTA keeps [ceil(10.2), floor(15.7)) = [11, 15).
+    const std::string path = ember::testing::temporary_path("hta-rounding", ".db");
+    {
+        trace::RunInfo run;
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        store::TraceWriter writer(path, run, options);
+        writer.register_device({0, "Test GPU", "", 9, 0, 1, 1, 1});
+        const trace::StreamId stream = writer.register_stream({0, 0, 1, 7, 0, ""});
+        trace::KernelEvent k;
+        k.start_ns = 10'200;
+        k.end_ns = 15'700;
+        k.stream_id = stream;
+        k.name_id = writer.intern("gemm");
+        writer.record_kernel(k);
+        writer.close();
+    }
+    store::TraceReader reader(path);
+    const std::vector<RankGpuWork> hta = gpu_work(reader, Convention::hta);
+    ASSERT_EQ(hta.at(0).events.size(), 1u);  // fewer than two steps: nothing is filtered
+    EXPECT_EQ(hta[0].events[0].start_ns, 11'000);
+    EXPECT_EQ(hta[0].events[0].end_ns, 15'000);
+    const std::vector<RankGpuWork> exact = gpu_work(reader, Convention::ember);
+    EXPECT_EQ(exact.at(0).events[0].start_ns, 10'200);
+    std::filesystem::remove(path);
+}
+
+TEST(GpuBreakdownEmpty, CpuOnlyTraceSaysSoInOneLine) {
+    const std::string path = ember::testing::temporary_path("cpu-only", ".db");
+    {
+        trace::RunInfo run;
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        store::TraceWriter writer(path, run, options);
+        writer.close();
+    }
+    store::TraceReader reader(path);
+    StatsOptions options;
+    options.reports = {"temporal", "idle_breakdown"};
+    std::ostringstream out;
+    write_stats(out, reader, options);
+    EXPECT_NE(out.str().find("no GPU activity recorded"), std::string::npos) << out.str();
+    EXPECT_EQ(out.str().find("(none)"), std::string::npos) << out.str();
+    std::filesystem::remove(path);
+}
+
+}  // namespace
