@@ -251,8 +251,11 @@ TEST_F(FixtureTrace, JsonEveryReport) {
     EXPECT_EQ(document["dropped_records"], 12);
     ASSERT_EQ(document["warnings"].size(), 1u);
     const auto& reports = document["reports"];
-    // Every report but "ranks", which is printed unasked only for files of two or more ranks.
-    for (const char* name : kReportNames) EXPECT_EQ(reports.contains(name), std::string(name) != "ranks") << name;
+    // Every default report but "ranks", which is printed unasked only for files of two or more ranks.
+    for (const char* name : kDefaultReportNames)
+        EXPECT_EQ(reports.contains(name), std::string(name) != "ranks") << name;
+    // The others only when named.
+    for (const char* name : {"launches", "queue", "gpu_timeline"}) EXPECT_FALSE(reports.contains(name)) << name;
     const auto& gemm = reports["kernels"][0];
     EXPECT_EQ(gemm["name"], "gemm");
     EXPECT_EQ(gemm["instances"], 3);
