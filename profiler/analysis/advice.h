@@ -1,29 +1,52 @@
-// advice.h: factual suggestions drawn from the reports. Each rule names the
-// measured number it rests on and a threshold documented in docs/stats.md.
+// advice.h: factual suggestions drawn from the reports, ranked by the time they could
+// win back. Each rule names the measured number it rests on, a threshold documented
+// in docs/stats.md, and, where one can be estimated, the time per step it would
+// recover (the waiting it would remove), so the list reads most-valuable first.
 #pragma once
 
 #include "profiler/analysis/gpu_activity.h"
+#include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/memory_summary.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ember::analysis {
 
 struct AdviceItem {
-    std::string topic;    // "dataloader_wait", "allreduce_wait", "pageable_copies", "gpu_idle", "dropped_records"
+    std::string topic;    // "dataloader_wait", "gpu_idle", "launch_overhead", "exposed_communication", ...
     std::string finding;  // what was measured
     std::string advice;   // what usually helps
+    // Time per step (per run for traces without steps) the advice could recover.
+    std::optional<trace::TimeNs> recoverable_ns;
 };
 
 // Thresholds (percent of the summed step wall time, or of the run window).
 inline constexpr double kDataloaderWaitThresholdPercent = 10.0;
 inline constexpr double kAllreduceWaitThresholdPercent = 10.0;
 inline constexpr double kGpuIdleThresholdPercent = 20.0;
-inline constexpr double kLowBusyThresholdPercent = 50.0;  // runs without step ranges
+inline constexpr double kLowBusyThresholdPercent = 50.0;          // runs without step ranges
+inline constexpr double kLaunchOverheadThresholdPercent = 5.0;     // kernel_wait gaps of the GPU span
+inline constexpr double kExposedCommunicationThresholdPercent = 5.0;
 
+struct AdviceInputs {
+    const GpuActivity& activity;
+    const std::vector<MemoryOperationRow>& memory;
+    std::uint64_t dropped_records = 0;
+    const std::vector<RankGpuWork>& gpu_work;  // may be empty (no breakdown asked for)
+    trace::TimeNs kernel_wait_threshold_ns = 30'000;
+};
+
+// Dropped records first (every other number undercounts), then by recoverable time,
+// largest first; items without an estimate last, in rule order.
+std::vector<AdviceItem> advise(const AdviceInputs& inputs);
+// The rules that need only the step activity and the copies.
 std::vector<AdviceItem> advise(const GpuActivity& activity, const std::vector<MemoryOperationRow>& memory,
                                std::uint64_t dropped_records);
+
+// Puts items in the order advise() returns them.
+void rank_advice(std::vector<AdviceItem>& items);
 
 }  // namespace ember::analysis

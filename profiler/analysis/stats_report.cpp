@@ -157,6 +157,10 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
     const double percent = 100.0 * static_cast<double>(summary.others_wait_ns) / static_cast<double>(others_step_ns);
     if (percent < kAllreduceWaitThresholdPercent) return std::nullopt;
     const RankTimes& slow = summary.ranks[*summary.straggler];
+    const trace::TimeNs per_step = summary.ranks[*summary.straggler].steps > 0
+                                       ? summary.others_wait_ns / std::max<std::int64_t>(1, summary.ranks[*summary.straggler].steps) /
+                                             static_cast<std::int64_t>(summary.ranks.size() - 1)
+                                       : summary.others_wait_ns;
     return AdviceItem{
         "straggler",
         fmt::format("rank {} is the straggler: the other ranks spent {:.1f}% of their step time ({:.3f} s) in "
@@ -164,7 +168,8 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
                     slow.rank, percent, static_cast<double>(summary.others_wait_ns) / 1e9),
         fmt::format("look at rank {}'s host: data loading, a slower or throttled GPU, uneven shards or other "
                     "work on that machine; every rank steps at the pace of the slowest",
-                    slow.rank)};
+                    slow.rank),
+        per_step};
 }
 
 Table gpu_busy_table(const GpuActivity& activity) {
@@ -198,13 +203,22 @@ Table idle_gaps_table(const GpuActivity& activity, const trace::RunInfo& run) {
 }
 
 Table advice_table(const std::vector<AdviceItem>& items) {
-    Table table{"advice", "Advice", {}, {}, {}};
+    Table table{"advice", "Advice (most time to win back first)", {}, {}, {}};
     table.columns = {
         {"topic", "Topic", ColumnKind::text},
+        {"recoverable_per_step_ns", "Recoverable", ColumnKind::time},
         {"finding", "Finding", ColumnKind::text},
         {"advice", "Advice", ColumnKind::text},
     };
-    for (const AdviceItem& item : items) table.rows.push_back({item.topic, item.finding, item.advice});
+    for (const AdviceItem& item : items) {
+        std::vector<Cell>& row = table.rows.emplace_back();
+        row.emplace_back(item.topic);
+        if (item.recoverable_ns) row.emplace_back(*item.recoverable_ns);
+        else row.emplace_back(std::monostate{});
+        row.emplace_back(item.finding);
+        row.emplace_back(item.advice);
+    }
+    table.empty_note = "nothing stands out: no wait or idle time above the thresholds of docs/stats.md";
     return table;
 }
 
@@ -283,8 +297,10 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
     if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
     if (wanted(options, "advice")) {
-        std::vector<AdviceItem> items = advise(activity, memory, reader.total_dropped());
+        std::vector<AdviceItem> items =
+            advise(AdviceInputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns});
         if (std::optional<AdviceItem> straggler = straggler_advice(ranks)) items.push_back(std::move(*straggler));
+        rank_advice(items);
         tables.push_back(advice_table(items));
     }
     return tables;
