@@ -155,11 +155,15 @@ int run(const Options& o) {
         return 2;
     }
     const bool root = launch.rank == 0;
+    if (o.print_config_only) {
+        // Every setting, as TOML that `--config` reads back to the same run.
+        if (root) std::printf("# ember train: effective configuration\n%s", train::to_toml(config).c_str());
+        return 0;
+    }
     if (root) {
-        std::printf("# effective configuration\n%s\n", train::to_toml(config).c_str());
+        std::printf("settings: %s (--print-config shows every setting)\n", train::settings_line(config).c_str());
         std::fflush(stdout);
     }
-    if (o.print_config_only) return 0;
     if (launch.distributed() && !config.profile_path.empty()) {
         std::string stem = config.profile_path;
         if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".db") == 0) stem.resize(stem.size() - 3);
@@ -260,7 +264,8 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--checkpoint-every", o->checkpoint_every, "Steps between checkpoints (0 = at the end)");
     cmd->add_option("--resume", o->resume, "Resume from this checkpoint");
     cmd->add_flag("--no-progress", o->no_progress, "Plain progress lines even on a terminal");
-    cmd->add_flag("--print-config", o->print_config_only, "Print the effective configuration and exit");
+    cmd->add_flag("--print-config", o->print_config_only,
+                  "Print every setting as TOML (readable back with --config) and exit");
     cmd->callback([o] {
         int code = run(*o);
         if (code != 0) throw CLI::RuntimeError(code);

@@ -129,7 +129,8 @@ DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, boo
     options.workers = config.workers;
     options.prefetch_factor = config.prefetch_factor;
     options.persistent_workers = config.persistent_workers;
-    options.pin_memory = config.pin_memory;
+    // Pinned staging buffers serve the host-to-device copy; the CPU backend has none.
+    options.pin_memory = config.pin_memory && on_device;
     options.copy_to_device = on_device;
     options.augment = train_augment;
     auto train = std::make_unique<ThreadedSource>(

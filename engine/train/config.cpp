@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -209,10 +210,20 @@ void set_key(const std::string& section, const std::string& key, const Value& va
     }
     if (is_parameter_section(section)) {
         double x = 0;
-        if (auto d = std::get_if<double>(&value)) x = *d;
-        else if (auto i = std::get_if<std::int64_t>(&value)) x = double(*i);
-        else if (auto b = std::get_if<bool>(&value)) x = *b ? 1.0 : 0.0;
-        else throw ConfigError(where + section + "." + key + " must be a number, got " + describe(value));
+        const std::string full_key = section + "." + key;
+        c.boolean_parameters.erase(full_key);
+        c.integer_parameters.erase(full_key);
+        if (auto d = std::get_if<double>(&value)) {
+            x = *d;
+        } else if (auto i = std::get_if<std::int64_t>(&value)) {
+            x = double(*i);
+            c.integer_parameters.insert(full_key);
+        } else if (auto b = std::get_if<bool>(&value)) {
+            x = *b ? 1.0 : 0.0;
+            c.boolean_parameters.insert(full_key);
+        } else {
+            throw ConfigError(where + section + "." + key + " must be a number, got " + describe(value));
+        }
         if (!std::isfinite(x)) throw ConfigError(where + section + "." + key + " must be finite");
         parameters_of(section, c)[key] = x;
         return;
@@ -270,6 +281,28 @@ Value parse_override_value(const std::string& text) {
     return text;
 }
 
+// The shortest text that reads back as the same double ("0.05", not
+// "0.050000000000000003"), always with a decimal point or exponent so TOML reads a float.
+std::string number_text(double x) {
+    char text[400];
+    // Fixed notation for everyday magnitudes (0.0005 rather than 5e-04).
+    const bool everyday = x == 0 || (std::abs(x) >= 1e-5 && std::abs(x) < 1e15);
+    auto [end, error] = everyday ? std::to_chars(text, text + sizeof(text), x, std::chars_format::fixed)
+                                 : std::to_chars(text, text + sizeof(text), x);
+    std::string out(text, end);
+    if (out.find_first_of(".eEn") == std::string::npos) out += ".0";  // n: nan/inf never get here (finite)
+    return out;
+}
+
+// A free-form optimizer/schedule parameter, as it was written.
+std::string parameter_text(const TrainConfig& c, const std::string& section, const std::string& key, double x) {
+    const std::string full_key = section + "." + key;
+    if (c.boolean_parameters.count(full_key)) return x != 0 ? "true" : "false";
+    if (c.integer_parameters.count(full_key) && x == std::floor(x) && std::abs(x) < 9e15)
+        return std::to_string(static_cast<long long>(x));
+    return number_text(x);
+}
+
 std::string toml_value(const Field& f, const TrainConfig& c) {
     return std::visit(
         [&](auto member) -> std::string {
@@ -282,20 +315,12 @@ std::string toml_value(const Field& f, const TrainConfig& c) {
             } else if constexpr (std::is_same_v<T, bool>) {
                 return v ? "true" : "false";
             } else if constexpr (std::is_same_v<T, double>) {
-                std::ostringstream os;
-                os << toml::value<double>(v);
-                return os.str();
+                return number_text(v);
             } else {
                 return std::to_string(v);
             }
         },
         f.member);
-}
-
-std::string number_text(double x) {
-    std::ostringstream os;
-    os << toml::value<double>(x);
-    return os.str();
 }
 
 }  // namespace
@@ -367,7 +392,7 @@ std::string to_toml(const TrainConfig& c) {
         if (section != f.section) {
             if (!section.empty() && is_parameter_section(section))
                 for (const auto& [k, v] : parameters_of(section, const_cast<TrainConfig&>(c)))
-                    out += k + " = " + number_text(v) + "\n";
+                    out += k + " = " + parameter_text(c, section, k, v) + "\n";
             section = f.section;
             out += (out.empty() ? "[" : "\n[") + section + "]\n";
         }
@@ -375,6 +400,26 @@ std::string to_toml(const TrainConfig& c) {
     }
     // The last section in the table is [output]: no parameters after it.
     return out;
+}
+
+std::string settings_line(const TrainConfig& c) {
+    auto parameters = [&](const std::string& section, const std::map<std::string, double>& values) {
+        std::string text;
+        for (const auto& [key, value] : values) {
+            const bool flag = c.boolean_parameters.count(section + "." + key) > 0;
+            if (flag && value == 0) continue;  // a switch that is off says nothing
+            text += (text.empty() ? "" : ", ") + key + (flag ? "" : " " + parameter_text(c, section, key, value));
+        }
+        return text.empty() ? std::string() : " (" + text + ")";
+    };
+    std::string line = c.model + ", " + c.optimizer + parameters("optimizer", c.optimizer_params);
+    if (c.schedule != "constant" && !c.schedule.empty()) line += ", " + c.schedule + parameters("schedule", c.schedule_params);
+    line += ", batch " + c.batch_size + ", " + std::to_string(c.epochs) + (c.epochs == 1 ? " epoch" : " epochs");
+    if (c.max_steps > 0) line += " (at most " + std::to_string(c.max_steps) + " steps)";
+    line += ", " + c.precision + ", backend " + c.backend + ", " + std::to_string(c.workers) +
+            (c.workers == 1 ? " worker" : " workers");
+    if (c.train_limit > 0) line += ", first " + std::to_string(c.train_limit) + " training images";
+    return line;
 }
 
 }  // namespace ember::train

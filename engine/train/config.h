@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ struct TrainConfig {
     // [schedule]: name plus its fields (engine/optim/schedules.h).
     std::string schedule = "constant";
     std::map<std::string, double> schedule_params;
+    // "optimizer.nesterov" / "schedule.three_phase": parameters given as booleans or
+    // integers, printed back the way they were written (the maps hold numbers).
+    std::set<std::string> boolean_parameters;
+    std::set<std::string> integer_parameters;
     std::int64_t warmup_steps = 0;    // linear warm-up before the schedule
 
     // [switches]: each optimization of the tuning canon, on by default where it helps.
@@ -103,6 +108,10 @@ void apply_override(const std::string& assignment, TrainConfig& config);
 void validate(const TrainConfig& config);
 
 // The effective configuration as TOML, loadable again with load_toml_string.
+// The settings that shape a run, in one line as a user would write them:
+// "cnn, sgd (lr 0.05, momentum 0.9, nesterov), onecycle (max_lr 0.1), batch 128,
+// 1 epoch, fp32, backend auto, 2 workers".
+std::string settings_line(const TrainConfig& config);
 std::string to_toml(const TrainConfig& config);
 
 // Every "section.key" the config knows, for help texts and suggestions.

@@ -146,4 +146,25 @@ TEST(TrainConfig, EffectiveConfigRoundTrips) {
     EXPECT_EQ(b.profile_path, "run.db");
 }
 
+TEST(TrainConfig, PrintsValuesAsWritten) {
+    TrainConfig c;
+    ember::train::load_toml_string("[optimizer]\nname = 'sgd'\nlr = 0.05\nmomentum = 0.9\nnesterov = true\n"
+                                   "dampening = 0\n[schedule]\nname = 'onecycle'\nmax_lr = 0.1\nthree_phase = false\n"
+                                   "[train]\nclip_grad_norm = 1.0\n",
+                                   "written.toml", c);
+    const std::string text = ember::train::to_toml(c);
+    for (const char* line : {"lr = 0.05\n", "momentum = 0.9\n", "nesterov = true\n", "dampening = 0\n",
+                             "max_lr = 0.1\n", "three_phase = false\n", "clip_grad_norm = 1.0\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+    // The shortest text that reads back to the same double, never 0.050000000000000003.
+    EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+    TrainConfig again;
+    ember::train::load_toml_string(text, "again.toml", again);
+    EXPECT_EQ(ember::train::to_toml(again), text);
+    EXPECT_EQ(again.optimizer_params, c.optimizer_params);
+    // One line of what matters: booleans that are on by name, off ones not at all.
+    EXPECT_EQ(ember::train::settings_line(c).substr(0, 89),
+              "cnn, sgd (dampening 0, lr 0.05, momentum 0.9, nesterov), onecycle (max_lr 0.1), batch 128");
+}
+
 }  // namespace

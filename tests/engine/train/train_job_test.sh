@@ -16,7 +16,16 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
     --optimizer adam --lr 0.001 --seed 3 --no-progress \
     --profile "$work/run.db" --metrics "$work/metrics.jsonl" --checkpoint-dir "$work/ckpt" \
     >"$work/train.out" 2>"$work/train.err" || { cat "$work/train.err"; fail "ember train exited $?"; }
-grep -q '^\[model\]' "$work/train.out" || fail "the effective configuration was not printed"
+grep -q '^settings: mlp, adam (lr 0.001), batch 100, 1 epoch' "$work/train.out" \
+    || fail "the one-line settings were not printed: $(head -3 "$work/train.out")"
+! grep -q '^\[model\]' "$work/train.out" || fail "the full configuration was printed without --print-config"
+# --print-config: every setting, as the user writes them, read back to the same run.
+"$ember" train --config "$(dirname "$0")/../../../samples/configs/quickstart.toml" --print-config >"$work/config.toml" \
+    || fail "--print-config exited $?"
+grep -qx 'lr = 0.05' "$work/config.toml" || fail "lr not printed as written: $(grep '^lr' "$work/config.toml")"
+grep -qx 'nesterov = true' "$work/config.toml" || fail "nesterov not printed as a boolean"
+"$ember" train --config "$work/config.toml" --print-config >"$work/config2.toml" || fail "the printed config does not load"
+cmp -s "$work/config.toml" "$work/config2.toml" || fail "the printed config does not read back to the same settings"
 accuracy=$(sed -n 's/.*test accuracy \([0-9.]*\),.*/\1/p' "$work/train.out" | tail -1)
 [ -n "$accuracy" ] || fail "no test accuracy in the output"
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.70) }' || fail "test accuracy $accuracy < 0.70"
