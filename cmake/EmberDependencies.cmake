@@ -16,9 +16,21 @@ find_package(nlohmann_json CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)         # fmt::fmt
 find_package(tomlplusplus CONFIG REQUIRED) # tomlplusplus::tomlplusplus (trainer configs)
 find_package(PNG REQUIRED)                # PNG::PNG
-find_package(ZLIB REQUIRED)               # ZLIB::ZLIB (gzip IDX files)
+find_package(ZLIB REQUIRED)               # ZLIB::ZLIB (gzip IDX files, gzip traces)
+find_package(simdjson CONFIG REQUIRED)    # simdjson::simdjson (the trace importers' streaming JSON)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)  # PkgConfig::OPENBLAS
+# oneDNN (libdnnl-dev): the CPU backend's fast convolutions. Found by header and library:
+# Debian's dnnl-config.cmake also requires OpenCL (its GPU runtime), which the CPU
+# primitives never use. Its CPU runtime is OpenMP (GNU libgomp), which the fast paths
+# size and use too (engine/cpu/implementation.h).
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+find_library(DNNL_LIBRARY dnnl REQUIRED)
+add_library(ember_onednn INTERFACE)
+add_library(ember::onednn ALIAS ember_onednn)
+target_include_directories(ember_onednn SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(ember_onednn INTERFACE ${DNNL_LIBRARY})
+find_package(OpenMP REQUIRED COMPONENTS CXX)  # OpenMP::OpenMP_CXX
 
 if(EMBER_BUILD_VIEWER)
   find_package(glfw3 3.3 REQUIRED)         # glfw
@@ -27,9 +39,9 @@ if(EMBER_BUILD_VIEWER)
   pkg_check_modules(IMGUI REQUIRED IMPORTED_TARGET imgui)  # PkgConfig::IMGUI
 endif()
 
+find_package(benchmark CONFIG REQUIRED)   # benchmark::benchmark (bench/)
 if(EMBER_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)     # GTest::gtest GTest::gtest_main GTest::gmock
-  find_package(benchmark CONFIG REQUIRED) # benchmark::benchmark
   include(GoogleTest)
 endif()
 

@@ -9,14 +9,18 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   # trace store
   libsqlite3-dev sqlite3
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; Boost.Context: the kernel interpreter's fibers
+  libgtest-dev libgmock-dev libbenchmark-dev libboost-context-dev
   # distributed training (CPU all-reduce, NCCL bootstrap)
   libopenmpi-dev openmpi-bin
   # command line, config, json, formatting
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
+  # trace importers: multi-GB Kineto / Chrome JSON, parsed element by element
+  libsimdjson-dev
   # data: PNG image folders, gzip IDX files, CPU GEMM, the data set itself
   libpng-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist
+  # the CPU backend's fast convolutions, BatchNorm and pooling (oneDNN, OpenMP runtime)
+  libdnnl-dev
   # viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), headless display
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri
   # export checks: xmllint for the SVG flamegraph, headless Chromium for the speedscope web test

@@ -1,6 +1,7 @@
 // loss_scaler_cuda.cu: the device inf/NaN check behind DynamicLossScaler (loss_scaler.h).
 #include "engine/amp/loss_scaler.h"
 #include "engine/core/cuda_check.h"
+#include "engine/core/launch.h"
 
 #include <cuda_runtime.h>
 
@@ -27,9 +28,9 @@ void DeviceOverflowCheck::check(const float* values, std::size_t n, void* stream
     EMBER_CUDA_CHECK(cudaMemsetAsync(flag_, 0, sizeof(int32_t), s));
     if (n == 0) return;
     const int threads = 256;
-    std::size_t blocks = (n + threads - 1) / threads;
-    if (blocks > 1024) blocks = 1024;
-    find_non_finite<<<static_cast<unsigned>(blocks), threads, 0, s>>>(values, n, flag_);
+    const unsigned blocks =
+        cuda::grid_stride_blocks(static_cast<int64_t>((n + threads - 1) / threads), 1024);
+    EMBER_LAUNCH(find_non_finite, blocks, threads, 0, s)(values, n, flag_);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,9 @@
 // activation.cpp: CPU ReLU and GELU on tensors, plus GELU as the unfused chain of
 // eight pointwise passes (the same sequence the CUDA backend launches as kernels).
+// The f32 loops run over slices of elements that the fast path splits over the thread
+// team (parallel.h); elementwise, so both paths agree bit for bit.
 #include "engine/cpu/cpu_util.h"
+#include "engine/cpu/parallel.h"
 #include "engine/ops/activation.h"
 
 #include <cmath>
@@ -32,7 +35,9 @@ void relu_forward_cpu(const Tensor& x, const Tensor& y) {
     if (cpu::all_f32({&x, &y})) {
         const float* in = x.as<float>();
         float* out = y.as<float>();
-        for (int64_t i = 0, end = x.numel(); i < end; ++i) out[i] = relu(in[i]);
+        cpu::for_slices(x.numel(), cpu::kElementGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) out[i] = relu(in[i]);
+        });
         return;
     }
     for (int64_t i = 0, end = x.numel(); i < end; ++i) {
@@ -52,11 +57,13 @@ void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, Grad
         // half the time and was the most expensive part of this op.
         const int64_t n = dx.numel();
         // Both operands are loaded unconditionally so the choice is a select.
-        for (int64_t i = 0; i < n; ++i) {
-            const float upstream = grad_out[i];
-            const float kept = out[i] > 0.0f ? upstream : 0.0f;
-            grad_in[i] = write == GradWrite::accumulate ? grad_in[i] + kept : kept;
-        }
+        cpu::for_slices(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                const float upstream = grad_out[i];
+                const float kept = out[i] > 0.0f ? upstream : 0.0f;
+                grad_in[i] = write == GradWrite::accumulate ? grad_in[i] + kept : kept;
+            }
+        });
         return;
     }
     for (int64_t i = 0, end = dx.numel(); i < end; ++i)
@@ -67,6 +74,14 @@ void relu_backward_cpu(const Tensor& y, const Tensor& dy, const Tensor& dx, Grad
 // float function the kernel uses.
 void gelu_forward_cpu(const Tensor& x, const Tensor& y) {
     check_pointwise("gelu_forward_cpu", x, y);
+    if (cpu::fast_f32({&x, &y})) {
+        const float* in = x.as<float>();
+        float* out = y.as<float>();
+        cpu::parallel_for(x.numel(), cpu::kElementGrain / 16, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) out[i] = gelu_tanh(in[i]);
+        });
+        return;
+    }
     for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         double v = cpu::get(x, i);
         cpu::set(y, i, x.dtype == DType::f64 ? gelu_double(v) : gelu_tanh(static_cast<float>(v)));
@@ -76,6 +91,20 @@ void gelu_forward_cpu(const Tensor& x, const Tensor& y) {
 void gelu_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& dx, GradWrite write) {
     check_pointwise("gelu_backward_cpu", x, dx);
     check_pointwise("gelu_backward_cpu", dy, dx);
+    if (cpu::fast_f32({&x, &dy, &dx})) {
+        // The reference's double product and sum: one rounding, as cpu::write.
+        const float *in = x.as<float>(), *grad_out = dy.as<float>();
+        float* grad_in = dx.as<float>();
+        const bool accumulate = write == GradWrite::accumulate;
+        cpu::parallel_for(x.numel(), cpu::kElementGrain / 16, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                double v = double(grad_out[i]) * gelu_tanh_grad(in[i]);
+                if (accumulate) v += grad_in[i];
+                grad_in[i] = static_cast<float>(v);
+            }
+        });
+        return;
+    }
     for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         double v = cpu::get(x, i);
         double grad = x.dtype == DType::f64 ? gelu_grad_double(v)

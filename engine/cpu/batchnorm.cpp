@@ -1,7 +1,11 @@
 // batchnorm.cpp: CPU BatchNorm (training with batch statistics and running-stat
 // update, eval with running statistics, backward), in double: f32 nchw planes,
 // channels-last rows (nhwc and (N,C)), and a generic per-element path.
+// The f32 loops run over slices of channels (statistics, gradient sums) or of rows
+// (the elementwise passes), which the fast path splits over the thread team
+// (parallel.h); each channel's sums keep their order, so both paths agree bit for bit.
 #include "engine/cpu/cpu_util.h"
+#include "engine/cpu/parallel.h"
 #include "engine/ops/batchnorm.h"
 
 #include <algorithm>
@@ -37,6 +41,14 @@ bool fast_nchw(std::initializer_list<const Tensor*> tensors) {
         if (t->defined() && (t->dtype != DType::f32 || t->rank != 4 || t->layout != Layout::nchw))
             return false;
     return true;
+}
+
+// A channel's planes lie one image apart (C planes between them), so each starts a new
+// stream the hardware prefetcher has not seen: ask for the start of the next one while
+// the current one is summed.
+inline void prefetch_plane_start(const float* plane, int64_t length) {
+    const int64_t lines = std::min<int64_t>(length, 256) / 16;  // up to 1 KiB, one request per 64-byte line
+    for (int64_t i = 0; i < lines; ++i) __builtin_prefetch(plane + i * 16);
 }
 
 // Plane reductions with eight float lanes, which the compiler vectorizes (a single
@@ -102,38 +114,63 @@ std::vector<double> load_channels(const Tensor& t, int64_t channels) {
 // f32 channels-last rows: plain pointers, per-channel double accumulators (one row of
 // C floats at a time, so the inner loops run over contiguous memory).
 
-// sums[c] += sum over rows of (v[c] - centre[c]), or of its square.
-void channel_sums_f32(const float* __restrict v, int64_t rows, int64_t C,
-                      const double* __restrict centre, bool squares, double* __restrict sums) {
+// sums[c] += sum over rows of (v[c] - centre[c]), or of its square, for the channels
+// of one slice [c_begin, c_end). The running sums live in a local buffer: slices of
+// neighbouring channels on two threads would otherwise write one cache line (8x slower
+// in the backward pass at 16 channels).
+void channel_sums_f32(const float* __restrict v, int64_t rows, int64_t C, int64_t c_begin,
+                      int64_t c_end, const double* __restrict centre, bool squares,
+                      double* __restrict sums) {
+    std::vector<double> local(static_cast<std::size_t>(c_end - c_begin));
+    std::copy(sums + c_begin, sums + c_end, local.begin());
+    double* __restrict acc = local.data();  // acc[c - c_begin]
     if (squares) {
         for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < C; ++c) {
+            for (int64_t c = c_begin; c < c_end; ++c) {
                 const double d = v[r * C + c] - centre[c];
-                sums[c] += d * d;
+                acc[c - c_begin] += d * d;
             }
     } else {
         for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < C; ++c) sums[c] += v[r * C + c] - centre[c];
+            for (int64_t c = c_begin; c < c_end; ++c) acc[c - c_begin] += v[r * C + c] - centre[c];
     }
+    std::copy(local.begin(), local.end(), sums + c_begin);
 }
 
-// sum_dy[c] += sum of dy, sum_dy_centred[c] += sum of dy (x - centre[c]), over rows.
-void gradient_sums_f32(const float* __restrict dy, const float* __restrict x, int64_t rows, int64_t C,
-                       const double* __restrict centre, double* __restrict sum_dy,
-                       double* __restrict sum_dy_centred) {
+// sum_dy[c] += sum of dy, sum_dy_centred[c] += sum of dy (x - centre[c]), over rows,
+// for the channels of one slice (local running sums, as above).
+void gradient_sums_f32(const float* __restrict dy, const float* __restrict x, int64_t rows,
+                       int64_t C, int64_t c_begin, int64_t c_end, const double* __restrict centre,
+                       double* __restrict sum_dy, double* __restrict sum_dy_centred) {
+    const std::size_t slice = static_cast<std::size_t>(c_end - c_begin);
+    std::vector<double> local_dy(slice), local_centred(slice);
+    std::copy(sum_dy + c_begin, sum_dy + c_end, local_dy.begin());
+    std::copy(sum_dy_centred + c_begin, sum_dy_centred + c_end, local_centred.begin());
+    double* __restrict acc_dy = local_dy.data();  // [c - c_begin]
+    double* __restrict acc_centred = local_centred.data();
     for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c_begin; c < c_end; ++c) {
             const double grad = dy[r * C + c];
-            sum_dy[c] += grad;
-            sum_dy_centred[c] += grad * (x[r * C + c] - centre[c]);
+            acc_dy[c - c_begin] += grad;
+            acc_centred[c - c_begin] += grad * (x[r * C + c] - centre[c]);
         }
+    std::copy(local_dy.begin(), local_dy.end(), sum_dy + c_begin);
+    std::copy(local_centred.begin(), local_centred.end(), sum_dy_centred + c_begin);
 }
+
+// Channel slices: fewer than 4 channels per thread are not worth a thread (each thread
+// then reads every row for a few of its channels).
+constexpr int64_t kChannelGrain = 4;
+// Row slices of the elementwise passes: at least ~16k values per thread.
+int64_t row_grain(int64_t C) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)); }
 
 // y = x scale[c] + shift[c] over rows of C.
 void scale_shift_rows_f32(const float* x, float* y, int64_t rows, int64_t C, const float* scale,
                           const float* shift) {
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+    cpu::for_slices(rows, row_grain(C), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+            for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
+    });
 }
 
 void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -144,9 +181,11 @@ void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& 
     const double count = double(rows);
     std::vector<double> sum(C, 0.0), squares(C, 0.0), zero(C, 0.0), mean(C);
     std::vector<float> scale(C), shift(C);
-    channel_sums_f32(x.as<float>(), rows, C, zero.data(), false, sum.data());
-    for (int64_t c = 0; c < C; ++c) mean[c] = sum[c] / count;
-    channel_sums_f32(x.as<float>(), rows, C, mean.data(), true, squares.data());
+    cpu::for_slices(C, kChannelGrain, [&](int64_t c_begin, int64_t c_end) {
+        channel_sums_f32(x.as<float>(), rows, C, c_begin, c_end, zero.data(), false, sum.data());
+        for (int64_t c = c_begin; c < c_end; ++c) mean[c] = sum[c] / count;  // read by this slice only
+        channel_sums_f32(x.as<float>(), rows, C, c_begin, c_end, mean.data(), true, squares.data());
+    });
     for (int64_t c = 0; c < C; ++c) {
         const double var = squares[c] / count;
         const double invstd = 1.0 / std::sqrt(var + params.eps);
@@ -188,7 +227,10 @@ void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma,
     const float* grad_out = dy.as<float>();
     std::vector<double> centre(C), sum_dy(C, 0.0), sum_dy_centred(C, 0.0);
     for (int64_t c = 0; c < C; ++c) centre[c] = cpu::get(save_mean, c);
-    gradient_sums_f32(grad_out, in, rows, C, centre.data(), sum_dy.data(), sum_dy_centred.data());
+    cpu::for_slices(C, kChannelGrain, [&](int64_t c_begin, int64_t c_end) {
+        gradient_sums_f32(grad_out, in, rows, C, c_begin, c_end, centre.data(), sum_dy.data(),
+                          sum_dy_centred.data());
+    });
     // dx = scale (count dy - sum_dy - xhat sum_dy_xhat) = a dy + b x + k, per channel.
     std::vector<float> a(C), b(C), k(C);
     for (int64_t c = 0; c < C; ++c) {
@@ -203,11 +245,13 @@ void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma,
     }
     if (!dx.defined()) return;
     float* grad_in = dx.as<float>();
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < C; ++c)
-            grad_in[r * C + c] = write_grad(
-                grad_in[r * C + c], a[c] * grad_out[r * C + c] + b[c] * in[r * C + c] + k[c],
-                input_write);
+    cpu::for_slices(rows, row_grain(C), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+            for (int64_t c = 0; c < C; ++c)
+                grad_in[r * C + c] = write_grad(
+                    grad_in[r * C + c], a[c] * grad_out[r * C + c] + b[c] * in[r * C + c] + k[c],
+                    input_write);
+    });
 }
 
 void forward_train_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
@@ -314,32 +358,36 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
         check_channel_param(op, t, name, s.c);
     const double count = double(s.n * s.spatial);
     if (fast_nchw({&x, &y})) {
-        for (int64_t c = 0; c < s.c; ++c) {
-            double sum = 0.0, squares = 0.0;
-            for (int64_t n = 0; n < s.n; ++n)
-                sum += plane_sum(x.as<float>() + (n * s.c + c) * s.spatial, s.spatial, 0.0f, false);
-            const double mean = sum / count;
-            for (int64_t n = 0; n < s.n; ++n)
-                squares += plane_sum(x.as<float>() + (n * s.c + c) * s.spatial, s.spatial,
-                                     static_cast<float>(mean), true);
-            const double var = squares / count;
-            const double invstd = 1.0 / std::sqrt(var + params.eps);
-            const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
-            const float shift = static_cast<float>(cpu::get(beta, c) - mean * invstd * cpu::get(gamma, c));
-            for (int64_t n = 0; n < s.n; ++n) {
-                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
-                float* out = y.as<float>() + (n * s.c + c) * s.spatial;
-                for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
+        cpu::for_slices(s.c, 1, [&](int64_t c_begin, int64_t c_end) {
+            for (int64_t c = c_begin; c < c_end; ++c) {
+                double sum = 0.0, squares = 0.0;
+                for (int64_t n = 0; n < s.n; ++n) {
+                    if (n + 1 < s.n) prefetch_plane_start(x.as<float>() + ((n + 1) * s.c + c) * s.spatial, s.spatial);
+                    sum += plane_sum(x.as<float>() + (n * s.c + c) * s.spatial, s.spatial, 0.0f, false);
+                }
+                const double mean = sum / count;
+                for (int64_t n = 0; n < s.n; ++n)
+                    squares += plane_sum(x.as<float>() + (n * s.c + c) * s.spatial, s.spatial,
+                                         static_cast<float>(mean), true);
+                const double var = squares / count;
+                const double invstd = 1.0 / std::sqrt(var + params.eps);
+                const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
+                const float shift = static_cast<float>(cpu::get(beta, c) - mean * invstd * cpu::get(gamma, c));
+                for (int64_t n = 0; n < s.n; ++n) {
+                    const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                    float* out = y.as<float>() + (n * s.c + c) * s.spatial;
+                    for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
+                }
+                cpu::set(save_mean, c, mean);
+                cpu::set(save_invstd, c, invstd);
+                if (running_mean.defined()) {
+                    const double m = params.momentum;
+                    const double unbiased = count > 1 ? squares / (count - 1) : var;
+                    cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean);
+                    cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
+                }
             }
-            cpu::set(save_mean, c, mean);
-            cpu::set(save_invstd, c, invstd);
-            if (running_mean.defined()) {
-                const double m = params.momentum;
-                const double unbiased = count > 1 ? squares / (count - 1) : var;
-                cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean);
-                cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
-            }
-        }
+        });
         return;
     }
     if (channels_innermost(x) && cpu::all_f32({&x, &y})) {
@@ -391,17 +439,19 @@ void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tens
                            {running_mean, "running_mean"}, {running_var, "running_var"}})
         check_channel_param(op, t, name, s.c);
     if (fast_nchw({&x, &y})) {
-        for (int64_t c = 0; c < s.c; ++c) {
-            const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
-            const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
-            const float shift = static_cast<float>(cpu::get(beta, c) -
-                                                   cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
-            for (int64_t n = 0; n < s.n; ++n) {
-                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
-                float* out = y.as<float>() + (n * s.c + c) * s.spatial;
-                for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
+        cpu::for_slices(s.c, 1, [&](int64_t c_begin, int64_t c_end) {
+            for (int64_t c = c_begin; c < c_end; ++c) {
+                const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
+                const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
+                const float shift = static_cast<float>(cpu::get(beta, c) -
+                                                       cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
+                for (int64_t n = 0; n < s.n; ++n) {
+                    const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                    float* out = y.as<float>() + (n * s.c + c) * s.spatial;
+                    for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
+                }
             }
-        }
+        });
         return;
     }
     if (channels_innermost(x) && cpu::all_f32({&x, &y})) {
@@ -436,30 +486,37 @@ void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
     if (dx.defined()) check_bn(op, x, dx);
     const double count = double(s.n * s.spatial);
     if (fast_nchw({&x, &dy, &dx})) {
-        for (int64_t c = 0; c < s.c; ++c) {
-            const double mean = cpu::get(save_mean, c), invstd = cpu::get(save_invstd, c);
-            double sum_dy = 0.0, sum_dy_centred = 0.0;
-            for (int64_t n = 0; n < s.n; ++n)
-                plane_gradient_sums(dy.as<float>() + (n * s.c + c) * s.spatial,
-                                    x.as<float>() + (n * s.c + c) * s.spatial, s.spatial,
-                                    static_cast<float>(mean), sum_dy, sum_dy_centred);
-            const double sum_dy_xhat = sum_dy_centred * invstd;
-            cpu::write(dgamma, c, sum_dy_xhat, param_write);
-            cpu::write(dbeta, c, sum_dy, param_write);
-            if (!dx.defined()) continue;
-            // dx = scale (count dy - sum_dy - xhat sum_dy_xhat) = a dy + b x + k
-            const double scale = cpu::get(gamma, c) * invstd / count;
-            const float a = static_cast<float>(scale * count);
-            const float b = static_cast<float>(-scale * invstd * sum_dy_xhat);
-            const float k = static_cast<float>(scale * (-sum_dy + mean * invstd * sum_dy_xhat));
-            for (int64_t n = 0; n < s.n; ++n) {
-                const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
-                const float* grad_out = dy.as<float>() + (n * s.c + c) * s.spatial;
-                float* grad_in = dx.as<float>() + (n * s.c + c) * s.spatial;
-                for (int64_t i = 0; i < s.spatial; ++i)
-                    grad_in[i] = write_grad(grad_in[i], a * grad_out[i] + b * in[i] + k, input_write);
+        cpu::for_slices(s.c, 1, [&](int64_t c_begin, int64_t c_end) {
+            for (int64_t c = c_begin; c < c_end; ++c) {
+                const double mean = cpu::get(save_mean, c), invstd = cpu::get(save_invstd, c);
+                double sum_dy = 0.0, sum_dy_centred = 0.0;
+                for (int64_t n = 0; n < s.n; ++n) {
+                    if (n + 1 < s.n) {
+                        prefetch_plane_start(dy.as<float>() + ((n + 1) * s.c + c) * s.spatial, s.spatial);
+                        prefetch_plane_start(x.as<float>() + ((n + 1) * s.c + c) * s.spatial, s.spatial);
+                    }
+                    plane_gradient_sums(dy.as<float>() + (n * s.c + c) * s.spatial,
+                                        x.as<float>() + (n * s.c + c) * s.spatial, s.spatial,
+                                        static_cast<float>(mean), sum_dy, sum_dy_centred);
+                }
+                const double sum_dy_xhat = sum_dy_centred * invstd;
+                cpu::write(dgamma, c, sum_dy_xhat, param_write);
+                cpu::write(dbeta, c, sum_dy, param_write);
+                if (!dx.defined()) continue;
+                // dx = scale (count dy - sum_dy - xhat sum_dy_xhat) = a dy + b x + k
+                const double scale = cpu::get(gamma, c) * invstd / count;
+                const float a = static_cast<float>(scale * count);
+                const float b = static_cast<float>(-scale * invstd * sum_dy_xhat);
+                const float k = static_cast<float>(scale * (-sum_dy + mean * invstd * sum_dy_xhat));
+                for (int64_t n = 0; n < s.n; ++n) {
+                    const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
+                    const float* grad_out = dy.as<float>() + (n * s.c + c) * s.spatial;
+                    float* grad_in = dx.as<float>() + (n * s.c + c) * s.spatial;
+                    for (int64_t i = 0; i < s.spatial; ++i)
+                        grad_in[i] = write_grad(grad_in[i], a * grad_out[i] + b * in[i] + k, input_write);
+                }
             }
-        }
+        });
         return;
     }
     if (channels_innermost(x) && cpu::all_f32({&x, &dy, &dx})) {

@@ -1,8 +1,12 @@
-// conv.cpp: CPU 2-D convolution by im2col + GEMM (OpenBLAS sgemm, dgemm for f64),
-// one image at a time. Inputs of any layout/dtype are read into NCHW float (or
-// double) buffers, results written back with the output's layout, dtype and write
-// mode, so one GEMM path serves nchw, nhwc, f32, f16, bf16 and f64.
+// conv.cpp: CPU 2-D convolution. The reference (ops::conv2d_*_reference_cpu) is im2col +
+// GEMM (OpenBLAS sgemm, dgemm for f64), one image at a time: inputs of any layout/dtype
+// are read into NCHW float (or double) buffers, results written back with the output's
+// layout, dtype and write mode, so one GEMM path serves nchw, nhwc, f32, f16, bf16 and
+// f64. The ops::conv2d_*_cpu twins run f32 tensors through oneDNN instead
+// (onednn_conv.cpp; implementation.h says how to choose).
 #include "engine/cpu/cpu_util.h"
+#include "engine/cpu/implementation.h"
+#include "engine/cpu/onednn_ops.h"
 #include "engine/ops/conv.h"
 
 #include <cblas.h>
@@ -164,21 +168,40 @@ void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight,
 
 }  // namespace
 
-void conv2d_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
-                        const Conv2dParams& params) {
-    ConvShape s = check_conv("conv2d_forward_cpu", x, weight, y, params);
+namespace {
+
+// The checks every twin makes, fast or reference.
+ConvShape check_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Tensor& y, const Conv2dParams& params) {
+    ConvShape s = check_conv(op, x, weight, y, params);
     if (bias.defined()) {
-        cpu::check_float_cpu(bias, "conv2d_forward_cpu", "bias");
-        require(bias.numel() == s.k, "conv2d_forward_cpu", "bias must have K elements");
+        cpu::check_float_cpu(bias, op, "bias");
+        require(bias.numel() == s.k, op, "bias must have K elements");
     }
+    return s;
+}
+
+// f32 tensors of one layout with something to compute go to oneDNN.
+bool fast_path(std::initializer_list<const Tensor*> tensors) {
+    if (cpu::op_implementation() != cpu::OpImplementation::fast) return false;
+    for (const Tensor* t : tensors)
+        if (t->defined() && (t->dtype != DType::f32 || t->numel() == 0)) return false;
+    return true;
+}
+
+}  // namespace
+
+void conv2d_forward_reference_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                                  const Conv2dParams& params) {
+    ConvShape s = check_forward("conv2d_forward_cpu", x, weight, bias, y, params);
     if (x.dtype == DType::f64)
         forward<double>(x, weight, bias, y, params, s);
     else
         forward<float>(x, weight, bias, y, params, s);
 }
 
-void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
-                              const Conv2dParams& params, GradWrite write) {
+void conv2d_backward_data_reference_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                                        const Conv2dParams& params, GradWrite write) {
     ConvShape s = check_conv("conv2d_backward_data_cpu", dx, weight, dy, params);
     if (dx.dtype == DType::f64)
         backward_data<double>(weight, dy, dx, params, write, s);
@@ -186,8 +209,8 @@ void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tens
         backward_data<float>(weight, dy, dx, params, write, s);
 }
 
-void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
-                                const Conv2dParams& params, GradWrite write) {
+void conv2d_backward_filter_reference_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
+                                          const Conv2dParams& params, GradWrite write) {
     ConvShape s = check_conv("conv2d_backward_filter_cpu", x, dweight, dy, params);
     if (x.dtype == DType::f64)
         backward_filter<double>(x, dy, dweight, params, write, s);
@@ -195,17 +218,68 @@ void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor&
         backward_filter<float>(x, dy, dweight, params, write, s);
 }
 
-void conv2d_backward_bias_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+namespace {
+void check_backward_bias(const Tensor& dy, const Tensor& dbias) {
     const char* op = "conv2d_backward_bias_cpu";
     cpu::check_float_cpu(dy, op, "dy");
     cpu::check_float_cpu(dbias, op, "dbias");
     require(dy.rank == 4 && dbias.numel() == dy.shape[1], op, "dbias must have K elements");
+}
+}  // namespace
+
+void conv2d_backward_bias_reference_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    check_backward_bias(dy, dbias);
     const int64_t plane = dy.shape[2] * dy.shape[3];
     std::vector<double> sums(static_cast<std::size_t>(dy.shape[1]), 0.0);
     for (int64_t n = 0; n < dy.shape[0]; ++n)
         for (int64_t k = 0; k < dy.shape[1]; ++k)
             for (int64_t i = 0; i < plane; ++i) sums[k] += cpu::get(dy, cpu::channel_offset(dy, n, k, i));
     for (int64_t k = 0; k < dy.shape[1]; ++k) cpu::write(dbias, k, sums[k], write);
+}
+
+void conv2d_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                        const Conv2dParams& params) {
+    if (!fast_path({&x, &weight, &bias, &y})) return conv2d_forward_reference_cpu(x, weight, bias, y, params);
+    check_forward("conv2d_forward_cpu", x, weight, bias, y, params);
+    cpu::onednn_conv2d_forward(x, weight, bias, y, params);
+}
+
+void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                              const Conv2dParams& params, GradWrite write) {
+    if (!fast_path({&weight, &dy, &dx})) return conv2d_backward_data_reference_cpu(weight, dy, dx, params, write);
+    check_conv("conv2d_backward_data_cpu", dx, weight, dy, params);
+    cpu::onednn_conv2d_backward_data(weight, dy, dx, params, write);
+}
+
+void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
+                                const Conv2dParams& params, GradWrite write) {
+    if (!fast_path({&x, &dy, &dweight})) return conv2d_backward_filter_reference_cpu(x, dy, dweight, params, write);
+    check_conv("conv2d_backward_filter_cpu", x, dweight, dy, params);
+    cpu::onednn_conv2d_backward_filter(x, dy, dweight, params, write);
+}
+
+// The bias gradient is a per-channel sum: f32 tensors take plain-pointer loops (a plane
+// per (n, k) in nchw, a row of K per position in nhwc), still summed in double.
+void conv2d_backward_bias_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    if (!fast_path({&dy, &dbias})) return conv2d_backward_bias_reference_cpu(dy, dbias, write);
+    check_backward_bias(dy, dbias);
+    const int64_t N = dy.shape[0], K = dy.shape[1], plane = dy.shape[2] * dy.shape[3];
+    const float* grad = dy.as<float>();
+    std::vector<double> sums(static_cast<std::size_t>(K), 0.0);
+    if (dy.layout == Layout::nhwc) {
+        for (int64_t row = 0; row < N * plane; ++row)
+            for (int64_t k = 0; k < K; ++k) sums[k] += grad[row * K + k];
+    } else {
+        for (int64_t n = 0; n < N; ++n)
+            for (int64_t k = 0; k < K; ++k) {
+                const float* values = grad + (n * K + k) * plane;
+                double total = 0.0;
+                for (int64_t i = 0; i < plane; ++i) total += values[i];
+                sums[k] += total;
+            }
+    }
+    float* out = dbias.as<float>();
+    for (int64_t k = 0; k < K; ++k) out[k] = static_cast<float>(write == GradWrite::accumulate ? out[k] + sums[k] : sums[k]);
 }
 
 }  // namespace ember::ops

@@ -1,7 +1,11 @@
 // gemm.cpp: CPU GEMM (OpenBLAS sgemm/dgemm) with bias / bias+GELU epilogue, and the
 // nn.Linear forward/backward on top of it. f16/bf16 operands are widened to float
 // (exactly) and multiplied with fp32 accumulation, as cuBLASLt does on the device.
+// These loops are the reference (ops::*_reference_cpu); f32 operands take the fast path
+// of onednn_gemm.cpp (implementation.h says how to choose).
 #include "engine/cpu/cpu_util.h"
+#include "engine/cpu/implementation.h"
+#include "engine/cpu/onednn_ops.h"
 #include "engine/ops/gelu.h"
 #include "engine/ops/gemm.h"
 
@@ -27,7 +31,13 @@ double gelu_double(double x) {
 
 }  // namespace
 
-void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
+namespace {
+
+struct GemmSizes {
+    int64_t m, n, k;
+};
+
+GemmSizes check_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
     const char* op = "gemm_cpu";
     cpu::check_float_cpu(a, op, "A");
     cpu::check_float_cpu(b, op, "B");
@@ -54,6 +64,15 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs&
     }
     const bool save_pre = args.epilogue == Epilogue::bias_gelu && args.pre_activation.defined();
     if (save_pre) cpu::check_same_shape(args.pre_activation, c, op);
+    return {m, n, k};
+}
+
+}  // namespace
+
+void gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
+    const auto [m, n, k] = check_gemm(a, b, c, args);
+    const bool has_bias = args.epilogue != Epilogue::none;
+    const bool save_pre = args.epilogue == Epilogue::bias_gelu && args.pre_activation.defined();
     const CBLAS_TRANSPOSE ta = args.transpose_a ? CblasTrans : CblasNoTrans;
     const CBLAS_TRANSPOSE tb = args.transpose_b ? CblasTrans : CblasNoTrans;
 
@@ -132,12 +151,34 @@ void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy
     if (dbias.defined()) bias_backward_cpu(dy, dbias, param_write);
 }
 
-void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
+    const bool fast = cpu::op_implementation() == cpu::OpImplementation::fast &&
+                      cpu::all_f32({&a, &b, &c, &args.bias, &args.pre_activation});
+    if (!fast) return gemm_reference_cpu(a, b, c, args);
+    const auto [m, n, k] = check_gemm(a, b, c, args);
+    if (m == 0 || n == 0 || k == 0) return gemm_reference_cpu(a, b, c, args);
+    cpu::fast_gemm(a, b, c, args, m, n, k);
+}
+
+namespace {
+void check_bias_backward(const Tensor& dy, const Tensor& dbias) {
     const char* op = "bias_backward_cpu";
     cpu::check_float_cpu(dy, op, "dy");
     cpu::check_float_cpu(dbias, op, "dbias");
+    require(dbias.numel() == dy.cols(), op, "dbias must have " + std::to_string(dy.cols()) + " elements");
+}
+}  // namespace
+
+void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    if (cpu::op_implementation() != cpu::OpImplementation::fast || !cpu::all_f32({&dy, &dbias}))
+        return bias_backward_reference_cpu(dy, dbias, write);
+    check_bias_backward(dy, dbias);
+    cpu::fast_bias_backward(dy, dbias, write);
+}
+
+void bias_backward_reference_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write) {
+    check_bias_backward(dy, dbias);
     const int64_t rows = dy.rows(), cols = dy.cols();
-    require(dbias.numel() == cols, op, "dbias must have " + std::to_string(cols) + " elements");
     std::vector<double> sums(static_cast<std::size_t>(cols), 0.0);
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t col = 0; col < cols; ++col) sums[col] += cpu::get(dy, r * cols + col);
@@ -152,6 +193,15 @@ Tensor matrix_at(const Tensor& stack, int64_t i, int64_t rows, int64_t cols) {
 }  // namespace
 
 void batched_gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& s) {
+    if (cpu::op_implementation() != cpu::OpImplementation::fast || !cpu::all_f32({&a, &b, &c}) || s.count == 0 ||
+        s.m == 0 || s.n == 0 || s.k == 0)
+        return batched_gemm_reference_cpu(a, b, c, s);
+    check_batched_gemm(a, b, c, s);
+    for (const Tensor* t : {&a, &b, &c}) cpu::check_float_cpu(*t, "batched_gemm_cpu", "operand");
+    cpu::onednn_batched_gemm(a, b, c, s);
+}
+
+void batched_gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& s) {
     check_batched_gemm(a, b, c, s);
     const int64_t a_rows = s.transpose_a ? s.k : s.m, a_cols = s.transpose_a ? s.m : s.k;
     const int64_t b_rows = s.transpose_b ? s.n : s.k, b_cols = s.transpose_b ? s.k : s.n;
@@ -160,7 +210,8 @@ void batched_gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const B
     args.transpose_b = s.transpose_b;
     args.alpha = s.alpha;
     for (int64_t i = 0; i < s.count; ++i)
-        gemm_cpu(matrix_at(a, i, a_rows, a_cols), matrix_at(b, i, b_rows, b_cols), matrix_at(c, i, s.m, s.n), args);
+        gemm_reference_cpu(matrix_at(a, i, a_rows, a_cols), matrix_at(b, i, b_rows, b_cols), matrix_at(c, i, s.m, s.n),
+                           args);
 }
 
 }  // namespace ember::ops

@@ -1,9 +1,14 @@
 // layernorm.cpp: CPU LayerNorm over the last dim, forward and backward, in double: the
 // fused form (one pass per row) and the unfused twin of the CUDA kernel chain (one loop
-// per kernel, intermediates stored in the scratch tensor's dtype).
+// per kernel, intermediates stored in the scratch tensor's dtype). On the fast path
+// (parallel.h) f32 tensors of the fused form take plain-pointer loops with the same
+// double arithmetic, rows split over the thread team (dgamma/dbeta: columns split), so
+// both paths agree bit for bit.
 #include "engine/cpu/cpu_util.h"
+#include "engine/cpu/parallel.h"
 #include "engine/ops/layernorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -73,6 +78,83 @@ void column_sum(const Tensor& in, int64_t rows, int64_t C, const Tensor& out, Gr
     for (int64_t c = 0; c < C; ++c) cpu::write(out, c, sums[c], write);
 }
 
+void forward_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                 const Tensor& save_mean, const Tensor& save_rstd, float eps, int64_t rows, int64_t C) {
+    const float *in = x.as<float>(), *g = gamma.as<float>(), *b = beta.as<float>();
+    float *out = y.as<float>(), *means = save_mean.as<float>(), *rstds = save_rstd.as<float>();
+    cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / C), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* row = in + r * C;
+            double sum = 0.0;
+            for (int64_t c = 0; c < C; ++c) sum += row[c];
+            const double mean = sum / double(C);
+            double squares = 0.0;
+            for (int64_t c = 0; c < C; ++c) {
+                const double d = row[c] - mean;
+                squares += d * d;
+            }
+            const double rstd = 1.0 / std::sqrt(squares / double(C) + eps);
+            for (int64_t c = 0; c < C; ++c)
+                out[r * C + c] = static_cast<float>((row[c] - mean) * rstd * g[c] + b[c]);
+            means[r] = static_cast<float>(mean);
+            rstds[r] = static_cast<float>(rstd);
+        }
+    });
+}
+
+void backward_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                  const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                  GradWrite input_write, GradWrite param_write, int64_t rows, int64_t C) {
+    const float *in = x.as<float>(), *grad_out = dy.as<float>(), *g = gamma.as<float>();
+    const float *means = save_mean.as<float>(), *rstds = save_rstd.as<float>();
+    if (dx.defined()) {
+        float* grad_in = dx.as<float>();
+        cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / C), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                const int64_t base = r * C;
+                const double mean = means[r], rstd = rstds[r];
+                double mean_g = 0.0, mean_g_xhat = 0.0;
+                for (int64_t c = 0; c < C; ++c) {
+                    const double xhat = (in[base + c] - mean) * rstd;
+                    const double gc = double(grad_out[base + c]) * g[c];
+                    mean_g += gc;
+                    mean_g_xhat += gc * xhat;
+                }
+                mean_g /= double(C);
+                mean_g_xhat /= double(C);
+                for (int64_t c = 0; c < C; ++c) {
+                    const double xhat = (in[base + c] - mean) * rstd;
+                    const double gc = double(grad_out[base + c]) * g[c];
+                    double v = rstd * (gc - mean_g - xhat * mean_g_xhat);
+                    if (input_write == GradWrite::accumulate) v += grad_in[base + c];
+                    grad_in[base + c] = static_cast<float>(v);
+                }
+            }
+        });
+    }
+    // Column sums in row order, one column by one thread: the reference's sums.
+    float *dgamma_out = dgamma.as<float>(), *dbeta_out = dbeta.as<float>();
+    cpu::parallel_for(C, 8, [&](int64_t c_begin, int64_t c_end) {
+        std::vector<double> dgamma_sum(static_cast<std::size_t>(c_end - c_begin), 0.0), dbeta_sum(dgamma_sum);
+        for (int64_t r = 0; r < rows; ++r) {
+            const double mean = means[r], rstd = rstds[r];
+            for (int64_t c = c_begin; c < c_end; ++c) {
+                const double xhat = (in[r * C + c] - mean) * rstd;
+                const double d = grad_out[r * C + c];
+                dgamma_sum[c - c_begin] += d * xhat;
+                dbeta_sum[c - c_begin] += d;
+            }
+        }
+        for (int64_t c = c_begin; c < c_end; ++c) {
+            const bool accumulate = param_write == GradWrite::accumulate;
+            dgamma_out[c] = static_cast<float>(accumulate ? dgamma_out[c] + dgamma_sum[c - c_begin]
+                                                          : dgamma_sum[c - c_begin]);
+            dbeta_out[c] = static_cast<float>(accumulate ? dbeta_out[c] + dbeta_sum[c - c_begin]
+                                                         : dbeta_sum[c - c_begin]);
+        }
+    });
+}
+
 }  // namespace
 
 void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -85,6 +167,8 @@ void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& b
     const int64_t rows = x.rows(), C = x.cols();
     check_ln_params(op, x, {{gamma, "gamma"}, {beta, "beta"}}, C);
     check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);
+    if (cpu::fast_f32({&x, &gamma, &beta, &y, &save_mean, &save_rstd}) && C > 0)
+        return forward_f32(x, gamma, beta, y, save_mean, save_rstd, eps, rows, C);
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t base = r * C;
         double sum = 0.0;
@@ -119,6 +203,9 @@ void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
         cpu::check_float_cpu(dx, op, "dx");
         cpu::check_same_shape(x, dx, op);
     }
+    if (cpu::fast_f32({&x, &dy, &gamma, &save_mean, &save_rstd, &dx, &dgamma, &dbeta}) && C > 0)
+        return backward_f32(x, dy, gamma, save_mean, save_rstd, dx, dgamma, dbeta, input_write, param_write,
+                            rows, C);
     std::vector<double> dgamma_sum(static_cast<std::size_t>(C), 0.0), dbeta_sum(dgamma_sum);
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t base = r * C;

@@ -69,7 +69,8 @@ void check_pointwise(const char* op, const Tensor& in, const Tensor& out) {
 void relu_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y) {
     check_pointwise("relu_forward_cuda", x, y);
     const int64_t n = x.numel();
-    relu_forward_kernel<<<cuda::grid_for(n), cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, y.data, y.dtype, n);
+    EMBER_LAUNCH(relu_forward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, y.data, y.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -78,7 +79,7 @@ void relu_backward_cuda(CudaContext& ctx, const Tensor& y, const Tensor& dy, con
     check_pointwise("relu_backward_cuda", y, dx);
     check_pointwise("relu_backward_cuda", dy, dx);
     const int64_t n = dx.numel();
-    relu_backward_kernel<<<cuda::grid_for(n), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(relu_backward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
         y.data, y.dtype, dy.data, dy.dtype, dx.data, dx.dtype, n, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -86,7 +87,7 @@ void relu_backward_cuda(CudaContext& ctx, const Tensor& y, const Tensor& dy, con
 void gelu_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y) {
     check_pointwise("gelu_forward_cuda", x, y);
     const int64_t n = x.numel();
-    gelu_forward_tensor_kernel<<<cuda::grid_for(n), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(gelu_forward_tensor_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, y.data, y.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -96,7 +97,7 @@ void gelu_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, con
     check_pointwise("gelu_backward_cuda", x, dx);
     check_pointwise("gelu_backward_cuda", dy, dx);
     const int64_t n = x.numel();
-    gelu_backward_tensor_kernel<<<cuda::grid_for(n), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(gelu_backward_tensor_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, dy.data, dy.dtype, dx.data, dx.dtype, n, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -111,21 +112,21 @@ void gelu_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& 
     const int64_t n = x.numel();
     const unsigned grid = cuda::grid_for(n);
     float* t = scratch.as<float>();
-    cube_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, t, n);
+    EMBER_LAUNCH(cube_kernel, grid, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, t, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    scale_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, kGeluCubic, n);
+    EMBER_LAUNCH(scale_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, kGeluCubic, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    add_input_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, x.data, x.dtype, n);
+    EMBER_LAUNCH(add_input_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, x.data, x.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    scale_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, kGeluSqrt2OverPi, n);
+    EMBER_LAUNCH(scale_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, kGeluSqrt2OverPi, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    tanh_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, n);
+    EMBER_LAUNCH(tanh_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    add_scalar_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, 1.0f, n);
+    EMBER_LAUNCH(add_scalar_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, 1.0f, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    multiply_input_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, x.data, x.dtype, n);
+    EMBER_LAUNCH(multiply_input_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, x.data, x.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
-    half_store_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(t, y.data, y.dtype, n);
+    EMBER_LAUNCH(half_store_kernel, grid, cuda::kThreads, 0, ctx.stream)(t, y.data, y.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
 // attention.cu: CUDA twins of the attention helpers (ops/attention.h): an
 // elementwise head permutation and a one-warp-per-row softmax (fp32 math).
 #include "engine/core/cuda_check.h"
+#include "engine/core/launch.h"
 #include "engine/cuda/context.h"
 #include "engine/ops/attention.h"
 
@@ -73,11 +74,11 @@ void move_heads_cuda(CudaContext& ctx, const Tensor& rows, const Tensor& heads, 
     const int threads = 256;
     const unsigned blocks = static_cast<unsigned>((n + threads - 1) / threads);
     if (to_heads)
-        move_heads_kernel<<<blocks, threads, 0, ctx.stream>>>(rows.data, rows.dtype, heads.data, heads.dtype, n, l,
-                                                              true);
+        EMBER_LAUNCH(move_heads_kernel, blocks, threads, 0, ctx.stream)(
+            rows.data, rows.dtype, heads.data, heads.dtype, n, l, true);
     else
-        move_heads_kernel<<<blocks, threads, 0, ctx.stream>>>(heads.data, heads.dtype, rows.data, rows.dtype, n, l,
-                                                              false);
+        EMBER_LAUNCH(move_heads_kernel, blocks, threads, 0, ctx.stream)(
+            heads.data, heads.dtype, rows.data, rows.dtype, n, l, false);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -86,7 +87,8 @@ void softmax_rows_cuda(CudaContext& ctx, const Tensor& s, const Tensor& p) {
     if (rows == 0) return;
     dim3 block(32, 8);
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-    softmax_rows_kernel<<<blocks, block, 0, ctx.stream>>>(s.data, s.dtype, p.data, p.dtype, rows, s.cols());
+    EMBER_LAUNCH(softmax_rows_kernel, blocks, block, 0, ctx.stream)(
+        s.data, s.dtype, p.data, p.dtype, rows, s.cols());
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -96,8 +98,8 @@ void softmax_rows_backward_cuda(CudaContext& ctx, const Tensor& p, const Tensor&
     if (rows == 0) return;
     dim3 block(32, 8);
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-    softmax_rows_backward_kernel<<<blocks, block, 0, ctx.stream>>>(p.data, p.dtype, dp.data, dp.dtype, ds.data,
-                                                                   ds.dtype, rows, p.cols(), scale);
+    EMBER_LAUNCH(softmax_rows_backward_kernel, blocks, block, 0, ctx.stream)(
+        p.data, p.dtype, dp.data, dp.dtype, ds.data, ds.dtype, rows, p.cols(), scale);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -77,7 +77,7 @@ constexpr int kTileRows = 8;
 
 __global__ void bn_partial_channels_last_kernel(BnTerms terms, BnGeometry g, int groups,
                                                 float2* partial) {
-    __shared__ float2 tile[kTileRows][kTileChannels + 1];
+    EMBER_SHARED(float2, tile, [kTileRows][kTileChannels + 1]);
     const int64_t c = int64_t(blockIdx.x) * kTileChannels + threadIdx.x;
     const int64_t rows = g.n * g.spatial;
     float first = 0.0f, second = 0.0f;
@@ -157,18 +157,19 @@ void reduce_channels(CudaContext& ctx, const BnGeometry& g, const BnTerms& terms
         groups = std::max(groups, 1);
         dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
         dim3 block(kTileChannels, kTileRows);
-        bn_partial_channels_last_kernel<<<grid, block, 0, ctx.stream>>>(terms, g, groups, partial);
+        EMBER_LAUNCH(bn_partial_channels_last_kernel, grid, block, 0, ctx.stream)(terms, g, groups, partial);
     } else {
         groups = static_cast<int>(std::min<int64_t>({g.n, std::max<int64_t>(1, 1024 / g.c),
                                                      int64_t(max_groups), 65535}));
         groups = std::max(groups, 1);
         dim3 grid(static_cast<unsigned>(g.c), static_cast<unsigned>(groups));
-        bn_partial_nchw_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(terms, g, groups, partial);
+        EMBER_LAUNCH(bn_partial_nchw_kernel, grid, cuda::kThreads, 0, ctx.stream)(terms, g, groups, partial);
     }
     EMBER_CUDA_CHECK_LAUNCH();
     finish.totals = reinterpret_cast<float2*>(static_cast<char*>(ctx.workspace) +
                                               ctx.workspace_bytes - reserved);
-    bn_finish_kernel<<<cuda::grid_for(g.c), cuda::kThreads, 0, ctx.stream>>>(partial, groups, g.c, finish);
+    EMBER_LAUNCH(bn_finish_kernel, cuda::grid_for(g.c), cuda::kThreads, 0, ctx.stream)(
+        partial, groups, g.c, finish);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -232,7 +233,7 @@ void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tenso
     reduce_channels(ctx, g, terms, finish, op);
     terms.pass = finish.pass = BnPass::centred_squares;
     reduce_channels(ctx, g, terms, finish, op);
-    bn_apply_kernel<<<cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, y.data, y.dtype, g, save_mean.as<float>(), save_invstd.as<float>(), false,
         params.eps, gamma.as<float>(), beta.as<float>());
     EMBER_CUDA_CHECK_LAUNCH();
@@ -249,9 +250,9 @@ void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor
     cuda::check_f32_cuda(running_mean, op, "running_mean", g.c);
     cuda::check_f32_cuda(running_var, op, "running_var", g.c);
     if (x.numel() == 0) return;
-    bn_apply_kernel<<<cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream>>>(
-        x.data, x.dtype, y.data, y.dtype, g, running_mean.as<float>(), running_var.as<float>(),
-        true, params.eps, gamma.as<float>(), beta.as<float>());
+    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, y.data, y.dtype, g, running_mean.as<float>(), running_var.as<float>(), true,
+        params.eps, gamma.as<float>(), beta.as<float>());
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -277,7 +278,7 @@ void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     if (!dx.defined()) return;
     const float2* totals = reinterpret_cast<const float2*>(
         static_cast<const char*>(ctx.workspace) + ctx.workspace_bytes - std::size_t(g.c) * sizeof(float2));
-    bn_dx_kernel<<<cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(bn_dx_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, dy.data, dy.dtype, g, gamma.as<float>(), save_mean.as<float>(),
         save_invstd.as<float>(), totals, dx.data, dx.dtype, input_write);
     EMBER_CUDA_CHECK_LAUNCH();

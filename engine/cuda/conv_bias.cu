@@ -63,10 +63,12 @@ void column_sums(CudaContext& ctx, const void* dy, DType dy_type, int64_t rows, 
         1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
                               int64_t(ctx.workspace_bytes / per_group), 65535})));
     float* partial = static_cast<float*>(ctx.workspace);
-    column_partials_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(groups)),
-                             cuda::kThreads, 0, ctx.stream>>>(dy, dy_type, rows, C, groups, partial);
+    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
+    EMBER_LAUNCH(column_partials_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        dy, dy_type, rows, C, groups, partial);
     EMBER_CUDA_CHECK_LAUNCH();
-    column_finish_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(partial, groups, C, out, write);
+    EMBER_LAUNCH(column_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
+        partial, groups, C, out, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -76,7 +78,7 @@ void conv_bias_add_cuda(CudaContext& ctx, const Tensor& bias, const Tensor& y) {
     cuda::check_float_cuda(bias, "conv2d_forward_cuda", "bias");
     require(bias.numel() == y.shape[1], "conv2d_forward_cuda", "bias must have K elements");
     const int64_t total = y.numel();
-    bias_add_kernel<<<cuda::grid_for(total), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(bias_add_kernel, cuda::grid_for(total), cuda::kThreads, 0, ctx.stream)(
         bias.data, bias.dtype, y.data, y.dtype, total, y.shape[1], y.shape[2] * y.shape[3],
         y.layout == Layout::nhwc);
     EMBER_CUDA_CHECK_LAUNCH();
@@ -94,9 +96,9 @@ void conv2d_backward_bias_cuda(CudaContext& ctx, const Tensor& dy, const Tensor&
                     dbias.as<float>(), write, op);
         return;
     }
-    channel_sum_kernel<<<static_cast<unsigned>(dy.shape[1]), cuda::kThreads, 0, ctx.stream>>>(
-        dy.data, dy.dtype, 4, dy.layout == Layout::nhwc, dy.shape[0], dy.shape[1],
-        dy.shape[2] * dy.shape[3], dbias.as<float>(), write);
+    EMBER_LAUNCH(channel_sum_kernel, static_cast<unsigned>(dy.shape[1]), cuda::kThreads, 0, ctx.stream)(
+        dy.data, dy.dtype, 4, dy.layout == Layout::nhwc, dy.shape[0], dy.shape[1], dy.shape[2] * dy.shape[3],
+        dbias.as<float>(), write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/core/cuda_check.h"
+#include "engine/core/launch.h"
 #include "engine/core/tensor.h"
 #include "engine/cuda/context.h"
 #include "engine/ops/common.h"
@@ -16,10 +17,7 @@ constexpr int kThreads = 256;
 
 // Blocks for a grid-stride loop over n elements (capped; the loop covers the rest).
 inline unsigned grid_for(int64_t n) {
-    int64_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks < 1) blocks = 1;
-    if (blocks > 65535LL * 8) blocks = 65535LL * 8;
-    return static_cast<unsigned>(blocks);
+    return grid_stride_blocks((n + kThreads - 1) / kThreads, 65535LL * 8);
 }
 
 inline bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
@@ -51,7 +49,7 @@ __device__ __forceinline__ int64_t channel_offset(int rank, bool nhwc, int64_t n
 
 // Block-wide sum (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 __device__ __forceinline__ float block_sum(float v) {
-    __shared__ float partial[32];
+    EMBER_SHARED(float, partial, [32]);
     for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     __syncthreads();  // partial may still be read by a previous call
@@ -64,7 +62,7 @@ __device__ __forceinline__ float block_sum(float v) {
 }
 
 __device__ __forceinline__ float block_max(float v) {
-    __shared__ float partial[32];
+    EMBER_SHARED(float, partial, [32]);
     for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     __syncthreads();

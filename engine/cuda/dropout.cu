@@ -40,7 +40,7 @@ void dropout_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, co
     check_mask(op, mask, x.numel());
     require(params.p >= 0.0f && params.p < 1.0f, op, "p must be in [0, 1)");
     const int64_t n = x.numel();
-    dropout_forward_kernel<<<cuda::grid_for(n), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(dropout_forward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, y.data, y.dtype, mask.as<uint8_t>(), n, params, 1.0f / (1.0f - params.p));
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -53,7 +53,7 @@ void dropout_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& mas
     require(dy.numel() == dx.numel(), op, "dy and dx sizes differ");
     check_mask(op, mask, dx.numel());
     const int64_t n = dx.numel();
-    dropout_backward_kernel<<<cuda::grid_for(n), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(dropout_backward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
         dy.data, dy.dtype, mask.as<uint8_t>(), dx.data, dx.dtype, n, 1.0f / (1.0f - p), write);
     EMBER_CUDA_CHECK_LAUNCH();
 }

@@ -38,7 +38,7 @@ void embedding_forward_cuda(CudaContext& ctx, const Tensor& ids, const Tensor& t
     check_embedding("embedding_forward_cuda", ids, table, out);
     const int64_t rows = ids.numel(), D = table.shape[1];
     if (rows * D == 0) return;
-    embedding_forward_kernel<<<cuda::grid_for(rows * D), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(embedding_forward_kernel, cuda::grid_for(rows * D), cuda::kThreads, 0, ctx.stream)(
         ids.as<int32_t>(), table.data, table.dtype, out.data, out.dtype, rows, D);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -52,7 +52,7 @@ void embedding_backward_cuda(CudaContext& ctx, const Tensor& ids, const Tensor& 
         EMBER_CUDA_CHECK(cudaMemsetAsync(dtable.data, 0, dtable.bytes(), ctx.stream));
     const int64_t rows = ids.numel(), D = dtable.shape[1];
     if (rows * D == 0) return;
-    embedding_backward_kernel<<<cuda::grid_for(rows * D), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(embedding_backward_kernel, cuda::grid_for(rows * D), cuda::kThreads, 0, ctx.stream)(
         ids.as<int32_t>(), dout.data, dout.dtype, dtable.as<float>(), rows, D);
     EMBER_CUDA_CHECK_LAUNCH();
 }

@@ -1,5 +1,6 @@
 // gelu.cu: fused GELU forward and backward, one kernel each (grid-stride loop).
 #include "engine/core/cuda_check.h"
+#include "engine/core/launch.h"
 #include "engine/ops/gelu.h"
 
 #include <cuda_runtime.h>
@@ -25,21 +26,21 @@ __global__ void gelu_backward_kernel(const float* __restrict__ in,
 }
 
 unsigned grid_for(std::size_t n) {
-    std::size_t blocks = (n + kThreads - 1) / kThreads;
-    return blocks > 65535u * 8 ? 65535u * 8 : (unsigned)(blocks ? blocks : 1);
+    return cuda::grid_stride_blocks(static_cast<int64_t>((n + kThreads - 1) / kThreads),
+                                    65535LL * 8);
 }
 
 }  // namespace
 
 void gelu_forward_cuda(const float* in, float* out, std::size_t n, void* stream) {
-    gelu_forward_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(in, out, n);
+    EMBER_LAUNCH(gelu_forward_kernel, grid_for(n), kThreads, 0, (cudaStream_t)stream)(in, out, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 void gelu_backward_cuda(const float* in, const float* grad_out, float* grad_in, std::size_t n,
                         void* stream) {
-    gelu_backward_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(in, grad_out,
-                                                                             grad_in, n);
+    EMBER_LAUNCH(gelu_backward_kernel, grid_for(n), kThreads, 0, (cudaStream_t)stream)(
+        in, grad_out, grad_in, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -182,10 +182,12 @@ void column_sum_cuda(CudaContext& ctx, const char* op, const void* in, DType in_
         1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
                               int64_t(ctx.workspace_bytes / per_group), 65535})));
     float* partial = static_cast<float*>(ctx.workspace);
-    column_partial_sums_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(groups)), cuda::kThreads,
-                                 0, ctx.stream>>>(in, in_type, rows, C, groups, partial);
+    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
+    EMBER_LAUNCH(column_partial_sums_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        in, in_type, rows, C, groups, partial);
     EMBER_CUDA_CHECK_LAUNCH();
-    column_sum_finish_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(partial, groups, C, out, write);
+    EMBER_LAUNCH(column_sum_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
+        partial, groups, C, out, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -204,7 +206,7 @@ void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gam
     cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
     cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
     if (rows == 0) return;
-    layernorm_forward_kernel<<<static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(layernorm_forward_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, gamma.as<float>(), beta.as<float>(), y.data, y.dtype, save_mean.as<float>(),
         save_rstd.as<float>(), C, eps);
     EMBER_CUDA_CHECK_LAUNCH();
@@ -224,11 +226,15 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     cuda::check_f32_cuda(dbeta, op, "dbeta", C);
     cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
     cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
-    if (rows == 0) return;
     if (dx.defined()) {
         cuda::check_float_cuda(dx, op, "dx");
         require(same_shape(x, dx), op, "x and dx shapes differ");
-        layernorm_backward_dx_kernel<<<static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream>>>(
+    }
+    // With no rows dx is empty but dgamma and dbeta are still written (zeros on store),
+    // as the CPU twin writes them: the column sums below run for any row count.
+    if (dx.defined() && rows > 0) {
+        const unsigned row_blocks = static_cast<unsigned>(rows);
+        EMBER_LAUNCH(layernorm_backward_dx_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(
             x.data, x.dtype, dy.data, dy.dtype, gamma.as<float>(), save_mean.as<float>(),
             save_rstd.as<float>(), dx.data, dx.dtype, C, input_write);
         EMBER_CUDA_CHECK_LAUNCH();
@@ -241,12 +247,12 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
         1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
                               int64_t(ctx.workspace_bytes / per_group), 65535})));
     float2* partial = static_cast<float2*>(ctx.workspace);
-    layernorm_param_partials_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(groups)),
-                                      cuda::kThreads, 0, ctx.stream>>>(
-        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C,
-        groups, partial);
+    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
+    EMBER_LAUNCH(layernorm_param_partials_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C, groups,
+        partial);
     EMBER_CUDA_CHECK_LAUNCH();
-    layernorm_param_finish_kernel<<<cuda::grid_for(C), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(layernorm_param_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
         partial, groups, C, dgamma.as<float>(), dbeta.as<float>(), param_write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -271,14 +277,16 @@ void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Ten
     float* rstd = save_rstd.as<float>();
     float* xhat = scratch.as<float>();
     const unsigned row_blocks = static_cast<unsigned>(rows), grid = cuda::grid_for(n);
-    row_mean_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, C, mean);
+    EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, C, mean);
     EMBER_CUDA_CHECK_LAUNCH();
-    row_rstd_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, mean, C, eps, rstd);
+    EMBER_LAUNCH(row_rstd_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, mean, C, eps, rstd);
     EMBER_CUDA_CHECK_LAUNCH();
-    normalize_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, mean, rstd, n, C, xhat);
+    EMBER_LAUNCH(normalize_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, mean, rstd, n, C, xhat);
     EMBER_CUDA_CHECK_LAUNCH();
-    affine_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(xhat, gamma.as<float>(), beta.as<float>(), n, C, y.data,
-                                                            y.dtype);
+    EMBER_LAUNCH(affine_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        xhat, gamma.as<float>(), beta.as<float>(), n, C, y.data, y.dtype);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -302,7 +310,11 @@ void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Te
         require(same_shape(x, dx), op, "x and dx shapes differ");
     }
     check_scratch_cuda(op, scratch, layernorm_backward_unfused_scratch(rows, C));
-    if (rows == 0) return;
+    if (rows == 0) {  // dx is empty, but dgamma and dbeta are sums over no rows (zeros on store)
+        column_sum_cuda(ctx, op, dy.data, dy.dtype, 0, C, dgamma.as<float>(), param_write);
+        column_sum_cuda(ctx, op, dy.data, dy.dtype, 0, C, dbeta.as<float>(), param_write);
+        return;
+    }
     float* xhat = scratch.as<float>();
     float* g = xhat + n;
     float* product = g + n;
@@ -310,23 +322,27 @@ void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Te
     float* mean_g_xhat = mean_g + rows;
     const float* rstd = save_rstd.as<float>();
     const unsigned row_blocks = static_cast<unsigned>(rows), grid = cuda::grid_for(n);
-    normalize_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(x.data, x.dtype, save_mean.as<float>(), rstd, n, C,
-                                                               xhat);
+    EMBER_LAUNCH(normalize_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, save_mean.as<float>(), rstd, n, C, xhat);
     EMBER_CUDA_CHECK_LAUNCH();
     if (dx.defined()) {
-        multiply_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(dy.data, dy.dtype, gamma.as<float>(), n, C, g);
+        EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+            dy.data, dy.dtype, gamma.as<float>(), n, C, g);
         EMBER_CUDA_CHECK_LAUNCH();
-        row_mean_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(g, DType::f32, C, mean_g);
+        EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(g, DType::f32, C, mean_g);
         EMBER_CUDA_CHECK_LAUNCH();
-        multiply_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(g, DType::f32, xhat, n, n, product);
+        EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+            g, DType::f32, xhat, n, n, product);
         EMBER_CUDA_CHECK_LAUNCH();
-        row_mean_kernel<<<row_blocks, cuda::kThreads, 0, ctx.stream>>>(product, DType::f32, C, mean_g_xhat);
+        EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(
+            product, DType::f32, C, mean_g_xhat);
         EMBER_CUDA_CHECK_LAUNCH();
-        input_grad_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(g, xhat, rstd, mean_g, mean_g_xhat, n, C,
-                                                                    dx.data, dx.dtype, input_write);
+        EMBER_LAUNCH(input_grad_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+            g, xhat, rstd, mean_g, mean_g_xhat, n, C, dx.data, dx.dtype, input_write);
         EMBER_CUDA_CHECK_LAUNCH();
     }
-    multiply_kernel<<<grid, cuda::kThreads, 0, ctx.stream>>>(dy.data, dy.dtype, xhat, n, n, product);
+    EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
+        dy.data, dy.dtype, xhat, n, n, product);
     EMBER_CUDA_CHECK_LAUNCH();
     column_sum_cuda(ctx, op, product, DType::f32, rows, C, dgamma.as<float>(), param_write);
     column_sum_cuda(ctx, op, dy.data, dy.dtype, rows, C, dbeta.as<float>(), param_write);

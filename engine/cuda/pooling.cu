@@ -148,7 +148,7 @@ void maxpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, 
                             const Pool2dParams& params) {
     PoolGeometry g = geometry("maxpool2d_forward_cuda", x, y, params);
     check_argmax("maxpool2d_forward_cuda", argmax, y);
-    maxpool_forward_kernel<<<cuda::grid_for(y.numel()), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(maxpool_forward_kernel, cuda::grid_for(y.numel()), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, y.data, y.dtype, argmax.as<int32_t>(), g);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -157,7 +157,7 @@ void maxpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& a
                              const Tensor& dx, const Pool2dParams& params, GradWrite write) {
     PoolGeometry g = geometry("maxpool2d_backward_cuda", dx, dy, params);
     check_argmax("maxpool2d_backward_cuda", argmax, dy);
-    maxpool_backward_kernel<<<cuda::grid_for(dx.numel()), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(maxpool_backward_kernel, cuda::grid_for(dx.numel()), cuda::kThreads, 0, ctx.stream)(
         dy.data, dy.dtype, argmax.as<int32_t>(), dx.data, dx.dtype, g, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -165,7 +165,7 @@ void maxpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& a
 void avgpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y,
                             const Pool2dParams& params) {
     PoolGeometry g = geometry("avgpool2d_forward_cuda", x, y, params);
-    avgpool_forward_kernel<<<cuda::grid_for(y.numel()), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(avgpool_forward_kernel, cuda::grid_for(y.numel()), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, y.data, y.dtype, g);
     EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -173,7 +173,7 @@ void avgpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y,
 void avgpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dx,
                              const Pool2dParams& params, GradWrite write) {
     PoolGeometry g = geometry("avgpool2d_backward_cuda", dx, dy, params);
-    avgpool_backward_kernel<<<cuda::grid_for(dx.numel()), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(avgpool_backward_kernel, cuda::grid_for(dx.numel()), cuda::kThreads, 0, ctx.stream)(
         dy.data, dy.dtype, dx.data, dx.dtype, g, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }

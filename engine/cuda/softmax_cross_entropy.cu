@@ -50,7 +50,7 @@ void softmax_cross_entropy_cuda(CudaContext& ctx, const Tensor& logits, const Te
     if (rows == 0) return;
     // Targets are not range-checked on the device (that would need a sync); the CPU
     // twin checks them, and out-of-range values read garbage here.
-    softmax_cross_entropy_kernel<<<static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream>>>(
+    EMBER_LAUNCH(softmax_cross_entropy_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(
         logits.data, logits.dtype, targets.as<int32_t>(), losses.as<float>(),
         dlogits.defined() ? dlogits.data : nullptr, dlogits.dtype, classes, grad_scale);
     EMBER_CUDA_CHECK_LAUNCH();

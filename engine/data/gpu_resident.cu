@@ -3,6 +3,7 @@
 
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
+#include "engine/core/launch.h"
 #include "engine/core/nvtx.h"
 #include "engine/data/staging_buffer.h"
 
@@ -56,11 +57,10 @@ void gather_augment_cuda(const uint8_t* pixels, const int32_t* labels, ImageShap
     int64_t total = count * shape.pixels();
     if (total == 0) return;
     const int threads = 256;
-    int64_t blocks = (total + threads - 1) / threads;
-    if (blocks > 65535 * 8) blocks = 65535 * 8;
-    gather_augment_kernel<<<unsigned(blocks), threads, 0, stream>>>(pixels, labels, shape.channels, shape.height,
-                                                                     shape.width, indices, count, options, epoch,
-                                                                     out_images, out_labels);
+    const unsigned blocks = cuda::grid_stride_blocks((total + threads - 1) / threads, 65535 * 8);
+    EMBER_LAUNCH(gather_augment_kernel, blocks, threads, 0, stream)(
+        pixels, labels, shape.channels, shape.height, shape.width, indices, count, options, epoch,
+        out_images, out_labels);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

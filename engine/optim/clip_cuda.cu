@@ -4,6 +4,7 @@
 #include "engine/optim/clip.h"
 
 #include "engine/core/cuda_check.h"
+#include "engine/core/launch.h"
 
 #include <cuda_runtime.h>
 
@@ -29,7 +30,7 @@ __device__ double block_sum_double(double value, double* shared) {
 
 __global__ void clip_sum_squares_kernel(const float* __restrict__ grads, std::size_t count,
                                         double* __restrict__ partials) {
-    __shared__ double shared[kThreads / 32];
+    EMBER_SHARED(double, shared, [kThreads / 32]);
     double sum = 0.0;
     for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < count;
          i += (std::size_t)gridDim.x * blockDim.x)
@@ -41,7 +42,7 @@ __global__ void clip_sum_squares_kernel(const float* __restrict__ grads, std::si
 __global__ void clip_scale_kernel(float* __restrict__ grads, std::size_t count,
                                   const double* __restrict__ partials, int partial_count,
                                   float max_norm, float* __restrict__ total_norm_out) {
-    __shared__ double shared[kThreads / 32];
+    EMBER_SHARED(double, shared, [kThreads / 32]);
     double sum = 0.0;
     for (int k = threadIdx.x; k < partial_count; k += blockDim.x) sum += partials[k];
     sum = block_sum_double(sum, shared);
@@ -56,7 +57,7 @@ __global__ void clip_scale_kernel(float* __restrict__ grads, std::size_t count,
 // One block adds the partials into a single float (the shard's sum of squares).
 __global__ void clip_finish_sum_kernel(const double* __restrict__ partials, int partial_count,
                                        float* __restrict__ sum_out) {
-    __shared__ double shared[kThreads / 32];
+    EMBER_SHARED(double, shared, [kThreads / 32]);
     double sum = 0.0;
     for (int k = threadIdx.x; k < partial_count; k += blockDim.x) sum += partials[k];
     sum = block_sum_double(sum, shared);
@@ -78,7 +79,8 @@ __global__ void clip_scale_by_sum_kernel(float* __restrict__ grads, std::size_t 
 }  // namespace
 
 GradientClipper::GradientClipper(std::size_t count) : count_(count) {
-    blocks_ = (int)std::max<std::size_t>(1, std::min<std::size_t>(kClipBlocks, (count + kThreads - 1) / kThreads));
+    blocks_ = (int)cuda::grid_stride_blocks(static_cast<int64_t>((count + kThreads - 1) / kThreads),
+                                            kClipBlocks);
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&partials_), blocks_ * sizeof(double)));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&total_norm_), sizeof(float)));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&shard_sum_), sizeof(float)));
@@ -92,9 +94,10 @@ GradientClipper::~GradientClipper() {
 
 void GradientClipper::clip(float* grads, float max_norm, void* stream) {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    clip_sum_squares_kernel<<<blocks_, kThreads, 0, s>>>(grads, count_, partials_);
+    EMBER_LAUNCH(clip_sum_squares_kernel, blocks_, kThreads, 0, s)(grads, count_, partials_);
     EMBER_CUDA_CHECK_LAUNCH();
-    clip_scale_kernel<<<blocks_, kThreads, 0, s>>>(grads, count_, partials_, blocks_, max_norm, total_norm_);
+    EMBER_LAUNCH(clip_scale_kernel, blocks_, kThreads, 0, s)(
+        grads, count_, partials_, blocks_, max_norm, total_norm_);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -102,12 +105,13 @@ void GradientClipper::clip_sharded(float* shard_grads, std::size_t count, float 
                                    const SumOverRanks& sum_over_ranks) {
     if (count > count_) throw std::invalid_argument("GradientClipper::clip_sharded: shard larger than the clipper");
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    clip_sum_squares_kernel<<<blocks_, kThreads, 0, s>>>(shard_grads, count, partials_);
+    EMBER_LAUNCH(clip_sum_squares_kernel, blocks_, kThreads, 0, s)(shard_grads, count, partials_);
     EMBER_CUDA_CHECK_LAUNCH();
-    clip_finish_sum_kernel<<<1, kThreads, 0, s>>>(partials_, blocks_, shard_sum_);
+    EMBER_LAUNCH(clip_finish_sum_kernel, 1, kThreads, 0, s)(partials_, blocks_, shard_sum_);
     EMBER_CUDA_CHECK_LAUNCH();
     sum_over_ranks(shard_sum_, 1);
-    clip_scale_by_sum_kernel<<<blocks_, kThreads, 0, s>>>(shard_grads, count, shard_sum_, max_norm, total_norm_);
+    EMBER_LAUNCH(clip_scale_by_sum_kernel, blocks_, kThreads, 0, s)(
+        shard_grads, count, shard_sum_, max_norm, total_norm_);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

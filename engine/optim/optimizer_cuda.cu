@@ -4,6 +4,7 @@
 #include "engine/optim/optimizer_cuda.h"
 
 #include "engine/core/cuda_check.h"
+#include "engine/core/launch.h"
 #include "engine/optim/low_precision.h"
 
 #include <cuda_runtime.h>
@@ -54,7 +55,7 @@ __global__ void optimizer_reduce_kernel(const OptimizerChunk* __restrict__ chunk
                                         const float* __restrict__ grads, float* __restrict__ partials,
                                         const float* __restrict__ norms_latest,
                                         float* __restrict__ norms_previous) {
-    __shared__ float shared[kThreads / 32];
+    EMBER_SHARED(float, shared, [kThreads / 32]);
     for (int c = chunk_begin + blockIdx.x; c < chunk_end; c += gridDim.x) {
         const OptimizerChunk chunk = chunks[c];
         if (norms_latest && threadIdx.x == 0 && segments[chunk.segment].first_chunk == c)
@@ -94,9 +95,9 @@ struct UpdateBuffers {
 __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk* __restrict__ chunks,
                                         const OptimizerSegmentEntry* __restrict__ segments,
                                         int chunk_begin, int chunk_end, UpdateBuffers b) {
-    __shared__ double shared_double[kThreads / 32];
-    __shared__ float shared_float[kThreads / 32];
-    __shared__ SegmentFactors factors;
+    EMBER_SHARED(double, shared_double, [kThreads / 32]);
+    EMBER_SHARED(float, shared_float, [kThreads / 32]);
+    EMBER_SHARED(SegmentFactors, factors);
 
     if (b.skip_flag && *b.skip_flag != 0) return;  // overflow: nothing changes
     const bool lamb_phase1 = u.kind == OptimizerKind::lamb && u.phase == 1;
@@ -148,7 +149,9 @@ __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk
     }
 }
 
-unsigned blocks_for(int chunks) { return (unsigned)std::max(1, std::min(chunks, kMaxBlocks)); }
+unsigned blocks_for(int chunks) {
+    return cuda::grid_stride_blocks(chunks, kMaxBlocks);
+}
 
 }  // namespace
 
@@ -256,14 +259,14 @@ int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* p
     int launches = 0;
     auto reduce = [&](int begin, int end) {
         const bool novograd = u.kind == OptimizerKind::novograd;
-        optimizer_reduce_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
+        EMBER_LAUNCH(optimizer_reduce_kernel, blocks_for(end - begin), kThreads, 0, stream)(
             chunks, segments, begin, end, params, grads, partials_,
             novograd ? segment_norms_[kNormsLatest] : nullptr, segment_norms_[kNormsPrevious]);
         EMBER_CUDA_CHECK_LAUNCH();
         ++launches;
     };
     auto update = [&](const UpdateParameters& phase, int begin, int end) {
-        optimizer_update_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
+        EMBER_LAUNCH(optimizer_update_kernel, blocks_for(end - begin), kThreads, 0, stream)(
             phase, chunks, segments, begin, end, b);
         EMBER_CUDA_CHECK_LAUNCH();
         ++launches;

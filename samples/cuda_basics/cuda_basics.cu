@@ -1,9 +1,12 @@
-// cuda_basics: a plain CUDA program with no ember code in it, the kind of job
-// `ember record -- ./sample_cuda_basics` profiles. It copies an array to the device
-// from pageable and from pinned memory, runs SAXPY a few times, copies the result
-// back and checks it. Without a GPU it says so and exits 0.
+// cuda_basics: a plain CUDA program, the kind of job `ember record -- ./sample_cuda_basics`
+// profiles; its only ember code is the launch macro (EMBER_LAUNCH(k, grid, block)(...) is
+// k<<<grid, block>>>(...) under nvcc) that lets the kernel interpreter run it in the tests.
+// It copies an array to the device from pageable and from pinned memory, runs SAXPY a
+// few times, copies the result back and checks it. Without a GPU it says so and exits 0.
 //
 //   sample_cuda_basics [elements] [iterations]
+#include "engine/core/launch.h"
+
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -50,7 +53,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));    // pageable HtoD
     CHECK(cudaMemcpy(dy, y_pinned, bytes, cudaMemcpyHostToDevice));    // pinned HtoD
     for (int it = 0; it < iterations; ++it) {
-        saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, dx, dy);
+        EMBER_LAUNCH(saxpy, (n + 255) / 256, 256)(n, 2.0f, dx, dy);
         CHECK(cudaGetLastError());
     }
     CHECK(cudaMemcpy(y_pinned, dy, bytes, cudaMemcpyDeviceToHost));    // pinned DtoH

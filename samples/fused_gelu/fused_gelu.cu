@@ -6,6 +6,7 @@
 // (engine/cuda/gelu.cu) unless `switches.fused_gelu = false`.
 //
 //   sample_fused_gelu [elements]   (default 1048576)
+#include "engine/core/launch.h"
 #include "engine/ops/gelu.h"
 #include "samples/common.h"
 
@@ -63,13 +64,13 @@ int main(int argc, char** argv) {
     int blocks = (n + kThreads - 1) / kThreads;
 
     auto unfused = [&] {
-        cube<<<blocks, kThreads>>>(x, tmp, n);
-        axpy_inner<<<blocks, kThreads>>>(x, tmp, tmp2, n);
-        scale<<<blocks, kThreads>>>(tmp2, ember::ops::kGeluSqrt2OverPi, n);
-        tanh_inplace<<<blocks, kThreads>>>(tmp2, n);
-        finish<<<blocks, kThreads>>>(x, tmp2, y_unfused, n);
+        EMBER_LAUNCH(cube, blocks, kThreads)(x, tmp, n);
+        EMBER_LAUNCH(axpy_inner, blocks, kThreads)(x, tmp, tmp2, n);
+        EMBER_LAUNCH(scale, blocks, kThreads)(tmp2, ember::ops::kGeluSqrt2OverPi, n);
+        EMBER_LAUNCH(tanh_inplace, blocks, kThreads)(tmp2, n);
+        EMBER_LAUNCH(finish, blocks, kThreads)(x, tmp2, y_unfused, n);
     };
-    auto one = [&] { fused<<<blocks, kThreads>>>(x, y_fused, n); };
+    auto one = [&] { EMBER_LAUNCH(fused, blocks, kThreads)(x, y_fused, n); };
     float unfused_ms = sample_time_ms(10, 200, unfused);
     float fused_ms = sample_time_ms(10, 200, one);
     SAMPLE_CHECK(cudaGetLastError());

@@ -23,6 +23,11 @@ struct HostTensor {
         storage.assign(view.bytes() + 8, 0);
         view.data = storage.data();
     }
+    HostTensor(DType dtype, const std::vector<int64_t>& shape, Layout layout = Layout::nchw) {
+        view = make_tensor(nullptr, dtype, static_cast<int>(shape.size()), shape.data(), Device::cpu, layout);
+        storage.assign(view.bytes() + 8, 0);
+        view.data = storage.data();
+    }
     HostTensor(const HostTensor& other) : storage(other.storage), view(other.view) {
         view.data = storage.data();
     }

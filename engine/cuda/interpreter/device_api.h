@@ -1,0 +1,296 @@
+// device_api.h: what a kernel sees when the kernel interpreter compiles it with the
+// host compiler (through prelude.h): the thread and block indices, __syncthreads and
+// its reductions, the warp intrinsics, atomics, the device math functions that libm
+// lacks, shared-memory declarations and the launch object behind EMBER_LAUNCH.
+//
+// Everything that touches interpreter state is defined out of line (scheduler.cpp,
+// memcheck.cpp), in files compiled without the memory-access hooks: only the kernels'
+// own loads and stores reach memcheck.cpp.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <source_location>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace ember::cuda_interpreter {
+
+// ---- thread geometry ------------------------------------------------------------------
+uint3 thread_index();
+uint3 block_index();
+dim3 block_dim();
+dim3 grid_dim();
+
+// ---- block barriers ---------------------------------------------------------------------
+enum class BarrierKind : int { plain = 0, count = 1, all = 2, any = 3 };
+// Waits until every thread of the block arrives; returns the reduction of `predicate`.
+int block_barrier(BarrierKind kind, int predicate, std::source_location where);
+
+// ---- warp collectives --------------------------------------------------------------------
+enum class WarpOp : int { sync = 0, shuffle, shuffle_up, shuffle_down, shuffle_xor, ballot, any, all };
+// The caller's lane contributes `value` (bits) and `lane_argument`; returns the result the
+// operation defines for the caller once every lane named in `mask` has arrived.
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int lane_argument, int width,
+                         std::source_location where);
+unsigned active_mask();
+
+template <class T>
+inline uint64_t to_bits(T value) {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "warp exchanges carry up to 8 bytes");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    return bits;
+}
+template <class T>
+inline T from_bits(uint64_t bits) {
+    T value;
+    std::memcpy(&value, &bits, sizeof(T));
+    return value;
+}
+
+// ---- shared memory -------------------------------------------------------------------------
+// One per EMBER_SHARED declaration site (a function-local static): names the variable
+// in reports and keys its per-block storage.
+class SharedDeclaration {
+public:
+    SharedDeclaration(const char* name, const char* file, int line);
+    int id() const { return id_; }
+
+private:
+    int id_;
+};
+void* shared_storage(const SharedDeclaration& declaration, std::size_t bytes, std::size_t alignment);
+void* dynamic_shared_storage();
+
+template <class T>
+T& shared_variable(const SharedDeclaration& declaration) {
+    // No constructor runs: shared memory is uninitialized on a device, and the
+    // interpreter fills it with a NaN pattern and flags reads before the first write.
+    return *static_cast<T*>(shared_storage(declaration, sizeof(T), alignof(T)));
+}
+template <class T>
+T* dynamic_shared() {
+    return static_cast<T*>(dynamic_shared_storage());
+}
+
+// ---- the launch behind EMBER_LAUNCH ----------------------------------------------------------
+struct LaunchRequest {
+    const char* kernel = nullptr;  // as written at the launch site
+    const char* file = nullptr;    // the launch site
+    int line = 0;
+    dim3 grid, block;
+    std::size_t dynamic_shared_bytes = 0;
+    cudaStream_t stream = nullptr;
+    void (*run_thread)(const void* arguments) = nullptr;  // the kernel body for one thread
+    std::shared_ptr<const void> arguments;                // the kernel pointer and its parameters
+    std::size_t argument_bytes = 0;
+};
+// Validates the configuration, runs every block (or records the launch into a
+// capturing stream) and leaves the outcome for cudaGetLastError().
+void submit_launch(LaunchRequest request);
+
+// The lowered grid-stride cap (0: none); see ember::cuda::grid_stride_blocks.
+unsigned grid_stride_cap();
+
+template <class... Params>
+class KernelLaunch {
+public:
+    using Kernel = void (*)(Params...);
+    KernelLaunch(const char* kernel_name, const char* file, int line, Kernel kernel, dim3 grid, dim3 block,
+                 std::size_t dynamic_shared_bytes = 0, cudaStream_t stream = nullptr)
+        : kernel_(kernel) {
+        request_.kernel = kernel_name;
+        request_.file = file;
+        request_.line = line;
+        request_.grid = grid;
+        request_.block = block;
+        request_.dynamic_shared_bytes = dynamic_shared_bytes;
+        request_.stream = stream;
+    }
+
+    // Arguments are converted to the parameter types and copied, as a launch does.
+    template <class... Args>
+    void operator()(Args&&... args) {
+        static_assert(sizeof...(Args) == sizeof...(Params), "kernel launched with the wrong number of arguments");
+        using Stored = std::tuple<Kernel, std::decay_t<Params>...>;
+        auto stored = std::make_shared<const Stored>(kernel_, std::forward<Args>(args)...);
+        request_.run_thread = [](const void* arguments) {
+            std::apply([](Kernel kernel, const auto&... parameters) { kernel(parameters...); },
+                       *static_cast<const Stored*>(arguments));
+        };
+        request_.argument_bytes = sizeof(Stored);
+        request_.arguments = std::move(stored);
+        submit_launch(std::move(request_));
+    }
+
+private:
+    Kernel kernel_;
+    LaunchRequest request_;
+};
+
+template <class... Params>
+KernelLaunch(const char*, const char*, int, void (*)(Params...), dim3, dim3, std::size_t = 0,
+             cudaStream_t = nullptr) -> KernelLaunch<Params...>;
+
+// ---- atomics ---------------------------------------------------------------------------------
+// Checked like any other access (bounds, and shared memory's initialization state), then
+// performed atomically: blocks on different workers really run at once.
+int atomic_add(int* address, int value);
+unsigned atomic_add(unsigned* address, unsigned value);
+unsigned long long atomic_add(unsigned long long* address, unsigned long long value);
+float atomic_add(float* address, float value);
+double atomic_add(double* address, double value);
+int atomic_exchange(int* address, int value);
+unsigned atomic_exchange(unsigned* address, unsigned value);
+unsigned long long atomic_exchange(unsigned long long* address, unsigned long long value);
+float atomic_exchange(float* address, float value);
+int atomic_compare_exchange(int* address, int compare, int value);
+unsigned atomic_compare_exchange(unsigned* address, unsigned compare, unsigned value);
+unsigned long long atomic_compare_exchange(unsigned long long* address, unsigned long long compare,
+                                           unsigned long long value);
+int atomic_min(int* address, int value);
+unsigned atomic_min(unsigned* address, unsigned value);
+int atomic_max(int* address, int value);
+unsigned atomic_max(unsigned* address, unsigned value);
+int atomic_or(int* address, int value);
+unsigned atomic_or(unsigned* address, unsigned value);
+int atomic_and(int* address, int value);
+unsigned atomic_and(unsigned* address, unsigned value);
+int atomic_xor(int* address, int value);
+unsigned atomic_xor(unsigned* address, unsigned value);
+void thread_fence();
+
+}  // namespace ember::cuda_interpreter
+
+// ---- the CUDA device API, by its CUDA names ---------------------------------------------------
+inline constexpr int warpSize = 32;
+
+inline void __syncthreads(std::source_location where = std::source_location::current()) {
+    ember::cuda_interpreter::block_barrier(ember::cuda_interpreter::BarrierKind::plain, 0, where);
+}
+inline int __syncthreads_count(int predicate, std::source_location where = std::source_location::current()) {
+    return ember::cuda_interpreter::block_barrier(ember::cuda_interpreter::BarrierKind::count, predicate != 0, where);
+}
+inline int __syncthreads_and(int predicate, std::source_location where = std::source_location::current()) {
+    return ember::cuda_interpreter::block_barrier(ember::cuda_interpreter::BarrierKind::all, predicate != 0, where);
+}
+inline int __syncthreads_or(int predicate, std::source_location where = std::source_location::current()) {
+    return ember::cuda_interpreter::block_barrier(ember::cuda_interpreter::BarrierKind::any, predicate != 0, where);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where = std::source_location::current()) {
+    ember::cuda_interpreter::warp_collective(ember::cuda_interpreter::WarpOp::sync, mask, 0, 0, 32, where);
+}
+inline unsigned __activemask() { return ember::cuda_interpreter::active_mask(); }
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32,
+                     std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return ci::from_bits<T>(ci::warp_collective(ci::WarpOp::shuffle, mask, ci::to_bits(var), src_lane, width, where));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32,
+                        std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return ci::from_bits<T>(
+        ci::warp_collective(ci::WarpOp::shuffle_up, mask, ci::to_bits(var), static_cast<int>(delta), width, where));
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32,
+                          std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return ci::from_bits<T>(
+        ci::warp_collective(ci::WarpOp::shuffle_down, mask, ci::to_bits(var), static_cast<int>(delta), width, where));
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32,
+                         std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return ci::from_bits<T>(
+        ci::warp_collective(ci::WarpOp::shuffle_xor, mask, ci::to_bits(var), lane_mask, width, where));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return static_cast<unsigned>(ci::warp_collective(ci::WarpOp::ballot, mask, predicate != 0, 0, 32, where));
+}
+inline int __any_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return static_cast<int>(ci::warp_collective(ci::WarpOp::any, mask, predicate != 0, 0, 32, where));
+}
+inline int __all_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+    namespace ci = ember::cuda_interpreter;
+    return static_cast<int>(ci::warp_collective(ci::WarpOp::all, mask, predicate != 0, 0, 32, where));
+}
+
+inline int atomicAdd(int* a, int v) { return ember::cuda_interpreter::atomic_add(a, v); }
+inline unsigned atomicAdd(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_add(a, v); }
+inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+    return ember::cuda_interpreter::atomic_add(a, v);
+}
+inline float atomicAdd(float* a, float v) { return ember::cuda_interpreter::atomic_add(a, v); }
+inline double atomicAdd(double* a, double v) { return ember::cuda_interpreter::atomic_add(a, v); }
+inline int atomicSub(int* a, int v) { return ember::cuda_interpreter::atomic_add(a, -v); }
+inline unsigned atomicSub(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_add(a, 0u - v); }
+inline int atomicExch(int* a, int v) { return ember::cuda_interpreter::atomic_exchange(a, v); }
+inline unsigned atomicExch(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_exchange(a, v); }
+inline unsigned long long atomicExch(unsigned long long* a, unsigned long long v) {
+    return ember::cuda_interpreter::atomic_exchange(a, v);
+}
+inline float atomicExch(float* a, float v) { return ember::cuda_interpreter::atomic_exchange(a, v); }
+inline int atomicCAS(int* a, int compare, int v) {
+    return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
+}
+inline unsigned atomicCAS(unsigned* a, unsigned compare, unsigned v) {
+    return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
+}
+inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long compare, unsigned long long v) {
+    return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
+}
+inline int atomicMin(int* a, int v) { return ember::cuda_interpreter::atomic_min(a, v); }
+inline unsigned atomicMin(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_min(a, v); }
+inline int atomicMax(int* a, int v) { return ember::cuda_interpreter::atomic_max(a, v); }
+inline unsigned atomicMax(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_max(a, v); }
+inline int atomicOr(int* a, int v) { return ember::cuda_interpreter::atomic_or(a, v); }
+inline unsigned atomicOr(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_or(a, v); }
+inline int atomicAnd(int* a, int v) { return ember::cuda_interpreter::atomic_and(a, v); }
+inline unsigned atomicAnd(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_and(a, v); }
+inline int atomicXor(int* a, int v) { return ember::cuda_interpreter::atomic_xor(a, v); }
+inline unsigned atomicXor(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_xor(a, v); }
+inline void __threadfence() { ember::cuda_interpreter::thread_fence(); }
+inline void __threadfence_block() { ember::cuda_interpreter::thread_fence(); }
+
+// Device math that the C library lacks (the rest, expf, tanhf, fmaxf, ..., is libm's).
+// Intrinsics with reduced accuracy on a device compute exactly here: parity tolerances
+// cover the difference.
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline int __float_as_int(float x) {
+    return ember::cuda_interpreter::from_bits<int>(ember::cuda_interpreter::to_bits(x));
+}
+inline float __int_as_float(int x) {
+    return ember::cuda_interpreter::from_bits<float>(ember::cuda_interpreter::to_bits(x));
+}
+inline unsigned __float_as_uint(float x) {
+    return ember::cuda_interpreter::from_bits<unsigned>(ember::cuda_interpreter::to_bits(x));
+}
+inline float __uint_as_float(unsigned x) {
+    return ember::cuda_interpreter::from_bits<float>(ember::cuda_interpreter::to_bits(x));
+}
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
