@@ -281,6 +281,13 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
                      [&](std::size_t a, std::size_t b) { return readers[a]->run().rank < readers[b]->run().rank; });
     const store::TraceReader& base = *readers[order[0]];
     const std::map<int64_t, trace::TimeNs> base_anchors = clock_anchors(base);
+    // Each rank keeps the number its file records (the launcher's rank, Kineto's
+    // distributedInfo): two ranks sampled from a large job stay ranks 3 and 77. Files
+    // that repeat a rank or record none are numbered in merged order instead.
+    std::set<int> recorded_ranks;
+    for (const auto& reader : readers)
+        if (reader->run().rank >= 0) recorded_ranks.insert(reader->run().rank);
+    const bool keep_recorded_ranks = recorded_ranks.size() == readers.size();
 
     trace::RunInfo run = base.run();
     run.command_line = "ember merge";
@@ -297,7 +304,7 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
     trace::DeviceId next_device_id = 0;
     for (std::size_t position = 0; position < order.size(); ++position) {
         const store::TraceReader& reader = *readers[order[position]];
-        const int rank = order.size() == 1 ? reader.run().rank : static_cast<int>(position);
+        const int rank = order.size() == 1 || keep_recorded_ranks ? reader.run().rank : static_cast<int>(position);
         trace::TimeNs shift = 0;
         std::string how = "reference";
         if (position > 0) {

@@ -91,6 +91,7 @@ struct TraceReader::Impl {
     bool writable = false;
 
     RunInfo run;
+    std::map<std::string, std::string, std::less<>> metadata;  // every run_metadata row, as text
     int schema_version = 0;
     int min_reader_version = 0;
     bool complete = false;
@@ -225,6 +226,8 @@ void TraceReader::Impl::load_metadata() {
         values[s.column_text(0)] = {s.column_int64(1), s.column_text(1)};
         return true;
     });
+    metadata.clear();
+    for (const auto& [key, value] : values) metadata[key] = value.second;
     auto integer = [&](const char* key, bool required) -> std::int64_t {
         auto found = values.find(key);
         if (found == values.end()) {
@@ -612,6 +615,11 @@ int TraceReader::schema_version() const { return impl_->schema_version; }
 int TraceReader::min_reader_version() const { return impl_->min_reader_version; }
 bool TraceReader::complete() const { return impl_->complete; }
 bool TraceReader::has_indexes() const { return impl_->has_indexes; }
+std::optional<std::string> TraceReader::metadata(std::string_view key) const {
+    auto found = impl_->metadata.find(key);
+    if (found == impl_->metadata.end()) return std::nullopt;
+    return found->second;
+}
 
 const std::vector<ProcessInfo>& TraceReader::processes() const { return impl_->processes; }
 const std::vector<ThreadInfo>& TraceReader::threads() const { return impl_->threads; }

@@ -91,6 +91,9 @@ public:
     int min_reader_version() const;   // of the file
     bool complete() const;            // closed cleanly (status "complete")
     bool has_indexes() const;         // all kCreateIndexesSql indexes present
+    // Any run_metadata value by key (RunInfo's and the extra ones writers set, e.g.
+    // "cpu_sample_period_ns"); nullopt when the file has no such key.
+    std::optional<std::string> metadata(std::string_view key) const;
 
     // --- Small tables (loaded at open) ------------------------------------------------
     const std::vector<trace::ProcessInfo>& processes() const;

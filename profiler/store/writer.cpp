@@ -1108,6 +1108,16 @@ RangeId TraceWriter::next_range_id() { return impl_->next_range.fetch_add(1, std
 
 void TraceWriter::set_end_time(TimeNs end_ns) { impl_->explicit_end_ns.store(end_ns); }
 
+void TraceWriter::set_metadata(std::string_view key, std::string_view value) {
+    for (const char* reserved : {metadata_key::schema_version, metadata_key::min_reader_version,
+                                 metadata_key::ember_version, metadata_key::command_line, metadata_key::host,
+                                 metadata_key::pid, metadata_key::rank, metadata_key::end_ns, metadata_key::status})
+        if (key == reserved) throw std::invalid_argument("run_metadata key '" + std::string(key) + "' belongs to RunInfo");
+    std::lock_guard lock(impl_->registration_mutex);
+    impl_->pending.metadata.emplace_back(std::string(key), std::string(value));
+    impl_->mark_pending();
+}
+
 bool TraceWriter::record_kernel(const KernelEvent& e) { return impl_->push(RecordType::kernel, e); }
 bool TraceWriter::record_memcpy(const MemcpyEvent& e) { return impl_->push(RecordType::memcpy, e); }
 bool TraceWriter::record_memset(const MemsetEvent& e) { return impl_->push(RecordType::memset, e); }

@@ -121,6 +121,9 @@ public:
     trace::RangeId next_range_id();
     // Overrides RunInfo::end_ns (otherwise close() uses the latest event end seen).
     void set_end_time(trace::TimeNs end_ns);
+    // A key of run_metadata beyond RunInfo (e.g. "cpu_sample_hz"); setting it again
+    // replaces the value. Keys of RunInfo itself are refused (std::invalid_argument).
+    void set_metadata(std::string_view key, std::string_view value);
 
     // --- Events: any thread, lock-free; false when the event was dropped (ring full
     // under OverflowPolicy::drop, or the writer is closed / failed). ---------------

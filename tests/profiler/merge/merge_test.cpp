@@ -314,4 +314,35 @@ TEST_F(Merge, SingleRankFileHasNoRanksTableUnlessAsked) {
     EXPECT_FALSE(summary.straggler.has_value());
 }
 
+// Ranks keep the numbers their files record (two ranks sampled from a larger job stay
+// 3 and 77, as HTA and the files say); files repeating a rank are numbered in order.
+TEST_F(Merge, RanksKeepTheNumbersTheirFilesRecord) {
+    const std::string rank3 = ember::testing::temporary_path("merge-rank3", ".db");
+    const std::string rank77 = ember::testing::temporary_path("merge-rank77", ".db");
+    write_rank_trace(rank3, {3, 4242, 10'000'000, 1'000, 2'000});
+    write_rank_trace(rank77, {77, 4242, 15'000'000, 3'000, 50});
+    const merge::MergeResult result = run_merge({rank77, rank3}, job_);
+    ASSERT_EQ(result.ranks.size(), 2u);
+    EXPECT_EQ(result.ranks[0].rank, 3);
+    EXPECT_EQ(result.ranks[0].path, rank3);
+    EXPECT_EQ(result.ranks[1].rank, 77);
+    {
+        store::TraceReader job(job_);
+        ASSERT_EQ(job.devices().size(), 2u);
+        EXPECT_EQ(job.devices()[0].name, "rank 3: Test GPU");
+        EXPECT_EQ(job.devices()[1].name, "rank 77: Test GPU");
+        const analysis::RankSummary summary = analysis::rank_summary(job);
+        ASSERT_EQ(summary.ranks.size(), 2u);
+        EXPECT_EQ(summary.ranks[0].rank, 3);
+        EXPECT_EQ(summary.ranks[1].rank, 77);
+    }
+    // The same rank twice: numbered 0 and 1 in merged order.
+    const merge::MergeResult repeated = run_merge({rank3, rank3}, job_);
+    ASSERT_EQ(repeated.ranks.size(), 2u);
+    EXPECT_EQ(repeated.ranks[0].rank, 0);
+    EXPECT_EQ(repeated.ranks[1].rank, 1);
+    std::filesystem::remove(rank3);
+    std::filesystem::remove(rank77);
+}
+
 }  // namespace

@@ -1,0 +1,316 @@
+// chrome_importer.cpp: generic Chrome Trace Event JSON -> ember trace.
+//
+// Any Trace Event file imports: complete ("X") and "B"/"E" events become host
+// ranges nested on their thread (domain = the event's category), "b"/"e" async
+// events start/end ranges, instants marks, "C" events counters. Files written by
+// `ember export --format chrome` (profiler/export/chrome_trace.cpp) come back as
+// what they were: categories "kernel", "memcpy", "memset", "sync", "cuda_api",
+// "nvtx[,DOMAIN]" and "ember_overhead"; GPUs are the processes with pid
+// 1000000000 + device, their threads the streams ("Stream N name"); the
+// otherData.time_origin_ns header restores absolute times. So synth -> export ->
+// import gives the same kernel, API and NVTX tables.
+#include "profiler/import/importers.h"
+#include "profiler/import/json_trace_importer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
+namespace ember::importing {
+
+namespace {
+
+// profiler/export/chrome_trace.h: chrome_gpu_pid(device) and the synchronization lanes.
+constexpr std::int64_t kGpuPidBase = 1'000'000'000ll;
+constexpr std::int64_t kSyncTidBase = 1'000'000'000ll;
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+// "main (tid 10000)" -> ("main", 10000); "python train.py (pid 10000)" likewise with "pid".
+std::pair<std::string_view, std::optional<std::int64_t>> split_id_suffix(std::string_view text, std::string_view word) {
+    std::string opener = fmt::format(" ({} ", word);
+    std::size_t at = text.rfind(opener);
+    if (at == std::string_view::npos || text.back() != ')') return {text, std::nullopt};
+    std::string_view digits = text.substr(at + opener.size(), text.size() - 1 - at - opener.size());
+    if (digits.empty() || digits.size() > 18) return {text, std::nullopt};
+    std::int64_t number = 0;
+    bool negative = false;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        char c = digits[i];
+        if (i == 0 && c == '-') {
+            negative = true;
+            continue;
+        }
+        if (c < '0' || c > '9') return {text, std::nullopt};
+        number = number * 10 + (c - '0');
+    }
+    return {text.substr(0, at), negative ? -number : number};
+}
+
+trace::SyncKind sync_kind_from_name(std::string_view name) {
+    for (auto kind : {trace::SyncKind::event_synchronize, trace::SyncKind::stream_wait_event,
+                      trace::SyncKind::stream_synchronize, trace::SyncKind::context_synchronize}) {
+        if (name == trace::sync_kind_name(kind)) return kind;
+    }
+    return trace::SyncKind::unknown;
+}
+
+class ChromeImporter final : public JsonTraceImporter {
+public:
+    explicit ChromeImporter(ImportSink& sink) : JsonTraceImporter(sink) {}
+
+private:
+    struct GpuLane {
+        std::uint64_t cuda_stream = 0;
+        std::string name;
+    };
+
+    std::vector<std::string> wanted_top_level_keys() const override { return {"otherData"}; }
+
+    void on_top_level(const JsonItem& item) override {
+        ChromeOtherData data = parser_.other_data(item);
+        // The origin shifts every time; it can only be applied before the first event.
+        if (data.time_origin_ns && !events_seen_) {
+            time_shift_ns_ = *data.time_origin_ns;
+            sink_.run().start_ns = *data.time_origin_ns;  // the exported run's start
+        }
+        if (starts_with(data.exporter, "ember")) sink_.run().clock_name = "chrome trace (ember export)";
+    }
+
+    // --- tracks --------------------------------------------------------------------------
+
+    static bool is_gpu_pid(std::int64_t pid) { return pid >= kGpuPidBase && pid < kGpuPidBase + 1'000'000; }
+
+    void on_process_name(std::int64_t pid, std::string_view name) override {
+        if (is_gpu_pid(pid)) {
+            // "GPU 0 NVIDIA H100 80GB HBM3"
+            trace::DeviceInfo device;
+            device.device_id = static_cast<trace::DeviceId>(pid - kGpuPidBase);
+            std::string prefix = fmt::format("GPU {}", device.device_id);
+            std::string_view rest = starts_with(name, prefix) ? name.substr(prefix.size()) : name;
+            if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+            device.name = std::string(rest);
+            sink_.describe_device(device);
+            return;
+        }
+        auto [process, pid_in_name] = split_id_suffix(name, "pid");
+        sink_.name_process(pid, process);
+        if (first_host_pid_ == 0) first_host_pid_ = pid;
+    }
+
+    void on_thread_name(std::int64_t pid, std::int64_t tid, std::string_view name) override {
+        if (is_gpu_pid(pid)) {
+            if (tid >= kSyncTidBase) return;  // "Synchronizations, stream N": the stream's own name is enough
+            // "Stream 7 compute"
+            GpuLane lane;
+            lane.cuda_stream = static_cast<std::uint64_t>(std::max<std::int64_t>(tid, 0));
+            std::string_view rest = name;
+            if (starts_with(rest, "Stream ")) {
+                rest.remove_prefix(7);
+                std::size_t digits = 0;
+                std::uint64_t number = 0;
+                while (digits < rest.size() && digits < 19 && rest[digits] >= '0' && rest[digits] <= '9') {
+                    number = number * 10 + static_cast<std::uint64_t>(rest[digits] - '0');
+                    ++digits;
+                }
+                if (digits > 0) {
+                    lane.cuda_stream = number;
+                    rest.remove_prefix(digits);
+                    if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+                    lane.name = std::string(rest);
+                }
+            } else {
+                lane.name = std::string(name);
+            }
+            gpu_lanes_[IdPair{pid, tid}] = lane;
+            if (!lane.name.empty()) sink_.name_stream(static_cast<trace::DeviceId>(pid - kGpuPidBase), lane.cuda_stream, lane.name);
+            return;
+        }
+        auto [thread, os_tid] = split_id_suffix(name, "tid");
+        if (os_tid) os_tids_[IdPair{pid, tid}] = *os_tid;
+        sink_.name_thread(pid, os_tid.value_or(tid), thread);
+    }
+
+    trace::ThreadId thread_of(const TraceEventFields& event) {
+        std::int64_t pid = id_number(event.pid);
+        std::int64_t tid = id_number(event.tid);
+        auto os = os_tids_.find(IdPair{pid, tid});
+        if (first_host_pid_ == 0) first_host_pid_ = pid;
+        return sink_.thread(pid, os != os_tids_.end() ? os->second : tid);
+    }
+
+    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device) {
+        std::int64_t pid = id_number(event.pid);
+        std::int64_t tid = id_number(event.tid);
+        if (is_gpu_pid(pid)) {
+            device = static_cast<trace::DeviceId>(pid - kGpuPidBase);
+        } else if (event.args.device && *event.args.device >= 0 && *event.args.device < 1'000'000) {
+            device = static_cast<trace::DeviceId>(*event.args.device);
+        } else {
+            device = 0;
+        }
+        if (tid >= kSyncTidBase) tid -= kSyncTidBase;  // the synchronization lane of a stream
+        if (tid < 0) {
+            return reject(item, "GPU event on an impossible stream",
+                          fmt::format("GPU event \"{}\" is on stream {}", event.name, tid));
+        }
+        auto lane = gpu_lanes_.find(IdPair{pid, tid});
+        std::uint64_t cuda_stream = lane != gpu_lanes_.end() ? lane->second.cuda_stream : static_cast<std::uint64_t>(tid);
+        stream = sink_.stream(device, cuda_stream);
+        return true;
+    }
+
+    // --- events --------------------------------------------------------------------------
+
+    static trace::CorrelationId correlation_of(const TraceEventFields& event) {
+        return event.args.correlation && *event.args.correlation > 0 ? static_cast<trace::CorrelationId>(*event.args.correlation) : 0;
+    }
+
+    RangeStyle range_style(const TraceEventFields& event) override {
+        RangeStyle style;
+        std::string_view category = event.category;
+        if (category == "nvtx") {
+            style.domain_id = trace::kNoString;  // the default domain
+        } else if (starts_with(category, "nvtx,")) {
+            style.domain_id = sink_.intern(category.substr(5));
+        } else {
+            style.domain_id = sink_.intern(category);
+        }
+        if (event.args.nvtx_category && *event.args.nvtx_category >= 0 && *event.args.nvtx_category <= 0xffffffffll) {
+            style.category = static_cast<std::uint32_t>(*event.args.nvtx_category);
+        }
+        return style;
+    }
+
+    void on_complete(const TraceEventFields& event, const JsonItem& item) override {
+        trace::TimeNs start = 0, end = 0;
+        if (!complete_interval(event, item, start, end)) return;
+        std::string_view category = event.category;
+        auto clamp32 = [](std::int64_t v) { return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, 0xffffffffll)); };
+        if (category == "kernel") {
+            trace::KernelEvent kernel;
+            if (!gpu_track(event, item, kernel.stream_id, kernel.device_id)) return;
+            kernel.start_ns = start;
+            kernel.end_ns = end;
+            kernel.correlation_id = correlation_of(event);
+            kernel.name_id = sink_.intern(event.name);
+            const TraceEventArgs& args = event.args;
+            if (args.grid_size > 0) {
+                kernel.launch.grid_x = args.grid[0];
+                kernel.launch.grid_y = args.grid[1];
+                kernel.launch.grid_z = args.grid[2];
+            }
+            if (args.block_size > 0) {
+                kernel.launch.block_x = args.block[0];
+                kernel.launch.block_y = args.block[1];
+                kernel.launch.block_z = args.block[2];
+            }
+            if (args.registers_per_thread) kernel.launch.registers_per_thread = clamp32(*args.registers_per_thread);
+            // The export writes static + dynamic shared memory as one number.
+            if (args.shared_memory) kernel.launch.static_shared_bytes = clamp32(*args.shared_memory);
+            if (is_nccl_kernel(event.name)) sink_.count_nccl_kernel();
+            sink_.kernel(kernel);
+        } else if (category == "memcpy") {
+            trace::MemcpyEvent copy;
+            if (!gpu_track(event, item, copy.stream_id, copy.device_id)) return;
+            copy.start_ns = start;
+            copy.end_ns = end;
+            copy.correlation_id = correlation_of(event);
+            CopyShape shape = copy_shape_from_name(event.name);
+            copy.direction = shape.direction;
+            copy.source_kind = shape.source;
+            copy.destination_kind = shape.destination;
+            copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+            sink_.memcpy(copy);
+        } else if (category == "memset") {
+            trace::MemsetEvent set;
+            if (!gpu_track(event, item, set.stream_id, set.device_id)) return;
+            set.start_ns = start;
+            set.end_ns = end;
+            set.correlation_id = correlation_of(event);
+            set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+            set.value = clamp32(event.args.value.value_or(0));
+            set.memory_kind = trace::MemoryKind::device;
+            sink_.memset(set);
+        } else if (category == "sync") {
+            trace::SyncEvent wait;
+            if (!gpu_track(event, item, wait.stream_id, wait.device_id)) return;
+            wait.start_ns = start;
+            wait.end_ns = end;
+            wait.correlation_id = correlation_of(event);
+            wait.kind = sync_kind_from_name(event.name);
+            sink_.sync(wait);
+        } else if (category == "cuda_api" || category == "cuda_runtime" || category == "cuda_driver") {
+            trace::ApiEvent call;
+            call.start_ns = start;
+            call.end_ns = end;
+            call.thread_id = thread_of(event);
+            call.correlation_id = correlation_of(event);
+            call.name_id = sink_.intern(event.name);
+            call.result = static_cast<std::int32_t>(std::clamp<std::int64_t>(event.args.result.value_or(0), INT32_MIN, INT32_MAX));
+            sink_.api_call(call);
+        } else if (category == "ember_overhead") {
+            sink_.overhead({start, end, thread_of(event), sink_.intern(event.name)});
+        } else {
+            add_host_range(thread_of(event), start, end, event.name, range_style(event), event.args.payload);
+        }
+    }
+
+    void on_instant(const TraceEventFields& event, const JsonItem& item) override {
+        if (!event.has_ts) {
+            reject(item, "event without \"ts\"", fmt::format("instant \"{}\" has no \"ts\"", event.name));
+            return;
+        }
+        RangeStyle style = range_style(event);
+        trace::MarkEvent mark;
+        mark.time_ns = event_time(event.ts_ns);
+        mark.thread_id = thread_of(event);
+        mark.domain_id = style.domain_id;
+        mark.name_id = sink_.intern(event.name);
+        mark.category = style.category;
+        mark.payload = event.args.payload;
+        sink_.mark(mark);
+    }
+
+    trace::CounterId counter_for(const TraceEventFields& event, std::string_view key) override {
+        // ember writes "name (unit)" with one "value" series.
+        std::string_view name = event.name;
+        std::string_view unit;
+        if (name.size() > 3 && name.back() == ')') {
+            std::size_t open = name.rfind(" (");
+            if (open != std::string_view::npos) {
+                unit = name.substr(open + 2, name.size() - open - 3);
+                name = name.substr(0, open);
+            }
+        }
+        std::string full(name);
+        if (key != "value") full += fmt::format(".{}", key);
+        std::int64_t pid = id_number(event.pid);
+        trace::DeviceId device = is_gpu_pid(pid) ? static_cast<trace::DeviceId>(pid - kGpuPidBase) : trace::kNoDevice;
+        return sink_.counter(full, unit, device);
+    }
+
+    void finish_dialect() override {
+        trace::RunInfo& run = sink_.run();
+        const ImportOptions& options = sink_.options();
+        run.rank = options.rank.value_or(0);
+        run.world_size = options.world_size.value_or(1);
+        run.pid = first_host_pid_;
+        if (run.clock_name == "CLOCK_MONOTONIC") run.clock_name = "chrome trace";
+    }
+
+    std::unordered_map<IdPair, GpuLane, IdPairHash> gpu_lanes_;
+    std::unordered_map<IdPair, std::int64_t, IdPairHash> os_tids_;
+    std::int64_t first_host_pid_ = 0;
+};
+
+}  // namespace
+
+void import_chrome_json(ImportSink& sink) {
+    ChromeImporter importer(sink);
+    importer.run();
+}
+
+}  // namespace ember::importing

@@ -1,0 +1,112 @@
+// detect_format.cpp: which importer a file needs, from its content.
+#include "profiler/import/import.h"
+
+#include "profiler/import/json_stream.h"
+#include "profiler/store/schema.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+namespace ember::importing {
+
+using store::TraceError;
+using store::TraceErrorKind;
+
+namespace {
+
+constexpr char kSqliteMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f', 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+
+SourceFormat sqlite_format(const std::string& path) {
+    sqlite3* db = nullptr;
+    int result = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    struct Closer {
+        sqlite3* db;
+        ~Closer() { sqlite3_close(db); }
+    } closer{db};
+    if (result != SQLITE_OK) {
+        throw TraceError(TraceErrorKind::not_a_trace, path,
+                         fmt::format("cannot open as SQLite: {}", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(result)));
+    }
+    std::set<std::string> tables;
+    sqlite3_stmt* statement = nullptr;
+    result = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &statement, nullptr);
+    if (result == SQLITE_OK) {
+        while ((result = sqlite3_step(statement)) == SQLITE_ROW) {
+            const unsigned char* name = sqlite3_column_text(statement, 0);
+            if (name != nullptr) tables.insert(reinterpret_cast<const char*>(name));
+        }
+    }
+    sqlite3_finalize(statement);
+    if (result != SQLITE_DONE) {
+        throw TraceError(result == SQLITE_CORRUPT || result == SQLITE_NOTADB ? TraceErrorKind::corrupt : TraceErrorKind::io,
+                         path, fmt::format("cannot list the tables of this SQLite file: {}", sqlite3_errmsg(db)));
+    }
+    if (tables.count("run_metadata")) {
+        std::int64_t application_id = 0;
+        if (sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &statement, nullptr) == SQLITE_OK &&
+            sqlite3_step(statement) == SQLITE_ROW) {
+            application_id = sqlite3_column_int64(statement, 0);
+        }
+        sqlite3_finalize(statement);
+        if (application_id == store::kApplicationId) return SourceFormat::ember;
+    }
+    for (const std::string& table : tables) {
+        if (table == "StringIds" || table == "EXPORT_META_DATA" || table == "NVTX_EVENTS" ||
+            table == "TARGET_INFO_SESSION_START_TIME" || table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0) {
+            return SourceFormat::nsys;
+        }
+    }
+    throw TraceError(TraceErrorKind::not_a_trace, path,
+                     "an SQLite file that is neither an ember trace nor an Nsight Systems export");
+}
+
+bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
+
+}  // namespace
+
+SourceFormat detect_format(const std::string& path) {
+    char head[16] = {};
+    std::size_t got = 0;
+    {
+        std::FILE* file = std::fopen(path.c_str(), "rb");
+        if (file == nullptr) throw TraceError(TraceErrorKind::not_found, path, fmt::format("cannot open: {}", std::strerror(errno)));
+        got = std::fread(head, 1, sizeof head, file);
+        std::fclose(file);
+    }
+    if (got == sizeof head && std::memcmp(head, kSqliteMagic, sizeof head) == 0) return sqlite_format(path);
+
+    // JSON, possibly gzip: the first MiB tells Kineto from plain Chrome.
+    InputStream input(path, 1u << 20);
+    std::string_view text = input.next_chunk();
+    std::size_t start = 0;
+    if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") start = 3;
+    while (start < text.size() && (text[start] == ' ' || text[start] == '\n' || text[start] == '\r' || text[start] == '\t')) ++start;
+    if (start >= text.size() || (text[start] != '{' && text[start] != '[')) {
+        std::string hint;
+        if (path.size() > 9 && (path.compare(path.size() - 9, 9, ".nsys-rep") == 0 || path.compare(path.size() - 6, 6, ".qdrep") == 0)) {
+            hint = "; export an Nsight Systems report first: nsys export --type sqlite FILE";
+        }
+        throw TraceError(TraceErrorKind::not_a_trace, path,
+                         fmt::format("not a trace: neither SQLite (an ember trace, an Nsight Systems export) nor JSON "
+                                     "(Kineto, Chrome){}",
+                                     hint));
+    }
+    text = text.substr(start);
+    if (contains(text, "\"exporter\":\"ember")) return SourceFormat::chrome;
+    static constexpr std::string_view kKinetoMarkers[] = {
+        "\"schemaVersion\"", "\"deviceProperties\"", "\"distributedInfo\"", "\"baseTimeNanoseconds\"",
+        "PyTorch Profiler",  "\"cuda_runtime\"",     "\"cpu_op\"",          "\"python_function\"",
+        "\"user_annotation\"", "\"gpu_memcpy\"",      "\"ac2g\"",            "\"External id\"",
+        "\"external id\"",   "ProfilerStep#"};
+    for (std::string_view marker : kKinetoMarkers) {
+        if (contains(text, marker)) return SourceFormat::kineto;
+    }
+    return SourceFormat::chrome;
+}
+
+}  // namespace ember::importing

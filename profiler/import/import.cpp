@@ -1,0 +1,200 @@
+// import.cpp: the entry points — one input into one file, several inputs into a
+// job file (through merge::merge_traces) or one file each.
+#include "profiler/import/import.h"
+
+#include "profiler/import/import_sink.h"
+#include "profiler/import/importers.h"
+#include "profiler/merge/merge.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace ember::importing {
+
+using store::TraceError;
+using store::TraceErrorKind;
+
+const char* source_format_name(SourceFormat format) {
+    switch (format) {
+        case SourceFormat::auto_detect: return "auto";
+        case SourceFormat::kineto: return "kineto";
+        case SourceFormat::nsys: return "nsys";
+        case SourceFormat::chrome: return "chrome";
+        case SourceFormat::ember: return "ember";
+    }
+    return "auto";
+}
+
+std::optional<SourceFormat> parse_source_format(std::string_view text) {
+    for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::chrome,
+                                SourceFormat::ember}) {
+        if (text == source_format_name(format)) return format;
+    }
+    return std::nullopt;
+}
+
+std::int64_t ImportCounts::skipped_total() const {
+    std::int64_t total = 0;
+    for (const auto& [reason, count] : skipped) total += count;
+    return total;
+}
+
+namespace {
+
+std::atomic<std::uint64_t> g_temporary_serial{0};
+
+// A name beside `target` (or in `directory`) that no other import uses now, and that
+// no reader mistakes for a finished trace.
+std::string temporary_path(const std::string& target, const std::string& directory, const char* what) {
+    std::filesystem::path path(target);
+    std::filesystem::path folder = directory.empty() ? path.parent_path() : std::filesystem::path(directory);
+    std::string name = fmt::format(".{}.{}-{}-{}.tmp", path.filename().string(), what, ::getpid(),
+                                   g_temporary_serial.fetch_add(1));
+    return (folder / name).string();
+}
+
+void remove_trace_files(const std::string& path) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+}
+
+std::uint64_t file_size(const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 ? static_cast<std::uint64_t>(info.st_size) : 0;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+    std::error_code error;
+    return std::filesystem::exists(b, error) && std::filesystem::equivalent(a, b, error);
+}
+
+}  // namespace
+
+ImportedFile import_file(const std::string& input, const std::string& output, const ImportOptions& options) {
+    auto started = std::chrono::steady_clock::now();
+    SourceFormat format = options.format == SourceFormat::auto_detect ? detect_format(input) : options.format;
+    if (format == SourceFormat::ember) {
+        throw TraceError(TraceErrorKind::bad_value, input, "already an ember trace: there is nothing to import");
+    }
+    if (same_file(input, output)) {
+        throw TraceError(TraceErrorKind::io, output, "the output would replace the input being imported");
+    }
+    ImportedFile result;
+    result.input = input;
+    result.output = output;
+    result.format = format;
+    result.input_bytes = file_size(input);
+    std::string temporary = temporary_path(output, options.temporary_directory, "importing");
+    try {
+        ImportSink sink(input, temporary, format, options);
+        switch (format) {
+            case SourceFormat::kineto: import_kineto_json(sink); break;
+            case SourceFormat::chrome: import_chrome_json(sink); break;
+            case SourceFormat::nsys: import_nsys_sqlite(sink); break;
+            default: throw TraceError(TraceErrorKind::not_a_trace, input, "no importer for this format");
+        }
+        result.counts = sink.finish(output);
+        result.rank = sink.run().rank;
+        result.world_size = sink.run().world_size;
+    } catch (const TraceError&) {
+        remove_trace_files(temporary);
+        throw;
+    } catch (const std::exception& error) {
+        // Anything else (out of memory, a system error) still names the file.
+        remove_trace_files(temporary);
+        throw TraceError(TraceErrorKind::io, input, fmt::format("import failed: {}", error.what()));
+    }
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+ImportReport import_trace(const std::vector<std::string>& inputs, const std::string& output, const ImportOptions& options) {
+    if (inputs.empty()) throw TraceError(TraceErrorKind::io, output, "import: no input files");
+    ImportReport report;
+    if (inputs.size() == 1) {
+        report.files.push_back(import_file(inputs.front(), output, options));
+        report.outputs.push_back(output);
+        return report;
+    }
+    if (!options.one_job_file) {
+        std::string stem = output;
+        if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".db") == 0) stem.resize(stem.size() - 3);
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            std::string path = fmt::format("{}.rank{}.db", stem, i);
+            report.files.push_back(import_file(inputs[i], path, options));
+            report.outputs.push_back(path);
+        }
+        return report;
+    }
+    // One job file: each input as an ember file (imported to a temporary), then merged
+    // into a temporary renamed onto `output`, so a failure leaves no job file behind.
+    struct Temporaries {
+        std::vector<std::string> paths;
+        ~Temporaries() {
+            for (const std::string& path : paths) remove_trace_files(path);
+        }
+    } temporaries;
+    std::vector<std::string> rank_files;
+    for (const std::string& input : inputs) {
+        SourceFormat format = options.format == SourceFormat::auto_detect ? detect_format(input) : options.format;
+        if (format == SourceFormat::ember) {
+            ImportedFile as_is;
+            as_is.input = input;
+            as_is.output = output;
+            as_is.format = format;
+            as_is.input_bytes = file_size(input);
+            report.files.push_back(as_is);
+            rank_files.push_back(input);
+            continue;
+        }
+        ImportOptions one = options;
+        one.format = format;
+        std::string path = temporary_path(output, options.temporary_directory, "rank");
+        temporaries.paths.push_back(path);
+        ImportedFile imported = import_file(input, path, one);
+        imported.output = output;
+        report.files.push_back(std::move(imported));
+        rank_files.push_back(path);
+    }
+    std::string job = temporary_path(output, options.temporary_directory, "merging");
+    temporaries.paths.push_back(job);
+    merge::merge_traces(rank_files, job);
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
+    if (std::rename(job.c_str(), output.c_str()) != 0) {
+        throw TraceError(TraceErrorKind::io, output, fmt::format("cannot move the job trace into place: {}", std::strerror(errno)));
+    }
+    report.outputs.push_back(output);
+    report.merged = true;
+    return report;
+}
+
+std::string default_output_path(const std::string& input) {
+    std::string stem = input;
+    auto strip = [&](std::string_view suffix) {
+        if (stem.size() > suffix.size() && stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            stem.resize(stem.size() - suffix.size());
+            return true;
+        }
+        return false;
+    };
+    bool stripped = strip(".gz");
+    if (strip(".json")) {
+        strip(".pt.trace");
+        stripped = true;
+    }
+    stripped = strip(".sqlite") || strip(".sqlite3") || stripped;
+    // An input already named .db keeps its name apart from the output's.
+    if (!stripped && strip(".db")) return stem + ".ember.db";
+    std::string output = stem + ".db";
+    if (output == input) output = stem + ".ember.db";
+    return output;
+}
+
+}  // namespace ember::importing

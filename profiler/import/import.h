@@ -1,0 +1,216 @@
+// import.h: turn other tools' traces into ember traces. Three formats come in —
+// PyTorch profiler / Kineto JSON (plain or gzip), Nsight Systems SQLite exports and
+// generic Chrome Trace Event JSON (which includes `ember export --format chrome`) —
+// and one goes out: an ember trace written through store::TraceWriter, so `stats`,
+// `export`, `merge`, `view` and every later reader work on it unchanged.
+// docs/import.md says what maps to what, what is dropped and why.
+//
+// Guarantees:
+//   * the format is detected from the content, never from the file name;
+//   * JSON is streamed: one traceEvents element at a time, memory bounded whatever
+//     the file size (a 2.4 GB file imports in well under 1 GB);
+//   * times are kept exactly: a Kineto "ts": 123.456 (µs) is 123456 ns, parsed
+//     from the decimal text, never through a rounding double;
+//   * bad input throws store::TraceError naming the file and the byte offset (JSON)
+//     or table and row (SQLite) and what was wrong; the output is written to a
+//     temporary beside it and renamed only on success, so a failed import never
+//     leaves a file that looks complete.
+//
+// Typical use:
+//   ember::importing::ImportReport report = ember::importing::import_trace({"rank0.pt.trace.json.gz"}, "rank0.db", {});
+//   std::string db = ember::importing::open_as_ember_trace("profile.sqlite");  // imports once, then reuses the cache
+#pragma once
+
+#include "profiler/store/trace_error.h"
+#include "profiler/trace/events.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::importing {
+
+// ---------------------------------------------------------------------------
+// [SECTION] Formats
+// ---------------------------------------------------------------------------
+
+enum class SourceFormat {
+    auto_detect,  // look at the content
+    kineto,       // PyTorch profiler / Kineto JSON (`*.pt.trace.json[.gz]`)
+    nsys,         // Nsight Systems SQLite export (`nsys export --type sqlite`)
+    chrome,       // Chrome Trace Event JSON (Perfetto / chrome://tracing, `ember export --format chrome`)
+    ember,        // already an ember trace
+};
+
+// "auto", "kineto", "nsys", "chrome", "ember".
+const char* source_format_name(SourceFormat format);
+std::optional<SourceFormat> parse_source_format(std::string_view text);
+
+// The format of `path`, from its first bytes: SQLite files are ember traces (their
+// run_metadata table and application id) or Nsight Systems exports (StringIds,
+// CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS / EXPORT_META_DATA tables); gzip is looked
+// through; JSON with traceEvents is Kineto when it carries Kineto's markers
+// (schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, Kineto
+// categories) and Chrome otherwise. Never returns auto_detect. Throws TraceError:
+// not_found (cannot open), not_a_trace (none of these), truncated / corrupt (a gzip
+// that cannot be read far enough to tell).
+SourceFormat detect_format(const std::string& path);
+
+// ---------------------------------------------------------------------------
+// [SECTION] Options and report
+// ---------------------------------------------------------------------------
+
+// Which of Nsight Systems' kernel names becomes the kernel name.
+enum class KernelNameStyle {
+    demangled,  // "saxpy(double *, double *, double *, double, int)" (nsys stats' default)
+    short_name, // "saxpy"
+    mangled,    // "_Z5saxpyPdS_S_di" (falls back to demangled when absent)
+};
+
+struct ImportOptions {
+    SourceFormat format = SourceFormat::auto_detect;
+    // Override what the input says (or does not say: an nsys export has no rank).
+    std::optional<std::int32_t> rank;
+    std::optional<std::int32_t> world_size;
+    KernelNameStyle kernel_names = KernelNameStyle::demangled;
+    // Nsight Systems exports of a schema other than 2.x / 3.x are refused unless set
+    // (NVIDIA documents the schema as subject to change; columns are still discovered).
+    bool accept_unknown_nsys_schema = false;
+    // Events that break the format's rules (negative durations, an "E" with no open
+    // "B", an async end with no begin) are an error by default; set this to skip them
+    // and count them in ImportCounts::skipped instead.
+    bool skip_invalid_events = false;
+    // Several inputs: one job file through merge::merge_traces (like `ember merge`),
+    // or one ember file per input (`<output without .db>.rank<i>.db`).
+    bool one_job_file = true;
+    // Memory for sorting host ranges into their nesting before they spill to
+    // temporary files (bounded memory for any input size).
+    std::size_t range_sort_memory_bytes = 64u << 20;
+    // Where spill files and the temporary output go; empty: beside the output.
+    std::string temporary_directory;
+};
+
+// What one input turned into. Counts are of events written to the output.
+struct ImportCounts {
+    std::int64_t kernels = 0;
+    std::int64_t memcpys = 0;
+    std::int64_t memsets = 0;
+    std::int64_t synchronizations = 0;
+    std::int64_t api_calls = 0;   // CUDA runtime and driver calls
+    std::int64_t ranges = 0;      // host ranges (NVTX, CPU ops, annotations, Python functions)
+    std::int64_t marks = 0;
+    std::int64_t counter_samples = 0;
+    std::int64_t overheads = 0;
+    // GPU events (kernels, memcpys, memsets) whose correlation id matches an API call:
+    // the launch flows readers draw. The rest are kept and counted as unlinked.
+    std::int64_t flows = 0;
+    std::int64_t unlinked_gpu_events = 0;
+    // Ranges that start inside another range but end after it (kept, nested under
+    // the nearest range that contains them whole; push/pop NVTX never has any).
+    std::int64_t ranges_not_nested = 0;
+    std::int64_t nccl_kernels = 0;
+    // Events read but not stored, by reason ("flow event (links come from correlation ids)", ...).
+    std::map<std::string, std::int64_t, std::less<>> skipped;
+
+    std::int64_t written() const {
+        return kernels + memcpys + memsets + synchronizations + api_calls + ranges + marks + counter_samples + overheads;
+    }
+    std::int64_t skipped_total() const;
+};
+
+struct ImportedFile {
+    std::string input;
+    std::string output;  // the ember trace written (a temporary one for a job file)
+    SourceFormat format = SourceFormat::auto_detect;
+    std::int32_t rank = 0;
+    std::int32_t world_size = 1;
+    std::uint64_t input_bytes = 0;  // size of the input file as stored (compressed)
+    double seconds = 0.0;
+    ImportCounts counts;
+};
+
+struct ImportReport {
+    std::vector<ImportedFile> files;     // one per input, in input order
+    std::vector<std::string> outputs;    // the files written: one job file, or one per input
+    bool merged = false;                 // several inputs went into one job file
+};
+
+// ---------------------------------------------------------------------------
+// [SECTION] Importing
+// ---------------------------------------------------------------------------
+
+// One input (one process) into one ember trace at `output` (replaced). An input that
+// is already an ember trace is refused (nothing to import). Throws TraceError.
+ImportedFile import_file(const std::string& input, const std::string& output, const ImportOptions& options = {});
+
+// Inputs of one job (or one input): one input → import_file. Several → with
+// options.one_job_file, each is imported to a temporary ember file (ember traces are
+// used as they are) and merged into `output` with merge::merge_traces (ranks keep
+// the rank their file gives; files with the same or no rank are numbered in input
+// order); otherwise one ember file per input, "<output without .db>.rank<i>.db".
+// Throws TraceError; nothing is left at `output` on failure.
+ImportReport import_trace(const std::vector<std::string>& inputs, const std::string& output,
+                          const ImportOptions& options = {});
+
+// The output a command line would pick for `input`: the input's name without
+// .gz/.json/.sqlite/.nsys-rep (and a Kineto ".pt.trace"), then ".db" beside it.
+std::string default_output_path(const std::string& input);
+
+// ---------------------------------------------------------------------------
+// [SECTION] Opening any trace as an ember trace (the reading commands)
+// ---------------------------------------------------------------------------
+
+enum class CachePlace {
+    automatic,     // beside the input when its folder is writable, else the user cache
+    beside_input,  // "<input>.ember-cache.db"
+    user_cache,    // "$XDG_CACHE_HOME/ember/" (or "~/.cache/ember/")
+};
+
+struct OpenedTrace {
+    std::string path;          // an ember trace to open with store::TraceReader
+    SourceFormat format = SourceFormat::ember;
+    bool imported = false;     // imported now
+    bool reused = false;       // a valid cached import was found
+    std::optional<ImportedFile> import;  // set when imported
+};
+
+struct OpenTraceOptions {
+    ImportOptions import;
+    CachePlace cache = CachePlace::automatic;
+    // Called once when a non-ember input is imported or its cache reused, so a
+    // command line can say so once ("imported kineto trace x.json.gz -> ...").
+    std::function<void(const OpenedTrace&)> on_import;
+};
+
+// `path` itself for an ember trace; otherwise an import of it, cached and keyed by
+// the input's absolute path, size and modification time (stored in the cached
+// file's run_metadata and checked before reuse). Throws TraceError.
+OpenedTrace open_trace(const std::string& path, const OpenTraceOptions& options = {});
+std::string open_as_ember_trace(const std::string& path, const OpenTraceOptions& options = {});
+
+// One line for a command to print when open_trace() imported or reused an import:
+// "imported kineto trace r0.json.gz (41,312 events in 0.42 s) -> r0.json.gz.ember-cache.db"
+// or "reading r0.json.gz through its import r0.json.gz.ember-cache.db (kineto)".
+std::string describe_opened(const std::string& input, const OpenedTrace& opened);
+
+// Where open_trace() keeps the import of `input` for `place` (automatic resolves
+// to beside_input or user_cache the way open_trace does).
+std::string cache_path_for(const std::string& input, CachePlace place);
+
+// Keys the importers add to run_metadata (docs/import.md).
+namespace import_metadata_key {
+inline constexpr const char* source_format = "import_source_format";
+inline constexpr const char* source_path = "import_source_path";            // absolute path
+inline constexpr const char* source_bytes = "import_source_bytes";
+inline constexpr const char* source_mtime_ns = "import_source_mtime_ns";
+inline constexpr const char* unlinked_gpu_events = "import_unlinked_gpu_events";
+inline constexpr const char* linked_gpu_events = "import_linked_gpu_events";
+inline constexpr const char* skipped_events = "import_skipped_events";      // JSON object: reason -> count
+inline constexpr const char* ranges_not_nested = "import_ranges_not_nested";
+}  // namespace import_metadata_key
+
+}  // namespace ember::importing

@@ -1,0 +1,378 @@
+// import_sink.cpp: the writer side every importer shares.
+//
+// Index:
+//   [SECTION] Setup and teardown
+//   [SECTION] Names and tracks
+//   [SECTION] Events
+//   [SECTION] Finishing: nesting, close, metadata, rename
+#include "profiler/import/import_sink.h"
+
+#include "profiler/store/schema.h"
+#include "profiler/store/sqlite_util.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+namespace ember::importing {
+
+using store::TraceError;
+using store::TraceErrorKind;
+
+// ---------------------------------------------------------------------------
+// [SECTION] Setup and teardown
+// ---------------------------------------------------------------------------
+
+ImportSink::ImportSink(const std::string& input, const std::string& temporary_output, SourceFormat format,
+                       const ImportOptions& options)
+    : input_(input),
+      temporary_output_(temporary_output),
+      format_(format),
+      options_(options),
+      earliest_(std::numeric_limits<trace::TimeNs>::max()),
+      latest_(std::numeric_limits<trace::TimeNs>::min()) {
+    store::WriterOptions writer_options;
+    // An import must never lose an event: the parser waits for the writer thread.
+    writer_options.overflow = store::OverflowPolicy::block;
+    writer_options.install_signal_handlers = false;
+    writer_options.close_at_exit = false;
+    writer_options.overwrite = true;
+    writer_ = std::make_unique<store::TraceWriter>(temporary_output_, run_, writer_options);
+    nester_ = std::make_unique<RangeNester>(temporary_output_ + ".ranges", options.range_sort_memory_bytes);
+}
+
+ImportSink::~ImportSink() {
+    if (finished_) return;
+    nester_.reset();
+    if (writer_ != nullptr) {
+        try {
+            writer_->close();
+        } catch (const std::exception&) {
+            // The import failed already; its own error is the one that matters.
+        }
+        writer_.reset();
+    }
+    remove_temporary_files();
+}
+
+void ImportSink::remove_temporary_files() {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((temporary_output_ + suffix).c_str());
+}
+
+void ImportSink::writer_refused(const char* what) {
+    writer_->flush();  // throws the writer thread's error, naming the file
+    throw TraceError(TraceErrorKind::io, temporary_output_, fmt::format("the trace writer refused a {}", what));
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Names and tracks
+// ---------------------------------------------------------------------------
+
+trace::StringId ImportSink::intern(std::string_view text) {
+    if (text.empty()) return trace::kNoString;
+    auto found = strings_.find(text);
+    if (found != strings_.end()) return found->second;
+    trace::StringId id = writer_->intern(text);
+    strings_.emplace(std::string(text), id);
+    return id;
+}
+
+trace::ThreadId ImportSink::thread(std::int64_t pid, std::int64_t tid) {
+    IdPair key{pid, tid};
+    auto found = threads_.find(key);
+    if (found != threads_.end()) return found->second;
+    trace::ThreadInfo info;
+    info.pid = pid;
+    info.tid = tid;
+    auto named = thread_names_.find(key);
+    if (named != thread_names_.end()) info.name = named->second;
+    trace::ThreadId id = writer_->register_thread(info);
+    threads_.emplace(key, id);
+    if (!processes_.count(pid)) processes_.emplace(pid, std::string());
+    return id;
+}
+
+bool ImportSink::has_thread(std::int64_t pid, std::int64_t tid) const { return threads_.count(IdPair{pid, tid}) != 0; }
+
+void ImportSink::name_thread(std::int64_t pid, std::int64_t tid, std::string_view name) {
+    IdPair key{pid, tid};
+    thread_names_[key] = std::string(name);
+    auto found = threads_.find(key);
+    if (found != threads_.end()) writer_->set_thread_name(found->second, name);
+}
+
+trace::StreamId ImportSink::stream(trace::DeviceId device, std::uint64_t stream_number, std::uint32_t context,
+                                   std::int32_t priority) {
+    IdPair key{device, static_cast<std::int64_t>(stream_number)};
+    auto found = streams_.find(key);
+    if (found != streams_.end()) return found->second;
+    trace::StreamInfo info;
+    info.device_id = device;
+    info.context_id = context;
+    info.cuda_stream_id = stream_number;
+    info.priority = priority;
+    auto named = stream_names_.find(key);
+    if (named != stream_names_.end()) info.name = named->second;
+    trace::StreamId id = writer_->register_stream(info);
+    streams_.emplace(key, id);
+    if (!devices_.count(device)) {
+        trace::DeviceInfo bare;
+        bare.device_id = device;
+        devices_.emplace(device, bare);
+    }
+    return id;
+}
+
+void ImportSink::name_stream(trace::DeviceId device, std::uint64_t stream_number, std::string_view name) {
+    IdPair key{device, static_cast<std::int64_t>(stream_number)};
+    stream_names_[key] = std::string(name);
+    auto found = streams_.find(key);
+    if (found != streams_.end()) writer_->set_stream_name(found->second, name);
+}
+
+void ImportSink::describe_device(const trace::DeviceInfo& device) { devices_[device.device_id] = device; }
+
+void ImportSink::name_process(std::int64_t pid, std::string_view name) { processes_[pid] = std::string(name); }
+
+trace::CounterId ImportSink::counter(std::string_view name, std::string_view unit, trace::DeviceId device) {
+    auto key = std::make_tuple(std::string(name), std::string(unit), device);
+    auto found = counters_.find(key);
+    if (found != counters_.end()) return found->second;
+    trace::CounterInfo info;
+    info.name = std::string(name);
+    info.unit = std::string(unit);
+    info.device_id = device;
+    trace::CounterId id = writer_->register_counter(info);
+    counters_.emplace(std::move(key), id);
+    return id;
+}
+
+void ImportSink::name_nvtx_category(trace::StringId domain, std::uint32_t category, std::string_view name) {
+    writer_->name_nvtx_category(domain, category, name);
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Events
+// ---------------------------------------------------------------------------
+
+void ImportSink::note_interval(trace::TimeNs start, trace::TimeNs end) {
+    if (start < earliest_) earliest_ = start;
+    if (end > latest_) latest_ = end;
+}
+
+void ImportSink::kernel(const trace::KernelEvent& event) {
+    if (!writer_->record_kernel(event)) writer_refused("kernel");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.kernels;
+}
+
+void ImportSink::memcpy(const trace::MemcpyEvent& event) {
+    if (!writer_->record_memcpy(event)) writer_refused("memcpy");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.memcpys;
+}
+
+void ImportSink::memset(const trace::MemsetEvent& event) {
+    if (!writer_->record_memset(event)) writer_refused("memset");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.memsets;
+}
+
+void ImportSink::sync(const trace::SyncEvent& event) {
+    if (!writer_->record_sync(event)) writer_refused("synchronization");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.synchronizations;
+}
+
+void ImportSink::api_call(const trace::ApiEvent& event) {
+    if (!writer_->record_api_call(event)) writer_refused("CUDA API call");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.api_calls;
+}
+
+void ImportSink::nested_range(const PendingRange& range) {
+    nester_->add(range);
+    note_interval(range.start_ns, range.end_ns);
+}
+
+void ImportSink::start_end_range(trace::RangeEvent event) {
+    event.range_id = writer_->next_range_id();
+    event.depth = -1;
+    event.parent_range_id = 0;
+    if (!writer_->record_range(event)) writer_refused("range");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.ranges;
+}
+
+void ImportSink::mark(const trace::MarkEvent& event) {
+    if (!writer_->record_mark(event)) writer_refused("mark");
+    note_interval(event.time_ns, event.time_ns);
+    ++counts_.marks;
+}
+
+void ImportSink::counter_sample(const trace::CounterSample& sample) {
+    if (!writer_->record_counter(sample)) writer_refused("counter sample");
+    note_interval(sample.time_ns, sample.time_ns);
+    ++counts_.counter_samples;
+}
+
+void ImportSink::overhead(const trace::OverheadEvent& event) {
+    if (!writer_->record_overhead(event)) writer_refused("overhead event");
+    note_interval(event.start_ns, event.end_ns);
+    ++counts_.overheads;
+}
+
+void ImportSink::skip(std::string_view reason, std::int64_t count) {
+    auto found = counts_.skipped.find(reason);
+    if (found != counts_.skipped.end()) {
+        found->second += count;
+    } else {
+        counts_.skipped.emplace(std::string(reason), count);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Finishing: nesting, close, metadata, rename
+// ---------------------------------------------------------------------------
+
+void ImportSink::register_devices() {
+    for (const auto& [id, device] : devices_) writer_->register_device(device);
+}
+
+namespace {
+
+std::string json_escaped(std::string_view text) {
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            out.push_back('\\');
+            out.push_back(c);
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+            out.push_back(c);
+        }
+    }
+    out.push_back('"');
+    return out;
+}
+
+std::int64_t single_count(sqlite3* db, const std::string& path, const char* sql) {
+    store::Statement query(db, path, sql);
+    std::int64_t value = 0;
+    if (query.next_row()) value = query.column_int64(0);
+    return value;
+}
+
+}  // namespace
+
+void ImportSink::write_metadata(const std::string& path) {
+    sqlite3* db = nullptr;
+    int result = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    if (result != SQLITE_OK) {
+        std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(result);
+        sqlite3_close(db);
+        throw TraceError(TraceErrorKind::io, path, "cannot reopen the imported trace: " + message);
+    }
+    struct Closer {
+        sqlite3* db;
+        ~Closer() { sqlite3_close(db); }
+    } closer{db};
+    // The writer built the correlation_id indexes at close: these are index lookups.
+    static constexpr const char* kLinkedSql =
+        "SELECT (SELECT COUNT(*) FROM kernels g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a "
+        "WHERE a.correlation_id = g.correlation_id)) + (SELECT COUNT(*) FROM memcpys g WHERE g.correlation_id != 0 AND "
+        "EXISTS (SELECT 1 FROM api_calls a WHERE a.correlation_id = g.correlation_id)) + (SELECT COUNT(*) FROM "
+        "memsets g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a WHERE a.correlation_id = "
+        "g.correlation_id))";
+    counts_.flows = single_count(db, path, kLinkedSql);
+    counts_.unlinked_gpu_events = counts_.kernels + counts_.memcpys + counts_.memsets - counts_.flows;
+
+    std::string skipped = "{";
+    for (const auto& [reason, count] : counts_.skipped) {
+        if (skipped.size() > 1) skipped += ',';
+        skipped += json_escaped(reason) + ":" + std::to_string(count);
+    }
+    skipped += '}';
+
+    std::error_code ignored;
+    std::string absolute_input = std::filesystem::absolute(input_, ignored).string();
+    struct stat info {};
+    std::int64_t input_bytes = 0, input_mtime_ns = 0;
+    if (::stat(input_.c_str(), &info) == 0) {
+        input_bytes = static_cast<std::int64_t>(info.st_size);
+        input_mtime_ns = static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+    }
+
+    store::exec_sql(db, path, "BEGIN");
+    store::Statement put(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
+    auto put_int = [&](const char* key, std::int64_t value) {
+        put.bind_text(1, key);
+        put.bind(2, value);
+        put.step_done();
+    };
+    auto put_text = [&](const char* key, std::string_view value) {
+        put.bind_text(1, key);
+        put.bind_text(2, value);
+        put.step_done();
+    };
+    put_text(store::metadata_key::command_line, run_.command_line);
+    put_text(store::metadata_key::host, run_.host);
+    put_int(store::metadata_key::pid, run_.pid);
+    put_int(store::metadata_key::rank, run_.rank);
+    put_int(store::metadata_key::world_size, run_.world_size);
+    put_text(store::metadata_key::clock_name, run_.clock_name);
+    put_int(store::metadata_key::clock_offset_to_wall_ns, run_.clock_offset_to_wall_ns);
+    put_int(store::metadata_key::start_ns, run_.start_ns);
+    put_int(store::metadata_key::end_ns, run_.end_ns);
+    put_text(import_metadata_key::source_format, source_format_name(format_));
+    put_text(import_metadata_key::source_path, absolute_input);
+    put_int(import_metadata_key::source_bytes, input_bytes);
+    put_int(import_metadata_key::source_mtime_ns, input_mtime_ns);
+    put_int(import_metadata_key::linked_gpu_events, counts_.flows);
+    put_int(import_metadata_key::unlinked_gpu_events, counts_.unlinked_gpu_events);
+    put_int(import_metadata_key::ranges_not_nested, counts_.ranges_not_nested);
+    put_text(import_metadata_key::skipped_events, skipped);
+    store::exec_sql(db, path, "COMMIT");
+}
+
+ImportCounts ImportSink::finish(const std::string& output) {
+    std::function<trace::RangeId()> next_id = [this] { return writer_->next_range_id(); };
+    std::function<void(const trace::RangeEvent&)> emit = [this](const trace::RangeEvent& range) {
+        if (!writer_->record_range(range)) writer_refused("range");
+        ++counts_.ranges;
+    };
+    counts_.ranges_not_nested += nester_->finish(next_id, emit);
+    nester_.reset();
+
+    if (run_.pid != 0 && !processes_.count(run_.pid)) processes_.emplace(run_.pid, std::string());
+    for (const auto& [pid, name] : processes_) writer_->register_process({pid, name});
+    register_devices();
+    // The run's window: what the importer found (a profiler span, a session) or the events.
+    if (run_.start_ns == 0 && any_event()) run_.start_ns = earliest_;
+    if (run_.end_ns == 0) run_.end_ns = any_event() ? std::max(latest_, run_.start_ns) : run_.start_ns;
+    writer_->set_end_time(run_.end_ns);
+    writer_->close();
+    writer_.reset();
+
+    write_metadata(temporary_output_);
+    // A stale -wal beside the output would be replayed into the new file: remove it first.
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
+    if (std::rename(temporary_output_.c_str(), output.c_str()) != 0) {
+        throw TraceError(TraceErrorKind::io, output,
+                         fmt::format("cannot move the imported trace {} into place: {}", temporary_output_,
+                                     std::strerror(errno)));
+    }
+    for (const char* suffix : {"-wal", "-shm"}) std::remove((temporary_output_ + suffix).c_str());
+    finished_ = true;
+    return counts_;
+}
+
+}  // namespace ember::importing

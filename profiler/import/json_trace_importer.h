@@ -1,0 +1,114 @@
+// json_trace_importer.h: what the Kineto and Chrome importers share — the loop over
+// a streamed trace JSON and the Trace Event Format phases whose meaning does not
+// depend on who wrote the file: "B"/"E" duration pairs, "b"/"e" async ranges,
+// instants, counters, flows and metadata. A dialect decides what a complete ("X")
+// event is (a kernel? a CUDA call? a host range?) and reads its top-level keys.
+#pragma once
+
+#include "profiler/import/import_sink.h"
+#include "profiler/import/json_stream.h"
+#include "profiler/import/trace_event_parser.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::importing {
+
+// Memcpy direction and memory kinds from an event name: Kineto's
+// "Memcpy HtoD (Pageable -> Device)" and ember's "Memcpy HtoD (pinned -> device)".
+struct CopyShape {
+    trace::MemcpyDirection direction = trace::MemcpyDirection::unknown;
+    trace::MemoryKind source = trace::MemoryKind::unknown;
+    trace::MemoryKind destination = trace::MemoryKind::unknown;
+};
+CopyShape copy_shape_from_name(std::string_view name);
+// "Memset (Device)" -> device.
+trace::MemoryKind memset_kind_from_name(std::string_view name);
+// "pageable", "Pinned", "device", ... (any case) -> the kind; unknown otherwise.
+trace::MemoryKind memory_kind_from_word(std::string_view word);
+// NCCL's kernels: "ncclKernel_...", "ncclDevKernel_...", "void ncclKernel..." (the
+// communication work of a distributed job).
+bool is_nccl_kernel(std::string_view name);
+
+class JsonTraceImporter {
+public:
+    explicit JsonTraceImporter(ImportSink& sink);
+    virtual ~JsonTraceImporter();
+    JsonTraceImporter(const JsonTraceImporter&) = delete;
+    JsonTraceImporter& operator=(const JsonTraceImporter&) = delete;
+
+    // Reads the whole input, then calls finish_dialect().
+    void run();
+
+protected:
+    // How a host range of this dialect is filed: NVTX domain and category.
+    struct RangeStyle {
+        trace::StringId domain_id = trace::kNoString;
+        std::uint32_t category = 0;
+    };
+
+    virtual std::vector<std::string> wanted_top_level_keys() const = 0;
+    virtual void on_top_level(const JsonItem& item) = 0;
+    virtual void on_complete(const TraceEventFields& event, const JsonItem& item) = 0;
+    virtual void on_instant(const TraceEventFields& event, const JsonItem& item);
+    virtual RangeStyle range_style(const TraceEventFields& event);
+    virtual void on_process_name(std::int64_t pid, std::string_view name) { sink_.name_process(pid, name); }
+    virtual void on_thread_name(std::int64_t pid, std::int64_t tid, std::string_view name) {
+        sink_.name_thread(pid, tid, name);
+    }
+    virtual void on_process_labels(std::int64_t pid, std::string_view labels) {}
+    // The counter of a "C" event's series `key`.
+    virtual trace::CounterId counter_for(const TraceEventFields& event, std::string_view key);
+    virtual void finish_dialect() {}
+
+    // --- shared helpers -----------------------------------------------------------------
+    // A number for a pid/tid (text ids such as "Spans" get stable negative numbers).
+    std::int64_t id_number(const JsonId& id);
+    trace::ThreadId host_thread(const TraceEventFields& event);
+    // Adds the source's time base (ember's export: its time origin).
+    trace::TimeNs event_time(trace::TimeNs ts_ns) const { return ts_ns + time_shift_ns_; }
+    // [start, end) of an "X" event; rejects a missing ts and negative or overflowing durations.
+    bool complete_interval(const TraceEventFields& event, const JsonItem& item, trace::TimeNs& start, trace::TimeNs& end);
+    // An event that breaks the format's rules: an error, or skipped and counted
+    // when ImportOptions::skip_invalid_events. Returns false (skip it) when it returns.
+    bool reject(const JsonItem& item, std::string_view reason, const std::string& detail);
+    void add_host_range(trace::ThreadId thread, trace::TimeNs start, trace::TimeNs end, std::string_view name,
+                        RangeStyle style, const trace::Payload& payload);
+
+    ImportSink& sink_;
+    InputStream input_;
+    TraceEventParser parser_;
+    trace::TimeNs time_shift_ns_ = 0;
+    bool events_seen_ = false;
+
+private:
+    void dispatch(const TraceEventFields& event, const JsonItem& item);
+    void metadata(const TraceEventFields& event);
+    void begin_duration(const TraceEventFields& event, const JsonItem& item);
+    void end_duration(const TraceEventFields& event, const JsonItem& item);
+    void async_event(const TraceEventFields& event, const JsonItem& item);
+    void counter_event(const TraceEventFields& event, const JsonItem& item);
+
+    struct OpenDuration {
+        trace::TimeNs start_ns = 0;
+        trace::StringId name_id = trace::kNoString;
+        RangeStyle style;
+        trace::Payload payload;
+    };
+    struct OpenAsync {
+        trace::TimeNs start_ns = 0;
+        trace::ThreadId thread_id = 0;
+        trace::StringId name_id = trace::kNoString;
+        RangeStyle style;
+        trace::Payload payload;
+    };
+    std::unordered_map<trace::ThreadId, std::vector<OpenDuration>> open_durations_;
+    std::unordered_map<std::string, std::vector<OpenAsync>> open_async_;
+    std::unordered_map<std::string, std::int64_t> text_ids_;
+    std::string async_key_;
+};
+
+}  // namespace ember::importing

@@ -1,0 +1,396 @@
+// kineto_importer.cpp: PyTorch profiler / Kineto JSON -> ember trace.
+//
+// Both generations of Kineto's categories map to the same ember events:
+//   2021             current                            ember
+//   Kernel           kernel                             kernels (launch config from grid/block/registers/shared memory)
+//   Memcpy           gpu_memcpy                         memcpys (direction and memory kinds from the name)
+//   Memset           gpu_memset                         memsets
+//   Runtime          cuda_runtime, cuda_driver          api_calls (correlation id -> the GPU work)
+//   -                cuda_sync                          synchronizations
+//   Operator         cpu_op, user_annotation,           ranges, nested by time on their thread, domain =
+//                    python_function                    the Kineto category
+//   -                cpu_instant_event "[memory]"       counters "memory allocated" / "memory reserved"
+//   -                overhead                           collector_overhead
+// ProfilerStep#N becomes ember's step range ("step", category step, payload N) and
+// enumerate(DataLoader)...__next__ ember's "dataloader/wait" (category dataloader):
+// the names profiler/analysis recognises. NCCL kernels run on a stream named
+// "nccl"; nccl:* annotations and c10d ops are filed under category communication.
+#include "profiler/import/importers.h"
+#include "profiler/import/json_trace_importer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace ember::importing {
+
+namespace {
+
+// ember's NVTX categories (engine/core/nvtx.h: Category), the numbers analyses read.
+constexpr std::uint32_t kCategoryStep = 1;
+constexpr std::uint32_t kCategoryCompute = 2;
+constexpr std::uint32_t kCategoryDataloader = 3;
+constexpr std::uint32_t kCategoryCommunication = 4;
+
+enum class KinetoKind { kernel, memcpy, memset, runtime, sync, host_range, gpu_annotation, profiler_span, overhead };
+
+KinetoKind kind_of_category(std::string_view category) {
+    if (category == "kernel" || category == "Kernel") return KinetoKind::kernel;
+    if (category == "gpu_memcpy" || category == "Memcpy") return KinetoKind::memcpy;
+    if (category == "gpu_memset" || category == "Memset") return KinetoKind::memset;
+    if (category == "cuda_runtime" || category == "Runtime" || category == "cuda_driver" || category == "Driver") {
+        return KinetoKind::runtime;
+    }
+    if (category == "cuda_sync") return KinetoKind::sync;
+    if (category == "gpu_user_annotation") return KinetoKind::gpu_annotation;
+    if (category == "Trace") return KinetoKind::profiler_span;
+    if (category == "overhead" || category == "Overhead") return KinetoKind::overhead;
+    return KinetoKind::host_range;  // cpu_op, Operator, user_annotation, python_function, and anything new
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+// "ProfilerStep#12" -> 12.
+std::optional<std::int64_t> profiler_step_number(std::string_view name) {
+    constexpr std::string_view kPrefix = "ProfilerStep#";
+    if (!starts_with(name, kPrefix) || name.size() == kPrefix.size() || name.size() > kPrefix.size() + 18) return std::nullopt;
+    std::int64_t number = 0;
+    for (char c : name.substr(kPrefix.size())) {
+        if (c < '0' || c > '9') return std::nullopt;
+        number = number * 10 + (c - '0');
+    }
+    return number;
+}
+
+bool is_dataloader_wait(std::string_view name) {
+    return starts_with(name, "enumerate(DataLoader)") && name.find("__next__") != std::string_view::npos;
+}
+
+bool is_communication_op(std::string_view name) {
+    return starts_with(name, "nccl:") || starts_with(name, "c10d::") || starts_with(name, "record_param_comms") ||
+           starts_with(name, "ProcessGroupNCCL");
+}
+
+trace::SyncKind sync_kind_from_name(std::string_view name) {
+    if (name.find("Wait") != std::string_view::npos) return trace::SyncKind::stream_wait_event;
+    if (name.find("Event") != std::string_view::npos) return trace::SyncKind::event_synchronize;
+    if (name.find("Stream") != std::string_view::npos) return trace::SyncKind::stream_synchronize;
+    if (name.find("Context") != std::string_view::npos || name.find("Device") != std::string_view::npos) {
+        return trace::SyncKind::context_synchronize;
+    }
+    return trace::SyncKind::unknown;
+}
+
+// "stream 7" (the 2021 format's GPU tid) -> 7.
+std::optional<std::int64_t> trailing_number(std::string_view text) {
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    std::size_t digits = 0;
+    while (digits < text.size() && digits < 18 && text[text.size() - 1 - digits] >= '0' && text[text.size() - 1 - digits] <= '9') {
+        ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+    std::int64_t number = 0;
+    for (char c : text.substr(text.size() - digits)) number = number * 10 + (c - '0');
+    return number;
+}
+
+class KinetoImporter final : public JsonTraceImporter {
+public:
+    explicit KinetoImporter(ImportSink& sink) : JsonTraceImporter(sink) {}
+
+private:
+    std::vector<std::string> wanted_top_level_keys() const override {
+        return {"deviceProperties", "distributedInfo", "baseTimeNanoseconds", "host_name"};
+    }
+
+    void on_top_level(const JsonItem& item) override {
+        trace::RunInfo& run = sink_.run();
+        if (item.key == "deviceProperties") {
+            for (const trace::DeviceInfo& device : parser_.device_properties(item)) sink_.describe_device(device);
+        } else if (item.key == "distributedInfo") {
+            KinetoDistributedInfo info = parser_.distributed_info(item);
+            if (info.rank) distributed_rank_ = info.rank;
+            if (info.world_size) distributed_world_size_ = info.world_size;
+        } else if (item.key == "baseTimeNanoseconds") {
+            if (std::optional<std::int64_t> base = parser_.integer(item)) {
+                run.clock_offset_to_wall_ns = *base;
+                has_base_time_ = true;
+            }
+        } else if (item.key == "host_name") {
+            if (std::optional<std::string> host = parser_.string(item)) run.host = *host;
+        }
+    }
+
+    void on_process_labels(std::int64_t pid, std::string_view labels) override {
+        if (labels == "CPU" && host_pid_ == 0) host_pid_ = pid;
+    }
+
+    void on_process_name(std::int64_t pid, std::string_view name) override {
+        // Kineto names every GPU pseudo-process after the host process too; only host
+        // pids become processes (GPUs are devices).
+        process_names_[pid] = std::string(name);
+    }
+
+    void on_thread_name(std::int64_t pid, std::int64_t tid, std::string_view name) override {
+        // GPU lanes are named "stream 7 "; streams get ember's own names instead.
+        if (starts_with(name, "stream ")) return;
+        sink_.name_thread(pid, tid, name);
+    }
+
+    RangeStyle range_style(const TraceEventFields& event) override {
+        RangeStyle style;
+        style.domain_id = sink_.intern(event.category);
+        return style;
+    }
+
+    void on_complete(const TraceEventFields& event, const JsonItem& item) override {
+        trace::TimeNs start = 0, end = 0;
+        if (!complete_interval(event, item, start, end)) return;
+        switch (kind_of_category(event.category)) {
+            case KinetoKind::kernel: return kernel(event, item, start, end);
+            case KinetoKind::memcpy: return memcpy(event, item, start, end);
+            case KinetoKind::memset: return memset(event, item, start, end);
+            case KinetoKind::runtime: return api_call(event, start, end);
+            case KinetoKind::sync: return sync(event, item, start, end);
+            case KinetoKind::host_range: return host_range(event, start, end);
+            case KinetoKind::gpu_annotation:
+                // The GPU-side span of a host annotation Kineto already gave on the host.
+                sink_.skip("gpu_user_annotation (GPU-side copy of a host annotation)");
+                return;
+            case KinetoKind::profiler_span:
+                span_start_ = std::min(span_start_, start);
+                span_end_ = std::max(span_end_, end);
+                sink_.skip("profiler span (becomes the run's start and end)");
+                return;
+            case KinetoKind::overhead: {
+                trace::OverheadEvent overhead{start, end, host_thread(event), sink_.intern(event.name)};
+                note_host_pid(event);
+                sink_.overhead(overhead);
+                return;
+            }
+        }
+    }
+
+    void on_instant(const TraceEventFields& event, const JsonItem& item) override {
+        if (event.name == "[memory]") {
+            memory_sample(event, item);
+            return;
+        }
+        if (event.pid.is_text || !event.pid.present) {
+            sink_.skip("instant on a profiler pseudo-process (\"Traces\", \"Spans\")");
+            return;
+        }
+        note_host_pid(event);
+        JsonTraceImporter::on_instant(event, item);
+    }
+
+    // --- GPU work ------------------------------------------------------------------------
+
+    // The device and stream of a GPU event: its args, or the pid/tid Kineto files it under.
+    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device) {
+        std::optional<std::int64_t> device_number = event.args.device;
+        if (!device_number && event.pid.present && !event.pid.is_text) device_number = event.pid.number;
+        std::optional<std::int64_t> stream_number = event.args.stream;
+        if (!stream_number && event.tid.present) {
+            stream_number = event.tid.is_text ? trailing_number(event.tid.text) : std::optional(event.tid.number);
+        }
+        if (!device_number || !stream_number) {
+            return reject(item, "GPU event without device or stream",
+                          fmt::format("GPU event \"{}\" names no device or stream", event.name));
+        }
+        if (*device_number < 0 || *device_number > 1'000'000 || *stream_number < 0) {
+            return reject(item, "GPU event on an impossible device or stream",
+                          fmt::format("GPU event \"{}\" is on device {} stream {}", event.name, *device_number,
+                                      *stream_number));
+        }
+        device = static_cast<trace::DeviceId>(*device_number);
+        std::uint32_t context = static_cast<std::uint32_t>(event.args.context.value_or(0));
+        stream = sink_.stream(device, static_cast<std::uint64_t>(*stream_number), context);
+        return true;
+    }
+
+    static trace::CorrelationId correlation_of(const TraceEventFields& event) {
+        return event.args.correlation && *event.args.correlation > 0 ? static_cast<trace::CorrelationId>(*event.args.correlation) : 0;
+    }
+
+    void kernel(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
+        trace::KernelEvent kernel;
+        if (!gpu_track(event, item, kernel.stream_id, kernel.device_id)) return;
+        kernel.start_ns = start;
+        kernel.end_ns = end;
+        kernel.correlation_id = correlation_of(event);
+        kernel.name_id = sink_.intern(event.name);
+        const TraceEventArgs& args = event.args;
+        if (args.grid_size > 0) {
+            kernel.launch.grid_x = args.grid[0];
+            kernel.launch.grid_y = args.grid[1];
+            kernel.launch.grid_z = args.grid[2];
+        }
+        if (args.block_size > 0) {
+            kernel.launch.block_x = args.block[0];
+            kernel.launch.block_y = args.block[1];
+            kernel.launch.block_z = args.block[2];
+        }
+        auto clamp32 = [](std::int64_t v) { return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, 0xffffffffll)); };
+        if (args.registers_per_thread) kernel.launch.registers_per_thread = clamp32(*args.registers_per_thread);
+        // Kineto reports one "shared memory" number (static + dynamic); it is stored as static.
+        if (args.shared_memory) kernel.launch.static_shared_bytes = clamp32(*args.shared_memory);
+        if (is_nccl_kernel(event.name)) {
+            sink_.count_nccl_kernel();
+            if (nccl_streams_.insert(kernel.stream_id).second) {
+                std::uint64_t stream_number = static_cast<std::uint64_t>(
+                    event.args.stream.value_or(event.tid.is_text ? trailing_number(event.tid.text).value_or(0) : event.tid.number));
+                sink_.name_stream(kernel.device_id, stream_number, "nccl");
+            }
+        }
+        sink_.kernel(kernel);
+    }
+
+    void memcpy(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
+        trace::MemcpyEvent copy;
+        if (!gpu_track(event, item, copy.stream_id, copy.device_id)) return;
+        copy.start_ns = start;
+        copy.end_ns = end;
+        copy.correlation_id = correlation_of(event);
+        CopyShape shape = copy_shape_from_name(event.name);
+        copy.direction = shape.direction;
+        copy.source_kind = shape.source;
+        copy.destination_kind = shape.destination;
+        copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+        sink_.memcpy(copy);
+    }
+
+    void memset(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
+        trace::MemsetEvent set;
+        if (!gpu_track(event, item, set.stream_id, set.device_id)) return;
+        set.start_ns = start;
+        set.end_ns = end;
+        set.correlation_id = correlation_of(event);
+        set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+        set.memory_kind = memset_kind_from_name(event.name);
+        sink_.memset(set);
+    }
+
+    void sync(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
+        trace::SyncEvent wait;
+        if (!gpu_track(event, item, wait.stream_id, wait.device_id)) return;
+        wait.start_ns = start;
+        wait.end_ns = end;
+        wait.correlation_id = correlation_of(event);
+        wait.kind = sync_kind_from_name(event.name);
+        sink_.sync(wait);
+    }
+
+    // --- host ----------------------------------------------------------------------------
+
+    void note_host_pid(const TraceEventFields& event) {
+        if (host_pid_ == 0 && event.pid.present && !event.pid.is_text) host_pid_ = event.pid.number;
+    }
+
+    void api_call(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
+        note_host_pid(event);
+        trace::ApiEvent call;
+        call.start_ns = start;
+        call.end_ns = end;
+        call.thread_id = host_thread(event);
+        call.correlation_id = correlation_of(event);
+        call.name_id = sink_.intern(event.name);
+        sink_.api_call(call);
+    }
+
+    void host_range(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
+        if (event.pid.is_text) {
+            sink_.skip(fmt::format("{} event on a profiler pseudo-process", event.category.empty() ? "untyped" : event.category));
+            return;
+        }
+        note_host_pid(event);
+        RangeStyle style = range_style(event);
+        std::string_view name = event.name;
+        trace::Payload payload;
+        if (std::optional<std::int64_t> step = profiler_step_number(name)) {
+            // ember's step: the range analyses split into compute, copies and waits.
+            name = "step";
+            style.category = kCategoryStep;
+            payload = trace::Payload::of_integer(*step);
+        } else if (is_dataloader_wait(name)) {
+            name = "dataloader/wait";
+            style.category = kCategoryDataloader;
+        } else if (is_communication_op(name)) {
+            style.category = kCategoryCommunication;
+        } else if (event.category == "cpu_op" || event.category == "Operator") {
+            style.category = kCategoryCompute;
+        }
+        if (style.category != 0) used_categories_.insert({style.domain_id, style.category});
+        add_host_range(host_thread(event), start, end, name, style, payload);
+    }
+
+    void memory_sample(const TraceEventFields& event, const JsonItem& item) {
+        const TraceEventArgs& args = event.args;
+        if (!event.has_ts) {
+            reject(item, "event without \"ts\"", "a \"[memory]\" event has no \"ts\"");
+            return;
+        }
+        if (!args.total_allocated && !args.total_reserved) {
+            // Early Kineto wrote only the change ("Bytes"), not the totals a counter needs.
+            sink_.skip("[memory] event without totals (older Kineto)");
+            return;
+        }
+        // Device Type 1 is CUDA; anything else is host memory.
+        trace::DeviceId device = args.memory_device_type.value_or(0) == 1 && args.memory_device_id
+                                     ? static_cast<trace::DeviceId>(std::clamp<std::int64_t>(*args.memory_device_id, -1, 1'000'000))
+                                     : trace::kNoDevice;
+        trace::TimeNs time = event_time(event.ts_ns);
+        if (args.total_allocated) {
+            sink_.counter_sample({sink_.counter("memory allocated", "bytes", device), time, static_cast<double>(*args.total_allocated)});
+        }
+        if (args.total_reserved) {
+            sink_.counter_sample({sink_.counter("memory reserved", "bytes", device), time, static_cast<double>(*args.total_reserved)});
+        }
+    }
+
+    void finish_dialect() override {
+        trace::RunInfo& run = sink_.run();
+        const ImportOptions& options = sink_.options();
+        run.rank = options.rank.value_or(distributed_rank_.value_or(0));
+        run.world_size = options.world_size.value_or(distributed_world_size_.value_or(1));
+        run.pid = host_pid_;
+        run.clock_name = has_base_time_ ? "kineto (ns since baseTimeNanoseconds)" : "kineto (Unix epoch)";
+        auto name = process_names_.find(host_pid_);
+        if (name != process_names_.end()) sink_.name_process(host_pid_, name->second);
+        if (span_start_ <= span_end_) {
+            run.start_ns = sink_.any_event() ? std::min(span_start_, sink_.earliest_ns()) : span_start_;
+            run.end_ns = sink_.any_event() ? std::max(span_end_, sink_.latest_ns()) : span_end_;
+        }
+        static constexpr std::pair<std::uint32_t, const char*> kCategoryNames[] = {
+            {kCategoryStep, "step"}, {kCategoryCompute, "compute"}, {kCategoryDataloader, "dataloader"},
+            {kCategoryCommunication, "communication"}};
+        for (const auto& [domain, category] : used_categories_) {
+            for (const auto& [number, category_name] : kCategoryNames) {
+                if (number == category) sink_.name_nvtx_category(domain, category, category_name);
+            }
+        }
+    }
+
+    std::int64_t host_pid_ = 0;
+    std::optional<std::int32_t> distributed_rank_;
+    std::optional<std::int32_t> distributed_world_size_;
+    bool has_base_time_ = false;
+    trace::TimeNs span_start_ = std::numeric_limits<trace::TimeNs>::max();
+    trace::TimeNs span_end_ = std::numeric_limits<trace::TimeNs>::min();
+    std::map<std::int64_t, std::string> process_names_;
+    std::set<trace::StreamId> nccl_streams_;
+    std::set<std::pair<trace::StringId, std::uint32_t>> used_categories_;
+};
+
+}  // namespace
+
+void import_kineto_json(ImportSink& sink) {
+    KinetoImporter importer(sink);
+    importer.run();
+}
+
+}  // namespace ember::importing

@@ -1,0 +1,901 @@
+// nsys_importer.cpp: Nsight Systems SQLite export (`nsys export --type sqlite`,
+// schema 2.x - 3.x) -> ember trace.
+//
+// An export has one table per kind of activity, created only when there was such
+// activity, and NVIDIA adds columns and ENUM_* tables between versions. So nothing
+// is assumed: the tables present are listed, each table's columns are read with
+// PRAGMA table_info, a missing required column is an error naming the table, and
+// an optional one is simply not used. Timestamps are integer ns from the session
+// start; TARGET_INFO_SESSION_START_TIME.utcEpochNs is that start's wall time
+// (ranks of one job line up through it). globalTid packs pid and tid:
+// pid = (globalTid >> 24) & 0xFFFFFF, tid = globalTid & 0xFFFFFF.
+//
+// Index:
+//   [SECTION] Reading tables whose columns vary
+//   [SECTION] Strings, enums, threads
+//   [SECTION] Run, devices
+//   [SECTION] CUDA: runtime, kernels, copies, memsets, synchronizations
+//   [SECTION] NVTX
+//   [SECTION] What is not imported
+#include "profiler/import/importers.h"
+
+#include "profiler/import/decimal_time.h"
+#include "profiler/store/sqlite_util.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::importing {
+
+using store::TraceError;
+using store::TraceErrorKind;
+
+namespace {
+
+// NVTX event types (NVIDIA's "NVTX Event Type Values").
+constexpr std::int64_t kNvtxCategoryName = 33;
+constexpr std::int64_t kNvtxMark = 34;
+constexpr std::int64_t kNvtxThreadName = 39;
+constexpr std::int64_t kNvtxPushPop = 59;
+constexpr std::int64_t kNvtxStartEnd = 60;
+constexpr std::int64_t kNvtxDomainCreate = 75;
+
+std::int64_t pid_of(std::int64_t global_tid) { return (global_tid >> 24) & 0xFFFFFF; }
+std::int64_t tid_of(std::int64_t global_tid) { return global_tid & 0xFFFFFF; }
+
+std::string upper(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// "cudaMemcpy_v3020" -> "cudaMemcpy", as nsys stats names API calls.
+std::string_view without_version_suffix(std::string_view name) {
+    std::size_t at = name.rfind("_v");
+    if (at == std::string_view::npos || at + 2 == name.size()) return name;
+    for (char c : name.substr(at + 2)) {
+        if (c < '0' || c > '9') return name;
+    }
+    return name.substr(0, at);
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Reading tables whose columns vary
+// ---------------------------------------------------------------------------
+
+// One scan of a table with the columns it has. Columns are named at construction
+// (required ones must exist); values are read by the index index_of() gives, -1 for
+// an optional column the table lacks (reads as NULL).
+class TableScan {
+public:
+    TableScan(sqlite3* db, const std::string& path, const std::string& table, std::initializer_list<const char*> required,
+              std::initializer_list<const char*> optional)
+        : path_(path), table_(table) {
+        std::set<std::string> present;
+        {
+            store::Statement info(db, path, fmt::format("PRAGMA table_info(\"{}\")", table));
+            while (info.next_row()) present.insert(info.column_text(1));
+        }
+        std::string sql = "SELECT rowid";
+        int position = 1;
+        for (const char* column : required) {
+            if (!present.count(column)) {
+                throw TraceError(TraceErrorKind::missing_table, path,
+                                 fmt::format("table {} has no column {} (an nsys export schema this importer does not "
+                                             "know)",
+                                             table, column));
+            }
+            names_.emplace_back(column);
+            positions_.push_back(position++);
+            sql += fmt::format(", \"{}\"", column);
+        }
+        for (const char* column : optional) {
+            names_.emplace_back(column);
+            if (present.count(column)) {
+                positions_.push_back(position++);
+                sql += fmt::format(", \"{}\"", column);
+            } else {
+                positions_.push_back(-1);
+            }
+        }
+        sql += fmt::format(" FROM \"{}\"", table);
+        statement_ = store::Statement(db, path, sql);
+    }
+
+    bool next() {
+        try {
+            return statement_.next_row();
+        } catch (const TraceError& error) {
+            throw TraceError(error.kind(), path_, fmt::format("reading table {}: {}", table_, error.what()));
+        }
+    }
+    int index_of(std::string_view column) const {
+        for (std::size_t i = 0; i < names_.size(); ++i) {
+            if (names_[i] == column) return static_cast<int>(i);
+        }
+        return -1;
+    }
+    bool has(int index) const { return index >= 0 && positions_[static_cast<std::size_t>(index)] >= 0; }
+    std::int64_t rowid() const { return statement_.column_int64(0); }
+    bool is_null(int index) const {
+        return !has(index) || statement_.column_type(positions_[static_cast<std::size_t>(index)]) == SQLITE_NULL;
+    }
+    // An integer column; NULL, text or a real number is an error naming the row.
+    std::int64_t integer(int index) const {
+        if (!has(index)) fail(fmt::format("has no column {}", names_[static_cast<std::size_t>(index)]));
+        int position = positions_[static_cast<std::size_t>(index)];
+        int type = statement_.column_type(position);
+        if (type != SQLITE_INTEGER) {
+            fail(fmt::format("{} is {} where an integer was expected", names_[static_cast<std::size_t>(index)],
+                             type == SQLITE_NULL ? "NULL" : (type == SQLITE_TEXT ? "text" : "not an integer")));
+        }
+        return statement_.column_int64(position);
+    }
+    std::optional<std::int64_t> maybe_integer(int index) const {
+        if (is_null(index)) return std::nullopt;
+        int position = positions_[static_cast<std::size_t>(index)];
+        if (statement_.column_type(position) != SQLITE_INTEGER) return std::nullopt;
+        return statement_.column_int64(position);
+    }
+    std::optional<double> maybe_real(int index) const {
+        if (is_null(index)) return std::nullopt;
+        int position = positions_[static_cast<std::size_t>(index)];
+        int type = statement_.column_type(position);
+        if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) return std::nullopt;
+        return statement_.column_double(position);
+    }
+    std::optional<std::string> maybe_text(int index) const {
+        if (is_null(index)) return std::nullopt;
+        int position = positions_[static_cast<std::size_t>(index)];
+        if (statement_.column_type(position) != SQLITE_TEXT) return std::nullopt;
+        return statement_.column_text(position);
+    }
+    [[noreturn]] void fail(const std::string& what, TraceErrorKind kind = TraceErrorKind::bad_value) const {
+        throw TraceError(kind, path_, fmt::format("table {} row {}: {}", table_, rowid(), what));
+    }
+    const std::string& table() const { return table_; }
+
+private:
+    std::string path_;
+    std::string table_;
+    std::vector<std::string> names_;
+    std::vector<int> positions_;
+    store::Statement statement_;
+};
+
+class NsysImporter {
+public:
+    explicit NsysImporter(ImportSink& sink) : sink_(sink), path_(sink.input()) {}
+    ~NsysImporter() {
+        strings_query_ = store::Statement();
+        if (db_ != nullptr) sqlite3_close(db_);
+    }
+    NsysImporter(const NsysImporter&) = delete;
+    NsysImporter& operator=(const NsysImporter&) = delete;
+
+    void run() {
+        open();
+        check_schema();
+        read_enums();
+        read_run();
+        read_devices();
+        read_thread_names();
+        read_runtime("CUPTI_ACTIVITY_KIND_RUNTIME");
+        read_runtime("CUPTI_ACTIVITY_KIND_DRIVER");
+        read_kernels();
+        read_memcpys();
+        read_memsets();
+        read_synchronizations();
+        read_nvtx();
+        read_overhead();
+        count_unimported_tables();
+        finish();
+    }
+
+private:
+    bool has_table(const std::string& name) const { return tables_.count(name) != 0; }
+
+    void open() {
+        int result = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+        if (result != SQLITE_OK) store::throw_sqlite_error(db_, path_, "cannot open the Nsight Systems export", result);
+        store::Statement list(db_, path_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+        while (list.next_row()) tables_.insert(list.column_text(0));
+    }
+
+    // A bad row: an error, or skipped and counted with ImportOptions::skip_invalid_events.
+    bool reject(const TableScan& scan, std::string_view reason, const std::string& what) {
+        if (sink_.options().skip_invalid_events) {
+            sink_.skip(fmt::format("{}: {}", scan.table(), reason));
+            return false;
+        }
+        scan.fail(what);
+    }
+
+    bool valid_interval(const TableScan& scan, std::int64_t start, std::int64_t end) {
+        if (start > kLargestTimeNs || start < -kLargestTimeNs || end > kLargestTimeNs || end < -kLargestTimeNs) {
+            return reject(scan, "time out of range",
+                          fmt::format("start {} / end {} lies beyond ±146 years of the session start", start, end));
+        }
+        if (end >= start) return true;
+        return reject(scan, "negative duration",
+                      fmt::format("end {} lies before start {} (negative duration)", end, start));
+    }
+
+    // ---------------------------------------------------------------------------
+    // [SECTION] Strings, enums, threads
+    // ---------------------------------------------------------------------------
+
+    void check_schema() {
+        std::optional<int> major, minor;
+        std::string version_text;
+        if (has_table("EXPORT_META_DATA")) {
+            TableScan scan(db_, path_, "EXPORT_META_DATA", {"name", "value"}, {});
+            while (scan.next()) {
+                std::optional<std::string> name = scan.maybe_text(0), value = scan.maybe_text(1);
+                if (!name || !value) continue;
+                if (*name == "EXPORT_SCHEMA_VERSION") version_text = *value;
+                if (*name == "EXPORT_SCHEMA_VERSION_MAJOR") major = std::atoi(value->c_str());
+                if (*name == "EXPORT_SCHEMA_VERSION_MINOR") minor = std::atoi(value->c_str());
+            }
+            if (!major && !version_text.empty()) major = std::atoi(version_text.c_str());
+        }
+        if (sink_.options().accept_unknown_nsys_schema) return;
+        if (!major) {
+            throw TraceError(TraceErrorKind::version_too_old, path_,
+                             "Nsight Systems export without a schema version (no EXPORT_META_DATA "
+                             "EXPORT_SCHEMA_VERSION): this importer reads schema 2.x to 3.x");
+        }
+        if (*major < 2 || *major > 3) {
+            std::string version = version_text.empty() ? fmt::format("{}.{}", *major, minor.value_or(0)) : version_text;
+            throw TraceError(*major > 3 ? TraceErrorKind::version_too_new : TraceErrorKind::version_too_old, path_,
+                             fmt::format("Nsight Systems export schema {} is not one this importer reads (2.x to 3.x)",
+                                         version));
+        }
+    }
+
+    // The text of a StringIds id; throws (an id pointing nowhere) when absent.
+    std::optional<std::string> lookup_string(std::int64_t id) {
+        if (!strings_query_) {
+            const char* table = has_table("StringIds") ? "StringIds" : (has_table("StringTable") ? "StringTable" : nullptr);
+            if (table == nullptr) return std::nullopt;
+            strings_query_ = store::Statement(db_, path_, fmt::format("SELECT value FROM \"{}\" WHERE id = ?", table));
+        }
+        strings_query_.reset();
+        strings_query_.bind(1, id);
+        std::optional<std::string> text;
+        if (strings_query_.next_row()) text = strings_query_.column_text(0);
+        strings_query_.reset();
+        return text;
+    }
+
+    // An ember string for a StringIds id (cached); nullopt after a skipped bad row.
+    std::optional<trace::StringId> name_of(const TableScan& scan, const char* column_label, std::int64_t id,
+                                           bool api_name = false) {
+        auto& cache = api_name ? api_names_ : names_;
+        auto found = cache.find(id);
+        if (found != cache.end()) return found->second;
+        std::optional<std::string> text = lookup_string(id);
+        if (!text) {
+            reject(scan, "string id not in StringIds",
+                   fmt::format("{} {} is not in StringIds (an id that points nowhere)", column_label, id));
+            return std::nullopt;
+        }
+        trace::StringId interned = sink_.intern(api_name ? without_version_suffix(*text) : std::string_view(*text));
+        cache.emplace(id, interned);
+        return interned;
+    }
+
+    // ENUM_* tables (newer exports) name their values; without them, the values
+    // of schema 2.x are used.
+    std::map<std::int64_t, std::string> enum_labels(const std::string& table) {
+        std::map<std::int64_t, std::string> labels;
+        if (!has_table(table)) return labels;
+        TableScan scan(db_, path_, table, {"id"}, {"name", "label"});
+        int name = scan.index_of("name"), label = scan.index_of("label");
+        while (scan.next()) {
+            std::optional<std::int64_t> id = scan.maybe_integer(0);
+            if (!id) continue;
+            labels[*id] = upper(scan.maybe_text(name).value_or("") + " " + scan.maybe_text(label).value_or(""));
+        }
+        return labels;
+    }
+
+    void read_enums() {
+        for (const auto& [id, text] : enum_labels("ENUM_CUDA_MEM_KIND")) {
+            trace::MemoryKind kind = trace::MemoryKind::unknown;
+            if (text.find("PAGEABLE") != std::string::npos) kind = trace::MemoryKind::pageable;
+            else if (text.find("PINNED") != std::string::npos) kind = trace::MemoryKind::pinned;
+            else if (text.find("MANAGED") != std::string::npos) kind = trace::MemoryKind::managed;
+            else if (text.find("ARRAY") != std::string::npos) kind = trace::MemoryKind::array;
+            else if (text.find("DEVICE") != std::string::npos) kind = trace::MemoryKind::device;
+            memory_kinds_[id] = kind;
+        }
+        for (const auto& [id, text] : enum_labels("ENUM_CUDA_MEMCPY_OPER")) {
+            trace::MemcpyDirection direction = trace::MemcpyDirection::unknown;
+            auto has = [&](const char* word) { return text.find(word) != std::string::npos; };
+            if (has("HTOD") || has("HOST-TO-DEVICE") || has("HTOA") || has("HOST-TO-ARRAY")) {
+                direction = trace::MemcpyDirection::host_to_device;
+            } else if (has("DTOH") || has("DEVICE-TO-HOST") || has("ATOH") || has("ARRAY-TO-HOST")) {
+                direction = trace::MemcpyDirection::device_to_host;
+            } else if (has("PTOP") || has("PEER")) {
+                direction = trace::MemcpyDirection::peer_to_peer;
+            } else if (has("HTOH") || has("HOST-TO-HOST")) {
+                direction = trace::MemcpyDirection::host_to_host;
+            } else if (has("DTOD") || has("ATOA") || has("DTOA") || has("ATOD") || has("DEVICE-TO-DEVICE") ||
+                       has("ARRAY-TO")) {
+                direction = trace::MemcpyDirection::device_to_device;
+            }
+            copy_directions_[id] = direction;
+        }
+    }
+
+    trace::MemoryKind memory_kind(std::optional<std::int64_t> value) const {
+        if (!value) return trace::MemoryKind::unknown;
+        auto found = memory_kinds_.find(*value);
+        if (found != memory_kinds_.end()) return found->second;
+        if (!memory_kinds_.empty()) return trace::MemoryKind::unknown;
+        // Schema 2.x (CUDA_MEMOPR_MEMORY_KIND): 0 pageable, 1 pinned, 2 device, 3 array,
+        // 4 managed, 5 device static, 6 managed static, 7 unknown.
+        switch (*value) {
+            case 0: return trace::MemoryKind::pageable;
+            case 1: return trace::MemoryKind::pinned;
+            case 2: return trace::MemoryKind::device;
+            case 3: return trace::MemoryKind::array;
+            case 4: return trace::MemoryKind::managed;
+            case 5: return trace::MemoryKind::device;
+            case 6: return trace::MemoryKind::managed;
+            default: return trace::MemoryKind::unknown;
+        }
+    }
+
+    trace::MemcpyDirection copy_direction(std::int64_t value) const {
+        auto found = copy_directions_.find(value);
+        if (found != copy_directions_.end()) return found->second;
+        if (!copy_directions_.empty()) return trace::MemcpyDirection::unknown;
+        // Schema 2.x (CUDA_MEMCPY_OPER, CUPTI's order): 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH,
+        // 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP.
+        switch (value) {
+            case 1:
+            case 3: return trace::MemcpyDirection::host_to_device;
+            case 2:
+            case 4: return trace::MemcpyDirection::device_to_host;
+            case 5:
+            case 6:
+            case 7:
+            case 8: return trace::MemcpyDirection::device_to_device;
+            case 9: return trace::MemcpyDirection::host_to_host;
+            case 10: return trace::MemcpyDirection::peer_to_peer;
+            default: return trace::MemcpyDirection::unknown;
+        }
+    }
+
+    void read_thread_names() {
+        if (!has_table("ThreadNames")) return;
+        TableScan scan(db_, path_, "ThreadNames", {"nameId", "globalTid"}, {});
+        while (scan.next()) {
+            std::optional<std::int64_t> name_id = scan.maybe_integer(0), global_tid = scan.maybe_integer(1);
+            if (!name_id || !global_tid) continue;
+            std::optional<std::string> name = lookup_string(*name_id);
+            if (!name) {
+                reject(scan, "string id not in StringIds",
+                       fmt::format("nameId {} is not in StringIds (an id that points nowhere)", *name_id));
+                continue;
+            }
+            sink_.name_thread(pid_of(*global_tid), tid_of(*global_tid), *name);
+        }
+    }
+
+    trace::ThreadId thread_of(std::optional<std::int64_t> global_tid) {
+        std::int64_t g = global_tid.value_or(0);
+        std::int64_t pid = pid_of(g);
+        used_pids_.insert(pid);
+        if (main_pid_ == 0) main_pid_ = pid;
+        return sink_.thread(pid, tid_of(g));
+    }
+
+    // ---------------------------------------------------------------------------
+    // [SECTION] Run, devices
+    // ---------------------------------------------------------------------------
+
+    void read_run() {
+        trace::RunInfo& run = sink_.run();
+        run.clock_name = "nsys session clock";
+        if (has_table("TARGET_INFO_SESSION_START_TIME")) {
+            TableScan scan(db_, path_, "TARGET_INFO_SESSION_START_TIME", {}, {"utcEpochNs"});
+            // nsys timestamps count from the session start, whose wall time this is.
+            if (scan.next()) run.clock_offset_to_wall_ns = scan.maybe_integer(0).value_or(0);
+        }
+        if (has_table("ANALYSIS_DETAILS")) {
+            TableScan scan(db_, path_, "ANALYSIS_DETAILS", {}, {"startTime", "stopTime"});
+            if (scan.next()) {
+                session_start_ = scan.maybe_integer(0);
+                session_stop_ = scan.maybe_integer(1);
+            }
+        }
+        if (has_table("PROCESSES")) {
+            TableScan scan(db_, path_, "PROCESSES", {}, {"pid", "name"});
+            int pid = scan.index_of("pid"), name = scan.index_of("name");
+            while (scan.next()) {
+                std::optional<std::int64_t> id = scan.maybe_integer(pid);
+                std::optional<std::string> text = scan.maybe_text(name);
+                if (id && text) process_names_[*id] = *text;
+            }
+        }
+    }
+
+    void read_devices() {
+        if (!has_table("TARGET_INFO_GPU")) return;
+        TableScan scan(db_, path_, "TARGET_INFO_GPU", {"id"},
+                       {"name", "uuid", "totalMemory", "memoryBandwidth", "smCount", "computeMajor", "computeMinor"});
+        while (scan.next()) {
+            std::int64_t id = scan.integer(0);
+            if (id < 0 || id > 1'000'000) {
+                reject(scan, "impossible device id", fmt::format("device id {} is not a CUDA device ordinal", id));
+                continue;
+            }
+            trace::DeviceInfo device;
+            device.device_id = static_cast<trace::DeviceId>(id);
+            device.name = scan.maybe_text(1).value_or("");
+            std::string uuid = scan.maybe_text(2).value_or("");
+            device.uuid = uuid.empty() || uuid.rfind("GPU-", 0) == 0 ? uuid : "GPU-" + uuid;
+            device.memory_bytes = scan.maybe_integer(3).value_or(0);
+            device.memory_bandwidth_bytes_per_second = scan.maybe_real(4).value_or(0.0);
+            device.multiprocessor_count = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
+            device.compute_capability_major = static_cast<std::int32_t>(scan.maybe_integer(6).value_or(0));
+            device.compute_capability_minor = static_cast<std::int32_t>(scan.maybe_integer(7).value_or(0));
+            sink_.describe_device(device);
+        }
+        if (has_table("TARGET_INFO_CUDA_NULL_STREAM")) {
+            TableScan scan(db_, path_, "TARGET_INFO_CUDA_NULL_STREAM", {}, {"streamId", "deviceId"});
+            while (scan.next()) {
+                std::optional<std::int64_t> stream = scan.maybe_integer(0), device = scan.maybe_integer(1);
+                if (stream && device) null_streams_.insert({*device, *stream});
+            }
+        }
+        if (has_table("TARGET_INFO_CUDA_STREAM")) {
+            TableScan scan(db_, path_, "TARGET_INFO_CUDA_STREAM", {}, {"streamId", "priority"});
+            while (scan.next()) {
+                std::optional<std::int64_t> stream = scan.maybe_integer(0), priority = scan.maybe_integer(1);
+                // Stored unsigned by some versions (4294967291 is -5).
+                if (stream && priority) stream_priorities_[*stream] = static_cast<std::int32_t>(static_cast<std::uint32_t>(*priority));
+            }
+        }
+    }
+
+    // The ember stream of a GPU row's deviceId / streamId / contextId.
+    std::optional<std::pair<trace::DeviceId, trace::StreamId>> gpu_track(const TableScan& scan, int device_column,
+                                                                          int stream_column, int context_column) {
+        std::int64_t device = scan.integer(device_column);
+        std::int64_t stream = scan.integer(stream_column);
+        if (device < 0 || device > 1'000'000 || stream < 0) {
+            reject(scan, "impossible device or stream",
+                   fmt::format("deviceId {} / streamId {} is not a device and stream", device, stream));
+            return std::nullopt;
+        }
+        auto key = std::make_pair(device, stream);
+        auto found = streams_.find(key);
+        if (found != streams_.end()) return std::make_pair(static_cast<trace::DeviceId>(device), found->second);
+        std::int64_t context = scan.maybe_integer(context_column).value_or(0);
+        auto priority = stream_priorities_.find(stream);
+        trace::StreamId id = sink_.stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream),
+                                          static_cast<std::uint32_t>(context),
+                                          priority != stream_priorities_.end() ? priority->second : 0);
+        if (null_streams_.count({device, stream})) sink_.name_stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream), "default");
+        streams_.emplace(key, id);
+        return std::make_pair(static_cast<trace::DeviceId>(device), id);
+    }
+
+    static trace::CorrelationId correlation_of(const TableScan& scan, int column) {
+        std::optional<std::int64_t> value = scan.maybe_integer(column);
+        return value && *value > 0 ? static_cast<trace::CorrelationId>(*value) : 0;
+    }
+
+    // ---------------------------------------------------------------------------
+    // [SECTION] CUDA: runtime, kernels, copies, memsets, synchronizations
+    // ---------------------------------------------------------------------------
+
+    void read_runtime(const char* table) {
+        if (!has_table(table)) return;
+        TableScan scan(db_, path_, table, {"start", "end", "nameId"}, {"globalTid", "correlationId", "returnValue"});
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            std::optional<trace::StringId> name = name_of(scan, "nameId", scan.integer(2), true);
+            if (!name) continue;
+            trace::ApiEvent call;
+            call.start_ns = start;
+            call.end_ns = end;
+            call.thread_id = thread_of(scan.maybe_integer(3));
+            call.correlation_id = correlation_of(scan, 4);
+            call.name_id = *name;
+            call.result = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
+            sink_.api_call(call);
+        }
+    }
+
+    void read_kernels() {
+        const char* table = "CUPTI_ACTIVITY_KIND_KERNEL";
+        if (!has_table(table)) return;
+        TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId"},
+                       {"contextId", "correlationId", "demangledName", "shortName", "mangledName", "gridX", "gridY",
+                        "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+                        "dynamicSharedMemory", "globalPid"});
+        int demangled = scan.index_of("demangledName"), short_name = scan.index_of("shortName"),
+            mangled = scan.index_of("mangledName");
+        int name_column = -1;
+        switch (sink_.options().kernel_names) {
+            case KernelNameStyle::demangled: name_column = demangled; break;
+            case KernelNameStyle::short_name: name_column = short_name; break;
+            case KernelNameStyle::mangled: name_column = mangled; break;
+        }
+        if (!scan.has(demangled) && !scan.has(short_name) && !scan.has(mangled)) {
+            throw TraceError(TraceErrorKind::missing_table, path_,
+                             fmt::format("table {} has no kernel name column (demangledName, shortName or mangledName)", table));
+        }
+        auto u32 = [&](int column, std::uint32_t fallback) {
+            std::optional<std::int64_t> v = scan.maybe_integer(column);
+            return v ? static_cast<std::uint32_t>(std::clamp<std::int64_t>(*v, 0, 0xffffffffll)) : fallback;
+        };
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            auto track = gpu_track(scan, 2, 3, 4);
+            if (!track) continue;
+            // The chosen name, else the demangled one, else any.
+            int column = !scan.is_null(name_column) ? name_column
+                                                    : (!scan.is_null(demangled) ? demangled : (!scan.is_null(short_name) ? short_name : mangled));
+            if (scan.is_null(column)) {
+                reject(scan, "kernel without a name", "the kernel has no name (all name columns are NULL)");
+                continue;
+            }
+            std::optional<trace::StringId> name = name_of(scan, "kernel name id", scan.integer(column));
+            if (!name) continue;
+            trace::KernelEvent kernel;
+            kernel.start_ns = start;
+            kernel.end_ns = end;
+            kernel.device_id = track->first;
+            kernel.stream_id = track->second;
+            kernel.correlation_id = correlation_of(scan, 5);
+            kernel.name_id = *name;
+            kernel.launch.grid_x = u32(9, 1);
+            kernel.launch.grid_y = u32(10, 1);
+            kernel.launch.grid_z = u32(11, 1);
+            kernel.launch.block_x = u32(12, 1);
+            kernel.launch.block_y = u32(13, 1);
+            kernel.launch.block_z = u32(14, 1);
+            kernel.launch.registers_per_thread = u32(15, 0);
+            kernel.launch.static_shared_bytes = u32(16, 0);
+            kernel.launch.dynamic_shared_bytes = u32(17, 0);
+            note_gpu_pid(scan.maybe_integer(18));
+            sink_.kernel(kernel);
+        }
+    }
+
+    void note_gpu_pid(std::optional<std::int64_t> global_pid) {
+        if (global_pid && gpu_pid_ == 0) gpu_pid_ = pid_of(*global_pid);
+    }
+
+    void read_memcpys() {
+        const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
+        if (!has_table(table)) return;
+        TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
+                       {"contextId", "correlationId", "srcKind", "dstKind", "dstDeviceId", "globalPid"});
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            auto track = gpu_track(scan, 2, 3, 6);
+            if (!track) continue;
+            std::int64_t bytes = scan.integer(4);
+            if (bytes < 0) {
+                reject(scan, "negative size", fmt::format("bytes is {}", bytes));
+                continue;
+            }
+            trace::MemcpyEvent copy;
+            copy.start_ns = start;
+            copy.end_ns = end;
+            copy.device_id = track->first;
+            copy.stream_id = track->second;
+            copy.correlation_id = correlation_of(scan, 7);
+            copy.direction = copy_direction(scan.integer(5));
+            copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0));
+            copy.source_kind = memory_kind(scan.maybe_integer(8));
+            copy.destination_kind = memory_kind(scan.maybe_integer(9));
+            if (copy.direction == trace::MemcpyDirection::peer_to_peer) {
+                std::optional<std::int64_t> peer = scan.maybe_integer(10);
+                if (peer && *peer >= 0 && *peer <= 1'000'000) copy.peer_device_id = static_cast<trace::DeviceId>(*peer);
+            }
+            note_gpu_pid(scan.maybe_integer(11));
+            sink_.memcpy(copy);
+        }
+    }
+
+    void read_memsets() {
+        const char* table = "CUPTI_ACTIVITY_KIND_MEMSET";
+        if (!has_table(table)) return;
+        TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes"},
+                       {"contextId", "correlationId", "value", "memKind", "globalPid"});
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            auto track = gpu_track(scan, 2, 3, 5);
+            if (!track) continue;
+            std::int64_t bytes = scan.integer(4);
+            if (bytes < 0) {
+                reject(scan, "negative size", fmt::format("bytes is {}", bytes));
+                continue;
+            }
+            trace::MemsetEvent set;
+            set.start_ns = start;
+            set.end_ns = end;
+            set.device_id = track->first;
+            set.stream_id = track->second;
+            set.correlation_id = correlation_of(scan, 6);
+            set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0));
+            set.value = static_cast<std::uint32_t>(scan.maybe_integer(7).value_or(0));
+            trace::MemoryKind kind = memory_kind(scan.maybe_integer(8));
+            set.memory_kind = kind == trace::MemoryKind::unknown ? trace::MemoryKind::device : kind;
+            note_gpu_pid(scan.maybe_integer(9));
+            sink_.memset(set);
+        }
+    }
+
+    void read_synchronizations() {
+        const char* table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+        if (!has_table(table)) return;
+        TableScan scan(db_, path_, table, {"start", "end"},
+                       {"deviceId", "streamId", "contextId", "correlationId", "syncType", "eventId"});
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            trace::SyncEvent wait;
+            wait.start_ns = start;
+            wait.end_ns = end;
+            std::int64_t device = scan.maybe_integer(2).value_or(0);
+            std::optional<std::int64_t> stream = scan.maybe_integer(3);
+            // CUPTI gives stream id -1 (all ones) for a context-wide wait: ember's stream 0.
+            if (stream && *stream >= 0 && *stream <= 0xfffffffell && !scan.is_null(2)) {
+                auto track = gpu_track(scan, 2, 3, 4);
+                if (!track) continue;
+                wait.device_id = track->first;
+                wait.stream_id = track->second;
+            } else {
+                wait.device_id = static_cast<trace::DeviceId>(std::clamp<std::int64_t>(device, 0, 1'000'000));
+                wait.stream_id = 0;
+            }
+            wait.correlation_id = correlation_of(scan, 5);
+            std::int64_t type = scan.maybe_integer(6).value_or(0);
+            wait.kind = type >= 1 && type <= 4 ? static_cast<trace::SyncKind>(type) : trace::SyncKind::unknown;
+            std::optional<std::int64_t> event = scan.maybe_integer(7);
+            wait.cuda_event_id = event && *event > 0 ? static_cast<std::uint64_t>(*event) : 0;
+            sink_.sync(wait);
+        }
+    }
+
+    // ---------------------------------------------------------------------------
+    // [SECTION] NVTX
+    // ---------------------------------------------------------------------------
+
+    void read_nvtx() {
+        const char* table = "NVTX_EVENTS";
+        if (!has_table(table)) return;
+        std::initializer_list<const char*> optional = {"end", "category", "color", "text", "globalTid", "textId",
+                                                        "domainId", "int64Value", "uint64Value", "int32Value",
+                                                        "uint32Value", "doubleValue", "floatValue"};
+        // Pass 1: the names the events refer to (domains, categories, threads).
+        std::map<std::int64_t, trace::StringId> domains;
+        {
+            TableScan scan(db_, path_, table, {"start", "eventType"}, optional);
+            while (scan.next()) {
+                std::int64_t type = scan.integer(1);
+                if (type != kNvtxDomainCreate && type != kNvtxCategoryName && type != kNvtxThreadName) continue;
+                std::optional<std::string> text = nvtx_text(scan);
+                if (!text) continue;
+                std::int64_t domain = scan.maybe_integer(8).value_or(0);
+                if (type == kNvtxDomainCreate) {
+                    domains[domain] = sink_.intern(*text);
+                } else if (type == kNvtxThreadName) {
+                    std::optional<std::int64_t> global_tid = scan.maybe_integer(6);
+                    if (global_tid) sink_.name_thread(pid_of(*global_tid), tid_of(*global_tid), *text);
+                } else {
+                    category_names_.push_back({domain, scan.maybe_integer(3).value_or(0), *text});
+                }
+            }
+        }
+        for (const CategoryName& category : category_names_) {
+            auto domain = domains.find(category.domain);
+            if (category.domain != 0 && domain == domains.end()) continue;
+            sink_.name_nvtx_category(category.domain == 0 ? trace::kNoString : domain->second,
+                                     static_cast<std::uint32_t>(category.category), category.name);
+        }
+        // Pass 2: ranges and marks.
+        TableScan scan(db_, path_, table, {"start", "eventType"}, optional);
+        while (scan.next()) {
+            std::int64_t type = scan.integer(1);
+            if (type != kNvtxPushPop && type != kNvtxStartEnd && type != kNvtxMark) {
+                if (type != kNvtxDomainCreate && type != kNvtxCategoryName && type != kNvtxThreadName) {
+                    sink_.skip(fmt::format("NVTX event type {} (not imported)", type));
+                }
+                continue;
+            }
+            std::int64_t start = scan.integer(0);
+            if (!valid_interval(scan, start, start)) continue;
+            std::int64_t domain = scan.maybe_integer(8).value_or(0);
+            trace::StringId domain_id = trace::kNoString;
+            if (domain != 0) {
+                auto found = domains.find(domain);
+                if (found == domains.end()) {
+                    reject(scan, "NVTX domain id without a domain",
+                           fmt::format("domainId {} names no domain (no domain-create event; an id that points nowhere)",
+                                       domain));
+                    continue;
+                }
+                domain_id = found->second;
+            }
+            std::optional<std::string> text = nvtx_text(scan);
+            if (!text) continue;
+            trace::StringId name = sink_.intern(*text);
+            trace::ThreadId thread = thread_of(scan.maybe_integer(6));
+            std::uint32_t category = static_cast<std::uint32_t>(scan.maybe_integer(3).value_or(0));
+            std::uint32_t color = static_cast<std::uint32_t>(scan.maybe_integer(4).value_or(0));
+            trace::Payload payload = nvtx_payload(scan);
+            if (type == kNvtxMark) {
+                sink_.mark({start, thread, domain_id, name, category, color, payload});
+                continue;
+            }
+            std::optional<std::int64_t> end = scan.maybe_integer(2);
+            if (!end) {
+                sink_.skip("NVTX range never ended (end is NULL)");
+                continue;
+            }
+            if (!valid_interval(scan, start, *end)) continue;
+            if (type == kNvtxStartEnd) {
+                trace::RangeEvent range;
+                range.start_ns = start;
+                range.end_ns = *end;
+                range.thread_id = thread;
+                range.domain_id = domain_id;
+                range.name_id = name;
+                range.category = category;
+                range.color = color;
+                range.payload = payload;
+                sink_.start_end_range(range);
+                continue;
+            }
+            PendingRange range;
+            range.start_ns = start;
+            range.end_ns = *end;
+            range.thread_id = thread;
+            range.domain_id = domain_id;
+            range.name_id = name;
+            range.category = category;
+            range.color = color;
+            range.payload_kind = payload.kind;
+            range.payload_integer = payload.integer;
+            range.payload_real = payload.real;
+            sink_.nested_range(range);
+        }
+    }
+
+    // The message: the text column, or a registered string (textId).
+    std::optional<std::string> nvtx_text(const TableScan& scan) {
+        if (std::optional<std::string> text = scan.maybe_text(5)) return text;
+        if (std::optional<std::int64_t> id = scan.maybe_integer(7)) {
+            std::optional<std::string> text = lookup_string(*id);
+            if (!text) {
+                reject(scan, "string id not in StringIds",
+                       fmt::format("textId {} is not in StringIds (an id that points nowhere)", *id));
+            }
+            return text;
+        }
+        return std::string();
+    }
+
+    static trace::Payload nvtx_payload(const TableScan& scan) {
+        for (int column : {9, 10, 11, 12}) {
+            if (std::optional<std::int64_t> value = scan.maybe_integer(column)) return trace::Payload::of_integer(*value);
+        }
+        for (int column : {13, 14}) {
+            if (std::optional<double> value = scan.maybe_real(column)) return trace::Payload::of_real(*value);
+        }
+        return {};
+    }
+
+    void read_overhead() {
+        const char* table = "PROFILER_OVERHEAD";
+        if (!has_table(table)) return;
+        TableScan scan(db_, path_, table, {"start", "end"}, {"globalTid", "nameId"});
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            std::optional<trace::StringId> name;
+            if (std::optional<std::int64_t> id = scan.maybe_integer(3)) name = name_of(scan, "nameId", *id);
+            if (!name) name = sink_.intern("nsys overhead");
+            std::optional<std::int64_t> global_tid = scan.maybe_integer(2);
+            sink_.overhead({start, end, sink_.thread(pid_of(global_tid.value_or(0)), tid_of(global_tid.value_or(0))), *name});
+        }
+    }
+
+    // ---------------------------------------------------------------------------
+    // [SECTION] What is not imported
+    // ---------------------------------------------------------------------------
+
+    void count_unimported_tables() {
+        static const std::set<std::string> kImported = {
+            "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"};
+        static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS", "SCHED_EVENTS", "OSRT_API",
+                                                              "GPU_METRICS", "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS",
+                                                              "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
+                                                              "NVTX_PAYLOAD_SCHEMAS", "UNIFIED_MEMORY_PAGE_FAULTS"};
+        for (const std::string& table : tables_) {
+            bool activity = (table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0 && !kImported.count(table)) ||
+                            kActivityTables.count(table) != 0;
+            if (!activity) continue;
+            store::Statement count(db_, path_, fmt::format("SELECT COUNT(*) FROM \"{}\"", table));
+            if (count.next_row() && count.column_int64(0) > 0) {
+                sink_.skip(fmt::format("{} rows (not imported)", table), count.column_int64(0));
+            }
+        }
+    }
+
+    void finish() {
+        trace::RunInfo& run = sink_.run();
+        const ImportOptions& options = sink_.options();
+        run.rank = options.rank.value_or(0);
+        run.world_size = options.world_size.value_or(1);
+        run.pid = gpu_pid_ != 0 ? gpu_pid_ : main_pid_;
+        if (session_start_) run.start_ns = *session_start_;
+        if (session_stop_) run.end_ns = std::max(*session_stop_, sink_.any_event() ? sink_.latest_ns() : *session_stop_);
+        for (std::int64_t pid : used_pids_) {
+            auto name = process_names_.find(pid);
+            if (name != process_names_.end()) sink_.name_process(pid, name->second);
+        }
+        auto name = process_names_.find(run.pid);
+        if (name != process_names_.end()) run.command_line = name->second;
+    }
+
+    struct CategoryName {
+        std::int64_t domain = 0;
+        std::int64_t category = 0;
+        std::string name;
+    };
+
+    ImportSink& sink_;
+    std::string path_;
+    sqlite3* db_ = nullptr;
+    std::set<std::string> tables_;
+    store::Statement strings_query_;
+    std::unordered_map<std::int64_t, trace::StringId> names_;
+    std::unordered_map<std::int64_t, trace::StringId> api_names_;
+    std::map<std::int64_t, trace::MemoryKind> memory_kinds_;
+    std::map<std::int64_t, trace::MemcpyDirection> copy_directions_;
+    std::map<std::pair<std::int64_t, std::int64_t>, trace::StreamId> streams_;
+    std::set<std::pair<std::int64_t, std::int64_t>> null_streams_;
+    std::map<std::int64_t, std::int32_t> stream_priorities_;
+    std::map<std::int64_t, std::string> process_names_;
+    std::set<std::int64_t> used_pids_;
+    std::vector<CategoryName> category_names_;
+    std::optional<std::int64_t> session_start_;
+    std::optional<std::int64_t> session_stop_;
+    std::int64_t main_pid_ = 0;
+    std::int64_t gpu_pid_ = 0;
+};
+
+}  // namespace
+
+void import_nsys_sqlite(ImportSink& sink) {
+    NsysImporter importer(sink);
+    importer.run();
+}
+
+}  // namespace ember::importing

@@ -1,0 +1,542 @@
+// trace_event_parser.cpp: simdjson On-Demand over one element at a time.
+//
+// Every field of an element is visited once, in the order the file has it (JSON
+// objects are unordered; Kineto puts "ph" first, the 2021 format "name"), and only
+// the keys an importer uses are decoded. Numbers are taken as their raw token and
+// parsed by decimal_time.h, so an integer never passes through a double.
+#include "profiler/import/trace_event_parser.h"
+
+#include "profiler/import/decimal_time.h"
+#include "profiler/store/trace_error.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <charconv>
+
+namespace ember::importing {
+
+static_assert(kJsonPadding >= simdjson::SIMDJSON_PADDING, "the scanner's padding must satisfy simdjson");
+
+namespace {
+
+using namespace simdjson;
+using ondemand::json_type;
+
+// Thrown inside this file only; the public functions turn it into a TraceError with
+// the file and offset.
+struct ParseFailure {
+    error_code code = SUCCESS;
+    std::string what;
+};
+
+void check(error_code code, std::string_view what) {
+    if (code != SUCCESS) throw ParseFailure{code, std::string(what)};
+}
+
+[[noreturn]] void wrong_value(std::string_view key, std::string_view expected) {
+    throw ParseFailure{INCORRECT_TYPE, fmt::format("\"{}\" must be {}", key, expected)};
+}
+
+std::string_view trimmed_token(ondemand::value& value) {
+    std::string_view token = value.raw_json_token();
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+        token.remove_suffix(1);
+    }
+    return token;
+}
+
+json_type type_of(ondemand::value& value, std::string_view key) {
+    json_type type;
+    check(value.type().get(type), key);
+    return type;
+}
+
+std::int64_t integer_of(ondemand::value& value, std::string_view key) {
+    std::int64_t result = 0;
+    json_type type = type_of(value, key);
+    if (type == json_type::number) {
+        if (!parse_decimal_scaled(trimmed_token(value), 0, result)) wrong_value(key, "a number that fits 64 bits");
+        return result;
+    }
+    if (type == json_type::string) {
+        std::string_view text;
+        check(value.get_string().get(text), key);
+        if (!parse_decimal_scaled(text, 0, result)) wrong_value(key, "a number");
+        return result;
+    }
+    wrong_value(key, "a number");
+}
+
+// For optional numeric arguments: anything but a number (or numeric string) is ignored.
+std::optional<std::int64_t> maybe_integer(ondemand::value& value, std::string_view key) {
+    json_type type = type_of(value, key);
+    std::int64_t result = 0;
+    if (type == json_type::number) {
+        if (parse_decimal_scaled(trimmed_token(value), 0, result)) return result;
+        return std::nullopt;
+    }
+    if (type == json_type::string) {
+        std::string_view text;
+        check(value.get_string().get(text), key);
+        if (parse_decimal_scaled(text, 0, result)) return result;
+    }
+    return std::nullopt;
+}
+
+std::optional<double> maybe_double(ondemand::value& value, std::string_view key) {
+    if (type_of(value, key) != json_type::number) return std::nullopt;
+    std::string_view token = trimmed_token(value);
+    double result = 0.0;
+    auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), result);
+    if (error != std::errc() || end != token.data() + token.size()) return std::nullopt;
+    return result;
+}
+
+trace::TimeNs time_of(ondemand::value& value, std::string_view key) {
+    json_type type = type_of(value, key);
+    std::string_view text;
+    if (type == json_type::number) {
+        text = trimmed_token(value);
+    } else if (type == json_type::string) {
+        check(value.get_string().get(text), key);
+    } else {
+        wrong_value(key, "a number of microseconds");
+    }
+    trace::TimeNs ns = 0;
+    // ±2^62 ns (±146 years): sums of two times and differences never overflow.
+    if (!parse_microseconds_as_ns(text, ns) || ns > kLargestTimeNs || ns < -kLargestTimeNs) {
+        wrong_value(key, "a number of microseconds within ±146 years");
+    }
+    return ns;
+}
+
+std::string_view string_of(ondemand::value& value, std::string_view key) {
+    json_type type = type_of(value, key);
+    if (type == json_type::string) {
+        std::string_view text;
+        check(value.get_string().get(text), key);
+        return text;
+    }
+    if (type == json_type::number) return trimmed_token(value);  // "name": 7 names it "7"
+    return {};
+}
+
+JsonId id_of(ondemand::value& value, std::string_view key) {
+    JsonId id;
+    id.present = true;
+    json_type type = type_of(value, key);
+    if (type == json_type::number) {
+        if (!parse_decimal_scaled(trimmed_token(value), 0, id.number)) wrong_value(key, "a 64-bit integer or a string");
+        return id;
+    }
+    if (type == json_type::string) {
+        check(value.get_string().get(id.text), key);
+        std::int64_t number = 0;
+        bool integral = !id.text.empty() && id.text.find_first_of(".eE") == std::string_view::npos;
+        if (integral && parse_decimal_scaled(id.text, 0, number)) {
+            id.number = number;
+        } else {
+            id.is_text = true;
+        }
+        return id;
+    }
+    if (type == json_type::null) {
+        id.present = false;
+        return id;
+    }
+    wrong_value(key, "a number or a string");
+}
+
+int dims_of(ondemand::value& value, std::string_view key, std::array<std::uint32_t, 3>& dims) {
+    if (type_of(value, key) != json_type::array) return 0;
+    ondemand::array array;
+    check(value.get_array().get(array), key);
+    int count = 0;
+    for (auto element_result : array) {
+        ondemand::value element;
+        check(std::move(element_result).get(element), key);
+        std::optional<std::int64_t> n = maybe_integer(element, key);
+        if (count < 3 && n && *n >= 0 && *n <= 0xffffffffll) dims[static_cast<std::size_t>(count)] = static_cast<std::uint32_t>(*n);
+        ++count;
+    }
+    return count > 3 ? 3 : count;
+}
+
+// `phase`: the event's "ph" when it came before "args" (0 otherwise); only a
+// counter ("C") needs its other numeric arguments.
+void parse_args(ondemand::value& value, TraceEventArgs& args, char phase) {
+    if (type_of(value, "args") != json_type::object) return;  // "args": null / [] carry nothing
+    ondemand::object object;
+    check(value.get_object().get(object), "args");
+    for (auto field_result : object) {
+        ondemand::field field;
+        check(std::move(field_result).get(field), "args");
+        std::string_view key;
+        check(field.unescaped_key().get(key), "args");
+        ondemand::value& v = field.value();
+        // Keys by length first: most arguments are skipped after one comparison.
+        bool known = true;
+        switch (key.size()) {
+            case 4:
+                if (key == "name") args.name = string_of(v, key);
+                else if (key == "grid") args.grid_size = dims_of(v, key, args.grid);
+                else known = false;
+                break;
+            case 5:
+                if (key == "value") {
+                    if (auto d = maybe_double(v, key); d && args.number_count < args.numbers.size()) {
+                        args.numbers[args.number_count++] = {key, *d};
+                    }
+                    args.value = maybe_integer(v, key);
+                } else if (key == "bytes" || key == "Bytes") {
+                    args.bytes = maybe_integer(v, key);
+                } else if (key == "block") {
+                    args.block_size = dims_of(v, key, args.block);
+                } else {
+                    known = false;
+                }
+                break;
+            case 6:
+                if (key == "device") args.device = maybe_integer(v, key);
+                else if (key == "stream") args.stream = maybe_integer(v, key);
+                else if (key == "result") args.result = maybe_integer(v, key);
+                else if (key == "labels") args.labels = string_of(v, key);
+                else known = false;
+                break;
+            case 7:
+                if (key == "context") {
+                    args.context = maybe_integer(v, key);
+                } else if (key == "payload") {
+                    if (type_of(v, key) == json_type::number) {
+                        std::string_view token = trimmed_token(v);
+                        std::int64_t integer = 0;
+                        if (token.find_first_of(".eE") == std::string_view::npos && parse_decimal_scaled(token, 0, integer)) {
+                            args.payload = trace::Payload::of_integer(integer);
+                        } else if (auto d = maybe_double(v, key)) {
+                            args.payload = trace::Payload::of_real(*d);
+                        }
+                    }
+                } else {
+                    known = false;
+                }
+                break;
+            case 8:
+                if (key == "category") args.nvtx_category = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 9:
+                if (key == "Device Id") args.memory_device_id = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 11:
+                if (key == "correlation") args.correlation = maybe_integer(v, key);
+                else if (key == "Device Type") args.memory_device_type = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 12:
+                if (key == "shared_bytes") args.shared_memory = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 13:
+                if (key == "shared memory") args.shared_memory = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 14:
+                if (key == "correlation_id") args.correlation = maybe_integer(v, key);
+                else if (key == "Total Reserved") args.total_reserved = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 15:
+                if (key == "Total Allocated") args.total_allocated = maybe_integer(v, key);
+                else known = false;
+                break;
+            case 20:
+                if (key == "registers per thread" || key == "registers_per_thread") {
+                    args.registers_per_thread = maybe_integer(v, key);
+                } else {
+                    known = false;
+                }
+                break;
+            default:
+                known = false;
+                break;
+        }
+        // Any other number is a series of a "C" event.
+        if (!known && (phase == 0 || phase == 'C') && args.number_count < args.numbers.size() && type_of(v, key) == json_type::number) {
+            if (auto d = maybe_double(v, key)) args.numbers[args.number_count++] = {key, *d};
+        }
+    }
+}
+
+// Replaces each byte that is not part of a valid UTF-8 sequence by '?'.
+void repair_utf8(const char* data, std::size_t size, std::vector<char>& out) {
+    out.assign(data, data + size);
+    auto byte = [&](std::size_t i) { return static_cast<unsigned char>(out[i]); };
+    std::size_t i = 0;
+    while (i < size) {
+        unsigned char c = byte(i);
+        std::size_t length = 0;
+        unsigned char low = 0x80, high = 0xBF;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            length = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            length = 3;
+            if (c == 0xE0) low = 0xA0;
+            if (c == 0xED) high = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            length = 4;
+            if (c == 0xF0) low = 0x90;
+            if (c == 0xF4) high = 0x8F;
+        }
+        bool valid = length > 0 && i + length <= size;
+        for (std::size_t k = 1; valid && k < length; ++k) {
+            unsigned char next = byte(i + k);
+            unsigned char lo = k == 1 ? low : 0x80, hi = k == 1 ? high : 0xBF;
+            valid = next >= lo && next <= hi;
+        }
+        if (valid) {
+            i += length;
+        } else {
+            out[i] = '?';
+            ++i;
+        }
+    }
+    out.resize(size + kJsonPadding, ' ');
+}
+
+}  // namespace
+
+struct TraceEventParser::State {
+    ondemand::parser parser;
+    ondemand::document document;
+    std::vector<char> repaired;
+};
+
+TraceEventParser::TraceEventParser(const InputStream& input) : state_(std::make_unique<State>()), input_(input) {}
+
+TraceEventParser::~TraceEventParser() = default;
+
+namespace {
+
+// Starts a document over the item's text; invalid UTF-8 (a truncated name in a
+// profiler's output) is replaced by '?' rather than failing the whole import.
+void start_document(ondemand::parser& parser, ondemand::document& document, std::vector<char>& repaired,
+                    const JsonItem& item, std::int64_t& repairs) {
+    error_code code = parser.iterate(item.data, item.size, item.size + kJsonPadding).get(document);
+    if (code == UTF8_ERROR) {
+        repair_utf8(item.data, item.size, repaired);
+        ++repairs;
+        code = parser.iterate(repaired.data(), item.size, repaired.size()).get(document);
+    }
+    check(code, "");
+}
+
+}  // namespace
+
+void TraceEventParser::parse_event(const JsonItem& item, TraceEventFields& fields) {
+    fields = TraceEventFields{};
+    try {
+        ondemand::document& document = state_->document;
+        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        ondemand::object object;
+        error_code code = document.get_object().get(object);
+        if (code == INCORRECT_TYPE) throw ParseFailure{code, "the element is not an object"};
+        check(code, "");
+        for (auto field_result : object) {
+            ondemand::field field;
+            check(std::move(field_result).get(field), "");
+            std::string_view key;
+            check(field.unescaped_key().get(key), "");
+            ondemand::value& value = field.value();
+            if (key.size() > 4) continue;  // every top-level key read here is short
+            if (key == "ph") {
+                std::string_view phase = string_of(value, key);
+                fields.phase = phase.empty() ? '?' : phase.front();
+            } else if (key == "ts") {
+                fields.ts_ns = time_of(value, key);
+                fields.has_ts = true;
+            } else if (key == "dur") {
+                fields.dur_ns = time_of(value, key);
+                fields.has_dur = true;
+            } else if (key == "name") {
+                fields.name = string_of(value, key);
+            } else if (key == "cat") {
+                fields.category = string_of(value, key);
+            } else if (key == "pid") {
+                fields.pid = id_of(value, key);
+            } else if (key == "tid") {
+                fields.tid = id_of(value, key);
+            } else if (key == "id") {
+                fields.id = id_of(value, key);
+            } else if (key == "args") {
+                fields.has_args = true;
+                parse_args(value, fields.args, fields.phase);
+            } else if (key == "s") {
+                fields.scope = string_of(value, key);
+            } else if (key == "bp") {
+                fields.binding_point = string_of(value, key);
+            }
+        }
+    } catch (const ParseFailure& failure) {
+        std::string detail = failure.what.empty() ? std::string(error_message(failure.code))
+                                                  : fmt::format("{} ({})", failure.what, error_message(failure.code));
+        throw store::TraceError(store::TraceErrorKind::corrupt, input_.path(),
+                                fmt::format("malformed traceEvents element #{} at {}: {}", item.index,
+                                            input_.describe_offset(item.offset), detail));
+    }
+}
+
+namespace {
+
+[[noreturn]] void top_level_failure(const InputStream& input, const JsonItem& item, const ParseFailure& failure) {
+    std::string detail = failure.what.empty() ? std::string(error_message(failure.code))
+                                              : fmt::format("{} ({})", failure.what, error_message(failure.code));
+    throw store::TraceError(store::TraceErrorKind::corrupt, input.path(),
+                            fmt::format("malformed value of \"{}\" at {}: {}", item.key, input.describe_offset(item.offset),
+                                        detail));
+}
+
+}  // namespace
+
+std::vector<trace::DeviceInfo> TraceEventParser::device_properties(const JsonItem& item) {
+    std::vector<trace::DeviceInfo> devices;
+    try {
+        ondemand::document& document = state_->document;
+        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        ondemand::array array;
+        check(document.get_array().get(array), "deviceProperties must be an array");
+        for (auto entry_result : array) {
+            ondemand::object entry;
+            check(entry_result.get_object().get(entry), "each device must be an object");
+            trace::DeviceInfo device;
+            bool has_id = false;
+            for (auto field_result : entry) {
+                ondemand::field field;
+                check(std::move(field_result).get(field), "");
+                std::string_view key;
+                check(field.unescaped_key().get(key), "");
+                ondemand::value& v = field.value();
+                if (key == "id") {
+                    std::int64_t id = integer_of(v, key);
+                    if (id < 0 || id > 1'000'000) wrong_value(key, "a device ordinal");
+                    device.device_id = static_cast<trace::DeviceId>(id);
+                    has_id = true;
+                } else if (key == "name") {
+                    device.name = std::string(string_of(v, key));
+                } else if (key == "totalGlobalMem") {
+                    device.memory_bytes = maybe_integer(v, key).value_or(0);
+                } else if (key == "computeMajor") {
+                    device.compute_capability_major = static_cast<std::int32_t>(maybe_integer(v, key).value_or(0));
+                } else if (key == "computeMinor") {
+                    device.compute_capability_minor = static_cast<std::int32_t>(maybe_integer(v, key).value_or(0));
+                } else if (key == "numSms") {
+                    device.multiprocessor_count = static_cast<std::int32_t>(maybe_integer(v, key).value_or(0));
+                } else if (key == "uuid") {
+                    device.uuid = std::string(string_of(v, key));
+                }
+            }
+            if (has_id) devices.push_back(std::move(device));
+        }
+    } catch (const ParseFailure& failure) {
+        top_level_failure(input_, item, failure);
+    }
+    return devices;
+}
+
+KinetoDistributedInfo TraceEventParser::distributed_info(const JsonItem& item) {
+    KinetoDistributedInfo info;
+    try {
+        ondemand::document& document = state_->document;
+        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        ondemand::object object;
+        check(document.get_object().get(object), "distributedInfo must be an object");
+        for (auto field_result : object) {
+            ondemand::field field;
+            check(std::move(field_result).get(field), "");
+            std::string_view key;
+            check(field.unescaped_key().get(key), "");
+            ondemand::value& v = field.value();
+            if (key == "rank") {
+                std::int64_t rank = integer_of(v, key);
+                if (rank < 0 || rank > 0x7fffffff) wrong_value(key, "a rank");
+                info.rank = static_cast<std::int32_t>(rank);
+            } else if (key == "world_size") {
+                std::int64_t size = integer_of(v, key);
+                if (size < 1 || size > 0x7fffffff) wrong_value(key, "a world size");
+                info.world_size = static_cast<std::int32_t>(size);
+            } else if (key == "backend") {
+                info.backend = std::string(string_of(v, key));
+            } else if (key == "nccl_version") {
+                info.nccl_version = std::string(string_of(v, key));
+            }
+        }
+    } catch (const ParseFailure& failure) {
+        top_level_failure(input_, item, failure);
+    }
+    return info;
+}
+
+std::optional<std::int64_t> TraceEventParser::integer(const JsonItem& item) {
+    try {
+        ondemand::document& document = state_->document;
+        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        ondemand::value value;
+        // A scalar document: read it through its raw token.
+        std::string_view token;
+        check(document.raw_json_token().get(token), "");
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+            token.remove_suffix(1);
+        }
+        std::int64_t result = 0;
+        if (parse_decimal_scaled(token, 0, result)) return result;
+        throw ParseFailure{INCORRECT_TYPE, "expected an integer"};
+    } catch (const ParseFailure& failure) {
+        top_level_failure(input_, item, failure);
+    }
+}
+
+std::optional<std::string> TraceEventParser::string(const JsonItem& item) {
+    try {
+        ondemand::document& document = state_->document;
+        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        std::string_view text;
+        if (document.get_string().get(text) != SUCCESS) return std::nullopt;
+        return std::string(text);
+    } catch (const ParseFailure& failure) {
+        top_level_failure(input_, item, failure);
+    }
+}
+
+ChromeOtherData TraceEventParser::other_data(const JsonItem& item) {
+    ChromeOtherData data;
+    try {
+        ondemand::document& document = state_->document;
+        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        ondemand::object object;
+        if (document.get_object().get(object) != SUCCESS) return data;
+        for (auto field_result : object) {
+            ondemand::field field;
+            check(std::move(field_result).get(field), "");
+            std::string_view key;
+            check(field.unescaped_key().get(key), "");
+            ondemand::value& v = field.value();
+            if (key == "time_origin_ns") {
+                data.time_origin_ns = maybe_integer(v, key);
+                if (data.time_origin_ns && (*data.time_origin_ns > kLargestTimeNs || *data.time_origin_ns < -kLargestTimeNs)) {
+                    wrong_value(key, "a time within ±146 years");
+                }
+            } else if (key == "exporter") {
+                data.exporter = std::string(string_of(v, key));
+            }
+        }
+    } catch (const ParseFailure& failure) {
+        top_level_failure(input_, item, failure);
+    }
+    return data;
+}
+
+}  // namespace ember::importing

@@ -1,0 +1,190 @@
+// chrome_test.cpp: the Chrome Trace Event importer. ember's own export round-trips:
+// synth -> `export --format chrome` -> import gives the same kernel, CUDA API, NVTX and
+// memory tables of profiler/analysis, the same tracks and the same API-to-GPU links.
+// Generic Trace Event files import too: "B"/"E" pairs nest, "b"/"e" become start/end
+// ranges, instants marks, "C" events counters, metadata names threads and processes.
+#include "profiler/analysis/duration_summary.h"
+#include "profiler/export/chrome_trace.h"
+#include "profiler/import/import.h"
+#include "profiler/store/reader.h"
+#include "profiler/synth/synthetic_trace.h"
+#include "tests/profiler/import/import_fixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace {
+
+using namespace ember;
+using import_test::TempDir;
+
+template <typename Event>
+std::vector<Event> all_events(const store::TraceReader& reader,
+                              std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&, const store::Visitor<Event>&) const) {
+    std::vector<Event> events;
+    (reader.*for_each)({}, [&](const Event& event) {
+        events.push_back(event);
+        return true;
+    });
+    return events;
+}
+
+void expect_same_rows(const std::vector<analysis::DurationSummaryRow>& a, const std::vector<analysis::DurationSummaryRow>& b,
+                      const char* what) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        SCOPED_TRACE(std::string(what) + ": " + a[i].name);
+        EXPECT_EQ(a[i].name, b[i].name);
+        EXPECT_EQ(a[i].domain, b[i].domain);
+        EXPECT_EQ(a[i].style, b[i].style);
+        EXPECT_EQ(a[i].stats.instances, b[i].stats.instances);
+        EXPECT_EQ(a[i].stats.total_ns, b[i].stats.total_ns);
+        EXPECT_EQ(a[i].stats.min_ns, b[i].stats.min_ns);
+        EXPECT_EQ(a[i].stats.max_ns, b[i].stats.max_ns);
+        EXPECT_EQ(a[i].stats.median_ns, b[i].stats.median_ns);
+        EXPECT_DOUBLE_EQ(a[i].stats.stddev_ns, b[i].stats.stddev_ns);
+    }
+}
+
+TEST(ChromeRoundTrip, SynthExportImportGivesTheSameTables) {
+    TempDir dir;
+    synth::SyntheticTraceOptions options;
+    options.events = 30'000;
+    options.seed = 11;
+    synth::write_synthetic_traces(dir.path("synth.db"), options);
+    {
+        store::TraceReader original(dir.path("synth.db"));
+        exporting::OutputFile out(dir.path("synth.json"));
+        exporting::export_chrome_trace(original, out);
+        out.close();
+    }
+    ASSERT_EQ(importing::detect_format(dir.path("synth.json")), importing::SourceFormat::chrome);
+    importing::ImportedFile imported = importing::import_file(dir.path("synth.json"), dir.path("back.db"));
+    store::TraceReader original(dir.path("synth.db")), back(dir.path("back.db"));
+
+    expect_same_rows(analysis::kernel_summary(original), analysis::kernel_summary(back), "kernels");
+    expect_same_rows(analysis::api_summary(original), analysis::api_summary(back), "api");
+    expect_same_rows(analysis::range_summary(original), analysis::range_summary(back), "nvtx");
+    expect_same_rows(analysis::memory_time_summary(original), analysis::memory_time_summary(back), "memory time");
+    expect_same_rows(analysis::memory_size_summary(original), analysis::memory_size_summary(back), "memory size");
+    for (const char* table : {"kernels", "memcpys", "memsets", "synchronizations", "api_calls", "ranges", "marks",
+                              "counter_samples", "collector_overhead"}) {
+        EXPECT_EQ(original.event_count(table), back.event_count(table)) << table;
+    }
+    // Absolute times come back through the export's time origin.
+    EXPECT_EQ(all_events(original, &store::TraceReader::for_each_kernel).front().start_ns,
+              all_events(back, &store::TraceReader::for_each_kernel).front().start_ns);
+    EXPECT_EQ(original.run().start_ns, back.run().start_ns);
+    // Every API call still reaches its GPU work.
+    EXPECT_EQ(imported.counts.unlinked_gpu_events, 0);
+    EXPECT_EQ(imported.counts.flows, original.event_count("kernels") + original.event_count("memcpys") +
+                                         original.event_count("memsets"));
+    // Tracks: streams keep their CUDA ids and names, threads their OS ids and names.
+    std::set<std::pair<std::uint64_t, std::string>> streams_a, streams_b;
+    for (const auto& s : original.streams()) streams_a.insert({s.cuda_stream_id, s.name});
+    for (const auto& s : back.streams()) streams_b.insert({s.cuda_stream_id, s.name});
+    EXPECT_EQ(streams_a, streams_b);
+    std::set<std::pair<std::int64_t, std::string>> threads_a, threads_b;
+    for (const auto& t : original.threads()) {
+        if (original.event_count("ranges") > 0) threads_a.insert({t.tid, t.name});
+    }
+    for (const auto& t : back.threads()) threads_b.insert({t.tid, t.name});
+    for (const auto& thread : threads_b) EXPECT_TRUE(threads_a.count(thread)) << thread.second;
+    ASSERT_EQ(back.devices().size(), original.devices().size());
+    EXPECT_EQ(back.devices()[0].name, original.devices()[0].name);
+    ASSERT_EQ(back.processes().size(), 1u);
+    EXPECT_EQ(back.processes()[0].name, original.processes()[0].name);
+    // Counters keep their names and units.
+    std::set<std::string> counters_a, counters_b;
+    for (const auto& c : original.counters()) counters_a.insert(c.name + "|" + c.unit);
+    for (const auto& c : back.counters()) counters_b.insert(c.name + "|" + c.unit);
+    EXPECT_EQ(counters_a, counters_b);
+}
+
+// An imported trace is an ember trace like any other: its export comes back the same.
+TEST(ChromeRoundTrip, AnImportedKinetoTraceExportsAndComesBack) {
+    TempDir dir;
+    import_test::write_file(dir.path("k.json"), import_test::kineto_fixture());
+    importing::import_file(dir.path("k.json"), dir.path("k.db"));
+    {
+        store::TraceReader imported(dir.path("k.db"));
+        exporting::OutputFile out(dir.path("k.chrome.json"));
+        exporting::export_chrome_trace(imported, out);
+        out.close();
+    }
+    importing::import_file(dir.path("k.chrome.json"), dir.path("back.db"));
+    store::TraceReader imported(dir.path("k.db")), back(dir.path("back.db"));
+    expect_same_rows(analysis::kernel_summary(imported), analysis::kernel_summary(back), "kernels");
+    expect_same_rows(analysis::api_summary(imported), analysis::api_summary(back), "api");
+    expect_same_rows(analysis::range_summary(imported), analysis::range_summary(back), "nvtx");
+    auto steps = all_events(back, &store::TraceReader::for_each_range);
+    auto step = std::find_if(steps.begin(), steps.end(), [&](const auto& r) { return back.string(r.name_id) == "step"; });
+    ASSERT_NE(step, steps.end());
+    EXPECT_EQ(step->payload, trace::Payload::of_integer(7));
+    EXPECT_EQ(step->category, 1u);
+}
+
+TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
+    TempDir dir;
+    // The JSON Array Format, closing bracket omitted (allowed by the format).
+    import_test::write_file(dir.path("generic.json"), import_test::chrome_generic_fixture());
+    ASSERT_EQ(importing::detect_format(dir.path("generic.json")), importing::SourceFormat::chrome);
+    importing::ImportedFile imported = importing::import_file(dir.path("generic.json"), dir.path("generic.db"));
+    store::TraceReader reader(dir.path("generic.db"));
+    std::map<std::string, trace::RangeEvent> ranges;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        ranges[std::string(reader.string(range.name_id))] = range;
+    }
+    ASSERT_EQ(ranges.size(), 4u);
+    EXPECT_EQ(ranges.at("outer").start_ns, 10'000);
+    EXPECT_EQ(ranges.at("outer").end_ns, 20'000);
+    EXPECT_EQ(ranges.at("outer").depth, 0);
+    EXPECT_EQ(reader.string(ranges.at("outer").domain_id), "app");
+    EXPECT_EQ(ranges.at("inner").start_ns, 12'500);
+    EXPECT_EQ(ranges.at("inner").parent_range_id, ranges.at("outer").range_id);
+    EXPECT_EQ(ranges.at("inner").payload, trace::Payload::of_integer(3));
+    EXPECT_EQ(ranges.at("sibling").depth, 1);
+    EXPECT_EQ(ranges.at("request").depth, -1);  // async: start/end
+    EXPECT_EQ(ranges.at("request").end_ns, 30'000);
+    const trace::ThreadInfo* worker = reader.thread(ranges.at("outer").thread_id);
+    ASSERT_NE(worker, nullptr);
+    EXPECT_EQ(worker->name, "worker");
+    EXPECT_EQ(worker->pid, 7);
+    ASSERT_EQ(reader.processes().size(), 1u);
+    EXPECT_EQ(reader.processes()[0].name, "renderer");
+    EXPECT_EQ(imported.counts.marks, 1);
+    EXPECT_EQ(imported.counts.counter_samples, 2);
+    std::set<std::string> counters;
+    for (const auto& counter : reader.counters()) counters.insert(counter.name);
+    EXPECT_EQ(counters, (std::set<std::string>{"heap.free", "heap.used"}));
+    EXPECT_EQ(imported.counts.skipped.at("flow event (links come from correlation ids)"), 1);
+    EXPECT_EQ(imported.counts.skipped.at("phase 'O' (not imported)"), 1);
+    EXPECT_EQ(imported.counts.skipped.at("\"B\" event never ended (\"E\" missing)"), 1);
+}
+
+TEST(ChromeGeneric, AnEndWithoutABeginIsAnErrorOrCountedWhenAsked) {
+    TempDir dir;
+    import_test::write_file(dir.path("e.json"), R"({"traceEvents": [
+      {"ph": "X", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+      {"ph": "E", "pid": 1, "tid": 1, "ts": 5}]})");
+    try {
+        importing::import_file(dir.path("e.json"), dir.path("e.db"));
+        FAIL() << "an E with no B imported";
+    } catch (const store::TraceError& error) {
+        EXPECT_EQ(error.kind(), store::TraceErrorKind::bad_value);
+        std::string message = error.what();
+        EXPECT_NE(message.find(dir.path("e.json")), std::string::npos) << message;
+        EXPECT_NE(message.find("element #1"), std::string::npos) << message;
+        EXPECT_NE(message.find("closes nothing"), std::string::npos) << message;
+    }
+    importing::ImportOptions lenient;
+    lenient.skip_invalid_events = true;
+    importing::ImportedFile imported = importing::import_file(dir.path("e.json"), dir.path("e.db"), lenient);
+    EXPECT_EQ(imported.counts.ranges, 1);
+    EXPECT_EQ(imported.counts.skipped.at("\"E\" without a \"B\""), 1);
+}
+
+}  // namespace

@@ -1,0 +1,247 @@
+// errors_test.cpp: bad input of every kind gives a store::TraceError whose message
+// names the file and where (byte offset, element, or table and row) and what was
+// wrong — never a crash — and leaves no output that looks complete: nothing at the
+// output path (or the previous file there, untouched), no temporary files.
+#include "profiler/import/import.h"
+#include "profiler/store/reader.h"
+#include "tests/profiler/import/import_fixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace {
+
+using namespace ember;
+using import_test::TempDir;
+using store::TraceErrorKind;
+
+struct Failure {
+    TraceErrorKind kind;
+    std::string message;
+};
+
+// Imports `input` expecting failure; checks the message names the input and that only
+// `input` (and `keep`) is left in the folder.
+Failure expect_import_failure(const TempDir& dir, const std::string& input, const importing::ImportOptions& options = {},
+                              std::vector<std::string> keep = {}) {
+    Failure failure{TraceErrorKind::io, ""};
+    const std::string output = dir.path("out.db");
+    try {
+        importing::import_file(input, output, options);
+        ADD_FAILURE() << input << " imported without an error";
+    } catch (const store::TraceError& error) {
+        failure = {error.kind(), error.what()};
+        EXPECT_NE(failure.message.find(input), std::string::npos) << "the message must name the file: " << failure.message;
+    } catch (const std::exception& error) {
+        ADD_FAILURE() << "not a TraceError: " << error.what();
+    }
+    keep.push_back(std::filesystem::path(input).filename().string());
+    std::sort(keep.begin(), keep.end());
+    EXPECT_EQ(dir.files(), keep) << "nothing but the input may be left: " << failure.message;
+    return failure;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+importing::ImportOptions as_chrome() {
+    importing::ImportOptions options;
+    options.format = importing::SourceFormat::chrome;
+    return options;
+}
+
+// --- JSON -----------------------------------------------------------------------------
+
+TEST(ImportErrors, TruncatedGzipNamesTheByteWhereTheFileEnds) {
+    TempDir dir;
+    std::string gz = import_test::gzip_bytes(import_test::kineto_fixture());
+    import_test::write_file(dir.path("cut.json.gz"), gz.substr(0, gz.size() / 2));
+    Failure failure = expect_import_failure(dir, dir.path("cut.json.gz"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::truncated);
+    EXPECT_TRUE(contains(failure.message, "truncated gzip")) << failure.message;
+    EXPECT_TRUE(contains(failure.message, std::to_string(gz.size() / 2))) << failure.message;
+}
+
+TEST(ImportErrors, CorruptGzipNamesTheByte) {
+    TempDir dir;
+    std::string gz = import_test::gzip_bytes(import_test::kineto_fixture());
+    for (std::size_t i = 20; i < 60; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
+    import_test::write_file(dir.path("bad.json.gz"), gz);
+    Failure failure = expect_import_failure(dir, dir.path("bad.json.gz"));
+    EXPECT_TRUE(failure.kind == TraceErrorKind::corrupt || failure.kind == TraceErrorKind::not_a_trace) << failure.message;
+    EXPECT_TRUE(contains(failure.message, "byte")) << failure.message;
+}
+
+TEST(ImportErrors, MalformedJsonNamesTheByteOffset) {
+    TempDir dir;
+    // A missing comma between two elements, at a known offset.
+    std::string json = R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1} {"ph": "X"}]})";
+    import_test::write_file(dir.path("comma.json"), json);
+    Failure failure = expect_import_failure(dir, dir.path("comma.json"), as_chrome());
+    EXPECT_EQ(failure.kind, TraceErrorKind::corrupt);
+    EXPECT_TRUE(contains(failure.message, "malformed JSON at byte " + std::to_string(json.find(" {\"ph\": \"X\"}") + 1)))
+        << failure.message;
+    EXPECT_TRUE(contains(failure.message, "expected ',' or ']'")) << failure.message;
+}
+
+TEST(ImportErrors, AMalformedElementNamesItsNumberAndOffset) {
+    TempDir dir;
+    std::string json = R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, {"ph": "X", "ts": [1], "pid": 1}]})";
+    import_test::write_file(dir.path("element.json"), json);
+    Failure failure = expect_import_failure(dir, dir.path("element.json"), as_chrome());
+    EXPECT_EQ(failure.kind, TraceErrorKind::corrupt);
+    EXPECT_TRUE(contains(failure.message, "element #1 at byte " + std::to_string(json.find("{\"ph\": \"X\", \"ts\""))))
+        << failure.message;
+    EXPECT_TRUE(contains(failure.message, "\"ts\"")) << failure.message;
+}
+
+TEST(ImportErrors, TruncatedJsonSaysWhereItEnds) {
+    TempDir dir;
+    std::string json = import_test::kineto_fixture();
+    json.resize(json.size() / 3);
+    import_test::write_file(dir.path("short.json"), json);
+    Failure failure = expect_import_failure(dir, dir.path("short.json"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::truncated);
+    EXPECT_TRUE(contains(failure.message, "ends at byte " + std::to_string(json.size()))) << failure.message;
+}
+
+TEST(ImportErrors, NegativeDurationIsAnErrorOrSkippedWhenAsked) {
+    TempDir dir;
+    std::string json = R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": -5, "args": {"device": 0, "stream": 7}}]})";
+    import_test::write_file(dir.path("negative.json"), json);
+    Failure failure = expect_import_failure(dir, dir.path("negative.json"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::bad_value);
+    EXPECT_TRUE(contains(failure.message, "negative duration (-5000 ns)")) << failure.message;
+    EXPECT_TRUE(contains(failure.message, "element #0 at byte " + std::to_string(json.find("{\"ph\"")))) << failure.message;
+    importing::ImportOptions lenient;
+    lenient.skip_invalid_events = true;
+    importing::ImportedFile imported = importing::import_file(dir.path("negative.json"), dir.path("out.db"), lenient);
+    EXPECT_EQ(imported.counts.kernels, 0);
+    EXPECT_EQ(imported.counts.skipped.at("negative duration"), 1);
+}
+
+TEST(ImportErrors, JsonThatIsNotATrace) {
+    TempDir dir;
+    import_test::write_file(dir.path("config.json"), R"({"learning_rate": 0.1, "layers": [1, 2, 3]})");
+    Failure failure = expect_import_failure(dir, dir.path("config.json"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::not_a_trace);
+    EXPECT_TRUE(contains(failure.message, "no traceEvents")) << failure.message;
+
+    import_test::write_file(dir.path("empty.json"), "");
+    EXPECT_EQ(expect_import_failure(dir, dir.path("empty.json"), {}, {"config.json"}).kind, TraceErrorKind::not_a_trace);
+    import_test::write_file(dir.path("garbage.bin"), std::string("\x00\x01\x02garbage", 10));
+    EXPECT_EQ(expect_import_failure(dir, dir.path("garbage.bin"), {}, {"config.json", "empty.json"}).kind,
+              TraceErrorKind::not_a_trace);
+}
+
+TEST(ImportErrors, AFailedImportLeavesThePreviousOutputUntouched) {
+    TempDir dir;
+    import_test::write_file(dir.path("good.json"), import_test::kineto_fixture());
+    importing::import_file(dir.path("good.json"), dir.path("out.db"));
+    std::string before = import_test::read_file(dir.path("out.db"));
+    import_test::write_file(dir.path("bad.json"), R"({"traceEvents": [{"ph": "X", "ts": "soon"}]})");
+    EXPECT_THROW(importing::import_file(dir.path("bad.json"), dir.path("out.db"), as_chrome()),
+                 store::TraceError);
+    EXPECT_EQ(import_test::read_file(dir.path("out.db")), before);
+    EXPECT_EQ(dir.files(), (std::vector<std::string>{"bad.json", "good.json", "out.db"}));
+}
+
+TEST(ImportErrors, AnUnwritableOutputNamesIt) {
+    TempDir dir;
+    import_test::write_file(dir.path("good.json"), import_test::kineto_fixture());
+    const std::string output = dir.path("no/such/folder/out.db");
+    try {
+        importing::import_file(dir.path("good.json"), output);
+        FAIL() << "imported into a missing folder";
+    } catch (const store::TraceError& error) {
+        EXPECT_NE(std::string(error.what()).find("no/such/folder"), std::string::npos) << error.what();
+    }
+}
+
+// --- Nsight Systems ------------------------------------------------------------------------
+
+TEST(ImportErrors, UnknownNsysSchemaIsRefusedWithItsVersion) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.schema_version_text = "4.1.0";
+    import_test::write_nsys_fixture(dir.path("new.sqlite"), options);
+    Failure failure = expect_import_failure(dir, dir.path("new.sqlite"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::version_too_new);
+    EXPECT_TRUE(contains(failure.message, "4.1.0")) << failure.message;
+    importing::ImportOptions anyway;
+    anyway.accept_unknown_nsys_schema = true;
+    EXPECT_EQ(importing::import_file(dir.path("new.sqlite"), dir.path("out.db"), anyway).counts.kernels, 1);
+
+    TempDir old_dir;
+    options.schema_version_text = "1.2.0";
+    import_test::write_nsys_fixture(old_dir.path("old.sqlite"), options);
+    EXPECT_EQ(expect_import_failure(old_dir, old_dir.path("old.sqlite")).kind, TraceErrorKind::version_too_old);
+
+    TempDir bare_dir;
+    options = {};
+    options.with_metadata_table = false;
+    import_test::write_nsys_fixture(bare_dir.path("bare.sqlite"), options);
+    Failure bare = expect_import_failure(bare_dir, bare_dir.path("bare.sqlite"));
+    EXPECT_TRUE(contains(bare.message, "schema version")) << bare.message;
+}
+
+TEST(ImportErrors, AMissingRequiredColumnNamesTableAndColumn) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"), "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN streamId;");
+    Failure failure = expect_import_failure(dir, dir.path("r.sqlite"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::missing_table);
+    EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_KERNEL has no column streamId")) << failure.message;
+}
+
+TEST(ImportErrors, AnIdThatPointsNowhereNamesTableAndRow) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 3;");
+    Failure failure = expect_import_failure(dir, dir.path("r.sqlite"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::bad_value);
+    EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_RUNTIME row 3: nameId 999 is not in StringIds"))
+        << failure.message;
+
+    TempDir domain_dir;
+    import_test::write_nsys_fixture(domain_dir.path("r.sqlite"));
+    import_test::exec_sql(domain_dir.path("r.sqlite"), "UPDATE NVTX_EVENTS SET domainId = 42 WHERE text = 'inner';");
+    Failure domain = expect_import_failure(domain_dir, domain_dir.path("r.sqlite"));
+    EXPECT_TRUE(contains(domain.message, "table NVTX_EVENTS row 5: domainId 42 names no domain")) << domain.message;
+}
+
+TEST(ImportErrors, NsysNegativeDurationAndWrongTypesNameTheRow) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 7 WHERE rowid = 1;");
+    Failure failure = expect_import_failure(dir, dir.path("r.sqlite"));
+    EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_MEMCPY row 1: end 1503 lies before start 1510"))
+        << failure.message;
+
+    TempDir null_dir;
+    import_test::write_nsys_fixture(null_dir.path("r.sqlite"));
+    import_test::exec_sql(null_dir.path("r.sqlite"), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon';");
+    Failure text = expect_import_failure(null_dir, null_dir.path("r.sqlite"));
+    EXPECT_TRUE(contains(text.message, "table CUPTI_ACTIVITY_KIND_KERNEL row 1: start is text")) << text.message;
+}
+
+TEST(ImportErrors, ASqliteFileThatIsNeitherEmberNorNsys) {
+    TempDir dir;
+    import_test::exec_sql(dir.path("other.sqlite"), "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada');");
+    Failure failure = expect_import_failure(dir, dir.path("other.sqlite"));
+    EXPECT_EQ(failure.kind, TraceErrorKind::not_a_trace);
+}
+
+TEST(ImportErrors, ACorruptSqliteFileIsAnError) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    std::string bytes = import_test::read_file(dir.path("r.sqlite"));
+    for (std::size_t i = 100; i < bytes.size(); i += 97) bytes[i] = static_cast<char>(bytes[i] ^ 0xff);
+    import_test::write_file(dir.path("r.sqlite"), bytes);
+    expect_import_failure(dir, dir.path("r.sqlite"));
+}
+
+}  // namespace

@@ -1,0 +1,92 @@
+// import_fixtures.h: small inputs for the importer tests and the fuzz driver, each
+// written here with every number known: a Kineto trace in the current and in the
+// 2021 category names, an Nsight Systems export (schema 2.x, or 3.x with ENUM_*
+// tables and extra columns), and helpers for files, gzip and SQL.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::import_test {
+
+// A fresh folder removed (with everything in it) at destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string path(const std::string& name) const { return folder_ + "/" + name; }
+    const std::string& folder() const { return folder_; }
+    // Files in the folder (names), to check nothing was left behind.
+    std::vector<std::string> files() const;
+
+private:
+    std::string folder_;
+};
+
+void write_file(const std::string& path, std::string_view bytes);
+std::string read_file(const std::string& path);
+std::string gzip_bytes(std::string_view bytes);
+std::string gunzip_file(const std::string& path);
+// Runs SQL on an SQLite file (creating it); throws std::runtime_error with the message.
+void exec_sql(const std::string& path, const std::string& sql);
+// One value of run_metadata as text ("" when absent).
+std::string run_metadata(const std::string& trace, const std::string& key);
+std::int64_t count_rows(const std::string& trace, const std::string& sql);
+
+// ../shared/real-traces, or "" when that folder is absent.
+std::string real_traces_dir();
+
+// --- Kineto ----------------------------------------------------------------------------
+// Current categories; distributedInfo (rank 3 of 8), deviceProperties and
+// baseTimeNanoseconds (1700000000000000000) come after traceEvents. Holds, on host
+// pid 100 / tid 100: ProfilerStep#7 [1000, 2000) µs containing
+// enumerate(DataLoader)...__next__ [1000.5, 1100.25) and python_function
+// "model.py(10): forward" [1150, 1500) which contains cpu_op aten::mm [1200, 1300)
+// and user_annotation nccl:all_reduce [1390, 1395); cudaLaunchKernel (corr 11) ->
+// kernel sgemm_128x64 on device 0 stream 7 [1300.125, 1400.5); cuLaunchKernel (12)
+// -> an NCCL kernel on stream 21 [1400, 1600); cudaMemcpyAsync (13) -> Memcpy HtoD
+// (Pinned -> Device) 1048576 bytes [1500, 1510); cudaMemsetAsync (14) -> Memset
+// (Device) 256 bytes [1520, 1521); an unlinked kernel (corr 99) [1700, 1701); a
+// [memory] sample; a gpu_user_annotation; ac2g flows; the profiler span [900, 2100).
+std::string kineto_fixture();
+// The 2021 names (Operator, Runtime, Kernel, Memcpy, Memset), string tids ("100",
+// "stream 7"), deviceProperties first, no baseTimeNanoseconds: ProfilerStep#5
+// [5000, 6000) µs containing enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__
+// [5001, 5100) and aten::conv2d [5200, 5400); cudaLaunchKernel (21) -> kernel
+// "implicit_convolve_sgemm" [5300, 5350) on stream 7; cudaMemcpyAsync (22) -> Memcpy
+// DtoH (Device -> Pageable) 4096 bytes [5500, 5504); a [memory] event without totals.
+std::string kineto_2021_fixture();
+
+// --- Chrome -----------------------------------------------------------------------------
+// A generic Trace Event file in the JSON Array Format (no closing bracket): process and
+// thread names, "B"/"E" outer [10, 20) µs holding inner [12.5, 14) (payload 3) and an
+// "X" sibling [15, 17), an async "b"/"e" request [11, 30) with a string id, an instant,
+// a counter with two series (used, free), a flow start, an object snapshot ("O"), and
+// a "B" that never ends.
+std::string chrome_generic_fixture();
+
+// --- Nsight Systems -----------------------------------------------------------------
+struct NsysFixtureOptions {
+    int schema_major = 2;  // 2: the 2.7 layout; 3: ENUM_* tables, extra columns, other enum numbers
+    std::string schema_version_text;  // EXPORT_SCHEMA_VERSION ("" -> "<major>.7.0")
+    bool with_metadata_table = true;
+};
+// pid 4242, main thread tid 4242 ("main"): cudaMalloc_v3020 [100, 200), cudaLaunchKernel_v7000
+// [300, 310) corr 2 -> kernel "saxpy(float*, float*)" (short "saxpy") on device 0
+// stream 7 [400, 1400) grid 2x1x1 block 512x1x1, 26 registers, 16 static + 32
+// dynamic shared bytes; cudaMemcpy_v3020 [1500, 1600) corr 3 -> HtoD pageable ->
+// device 4096 bytes [1510, 1590); cudaMemset_v3020 [1700, 1710) corr 4 -> memset 256
+// bytes [1702, 1708); a context synchronize [1800, 1900) corr 5; NVTX: domain "MPI"
+// (id 1) push/pop "MPI_Send" [250, 900) (payload int 7) containing default-domain
+// "inner" [260, 270); start/end "phase" [50, 2000); mark "checkpoint" at 1950; the
+// thread named "MPI Rank 0". Session start utcEpochNs 1600000000000000000, analysis
+// window [10, 5000). GPU 0 "NVIDIA A100-SXM4-40GB", 108 SMs, cc 8.0.
+void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& options = {});
+std::int64_t nsys_global_tid(std::int64_t pid, std::int64_t tid);
+
+}  // namespace ember::import_test

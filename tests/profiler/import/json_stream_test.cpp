@@ -1,0 +1,145 @@
+// json_stream_test.cpp: the pieces under the JSON importers — exact decimal
+// microseconds, gzip chunks, and the top-level scanner, which must hand out the same
+// elements whatever the chunk size (strings, escapes and brackets cut anywhere).
+#include "profiler/import/decimal_time.h"
+#include "profiler/import/json_stream.h"
+#include "profiler/store/trace_error.h"
+#include "tests/profiler/import/import_fixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace {
+
+using namespace ember;
+using import_test::TempDir;
+
+TEST(DecimalTime, MicrosecondTextIsExactNanoseconds) {
+    std::int64_t ns = 0;
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("123.456", ns));
+    EXPECT_EQ(ns, 123456);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("1712195495519695.8", ns));
+    EXPECT_EQ(ns, 1712195495519695800);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("1682725898236567", ns));
+    EXPECT_EQ(ns, 1682725898236567000);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("0.0005", ns));  // half a ns rounds away from zero
+    EXPECT_EQ(ns, 1);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("0.0004999", ns));
+    EXPECT_EQ(ns, 0);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("-2.5", ns));
+    EXPECT_EQ(ns, -2500);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("1.7121954955196958e15", ns));
+    EXPECT_EQ(ns, 1712195495519695800);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("15E-1", ns));
+    EXPECT_EQ(ns, 1500);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns(" \"42\" ", ns));
+    EXPECT_EQ(ns, 42000);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("0.000000000000000000000000000000000000000001", ns));
+    EXPECT_EQ(ns, 0);
+    ASSERT_TRUE(importing::parse_microseconds_as_ns("9223372036854775.807", ns));
+    EXPECT_EQ(ns, std::numeric_limits<std::int64_t>::max());
+    EXPECT_FALSE(importing::parse_microseconds_as_ns("9223372036854775.808", ns));  // one past int64
+    EXPECT_FALSE(importing::parse_microseconds_as_ns("1e400", ns));
+    for (const char* bad : {"", "-", ".", "1.", "1e", "1e+", "abc", "1.2.3", "0x10", "NaN", "Infinity", "1 2", "\"\""}) {
+        EXPECT_FALSE(importing::parse_microseconds_as_ns(bad, ns)) << bad;
+    }
+    std::int64_t value = 0;
+    ASSERT_TRUE(importing::parse_decimal_scaled("1751410836000000000", 0, value));
+    EXPECT_EQ(value, 1751410836000000000);
+    ASSERT_TRUE(importing::parse_decimal_scaled("-9223372036854775808", 0, value));
+    EXPECT_EQ(value, std::numeric_limits<std::int64_t>::min());
+}
+
+struct Scanned {
+    std::vector<std::string> elements;
+    std::vector<std::uint64_t> offsets;
+    std::vector<std::pair<std::string, std::string>> values;
+    bool operator==(const Scanned&) const = default;
+};
+
+Scanned scan(const std::string& path, std::size_t chunk_bytes, std::vector<std::string> keys) {
+    importing::InputStream input(path, chunk_bytes);
+    importing::JsonTraceScanner scanner(input, std::move(keys));
+    importing::JsonItem item;
+    Scanned scanned;
+    while (scanner.next(item)) {
+        // The padding after every text is readable (simdjson reads past the end); the
+        // sanitizer build catches a read past the buffer here.
+        volatile char last_padding_byte = item.data[item.size + importing::kJsonPadding - 1];
+        (void)last_padding_byte;
+        if (item.kind == importing::JsonItem::Kind::trace_event) {
+            scanned.elements.emplace_back(item.text());
+            scanned.offsets.push_back(item.offset);
+        } else {
+            scanned.values.emplace_back(std::string(item.key), std::string(item.text()));
+        }
+    }
+    return scanned;
+}
+
+TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
+    TempDir dir;
+    // Quotes, escapes, brackets and braces inside strings; nested arrays; scalars as values.
+    const std::string json = "\xEF\xBB\xBF {\"metadata\": {\"a\": [1, {\"b\": \"}]\"}]},\n"
+                             "\"traceEvents\" : [ {\"name\": \"a \\\"}{][\\\\\", \"ph\": \"X\"},\n"
+                             "{\"name\": \"\\\\\\\"\", \"args\": {\"x\": [[], {}], \"y\": \"\\u007d\"}} ,{}\n"
+                             ", {\"name\":\"\xC3\xA9t\xC3\xA9\"}],\n"
+                             "\"baseTimeNanoseconds\": 1751410836000000000 , \"empty\": [], \"flag\": true,"
+                             " \"text\": \"x\\\"y\"}\n";
+    import_test::write_file(dir.path("edge.json"), json);
+    std::vector<std::string> keys = {"metadata", "baseTimeNanoseconds", "flag", "text"};
+    Scanned reference = scan(dir.path("edge.json"), 1 << 20, keys);
+    ASSERT_EQ(reference.elements.size(), 4u);
+    EXPECT_EQ(reference.elements[0], "{\"name\": \"a \\\"}{][\\\\\", \"ph\": \"X\"}");
+    EXPECT_EQ(reference.elements[2], "{}");
+    EXPECT_EQ(reference.offsets[0], json.find("{\"name\": \"a"));
+    ASSERT_EQ(reference.values.size(), 4u);
+    EXPECT_EQ(reference.values[0].second, "{\"a\": [1, {\"b\": \"}]\"}]}");
+    EXPECT_EQ(reference.values[1], (std::pair<std::string, std::string>{"baseTimeNanoseconds", "1751410836000000000"}));
+    EXPECT_EQ(reference.values[2].second, "true");
+    EXPECT_EQ(reference.values[3].second, "\"x\\\"y\"");
+    for (std::size_t chunk = 1; chunk <= 33; ++chunk) {
+        EXPECT_EQ(scan(dir.path("edge.json"), chunk, keys), reference) << "chunk " << chunk;
+    }
+    // Through gzip, in two members, with any chunk size.
+    std::string half1 = json.substr(0, json.size() / 2), half2 = json.substr(json.size() / 2);
+    import_test::write_file(dir.path("edge.json.gz"), import_test::gzip_bytes(half1) + import_test::gzip_bytes(half2));
+    for (std::size_t chunk : {1, 2, 7, 64, 1 << 20}) {
+        EXPECT_EQ(scan(dir.path("edge.json.gz"), chunk, keys), reference) << "gzip chunk " << chunk;
+    }
+}
+
+TEST(JsonScanner, ArrayFormatWithAndWithoutTheClosingBracket) {
+    TempDir dir;
+    import_test::write_file(dir.path("closed.json"), "[{\"ph\":\"X\"},{\"ph\":\"B\"},]");
+    import_test::write_file(dir.path("open.json"), "[{\"ph\":\"X\"},\n{\"ph\":\"B\"},\n");
+    EXPECT_EQ(scan(dir.path("closed.json"), 3, {}).elements.size(), 2u);
+    EXPECT_EQ(scan(dir.path("open.json"), 3, {}).elements.size(), 2u);
+}
+
+TEST(JsonScanner, ErrorsNameTheByte) {
+    TempDir dir;
+    auto error_of = [&](const std::string& json) {
+        import_test::write_file(dir.path("bad.json"), json);
+        try {
+            scan(dir.path("bad.json"), 5, {});
+        } catch (const store::TraceError& error) {
+            return std::string(error.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of("{\"traceEvents\": {}}").find("traceEvents must be an array"), std::string::npos);
+    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": 1}}").find("at byte 25: expected ',' or ']'"), std::string::npos)
+        << error_of("{\"traceEvents\": [{\"a\": 1}}");
+    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": \"unterminated").find("ends at byte 36 inside a value that starts at byte 17"),
+              std::string::npos)
+        << error_of("{\"traceEvents\": [{\"a\": \"unterminated");
+    EXPECT_NE(error_of("{\"traceEvents\": []} extra").find("after the end of the JSON document"), std::string::npos);
+    EXPECT_NE(error_of("nope").find("a trace starts with"), std::string::npos);
+    EXPECT_NE(error_of("{\"traceEvents\" 1}").find("expected ':'"), std::string::npos);
+    EXPECT_NE(error_of("").find("empty input"), std::string::npos);
+    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": 1}, @]").find("expected a JSON value, found '@'"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,332 @@
+// kineto_test.cpp: every Kineto mapping rule on hand-written traces whose numbers are
+// known (import_fixtures.h): GPU work on its device and stream with launch shapes,
+// API calls on their threads linked by correlation id, host ranges nested by time,
+// ProfilerStep#N as ember's step, the DataLoader wait, NCCL on a "nccl" stream,
+// unlinked GPU events kept and counted, the top-level keys wherever they are, exact
+// nanoseconds, gzip, the 2021 category names, and nesting that spills to disk.
+#include "profiler/analysis/gpu_activity.h"
+#include "profiler/import/import.h"
+#include "profiler/store/reader.h"
+#include "tests/profiler/import/import_fixtures.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+namespace {
+
+using namespace ember;
+using import_test::TempDir;
+
+template <typename Event>
+std::vector<Event> all_events(const store::TraceReader& reader,
+                              std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&, const store::Visitor<Event>&) const) {
+    std::vector<Event> events;
+    (reader.*for_each)({}, [&](const Event& event) {
+        events.push_back(event);
+        return true;
+    });
+    return events;
+}
+
+struct NamedRange {
+    trace::RangeEvent event;
+    std::string name;
+    std::string domain;
+    std::string parent;
+};
+
+std::map<std::string, NamedRange> ranges_by_name(const store::TraceReader& reader) {
+    std::map<trace::RangeId, std::string> names;
+    auto ranges = all_events(reader, &store::TraceReader::for_each_range);
+    for (const auto& range : ranges) names[range.range_id] = std::string(reader.string(range.name_id));
+    std::map<std::string, NamedRange> by_name;
+    for (const auto& range : ranges) {
+        NamedRange named{range, names[range.range_id], std::string(reader.string(range.domain_id)),
+                         range.parent_range_id != 0 ? names[range.parent_range_id] : ""};
+        by_name[named.name] = named;
+    }
+    return by_name;
+}
+
+class KinetoFixture : public ::testing::Test {
+protected:
+    void SetUp() override {
+        input = dir.path("rank3.pt.trace.json");
+        import_test::write_file(input, import_test::kineto_fixture());
+        output = dir.path("rank3.db");
+        imported = importing::import_file(input, output);
+    }
+    TempDir dir;
+    std::string input, output;
+    importing::ImportedFile imported;
+};
+
+TEST_F(KinetoFixture, RunFactsComeFromTheTopLevelKeysAfterTraceEvents) {
+    store::TraceReader reader(output);
+    EXPECT_EQ(imported.format, importing::SourceFormat::kineto);
+    EXPECT_EQ(reader.run().rank, 3);
+    EXPECT_EQ(reader.run().world_size, 8);
+    EXPECT_EQ(reader.run().clock_offset_to_wall_ns, 1700000000000000000ll);
+    EXPECT_EQ(reader.run().pid, 100);
+    // The profiler's own span is the run's window.
+    EXPECT_EQ(reader.run().start_ns, 900'000);
+    EXPECT_EQ(reader.run().end_ns, 2'100'000);
+    EXPECT_TRUE(reader.complete());
+    ASSERT_EQ(reader.devices().size(), 1u);
+    EXPECT_EQ(reader.devices()[0].name, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(reader.devices()[0].multiprocessor_count, 132);
+    EXPECT_EQ(reader.devices()[0].compute_capability_major, 9);
+    EXPECT_EQ(reader.devices()[0].memory_bytes, 85018279936);
+    ASSERT_EQ(reader.processes().size(), 1u);
+    EXPECT_EQ(reader.processes()[0].name, "python3");
+}
+
+TEST_F(KinetoFixture, KernelsCopiesAndMemsetsLandOnTheirStreamsWithTheirShapes) {
+    store::TraceReader reader(output);
+    auto kernels = all_events(reader, &store::TraceReader::for_each_kernel);
+    ASSERT_EQ(kernels.size(), 3u);
+    const trace::KernelEvent& sgemm = kernels[0];
+    EXPECT_EQ(reader.string(sgemm.name_id), "sgemm_128x64");
+    EXPECT_EQ(sgemm.start_ns, 1'300'125);
+    EXPECT_EQ(sgemm.end_ns, 1'400'500);
+    EXPECT_EQ(sgemm.device_id, 0);
+    EXPECT_EQ(sgemm.correlation_id, 11u);
+    EXPECT_EQ(sgemm.launch, (trace::LaunchConfig{4, 2, 1, 128, 1, 1, 64, 4096, 0}));
+    const trace::StreamInfo* stream = reader.stream(sgemm.stream_id);
+    ASSERT_NE(stream, nullptr);
+    EXPECT_EQ(stream->cuda_stream_id, 7u);  // the trace's own stream id
+    EXPECT_EQ(stream->context_id, 1u);
+
+    // NCCL: counted, and its stream is named so.
+    const trace::KernelEvent& nccl = kernels[1];
+    EXPECT_EQ(reader.string(nccl.name_id).substr(0, 21), "ncclDevKernel_AllRedu");
+    EXPECT_EQ(reader.stream(nccl.stream_id)->cuda_stream_id, 21u);
+    EXPECT_EQ(reader.stream(nccl.stream_id)->name, "nccl");
+    EXPECT_EQ(imported.counts.nccl_kernels, 1);
+
+    auto copies = all_events(reader, &store::TraceReader::for_each_memcpy);
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(copies[0].direction, trace::MemcpyDirection::host_to_device);
+    EXPECT_EQ(copies[0].source_kind, trace::MemoryKind::pinned);
+    EXPECT_EQ(copies[0].destination_kind, trace::MemoryKind::device);
+    EXPECT_EQ(copies[0].bytes, 1048576u);
+    EXPECT_EQ(copies[0].start_ns, 1'500'000);
+    EXPECT_EQ(copies[0].end_ns, 1'510'000);
+    auto sets = all_events(reader, &store::TraceReader::for_each_memset);
+    ASSERT_EQ(sets.size(), 1u);
+    EXPECT_EQ(sets[0].bytes, 256u);
+    EXPECT_EQ(sets[0].memory_kind, trace::MemoryKind::device);
+}
+
+TEST_F(KinetoFixture, RuntimeAndDriverCallsLinkToTheirGpuWork) {
+    store::TraceReader reader(output);
+    auto calls = all_events(reader, &store::TraceReader::for_each_api_call);
+    ASSERT_EQ(calls.size(), 4u);
+    EXPECT_EQ(reader.string(calls[0].name_id), "cudaLaunchKernel");
+    EXPECT_EQ(calls[0].start_ns, 1'250'500);
+    EXPECT_EQ(calls[0].end_ns, 1'260'750);
+    const trace::ThreadInfo* thread = reader.thread(calls[0].thread_id);
+    ASSERT_NE(thread, nullptr);
+    EXPECT_EQ(thread->pid, 100);
+    EXPECT_EQ(thread->tid, 100);
+    EXPECT_EQ(thread->name, "thread 100 (python3)");
+    EXPECT_EQ(reader.string(calls[1].name_id), "cuLaunchKernel");  // cuda_driver
+    for (trace::CorrelationId id : {11u, 12u, 13u, 14u}) {
+        EXPECT_TRUE(reader.api_call_by_correlation(id).has_value()) << id;
+    }
+    EXPECT_EQ(reader.kernels_by_correlation(11).size(), 1u);
+    EXPECT_EQ(reader.memcpys_by_correlation(13).size(), 1u);
+    // The kernel nobody launched is kept, and counted where readers see it.
+    EXPECT_EQ(imported.counts.flows, 4);
+    EXPECT_EQ(imported.counts.unlinked_gpu_events, 1);
+    EXPECT_EQ(import_test::run_metadata(output, importing::import_metadata_key::unlinked_gpu_events), "1");
+    EXPECT_EQ(import_test::run_metadata(output, importing::import_metadata_key::linked_gpu_events), "4");
+}
+
+TEST_F(KinetoFixture, HostRangesNestByTimeWhateverTheirOrderInTheFile) {
+    store::TraceReader reader(output);
+    auto ranges = ranges_by_name(reader);
+    ASSERT_EQ(ranges.size(), 5u);
+    const NamedRange& step = ranges.at("step");
+    EXPECT_EQ(step.event.depth, 0);
+    EXPECT_EQ(step.event.category, 1u);  // ember's step category
+    EXPECT_EQ(step.event.payload, trace::Payload::of_integer(7));
+    EXPECT_EQ(step.domain, "user_annotation");
+    EXPECT_EQ(step.event.start_ns, 1'000'000);
+    EXPECT_EQ(step.event.end_ns, 2'000'000);
+
+    const NamedRange& wait = ranges.at("dataloader/wait");
+    EXPECT_EQ(wait.event.category, 3u);
+    EXPECT_EQ(wait.parent, "step");
+    EXPECT_EQ(wait.event.depth, 1);
+    EXPECT_EQ(wait.event.start_ns, 1'000'500);
+    EXPECT_EQ(wait.event.end_ns, 1'100'250);
+
+    const NamedRange& forward = ranges.at("model.py(10): forward");
+    EXPECT_EQ(forward.parent, "step");
+    EXPECT_EQ(forward.domain, "python_function");
+    const NamedRange& mm = ranges.at("aten::mm");
+    EXPECT_EQ(mm.parent, "model.py(10): forward");
+    EXPECT_EQ(mm.event.depth, 2);
+    EXPECT_EQ(mm.event.category, 2u);  // compute
+    EXPECT_EQ(mm.domain, "cpu_op");
+    const NamedRange& all_reduce = ranges.at("nccl:all_reduce");
+    EXPECT_EQ(all_reduce.event.category, 4u);  // communication
+    EXPECT_EQ(all_reduce.parent, "model.py(10): forward");
+    EXPECT_EQ(imported.counts.ranges_not_nested, 0);
+    // The categories are named in each domain that uses them.
+    EXPECT_EQ(reader.nvtx_category_name(*reader.find_string("user_annotation"), 1), "step");
+    EXPECT_EQ(reader.nvtx_category_name(*reader.find_string("cpu_op"), 2), "compute");
+}
+
+TEST_F(KinetoFixture, TheStepIsEmbersStepWithItsDataloaderWait) {
+    store::TraceReader reader(output);
+    analysis::GpuActivity activity = analysis::gpu_activity(reader, 4);
+    ASSERT_FALSE(activity.steps.empty());
+    EXPECT_EQ(activity.steps[0].start_ns, 1'000'000);
+    EXPECT_EQ(activity.steps[0].wall_ns, 1'000'000);
+    EXPECT_EQ(activity.steps[0].dataloader_wait_ns, 99'750);
+    EXPECT_GT(activity.steps[0].gpu_compute_ns, 0);
+}
+
+TEST_F(KinetoFixture, MemorySamplesBecomeCountersAndTheRestIsCountedAsSkipped) {
+    store::TraceReader reader(output);
+    auto samples = all_events(reader, &store::TraceReader::for_each_counter_sample);
+    ASSERT_EQ(samples.size(), 2u);
+    std::map<std::string, double> by_name;
+    for (const auto& sample : samples) {
+        const trace::CounterInfo* counter = reader.counter(sample.counter_id);
+        ASSERT_NE(counter, nullptr);
+        EXPECT_EQ(counter->unit, "bytes");
+        EXPECT_EQ(counter->device_id, 0);
+        EXPECT_EQ(sample.time_ns, 1'260'000);
+        by_name[counter->name] = sample.value;
+    }
+    EXPECT_EQ(by_name["memory allocated"], 1048576.0);
+    EXPECT_EQ(by_name["memory reserved"], 2097152.0);
+    const auto& skipped = imported.counts.skipped;
+    EXPECT_EQ(skipped.at("gpu_user_annotation (GPU-side copy of a host annotation)"), 1);
+    EXPECT_EQ(skipped.at("flow event (links come from correlation ids)"), 2);
+    EXPECT_EQ(skipped.at("profiler span (becomes the run's start and end)"), 1);
+    EXPECT_EQ(imported.counts.skipped_total(), 5);
+    EXPECT_NE(import_test::run_metadata(output, importing::import_metadata_key::skipped_events).find("\"gpu_user_annotation"),
+              std::string::npos);
+}
+
+TEST_F(KinetoFixture, GzipGivesTheSameTrace) {
+    const std::string gz = dir.path("rank3.pt.trace.json.gz");
+    import_test::write_file(gz, import_test::gzip_bytes(import_test::kineto_fixture()));
+    importing::ImportedFile from_gz = importing::import_file(gz, dir.path("gz.db"));
+    EXPECT_EQ(from_gz.counts.written(), imported.counts.written());
+    EXPECT_EQ(from_gz.counts.skipped, imported.counts.skipped);
+    store::TraceReader a(output), b(dir.path("gz.db"));
+    EXPECT_EQ(all_events(a, &store::TraceReader::for_each_kernel), all_events(b, &store::TraceReader::for_each_kernel));
+    EXPECT_EQ(all_events(a, &store::TraceReader::for_each_range), all_events(b, &store::TraceReader::for_each_range));
+}
+
+TEST_F(KinetoFixture, OptionsOverrideRankAndWorldSize) {
+    importing::ImportOptions options;
+    options.rank = 5;
+    options.world_size = 16;
+    importing::import_file(input, dir.path("override.db"), options);
+    store::TraceReader reader(dir.path("override.db"));
+    EXPECT_EQ(reader.run().rank, 5);
+    EXPECT_EQ(reader.run().world_size, 16);
+}
+
+TEST(Kineto2021, TheOldCategoryNamesMapTheSameWay) {
+    TempDir dir;
+    import_test::write_file(dir.path("old.json"), import_test::kineto_2021_fixture());
+    ASSERT_EQ(importing::detect_format(dir.path("old.json")), importing::SourceFormat::kineto);
+    importing::ImportedFile imported = importing::import_file(dir.path("old.json"), dir.path("old.db"));
+    store::TraceReader reader(dir.path("old.db"));
+    EXPECT_EQ(imported.counts.kernels, 1);
+    EXPECT_EQ(imported.counts.memcpys, 1);
+    EXPECT_EQ(imported.counts.api_calls, 2);
+    EXPECT_EQ(imported.counts.ranges, 3);
+    EXPECT_EQ(imported.counts.flows, 2);
+    EXPECT_EQ(reader.run().clock_offset_to_wall_ns, 0);  // no baseTimeNanoseconds: ts are Unix µs
+    EXPECT_EQ(reader.run().pid, 200);
+    auto kernels = all_events(reader, &store::TraceReader::for_each_kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(reader.stream(kernels[0].stream_id)->cuda_stream_id, 7u);  // "stream 7" and args.stream
+    EXPECT_EQ(kernels[0].launch.registers_per_thread, 128u);
+    auto copies = all_events(reader, &store::TraceReader::for_each_memcpy);
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(copies[0].direction, trace::MemcpyDirection::device_to_host);
+    EXPECT_EQ(copies[0].destination_kind, trace::MemoryKind::pageable);
+    auto ranges = ranges_by_name(reader);
+    EXPECT_EQ(ranges.at("step").event.payload, trace::Payload::of_integer(5));
+    EXPECT_EQ(ranges.at("step").domain, "Operator");
+    EXPECT_EQ(ranges.at("dataloader/wait").parent, "step");
+    EXPECT_EQ(ranges.at("aten::conv2d").parent, "step");
+    const trace::ThreadInfo* thread = reader.thread(ranges.at("step").event.thread_id);
+    ASSERT_NE(thread, nullptr);
+    EXPECT_EQ(thread->tid, 200);  // "200" as text
+    EXPECT_EQ(thread->name, "thread 200 (python)");
+    EXPECT_EQ(imported.counts.skipped.at("[memory] event without totals (older Kineto)"), 1);
+    ASSERT_EQ(reader.devices().size(), 1u);
+    EXPECT_EQ(reader.devices()[0].name, "Tesla V100-DGXS-32GB");
+}
+
+TEST(KinetoTimes, FractionalMicrosecondsAreExactNanoseconds) {
+    TempDir dir;
+    // 1712195495519695.8 µs is not a double; 0.0015 µs rounds to 2 ns; exponents are numbers too.
+    import_test::write_file(dir.path("t.json"), R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519695.8, "dur": 0.0015},
+      {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 2, "ts": 1.5e3, "dur": "2.25"},
+      {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 3, "ts": 123.456, "dur": 0}]})");
+    importing::import_file(dir.path("t.json"), dir.path("t.db"));
+    store::TraceReader reader(dir.path("t.db"));
+    auto ranges = ranges_by_name(reader);
+    EXPECT_EQ(ranges.at("a").event.start_ns, 1712195495519695800ll);
+    EXPECT_EQ(ranges.at("a").event.end_ns, 1712195495519695802ll);
+    EXPECT_EQ(ranges.at("b").event.start_ns, 1'500'000);
+    EXPECT_EQ(ranges.at("b").event.end_ns, 1'502'250);
+    EXPECT_EQ(ranges.at("c").event.start_ns, 123'456);
+    EXPECT_EQ(ranges.at("c").event.end_ns, 123'456);
+}
+
+// Thousands of ranges in shuffled order, nested three deep per group: the nesting
+// is the same whether it is sorted in memory or through spilled runs on disk.
+TEST(KinetoNesting, SpilledRunsNestExactlyLikeMemory) {
+    TempDir dir;
+    std::vector<std::string> events;
+    for (int i = 0; i < 3000; ++i) {
+        std::int64_t t = 10 * i * 1000;
+        events.push_back(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"outer{}","pid":1,"tid":{},"ts":{},"dur":9000}})", i, 1 + i % 3, t));
+        events.push_back(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"middle{}","pid":1,"tid":{},"ts":{},"dur":5000}})", i, 1 + i % 3, t + 1000));
+        events.push_back(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"inner{}","pid":1,"tid":{},"ts":{},"dur":5000}})", i, 1 + i % 3, t + 1000));
+    }
+    std::mt19937 random(42);
+    std::shuffle(events.begin(), events.end(), random);
+    std::string json = R"({"schemaVersion":1,"traceEvents":[)";
+    for (std::size_t i = 0; i < events.size(); ++i) json += (i ? "," : "") + events[i];
+    json += "]}";
+    import_test::write_file(dir.path("many.json"), json);
+    importing::ImportOptions spill;
+    spill.range_sort_memory_bytes = 1;  // the smallest buffer: every ~1000 ranges go to disk
+    importing::import_file(dir.path("many.json"), dir.path("memory.db"));
+    importing::import_file(dir.path("many.json"), dir.path("spilled.db"), spill);
+    store::TraceReader memory(dir.path("memory.db")), spilled(dir.path("spilled.db"));
+    auto a = ranges_by_name(memory), b = ranges_by_name(spilled);
+    ASSERT_EQ(a.size(), 9000u);
+    ASSERT_EQ(b.size(), 9000u);
+    for (const auto& [name, range] : a) {
+        const NamedRange& other = b.at(name);
+        EXPECT_EQ(range.parent, other.parent) << name;
+        EXPECT_EQ(range.event.depth, other.event.depth) << name;
+    }
+    // Identical intervals keep the file's order: the first listed is the parent.
+    EXPECT_EQ(a.at("outer5").event.depth, 0);
+    EXPECT_EQ(a.at("middle5").parent == "outer5" || a.at("inner5").parent == "outer5", true);
+    EXPECT_EQ(a.at("middle5").event.depth + a.at("inner5").event.depth, 3);
+    // No spill file is left behind.
+    EXPECT_EQ(dir.files(), (std::vector<std::string>{"many.json", "memory.db", "spilled.db"}));
+}
+
+}  // namespace

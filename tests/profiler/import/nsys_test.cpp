@@ -1,0 +1,201 @@
+// nsys_test.cpp: every Nsight Systems mapping rule on hand-built exports
+// (import_fixtures.h) of schema 2.x and of 3.x (ENUM_* tables with other numbers,
+// extra columns, tables this importer does not read): API names as nsys stats shows
+// them, kernel names by choice, copy kinds, memsets, synchronizations, NVTX domains,
+// categories, payloads, colors, thread names, devices, the session's wall clock.
+#include "profiler/analysis/duration_summary.h"
+#include "profiler/import/import.h"
+#include "profiler/store/reader.h"
+#include "tests/profiler/import/import_fixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace {
+
+using namespace ember;
+using import_test::TempDir;
+
+template <typename Event>
+std::vector<Event> all_events(const store::TraceReader& reader,
+                              std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&, const store::Visitor<Event>&) const) {
+    std::vector<Event> events;
+    (reader.*for_each)({}, [&](const Event& event) {
+        events.push_back(event);
+        return true;
+    });
+    return events;
+}
+
+class NsysSchemas : public ::testing::TestWithParam<int> {};
+
+TEST_P(NsysSchemas, EveryTableMapsToItsEmberEvents) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.schema_major = GetParam();
+    import_test::write_nsys_fixture(dir.path("report.sqlite"), options);
+    ASSERT_EQ(importing::detect_format(dir.path("report.sqlite")), importing::SourceFormat::nsys);
+    importing::ImportedFile imported = importing::import_file(dir.path("report.sqlite"), dir.path("report.db"));
+    store::TraceReader reader(dir.path("report.db"));
+
+    // The run: the session's wall clock and window, the traced process.
+    EXPECT_EQ(reader.run().clock_offset_to_wall_ns, 1600000000000000000ll);
+    EXPECT_EQ(reader.run().start_ns, 10);
+    EXPECT_EQ(reader.run().end_ns, 5000);
+    EXPECT_EQ(reader.run().pid, 4242);
+    ASSERT_EQ(reader.processes().size(), 1u);
+    EXPECT_EQ(reader.processes()[0].name, "./saxpy");
+    ASSERT_EQ(reader.devices().size(), 1u);
+    const trace::DeviceInfo& gpu = reader.devices()[0];
+    EXPECT_EQ(gpu.name, "NVIDIA A100-SXM4-40GB");
+    EXPECT_EQ(gpu.uuid, "GPU-d9a9a4ed-e78c-4eb8-5db5-817c57801cb5");
+    EXPECT_EQ(gpu.multiprocessor_count, 108);
+    EXPECT_EQ(gpu.compute_capability_major, 8);
+    EXPECT_EQ(gpu.memory_bytes, 42331013120);
+    EXPECT_EQ(gpu.memory_bandwidth_bytes_per_second, 1555200000000.0);
+
+    // API calls: names without nsys' version suffix, on the thread globalTid packs.
+    auto calls = all_events(reader, &store::TraceReader::for_each_api_call);
+    ASSERT_EQ(calls.size(), 5u);
+    std::vector<std::string> names;
+    for (const auto& call : calls) names.emplace_back(reader.string(call.name_id));
+    EXPECT_EQ(names, (std::vector<std::string>{"cudaMalloc", "cudaLaunchKernel", "cudaMemcpy", "cudaMemset",
+                                               "cudaDeviceSynchronize"}));
+    const trace::ThreadInfo* thread = reader.thread(calls[0].thread_id);
+    ASSERT_NE(thread, nullptr);
+    EXPECT_EQ(thread->pid, 4242);
+    EXPECT_EQ(thread->tid, 4242);
+    EXPECT_EQ(thread->name, "MPI Rank 0");  // nvtxNameOsThread wins over ThreadNames
+
+    auto kernels = all_events(reader, &store::TraceReader::for_each_kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(reader.string(kernels[0].name_id), "saxpy(float*, float*)");
+    EXPECT_EQ(kernels[0].launch, (trace::LaunchConfig{2, 1, 1, 512, 1, 1, 26, 16, 32}));
+    EXPECT_EQ(kernels[0].correlation_id, 2u);
+    EXPECT_EQ(kernels[0].start_ns, 400);
+    EXPECT_EQ(kernels[0].end_ns, 1400);
+    const trace::StreamInfo* stream = reader.stream(kernels[0].stream_id);
+    EXPECT_EQ(stream->cuda_stream_id, 7u);
+    EXPECT_EQ(stream->context_id, 1u);
+    EXPECT_EQ(stream->name, "default");  // the context's NULL stream
+
+    auto copies = all_events(reader, &store::TraceReader::for_each_memcpy);
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(copies[0].direction, trace::MemcpyDirection::host_to_device);
+    EXPECT_EQ(copies[0].source_kind, trace::MemoryKind::pageable);
+    EXPECT_EQ(copies[0].destination_kind, trace::MemoryKind::device);
+    EXPECT_EQ(copies[0].bytes, 4096u);
+    auto sets = all_events(reader, &store::TraceReader::for_each_memset);
+    ASSERT_EQ(sets.size(), 1u);
+    EXPECT_EQ(sets[0].bytes, 256u);
+    EXPECT_EQ(sets[0].memory_kind, trace::MemoryKind::device);
+    auto syncs = all_events(reader, &store::TraceReader::for_each_sync);
+    ASSERT_EQ(syncs.size(), 1u);
+    EXPECT_EQ(syncs[0].kind, trace::SyncKind::context_synchronize);
+    EXPECT_EQ(syncs[0].stream_id, 0u);  // a context-wide wait: the whole device
+    EXPECT_EQ(imported.counts.flows, 3);
+    EXPECT_EQ(imported.counts.unlinked_gpu_events, 0);
+
+    // NVTX: domains by name, push/pop nested by time, start/end unnested, marks, payloads.
+    std::map<std::string, trace::RangeEvent> ranges;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        ranges[std::string(reader.string(range.name_id))] = range;
+    }
+    ASSERT_EQ(ranges.size(), 3u);
+    const trace::RangeEvent& send = ranges.at("MPI_Send");
+    EXPECT_EQ(reader.string(send.domain_id), "MPI");
+    EXPECT_EQ(send.depth, 0);
+    EXPECT_EQ(send.category, 3u);
+    EXPECT_EQ(send.payload, trace::Payload::of_integer(7));
+    const trace::RangeEvent& inner = ranges.at("inner");
+    EXPECT_EQ(inner.domain_id, trace::kNoString);
+    EXPECT_EQ(inner.depth, 1);
+    EXPECT_EQ(inner.parent_range_id, send.range_id);
+    EXPECT_EQ(inner.color, 0xFF0000FFu);
+    EXPECT_EQ(ranges.at("phase").depth, -1);
+    EXPECT_EQ(reader.nvtx_category_name(send.domain_id, 3), "communication");
+    auto marks = all_events(reader, &store::TraceReader::for_each_mark);
+    ASSERT_EQ(marks.size(), 1u);
+    EXPECT_EQ(reader.string(marks[0].name_id), "checkpoint");
+    EXPECT_EQ(marks[0].time_ns, 1950);
+
+    // The NVTX summary names the domain the way nsys stats does (DOMAIN:name).
+    for (const auto& row : analysis::range_summary(reader)) {
+        if (row.name == "MPI_Send") {
+            EXPECT_EQ(row.domain + ":" + row.name, "MPI:MPI_Send");
+        }
+        if (row.name == "phase") {
+            EXPECT_EQ(row.style, "start/end");
+        }
+    }
+    if (GetParam() >= 3) {
+        EXPECT_EQ(imported.counts.skipped.at("CUPTI_ACTIVITY_KIND_GRAPH_TRACE rows (not imported)"), 2);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NsysSchemas, ::testing::Values(2, 3),
+                         [](const ::testing::TestParamInfo<int>& info) { return "schema" + std::to_string(info.param); });
+
+TEST(Nsys, MemorySummariesNameOperationsAsNsysDoes) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    store::TraceReader reader(dir.path("r.db"));
+    auto time = analysis::memory_time_summary(reader);
+    ASSERT_EQ(time.size(), 2u);
+    EXPECT_EQ(time[0].name, "[CUDA memcpy HtoD]");
+    EXPECT_EQ(time[0].stats.total_ns, 80);
+    EXPECT_EQ(time[1].name, "[CUDA memset]");
+    EXPECT_EQ(time[1].stats.total_ns, 6);
+    auto size = analysis::memory_size_summary(reader);
+    ASSERT_EQ(size.size(), 2u);
+    EXPECT_EQ(size[0].name, "[CUDA memcpy HtoD]");
+    EXPECT_EQ(size[0].stats.total_ns, 4096);  // bytes
+    EXPECT_EQ(size[1].stats.median_ns, 256.0);
+}
+
+TEST(Nsys, KernelNamesDemangledShortOrMangled) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    for (auto [style, expected] : {std::pair{importing::KernelNameStyle::demangled, "saxpy(float*, float*)"},
+                                   std::pair{importing::KernelNameStyle::short_name, "saxpy"},
+                                   std::pair{importing::KernelNameStyle::mangled, "_Z5saxpyPfS_"}}) {
+        importing::ImportOptions options;
+        options.kernel_names = style;
+        importing::import_file(dir.path("r.sqlite"), dir.path("r.db"), options);
+        store::TraceReader reader(dir.path("r.db"));
+        auto kernels = all_events(reader, &store::TraceReader::for_each_kernel);
+        ASSERT_EQ(kernels.size(), 1u);
+        EXPECT_EQ(reader.string(kernels[0].name_id), expected);
+    }
+}
+
+TEST(Nsys, TablesThatAreAbsentAreSimplyEmpty) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"),
+                          "DROP TABLE CUPTI_ACTIVITY_KIND_MEMSET; DROP TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION; "
+                          "DROP TABLE NVTX_EVENTS; DROP TABLE TARGET_INFO_GPU; "
+                          "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN dynamicSharedMemory;");
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.memsets, 0);
+    EXPECT_EQ(imported.counts.ranges, 0);
+    EXPECT_EQ(imported.counts.kernels, 1);
+    store::TraceReader reader(dir.path("r.db"));
+    auto kernels = all_events(reader, &store::TraceReader::for_each_kernel);
+    EXPECT_EQ(kernels[0].launch.dynamic_shared_bytes, 0u);  // an optional column the table lacks
+    ASSERT_EQ(reader.devices().size(), 1u);  // seen in events only: a bare row
+    EXPECT_EQ(reader.devices()[0].name, "");
+}
+
+TEST(Nsys, UnendedRangesAreCountedNotInvented) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE NVTX_EVENTS SET end = NULL WHERE text = 'inner';");
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.ranges, 2);
+    EXPECT_EQ(imported.counts.skipped.at("NVTX range never ended (end is NULL)"), 1);
+}
+
+}  // namespace
