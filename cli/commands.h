@@ -27,8 +27,12 @@ void add_export_command(CLI::App& app);
 void add_record_command(CLI::App& app);
 // `ember attach PID start|stop|flush|status` (attach_command.cpp).
 void add_attach_command(CLI::App& app);
+// `ember import FILE... [-o OUT]` (import_command.cpp).
+void add_import_command(CLI::App& app);
 // `ember merge -o JOB FILE...` (merge_command.cpp).
 void add_merge_command(CLI::App& app);
+// `ember diff A B` (diff_command.cpp).
+void add_diff_command(CLI::App& app);
 // `ember bench store|dataloader|train|allreduce` (bench_command.cpp; the benchmarks live in bench/).
 void add_bench_command(CLI::App& app);
 

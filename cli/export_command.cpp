@@ -1,11 +1,13 @@
 // export_command.cpp: `ember export FILE --format chrome|speedscope|folded|svg|csv`.
 // Every format streams; bad files and bad option values print one line and exit 2.
 #include "cli/commands.h"
+#include "cli/trace_input.h"
 #include "profiler/export/chrome_trace.h"
 #include "profiler/export/csv_tables.h"
 #include "profiler/export/flamegraph_svg.h"
 #include "profiler/export/folded_stacks.h"
 #include "profiler/export/speedscope.h"
+#include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 
 #include <CLI/CLI.hpp>
@@ -31,9 +33,11 @@ struct ExportCommandOptions {
     throw CLI::RuntimeError(store::kTraceErrorExitCode);
 }
 
-// FILE without its .db extension, plus `suffix`.
+// FILE without its .db extension, plus `suffix`; an imported file (x.pt.trace.json.gz)
+// is named like its import would be (x + suffix).
 std::string default_output(const std::string& file, const std::string& suffix) {
-    std::filesystem::path path(file);
+    std::filesystem::path path(std::filesystem::path(file).extension() == ".db" ? file
+                                                                                 : importing::default_output_path(file));
     if (path.extension() == ".db") path.replace_extension();
     return path.string() + suffix;
 }
@@ -44,14 +48,14 @@ void run_export(const ExportCommandOptions& command) {
         fail("unknown format '" + format + "' (chrome, speedscope, folded, svg, csv)");
     }
     auto stacks = exporting::parse_stack_source(command.stacks);
-    if (!stacks) fail("unknown stack source '" + command.stacks + "' (gpu, host)");
+    if (!stacks) fail("unknown stack source '" + command.stacks + "' (gpu, host, cpu)");
     if (!command.table.empty() && !exporting::is_csv_table(command.table)) {
         std::string known;
         for (const char* table : exporting::kCsvTables) known += std::string(known.empty() ? "" : ", ") + table;
         fail("unknown table '" + command.table + "' (" + known + ")");
     }
     try {
-        store::TraceReader reader(command.file);
+        store::TraceReader reader(ember_trace_for(command.file, "export"));
         std::string output = command.output;
         if (format == "csv" && command.table.empty()) {
             if (output.empty()) output = default_output(command.file, "_csv");
@@ -72,7 +76,9 @@ void run_export(const ExportCommandOptions& command) {
             if (format == "folded") exporting::write_folded(exporting::build_stacks(reader, *stacks), out);
             if (format == "svg") {
                 exporting::FlamegraphOptions options;
-                options.title = (*stacks == exporting::StackSource::gpu ? "GPU time by NVTX range: " : "Host time: ") +
+                options.title = std::string(*stacks == exporting::StackSource::gpu   ? "GPU time by NVTX range: "
+                                            : *stacks == exporting::StackSource::cpu ? "CPU time (sampled stacks): "
+                                                                                     : "Host time: ") +
                                 std::filesystem::path(command.file).filename().string();
                 exporting::write_flamegraph_svg(exporting::build_stacks(reader, *stacks), options, out);
             }
@@ -91,7 +97,7 @@ void add_export_command(CLI::App& app) {
     auto command = std::make_shared<ExportCommandOptions>();
     CLI::App* exporter = app.add_subcommand(
         "export", "Write a trace as Chrome trace JSON (Perfetto), speedscope, folded stacks, an SVG flamegraph or CSV");
-    exporter->add_option("file", command->file, "trace file (.db) written by ember")->required();
+    exporter->add_option("file", command->file, "trace: ember (.db), Kineto JSON, nsys SQLite export or Chrome trace (imported on the fly)")->required();
     exporter->add_option("--format", command->format, "chrome, speedscope, folded, svg or csv")->required();
     exporter->add_option("-o,--output", command->output,
                          "output path ('-' = stdout); default: FILE without .db plus a suffix; a directory for csv");
@@ -99,8 +105,8 @@ void add_export_command(CLI::App& app) {
                          "csv: one table (kernels, memcpys, memsets, synchronizations, api_calls, ranges, marks, "
                          "counter_samples, dropped_records) instead of a directory of all");
     exporter->add_option("--stacks", command->stacks,
-                         "folded/svg: gpu (NVTX range path + kernel, GPU ns; default) or host (thread, ranges, API "
-                         "calls, self ns)");
+                         "folded/svg: gpu (NVTX range path + kernel, GPU ns; default), host (thread, ranges, API "
+                         "calls, self ns) or cpu (sampled call stacks, CPU ns)");
     exporter->callback([command] { run_export(*command); });
 }
 

@@ -24,7 +24,9 @@ int main(int argc, char** argv) {
     ember::cli::add_export_command(app);
     ember::cli::add_record_command(app);
     ember::cli::add_attach_command(app);
+    ember::cli::add_import_command(app);
     ember::cli::add_merge_command(app);
+    ember::cli::add_diff_command(app);
 
     ember::cli::add_bench_command(app);
 

@@ -2,6 +2,7 @@
 // the per-rank files of a distributed run (profiler/merge), then the per-rank compute
 // and all-reduce wait of the result and the straggler, as `ember stats` shows them.
 #include "cli/commands.h"
+#include "cli/trace_input.h"
 #include "profiler/analysis/rank_summary.h"
 #include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
@@ -41,7 +42,9 @@ void print_rank_summary(const store::TraceReader& merged) {
 
 void run_merge(const MergeOptions& options) {
     try {
-        const merge::MergeResult result = merge::merge_traces(options.inputs, options.output);
+        std::vector<std::string> traces;
+        for (const std::string& input : options.inputs) traces.push_back(ember_trace_for(input, "merge"));
+        const merge::MergeResult result = merge::merge_traces(traces, options.output);
         for (const merge::RankAlignment& rank : result.ranks)
             fmt::print("rank {}: {} shifted by {:+.3f} ms ({})\n", rank.rank, rank.path, rank.shift_ns / 1e6,
                        rank.how);
@@ -60,7 +63,7 @@ void add_merge_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand(
         "merge", "One job trace from the per-rank files of a distributed run, aligned on clock anchors.");
     command->add_option("-o,--output", options->output, "the merged trace file")->required();
-    command->add_option("files", options->inputs, "per-rank trace files")->required()->check(CLI::ExistingFile);
+    command->add_option("files", options->inputs, "per-rank trace files (ember traces, or Kineto JSON / nsys SQLite / Chrome traces, imported on the fly)")->required()->check(CLI::ExistingFile);
     command->callback([options] { run_merge(*options); });
 }
 

@@ -2,6 +2,7 @@
 // command line. Bad files and bad option values print one line and exit 2.
 #include "profiler/analysis/stats_report.h"
 #include "cli/commands.h"
+#include "cli/trace_input.h"
 #include "profiler/store/reader.h"
 
 #include <CLI/CLI.hpp>
@@ -24,6 +25,7 @@ struct StatsCommandOptions {
     std::size_t top = 0;
     std::size_t gaps = 5;
     std::string like = "ember";
+    bool all_steps = false;
     double kernel_wait_us = 30.0;
 };
 
@@ -55,13 +57,14 @@ void run_stats(const StatsCommandOptions& command) {
     options.sort = *sort;
     options.top = command.top;
     options.gap_count = command.gaps;
+    options.all_steps = command.all_steps;
     auto like = analysis::parse_convention(command.like);
     if (!like) fail("unknown --like '" + command.like + "' (ember, hta, tb, tracelens)");
     options.like = *like;
     if (!(command.kernel_wait_us >= 0)) fail("--kernel-wait-us must be >= 0");
     options.kernel_wait_threshold_ns = static_cast<trace::TimeNs>(command.kernel_wait_us * 1e3);
     try {
-        store::TraceReader reader(command.file);
+        store::TraceReader reader(ember_trace_for(command.file, "stats"));
         std::ostringstream buffered;  // print nothing when a report fails halfway
         analysis::write_stats(buffered, reader, options);
         std::cout << buffered.str() << std::flush;
@@ -76,7 +79,7 @@ void add_stats_command(CLI::App& app) {
     auto command = std::make_shared<StatsCommandOptions>();
     CLI::App* stats = app.add_subcommand("stats", "Summaries of a trace: kernels, memory copies, CUDA API calls, NVTX "
                                                   "ranges, GPU time per range, training steps, GPU busy, advice");
-    stats->add_option("file", command->file, "trace file (.db) written by ember")->required();
+    stats->add_option("file", command->file, "trace: an ember trace (.db), a PyTorch profiler (Kineto) JSON, an Nsight Systems SQLite export or a Chrome trace (imported on the fly, cached)")->required();
     std::string report_list;
     for (const char* report : analysis::kReportNames) report_list += std::string(report_list.empty() ? "" : ", ") + report;
     stats->add_option("--report", command->reports,
@@ -87,6 +90,8 @@ void add_stats_command(CLI::App& app) {
     stats->add_option("--sort", command->sort, "kernels/api/nvtx order: total (default), instances, avg, med, min, max, name");
     stats->add_option("--top", command->top, "keep the first N rows of kernels/api/nvtx/gpu_by_range (0 = all)");
     stats->add_option("--gaps", command->gaps, "number of longest GPU idle gaps to list (default 5)");
+    stats->add_flag("--all-steps", command->all_steps,
+                    "steps: print every step (text); the default prints the summary and the slowest steps");
     stats->add_option("--like", command->like,
                       "follow another tool's conventions in the GPU breakdowns: ember (default: every event, exact "
                       "ns), hta (Holistic Trace Analysis), tb (TensorBoard profiler plugin), tracelens");

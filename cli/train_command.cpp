@@ -93,7 +93,10 @@ struct Options {
     int64_t max_steps = -1, train_limit = -1, test_limit = -1, checkpoint_every = -1;
     int64_t seed = -1;
     bool augment = false, no_progress = false, print_config_only = false;
-    double nvml_hz = 20, cpu_sample_hz = 0;
+    double nvml_hz = 20;
+    // CPU stacks sampled while profiling: one per ~5 ms of process CPU time, which costs
+    // about 1-2% of step time (bench/cpu_sampling_overhead.sh; docs/performance.md).
+    double cpu_sample_hz = 199;
 };
 
 // Named flags become overrides, applied after --config and before --set.

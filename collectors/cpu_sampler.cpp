@@ -80,7 +80,10 @@ bool CpuSampler::start(Session& session, double hz) {
 
     struct sigaction action {};
     action.sa_sigaction = on_profiling_signal;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    // SA_ONSTACK: on threads that have an alternate signal stack (the engine gives one
+    // to every thread that runs oneDNN's JIT kernels, whose data a signal frame on
+    // their own stack would overwrite) the handler runs there.
+    action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
     if (sigaction(SIGPROF, &action, &previous_) != 0) {
         session.say("CPU sampling disabled: sigaction(SIGPROF) failed");
@@ -102,6 +105,9 @@ bool CpuSampler::start(Session& session, double hz) {
     interval.it_value = interval.it_interval;
     g_sampling.store(true);
     timer_settime(timer_, 0, &interval, nullptr);
+    // Each sample stands for one period of the process's CPU time: readers turn sample
+    // counts into CPU seconds with it.
+    session.writer().set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
     thread_ = std::thread([this, &session] {
         // The drain thread's own CPU would be sampled too; keep it out of the timer's way.
         sigset_t blocked;

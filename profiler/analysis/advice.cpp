@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -21,6 +22,98 @@ double percent(std::int64_t part, std::int64_t whole) {
 std::string milliseconds(trace::TimeNs ns) { return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6); }
 
 }  // namespace
+
+namespace {
+
+// Op families a CPU profile's hot functions belong to, with what usually helps each.
+struct CpuFamily {
+    const char* name;
+    std::vector<const char*> markers;  // substrings of the function name
+    const char* advice;
+};
+
+const std::vector<CpuFamily>& cpu_families() {
+    static const std::vector<CpuFamily> families = {
+        {"convolution (im2col + GEMM)", {"im2col", "col2im", "conv2d_", "sgemm", "dgemm", "gemm_kernel", "gemm"},
+         "convolutions dominate: a convolution library that needs no im2col copy (oneDNN, as PyTorch uses on the "
+         "CPU), channels-last layout, or more GEMM threads when the loader leaves cores idle"},
+        {"BatchNorm", {"batchnorm"},
+         "BatchNorm's passes over the activations are memory-bound: channels-last loops, or fewer BatchNorm layers"},
+        {"pooling", {"pool2d", "maxpool", "avgpool"}, "pooling is memory-bound: channels-last loops help"},
+        {"activations", {"relu", "gelu", "sigmoid", "tanh"}, "fuse the activation into the op before it"},
+        {"zeroing and copying memory", {"memset", "memcpy", "memmove"},
+         "buffers are cleared or copied each step: set gradients to none instead of zeroing, reuse buffers"},
+        {"data decoding (zlib)", {"[libz", "inflate"},
+         "decoding compressed data: decode once and keep the data set in memory, or more loader workers"},
+        {"optimizer", {"optim::", "update_rules", "optimizer"}, "use the fused multi-tensor optimizer"},
+    };
+    return families;
+}
+
+std::string lower(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+}  // namespace
+
+// Where a CPU-backend run spends its time, and whether backward is out of proportion.
+void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector<AdviceItem>& items) {
+    auto per_step = [&](trace::TimeNs total) { return step_count > 0 ? total / step_count : total; };
+    const CpuProfile* cpu = inputs.cpu;
+    if (cpu != nullptr && cpu->samples > 0) {
+        // Each sample counts once, in the family of its innermost frame that has one.
+        std::vector<std::int64_t> family_samples(cpu_families().size(), 0);
+        for (const CpuFunctionRow& row : cpu->functions) {
+            const std::string name = lower(row.function);
+            for (std::size_t f = 0; f < cpu_families().size(); ++f) {
+                const auto& markers = cpu_families()[f].markers;
+                if (std::any_of(markers.begin(), markers.end(),
+                                [&](const char* marker) { return name.find(lower(marker)) != std::string::npos; })) {
+                    family_samples[f] += row.self_samples;
+                    break;
+                }
+            }
+        }
+        for (std::size_t f = 0; f < family_samples.size(); ++f) {
+            const double share = percent(family_samples[f], cpu->samples);
+            if (share < kCpuHotspotThresholdPercent) continue;
+            const bool timed = cpu->period_ns > 0;
+            items.push_back({"cpu_hotspot",
+                             fmt::format("{} takes {:.1f}% of the sampled CPU time ({} of {} samples{})",
+                                         cpu_families()[f].name, share, family_samples[f], cpu->samples,
+                                         timed ? ", " + milliseconds(cpu->cpu_ns(family_samples[f])) : ""),
+                             cpu_families()[f].advice,
+                             timed ? std::optional<trace::TimeNs>(per_step(cpu->cpu_ns(family_samples[f]))) : std::nullopt});
+        }
+        // Loader workers that barely run hold cores the compute could use.
+        std::int64_t worker_samples = 0;
+        std::set<std::string> worker_names;  // the train and test loaders reuse the names
+        for (const CpuThreadRow& thread : cpu->threads)
+            if (thread.name.rfind("dataloader worker", 0) == 0) {
+                worker_samples += thread.samples;
+                worker_names.insert(thread.name);
+            }
+        const auto workers = static_cast<std::int64_t>(worker_names.size());
+        if (workers > 0 && percent(worker_samples, cpu->samples) < 2.0 && step_count > 0) {
+            items.push_back({"idle_loader_workers",
+                             fmt::format("the {} data loader worker thread{} used {:.1f}% of the sampled CPU time",
+                                         workers, workers == 1 ? "" : "s", percent(worker_samples, cpu->samples)),
+                             "the data is cheap to load here: fewer loader workers (data.workers) leave cores to the "
+                             "compute (the CPU backend gives GEMM the cores the workers do not take)",
+                             std::nullopt});
+        }
+    }
+    if (inputs.forward_ns > 0 && inputs.backward_ns > kBackwardForwardRatio * static_cast<double>(inputs.forward_ns)) {
+        items.push_back({"backward_forward_ratio",
+                         fmt::format("backward takes {:.1f}x as long as forward ({} against {}); about 2x is usual",
+                                     static_cast<double>(inputs.backward_ns) / static_cast<double>(inputs.forward_ns),
+                                     milliseconds(inputs.backward_ns), milliseconds(inputs.forward_ns)),
+                         "look at the backward ops in the CPU or GPU profile: a backward without a fast kernel "
+                         "(weight gradients, scatter-adds) or gradient accumulation in many small pieces",
+                         per_step(inputs.backward_ns - 2 * inputs.forward_ns)});
+    }
+}
 
 void rank_advice(std::vector<AdviceItem>& items) {
     std::stable_sort(items.begin(), items.end(), [](const AdviceItem& a, const AdviceItem& b) {
@@ -172,6 +265,7 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
                          "computation; fewer, larger buckets cut the per-collective cost",
                          per_step(exposed)});
     }
+    advise_cpu(inputs, step_count, items);
     rank_advice(items);
     return items;
 }

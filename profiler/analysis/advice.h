@@ -4,6 +4,7 @@
 // recover (the waiting it would remove), so the list reads most-valuable first.
 #pragma once
 
+#include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/memory_summary.h"
@@ -30,6 +31,8 @@ inline constexpr double kGpuIdleThresholdPercent = 20.0;
 inline constexpr double kLowBusyThresholdPercent = 50.0;          // runs without step ranges
 inline constexpr double kLaunchOverheadThresholdPercent = 5.0;     // kernel_wait gaps of the GPU span
 inline constexpr double kExposedCommunicationThresholdPercent = 5.0;
+inline constexpr double kCpuHotspotThresholdPercent = 15.0;        // an op family's share of the sampled CPU
+inline constexpr double kBackwardForwardRatio = 3.0;               // backward slower than this many forwards
 
 struct AdviceInputs {
     const GpuActivity& activity;
@@ -37,6 +40,9 @@ struct AdviceInputs {
     std::uint64_t dropped_records = 0;
     const std::vector<RankGpuWork>& gpu_work;  // may be empty (no breakdown asked for)
     trace::TimeNs kernel_wait_threshold_ns = 30'000;
+    const CpuProfile* cpu = nullptr;           // sampled CPU stacks, when there are any
+    trace::TimeNs forward_ns = 0;              // summed "forward" / "backward" NVTX ranges
+    trace::TimeNs backward_ns = 0;
 };
 
 // Dropped records first (every other number undercounts), then by recoverable time,
@@ -45,6 +51,10 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs);
 // The rules that need only the step activity and the copies.
 std::vector<AdviceItem> advise(const GpuActivity& activity, const std::vector<MemoryOperationRow>& memory,
                                std::uint64_t dropped_records);
+
+// The CPU rules (op families in the sampled stacks, idle loader workers, the
+// backward/forward ratio), appended to `items`.
+void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector<AdviceItem>& items);
 
 // Puts items in the order advise() returns them.
 void rank_advice(std::vector<AdviceItem>& items);

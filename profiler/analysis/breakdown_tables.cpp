@@ -112,7 +112,8 @@ Table idle_breakdown_table(const std::vector<RankGpuWork>& work, trace::TimeNs k
     return table;
 }
 
-Table launches_table(const store::TraceReader& reader, const std::vector<RankGpuWork>& work, std::size_t top) {
+Table launches_table(const store::TraceReader& reader, const std::vector<RankGpuWork>& work, std::size_t top,
+                     const LaunchOptions& options) {
     Table table{"launches", "Kernel launches: CPU time of the launching call and the delay until the GPU runs the work",
                 {}, {}, {}};
     table.columns = {
@@ -130,7 +131,7 @@ Table launches_table(const store::TraceReader& reader, const std::vector<RankGpu
         {"name", "Name", ColumnKind::text},
     };
     std::map<std::int32_t, std::size_t> shown;
-    for (const LaunchRow& row : launch_statistics(reader, work)) {
+    for (const LaunchRow& row : launch_statistics(reader, work, options)) {
         if (top > 0 && shown[row.rank]++ >= top) continue;
         const double n = static_cast<double>(row.launches);
         table.rows.push_back({rank_cell(row.rank), row.launches, row.launch_total_ns,
@@ -150,7 +151,7 @@ Table queue_table(const std::vector<RankGpuWork>& work) {
         {"samples", "Changes", ColumnKind::integer},
         {"mean", "Mean", ColumnKind::percent},
         {"time_weighted_mean", "Time-weighted Mean", ColumnKind::percent},
-        {"median", "Median", ColumnKind::integer},
+        {"median", "Median", ColumnKind::percent},
         {"max", "Max", ColumnKind::integer},
     };
     for (const QueueRow& row : queue_length_summary(work))
@@ -169,6 +170,45 @@ Table gpu_timeline_table(const std::vector<RankGpuWork>& work) {
     };
     for (const GpuTimelineRow& row : gpu_timeline(work))
         table.rows.push_back({rank_cell(row.rank), row.type, row.time_ns, row.percent});
+    return table;
+}
+
+Table step_breakdown_table(const std::vector<StepBreakdownRow>& rows, const StepBreakdownNotes& notes,
+                           StepConvention convention) {
+    Table table{"step_breakdown",
+                std::string("Step time by category (each instant counted once: Kernel > Memcpy > Memset > "
+                            "Communication > Runtime > DataLoader > CPU Exec > Other; ") +
+                    step_convention_name(convention) + " convention)",
+                {}, {}, {}};
+    table.columns = {
+        {"rank", "Rank", ColumnKind::integer},
+        {"step", "Step", ColumnKind::integer},
+        {"start_ns", "Start", ColumnKind::time},
+        {"end_ns", "End", ColumnKind::time},
+        {"step_ns", "Duration", ColumnKind::time},
+        {"kernel_ns", "Kernel", ColumnKind::time},
+        {"memcpy_ns", "Memcpy", ColumnKind::time},
+        {"memset_ns", "Memset", ColumnKind::time},
+        {"communication_ns", "Communication", ColumnKind::time},
+        {"runtime_ns", "Runtime", ColumnKind::time},
+        {"dataloader_ns", "DataLoader", ColumnKind::time},
+        {"cpu_exec_ns", "CPU Exec", ColumnKind::time},
+        {"other_ns", "Other", ColumnKind::time},
+        {"kernel_percent", "Kernel (%)", ColumnKind::percent},
+    };
+    for (const StepBreakdownRow& row : rows) {
+        const trace::TimeNs span = row.end_ns - row.start_ns;
+        table.rows.push_back({rank_cell(row.rank), row.step, row.start_ns, row.end_ns, span, row.kernel_ns, row.memcpy_ns, row.memset_ns,
+                              row.communication_ns, row.runtime_ns, row.dataloader_ns, row.cpu_exec_ns, row.other_ns,
+                              percent_of(row.kernel_ns, span)});
+    }
+    if (rows.empty()) table.empty_note = "no step ranges (\"step\", ProfilerStep#N) in this trace";
+    std::string note;
+    if (notes.tail_steps_dropped > 0)
+        note = std::to_string(notes.tail_steps_dropped) +
+               " trailing step(s) left out: their GPU work may have been cut off by the profiler (tb)";
+    if (notes.whole_trace_as_one_step) note = "no step ranges: the whole host span is step 0 (tb)";
+    if (!note.empty()) table.title += "; " + note;
     return table;
 }
 

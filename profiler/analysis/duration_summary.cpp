@@ -135,4 +135,44 @@ std::vector<DurationSummaryRow> range_summary(const store::TraceReader& reader) 
     return rows;
 }
 
+namespace {
+
+// Nsight Systems' operation names, by trace::MemcpyDirection.
+std::string memory_operation_name(std::int64_t direction) {
+    switch (static_cast<trace::MemcpyDirection>(direction)) {
+        case trace::MemcpyDirection::host_to_device: return "[CUDA memcpy HtoD]";
+        case trace::MemcpyDirection::device_to_host: return "[CUDA memcpy DtoH]";
+        case trace::MemcpyDirection::device_to_device: return "[CUDA memcpy DtoD]";
+        case trace::MemcpyDirection::host_to_host: return "[CUDA memcpy HtoH]";
+        case trace::MemcpyDirection::peer_to_peer: return "[CUDA memcpy PtoP]";
+        default: return "[CUDA memcpy Unknown]";
+    }
+}
+
+// key.a: direction (memcpys) or -1 (memsets); the fourth column is what is summarized.
+std::vector<DurationSummaryRow> memory_rows(const store::TraceReader& reader, const char* sql) {
+    std::vector<DurationSummaryRow> rows;
+    for (const auto& [key, stats] : grouped_stats(reader, sql)) {
+        DurationSummaryRow row;
+        row.name = key.a < 0 ? "[CUDA memset]" : memory_operation_name(key.a);
+        row.stats = stats;
+        rows.push_back(std::move(row));
+    }
+    fill_percent(rows);
+    sort_and_cut(rows, SummarySort::total, 0);
+    return rows;
+}
+
+}  // namespace
+
+std::vector<DurationSummaryRow> memory_time_summary(const store::TraceReader& reader) {
+    return memory_rows(reader,
+                       "SELECT direction, 0, 0, end_ns - start_ns FROM memcpys UNION ALL "
+                       "SELECT -1, 0, 0, end_ns - start_ns FROM memsets");
+}
+
+std::vector<DurationSummaryRow> memory_size_summary(const store::TraceReader& reader) {
+    return memory_rows(reader, "SELECT direction, 0, 0, bytes FROM memcpys UNION ALL SELECT -1, 0, 0, bytes FROM memsets");
+}
+
 }  // namespace ember::analysis

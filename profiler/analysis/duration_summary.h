@@ -1,7 +1,9 @@
 // duration_summary.h: per-name duration statistics — the GPU kernel summary (the
-// shape of Nsight Systems' cuda_gpu_kern_sum), the CUDA API summary and the NVTX
-// range summary. Every number is exact: durations are collected per name and
-// sorted, so the median is the true median, not an estimate.
+// shape of Nsight Systems' cuda_gpu_kern_sum), the CUDA API summary, the NVTX
+// range summary, and the GPU memory operation summaries by time and by size (the
+// shapes of cuda_gpu_mem_time_sum and cuda_gpu_mem_size_sum). Every number is
+// exact: durations are collected per name and sorted, so the median is the true
+// median, not an estimate.
 #pragma once
 
 #include "profiler/store/reader.h"
@@ -48,5 +50,13 @@ std::vector<DurationSummaryRow> kernel_summary(const store::TraceReader& reader)
 std::vector<DurationSummaryRow> api_summary(const store::TraceReader& reader);
 // One row per NVTX (domain, name, style).
 std::vector<DurationSummaryRow> range_summary(const store::TraceReader& reader);
+
+// One row per memory operation, named as Nsight Systems names them:
+// "[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]", "[CUDA memcpy DtoD]", "[CUDA memcpy HtoH]",
+// "[CUDA memcpy PtoP]", "[CUDA memcpy Unknown]", "[CUDA memset]". Durations in ns.
+std::vector<DurationSummaryRow> memory_time_summary(const store::TraceReader& reader);
+// The same rows over the operations' sizes: every `*_ns` field of DurationStats holds
+// bytes instead (total_ns = total bytes, median_ns = median bytes, ...).
+std::vector<DurationSummaryRow> memory_size_summary(const store::TraceReader& reader);
 
 }  // namespace ember::analysis

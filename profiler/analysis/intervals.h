@@ -23,8 +23,10 @@ using IntervalUnion = std::vector<Interval>;
 // The union of `intervals` (any order; empty and reversed intervals contribute
 // nothing). Intervals that touch (one ends where the next starts) merge.
 inline IntervalUnion union_of(std::vector<Interval> intervals) {
-    std::sort(intervals.begin(), intervals.end(),
-              [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
+    auto by_start = [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; };
+    // GPU work arrives in start order: checking is linear, sorting is not.
+    if (!std::is_sorted(intervals.begin(), intervals.end(), by_start))
+        std::sort(intervals.begin(), intervals.end(), by_start);
     IntervalUnion merged;
     for (const Interval& interval : intervals) {
         if (interval.end_ns <= interval.start_ns) continue;

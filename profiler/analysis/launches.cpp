@@ -6,6 +6,12 @@
 
 namespace ember::analysis {
 
+LaunchOptions launch_options_for(Convention convention) {
+    LaunchOptions options;
+    options.negative_delay_is_zero = convention == Convention::hta;
+    return options;
+}
+
 std::vector<LaunchRow> launch_statistics(const store::TraceReader& reader, const std::vector<RankGpuWork>& work,
                                          const LaunchOptions& options) {
     std::vector<LaunchRow> rows;
@@ -23,7 +29,8 @@ std::vector<LaunchRow> launch_statistics(const store::TraceReader& reader, const
                                                                 : "memset";
             }
             const trace::TimeNs launch = event.launch_end_ns - event.launch_start_ns;
-            const trace::TimeNs delay = event.start_ns - event.launch_end_ns;
+            trace::TimeNs delay = event.start_ns - event.launch_end_ns;
+            if (options.negative_delay_is_zero) delay = std::max<trace::TimeNs>(delay, 0);
             const trace::TimeNs gpu = event.end_ns - event.start_ns;
             ++row.launches;
             row.launch_total_ns += launch;
@@ -77,7 +84,7 @@ std::vector<QueueSeries> queue_length_series(const std::vector<RankGpuWork>& wor
 std::vector<QueueRow> queue_length_summary(const std::vector<RankGpuWork>& work) {
     std::vector<QueueRow> rows;
     for (const QueueSeries& series : queue_length_series(work)) {
-        QueueRow row{series.rank, series.stream, static_cast<std::int64_t>(series.points.size()), 0.0, 0.0, 0, 0};
+        QueueRow row{series.rank, series.stream, static_cast<std::int64_t>(series.points.size()), 0.0, 0.0, 0.0, 0};
         if (series.points.empty()) continue;
         std::vector<std::int64_t> values;
         values.reserve(series.points.size());
@@ -94,8 +101,10 @@ std::vector<QueueRow> queue_length_summary(const std::vector<RankGpuWork>& work)
         row.mean = sum / static_cast<double>(values.size());
         const trace::TimeNs span = series.points.back().time_ns - series.points.front().time_ns;
         row.time_weighted_mean = span > 0 ? weighted / static_cast<double>(span) : row.mean;
-        std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
-        row.median = values[values.size() / 2];
+        std::sort(values.begin(), values.end());
+        const std::size_t n = values.size();
+        row.median = n % 2 ? static_cast<double>(values[n / 2])
+                           : (static_cast<double>(values[n / 2 - 1]) + static_cast<double>(values[n / 2])) / 2.0;
         rows.push_back(row);
     }
     return rows;

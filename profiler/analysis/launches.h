@@ -5,8 +5,9 @@
 // Definitions (docs/stats.md):
 //   launch duration  end − start of the launching API call (cudaLaunchKernel, ...)
 //   launch delay     GPU start − launch end: how long the work queued after the call
-//                    returned. (HTA's cuda_kernel_launch_stats adds the call's duration
-//                    instead of subtracting it; ember reports the delay itself.)
+//                    returned; negative when the GPU started the work before the call
+//                    returned. Under --like hta a negative delay is 0, as in HTA's
+//                    cuda_kernel_launch_stats (checked on real traces, real_traces_test).
 //   short kernel     GPU duration < its launch duration, with the launch itself no
 //                    longer than the runtime cutoff: the host spends longer launching
 //                    it than the GPU spends running it (HTA's "short GPU kernels")
@@ -14,7 +15,9 @@
 //                    longer than the delay cutoff (default 100 µs)
 //   queue length     per CUDA stream, +1 when a call launches work on it and −1 when
 //                    that work starts on the GPU (HTA's definition); summarized over its
-//                    change points and weighted by time
+//                    change points and weighted by time. A launch and a start at the same
+//                    instant count the launch first (HTA's unstable sort leaves that order
+//                    to chance, so its mean can differ where such instants occur)
 // Only GPU work with a launching call counts.
 #pragma once
 
@@ -29,7 +32,12 @@ namespace ember::analysis {
 struct LaunchOptions {
     trace::TimeNs runtime_cutoff_ns = 50'000;
     trace::TimeNs launch_delay_cutoff_ns = 100'000;
+    // HTA's launch delay: a GPU start before the end of its launching call is no delay
+    // (0) rather than a negative one.
+    bool negative_delay_is_zero = false;
 };
+// The options a convention implies (hta: negative_delay_is_zero).
+LaunchOptions launch_options_for(Convention convention);
 
 struct LaunchRow {
     std::int32_t rank = 0;
@@ -54,7 +62,7 @@ struct QueueRow {
     std::int64_t samples = 0;         // change points of the series
     double mean = 0.0;                // over the change points (HTA's summary)
     double time_weighted_mean = 0.0;  // over time, first launch to last start
-    std::int64_t median = 0;          // over the change points
+    double median = 0.0;              // over the change points (the mean of the middle two for an even count)
     std::int64_t max = 0;
 };
 std::vector<QueueRow> queue_length_summary(const std::vector<RankGpuWork>& work);

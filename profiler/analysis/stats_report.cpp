@@ -3,6 +3,7 @@
 
 #include "profiler/analysis/advice.h"
 #include "profiler/analysis/breakdown_tables.h"
+#include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace ember::analysis {
@@ -123,6 +125,117 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
     return table;
 }
 
+// The steps in brief: per rank and device, how long a step takes (median and spread)
+// and what a median step is made of; then the slowest steps and what made each slow.
+std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t slowest) {
+    struct Group {
+        std::int32_t rank = -1;
+        trace::DeviceId device = trace::kNoDevice;
+        std::vector<const StepBreakdown*> steps;
+    };
+    std::vector<Group> groups;
+    for (const StepBreakdown& step : activity.steps) {
+        auto found = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+            return g.rank == step.rank && g.device == step.device_id;
+        });
+        if (found == groups.end()) found = groups.insert(groups.end(), Group{step.rank, step.device_id, {}});
+        found->steps.push_back(&step);
+    }
+    auto median_of = [](std::vector<trace::TimeNs> values) -> trace::TimeNs {
+        if (values.empty()) return 0;
+        std::sort(values.begin(), values.end());
+        const std::size_t n = values.size();
+        return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    };
+    const bool ranks = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.rank >= 0; });
+    Table summary{"steps_summary", "Training steps in brief (NVTX \"step\" ranges; medians over the steps)", {}, {}, {}};
+    summary.columns = {{"device", "Device", ColumnKind::integer},  {"steps", "Steps", ColumnKind::integer},
+                       {"wall_median", "Wall Med", ColumnKind::time}, {"wall_min", "Wall Min", ColumnKind::time},
+                       {"wall_p90", "Wall P90", ColumnKind::time},    {"wall_max", "Wall Max", ColumnKind::time},
+                       {"gpu_compute_median", "GPU Compute Med", ColumnKind::time},
+                       {"copies_median", "Copies Med", ColumnKind::time},
+                       {"dataloader_wait_median", "Dataloader Wait Med", ColumnKind::time},
+                       {"allreduce_wait_median", "All-reduce Wait Med", ColumnKind::time},
+                       {"gpu_idle_median", "GPU Idle Med", ColumnKind::time}};
+    if (ranks) summary.columns.insert(summary.columns.begin(), {"rank", "Rank", ColumnKind::integer});
+    Table slow{"slowest_steps", "Slowest steps and what made each slow (its largest excess over the median step)",
+               {}, {}, {}};
+    slow.columns = {{"step", "Step", ColumnKind::integer},
+                    {"device", "Device", ColumnKind::integer},
+                    {"wall", "Wall", ColumnKind::time},
+                    {"over_median", "Over Median", ColumnKind::time},
+                    {"cause", "Cause", ColumnKind::text}};
+    if (ranks) slow.columns.insert(slow.columns.begin() + 1, {"rank", "Rank", ColumnKind::integer});
+    slow.empty_note = "no step is slower than the median step";
+    for (const Group& group : groups) {
+        std::vector<trace::TimeNs> wall, compute, copies, dataloader, allreduce, idle;
+        for (const StepBreakdown* step : group.steps) {
+            wall.push_back(step->wall_ns);
+            compute.push_back(step->gpu_compute_ns);
+            copies.push_back(step->copies_ns);
+            dataloader.push_back(step->dataloader_wait_ns);
+            allreduce.push_back(step->allreduce_wait_ns);
+            idle.push_back(step->gpu_idle_ns);
+        }
+        std::vector<trace::TimeNs> sorted_wall = wall;
+        std::sort(sorted_wall.begin(), sorted_wall.end());
+        const std::size_t n = sorted_wall.size();
+        const trace::TimeNs p90 = sorted_wall[std::min(n - 1, static_cast<std::size_t>(std::ceil(0.9 * n)) - 1)];
+        const trace::TimeNs median_wall = median_of(wall), median_compute = median_of(compute),
+                            median_copies = median_of(copies), median_dataloader = median_of(dataloader),
+                            median_allreduce = median_of(allreduce), median_idle = median_of(idle);
+        std::vector<Cell> row = {device_cell(group.device), static_cast<std::int64_t>(n), median_wall,
+                                 sorted_wall.front(), p90, sorted_wall.back(), median_compute, median_copies,
+                                 median_dataloader, median_allreduce, median_idle};
+        if (ranks) row.insert(row.begin(), Cell{static_cast<std::int64_t>(group.rank)});
+        summary.rows.push_back(std::move(row));
+
+        std::vector<const StepBreakdown*> by_wall = group.steps;
+        std::stable_sort(by_wall.begin(), by_wall.end(),
+                         [](const StepBreakdown* a, const StepBreakdown* b) { return a->wall_ns > b->wall_ns; });
+        for (std::size_t i = 0; i < by_wall.size() && i < slowest; ++i) {
+            const StepBreakdown& step = *by_wall[i];
+            if (step.wall_ns <= median_wall) break;
+            // The component that grew most over its median names the cause; "GPU idle"
+            // growing alone means the host fell behind for a reason the trace does not name.
+            const bool on_gpu = step.device_id != trace::kNoDevice;
+            const std::pair<const char*, trace::TimeNs> excess[] = {
+                {"dataloader wait", step.dataloader_wait_ns - median_dataloader},
+                {"all-reduce wait", step.allreduce_wait_ns - median_allreduce},
+                {"GPU compute", on_gpu ? step.gpu_compute_ns - median_compute : 0},
+                {"copies", on_gpu ? step.copies_ns - median_copies : 0},
+                {"GPU idle (host busy or waiting)", on_gpu ? step.gpu_idle_ns - median_idle : 0},
+            };
+            const auto* largest = std::max_element(std::begin(excess), std::end(excess),
+                                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+            std::string cause = largest->second > 0
+                                    ? fmt::format("{} +{:.3f} ms", largest->first, largest->second / 1e6)
+                                    : std::string(on_gpu ? "host time outside the measured parts"
+                                                         : "host compute (no wait grew)");
+            std::vector<Cell> cells = {step.step_index, device_cell(step.device_id), step.wall_ns,
+                                       step.wall_ns - median_wall, cause};
+            if (ranks) cells.insert(cells.begin() + 1, Cell{static_cast<std::int64_t>(step.rank)});
+            slow.rows.push_back(std::move(cells));
+        }
+    }
+    summary.empty_note = "no NVTX \"step\" ranges in this trace";
+    // Without a GPU the device and GPU columns say nothing: leave them out.
+    const bool gpu = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.device != trace::kNoDevice; });
+    if (!gpu) {
+        for (Table* table : {&summary, &slow})
+            for (const char* key : {"device", "gpu_compute_median", "copies_median", "gpu_idle_median"}) {
+                auto column = std::find_if(table->columns.begin(), table->columns.end(),
+                                           [&](const Column& c) { return c.key == key; });
+                if (column == table->columns.end()) continue;
+                const auto index = column - table->columns.begin();
+                table->columns.erase(column);
+                for (std::vector<Cell>& row : table->rows) row.erase(row.begin() + index);
+            }
+    }
+    if (groups.empty()) return {std::move(summary)};
+    return {std::move(summary), std::move(slow)};
+}
+
 Table ranks_table(const RankSummary& summary) {
     Table table{"ranks", "Ranks (compute, all-reduce wait, straggler)", {}, {}, {}};
     table.columns = {
@@ -222,6 +335,68 @@ Table advice_table(const std::vector<AdviceItem>& items) {
     return table;
 }
 
+// The CPU reports: hot functions, CPU per NVTX range, per thread.
+std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
+    const bool timed = profile.period_ns > 0;
+    auto share = [&](std::int64_t samples) {
+        return profile.samples > 0 ? 100.0 * static_cast<double>(samples) / static_cast<double>(profile.samples) : 0.0;
+    };
+    Table functions{"cpu_functions",
+                    fmt::format("CPU hot functions ({} stack samples{})", profile.samples,
+                                timed ? fmt::format(", one per {:.1f} ms of CPU time", profile.period_ns / 1e6) : ""),
+                    {}, {}, {}};
+    functions.columns = {{"self_percent", "Self (%)", ColumnKind::percent}};
+    if (timed) functions.columns.push_back({"self_ns", "Self", ColumnKind::time});
+    functions.columns.push_back({"total_percent", "Total (%)", ColumnKind::percent});
+    if (timed) functions.columns.push_back({"total_ns", "Total", ColumnKind::time});
+    functions.columns.push_back({"self_samples", "Self Samples", ColumnKind::integer});
+    functions.columns.push_back({"function", "Function", ColumnKind::text});
+    std::size_t shown = 0;
+    for (const CpuFunctionRow& row : profile.functions) {
+        if (row.self_samples == 0 || (top > 0 && shown >= top)) continue;
+        ++shown;
+        std::vector<Cell>& cells = functions.rows.emplace_back();
+        cells.emplace_back(share(row.self_samples));
+        if (timed) cells.emplace_back(profile.cpu_ns(row.self_samples));
+        cells.emplace_back(share(row.total_samples));
+        if (timed) cells.emplace_back(profile.cpu_ns(row.total_samples));
+        cells.emplace_back(row.self_samples);
+        cells.emplace_back(row.function);
+    }
+    functions.empty_note = "no CPU stack samples (ember train --profile samples them; ember record --sample-cpu HZ)";
+    Table ranges{"cpu_by_range", "CPU time per NVTX range (innermost range open on the sampled thread)", {}, {}, {}};
+    ranges.columns = {{"percent", "CPU (%)", ColumnKind::percent}};
+    if (timed) ranges.columns.push_back({"cpu_ns", "CPU", ColumnKind::time});
+    ranges.columns.push_back({"samples", "Samples", ColumnKind::integer});
+    ranges.columns.push_back({"range", "Range", ColumnKind::text});
+    shown = 0;
+    for (const CpuRangeRow& row : profile.by_range) {
+        if (top > 0 && shown++ >= top) break;
+        std::vector<Cell>& cells = ranges.rows.emplace_back();
+        cells.emplace_back(share(row.samples));
+        if (timed) cells.emplace_back(profile.cpu_ns(row.samples));
+        cells.emplace_back(row.samples);
+        cells.emplace_back(row.range_path);
+    }
+    Table threads{"cpu_threads", "CPU time per thread", {}, {}, {}};
+    threads.columns = {{"percent", "CPU (%)", ColumnKind::percent}};
+    if (timed) threads.columns.push_back({"cpu_ns", "CPU", ColumnKind::time});
+    threads.columns.push_back({"samples", "Samples", ColumnKind::integer});
+    threads.columns.push_back({"tid", "TID", ColumnKind::integer});
+    threads.columns.push_back({"thread", "Thread", ColumnKind::text});
+    for (const CpuThreadRow& row : profile.threads) {
+        if (row.samples == 0) continue;
+        std::vector<Cell>& cells = threads.rows.emplace_back();
+        cells.emplace_back(share(row.samples));
+        if (timed) cells.emplace_back(profile.cpu_ns(row.samples));
+        cells.emplace_back(row.samples);
+        cells.emplace_back(row.tid);
+        cells.emplace_back(row.name);
+    }
+    if (profile.samples == 0) return {std::move(functions)};
+    return {std::move(functions), std::move(ranges), std::move(threads)};
+}
+
 bool wanted(const StatsOptions& options, std::string_view name) {
     if (options.reports.empty())
         return std::find(std::begin(kDefaultReportNames), std::end(kDefaultReportNames), name) !=
@@ -255,7 +430,11 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "gpu_by_range")) {
         tables.push_back(gpu_by_range_table(gpu_time_by_range_rows(gpu_time_by_range(reader)), options.top));
     }
-    if (wanted(options, "steps")) tables.push_back(steps_table(activity, run));
+    if (wanted(options, "steps")) {
+        for (Table& table : step_summary_tables(activity, 5)) tables.push_back(std::move(table));
+        // Every step: on request in text; always in the machine-readable formats.
+        if (options.all_steps || options.format != OutputFormat::text) tables.push_back(steps_table(activity, run));
+    }
     // Per-rank numbers (another pass over the ranges) only where they can show: asked
     // for by name, or a file of several ranks (the default table, the straggler advice).
     RankSummary ranks;
@@ -291,14 +470,50 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         if (communication || !options.reports.empty()) add(overlap_table(work));
     }
     if (wanted(options, "idle_breakdown")) add(idle_breakdown_table(work, options.kernel_wait_threshold_ns));
-    if (wanted(options, "launches")) add(launches_table(reader, work, options.top));
+    if (wanted(options, "launches")) add(launches_table(reader, work, options.top, launch_options_for(options.like)));
     if (wanted(options, "queue")) add(queue_table(work));
+    if (wanted(options, "step_breakdown")) {
+        StepBreakdownNotes notes;
+        const StepConvention convention = step_convention_for(options.like);
+        tables.push_back(step_breakdown_table(step_breakdown(reader, convention, &notes), notes, convention));
+    }
     if (wanted(options, "gpu_timeline")) add(gpu_timeline_table(work));
     if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
     if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
+    CpuProfile cpu;
+    if (wanted(options, "cpu") || wanted(options, "advice")) cpu = cpu_profile(reader);
+    if (wanted(options, "cpu"))
+        for (Table& table : cpu_tables(cpu, options.top > 0 ? options.top : 15)) tables.push_back(std::move(table));
+    // A trace without GPU activity: its GPU tables say so in one line each, and the
+    // default text report says it once for all of them.
+    if (!any_gpu_work && reader.event_count("kernels") == 0 && reader.event_count("memcpys") == 0) {
+        const std::vector<std::string> gpu_keys = {"kernels", "memory", "api", "gpu_by_range", "temporal",
+                                                   "kernel_types", "overlap", "idle_breakdown", "launches",
+                                                   "queue", "gpu_timeline", "gpu_busy", "idle_gaps"};
+        auto is_gpu = [&](const Table& table) {
+            return table.rows.empty() && std::find(gpu_keys.begin(), gpu_keys.end(), table.key) != gpu_keys.end();
+        };
+        std::string left_out;
+        for (Table& table : tables)
+            if (is_gpu(table)) {
+                table.empty_note = no_gpu_work_note(reader);
+                left_out += (left_out.empty() ? "" : ", ") + table.key;
+            }
+        if (options.reports.empty() && options.format == OutputFormat::text && !left_out.empty()) {
+            tables.erase(std::remove_if(tables.begin(), tables.end(), is_gpu), tables.end());
+            Table gpu{"gpu", "GPU", {}, {}, {}};
+            gpu.empty_note = no_gpu_work_note(reader) + ": " + left_out + " left out";
+            tables.insert(tables.begin(), std::move(gpu));
+        }
+    }
     if (wanted(options, "advice")) {
-        std::vector<AdviceItem> items =
-            advise(AdviceInputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns});
+        AdviceInputs inputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns};
+        inputs.cpu = &cpu;
+        for (const DurationSummaryRow& range : range_summary(reader)) {
+            if (range.name == "forward") inputs.forward_ns += range.stats.total_ns;
+            if (range.name == "backward") inputs.backward_ns += range.stats.total_ns;
+        }
+        std::vector<AdviceItem> items = advise(inputs);
         if (std::optional<AdviceItem> straggler = straggler_advice(ranks)) items.push_back(std::move(*straggler));
         rank_advice(items);
         tables.push_back(advice_table(items));

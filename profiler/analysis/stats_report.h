@@ -22,12 +22,12 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 inline constexpr const char* kReportNames[] = {
     "kernels",   "memory",       "api",     "nvtx",           "gpu_by_range", "steps",
     "ranks",     "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
-    "gpu_timeline", "gpu_busy",  "idle_gaps", "advice",
+    "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "advice",
 };
 // Printed when no report is named ("ranks" only for files of several ranks).
 inline constexpr const char* kDefaultReportNames[] = {
     "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "temporal", "kernel_types", "overlap",
-    "idle_breakdown", "gpu_busy", "idle_gaps", "advice",
+    "idle_breakdown", "gpu_busy", "idle_gaps", "cpu", "advice",
 };
 bool is_report_name(std::string_view name);
 
@@ -38,6 +38,7 @@ struct StatsOptions {
     SummarySort sort = SummarySort::total;  // kernels, api, nvtx
     std::size_t top = 0;                    // rows of kernels/api/nvtx/gpu_by_range; 0 = all
     std::size_t gap_count = 5;              // idle_gaps rows
+    bool all_steps = false;                 // text: every step, not only the summary and the slowest
     // Whose conventions the GPU breakdowns follow (--like): ember's own keep every
     // event; hta, tb and tracelens reproduce those tools' numbers (gpu_work.h).
     Convention like = Convention::ember;

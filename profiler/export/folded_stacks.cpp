@@ -1,6 +1,7 @@
 // folded_stacks.cpp: building stack trees from a trace and writing them folded.
 #include "profiler/export/folded_stacks.h"
 
+#include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/nested_events.h"
@@ -15,6 +16,7 @@ namespace ember::exporting {
 std::optional<StackSource> parse_stack_source(std::string_view text) {
     if (text == "gpu") return StackSource::gpu;
     if (text == "host") return StackSource::host;
+    if (text == "cpu") return StackSource::cpu;
     return std::nullopt;
 }
 
@@ -69,6 +71,7 @@ std::string folded_name(const std::string& name) {
 
 analysis::StackTree build_stacks(const store::TraceReader& reader, StackSource source) {
     if (source == StackSource::gpu) return analysis::gpu_time_by_range(reader).stacks;
+    if (source == StackSource::cpu) return analysis::cpu_stack_tree(reader);
     return host_stacks(reader);
 }
 

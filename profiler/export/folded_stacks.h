@@ -4,6 +4,8 @@
 //         count = GPU nanoseconds (see analysis/gpu_time_by_range.h)
 //   host  thread name, its push/pop NVTX ranges, then the CUDA API call;
 //         count = self nanoseconds (time in a frame not covered by a child)
+//   cpu   thread name, then the sampled call stack (analysis/cpu_profile.h);
+//         count = CPU nanoseconds (one sampling period per sample)
 #pragma once
 
 #include "profiler/analysis/stack_tree.h"
@@ -15,8 +17,8 @@
 
 namespace ember::exporting {
 
-enum class StackSource { gpu, host };
-std::optional<StackSource> parse_stack_source(std::string_view text);  // "gpu", "host"
+enum class StackSource { gpu, host, cpu };
+std::optional<StackSource> parse_stack_source(std::string_view text);  // "gpu", "host", "cpu"
 
 analysis::StackTree build_stacks(const store::TraceReader& reader, StackSource source);
 

@@ -24,8 +24,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <random>
 #include <sstream>
 
 namespace {
@@ -324,6 +328,84 @@ TEST(GpuBreakdownEmpty, CpuOnlyTraceSaysSoInOneLine) {
     EXPECT_NE(out.str().find("no GPU activity recorded"), std::string::npos) << out.str();
     EXPECT_EQ(out.str().find("(none)"), std::string::npos) << out.str();
     std::filesystem::remove(path);
+}
+
+// Work that starts before its launching call returns: ember reports the negative delay
+// as it is, hta counts it as no delay (HTA's launch_delay, as its numbers on the real
+// A100/V100 traces show). The queue median of an even number of change points is the
+// mean of the middle two (HTA's, pandas' 50%).
+TEST_F(GpuBreakdown, NegativeLaunchDelayAndEvenQueueMedian) {
+    store::TraceReader reader(*path_);
+    RankGpuWork rank;
+    GpuEvent copy;
+    copy.kind = GpuEventKind::memcpy;
+    copy.kernel_class = KernelClass::memory;
+    copy.cuda_stream = 7;
+    copy.correlation = 1;
+    copy.start_ns = ns_of_us(5);  // 5 µs before its call [0,10) returns
+    copy.end_ns = ns_of_us(8);
+    copy.launch_start_ns = ns_of_us(0);
+    copy.launch_end_ns = ns_of_us(10);
+    rank.events.push_back(copy);
+    copy.correlation = 2;
+    copy.start_ns = ns_of_us(30);  // 16 µs after its call [12,14) returns
+    copy.end_ns = ns_of_us(35);
+    copy.launch_start_ns = ns_of_us(12);
+    copy.launch_end_ns = ns_of_us(14);
+    rank.events.push_back(copy);
+    const std::vector<RankGpuWork> work = {rank};
+
+    const std::vector<LaunchRow> ember_rows = launch_statistics(reader, work, launch_options_for(Convention::ember));
+    ASSERT_EQ(ember_rows.size(), 1u);
+    EXPECT_EQ(ember_rows[0].name, "memcpy");
+    EXPECT_EQ(ember_rows[0].delay_total_ns, ns_of_us(-5 + 16));
+    EXPECT_EQ(ember_rows[0].delay_max_ns, ns_of_us(16));
+    const std::vector<LaunchRow> hta_rows = launch_statistics(reader, work, launch_options_for(Convention::hta));
+    ASSERT_EQ(hta_rows.size(), 1u);
+    EXPECT_EQ(hta_rows[0].delay_total_ns, ns_of_us(0 + 16));
+    EXPECT_EQ(hta_rows[0].launch_total_ns, ns_of_us(10 + 2));  // the calls themselves are unchanged
+
+    // Launch 0 -> 1, start 5 -> 0, launch 12 -> 1, start 30 -> 0.
+    const std::vector<QueueRow> queue = queue_length_summary(work);
+    ASSERT_EQ(queue.size(), 1u);
+    EXPECT_EQ(queue[0].samples, 4);
+    EXPECT_DOUBLE_EQ(queue[0].mean, 0.5);
+    EXPECT_DOUBLE_EQ(queue[0].median, 0.5);
+    EXPECT_EQ(queue[0].max, 1);
+}
+
+// HTA's rounding starts from the double Python reads for a Kineto time: strtod of the
+// decimal microseconds. ember computes it without the text; both must agree on every
+// time, Unix-epoch nanoseconds (beyond 2^53) included, ties at eighths of a µs too.
+TEST(HtaRounding, MicrosecondsAsPythonFloatEqualStrtodOfTheDecimalText) {
+    auto by_text = [](TimeNs ns) {
+        const bool negative = ns < 0;
+        const unsigned long long magnitude =
+            negative ? 0ull - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
+        char text[40];
+        std::snprintf(text, sizeof(text), "%s%llu.%03llu", negative ? "-" : "", magnitude / 1000, magnitude % 1000);
+        return std::strtod(text, nullptr);
+    };
+    std::vector<TimeNs> times;
+    const TimeNs bases[] = {0, 1'419'247'332'500'684, TimeNs{1} << 53, -(TimeNs{1} << 53),
+                            1'712'195'495'519'695'800, -1'712'195'495'519'695'800, 9'000'000'000'000'000'000,
+                            9'100'000'000'000'000'000};  // the last beyond 2^53 µs: read through the text
+    for (TimeNs base : bases)
+        for (TimeNs delta = -3000; delta <= 3000; ++delta) times.push_back(base + delta);
+    std::mt19937_64 random(14);
+    for (int i = 0; i < 200'000; ++i) {
+        const TimeNs base = bases[static_cast<std::size_t>(i) % std::size(bases)];
+        times.push_back(base + static_cast<TimeNs>(random() % 2'000'000'000'000) - 1'000'000'000'000);
+    }
+    int compared = 0;
+    for (TimeNs ns : times) {
+        ASSERT_EQ(microseconds_as_python_float(ns), by_text(ns)) << ns;
+        ++compared;
+    }
+    EXPECT_EQ(compared, static_cast<int>(times.size()));
+    // 1712195495519695.875 µs lies halfway between two doubles (0.25 apart there):
+    // both round to the even one.
+    EXPECT_EQ(microseconds_as_python_float(1'712'195'495'519'695'875), 1712195495519696.0);
 }
 
 }  // namespace

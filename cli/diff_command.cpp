@@ -1,0 +1,132 @@
+// diff_command.cpp: `ember diff A B`, why run B is slower than run A
+// (profiler/analysis/trace_diff.h), and the CI gate `--fail-if-slower 5%`.
+// Exit codes: 0 (no regression, or no gate asked), 4 (the gate failed: B slower beyond
+// the threshold and beyond the noise), 2 (bad input: a file, a flag value).
+#include "profiler/analysis/trace_diff.h"
+#include "cli/commands.h"
+#include "cli/trace_input.h"
+#include "profiler/store/reader.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+namespace ember::cli {
+
+namespace {
+
+// What a failed gate exits with: distinct from 1 (a crash, an unexpected error) and 2
+// (bad input), so a CI step can tell a regression from a broken pipeline.
+constexpr int kSlowerExitCode = 4;
+
+struct DiffCommandOptions {
+    std::string a, b;
+    std::string format = "text";
+    std::string time_unit = "ms";
+    std::size_t top = 15;
+    std::optional<std::int32_t> rank;
+    std::string fail_if_slower;
+    std::string metric = "step";
+    double kernel_wait_us = 30.0;
+};
+
+[[noreturn]] void fail(const std::string& message) {
+    std::fprintf(stderr, "ember diff: %s\n", message.c_str());
+    throw CLI::RuntimeError(store::kTraceErrorExitCode);
+}
+
+analysis::RunProfile profile(const std::string& path, const char* which, const analysis::DiffOptions& options) {
+    try {
+        store::TraceReader reader(ember_trace_for(path, "diff"));
+        analysis::RunProfile run = analysis::profile_run(reader, options);
+        run.path = path;  // the file named, not its cached import
+        return run;
+    } catch (const store::TraceError& error) {
+        fail(std::string(which) + ": " + error.what());
+    }
+}
+
+void run_diff(const DiffCommandOptions& command) {
+    // Every flag is checked before a file is read (an import can take a while).
+    auto format = analysis::parse_output_format(command.format);
+    if (!format) fail("unknown --format '" + command.format + "' (text, csv, json)");
+    auto unit = analysis::parse_time_unit(command.time_unit);
+    if (!unit) fail("unknown --time-unit '" + command.time_unit + "' (ns, us, ms, s)");
+    auto metric = analysis::parse_diff_metric(command.metric);
+    if (!metric) fail("unknown --metric '" + command.metric + "' (step, gpu_busy, span)");
+    std::optional<double> threshold;
+    if (!command.fail_if_slower.empty()) {
+        threshold = analysis::parse_percent(command.fail_if_slower);
+        if (!threshold) fail("--fail-if-slower '" + command.fail_if_slower + "' is not a percentage (e.g. 5%)");
+    }
+    if (!(command.kernel_wait_us >= 0)) fail("--kernel-wait-us must be >= 0");
+    if (command.rank && *command.rank < 0) fail("--rank must be >= 0");
+
+    analysis::DiffOptions options;
+    options.rank = command.rank;
+    options.kernel_wait_threshold_ns = static_cast<trace::TimeNs>(command.kernel_wait_us * 1e3);
+    const analysis::RunProfile a = profile(command.a, "A", options);
+    const analysis::RunProfile b = profile(command.b, "B", options);
+    const analysis::TraceDiff diff = analysis::diff_runs(a, b);
+
+    std::optional<analysis::GateResult> gate;
+    if (threshold) {
+        try {
+            gate = analysis::check_gate(diff, *metric, *threshold);
+        } catch (const std::invalid_argument& error) {
+            fail(error.what());
+        }
+    }
+
+    std::ostringstream buffered;  // print nothing when output fails halfway
+    if (*format == analysis::OutputFormat::json) {
+        nlohmann::json document = analysis::diff_json(diff);
+        if (gate)
+            document["gate"] = {{"metric", command.metric}, {"threshold_percent", *threshold},
+                                {"failed", gate->failed}, {"reason", gate->reason}};
+        buffered << document.dump(2) << '\n';
+    } else {
+        analysis::DiffOutputOptions output;
+        output.format = *format;
+        output.time_unit = *unit;
+        output.top = command.top;
+        analysis::write_diff(buffered, diff, output);
+    }
+    std::cout << buffered.str() << std::flush;
+    if (gate) {
+        std::fprintf(stderr, "ember diff: %s\n", gate->reason.c_str());
+        if (gate->failed) throw CLI::RuntimeError(kSlowerExitCode);
+    }
+}
+
+}  // namespace
+
+void add_diff_command(CLI::App& app) {
+    auto command = std::make_shared<DiffCommandOptions>();
+    CLI::App* diff = app.add_subcommand(
+        "diff", "Why run B is slower than run A: step time and its noise, where the change went, the kernels, "
+                "ranges and calls that moved; --fail-if-slower gates CI (exit 4)");
+    const char* trace_help = "trace: an ember trace (.db), a PyTorch profiler (Kineto) JSON, an Nsight Systems SQLite "
+                             "export or a Chrome trace (imported on the fly, cached)";
+    diff->add_option("a", command->a, std::string("the baseline ") + trace_help)->required();
+    diff->add_option("b", command->b, "the run compared with it (same kinds of file)")->required();
+    diff->add_option("--format", command->format, "text (default), csv or json");
+    diff->add_option("--time-unit", command->time_unit, "text and CSV: ns, us, ms (default) or s; JSON *_ns members are ns");
+    diff->add_option("--top", command->top, "rows of each name table in text and CSV (default 15, 0 = all; JSON has all)");
+    diff->add_option("--rank", command->rank,
+                     "compare this rank of job files (default: the whole job, each step its slowest rank)");
+    diff->add_option("--fail-if-slower", command->fail_if_slower,
+                     "exit 4 when B is slower than A by more than this percentage (e.g. 5%) and beyond the noise");
+    diff->add_option("--metric", command->metric,
+                     "what --fail-if-slower compares: step (median step time, default), gpu_busy (median GPU busy "
+                     "time per step) or span (first step start to last step end)");
+    diff->add_option("--kernel-wait-us", command->kernel_wait_us,
+                     "GPU idle gaps shorter than this are kernel_wait (default 30, as ember stats)");
+    diff->callback([command] { run_diff(*command); });
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,17 @@
+// trace_input.h: what every reading command (`stats`, `export`, `merge`, `diff`)
+// does with a FILE argument. An ember trace is used as it is; a PyTorch profiler
+// (Kineto) JSON, an Nsight Systems SQLite export or a Chrome trace is imported on
+// the fly (profiler/import), cached beside the input or under $XDG_CACHE_HOME, and
+// the command says so once on stderr.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ember::cli {
+
+// The ember trace to read for `path`. Throws store::TraceError (bad input: the
+// command prints it and exits 2).
+std::string ember_trace_for(const std::string& path, std::string_view command);
+
+}  // namespace ember::cli

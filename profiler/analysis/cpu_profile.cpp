@@ -1,0 +1,177 @@
+// cpu_profile.cpp: CPU time from stack samples (cpu_profile.h).
+#include "profiler/analysis/cpu_profile.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace ember::analysis {
+
+namespace {
+
+// A demangled name without its parameter list, which overloads aside only repeats
+// what the name says: "ember::ops::im2col<float>(float const*, ...)" -> "...im2col<float>".
+std::string without_parameters(const std::string& function) {
+    if (function.empty() || function.back() != ')') return function;
+    int depth = 0;
+    for (std::size_t i = function.size(); i-- > 0;) {
+        if (function[i] == ')') ++depth;
+        else if (function[i] == '(' && --depth == 0) return i == 0 ? function : function.substr(0, i);
+    }
+    return function;
+}
+
+// A frame's name for grouping: the function, or its module for an unresolved address
+// (a stripped library's code is one bucket, not a thousand addresses).
+std::string frame_name(const trace::FrameInfo& frame) {
+    if (frame.function.empty() || frame.function.rfind("0x", 0) == 0) {
+        const std::size_t slash = frame.module.rfind('/');
+        return "[" + (frame.module.empty() ? std::string("unknown") : frame.module.substr(slash + 1)) + "]";
+    }
+    return without_parameters(frame.function);
+}
+
+struct StackCache {
+    const store::TraceReader& reader;
+    std::unordered_map<trace::StackId, std::vector<trace::FrameInfo>> frames;
+    const std::vector<trace::FrameInfo>& of(trace::StackId stack) {
+        auto [found, inserted] = frames.try_emplace(stack);
+        if (inserted) found->second = reader.stack_frames(stack);
+        return found->second;
+    }
+};
+
+struct Sample {
+    trace::TimeNs time_ns = 0;
+    trace::ThreadId thread_id = 0;
+    trace::StackId stack_id = 0;
+};
+
+std::vector<Sample> read_samples(const store::TraceReader& reader) {
+    std::vector<Sample> samples;
+    reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
+        samples.push_back({sample.time_ns, sample.thread_id, sample.stack_id});
+        return true;
+    });
+    return samples;
+}
+
+trace::TimeNs sample_period(const store::TraceReader& reader) {
+    const std::optional<std::string> period = reader.metadata("cpu_sample_period_ns");
+    return period ? std::strtoll(period->c_str(), nullptr, 10) : 0;
+}
+
+// Charges each sample to the innermost push/pop range open on its thread.
+std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, std::vector<Sample> samples) {
+    std::map<std::string, std::int64_t> counts;
+    std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) {
+        return a.thread_id != b.thread_id ? a.thread_id < b.thread_id : a.time_ns < b.time_ns;
+    });
+    std::size_t next = 0;
+    while (next < samples.size()) {
+        const trace::ThreadId thread = samples[next].thread_id;
+        std::size_t end = next;
+        while (end < samples.size() && samples[end].thread_id == thread) ++end;
+        // The thread's ranges in start order (outer before inner at equal starts).
+        std::vector<trace::RangeEvent> ranges;
+        store::EventQuery query;
+        query.track = thread;
+        reader.for_each_range(query, [&](const trace::RangeEvent& range) {
+            if (range.depth >= 0) ranges.push_back(range);
+            return true;
+        });
+        std::stable_sort(ranges.begin(), ranges.end(), [](const trace::RangeEvent& a, const trace::RangeEvent& b) {
+            return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.depth < b.depth;
+        });
+        std::vector<const trace::RangeEvent*> open;  // the ranges containing the current time
+        std::size_t next_range = 0;
+        for (std::size_t i = next; i < end; ++i) {
+            const trace::TimeNs t = samples[i].time_ns;
+            while (next_range < ranges.size() && ranges[next_range].start_ns <= t) {
+                const trace::RangeEvent& range = ranges[next_range++];
+                while (!open.empty() && open.back()->end_ns <= range.start_ns) open.pop_back();
+                open.push_back(&range);
+            }
+            while (!open.empty() && open.back()->end_ns <= t) open.pop_back();
+            // Ranges that ended inside an enclosing one may sit below a live one: find the
+            // innermost that still contains t.
+            std::string path;
+            std::vector<const trace::RangeEvent*> live;
+            for (const trace::RangeEvent* range : open)
+                if (range->start_ns <= t && t < range->end_ns) live.push_back(range);
+            for (const trace::RangeEvent* range : live)
+                path += (path.empty() ? "" : " > ") + std::string(reader.string(range->name_id));
+            ++counts[path.empty() ? "(no range)" : path];
+        }
+        next = end;
+    }
+    std::vector<CpuRangeRow> rows;
+    for (const auto& [path, count] : counts) rows.push_back({path, count});
+    std::stable_sort(rows.begin(), rows.end(), [](const CpuRangeRow& a, const CpuRangeRow& b) { return a.samples > b.samples; });
+    return rows;
+}
+
+}  // namespace
+
+CpuProfile cpu_profile(const store::TraceReader& reader) {
+    CpuProfile profile;
+    profile.period_ns = sample_period(reader);
+    const std::vector<Sample> samples = read_samples(reader);
+    profile.samples = static_cast<std::int64_t>(samples.size());
+    if (samples.empty()) return profile;
+
+    StackCache stacks{reader, {}};
+    std::map<std::string, CpuFunctionRow> functions;
+    std::map<trace::ThreadId, std::int64_t> per_thread;
+    for (const Sample& sample : samples) {
+        ++per_thread[sample.thread_id];
+        const std::vector<trace::FrameInfo>& frames = stacks.of(sample.stack_id);
+        std::set<std::string> seen;
+        for (std::size_t i = 0; i < frames.size(); ++i) {
+            const std::string name = frame_name(frames[i]);
+            CpuFunctionRow& row = functions[name];
+            if (row.function.empty()) {
+                row.function = name;
+                row.module = frames[i].module;
+            }
+            if (seen.insert(name).second) ++row.total_samples;
+            if (i + 1 == frames.size()) ++row.self_samples;
+        }
+    }
+    for (auto& [name, row] : functions) profile.functions.push_back(std::move(row));
+    std::stable_sort(profile.functions.begin(), profile.functions.end(),
+                     [](const CpuFunctionRow& a, const CpuFunctionRow& b) {
+                         return a.self_samples != b.self_samples ? a.self_samples > b.self_samples
+                                                                 : a.total_samples > b.total_samples;
+                     });
+    for (const auto& [thread_id, count] : per_thread) {
+        const trace::ThreadInfo* thread = reader.thread(thread_id);
+        profile.threads.push_back({thread_id, thread ? thread->tid : 0, thread ? thread->name : "", count});
+    }
+    // Threads never sampled ran too little to be caught: they are there with 0.
+    for (const trace::ThreadInfo& thread : reader.threads())
+        if (!per_thread.count(thread.thread_id)) profile.threads.push_back({thread.thread_id, thread.tid, thread.name, 0});
+    std::stable_sort(profile.threads.begin(), profile.threads.end(),
+                     [](const CpuThreadRow& a, const CpuThreadRow& b) { return a.samples > b.samples; });
+    profile.by_range = samples_by_range(reader, samples);
+    return profile;
+}
+
+StackTree cpu_stack_tree(const store::TraceReader& reader) {
+    StackTree tree;
+    const trace::TimeNs period = sample_period(reader);
+    StackCache stacks{reader, {}};
+    for (const Sample& sample : read_samples(reader)) {
+        const trace::ThreadInfo* thread = reader.thread(sample.thread_id);
+        std::uint32_t node = tree.child(StackTree::kRoot, thread && !thread->name.empty()
+                                                              ? thread->name + " (" + std::to_string(thread->tid) + ")"
+                                                              : "thread " + std::to_string(sample.thread_id));
+        for (const trace::FrameInfo& frame : stacks.of(sample.stack_id)) node = tree.child(node, frame_name(frame));
+        tree.add_weight(node, period > 0 ? period : 1);
+    }
+    return tree;
+}
+
+}  // namespace ember::analysis

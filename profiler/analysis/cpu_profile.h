@@ -1,0 +1,59 @@
+// cpu_profile.h: where the CPU time went, from the sampled call stacks of a trace
+// (`ember train --profile` and `ember record --sample-cpu` take them).
+//
+// Each stack sample stands for one sampling period of the process's CPU time (the
+// collector stores the period as run_metadata "cpu_sample_period_ns"; without it a
+// sample counts as one unit and times are not shown). From the samples:
+//   functions   per function: self = samples with it as the innermost frame, total =
+//               samples with it anywhere on the stack (counted once per sample);
+//               unresolved addresses are grouped by the module they belong to
+//   by range    each sample is charged to the innermost NVTX push/pop range open on
+//               its thread at that instant ("step > forward"), or "(no range)"
+//   threads     samples per thread
+// The CPU flamegraph (`ember export --stacks cpu`) is cpu_stack_tree().
+#pragma once
+
+#include "profiler/analysis/stack_tree.h"
+#include "profiler/store/reader.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::analysis {
+
+struct CpuFunctionRow {
+    std::string function;  // demangled, or "[module]" for unresolved addresses
+    std::string module;
+    std::int64_t self_samples = 0;
+    std::int64_t total_samples = 0;
+};
+
+struct CpuRangeRow {
+    std::string range_path;  // "step > forward", "(no range)"
+    std::int64_t samples = 0;
+};
+
+struct CpuThreadRow {
+    trace::ThreadId thread_id = 0;
+    std::int64_t tid = 0;
+    std::string name;
+    std::int64_t samples = 0;
+};
+
+struct CpuProfile {
+    std::int64_t samples = 0;
+    trace::TimeNs period_ns = 0;  // 0 when the file does not say
+    std::vector<CpuFunctionRow> functions;  // by self samples, most first
+    std::vector<CpuRangeRow> by_range;      // most first
+    std::vector<CpuThreadRow> threads;      // most first; threads of the file never sampled last, with 0
+    trace::TimeNs cpu_ns(std::int64_t sample_count) const { return sample_count * period_ns; }
+};
+
+CpuProfile cpu_profile(const store::TraceReader& reader);
+
+// Thread name, then the sampled frames outermost first; weight = CPU ns per sample
+// (1 per sample when the period is unknown).
+StackTree cpu_stack_tree(const store::TraceReader& reader);
+
+}  // namespace ember::analysis

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `ember import` and the reading commands on files other tools write, as a user runs
+# them: synth -> export chrome -> import gives the same kernel/API/NVTX tables; stats,
+# export and merge read a Chrome/Kineto file directly, say once that they imported it,
+# reuse the import the second time, and import again when the file changes; bad input
+# is one line naming the file, exit 2, and no output left behind. With ../shared the
+# real Kineto and nsys traces import too.
+set -u
+ember="$1"
+shared="$2"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$ember" synth -o "$work/s.db" --events 20000 --seed 3 >/dev/null || fail "synth"
+"$ember" export "$work/s.db" --format chrome -o "$work/s.chrome.json" >/dev/null || fail "export chrome"
+
+# import: one input, one trace, counts printed.
+out=$("$ember" import "$work/s.chrome.json" -o "$work/back.db") || fail "import exit $?"
+echo "$out" | grep -q "chrome, rank 0" || fail "import summary: $out"
+echo "$out" | grep -q "wrote $work/back.db" || fail "import did not say what it wrote: $out"
+
+# The round trip keeps the tables stats shows.
+for report in kernels api nvtx; do
+  "$ember" stats "$work/s.db" --report $report --format csv > "$work/a.csv" || fail "stats $report on s.db"
+  "$ember" stats "$work/back.db" --report $report --format csv > "$work/b.csv" || fail "stats $report on back.db"
+  cmp -s "$work/a.csv" "$work/b.csv" || { diff "$work/a.csv" "$work/b.csv" | head; fail "$report differs after the round trip"; }
+done
+
+# stats on the JSON directly: imported once (said on stderr), reused next time.
+"$ember" stats "$work/s.chrome.json" --report kernels --format csv > "$work/c.csv" 2> "$work/err1" || fail "stats on json"
+grep -q "ember stats: imported chrome trace" "$work/err1" || fail "first read did not say it imported: $(cat "$work/err1")"
+[ "$(grep -c . "$work/err1")" = 1 ] || fail "the import was announced more than once: $(cat "$work/err1")"
+"$ember" stats "$work/s.db" --report kernels --format csv | cmp -s - "$work/c.csv" || fail "stats on the json differs"
+[ -f "$work/s.chrome.json.ember-cache.db" ] || fail "no cache beside the input"
+"$ember" stats "$work/s.chrome.json" --report kernels --format csv > /dev/null 2> "$work/err2" || fail "second stats"
+grep -q "through its import" "$work/err2" || fail "second read did not reuse the import: $(cat "$work/err2")"
+touch -d '2001-01-01' "$work/s.chrome.json"
+"$ember" stats "$work/s.chrome.json" --report kernels --format csv > /dev/null 2> "$work/err3" || fail "third stats"
+grep -q "imported chrome trace" "$work/err3" || fail "a changed input was not imported again: $(cat "$work/err3")"
+
+# export and merge read it too.
+"$ember" export "$work/s.chrome.json" --format folded --stacks host -o "$work/s.folded" 2>/dev/null || fail "export from json"
+[ -s "$work/s.folded" ] || fail "export from json wrote nothing"
+"$ember" merge -o "$work/job.db" "$work/s.chrome.json" "$work/s.db" > /dev/null 2>&1 || fail "merge of json + db"
+
+# Bad input: truncated JSON -> one line naming the file and a byte offset, exit 2, nothing written.
+head -c 5000 "$work/s.chrome.json" > "$work/cut.json"
+"$ember" import "$work/cut.json" -o "$work/cut.db" 2> "$work/err4"; status=$?
+[ $status = 2 ] || fail "truncated input: exit $status, expected 2"
+grep -q "ember import: .*cut.json.*byte" "$work/err4" || fail "error does not name the file and offset: $(cat "$work/err4")"
+[ ! -e "$work/cut.db" ] || fail "a failed import left $work/cut.db"
+ls -a "$work" | grep -q "importing" && fail "a failed import left a temporary"
+"$ember" stats "$work/cut.json" 2>/dev/null; [ $? = 2 ] || fail "stats on a truncated file: expected exit 2"
+"$ember" import "$work/s.chrome.json" --format nope 2>/dev/null; [ $? = 2 ] || fail "bad --format: expected exit 2"
+
+# Real traces, when ../shared is there.
+if [ -d "$shared/kineto" ]; then
+  out=$("$ember" import "$shared/kineto/a100_sampled_rank0.json.gz" "$shared/kineto/a100_sampled_rank1.json.gz" -o "$work/a100.db") \
+    || fail "import of the two A100 ranks"
+  echo "$out" | grep -q "2 ranks in one job file" || fail "two ranks: $out"
+  "$ember" import "$shared/nsys/saxpy_rank0.sqlite" -o "$work/saxpy.db" | grep -q "nsys, rank 0" || fail "nsys import"
+  "$ember" stats "$work/saxpy.db" --report kernels | grep -q saxpy || fail "nsys kernels"
+else
+  echo "real traces: skipped ($shared is absent)"
+fi
+echo "PASS"
