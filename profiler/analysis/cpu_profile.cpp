@@ -5,30 +5,57 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace ember::analysis {
 
 namespace {
 
-// A demangled name without its parameter list, which overloads aside only repeats
-// what the name says: "ember::ops::im2col<float>(float const*, ...)" -> "...im2col<float>".
+// A demangled name without its parameter lists, which overloads aside only repeat what
+// the name says: "ember::ops::im2col<float>(float const*, ...)" -> "ember::ops::im2col<float>",
+// "f(Tensor const&, ...)::{lambda(long, long)#1}::operator()(long, long) const" ->
+// "f::{lambda#1}::operator()". "(anonymous namespace)" stays.
 std::string without_parameters(const std::string& function) {
-    if (function.empty() || function.back() != ')') return function;
-    int depth = 0;
-    for (std::size_t i = function.size(); i-- > 0;) {
-        if (function[i] == ')') ++depth;
-        else if (function[i] == '(' && --depth == 0) return i == 0 ? function : function.substr(0, i);
+    static constexpr std::string_view kAnonymous = "(anonymous namespace)";
+    static constexpr std::string_view kCallOperator = "operator()";
+    std::string name;
+    name.reserve(function.size());
+    for (std::size_t i = 0; i < function.size();) {
+        const std::string_view rest = std::string_view(function).substr(i);
+        if (rest.rfind(kAnonymous, 0) == 0) {
+            name += kAnonymous;
+            i += kAnonymous.size();
+        } else if (rest.rfind(kCallOperator, 0) == 0) {
+            name += kCallOperator;
+            i += kCallOperator.size();
+        } else if (function[i] == '(') {
+            int depth = 0;  // skip the balanced group
+            for (; i < function.size(); ++i) {
+                if (function[i] == '(') ++depth;
+                else if (function[i] == ')' && --depth == 0) break;
+            }
+            if (i < function.size()) ++i;
+        } else {
+            name += function[i++];
+        }
     }
-    return function;
+    static constexpr std::string_view kConst = " const";
+    if (name.size() > kConst.size() && name.compare(name.size() - kConst.size(), kConst.size(), kConst) == 0)
+        name.resize(name.size() - kConst.size());
+    return name.empty() ? function : name;
 }
 
 // A frame's name for grouping: the function, or its module for an unresolved address
-// (a stripped library's code is one bucket, not a thousand addresses).
+// (a stripped library's code is one bucket, not a thousand addresses). An address in no
+// module is code generated at run time (JIT: oneDNN's kernels, a JIT compiler's output),
+// which also has no unwind information, so its samples stop there.
 std::string frame_name(const trace::FrameInfo& frame) {
     if (frame.function.empty() || frame.function.rfind("0x", 0) == 0) {
         const std::size_t slash = frame.module.rfind('/');
-        return "[" + (frame.module.empty() ? std::string("unknown") : frame.module.substr(slash + 1)) + "]";
+        return frame.module.empty() ? std::string("[JIT-generated code (no module; e.g. oneDNN kernels)]")
+                                    : "[" + frame.module.substr(slash + 1) + "]";
     }
     return without_parameters(frame.function);
 }

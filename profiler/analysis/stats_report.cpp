@@ -196,22 +196,31 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
         for (std::size_t i = 0; i < by_wall.size() && i < slowest; ++i) {
             const StepBreakdown& step = *by_wall[i];
             if (step.wall_ns <= median_wall) break;
-            // The component that grew most over its median names the cause; "GPU idle"
+            // The component that grew most over its median names the cause; what no
+            // measured part explains is host time (compute on a CPU run). "GPU idle"
             // growing alone means the host fell behind for a reason the trace does not name.
             const bool on_gpu = step.device_id != trace::kNoDevice;
-            const std::pair<const char*, trace::TimeNs> excess[] = {
+            std::vector<std::pair<std::string, trace::TimeNs>> excess = {
                 {"dataloader wait", step.dataloader_wait_ns - median_dataloader},
                 {"all-reduce wait", step.allreduce_wait_ns - median_allreduce},
                 {"GPU compute", on_gpu ? step.gpu_compute_ns - median_compute : 0},
                 {"copies", on_gpu ? step.copies_ns - median_copies : 0},
                 {"GPU idle (host busy or waiting)", on_gpu ? step.gpu_idle_ns - median_idle : 0},
             };
-            const auto* largest = std::max_element(std::begin(excess), std::end(excess),
-                                                   [](const auto& a, const auto& b) { return a.second < b.second; });
-            std::string cause = largest->second > 0
-                                    ? fmt::format("{} +{:.3f} ms", largest->first, largest->second / 1e6)
-                                    : std::string(on_gpu ? "host time outside the measured parts"
-                                                         : "host compute (no wait grew)");
+            if (!on_gpu) {
+                trace::TimeNs explained = 0;
+                for (const auto& part : excess) explained += std::max<trace::TimeNs>(0, part.second);
+                excess.emplace_back("host compute", step.wall_ns - median_wall - explained);
+            }
+            const auto largest = std::max_element(excess.begin(), excess.end(),
+                                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+            std::string cause = largest->second > 0 ? fmt::format("{} +{:.3f} ms", largest->first, largest->second / 1e6)
+                                                    : std::string("host time outside the measured parts");
+            // The first step of a run pays once for what later steps reuse.
+            const bool first = std::none_of(group.steps.begin(), group.steps.end(), [&](const StepBreakdown* other) {
+                return other->start_ns < step.start_ns;
+            });
+            if (first) cause += " (first step: one-time setup such as allocations, kernel/primitive creation, warm-up)";
             std::vector<Cell> cells = {step.step_index, device_cell(step.device_id), step.wall_ns,
                                        step.wall_ns - median_wall, cause};
             if (ranks) cells.insert(cells.begin() + 1, Cell{static_cast<std::int64_t>(step.rank)});
