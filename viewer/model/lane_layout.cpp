@@ -43,8 +43,9 @@ void move_lane(std::vector<LaneDisplay>& order, int from, int to) {
 }
 
 std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vector<LaneDisplay>& order,
-                                        const LayoutMetrics& metrics) {
+                                        const LayoutMetrics& metrics, const StreamTracks& tracks) {
     std::vector<LanePlacement> placements;
+    const GpuAnalysis* analysis = model.gpu_analysis();
     float y = 0.0f;
     const std::string* previous_group = nullptr;
     for (const LaneDisplay& display : order) {
@@ -66,6 +67,16 @@ std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vect
             const int rows = ready ? static_cast<int>(lane.rows.size()) : 1;
             placement.rows_shown = display.collapsed ? 1 : std::max(rows, 1);
             placement.height = static_cast<float>(placement.rows_shown) * metrics.row_height;
+            const StreamOverlay* overlay = analysis && !display.collapsed ? analysis->overlay(display.lane) : nullptr;
+            if (overlay && tracks.idle_gaps && !overlay->gaps.empty()) {
+                placement.idle_offset = placement.height;
+                placement.height += metrics.row_height;
+            }
+            if (overlay && tracks.queue_length && !overlay->queue.empty()) {
+                placement.queue_offset = placement.height;
+                placement.queue_height = metrics.queue_height;
+                placement.height += metrics.queue_height;
+            }
         }
         y += placement.height + metrics.lane_gap;
         placements.push_back(std::move(placement));

@@ -21,6 +21,14 @@ struct LayoutMetrics {
     float counter_height = 44.0f;
     float group_header_height = 20.0f;
     float lane_gap = 4.0f;
+    float queue_height = 28.0f;  // the queue-length track under a stream
+};
+
+// What stream lanes show below their events once the GPU analysis is there
+// (gpu_analysis.h): the idle gaps coloured by category, the queue-length track.
+struct StreamTracks {
+    bool idle_gaps = true;
+    bool queue_length = true;
 };
 
 struct LanePlacement {
@@ -29,6 +37,11 @@ struct LanePlacement {
     float y = 0.0f;             // from the top of the lane area
     float height = 0.0f;
     int rows_shown = 0;         // rows drawn (1 when collapsed: the outermost row)
+    // Expanded stream lanes with a GPU analysis: the idle-gap row and the queue-length
+    // track below the event rows, as offsets from `y` (-1 when not shown).
+    float idle_offset = -1.0f;
+    float queue_offset = -1.0f;
+    float queue_height = 0.0f;
 };
 
 // Model order: lanes as the model created them (processes, GPUs, counters; per file).
@@ -39,7 +52,7 @@ void extend_lane_order(std::vector<LaneDisplay>& order, const TraceModel& model)
 // Moves the entry at `from` to position `to` (both clamped).
 void move_lane(std::vector<LaneDisplay>& order, int from, int to);
 std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vector<LaneDisplay>& order,
-                                        const LayoutMetrics& metrics);
+                                        const LayoutMetrics& metrics, const StreamTracks& tracks = {});
 // Total height of a layout.
 float layout_height(const std::vector<LanePlacement>& placements);
 

@@ -110,6 +110,67 @@ void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& ou
     }
 }
 
+void fold_gaps(const StreamOverlay& overlay, const LodParams& params, std::vector<GapItem>& out) {
+    const std::vector<IdleGap>& gaps = overlay.gaps;
+    // Gaps are sorted and disjoint, so their ends are sorted too: both bounds of the
+    // visible part are binary searches.
+    const std::size_t first = static_cast<std::size_t>(
+        std::partition_point(gaps.begin(), gaps.end(),
+                             [&](const IdleGap& gap) { return gap.end_ns <= params.view_begin_ns; }) -
+        gaps.begin());
+    const std::size_t last = static_cast<std::size_t>(
+        std::partition_point(gaps.begin() + static_cast<std::ptrdiff_t>(first), gaps.end(),
+                             [&](const IdleGap& gap) { return gap.start_ns < params.view_end_ns; }) -
+        gaps.begin());
+    const double min_ns_real = std::max(1.0, params.min_pixels * params.ns_per_pixel);
+    const TimeNs min_ns = static_cast<TimeNs>(std::min(min_ns_real, 1.0e18));
+    auto tiny = [min_ns](const IdleGap& gap) { return gap.end_ns - gap.start_ns < min_ns; };
+    std::size_t index = first;
+    while (index < last) {
+        const IdleGap& gap = gaps[index];
+        if (!tiny(gap)) {
+            GapItem item;
+            item.start_ns = gap.start_ns;
+            item.end_ns = gap.end_ns;
+            item.first_index = static_cast<std::uint32_t>(index);
+            item.count = 1;
+            item.idle_ns[static_cast<std::size_t>(overlay.categories[index])] = gap.duration_ns();
+            out.push_back(item);
+            ++index;
+            continue;
+        }
+        // The bin holding this gap's start (floor division: times may be negative).
+        TimeNs bin_start = gap.start_ns / min_ns * min_ns;
+        if (bin_start > gap.start_ns) bin_start -= min_ns;
+        const TimeNs bin_end = bin_start > std::numeric_limits<TimeNs>::max() - min_ns
+                                   ? std::numeric_limits<TimeNs>::max()
+                                   : bin_start + min_ns;
+        // Every gap starting in the bin joins it, found by galloping then binary search
+        // (zoomed out a bin may hold millions). Only the last of them can be wide: a
+        // wide gap ends past the bin, so the one after it starts past the bin too.
+        std::size_t low = index, step = 1;
+        while (low + step < last && gaps[low + step].start_ns < bin_end) {
+            low += step;
+            step *= 2;
+        }
+        std::size_t beyond = static_cast<std::size_t>(
+            std::partition_point(gaps.begin() + static_cast<std::ptrdiff_t>(low),
+                                 gaps.begin() + static_cast<std::ptrdiff_t>(std::min(last, low + step)),
+                                 [bin_end](const IdleGap& g) { return g.start_ns < bin_end; }) -
+            gaps.begin());
+        if (beyond - 1 > index && !tiny(gaps[beyond - 1])) --beyond;  // it draws itself
+        GapItem item;
+        item.start_ns = bin_start;
+        item.end_ns = bin_end;
+        item.first_index = static_cast<std::uint32_t>(index);
+        item.count = static_cast<std::uint32_t>(beyond - index);
+        item.binned = true;
+        item.idle_ns = overlay.idle_between(index, beyond);
+        out.push_back(item);
+        index = beyond;
+    }
+}
+
 void fold_counter(const std::vector<CounterPoint>& points, TimeNs view_begin_ns, double ns_per_pixel, int columns,
                   std::vector<CounterColumn>& out) {
     out.assign(static_cast<std::size_t>(std::max(columns, 0)), CounterColumn{});

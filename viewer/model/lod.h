@@ -9,6 +9,7 @@
 // counts of the items add up to the visible events.
 #pragma once
 
+#include "viewer/model/gpu_analysis.h"
 #include "viewer/model/trace_model.h"
 
 #include <cstddef>
@@ -44,6 +45,25 @@ IndexRange visible_range(const Row& row, trace::TimeNs begin_ns, trace::TimeNs e
 // Appends the items of the visible part of `row` to `out` (which it does not clear,
 // so one buffer serves a whole frame without allocating).
 void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& out);
+
+// Idle gaps of a stream lane (gpu_analysis.h) for the zoom level. A gap at least
+// `min_pixels` wide is its own item. Narrower gaps are binned: each bin is `min_pixels`
+// wide, aligned to multiples of its duration (so bins stay put while the view pans),
+// and becomes one item carrying the idle time of its gaps per category (from the
+// overlay's prefix sums). The UI draws a bin as the share of each category, so a busy
+// stream with a little launch overhead reads as a low bar and a host-bound stretch as
+// a tall one, column by column, instead of one colour over mostly busy time. Items
+// take consecutive gaps in order; their counts add up to the visible gaps; there are
+// at most about two per `min_pixels` of width.
+struct GapItem {
+    trace::TimeNs start_ns = 0;     // a gap: the gap; a bin: the bin
+    trace::TimeNs end_ns = 0;
+    std::uint32_t first_index = 0;  // index of the first gap in StreamOverlay::gaps
+    std::uint32_t count = 0;        // gaps in the item
+    bool binned = false;            // a bin of narrow gaps, not one gap
+    IdleSplit idle_ns{};            // idle time of the item's gaps per category
+};
+void fold_gaps(const StreamOverlay& overlay, const LodParams& params, std::vector<GapItem>& out);
 
 // Counter lanes: one (min, max) pair per pixel column, found by binary search per
 // column. Columns without samples repeat the last value before them (a step plot).

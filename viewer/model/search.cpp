@@ -26,6 +26,7 @@ using Key = std::tuple<TimeNs, int, int, std::uint32_t>;
 bool EventSearch::set_query(const TraceModel& model, const SearchQuery& query, std::string* error) {
     matching_names_.assign(model.name_count(), false);
     matching_name_count_ = 0;
+    row_kinds_ = ~0u;
     if (query.text.empty()) return true;
     std::optional<std::regex> pattern;
     if (query.regex) {
@@ -53,9 +54,16 @@ bool EventSearch::set_query(const TraceModel& model, const SearchQuery& query, s
     return true;
 }
 
+void EventSearch::set_names(std::vector<bool> matching, std::uint32_t row_kinds) {
+    matching_names_ = std::move(matching);
+    matching_name_count_ = static_cast<std::size_t>(std::count(matching_names_.begin(), matching_names_.end(), true));
+    row_kinds_ = row_kinds;
+}
+
 void EventSearch::set_name(const TraceModel& model, std::uint32_t name_id) {
     matching_names_.assign(model.name_count(), false);
     matching_name_count_ = 0;
+    row_kinds_ = ~0u;
     if (name_id < matching_names_.size()) {
         matching_names_[name_id] = true;
         matching_name_count_ = 1;
@@ -73,7 +81,9 @@ std::optional<EventRef> EventSearch::next(const TraceModel& model, const EventRe
         const Lane& lane = model.lane(lane_index);
         if (!lane.ready.load(std::memory_order_acquire)) continue;
         for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
-            const auto& events = lane.rows[static_cast<std::size_t>(row_index)].events;
+            const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
+            if (!matches_row(row.kind)) continue;
+            const auto& events = row.events;
             auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
                 return e.start_ns < std::get<0>(after);
             });
@@ -105,7 +115,9 @@ std::optional<EventRef> EventSearch::previous(const TraceModel& model, const Eve
         const Lane& lane = model.lane(lane_index);
         if (!lane.ready.load(std::memory_order_acquire)) continue;
         for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
-            const auto& events = lane.rows[static_cast<std::size_t>(row_index)].events;
+            const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
+            if (!matches_row(row.kind)) continue;
+            const auto& events = row.events;
             auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
                 return e.start_ns <= std::get<0>(before);
             });
@@ -132,8 +144,10 @@ std::int64_t EventSearch::count(const TraceModel& model) const {
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
         const Lane& lane = model.lane(lane_index);
         if (!lane.ready.load(std::memory_order_acquire)) continue;
-        for (const Row& row : lane.rows)
+        for (const Row& row : lane.rows) {
+            if (!matches_row(row.kind)) continue;
             for (const TimelineEvent& event : row.events) total += matches(event.name_id) ? 1 : 0;
+        }
     }
     return total;
 }

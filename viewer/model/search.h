@@ -27,9 +27,16 @@ public:
     bool set_query(const TraceModel& model, const SearchQuery& query, std::string* error = nullptr);
     // Matches exactly one name (the tables' "jump to next instance").
     void set_name(const TraceModel& model, std::uint32_t name_id);
+    // Matches the names `matching` marks (indexed by model name id), in rows of the kinds
+    // whose bit (1 << RowKind) is set in `row_kinds`: the diff tables' "highlight this
+    // row's events" (run_diff.h), where a kernel row must not light up a range of the
+    // same name.
+    void set_names(std::vector<bool> matching, std::uint32_t row_kinds);
     bool matches(std::uint32_t name_id) const {
         return name_id < matching_names_.size() && matching_names_[name_id];
     }
+    bool matches_row(RowKind kind) const { return (row_kinds_ >> static_cast<int>(kind)) & 1u; }
+    bool matches(const Row& row, std::uint32_t name_id) const { return matches_row(row.kind) && matches(name_id); }
     bool empty() const { return matching_name_count_ == 0; }
 
     // The matching event that comes first after `current` in (start time, lane, row,
@@ -42,6 +49,7 @@ public:
 private:
     std::vector<bool> matching_names_;
     std::size_t matching_name_count_ = 0;
+    std::uint32_t row_kinds_ = ~0u;  // every kind of row
 };
 
 }  // namespace ember::viewer

@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -343,6 +344,7 @@ LoadProgress TraceModel::progress() const {
     progress.lanes_ready = lanes_ready_.load(std::memory_order_relaxed);
     progress.lane_count = lane_count();
     progress.finished = loaded();
+    progress.analyzing = analyzing_.load(std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(error_mutex_);
     progress.error = load_error_;
     return progress;
@@ -369,6 +371,7 @@ void TraceModel::run_loader() {
         }
         for (std::size_t index = 0; index < files_.size() && !cancel_.load(); ++index)
             load_stack_samples(*readers[index], static_cast<int>(index));
+        if (!cancel_.load()) analyze(readers);
         if (!cancel_.load()) {
             for (std::size_t index = 0; index < files_.size(); ++index) {
                 snapshots[index].reset();
@@ -380,6 +383,124 @@ void TraceModel::run_loader() {
         load_error_ = error.what();
     }
     finished_.store(true, std::memory_order_release);
+}
+
+namespace {
+
+std::vector<AnalysisFile> analysis_files(const std::vector<TraceFile>& files,
+                                         const std::vector<std::unique_ptr<store::TraceReader>>& readers) {
+    std::vector<AnalysisFile> inputs;
+    for (std::size_t index = 0; index < files.size(); ++index)
+        inputs.push_back({readers[index].get(), files[index].shift_ns,
+                          std::filesystem::path(files[index].path).filename().string()});
+    return inputs;
+}
+
+}  // namespace
+
+std::vector<AnalysisLane> TraceModel::analysis_lanes() const {
+    std::vector<AnalysisLane> lanes;
+    for (int index = 0; index < lane_count(); ++index) {
+        const Lane& candidate = lane(index);
+        if (candidate.kind == LaneKind::stream) lanes.push_back({index, candidate.file_index, candidate.track_id});
+    }
+    return lanes;
+}
+
+void TraceModel::analyze(std::vector<std::unique_ptr<store::TraceReader>>& readers) {
+    // After the lanes, with the loader's readers inside their snapshot: the breakdowns
+    // see exactly the rows the lanes hold. A failure (an old file without a table the
+    // analyses read, ...) is reported in the panel; the timeline is unaffected.
+    analyzing_.store(true, std::memory_order_relaxed);
+    std::unique_ptr<GpuAnalysis> analysis;
+    try {
+        analysis = analyze_gpu(analysis_files(files_, readers), analysis_lanes(), lane_count(), {}, &cancel_);
+    } catch (const std::exception& error) {
+        analysis = std::make_unique<GpuAnalysis>();
+        analysis->error = error.what();
+    }
+    analysis->model_events = total_events_;
+    gpu_analysis_ = std::move(analysis);
+    gpu_analysis_ready_.store(true, std::memory_order_release);
+    analyzing_.store(false, std::memory_order_relaxed);
+}
+
+std::unique_ptr<GpuAnalysis> TraceModel::compute_gpu_analysis(const std::vector<AnalysisLane>& lanes, int lane_count,
+                                                              std::int64_t model_events) const {
+    std::unique_ptr<GpuAnalysis> analysis;
+    try {
+        std::vector<std::unique_ptr<store::TraceReader>> readers;
+        for (const TraceFile& file : files_) readers.push_back(std::make_unique<store::TraceReader>(file.path));
+        // One snapshot per file, as the loader reads: every analysis sees the same rows.
+        std::vector<store::TraceReader::Snapshot> snapshots;
+        snapshots.reserve(readers.size());
+        for (auto& reader : readers) snapshots.push_back(reader->snapshot());
+        analysis = analyze_gpu(analysis_files(files_, readers), lanes, lane_count);
+    } catch (const std::exception& error) {
+        analysis = std::make_unique<GpuAnalysis>();
+        analysis->error = error.what();
+    }
+    analysis->model_events = model_events;
+    return analysis;
+}
+
+void TraceModel::set_gpu_analysis(std::unique_ptr<GpuAnalysis> analysis) {
+    if (!analysis || !loaded()) return;
+    gpu_analysis_ = std::move(analysis);
+    gpu_analysis_ready_.store(true, std::memory_order_release);
+}
+
+void TraceModel::shift_file(int file_index, TimeNs shift_ns) {
+    TraceFile& file = files_[static_cast<std::size_t>(file_index)];
+    const TimeNs delta = shift_ns - file.shift_ns;
+    if (delta == 0) return;
+    file.shift_ns = shift_ns;
+    // Adding one constant keeps every order the rows rely on (starts, ends, running
+    // maxima), so nothing is re-sorted and no row statistic changes but the maxima.
+    for (const auto& lane : lanes_) {
+        if (lane->file_index != file_index) continue;
+        for (Row& row : lane->rows) {
+            for (TimelineEvent& event : row.events) {
+                event.start_ns += delta;
+                event.end_ns += delta;
+            }
+            for (TimeNs& end : row.running_max_end) end += delta;
+        }
+        for (CounterPoint& point : lane->points) point.time_ns += delta;
+    }
+    for (StackSampleRef& sample : file.stack_samples) sample.time_ns += delta;
+    if (gpu_analysis_) {
+        for (std::size_t lane = 0; lane < gpu_analysis_->lanes.size() && lane < lanes_.size(); ++lane) {
+            if (lanes_[lane]->file_index != file_index) continue;
+            StreamOverlay& overlay = gpu_analysis_->lanes[lane];
+            for (IdleGap& gap : overlay.gaps) gap.start_ns += delta, gap.end_ns += delta;
+            for (CounterPoint& point : overlay.queue) point.time_ns += delta;
+        }
+        for (RankBreakdown& rank : gpu_analysis_->ranks) {
+            if (rank.file_index != file_index) continue;
+            rank.gpu_begin_ns += delta;
+            rank.gpu_end_ns += delta;
+            for (StepSplit& step : rank.steps) step.start_ns += delta, step.end_ns += delta;
+        }
+    }
+    // The model's extent, from the loaded lanes (the first start and the latest end of
+    // every row).
+    TimeNs begin = std::numeric_limits<TimeNs>::max(), end = std::numeric_limits<TimeNs>::min();
+    for (const auto& lane : lanes_) {
+        for (const Row& row : lane->rows) {
+            if (row.events.empty()) continue;
+            begin = std::min(begin, row.events.front().start_ns);
+            end = std::max(end, row.running_max_end.empty() ? row.events.back().end_ns : row.running_max_end.back());
+        }
+        if (!lane->points.empty()) {
+            begin = std::min(begin, lane->points.front().time_ns);
+            end = std::max(end, lane->points.back().time_ns);
+        }
+    }
+    if (begin <= end) {
+        begin_ns_ = begin;
+        end_ns_ = std::max(begin + 1, end);
+    }
 }
 
 void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
@@ -650,6 +771,7 @@ std::size_t TraceModel::memory_bytes() const {
         bytes += file.string_to_model.capacity() * sizeof(std::uint32_t);
         bytes += file.stack_samples.capacity() * sizeof(StackSampleRef);
     }
+    if (const GpuAnalysis* analysis = gpu_analysis()) bytes += analysis->memory_bytes();
     return bytes;
 }
 

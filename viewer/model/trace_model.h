@@ -23,6 +23,7 @@
 
 #include "profiler/store/reader.h"
 #include "profiler/trace/events.h"
+#include "viewer/model/gpu_analysis.h"
 #include "viewer/model/timeline_event.h"
 
 #include <atomic>
@@ -191,6 +192,7 @@ struct LoadProgress {
     int lanes_ready = 0;
     int lane_count = 0;
     bool finished = false;
+    bool analyzing = false;  // lanes loaded; the GPU breakdowns are being computed
     std::string error;  // first load error, empty when none
 };
 
@@ -229,8 +231,32 @@ public:
     trace::TimeNs end_ns() const { return end_ns_; }
     std::int64_t total_events() const { return total_events_; }
 
-    // Bytes held by loaded lanes (capacities, not sizes), for the <= 64 B/event budget.
+    // Bytes held by loaded lanes (capacities, not sizes), for the <= 64 B/event budget,
+    // and by the GPU analysis.
     std::size_t memory_bytes() const;
+
+    // --- GPU breakdowns (gpu_analysis.h) ---------------------------------------------
+    // The loader computes them once every lane is loaded, before loaded() turns true;
+    // nullptr until then. The lanes draw while it runs. Never null after loaded() (a
+    // failure is its `error`).
+    const GpuAnalysis* gpu_analysis() const {
+        return gpu_analysis_ready_.load(std::memory_order_acquire) ? gpu_analysis_.get() : nullptr;
+    }
+    // A grown live file, analysed again: analysis_lanes() on the UI thread, then
+    // compute_gpu_analysis() on any thread (it opens its own readers; not while the
+    // loader runs), then set_gpu_analysis() on the UI thread between frames.
+    std::vector<AnalysisLane> analysis_lanes() const;
+    std::unique_ptr<GpuAnalysis> compute_gpu_analysis(const std::vector<AnalysisLane>& lanes, int lane_count,
+                                                      std::int64_t model_events) const;
+    void set_gpu_analysis(std::unique_ptr<GpuAnalysis> analysis);
+
+    // --- Aligning runs (the diff mode, run_diff.h) ------------------------------------
+    // Moves every event of file `file_index` so that model time = file time + shift_ns
+    // (TraceFile::shift_ns becomes `shift_ns`): its lanes, stack samples and GPU
+    // breakdowns (gaps, queue, steps). UI thread, after loaded(), between frames and
+    // not while a refresh or a background analysis runs. EventRefs stay valid (rows keep
+    // their order); times the caller kept (a selected range) do not move.
+    void shift_file(int file_index, trace::TimeNs shift_ns);
 
     // --- Live files ---------------------------------------------------------------------
     // After loaded(). read_new_events() reads the rows committed since the last load or
@@ -246,6 +272,7 @@ private:
     void create_lanes(int file_index, const store::TraceReader& reader);
     void load_lane(store::TraceReader& reader, Lane& lane);
     void load_stack_samples(store::TraceReader& reader, int file_index);
+    void analyze(std::vector<std::unique_ptr<store::TraceReader>>& readers);
     void run_loader();
     // live_refresh.cpp
     void read_file_delta(int file_index, TraceDelta& delta);
@@ -283,6 +310,9 @@ private:
     std::atomic<bool> finished_{false};
     std::atomic<std::int64_t> events_loaded_{0};
     std::atomic<int> lanes_ready_{0};
+    std::atomic<bool> analyzing_{false};
+    std::unique_ptr<GpuAnalysis> gpu_analysis_;
+    std::atomic<bool> gpu_analysis_ready_{false};
     mutable std::mutex error_mutex_;
     std::string load_error_;
     // Name ids of unnamed GPU work, indexed by enum values (see the constructor).

@@ -2,12 +2,15 @@
 // shared by the UI and the screenshot tests that look for them. Kernels are blues
 // (shade by name), copies green (HtoD) / orange (DtoH) / yellow (DtoD, peer),
 // memsets purple, syncs red, API calls teal, NVTX ranges their own color or a warm
-// shade by name, counters an orange line.
+// shade by name, counters an orange line. Idle gaps of a stream: host_wait red,
+// kernel_wait amber, other slate; the queue-length track an orange area.
 #pragma once
 
+#include "viewer/model/gpu_analysis.h"
 #include "viewer/model/timeline_event.h"
 
 #include <cstdint>
+#include <string_view>
 
 namespace ember::viewer::colors {
 
@@ -34,6 +37,60 @@ constexpr std::uint32_t kSelection = rgb(255, 255, 255);
 constexpr std::uint32_t kFlow = rgb(255, 60, 200);
 constexpr std::uint32_t kDiffSlower = rgb(220, 50, 40);
 constexpr std::uint32_t kDiffFaster = rgb(40, 90, 220);
+
+// Idle gaps by category (IdleCategory order). Red for the host being late (the one a
+// user can act on in the input pipeline or the Python loop), amber for launch
+// overhead between queued work, a muted slate for the rest, so the eye goes to red.
+constexpr std::uint32_t kIdleHostWait = rgb(232, 72, 85);
+constexpr std::uint32_t kIdleKernelWait = rgb(240, 190, 60);
+constexpr std::uint32_t kIdleOther = rgb(120, 130, 160);
+inline std::uint32_t idle_color(IdleCategory category) {
+    switch (category) {
+        case IdleCategory::host_wait: return kIdleHostWait;
+        case IdleCategory::kernel_wait: return kIdleKernelWait;
+        case IdleCategory::other: return kIdleOther;
+    }
+    return kIdleOther;
+}
+// Queue length: an area chart in a deeper shade of the counters' orange.
+constexpr std::uint32_t kQueueFill = rgb(215, 125, 35);
+
+// The breakdown panel: the temporal split, the kernel classes, the step categories.
+constexpr std::uint32_t kCompute = rgb(60, 120, 225);
+constexpr std::uint32_t kNonCompute = rgb(175, 105, 215);
+constexpr std::uint32_t kIdle = rgb(95, 95, 110);
+constexpr std::uint32_t kCommunication = rgb(230, 95, 170);
+constexpr std::uint32_t kMemory = rgb(60, 190, 75);
+// Kernel-type combinations ("COMPUTATION overlapping COMMUNICATION"): one hue each.
+// (Mixing the classes' colors gives greys that read as idle.)
+inline std::uint32_t kernel_type_color(std::string_view type) {
+    const bool computation = type.find("COMPUTATION") != std::string_view::npos;
+    const bool communication = type.find("COMMUNICATION") != std::string_view::npos;
+    const bool memory = type.find("MEMORY") != std::string_view::npos;
+    if (computation && communication && memory) return rgb(230, 230, 240);
+    if (computation && communication) return rgb(140, 95, 235);
+    if (computation && memory) return rgb(40, 185, 195);
+    if (communication && memory) return rgb(215, 195, 60);
+    if (computation) return kCompute;
+    if (communication) return kCommunication;
+    if (memory) return kMemory;
+    return kIdle;
+}
+// Step categories, in step_breakdown's priority order (Kernel ... Other), in the
+// colors of the timeline's events where there is one.
+inline std::uint32_t step_category_color(int category) {
+    constexpr std::uint32_t kColors[kStepCategoryCount] = {
+        kCompute,            // Kernel
+        kMemcpyHostToDevice, // Memcpy
+        kMemset,             // Memset
+        kCommunication,      // Communication
+        kApiCall,            // Runtime
+        kMemcpyDeviceToHost, // DataLoader
+        rgb(205, 170, 120),  // CPU Exec
+        kIdle,               // Other
+    };
+    return category >= 0 && category < kStepCategoryCount ? kColors[category] : kIdle;
+}
 
 // Kernels: a blue whose shade depends on the name, so neighbours differ.
 inline std::uint32_t kernel_color(std::uint32_t name_id) {

@@ -7,6 +7,7 @@
 #include <GLFW/glfw3.h>
 #include <GL/glext.h>
 
+#include "profiler/import/import.h"
 #include "profiler/store/trace_error.h"
 #include "common/os.h"
 #include "viewer/ui/png_writer.h"
@@ -214,9 +215,12 @@ int main(int argc, char** argv) {
     long long attach_pid = 0;
     cli.add_option("files", files, "trace files (several ranks share one time base)");
     cli.add_option("--screenshot", screenshot, "render one frame to this PNG and exit");
-    cli.add_option("--view", view_name, "view for --screenshot: timeline, flamegraph or stats")
-        ->check(CLI::IsMember({"timeline", "flamegraph", "stats"}));
+    cli.add_option("--view", view_name, "view for --screenshot: timeline, flamegraph, stats or breakdown")
+        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown"}));
     cli.add_option("--range", range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
+    std::optional<long long> step_number;
+    cli.add_option("--step", step_number,
+                   "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
     cli.add_option("--size", size_text, "window/screenshot size WxH");
     cli.add_option("--flame-source", flame_name, "flamegraph source: nvtx, gpu or cpu")
         ->check(CLI::IsMember({"nvtx", "gpu", "cpu"}));
@@ -265,6 +269,16 @@ int main(int argc, char** argv) {
     std::unique_ptr<TraceModel> model;
     std::string open_error;
     try {
+        // Kineto JSON, nsys SQLite exports and Chrome traces are imported (once,
+        // cached) and shown like our own recordings.
+        ember::importing::OpenTraceOptions open_options;
+        for (std::string& file : files) {
+            const std::string input = file;
+            open_options.on_import = [&](const ember::importing::OpenedTrace& opened) {
+                std::fprintf(stderr, "ember view: %s\n", ember::importing::describe_opened(input, opened).c_str());
+            };
+            file = ember::importing::open_as_ember_trace(input, open_options);
+        }
         model = std::make_unique<TraceModel>(files);
     } catch (const std::exception& error) {
         open_error = error.what();
@@ -300,13 +314,20 @@ int main(int argc, char** argv) {
 
     if (!screenshot.empty()) {
         app.model()->load_all();
-        app.select_tab(view_name == "flamegraph" ? ember::viewer::ViewTab::flamegraph
-                       : view_name == "stats"    ? ember::viewer::ViewTab::stats
-                                                 : ember::viewer::ViewTab::timeline);
+        app.select_tab(view_name == "flamegraph"  ? ember::viewer::ViewTab::flamegraph
+                       : view_name == "stats"     ? ember::viewer::ViewTab::stats
+                       : view_name == "breakdown" ? ember::viewer::ViewTab::breakdown
+                                                  : ember::viewer::ViewTab::timeline);
         render_frame(window, app, false);  // lays out and sets the view's width
         if (range) {
             const auto begin = app.model()->begin_ns();
             app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
+        }
+        if (step_number && !app.show_step_number(*step_number)) {
+            std::fprintf(stderr, "ember view: --step %lld: the first rank has no such step (see --view breakdown)\n",
+                         *step_number);
+            close_window(window);
+            return kExitBadFile;
         }
         render_frame(window, app, false);
         render_frame(window, app, true);
@@ -319,7 +340,7 @@ int main(int argc, char** argv) {
             std::ofstream layout(layout_path);
             for (const ember::viewer::LaneRect& rect : app.lane_rects()) {
                 const ember::viewer::Lane& lane = app.model()->lane(rect.lane);
-                layout << "lane " << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
+                layout << rect.track << ' ' << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
                        << ' ' << rect.x1 << ' ' << rect.y1 << ' ' << lane.title << '\n';
             }
             if (!layout) {
@@ -333,10 +354,14 @@ int main(int argc, char** argv) {
         render_frame(window, app, true);
         const double first_frame_s = seconds_since(process_start);
         std::vector<double> loading_frames;
+        double lanes_ready_s = 0.0;  // every lane drawable; the GPU breakdowns follow
         while (!bench_model.loaded()) {
             const auto start = Clock::now();
             render_frame(window, app, true);
             loading_frames.push_back(seconds_since(start) * 1e3);
+            const auto loading = bench_model.progress();
+            if (lanes_ready_s == 0.0 && loading.lanes_ready == loading.lane_count)
+                lanes_ready_s = seconds_since(process_start);
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
         const double load_s = seconds_since(process_start);
@@ -377,7 +402,8 @@ int main(int argc, char** argv) {
         std::printf("  events               %lld (%d lanes)\n", static_cast<long long>(progress.events_loaded),
                     progress.lane_count);
         std::printf("  first frame          %.2f s after start\n", first_frame_s);
-        std::printf("  load complete        %.2f s after start\n", load_s);
+        if (lanes_ready_s > 0.0) std::printf("  lanes loaded         %.2f s after start\n", lanes_ready_s);
+        std::printf("  load complete        %.2f s after start (GPU breakdowns included)\n", load_s);
         std::printf("  frames while loading p50 %.2f ms, max %.2f ms (%zu frames)\n", percentile(loading_frames, 0.5),
                     percentile(loading_frames, 1.0), loading_frames.size());
         std::printf("  memory               rss %.1f MiB, peak %.1f MiB, model %.1f MiB\n", resident / 1048576.0,
@@ -409,6 +435,9 @@ int main(int argc, char** argv) {
         while (!glfwWindowShouldClose(window.handle) && !app.wants_quit()) {
             render_frame(window, app, false);
             if (!app.model() || app.model()->loaded()) glfwWaitEventsTimeout(watch ? 0.25 : 0.5);
+            // Lanes complete, GPU breakdowns computing: redraw on input and a few times a
+            // second, leaving the CPU to the analysis instead of spinning frames.
+            else if (app.model()->progress().analyzing) glfwWaitEventsTimeout(0.2);
             if (!watch || !app.model()) continue;
             if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
                 last_refresh = Clock::now();

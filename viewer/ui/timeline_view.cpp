@@ -1,6 +1,7 @@
 // timeline_view.cpp: the timeline of ViewerApp: ruler, lanes (threads, streams,
 // counters) drawn through the model's LOD folding, hover tooltips, selection, flow
-// arrows and time-range selection.
+// arrows and time-range selection. Below each stream's events, once the GPU analysis
+// is there: its idle gaps coloured by category and its queue-length track.
 //
 // Mouse: wheel zooms at the cursor (shift+wheel scrolls lanes), left drag pans, left
 // click selects, double click frames an event, right drag selects a time range.
@@ -121,6 +122,119 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
     blended_layer(draw);
 }
 
+void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, float x0, float top, float width,
+                               float mouse_x, float mouse_y) {
+    LodParams params;
+    params.view_begin_ns = view_.visible().begin_ns;
+    params.view_end_ns = view_.visible().end_ns;
+    params.ns_per_pixel = view_.ns_per_pixel();
+    params.min_pixels = kMinPixels;
+    gap_items_.clear();
+    fold_gaps(overlay, params, gap_items_);
+    const float row_height = metrics_.row_height;
+    const float bottom = top + row_height - 1.0f;
+    const float full_height = row_height - 2.0f;
+    const bool mouse_in_row = mouse_y >= top && mouse_y < top + row_height && mouse_x >= x0;
+    for (const GapItem& item : gap_items_) {
+        float left = x0 + static_cast<float>(view_.time_to_x(item.start_ns));
+        float right = x0 + static_cast<float>(view_.time_to_x(item.end_ns));
+        left = std::max(left, x0 - 2.0f);
+        right = std::min(right, x0 + width + 2.0f);
+        if (right - left < 1.0f) right = left + 1.0f;
+        opaque_layer(draw);
+        if (!item.binned) {
+            const IdleGap& gap = overlay.gaps[item.first_index];
+            const IdleCategory category = overlay.categories[item.first_index];
+            draw->AddRectFilled(ImVec2(left, top + 1.0f), ImVec2(right, bottom), colors::idle_color(category));
+            ++counters_.primitives;
+            if (right - left > 70.0f) {
+                blended_layer(draw);
+                char label[96];
+                std::snprintf(label, sizeof label, "%s %s", analysis::idle_category_name(category),
+                              format_duration(static_cast<double>(gap.duration_ns())).c_str());
+                const ImVec4 text_clip(std::max(left, x0), top, std::min(right, x0 + width), top + row_height);
+                draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, x0) + 3, top + 2), colors::rgb(15, 15, 20), label,
+                              nullptr, 0.0f, &text_clip);
+                ++counters_.primitives;
+            }
+        } else {
+            // A bin of narrow gaps: each category gets the height of its share of the
+            // bin's time, stacked from the bottom (at least a pixel when present).
+            const double span = static_cast<double>(std::max<trace::TimeNs>(1, item.end_ns - item.start_ns));
+            float y = bottom;
+            for (int category = 0; category < kIdleCategoryCount; ++category) {
+                const trace::TimeNs idle = item.idle_ns[static_cast<std::size_t>(category)];
+                if (idle <= 0 || y <= top + 1.0f) continue;
+                const float height = std::clamp(full_height * static_cast<float>(static_cast<double>(idle) / span),
+                                                1.0f, y - (top + 1.0f));
+                draw->AddRectFilled(ImVec2(left, y - height), ImVec2(right, y),
+                                    colors::idle_color(static_cast<IdleCategory>(category)));
+                ++counters_.primitives;
+                y -= height;
+            }
+        }
+        blended_layer(draw);
+        if (mouse_in_row && mouse_x >= left - 1 && mouse_x <= right + 1) {
+            hovered_gap_ = item;
+            hovered_gap_category_.reset();
+            if (!item.binned) hovered_gap_category_ = overlay.categories[item.first_index];
+        }
+    }
+}
+
+void ViewerApp::draw_queue(ImDrawList* draw, const StreamOverlay& overlay, float x0, float top, float width,
+                           float height, float mouse_x, float mouse_y) {
+    const int columns = std::max(1, static_cast<int>(width));
+    fold_counter(overlay.queue, view_.visible().begin_ns, view_.ns_per_pixel(), columns, counter_columns_);
+    const double high = std::max(1.0, overlay.queue_max);
+    const float baseline = top + height - 2.0f;
+    auto y_of = [&](double value) { return baseline - static_cast<float>(value / high) * (height - 5.0f); };
+    // An area chart: per pixel column one rectangle from the column's maximum down to
+    // the baseline (an empty queue is a thin line), neighbouring columns of the same
+    // height merged, so a lane costs one rectangle per change of height on screen
+    // (software OpenGL pays per primitive and per pixel, performance.md).
+    constexpr float kLine = 1.5f;
+    bool run_open = false;
+    float run_left = 0, run_right = 0, run_top = 0;
+    opaque_layer(draw);
+    auto flush = [&]() {
+        if (!run_open) return;
+        draw->AddRectFilled(ImVec2(run_left, run_top), ImVec2(run_right, baseline), colors::kQueueFill);
+        ++counters_.primitives;
+        run_open = false;
+    };
+    for (int column = 0; column < columns; ++column) {
+        const CounterColumn& cell = counter_columns_[static_cast<std::size_t>(column)];
+        if (!cell.has_value) {  // before the stream's first launch
+            flush();
+            continue;
+        }
+        const float column_top = std::min(y_of(cell.max_value), baseline - kLine);
+        const float x = x0 + static_cast<float>(column);
+        if (run_open && column_top == run_top) {
+            run_right = x + 1.0f;
+            continue;
+        }
+        flush();
+        run_open = true;
+        run_left = x;
+        run_right = x + 1.0f;
+        run_top = column_top;
+    }
+    flush();
+    blended_layer(draw);
+    if (mouse_y >= top && mouse_y < top + height && mouse_x >= x0 && mouse_x < x0 + width) {
+        const auto column = static_cast<std::size_t>(std::clamp(static_cast<int>(mouse_x - x0), 0, columns - 1));
+        const CounterColumn& cell = counter_columns_[column];
+        QueueHover hover;
+        hover.time_ns = view_.x_to_time(mouse_x - x0);
+        hover.min_value = cell.has_value ? cell.min_value : 0.0;
+        hover.max_value = cell.has_value ? cell.max_value : 0.0;
+        hover.max = overlay.queue_max;
+        hovered_queue_ = hover;
+    }
+}
+
 void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
                                float x0, float y0, float width, float mouse_x, float mouse_y) {
     const float row_height = metrics_.row_height;
@@ -149,7 +263,15 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
             // any stream), not the color of whichever event happens to come first.
             if (item.count > 1)
                 color = colors::folded_color(row.kind == RowKind::gpu_work ? colors::kernel_color(0) : color);
-            const bool matched = item.count == 1 && !search_.empty() && search_.matches(first.name_id);
+            // A folded run is outlined when one of its first events matches, so a highlighted
+            // name (search, a clicked diff row) stays visible at any zoom; the scan is
+            // bounded so a fold of millions of events costs no more than a few hundred.
+            bool matched = false;
+            if (!search_.empty() && search_.matches_row(row.kind)) {
+                const std::uint32_t scan = std::min<std::uint32_t>(item.count, 256);
+                for (std::uint32_t k = 0; k < scan && !matched; ++k)
+                    matched = search_.matches(row.events[item.first_index + k].name_id);
+            }
             opaque_layer(draw);
             if (first.kind == EventKind::mark && item.count == 1) {
                 draw->AddTriangleFilled(ImVec2(left, top + row_height - 2), ImVec2(left - 4, top + 2),
@@ -245,7 +367,8 @@ void ViewerApp::draw_timeline(float width, float height) {
     const float lanes_top = origin.y + kRulerHeight;
     lanes_top_ = lanes_top;
 
-    placements_ = layout_lanes(*model_, lane_order_, metrics_);
+    placements_ = layout_lanes(*model_, lane_order_, metrics_, stream_tracks_);
+    const GpuAnalysis* gpu_analysis = model_->gpu_analysis();
     const float content_height = layout_height(placements_);
     const float lanes_height = height - kRulerHeight;
 
@@ -300,6 +423,8 @@ void ViewerApp::draw_timeline(float width, float height) {
     (void)previous_hover;
     hovered_ = {};
     hovered_fold_count_ = 0;
+    hovered_gap_.reset();
+    hovered_queue_.reset();
     lane_rects_.clear();
     const float y_origin = lanes_top - scroll_y_;
     int clicked_title = -1;
@@ -325,7 +450,10 @@ void ViewerApp::draw_timeline(float width, float height) {
                       ImVec2(x0 + timeline_width, top + placement.height + metrics_.lane_gap * 0.5f),
                       colors::kLaneBackground);
         blended_layer(draw);
-        lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + placement.height});
+        const float events_height = lane.kind == LaneKind::counter
+                                        ? placement.height
+                                        : static_cast<float>(placement.rows_shown) * metrics_.row_height;
+        lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + events_height});
         const auto display = std::find_if(lane_order_.begin(), lane_order_.end(),
                                           [&](const LaneDisplay& d) { return d.lane == placement.lane; });
         const bool collapsed = display != lane_order_.end() && display->collapsed;
@@ -358,6 +486,25 @@ void ViewerApp::draw_timeline(float width, float height) {
                                   colors::rgb(140, 140, 150), row_title(lane_row), nullptr, 0.0f, &label_clip);
                 }
             draw_lane_rows(draw, lane, placement.lane, placement, x0, top, timeline_width, mouse_x, mouse_y);
+            const StreamOverlay* overlay = gpu_analysis ? gpu_analysis->overlay(placement.lane) : nullptr;
+            if (overlay && placement.idle_offset >= 0.0f) {
+                const float idle_top = top + placement.idle_offset;
+                draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, idle_top + 2), colors::rgb(140, 140, 150),
+                              "idle gaps", nullptr, 0.0f, &label_clip);
+                draw_idle_gaps(draw, *overlay, x0, idle_top, timeline_width, mouse_x, mouse_y);
+                lane_rects_.push_back({placement.lane, x0, idle_top, x0 + timeline_width,
+                                       idle_top + metrics_.row_height, "idle"});
+            }
+            if (overlay && placement.queue_offset >= 0.0f) {
+                const float queue_top = top + placement.queue_offset;
+                char queue_label[64];
+                std::snprintf(queue_label, sizeof queue_label, "queue  0 .. %.0f", overlay->queue_max);
+                draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, queue_top + 2), colors::rgb(140, 140, 150),
+                              queue_label, nullptr, 0.0f, &label_clip);
+                draw_queue(draw, *overlay, x0, queue_top, timeline_width, placement.queue_height, mouse_x, mouse_y);
+                lane_rects_.push_back({placement.lane, x0, queue_top, x0 + timeline_width,
+                                       queue_top + placement.queue_height, "queue"});
+            }
         }
     }
     if (lane_drag_.active() && lane_drag_.from < static_cast<int>(lane_order_.size())) {
@@ -420,6 +567,9 @@ void ViewerApp::draw_timeline(float width, float height) {
         const TimelineEvent* event = model_->event(hovered_);
         const trace::TimeNs pad = event->duration_ns() / 10 + 1;
         view_.show({event->start_ns - pad, event->end_ns + pad});
+    } else if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_gap_) {
+        const trace::TimeNs pad = (hovered_gap_->end_ns - hovered_gap_->start_ns) / 10 + 1;
+        view_.show({hovered_gap_->start_ns - pad, hovered_gap_->end_ns + pad});
     }
     static int menu_lane = -1;
     if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right) && mouse_x < x0 && clicked_title >= 0) {
@@ -435,6 +585,45 @@ void ViewerApp::draw_timeline(float width, float height) {
             if (ImGui::MenuItem("Move to bottom")) move_lane(lane_order_, menu_lane, last);
         }
         ImGui::EndPopup();
+    }
+    if (hovered && !dragging_pan_ && !hovered_.valid() && hovered_fold_count_ == 0 && hovered_gap_) {
+        const GapItem& item = *hovered_gap_;
+        ImGui::BeginTooltip();
+        if (hovered_gap_category_) {
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::idle_color(*hovered_gap_category_)), "%s",
+                               analysis::idle_category_name(*hovered_gap_category_));
+            ImGui::SameLine();
+            ImGui::Text("idle %s", format_duration(static_cast<double>(item.end_ns - item.start_ns)).c_str());
+            ImGui::TextDisabled("%s", idle_category_meaning(*hovered_gap_category_));
+            ImGui::Text("start %s", format_duration(static_cast<double>(item.start_ns - model_->begin_ns())).c_str());
+        } else {
+            const trace::TimeNs idle = item.idle_ns[0] + item.idle_ns[1] + item.idle_ns[2];
+            const double span = static_cast<double>(std::max<trace::TimeNs>(1, item.end_ns - item.start_ns));
+            ImGui::Text("%u idle gap%s starting in these %s: %s idle (%.0f%%)", item.count, item.count == 1 ? "" : "s",
+                        format_duration(span).c_str(), format_duration(static_cast<double>(idle)).c_str(),
+                        std::min(100.0, 100.0 * static_cast<double>(idle) / span));
+            for (int category = 0; category < kIdleCategoryCount; ++category) {
+                const trace::TimeNs time = item.idle_ns[static_cast<std::size_t>(category)];
+                if (time <= 0) continue;
+                const auto kind = static_cast<IdleCategory>(category);
+                ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::idle_color(kind)), "  %-11s",
+                                   analysis::idle_category_name(kind));
+                ImGui::SameLine();
+                ImGui::Text("%s", format_duration(static_cast<double>(time)).c_str());
+            }
+            ImGui::TextDisabled("zoom in to see each gap");
+        }
+        ImGui::EndTooltip();
+    } else if (hovered && !dragging_pan_ && !hovered_.valid() && hovered_fold_count_ == 0 && hovered_queue_) {
+        const QueueHover& queue = *hovered_queue_;
+        ImGui::BeginTooltip();
+        if (queue.min_value == queue.max_value)
+            ImGui::Text("queue length %.0f", queue.max_value);
+        else
+            ImGui::Text("queue length %.0f to %.0f within this pixel", queue.min_value, queue.max_value);
+        ImGui::TextDisabled("operations launched on this stream and not started yet (at most %.0f)", queue.max);
+        ImGui::Text("at %s", format_duration(static_cast<double>(queue.time_ns - model_->begin_ns())).c_str());
+        ImGui::EndTooltip();
     }
     if (hovered && (hovered_.valid() || hovered_fold_count_ > 0) && !dragging_pan_) {
         ImGui::BeginTooltip();

@@ -27,6 +27,10 @@ ViewerApp::ViewerApp(std::unique_ptr<TraceModel> model, std::string error)
 ViewerApp::~ViewerApp() = default;
 
 void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
+    // A background analysis reads the old model's files: let it finish first.
+    if (analysis_pending_.valid()) analysis_pending_.wait();
+    analysis_pending_ = {};
+    breakdown_rank_ = 0;
     // Keep the visible range and the lane order where lanes still exist.
     const bool same_shape = model_ && model && model->lane_count() == model_->lane_count();
     model_ = std::move(model);
@@ -146,9 +150,70 @@ void ViewerApp::draw_error_dialog() {
     }
 }
 
+void ViewerApp::update_gpu_analysis() {
+    using namespace std::chrono_literals;
+    // A finished background analysis replaces the old one between frames.
+    if (analysis_pending_.valid() && analysis_pending_.wait_for(0s) == std::future_status::ready) {
+        model_->set_gpu_analysis(analysis_pending_.get());
+        if (const GpuAnalysis* gpu = model_->gpu_analysis())
+            breakdown_rank_ = std::clamp(breakdown_rank_, 0, std::max(0, static_cast<int>(gpu->ranks.size()) - 1));
+    }
+    const GpuAnalysis* current = model_->gpu_analysis();
+    if (current == nullptr || analysis_pending_.valid() || !model_->loaded()) return;
+    if (current->model_events == model_->total_events()) return;
+    // A live file grew since: analyse it again in the background, at most every 5 s
+    // (an analysis reads every GPU event of the file).
+    const auto now = std::chrono::steady_clock::now();
+    if (now - analysis_started_ < 5s) return;
+    analysis_started_ = now;
+    TraceModel* model = model_.get();
+    analysis_pending_ = std::async(std::launch::async, [model, lanes = model_->analysis_lanes(),
+                                                        lane_count = model_->lane_count(),
+                                                        events = model_->total_events()] {
+        return model->compute_gpu_analysis(lanes, lane_count, events);
+    });
+}
+
+void ViewerApp::draw_stream_tracks_toggles() {
+    const GpuAnalysis* gpu = model_->gpu_analysis();
+    if (gpu == nullptr) {
+        if (model_->progress().analyzing) {
+            ImGui::SameLine(0, 24);
+            ImGui::TextDisabled("computing GPU breakdowns...");
+        }
+        return;
+    }
+    bool any_overlay = false;
+    for (int lane = 0; lane < model_->lane_count() && !any_overlay; ++lane) any_overlay = gpu->overlay(lane) != nullptr;
+    if (!any_overlay) return;
+    ImGui::SameLine(0, 24);
+    ImGui::Checkbox("idle gaps", &stream_tracks_.idle_gaps);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Below each stream: the time between its GPU operations, coloured by why it was idle.\n"
+                          "Gaps narrower than 3 px are binned per 3 px; each colour then takes its share of the height.");
+    if (stream_tracks_.idle_gaps) {
+        for (int category = 0; category < kIdleCategoryCount; ++category) {
+            const auto kind = static_cast<IdleCategory>(category);
+            ImGui::SameLine(0, category == 0 ? 6 : 10);
+            legend_swatch(colors::idle_color(kind), analysis::idle_category_name(kind));
+            if (ImGui::IsItemHovered()) {
+                if (kind == IdleCategory::kernel_wait)
+                    ImGui::SetTooltip("%s (shorter than %s)", idle_category_meaning(kind),
+                                      format_duration(static_cast<double>(gpu->options.kernel_wait_threshold_ns)).c_str());
+                else
+                    ImGui::SetTooltip("%s", idle_category_meaning(kind));
+            }
+        }
+    }
+    ImGui::SameLine(0, 16);
+    ImGui::Checkbox("queue", &stream_tracks_.queue_length);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Below each stream: how many operations were launched on it and not started yet.");
+}
+
 void ViewerApp::draw_toolbar() {
-    const char* tabs[] = {"Timeline", "Flamegraph", "Stats"};
-    for (int index = 0; index < 3; ++index) {
+    const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown"};
+    for (int index = 0; index < 4; ++index) {
         if (index) ImGui::SameLine();
         const bool active = static_cast<int>(tab_) == index;
         if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
@@ -183,6 +248,7 @@ void ViewerApp::draw_toolbar() {
         ImGui::SameLine();
         if (ImGui::Button("Zoom to selection")) view_.show(*selection_range_);
     }
+    if (tab_ == ViewTab::timeline) draw_stream_tracks_toggles();
 
     const LoadProgress progress = model_->progress();
     if (!progress.finished) {
@@ -290,6 +356,7 @@ void ViewerApp::draw_frame(float width, float height) {
         return;
     }
     handle_keys();
+    update_gpu_analysis();
     draw_toolbar();
     const ImVec2 available = ImGui::GetContentRegionAvail();
     const bool details = !selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline;
@@ -301,6 +368,7 @@ void ViewerApp::draw_frame(float width, float height) {
         case ViewTab::timeline: draw_timeline(inner.x, inner.y); break;
         case ViewTab::flamegraph: draw_flamegraph(inner.x, inner.y); break;
         case ViewTab::stats: draw_stats(inner.x, inner.y); break;
+        case ViewTab::breakdown: draw_breakdown(inner.x, inner.y); break;
     }
     ImGui::EndChild();
     if (details) {

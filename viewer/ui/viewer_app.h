@@ -4,10 +4,12 @@
 //   timeline_view.cpp   lanes, ruler, LOD boxes, counters, flows, range selection
 //   flamegraph_view.cpp flamegraphs (single and difference)
 //   stats_view.cpp      sortable kernel / copy / range / step tables
+//   breakdown_view.cpp  the GPU breakdowns per rank and per step (gpu_analysis.h)
 // The app only draws what viewer/model computes.
 #pragma once
 
 #include "viewer/model/flamegraph.h"
+#include "viewer/model/gpu_analysis.h"
 #include "viewer/model/lane_layout.h"
 #include "viewer/model/lod.h"
 #include "viewer/model/search.h"
@@ -15,6 +17,8 @@
 #include "viewer/model/trace_model.h"
 #include "viewer/model/view_state.h"
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,13 +28,15 @@ struct ImDrawList;
 
 namespace ember::viewer {
 
-enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2 };
+enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2, breakdown = 3 };
 
 // Where the timeline put a lane on the last frame (screen pixels); written out by
-// `--layout` for the screenshot tests.
+// `--layout` for the screenshot tests. A stream lane has up to three: its events
+// ("lane"), its idle gaps ("idle") and its queue length ("queue").
 struct LaneRect {
     int lane = 0;
     float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    const char* track = "lane";
 };
 
 // Counters of the last frame, for --bench.
@@ -38,6 +44,9 @@ struct FrameCounters {
     int primitives = 0;  // rectangles, lines and polylines the timeline/flamegraph added
     int lanes_drawn = 0;
 };
+
+// A small colour square and its label on one line (legends of the toolbar and panels).
+void legend_swatch(std::uint32_t color, const char* label);
 
 class ViewerApp {
 public:
@@ -60,6 +69,10 @@ public:
     void set_flame_difference(bool on) { flame_difference_ = on; flame_dirty_ = true; }
     void set_flame_source(FlameSource source) { flame_source_ = source; flame_dirty_ = true; }
     void set_selection_range(TimeRange range);
+    // What clicking a step in the Breakdown panel does: the timeline framed on step
+    // `step` (its number there) of the panel's rank, the step selected. False when the
+    // rank has no such step or the breakdowns are not computed yet.
+    bool show_step_number(std::int64_t step);
     const FrameCounters& frame_counters() const { return counters_; }
     const std::vector<LaneRect>& lane_rects() const { return lane_rects_; }
     bool wants_quit() const { return quit_; }
@@ -72,12 +85,21 @@ private:
     void draw_timeline(float width, float height);
     void draw_flamegraph(float width, float height);
     void draw_stats(float width, float height);
+    void draw_breakdown(float width, float height);
+    void draw_stream_tracks_toggles();
+    void update_gpu_analysis();
+    void show_on_timeline(TimeRange range);
+    void show_step(const StepSplit& step);
     void handle_keys();
     // Timeline helpers (timeline_view.cpp).
     void draw_ruler(ImDrawList* draw, float x0, float y0, float width);
     void draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
                         float x0, float y0, float width, float mouse_x, float mouse_y);
     void draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height);
+    void draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, float x0, float y0, float width,
+                        float mouse_x, float mouse_y);
+    void draw_queue(ImDrawList* draw, const StreamOverlay& overlay, float x0, float y0, float width, float height,
+                    float mouse_x, float mouse_y);
     void draw_flow(ImDrawList* draw, float x0, float y_origin);
     bool event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const;
 
@@ -115,6 +137,17 @@ private:
     std::vector<std::pair<std::string, std::string>> selected_details_;
     EventRef hovered_;
     int hovered_fold_count_ = 0;
+    // The idle gap (or bin of gaps) and the queue track under the pointer, last frame.
+    std::optional<GapItem> hovered_gap_;
+    std::optional<IdleCategory> hovered_gap_category_;  // a single gap's category
+    struct QueueHover {
+        trace::TimeNs time_ns = 0;
+        double min_value = 0.0, max_value = 0.0;  // over the pixel column
+        double max = 0.0;                          // the stream's maximum
+    };
+    std::optional<QueueHover> hovered_queue_;
+    StreamTracks stream_tracks_;                // toolbar toggles: idle gaps, queue
+    std::vector<GapItem> gap_items_;            // reused every frame
     FrameCounters counters_;
 
     // Search.
@@ -136,6 +169,16 @@ private:
     // Stats.
     std::optional<Statistics> stats_;
     int stats_lanes_ready_ = -1;
+
+    // GPU breakdowns. A live file that grew is analysed again in the background
+    // (model's own readers), at most every few seconds; the result replaces the old
+    // one between frames. Declared after model_ so it is waited for before the model goes.
+    int breakdown_rank_ = 0;                    // index into GpuAnalysis::ranks
+    std::vector<std::size_t> step_order_;       // the steps table's rows (sorted indexes)
+    const GpuAnalysis* step_order_for_ = nullptr;
+    int step_order_rank_ = -1;
+    std::future<std::unique_ptr<GpuAnalysis>> analysis_pending_;
+    std::chrono::steady_clock::time_point analysis_started_{};
 };
 
 }  // namespace ember::viewer

@@ -2,8 +2,9 @@
 // and checks the pictures: expected colors in the expected lanes (kernels blue in
 // the compute stream, copies green in the copy stream, NVTX ranges warm in the main
 // thread, counter lines orange), a flamegraph, a difference flamegraph with red
-// (slower) boxes, the stats tables; and that bad files or a missing display end
-// with a clear message, not a crash.
+// (slower) boxes, the stats tables, the idle gaps and queue track under each stream
+// and the GPU breakdown panel; and that bad files or a missing display end with a
+// clear message, not a crash.
 #include "tests/viewer/fixture_trace.h"
 #include "viewer/ui/colors.h"
 
@@ -43,17 +44,19 @@ struct LaneBox {
     int kind = 0;
     float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
     std::string title;
+    int lane = -1;
 };
 
-std::vector<LaneBox> read_layout(const std::string& path) {
+// The rectangles of one kind of track from --layout: "lane" (a lane's events), "idle"
+// (a stream's idle gaps), "queue" (its queue length).
+std::vector<LaneBox> read_layout(const std::string& path, const std::string& track = "lane") {
     std::vector<LaneBox> lanes;
     std::ifstream in(path);
     std::string word;
-    int index;
     LaneBox box;
-    while (in >> word >> index >> box.kind >> box.x0 >> box.y0 >> box.x1 >> box.y1) {
+    while (in >> word >> box.lane >> box.kind >> box.x0 >> box.y0 >> box.x1 >> box.y1) {
         std::getline(in, box.title);
-        lanes.push_back(box);
+        if (word == track) lanes.push_back(box);
     }
     return lanes;
 }
@@ -83,6 +86,18 @@ bool is_counter_orange(std::uint32_t c) {
     return colors::red(c) >= 245 && colors::green(c) >= 120 && colors::green(c) <= 180 && colors::blue(c) < 70;
 }
 bool is_diff_red(std::uint32_t c) { return colors::red(c) >= 180 && colors::green(c) < 110 && colors::blue(c) < 110; }
+// Idle gaps: host_wait (232, 72, 85), other (120, 130, 160); the queue area (215, 125, 35);
+// the breakdown's compute blue (60, 120, 225).
+bool near(std::uint32_t c, std::uint32_t target, int tolerance = 12) {
+    return std::abs(static_cast<int>(colors::red(c)) - static_cast<int>(colors::red(target))) <= tolerance &&
+           std::abs(static_cast<int>(colors::green(c)) - static_cast<int>(colors::green(target))) <= tolerance &&
+           std::abs(static_cast<int>(colors::blue(c)) - static_cast<int>(colors::blue(target))) <= tolerance;
+}
+bool is_host_wait(std::uint32_t c) { return near(c, colors::kIdleHostWait); }
+bool is_idle_other(std::uint32_t c) { return near(c, colors::kIdleOther); }
+bool is_queue(std::uint32_t c) { return near(c, colors::kQueueFill); }
+bool is_compute_blue(std::uint32_t c) { return near(c, colors::kCompute, 6); }
+bool is_dataloader_or_cpu(std::uint32_t c) { return near(c, colors::step_category_color(6), 6); }
 
 int count_in(const Image& image, const LaneBox& box, bool (*test)(std::uint32_t)) {
     int count = 0;
@@ -195,6 +210,96 @@ TEST_F(ScreenshotTest, DifferenceFlamegraphIsRedWhereSlower) {
     ASSERT_TRUE(read_png(png_, image));
     EXPECT_GT(count_all(image, is_diff_red), 5000);  // backward and its kernels doubled
     std::filesystem::remove(slower);
+}
+
+TEST_F(ScreenshotTest, StreamsShowIdleGapsByCategoryAndTheQueue) {
+    // The fixture's compute stream: every kernel launched ahead of the stream except
+    // the first of each phase (host_wait), 70 µs between the others (other); the copy
+    // stream: one copy per step, each launched after the previous one ended (host_wait).
+    std::string output;
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view timeline --size 1400x700 --layout " + layout_),
+                  &output),
+              0)
+        << output;
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    const auto lanes = read_layout(layout_);
+    const auto idle = read_layout(layout_, "idle");
+    const auto queue = read_layout(layout_, "queue");
+    ASSERT_EQ(idle.size(), 2u);   // one per stream, none for threads or counters
+    ASSERT_EQ(queue.size(), 2u);
+    auto of_lane = [](const std::vector<LaneBox>& boxes, const std::string& title) {
+        for (const LaneBox& box : boxes)
+            if (box.title.find(title) != std::string::npos) return box;
+        ADD_FAILURE() << "no track for " << title;
+        return LaneBox{};
+    };
+    const LaneBox compute = of_lane(lanes, "compute"), compute_idle = of_lane(idle, "compute");
+    const LaneBox copy_idle = of_lane(idle, "copy"), compute_queue = of_lane(queue, "compute");
+    // The tracks sit below the lane's events, inside the timeline's width.
+    EXPECT_GE(compute_idle.y0, compute.y1);
+    EXPECT_GE(compute_queue.y0, compute_idle.y1);
+    EXPECT_EQ(compute_idle.x0, compute.x0);
+    // 3 steps' worth of phase starts plus the 4 x 4 shorter gaps: red and slate both,
+    // and the 1 ms step boundaries (host_wait) are wide.
+    EXPECT_GT(count_in(image, compute_idle, is_host_wait), 1000);
+    EXPECT_GT(count_in(image, compute_idle, is_idle_other), 300);
+    EXPECT_GT(count_in(image, copy_idle, is_host_wait), 3000);
+    EXPECT_EQ(count_in(image, copy_idle, is_idle_other), 0);
+    EXPECT_EQ(count_in(image, compute, is_host_wait), 0);  // never on the events themselves
+    EXPECT_GT(count_in(image, compute_queue, is_queue), 200);
+    EXPECT_EQ(count_in(image, of_lane(lanes, "main"), is_host_wait), 0);
+}
+
+TEST_F(ScreenshotTest, BreakdownPanelIsDrawn) {
+    std::string output;
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view breakdown --size 1400x800"), &output), 0)
+        << output;
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    // The rank's compute share, the kernel-type bar and the steps' Kernel segments are
+    // compute blue; the idle-per-stream bars host_wait red; the fixture's steps spend
+    // most of their time on the host (CPU Exec, tan).
+    EXPECT_GT(count_all(image, is_compute_blue), 3000);
+    EXPECT_GT(count_all(image, is_host_wait), 1000);
+    EXPECT_GT(count_all(image, is_dataloader_or_cpu), 3000);
+}
+
+TEST_F(ScreenshotTest, StepFramesTheTimelineAsClickingItDoes) {
+    // The fixture's steps have no number of their own: they are 0..3 by position. Each
+    // has one copy and 6 kernels of 50 µs: framed on one step, the copy lane shows one
+    // whole copy (the whole trace shows 4; the next step's begins at the right edge, in
+    // the framing's margin) and the kernels fill about a quarter of their lane.
+    std::string output;
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --step 2 --size 1400x700 --layout " + layout_), &output), 0)
+        << output;
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    const auto lanes = read_layout(layout_);
+    LaneBox compute, copy;
+    for (const LaneBox& box : lanes) {
+        if (box.title.find("compute") != std::string::npos) compute = box;
+        if (box.title.find("copy") != std::string::npos) copy = box;
+    }
+    int copies = 0, run_start = -1;
+    const int middle = static_cast<int>((copy.y0 + copy.y1) / 2);
+    const int left = static_cast<int>(copy.x0) + 2, right = static_cast<int>(copy.x1) - 3;
+    for (int x = static_cast<int>(copy.x0); x <= static_cast<int>(copy.x1); ++x) {
+        const bool green = x < static_cast<int>(copy.x1) && is_copy_green(image.pixel(x, middle));
+        if (green && run_start < 0) run_start = x;
+        if (!green && run_start >= 0) {
+            copies += run_start > left && x < right;  // whole, not cut by the view's edges
+            run_start = -1;
+        }
+    }
+    EXPECT_EQ(copies, 1);
+    const int area = static_cast<int>((compute.x1 - compute.x0) * (compute.y1 - compute.y0));
+    const int blue = count_in(image, compute, is_kernel_blue);
+    EXPECT_GT(blue, area / 7);
+    EXPECT_LT(blue, area * 2 / 5);
+    // A step the trace does not have: a message, not a picture of something else.
+    EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --step 9"), &output), 2);
+    EXPECT_NE(output.find("--step 9"), std::string::npos) << output;
 }
 
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
