@@ -170,9 +170,13 @@ int run_train_bench(const TrainBenchOptions& o) {
         TimingObserver timing(o.warmup);
         c.max_steps = o.warmup + o.steps;
         c.epochs = 1000;  // max_steps ends the run
+        const bool recorded = baseline == 0 && o.around_all_on;  // the first row is "all on"
         try {
+            if (recorded) o.around_all_on(true);
             train::run_training(c, timing);
+            if (recorded) o.around_all_on(false);
         } catch (const std::exception& e) {
+            if (recorded) o.around_all_on(false);
             std::fprintf(stderr, "ember bench train: %s: %s\n", v.name.c_str(), e.what());
             return 1;
         }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ember::bench {
@@ -17,6 +18,9 @@ struct TrainBenchOptions {
     double target_accuracy = 0;  // > 0: also train whole epochs until this test accuracy
     int max_epochs = 10;
     std::string data_root = "/usr/share/datasets/fashion-mnist";
+    // Called just before (true) and after (false) the first "all on" variant trains, in
+    // this process: `ember bench train --profile/--baseline` records that run with it.
+    std::function<void(bool starting)> around_all_on;
 };
 
 // Prints the table (rank 0 under mpirun); returns the exit status (2: bad option,

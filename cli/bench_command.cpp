@@ -5,14 +5,18 @@
 #include "bench/dataloader_bench.h"
 #include "bench/store_bench.h"
 #include "bench/train_bench.h"
+#include "cli/baseline.h"
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
+#include <ember/collector.h>
 
 #include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace ember::cli {
 
@@ -106,7 +110,47 @@ void add_train(CLI::App& bench) {
         ->capture_default_str();
     command->add_option("--data-root", options->data_root, "Folder of the Fashion-MNIST IDX files")
         ->capture_default_str();
-    command->callback([options] { run_benchmark("train", [&] { return bench::run_train_bench(*options); }); });
+    auto profile = std::make_shared<std::string>();
+    auto baseline = std::make_shared<std::string>();
+    command->add_option("--profile", *profile, "Record the \"all on\" run into this trace file");
+    command->add_option("--baseline", *baseline,
+                        "Compare the \"all on\" run with this saved trace and print the diff (records it to "
+                        "--profile, or beside the baseline as <baseline>.bench.db)");
+    command->callback([options, profile, baseline] {
+        run_benchmark("train", [&] {
+            std::string trace = *profile;
+            if (trace.empty() && !baseline->empty()) trace = *baseline + ".bench.db";
+            if (!baseline->empty()) {
+                if (std::string error = check_baseline(*baseline, "bench train"); !error.empty()) {
+                    std::fprintf(stderr, "ember bench train: %s\n", error.c_str());
+                    return 2;
+                }
+            }
+            bool recorded = false;
+            if (!trace.empty()) {
+                // The collector runs in this process around the one variant: the trace
+                // holds the "all on" steps (warm-up included), as `ember train --profile` would.
+                options->around_all_on = [&](bool starting) {
+                    if (starting) {
+                        ember_collector_options collector;
+                        ember_collector_options_init(&collector);
+                        if (ember_collector_start(trace.c_str(), &collector) != 0)
+                            throw std::runtime_error("--profile " + trace + ": " + ember_collector_last_error());
+                    } else if (ember_collector_stop() == 0) {
+                        recorded = true;
+                    }
+                };
+            }
+            const int status = bench::run_train_bench(*options);
+            if (status != 0 || trace.empty()) return status;
+            if (!recorded) {
+                std::fprintf(stderr, "ember bench train: the \"all on\" run was not recorded: %s\n", ember_collector_last_error());
+                return 1;
+            }
+            std::printf("trace of \"all on\": %s\n", trace.c_str());
+            return baseline->empty() ? 0 : print_baseline_diff(*baseline, trace, "bench train");
+        });
+    });
 }
 
 void add_allreduce(CLI::App& bench) {

@@ -6,6 +6,7 @@
 #include "engine/distributed/launcher.h"
 #include "engine/train/config.h"
 #include "engine/train/run.h"
+#include "cli/baseline.h"
 #include "cli/commands.h"
 
 #include <ember/collector.h>
@@ -97,6 +98,7 @@ struct Options {
     // CPU stacks sampled while profiling: one per ~5 ms of process CPU time, which costs
     // about 1-2% of step time (bench/cpu_sampling_overhead.sh; docs/performance.md).
     double cpu_sample_hz = 199;
+    std::string baseline;
 };
 
 // Named flags become overrides, applied after --config and before --set.
@@ -173,6 +175,21 @@ int run(const Options& o) {
         config.profile_path = stem + ".rank" + std::to_string(launch.rank) + ".db";
     }
 
+    if (!o.baseline.empty()) {
+        if (config.profile_path.empty()) {
+            std::fprintf(stderr, "ember train: --baseline needs --profile FILE (the run to compare with it)\n");
+            return 2;
+        }
+        if (launch.distributed()) {
+            std::fprintf(stderr, "ember train: --baseline compares one process's run; under mpirun use ember merge "
+                                 "and ember diff on the rank files\n");
+            return 2;
+        }
+        if (std::string error = check_baseline(o.baseline, "train"); !error.empty()) {
+            std::fprintf(stderr, "ember train: %s\n", error.c_str());
+            return 2;
+        }
+    }
     bool profiling = !config.profile_path.empty();
     if (profiling) {
         std::error_code ec;
@@ -226,6 +243,7 @@ int run(const Options& o) {
                 s.skipped_steps ? fmt::format(", {} fp16 steps skipped", s.skipped_steps).c_str() : "");
     if (!s.last_checkpoint.empty()) std::printf("checkpoint: %s\n", s.last_checkpoint.c_str());
     stop_profiling();
+    if (!o.baseline.empty()) return print_baseline_diff(o.baseline, config.profile_path, "train");
     return 0;
 }
 
@@ -258,6 +276,8 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--data-source", o->data_source, "idx | png | gpu");
     cmd->add_option("--png-dir", o->png_dir, "Image folder written by `ember data prepare`");
     cmd->add_option("--profile", o->profile, "Record the run into this trace file (SQLite)");
+    cmd->add_option("--baseline", o->baseline,
+                    "With --profile: compare the run with this saved trace and print the diff (as ember diff)");
     cmd->add_option("--nvml-hz", o->nvml_hz, "GPU counter sampling rate while profiling (0 = off)")
         ->capture_default_str();
     cmd->add_option("--cpu-sample-hz", o->cpu_sample_hz, "CPU stack sampling rate while profiling (0 = off)")

@@ -201,4 +201,6 @@ StackTree cpu_stack_tree(const store::TraceReader& reader) {
     return tree;
 }
 
+std::string cpu_frame_name(const trace::FrameInfo& frame) { return frame_name(frame); }
+
 }  // namespace ember::analysis

@@ -52,6 +52,11 @@ struct CpuProfile {
 
 CpuProfile cpu_profile(const store::TraceReader& reader);
 
+// A sampled frame's name in every CPU table: the demangled function without its
+// parameter lists ("f::{lambda#1}::operator()"), "[module]" for an unresolved address
+// of a module, "[JIT-generated code ...]" for one in no module.
+std::string cpu_frame_name(const trace::FrameInfo& frame);
+
 // Thread name, then the sampled frames outermost first; weight = CPU ns per sample
 // (1 per sample when the period is unknown).
 StackTree cpu_stack_tree(const store::TraceReader& reader);

@@ -15,6 +15,8 @@
 // [SECTION] Output
 #include "profiler/analysis/trace_diff.h"
 
+#include "profiler/analysis/cpu_profile.h"
+
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/rank_summary.h"
@@ -606,27 +608,9 @@ private:
         return kind == trace::MemcpyDirection::unknown ? "[CUDA memcpy Unknown]"
                                                        : std::string("[CUDA memcpy ") + trace::direction_name(kind) + "]";
     }
-    // The function without its parameter list (overloads aside it only repeats the
-    // name), or the module of an unresolved address.
-    static std::string frame_name(const trace::FrameInfo& frame) {
-        if (frame.function.empty() || frame.function.rfind("0x", 0) == 0) {
-            const std::size_t slash = frame.module.rfind('/');
-            return "[" + (frame.module.empty() ? std::string("unknown") : frame.module.substr(slash + 1)) + "]";
-        }
-        std::string function = normalise_name(frame.function);
-        if (ends_with(function, ") const")) function.resize(function.size() - 6);
-        if (!function.empty() && function.back() == ')') {
-            int depth = 0;
-            for (std::size_t i = function.size(); i-- > 0;) {
-                if (function[i] == ')') ++depth;
-                else if (function[i] == '(' && --depth == 0) {
-                    if (i > 0) function.resize(i);
-                    break;
-                }
-            }
-        }
-        return function;
-    }
+    // The name `ember stats` gives the frame (cpu_profile.h), with templates
+    // collapsed so builds that differ only in template arguments match.
+    static std::string frame_name(const trace::FrameInfo& frame) { return normalise_name(cpu_frame_name(frame)); }
 
     const store::TraceReader& reader_;
     const RankMap& ranks_;

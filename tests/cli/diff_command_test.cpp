@@ -200,10 +200,13 @@ TEST_F(DiffCommand, RealKinetoTraceAgainstItself) {
     const std::string trace = std::string(EMBER_REAL_TRACES_DIR) + "/kineto/v100_resnet50_workers0.json.gz";
     if (!std::filesystem::exists(trace))
         GTEST_SKIP() << "../shared/real-traces is absent (a fresh clone has no ../shared): no real trace";
-    // The shared folder is read-only: the import is cached under $XDG_CACHE_HOME.
+    // A copy, so the import is cached beside it and nothing is written into ../shared.
     const std::string cache = make("diff-cli-cache", "");
+    std::filesystem::create_directories(cache);
+    const std::string copy = cache + "/v100_resnet50_workers0.json.gz";
+    std::filesystem::copy_file(trace, copy, std::filesystem::copy_options::overwrite_existing);
     const Result result =
-        run("diff " + trace + " " + trace + " --fail-if-slower 1% --format json", false, "XDG_CACHE_HOME=" + cache);
+        run("diff " + copy + " " + copy + " --fail-if-slower 1% --format json", false, "XDG_CACHE_HOME=" + cache);
     ASSERT_EQ(result.exit_code, 0) << result.output;
     const nlohmann::json document = nlohmann::json::parse(result.output);
     EXPECT_EQ(document["gate"]["failed"], false);
