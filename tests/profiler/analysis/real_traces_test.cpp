@@ -5,8 +5,8 @@
 //     equal Holistic Trace Analysis' numbers on the two A100 ranks (one job file) and on
 //     the V100 DDP trace with fractional-microsecond times, for every rank and stream HTA
 //     lists, within 1 µs per value and 0.01 percentage points per percentage; once
-//     through the library calls, once through `ember stats --format json` (the issue's
-//     JSON keys). Also the per-kernel totals behind the kernel-type report, and the
+//     through the library calls, once through `ember stats --format json` (the JSON
+//     keys docs/stats.md documents). Also the per-kernel totals behind the kernel-type report, and the
 //     sums of HTA's kernel launch statistics and its queue-length summary.
 //   * --like tracelens: the H100 inference trace's gpu_timeline equals TraceLens'
 //     gpu_timeline.csv.
@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,7 +46,7 @@ using trace::TimeNs;
 
 const std::filesystem::path kRoot = EMBER_REAL_TRACES_DIR;
 
-// The issue's bounds: 1 µs per time, 0.01 percentage points per percentage.
+// The bounds of every comparison: 1 µs per time, 0.01 percentage points per percentage.
 constexpr double kMicrosecondTolerance = 1.0;
 constexpr double kPercentTolerance = 0.01;
 
@@ -129,7 +128,7 @@ Breakdowns breakdowns_from_library(const store::TraceReader& reader) {
 }
 
 // `ember stats FILE --report temporal,kernel_types,overlap,idle_breakdown --like hta
-// --format json`, read back by the keys the issue names.
+// --format json`, read back by the keys docs/stats.md documents.
 Breakdowns breakdowns_from_json(const store::TraceReader& reader) {
     StatsOptions options;
     options.reports = {"temporal", "kernel_types", "overlap", "idle_breakdown"};
@@ -424,7 +423,7 @@ TEST_F(RealTraces, HtaBreakdownsOfTheFractionalMicrosecondV100TraceEqualHta) {
     expect_top_kernels_equal_hta(reader, work, hta);
 }
 
-// The same numbers as `ember stats --format json` prints them, under the issue's keys.
+// The same numbers as `ember stats --format json` prints them, under its documented keys.
 TEST_F(RealTraces, HtaBreakdownsInStatsJsonEqualHta) {
     for (const auto& [trace, expected] :
          {std::pair{&a100_pair, "a100_sampled_pair.hta.json"}, std::pair{&v100_ns_resolution, "v100_ns_resolution_rank0.hta.json"}}) {
