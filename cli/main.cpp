@@ -1,43 +1,40 @@
-// main.cpp: the `ember` command, git-style subcommands (CLI11).
-#include "ember/version.h"
+// main.cpp: the `ember` command, git-style subcommands (CLI11). The trace commands
+// run here; the engine's (train, bench, data, doctor) run in `ember-engine` and the
+// viewer in `ember-view`, both beside this program (run_beside.h).
 #include "cli/commands.h"
+#include "cli/main_app.h"
+#include "cli/run_beside.h"
 
-#include <CLI/CLI.hpp>
+namespace {
 
-#include <cstdio>
+constexpr const char* kEngine = "ember-engine";
+constexpr const char* kEngineHint = "ember-engine is built with ember (target ember_engine_cli) and installed beside it";
+
+}  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{
-        "ember: train neural networks on NVIDIA GPUs and see where the time goes.\n"
-        "Run `ember <command> --help` for the options of one command.",
-        "ember"};
-    app.set_version_flag("--version", std::string("ember ") + EMBER_VERSION_STRING);
-    app.require_subcommand(0, 1);
-    app.fallthrough(false);
-
-    ember::cli::add_doctor_command(app);
-    ember::cli::add_train_command(app);
-    ember::cli::add_view_command(app);
-    ember::cli::add_synth_command(app);
-    ember::cli::add_data_command(app);
-    ember::cli::add_stats_command(app);
-    ember::cli::add_export_command(app);
-    ember::cli::add_record_command(app);
-    ember::cli::add_attach_command(app);
-    ember::cli::add_import_command(app);
-    ember::cli::add_merge_command(app);
-    ember::cli::add_diff_command(app);
-
-    ember::cli::add_bench_command(app);
-
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
-    if (app.get_subcommands().empty()) {
-        std::fputs(app.help().c_str(), stdout);
-        return 0;
-    }
-    return 0;
+    using namespace ember::cli;
+    CLI::App app{kRootDescription, "ember"};
+    configure_root_app(app);
+    add_forwarded_command(app, "doctor",
+                          "Report the environment: CUDA, driver, GPUs, cuDNN, NCCL, CUPTI, NVTX, MPI, the "
+                          "Fashion-MNIST data set and the display",
+                          kEngine, kEngineHint);
+    add_forwarded_command(app, "train",
+                          "Train on Fashion-MNIST (CUDA when a device is present, else the CPU backend); --profile "
+                          "FILE records the run",
+                          kEngine, kEngineHint);
+    add_view_command(app);
+    add_synth_command(app);
+    add_forwarded_command(app, "data", "Data sets: convert Fashion-MNIST into an image folder", kEngine, kEngineHint);
+    add_stats_command(app);
+    add_export_command(app);
+    add_record_command(app);
+    add_attach_command(app);
+    add_import_command(app);
+    add_merge_command(app);
+    add_diff_command(app);
+    add_forwarded_command(app, "bench", "Benchmarks, each measured against a baseline run in the same invocation",
+                          kEngine, kEngineHint);
+    return run_root_app(app, argc, argv);
 }

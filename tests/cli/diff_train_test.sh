@@ -11,8 +11,8 @@ rm -rf "$dir"
 mkdir -p "$dir"
 
 for bias in false true; do
-    if ! "$ember" train --model cnn --backend cpu --max-steps 16 --batch-size 64 \
-        --train-limit 1024 --test-limit 64 --workers 1 --no-progress --cpu-sample-hz 2000 \
+    if ! "$ember" train --model cnn --backend cpu --max-steps 48 --batch-size 64 \
+        --train-limit 3072 --test-limit 64 --workers 1 --no-progress --cpu-sample-hz 2000 \
         --set switches.conv_bias_before_bn=$bias --profile "$dir/bias_$bias.db" >"$dir/train_$bias.log" 2>&1; then
         echo "ember train (conv_bias_before_bn=$bias) failed:"
         cat "$dir/train_$bias.log"

@@ -1,0 +1,34 @@
+// main_app.h: the root `ember` app both executables build (main.cpp: `ember`;
+// engine_main.cpp: `ember-engine`, which `ember` runs for the engine's commands).
+#pragma once
+
+#include "ember/version.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+namespace ember::cli {
+
+constexpr const char* kRootDescription =
+    "ember: train neural networks on NVIDIA GPUs and see where the time goes.\n"
+    "Run `ember <command> --help` for the options of one command.";
+
+inline void configure_root_app(CLI::App& app) {
+    app.set_version_flag("--version", std::string("ember ") + EMBER_VERSION_STRING);
+    app.require_subcommand(0, 1);
+    app.fallthrough(false);
+}
+
+inline int run_root_app(CLI::App& app, int argc, char** argv) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    if (app.get_subcommands().empty()) std::fputs(app.help().c_str(), stdout);
+    return 0;
+}
+
+}  // namespace ember::cli
