@@ -18,6 +18,7 @@ struct FixtureShape {
     int kernels_per_step = 6;           // forward: half, backward: half
     trace::TimeNs kernel_ns = 50'000;
     double slowdown = 1.0;              // scales backward kernels (for difference graphs)
+    trace::TimeNs origin_ns = 1'000'000'000;  // the first step's start
 };
 
 // Totals the tests compare against.
@@ -76,7 +77,7 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
     const StackId decode_stack = writer.intern_stack(decode_stack_frames);
 
     CorrelationId correlation = 1;
-    const TimeNs origin = 1'000'000'000;
+    const TimeNs origin = shape.origin_ns;
     for (int step = 0; step < shape.steps; ++step) {
         const TimeNs step_start = origin + step * shape.step_ns;
         const TimeNs step_end = step_start + shape.step_ns - 10'000;

@@ -1,6 +1,8 @@
 // flamegraph.cpp: building, diffing and laying out flamegraphs (flamegraph.h).
 #include "viewer/model/flamegraph.h"
 
+#include "profiler/analysis/trace_diff.h"
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -14,6 +16,8 @@ const char* flame_source_name(FlameSource source) {
         case FlameSource::nvtx_ranges: return "NVTX ranges (wall time)";
         case FlameSource::gpu_kernels: return "GPU kernels by NVTX stack";
         case FlameSource::cpu_samples: return "CPU stack samples";
+        case FlameSource::gpu_by_range: return "GPU time by NVTX range";
+        case FlameSource::gpu_kernel_names: return "GPU time by kernel";
     }
     return "?";
 }
@@ -159,7 +163,14 @@ void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph
     }
 }
 
-void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file) {
+// What the GPU sources put on the path of a kernel.
+struct GpuLevels {
+    bool ranges = true;   // the launching NVTX stack
+    bool kernel = true;   // the kernel's name as the leaf
+};
+
+void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file,
+                       GpuLevels levels) {
     // Correlation id -> the launching API call (lane, start), per file.
     struct Launch {
         int file = 0;
@@ -199,8 +210,10 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder
                 std::uint32_t node = lane_root;
                 const Launch key{lane.file_index, kernel.link, 0, 0};
                 auto found = std::lower_bound(launches.begin(), launches.end(), key);
-                if (kernel.link != 0 && found != launches.end() && found->file == lane.file_index &&
-                    found->correlation == kernel.link) {
+                if (!levels.ranges) {
+                    // Kernels only: no stack to look up.
+                } else if (kernel.link != 0 && found != launches.end() && found->file == lane.file_index &&
+                           found->correlation == kernel.link) {
                     const Lane& thread = model.lane(found->lane);
                     for (const Row& ranges : thread.rows) {
                         if (ranges.kind != RowKind::ranges) continue;
@@ -212,7 +225,8 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder
                 } else {
                     node = builder.child(node, "(no launch record)");
                 }
-                node = builder.child(node, std::string(model.name(kernel.name_id)));
+                if (levels.kernel) node = builder.child(node, std::string(model.name(kernel.name_id)));
+                else if (node == lane_root) node = builder.child(node, "(no range)");
                 builder.add_inclusive(node, static_cast<double>(kernel.duration_ns()));
             }
         }
@@ -269,7 +283,10 @@ FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOr
     graph.unit = source == FlameSource::cpu_samples ? "samples" : "ns";
     TreeBuilder builder(graph, order);
     if (source == FlameSource::nvtx_ranges) build_nvtx(model, builder, graph, order, only_file);
-    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder, order, only_file);
+    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder, order, only_file, {true, true});
+    else if (source == FlameSource::gpu_by_range) build_gpu_kernels(model, builder, order, only_file, {true, false});
+    else if (source == FlameSource::gpu_kernel_names)
+        build_gpu_kernels(model, builder, order, only_file, {false, true});
     else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, order, only_file);
     finish(graph);
     return graph;
@@ -281,18 +298,19 @@ void merge_into(FlameGraph& out, std::uint32_t out_node, const FlameGraph& graph
                 std::map<std::pair<std::uint32_t, std::string>, std::uint32_t>& lookup) {
     for (std::uint32_t child : graph.nodes[node].children) {
         const FlameNode& source = graph.nodes[child];
+        const std::string name = analysis::normalise_name(source.name);
         std::uint32_t target;
-        auto found = lookup.find({out_node, source.name});
+        auto found = lookup.find({out_node, name});
         if (found != lookup.end()) {
             target = found->second;
         } else {
             target = static_cast<std::uint32_t>(out.nodes.size());
             FlameNode created;
-            created.name = source.name;
+            created.name = name;
             created.parent = out_node;
             out.nodes.push_back(std::move(created));
             out.nodes[out_node].children.push_back(target);
-            lookup.emplace(std::make_pair(out_node, source.name), target);
+            lookup.emplace(std::make_pair(out_node, name), target);
         }
         if (baseline) out.nodes[target].baseline += source.total;
         else {

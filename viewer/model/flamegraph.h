@@ -20,7 +20,18 @@
 
 namespace ember::viewer {
 
-enum class FlameSource : std::uint8_t { nvtx_ranges = 0, gpu_kernels = 1, cpu_samples = 2 };
+// gpu_by_range: the GPU time each NVTX stack launched, the stack's innermost range
+// holding it ("(no range)" for kernels launched outside any); gpu_kernel_names: the
+// GPU time of each kernel name, flat. Both are the kernel graph with a level left
+// out, so they hold the same total.
+enum class FlameSource : std::uint8_t {
+    nvtx_ranges = 0,
+    gpu_kernels = 1,
+    cpu_samples = 2,
+    gpu_by_range = 3,
+    gpu_kernel_names = 4,
+};
+inline constexpr int kFlameSourceCount = 5;
 enum class FlameOrder : std::uint8_t { left_heavy = 0, time_order = 1 };
 
 const char* flame_source_name(FlameSource source);
@@ -33,6 +44,7 @@ struct FlameNode {
     std::uint32_t parent = 0;
     std::vector<std::uint32_t> children;  // in drawing order
     double self() const;                  // total minus the children's totals (set by finish)
+    double delta() const { return total - baseline; }  // difference graphs: B - A
     double self_value = 0.0;
 };
 
@@ -53,7 +65,10 @@ FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOr
 
 // A graph shaped like `current` (left heavy) whose nodes also carry the baseline's
 // value for the same path (0 when the path is new); paths only in the baseline are
-// added with total 0 so nothing silently vanishes from the data.
+// added with total 0 so nothing silently vanishes from the data. Paths are matched by
+// the names `ember diff` matches (analysis::normalise_name: "ProfilerStep#12" and
+// "ProfilerStep#3" are one frame, template arguments collapse), and carry them.
+// A node's change is total - baseline (FlameNode::delta).
 FlameGraph difference_flamegraph(const FlameGraph& baseline, const FlameGraph& current);
 
 // A box to draw: its node, depth (0 = root) and horizontal extent as a fraction of

@@ -37,6 +37,12 @@ constexpr std::uint32_t kSelection = rgb(255, 255, 255);
 constexpr std::uint32_t kFlow = rgb(255, 60, 200);
 constexpr std::uint32_t kDiffSlower = rgb(220, 50, 40);
 constexpr std::uint32_t kDiffFaster = rgb(40, 90, 220);
+// The diff mode: the runs' tags on their lane groups, and the step starts drawn over
+// each run's lanes (the step the runs are aligned on brighter).
+constexpr std::uint32_t kRunA = rgb(150, 200, 255);
+constexpr std::uint32_t kRunB = rgb(255, 190, 120);
+constexpr std::uint32_t kStepMarker = (0x70u << 24) | (230u << 16) | (230u << 8) | 230u;
+constexpr std::uint32_t kStepMarkerAligned = (0xE0u << 24) | (120u << 16) | (255u << 8) | 255u;
 
 // Idle gaps by category (IdleCategory order). Red for the host being late (the one a
 // user can act on in the input pipeline or the Python loop), amber for launch

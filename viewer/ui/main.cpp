@@ -215,15 +215,24 @@ int main(int argc, char** argv) {
     long long attach_pid = 0;
     cli.add_option("files", files, "trace files (several ranks share one time base)");
     cli.add_option("--screenshot", screenshot, "render one frame to this PNG and exit");
-    cli.add_option("--view", view_name, "view for --screenshot: timeline, flamegraph, stats or breakdown")
-        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown"}));
+    cli.add_option("--view", view_name, "view for --screenshot: timeline, flamegraph, stats, breakdown or diff")
+        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown", "diff"}));
     cli.add_option("--range", range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
     std::optional<long long> step_number;
     cli.add_option("--step", step_number,
                    "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
     cli.add_option("--size", size_text, "window/screenshot size WxH");
-    cli.add_option("--flame-source", flame_name, "flamegraph source: nvtx, gpu or cpu")
-        ->check(CLI::IsMember({"nvtx", "gpu", "cpu"}));
+    cli.add_option("--flame-source", flame_name,
+                   "flamegraph source: nvtx, gpu (kernels by NVTX stack), gpu-range (GPU time by range), "
+                   "kernels (GPU time by kernel) or cpu")
+        ->check(CLI::IsMember({"nvtx", "gpu", "gpu-range", "kernels", "cpu"}));
+    bool diff = false;
+    int align_step = 1;
+    std::string diff_row;
+    cli.add_flag("--diff", diff, "compare the 2nd file (B) with the 1st (A): aligned timelines and the diff tables");
+    cli.add_option("--align-step", align_step,
+                   "with --diff: B shifted so its N-th step starts where A's N-th does (from 1; 0: the recorded clocks)");
+    cli.add_option("--diff-row", diff_row, "with --diff: the row of the diff tables clicked (its events outlined)");
     cli.add_flag("--difference", difference, "flamegraph of the 2nd file against the 1st (red slower, blue faster)");
     cli.add_option("--layout", layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
     cli.add_flag("--bench", bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
@@ -309,7 +318,17 @@ int main(int argc, char** argv) {
     ViewerApp app(std::move(model), open_error);
     if (flame_name == "gpu") app.set_flame_source(ember::viewer::FlameSource::gpu_kernels);
     if (flame_name == "cpu") app.set_flame_source(ember::viewer::FlameSource::cpu_samples);
+    if (flame_name == "gpu-range") app.set_flame_source(ember::viewer::FlameSource::gpu_by_range);
+    if (flame_name == "kernels") app.set_flame_source(ember::viewer::FlameSource::gpu_kernel_names);
     if (difference) app.set_flame_difference(true);
+    if (diff && (!app.model() || app.model()->files().size() < 2) && open_error.empty()) {
+        std::fprintf(stderr, "ember view: --diff needs two trace files: ember view A.db B.db --diff\n");
+        close_window(window);
+        return kExitBadFile;
+    }
+    // align_diff counts steps from 0, and -1 is the recorded clocks.
+    const int align_index = align_step - 1;
+    if (diff) app.start_diff(align_index);
     int exit_code = 0;
 
     if (!screenshot.empty()) {
@@ -317,8 +336,29 @@ int main(int argc, char** argv) {
         app.select_tab(view_name == "flamegraph"  ? ember::viewer::ViewTab::flamegraph
                        : view_name == "stats"     ? ember::viewer::ViewTab::stats
                        : view_name == "breakdown" ? ember::viewer::ViewTab::breakdown
+                       : view_name == "diff" || (diff && view_name == "timeline") ? ember::viewer::ViewTab::diff
                                                   : ember::viewer::ViewTab::timeline);
         render_frame(window, app, false);  // lays out and sets the view's width
+        if (diff) {
+            std::string diff_error;
+            if (!app.wait_for_diff(&diff_error)) {
+                std::fprintf(stderr, "ember view: --diff: %s\n", diff_error.c_str());
+                close_window(window);
+                return kExitBadFile;
+            }
+            if (!app.align_diff(align_index)) {
+                std::fprintf(stderr, "ember view: --align-step %d: a run has no such step\n", align_step);
+                close_window(window);
+                return kExitBadFile;
+            }
+            if (!diff_row.empty() && !app.select_diff_row(diff_row)) {
+                std::fprintf(stderr, "ember view: --diff-row %s: no row of the diff tables has that name\n",
+                             diff_row.c_str());
+                close_window(window);
+                return kExitBadFile;
+            }
+            render_frame(window, app, false);  // the timeline's width after the tables' layout
+        }
         if (range) {
             const auto begin = app.model()->begin_ns();
             app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});

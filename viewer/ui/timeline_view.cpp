@@ -438,7 +438,17 @@ void ViewerApp::draw_timeline(float width, float height) {
             draw->AddRectFilled(ImVec2(origin.x, top), ImVec2(origin.x + width, top + placement.height),
                                 colors::rgb(48, 48, 60));
             blended_layer(draw);
-            draw->AddText(ImVec2(origin.x + 4, top + 3), colors::rgb(235, 235, 245), placement.group.c_str());
+            // In the diff mode each group says which run it belongs to.
+            const char* run = nullptr;
+            if (diff_mode() && index + 1 < placements_.size() && placements_[index + 1].lane >= 0)
+                run = model_->lane(placements_[index + 1].lane).file_index == 0 ? "A" : "B";
+            if (run) {
+                draw->AddRectFilled(ImVec2(origin.x, top), ImVec2(origin.x + 22, top + placement.height),
+                                    *run == 'A' ? colors::kRunA : colors::kRunB);
+                draw->AddText(ImVec2(origin.x + 7, top + 3), colors::rgb(15, 15, 20), run);
+                counters_.primitives += 2;
+            }
+            draw->AddText(ImVec2(origin.x + (run ? 28 : 4), top + 3), colors::rgb(235, 235, 245), placement.group.c_str());
             counters_.primitives += 2;
             continue;
         }
@@ -519,6 +529,7 @@ void ViewerApp::draw_timeline(float width, float height) {
         draw->AddText(ImVec2(origin.x + 8, mouse_y - 7.0f), colors::rgb(255, 255, 255), dragged.title.c_str());
         counters_.primitives += 3;
     }
+    if (diff_mode()) draw_step_markers(draw, x0, timeline_width, y_origin);
     draw->Flags = antialiased_flags;  // the flow arrow is a curve: smooth it
     draw_flow(draw, x0, y_origin);
     draw->Flags = antialiased_flags & ~kAntialiasing;
@@ -643,6 +654,31 @@ void ViewerApp::draw_timeline(float width, float height) {
             ImGui::Text("%d events (zoom in to see them)", hovered_fold_count_);
         }
         ImGui::EndTooltip();
+    }
+}
+
+void ViewerApp::draw_step_markers(ImDrawList* draw, float x0, float width, float y_origin) {
+    // A thin line at each step start over the lanes of its run: after alignment the
+    // aligned step's lines meet, and a step that drifts shows how far.
+    if (!run_diff_ || !run_diff_->error.empty()) return;
+    for (int file = 0; file < 2; ++file) {
+        float top = 1e30f, bottom = -1e30f;
+        for (const LanePlacement& placement : placements_) {
+            if (placement.lane < 0 || model_->lane(placement.lane).file_index != file) continue;
+            top = std::min(top, y_origin + placement.y);
+            bottom = std::max(bottom, y_origin + placement.y + placement.height);
+        }
+        if (top > bottom) continue;
+        const auto& steps = file == 0 ? run_diff_->a_steps : run_diff_->b_steps;
+        const trace::TimeNs shift = model_->files()[static_cast<std::size_t>(file)].shift_ns;
+        for (std::size_t index = 0; index < steps.size(); ++index) {
+            const float x = x0 + static_cast<float>(view_.time_to_x(steps[index].start_ns + shift));
+            if (x < x0 || x > x0 + width) continue;
+            const bool aligned = static_cast<int>(index) == diff_align_step_;
+            draw->AddLine(ImVec2(x, top), ImVec2(x, bottom),
+                          aligned ? colors::kStepMarkerAligned : colors::kStepMarker, aligned ? 2.0f : 1.0f);
+            ++counters_.primitives;
+        }
     }
 }
 

@@ -31,6 +31,10 @@ void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
     if (analysis_pending_.valid()) analysis_pending_.wait();
     analysis_pending_ = {};
     breakdown_rank_ = 0;
+    if (diff_pending_.valid()) diff_pending_.wait();
+    diff_pending_ = {};
+    run_diff_.reset();  // computed again for the new model when the diff mode is on
+    diff_row_table_.reset();
     // Keep the visible range and the lane order where lanes still exist.
     const bool same_shape = model_ && model && model->lane_count() == model_->lane_count();
     model_ = std::move(model);
@@ -97,7 +101,7 @@ void ViewerApp::reveal_event(const EventRef& ref) {
     }
     for (const LanePlacement& placement : placements_)
         if (placement.lane == ref.lane) scroll_y_ = std::max(0.0f, placement.y - 40.0f);
-    tab_ = ViewTab::timeline;
+    if (tab_ != ViewTab::diff) tab_ = ViewTab::timeline;  // the diff mode shows its own timelines
     tab_requested_ = true;
 }
 
@@ -212,8 +216,9 @@ void ViewerApp::draw_stream_tracks_toggles() {
 }
 
 void ViewerApp::draw_toolbar() {
-    const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown"};
-    for (int index = 0; index < 4; ++index) {
+    const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown", "Diff"};
+    const int tab_count = model_->files().size() >= 2 ? 5 : 4;  // Diff compares the first two files
+    for (int index = 0; index < tab_count; ++index) {
         if (index) ImGui::SameLine();
         const bool active = static_cast<int>(tab_) == index;
         if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
@@ -357,6 +362,7 @@ void ViewerApp::draw_frame(float width, float height) {
     }
     handle_keys();
     update_gpu_analysis();
+    update_run_diff();
     draw_toolbar();
     const ImVec2 available = ImGui::GetContentRegionAvail();
     const bool details = !selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline;
@@ -369,6 +375,7 @@ void ViewerApp::draw_frame(float width, float height) {
         case ViewTab::flamegraph: draw_flamegraph(inner.x, inner.y); break;
         case ViewTab::stats: draw_stats(inner.x, inner.y); break;
         case ViewTab::breakdown: draw_breakdown(inner.x, inner.y); break;
+        case ViewTab::diff: draw_diff(inner.x, inner.y); break;
     }
     ImGui::EndChild();
     if (details) {

@@ -5,6 +5,7 @@
 //   flamegraph_view.cpp flamegraphs (single and difference)
 //   stats_view.cpp      sortable kernel / copy / range / step tables
 //   breakdown_view.cpp  the GPU breakdowns per rank and per step (gpu_analysis.h)
+//   diff_view.cpp       two runs compared: aligned timelines and the diff tables (run_diff.h)
 // The app only draws what viewer/model computes.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "viewer/model/gpu_analysis.h"
 #include "viewer/model/lane_layout.h"
 #include "viewer/model/lod.h"
+#include "viewer/model/run_diff.h"
 #include "viewer/model/search.h"
 #include "viewer/model/statistics.h"
 #include "viewer/model/trace_model.h"
@@ -28,7 +30,7 @@ struct ImDrawList;
 
 namespace ember::viewer {
 
-enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2, breakdown = 3 };
+enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2, breakdown = 3, diff = 4 };
 
 // Where the timeline put a lane on the last frame (screen pixels); written out by
 // `--layout` for the screenshot tests. A stream lane has up to three: its events
@@ -73,6 +75,20 @@ public:
     // `step` (its number there) of the panel's rank, the step selected. False when the
     // rank has no such step or the breakdowns are not computed yet.
     bool show_step_number(std::int64_t step);
+    // The diff mode (two files: files[0] is A, files[1] is B). start_diff() computes the
+    // diff in the background once the model is loaded; the Diff tab draws it. For
+    // --screenshot, wait_for_diff() blocks until it is there and applies the alignment
+    // (false, with the reason in `error`, when the files cannot be compared).
+    void start_diff(int align_step = 0);  // the step B is aligned on (align_diff)
+    bool wait_for_diff(std::string* error);
+    const RunDiff* run_diff() const { return run_diff_.get(); }
+    // B shifted so its step at `step_index` (position, from 0) starts where A's does;
+    // -1 puts B back on the recorded clocks. False when a run has no such step. The view
+    // shows the whole trace, or with `frame_step` that step and a little around it.
+    bool align_diff(int step_index, bool frame_step = false);
+    // What clicking a row of the diff tables does: the first table (kernels, ranges,
+    // api, CPU functions) with a row `name` selects it and highlights its events.
+    bool select_diff_row(const std::string& name);
     const FrameCounters& frame_counters() const { return counters_; }
     const std::vector<LaneRect>& lane_rects() const { return lane_rects_; }
     bool wants_quit() const { return quit_; }
@@ -86,6 +102,13 @@ private:
     void draw_flamegraph(float width, float height);
     void draw_stats(float width, float height);
     void draw_breakdown(float width, float height);
+    void draw_diff(float width, float height);
+    void draw_diff_summary(float width, float height);
+    void draw_diff_names(float width, float height);
+    void update_run_diff();
+    void select_diff_row(DiffTable table, const std::string& name);
+    bool diff_mode() const { return tab_ == ViewTab::diff && model_ && model_->files().size() >= 2; }
+    void draw_step_markers(ImDrawList* draw, float x0, float width, float y_origin);
     void draw_stream_tracks_toggles();
     void update_gpu_analysis();
     void show_on_timeline(TimeRange range);
@@ -179,6 +202,18 @@ private:
     int step_order_rank_ = -1;
     std::future<std::unique_ptr<GpuAnalysis>> analysis_pending_;
     std::chrono::steady_clock::time_point analysis_started_{};
+
+    // Diff mode. The diff reads the files with its own readers in the background; B's
+    // lanes are shifted (TraceModel::shift_file) between frames once it is there.
+    bool diff_wanted_ = false;
+    std::future<std::unique_ptr<RunDiff>> diff_pending_;
+    std::unique_ptr<RunDiff> run_diff_;
+    trace::TimeNs diff_clock_shift_ = 0;  // file 1's shift on the recorded clocks
+    int diff_align_step_ = 0;             // the step B is aligned on; -1: recorded clocks
+    int diff_table_ = 0;                  // DiffTable shown
+    std::optional<DiffTable> diff_row_table_;  // the clicked row
+    std::string diff_row_name_;
+    std::vector<std::int64_t> diff_row_matches_;  // its events per file
 };
 
 }  // namespace ember::viewer

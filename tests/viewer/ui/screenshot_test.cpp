@@ -212,6 +212,45 @@ TEST_F(ScreenshotTest, DifferenceFlamegraphIsRedWhereSlower) {
     std::filesystem::remove(slower);
 }
 
+// The diff mode: both runs' lanes, B's kernels outlined as A's when their diff row is
+// clicked, and a clear refusal with one file or a step a run does not have.
+bool is_outline_yellow(std::uint32_t c) { return colors::red(c) >= 240 && colors::green(c) >= 240 && colors::blue(c) < 40; }
+
+TEST_F(ScreenshotTest, DiffModeOutlinesTheClickedRowInBothRuns) {
+    const std::string slower = testing::temporary_trace_path("shot_diff_b");
+    testing::FixtureShape shape;
+    shape.slowdown = 2.0;
+    shape.origin_ns = 1'003'000'000;  // 3 ms later: only the alignment puts it under A
+    testing::write_fixture_trace(slower, shape);
+    ASSERT_EQ(run(viewer(trace_ + " " + slower + " --diff --diff-row sgemm_128x64 --screenshot " + png_ + " --layout " +
+                         layout_),
+                  nullptr),
+              0);
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    std::vector<LaneBox> compute;
+    for (const LaneBox& box : read_layout(layout_))
+        if (box.title.find("compute") != std::string::npos) compute.push_back(box);
+    ASSERT_EQ(compute.size(), 2u);  // A's stream, then B's below it
+    EXPECT_LT(compute[0].y1, compute[1].y0);
+    for (const LaneBox& box : compute) EXPECT_GT(count_in(image, box, is_outline_yellow), 40) << box.title;
+    // Aligned: B's first outlined kernel starts within a pixel or two of A's.
+    auto first_outline_x = [&](const LaneBox& box) {
+        for (int x = static_cast<int>(box.x0); x < static_cast<int>(box.x1); ++x)
+            for (int y = static_cast<int>(box.y0); y < static_cast<int>(box.y1); ++y)
+                if (is_outline_yellow(image.pixel(x, y))) return x;
+        return -1;
+    };
+    EXPECT_NEAR(first_outline_x(compute[0]), first_outline_x(compute[1]), 2);
+
+    std::string output;
+    EXPECT_EQ(run(viewer(trace_ + " --diff --screenshot " + png_), &output), 2);
+    EXPECT_NE(output.find("--diff needs two trace files"), std::string::npos) << output;
+    EXPECT_EQ(run(viewer(trace_ + " " + slower + " --diff --align-step 9 --screenshot " + png_), &output), 2);
+    EXPECT_NE(output.find("--align-step 9"), std::string::npos) << output;
+    std::filesystem::remove(slower);
+}
+
 TEST_F(ScreenshotTest, StreamsShowIdleGapsByCategoryAndTheQueue) {
     // The fixture's compute stream: every kernel launched ahead of the stream except
     // the first of each phase (host_wait), 70 µs between the others (other); the copy
