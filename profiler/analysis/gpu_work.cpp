@@ -6,6 +6,8 @@
 // work, whatever the number of host events.
 #include "profiler/analysis/gpu_work.h"
 
+#include "profiler/analysis/rank_map.h"
+
 #include "profiler/analysis/rank_summary.h"
 #include "profiler/analysis/sql_query.h"
 
@@ -115,39 +117,6 @@ void round_like_hta(trace::TimeNs& start_ns, trace::TimeNs& end_ns) {
 // [SECTION] Ranks
 // ---------------------------------------------------------------------------
 
-// Which rank each device and thread belongs to.
-struct RankMap {
-    std::int32_t single_rank = 0;
-    bool job = false;  // several "rank R" processes
-    std::map<trace::DeviceId, std::int32_t> device_rank;
-    std::map<trace::ThreadId, std::int32_t> thread_rank;
-
-    std::int32_t of_device(trace::DeviceId device) const {
-        auto found = device_rank.find(device);
-        return found == device_rank.end() ? single_rank : found->second;
-    }
-    std::int32_t of_thread(trace::ThreadId thread) const {
-        auto found = thread_rank.find(thread);
-        return found == thread_rank.end() ? single_rank : found->second;
-    }
-};
-
-RankMap rank_map(const store::TraceReader& reader) {
-    RankMap map;
-    map.single_rank = std::max(0, reader.run().rank);
-    std::map<std::int64_t, std::int32_t> process_rank;
-    for (const trace::ProcessInfo& process : reader.processes())
-        if (std::optional<std::int32_t> rank = rank_of_process_name(process.name)) process_rank[process.pid] = *rank;
-    map.job = process_rank.size() >= 2;
-    if (!map.job) return map;
-    for (const trace::DeviceInfo& device : reader.devices())
-        if (std::optional<std::int32_t> rank = rank_of_device_name(device.name)) map.device_rank[device.device_id] = *rank;
-    for (const trace::ThreadInfo& thread : reader.threads()) {
-        auto found = process_rank.find(thread.pid);
-        if (found != process_rank.end()) map.thread_rank[thread.thread_id] = found->second;
-    }
-    return map;
-}
 
 // Orders `events` by start time, equal starts keeping their present order (what
 // std::stable_sort gives), by sorting (start, index) pairs and then moving each event

@@ -22,6 +22,8 @@
 // [SECTION] step_breakdown
 #include "profiler/analysis/step_breakdown.h"
 
+#include "profiler/analysis/rank_map.h"
+
 #include "profiler/analysis/rank_summary.h"
 #include "profiler/analysis/sql_query.h"
 
@@ -178,45 +180,6 @@ private:
 // [SECTION] Ranks
 // ---------------------------------------------------------------------------
 
-// Which rank each thread and stream belongs to: a job trace (`ember merge`) has one
-// "rank R" process per rank and "rank R: ..." devices; any other file is one rank.
-struct RankMap {
-    std::int32_t single_rank = 0;
-    std::map<trace::ThreadId, std::int32_t> thread_rank;
-    std::map<trace::DeviceId, std::int32_t> device_rank;
-    std::unordered_map<trace::StreamId, std::int32_t> stream_rank;
-
-    std::int32_t of_thread(trace::ThreadId thread) const {
-        auto found = thread_rank.find(thread);
-        return found == thread_rank.end() ? single_rank : found->second;
-    }
-    std::int32_t of_device(trace::DeviceId device) const {
-        auto found = device_rank.find(device);
-        return found == device_rank.end() ? single_rank : found->second;
-    }
-    std::int32_t of_stream(trace::StreamId stream) const {
-        auto found = stream_rank.find(stream);
-        return found == stream_rank.end() ? single_rank : found->second;
-    }
-};
-
-RankMap rank_map(const store::TraceReader& reader) {
-    RankMap map;
-    map.single_rank = std::max(0, reader.run().rank);
-    std::map<std::int64_t, std::int32_t> process_rank;
-    for (const trace::ProcessInfo& process : reader.processes())
-        if (std::optional<std::int32_t> rank = rank_of_process_name(process.name)) process_rank[process.pid] = *rank;
-    if (process_rank.size() >= 2) {
-        for (const trace::ThreadInfo& thread : reader.threads()) {
-            auto found = process_rank.find(thread.pid);
-            if (found != process_rank.end()) map.thread_rank[thread.thread_id] = found->second;
-        }
-        for (const trace::DeviceInfo& device : reader.devices())
-            if (std::optional<std::int32_t> rank = rank_of_device_name(device.name)) map.device_rank[device.device_id] = *rank;
-    }
-    for (const trace::StreamInfo& stream : reader.streams()) map.stream_rank[stream.stream_id] = map.of_device(stream.device_id);
-    return map;
-}
 
 // ---------------------------------------------------------------------------
 // [SECTION] What each event counts as

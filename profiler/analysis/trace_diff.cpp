@@ -16,6 +16,7 @@
 #include "profiler/analysis/trace_diff.h"
 
 #include "profiler/analysis/cpu_profile.h"
+#include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/intervals.h"
@@ -178,49 +179,6 @@ TimeNs RunProfile::step_total_ns() const {
 
 namespace {
 
-// Which rank each thread and stream belongs to, the way gpu_work and step_breakdown
-// tell: a job trace (`ember merge`) has one "rank R" process per rank and "rank R: ..."
-// devices; any other file is one rank (RunInfo::rank).
-struct RankMap {
-    std::int32_t single_rank = 0;
-    std::set<std::int32_t> ranks;
-    std::unordered_map<trace::ThreadId, std::int32_t> thread_rank;
-    std::unordered_map<trace::StreamId, std::int32_t> stream_rank;
-
-    std::int32_t of_thread(trace::ThreadId thread) const {
-        auto found = thread_rank.find(thread);
-        return found == thread_rank.end() ? single_rank : found->second;
-    }
-    std::int32_t of_stream(trace::StreamId stream) const {
-        auto found = stream_rank.find(stream);
-        return found == stream_rank.end() ? single_rank : found->second;
-    }
-};
-
-RankMap rank_map(const store::TraceReader& reader) {
-    RankMap map;
-    map.single_rank = std::max(0, reader.run().rank);
-    std::unordered_map<std::int64_t, std::int32_t> process_rank;
-    for (const trace::ProcessInfo& process : reader.processes())
-        if (std::optional<std::int32_t> rank = rank_of_process_name(process.name)) process_rank[process.pid] = *rank;
-    std::unordered_map<trace::DeviceId, std::int32_t> device_rank;
-    if (process_rank.size() >= 2) {
-        for (const trace::ThreadInfo& thread : reader.threads()) {
-            auto found = process_rank.find(thread.pid);
-            if (found != process_rank.end()) map.thread_rank[thread.thread_id] = found->second;
-        }
-        for (const trace::DeviceInfo& device : reader.devices())
-            if (std::optional<std::int32_t> rank = rank_of_device_name(device.name)) device_rank[device.device_id] = *rank;
-        for (const auto& [pid, rank] : process_rank) map.ranks.insert(rank);
-    } else {
-        map.ranks.insert(map.single_rank);
-    }
-    for (const trace::StreamInfo& stream : reader.streams()) {
-        auto found = device_rank.find(stream.device_id);
-        map.stream_rank[stream.stream_id] = found == device_rank.end() ? map.single_rank : found->second;
-    }
-    return map;
-}
 
 // The host waiting for its next batch: ember's "dataloader/wait" (the importer renames
 // PyTorch's `enumerate(DataLoader)#...__next__` to it) and PyTorch's own names where a

@@ -4,6 +4,7 @@
 // ../shared/real-traces is absent).
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/profiler/store/test_support.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -46,10 +47,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 void write_run(const std::string& path, const std::vector<double>& step_us) {
     trace::RunInfo run;
     run.pid = 7;
-    store::WriterOptions options;
-    options.install_signal_handlers = false;
-    options.close_at_exit = false;
-    options.overflow = store::OverflowPolicy::block;
+    store::WriterOptions options = store::testing::quiet_options();
     store::TraceWriter writer(path, run, options);
     writer.register_process({7, "train"});
     const trace::ThreadId thread = writer.register_thread({0, 7, 7, "main"});

@@ -7,6 +7,7 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/writer.h"
+#include "tests/profiler/store/test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -28,10 +29,7 @@ protected:
         trace::RunInfo run;
         run.pid = 7;
         run.start_ns = 0;
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        options.overflow = store::OverflowPolicy::block;
+        store::WriterOptions options = store::testing::quiet_options();
         store::TraceWriter writer(path_, run, options);
         writer.register_process({7, "train"});
         const trace::ThreadId main = writer.register_thread({0, 7, 100, "main"});

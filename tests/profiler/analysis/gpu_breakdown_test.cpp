@@ -20,6 +20,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/profiler/store/test_support.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -46,10 +47,7 @@ void write_breakdown_trace(const std::string& path) {
     trace::RunInfo run;
     run.pid = 42;
     run.start_ns = kBase - 100'000;
-    store::WriterOptions options;
-    options.install_signal_handlers = false;
-    options.close_at_exit = false;
-    options.overflow = store::OverflowPolicy::block;
+    store::WriterOptions options = store::testing::quiet_options();
     store::TraceWriter writer(path, run, options);
     writer.register_process({42, "train"});
     const trace::ThreadId thread = writer.register_thread({0, 42, 42, "main"});

@@ -21,6 +21,7 @@
 
 #if EMBER_HAVE_IMPORTER
 #include "profiler/import/import.h"
+#include "tests/profiler/store/test_support.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -133,10 +134,7 @@ private:
         return run;
     }
     static store::WriterOptions writer_options() {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        options.overflow = store::OverflowPolicy::block;
+        store::WriterOptions options = store::testing::quiet_options();
         return options;
     }
 

@@ -23,6 +23,7 @@
 
 #if EMBER_HAVE_IMPORTER
 #include "profiler/import/import.h"
+#include "tests/profiler/store/test_support.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -46,10 +47,7 @@ void write_gpu_trace(const std::string& path, TimeNs clock_offset = 0) {
     run.pid = 42;
     run.start_ns = kBase - 100'000;
     run.clock_offset_to_wall_ns = clock_offset;
-    store::WriterOptions options;
-    options.install_signal_handlers = false;
-    options.close_at_exit = false;
-    options.overflow = store::OverflowPolicy::block;
+    store::WriterOptions options = store::testing::quiet_options();
     store::TraceWriter writer(path, run, options);
     writer.register_process({42, "train"});
     const trace::ThreadId thread = writer.register_thread({0, 42, 42, "main"});
