@@ -234,6 +234,10 @@ int main(int argc, char** argv) {
                    "with --diff: B shifted so its N-th step starts where A's N-th does (from 1; 0: the recorded clocks)");
     cli.add_option("--diff-row", diff_row, "with --diff: the row of the diff tables clicked (its events outlined)");
     cli.add_flag("--difference", difference, "flamegraph of the 2nd file against the 1st (red slower, blue faster)");
+    std::string select_text;
+    cli.add_option("--select", select_text,
+                   "with --screenshot: select the first event whose name contains this text (details panel, flow "
+                   "arrow to its launch or its GPU work)");
     cli.add_option("--layout", layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
     cli.add_flag("--bench", bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
     cli.add_option("--attach", attach_pid, "watch the trace a running process is recording");
@@ -368,6 +372,15 @@ int main(int argc, char** argv) {
                          *step_number);
             close_window(window);
             return kExitBadFile;
+        }
+        if (!select_text.empty()) {
+            render_frame(window, app, false);  // lay the lanes out first
+            if (!app.search_and_select(select_text)) {
+                std::fprintf(stderr, "ember view: --select %s: no event of the visible range on has that name\n",
+                             select_text.c_str());
+                close_window(window);
+                return kExitBadFile;
+            }
         }
         render_frame(window, app, false);
         render_frame(window, app, true);

@@ -118,6 +118,16 @@ void ViewerApp::run_search(bool forward) {
     if (found) select_event(*found, true);
 }
 
+bool ViewerApp::search_and_select(const std::string& text) {
+    const std::size_t length = std::min(text.size(), sizeof search_text_ - 1);
+    text.copy(search_text_, length);
+    search_text_[length] = '\0';
+    search_regex_ = false;
+    selected_ = {};
+    run_search(true);
+    return selected_.valid();
+}
+
 void ViewerApp::handle_keys() {
     ImGuiIO& io = ImGui::GetIO();
     if (io.WantTextInput) return;
@@ -288,7 +298,14 @@ void ViewerApp::draw_details_panel(float width, float height) {
     if (!selected_details_.empty()) {
         ImGui::TextUnformatted("Selected event");
         ImGui::Separator();
-        if (ImGui::BeginTable("details_table", 2, ImGuiTableFlags_SizingStretchProp)) {
+        if (ImGui::BeginTable("details_table", 2, ImGuiTableFlags_SizingFixedFit)) {
+            // The keys as wide as the widest; the values wrap in the rest (a proportional
+            // split would squeeze a 200-character kernel name into a column of letters).
+            float key_width = 0.0f;
+            for (const auto& detail : selected_details_)
+                key_width = std::max(key_width, ImGui::CalcTextSize(detail.first.c_str()).x);
+            ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed, key_width);
+            ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
             for (const auto& [key, value] : selected_details_) {
                 ImGui::TableNextRow();
                 ImGui::TableNextColumn();

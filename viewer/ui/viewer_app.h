@@ -93,6 +93,10 @@ public:
     const std::vector<LaneRect>& lane_rects() const { return lane_rects_; }
     bool wants_quit() const { return quit_; }
     void set_status(std::string status) { status_ = std::move(status); }
+    // The search box's query (plain text) run forward from the visible range's start:
+    // the first match is selected and revealed (details, flow arrow). False when
+    // nothing matches.
+    bool search_and_select(const std::string& text);
 
 private:
     void draw_toolbar();

@@ -341,6 +341,24 @@ TEST_F(ScreenshotTest, StepFramesTheTimelineAsClickingItDoes) {
     EXPECT_NE(output.find("--step 9"), std::string::npos) << output;
 }
 
+bool is_flow_magenta(std::uint32_t c) { return near(c, colors::kFlow, 40); }
+
+TEST_F(ScreenshotTest, SelectShowsTheFlowToTheLaunch) {
+    // Nothing selected: no flow arrow anywhere.
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --size 1400x700"), nullptr), 0);
+    Image image;
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_EQ(count_all(image, is_flow_magenta), 0);
+    // A kernel selected: the arrow from its launching call is drawn.
+    std::string output;
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --size 1400x700 --select gemm"), &output), 0) << output;
+    ASSERT_TRUE(read_png(png_, image));
+    EXPECT_GT(count_all(image, is_flow_magenta), 20);
+    // A name nothing has: exit 2, saying so.
+    EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --select no-such-event"), &output), 2);
+    EXPECT_NE(output.find("--select no-such-event"), std::string::npos) << output;
+}
+
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
     const std::string foreign = testing::temporary_trace_path("foreign");
     {
