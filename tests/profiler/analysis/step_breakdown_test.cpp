@@ -19,10 +19,8 @@
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/analysis/fixture_trace.h"
 
-#if EMBER_HAVE_IMPORTER
 #include "profiler/import/import.h"
 #include "tests/profiler/store/test_support.h"
-#endif
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -784,9 +782,6 @@ TEST_F(StepBreakdown, JobTraceHasRowsPerRank) {
 // ResNet-50 on a V100 (Kineto 2021, whole microseconds), with the plugin's per-step
 // overview as torch-tb-profiler computed it: equal within 1 µs per step and category.
 TEST_F(StepBreakdown, TbEqualsThePluginOnTheRealResNet50Trace) {
-#if !EMBER_HAVE_IMPORTER
-    GTEST_SKIP() << "built without the importer (profiler/import): nothing to read the Kineto trace with";
-#else
     const std::filesystem::path root = EMBER_REAL_TRACES_DIR;
     const std::filesystem::path trace_file = root / "kineto" / "v100_resnet50_workers0.json.gz";
     const std::filesystem::path expected_file = root / "expected" / "v100_resnet50_workers0.tb_profiler.json";
@@ -820,7 +815,6 @@ TEST_F(StepBreakdown, TbEqualsThePluginOnTheRealResNet50Trace) {
     }
     EXPECT_EQ(notes.tail_steps_dropped, 0);
     expect_partition(rows);
-#endif
 }
 
 }  // namespace

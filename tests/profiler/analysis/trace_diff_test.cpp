@@ -19,10 +19,8 @@
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
 
-#if EMBER_HAVE_IMPORTER
 #include "profiler/import/import.h"
 #include "tests/profiler/store/test_support.h"
-#endif
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -631,7 +629,6 @@ TEST(TraceDiffJobs, TraceWithoutStepsIsOneStep) {
 // [SECTION] Real Kineto trace, modified copies
 // ---------------------------------------------------------------------------
 
-#if EMBER_HAVE_IMPORTER
 
 // The ResNet-50 training trace: 6 steps, one stream, whole-microsecond times.
 const std::string kRealTrace = std::string(EMBER_REAL_TRACES_DIR) + "/kineto/v100_resnet50_workers0.json.gz";
@@ -822,6 +819,5 @@ TEST_F(RealTraceDiff, ATraceAgainstItselfIsAllZeros) {
     EXPECT_NE(find_name(diff.kernels, "[CUDA memcpy HtoD]"), nullptr);
 }
 
-#endif  // EMBER_HAVE_IMPORTER
 
 }  // namespace

@@ -21,10 +21,8 @@
 #include "viewer/model/lod.h"
 #include "viewer/model/trace_model.h"
 
-#if EMBER_HAVE_IMPORTER
 #include "profiler/import/import.h"
 #include "tests/profiler/store/test_support.h"
-#endif
 
 #include <gtest/gtest.h>
 
@@ -499,7 +497,6 @@ TEST(GpuAnalysisFiles, ViewerFixtureGapsFollowItsLaunches) {
     std::filesystem::remove(path);
 }
 
-#if EMBER_HAVE_IMPORTER
 // The two A100 ranks (NCCL kernels, several streams) as one job file: every stream lane
 // of both ranks gets gaps that sit between its own events and add up, per category, to
 // the idle-time row of its stream; the queue series match the library's summary.
@@ -559,7 +556,6 @@ TEST(GpuAnalysisRealTraces, A100JobTraceGapsAddUpPerStream) {
     }
     std::filesystem::remove(job);
 }
-#endif
 
 }  // namespace
 }  // namespace ember::viewer
