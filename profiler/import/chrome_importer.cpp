@@ -164,10 +164,6 @@ private:
 
     // --- events --------------------------------------------------------------------------
 
-    static trace::CorrelationId correlation_of(const TraceEventFields& event) {
-        return event.args.correlation && *event.args.correlation > 0 ? static_cast<trace::CorrelationId>(*event.args.correlation) : 0;
-    }
-
     RangeStyle range_style(const TraceEventFields& event) override {
         RangeStyle style;
         std::string_view category = event.category;
@@ -188,58 +184,25 @@ private:
         trace::TimeNs start = 0, end = 0;
         if (!complete_interval(event, item, start, end)) return;
         std::string_view category = event.category;
-        auto clamp32 = [](std::int64_t v) { return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, 0xffffffffll)); };
+        // The GPU lanes of the export: placed on their stream first (or rejected).
+        const bool gpu = category == "kernel" || category == "memcpy" || category == "memset" || category == "sync";
+        trace::StreamId stream = 0;
+        trace::DeviceId device = 0;
+        if (gpu && !gpu_track(event, item, stream, device)) return;
         if (category == "kernel") {
-            trace::KernelEvent kernel;
-            if (!gpu_track(event, item, kernel.stream_id, kernel.device_id)) return;
-            kernel.start_ns = start;
-            kernel.end_ns = end;
-            kernel.correlation_id = correlation_of(event);
-            kernel.name_id = sink_.intern(event.name);
-            const TraceEventArgs& args = event.args;
-            if (args.grid_size > 0) {
-                kernel.launch.grid_x = args.grid[0];
-                kernel.launch.grid_y = args.grid[1];
-                kernel.launch.grid_z = args.grid[2];
-            }
-            if (args.block_size > 0) {
-                kernel.launch.block_x = args.block[0];
-                kernel.launch.block_y = args.block[1];
-                kernel.launch.block_z = args.block[2];
-            }
-            if (args.registers_per_thread) kernel.launch.registers_per_thread = clamp32(*args.registers_per_thread);
-            // The export writes static + dynamic shared memory as one number.
-            if (args.shared_memory) kernel.launch.static_shared_bytes = clamp32(*args.shared_memory);
+            trace::KernelEvent kernel = kernel_of(event, start, end, stream, device);
             if (is_nccl_kernel(event.name)) sink_.count_nccl_kernel();
             sink_.kernel(kernel);
         } else if (category == "memcpy") {
-            trace::MemcpyEvent copy;
-            if (!gpu_track(event, item, copy.stream_id, copy.device_id)) return;
-            copy.start_ns = start;
-            copy.end_ns = end;
-            copy.correlation_id = correlation_of(event);
-            CopyShape shape = copy_shape_from_name(event.name);
-            copy.direction = shape.direction;
-            copy.source_kind = shape.source;
-            copy.destination_kind = shape.destination;
-            copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+            trace::MemcpyEvent copy = memcpy_of(event, start, end, stream, device);
             sink_.memcpy(copy);
         } else if (category == "memset") {
-            trace::MemsetEvent set;
-            if (!gpu_track(event, item, set.stream_id, set.device_id)) return;
-            set.start_ns = start;
-            set.end_ns = end;
-            set.correlation_id = correlation_of(event);
-            set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
-            set.value = clamp32(event.args.value.value_or(0));
+            trace::MemsetEvent set = memset_of(event, start, end, stream, device);
+            set.value = static_cast<std::uint32_t>(std::clamp<std::int64_t>(event.args.value.value_or(0), 0, 0xffffffffll));
             set.memory_kind = trace::MemoryKind::device;
             sink_.memset(set);
         } else if (category == "sync") {
-            trace::SyncEvent wait;
-            if (!gpu_track(event, item, wait.stream_id, wait.device_id)) return;
-            wait.start_ns = start;
-            wait.end_ns = end;
-            wait.correlation_id = correlation_of(event);
+            trace::SyncEvent wait = sync_of(event, start, end, stream, device);
             wait.kind = sync_kind_from_name(event.name);
             sink_.sync(wait);
         } else if (category == "cuda_api" || category == "cuda_runtime" || category == "cuda_driver") {

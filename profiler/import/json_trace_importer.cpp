@@ -33,6 +33,10 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
     return true;
 }
 
+std::uint32_t clamp_to_u32(std::int64_t value) {
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(value, 0, 0xffffffffll));
+}
+
 std::string_view trim(std::string_view text) {
     while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
     while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
@@ -370,6 +374,77 @@ void JsonTraceImporter::metadata(const TraceEventFields& event) {
         on_process_labels(event.pid.number, event.args.labels);
     }
     // Sort indexes only order lanes in a viewer.
+}
+
+trace::CorrelationId JsonTraceImporter::correlation_of(const TraceEventFields& event) {
+    return event.args.correlation && *event.args.correlation > 0 ? static_cast<trace::CorrelationId>(*event.args.correlation)
+                                                                 : 0;
+}
+
+trace::KernelEvent JsonTraceImporter::kernel_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                       trace::StreamId stream, trace::DeviceId device) {
+    trace::KernelEvent kernel;
+    kernel.stream_id = stream;
+    kernel.device_id = device;
+    kernel.start_ns = start;
+    kernel.end_ns = end;
+    kernel.correlation_id = correlation_of(event);
+    kernel.name_id = sink_.intern(event.name);
+    const TraceEventArgs& args = event.args;
+    if (args.grid_size > 0) {
+        kernel.launch.grid_x = args.grid[0];
+        kernel.launch.grid_y = args.grid[1];
+        kernel.launch.grid_z = args.grid[2];
+    }
+    if (args.block_size > 0) {
+        kernel.launch.block_x = args.block[0];
+        kernel.launch.block_y = args.block[1];
+        kernel.launch.block_z = args.block[2];
+    }
+    if (args.registers_per_thread) kernel.launch.registers_per_thread = clamp_to_u32(*args.registers_per_thread);
+    // Kineto and ember's export give one "shared memory" number (static + dynamic); it
+    // is stored as static.
+    if (args.shared_memory) kernel.launch.static_shared_bytes = clamp_to_u32(*args.shared_memory);
+    return kernel;
+}
+
+trace::MemcpyEvent JsonTraceImporter::memcpy_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                       trace::StreamId stream, trace::DeviceId device) {
+    trace::MemcpyEvent copy;
+    copy.stream_id = stream;
+    copy.device_id = device;
+    copy.start_ns = start;
+    copy.end_ns = end;
+    copy.correlation_id = correlation_of(event);
+    const CopyShape shape = copy_shape_from_name(event.name);
+    copy.direction = shape.direction;
+    copy.source_kind = shape.source;
+    copy.destination_kind = shape.destination;
+    copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+    return copy;
+}
+
+trace::MemsetEvent JsonTraceImporter::memset_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                       trace::StreamId stream, trace::DeviceId device) {
+    trace::MemsetEvent set;
+    set.stream_id = stream;
+    set.device_id = device;
+    set.start_ns = start;
+    set.end_ns = end;
+    set.correlation_id = correlation_of(event);
+    set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+    return set;
+}
+
+trace::SyncEvent JsonTraceImporter::sync_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                       trace::StreamId stream, trace::DeviceId device) {
+    trace::SyncEvent wait;
+    wait.stream_id = stream;
+    wait.device_id = device;
+    wait.start_ns = start;
+    wait.end_ns = end;
+    wait.correlation_id = correlation_of(event);
+    return wait;
 }
 
 }  // namespace ember::importing

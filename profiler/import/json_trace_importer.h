@@ -77,6 +77,20 @@ protected:
     bool reject(const JsonItem& item, std::string_view reason, const std::string& detail);
     void add_host_range(trace::ThreadId thread, trace::TimeNs start, trace::TimeNs end, std::string_view name,
                         RangeStyle style, const trace::Payload& payload);
+    // What both JSON dialects read alike from a GPU event once the dialect has placed it
+    // on a stream (`stream` of `device`, from its gpu_track): times, the correlation id
+    // (0 when absent or not positive), the name, the launch shape, the bytes, the copy
+    // kind from the name. A memset's value and memory kind and a sync's kind are the
+    // dialect's.
+    static trace::CorrelationId correlation_of(const TraceEventFields& event);
+    trace::KernelEvent kernel_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                 trace::StreamId stream, trace::DeviceId device);
+    static trace::MemcpyEvent memcpy_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                        trace::StreamId stream, trace::DeviceId device);
+    static trace::MemsetEvent memset_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                        trace::StreamId stream, trace::DeviceId device);
+    static trace::SyncEvent sync_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
+                                    trace::StreamId stream, trace::DeviceId device);
 
     ImportSink& sink_;
     InputStream input_;

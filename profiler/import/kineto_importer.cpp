@@ -213,32 +213,11 @@ private:
         return true;
     }
 
-    static trace::CorrelationId correlation_of(const TraceEventFields& event) {
-        return event.args.correlation && *event.args.correlation > 0 ? static_cast<trace::CorrelationId>(*event.args.correlation) : 0;
-    }
-
     void kernel(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::KernelEvent kernel;
-        if (!gpu_track(event, item, kernel.stream_id, kernel.device_id)) return;
-        kernel.start_ns = start;
-        kernel.end_ns = end;
-        kernel.correlation_id = correlation_of(event);
-        kernel.name_id = sink_.intern(event.name);
-        const TraceEventArgs& args = event.args;
-        if (args.grid_size > 0) {
-            kernel.launch.grid_x = args.grid[0];
-            kernel.launch.grid_y = args.grid[1];
-            kernel.launch.grid_z = args.grid[2];
-        }
-        if (args.block_size > 0) {
-            kernel.launch.block_x = args.block[0];
-            kernel.launch.block_y = args.block[1];
-            kernel.launch.block_z = args.block[2];
-        }
-        auto clamp32 = [](std::int64_t v) { return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, 0xffffffffll)); };
-        if (args.registers_per_thread) kernel.launch.registers_per_thread = clamp32(*args.registers_per_thread);
-        // Kineto reports one "shared memory" number (static + dynamic); it is stored as static.
-        if (args.shared_memory) kernel.launch.static_shared_bytes = clamp32(*args.shared_memory);
+        trace::StreamId stream = 0;
+        trace::DeviceId device = 0;
+        if (!gpu_track(event, item, stream, device)) return;
+        trace::KernelEvent kernel = kernel_of(event, start, end, stream, device);
         if (is_nccl_kernel(event.name)) {
             sink_.count_nccl_kernel();
             if (nccl_streams_.insert(kernel.stream_id).second) {
@@ -251,36 +230,27 @@ private:
     }
 
     void memcpy(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::MemcpyEvent copy;
-        if (!gpu_track(event, item, copy.stream_id, copy.device_id)) return;
-        copy.start_ns = start;
-        copy.end_ns = end;
-        copy.correlation_id = correlation_of(event);
-        CopyShape shape = copy_shape_from_name(event.name);
-        copy.direction = shape.direction;
-        copy.source_kind = shape.source;
-        copy.destination_kind = shape.destination;
-        copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+        trace::StreamId stream = 0;
+        trace::DeviceId device = 0;
+        if (!gpu_track(event, item, stream, device)) return;
+        trace::MemcpyEvent copy = memcpy_of(event, start, end, stream, device);
         sink_.memcpy(copy);
     }
 
     void memset(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::MemsetEvent set;
-        if (!gpu_track(event, item, set.stream_id, set.device_id)) return;
-        set.start_ns = start;
-        set.end_ns = end;
-        set.correlation_id = correlation_of(event);
-        set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
+        trace::StreamId stream = 0;
+        trace::DeviceId device = 0;
+        if (!gpu_track(event, item, stream, device)) return;
+        trace::MemsetEvent set = memset_of(event, start, end, stream, device);
         set.memory_kind = memset_kind_from_name(event.name);
         sink_.memset(set);
     }
 
     void sync(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::SyncEvent wait;
-        if (!gpu_track(event, item, wait.stream_id, wait.device_id)) return;
-        wait.start_ns = start;
-        wait.end_ns = end;
-        wait.correlation_id = correlation_of(event);
+        trace::StreamId stream = 0;
+        trace::DeviceId device = 0;
+        if (!gpu_track(event, item, stream, device)) return;
+        trace::SyncEvent wait = sync_of(event, start, end, stream, device);
         wait.kind = sync_kind_from_name(event.name);
         sink_.sync(wait);
     }
