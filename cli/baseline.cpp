@@ -23,13 +23,7 @@ std::string check_baseline(const std::string& baseline, std::string_view command
 
 int print_baseline_diff(const std::string& baseline, const std::string& trace, std::string_view command) {
     try {
-        auto profile = [&](const std::string& path) {
-            store::TraceReader reader(ember_trace_for(path, command));
-            analysis::RunProfile run = analysis::profile_run(reader);
-            run.path = path;
-            return run;
-        };
-        const analysis::TraceDiff diff = analysis::diff_runs(profile(baseline), profile(trace));
+        const analysis::TraceDiff diff = analysis::diff_runs(diff_side(baseline, command), diff_side(trace, command));
         std::ostringstream text;
         analysis::write_diff(text, diff, {});
         std::cout << "\ncompared with the baseline (ember diff " << baseline << " " << trace << "):\n\n"

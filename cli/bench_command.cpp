@@ -175,8 +175,7 @@ void add_allreduce(CLI::App& bench) {
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-    CLI::App* bench = app.add_subcommand(
-        "bench", "Benchmarks, each measured against a baseline run in the same invocation");
+    CLI::App* bench = app.add_subcommand("bench", kBenchDescription);
     bench->require_subcommand(1);
     add_train(*bench);
     add_store(*bench);

@@ -10,6 +10,17 @@ class App;
 
 namespace ember::cli {
 
+// The engine's commands are registered in ember-engine and forwarded by `ember`
+// (main.cpp); both show these descriptions in their help.
+inline constexpr const char* kDoctorDescription =
+    "Report the environment: CUDA, driver, GPUs, cuDNN, NCCL, CUPTI, NVTX, MPI, the Fashion-MNIST data set and the "
+    "display";
+inline constexpr const char* kTrainDescription =
+    "Train on Fashion-MNIST (CUDA when a device is present, else the CPU backend); --profile FILE records the run";
+inline constexpr const char* kDataDescription = "Data sets: convert Fashion-MNIST into an image folder";
+inline constexpr const char* kBenchDescription =
+    "Benchmarks, each measured against a baseline run in the same invocation";
+
 void add_doctor_command(CLI::App& app);
 // `ember train` (train_command.cpp).
 void add_train_command(CLI::App& app);

@@ -62,7 +62,7 @@ void run_prepare(const PrepareCommandOptions& options) {
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-    CLI::App* data_app = app.add_subcommand("data", "Data sets: convert Fashion-MNIST into an image folder");
+    CLI::App* data_app = app.add_subcommand("data", kDataDescription);
     data_app->require_subcommand(1);
 
     auto options = std::make_shared<PrepareCommandOptions>();

@@ -41,10 +41,7 @@ struct DiffCommandOptions {
 
 analysis::RunProfile profile(const std::string& path, const char* which, const analysis::DiffOptions& options) {
     try {
-        store::TraceReader reader(ember_trace_for(path, "diff"));
-        analysis::RunProfile run = analysis::profile_run(reader, options);
-        run.path = path;  // the file named, not its cached import
-        return run;
+        return diff_side(path, "diff", options);
     } catch (const store::TraceError& error) {
         fail(std::string(which) + ": " + error.what());
     }

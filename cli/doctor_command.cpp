@@ -16,9 +16,7 @@ void add_doctor_command(CLI::App& app) {
         std::string data_root = "/usr/share/datasets/fashion-mnist";
     };
     auto opts = std::make_shared<Options>();
-    CLI::App* cmd = app.add_subcommand(
-        "doctor", "Report the environment: CUDA, driver, GPUs, cuDNN, NCCL, CUPTI, NVTX, MPI, "
-                  "the Fashion-MNIST data set and the display");
+    CLI::App* cmd = app.add_subcommand("doctor", kDoctorDescription);
     cmd->add_flag("--json", opts->json, "Print the report as JSON");
     cmd->add_option("--data-root", opts->data_root, "Where the Fashion-MNIST IDX files live")
         ->capture_default_str();

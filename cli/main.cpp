@@ -16,17 +16,11 @@ int main(int argc, char** argv) {
     using namespace ember::cli;
     CLI::App app{kRootDescription, "ember"};
     configure_root_app(app);
-    add_forwarded_command(app, "doctor",
-                          "Report the environment: CUDA, driver, GPUs, cuDNN, NCCL, CUPTI, NVTX, MPI, the "
-                          "Fashion-MNIST data set and the display",
-                          kEngine, kEngineHint);
-    add_forwarded_command(app, "train",
-                          "Train on Fashion-MNIST (CUDA when a device is present, else the CPU backend); --profile "
-                          "FILE records the run",
-                          kEngine, kEngineHint);
+    add_forwarded_command(app, "doctor", kDoctorDescription, kEngine, kEngineHint);
+    add_forwarded_command(app, "train", kTrainDescription, kEngine, kEngineHint);
     add_view_command(app);
     add_synth_command(app);
-    add_forwarded_command(app, "data", "Data sets: convert Fashion-MNIST into an image folder", kEngine, kEngineHint);
+    add_forwarded_command(app, "data", kDataDescription, kEngine, kEngineHint);
     add_stats_command(app);
     add_export_command(app);
     add_record_command(app);
@@ -34,7 +28,6 @@ int main(int argc, char** argv) {
     add_import_command(app);
     add_merge_command(app);
     add_diff_command(app);
-    add_forwarded_command(app, "bench", "Benchmarks, each measured against a baseline run in the same invocation",
-                          kEngine, kEngineHint);
+    add_forwarded_command(app, "bench", kBenchDescription, kEngine, kEngineHint);
     return run_root_app(app, argc, argv);
 }

@@ -2,6 +2,7 @@
 #include "cli/trace_input.h"
 
 #include "profiler/import/import.h"
+#include "profiler/store/reader.h"
 
 #include <fmt/core.h>
 
@@ -13,6 +14,13 @@ std::string ember_trace_for(const std::string& path, std::string_view command) {
         fmt::print(stderr, "ember {}: {}\n", command, importing::describe_opened(path, opened));
     };
     return importing::open_as_ember_trace(path, options);
+}
+
+analysis::RunProfile diff_side(const std::string& path, std::string_view command, const analysis::DiffOptions& options) {
+    store::TraceReader reader(ember_trace_for(path, command));
+    analysis::RunProfile run = analysis::profile_run(reader, options);
+    run.path = path;
+    return run;
 }
 
 }  // namespace ember::cli

@@ -5,6 +5,8 @@
 // the command says so once on stderr.
 #pragma once
 
+#include "profiler/analysis/trace_diff.h"
+
 #include <string>
 #include <string_view>
 
@@ -13,5 +15,11 @@ namespace ember::cli {
 // The ember trace to read for `path`. Throws store::TraceError (bad input: the
 // command prints it and exits 2).
 std::string ember_trace_for(const std::string& path, std::string_view command);
+
+// One side of a diff (`ember diff`, `--baseline`): the trace read as ember_trace_for
+// reads it, profiled; its path is the file named, not its cached import. Throws
+// store::TraceError.
+analysis::RunProfile diff_side(const std::string& path, std::string_view command,
+                               const analysis::DiffOptions& options = {});
 
 }  // namespace ember::cli

@@ -251,9 +251,7 @@ int run(const Options& o) {
 
 void add_train_command(CLI::App& app) {
     auto o = std::make_shared<Options>();
-    CLI::App* cmd = app.add_subcommand(
-        "train", "Train on Fashion-MNIST (CUDA when a device is present, else the CPU backend); "
-                 "--profile FILE records the run");
+    CLI::App* cmd = app.add_subcommand("train", kTrainDescription);
     cmd->add_option("-c,--config", o->config_file, "TOML configuration file (see samples/configs/)")
         ->check(CLI::ExistingFile);
     cmd->add_option("--set", o->overrides, "Override one field: section.key=value (repeatable)");
