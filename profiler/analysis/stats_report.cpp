@@ -426,6 +426,10 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     std::vector<MemoryOperationRow> memory;
     if (need_memory) memory = memory_summary(reader);
 
+    // The NVTX table and the advice (forward vs backward time) read the same summary.
+    std::vector<DurationSummaryRow> ranges;
+    if (wanted(options, "nvtx") || wanted(options, "advice")) ranges = range_summary(reader);
+
     if (wanted(options, "kernels")) {
         tables.push_back(duration_table("kernels", "GPU kernels", sorted(kernel_summary(reader), options), false));
     }
@@ -434,7 +438,7 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         tables.push_back(duration_table("api", "CUDA API calls", sorted(api_summary(reader), options), false));
     }
     if (wanted(options, "nvtx")) {
-        tables.push_back(duration_table("nvtx", "NVTX ranges", sorted(range_summary(reader), options), true));
+        tables.push_back(duration_table("nvtx", "NVTX ranges", sorted(ranges, options), true));
     }
     if (wanted(options, "gpu_by_range")) {
         tables.push_back(gpu_by_range_table(gpu_time_by_range_rows(gpu_time_by_range(reader)), options.top));
@@ -518,7 +522,7 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "advice")) {
         AdviceInputs inputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns};
         inputs.cpu = &cpu;
-        for (const DurationSummaryRow& range : range_summary(reader)) {
+        for (const DurationSummaryRow& range : ranges) {
             if (range.name == "forward") inputs.forward_ns += range.stats.total_ns;
             if (range.name == "backward") inputs.backward_ns += range.stats.total_ns;
         }
