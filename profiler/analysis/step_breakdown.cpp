@@ -99,15 +99,6 @@ bool is_collective_op_name(std::string_view name) {
     return std::find(std::begin(kCollectiveOpNames), std::end(kCollectiveOpNames), name) != std::end(kCollectiveOpNames);
 }
 
-// The host waiting for the next batch: ember's "dataloader/wait" (the importer renames
-// PyTorch's `enumerate(DataLoader)#...__next__` to it), and PyTorch's own names where a
-// trace keeps them (a Chrome import).
-bool is_dataloader_wait_name(std::string_view name) {
-    return name == "dataloader/wait" ||
-           (starts_with(name, "enumerate(DataLoader)#") && ends_with(name, ".__next__")) ||
-           starts_with(name, "enumerate(DataPipe)#");
-}
-
 // CUDA driver calls (cuLaunchKernel, cuMemcpyHtoDAsync, ...) as opposed to runtime calls
 // (cudaLaunchKernel, ...). Kineto files them as cuda_driver, a category the plugin does
 // not read; the importer stores both kinds as API calls, and the name tells them apart.
@@ -903,6 +894,12 @@ std::vector<StepBreakdownRow> step_breakdown(const store::TraceReader& reader, S
         }
     }
     return rows;
+}
+
+bool is_dataloader_wait_name(std::string_view name) {
+    return name == "dataloader/wait" ||
+           (starts_with(name, "enumerate(DataLoader)#") && ends_with(name, ".__next__")) ||
+           starts_with(name, "enumerate(DataPipe)#");
 }
 
 }  // namespace ember::analysis

@@ -180,15 +180,6 @@ TimeNs RunProfile::step_total_ns() const {
 namespace {
 
 
-// The host waiting for its next batch: ember's "dataloader/wait" (the importer renames
-// PyTorch's `enumerate(DataLoader)#...__next__` to it) and PyTorch's own names where a
-// trace keeps them — the names step_breakdown.h files under DataLoader.
-bool is_dataloader_wait_name(std::string_view name) {
-    return name == "dataloader/wait" ||
-           (name.substr(0, 22) == "enumerate(DataLoader)#" && ends_with(name, ".__next__")) ||
-           name.substr(0, 20) == "enumerate(DataPipe)#";
-}
-
 struct HostStep {
     TimeNs start_ns = 0;
     TimeNs end_ns = 0;
