@@ -252,7 +252,7 @@ TEST_F(GpuBreakdown, LaunchesAndQueue) {
     ASSERT_EQ(series[7].size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(series[7][i].length, expected[i]) << i;
     for (const QueueRow& row : queue_length_summary(all))
-        if (row.stream == 7) EXPECT_EQ(row.max, 2);
+        if (row.stream == 7) { EXPECT_EQ(row.max, 2); }
 }
 
 TEST_F(GpuBreakdown, StatsJsonRowsFollowTheDocumentedKeys) {
