@@ -2,8 +2,7 @@
 #include "cli/baseline.h"
 
 #include "cli/trace_input.h"
-#include "profiler/analysis/trace_diff.h"
-#include "profiler/store/reader.h"
+#include "profiler/store/trace_error.h"
 
 #include <fmt/core.h>
 
@@ -12,21 +11,22 @@
 
 namespace ember::cli {
 
-std::string check_baseline(const std::string& baseline, std::string_view command) {
+Baseline load_baseline(const std::string& path, std::string_view command) {
+    Baseline baseline;
     try {
-        store::TraceReader reader(ember_trace_for(baseline, command));
-        return "";
+        baseline.profile = diff_side(path, command);
     } catch (const store::TraceError& error) {
-        return fmt::format("--baseline {}: {}", baseline, error.what());
+        baseline.error = fmt::format("--baseline {}: {}", path, error.what());
     }
+    return baseline;
 }
 
-int print_baseline_diff(const std::string& baseline, const std::string& trace, std::string_view command) {
+int print_baseline_diff(const analysis::RunProfile& baseline, const std::string& trace, std::string_view command) {
     try {
-        const analysis::TraceDiff diff = analysis::diff_runs(diff_side(baseline, command), diff_side(trace, command));
+        const analysis::TraceDiff diff = analysis::diff_runs(baseline, diff_side(trace, command));
         std::ostringstream text;
         analysis::write_diff(text, diff, {});
-        std::cout << "\ncompared with the baseline (ember diff " << baseline << " " << trace << "):\n\n"
+        std::cout << "\ncompared with the baseline (ember diff " << baseline.path << " " << trace << "):\n\n"
                   << text.str() << std::flush;
         return 0;
     } catch (const store::TraceError& error) {

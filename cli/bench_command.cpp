@@ -120,9 +120,11 @@ void add_train(CLI::App& bench) {
         run_benchmark("train", [&] {
             std::string trace = *profile;
             if (trace.empty() && !baseline->empty()) trace = *baseline + ".bench.db";
+            Baseline saved;
             if (!baseline->empty()) {
-                if (std::string error = check_baseline(*baseline, "bench train"); !error.empty()) {
-                    std::fprintf(stderr, "ember bench train: %s\n", error.c_str());
+                saved = load_baseline(*baseline, "bench train");
+                if (!saved.profile) {
+                    std::fprintf(stderr, "ember bench train: %s\n", saved.error.c_str());
                     return 2;
                 }
             }
@@ -148,7 +150,7 @@ void add_train(CLI::App& bench) {
                 return 1;
             }
             std::printf("trace of \"all on\": %s\n", trace.c_str());
-            return baseline->empty() ? 0 : print_baseline_diff(*baseline, trace, "bench train");
+            return saved.profile ? print_baseline_diff(*saved.profile, trace, "bench train") : 0;
         });
     });
 }

@@ -175,6 +175,7 @@ int run(const Options& o) {
         config.profile_path = stem + ".rank" + std::to_string(launch.rank) + ".db";
     }
 
+    Baseline baseline;
     if (!o.baseline.empty()) {
         if (config.profile_path.empty()) {
             std::fprintf(stderr, "ember train: --baseline needs --profile FILE (the run to compare with it)\n");
@@ -185,8 +186,9 @@ int run(const Options& o) {
                                  "and ember diff on the rank files\n");
             return 2;
         }
-        if (std::string error = check_baseline(o.baseline, "train"); !error.empty()) {
-            std::fprintf(stderr, "ember train: %s\n", error.c_str());
+        baseline = load_baseline(o.baseline, "train");
+        if (!baseline.profile) {
+            std::fprintf(stderr, "ember train: %s\n", baseline.error.c_str());
             return 2;
         }
     }
@@ -243,7 +245,7 @@ int run(const Options& o) {
                 s.skipped_steps ? fmt::format(", {} fp16 steps skipped", s.skipped_steps).c_str() : "");
     if (!s.last_checkpoint.empty()) std::printf("checkpoint: %s\n", s.last_checkpoint.c_str());
     stop_profiling();
-    if (!o.baseline.empty()) return print_baseline_diff(o.baseline, config.profile_path, "train");
+    if (baseline.profile) return print_baseline_diff(*baseline.profile, config.profile_path, "train");
     return 0;
 }
 
