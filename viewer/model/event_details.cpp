@@ -48,7 +48,7 @@ std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref) {
                                   " (trace time " + std::to_string(file_start) + " ns)"});
     lines.push_back({"duration", format_duration(static_cast<double>(event->duration_ns()))});
     lines.push_back({"lane", lane.group + " / " + lane.title});
-    if (model.files().size() > 1) lines.push_back({"file", file.path});
+    if (model.files().size() > 1) lines.push_back({"file", file.shown_as});
 
     store::EventQuery query;
     query.track = lane.track_id;

@@ -144,6 +144,7 @@ TraceModel::TraceModel(const std::vector<std::string>& paths) {
     for (std::size_t index = 0; index < paths.size(); ++index) {
         TraceFile& file = files_[index];
         file.path = paths[index];
+        file.shown_as = paths[index];
         file.reader = std::make_unique<store::TraceReader>(paths[index]);
         const store::TraceReader& reader = *file.reader;
         file.run = reader.run();

@@ -122,6 +122,9 @@ LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_p
 
 struct TraceFile {
     std::string path;
+    // The file as the user named it: an imported Kineto JSON or nsys export is read from
+    // its ember cache (`path`), but the headers and details say what was opened.
+    std::string shown_as;
     trace::RunInfo run;
     trace::TimeNs shift_ns = 0;          // model time = file time + shift_ns
     std::uint64_t dropped_records = 0;
@@ -221,6 +224,8 @@ public:
     // --- Files and lanes -------------------------------------------------------------
     const std::vector<TraceFile>& files() const { return files_; }
     TraceFile& file(int index) { return files_[static_cast<std::size_t>(index)]; }
+    // What the headers call file `index` (the input an import was read from).
+    void set_shown_as(int index, std::string name) { files_[static_cast<std::size_t>(index)].shown_as = std::move(name); }
     int lane_count() const { return static_cast<int>(lanes_.size()); }
     const Lane& lane(int index) const { return *lanes_[static_cast<std::size_t>(index)]; }
     // The event `ref` names, or nullptr when its lane is not ready or it is out of range.

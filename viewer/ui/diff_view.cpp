@@ -159,11 +159,11 @@ void ViewerApp::draw_diff(float width, float height) {
     // --- Header: the runs, the alignment, the verdict ------------------------------------
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::kRunA), "A");
     ImGui::SameLine();
-    ImGui::TextUnformatted(file_name(a.path).c_str());
+    ImGui::TextUnformatted(file_name(a.shown_as).c_str());
     ImGui::SameLine(0, 16);
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colors::kRunB), "B");
     ImGui::SameLine();
-    ImGui::TextUnformatted(file_name(b.path).c_str());
+    ImGui::TextUnformatted(file_name(b.shown_as).c_str());
     if (model_->files().size() > 2) {
         ImGui::SameLine();
         ImGui::TextDisabled("(the first two files are compared)");

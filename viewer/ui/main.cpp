@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
         // Kineto JSON, nsys SQLite exports and Chrome traces are imported (once,
         // cached) and shown like our own recordings.
         ember::importing::OpenTraceOptions open_options;
+        const std::vector<std::string> inputs = files;
         for (std::string& file : files) {
             const std::string input = file;
             open_options.on_import = [&](const ember::importing::OpenedTrace& opened) {
@@ -293,6 +294,7 @@ int main(int argc, char** argv) {
             file = ember::importing::open_as_ember_trace(input, open_options);
         }
         model = std::make_unique<TraceModel>(files);
+        for (std::size_t index = 0; index < inputs.size(); ++index) model->set_shown_as(static_cast<int>(index), inputs[index]);
     } catch (const std::exception& error) {
         open_error = error.what();
     }

@@ -355,7 +355,7 @@ void ViewerApp::draw_details_panel(float width, float height) {
         ImGui::TextDisabled("right-drag to select a time range.");
         ImGui::Spacing();
         for (const TraceFile& file : model_->files()) {
-            ImGui::TextWrapped("%s", file.path.c_str());
+            ImGui::TextWrapped("%s", file.shown_as.c_str());
             ImGui::TextDisabled("rank %d, pid %lld, %s", file.run.rank, static_cast<long long>(file.run.pid),
                                 file.complete ? "complete" : "incomplete (recording or killed)");
             if (!file.run.command_line.empty()) ImGui::TextWrapped("%s", file.run.command_line.c_str());

@@ -174,6 +174,34 @@ TEST(ModelFilesTest, SeveralFilesShareOneTimeBase) {
     std::filesystem::remove(second);
 }
 
+// An imported input is read from its ember cache, but the details name the file the
+// user opened (the viewer sets it), not the cache.
+TEST(ModelFilesTest, DetailsNameTheFileAsTheUserOpenedIt) {
+    const std::string first = testing::temporary_trace_path("shown0");
+    const std::string second = testing::temporary_trace_path("shown1");
+    testing::write_fixture_trace(first);
+    testing::write_fixture_trace(second);
+    {
+        TraceModel model({first, second});
+        EXPECT_EQ(model.files()[1].shown_as, second);  // a plain ember trace: its own path
+        model.set_shown_as(1, "/runs/b.pt.trace.json.gz");
+        model.load_all();
+        int lane = -1;
+        for (int index = 0; index < model.lane_count() && lane < 0; ++index)
+            if (model.lane(index).file_index == 1 && model.lane(index).kind == LaneKind::stream &&
+                model.lane(index).title.find("compute") != std::string::npos)
+                lane = index;
+        ASSERT_GE(lane, 0);
+        std::string file_line = "<missing>";
+        for (const DetailLine& line : describe_event(model, EventRef{lane, 0, 0}))
+            if (line.key == "file") file_line = line.value;
+        EXPECT_EQ(file_line, "/runs/b.pt.trace.json.gz");
+        EXPECT_EQ(model.files()[1].path, second);  // still read from where it is
+    }
+    std::filesystem::remove(first);
+    std::filesystem::remove(second);
+}
+
 // A rank's own file of a distributed run: its groups say which rank. A job trace from
 // `ember merge` (one process per rank, named "rank R"): no file-level prefix on top.
 TEST(ModelFilesTest, RankPrefixForARankFileNotForAJobTrace) {
