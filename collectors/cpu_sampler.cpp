@@ -9,13 +9,19 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,7 +49,154 @@ std::atomic<std::uint32_t> g_next_slot{0};
 std::atomic<std::uint64_t> g_dropped{0};
 std::atomic<bool> g_sampling{false};
 
-void on_profiling_signal(int, siginfo_t*, void*) {
+// --- Unwinding past JIT-generated code -------------------------------------------------
+// Code generated at run time (oneDNN's convolution and GEMM kernels, any JIT) has no
+// unwind tables, so backtrace() stops at the interrupted instruction and the sample
+// hangs at the root of the flamegraph with no caller. JIT kernels are entered through
+// a function pointer from code that does have tables, so the return address into that
+// code is on the stack above the interrupted stack pointer. The handler looks for it:
+// a word that points into a loaded module's code right after an indirect call
+// instruction. It then points the interrupted context at that return address (rip =
+// the address, rsp = just above its slot) and unwinds again from there, through the
+// caller's own tables; the context is put back before the handler returns. Memory is
+// read with process_vm_readv, which fails with EFAULT instead of faulting, so a stale
+// or odd word can never crash the process. The JIT frame's rbp is not the caller's (JIT
+// kernels use it as a general register); the caller is unwound with rbp pointing at a
+// zeroed frame, so a caller whose frame is addressed from rbp ends the stack there
+// (return address 0) instead of reading through a garbage pointer.
+
+struct CodeRange {
+    std::uintptr_t begin = 0, end = 0;
+};
+
+struct CodeMap {
+    std::vector<CodeRange> ranges;  // sorted by begin
+    unsigned long long adds = 0, subs = 0;
+};
+
+std::atomic<const CodeMap*> g_code_map{nullptr};
+std::mutex g_code_maps_mutex;
+// Every map ever published, kept: a handler on another thread may still read an older one.
+std::vector<std::unique_ptr<CodeMap>> g_code_maps;
+std::atomic<bool> g_recover_jit{false};
+pid_t g_pid = 0;
+alignas(16) const std::uintptr_t g_zero_frame[8] = {};
+
+bool read_memory(std::uintptr_t address, void* out, std::size_t size) {
+    iovec local{out, size};
+    iovec remote{reinterpret_cast<void*>(address), size};
+    return process_vm_readv(g_pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+// The executable segments of the loaded modules, published again when a library was
+// loaded or unloaded since the last map (dl_iterate_phdr's adds/subs counters).
+void refresh_code_map() {
+    std::lock_guard lock(g_code_maps_mutex);
+    auto map = std::make_unique<CodeMap>();
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            auto& out = *static_cast<CodeMap*>(data);
+            out.adds = info->dlpi_adds;
+            out.subs = info->dlpi_subs;
+            for (int index = 0; index < info->dlpi_phnum; ++index) {
+                const ElfW(Phdr)& header = info->dlpi_phdr[index];
+                if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+                const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+                out.ranges.push_back({begin, begin + header.p_memsz});
+            }
+            return 0;
+        },
+        map.get());
+    const CodeMap* current = g_code_map.load(std::memory_order_acquire);
+    if (current && current->adds == map->adds && current->subs == map->subs) return;
+    std::sort(map->ranges.begin(), map->ranges.end(),
+              [](const CodeRange& left, const CodeRange& right) { return left.begin < right.begin; });
+    g_code_map.store(map.get(), std::memory_order_release);
+    g_code_maps.push_back(std::move(map));
+}
+
+bool in_module_code(const CodeMap& map, std::uintptr_t address) {
+    auto after = std::upper_bound(map.ranges.begin(), map.ranges.end(), address,
+                                  [](std::uintptr_t value, const CodeRange& range) { return value < range.begin; });
+    return after != map.ranges.begin() && address < std::prev(after)->end;
+}
+
+// Whether the instruction that ends at `address` is an indirect call (FF /2 in any of
+// its addressing forms): how compiled code enters a JIT kernel.
+bool follows_an_indirect_call(std::uintptr_t address) {
+    unsigned char code[7];
+    if (!read_memory(address - sizeof code, code, sizeof code)) return false;
+    auto call_form = [&code](int at, int length) {
+        // The opcode at code[at], ModRM after it, `length` bytes in all up to `address`.
+        if (code[at] != 0xFF || at + length != static_cast<int>(sizeof code)) return false;
+        const unsigned char modrm = code[at + 1];
+        if ((modrm & 0x38) != 0x10) return false;
+        const int mod = modrm >> 6, rm = modrm & 7;
+        switch (length) {
+            case 2: return mod == 3 || (mod == 0 && rm != 4 && rm != 5);  // call reg / call [reg]
+            case 3: return (mod == 0 && rm == 4) || (mod == 1 && rm != 4);  // [sib] / [reg+disp8]
+            case 4: return mod == 1 && rm == 4;                             // [sib+disp8]
+            case 6: return (mod == 2 && rm != 4) || (mod == 0 && rm == 5);  // [reg+disp32] / [rip+disp32]
+            case 7: return mod == 2 && rm == 4;                             // [sib+disp32]
+            default: return false;
+        }
+    };
+    return call_form(5, 2) || call_form(4, 3) || call_form(3, 4) || call_form(1, 6) || call_form(0, 7);
+}
+
+// `frames` holds a backtrace that stopped at the interrupted instruction (depth
+// kHandlerFrames + 1). Returns the depth of a stack recovered past it, or `depth`.
+int unwind_past_jit_code(void* raw_context, void** frames, int depth) {
+#if defined(__x86_64__)
+    if (depth != kHandlerFrames + 1 || raw_context == nullptr || !g_recover_jit.load(std::memory_order_relaxed))
+        return depth;
+    const CodeMap* map = g_code_map.load(std::memory_order_acquire);
+    void* const interrupted = frames[kHandlerFrames];
+    if (map == nullptr || in_module_code(*map, reinterpret_cast<std::uintptr_t>(interrupted))) return depth;
+    // The signal trampoline's frame: the frames after it in a second backtrace are the
+    // interrupted code's (however many frames the handler itself takes).
+    void* const trampoline = frames[kHandlerFrames - 1];
+    auto* context = static_cast<ucontext_t*>(raw_context);
+    greg_t* registers = context->uc_mcontext.gregs;
+    const greg_t saved_rip = registers[REG_RIP], saved_rsp = registers[REG_RSP], saved_rbp = registers[REG_RBP];
+    constexpr int kWords = 64, kChunks = 32, kTries = 4;  // up to 16 KiB of the stack
+    std::uintptr_t words[kWords];
+    void* again[kMaxFrames];
+    int tries = 0;
+    for (int chunk = 0; chunk < kChunks && tries < kTries; ++chunk) {
+        const std::uintptr_t base = static_cast<std::uintptr_t>(saved_rsp) + chunk * sizeof words;
+        if (!read_memory(base, words, sizeof words)) break;
+        for (int index = 0; index < kWords && tries < kTries; ++index) {
+            const std::uintptr_t word = words[index];
+            if (!in_module_code(*map, word) || !follows_an_indirect_call(word)) continue;
+            ++tries;
+            registers[REG_RIP] = static_cast<greg_t>(word);
+            registers[REG_RSP] = static_cast<greg_t>(base + (index + 1) * sizeof(std::uintptr_t));
+            registers[REG_RBP] = static_cast<greg_t>(reinterpret_cast<std::uintptr_t>(&g_zero_frame[2]));
+            // The handler's frames, the trampoline, the caller, its callers.
+            const int found = backtrace(again, kMaxFrames);
+            registers[REG_RIP] = saved_rip;
+            registers[REG_RSP] = saved_rsp;
+            registers[REG_RBP] = saved_rbp;
+            int caller = 0;
+            while (caller < found && again[caller] != trampoline) ++caller;
+            ++caller;
+            // The caller and at least two frames above it: a stack, not a stray word.
+            if (found - caller >= 3) {
+                int out = kHandlerFrames + 1;
+                while (caller < found && out < kMaxFrames) frames[out++] = again[caller++];
+                return out;
+            }
+        }
+    }
+#else
+    (void)raw_context;
+    (void)frames;
+#endif
+    return depth;
+}
+
+void on_profiling_signal(int, siginfo_t*, void* context) {
     if (!g_sampling.load(std::memory_order_relaxed)) return;
     int saved_errno = errno;
     Slot& slot = g_slots[g_next_slot.fetch_add(1, std::memory_order_relaxed) % kSlots];
@@ -55,7 +208,7 @@ void on_profiling_signal(int, siginfo_t*, void*) {
     }
     slot.time_ns = now_ns();
     slot.tid = os::thread_id();  // a raw syscall: async-signal-safe
-    slot.depth = backtrace(slot.frames, kMaxFrames);
+    slot.depth = unwind_past_jit_code(context, slot.frames, backtrace(slot.frames, kMaxFrames));
     slot.state.store(full, std::memory_order_release);
     errno = saved_errno;
 }
@@ -77,6 +230,13 @@ bool CpuSampler::start(Session& session, double hz) {
     // not inside the signal handler.
     void* warm_up[4];
     backtrace(warm_up, 4);
+    // Unwinding past JIT code reads the stack with process_vm_readv; where the
+    // system refuses it (a seccomp filter), samples in JIT code keep their one frame.
+    g_pid = getpid();
+    refresh_code_map();
+    std::uintptr_t probe = 0;
+    const std::uintptr_t source = 42;
+    g_recover_jit.store(read_memory(reinterpret_cast<std::uintptr_t>(&source), &probe, sizeof probe) && probe == 42);
 
     struct sigaction action {};
     action.sa_sigaction = on_profiling_signal;
@@ -128,6 +288,7 @@ bool CpuSampler::start(Session& session, double hz) {
 }
 
 void CpuSampler::drain(Session& session) {
+    refresh_code_map();  // libraries loaded since (CUDA, cuDNN, plugins)
     store::TraceWriter& writer = session.writer();
     std::vector<trace::FrameId> stack;
     for (Slot& slot : g_slots) {

@@ -10,11 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -41,6 +43,54 @@ __attribute__((noinline)) double burn_cpu_in_a_static_function(double seconds) {
         for (int index = 1; index < 1000; ++index) sum += std::sqrt(static_cast<double>(index));
     return sum;
 }
+
+#if defined(__x86_64__)
+// A function written at run time, as a JIT compiler (oneDNN's) writes one: no unwind
+// tables, rbp used as a loop counter, 64 bytes of locals below the saved registers.
+// long spin(long n): sum of n..1.
+using JitFunction = long (*)(long);
+JitFunction make_jit_function() {
+    static const unsigned char kCode[] = {
+        0x53,                    // push rbx
+        0x55,                    // push rbp
+        0x48, 0x83, 0xec, 0x40,  // sub rsp, 64
+        0x48, 0x89, 0xfd,        // mov rbp, rdi
+        0x31, 0xdb,              // xor ebx, ebx
+        0x48, 0x01, 0xeb,        // loop: add rbx, rbp
+        0x48, 0xff, 0xcd,        //       dec rbp
+        0x75, 0xf8,              //       jnz loop
+        0x48, 0x89, 0xd8,        // mov rax, rbx
+        0x48, 0x83, 0xc4, 0x40,  // add rsp, 64
+        0x5d,                    // pop rbp
+        0x5b,                    // pop rbx
+        0xc3,                    // ret
+    };
+    void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return nullptr;
+    std::memcpy(page, kCode, sizeof kCode);
+    if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0) return nullptr;
+    return reinterpret_cast<JitFunction>(page);
+}
+
+// Calls the JIT function through a pointer, as compiled code calls a JIT kernel, for
+// `seconds` of this thread's CPU time.
+__attribute__((noinline)) long call_jit_code_from_a_named_function(JitFunction function, double seconds) {
+    long sum = 0;
+    std::int64_t cpu_end = thread_cpu_ns() + static_cast<std::int64_t>(seconds * 1e9);
+    std::int64_t wall_end = wall_ns() + 20'000'000'000;
+    while (thread_cpu_ns() < cpu_end && wall_ns() < wall_end) {
+        JitFunction volatile through_memory = function;  // an indirect call, never inlined away
+        sum += through_memory(2'000'000);
+    }
+    return sum;
+}
+
+__attribute__((noinline)) long outer_caller_of_the_jit_code(JitFunction function, double seconds) {
+    long sum = call_jit_code_from_a_named_function(function, seconds);
+    asm volatile("" : : "r"(sum) : "memory");  // keeps this frame (no tail call)
+    return sum;
+}
+#endif
 
 constexpr const char* kStaticFunction = "(anonymous namespace)::burn_cpu_in_a_static_function(double)";
 
@@ -118,6 +168,52 @@ TEST(CollectorCpuSampler, AStaticFunctionOfAnExecutableWithoutRdynamicIsNamedInT
     EXPECT_GE(in_function, samples * 8 / 10) << in_function << " of " << samples;
     std::remove(options.path.c_str());
 }
+
+#if defined(__x86_64__)
+// Samples taken inside JIT code (no unwind tables) keep their callers: the sampler
+// finds the return address into the calling function on the stack and unwinds from
+// there. Without it the stack is the JIT address alone.
+TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
+    JitFunction function = make_jit_function();
+    ASSERT_NE(function, nullptr) << "mmap/mprotect of an executable page failed";
+    ASSERT_EQ(function(4), 10);
+    SessionOptions options;
+    options.path = temp_path("jit.db");
+    options.trace_cuda = false;
+    options.nvml_hz = 0;
+    options.cpu_sample_hz = 1000;
+    options.quiet = true;
+    start_session(options);
+    volatile long sink = outer_caller_of_the_jit_code(function, 1.0);
+    (void)sink;
+    std::string error;
+    ASSERT_TRUE(stop_session(&error)) << error;
+
+    store::TraceReader reader(options.path);
+    const auto jit_address = reinterpret_cast<std::uint64_t>(function);
+    std::int64_t in_jit = 0, with_callers = 0;
+    std::string example;
+    reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
+        const std::vector<trace::FrameInfo> frames = reader.stack_frames(sample.stack_id);  // outermost first
+        if (frames.empty()) return true;
+        const trace::FrameInfo& leaf = frames.back();
+        if (leaf.address < jit_address || leaf.address >= jit_address + 64) return true;
+        ++in_jit;
+        EXPECT_EQ(leaf.module, "") << "JIT code is in no module";
+        // The leaf's caller, its caller, and the test body above them, in order.
+        const std::size_t depth = frames.size();
+        const bool callers = depth >= 4 && frames[depth - 2].function.find("call_jit_code_from_a_named_function") != std::string::npos &&
+                             frames[depth - 3].function.find("outer_caller_of_the_jit_code") != std::string::npos;
+        if (callers) ++with_callers;
+        else if (example.empty())
+            for (const trace::FrameInfo& frame : frames) example += frame.function + " <- ";
+        return true;
+    });
+    EXPECT_GE(in_jit, 40);
+    EXPECT_GE(with_callers, in_jit * 9 / 10) << with_callers << " of " << in_jit << "; e.g. " << example;
+    std::remove(options.path.c_str());
+}
+#endif
 
 }  // namespace
 }  // namespace ember::collector
