@@ -3,6 +3,7 @@
 // started before the first CUDA call so it sees everything, and stopped (flushed,
 // indexed) after the last. Progress goes to stderr: a redrawn bar on a terminal,
 // plain lines otherwise; the effective configuration and results go to stdout.
+#include "engine/cpu/implementation.h"
 #include "engine/distributed/launcher.h"
 #include "engine/train/config.h"
 #include "engine/train/run.h"
@@ -193,6 +194,7 @@ int run(const Options& o) {
         }
     }
     bool profiling = !config.profile_path.empty();
+    std::string jit_names_map;  // removed when the profile is written
     if (profiling) {
         std::error_code ec;
         auto parent = std::filesystem::path(config.profile_path).parent_path();
@@ -205,6 +207,13 @@ int run(const Options& o) {
             std::fprintf(stderr, "ember train: --profile %s: %s\n", config.profile_path.c_str(),
                          ember_collector_last_error());
             return 2;
+        }
+        // The CPU samples in oneDNN's JIT kernels get the kernels' names (a perf map,
+        // removed again once the trace is written, unless it was there before).
+        if (o.cpu_sample_hz > 0) {
+            std::error_code ec;
+            const std::string map = cpu::name_jit_kernels_for_profilers();
+            if (!map.empty() && !std::filesystem::exists(map, ec)) jit_names_map = map;
         }
     }
     auto stop_profiling = [&] {
@@ -219,6 +228,10 @@ int run(const Options& o) {
                         (unsigned long long)status.events_recorded,
                         (unsigned long long)(status.events_dropped + status.cupti_dropped));
         profiling = false;
+        if (!jit_names_map.empty()) {
+            std::error_code ec;
+            std::filesystem::remove(jit_names_map, ec);
+        }
     };
 
     ConsoleObserver observer(config.progress, config.epochs);

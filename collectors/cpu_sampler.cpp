@@ -5,9 +5,11 @@
 #include "collectors/clock.h"
 #include "collectors/cupti_records.h"
 #include "collectors/elf_symbols.h"
+#include "collectors/perf_map.h"
 #include "collectors/session.h"
 
 #include <dlfcn.h>
+#include <setjmp.h>
 #include <execinfo.h>
 #include <link.h>
 #include <sys/syscall.h>
@@ -59,11 +61,15 @@ std::atomic<bool> g_sampling{false};
 // instruction. It then points the interrupted context at that return address (rip =
 // the address, rsp = just above its slot) and unwinds again from there, through the
 // caller's own tables; the context is put back before the handler returns. Memory is
-// read with process_vm_readv, which fails with EFAULT instead of faulting, so a stale
-// or odd word can never crash the process. The JIT frame's rbp is not the caller's (JIT
-// kernels use it as a general register); the caller is unwound with rbp pointing at a
-// zeroed frame, so a caller whose frame is addressed from rbp ends the stack there
-// (return address 0) instead of reading through a garbage pointer.
+// read with process_vm_readv, which fails with EFAULT instead of faulting. The JIT
+// frame's rbp is not the caller's (JIT kernels use it as a general register): it is
+// taken from where the JIT's prologue saved it when that looks like a frame above, else
+// from a zeroed frame (a caller addressed from rbp then ends the stack). A stale word
+// can still send the unwinder through garbage (libgcc reads memory unchecked), so these
+// second unwinds run under a fault guard: a SIGSEGV/SIGBUS on the guarded thread jumps
+// back and drops that candidate (libgcc finds unwind tables with glibc's lock-free
+// _dl_find_object, so no lock is left held). Faults on other threads, or outside a
+// guarded unwind, go to the handler installed before ours.
 
 struct CodeRange {
     std::uintptr_t begin = 0, end = 0;
@@ -86,6 +92,66 @@ bool read_memory(std::uintptr_t address, void* out, std::size_t size) {
     iovec local{out, size};
     iovec remote{reinterpret_cast<void*>(address), size};
     return process_vm_readv(g_pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+// Threads inside a guarded unwind: their tid and where a fault returns to. A table,
+// not a thread_local: thread-local storage of a library loaded by dlopen may be
+// allocated at first use, which a signal handler must not do.
+struct FaultGuard {
+    std::atomic<std::int64_t> tid{0};
+    sigjmp_buf* resume = nullptr;
+};
+constexpr int kFaultGuards = 64;
+FaultGuard g_fault_guards[kFaultGuards];
+struct sigaction g_previous_segv {}, g_previous_bus {};
+std::atomic<bool> g_fault_handler_installed{false};
+
+void on_fault(int signal, siginfo_t* info, void* context) {
+    const std::int64_t tid = os::thread_id();
+    for (FaultGuard& guard : g_fault_guards)
+        if (guard.tid.load(std::memory_order_acquire) == tid) siglongjmp(*guard.resume, 1);
+    // Not a guarded unwind: the fault belongs to whoever handled it before us.
+    const struct sigaction& previous = signal == SIGBUS ? g_previous_bus : g_previous_segv;
+    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+        previous.sa_sigaction(signal, info, context);
+        return;
+    }
+    if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+        previous.sa_handler(signal);
+        return;
+    }
+    // The default action: restored, and the faulting instruction runs again and faults.
+    sigaction(signal, &previous, nullptr);
+}
+
+void install_fault_handler() {
+    if (g_fault_handler_installed.exchange(true)) return;
+    struct sigaction action {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &g_previous_segv);
+    sigaction(SIGBUS, &action, &g_previous_bus);
+}
+
+// Puts the handlers before ours back, unless someone replaced ours since.
+void remove_fault_handler() {
+    if (!g_fault_handler_installed.exchange(false)) return;
+    for (auto [signal, previous] : {std::pair{SIGSEGV, &g_previous_segv}, std::pair{SIGBUS, &g_previous_bus}}) {
+        struct sigaction current {};
+        if (sigaction(signal, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) != 0 &&
+            current.sa_sigaction == on_fault)
+            sigaction(signal, previous, nullptr);
+    }
+}
+
+// A guard slot for this thread (tid -1: held, not armed), or nullptr when all are taken.
+FaultGuard* acquire_fault_guard() {
+    for (FaultGuard& slot : g_fault_guards) {
+        std::int64_t free_slot = 0;
+        if (slot.tid.compare_exchange_strong(free_slot, -1, std::memory_order_acq_rel)) return &slot;
+    }
+    return nullptr;
 }
 
 // The executable segments of the loaded modules, published again when a library was
@@ -123,9 +189,10 @@ bool in_module_code(const CodeMap& map, std::uintptr_t address) {
 
 // Whether the instruction that ends at `address` is an indirect call (FF /2 in any of
 // its addressing forms): how compiled code enters a JIT kernel.
+// Reads the code directly: the caller holds the fault guard.
 bool follows_an_indirect_call(std::uintptr_t address) {
     unsigned char code[7];
-    if (!read_memory(address - sizeof code, code, sizeof code)) return false;
+    std::memcpy(code, reinterpret_cast<const void*>(address - sizeof code), sizeof code);
     auto call_form = [&code](int at, int length) {
         // The opcode at code[at], ModRM after it, `length` bytes in all up to `address`.
         if (code[at] != 0xFF || at + length != static_cast<int>(sizeof code)) return false;
@@ -159,22 +226,62 @@ int unwind_past_jit_code(void* raw_context, void** frames, int depth) {
     auto* context = static_cast<ucontext_t*>(raw_context);
     greg_t* registers = context->uc_mcontext.gregs;
     const greg_t saved_rip = registers[REG_RIP], saved_rsp = registers[REG_RSP], saved_rbp = registers[REG_RBP];
-    constexpr int kWords = 64, kChunks = 32, kTries = 4;  // up to 16 KiB of the stack
-    std::uintptr_t words[kWords];
+    // Words of a JIT kernel's own frame (its locals, never all written; oneDNN's GEMM
+    // kernel keeps a 64 KiB packing buffer there) can be stale return addresses of
+    // calls made earlier. Unwinding from one mostly stops within a frame or two; where
+    // it goes on, it gives a few false frames and rejoins the true stack at a caller
+    // they share, so it is shorter than the stack from the true return address (and so
+    // are the stacks from the true callers' return addresses above it). So: a quick
+    // unwind of a few frames sorts out the stray words, a full one is done for the
+    // first few that pass, and the longest stack wins. (A kernel that moves rsp onto a
+    // stack of its own, as oneDNN's f32 GEMM kernel does for its packing buffer, leaves
+    // no return address above it: its samples keep the one frame.)
+    constexpr int kPageWords = 512, kPages = 48;  // up to 192 KiB of the stack, a page per read
+    constexpr int kCandidates = 64, kFullUnwinds = 4, kQuickFrames = 8;
+    FaultGuard* guard = acquire_fault_guard();
+    if (guard == nullptr) return depth;
+    const std::int64_t tid = os::thread_id();
+    sigjmp_buf resume;
+    guard->resume = &resume;
+    std::uintptr_t words[kPageWords];
     void* again[kMaxFrames];
-    int tries = 0;
-    for (int chunk = 0; chunk < kChunks && tries < kTries; ++chunk) {
-        const std::uintptr_t base = static_cast<std::uintptr_t>(saved_rsp) + chunk * sizeof words;
-        if (!read_memory(base, words, sizeof words)) break;
-        for (int index = 0; index < kWords && tries < kTries; ++index) {
+    void* best[kMaxFrames];
+    int best_count = 0, candidates = 0;
+    volatile int full_unwinds = 0;
+    for (int page = 0; page < kPages && candidates < kCandidates && full_unwinds < kFullUnwinds; ++page) {
+        const std::uintptr_t base = static_cast<std::uintptr_t>(saved_rsp) + page * sizeof words;
+        if (!read_memory(base, words, sizeof words)) break;  // the top of the stack
+        for (int index = 0; index < kPageWords && candidates < kCandidates && full_unwinds < kFullUnwinds; ++index) {
             const std::uintptr_t word = words[index];
-            if (!in_module_code(*map, word) || !follows_an_indirect_call(word)) continue;
-            ++tries;
-            registers[REG_RIP] = static_cast<greg_t>(word);
-            registers[REG_RSP] = static_cast<greg_t>(base + (index + 1) * sizeof(std::uintptr_t));
-            registers[REG_RBP] = static_cast<greg_t>(reinterpret_cast<std::uintptr_t>(&g_zero_frame[2]));
-            // The handler's frames, the trampoline, the caller, its callers.
-            const int found = backtrace(again, kMaxFrames);
+            if (!in_module_code(*map, word) || !in_module_code(*map, word - 7)) continue;
+            ++candidates;
+            const std::uintptr_t slot = base + index * sizeof(std::uintptr_t);
+            volatile int found = -1;
+            if (sigsetjmp(resume, 1) == 0) {
+                guard->tid.store(tid, std::memory_order_release);  // armed: a fault jumps back here
+                if (follows_an_indirect_call(word)) {
+                    // The caller's rbp: JIT kernels save it in their prologue, oneDNN's right
+                    // below rbx below the return address (push rbx; push rbp). Taken only when
+                    // it points into the stack above the slot; else the zeroed frame.
+                    const std::uintptr_t frame_pointer = [slot] {
+                        std::uintptr_t saved[2], probe[2];
+                        if (read_memory(slot - sizeof saved, saved, sizeof saved) && saved[0] > slot &&
+                            saved[0] - slot < (std::uintptr_t{1} << 20) && read_memory(saved[0], probe, sizeof probe))
+                            return saved[0];
+                        return reinterpret_cast<std::uintptr_t>(&g_zero_frame[2]);
+                    }();
+                    registers[REG_RIP] = static_cast<greg_t>(word);
+                    registers[REG_RSP] = static_cast<greg_t>(slot + sizeof(std::uintptr_t));
+                    registers[REG_RBP] = static_cast<greg_t>(frame_pointer);
+                    // The handler's frames, the trampoline, the caller, its callers.
+                    found = backtrace(again, kQuickFrames);
+                    if (found == kQuickFrames) {
+                        full_unwinds = full_unwinds + 1;
+                        found = backtrace(again, kMaxFrames);
+                    }
+                }
+            }
+            guard->tid.store(-1, std::memory_order_release);
             registers[REG_RIP] = saved_rip;
             registers[REG_RSP] = saved_rsp;
             registers[REG_RBP] = saved_rbp;
@@ -182,12 +289,17 @@ int unwind_past_jit_code(void* raw_context, void** frames, int depth) {
             while (caller < found && again[caller] != trampoline) ++caller;
             ++caller;
             // The caller and at least two frames above it: a stack, not a stray word.
-            if (found - caller >= 3) {
-                int out = kHandlerFrames + 1;
-                while (caller < found && out < kMaxFrames) frames[out++] = again[caller++];
-                return out;
+            if (found - caller >= 3 && found - caller > best_count) {
+                best_count = found - caller;
+                std::memcpy(best, again + caller, best_count * sizeof(void*));
             }
         }
+    }
+    guard->tid.store(0, std::memory_order_release);
+    if (best_count > 0) {
+        const int count = std::min(best_count, kMaxFrames - (kHandlerFrames + 1));
+        std::memcpy(frames + kHandlerFrames + 1, best, count * sizeof(void*));
+        return kHandlerFrames + 1 + count;
     }
 #else
     (void)raw_context;
@@ -221,7 +333,8 @@ std::string hex_address(std::uintptr_t address) {
 
 }  // namespace
 
-CpuSampler::CpuSampler() : symbols_(std::make_unique<ElfSymbolizer>()) {}
+CpuSampler::CpuSampler()
+    : symbols_(std::make_unique<ElfSymbolizer>()), jit_names_(std::make_unique<PerfMap>(PerfMap::path_for_this_process())) {}
 
 CpuSampler::~CpuSampler() { stop(); }
 
@@ -236,7 +349,9 @@ bool CpuSampler::start(Session& session, double hz) {
     refresh_code_map();
     std::uintptr_t probe = 0;
     const std::uintptr_t source = 42;
-    g_recover_jit.store(read_memory(reinterpret_cast<std::uintptr_t>(&source), &probe, sizeof probe) && probe == 42);
+    const bool can_read = read_memory(reinterpret_cast<std::uintptr_t>(&source), &probe, sizeof probe) && probe == 42;
+    if (can_read) install_fault_handler();
+    g_recover_jit.store(can_read);
 
     struct sigaction action {};
     action.sa_sigaction = on_profiling_signal;
@@ -315,6 +430,8 @@ void CpuSampler::drain(Session& session) {
                     if (info.dli_sname) function = demangle(info.dli_sname);
                 }
             }
+            // In no file: code generated at run time, named by the JIT's perf map if any.
+            if (function.empty() && module.empty()) function = jit_names_->find(lookup);
             if (function.empty()) function = hex_address(address);
             trace::FrameId frame = writer.intern_frame(function, module, address);
             frames_.emplace(address, frame);
@@ -344,6 +461,8 @@ void CpuSampler::stop() {
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     sigaction(SIGPROF, &previous_, nullptr);
+    g_recover_jit.store(false);
+    remove_fault_handler();
 }
 
 }  // namespace ember::collector

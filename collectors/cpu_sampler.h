@@ -4,7 +4,8 @@
 // handler only copies the call stack (backtrace) into a lock-free slot table.
 // A drain thread symbolizes (ElfSymbolizer: the .symtab/.dynsym of the file mapped
 // at each address, so static functions of an executable without -rdynamic are named
-// too; demangled), interns frames and stacks and writes stack samples.
+// too; demangled; code generated at run time by the process's perf map, when its JIT
+// writes one), interns frames and stacks and writes stack samples.
 // Busy threads are sampled in proportion to the CPU they use.
 #pragma once
 
@@ -23,6 +24,7 @@ namespace ember::collector {
 
 class Session;
 class ElfSymbolizer;
+class PerfMap;
 
 class CpuSampler {
 public:
@@ -42,6 +44,7 @@ private:
     timer_t timer_{};
     struct sigaction previous_{};
     std::unique_ptr<ElfSymbolizer> symbols_;  // used by the drain thread only
+    std::unique_ptr<PerfMap> jit_names_;      // /tmp/perf-PID.map: names of JIT code (drain thread)
     std::unordered_map<std::uintptr_t, std::uint32_t> frames_;  // address -> FrameId
     std::uint64_t samples_written_ = 0;
 };

@@ -21,6 +21,7 @@
 #include "engine/ops/pooling.h"
 
 #include <cstdint>
+#include <string>
 
 namespace ember::cpu {
 
@@ -50,6 +51,12 @@ class ScopedOpImplementation {
 int compute_threads();
 // Sets that count (openblas_set_num_threads; the OpenMP team follows at the next op).
 void set_compute_threads(int threads);
+
+// Names the fast paths' JIT kernels for profilers: oneDNN writes each kernel it
+// generates, with its address range, to /tmp/perf-PID.map, the convention ember's CPU
+// sampler and Linux perf read. Call before the first op. Returns the map's path, or ""
+// when oneDNN refused. The caller removes the file once the profile is written.
+std::string name_jit_kernels_for_profilers();
 
 }  // namespace ember::cpu
 

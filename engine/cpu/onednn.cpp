@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace ember::cpu {
 
@@ -61,6 +62,13 @@ int compute_threads() {
 }
 void set_compute_threads(int threads) {
     openblas_set_num_threads(std::max(1, threads));
+}
+
+std::string name_jit_kernels_for_profilers() {
+    // VTune's hook is oneDNN's default; the perf map is added to it.
+    if (dnnl_set_jit_profiling_flags(DNNL_JIT_PROFILE_VTUNE | DNNL_JIT_PROFILE_LINUX_PERFMAP) != dnnl_success)
+        return "";
+    return "/tmp/perf-" + std::to_string(getpid()) + ".map";
 }
 
 namespace {

@@ -49,8 +49,9 @@ std::string without_parameters(const std::string& function) {
 
 // A frame's name for grouping: the function, or its module for an unresolved address
 // (a stripped library's code is one bucket, not a thousand addresses). An address in no
-// module is code generated at run time (JIT: oneDNN's kernels, a JIT compiler's output),
-// which also has no unwind information, so its samples stop there.
+// module is code generated at run time (JIT: oneDNN's kernels, a JIT compiler's output);
+// the collector names it from the process's perf map when the JIT writes one, and this
+// bucket holds the rest.
 std::string frame_name(const trace::FrameInfo& frame) {
     if (frame.function.empty() || frame.function.rfind("0x", 0) == 0) {
         const std::size_t slash = frame.module.rfind('/');

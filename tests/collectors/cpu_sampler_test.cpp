@@ -4,18 +4,22 @@
 // appear in the stored frames by its demangled name, read from the executable's
 // .symtab by ElfSymbolizer.
 #include "collectors/elf_symbols.h"
+#include "collectors/perf_map.h"
 #include "collectors/session.h"
 #include "profiler/store/reader.h"
 
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <cstring>
 #include <string>
 
@@ -133,6 +137,38 @@ TEST(ElfSymbolizer, AnAddressInNoFileIsUnknown) {
     EXPECT_EQ(frame.module, "");
 }
 
+TEST(PerfMap, NamesAddressesInsideEachFunctionAndNothingOutside) {
+    const std::string path = temp_path("perf.map");
+    {
+        std::ofstream map(path);
+        map << "7f0000001000 100 jit:first kernel\n"  // names may hold spaces
+            << "0x7f0000002000 0x40 jit:second\n"
+            << "not a line\n";
+    }
+    PerfMap names(path);
+    EXPECT_EQ(names.find(0x7f0000001000), "jit:first kernel");
+    EXPECT_EQ(names.find(0x7f00000010ff), "jit:first kernel");
+    EXPECT_EQ(names.find(0x7f0000001100), "");  // one past the end
+    EXPECT_EQ(names.find(0x7f0000000fff), "");
+    EXPECT_EQ(names.find(0x7f000000203f), "jit:second");
+    // The JIT writes more while the process runs; memory reused by a later function
+    // takes its name. A line still being written (no newline yet) waits.
+    {
+        std::ofstream map(path, std::ios::app);
+        map << "7f0000001000 80 jit:reused\n7f0000003000 10 jit:partial";
+    }
+    EXPECT_EQ(names.find(0x7f0000001010), "jit:reused");
+    EXPECT_EQ(names.find(0x7f00000010f0), "jit:first kernel");
+    EXPECT_EQ(names.find(0x7f0000003004), "");
+    {
+        std::ofstream map(path, std::ios::app);
+        map << "\n";
+    }
+    EXPECT_EQ(names.find(0x7f0000003004), "jit:partial");
+    std::remove(path.c_str());
+    EXPECT_EQ(PerfMap(path).find(0x7f0000001000), "");  // no map: no names
+}
+
 TEST(CollectorCpuSampler, AStaticFunctionOfAnExecutableWithoutRdynamicIsNamedInTheSamples) {
     SessionOptions options;
     options.path = temp_path("static.db");
@@ -169,6 +205,46 @@ TEST(CollectorCpuSampler, AStaticFunctionOfAnExecutableWithoutRdynamicIsNamedInT
     std::remove(options.path.c_str());
 }
 
+// The sampler guards its unwinds past JIT code with a SIGSEGV/SIGBUS handler. A fault
+// anywhere else is not its business: it reaches the handler the process had before,
+// and once the sampler stops, that handler is the process's again.
+sigjmp_buf g_fault_resume;
+volatile sig_atomic_t g_faults_seen = 0;
+void count_fault_and_resume(int) {
+    g_faults_seen = g_faults_seen + 1;
+    siglongjmp(g_fault_resume, 1);
+}
+
+TEST(CollectorCpuSampler, AFaultOutsideItsUnwindsGoesToTheHandlerInstalledBefore) {
+    struct sigaction action {}, previous {};
+    action.sa_handler = count_fault_and_resume;
+    action.sa_flags = SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    ASSERT_EQ(sigaction(SIGSEGV, &action, &previous), 0);
+    SessionOptions options;
+    options.path = temp_path("fault.db");
+    options.trace_cuda = false;
+    options.nvml_hz = 0;
+    options.cpu_sample_hz = 1000;
+    options.quiet = true;
+    start_session(options);
+    g_faults_seen = 0;
+    if (sigsetjmp(g_fault_resume, 1) == 0) {
+        std::uintptr_t address = 16;  // the first page is never mapped
+        asm volatile("" : "+r"(address));
+        *reinterpret_cast<volatile int*>(address) = 1;
+    }
+    EXPECT_EQ(g_faults_seen, 1);
+    std::string error;
+    ASSERT_TRUE(stop_session(&error)) << error;
+    struct sigaction current {};
+    ASSERT_EQ(sigaction(SIGSEGV, nullptr, &current), 0);
+    EXPECT_TRUE((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == count_fault_and_resume)
+        << "the sampler's fault handler is still installed after it stopped";
+    sigaction(SIGSEGV, &previous, nullptr);
+    std::remove(options.path.c_str());
+}
+
 #if defined(__x86_64__)
 // Samples taken inside JIT code (no unwind tables) keep their callers: the sampler
 // finds the return address into the calling function on the stack and unwinds from
@@ -177,6 +253,14 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
     JitFunction function = make_jit_function();
     ASSERT_NE(function, nullptr) << "mmap/mprotect of an executable page failed";
     ASSERT_EQ(function(4), 10);
+    // Named the way a JIT names its code for profilers: a line of /tmp/perf-PID.map.
+    // (A map left by an earlier process with this pid is appended to, and left.)
+    const std::string map_path = PerfMap::path_for_this_process();
+    const bool map_was_there = std::filesystem::exists(map_path);
+    {
+        std::ofstream map(map_path, std::ios::app);
+        map << std::hex << reinterpret_cast<std::uintptr_t>(function) << " 1d test_jit:spin_kernel\n";
+    }
     SessionOptions options;
     options.path = temp_path("jit.db");
     options.trace_cuda = false;
@@ -200,6 +284,7 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
         if (leaf.address < jit_address || leaf.address >= jit_address + 64) return true;
         ++in_jit;
         EXPECT_EQ(leaf.module, "") << "JIT code is in no module";
+        EXPECT_EQ(leaf.function, "test_jit:spin_kernel");
         // The leaf's caller, its caller, and the test body above them, in order.
         const std::size_t depth = frames.size();
         const bool callers = depth >= 4 && frames[depth - 2].function.find("call_jit_code_from_a_named_function") != std::string::npos &&
@@ -212,6 +297,7 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
     EXPECT_GE(in_jit, 40);
     EXPECT_GE(with_callers, in_jit * 9 / 10) << with_callers << " of " << in_jit << "; e.g. " << example;
     std::remove(options.path.c_str());
+    if (!map_was_there) std::remove(map_path.c_str());
 }
 #endif
 
