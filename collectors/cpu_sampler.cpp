@@ -33,7 +33,9 @@ namespace {
 
 constexpr int kMaxFrames = 64;
 constexpr int kSlots = 4096;
-// backtrace() inside the handler sees the handler and the signal trampoline first.
+// backtrace() inside the handler sees the handler and the signal trampoline first:
+// two frames, or more where backtrace() is itself wrapped (the sanitizers intercept
+// it). The handler finds the interrupted instruction (the context's rip) among them.
 constexpr int kHandlerFrames = 2;
 
 enum SlotState : int { empty = 0, writing = 1, full = 2 };
@@ -43,6 +45,7 @@ struct Slot {
     std::int64_t time_ns = 0;
     std::int64_t tid = 0;
     int depth = 0;
+    int skip = kHandlerFrames;  // frames[skip] is the interrupted instruction
     void* frames[kMaxFrames];
 };
 
@@ -211,77 +214,88 @@ bool follows_an_indirect_call(std::uintptr_t address) {
     return call_form(5, 2) || call_form(4, 3) || call_form(3, 4) || call_form(1, 6) || call_form(0, 7);
 }
 
-// `frames` holds a backtrace that stopped at the interrupted instruction (depth
-// kHandlerFrames + 1). Returns the depth of a stack recovered past it, or `depth`.
-int unwind_past_jit_code(void* raw_context, void** frames, int depth) {
 #if defined(__x86_64__)
-    if (depth != kHandlerFrames + 1 || raw_context == nullptr || !g_recover_jit.load(std::memory_order_relaxed))
+// One candidate return address `word` at stack `slot`: points the interrupted context
+// at it and unwinds, first a few frames (most stray words stop there), then, when those
+// go on, the whole stack. Runs under the thread's fault guard: returns -1 when the word
+// is no return address after an indirect call, or the unwind faulted. The caller puts
+// the context's registers back.
+__attribute__((noinline)) int unwind_from_candidate(FaultGuard& guard, std::int64_t tid, greg_t* registers,
+                                                    std::uintptr_t word, std::uintptr_t slot, void** again) {
+    constexpr int kQuickFrames = 8;
+    sigjmp_buf resume;
+    guard.resume = &resume;
+    if (sigsetjmp(resume, 1) != 0) {  // a fault inside: back here, disarmed below
+        guard.tid.store(-1, std::memory_order_release);
+        return -1;
+    }
+    guard.tid.store(tid, std::memory_order_release);  // armed
+    int found = -1;
+    if (follows_an_indirect_call(word)) {
+        // The caller's rbp: JIT kernels save it in their prologue, oneDNN's right below
+        // rbx below the return address (push rbx; push rbp). Taken only when it points
+        // into the stack above the slot; else the zeroed frame.
+        std::uintptr_t frame_pointer = reinterpret_cast<std::uintptr_t>(&g_zero_frame[2]);
+        std::uintptr_t saved[2], probe[2];
+        if (read_memory(slot - sizeof saved, saved, sizeof saved) && saved[0] > slot &&
+            saved[0] - slot < (std::uintptr_t{1} << 20) && read_memory(saved[0], probe, sizeof probe))
+            frame_pointer = saved[0];
+        registers[REG_RIP] = static_cast<greg_t>(word);
+        registers[REG_RSP] = static_cast<greg_t>(slot + sizeof(std::uintptr_t));
+        registers[REG_RBP] = static_cast<greg_t>(frame_pointer);
+        // The handler's frames, the trampoline, the caller, its callers.
+        found = backtrace(again, kQuickFrames);
+        if (found == kQuickFrames) found = backtrace(again, kMaxFrames);
+    }
+    guard.tid.store(-1, std::memory_order_release);
+    return found;
+}
+#endif
+
+// `frames` holds a backtrace that stopped at the interrupted instruction (depth
+// skip + 1, frames[skip] the interrupted instruction). Returns the depth of a stack
+// recovered past it, or `depth`.
+int unwind_past_jit_code(void* raw_context, void** frames, int depth, int skip) {
+#if defined(__x86_64__)
+    if (depth != skip + 1 || skip < 1 || raw_context == nullptr || !g_recover_jit.load(std::memory_order_relaxed))
         return depth;
     const CodeMap* map = g_code_map.load(std::memory_order_acquire);
-    void* const interrupted = frames[kHandlerFrames];
+    void* const interrupted = frames[skip];
     if (map == nullptr || in_module_code(*map, reinterpret_cast<std::uintptr_t>(interrupted))) return depth;
     // The signal trampoline's frame: the frames after it in a second backtrace are the
     // interrupted code's (however many frames the handler itself takes).
-    void* const trampoline = frames[kHandlerFrames - 1];
+    void* const trampoline = frames[skip - 1];
     auto* context = static_cast<ucontext_t*>(raw_context);
     greg_t* registers = context->uc_mcontext.gregs;
     const greg_t saved_rip = registers[REG_RIP], saved_rsp = registers[REG_RSP], saved_rbp = registers[REG_RBP];
-    // Words of a JIT kernel's own frame (its locals, never all written; oneDNN's GEMM
-    // kernel keeps a 64 KiB packing buffer there) can be stale return addresses of
-    // calls made earlier. Unwinding from one mostly stops within a frame or two; where
-    // it goes on, it gives a few false frames and rejoins the true stack at a caller
-    // they share, so it is shorter than the stack from the true return address (and so
-    // are the stacks from the true callers' return addresses above it). So: a quick
-    // unwind of a few frames sorts out the stray words, a full one is done for the
-    // first few that pass, and the longest stack wins. (A kernel that moves rsp onto a
-    // stack of its own, as oneDNN's f32 GEMM kernel does for its packing buffer, leaves
-    // no return address above it: its samples keep the one frame.)
+    // The first word up the stack that points right after an indirect call in a loaded
+    // module, and from which the stack unwinds at least a few frames, is taken for the
+    // return address into the JIT code's caller. A kernel keeps its working values in
+    // its own frame, so that word is normally the true one. Where a kernel leaves part
+    // of its frame unwritten, a stale return address of an earlier call can be found
+    // first; the unwind from it gives a few false frames and then rejoins the true stack
+    // at a caller the two share. Nothing on the stack tells the two apart (the longest
+    // stack is no better a guide: stale words in the callers' frames above give longer
+    // ones). A kernel that moves rsp onto a stack of its own, as oneDNN's f32 GEMM
+    // kernel does for its packing buffer, has no return address above rsp at all: its
+    // samples keep the one frame, or take a stale one.
     constexpr int kPageWords = 512, kPages = 48;  // up to 192 KiB of the stack, a page per read
-    constexpr int kCandidates = 64, kFullUnwinds = 4, kQuickFrames = 8;
+    constexpr int kCandidates = 64;
     FaultGuard* guard = acquire_fault_guard();
     if (guard == nullptr) return depth;
     const std::int64_t tid = os::thread_id();
-    sigjmp_buf resume;
-    guard->resume = &resume;
     std::uintptr_t words[kPageWords];
     void* again[kMaxFrames];
-    void* best[kMaxFrames];
-    int best_count = 0, candidates = 0;
-    volatile int full_unwinds = 0;
-    for (int page = 0; page < kPages && candidates < kCandidates && full_unwinds < kFullUnwinds; ++page) {
+    int found_count = 0, candidates = 0;
+    for (int page = 0; page < kPages && candidates < kCandidates && found_count == 0; ++page) {
         const std::uintptr_t base = static_cast<std::uintptr_t>(saved_rsp) + page * sizeof words;
         if (!read_memory(base, words, sizeof words)) break;  // the top of the stack
-        for (int index = 0; index < kPageWords && candidates < kCandidates && full_unwinds < kFullUnwinds; ++index) {
+        for (int index = 0; index < kPageWords && candidates < kCandidates && found_count == 0; ++index) {
             const std::uintptr_t word = words[index];
             if (!in_module_code(*map, word) || !in_module_code(*map, word - 7)) continue;
             ++candidates;
-            const std::uintptr_t slot = base + index * sizeof(std::uintptr_t);
-            volatile int found = -1;
-            if (sigsetjmp(resume, 1) == 0) {
-                guard->tid.store(tid, std::memory_order_release);  // armed: a fault jumps back here
-                if (follows_an_indirect_call(word)) {
-                    // The caller's rbp: JIT kernels save it in their prologue, oneDNN's right
-                    // below rbx below the return address (push rbx; push rbp). Taken only when
-                    // it points into the stack above the slot; else the zeroed frame.
-                    const std::uintptr_t frame_pointer = [slot] {
-                        std::uintptr_t saved[2], probe[2];
-                        if (read_memory(slot - sizeof saved, saved, sizeof saved) && saved[0] > slot &&
-                            saved[0] - slot < (std::uintptr_t{1} << 20) && read_memory(saved[0], probe, sizeof probe))
-                            return saved[0];
-                        return reinterpret_cast<std::uintptr_t>(&g_zero_frame[2]);
-                    }();
-                    registers[REG_RIP] = static_cast<greg_t>(word);
-                    registers[REG_RSP] = static_cast<greg_t>(slot + sizeof(std::uintptr_t));
-                    registers[REG_RBP] = static_cast<greg_t>(frame_pointer);
-                    // The handler's frames, the trampoline, the caller, its callers.
-                    found = backtrace(again, kQuickFrames);
-                    if (found == kQuickFrames) {
-                        full_unwinds = full_unwinds + 1;
-                        found = backtrace(again, kMaxFrames);
-                    }
-                }
-            }
-            guard->tid.store(-1, std::memory_order_release);
+            const int found =
+                unwind_from_candidate(*guard, tid, registers, word, base + index * sizeof(std::uintptr_t), again);
             registers[REG_RIP] = saved_rip;
             registers[REG_RSP] = saved_rsp;
             registers[REG_RBP] = saved_rbp;
@@ -289,21 +303,18 @@ int unwind_past_jit_code(void* raw_context, void** frames, int depth) {
             while (caller < found && again[caller] != trampoline) ++caller;
             ++caller;
             // The caller and at least two frames above it: a stack, not a stray word.
-            if (found - caller >= 3 && found - caller > best_count) {
-                best_count = found - caller;
-                std::memcpy(best, again + caller, best_count * sizeof(void*));
+            if (found - caller >= 3) {
+                found_count = std::min(found - caller, kMaxFrames - (skip + 1));
+                std::memcpy(frames + skip + 1, again + caller, found_count * sizeof(void*));
             }
         }
     }
     guard->tid.store(0, std::memory_order_release);
-    if (best_count > 0) {
-        const int count = std::min(best_count, kMaxFrames - (kHandlerFrames + 1));
-        std::memcpy(frames + kHandlerFrames + 1, best, count * sizeof(void*));
-        return kHandlerFrames + 1 + count;
-    }
+    if (found_count > 0) return skip + 1 + found_count;
 #else
     (void)raw_context;
     (void)frames;
+    (void)skip;
 #endif
     return depth;
 }
@@ -320,7 +331,20 @@ void on_profiling_signal(int, siginfo_t*, void* context) {
     }
     slot.time_ns = now_ns();
     slot.tid = os::thread_id();  // a raw syscall: async-signal-safe
-    slot.depth = unwind_past_jit_code(context, slot.frames, backtrace(slot.frames, kMaxFrames));
+    const int depth = backtrace(slot.frames, kMaxFrames);
+    slot.skip = kHandlerFrames;
+#if defined(__x86_64__)
+    if (context != nullptr) {
+        void* const interrupted =
+            reinterpret_cast<void*>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
+        for (int index = 0; index < depth; ++index)
+            if (slot.frames[index] == interrupted) {
+                slot.skip = index;
+                break;
+            }
+    }
+#endif
+    slot.depth = unwind_past_jit_code(context, slot.frames, depth, slot.skip);
     slot.state.store(full, std::memory_order_release);
     errno = saved_errno;
 }
@@ -410,7 +434,7 @@ void CpuSampler::drain(Session& session) {
         if (slot.state.load(std::memory_order_acquire) != full) continue;
         stack.clear();
         // Innermost first in the slot; the stack tree wants outermost first.
-        for (int index = slot.depth - 1; index >= kHandlerFrames; --index) {
+        for (int index = slot.depth - 1; index >= slot.skip; --index) {
             auto address = reinterpret_cast<std::uintptr_t>(slot.frames[index]);
             auto known = frames_.find(address);
             if (known != frames_.end()) {
@@ -418,7 +442,7 @@ void CpuSampler::drain(Session& session) {
                 continue;
             }
             // Return addresses point after the call; look up the call itself.
-            std::uintptr_t lookup = index == kHandlerFrames ? address : address - 1;
+            std::uintptr_t lookup = index == slot.skip ? address : address - 1;
             ResolvedFrame resolved = symbols_->resolve(lookup);
             std::string function = std::move(resolved.function);
             std::string module = std::move(resolved.module);
