@@ -30,13 +30,27 @@ struct CpuFamily {
     const char* name;
     std::vector<const char*> markers;  // substrings of the function name
     const char* advice;
+    // Share of the sampled CPU time from which it is advised on: work a step needs is
+    // worth a look when it dominates; pure overhead (reorders) sooner.
+    double threshold_percent = kCpuHotspotThresholdPercent;
 };
 
 const std::vector<CpuFamily>& cpu_families() {
     static const std::vector<CpuFamily> families = {
-        {"convolution (im2col + GEMM)", {"im2col", "col2im", "conv2d_", "sgemm", "dgemm", "gemm_kernel", "gemm"},
-         "convolutions dominate: a convolution library that needs no im2col copy (oneDNN, as PyTorch uses on the "
-         "CPU), channels-last layout, or more GEMM threads when the loader leaves cores idle"},
+        // Before the convolutions: oneDNN names its reorder kernels "jit_uni_reorder_kernel_f32",
+        // its other JIT kernels by what they compute ("jit_avx512_common_conv_bwd_weights_kernel_f32",
+        // "jit_brgemm_kernel_t").
+        {"layout reorders (oneDNN)", {"reorder"},
+         "oneDNN converts the activations between the framework's nchw and its own blocked layout around "
+         "the convolutions: keep them channels-last (ember: switches.channels_last = true; PyTorch: "
+         "model.to(memory_format=torch.channels_last) and the input likewise), which the convolutions take "
+         "as they are",
+         kCpuReorderThresholdPercent},
+        {"convolution and GEMM",
+         {"im2col", "col2im", "conv2d_", "_conv_", "conv_fwd", "conv_bwd", "brgemm", "brg_conv", "sgemm", "dgemm",
+          "gemm_kernel", "gemm"},
+         "convolutions and matrix products dominate: a convolution library that needs no im2col copy (oneDNN, as "
+         "PyTorch uses on the CPU), channels-last layout, or more GEMM threads when the loader leaves cores idle"},
         {"BatchNorm", {"batchnorm"},
          "BatchNorm's passes over the activations are memory-bound: channels-last loops, or fewer BatchNorm layers"},
         {"pooling", {"pool2d", "maxpool", "avgpool"}, "pooling is memory-bound: channels-last loops help"},
@@ -77,7 +91,7 @@ void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector
         }
         for (std::size_t f = 0; f < family_samples.size(); ++f) {
             const double share = percent(family_samples[f], cpu->samples);
-            if (share < kCpuHotspotThresholdPercent) continue;
+            if (share < cpu_families()[f].threshold_percent) continue;
             const bool timed = cpu->period_ns > 0;
             items.push_back({"cpu_hotspot",
                              fmt::format("{} takes {:.1f}% of the sampled CPU time ({} of {} samples{})",

@@ -32,6 +32,7 @@ inline constexpr double kLowBusyThresholdPercent = 50.0;          // runs withou
 inline constexpr double kLaunchOverheadThresholdPercent = 5.0;     // kernel_wait gaps of the GPU span
 inline constexpr double kExposedCommunicationThresholdPercent = 5.0;
 inline constexpr double kCpuHotspotThresholdPercent = 15.0;        // an op family's share of the sampled CPU
+inline constexpr double kCpuReorderThresholdPercent = 5.0;         // layout reorders: overhead, not work
 inline constexpr double kBackwardForwardRatio = 3.0;               // backward slower than this many forwards
 
 struct AdviceInputs {

@@ -306,6 +306,39 @@ TEST_F(FixtureTrace, TopAndSortOptions) {
               "63.5,200,2,100.0,100.0,100,100,0.0,cudaMemcpy\r\n");
 }
 
+// CPU hot spots by op family, from a profile like a CPU-backend run's with oneDNN's JIT
+// kernels named (the collector reads oneDNN's perf map): each sample counts in the
+// family of its function, families above the threshold are advised on with their share,
+// samples and CPU time, and reorders are told apart from the convolutions they serve.
+TEST(CpuAdvice, OpFamiliesOfNamedJitKernels) {
+    CpuProfile cpu;
+    cpu.samples = 1000;
+    cpu.period_ns = 5'000'000;
+    cpu.functions = {
+        {"jit_uni_reorder_kernel_f32", "", 60, 60},  // 6%: reorders are overhead, advised from 5%
+        {"jit_avx512_common_conv_bwd_weights_kernel_f32", "", 120, 120},
+        {"jit_brgemm_kernel_t", "", 60, 60},
+        {"_jit_avx512_common_conv_bwd_data_kernel_f32", "", 40, 40},
+        {"ember::ops::maxpool2d_forward_cpu", "", 100, 100},  // pooling: 10%, under the threshold
+        {"main", "", 620, 1000},
+    };
+    const GpuActivity no_gpu;
+    const std::vector<MemoryOperationRow> no_memory;
+    const std::vector<RankGpuWork> no_work;
+    AdviceInputs inputs{no_gpu, no_memory, 0, no_work};
+    inputs.cpu = &cpu;
+    std::vector<AdviceItem> items;
+    advise_cpu(inputs, 10, items);
+    ASSERT_EQ(items.size(), 2u);
+    EXPECT_EQ(items[0].topic, "cpu_hotspot");
+    EXPECT_EQ(items[0].finding,
+              "layout reorders (oneDNN) takes 6.0% of the sampled CPU time (60 of 1000 samples, 300.000 ms)");
+    EXPECT_NE(items[0].advice.find("switches.channels_last = true"), std::string::npos) << items[0].advice;
+    EXPECT_EQ(items[0].recoverable_ns, 30'000'000);  // per step, 10 steps
+    EXPECT_EQ(items[1].finding,
+              "convolution and GEMM takes 22.0% of the sampled CPU time (220 of 1000 samples, 1100.000 ms)");
+}
+
 TEST(NoDroppedRecords, NoWarning) {
     std::string path = ember::testing::temporary_path("analysis-clean", ".db");
     ember::testing::write_fixture_trace(path, {.with_dropped_records = false});
