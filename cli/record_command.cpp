@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,33 @@ std::vector<std::string> recorded_files(const std::string& output) {
     return files;
 }
 
+// The perf maps in /tmp now (JIT code names: /tmp/perf-PID.map).
+std::set<std::string> perf_maps() {
+    std::set<std::string> maps;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/tmp", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("perf-", 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".map") == 0)
+            maps.insert(entry.path().string());
+    }
+    return maps;
+}
+
+// Removes the perf maps of the recorded processes (the pid each trace file records) that
+// were not there before the recording.
+void remove_perf_maps(const std::vector<std::string>& files, const std::set<std::string>& before) {
+    for (const std::string& file : files) {
+        try {
+            store::TraceReader reader(file);
+            const std::string map = "/tmp/perf-" + std::to_string(reader.run().pid) + ".map";
+            std::error_code error;
+            if (before.count(map) == 0) std::filesystem::remove(map, error);
+        } catch (const std::exception&) {
+            // an unreadable trace is reported by print_summary
+        }
+    }
+}
+
 void print_summary(const std::string& path) {
     try {
         store::TraceReader reader(path);
@@ -118,6 +146,14 @@ int run_record(const RecordOptions& options) {
     // Files of an earlier recording with the same name would be reported as ours.
     for (const std::string& stale : recorded_files(output)) std::filesystem::remove(stale);
 
+    // With CPU sampling, a program that runs oneDNN (PyTorch on the CPU, ember's CPU
+    // backend) is asked to name its JIT kernels in /tmp/perf-PID.map, which the
+    // sampler reads; unless the user set the variable. The maps the recorded processes
+    // leave are removed at the end (those that were there before are not touched).
+    const bool name_jit_kernels =
+        options.cpu_sample_hz > 0 && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
+    const std::set<std::string> perf_maps_before = name_jit_kernels ? perf_maps() : std::set<std::string>{};
+
     std::fflush(nullptr);
     pid_t child = fork();
     if (child < 0) fail(std::string("fork: ") + std::strerror(errno));
@@ -133,6 +169,11 @@ int run_record(const RecordOptions& options) {
         setenv("EMBER_RECORD_SOCKET", options.no_socket ? "0" : "1", 1);
         setenv("EMBER_RECORD_NO_CUDA", options.no_cuda ? "1" : "0", 1);
         setenv("EMBER_RECORD_QUIET", options.quiet ? "1" : "0", 1);
+        if (name_jit_kernels) {
+            // oneDNN's profiling flags: 1 VTune (its default), 2 the perf map.
+            setenv("ONEDNN_JIT_PROFILE", "3", 1);
+            setenv("DNNL_JIT_PROFILE", "3", 1);
+        }
         std::vector<char*> arguments;
         for (const std::string& argument : options.command) arguments.push_back(const_cast<char*>(argument.c_str()));
         arguments.push_back(nullptr);
@@ -156,6 +197,7 @@ int run_record(const RecordOptions& options) {
     g_child_pid = 0;
 
     std::vector<std::string> files = recorded_files(output);
+    if (name_jit_kernels) remove_perf_maps(files, perf_maps_before);
     if (files.empty())
         std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX, "
                              "or every process was skipped)\n");

@@ -269,6 +269,12 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
     // (A map left by an earlier process with this pid is appended to, and left.)
     const std::string map_path = PerfMap::path_for_this_process();
     const bool map_was_there = std::filesystem::exists(map_path);
+    struct RemoveAtTheEnd {
+        std::string path;
+        ~RemoveAtTheEnd() {
+            if (!path.empty()) std::remove(path.c_str());
+        }
+    } remove_map{map_was_there ? std::string() : map_path};
     {
         std::ofstream map(map_path, std::ios::app);
         map << std::hex << reinterpret_cast<std::uintptr_t>(function) << " 80 test_jit:spin_kernel\n";
@@ -309,7 +315,6 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
     EXPECT_GE(in_jit, 40);
     EXPECT_GE(with_callers, in_jit * 9 / 10) << with_callers << " of " << in_jit << "; e.g. " << example;
     std::remove(options.path.c_str());
-    if (!map_was_there) std::remove(map_path.c_str());
 }
 #endif
 
