@@ -119,6 +119,18 @@ std::string temp_path(const std::string& name) {
 namespace ember::collector {
 namespace {
 
+// A recording session of this process with CPU samples only (1000 Hz), into a temp file.
+SessionOptions start_sampling_session(const std::string& name) {
+    SessionOptions options;
+    options.path = temp_path(name);
+    options.trace_cuda = false;
+    options.nvml_hz = 0;
+    options.cpu_sample_hz = 1000;
+    options.quiet = true;
+    start_session(options);
+    return options;
+}
+
 TEST(ElfSymbolizer, NamesAStaticFunctionOfThisExecutableThatDladdrCannot) {
     auto address = reinterpret_cast<std::uintptr_t>(&burn_cpu_in_a_static_function) + 4;
     Dl_info info{};
@@ -182,13 +194,7 @@ TEST(PerfMap, NamesAddressesInsideEachFunctionAndNothingOutside) {
 }
 
 TEST(CollectorCpuSampler, AStaticFunctionOfAnExecutableWithoutRdynamicIsNamedInTheSamples) {
-    SessionOptions options;
-    options.path = temp_path("static.db");
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
-    options.cpu_sample_hz = 1000;
-    options.quiet = true;
-    start_session(options);
+    const SessionOptions options = start_sampling_session("static.db");
     volatile double sink = burn_cpu_in_a_static_function(1.0);
     (void)sink;
     std::string error;
@@ -233,13 +239,7 @@ TEST(CollectorCpuSampler, AFaultOutsideItsUnwindsGoesToTheHandlerInstalledBefore
     action.sa_flags = SA_NODEFER;
     sigemptyset(&action.sa_mask);
     ASSERT_EQ(sigaction(SIGSEGV, &action, &previous), 0);
-    SessionOptions options;
-    options.path = temp_path("fault.db");
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
-    options.cpu_sample_hz = 1000;
-    options.quiet = true;
-    start_session(options);
+    const SessionOptions options = start_sampling_session("fault.db");
     g_faults_seen = 0;
     if (sigsetjmp(g_fault_resume, 1) == 0) {
         std::uintptr_t address = 16;  // the first page is never mapped
@@ -279,13 +279,7 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
         std::ofstream map(map_path, std::ios::app);
         map << std::hex << reinterpret_cast<std::uintptr_t>(function) << " 80 test_jit:spin_kernel\n";
     }
-    SessionOptions options;
-    options.path = temp_path("jit.db");
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
-    options.cpu_sample_hz = 1000;
-    options.quiet = true;
-    start_session(options);
+    const SessionOptions options = start_sampling_session("jit.db");
     volatile long sink = outer_caller_of_the_jit_code(function, 1.0);
     (void)sink;
     std::string error;

@@ -156,34 +156,37 @@ TEST_F(ModelLoadTest, BackgroundLoadingPublishesLanes) {
     EXPECT_EQ(model.progress().lanes_ready, model.lane_count());
 }
 
-TEST(ModelFilesTest, SeveralFilesShareOneTimeBase) {
-    const std::string first = testing::temporary_trace_path("rank0");
-    const std::string second = testing::temporary_trace_path("rank1");
-    testing::write_fixture_trace(first);
-    testing::write_fixture_trace(second);
-    {
-        TraceModel model({first, second});
-        model.load_all();
-        EXPECT_EQ(model.lane_count(), 12);
-        EXPECT_NE(model.lane(0).group.find("rank 0"), std::string::npos);
-        // Same clock offsets: the two ranks' first steps coincide.
-        EXPECT_EQ(model.files()[0].shift_ns, 0);
-        EXPECT_EQ(model.files()[1].shift_ns, 0);
+// Two copies of the fixture, as two ranks' files.
+class TwoFiles : public ::testing::Test {
+protected:
+    void SetUp() override {
+        testing::write_fixture_trace(first_);
+        testing::write_fixture_trace(second_);
     }
-    std::filesystem::remove(first);
-    std::filesystem::remove(second);
+    void TearDown() override {
+        std::filesystem::remove(first_);
+        std::filesystem::remove(second_);
+    }
+    const std::string first_ = testing::temporary_trace_path("rank0");
+    const std::string second_ = testing::temporary_trace_path("rank1");
+};
+
+TEST_F(TwoFiles, ShareOneTimeBase) {
+    TraceModel model({first_, second_});
+    model.load_all();
+    EXPECT_EQ(model.lane_count(), 12);
+    EXPECT_NE(model.lane(0).group.find("rank 0"), std::string::npos);
+    // Same clock offsets: the two ranks' first steps coincide.
+    EXPECT_EQ(model.files()[0].shift_ns, 0);
+    EXPECT_EQ(model.files()[1].shift_ns, 0);
 }
 
 // An imported input is read from its ember cache, but the details name the file the
 // user opened (the viewer sets it), not the cache.
-TEST(ModelFilesTest, DetailsNameTheFileAsTheUserOpenedIt) {
-    const std::string first = testing::temporary_trace_path("shown0");
-    const std::string second = testing::temporary_trace_path("shown1");
-    testing::write_fixture_trace(first);
-    testing::write_fixture_trace(second);
+TEST_F(TwoFiles, DetailsNameEachFileAsTheUserOpenedIt) {
     {
-        TraceModel model({first, second});
-        EXPECT_EQ(model.files()[1].shown_as, second);  // a plain ember trace: its own path
+        TraceModel model({first_, second_});
+        EXPECT_EQ(model.files()[1].shown_as, second_);  // a plain ember trace: its own path
         model.set_shown_as(1, "/runs/b.pt.trace.json.gz");
         model.load_all();
         int lane = -1;
@@ -196,10 +199,8 @@ TEST(ModelFilesTest, DetailsNameTheFileAsTheUserOpenedIt) {
         for (const DetailLine& line : describe_event(model, EventRef{lane, 0, 0}))
             if (line.key == "file") file_line = line.value;
         EXPECT_EQ(file_line, "/runs/b.pt.trace.json.gz");
-        EXPECT_EQ(model.files()[1].path, second);  // still read from where it is
+        EXPECT_EQ(model.files()[1].path, second_);  // still read from where it is
     }
-    std::filesystem::remove(first);
-    std::filesystem::remove(second);
 }
 
 // A rank's own file of a distributed run: its groups say which rank. A job trace from
