@@ -40,7 +40,7 @@ const std::vector<CpuFamily>& cpu_families() {
         // Before the convolutions: oneDNN names its reorder kernels "jit_uni_reorder_kernel_f32",
         // its other JIT kernels by what they compute ("jit_avx512_common_conv_bwd_weights_kernel_f32",
         // "jit_brgemm_kernel_t").
-        {"layout reorders (oneDNN)", {"reorder"},
+        {"layout reordering (oneDNN)", {"reorder"},
          "oneDNN converts the activations between the framework's nchw and its own blocked layout around "
          "the convolutions: keep them channels-last (ember: switches.channels_last = true; PyTorch: "
          "model.to(memory_format=torch.channels_last) and the input likewise), which the convolutions take "

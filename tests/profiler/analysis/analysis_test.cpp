@@ -332,7 +332,7 @@ TEST(CpuAdvice, OpFamiliesOfNamedJitKernels) {
     ASSERT_EQ(items.size(), 2u);
     EXPECT_EQ(items[0].topic, "cpu_hotspot");
     EXPECT_EQ(items[0].finding,
-              "layout reorders (oneDNN) takes 6.0% of the sampled CPU time (60 of 1000 samples, 300.000 ms)");
+              "layout reordering (oneDNN) takes 6.0% of the sampled CPU time (60 of 1000 samples, 300.000 ms)");
     EXPECT_NE(items[0].advice.find("switches.channels_last = true"), std::string::npos) << items[0].advice;
     EXPECT_EQ(items[0].recoverable_ns, 30'000'000);  // per step, 10 steps
     EXPECT_EQ(items[1].finding,
