@@ -20,6 +20,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/profiler/analysis/trace_builder.h"
 #include "tests/profiler/store/test_support.h"
 
 #include <gtest/gtest.h>
@@ -44,74 +45,25 @@ constexpr TimeNs us(double micros) { return kBase + static_cast<TimeNs>(micros *
 constexpr TimeNs ns_of_us(double micros) { return static_cast<TimeNs>(micros * 1000); }
 
 void write_breakdown_trace(const std::string& path) {
-    trace::RunInfo run;
-    run.pid = 42;
-    run.start_ns = kBase - 100'000;
-    store::WriterOptions options = store::testing::quiet_options();
-    store::TraceWriter writer(path, run, options);
-    writer.register_process({42, "train"});
-    const trace::ThreadId thread = writer.register_thread({0, 42, 42, "main"});
-    writer.register_device({0, "Test GPU", "GPU-test", 9, 0, 132, 80ll << 30, 3.35e12});
-    const trace::StreamId s7 = writer.register_stream({0, 0, 1, 7, 0, ""});
-    const trace::StreamId s13 = writer.register_stream({0, 0, 1, 13, 0, ""});
-    const trace::StreamId s21 = writer.register_stream({0, 0, 1, 21, 0, ""});
-    trace::CorrelationId next_correlation = 1;
-    auto launch = [&](const char* api, double start, double end) {
-        trace::ApiEvent call;
-        call.start_ns = us(start);
-        call.end_ns = us(end);
-        call.thread_id = thread;
-        call.correlation_id = next_correlation++;
-        call.name_id = writer.intern(api);
-        writer.record_api_call(call);
-        return call.correlation_id;
-    };
+    ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kBase - 100'000));
+    const trace::ThreadId thread = b.thread("main", 0, 42);
+    b.device({0, "Test GPU", "GPU-test", 9, 0, 132, 80ll << 30, 3.35e12});
+    const trace::StreamId s7 = b.stream(7), s13 = b.stream(13), s21 = b.stream(21);
+    auto launch = [&](const char* api, double start, double end) { return b.call(thread, api, us(start), us(end)); };
     auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
-        trace::KernelEvent k;
-        k.start_ns = us(start);
-        k.end_ns = us(end);
-        k.stream_id = stream;
-        k.correlation_id = c;
-        k.name_id = writer.intern(name);
-        writer.record_kernel(k);
+        b.kernel(stream, name, us(start), us(end), c);
     };
     kernel(s7, "gemm", 0, 100, launch("cudaLaunchKernel", -30, -20));
     kernel(s7, "gemm", 110, 200, launch("cudaLaunchKernel", -10, -5));
     kernel(s7, "relu", 300, 400, launch("cudaLaunchKernel", 250, 260));
-    {
-        trace::MemsetEvent memset;
-        memset.start_ns = us(450);
-        memset.end_ns = us(460);
-        memset.stream_id = s7;
-        memset.correlation_id = launch("cudaMemsetAsync", 270, 280);
-        memset.bytes = 4096;
-        writer.record_memset(memset);
-    }
+    b.memset(s7, us(450), us(460), launch("cudaMemsetAsync", 270, 280));
     kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
            launch("cudaLaunchKernel", 100, 110));
     kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
-    {
-        trace::MemcpyEvent copy;
-        copy.start_ns = us(380);
-        copy.end_ns = us(420);
-        copy.stream_id = s21;
-        copy.correlation_id = launch("cudaMemcpyAsync", 360, 370);
-        copy.direction = trace::MemcpyDirection::host_to_device;
-        copy.bytes = 1 << 20;
-        writer.record_memcpy(copy);
-    }
-    const trace::StringId torch = writer.intern("torch");
-    for (auto [name, start, end] : {std::tuple{"ProfilerStep#1", -50.0, 300.0}, std::tuple{"ProfilerStep#2", 300.0, 800.0}}) {
-        trace::RangeEvent step;
-        step.range_id = writer.next_range_id();
-        step.start_ns = us(start);
-        step.end_ns = us(end);
-        step.thread_id = thread;
-        step.domain_id = torch;
-        step.name_id = writer.intern(name);
-        writer.record_range(step);
-    }
-    writer.close();
+    b.memcpy(s21, us(380), us(420), launch("cudaMemcpyAsync", 360, 370));
+    b.range(thread, "torch", "ProfilerStep#1", us(-50), us(300));
+    b.range(thread, "torch", "ProfilerStep#2", us(300), us(800));
+    b.close();
 }
 
 class GpuBreakdown : public ::testing::Test {

@@ -18,6 +18,7 @@
 #include "profiler/store/writer.h"
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/profiler/analysis/trace_builder.h"
 
 #include "profiler/import/import.h"
 #include "tests/profiler/store/test_support.h"
@@ -54,100 +55,12 @@ constexpr TimeNs kBase = 5'000'000'000;  // 5 s: times in the fixtures are µs a
 TimeNs at_us(double micros) { return kBase + std::llround(micros * 1000.0); }
 TimeNs us(double micros) { return std::llround(micros * 1000.0); }
 
-// A thin layer over the real TraceWriter that hands out correlation ids and range ids.
-class TraceBuilder {
+// The shared test builder (trace_builder.h), recording from 1 ms before kBase.
+class TraceBuilder : public ember::testing::TraceBuilder {
 public:
-    explicit TraceBuilder(const std::string& path, trace::RunInfo run = default_run())
-        : writer_(path, run, writer_options()) {}
-
-    static trace::RunInfo default_run() {
-        trace::RunInfo run;
-        run.pid = 42;
-        run.start_ns = kBase - us(1000);
-        return run;
-    }
-
-    store::TraceWriter& writer() { return writer_; }
-
-    trace::ThreadId thread(const char* name, std::int64_t pid = 42, std::int64_t tid = 0) {
-        if (registered_pids_.insert(pid).second) writer_.register_process({pid, pid == 42 ? "train" : "rank"});
-        return writer_.register_thread({0, pid, tid != 0 ? tid : next_tid_++, name});
-    }
-    trace::StreamId stream(std::uint64_t cuda_stream, trace::DeviceId device = 0) {
-        if (registered_devices_.insert(device).second)
-            writer_.register_device({device, "Test GPU", "", 8, 0, 108, 40ll << 30, 1.5e12});
-        return writer_.register_stream({0, device, 1, cuda_stream, 0, ""});
-    }
-
-    // A CUDA API call; returns its correlation id.
-    trace::CorrelationId call(trace::ThreadId thread, const char* name, TimeNs start, TimeNs end) {
-        trace::ApiEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.thread_id = thread;
-        event.correlation_id = next_correlation_++;
-        event.name_id = writer_.intern(name);
-        writer_.record_api_call(event);
-        return event.correlation_id;
-    }
-    void kernel(trace::StreamId stream, const char* name, TimeNs start, TimeNs end, trace::CorrelationId correlation,
-                trace::DeviceId device = 0) {
-        trace::KernelEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.device_id = device;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
-        event.name_id = writer_.intern(name);
-        writer_.record_kernel(event);
-    }
-    void memcpy(trace::StreamId stream, TimeNs start, TimeNs end, trace::CorrelationId correlation) {
-        trace::MemcpyEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
-        event.direction = trace::MemcpyDirection::host_to_device;
-        event.bytes = 1 << 20;
-        writer_.record_memcpy(event);
-    }
-    void memset(trace::StreamId stream, TimeNs start, TimeNs end, trace::CorrelationId correlation) {
-        trace::MemsetEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
-        event.bytes = 4096;
-        writer_.record_memset(event);
-    }
-    trace::RangeId range(trace::ThreadId thread, const char* domain, const char* name, TimeNs start, TimeNs end,
-                         std::uint32_t category = 0, std::int32_t depth = 0, std::optional<std::int64_t> payload = {}) {
-        trace::RangeEvent event;
-        event.range_id = writer_.next_range_id();
-        event.start_ns = start;
-        event.end_ns = end;
-        event.thread_id = thread;
-        event.domain_id = writer_.intern(domain);
-        event.name_id = writer_.intern(name);
-        event.category = category;
-        event.depth = depth;
-        if (payload) event.payload = trace::Payload::of_integer(*payload);
-        writer_.record_range(event);
-        return event.range_id;
-    }
-    void close() { writer_.close(); }
-
-private:
-    static store::WriterOptions writer_options() {
-        store::WriterOptions options = store::testing::quiet_options();
-        return options;
-    }
-
-    store::TraceWriter writer_;
-    std::set<std::int64_t> registered_pids_;
-    std::set<trace::DeviceId> registered_devices_;
-    std::int64_t next_tid_ = 1000;
-    trace::CorrelationId next_correlation_ = 1;
+    explicit TraceBuilder(const std::string& path, const trace::RunInfo& run = default_run())
+        : ember::testing::TraceBuilder(path, run) {}
+    static trace::RunInfo default_run() { return run_info(kBase - us(1000)); }
 };
 
 // engine/core/nvtx.h: ember's categories.

@@ -18,6 +18,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/profiler/analysis/trace_builder.h"
 
 #include "profiler/import/import.h"
 #include "tests/profiler/store/test_support.h"
@@ -50,96 +51,38 @@ constexpr TimeNs kBase = 7'000'000'000;  // times in the fixtures are µs after 
 TimeNs at(double micros) { return kBase + std::llround(micros * 1000.0); }
 TimeNs us(double micros) { return std::llround(micros * 1000.0); }
 
-// The real TraceWriter, handing out correlation and range ids.
+// The shared test builder (trace_builder.h) with a main thread that makes the calls and
+// ranges unless told otherwise, recording from 1 ms before kBase.
 class TraceBuilder {
 public:
     explicit TraceBuilder(const std::string& path, std::int32_t rank = 0, std::int32_t world_size = 1)
-        : writer_(path, run_info(rank, world_size), writer_options()) {
-        writer_.register_process({42, "train"});
-        main_ = writer_.register_thread({0, 42, 42, "main"});
-    }
+        : builder_(path, ember::testing::TraceBuilder::run_info(kBase - us(1000), rank, world_size)),
+          main_(builder_.thread("main", 0, 42)) {}
 
     trace::ThreadId main_thread() const { return main_; }
-    trace::ThreadId thread(const char* name, std::int64_t tid) { return writer_.register_thread({0, 42, tid, name}); }
-    trace::StreamId stream(std::uint64_t cuda_stream) {
-        if (!device_registered_) writer_.register_device({0, "Test GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
-        device_registered_ = true;
-        return writer_.register_stream({0, 0, 1, cuda_stream, 0, ""});
-    }
-    trace::CorrelationId call(const char* name, TimeNs start, TimeNs end) {
-        trace::ApiEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.thread_id = main_;
-        event.correlation_id = next_correlation_++;
-        event.name_id = writer_.intern(name);
-        writer_.record_api_call(event);
-        return event.correlation_id;
-    }
+    trace::ThreadId thread(const char* name, std::int64_t tid) { return builder_.thread(name, 0, tid); }
+    trace::StreamId stream(std::uint64_t cuda_stream) { return builder_.stream(cuda_stream); }
+    trace::CorrelationId call(const char* name, TimeNs start, TimeNs end) { return builder_.call(main_, name, start, end); }
     void kernel(trace::StreamId stream, const char* name, TimeNs start, TimeNs end, trace::CorrelationId correlation) {
-        trace::KernelEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
-        event.name_id = writer_.intern(name);
-        writer_.record_kernel(event);
+        builder_.kernel(stream, name, start, end, correlation);
     }
     void memcpy(trace::StreamId stream, TimeNs start, TimeNs end, trace::CorrelationId correlation) {
-        trace::MemcpyEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
-        event.direction = trace::MemcpyDirection::host_to_device;
-        event.bytes = 1 << 20;
-        writer_.record_memcpy(event);
+        builder_.memcpy(stream, start, end, correlation);
     }
     void memset(trace::StreamId stream, TimeNs start, TimeNs end, trace::CorrelationId correlation) {
-        trace::MemsetEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
-        event.bytes = 4096;
-        writer_.record_memset(event);
+        builder_.memset(stream, start, end, correlation);
     }
     // An "ember"-domain push/pop range; category as engine/core/nvtx.h numbers them.
     void range(const char* name, TimeNs start, TimeNs end, std::uint32_t category = 2, std::int32_t depth = 1,
                std::optional<std::int64_t> payload = {}, std::optional<trace::ThreadId> thread = {}) {
-        trace::RangeEvent event;
-        event.range_id = writer_.next_range_id();
-        event.start_ns = start;
-        event.end_ns = end;
-        event.thread_id = thread.value_or(main_);
-        event.domain_id = writer_.intern("ember");
-        event.name_id = writer_.intern(name);
-        event.category = category;
-        event.depth = depth;
-        if (payload) event.payload = trace::Payload::of_integer(*payload);
-        writer_.record_range(event);
+        builder_.range(thread.value_or(main_), "ember", name, start, end, category, depth, payload);
     }
     void step(std::int64_t number, TimeNs start, TimeNs end) { range("step", start, end, 1, 0, number); }
-    void close() { writer_.close(); }
+    void close() { builder_.close(); }
 
 private:
-    static trace::RunInfo run_info(std::int32_t rank, std::int32_t world_size) {
-        trace::RunInfo run;
-        run.pid = 42;
-        run.rank = rank;
-        run.world_size = world_size;
-        run.start_ns = kBase - us(1000);
-        return run;
-    }
-    static store::WriterOptions writer_options() {
-        store::WriterOptions options = store::testing::quiet_options();
-        return options;
-    }
-
-    store::TraceWriter writer_;
+    ember::testing::TraceBuilder builder_;
     trace::ThreadId main_ = 0;
-    bool device_registered_ = false;
-    trace::CorrelationId next_correlation_ = 1;
 };
 
 // Temporary files removed when the test ends.

@@ -22,6 +22,7 @@
 #include "viewer/model/trace_model.h"
 
 #include "profiler/import/import.h"
+#include "tests/profiler/analysis/trace_builder.h"
 #include "tests/profiler/store/test_support.h"
 
 #include <gtest/gtest.h>
@@ -41,69 +42,32 @@ constexpr TimeNs us(double micros) { return kBase + static_cast<TimeNs>(micros *
 constexpr TimeNs ns_of_us(double micros) { return static_cast<TimeNs>(micros * 1000); }
 
 void write_gpu_trace(const std::string& path, TimeNs clock_offset = 0) {
-    trace::RunInfo run;
-    run.pid = 42;
-    run.start_ns = kBase - 100'000;
+    trace::RunInfo run = ember::testing::TraceBuilder::run_info(kBase - 100'000);
     run.clock_offset_to_wall_ns = clock_offset;
-    store::WriterOptions options = store::testing::quiet_options();
-    store::TraceWriter writer(path, run, options);
-    writer.register_process({42, "train"});
-    const trace::ThreadId thread = writer.register_thread({0, 42, 42, "main"});
-    writer.register_device({0, "GPU A", "GPU-a", 9, 0, 132, 80ll << 30, 3.35e12});
-    writer.register_device({1, "GPU B", "GPU-b", 9, 0, 132, 80ll << 30, 3.35e12});
-    const trace::StreamId s7 = writer.register_stream({0, 0, 1, 7, 0, "compute"});
-    const trace::StreamId s13 = writer.register_stream({0, 0, 1, 13, 0, "nccl"});
-    const trace::StreamId s7b = writer.register_stream({0, 1, 2, 7, 0, "other gpu"});
-    trace::CorrelationId next_correlation = 1;
-    auto launch = [&](const char* api, double start, double end) {
-        trace::ApiEvent call;
-        call.start_ns = us(start);
-        call.end_ns = us(end);
-        call.thread_id = thread;
-        call.correlation_id = next_correlation++;
-        call.name_id = writer.intern(api);
-        writer.record_api_call(call);
-        return call.correlation_id;
-    };
+    ember::testing::TraceBuilder b(path, run);
+    const trace::ThreadId thread = b.thread("main", 0, 42);
+    b.device({0, "GPU A", "GPU-a", 9, 0, 132, 80ll << 30, 3.35e12});
+    b.device({1, "GPU B", "GPU-b", 9, 0, 132, 80ll << 30, 3.35e12});
+    const trace::StreamId s7 = b.stream(7, 0, "compute");
+    const trace::StreamId s13 = b.stream(13, 0, "nccl");
+    const trace::StreamId s7b = b.stream(7, 1, "other gpu");
+    auto launch = [&](const char* api, double start, double end) { return b.call(thread, api, us(start), us(end)); };
     auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
-        trace::KernelEvent k;
-        k.start_ns = us(start);
-        k.end_ns = us(end);
-        k.stream_id = stream;
-        k.correlation_id = c;
-        k.name_id = writer.intern(name);
-        writer.record_kernel(k);
+        b.kernel(stream, name, us(start), us(end), c);
     };
     kernel(s7, "gemm", 0, 100, launch("cudaLaunchKernel", -30, -20));
     kernel(s7, "gemm", 110, 200, launch("cudaLaunchKernel", -10, -5));
     kernel(s7, "relu", 300, 400, launch("cudaLaunchKernel", 250, 260));
-    {
-        trace::MemsetEvent memset;
-        memset.start_ns = us(450);
-        memset.end_ns = us(460);
-        memset.stream_id = s7;
-        memset.correlation_id = launch("cudaMemsetAsync", 270, 280);
-        memset.bytes = 4096;
-        writer.record_memset(memset);
-    }
+    b.memset(s7, us(450), us(460), launch("cudaMemsetAsync", 270, 280));
     kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
            launch("cudaLaunchKernel", 100, 110));
     kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
     kernel(s7b, "gemm", 50, 80, launch("cudaLaunchKernel", 20, 30));
     kernel(s7b, "relu", 85, 95, launch("cudaLaunchKernel", 21, 31));
     kernel(s7b, "gemm", 500, 600, launch("cudaLaunchKernel", 400, 410));
-    const trace::StringId torch = writer.intern("torch");
-    for (auto [name, start, end] : {std::tuple{"ProfilerStep#1", -50.0, 300.0}, std::tuple{"ProfilerStep#2", 300.0, 800.0}}) {
-        trace::RangeEvent step;
-        step.range_id = writer.next_range_id();
-        step.start_ns = us(start);
-        step.end_ns = us(end);
-        step.thread_id = thread;
-        step.domain_id = torch;
-        step.name_id = writer.intern(name);
-        writer.record_range(step);
-    }
-    writer.close();
+    b.range(thread, "torch", "ProfilerStep#1", us(-50), us(300));
+    b.range(thread, "torch", "ProfilerStep#2", us(300), us(800));
+    b.close();
 }
 
 // The stream lane titled `title` ("stream 7 compute", ...).

@@ -1,0 +1,120 @@
+// trace_builder.h: hand-built traces for the analysis and viewer tests, through the real
+// TraceWriter. It hands out correlation and range ids and registers a process, a device
+// the first time one of theirs is used. Times are the file's nanoseconds: each test
+// turns its microseconds into them.
+#pragma once
+
+#include "profiler/store/writer.h"
+#include "tests/profiler/store/test_support.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace ember::testing {
+
+class TraceBuilder {
+public:
+    TraceBuilder(const std::string& path, const trace::RunInfo& run)
+        : writer_(path, run, store::testing::quiet_options()), pid_(run.pid) {}
+
+    // Process 42 ("train"), recording from `start_ns`, rank `rank` of `world_size`.
+    static trace::RunInfo run_info(trace::TimeNs start_ns, std::int32_t rank = 0, std::int32_t world_size = 1) {
+        trace::RunInfo run;
+        run.pid = 42;
+        run.rank = rank;
+        run.world_size = world_size;
+        run.start_ns = start_ns;
+        return run;
+    }
+
+    store::TraceWriter& writer() { return writer_; }
+
+    // A thread of process `pid` (the run's own by default; tid 0: the next free one).
+    trace::ThreadId thread(const char* name, std::int64_t pid = 0, std::int64_t tid = 0) {
+        if (pid == 0) pid = pid_;
+        if (registered_pids_.insert(pid).second) writer_.register_process({pid, pid == pid_ ? "train" : "rank"});
+        return writer_.register_thread({0, pid, tid != 0 ? tid : next_tid_++, name});
+    }
+    // A device with its own name and properties (else the first stream on it registers
+    // a default "Test GPU").
+    void device(const trace::DeviceInfo& info) {
+        if (registered_devices_.insert(info.device_id).second) writer_.register_device(info);
+    }
+    trace::StreamId stream(std::uint64_t cuda_stream, trace::DeviceId device_id = 0, const char* name = "") {
+        device({device_id, "Test GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
+        return writer_.register_stream({0, device_id, 1, cuda_stream, 0, name});
+    }
+
+    // A CUDA API call; returns its correlation id.
+    trace::CorrelationId call(trace::ThreadId thread, const char* name, trace::TimeNs start, trace::TimeNs end) {
+        trace::ApiEvent event;
+        event.start_ns = start;
+        event.end_ns = end;
+        event.thread_id = thread;
+        event.correlation_id = next_correlation_++;
+        event.name_id = writer_.intern(name);
+        writer_.record_api_call(event);
+        return event.correlation_id;
+    }
+    void kernel(trace::StreamId stream, const char* name, trace::TimeNs start, trace::TimeNs end,
+                trace::CorrelationId correlation, trace::DeviceId device_id = 0) {
+        trace::KernelEvent event;
+        event.start_ns = start;
+        event.end_ns = end;
+        event.device_id = device_id;
+        event.stream_id = stream;
+        event.correlation_id = correlation;
+        event.name_id = writer_.intern(name);
+        writer_.record_kernel(event);
+    }
+    // A host-to-device copy of 1 MiB.
+    void memcpy(trace::StreamId stream, trace::TimeNs start, trace::TimeNs end, trace::CorrelationId correlation) {
+        trace::MemcpyEvent event;
+        event.start_ns = start;
+        event.end_ns = end;
+        event.stream_id = stream;
+        event.correlation_id = correlation;
+        event.direction = trace::MemcpyDirection::host_to_device;
+        event.bytes = 1 << 20;
+        writer_.record_memcpy(event);
+    }
+    // A memset of 4 KiB.
+    void memset(trace::StreamId stream, trace::TimeNs start, trace::TimeNs end, trace::CorrelationId correlation) {
+        trace::MemsetEvent event;
+        event.start_ns = start;
+        event.end_ns = end;
+        event.stream_id = stream;
+        event.correlation_id = correlation;
+        event.bytes = 4096;
+        writer_.record_memset(event);
+    }
+    trace::RangeId range(trace::ThreadId thread, const char* domain, const char* name, trace::TimeNs start,
+                         trace::TimeNs end, std::uint32_t category = 0, std::int32_t depth = 0,
+                         std::optional<std::int64_t> payload = {}) {
+        trace::RangeEvent event;
+        event.range_id = writer_.next_range_id();
+        event.start_ns = start;
+        event.end_ns = end;
+        event.thread_id = thread;
+        event.domain_id = writer_.intern(domain);
+        event.name_id = writer_.intern(name);
+        event.category = category;
+        event.depth = depth;
+        if (payload) event.payload = trace::Payload::of_integer(*payload);
+        writer_.record_range(event);
+        return event.range_id;
+    }
+    void close() { writer_.close(); }
+
+private:
+    store::TraceWriter writer_;
+    std::int64_t pid_ = 42;
+    std::set<std::int64_t> registered_pids_;
+    std::set<trace::DeviceId> registered_devices_;
+    std::int64_t next_tid_ = 1000;
+    trace::CorrelationId next_correlation_ = 1;
+};
+
+}  // namespace ember::testing
