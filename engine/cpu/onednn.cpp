@@ -4,10 +4,12 @@
 
 #include "engine/cpu/implementation.h"
 #include "engine/cpu/parallel.h"
+#include "engine/core/nvtx.h"
 
 #include <cblas.h>
 #include <omp.h>
 
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -104,6 +106,20 @@ void give_thread_a_signal_stack() {
     if (sigaltstack(&alternate, nullptr) == 0) stack.memory = std::move(memory);
 }
 
+// The team's other threads get a name ("cpu compute 1", ...) for profiles and
+// debuggers (the kernel's thread name, and NVTX's for a recording); the calling thread
+// keeps its own.
+void name_team_thread() {
+    const int index = omp_get_thread_num();
+    if (index == 0) return;
+    thread_local int named = 0;
+    if (named == index) return;
+    named = index;
+    const std::string name = "cpu compute " + std::to_string(index);
+    pthread_setname_np(pthread_self(), name.c_str());  // at most 15 characters: fits
+    nvtx::name_thread(name.c_str());
+}
+
 }  // namespace
 
 int thread_team() {
@@ -118,7 +134,10 @@ int thread_team() {
     if (prepared_threads < threads) {
         give_thread_a_signal_stack();
 #pragma omp parallel num_threads(threads)
-        give_thread_a_signal_stack();
+        {
+            give_thread_a_signal_stack();
+            name_team_thread();
+        }
         prepared_threads = threads;
     }
     return threads;
