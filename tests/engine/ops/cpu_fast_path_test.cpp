@@ -11,6 +11,7 @@
 //     split over threads into slices that write disjoint outputs, with each reduction
 //     kept whole in one thread, in its order and in double.
 #include "engine/cpu/implementation.h"
+#include "engine/cpu/parallel.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/batchnorm.h"
@@ -23,11 +24,15 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <string>
@@ -578,6 +583,36 @@ TEST(CpuFastPath, ResultsSurviveAProfilingSignalStorm) {
     timer_delete(timer);
     sigaction(SIGPROF, &previous, nullptr);
     EXPECT_GE(g_profiling_signals.load(), 200) << "the timer hardly fired: the test proved nothing";
+}
+
+}  // namespace
+
+namespace {
+
+// The team's other threads carry a name in profiles ("cpu compute 1", ...); the caller
+// keeps its own. (Read from /proc: the team is the library's, compiled with OpenMP.)
+TEST(CpuFastPath, TheTeamsOtherThreadsAreNamedForProfiles) {
+    const int before = cpu::compute_threads();
+    cpu::set_compute_threads(2);
+    if (cpu::compute_threads() < 2) {
+        cpu::set_compute_threads(before);
+        GTEST_SKIP() << "one CPU in this process's affinity mask: no second team thread";
+    }
+    char caller[16] = {};
+    pthread_getname_np(pthread_self(), caller, sizeof caller);
+    EXPECT_EQ(cpu::thread_team(), 2);
+    cpu::set_compute_threads(before);
+    std::vector<std::string> names;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        names.push_back(name);
+    }
+    EXPECT_NE(std::find(names.begin(), names.end(), "cpu compute 1"), names.end()) << testing::PrintToString(names);
+    char after[16] = {};
+    pthread_getname_np(pthread_self(), after, sizeof after);
+    EXPECT_STREQ(after, caller);
 }
 
 }  // namespace
