@@ -91,8 +91,53 @@ trace::TimeNs sample_period(const store::TraceReader& reader) {
     return period ? std::strtoll(period->c_str(), nullptr, 10) : 0;
 }
 
-// Charges each sample to the innermost push/pop range open on its thread.
-std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, std::vector<Sample> samples) {
+// Whether a sampled stack runs on an OpenMP runtime's worker thread (GNU libgomp, LLVM's
+// libomp, Intel's libiomp5): the threads of a parallel region work for the thread that
+// opened it.
+bool on_an_openmp_team_thread(const std::vector<trace::FrameInfo>& frames) {
+    for (const trace::FrameInfo& frame : frames) {
+        const std::size_t slash = frame.module.rfind('/');
+        const std::string_view file = std::string_view(frame.module).substr(slash == std::string::npos ? 0 : slash + 1);
+        if (file.rfind("libgomp", 0) == 0 || file.rfind("libiomp", 0) == 0 || file.rfind("libomp", 0) == 0) return true;
+        if (frame.function.rfind("gomp_thread_start", 0) == 0 || frame.function.rfind("__kmp_launch", 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+// A sample on an OpenMP team thread that records no ranges of its own (oneDNN's and
+// the loops' worker threads, PyTorch's intra-op threads) is charged as the work of the
+// thread that leads its team: of its process, the thread with the most push/pop ranges
+// (the one running the steps), at the sample's time. Without this the team's share of
+// every op would show up as "(no range)".
+void charge_team_threads_to_their_leader(const store::TraceReader& reader, StackCache& stacks,
+                                         std::vector<Sample>& samples) {
+    std::map<trace::ThreadId, std::int64_t> ranges_of;
+    for (const store::TrackSummary& track : reader.tracks())
+        if (track.event_table == "ranges" && track.track.kind == trace::TrackKind::thread)
+            ranges_of[track.track.id] += track.event_count;
+    std::map<std::int64_t, std::pair<trace::ThreadId, std::int64_t>> leader_of_process;  // pid -> (thread, ranges)
+    for (const auto& [thread_id, count] : ranges_of) {
+        const trace::ThreadInfo* thread = reader.thread(thread_id);
+        if (thread == nullptr) continue;
+        auto [found, inserted] = leader_of_process.try_emplace(thread->pid, thread_id, count);
+        if (!inserted && count > found->second.second) found->second = {thread_id, count};
+    }
+    for (Sample& sample : samples) {
+        if (ranges_of.count(sample.thread_id) != 0) continue;
+        const trace::ThreadInfo* thread = reader.thread(sample.thread_id);
+        if (thread == nullptr) continue;
+        auto leader = leader_of_process.find(thread->pid);
+        if (leader == leader_of_process.end()) continue;
+        if (on_an_openmp_team_thread(stacks.of(sample.stack_id))) sample.thread_id = leader->second.first;
+    }
+}
+
+// Charges each sample to the innermost push/pop range open on its thread (an OpenMP
+// team thread's: on the thread that leads the team).
+std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, StackCache& stacks,
+                                          std::vector<Sample> samples) {
+    charge_team_threads_to_their_leader(reader, stacks, samples);
     std::map<std::string, std::int64_t> counts;
     std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) {
         return a.thread_id != b.thread_id ? a.thread_id < b.thread_id : a.time_ns < b.time_ns;
@@ -183,7 +228,7 @@ CpuProfile cpu_profile(const store::TraceReader& reader) {
         if (!per_thread.count(thread.thread_id)) profile.threads.push_back({thread.thread_id, thread.tid, thread.name, 0});
     std::stable_sort(profile.threads.begin(), profile.threads.end(),
                      [](const CpuThreadRow& a, const CpuThreadRow& b) { return a.samples > b.samples; });
-    profile.by_range = samples_by_range(reader, samples);
+    profile.by_range = samples_by_range(reader, stacks, samples);
     return profile;
 }
 

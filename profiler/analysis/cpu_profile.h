@@ -45,7 +45,10 @@ struct CpuProfile {
     std::int64_t samples = 0;
     trace::TimeNs period_ns = 0;  // 0 when the file does not say
     std::vector<CpuFunctionRow> functions;  // by self samples, most first
-    std::vector<CpuRangeRow> by_range;      // most first
+    // Most first. A sample is charged to the innermost range open on its thread; one on
+    // an OpenMP team thread without ranges of its own (stack through libgomp/libomp/
+    // libiomp5), to the range open then on its process's thread with the most ranges.
+    std::vector<CpuRangeRow> by_range;
     std::vector<CpuThreadRow> threads;      // most first; threads of the file never sampled last, with 0
     trace::TimeNs cpu_ns(std::int64_t sample_count) const { return sample_count * period_ns; }
 };

@@ -373,7 +373,7 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         cells.emplace_back(row.function);
     }
     functions.empty_note = "no CPU stack samples (ember train --profile samples them; ember record --sample-cpu HZ)";
-    Table ranges{"cpu_by_range", "CPU time per NVTX range (innermost range open on the sampled thread)", {}, {}, {}};
+    Table ranges{"cpu_by_range", "CPU time per NVTX range (innermost range open on the sampled thread; for an OpenMP team thread, on the thread leading the team)", {}, {}, {}};
     ranges.columns = {{"percent", "CPU (%)", ColumnKind::percent}};
     if (timed) ranges.columns.push_back({"cpu_ns", "CPU", ColumnKind::time});
     ranges.columns.push_back({"samples", "Samples", ColumnKind::integer});

@@ -138,6 +138,72 @@ TEST_F(CpuProfileTest, SamplesChargedToTheInnermostOpenRange) {
     EXPECT_EQ(by_range.size(), 3u);
 }
 
+// The threads of an OpenMP team work for the thread that opened the parallel region:
+// their samples go to the range open then on the thread with the process's ranges. A
+// thread without ranges that is not an OpenMP worker stays "(no range)", and so does a
+// team thread's sample when the leader has no range open.
+TEST(CpuProfileTeams, OpenMpTeamThreadsAreChargedToTheRangeOfTheThreadLeadingThem) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("cpu_profile_teams_" + std::to_string(getpid()) + ".db")).string();
+    {
+        trace::RunInfo run;
+        run.pid = 7;
+        store::TraceWriter writer(path, run, store::testing::quiet_options());
+        writer.register_process({7, "train"});
+        const trace::ThreadId main = writer.register_thread({0, 7, 100, "main"});
+        const trace::ThreadId team = writer.register_thread({0, 7, 101, "cpu compute 1"});
+        const trace::ThreadId other = writer.register_thread({0, 7, 102, "helper"});
+        const trace::ThreadId loader = writer.register_thread({0, 7, 103, "loader"});
+        auto range = [&](trace::ThreadId thread, const char* name, TimeNs start, TimeNs end, std::int32_t depth) {
+            trace::RangeEvent r;
+            r.range_id = writer.next_range_id();
+            r.start_ns = start;
+            r.end_ns = end;
+            r.thread_id = thread;
+            r.domain_id = writer.intern("ember");
+            r.name_id = writer.intern(name);
+            r.depth = depth;
+            writer.record_range(r);
+        };
+        range(main, "step", 0, 100, 0);
+        range(main, "forward", 0, 40, 1);
+        range(main, "backward", 40, 90, 1);
+        range(loader, "dataloader/load", 0, 100, 0);  // fewer ranges than main: not the leader
+        const trace::FrameId start = writer.intern_frame("start_thread", "/lib/x86_64-linux-gnu/libc.so.6", 0x100);
+        const trace::FrameId gomp = writer.intern_frame("0x7f0000003000", "/usr/lib/x86_64-linux-gnu/libgomp.so.1", 0x7f0000003000);
+        const trace::FrameId kernel = writer.intern_frame("jit_brgemm_kernel_t", "", 0x7e0000001000);
+        const trace::FrameId work = writer.intern_frame("do_work()", "/bin/app", 0x200);
+        auto sample = [&](trace::ThreadId thread, TimeNs at, std::vector<trace::FrameId> frames) {
+            trace::StackSample s;
+            s.time_ns = at;
+            s.thread_id = thread;
+            s.stack_id = writer.intern_stack(frames);
+            writer.record_stack_sample(s);
+        };
+        sample(team, 10, {start, gomp, kernel});   // main in step > forward
+        sample(team, 50, {start, gomp, kernel});   // main in step > backward
+        sample(team, 60, {start, gomp});           // main in step > backward
+        sample(team, 95, {start, gomp, kernel});   // main in step only
+        sample(team, 150, {start, gomp, kernel});  // main in no range
+        sample(other, 20, {start, work});          // not an OpenMP thread: no range
+        writer.close();
+    }
+    store::TraceReader reader(path);
+    const analysis::CpuProfile profile = analysis::cpu_profile(reader);
+    std::map<std::string, std::int64_t> by_range;
+    for (const auto& row : profile.by_range) by_range[row.range_path] = row.samples;
+    EXPECT_EQ(by_range["step > forward"], 1);
+    EXPECT_EQ(by_range["step > backward"], 2);
+    EXPECT_EQ(by_range["step"], 1);
+    EXPECT_EQ(by_range["(no range)"], 2);
+    EXPECT_EQ(by_range.size(), 4u);
+    // The per-thread table still says which thread burned the CPU.
+    ASSERT_FALSE(profile.threads.empty());
+    EXPECT_EQ(profile.threads[0].name, "cpu compute 1");
+    EXPECT_EQ(profile.threads[0].samples, 5);
+    std::filesystem::remove(path);
+}
+
 TEST_F(CpuProfileTest, ThreadsIncludingOnesNeverSampled) {
     store::TraceReader reader(path_);
     const analysis::CpuProfile profile = analysis::cpu_profile(reader);
