@@ -22,6 +22,31 @@ namespace {
 using namespace ember;
 using trace::TimeNs;
 
+// An "ember" push/pop range on `thread`.
+trace::RangeId record_range(store::TraceWriter& writer, trace::ThreadId thread, const char* name, TimeNs start,
+                            TimeNs end, std::int32_t depth, trace::RangeId parent = 0) {
+    trace::RangeEvent r;
+    r.range_id = writer.next_range_id();
+    r.start_ns = start;
+    r.end_ns = end;
+    r.thread_id = thread;
+    r.domain_id = writer.intern("ember");
+    r.name_id = writer.intern(name);
+    r.depth = depth;
+    r.parent_range_id = parent;
+    writer.record_range(r);
+    return r.range_id;
+}
+
+// A CPU sample of `thread` at `at` with `frames`, outermost first.
+void record_sample(store::TraceWriter& writer, trace::ThreadId thread, TimeNs at, const std::vector<trace::FrameId>& frames) {
+    trace::StackSample s;
+    s.time_ns = at;
+    s.thread_id = thread;
+    s.stack_id = writer.intern_stack(frames);
+    writer.record_stack_sample(s);
+}
+
 class CpuProfileTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -48,28 +73,10 @@ protected:
         const trace::FrameId decode = writer.intern_frame("decode_png(unsigned char const*)", "/bin/ember", 0x40);
 
         // Ranges on main: step [0, 100 ms) > forward [10, 50 ms).
-        auto range = [&](const char* name, TimeNs start, TimeNs end, std::int32_t depth, trace::RangeId parent) {
-            trace::RangeEvent r;
-            r.range_id = writer.next_range_id();
-            r.start_ns = start;
-            r.end_ns = end;
-            r.thread_id = main;
-            r.domain_id = writer.intern("ember");
-            r.name_id = writer.intern(name);
-            r.depth = depth;
-            r.parent_range_id = parent;
-            writer.record_range(r);
-            return r.range_id;
-        };
-        const trace::RangeId step = range("step", 0, 100'000'000, 0, 0);
-        range("forward", 10'000'000, 50'000'000, 1, step);
-
+        const trace::RangeId step = record_range(writer, main, "step", 0, 100'000'000, 0);
+        record_range(writer, main, "forward", 10'000'000, 50'000'000, 1, step);
         auto sample = [&](trace::ThreadId thread, TimeNs at, std::vector<trace::FrameId> frames) {
-            trace::StackSample s;
-            s.time_ns = at;
-            s.thread_id = thread;
-            s.stack_id = writer.intern_stack(frames);
-            writer.record_stack_sample(s);
+            record_sample(writer, thread, at, frames);
         };
         // main: 3 samples in forward (gemm lambda x2, blas x1), 2 in step only (recursion, jit),
         // 1 after the step (blas2, same module as blas).
@@ -154,31 +161,16 @@ TEST(CpuProfileTeams, OpenMpTeamThreadsAreChargedToTheRangeOfTheThreadLeadingThe
         const trace::ThreadId team = writer.register_thread({0, 7, 101, "cpu compute 1"});
         const trace::ThreadId other = writer.register_thread({0, 7, 102, "helper"});
         const trace::ThreadId loader = writer.register_thread({0, 7, 103, "loader"});
-        auto range = [&](trace::ThreadId thread, const char* name, TimeNs start, TimeNs end, std::int32_t depth) {
-            trace::RangeEvent r;
-            r.range_id = writer.next_range_id();
-            r.start_ns = start;
-            r.end_ns = end;
-            r.thread_id = thread;
-            r.domain_id = writer.intern("ember");
-            r.name_id = writer.intern(name);
-            r.depth = depth;
-            writer.record_range(r);
-        };
-        range(main, "step", 0, 100, 0);
-        range(main, "forward", 0, 40, 1);
-        range(main, "backward", 40, 90, 1);
-        range(loader, "dataloader/load", 0, 100, 0);  // fewer ranges than main: not the leader
+        record_range(writer, main, "step", 0, 100, 0);
+        record_range(writer, main, "forward", 0, 40, 1);
+        record_range(writer, main, "backward", 40, 90, 1);
+        record_range(writer, loader, "dataloader/load", 0, 100, 0);  // fewer ranges than main: not the leader
         const trace::FrameId start = writer.intern_frame("start_thread", "/lib/x86_64-linux-gnu/libc.so.6", 0x100);
         const trace::FrameId gomp = writer.intern_frame("0x7f0000003000", "/usr/lib/x86_64-linux-gnu/libgomp.so.1", 0x7f0000003000);
         const trace::FrameId kernel = writer.intern_frame("jit_brgemm_kernel_t", "", 0x7e0000001000);
         const trace::FrameId work = writer.intern_frame("do_work()", "/bin/app", 0x200);
         auto sample = [&](trace::ThreadId thread, TimeNs at, std::vector<trace::FrameId> frames) {
-            trace::StackSample s;
-            s.time_ns = at;
-            s.thread_id = thread;
-            s.stack_id = writer.intern_stack(frames);
-            writer.record_stack_sample(s);
+            record_sample(writer, thread, at, frames);
         };
         sample(team, 10, {start, gomp, kernel});   // main in step > forward
         sample(team, 50, {start, gomp, kernel});   // main in step > backward
