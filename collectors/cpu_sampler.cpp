@@ -375,6 +375,8 @@ bool CpuSampler::start(Session& session, double hz) {
     const std::uintptr_t source = 42;
     const bool can_read = read_memory(reinterpret_cast<std::uintptr_t>(&source), &probe, sizeof probe) && probe == 42;
     if (can_read) install_fault_handler();
+    else session.say("CPU samples in JIT-generated code keep their one frame: process_vm_readv is refused here "
+                     "(a seccomp filter?)");
     g_recover_jit.store(can_read);
 
     struct sigaction action {};
