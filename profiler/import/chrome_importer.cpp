@@ -133,7 +133,7 @@ private:
         sink_.name_thread(pid, os_tid.value_or(tid), thread);
     }
 
-    trace::ThreadId thread_of(const TraceEventFields& event) {
+    trace::ThreadId host_thread(const TraceEventFields& event) override {
         std::int64_t pid = id_number(event.pid);
         std::int64_t tid = id_number(event.tid);
         auto os = os_tids_.find(IdPair{pid, tid});
@@ -209,32 +209,16 @@ private:
             trace::ApiEvent call;
             call.start_ns = start;
             call.end_ns = end;
-            call.thread_id = thread_of(event);
+            call.thread_id = host_thread(event);
             call.correlation_id = correlation_of(event);
             call.name_id = sink_.intern(event.name);
             call.result = static_cast<std::int32_t>(std::clamp<std::int64_t>(event.args.result.value_or(0), INT32_MIN, INT32_MAX));
             sink_.api_call(call);
         } else if (category == "ember_overhead") {
-            sink_.overhead({start, end, thread_of(event), sink_.intern(event.name)});
+            sink_.overhead({start, end, host_thread(event), sink_.intern(event.name)});
         } else {
-            add_host_range(thread_of(event), start, end, event.name, range_style(event), event.args.payload);
+            add_host_range(host_thread(event), start, end, event.name, range_style(event), event.args.payload);
         }
-    }
-
-    void on_instant(const TraceEventFields& event, const JsonItem& item) override {
-        if (!event.has_ts) {
-            reject(item, "event without \"ts\"", fmt::format("instant \"{}\" has no \"ts\"", event.name));
-            return;
-        }
-        RangeStyle style = range_style(event);
-        trace::MarkEvent mark;
-        mark.time_ns = event_time(event.ts_ns);
-        mark.thread_id = thread_of(event);
-        mark.domain_id = style.domain_id;
-        mark.name_id = sink_.intern(event.name);
-        mark.category = style.category;
-        mark.payload = event.args.payload;
-        sink_.mark(mark);
     }
 
     trace::CounterId counter_for(const TraceEventFields& event, std::string_view key) override {

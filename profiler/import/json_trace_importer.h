@@ -67,7 +67,10 @@ protected:
     // --- shared helpers -----------------------------------------------------------------
     // A number for a pid/tid (text ids such as "Spans" get stable negative numbers).
     std::int64_t id_number(const JsonId& id);
-    trace::ThreadId host_thread(const TraceEventFields& event);
+    // The host thread of an event (every kind: "X", "B"/"E", "b"/"e", instants). A
+    // dialect that maps its tids (ember's Chrome export keeps the OS thread id in the
+    // thread's name) overrides it.
+    virtual trace::ThreadId host_thread(const TraceEventFields& event);
     // Adds the source's time base (ember's export: its time origin).
     trace::TimeNs event_time(trace::TimeNs ts_ns) const { return ts_ns + time_shift_ns_; }
     // [start, end) of an "X" event; rejects a missing ts and negative or overflowing durations.

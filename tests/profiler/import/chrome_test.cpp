@@ -165,6 +165,37 @@ TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
     EXPECT_EQ(imported.counts.skipped.at("\"B\" event never ended (\"E\" missing)"), 1);
 }
 
+// ember's export names a thread "main (tid 4242)": its events carry a small tid, the OS
+// thread id is in the name. Every kind of host event of that thread lands on the one
+// thread with the OS id: "X" ranges, "B"/"E" pairs, "b"/"e" start/end ranges and instants.
+TEST(ChromeGeneric, EveryHostEventOfARenamedThreadLandsOnOneThread) {
+    TempDir dir;
+    import_test::write_file(dir.path("tids.json"), R"json({"traceEvents": [
+      {"ph": "M", "name": "thread_name", "pid": 7, "tid": 3, "args": {"name": "main (tid 4242)"}},
+      {"ph": "X", "name": "complete", "pid": 7, "tid": 3, "ts": 1, "dur": 10},
+      {"ph": "B", "name": "begin_end", "pid": 7, "tid": 3, "ts": 2},
+      {"ph": "E", "pid": 7, "tid": 3, "ts": 4},
+      {"ph": "b", "name": "async", "cat": "app", "id": 9, "pid": 7, "tid": 3, "ts": 5},
+      {"ph": "e", "name": "async", "cat": "app", "id": 9, "pid": 7, "tid": 3, "ts": 8},
+      {"ph": "i", "name": "instant", "pid": 7, "tid": 3, "ts": 6}]})json");
+    importing::import_file(dir.path("tids.json"), dir.path("tids.db"));
+    store::TraceReader reader(dir.path("tids.db"));
+    std::set<trace::ThreadId> threads;
+    std::set<std::string> names;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        threads.insert(range.thread_id);
+        names.insert(std::string(reader.string(range.name_id)));
+    }
+    for (const auto& mark : all_events(reader, &store::TraceReader::for_each_mark)) threads.insert(mark.thread_id);
+    EXPECT_EQ(names, (std::set<std::string>{"complete", "begin_end", "async"}));
+    ASSERT_EQ(threads.size(), 1u);
+    const trace::ThreadInfo* thread = reader.thread(*threads.begin());
+    ASSERT_NE(thread, nullptr);
+    EXPECT_EQ(thread->tid, 4242);
+    EXPECT_EQ(thread->name, "main");
+    EXPECT_EQ(reader.threads().size(), 1u);
+}
+
 TEST(ChromeGeneric, AnEndWithoutABeginIsAnErrorOrCountedWhenAsked) {
     TempDir dir;
     import_test::write_file(dir.path("e.json"), R"({"traceEvents": [
