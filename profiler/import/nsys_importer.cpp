@@ -221,6 +221,14 @@ private:
         scan.fail(what);
     }
 
+    // A row's size in bytes; a negative one is rejected (nullopt: skip the row).
+    std::optional<std::uint64_t> byte_count(const TableScan& scan, int column) {
+        const std::int64_t bytes = scan.integer(column);
+        if (bytes >= 0) return static_cast<std::uint64_t>(bytes);
+        reject(scan, "negative size", fmt::format("bytes is {}", bytes));
+        return std::nullopt;
+    }
+
     bool valid_interval(const TableScan& scan, std::int64_t start, std::int64_t end) {
         if (start > kLargestTimeNs || start < -kLargestTimeNs || end > kLargestTimeNs || end < -kLargestTimeNs) {
             return reject(scan, "time out of range",
@@ -595,11 +603,8 @@ private:
             if (!valid_interval(scan, start, end)) continue;
             auto track = gpu_track(scan, 2, 3, 6);
             if (!track) continue;
-            std::int64_t bytes = scan.integer(4);
-            if (bytes < 0) {
-                reject(scan, "negative size", fmt::format("bytes is {}", bytes));
-                continue;
-            }
+            const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
+            if (!bytes) continue;
             trace::MemcpyEvent copy;
             copy.start_ns = start;
             copy.end_ns = end;
@@ -607,7 +612,7 @@ private:
             copy.stream_id = track->second;
             copy.correlation_id = correlation_of(scan, 7);
             copy.direction = copy_direction(scan.integer(5));
-            copy.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0));
+            copy.bytes = *bytes;
             copy.source_kind = memory_kind(scan.maybe_integer(8));
             copy.destination_kind = memory_kind(scan.maybe_integer(9));
             if (copy.direction == trace::MemcpyDirection::peer_to_peer) {
@@ -629,18 +634,15 @@ private:
             if (!valid_interval(scan, start, end)) continue;
             auto track = gpu_track(scan, 2, 3, 5);
             if (!track) continue;
-            std::int64_t bytes = scan.integer(4);
-            if (bytes < 0) {
-                reject(scan, "negative size", fmt::format("bytes is {}", bytes));
-                continue;
-            }
+            const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
+            if (!bytes) continue;
             trace::MemsetEvent set;
             set.start_ns = start;
             set.end_ns = end;
             set.device_id = track->first;
             set.stream_id = track->second;
             set.correlation_id = correlation_of(scan, 6);
-            set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0));
+            set.bytes = *bytes;
             set.value = static_cast<std::uint32_t>(scan.maybe_integer(7).value_or(0));
             trace::MemoryKind kind = memory_kind(scan.maybe_integer(8));
             set.memory_kind = kind == trace::MemoryKind::unknown ? trace::MemoryKind::device : kind;
