@@ -71,29 +71,7 @@ TEST_F(ClipEdges, PastTheBlockCap) {
 
 TEST_F(ClipEdges, ShardedWithOddHalves) {
     interpreter::set_grid_stride_cap(2);
-    const std::size_t n = 2001, half = n / 2;
-    std::mt19937 rng(6);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> g(n);
-    for (auto& v : g) v = dist(rng);
-    double first_squares = 0.0, second_squares = 0.0;
-    for (std::size_t i = 0; i < n; ++i) (i < half ? first_squares : second_squares) += (double)g[i] * g[i];
-    DeviceBuffer device(n * 4);
-    EMBER_CUDA_CHECK(cudaMemcpy(device.ptr, g.data(), n * 4, cudaMemcpyHostToDevice));
-    GradientClipper clipper(n);
-    auto add_other = [](double other) {
-        return [other](float* device_sum, std::size_t) {
-            float mine = 0.0f;
-            EMBER_CUDA_CHECK(cudaMemcpy(&mine, device_sum, sizeof(float), cudaMemcpyDeviceToHost));
-            const float total = mine + static_cast<float>(other);
-            EMBER_CUDA_CHECK(cudaMemcpy(device_sum, &total, sizeof(float), cudaMemcpyHostToDevice));
-        };
-    };
-    clipper.clip_sharded(device.f(), half, 5.0f, nullptr, add_other(second_squares));
-    clipper.clip_sharded(device.f() + half, n - half, 5.0f, nullptr, add_other(first_squares));
-    const double cpu_norm = clip_grad_norm_cpu(g.data(), n, 5.0);
-    EXPECT_NEAR(clipper.read_total_norm(), cpu_norm, 1e-5 * cpu_norm);
-    expect_close(download(device.f(), n), g, "clipped in two shards");
+    check_sharded_clip_matches_cpu(2001);
 }
 
 }  // namespace
