@@ -21,6 +21,7 @@
 // [SECTION] The priority sweep
 // [SECTION] step_breakdown
 #include "profiler/analysis/step_breakdown.h"
+#include "profiler/trace/step_names.h"
 
 #include "profiler/analysis/rank_map.h"
 
@@ -110,18 +111,6 @@ void append_to_id_list(std::string& list, trace::StringId id) {
     list += std::to_string(id);
 }
 
-// "ProfilerStep#12" -> 12.
-std::optional<std::int64_t> profiler_step_number(std::string_view name) {
-    constexpr std::string_view kPrefix = "ProfilerStep#";
-    if (!starts_with(name, kPrefix) || name.size() == kPrefix.size() || name.size() > kPrefix.size() + 18) return std::nullopt;
-    std::int64_t number = 0;
-    for (char c : name.substr(kPrefix.size())) {
-        if (c < '0' || c > '9') return std::nullopt;
-        number = number * 10 + (c - '0');
-    }
-    return number;
-}
-
 // ---------------------------------------------------------------------------
 // [SECTION] The plugin's float microseconds
 // ---------------------------------------------------------------------------
@@ -170,7 +159,6 @@ private:
 // ---------------------------------------------------------------------------
 // [SECTION] Ranks
 // ---------------------------------------------------------------------------
-
 
 // ---------------------------------------------------------------------------
 // [SECTION] What each event counts as
@@ -339,7 +327,7 @@ std::map<std::int32_t, RankSteps> read_steps(const store::TraceReader& reader, c
         step.start_ns = query.int64(0);
         step.end_ns = query.int64(1);
         step.thread_id = static_cast<trace::ThreadId>(query.int64(2));
-        step.number = profiler_step_number(reader.string(static_cast<trace::StringId>(query.int64(4))));
+        step.number = trace::profiler_step_number(reader.string(static_cast<trace::StringId>(query.int64(4))));
         if (!step.number && !query.is_null(5)) step.number = query.int64(5);
         steps[ranks.of_thread(static_cast<trace::ThreadId>(query.int64(2)))].host.push_back(step);
     }

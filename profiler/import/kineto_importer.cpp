@@ -16,6 +16,7 @@
 // the names profiler/analysis recognises. NCCL kernels run on a stream named
 // "nccl"; nccl:* annotations and c10d ops are filed under category communication.
 #include "profiler/import/importers.h"
+#include "profiler/trace/step_names.h"
 #include "profiler/import/json_trace_importer.h"
 
 #include <fmt/format.h>
@@ -53,18 +54,6 @@ KinetoKind kind_of_category(std::string_view category) {
 }
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-
-// "ProfilerStep#12" -> 12.
-std::optional<std::int64_t> profiler_step_number(std::string_view name) {
-    constexpr std::string_view kPrefix = "ProfilerStep#";
-    if (!starts_with(name, kPrefix) || name.size() == kPrefix.size() || name.size() > kPrefix.size() + 18) return std::nullopt;
-    std::int64_t number = 0;
-    for (char c : name.substr(kPrefix.size())) {
-        if (c < '0' || c > '9') return std::nullopt;
-        number = number * 10 + (c - '0');
-    }
-    return number;
-}
 
 bool is_dataloader_wait(std::string_view name) {
     return starts_with(name, "enumerate(DataLoader)") && name.find("__next__") != std::string_view::npos;
@@ -281,7 +270,7 @@ private:
         RangeStyle style = range_style(event);
         std::string_view name = event.name;
         trace::Payload payload;
-        if (std::optional<std::int64_t> step = profiler_step_number(name)) {
+        if (std::optional<std::int64_t> step = trace::profiler_step_number(name)) {
             // ember's step: the range analyses split into compute, copies and waits.
             name = "step";
             style.category = kCategoryStep;
