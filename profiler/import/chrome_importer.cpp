@@ -206,14 +206,7 @@ private:
             wait.kind = sync_kind_from_name(event.name);
             sink_.sync(wait);
         } else if (category == "cuda_api" || category == "cuda_runtime" || category == "cuda_driver") {
-            trace::ApiEvent call;
-            call.start_ns = start;
-            call.end_ns = end;
-            call.thread_id = host_thread(event);
-            call.correlation_id = correlation_of(event);
-            call.name_id = sink_.intern(event.name);
-            call.result = static_cast<std::int32_t>(std::clamp<std::int64_t>(event.args.result.value_or(0), INT32_MIN, INT32_MAX));
-            sink_.api_call(call);
+            sink_.api_call(api_call_of(event, start, end));
         } else if (category == "ember_overhead") {
             sink_.overhead({start, end, host_thread(event), sink_.intern(event.name)});
         } else {

@@ -381,6 +381,17 @@ trace::CorrelationId JsonTraceImporter::correlation_of(const TraceEventFields& e
                                                                  : 0;
 }
 
+trace::ApiEvent JsonTraceImporter::api_call_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
+    trace::ApiEvent call;
+    call.start_ns = start;
+    call.end_ns = end;
+    call.thread_id = host_thread(event);
+    call.correlation_id = correlation_of(event);
+    call.name_id = sink_.intern(event.name);
+    call.result = static_cast<std::int32_t>(std::clamp<std::int64_t>(event.args.result.value_or(0), INT32_MIN, INT32_MAX));
+    return call;
+}
+
 trace::KernelEvent JsonTraceImporter::kernel_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                        trace::StreamId stream, trace::DeviceId device) {
     trace::KernelEvent kernel;

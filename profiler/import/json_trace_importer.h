@@ -86,6 +86,9 @@ protected:
     // kind from the name. A memset's value and memory kind and a sync's kind are the
     // dialect's.
     static trace::CorrelationId correlation_of(const TraceEventFields& event);
+    // A CUDA runtime or driver call on its host thread, with its correlation id and its
+    // "result" argument (0 when absent).
+    trace::ApiEvent api_call_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end);
     trace::KernelEvent kernel_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                  trace::StreamId stream, trace::DeviceId device);
     static trace::MemcpyEvent memcpy_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,

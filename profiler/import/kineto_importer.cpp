@@ -252,13 +252,7 @@ private:
 
     void api_call(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
         note_host_pid(event);
-        trace::ApiEvent call;
-        call.start_ns = start;
-        call.end_ns = end;
-        call.thread_id = host_thread(event);
-        call.correlation_id = correlation_of(event);
-        call.name_id = sink_.intern(event.name);
-        sink_.api_call(call);
+        sink_.api_call(api_call_of(event, start, end));
     }
 
     void host_range(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
