@@ -96,17 +96,27 @@ void fill_percent(std::vector<DurationSummaryRow>& rows) {
     }
 }
 
-std::vector<DurationSummaryRow> named_rows(const store::TraceReader& reader, const char* sql) {
+// One row per group of `sql`'s rows, named by describe(key, row), with its share of the
+// total, largest total first.
+template <class Describe>
+std::vector<DurationSummaryRow> summary_rows(const store::TraceReader& reader, const char* sql, Describe describe) {
     std::vector<DurationSummaryRow> rows;
     for (const auto& [key, stats] : grouped_stats(reader, sql)) {
         DurationSummaryRow row;
-        row.name = std::string(reader.string(static_cast<trace::StringId>(key.a)));
+        describe(key, row);
         row.stats = stats;
         rows.push_back(std::move(row));
     }
     fill_percent(rows);
     sort_and_cut(rows, SummarySort::total, 0);
     return rows;
+}
+
+// key.a: the name's string id.
+std::vector<DurationSummaryRow> named_rows(const store::TraceReader& reader, const char* sql) {
+    return summary_rows(reader, sql, [&](const GroupKey& key, DurationSummaryRow& row) {
+        row.name = std::string(reader.string(static_cast<trace::StringId>(key.a)));
+    });
 }
 
 }  // namespace
@@ -120,19 +130,12 @@ std::vector<DurationSummaryRow> api_summary(const store::TraceReader& reader) {
 }
 
 std::vector<DurationSummaryRow> range_summary(const store::TraceReader& reader) {
-    std::vector<DurationSummaryRow> rows;
-    for (const auto& [key, stats] :
-         grouped_stats(reader, "SELECT name_id, domain_id, depth < 0, end_ns - start_ns FROM ranges")) {
-        DurationSummaryRow row;
-        row.name = std::string(reader.string(static_cast<trace::StringId>(key.a)));
-        row.domain = std::string(reader.string(static_cast<trace::StringId>(key.b)));
-        row.style = key.c != 0 ? "start/end" : "push/pop";
-        row.stats = stats;
-        rows.push_back(std::move(row));
-    }
-    fill_percent(rows);
-    sort_and_cut(rows, SummarySort::total, 0);
-    return rows;
+    return summary_rows(reader, "SELECT name_id, domain_id, depth < 0, end_ns - start_ns FROM ranges",
+                        [&](const GroupKey& key, DurationSummaryRow& row) {
+                            row.name = std::string(reader.string(static_cast<trace::StringId>(key.a)));
+                            row.domain = std::string(reader.string(static_cast<trace::StringId>(key.b)));
+                            row.style = key.c != 0 ? "start/end" : "push/pop";
+                        });
 }
 
 namespace {
@@ -151,16 +154,9 @@ std::string memory_operation_name(std::int64_t direction) {
 
 // key.a: direction (memcpys) or -1 (memsets); the fourth column is what is summarized.
 std::vector<DurationSummaryRow> memory_rows(const store::TraceReader& reader, const char* sql) {
-    std::vector<DurationSummaryRow> rows;
-    for (const auto& [key, stats] : grouped_stats(reader, sql)) {
-        DurationSummaryRow row;
+    return summary_rows(reader, sql, [](const GroupKey& key, DurationSummaryRow& row) {
         row.name = key.a < 0 ? "[CUDA memset]" : memory_operation_name(key.a);
-        row.stats = stats;
-        rows.push_back(std::move(row));
-    }
-    fill_percent(rows);
-    sort_and_cut(rows, SummarySort::total, 0);
-    return rows;
+    });
 }
 
 }  // namespace
