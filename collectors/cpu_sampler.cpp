@@ -161,6 +161,17 @@ FaultGuard* acquire_fault_guard() {
 // loaded or unloaded since the last map (dl_iterate_phdr's adds/subs counters).
 void refresh_code_map() {
     std::lock_guard lock(g_code_maps_mutex);
+    // The counters come with the first module: read them alone, and rebuild only when a
+    // library came or went (the drain thread asks every 50 ms).
+    std::pair<unsigned long long, unsigned long long> counters{0, 0};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            *static_cast<std::pair<unsigned long long, unsigned long long>*>(data) = {info->dlpi_adds, info->dlpi_subs};
+            return 1;  // stop after the first
+        },
+        &counters);
+    const CodeMap* current = g_code_map.load(std::memory_order_acquire);
+    if (current && current->adds == counters.first && current->subs == counters.second) return;
     auto map = std::make_unique<CodeMap>();
     dl_iterate_phdr(
         [](dl_phdr_info* info, std::size_t, void* data) {
@@ -176,8 +187,6 @@ void refresh_code_map() {
             return 0;
         },
         map.get());
-    const CodeMap* current = g_code_map.load(std::memory_order_acquire);
-    if (current && current->adds == map->adds && current->subs == map->subs) return;
     std::sort(map->ranges.begin(), map->ranges.end(),
               [](const CodeRange& left, const CodeRange& right) { return left.begin < right.begin; });
     g_code_map.store(map.get(), std::memory_order_release);
