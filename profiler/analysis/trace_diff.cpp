@@ -925,8 +925,15 @@ GateResult check_gate(const TraceDiff& diff, DiffMetric metric, double max_slowe
 
 namespace {
 
-Cell share_of(double delta, std::optional<double> change) {
-    if (!change || *change == 0.0) return std::monostate{};
+// Under this fraction of A's step time, the step time did not change (shares are dashes).
+constexpr double kShareOfNoChange = 1e-4;
+
+// A row's share of the step-time change. When the step time did not change (less than
+// a nanosecond, or under 0.01% of A's step time: the sum of per-step means differs by
+// rounding alone) a share is a division by almost nothing, `-3147537307607717.5`%:
+// none is given (a dash).
+Cell share_of(double delta, std::optional<double> change, double step_ns) {
+    if (!change || std::fabs(*change) < std::max(1.0, std::fabs(step_ns) * kShareOfNoChange)) return std::monostate{};
     return delta / *change * 100.0;
 }
 
@@ -963,7 +970,7 @@ Table headline_table(const TraceDiff& diff) {
 }
 
 Table breakdown_table(const std::string& key, const std::string& title, const std::string& first_column,
-                      const std::vector<BreakdownDelta>& rows, double mean_change) {
+                      const std::vector<BreakdownDelta>& rows, double mean_change, double mean_step_ns) {
     Table table;
     table.key = key;
     table.title = title;
@@ -976,13 +983,14 @@ Table breakdown_table(const std::string& key, const std::string& title, const st
                      {"b_total_ns", "B total", ColumnKind::time},
                      {"delta_total_ns", "Total change", ColumnKind::time}};
     for (const BreakdownDelta& row : rows)
-        table.rows.push_back({row.name, row.a_ns, row.b_ns, row.delta_ns(), share_of(row.delta_ns(), mean_change),
+        table.rows.push_back({row.name, row.a_ns, row.b_ns, row.delta_ns(), share_of(row.delta_ns(), mean_change, mean_step_ns),
                               row.a_total_ns, row.b_total_ns, row.delta_total_ns()});
     return table;
 }
 
 Table names_table(const std::string& key, const std::string& title, const std::vector<NameDelta>& rows,
-                  std::optional<double> change, bool with_domain, std::size_t top, const std::string& empty_note) {
+                  std::optional<double> change, double total_step_ns, bool with_domain, std::size_t top,
+                  const std::string& empty_note) {
     Table table;
     table.key = key;
     table.title = title;
@@ -1009,7 +1017,7 @@ Table names_table(const std::string& key, const std::string& title, const std::v
         if (with_domain) cells.push_back(row.domain);
         for (Cell cell : std::initializer_list<Cell>{std::string(name_status_name(row.status)), row.a_total_ns,
                                                      row.b_total_ns, row.delta_ns(),
-                                                     share_of(static_cast<double>(row.delta_ns()), change),
+                                                     share_of(static_cast<double>(row.delta_ns()), change, total_step_ns),
                                                      row.a_instances, row.b_instances, mean(row.a_total_ns, row.a_instances),
                                                      mean(row.b_total_ns, row.b_instances)})
             cells.push_back(std::move(cell));
@@ -1073,23 +1081,29 @@ std::vector<Table> diff_tables(const TraceDiff& diff, std::size_t top) {
     std::vector<Table> tables;
     tables.push_back(headline_table(diff));
     const double change = mean_step_change(diff);
+    // A's step time, mean per step and summed: what "did not change" is measured against.
+    double a_step_ns = 0.0, a_total_ns = 0.0;
+    for (const BreakdownDelta& row : diff.breakdown) {
+        a_step_ns += row.a_ns;
+        a_total_ns += static_cast<double>(row.a_total_ns);
+    }
     tables.push_back(breakdown_table("breakdown", "Where the step time went (mean per step; rows add up to the step)",
-                                     "category", diff.breakdown, change));
+                                     "category", diff.breakdown, change, a_step_ns));
     if (diff.gpu_idle)
         tables.push_back(breakdown_table("gpu_idle", "GPU idle: dataloader_wait + idle_host_wait + idle_kernel_wait + idle_other",
-                                         "category", {*diff.gpu_idle}, change));
+                                         "category", {*diff.gpu_idle}, change, a_step_ns));
     if (!diff.host_side.empty())
         tables.push_back(breakdown_table("host_side", "Host-side time by top-level range (mean per step)", "range",
-                                         diff.host_side, change));
+                                         diff.host_side, change, a_step_ns));
     tables.push_back(names_table("kernels", "GPU kernels and copies that moved most (totals)", diff.kernels,
-                                 total_step_change(diff), false, top, "no GPU work in either run"));
+                                 total_step_change(diff), a_total_ns, false, top, "no GPU work in either run"));
     tables.push_back(names_table("ranges", "NVTX and host ranges that moved most (totals)", diff.ranges,
-                                 total_step_change(diff), true, top, "no ranges in either run"));
+                                 total_step_change(diff), a_total_ns, true, top, "no ranges in either run"));
     tables.push_back(names_table("api", "CUDA API calls that moved most (totals)", diff.api, total_step_change(diff),
-                                 false, top, "no CUDA API calls in either run"));
+                                 a_total_ns, false, top, "no CUDA API calls in either run"));
     if (diff.cpu_sampled)
         tables.push_back(names_table("cpu_functions", "CPU functions that moved most (sampled self time)",
-                                     diff.cpu_functions, total_step_change(diff), false, top, "(none)"));
+                                     diff.cpu_functions, total_step_change(diff), a_total_ns, false, top, "(none)"));
     return tables;
 }
 

@@ -33,7 +33,9 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -463,6 +465,67 @@ TEST(TraceDiffRuns, ParsePercent) {
     EXPECT_FALSE(analysis::parse_percent("inf"));
     EXPECT_EQ(analysis::parse_diff_metric("gpu_busy"), analysis::DiffMetric::gpu_busy);
     EXPECT_FALSE(analysis::parse_diff_metric("latency"));
+}
+
+// Shares divide by the step-time change: when the step time did not change (its per-step
+// means differ by rounding alone) a share is a dash, never -3147537307607717.5 %.
+TEST(TraceDiffRuns, AShareOfAnUnchangedStepTimeIsADash) {
+    analysis::TraceDiff diff;
+    diff.a_steps = diff.b_steps = 3;
+    // Two categories trade 1 ms per step; the step (10 ms) stays: per-step means of
+    // totals / 3 whose sums differ in the last bits of a double.
+    auto row = [](const char* name, TimeNs a_total, TimeNs b_total) {
+        analysis::BreakdownDelta delta;
+        delta.name = name;
+        delta.a_total_ns = a_total;
+        delta.b_total_ns = b_total;
+        delta.a_ns = static_cast<double>(a_total) / 3.0;
+        delta.b_ns = static_cast<double>(b_total) / 3.0;
+        return delta;
+    };
+    diff.breakdown = {row("compute", 20'000'000, 23'000'001), row("idle", 10'000'000, 6'999'999)};
+    double change = 0.0;
+    for (const auto& r : diff.breakdown) change += r.delta_ns();
+    ASSERT_NE(change, 0.0);               // rounding left a sliver
+    ASSERT_LT(std::fabs(change), 1e-6);   // which the old share divided by
+    diff.total_step_change_ns = 0;
+    analysis::NameDelta kernel;
+    kernel.name = "gemm";
+    kernel.a_total_ns = 9'000'000;
+    kernel.b_total_ns = 12'000'000;
+    diff.kernels = {kernel};
+
+    auto share_cells = [](const std::vector<analysis::Table>& tables, const std::string& key) {
+        std::vector<analysis::Cell> cells;
+        for (const analysis::Table& table : tables) {
+            if (table.key != key) continue;
+            std::size_t column = 0;
+            while (table.columns[column].key != "share_percent") ++column;
+            for (const auto& r : table.rows) cells.push_back(r[column]);
+        }
+        return cells;
+    };
+    auto tables = analysis::diff_tables(diff, 10);
+    for (const auto& cell : share_cells(tables, "breakdown"))
+        EXPECT_TRUE(std::holds_alternative<std::monostate>(cell)) << std::get<double>(cell);
+    for (const auto& cell : share_cells(tables, "kernels")) EXPECT_TRUE(std::holds_alternative<std::monostate>(cell));
+    std::ostringstream text;
+    for (const auto& table : tables) analysis::write_text(text, table, analysis::TimeUnit::ms);
+    EXPECT_EQ(text.str().find("e+"), std::string::npos) << text.str();
+
+    // Under 0.01% of the step is no change either; a change of 1 ms per step is, and the rows' shares add to 100%.
+    diff.breakdown = {row("compute", 20'000'000, 20'001'000), row("idle", 10'000'000, 10'000'000)};
+    for (const auto& cell : share_cells(analysis::diff_tables(diff, 10), "breakdown"))
+        EXPECT_TRUE(std::holds_alternative<std::monostate>(cell));
+    diff.breakdown = {row("compute", 20'000'000, 26'000'000), row("idle", 10'000'000, 7'000'000)};
+    diff.total_step_change_ns = 3'000'000;
+    auto shares = share_cells(analysis::diff_tables(diff, 10), "breakdown");
+    ASSERT_EQ(shares.size(), 2u);
+    EXPECT_NEAR(std::get<double>(shares[0]), 200.0, 1e-9);
+    EXPECT_NEAR(std::get<double>(shares[1]), -100.0, 1e-9);
+    auto kernel_share = share_cells(analysis::diff_tables(diff, 10), "kernels");
+    ASSERT_EQ(kernel_share.size(), 1u);
+    EXPECT_DOUBLE_EQ(std::get<double>(kernel_share[0]), 100.0);
 }
 
 TEST(TraceDiffRuns, JsonHasEverySectionWithItsKeys) {
