@@ -53,6 +53,8 @@ std::string without_parameters(const std::string& function) {
 // the collector names it from the process's perf map when the JIT writes one, and this
 // bucket holds the rest.
 std::string frame_name(const trace::FrameInfo& frame) {
+    // A Python frame as py-spy names it: "function (file:line)".
+    if (frame.is_python()) return frame.function + " (" + frame.module + ":" + std::to_string(frame.line) + ")";
     if (frame.function.empty() || frame.function.rfind("0x", 0) == 0) {
         const std::size_t slash = frame.module.rfind('/');
         return frame.module.empty() ? std::string("[JIT-generated code (no module; e.g. oneDNN kernels)]")
@@ -80,6 +82,9 @@ struct Sample {
 std::vector<Sample> read_samples(const store::TraceReader& reader) {
     std::vector<Sample> samples;
     reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
+        // CPU time: a thread sampled while it slept or waited (the Python sampler reads
+        // every thread, running or not) is not counted.
+        if (sample.idle) return true;
         samples.push_back({sample.time_ns, sample.thread_id, sample.stack_id});
         return true;
     });

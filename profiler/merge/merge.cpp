@@ -112,7 +112,7 @@ struct RankCopier {
         if (it != stacks.end()) return it->second;
         std::vector<trace::FrameId> frames;
         for (const trace::FrameInfo& frame : reader.stack_frames(id))
-            frames.push_back(writer.intern_frame(frame.function, frame.module, frame.address));
+            frames.push_back(writer.intern_frame(frame.function, frame.module, frame.address, frame.line));
         const trace::StackId merged = writer.intern_stack(frames);
         stacks.emplace(id, merged);
         return merged;

@@ -96,6 +96,9 @@ struct TraceReader::Impl {
     int min_reader_version = 0;
     bool complete = false;
     bool has_indexes = false;
+    // Schema 2's columns (absent from version 1 files: native frames, running samples).
+    bool frames_have_line = false;
+    bool samples_have_idle = false;
 
     std::vector<ProcessInfo> processes;
     std::vector<ThreadInfo> threads;
@@ -287,6 +290,16 @@ void TraceReader::Impl::check_tables() {
                              std::string("missing table '") + table + "' (trace schema version " +
                                  std::to_string(schema_version) + " requires it)");
     }
+    auto has_column = [&](const char* table, std::string_view column) {
+        bool found = false;
+        query(std::string("SELECT name FROM pragma_table_info('") + table + "')", [](Statement&) {}, [&](Statement& s) {
+            if (std::string_view(s.column_text(0)) == column) found = true;
+            return true;
+        });
+        return found;
+    };
+    frames_have_line = has_column("frames", "line");
+    samples_have_idle = has_column("stack_samples", "idle");
 }
 
 StringId TraceReader::Impl::check_string(std::int64_t id) const {
@@ -513,7 +526,8 @@ constexpr const char* kRangeColumns =
     "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, parent_range_id, payload";
 constexpr const char* kMarkColumns = "time_ns, thread_id, domain_id, name_id, category, color, payload";
 constexpr const char* kCounterColumns = "counter_id, time_ns, value";
-constexpr const char* kStackSampleColumns = "time_ns, thread_id, stack_id";
+constexpr const char* kStackSampleColumns = "time_ns, thread_id, stack_id, idle";
+constexpr const char* kStackSampleColumnsVersion1 = "time_ns, thread_id, stack_id, 0";
 constexpr const char* kOverheadColumns = "start_ns, end_ns, thread_id, name_id";
 
 Payload read_payload(const Statement& s, int column) {
@@ -577,7 +591,7 @@ CounterSample read_counter(const Statement& s) {
     return CounterSample{as<CounterId>(s, 0), s.column_int64(1), s.column_double(2)};
 }
 StackSample read_stack_sample(const Statement& s) {
-    return StackSample{s.column_int64(0), as<ThreadId>(s, 1), as<StackId>(s, 2)};
+    return StackSample{s.column_int64(0), as<ThreadId>(s, 1), as<StackId>(s, 2), s.column_int64(3) != 0};
 }
 OverheadEvent read_overhead(const Statement& s) {
     return OverheadEvent{s.column_int64(0), s.column_int64(1), as<ThreadId>(s, 2), as<StringId>(s, 3)};
@@ -687,10 +701,12 @@ std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
                          return found = true;
                      });
         if (!found) throw TraceError(TraceErrorKind::bad_value, impl_->path, "unknown stack id " + std::to_string(node));
-        impl_->query("SELECT function_id, module_id, address FROM frames WHERE frame_id = ?",
+        impl_->query(impl_->frames_have_line ? "SELECT function_id, module_id, address, line FROM frames WHERE frame_id = ?"
+                                             : "SELECT function_id, module_id, address, -1 FROM frames WHERE frame_id = ?",
                      [&](Statement& s) { s.bind(1, static_cast<std::int64_t>(frame_id)); }, [&](Statement& s) {
                          frames.push_back({frame_id, std::string(string(as<StringId>(s, 0))),
-                                           std::string(string(as<StringId>(s, 1))), as<std::uint64_t>(s, 2)});
+                                           std::string(string(as<StringId>(s, 1))), as<std::uint64_t>(s, 2),
+                                           static_cast<std::int32_t>(s.column_int64(3))});
                          return true;
                      });
         node = parent;
@@ -885,7 +901,9 @@ std::int64_t TraceReader::for_each_counter_sample(const EventQuery& q, const Vis
     return VisitAccess::run<CounterSample>(*impl_, "counter_samples", kCounterColumns, q, visit, read_counter);
 }
 std::int64_t TraceReader::for_each_stack_sample(const EventQuery& q, const Visitor<StackSample>& visit) const {
-    return VisitAccess::run<StackSample>(*impl_, "stack_samples", kStackSampleColumns, q, visit, read_stack_sample);
+    return VisitAccess::run<StackSample>(*impl_, "stack_samples",
+                                         impl_->samples_have_idle ? kStackSampleColumns : kStackSampleColumnsVersion1, q,
+                                         visit, read_stack_sample);
 }
 std::int64_t TraceReader::for_each_overhead(const EventQuery& q, const Visitor<OverheadEvent>& visit) const {
     return VisitAccess::run<OverheadEvent>(*impl_, "collector_overhead", kOverheadColumns, q, visit, read_overhead);

@@ -14,7 +14,7 @@
 
 namespace ember::store {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: frames.line (Python frames), stack_samples.idle
 constexpr int kOldestReadableSchemaVersion = 1;
 constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_reader_version
 
@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS frames (
   frame_id    INTEGER PRIMARY KEY,
   function_id INTEGER NOT NULL,
   module_id   INTEGER NOT NULL,
-  address     INTEGER NOT NULL
+  address     INTEGER NOT NULL,
+  line        INTEGER NOT NULL DEFAULT -1
 );
 CREATE TABLE IF NOT EXISTS stacks (
   stack_id        INTEGER PRIMARY KEY,
@@ -166,7 +167,8 @@ CREATE TABLE IF NOT EXISTS counter_samples (
 CREATE TABLE IF NOT EXISTS stack_samples (
   time_ns   INTEGER NOT NULL,
   thread_id INTEGER NOT NULL,
-  stack_id  INTEGER NOT NULL
+  stack_id  INTEGER NOT NULL,
+  idle      INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS dropped_records (
   time_ns   INTEGER NOT NULL,

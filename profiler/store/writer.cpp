@@ -94,7 +94,7 @@ void bind_counter(Statement& s, int i, const CounterSample& e) {
     s.bind(i, e.counter_id); s.bind(i + 1, e.time_ns); s.bind(i + 2, e.value);
 }
 void bind_stack_sample(Statement& s, int i, const StackSample& e) {
-    s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.stack_id);
+    s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.stack_id); s.bind(i + 3, e.idle ? 1 : 0);
 }
 void bind_overhead(Statement& s, int i, const OverheadEvent& e) {
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.name_id);
@@ -133,7 +133,7 @@ struct PendingRows {
     std::vector<DeviceInfo> devices;
     std::vector<StreamInfo> streams;
     std::vector<CounterInfo> counters;
-    std::vector<std::pair<FrameId, std::array<std::uint64_t, 3>>> frames;  // function id, module id, address
+    std::vector<std::pair<FrameId, std::array<std::uint64_t, 4>>> frames;  // function id, module id, address, line
     std::vector<std::array<std::uint32_t, 3>> stacks;                      // stack, parent, frame
     std::vector<std::pair<std::string, std::string>> metadata;             // key, value (text)
     std::vector<std::pair<StreamId, std::string>> stream_names;           // renames of registered streams
@@ -394,7 +394,7 @@ void TraceWriter::Impl::prepare_statements() {
                   bind_mark, kRowsPerStatement);
     counter_samples.prepare(db, path, "counter_samples", "counter_id, time_ns, value", 3, bind_counter,
                             kRowsPerStatement);
-    stack_samples.prepare(db, path, "stack_samples", "time_ns, thread_id, stack_id", 3, bind_stack_sample,
+    stack_samples.prepare(db, path, "stack_samples", "time_ns, thread_id, stack_id, idle", 4, bind_stack_sample,
                           kRowsPerStatement);
     overheads.prepare(db, path, "collector_overhead", "start_ns, end_ns, thread_id, name_id", 4, bind_overhead,
                       kRowsPerStatement);
@@ -414,7 +414,7 @@ void TraceWriter::Impl::prepare_statements() {
     insert_counter = Statement(
         db, path, "INSERT OR REPLACE INTO counters (counter_id, name_id, unit_id, device_id) VALUES (?, ?, ?, ?)");
     insert_frame = Statement(db, path,
-                             "INSERT INTO frames (frame_id, function_id, module_id, address) VALUES (?, ?, ?, ?)");
+                             "INSERT INTO frames (frame_id, function_id, module_id, address, line) VALUES (?, ?, ?, ?, ?)");
     insert_stack = Statement(db, path, "INSERT INTO stacks (stack_id, parent_stack_id, frame_id) VALUES (?, ?, ?)");
     insert_launch_config = Statement(db, path,
                                      "INSERT INTO launch_configs (launch_config_id, grid_x, grid_y, grid_z, block_x, "
@@ -672,6 +672,7 @@ void TraceWriter::Impl::write_pending_rows() {
         insert_frame.bind(2, fields[0]);
         insert_frame.bind(3, fields[1]);
         insert_frame.bind(4, fields[2]);
+        insert_frame.bind(5, static_cast<std::int64_t>(fields[3]));
         insert_frame.step_done();
     }
     for (const auto& stack : rows.stacks) {
@@ -1076,12 +1077,14 @@ CounterId TraceWriter::register_counter(const CounterInfo& counter) {
     return row.counter_id;
 }
 
-FrameId TraceWriter::intern_frame(std::string_view function, std::string_view module, std::uint64_t address) {
+FrameId TraceWriter::intern_frame(std::string_view function, std::string_view module, std::uint64_t address,
+                                  std::int32_t line) {
     std::lock_guard lock(impl_->registration_mutex);
     FrameId id = impl_->next_frame_id++;
     StringId function_id = impl_->intern_locked(function);
     StringId module_id = impl_->intern_locked(module);
-    impl_->pending.frames.push_back({id, {function_id, module_id, address}});
+    impl_->pending.frames.push_back(
+        {id, {function_id, module_id, address, static_cast<std::uint64_t>(static_cast<std::int64_t>(line))}});
     impl_->mark_pending();
     return id;
 }

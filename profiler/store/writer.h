@@ -112,8 +112,10 @@ public:
     trace::CounterId register_counter(const trace::CounterInfo& counter);
     // Call stacks as a prefix tree: intern_stack(parent, frame) returns the node for
     // "parent's stack, then frame". Stack 0 is the empty stack (the root).
+    // A Python frame passes its line (>= 0) and co_filename as `module`; native
+    // frames leave `line` at -1.
     trace::FrameId intern_frame(std::string_view function, std::string_view module,
-                                std::uint64_t address);
+                                std::uint64_t address, std::int32_t line = -1);
     trace::StackId intern_stack(trace::StackId parent, trace::FrameId frame);
     // Interns a whole stack given outermost frame first; returns its leaf node.
     trace::StackId intern_stack(std::span<const trace::FrameId> frames_outermost_first);

@@ -199,8 +199,10 @@ struct LaunchConfig {
 struct FrameInfo {
     FrameId frame_id = 0;
     std::string function;  // demangled function name, or "0x..." when unresolved
-    std::string module;    // shared object / executable path
+    std::string module;    // shared object / executable path; a Python frame's co_filename
     std::uint64_t address = 0;
+    std::int32_t line = -1;  // a Python frame's line (>= 0; 0 = unknown); -1 for native code
+    bool is_python() const { return line >= 0; }
     bool operator==(const FrameInfo&) const = default;
 };
 
@@ -313,6 +315,7 @@ struct StackSample {
     TimeNs time_ns = 0;
     ThreadId thread_id = 0;
     StackId stack_id = 0;  // leaf node of the stack tree (TraceWriter::intern_stack)
+    bool idle = false;     // the thread was not running (sleeping, blocked) when sampled
     bool operator==(const StackSample&) const = default;
 };
 
