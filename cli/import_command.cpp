@@ -40,9 +40,10 @@ void print_file(const importing::ImportedFile& file) {
     fmt::print("{} ({}, rank {} of {}): {} events in {:.2f} s\n", file.input, importing::source_format_name(file.format),
                file.rank, file.world_size, counts.written(), file.seconds);
     fmt::print("  kernels {}, memcpys {}, memsets {}, syncs {}, CUDA API calls {}, host ranges {}, marks {}, "
-               "counter samples {}\n",
+               "counter samples {}, CPU stack samples {}\n",
                counts.kernels, counts.memcpys, counts.memsets, counts.synchronizations, counts.api_calls, counts.ranges,
-               counts.marks, counts.counter_samples);
+               counts.marks, counts.counter_samples, counts.stack_samples);
+    for (const std::string& note : counts.notes) fmt::print("  note: {}\n", note);
     fmt::print("  GPU events linked to their launch {}, without a launching call {} (kept)", counts.flows,
                counts.unlinked_gpu_events);
     if (counts.nccl_kernels > 0) fmt::print(", NCCL kernels {}", counts.nccl_kernels);

@@ -56,8 +56,9 @@ SourceFormat sqlite_format(const std::string& path) {
         if (application_id == store::kApplicationId) return SourceFormat::ember;
     }
     for (const std::string& table : tables) {
-        if (table == "StringIds" || table == "EXPORT_META_DATA" || table == "NVTX_EVENTS" ||
-            table == "TARGET_INFO_SESSION_START_TIME" || table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0) {
+        if (table == "StringIds" || table == "EXPORT_META_DATA" || table == "META_DATA_EXPORT" ||
+            table == "NVTX_EVENTS" || table == "TARGET_INFO_SESSION_START_TIME" || table == "COMPOSITE_EVENTS" ||
+            table == "OSRT_API" || table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0) {
             return SourceFormat::nsys;
         }
     }

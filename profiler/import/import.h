@@ -52,7 +52,8 @@ std::optional<SourceFormat> parse_source_format(std::string_view text);
 
 // The format of `path`, from its first bytes: SQLite files are ember traces (their
 // run_metadata table and application id) or Nsight Systems exports (StringIds,
-// CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS / EXPORT_META_DATA tables); gzip is looked
+// CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS / EXPORT_META_DATA / META_DATA_EXPORT /
+// COMPOSITE_EVENTS / OSRT_API tables); gzip is looked
 // through; JSON with traceEvents is Kineto when it carries Kineto's markers
 // (schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, Kineto
 // categories) and Chrome otherwise. Never returns auto_detect. Throws TraceError:
@@ -77,8 +78,9 @@ struct ImportOptions {
     std::optional<std::int32_t> rank;
     std::optional<std::int32_t> world_size;
     KernelNameStyle kernel_names = KernelNameStyle::demangled;
-    // Nsight Systems exports of a schema other than 2.x / 3.x are refused unless set
-    // (NVIDIA documents the schema as subject to change; columns are still discovered).
+    // Kept for old callers; no effect: an Nsight Systems export of any schema version
+    // (or none) is read for the tables and columns the importer knows, and a schema
+    // newer than any seen adds a line to ImportCounts::notes.
     bool accept_unknown_nsys_schema = false;
     // Events that break the format's rules (negative durations, an "E" with no open
     // "B", an async end with no begin) are an error by default; set this to skip them
@@ -105,6 +107,7 @@ struct ImportCounts {
     std::int64_t marks = 0;
     std::int64_t counter_samples = 0;
     std::int64_t overheads = 0;
+    std::int64_t stack_samples = 0;  // sampled CPU call stacks
     // GPU events (kernels, memcpys, memsets) whose correlation id matches an API call:
     // the launch flows readers draw. The rest are kept and counted as unlinked.
     std::int64_t flows = 0;
@@ -115,9 +118,13 @@ struct ImportCounts {
     std::int64_t nccl_kernels = 0;
     // Events read but not stored, by reason ("flow event (links come from correlation ids)", ...).
     std::map<std::string, std::int64_t, std::less<>> skipped;
+    // Lines worth telling the user about the input as a whole ("Nsight Systems export
+    // schema 3.30.0 is newer than any this importer has seen (...)").
+    std::vector<std::string> notes;
 
     std::int64_t written() const {
-        return kernels + memcpys + memsets + synchronizations + api_calls + ranges + marks + counter_samples + overheads;
+        return kernels + memcpys + memsets + synchronizations + api_calls + ranges + marks + counter_samples + overheads +
+               stack_samples;
     }
     std::int64_t skipped_total() const;
 };
@@ -211,6 +218,7 @@ inline constexpr const char* unlinked_gpu_events = "import_unlinked_gpu_events";
 inline constexpr const char* linked_gpu_events = "import_linked_gpu_events";
 inline constexpr const char* skipped_events = "import_skipped_events";      // JSON object: reason -> count
 inline constexpr const char* ranges_not_nested = "import_ranges_not_nested";
+inline constexpr const char* notes = "import_notes";                        // ImportCounts::notes, one per line
 }  // namespace import_metadata_key
 
 }  // namespace ember::importing

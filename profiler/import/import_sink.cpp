@@ -229,6 +229,22 @@ void ImportSink::overhead(const trace::OverheadEvent& event) {
     ++counts_.overheads;
 }
 
+trace::FrameId ImportSink::frame(std::string_view function, std::string_view module, std::uint64_t address) {
+    return writer_->intern_frame(function, module, address);
+}
+
+trace::StackId ImportSink::stack(std::span<const trace::FrameId> frames_outermost_first) {
+    return writer_->intern_stack(frames_outermost_first);
+}
+
+void ImportSink::stack_sample(const trace::StackSample& sample) {
+    if (!writer_->record_stack_sample(sample)) writer_refused("stack sample");
+    note_interval(sample.time_ns, sample.time_ns);
+    ++counts_.stack_samples;
+}
+
+void ImportSink::note(std::string line) { counts_.notes.push_back(std::move(line)); }
+
 void ImportSink::skip(std::string_view reason, std::int64_t count) {
     auto found = counts_.skipped.find(reason);
     if (found != counts_.skipped.end()) {
@@ -340,6 +356,11 @@ void ImportSink::write_metadata(const std::string& path) {
     put_int(import_metadata_key::unlinked_gpu_events, counts_.unlinked_gpu_events);
     put_int(import_metadata_key::ranges_not_nested, counts_.ranges_not_nested);
     put_text(import_metadata_key::skipped_events, skipped);
+    if (!counts_.notes.empty()) {
+        std::string notes;
+        for (const std::string& line : counts_.notes) notes += (notes.empty() ? "" : "\n") + line;
+        put_text(import_metadata_key::notes, notes);
+    }
     store::exec_sql(db, path, "COMMIT");
 }
 

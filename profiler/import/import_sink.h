@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -85,6 +86,13 @@ public:
     void mark(const trace::MarkEvent& event);
     void counter_sample(const trace::CounterSample& sample);
     void overhead(const trace::OverheadEvent& event);
+    // Sampled CPU call stacks: frames and stack nodes as the writer interns them
+    // (intern_stack with the outermost frame first), then one sample per stack.
+    trace::FrameId frame(std::string_view function, std::string_view module, std::uint64_t address);
+    trace::StackId stack(std::span<const trace::FrameId> frames_outermost_first);
+    void stack_sample(const trace::StackSample& sample);
+    // A line about the input as a whole (ImportCounts::notes, and run_metadata import_notes).
+    void note(std::string line);
     void skip(std::string_view reason, std::int64_t count = 1);
     void count_nccl_kernel() { ++counts_.nccl_kernels; }
 

@@ -16,6 +16,7 @@
 //   [SECTION] Run, devices
 //   [SECTION] CUDA: runtime, kernels, copies, memsets, synchronizations
 //   [SECTION] NVTX
+//   [SECTION] CPU side: samples with call chains, OS runtime calls
 //   [SECTION] What is not imported
 #include "profiler/import/importers.h"
 
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <initializer_list>
 #include <limits>
 #include <map>
@@ -42,6 +44,14 @@ using store::TraceErrorKind;
 
 namespace {
 
+// The newest export schema seen (Nsight Systems 2026.2 writes 3.25): a newer one is
+// read all the same, with a note saying so.
+constexpr int kNewestSchemaMajor = 3;
+constexpr int kNewestSchemaMinor = 25;
+
+// The domain of the host ranges made of OSRT_API calls.
+constexpr const char* kOsRuntimeDomain = "OS runtime";
+
 // NVTX event types (NVIDIA's "NVTX Event Type Values").
 constexpr std::int64_t kNvtxCategoryName = 33;
 constexpr std::int64_t kNvtxMark = 34;
@@ -52,6 +62,14 @@ constexpr std::int64_t kNvtxDomainCreate = 75;
 
 std::int64_t pid_of(std::int64_t global_tid) { return (global_tid >> 24) & 0xFFFFFF; }
 std::int64_t tid_of(std::int64_t global_tid) { return global_tid & 0xFFFFFF; }
+
+// The number a version text starts with ("3" of "3.20.2"); nullopt when none fits an int.
+std::optional<int> leading_number(std::string_view text) {
+    int value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end == text.data()) return std::nullopt;
+    return value;
+}
 
 std::string upper(std::string_view text) {
     std::string out(text);
@@ -79,7 +97,7 @@ std::string_view without_version_suffix(std::string_view name) {
 class TableScan {
 public:
     TableScan(sqlite3* db, const std::string& path, const std::string& table, std::initializer_list<const char*> required,
-              std::initializer_list<const char*> optional)
+              std::initializer_list<const char*> optional, std::string_view order_by = {})
         : path_(path), table_(table) {
         std::set<std::string> present;
         {
@@ -109,6 +127,15 @@ public:
             }
         }
         sql += fmt::format(" FROM \"{}\"", table);
+        // Ordering by columns the table lacks would be an SQL error: only those present count.
+        std::string order;
+        for (std::size_t begin = 0; begin < order_by.size();) {
+            std::size_t comma = order_by.find(',', begin);
+            std::string_view column = order_by.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+            if (present.count(std::string(column))) order += fmt::format("{}\"{}\"", order.empty() ? "" : ", ", column);
+            begin = comma == std::string_view::npos ? order_by.size() : comma + 1;
+        }
+        if (!order.empty()) sql += " ORDER BY " + order;
         statement_ = store::Statement(db, path, sql);
     }
 
@@ -185,7 +212,7 @@ public:
 
     void run() {
         open();
-        check_schema();
+        read_schema();
         read_enums();
         read_run();
         read_devices();
@@ -198,6 +225,8 @@ public:
         read_synchronizations();
         read_nvtx();
         read_overhead();
+        read_cpu_samples();
+        read_os_runtime();
         count_unimported_tables();
         finish();
     }
@@ -243,31 +272,37 @@ private:
     // [SECTION] Strings, enums, threads
     // ---------------------------------------------------------------------------
 
-    void check_schema() {
-        std::optional<int> major, minor;
+    // The schema version, from the metadata table of whichever name the export uses
+    // (EXPORT_META_DATA up to 2023.2, META_DATA_EXPORT from 2023.3), or none (exports
+    // before 2021 have neither). The version decides nothing: every table and column
+    // is looked up by name. A schema newer than any seen says so in one line.
+    void read_schema() {
         std::string version_text;
-        if (has_table("EXPORT_META_DATA")) {
-            TableScan scan(db_, path_, "EXPORT_META_DATA", {"name", "value"}, {});
+        std::optional<int> major, minor;
+        for (const char* table : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+            if (!has_table(table)) continue;
+            TableScan scan(db_, path_, table, {}, {"name", "value"});
+            if (!scan.has(0) || !scan.has(1)) continue;
             while (scan.next()) {
                 std::optional<std::string> name = scan.maybe_text(0), value = scan.maybe_text(1);
                 if (!name || !value) continue;
                 if (*name == "EXPORT_SCHEMA_VERSION") version_text = *value;
-                if (*name == "EXPORT_SCHEMA_VERSION_MAJOR") major = std::atoi(value->c_str());
-                if (*name == "EXPORT_SCHEMA_VERSION_MINOR") minor = std::atoi(value->c_str());
+                if (*name == "EXPORT_SCHEMA_VERSION_MAJOR") major = leading_number(*value);
+                if (*name == "EXPORT_SCHEMA_VERSION_MINOR") minor = leading_number(*value);
             }
-            if (!major && !version_text.empty()) major = std::atoi(version_text.c_str());
+            break;
         }
-        if (sink_.options().accept_unknown_nsys_schema) return;
-        if (!major) {
-            throw TraceError(TraceErrorKind::version_too_old, path_,
-                             "Nsight Systems export without a schema version (no EXPORT_META_DATA "
-                             "EXPORT_SCHEMA_VERSION): this importer reads schema 2.x to 3.x");
+        if (!major) major = leading_number(version_text);  // "3.20.2"
+        if (!minor) {
+            std::size_t dot = version_text.find('.');
+            if (dot != std::string::npos) minor = leading_number(std::string_view(version_text).substr(dot + 1));
         }
-        if (*major < 2 || *major > 3) {
-            std::string version = version_text.empty() ? fmt::format("{}.{}", *major, minor.value_or(0)) : version_text;
-            throw TraceError(*major > 3 ? TraceErrorKind::version_too_new : TraceErrorKind::version_too_old, path_,
-                             fmt::format("Nsight Systems export schema {} is not one this importer reads (2.x to 3.x)",
-                                         version));
+        if (!major) return;
+        std::string version = version_text.empty() ? fmt::format("{}.{}", *major, minor.value_or(0)) : version_text;
+        if (*major > kNewestSchemaMajor || (*major == kNewestSchemaMajor && minor.value_or(0) > kNewestSchemaMinor)) {
+            sink_.note(fmt::format("Nsight Systems export schema {} is newer than any this importer has seen ({}.{}): "
+                                   "read for the tables and columns it knows",
+                                   version, kNewestSchemaMajor, kNewestSchemaMinor));
         }
     }
 
@@ -441,28 +476,54 @@ private:
         }
     }
 
+    // TARGET_INFO_GPU names the device `id` (`deviceId` before 2021, when the facts
+    // were in TARGET_INFO_CUDA_GPU instead); a device without an id is left out.
     void read_devices() {
-        if (!has_table("TARGET_INFO_GPU")) return;
-        TableScan scan(db_, path_, "TARGET_INFO_GPU", {"id"},
-                       {"name", "uuid", "totalMemory", "memoryBandwidth", "smCount", "computeMajor", "computeMinor"});
-        while (scan.next()) {
-            std::int64_t id = scan.integer(0);
-            if (id < 0 || id > 1'000'000) {
-                reject(scan, "impossible device id", fmt::format("device id {} is not a CUDA device ordinal", id));
-                continue;
+        if (has_table("TARGET_INFO_GPU")) {
+            TableScan scan(db_, path_, "TARGET_INFO_GPU", {},
+                           {"id", "deviceId", "name", "uuid", "totalMemory", "memoryBandwidth", "smCount",
+                            "computeMajor", "computeMinor"});
+            while (scan.next()) {
+                std::optional<std::int64_t> id = scan.maybe_integer(0);
+                if (!id) id = scan.maybe_integer(1);
+                std::optional<trace::DeviceId> device_id = device_ordinal(scan, id);
+                if (!device_id) continue;
+                trace::DeviceInfo device;
+                device.device_id = *device_id;
+                device.name = scan.maybe_text(2).value_or("");
+                std::string uuid = scan.maybe_text(3).value_or("");
+                device.uuid = uuid.empty() || uuid.rfind("GPU-", 0) == 0 ? uuid : "GPU-" + uuid;
+                device.memory_bytes = scan.maybe_integer(4).value_or(0);
+                device.memory_bandwidth_bytes_per_second = scan.maybe_real(5).value_or(0.0);
+                device.multiprocessor_count = static_cast<std::int32_t>(scan.maybe_integer(6).value_or(0));
+                device.compute_capability_major = static_cast<std::int32_t>(scan.maybe_integer(7).value_or(0));
+                device.compute_capability_minor = static_cast<std::int32_t>(scan.maybe_integer(8).value_or(0));
+                devices_[*device_id] = device;
             }
-            trace::DeviceInfo device;
-            device.device_id = static_cast<trace::DeviceId>(id);
-            device.name = scan.maybe_text(1).value_or("");
-            std::string uuid = scan.maybe_text(2).value_or("");
-            device.uuid = uuid.empty() || uuid.rfind("GPU-", 0) == 0 ? uuid : "GPU-" + uuid;
-            device.memory_bytes = scan.maybe_integer(3).value_or(0);
-            device.memory_bandwidth_bytes_per_second = scan.maybe_real(4).value_or(0.0);
-            device.multiprocessor_count = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
-            device.compute_capability_major = static_cast<std::int32_t>(scan.maybe_integer(6).value_or(0));
-            device.compute_capability_minor = static_cast<std::int32_t>(scan.maybe_integer(7).value_or(0));
-            sink_.describe_device(device);
         }
+        // Exports before 2021: memory in bytes, bandwidth in kB/s (760080000 for an RTX 3080's 760 GB/s).
+        if (has_table("TARGET_INFO_CUDA_GPU")) {
+            TableScan scan(db_, path_, "TARGET_INFO_CUDA_GPU", {},
+                           {"deviceId", "name", "globalMemorySize", "globalMemoryBandwidth", "numMultiprocessors",
+                            "computeCapabilityMajor", "computeCapabilityMinor"});
+            while (scan.next()) {
+                std::optional<trace::DeviceId> device_id = device_ordinal(scan, scan.maybe_integer(0));
+                if (!device_id) continue;
+                trace::DeviceInfo& device = devices_[*device_id];
+                device.device_id = *device_id;
+                if (device.name.empty()) device.name = scan.maybe_text(1).value_or("");
+                if (device.memory_bytes == 0) device.memory_bytes = scan.maybe_integer(2).value_or(0);
+                if (device.memory_bandwidth_bytes_per_second == 0.0)
+                    device.memory_bandwidth_bytes_per_second = scan.maybe_real(3).value_or(0.0) * 1000.0;
+                if (device.multiprocessor_count == 0)
+                    device.multiprocessor_count = static_cast<std::int32_t>(scan.maybe_integer(4).value_or(0));
+                if (device.compute_capability_major == 0) {
+                    device.compute_capability_major = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
+                    device.compute_capability_minor = static_cast<std::int32_t>(scan.maybe_integer(6).value_or(0));
+                }
+            }
+        }
+        for (const auto& [id, device] : devices_) sink_.describe_device(device);
         if (has_table("TARGET_INFO_CUDA_NULL_STREAM")) {
             TableScan scan(db_, path_, "TARGET_INFO_CUDA_NULL_STREAM", {}, {"streamId", "deviceId"});
             while (scan.next()) {
@@ -478,6 +539,16 @@ private:
                 if (stream && priority) stream_priorities_[*stream] = static_cast<std::int32_t>(static_cast<std::uint32_t>(*priority));
             }
         }
+    }
+
+    // A device ordinal from a row (nullopt: none, or an impossible one rejected).
+    std::optional<trace::DeviceId> device_ordinal(const TableScan& scan, std::optional<std::int64_t> id) {
+        if (!id) return std::nullopt;
+        if (*id < 0 || *id > 1'000'000) {
+            reject(scan, "impossible device id", fmt::format("device id {} is not a CUDA device ordinal", *id));
+            return std::nullopt;
+        }
+        return static_cast<trace::DeviceId>(*id);
     }
 
     // The ember stream of a GPU row's deviceId / streamId / contextId.
@@ -828,20 +899,176 @@ private:
     }
 
     // ---------------------------------------------------------------------------
+    // [SECTION] CPU side: samples with call chains, OS runtime calls
+    // ---------------------------------------------------------------------------
+
+    // The first of `columns` that `table` lacks; nullopt when it has them all.
+    std::optional<std::string> missing_column(const std::string& table, std::initializer_list<const char*> columns) {
+        std::set<std::string> present;
+        store::Statement info(db_, path_, fmt::format("PRAGMA table_info(\"{}\")", table));
+        while (info.next_row()) present.insert(info.column_text(1));
+        for (const char* column : columns) {
+            if (!present.count(column)) return std::string(column);
+        }
+        return std::nullopt;
+    }
+
+    std::int64_t row_count(const std::string& table) {
+        store::Statement count(db_, path_, fmt::format("SELECT COUNT(*) FROM \"{}\"", table));
+        return count.next_row() ? count.column_int64(0) : 0;
+    }
+
+    // A table of the CPU side that lacks a column it needs is not read (the CUDA half
+    // still is): its rows are counted as not imported, naming the column.
+    bool readable(const std::string& table, std::initializer_list<const char*> columns) {
+        std::optional<std::string> missing = missing_column(table, columns);
+        if (!missing) return true;
+        if (std::int64_t rows = row_count(table); rows > 0)
+            sink_.skip(fmt::format("{} rows (not imported: the table has no column {})", table, *missing), rows);
+        unread_tables_.insert(table);
+        return false;
+    }
+
+    // COMPOSITE_EVENTS (one row per sample: id, start, globalTid) and SAMPLING_CALLCHAINS
+    // (its frames: id, stackDepth 0 = the innermost, symbol and module as StringIds) ->
+    // stack_samples on the thread, each frame interned once per (symbol, module). Both
+    // are read in id order side by side, so memory holds one call chain at a time.
+    void read_cpu_samples() {
+        const char* samples_table = "COMPOSITE_EVENTS";
+        const char* chains_table = "SAMPLING_CALLCHAINS";
+        if (!has_table(samples_table)) return;
+        if (!readable(samples_table, {"id", "start"})) return;
+        if (!has_table(chains_table)) {
+            if (std::int64_t rows = row_count(samples_table); rows > 0)
+                sink_.skip("COMPOSITE_EVENTS rows (not imported: no SAMPLING_CALLCHAINS table)", rows);
+            unread_tables_.insert(samples_table);
+            return;
+        }
+        if (!readable(chains_table, {"id", "symbol", "stackDepth"})) {
+            if (std::int64_t rows = row_count(samples_table); rows > 0)
+                sink_.skip("COMPOSITE_EVENTS rows (not imported)", rows);
+            unread_tables_.insert(samples_table);
+            return;
+        }
+        TableScan samples(db_, path_, samples_table, {"id", "start"}, {"globalTid"}, "id");
+        TableScan chains(db_, path_, chains_table, {"id", "symbol", "stackDepth"}, {"module", "originalIP"},
+                         "id,stackDepth");
+        std::map<std::pair<std::int64_t, std::int64_t>, trace::FrameId> frames;
+        std::vector<trace::FrameId> chain;  // innermost first, as stored
+        bool chain_row = chains.next();
+        std::int64_t orphan_frames = 0;
+        while (samples.next()) {
+            const std::int64_t id = samples.integer(0);
+            const std::int64_t time = samples.integer(1);
+            chain.clear();
+            bool bad = false;
+            while (chain_row && chains.integer(0) < id) {
+                ++orphan_frames;
+                chain_row = chains.next();
+            }
+            while (chain_row && chains.integer(0) == id) {
+                if (!bad) {
+                    std::optional<trace::FrameId> frame = frame_of(chains, frames);
+                    if (frame) chain.push_back(*frame);
+                    else bad = true;
+                }
+                chain_row = chains.next();
+            }
+            if (bad) continue;
+            if (!valid_interval(samples, time, time)) continue;
+            if (chain.empty()) {
+                sink_.skip("CPU sample without a call chain (no SAMPLING_CALLCHAINS rows)");
+                continue;
+            }
+            std::reverse(chain.begin(), chain.end());
+            trace::StackSample sample;
+            sample.time_ns = time;
+            sample.thread_id = thread_of(samples.maybe_integer(2));
+            sample.stack_id = sink_.stack(chain);
+            sink_.stack_sample(sample);
+        }
+        while (chain_row) {
+            ++orphan_frames;
+            chain_row = chains.next();
+        }
+        if (orphan_frames > 0) sink_.skip("SAMPLING_CALLCHAINS rows of no sample in COMPOSITE_EVENTS", orphan_frames);
+    }
+
+    // One frame of a call chain, interned once per (symbol, module); nullopt after a
+    // skipped bad row.
+    std::optional<trace::FrameId> frame_of(const TableScan& chains,
+                                           std::map<std::pair<std::int64_t, std::int64_t>, trace::FrameId>& frames) {
+        const std::int64_t symbol = chains.integer(1);
+        const std::int64_t module = chains.maybe_integer(3).value_or(-1);
+        auto found = frames.find({symbol, module});
+        if (found != frames.end()) return found->second;
+        std::optional<std::string> function = lookup_string(symbol);
+        if (!function) {
+            reject(chains, "string id not in StringIds",
+                   fmt::format("symbol {} is not in StringIds (an id that points nowhere)", symbol));
+            return std::nullopt;
+        }
+        std::string module_name;
+        if (module >= 0) {
+            std::optional<std::string> text = lookup_string(module);
+            if (!text) {
+                reject(chains, "string id not in StringIds",
+                       fmt::format("module {} is not in StringIds (an id that points nowhere)", module));
+                return std::nullopt;
+            }
+            module_name = *text;
+        }
+        const std::uint64_t address = static_cast<std::uint64_t>(chains.maybe_integer(4).value_or(0));
+        trace::FrameId frame = sink_.frame(*function, module_name, address);
+        frames.emplace(std::make_pair(symbol, module), frame);
+        return frame;
+    }
+
+    // OSRT_API: the OS runtime calls nsys traces (pthread locks, poll, sleep, read,
+    // ioctl, ...) -> host ranges of the domain "OS runtime", nested by time on their
+    // thread with the NVTX ranges; the return value is the payload.
+    void read_os_runtime() {
+        const char* table = "OSRT_API";
+        if (!has_table(table)) return;
+        if (!readable(table, {"start", "end", "nameId"})) return;
+        TableScan scan(db_, path_, table, {"start", "end", "nameId"}, {"globalTid", "returnValue"});
+        const trace::StringId domain = sink_.intern(kOsRuntimeDomain);
+        while (scan.next()) {
+            std::int64_t start = scan.integer(0), end = scan.integer(1);
+            if (!valid_interval(scan, start, end)) continue;
+            std::optional<trace::StringId> name = name_of(scan, "nameId", scan.integer(2));
+            if (!name) continue;
+            PendingRange range;
+            range.start_ns = start;
+            range.end_ns = end;
+            range.thread_id = thread_of(scan.maybe_integer(3));
+            range.domain_id = domain;
+            range.name_id = *name;
+            if (std::optional<std::int64_t> result = scan.maybe_integer(4)) {
+                range.payload_kind = trace::PayloadKind::integer;
+                range.payload_integer = *result;
+            }
+            sink_.nested_range(range);
+        }
+    }
+
+    // ---------------------------------------------------------------------------
     // [SECTION] What is not imported
     // ---------------------------------------------------------------------------
 
     void count_unimported_tables() {
         static const std::set<std::string> kImported = {
             "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
-            "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"};
+            "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+            "COMPOSITE_EVENTS", "OSRT_API"};
         static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS", "SCHED_EVENTS", "OSRT_API",
                                                               "GPU_METRICS", "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS",
                                                               "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
                                                               "NVTX_PAYLOAD_SCHEMAS", "UNIFIED_MEMORY_PAGE_FAULTS"};
         for (const std::string& table : tables_) {
-            bool activity = (table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0 && !kImported.count(table)) ||
-                            kActivityTables.count(table) != 0;
+            if (unread_tables_.count(table)) continue;  // counted already, with the reason
+            bool activity = (table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0 || kActivityTables.count(table) != 0) &&
+                            !kImported.count(table);
             if (!activity) continue;
             store::Statement count(db_, path_, fmt::format("SELECT COUNT(*) FROM \"{}\"", table));
             if (count.next_row() && count.column_int64(0) > 0) {
@@ -876,9 +1103,11 @@ private:
     std::string path_;
     sqlite3* db_ = nullptr;
     std::set<std::string> tables_;
+    std::set<std::string> unread_tables_;  // known tables left unread, counted with the reason
     store::Statement strings_query_;
     std::unordered_map<std::int64_t, trace::StringId> names_;
     std::unordered_map<std::int64_t, trace::StringId> api_names_;
+    std::map<trace::DeviceId, trace::DeviceInfo> devices_;
     std::map<std::int64_t, trace::MemoryKind> memory_kinds_;
     std::map<std::int64_t, trace::MemcpyDirection> copy_directions_;
     std::map<std::pair<std::int64_t, std::int64_t>, trace::StreamId> streams_;

@@ -173,6 +173,7 @@ std::string describe_opened(const std::string& input, const OpenedTrace& opened)
                                        input, file.counts.written(), file.seconds, opened.path);
         if (file.counts.unlinked_gpu_events > 0)
             line += fmt::format("; {} GPU events have no launching call in the file (kept)", file.counts.unlinked_gpu_events);
+        for (const std::string& note : file.counts.notes) line += "; " + note;
         return line;
     }
     return fmt::format("reading {} through its import {} ({}; imported again when the file changes)", input, opened.path,

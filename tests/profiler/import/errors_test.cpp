@@ -163,31 +163,6 @@ TEST(ImportErrors, AnUnwritableOutputNamesIt) {
 
 // --- Nsight Systems ------------------------------------------------------------------------
 
-TEST(ImportErrors, UnknownNsysSchemaIsRefusedWithItsVersion) {
-    TempDir dir;
-    import_test::NsysFixtureOptions options;
-    options.schema_version_text = "4.1.0";
-    import_test::write_nsys_fixture(dir.path("new.sqlite"), options);
-    Failure failure = expect_import_failure(dir, dir.path("new.sqlite"));
-    EXPECT_EQ(failure.kind, TraceErrorKind::version_too_new);
-    EXPECT_TRUE(contains(failure.message, "4.1.0")) << failure.message;
-    importing::ImportOptions anyway;
-    anyway.accept_unknown_nsys_schema = true;
-    EXPECT_EQ(importing::import_file(dir.path("new.sqlite"), dir.path("out.db"), anyway).counts.kernels, 1);
-
-    TempDir old_dir;
-    options.schema_version_text = "1.2.0";
-    import_test::write_nsys_fixture(old_dir.path("old.sqlite"), options);
-    EXPECT_EQ(expect_import_failure(old_dir, old_dir.path("old.sqlite")).kind, TraceErrorKind::version_too_old);
-
-    TempDir bare_dir;
-    options = {};
-    options.with_metadata_table = false;
-    import_test::write_nsys_fixture(bare_dir.path("bare.sqlite"), options);
-    Failure bare = expect_import_failure(bare_dir, bare_dir.path("bare.sqlite"));
-    EXPECT_TRUE(contains(bare.message, "schema version")) << bare.message;
-}
-
 TEST(ImportErrors, AMissingRequiredColumnNamesTableAndColumn) {
     TempDir dir;
     import_test::write_nsys_fixture(dir.path("r.sqlite"));

@@ -288,12 +288,37 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
     sql += "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);";
     sql += "INSERT INTO StringIds VALUES (0,'[Unknown]'),(1,'cudaMalloc_v3020'),(2,'cudaLaunchKernel_v7000'),"
            "(3,'cudaMemcpy_v3020'),(4,'cudaMemset_v3020'),(5,'saxpy(float*, float*)'),(6,'saxpy'),"
-           "(7,'_Z5saxpyPfS_'),(8,'MPI_Send'),(9,'main'),(10,'cudaDeviceSynchronize_v3020');";
+           "(7,'_Z5saxpyPfS_'),(8,'MPI_Send'),(9,'main'),(10,'cudaDeviceSynchronize_v3020'),"
+           "(11,'compute'),(12,'/app/saxpy'),(13,'pthread_mutex_lock'),(14,'/usr/lib/libc.so.6'),(15,'poll');";
     if (options.with_metadata_table) {
-        sql += "CREATE TABLE EXPORT_META_DATA (name TEXT NOT NULL, value TEXT);";
-        sql += fmt::format("INSERT INTO EXPORT_META_DATA VALUES ('EXPORT_PRODUCT_NAME','NVIDIA Nsight Systems'),"
+        sql += fmt::format("CREATE TABLE {} (name TEXT NOT NULL, value TEXT);", options.metadata_table);
+        sql += fmt::format("INSERT INTO {} VALUES ('EXPORT_PRODUCT_NAME','NVIDIA Nsight Systems'),"
                            "('EXPORT_SCHEMA_VERSION','{}'),('EXPORT_SCHEMA_VERSION_MAJOR','{}');",
-                           version, std::atoi(version.c_str()));
+                           options.metadata_table, version, std::atoi(version.c_str()));
+    }
+    if (options.with_cpu_side) {
+        sql += "CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL PRIMARY KEY, start INTEGER NOT NULL, cpu INTEGER, "
+               "threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);";
+        sql += fmt::format("INSERT INTO COMPOSITE_EVENTS VALUES (1, 2100, 3, 1, {0}, 1), (2, 2200, 3, 1, {0}, 1), "
+                           "(3, 2300, 3, 1, {0}, 1), (4, 2400, 3, 1, {0}, 1);",
+                           main_thread);
+        sql += "CREATE TABLE SAMPLING_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT "
+               "NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP "
+               "INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";
+        sql += "INSERT INTO SAMPLING_CALLCHAINS (id, symbol, module, originalIP, stackDepth) VALUES "
+               "(1, 9, 12, 4096, 1), (1, 11, 12, 8192, 0), (2, 11, 12, 8200, 0), (2, 9, 12, 4100, 1), "
+               "(3, 13, 14, 65536, 0), (3, 9, 12, 4104, 1), (9, 9, 12, 4096, 0);";
+        sql += "CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
+               "globalTid INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER, "
+               "callchainId INTEGER NOT NULL);";
+        sql += fmt::format("INSERT INTO OSRT_API VALUES (2300, 2350, 27, {0}, 13, 0, 0, 0), "
+                           "(2600, 2900, 27, {0}, 15, 1, 0, 0);",
+                           main_thread);
+        sql += "CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL, "
+               "globalTid INTEGER);";
+        sql += fmt::format("INSERT INTO SCHED_EVENTS VALUES (5, 3, 1, {0}), (2050, 3, 0, {0}), (2060, 3, 1, {0}), "
+                           "(2950, 3, 0, {0}), (2960, 3, 1, {0});",
+                           main_thread);
     }
     sql += "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);";
     sql += "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1600000000000000000, '2020-09-13T12:26:40', '');";
@@ -304,55 +329,57 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
     sql += fmt::format("INSERT INTO PROCESSES VALUES ({}, 4242, './saxpy'), (1, 1, 'systemd');", global_pid);
     sql += "CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);";
     sql += fmt::format("INSERT INTO ThreadNames VALUES (9, 0, {});", main_thread);
-    sql += "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, uuid TEXT, "
-           "totalMemory INTEGER, memoryBandwidth INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor "
-           "INTEGER" + extra + ");";
-    sql += std::string("INSERT INTO TARGET_INFO_GPU (vmId, id, name, uuid, totalMemory, memoryBandwidth, smCount, "
-                       "computeMajor, computeMinor) VALUES (1, 0, 'NVIDIA A100-SXM4-40GB', "
-                       "'d9a9a4ed-e78c-4eb8-5db5-817c57801cb5', 42331013120, 1555200000000, 108, 8, 0);");
-    sql += "CREATE TABLE TARGET_INFO_CUDA_NULL_STREAM (streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER "
-           "NOT NULL, processId INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL);";
-    sql += "INSERT INTO TARGET_INFO_CUDA_NULL_STREAM VALUES (7, 0, 1, 4242, 0, 1);";
-    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass "
-           "INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER "
-           "NOT NULL, callchainId INTEGER" + extra + ");";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
-                       "returnValue) VALUES (100, 200, 0, {0}, 1, 1, 0), (300, 310, 0, {0}, 2, 2, 0), "
-                       "(1500, 1600, 0, {0}, 3, 3, 0), (1700, 1710, 0, {0}, 4, 4, 0), (1800, 1900, 0, {0}, 5, 10, 0);",
-                       main_thread);
-    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
-           "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-           "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread "
-           "INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER "
-           "NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
-           "dynamicSharedMemory INTEGER NOT NULL" + extra + ");";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
-                       "globalPid, demangledName, shortName, mangledName, registersPerThread, gridX, gridY, gridZ, "
-                       "blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory) VALUES (400, 1400, 0, 1, 7, "
-                       "2, {}, 5, 6, 7, 26, 2, 1, 1, 512, 1, 1, 16, 32);",
-                       global_pid);
-    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
-           "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-           "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
-           "dstDeviceId INTEGER" + extra + ");";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
-                       "globalPid, bytes, copyKind, srcKind, dstKind) VALUES (1510, 1590, 0, 1, 7, 3, {}, 4096, {}, {}, "
-                       "{});",
-                       global_pid, htod, pageable, device);
-    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
-           "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-           "value INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER" + extra + ");";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, "
-                       "correlationId, globalPid, value, bytes, memKind) VALUES (1702, 1708, 0, 1, 7, 4, {}, 0, 256, "
-                       "{});",
-                       global_pid, device);
-    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
-           "INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
-           "INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL" + extra + ");";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, streamId, "
-                       "correlationId, globalPid, syncType, eventId) VALUES (1800, 1900, 0, 1, 4294967295, 5, {}, 4, "
-                       "0);",
-                       global_pid);
+    if (options.with_cuda) {
+        sql += "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, uuid TEXT, "
+               "totalMemory INTEGER, memoryBandwidth INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor "
+               "INTEGER" + extra + ");";
+        sql += std::string("INSERT INTO TARGET_INFO_GPU (vmId, id, name, uuid, totalMemory, memoryBandwidth, smCount, "
+                           "computeMajor, computeMinor) VALUES (1, 0, 'NVIDIA A100-SXM4-40GB', "
+                           "'d9a9a4ed-e78c-4eb8-5db5-817c57801cb5', 42331013120, 1555200000000, 108, 8, 0);");
+        sql += "CREATE TABLE TARGET_INFO_CUDA_NULL_STREAM (streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER "
+               "NOT NULL, processId INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL);";
+        sql += "INSERT INTO TARGET_INFO_CUDA_NULL_STREAM VALUES (7, 0, 1, 4242, 0, 1);";
+        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass "
+               "INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER "
+               "NOT NULL, callchainId INTEGER" + extra + ");";
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
+                           "returnValue) VALUES (100, 200, 0, {0}, 1, 1, 0), (300, 310, 0, {0}, 2, 2, 0), "
+                           "(1500, 1600, 0, {0}, 3, 3, 0), (1700, 1710, 0, {0}, 4, 4, 0), (1800, 1900, 0, {0}, 5, 10, 0);",
+                           main_thread);
+        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
+               "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+               "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread "
+               "INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER "
+               "NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
+               "dynamicSharedMemory INTEGER NOT NULL" + extra + ");";
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
+                           "globalPid, demangledName, shortName, mangledName, registersPerThread, gridX, gridY, gridZ, "
+                           "blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory) VALUES (400, 1400, 0, 1, 7, "
+                           "2, {}, 5, 6, 7, 26, 2, 1, 1, 512, 1, 1, 16, 32);",
+                           global_pid);
+        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
+               "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+               "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
+               "dstDeviceId INTEGER" + extra + ");";
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
+                           "globalPid, bytes, copyKind, srcKind, dstKind) VALUES (1510, 1590, 0, 1, 7, 3, {}, 4096, {}, {}, "
+                           "{});",
+                           global_pid, htod, pageable, device);
+        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
+               "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+               "value INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER" + extra + ");";
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, "
+                           "correlationId, globalPid, value, bytes, memKind) VALUES (1702, 1708, 0, 1, 7, 4, {}, 0, 256, "
+                           "{});",
+                           global_pid, device);
+        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
+               "INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
+               "INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL" + extra + ");";
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, streamId, "
+                           "correlationId, globalPid, syncType, eventId) VALUES (1800, 1900, 0, 1, 4294967295, 5, {}, 4, "
+                           "0);",
+                           global_pid);
+    }
     sql += "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId "
            "INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId "
            "INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, "

@@ -75,6 +75,9 @@ struct NsysFixtureOptions {
     int schema_major = 2;  // 2: the 2.7 layout; 3: ENUM_* tables, extra columns, other enum numbers
     std::string schema_version_text;  // EXPORT_SCHEMA_VERSION ("" -> "<major>.7.0")
     bool with_metadata_table = true;
+    std::string metadata_table = "EXPORT_META_DATA";  // META_DATA_EXPORT from nsys 2023.3 on
+    bool with_cuda = true;       // false: no CUPTI_ACTIVITY_KIND_* tables, no TARGET_INFO_GPU
+    bool with_cpu_side = false;  // CPU samples and OS runtime calls (below)
 };
 // pid 4242, main thread tid 4242 ("main"): cudaMalloc_v3020 [100, 200), cudaLaunchKernel_v7000
 // [300, 310) corr 2 -> kernel "saxpy(float*, float*)" (short "saxpy") on device 0
@@ -86,6 +89,11 @@ struct NsysFixtureOptions {
 // "inner" [260, 270); start/end "phase" [50, 2000); mark "checkpoint" at 1950; the
 // thread named "MPI Rank 0". Session start utcEpochNs 1600000000000000000, analysis
 // window [10, 5000). GPU 0 "NVIDIA A100-SXM4-40GB", 108 SMs, cc 8.0.
+// With the CPU side: COMPOSITE_EVENTS samples 1 and 2 at 2100 and 2200 in main ->
+// compute (SAMPLING_CALLCHAINS, stackDepth 0 the innermost; /app/saxpy), sample 3 at
+// 2300 in main -> pthread_mutex_lock (libc.so.6), sample 4 at 2400 with no call chain,
+// a chain row of no sample (id 9); OSRT_API pthread_mutex_lock [2300, 2350) returning
+// 0 and poll [2600, 2900) returning 1 on the main thread; 5 SCHED_EVENTS rows.
 void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& options = {});
 std::int64_t nsys_global_tid(std::int64_t pid, std::int64_t tid);
 

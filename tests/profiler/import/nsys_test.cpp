@@ -2,7 +2,10 @@
 // (import_fixtures.h) of schema 2.x and of 3.x (ENUM_* tables with other numbers,
 // extra columns, tables this importer does not read): API names as nsys stats shows
 // them, kernel names by choice, copy kinds, memsets, synchronizations, NVTX domains,
-// categories, payloads, colors, thread names, devices, the session's wall clock.
+// categories, payloads, colors, thread names, devices, the session's wall clock; the
+// schema version under either metadata table name, or none, never refused; the CPU
+// side (sampled call chains, OS runtime calls) and files without CUDA tables.
+#include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/duration_summary.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
@@ -196,6 +199,178 @@ TEST(Nsys, UnendedRangesAreCountedNotInvented) {
     importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.ranges, 2);
     EXPECT_EQ(imported.counts.skipped.at("NVTX range never ended (end is NULL)"), 1);
+}
+
+// --- Schema versions: read by what the file holds ---------------------------------------
+
+struct SchemaCase {
+    const char* metadata_table;  // "" = no metadata table
+    const char* version;
+    bool newer_than_seen;
+};
+
+class NsysSchemaVersions : public ::testing::TestWithParam<SchemaCase> {};
+
+TEST_P(NsysSchemaVersions, AnyVersionImportsANewerOneSaysSoInOneLine) {
+    const SchemaCase& param = GetParam();
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.schema_major = 3;
+    options.with_metadata_table = param.metadata_table[0] != '\0';
+    if (options.with_metadata_table) options.metadata_table = param.metadata_table;
+    options.schema_version_text = param.version;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    ASSERT_EQ(importing::detect_format(dir.path("r.sqlite")), importing::SourceFormat::nsys);
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.kernels, 1);
+    EXPECT_EQ(imported.counts.api_calls, 5);
+    if (!param.newer_than_seen) {
+        EXPECT_TRUE(imported.counts.notes.empty()) << imported.counts.notes.front();
+        return;
+    }
+    ASSERT_EQ(imported.counts.notes.size(), 1u);
+    EXPECT_NE(imported.counts.notes[0].find(std::string("schema ") + param.version + " is newer"), std::string::npos)
+        << imported.counts.notes[0];
+    store::TraceReader reader(dir.path("r.db"));
+    EXPECT_EQ(reader.metadata(importing::import_metadata_key::notes), imported.counts.notes[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NsysSchemaVersions,
+                         ::testing::Values(SchemaCase{"EXPORT_META_DATA", "2.7.0", false},
+                                           SchemaCase{"EXPORT_META_DATA", "3.0.0", false},
+                                           SchemaCase{"META_DATA_EXPORT", "3.4.0", false},
+                                           SchemaCase{"META_DATA_EXPORT", "3.25.0", false},
+                                           SchemaCase{"META_DATA_EXPORT", "3.26.1", true},
+                                           SchemaCase{"META_DATA_EXPORT", "4.1.0", true},
+                                           SchemaCase{"EXPORT_META_DATA", "1.2.0", false},
+                                           SchemaCase{"", "", false}));
+
+// --- The CPU side ----------------------------------------------------------------------
+
+TEST(Nsys, CpuSamplesKeepTheirCallChainsOutermostFirst) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.with_cpu_side = true;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.stack_samples, 3);
+    EXPECT_EQ(imported.counts.skipped.at("CPU sample without a call chain (no SAMPLING_CALLCHAINS rows)"), 1);
+    EXPECT_EQ(imported.counts.skipped.at("SAMPLING_CALLCHAINS rows of no sample in COMPOSITE_EVENTS"), 1);
+    EXPECT_EQ(imported.counts.skipped.at("SCHED_EVENTS rows (not imported)"), 5);
+    EXPECT_FALSE(imported.counts.skipped.count("COMPOSITE_EVENTS rows (not imported)"));
+    EXPECT_FALSE(imported.counts.skipped.count("OSRT_API rows (not imported)"));
+
+    store::TraceReader reader(dir.path("r.db"));
+    auto samples = all_events(reader, &store::TraceReader::for_each_stack_sample);
+    ASSERT_EQ(samples.size(), 3u);
+    EXPECT_EQ(samples[0].time_ns, 2100);
+    EXPECT_EQ(samples[0].stack_id, samples[1].stack_id);  // the same chain is one stack node
+    auto frames = reader.stack_frames(samples[0].stack_id);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0].function, "main");
+    EXPECT_EQ(frames[0].module, "/app/saxpy");
+    EXPECT_EQ(frames[0].address, 4096u);
+    EXPECT_EQ(frames[1].function, "compute");
+    auto lock = reader.stack_frames(samples[2].stack_id);
+    ASSERT_EQ(lock.size(), 2u);
+    EXPECT_EQ(lock[0].function, "main");
+    EXPECT_EQ(lock[1].function, "pthread_mutex_lock");
+    EXPECT_EQ(lock[1].module, "/usr/lib/libc.so.6");
+    const trace::ThreadInfo* thread = reader.thread(samples[0].thread_id);
+    ASSERT_NE(thread, nullptr);
+    EXPECT_EQ(thread->tid, 4242);
+
+    // The CPU profile of `ember stats` reads them: compute 2 self samples, main 3 in total.
+    analysis::CpuProfile profile = analysis::cpu_profile(reader);
+    EXPECT_EQ(profile.samples, 3);
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> by_function;
+    for (const auto& row : profile.functions) by_function[row.function] = {row.self_samples, row.total_samples};
+    EXPECT_EQ(by_function["compute"], std::make_pair(std::int64_t{2}, std::int64_t{2}));
+    EXPECT_EQ(by_function["main"], std::make_pair(std::int64_t{0}, std::int64_t{3}));
+    EXPECT_EQ(by_function["pthread_mutex_lock"], std::make_pair(std::int64_t{1}, std::int64_t{1}));
+}
+
+TEST(Nsys, OsRuntimeCallsAreHostRangesOfTheirOwnDomain) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.with_cpu_side = true;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.ranges, 5);  // 3 NVTX + 2 OS runtime
+    store::TraceReader reader(dir.path("r.db"));
+    std::vector<trace::RangeEvent> calls;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        if (reader.string(range.domain_id) == "OS runtime") calls.push_back(range);
+    }
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(reader.string(calls[0].name_id), "pthread_mutex_lock");
+    EXPECT_EQ(calls[0].start_ns, 2300);
+    EXPECT_EQ(calls[0].end_ns, 2350);
+    EXPECT_EQ(calls[0].payload, trace::Payload::of_integer(0));
+    EXPECT_EQ(reader.string(calls[1].name_id), "poll");
+    EXPECT_EQ(calls[1].end_ns - calls[1].start_ns, 300);
+    EXPECT_EQ(calls[1].payload, trace::Payload::of_integer(1));
+    EXPECT_EQ(reader.thread(calls[1].thread_id)->tid, 4242);
+}
+
+TEST(Nsys, AFileWithoutCudaTablesImportsWhatItHas) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.with_cuda = false;
+    options.with_cpu_side = true;
+    options.metadata_table = "META_DATA_EXPORT";
+    options.schema_version_text = "3.20.2";
+    import_test::write_nsys_fixture(dir.path("cpu.sqlite"), options);
+    ASSERT_EQ(importing::detect_format(dir.path("cpu.sqlite")), importing::SourceFormat::nsys);
+    importing::ImportedFile imported = importing::import_file(dir.path("cpu.sqlite"), dir.path("cpu.db"));
+    EXPECT_EQ(imported.counts.kernels + imported.counts.memcpys + imported.counts.api_calls, 0);
+    EXPECT_EQ(imported.counts.ranges, 5);
+    EXPECT_EQ(imported.counts.marks, 1);
+    EXPECT_EQ(imported.counts.stack_samples, 3);
+    store::TraceReader reader(dir.path("cpu.db"));
+    EXPECT_EQ(reader.run().pid, 4242);
+    EXPECT_TRUE(reader.devices().empty());
+
+    // Only CPU samples (no NVTX, no StringIds beyond the symbols): still a trace.
+    TempDir samples_only;
+    import_test::write_nsys_fixture(samples_only.path("s.sqlite"), options);
+    import_test::exec_sql(samples_only.path("s.sqlite"), "DROP TABLE NVTX_EVENTS; DROP TABLE OSRT_API;");
+    imported = importing::import_file(samples_only.path("s.sqlite"), samples_only.path("s.db"));
+    EXPECT_EQ(imported.counts.stack_samples, 3);
+    EXPECT_EQ(imported.counts.ranges, 0);
+}
+
+TEST(Nsys, ACpuSideTableWithoutAColumnItNeedsIsCountedNotFatal) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.with_cpu_side = true;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    import_test::exec_sql(dir.path("r.sqlite"), "ALTER TABLE SAMPLING_CALLCHAINS RENAME COLUMN symbol TO symbolId;");
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.kernels, 1);
+    EXPECT_EQ(imported.counts.stack_samples, 0);
+    EXPECT_EQ(imported.counts.skipped.at("SAMPLING_CALLCHAINS rows (not imported: the table has no column symbol)"), 7);
+    EXPECT_EQ(imported.counts.skipped.at("COMPOSITE_EVENTS rows (not imported)"), 4);
+}
+
+TEST(Nsys, ASampleSymbolThatPointsNowhereNamesTableAndRow) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.with_cpu_side = true;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE SAMPLING_CALLCHAINS SET symbol = 999 WHERE id = 2 AND stackDepth = 0;");
+    try {
+        importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+        FAIL() << "imported a symbol id that points nowhere";
+    } catch (const store::TraceError& error) {
+        EXPECT_NE(std::string(error.what()).find("table SAMPLING_CALLCHAINS row"), std::string::npos) << error.what();
+        EXPECT_NE(std::string(error.what()).find("symbol 999 is not in StringIds"), std::string::npos) << error.what();
+    }
+    importing::ImportOptions skip;
+    skip.skip_invalid_events = true;
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"), skip);
+    EXPECT_EQ(imported.counts.stack_samples, 2);
+    EXPECT_EQ(imported.counts.skipped.at("SAMPLING_CALLCHAINS: string id not in StringIds"), 1);
 }
 
 }  // namespace

@@ -132,6 +132,17 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
         corpus.nsys.push_back(import_test::read_file(path));
         fs::remove(path);
     }
+    {  // nsys 2023.3 on: META_DATA_EXPORT, and the CPU side (samples with call chains, OS runtime calls)
+        std::string path = (folder / "nsys-cpu.sqlite").string();
+        import_test::NsysFixtureOptions options;
+        options.schema_major = 3;
+        options.metadata_table = "META_DATA_EXPORT";
+        options.schema_version_text = "3.20.2";
+        options.with_cpu_side = true;
+        import_test::write_nsys_fixture(path, options);
+        corpus.nsys.push_back(import_test::read_file(path));
+        fs::remove(path);
+    }
     if (!real_traces.empty() && fs::is_directory(real_traces)) {
         for (const char* name : {"h100_bert_small", "v100_ns_resolution_rank0", "a100_sampled_rank0", "v100_resnet50_workers0"}) {
             std::string path = fmt::format("{}/kineto/{}.json.gz", real_traces, name);

@@ -67,7 +67,7 @@ int run(const std::uint8_t* data, std::size_t size, importing::SourceFormat form
         store::TraceReader reader(output);
         std::int64_t stored = 0;
         for (const char* table : {"kernels", "memcpys", "memsets", "synchronizations", "api_calls", "ranges", "marks",
-                                  "counter_samples", "collector_overhead"}) {
+                                  "counter_samples", "collector_overhead", "stack_samples"}) {
             stored += reader.event_count(table);
         }
         if (stored != imported.counts.written()) {
