@@ -103,7 +103,7 @@ void add_import_command(CLI::App& app) {
                   "skip and count events that break the format (negative durations, unmatched ends) instead of "
                   "failing");
     cmd->add_flag("--accept-unknown-nsys-schema", command->accept_unknown_nsys_schema,
-                  "try nsys exports of a schema other than 2.x-3.x");
+                  "kept for old scripts: every nsys export schema is read (a newer one with a note)");
     cmd->callback([command] { run_import(*command); });
 }
 
