@@ -36,6 +36,8 @@ void add_stats_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 // `ember record -o FILE -- CMD ARGS` (record_command.cpp).
 void add_record_command(CLI::App& app);
+// `ember dump --pid PID`: every Python thread's stack, once (dump_command.cpp).
+void add_dump_command(CLI::App& app);
 // `ember attach PID start|stop|flush|status` (attach_command.cpp).
 void add_attach_command(CLI::App& app);
 // `ember import FILE... [-o OUT]` (import_command.cpp).

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     add_stats_command(app);
     add_export_command(app);
     add_record_command(app);
+    add_dump_command(app);
     add_attach_command(app);
     add_import_command(app);
     add_merge_command(app);

@@ -4,18 +4,26 @@
 // variables, where and what to record. Forwards SIGINT/SIGTERM/SIGHUP to CMD,
 // waits for it, prints the files written and their event counts, and exits with
 // CMD's exit status (128 + signal when it was killed).
+//
+// `ember record --pid PID [--duration 10s] [-o FILE]` samples the Python stacks of a
+// process already running, from outside (collectors/python/outside_sampler.h), until
+// the duration passes, Ctrl-C, or the process exits; the process goes on.
 #include "cli/commands.h"
+#include "collectors/python/outside_sampler.h"
 #include "profiler/store/reader.h"
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +44,9 @@ struct RecordOptions {
     bool no_cuda = false;
     bool no_socket = false;
     bool quiet = false;
+    int pid = 0;
+    std::string duration;
+    double python_hz = 100.0;
     std::vector<std::string> command;
 };
 
@@ -136,8 +147,74 @@ void print_summary(const std::string& path) {
     }
 }
 
+std::atomic<bool> g_stop_sampling{false};
+
+void stop_sampling(int) { g_stop_sampling.store(true); }
+
+// "10s", "500ms", "2m", "1h" or plain seconds; nullopt when malformed.
+std::optional<std::chrono::nanoseconds> parse_duration(const std::string& text) {
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || !(value > 0)) return std::nullopt;
+    const std::string unit(end);
+    double seconds = value;
+    if (unit == "ms") seconds = value / 1e3;
+    else if (unit == "m" || unit == "min") seconds = value * 60;
+    else if (unit == "h") seconds = value * 3600;
+    else if (!unit.empty() && unit != "s") return std::nullopt;
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+}
+
+// ember record --pid: the Python stacks of a running process, sampled from outside.
+int run_record_pid(const RecordOptions& options) {
+    if (!options.command.empty()) fail("--pid records a running process: give no command after --");
+    if (options.pid <= 0) fail("--pid must be a process id, not " + std::to_string(options.pid));
+    if (!(options.python_hz > 0) || options.python_hz > 10000)
+        fail("--python-hz must be between 0 and 10000, not " + std::to_string(options.python_hz));
+    collector::python::OutsideRecordOptions sampling;
+    sampling.pid = options.pid;
+    sampling.output = options.output;
+    sampling.hz = options.python_hz;
+    if (!options.duration.empty()) {
+        const auto duration = parse_duration(options.duration);
+        if (!duration) fail("--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
+        sampling.duration = *duration;
+    }
+    g_stop_sampling.store(false);
+    sampling.stop = &g_stop_sampling;
+    struct sigaction stop {};
+    stop.sa_handler = stop_sampling;
+    sigemptyset(&stop.sa_mask);
+    struct sigaction previous[3];
+    const int stopping[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int index = 0; index < 3; ++index) sigaction(stopping[index], &stop, &previous[index]);
+    collector::python::OutsideRecordResult result;
+    try {
+        if (!options.quiet)
+            std::fprintf(stderr, "ember record: sampling the Python stacks of process %d at %g Hz%s\n", options.pid,
+                         options.python_hz, options.duration.empty() ? " until Ctrl-C or its exit" : "");
+        result = collector::python::record_python_process(sampling);
+    } catch (const collector::python::PythonReadError& error) {
+        for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
+        fail("--pid " + std::to_string(options.pid) + ": " + error.what());
+    }
+    for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
+    if (!result.error.empty()) std::fprintf(stderr, "ember record: stopped early: %s\n", result.error.c_str());
+    if (!options.quiet) {
+        std::fprintf(stderr, "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",
+                     static_cast<long long>(result.snapshots), result.seconds,
+                     result.seconds > 0 ? static_cast<double>(result.snapshots) / result.seconds : 0.0,
+                     static_cast<long long>(result.samples), static_cast<long long>(result.idle_samples),
+                     result.process_exited ? "; the process exited" : "");
+        print_summary(options.output);
+    }
+    return result.error.empty() ? 0 : 1;
+}
+
 int run_record(const RecordOptions& options) {
-    if (options.command.empty()) fail("no command to record (ember record -o FILE -- CMD ARGS)");
+    if (options.pid != 0) return run_record_pid(options);
+    if (options.command.empty()) fail("no command to record (ember record -o FILE -- CMD ARGS, or --pid PID)");
+    if (!options.duration.empty()) fail("--duration goes with --pid (a recorded command runs until it exits)");
     if (options.children != "suffix" && options.children != "skip")
         fail("--children must be suffix or skip, not '" + options.children + "'");
     std::string library = find_collector_library();
@@ -224,7 +301,12 @@ void add_record_command(CLI::App& app) {
     record->add_flag("--no-cuda", options->no_cuda, "do not trace CUDA (NVTX and host data only)");
     record->add_flag("--no-socket", options->no_socket, "no control socket for `ember attach`");
     record->add_flag("-q,--quiet", options->quiet, "no collector messages and no summary");
-    record->add_option("command", options->command, "the program and its arguments, after --")->required();
+    record->add_option("--pid", options->pid,
+                       "sample the Python stacks of this running process from outside instead of running CMD");
+    record->add_option("--duration", options->duration, "with --pid: how long to sample (10s, 500ms, 2m; default until "
+                                                        "Ctrl-C or the process exits)");
+    record->add_option("--python-hz", options->python_hz, "with --pid: Python stack samples per second (default 100)");
+    record->add_option("command", options->command, "the program and its arguments, after --");
     record->callback([options] {
         int code = run_record(*options);
         if (code != 0) throw CLI::RuntimeError(code);

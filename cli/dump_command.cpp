@@ -1,0 +1,36 @@
+// dump_command.cpp: `ember dump --pid PID`: every Python thread's current stack of a
+// running process, printed once; the process goes on (collectors/python/outside_sampler.h).
+#include "cli/commands.h"
+#include "collectors/python/outside_sampler.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+namespace ember::cli {
+
+void add_dump_command(CLI::App& app) {
+    auto pid = std::make_shared<int>(0);
+    CLI::App* dump = app.add_subcommand(
+        "dump", "Print every Python thread's current stack of a running process, once (ember dump --pid 4242)");
+    dump->add_option("--pid", *pid, "the process to read (CPython 3.8 to 3.13)")->required();
+    dump->callback([pid] {
+        if (*pid <= 0) {
+            std::fprintf(stderr, "ember dump: --pid must be a process id, not %d\n", *pid);
+            throw CLI::RuntimeError(2);
+        }
+        std::ostringstream text;
+        try {
+            collector::python::write_dump(*pid, text);
+        } catch (const collector::python::PythonReadError& error) {
+            std::fprintf(stderr, "ember dump: --pid %d: %s\n", *pid, error.what());
+            throw CLI::RuntimeError(2);
+        }
+        std::cout << text.str() << std::flush;
+    });
+}
+
+}  // namespace ember::cli

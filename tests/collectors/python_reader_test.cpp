@@ -1,0 +1,352 @@
+// python_reader_test.cpp: CPython stacks read from outside (collectors/python/), under
+// every CPython the machine has (pyenv's 3.8 to 3.13 and Debian's python3; a version
+// that is absent is skipped, saying so). A real Python program whose functions and
+// lines are known, spending known shares of its time in them, is dumped and recorded;
+// the frames, lines and shares are checked against the script, and the program must
+// still run afterwards. Where the container refuses process_vm_readv (seccomp,
+// ptrace_scope) the tests skip, naming the rule.
+#include "collectors/python/outside_sampler.h"
+#include "collectors/python/process_memory.h"
+#include "collectors/python/python_reader.h"
+#include "profiler/store/reader.h"
+#include "profiler/store/writer.h"
+#include "tests/collectors/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace {
+
+using namespace ember::collector::python;
+namespace test = ember::test;
+
+// The program sampled. Lines matter: the checks below name them.
+constexpr const char* kScript = R"(import threading, time
+
+def heavy(deadline):
+    while time.monotonic() < deadline: pass
+
+def light(deadline):
+    while time.monotonic() < deadline: pass
+
+def blocked():
+    time.sleep(100000)
+
+class Worker:
+    def run(self):
+        while True:
+            heavy(time.monotonic() + 0.0713)
+            light(time.monotonic() + 0.0237)
+
+threading.Thread(target=blocked, name="blocker", daemon=True).start()
+print("ready", flush=True)
+Worker().run()
+)";
+constexpr int kHeavyLine = 4, kLightLine = 7, kBlockedLine = 10, kRunHeavyLine = 15, kRunLightLine = 16, kModuleLine = 20;
+constexpr double kHeavyShare = 0.0713 / (0.0713 + 0.0237);  // of the main thread's time
+
+std::string script_path() {
+    const std::string path = test::temp_path("python_work.py");
+    std::ofstream(path) << kScript;
+    return path;
+}
+
+// The running program, killed at the end of the test.
+struct Program {
+    test::Child child;
+    ~Program() {
+        if (child.pid > 0) {
+            kill(child.pid, SIGKILL);
+            test::wait_for(child, 10);
+            unlink(child.output_path.c_str());
+        }
+    }
+    bool running() const {
+        int status = 0;
+        return child.pid > 0 && waitpid(child.pid, &status, WNOHANG) == 0 && kill(child.pid, 0) == 0;
+    }
+};
+
+// Why this container refuses to read another process's memory, or "" when it does not.
+std::string refusal(pid_t pid) {
+    ProcessMemory memory(pid);
+    const std::string maps = read_proc_text("/proc/" + std::to_string(pid) + "/maps");
+    const std::uint64_t start = std::strtoull(maps.c_str(), nullptr, 16);
+    char byte = 0;
+    if (memory.read(start, &byte, 1)) return "";
+    const int error = memory.last_errno();
+    return error == EPERM || error == ENOSYS || error == EACCES ? refusal_reason(pid, error) : "";
+}
+
+struct Interpreter {
+    std::string name;  // test name part
+    std::string path;
+};
+void PrintTo(const Interpreter& interpreter, std::ostream* out) { *out << interpreter.path; }
+
+std::vector<Interpreter> interpreters() {
+    return {{"py38", "/root/.pyenv/versions/3.8.18/bin/python"},  {"py39", "/root/.pyenv/versions/3.9.18/bin/python"},
+            {"py310", "/root/.pyenv/versions/3.10.13/bin/python"}, {"py311", "/root/.pyenv/versions/3.11.7/bin/python"},
+            {"py312", "/root/.pyenv/versions/3.12.1/bin/python"},  {"py313", "/root/.pyenv/versions/3.13.0/bin/python"},
+            {"debian_python3", "/usr/bin/python3"}};
+}
+
+class PythonVersions : public ::testing::TestWithParam<Interpreter> {
+protected:
+    void SetUp() override {
+        if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
+        script_ = script_path();
+        program_.child = test::spawn({GetParam().path, script_});
+        ASSERT_TRUE(test::wait_for_output(program_.child, "ready", 60)) << test::read_output(program_.child);
+        if (const std::string why = refusal(program_.child.pid); !why.empty()) GTEST_SKIP() << why;
+    }
+    void TearDown() override { unlink(script_.c_str()); }
+
+    std::string script_;
+    Program program_;
+};
+
+const PythonThread* thread_with_tid(const std::vector<PythonThread>& threads, pid_t tid) {
+    for (const PythonThread& thread : threads)
+        if (thread.tid == tid) return &thread;
+    return nullptr;
+}
+
+TEST_P(PythonVersions, SnapshotNamesEveryThreadsFramesAndLines) {
+    PythonProcess process(program_.child.pid);
+    std::vector<PythonThread> threads;
+    std::string error;
+    ASSERT_TRUE(process.snapshot(threads, error)) << error;
+    ASSERT_EQ(threads.size(), 2u);
+
+    const PythonThread* main = thread_with_tid(threads, program_.child.pid);
+    ASSERT_NE(main, nullptr) << "no thread state for the main thread (tid " << program_.child.pid << ")";
+    ASSERT_EQ(main->frames.size(), 3u);
+    const PythonFrame& leaf = main->frames[0];
+    const bool in_heavy = leaf.function == "heavy";
+    EXPECT_TRUE(in_heavy || leaf.function == "light") << leaf.function;
+    EXPECT_EQ(leaf.file, script_);
+    EXPECT_EQ(leaf.line, in_heavy ? kHeavyLine : kLightLine);
+    // 3.11 and later name the method by its qualified name.
+    EXPECT_TRUE(main->frames[1].function == "run" || main->frames[1].function == "Worker.run") << main->frames[1].function;
+    EXPECT_EQ(main->frames[1].line, in_heavy ? kRunHeavyLine : kRunLightLine);
+    EXPECT_EQ(main->frames[2].function, "<module>");
+    EXPECT_EQ(main->frames[2].line, kModuleLine);
+
+    const PythonThread* blocker = threads[0].tid == program_.child.pid ? &threads[1] : &threads[0];
+    ASSERT_FALSE(blocker->frames.empty());
+    EXPECT_EQ(blocker->frames[0].function, "blocked");
+    EXPECT_EQ(blocker->frames[0].line, kBlockedLine);
+    EXPECT_EQ(blocker->frames.back().function.find("_bootstrap") != std::string::npos, true) << blocker->frames.back().function;
+    const std::vector<pid_t> tids = process_threads(program_.child.pid);
+    EXPECT_NE(std::find(tids.begin(), tids.end(), blocker->tid), tids.end()) << "tid " << blocker->tid;
+    EXPECT_NE(thread_state(program_.child.pid, blocker->tid), 'R');  // asleep in time.sleep
+    EXPECT_TRUE(program_.running());
+}
+
+TEST_P(PythonVersions, RecordShowsTheSharesAndLeavesTheProgramRunning) {
+    const std::string output = test::temp_path("python_record_" + GetParam().name + ".db");
+    OutsideRecordOptions options;
+    options.pid = program_.child.pid;
+    options.output = output;
+    options.hz = 100;
+    options.duration = std::chrono::seconds(3);
+    const OutsideRecordResult result = record_python_process(options);
+    EXPECT_TRUE(result.error.empty()) << result.error;
+    EXPECT_FALSE(result.process_exited);
+    // 300 ticks were asked for; a loaded machine may skip some, never most.
+    EXPECT_GE(result.snapshots, 150) << result.seconds << " s";
+
+    ember::store::TraceReader reader(output);
+    std::map<ember::trace::ThreadId, pid_t> tids;
+    for (const auto& thread : reader.threads()) tids[thread.thread_id] = static_cast<pid_t>(thread.tid);
+    std::map<std::string, int> main_leaves;
+    int main_active = 0, blocker_samples = 0, blocker_idle = 0;
+    reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& sample) {
+        const std::vector<ember::trace::FrameInfo> frames = reader.stack_frames(sample.stack_id);  // outermost first
+        if (tids[sample.thread_id] == program_.child.pid) {
+            if (sample.idle || frames.empty()) return true;
+            ++main_active;
+            const auto& leaf = frames.back();
+            EXPECT_TRUE(leaf.is_python());
+            EXPECT_EQ(leaf.module, script_);
+            main_leaves[leaf.function + ":" + std::to_string(leaf.line)] += 1;
+        } else {
+            ++blocker_samples;
+            if (sample.idle) ++blocker_idle;
+            if (!frames.empty()) {
+                EXPECT_EQ(frames.back().function + ":" + std::to_string(frames.back().line), "blocked:10");
+            }
+        }
+        return true;
+    });
+    ASSERT_GT(main_active, 100);
+    const int heavy = main_leaves["heavy:" + std::to_string(kHeavyLine)];
+    const int light = main_leaves["light:" + std::to_string(kLightLine)];
+    // Nearly every sample is on the loop line (a few catch the call's first instruction).
+    EXPECT_GE(heavy + light, main_active * 95 / 100);
+    EXPECT_NEAR(static_cast<double>(heavy) / (heavy + light), kHeavyShare, 0.06)
+        << heavy << " heavy, " << light << " light";
+    std::printf("%s: %lld snapshots in %.2f s; main thread: heavy %.1f%% (expected %.1f%%) of %d active samples\n",
+                GetParam().path.c_str(), static_cast<long long>(result.snapshots), result.seconds,
+                100.0 * heavy / (heavy + light), 100.0 * kHeavyShare, main_active);
+    EXPECT_GT(blocker_samples, 100);
+    EXPECT_GE(blocker_idle, blocker_samples * 95 / 100);
+    EXPECT_TRUE(program_.running()) << "the sampled program stopped";
+    std::filesystem::remove(output);
+}
+
+INSTANTIATE_TEST_SUITE_P(CPython, PythonVersions, ::testing::ValuesIn(interpreters()),
+                         [](const ::testing::TestParamInfo<Interpreter>& info) { return info.param.name; });
+
+// A program that sleeps, started with `interpreter ARGS`; skips when absent.
+struct Sleeper : Program {
+    explicit Sleeper(const std::vector<std::string>& argv) {
+        child = test::spawn(argv);
+        test::wait_for_output(child, "ready", 30);
+    }
+};
+
+std::string open_error(pid_t pid) {
+    try {
+        PythonProcess process(pid);
+    } catch (const PythonReadError& error) {
+        return error.what();
+    }
+    return "";
+}
+
+TEST(PythonReader, RefusesVersionsBefore38InOneLine) {
+    for (const char* version : {"2.7.18", "3.6.15", "3.7.16"}) {
+        const std::string interpreter = std::string("/root/.pyenv/versions/") + version + "/bin/python";
+        if (access(interpreter.c_str(), X_OK) != 0) {
+            std::printf("%s is not installed: not checked\n", interpreter.c_str());
+            continue;
+        }
+        Sleeper program({interpreter, "-c", "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(60)"});
+        if (const std::string why = refusal(program.child.pid); !why.empty()) GTEST_SKIP() << why;
+        const std::string message = open_error(program.child.pid);
+        const std::string short_version = std::string(version).substr(0, std::string(version).rfind('.'));
+        EXPECT_NE(message.find("runs Python " + short_version), std::string::npos) << message;
+        EXPECT_NE(message.find("3.8 to 3.13"), std::string::npos) << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+        EXPECT_TRUE(program.running());
+    }
+}
+
+TEST(PythonReader, RefusesAProgramThatIsNotPython) {
+    Sleeper program({"sh", "-c", "echo ready; exec sleep 60"});
+    const std::string message = open_error(program.child.pid);
+    EXPECT_NE(message.find("is not a CPython process"), std::string::npos) << message;
+    EXPECT_TRUE(program.running());
+}
+
+TEST(PythonReader, RefusesAProcessThatIsGone) {
+    test::Child gone = test::spawn({"true"});
+    test::wait_for(gone, 10);
+    unlink(gone.output_path.c_str());
+    const std::string message = open_error(gone.pid);
+    EXPECT_NE(message.find("process " + std::to_string(gone.pid) + " does not exist"), std::string::npos) << message;
+}
+
+// `ember dump` and `ember record --pid` end to end, with Debian's python3 (always on the
+// machine image); `ember export` then shows the frames in py-spy's naming.
+TEST(PythonCommands, DumpAndRecordByPid) {
+    const std::string python = "/usr/bin/python3";
+    if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is not installed";
+    const std::string script = script_path();
+    Program program;
+    program.child = test::spawn({python, script});
+    ASSERT_TRUE(test::wait_for_output(program.child, "ready", 60));
+    if (const std::string why = refusal(program.child.pid); !why.empty()) GTEST_SKIP() << why;
+    const std::string pid = std::to_string(program.child.pid);
+
+    std::string dump;
+    ASSERT_EQ(test::run({test::bin("ember"), "dump", "--pid", pid}, &dump, {}, 60), 0) << dump;
+    EXPECT_NE(dump.find("Thread " + pid + " (active)"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("    blocked (" + script + ":10)\n"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("    <module> (" + script + ":20)\n"), std::string::npos) << dump;
+
+    const std::string trace = test::temp_path("python_cli.db");
+    std::string record;
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", pid, "--duration", "1s", "-o", trace}, &record, {}, 60), 0)
+        << record;
+    EXPECT_TRUE(program.running());
+    const std::string folded = test::temp_path("python_cli.folded");
+    std::string exported;
+    ASSERT_EQ(test::run({test::bin("ember"), "export", trace, "--format", "folded", "--stacks", "cpu", "-o", folded},
+                        &exported, {}, 60), 0) << exported;
+    std::ifstream file(folded);
+    const std::string stacks((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_NE(stacks.find("<module> (" + script + ":20);Worker.run (" + script + ":15);heavy (" + script + ":4) "),
+              std::string::npos) << stacks;
+    // The sleeping thread is idle in every sample: CPU time leaves it out.
+    EXPECT_EQ(stacks.find("blocked ("), std::string::npos) << stacks;
+    std::filesystem::remove(trace);
+    std::filesystem::remove(folded);
+    unlink(script.c_str());
+}
+
+TEST(PythonCommands, BadPidIsNamed) {
+    std::string output;
+    EXPECT_EQ(test::run({test::bin("ember"), "dump", "--pid", "999999999"}, &output, {}, 60), 2) << output;
+    EXPECT_NE(output.find("--pid 999999999"), std::string::npos) << output;
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", "999999999", "-o", test::temp_path("none.db")}, &output,
+                        {}, 60), 2) << output;
+    EXPECT_NE(output.find("--pid 999999999"), std::string::npos) << output;
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", "1", "--duration", "soon", "-o",
+                         test::temp_path("none.db")}, &output, {}, 60), 2) << output;
+    EXPECT_NE(output.find("--duration"), std::string::npos) << output;
+}
+
+// Schema 2: a Python frame keeps its line, a sample whether the thread was idle; a
+// version 1 file (no such columns) reads as native frames and running samples.
+TEST(PythonTraceSchema, LineAndIdleRoundTripAndVersion1FilesStillRead) {
+    const std::string path = test::temp_path("python_schema.db");
+    {
+        ember::store::TraceWriter writer(path, {});
+        const auto thread = writer.register_thread({0, 1, 2, "main"});
+        const auto python = writer.intern_frame("work", "/srv/train.py", 0, 12);
+        const auto native = writer.intern_frame("memcpy", "/lib/libc.so.6", 0x1234);
+        const ember::trace::FrameId frames[] = {native, python};
+        const auto stack = writer.intern_stack(frames);
+        writer.record_stack_sample({100, thread, stack, true});
+        writer.record_stack_sample({200, thread, stack, false});
+        writer.close();
+    }
+    auto read = [&] {
+        ember::store::TraceReader reader(path);
+        std::vector<ember::trace::StackSample> samples;
+        reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& s) { samples.push_back(s); return true; });
+        return std::make_pair(samples, samples.empty() ? std::vector<ember::trace::FrameInfo>{}
+                                                       : reader.stack_frames(samples[0].stack_id));
+    };
+    auto [samples, frames] = read();
+    ASSERT_EQ(samples.size(), 2u);
+    EXPECT_TRUE(samples[0].idle);
+    EXPECT_FALSE(samples[1].idle);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0].line, -1);
+    EXPECT_FALSE(frames[0].is_python());
+    EXPECT_EQ(frames[1].line, 12);
+    EXPECT_EQ(frames[1].module, "/srv/train.py");
+
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE frames DROP COLUMN line; ALTER TABLE stack_samples DROP COLUMN idle;",
+                           nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+    std::tie(samples, frames) = read();
+    ASSERT_EQ(samples.size(), 2u);
+    EXPECT_FALSE(samples[0].idle);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[1].line, -1);
+    std::filesystem::remove(path);
+}
+
+}  // namespace
