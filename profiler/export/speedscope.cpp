@@ -3,6 +3,7 @@
 // numbered as they are met.
 #include "profiler/export/speedscope.h"
 
+#include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/json_text.h"
@@ -122,17 +123,16 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out) {
             });
     }
 
-    // GPU time by NVTX range: one weighted sample per distinct (range path, kernel).
-    analysis::GpuTimeByRange by_range = analysis::gpu_time_by_range(reader);
-    const analysis::StackTree& tree = by_range.stacks;
+    // A "sampled" profile: one weighted sample per leaf-or-inner node with self weight.
     std::string& b = out.buffer();
-    if (by_range.total_gpu_ns > 0) {
+    auto sampled = [&](const char* name, const analysis::StackTree& tree, std::int64_t total) {
+        if (total <= 0) return;
         b += first_profile ? "\n{" : ",\n{";
         first_profile = false;
         b += "\"type\":\"sampled\",\"name\":";
-        append_json_string(b, kGpuTimeByRangeProfileName);
+        append_json_string(b, name);
         fmt::format_to(std::back_inserter(b), ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":{},\"samples\":[",
-                       by_range.total_gpu_ns);
+                       total);
         std::vector<std::int64_t> weights;
         bool first_sample = true;
         for (std::uint32_t node = 1; node < tree.size(); ++node) {
@@ -140,10 +140,10 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out) {
             b += first_sample ? "\n[" : ",\n[";
             first_sample = false;
             bool first_frame = true;
-            for (const std::string& name : tree.path(node)) {
+            for (const std::string& frame : tree.path(node)) {
                 if (!first_frame) b += ',';
                 first_frame = false;
-                fmt::format_to(std::back_inserter(b), "{}", frames.index(name));
+                fmt::format_to(std::back_inserter(b), "{}", frames.index(frame));
             }
             b += ']';
             weights.push_back(tree.node(node).self_weight);
@@ -152,7 +152,15 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out) {
         b += "],\"weights\":[";
         for (std::size_t i = 0; i < weights.size(); ++i) fmt::format_to(std::back_inserter(b), "{}{}", i ? "," : "", weights[i]);
         b += "]}";
-    }
+    };
+    // GPU time by NVTX range: stacks are range paths ending in kernel names.
+    const analysis::GpuTimeByRange by_range = analysis::gpu_time_by_range(reader);
+    sampled(kGpuTimeByRangeProfileName, by_range.stacks, by_range.total_gpu_ns);
+    // CPU samples (native and Python frames, running threads only): thread, then the stack.
+    const analysis::StackTree cpu = analysis::cpu_stack_tree(reader);
+    std::int64_t cpu_total = 0;
+    for (std::uint32_t node = 1; node < cpu.size(); ++node) cpu_total += cpu.node(node).self_weight;
+    sampled(kCpuSamplesProfileName, cpu, cpu_total);
 
     b += "\n],\"shared\":{\"frames\":[";
     for (std::size_t i = 0; i < frames.names().size(); ++i) {

@@ -3,7 +3,9 @@
 // host thread (push/pop NVTX ranges with the CUDA API calls inside them) and per
 // GPU stream (kernels, copies, memsets), plus one "sampled" profile "GPU time by
 // NVTX range" whose stacks are range paths ending in kernel names, weighted by
-// GPU nanoseconds. Times are nanoseconds from the run start. Events stream out;
+// GPU nanoseconds, and one "sampled" profile "CPU samples" of the sampled call stacks
+// (native and Python frames, `function (file:line)` for Python), thread first,
+// weighted by CPU nanoseconds. Times are nanoseconds from the run start. Events stream out;
 // only the frame table (one entry per distinct name) is held in memory.
 #pragma once
 
@@ -13,6 +15,7 @@
 namespace ember::exporting {
 
 inline constexpr const char* kGpuTimeByRangeProfileName = "GPU time by NVTX range";
+inline constexpr const char* kCpuSamplesProfileName = "CPU samples";
 
 void export_speedscope(const store::TraceReader& reader, OutputFile& out);
 

@@ -287,6 +287,14 @@ TEST(PythonCommands, DumpAndRecordByPid) {
               std::string::npos) << stacks;
     // The sleeping thread is idle in every sample: CPU time leaves it out.
     EXPECT_EQ(stacks.find("blocked ("), std::string::npos) << stacks;
+    const std::string speedscope = test::temp_path("python_cli.speedscope.json");
+    ASSERT_EQ(test::run({test::bin("ember"), "export", trace, "--format", "speedscope", "-o", speedscope}, &exported, {},
+                        60), 0) << exported;
+    std::ifstream json_file(speedscope);
+    const std::string json((std::istreambuf_iterator<char>(json_file)), std::istreambuf_iterator<char>());
+    EXPECT_NE(json.find("\"name\":\"CPU samples\""), std::string::npos);
+    EXPECT_NE(json.find("{\"name\":\"heavy (" + script + ":4)\"}"), std::string::npos);
+    std::filesystem::remove(speedscope);
     std::filesystem::remove(trace);
     std::filesystem::remove(folded);
     unlink(script.c_str());
