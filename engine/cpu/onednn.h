@@ -34,6 +34,7 @@ enum class ScratchSlot : int {
     filter,          // weights in the primitive's format
     result,          // what the primitive writes, before its reorder into the caller's tensor
     accumulation,    // a result in the caller's format, before it is added (GradWrite::accumulate)
+    subsample,       // the pixels a strided 1x1 convolution reads, or their gradient
     count
 };
 void* scratch(ScratchSlot slot, std::size_t bytes);

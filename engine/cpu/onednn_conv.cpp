@@ -16,6 +16,10 @@
 // The blocked format and nhwc cost about the same for nchw callers; going through nhwc
 // keeps the two layouts bit-identical (the same primitive sees the same values), and
 // channels-last models skip the reorders altogether.
+//
+// A 1x1 convolution with a stride or padding never reaches oneDNN as such: ember gathers
+// the pixels it reads and hands oneDNN the unit-stride 1x1 convolution of that subsample
+// (see "Strided 1x1 convolutions" below for why).
 #include "engine/cpu/implementation.h"
 #include "engine/cpu/onednn.h"
 #include "engine/cpu/onednn_ops.h"
@@ -216,10 +220,132 @@ void write_output(const Staged& staged, void* data, int64_t count, ops::GradWrit
         onednn::add_into(static_cast<float*>(data), static_cast<const float*>(destination), count);
 }
 
+// ---------------------------------------------------------------------------------------
+// Strided 1x1 convolutions
+// ---------------------------------------------------------------------------------------
+// A 1x1 convolution with stride (sh, sw) and padding (ph, pw) reads pixel
+// (p sh - ph, q sw - pw) for output (p, q), and nothing else: it is the unit-stride,
+// unpadded 1x1 convolution of that subsample. oneDNN's jit_1x1 kernels make the subsample
+// themselves ("reduce to unit stride") in a workspace of the scratchpad, and in oneDNN
+// 2.6 backward-weights sizes that workspace for the tensor's channels while the kernel
+// writes whole channel blocks (8 on AVX2, 16 on AVX-512) for nhwc data: with fewer
+// channels than a block (ResNet's 4->8 shortcut) it writes past the scratchpad. On AVX2
+// that gave a filter gradient off by its whole size, endless loops inside the JIT kernel
+// and a corrupted heap (malloc aborting in a later dnnl_primitive_create); on AVX-512 the
+// same shapes with 8 to 15 channels crash. So ember gathers the subsample itself, in the
+// caller's layout, and oneDNN only ever sees unit strides and no padding for 1x1 kernels;
+// the gather costs one read of a quarter of x (stride 2), as oneDNN's own copy did.
+
+bool is_strided_pointwise(const Tensor& weight, const ops::Conv2dParams& params) {
+    return weight.shape[2] == 1 && weight.shape[3] == 1 &&
+           (params.stride_h != 1 || params.stride_w != 1 || params.pad_h != 0 || params.pad_w != 0);
+}
+
+// The pixels a strided 1x1 convolution reads: x [N, C, H, W] -> [N, C, P, Q] in x's
+// layout, zero where the padding is read.
+Tensor gather_subsample(const Tensor& x, const ops::Conv2dParams& params, int64_t p_size,
+                        int64_t q_size) {
+    const int64_t n_size = x.shape[0], c_size = x.shape[1], h_size = x.shape[2],
+                  w_size = x.shape[3];
+    Tensor sub = make_tensor(onednn::scratch(ScratchSlot::subsample,
+                                             static_cast<std::size_t>(n_size * c_size * p_size *
+                                                                      q_size) * sizeof(float)),
+                             DType::f32, {n_size, c_size, p_size, q_size}, Device::cpu, x.layout);
+    const float* in = x.as<float>();
+    float* out = sub.as<float>();
+    if (x.layout == Layout::nhwc) {
+        // One row of C channels per output pixel.
+        parallel_for(n_size * p_size, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+                const int64_t n = row / p_size, p = row % p_size, h = p * params.stride_h - params.pad_h;
+                float* destination = out + row * q_size * c_size;
+                for (int64_t q = 0; q < q_size; ++q, destination += c_size) {
+                    const int64_t w = q * params.stride_w - params.pad_w;
+                    if (h < 0 || h >= h_size || w < 0 || w >= w_size)
+                        std::fill(destination, destination + c_size, 0.0f);
+                    else
+                        std::copy_n(in + ((n * h_size + h) * w_size + w) * c_size, c_size, destination);
+                }
+            }
+        });
+    } else {
+        // One output row of Q pixels per (n, c, p).
+        parallel_for(n_size * c_size * p_size, 64, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+                const int64_t plane = row / p_size, p = row % p_size, h = p * params.stride_h - params.pad_h;
+                float* destination = out + row * q_size;
+                const float* source = in + plane * h_size * w_size + h * w_size;
+                for (int64_t q = 0; q < q_size; ++q) {
+                    const int64_t w = q * params.stride_w - params.pad_w;
+                    destination[q] = h < 0 || h >= h_size || w < 0 || w >= w_size ? 0.0f : source[w];
+                }
+            }
+        });
+    }
+    return sub;
+}
+
+// The inverse: dx from the subsample's gradient, zero (store) or unchanged (accumulate)
+// at the pixels the convolution never reads.
+void scatter_subsample(const Tensor& sub, const Tensor& dx, const ops::Conv2dParams& params,
+                       ops::GradWrite write) {
+    const int64_t c_size = dx.shape[1], h_size = dx.shape[2], w_size = dx.shape[3],
+                  p_size = sub.shape[2], q_size = sub.shape[3];
+    const bool accumulate = write == ops::GradWrite::accumulate;
+    // The subsample pixel that dx pixel (h, w) is, or -1.
+    auto source_index = [](int64_t x, int stride, int pad, int64_t size) -> int64_t {
+        const int64_t shifted = x + pad;
+        if (shifted % stride != 0 || shifted / stride >= size) return -1;
+        return shifted / stride;
+    };
+    const float* in = sub.as<float>();
+    float* out = dx.as<float>();
+    if (dx.layout == Layout::nhwc) {
+        parallel_for(dx.shape[0] * h_size, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+                const int64_t n = row / h_size, h = row % h_size;
+                const int64_t p = source_index(h, params.stride_h, params.pad_h, p_size);
+                float* destination = out + row * w_size * c_size;
+                for (int64_t w = 0; w < w_size; ++w, destination += c_size) {
+                    const int64_t q = p < 0 ? -1 : source_index(w, params.stride_w, params.pad_w, q_size);
+                    const float* source = q < 0 ? nullptr : in + ((n * p_size + p) * q_size + q) * c_size;
+                    if (accumulate) {
+                        if (source != nullptr)
+                            for (int64_t c = 0; c < c_size; ++c) destination[c] += source[c];
+                    } else if (source != nullptr) {
+                        std::copy_n(source, c_size, destination);
+                    } else {
+                        std::fill(destination, destination + c_size, 0.0f);
+                    }
+                }
+            }
+        });
+    } else {
+        parallel_for(dx.shape[0] * c_size * h_size, 64, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+                const int64_t plane = row / h_size, h = row % h_size;
+                const int64_t p = source_index(h, params.stride_h, params.pad_h, p_size);
+                float* destination = out + row * w_size;
+                const float* source = p < 0 ? nullptr : in + (plane * p_size + p) * q_size;
+                for (int64_t w = 0; w < w_size; ++w) {
+                    const int64_t q = source == nullptr ? -1 : source_index(w, params.stride_w, params.pad_w, q_size);
+                    const float value = q < 0 ? 0.0f : source[q];
+                    destination[w] = accumulate ? destination[w] + value : value;
+                }
+            }
+        });
+    }
+}
+
+ops::Conv2dParams unit_stride() { return {}; }
+
 }  // namespace
 
 void onednn_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const Tensor& y, const ops::Conv2dParams& params) {
+    if (is_strided_pointwise(weight, params))
+        return onednn_conv2d_forward(gather_subsample(x, params, y.shape[2], y.shape[3]), weight,
+                                     bias, y, unit_stride());
     const ConvKey key = conv_key(x, weight, y, params, bias.defined(), Direction::forward);
     const ConvPlan& plan = plan_for(key, x, weight, y);
     try {
@@ -243,6 +369,15 @@ void onednn_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
 
 void onednn_conv2d_backward_data(const Tensor& weight, const Tensor& dy, const Tensor& dx,
                                  const ops::Conv2dParams& params, ops::GradWrite write) {
+    if (is_strided_pointwise(weight, params)) {
+        const int64_t n = dx.shape[0], c = dx.shape[1], p = dy.shape[2], q = dy.shape[3];
+        Tensor sub = make_tensor(onednn::scratch(ScratchSlot::subsample,
+                                                 static_cast<std::size_t>(n * c * p * q) * sizeof(float)),
+                                 DType::f32, {n, c, p, q}, Device::cpu, dx.layout);
+        onednn_conv2d_backward_data(weight, dy, sub, unit_stride(), ops::GradWrite::store);
+        scatter_subsample(sub, dx, params, write);
+        return;
+    }
     const ConvKey key = conv_key(dx, weight, dy, params, false, Direction::backward_data);
     const ConvPlan& plan = plan_for(key, dx, weight, dy);
     try {
@@ -262,6 +397,9 @@ void onednn_conv2d_backward_data(const Tensor& weight, const Tensor& dy, const T
 
 void onednn_conv2d_backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight,
                                    const ops::Conv2dParams& params, ops::GradWrite write) {
+    if (is_strided_pointwise(dweight, params))
+        return onednn_conv2d_backward_filter(gather_subsample(x, params, dy.shape[2], dy.shape[3]),
+                                             dy, dweight, unit_stride(), write);
     const ConvKey key = conv_key(x, dweight, dy, params, false, Direction::backward_weights);
     const ConvPlan& plan = plan_for(key, x, dweight, dy);
     try {
