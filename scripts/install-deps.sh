@@ -25,6 +25,8 @@ PACKAGES=(
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri
   # export checks: xmllint for the SVG flamegraph, headless Chromium for the speedscope web test
   libxml2-utils chromium
+  # test checks written in Python (the suite's time limits, the samples' plots)
+  python3
   # SVG to PNG (rsvg-convert) for looking at the optimizer-comparison plot
   librsvg2-bin
 )
