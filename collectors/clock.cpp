@@ -2,16 +2,19 @@
 #include "collectors/clock.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ember::collector {
 
@@ -48,7 +51,98 @@ std::int64_t ticks_for(std::int64_t ns, std::int64_t rate) {
 
 void reset_lock_in_child() { g_process_clock.after_fork_in_child(); }
 
+std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+    return cpus;
+}
+
+void describe_disagreement(const HostClock::CrossCpuCheck& check, std::int64_t limit_ns, char* out,
+                           std::size_t size) {
+    std::snprintf(out, size, "the TSCs of CPUs %d and %d disagree by %lld ns (over %lld ns reorders threads' events)",
+                  check.first_cpu, check.worst_cpu, static_cast<long long>(check.worst_back_ns),
+                  static_cast<long long>(limit_ns));
+}
+
 }  // namespace
+
+HostClock::CrossCpuCheck HostClock::measure_cross_cpu(int attempts) const {
+    CrossCpuCheck check;
+    const std::vector<int> cpus = allowed_cpus();
+    if (cpus.size() < 2 || sequence_.load() == 0) return check;  // one CPU, or no mapping yet
+    // Up to 32 CPUs, spread over the list (a many-core machine's sockets are far apart
+    // in the numbering), then the first again: its two readings bound the drift of the
+    // mapping over the sweep.
+    std::vector<int> sweep;
+    const std::size_t count = std::min<std::size_t>(cpus.size(), 32);
+    for (std::size_t i = 0; i < count; ++i) sweep.push_back(cpus[i * cpus.size() / count]);
+    sweep.push_back(cpus[0]);
+    std::vector<std::int64_t> errors(sweep.size(), 0), times(sweep.size(), 0);
+    std::vector<bool> measured(sweep.size(), false);
+    // One thread of its own walks the CPUs (the caller's affinity stays as it was).
+    std::thread walker([&] {
+        for (std::size_t i = 0; i < sweep.size(); ++i) {
+            cpu_set_t mask;
+            CPU_ZERO(&mask);
+            CPU_SET(sweep[i], &mask);
+            if (pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask) != 0) continue;
+            sched_yield();  // be on that CPU before the first reading
+            // The tightest bracket of `attempts`: CLOCK_MONOTONIC against this CPU's TSC.
+            const Measurement m = measure(attempts, 0);
+            if (m.window_ticks > ticks_for(kLongestMeasurementNs, segments_[sequence_.load() % kSegments].rate.load()))
+                continue;  // never an uninterrupted reading: no verdict for this CPU
+            errors[i] = m.ns - time_at(m.tsc);
+            times[i] = m.ns;
+            measured[i] = true;
+        }
+    });
+    walker.join();
+    // The mapping's own drift over the sweep (a rate still being slewed: 300 ppm is
+    // 300 ns a millisecond), from the first CPU's two visits, taken out linearly.
+    const std::size_t last = sweep.size() - 1;
+    if (measured[0] && measured[last] && times[last] > times[0]) {
+        const double drift_per_ns = double(errors[last] - errors[0]) / double(times[last] - times[0]);
+        for (std::size_t i = 1; i <= last; ++i)
+            if (measured[i]) errors[i] -= static_cast<std::int64_t>(drift_per_ns * double(times[i] - times[0]));
+    }
+    std::int64_t lowest = INT64_MAX, highest = INT64_MIN;
+    int lowest_cpu = -1, highest_cpu = -1;
+    for (std::size_t i = 0; i < sweep.size(); ++i) {
+        if (!measured[i]) {
+            check.complete = false;
+            continue;
+        }
+        check.cpus += i + 1 < sweep.size() ? 1 : 0;
+        if (errors[i] < lowest) lowest = errors[i], lowest_cpu = sweep[i];
+        if (errors[i] > highest) highest = errors[i], highest_cpu = sweep[i];
+    }
+    if (lowest_cpu < 0) return check;
+    // The spread of the CPUs' offsets from CLOCK_MONOTONIC is how far one core's TSC
+    // can read below another's at the same moment.
+    check.worst_back_ns = highest - lowest;
+    check.first_cpu = lowest_cpu;
+    check.worst_cpu = highest_cpu;
+    return check;
+}
+
+bool HostClock::recheck_cross_cpu(std::int64_t max_cross_cpu_back_ns) {
+    if (source() != ClockSource::tsc) return false;
+    const CrossCpuCheck check = measure_cross_cpu();
+    if (check.worst_back_ns > cross_cpu_back_ns_.load()) cross_cpu_back_ns_.store(check.worst_back_ns);
+    if (check.worst_back_ns <= max_cross_cpu_back_ns) return false;
+    // Go on from where the TSC mapping is now: CLOCK_MONOTONIC plus the distance, never
+    // below a value already handed out.
+    const std::int64_t tsc_time = time_at(read_tsc());
+    const std::int64_t monotonic = monotonic_now_ns();
+    monotonic_offset_ns_.store(std::max<std::int64_t>(0, tsc_time - monotonic), std::memory_order_relaxed);
+    describe_disagreement(check, max_cross_cpu_back_ns, fallback_reason_, sizeof(fallback_reason_));
+    source_.store(ClockSource::monotonic, std::memory_order_release);
+    return true;
+}
 
 bool cpuinfo_says_tsc_invariant(std::string_view cpuinfo) {
     // The first "flags" line: every core of one machine reports the same ones.
@@ -109,7 +203,8 @@ std::int64_t HostClock::time_at(std::int64_t tsc) const {
     }
 }
 
-ClockSource HostClock::start(ClockSource wanted, std::int64_t reanchor_period_ns, double initial_rate_error_ppm) {
+ClockSource HostClock::start(ClockSource wanted, std::int64_t reanchor_period_ns, double initial_rate_error_ppm,
+                             std::int64_t max_cross_cpu_back_ns) {
     if (source() == ClockSource::tsc) return ClockSource::tsc;
     if (wanted != ClockSource::tsc || !EMBER_COLLECTOR_HAS_TSC) return ClockSource::monotonic;
     // The rate is not known yet, so brackets are judged in ticks: under 3000 (1 µs at
@@ -132,6 +227,13 @@ ClockSource HostClock::start(ClockSource wanted, std::int64_t reanchor_period_ns
     last_tsc_ = second.tsc;
     last_ns_ = second.ns;
     publish(second.tsc, second.ns, rate, second.tsc + ticks_for(period_ns_, rate));
+    // The cores must agree before threads' events may be ordered by their TSC reads.
+    const CrossCpuCheck check = measure_cross_cpu();
+    cross_cpu_back_ns_.store(check.worst_back_ns);
+    if (check.worst_back_ns > max_cross_cpu_back_ns) {
+        describe_disagreement(check, max_cross_cpu_back_ns, fallback_reason_, sizeof(fallback_reason_));
+        return ClockSource::monotonic;
+    }
     source_.store(ClockSource::tsc, std::memory_order_release);
     return ClockSource::tsc;
 }

@@ -18,6 +18,18 @@
 // files mergeable. Without an invariant TSC, or with EMBER_CLOCK=monotonic in the
 // environment, now_ns() is clock_gettime(CLOCK_MONOTONIC).
 //
+// Across threads the TSC is only as good as the agreement of the cores' counters. On
+// bare metal they are synchronized to a few ns; in a virtual machine each vCPU's TSC is
+// the host's plus an offset the hypervisor sets, and those can disagree by a microsecond
+// or more (1.2 µs seen on a KVM guest), enough to put an event that happened later on
+// another thread before its cause. So the clock measures how far the cores' counters
+// disagree (each CPU's offset from CLOCK_MONOTONIC, measure_cross_cpu) when it starts
+// and again every few seconds while a session runs, and
+// stays on, or falls back to, CLOCK_MONOTONIC (which the kernel keeps ordered across
+// CPUs) when that exceeds kMaxCrossCpuBackNs. cross_thread_bound_ns() is the promise
+// the clock then makes: a reading taken after another thread's reading (after seeing
+// it) lies below it by at most that much.
+//
 // Async-signal-safe and lock-free on the read side (the CPU sampler's SIGPROF handler
 // reads it): segments live in a small ring published by a sequence number, so a
 // reader never waits for a writer, even one it interrupted.
@@ -73,17 +85,57 @@ public:
     };
     static constexpr int kSegments = 8;
 
-    constexpr HostClock() = default;
+    // Past this cross-CPU disagreement the TSC is not used (see above). An unfenced
+    // RDTSC may itself run ahead of the load that ordered it by a few tens of ns, so a
+    // disagreement this small cannot be told from that, and a thread handing work to
+    // another takes longer than this (a cache-line transfer and a wake-up) in any case.
+    static constexpr std::int64_t kMaxCrossCpuBackNs = 300;
+
+    // How far the cores' TSCs disagree: a thread of its own visits each allowed CPU (up
+    // to 32, spread over them) and takes the tightest of `attempts` brackets of
+    // CLOCK_MONOTONIC between two TSC reads there, which gives that CPU's offset from
+    // the mapping; the spread of the offsets is the disagreement (to within a bracket,
+    // ~20-50 ns). One thread at a time, so it works on a busy machine too. `complete` is
+    // false when a CPU could not be visited or never gave an uninterrupted bracket.
+    struct CrossCpuCheck {
+        std::int64_t worst_back_ns = 0;
+        int first_cpu = -1, worst_cpu = -1;  // the CPUs furthest apart
+        int cpus = 0;                        // CPUs measured
+        bool complete = true;
+    };
+    CrossCpuCheck measure_cross_cpu(int attempts = 200) const;
 
     // Starts the TSC mapping (calibration sleeps ~10 ms) when `wanted` is tsc and the
     // TSC is usable; otherwise, or when calibration looks wrong, stays on
     // CLOCK_MONOTONIC. Returns the source in use. `initial_rate_error_ppm` skews the
     // calibrated rate on purpose (tests: re-anchoring must absorb it).
+    // `max_cross_cpu_back_ns` is the disagreement past which the TSC is refused (tests
+    // set it below zero to take the fallback on any machine).
     ClockSource start(ClockSource wanted, std::int64_t reanchor_period_ns = 100'000'000,
-                      double initial_rate_error_ppm = 0.0);
+                      double initial_rate_error_ppm = 0.0,
+                      std::int64_t max_cross_cpu_back_ns = kMaxCrossCpuBackNs);
     ClockSource source() const { return source_.load(std::memory_order_acquire); }
     // "CLOCK_MONOTONIC" or "CLOCK_MONOTONIC (TSC)" for RunInfo::clock_name.
     const char* name() const;
+    // Why the TSC is not in use ("" when it is, or was never wanted).
+    const char* fallback_reason() const { return fallback_reason_; }
+    // The largest cross-CPU disagreement measured so far (ns; 0 before any measurement).
+    std::int64_t cross_cpu_back_ns() const { return cross_cpu_back_ns_.load(std::memory_order_relaxed); }
+    // The clock's promise across threads: a reading taken after seeing another thread's
+    // reading lies below it by at most this many ns. CLOCK_MONOTONIC: 0. The TSC: twice
+    // the disagreement measured (it is sampled, not proven) plus kOutOfOrderReadNs: the
+    // read is unfenced (a fence would cost ~8 ns a read), so the CPU may execute it
+    // before the load that saw the other thread's reading completes, earlier by at most
+    // that load's latency, a cache line from another socket (well under 1 µs).
+    static constexpr std::int64_t kOutOfOrderReadNs = 1000;
+    std::int64_t cross_thread_bound_ns() const {
+        return source() == ClockSource::tsc ? 2 * cross_cpu_back_ns() + kOutOfOrderReadNs : 0;
+    }
+    // Measures the cross-CPU disagreement again (the session's clock keeper, every few
+    // seconds: a hypervisor may move a vCPU and change its TSC offset) and falls back to
+    // CLOCK_MONOTONIC, continuing from the TSC time so nothing goes back, when it now
+    // exceeds kMaxCrossCpuBackNs. Returns true when it fell back.
+    bool recheck_cross_cpu(std::int64_t max_cross_cpu_back_ns = kMaxCrossCpuBackNs);
 
     std::int64_t now_ns() {
 #if EMBER_COLLECTOR_HAS_TSC
@@ -107,7 +159,7 @@ public:
             }
         }
 #endif
-        return monotonic_now_ns();
+        return monotonic_now_ns() + monotonic_offset_ns_.load(std::memory_order_relaxed);
     }
 
     // Times a re-anchoring measurement was refused because CLOCK_MONOTONIC and the
@@ -143,6 +195,11 @@ private:
     std::int64_t last_ns_ = 0;
     std::atomic<std::uint64_t> refused_measurements_{0};
     std::atomic<std::uint64_t> forward_jumps_{0};
+    std::atomic<std::int64_t> cross_cpu_back_ns_{0};
+    // Added to CLOCK_MONOTONIC after a fallback from the TSC, so time goes on from where
+    // the TSC mapping left it (a few µs at most) instead of stepping back.
+    std::atomic<std::int64_t> monotonic_offset_ns_{0};
+    char fallback_reason_[160] = {};
 };
 
 // The process's clock, read by every collector timestamp.

@@ -159,6 +159,8 @@ Session::Session(const SessionOptions& options)
         run.world_size = record.world_size;
     }
     start_process_clock();
+    if (*g_process_clock.fallback_reason() != '\0')
+        say(std::string("clock: CLOCK_MONOTONIC, not the TSC: ") + g_process_clock.fallback_reason());
     run.clock_name = clock_name();
     run.clock_offset_to_wall_ns = clock_offset_to_wall_ns();
     run.start_ns = now_ns();
@@ -276,9 +278,13 @@ void Session::start_components() {
             pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
             Components& keeper_parts = *components_;
             std::unique_lock lock(keeper_parts.clock_keeper_mutex);
-            while (!keeper_parts.clock_keeper_stop) {
+            // Every 5 s the cores' TSCs are compared again (~1 ms of one thread's time):
+            // a hypervisor that moves a vCPU may change its offset.
+            for (int wakeups = 1; !keeper_parts.clock_keeper_stop; ++wakeups) {
                 keeper_parts.clock_keeper_wake.wait_for(lock, std::chrono::milliseconds(50));
                 now_ns();
+                if (wakeups % 100 == 0 && g_process_clock.recheck_cross_cpu())
+                    say(std::string("clock: CLOCK_MONOTONIC from now on: ") + g_process_clock.fallback_reason());
             }
         });
     }
