@@ -1,6 +1,7 @@
 // decimal_time.cpp: decimal text -> exact scaled integer, in 128-bit arithmetic.
 #include "profiler/import/decimal_time.h"
 
+#include <cstdint>
 #include <limits>
 
 namespace ember::importing {
@@ -21,9 +22,79 @@ Wide power_of_ten(int exponent) {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+constexpr std::uint64_t kPowersOfTen[] = {1ull,
+                                          10ull,
+                                          100ull,
+                                          1000ull,
+                                          10000ull,
+                                          100000ull,
+                                          1000000ull,
+                                          10000000ull,
+                                          100000000ull,
+                                          1000000000ull,
+                                          10000000000ull,
+                                          100000000000ull,
+                                          1000000000000ull,
+                                          10000000000000ull,
+                                          100000000000000ull,
+                                          1000000000000000ull,
+                                          10000000000000000ull,
+                                          100000000000000000ull,
+                                          1000000000000000000ull};
+
+// The shape nearly every trace time has: [-]digits[.digits], at most 18 digits in
+// all, no exponent, a shift of 0 to 18. Exact in 64 bits (10^18 x 9.2 would not be,
+// hence the bound on the result below). Returns false when `text` has another shape;
+// the general parser then decides (it gives the same value for this shape).
+bool parse_plain_decimal(std::string_view text, int decimal_shift, std::int64_t& value) {
+    if (decimal_shift < 0 || decimal_shift > 18) return false;
+    const char* p = text.data();
+    const char* end = p + text.size();
+    bool negative = false;
+    if (p < end && *p == '-') {
+        negative = true;
+        ++p;
+    }
+    std::uint64_t mantissa = 0;
+    int digits = 0;
+    int fraction_digits = 0;
+    const char* integer_start = p;
+    while (p < end && static_cast<unsigned>(*p - '0') < 10) {
+        mantissa = mantissa * 10 + static_cast<unsigned>(*p - '0');
+        ++p;
+        if (++digits > 18) return false;
+    }
+    if (p == integer_start) return false;
+    if (p < end && *p == '.') {
+        ++p;
+        const char* fraction_start = p;
+        while (p < end && static_cast<unsigned>(*p - '0') < 10) {
+            mantissa = mantissa * 10 + static_cast<unsigned>(*p - '0');
+            ++p;
+            ++fraction_digits;
+            if (++digits > 18) return false;
+        }
+        if (p == fraction_start) return false;
+    }
+    if (p != end) return false;
+    std::uint64_t magnitude = 0;
+    if (fraction_digits <= decimal_shift) {
+        const std::uint64_t scale = kPowersOfTen[decimal_shift - fraction_digits];
+        if (mantissa > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / scale) return false;
+        magnitude = mantissa * scale;
+    } else {
+        const std::uint64_t scale = kPowersOfTen[fraction_digits - decimal_shift];
+        magnitude = mantissa / scale;
+        if ((mantissa % scale) * 2 >= scale) ++magnitude;  // halves away from zero
+    }
+    value = negative ? -static_cast<std::int64_t>(magnitude) : static_cast<std::int64_t>(magnitude);
+    return true;
+}
+
 }  // namespace
 
 bool parse_decimal_scaled(std::string_view text, int decimal_shift, std::int64_t& value) {
+    if (parse_plain_decimal(text, decimal_shift, value)) return true;
     while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
     while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
     if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);

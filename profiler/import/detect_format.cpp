@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -81,13 +82,31 @@ SourceFormat detect_format(const std::string& path) {
     }
     if (got == sizeof head && std::memcmp(head, kSqliteMagic, sizeof head) == 0) return sqlite_format(path);
 
-    // JSON, possibly gzip: the first MiB tells Kineto from plain Chrome.
-    InputStream input(path, 1u << 20);
-    std::string_view text = input.next_chunk();
+    // JSON, possibly gzip: the first MiB tells Kineto from plain Chrome. It is read
+    // (inflated) 64 KiB at a time and the reading stops once the prefix decides: an
+    // ember export names itself in its first bytes, a Kineto file has its markers near
+    // the top, so only a plain Chrome trace pays for the whole MiB.
+    constexpr std::size_t kStep = 64u << 10;
+    constexpr std::size_t kWindow = 1u << 20;
+    InputStream input(path, kStep);
+    std::string prefix;
+    std::string_view piece = input.next_chunk();
+    prefix.assign(piece);
     std::size_t start = 0;
-    if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") start = 3;
-    while (start < text.size() && (text[start] == ' ' || text[start] == '\n' || text[start] == '\r' || text[start] == '\t')) ++start;
-    if (start >= text.size() || (text[start] != '{' && text[start] != '[')) {
+    auto skip_leading = [&] {
+        start = 0;
+        if (prefix.size() >= 3 && prefix.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;
+        while (start < prefix.size() &&
+               (prefix[start] == ' ' || prefix[start] == '\n' || prefix[start] == '\r' || prefix[start] == '\t'))
+            ++start;
+    };
+    skip_leading();
+    // A prefix of nothing but white space: read on until the document starts.
+    while (start >= prefix.size() && prefix.size() < kWindow && !(piece = input.next_chunk()).empty()) {
+        prefix.append(piece);
+        skip_leading();
+    }
+    if (start >= prefix.size() || (prefix[start] != '{' && prefix[start] != '[')) {
         std::string hint;
         if (path.size() > 9 && (path.compare(path.size() - 9, 9, ".nsys-rep") == 0 || path.compare(path.size() - 6, 6, ".qdrep") == 0)) {
             hint = "; export an Nsight Systems report first: nsys export --type sqlite FILE";
@@ -97,15 +116,26 @@ SourceFormat detect_format(const std::string& path) {
                                      "(Kineto, Chrome){}",
                                      hint));
     }
-    text = text.substr(start);
-    if (contains(text, "\"exporter\":\"ember")) return SourceFormat::chrome;
     static constexpr std::string_view kKinetoMarkers[] = {
         "\"schemaVersion\"", "\"deviceProperties\"", "\"distributedInfo\"", "\"baseTimeNanoseconds\"",
         "PyTorch Profiler",  "\"cuda_runtime\"",     "\"cpu_op\"",          "\"python_function\"",
         "\"user_annotation\"", "\"gpu_memcpy\"",      "\"ac2g\"",            "\"External id\"",
         "\"external id\"",   "ProfilerStep#"};
-    for (std::string_view marker : kKinetoMarkers) {
-        if (contains(text, marker)) return SourceFormat::kineto;
+    // Each step searches its new bytes and the 31 before them (a marker cut between
+    // two steps is still found); a marker ends the reading, the window ends at 1 MiB.
+    constexpr std::size_t kOverlap = 31;
+    std::size_t searched = start;
+    for (;;) {
+        std::string_view text = std::string_view(prefix).substr(searched);
+        if (contains(text, "\"exporter\":\"ember")) return SourceFormat::chrome;
+        for (std::string_view marker : kKinetoMarkers) {
+            if (contains(text, marker)) return SourceFormat::kineto;
+        }
+        if (prefix.size() >= kWindow) break;
+        piece = input.next_chunk();
+        if (piece.empty()) break;
+        searched = std::max(start, prefix.size() - std::min(prefix.size(), kOverlap));
+        prefix.append(piece.substr(0, kWindow - prefix.size()));
     }
     return SourceFormat::chrome;
 }

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -289,6 +290,20 @@ std::int64_t single_count(sqlite3* db, const std::string& path, const char* sql)
 
 }  // namespace
 
+namespace {
+
+// The file's data on disk before it is renamed into place.
+void sync_file(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw TraceError(TraceErrorKind::io, path, fmt::format("cannot reopen: {}", std::strerror(errno)));
+    int result = ::fdatasync(fd);
+    int error = errno;
+    ::close(fd);
+    if (result != 0) throw TraceError(TraceErrorKind::io, path, fmt::format("cannot sync: {}", std::strerror(error)));
+}
+
+}  // namespace
+
 void ImportSink::write_metadata(const std::string& path) {
     sqlite3* db = nullptr;
     int result = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
@@ -301,6 +316,10 @@ void ImportSink::write_metadata(const std::string& path) {
         sqlite3* db;
         ~Closer() { sqlite3_close(db); }
     } closer{db};
+    // The file is still the import's temporary, renamed onto the output only after this
+    // commit and one fdatasync below: a crash before then leaves no output to repair,
+    // so no rollback journal (and its three syncs) is needed here.
+    store::exec_sql(db, path, "PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF");
     // The writer built the correlation_id indexes at close: these are index lookups.
     static constexpr const char* kLinkedSql =
         "SELECT (SELECT COUNT(*) FROM kernels g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a "
@@ -362,6 +381,7 @@ void ImportSink::write_metadata(const std::string& path) {
         put_text(import_metadata_key::notes, notes);
     }
     store::exec_sql(db, path, "COMMIT");
+    sync_file(path);
 }
 
 ImportCounts ImportSink::finish(const std::string& output) {

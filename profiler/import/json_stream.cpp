@@ -4,6 +4,7 @@
 //   [SECTION] InputStream: plain and gzip chunks
 //   [SECTION] JsonTraceScanner: the document's top level
 //   [SECTION] JsonTraceScanner: one value, across chunks
+//   [SECTION] ScanAhead: the scanner on its own thread
 #include "profiler/import/json_stream.h"
 
 #include "profiler/store/trace_error.h"
@@ -13,7 +14,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 namespace ember::importing {
 
@@ -45,7 +50,7 @@ InputStream::InputStream(const std::string& path, std::size_t chunk_bytes) : pat
         throw TraceError(TraceErrorKind::io, path, fmt::format("cannot seek: {}", std::strerror(errno)));
     }
     chunk_capacity_ = std::max<std::size_t>(chunk_bytes, 1);
-    chunk_.assign(chunk_capacity_ + kJsonPadding, ' ');
+    chunk_.reset(new char[chunk_capacity_ + kJsonPadding]);
     if (compressed_) {
         inflater_ = std::make_unique<Inflater>();
         // 15 + 16: a gzip wrapper with the largest window; zlib checks each member's CRC.
@@ -53,7 +58,8 @@ InputStream::InputStream(const std::string& path, std::size_t chunk_bytes) : pat
             throw TraceError(TraceErrorKind::io, path, "cannot initialize zlib");
         }
         inflater_->initialized = true;
-        compressed_buffer_.resize(std::min<std::size_t>(chunk_capacity_, 1u << 20));
+        compressed_capacity_ = std::min<std::size_t>(chunk_capacity_, 1u << 20);
+        compressed_buffer_.reset(new unsigned char[compressed_capacity_]);
     }
 }
 
@@ -66,12 +72,12 @@ std::string InputStream::describe_offset(std::uint64_t offset) const {
 }
 
 std::size_t InputStream::read_compressed() {
-    std::size_t got = std::fread(compressed_buffer_.data(), 1, compressed_buffer_.size(), file_);
+    std::size_t got = std::fread(compressed_buffer_.get(), 1, compressed_capacity_, file_);
     if (got == 0 && std::ferror(file_)) {
         throw TraceError(TraceErrorKind::io, path_,
                          fmt::format("read error at byte {}: {}", compressed_consumed_, std::strerror(errno)));
     }
-    inflater_->stream.next_in = compressed_buffer_.data();
+    inflater_->stream.next_in = compressed_buffer_.get();
     inflater_->stream.avail_in = static_cast<uInt>(got);
     compressed_consumed_ += got;
     return got;
@@ -79,7 +85,7 @@ std::size_t InputStream::read_compressed() {
 
 std::string_view InputStream::inflate_chunk() {
     z_stream& zs = inflater_->stream;
-    zs.next_out = reinterpret_cast<Bytef*>(chunk_.data());
+    zs.next_out = reinterpret_cast<Bytef*>(chunk_.get());
     zs.avail_out = static_cast<uInt>(chunk_capacity_);
     auto compressed_position = [&] { return compressed_consumed_ - zs.avail_in; };
     while (zs.avail_out > 0) {
@@ -120,7 +126,7 @@ std::string_view InputStream::inflate_chunk() {
                                          zs.msg != nullptr ? zs.msg : zError(result)));
         }
     }
-    return {chunk_.data(), chunk_capacity_ - zs.avail_out};
+    return {chunk_.get(), chunk_capacity_ - zs.avail_out};
 }
 
 std::string_view InputStream::next_chunk() {
@@ -130,7 +136,7 @@ std::string_view InputStream::next_chunk() {
     if (compressed_) {
         chunk = inflate_chunk();
     } else {
-        std::size_t got = std::fread(chunk_.data(), 1, chunk_capacity_, file_);
+        std::size_t got = std::fread(chunk_.get(), 1, chunk_capacity_, file_);
         if (got < chunk_capacity_) {
             if (std::ferror(file_)) {
                 throw TraceError(TraceErrorKind::io, path_,
@@ -138,10 +144,10 @@ std::string_view InputStream::next_chunk() {
             }
             finished_ = true;
         }
-        chunk = {chunk_.data(), got};
+        chunk = {chunk_.get(), got};
     }
     // The padding after the text must be readable; spaces keep it inert.
-    std::memset(chunk_.data() + chunk.size(), ' ', kJsonPadding);
+    std::memset(chunk_.get() + chunk.size(), ' ', kJsonPadding);
     next_offset_ += chunk.size();
     return chunk;
 }
@@ -485,6 +491,147 @@ void JsonTraceScanner::scan_value(bool keep, JsonItem& item) {
         }
         start = pos_;
     }
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] ScanAhead: the scanner on its own thread
+// ---------------------------------------------------------------------------
+
+struct ScanAhead::Batch {
+    struct Entry {
+        JsonItem::Kind kind = JsonItem::Kind::trace_event;
+        std::size_t text_at = 0;  // in text
+        std::size_t size = 0;
+        std::size_t key_at = 0;   // in keys (top-level values only)
+        std::size_t key_size = 0;
+        std::uint64_t offset = 0;
+        std::uint64_t index = 0;
+    };
+    std::vector<char> text;  // each element's text, then kJsonPadding spaces
+    std::string keys;
+    std::vector<Entry> entries;
+    bool last = false;               // nothing follows this batch
+    bool saw_trace_events = false;   // (on the last batch)
+    std::exception_ptr error;        // (on the last batch) what the scanner threw
+};
+
+struct ScanAhead::Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<std::unique_ptr<Batch>> queue;
+    std::vector<std::unique_ptr<Batch>> spare;  // emptied batches, their buffers kept
+    std::size_t max_batches = 4;
+    bool stop = false;
+    std::thread thread;
+};
+
+ScanAhead::ScanAhead(InputStream& input, std::vector<std::string> wanted_keys, std::size_t batch_bytes,
+                     std::size_t max_batches)
+    : input_(input), batch_bytes_(std::max<std::size_t>(batch_bytes, 1)), shared_(std::make_unique<Shared>()) {
+    shared_->max_batches = std::max<std::size_t>(max_batches, 1);
+    shared_->thread = std::thread([this, keys = std::move(wanted_keys)]() mutable { scan(std::move(keys)); });
+}
+
+ScanAhead::~ScanAhead() {
+    {
+        std::lock_guard lock(shared_->mutex);
+        shared_->stop = true;
+    }
+    shared_->changed.notify_all();
+    if (shared_->thread.joinable()) shared_->thread.join();
+}
+
+void ScanAhead::scan(std::vector<std::string> wanted_keys) {
+    auto fresh_batch = [&] {
+        std::unique_ptr<Batch> batch;
+        {
+            std::lock_guard lock(shared_->mutex);
+            if (!shared_->spare.empty()) {
+                batch = std::move(shared_->spare.back());
+                shared_->spare.pop_back();
+            }
+        }
+        if (batch == nullptr) {
+            batch = std::make_unique<Batch>();
+            batch->text.reserve(batch_bytes_ + (64u << 10));
+        }
+        batch->text.clear();
+        batch->keys.clear();
+        batch->entries.clear();
+        return batch;
+    };
+    // Queues `batch`; false when the reader is gone (stop).
+    auto hand_over = [&](std::unique_ptr<Batch> batch) {
+        std::unique_lock lock(shared_->mutex);
+        shared_->changed.wait(lock, [&] { return shared_->stop || shared_->queue.size() < shared_->max_batches; });
+        if (shared_->stop) return false;
+        shared_->queue.push_back(std::move(batch));
+        lock.unlock();
+        shared_->changed.notify_all();
+        return true;
+    };
+    std::unique_ptr<Batch> batch = fresh_batch();
+    try {
+        JsonTraceScanner scanner(input_, std::move(wanted_keys));
+        JsonItem item;
+        while (scanner.next(item)) {
+            Batch::Entry entry;
+            entry.kind = item.kind;
+            entry.text_at = batch->text.size();
+            entry.size = item.size;
+            entry.offset = item.offset;
+            entry.index = item.index;
+            if (item.kind == JsonItem::Kind::top_level_value) {
+                entry.key_at = batch->keys.size();
+                entry.key_size = item.key.size();
+                batch->keys.append(item.key);
+            }
+            batch->text.insert(batch->text.end(), item.data, item.data + item.size);
+            batch->text.insert(batch->text.end(), kJsonPadding, ' ');
+            batch->entries.push_back(entry);
+            if (batch->text.size() >= batch_bytes_) {
+                if (!hand_over(std::move(batch))) return;
+                batch = fresh_batch();
+            }
+        }
+        batch->saw_trace_events = scanner.saw_trace_events();
+    } catch (...) {
+        batch->error = std::current_exception();
+    }
+    batch->last = true;
+    hand_over(std::move(batch));
+}
+
+bool ScanAhead::take_batch() {
+    std::unique_ptr<Batch> done = std::move(current_);
+    std::unique_lock lock(shared_->mutex);
+    if (done != nullptr) shared_->spare.push_back(std::move(done));
+    shared_->changed.wait(lock, [&] { return !shared_->queue.empty(); });
+    current_ = std::move(shared_->queue.front());
+    shared_->queue.pop_front();
+    lock.unlock();
+    shared_->changed.notify_all();
+    next_in_batch_ = 0;
+    return true;
+}
+
+bool ScanAhead::next(JsonItem& item) {
+    while (current_ == nullptr || next_in_batch_ == current_->entries.size()) {
+        if (current_ != nullptr && current_->last) {
+            saw_trace_events_ = current_->saw_trace_events;
+            if (current_->error) std::rethrow_exception(current_->error);
+            return false;
+        }
+        take_batch();
+    }
+    const Batch::Entry& entry = current_->entries[next_in_batch_++];
+    item.kind = entry.kind;
+    item.key = std::string_view(current_->keys).substr(entry.key_at, entry.key_size);
+    item.data = current_->text.data() + entry.text_at;
+    item.size = entry.size;
+    item.offset = entry.offset;
+    item.index = entry.index;
+    return true;
 }
 
 }  // namespace ember::importing

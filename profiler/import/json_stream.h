@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,14 +53,17 @@ private:
     std::FILE* file_ = nullptr;
     bool compressed_ = false;
     bool finished_ = false;
-    std::vector<char> chunk_;         // chunk_bytes + padding
+    // chunk_bytes + padding, left uninitialized: a page is touched only when the
+    // input reaches it (a small file never faults in the whole chunk).
+    std::unique_ptr<char[]> chunk_;
     std::size_t chunk_capacity_ = 0;  // usable bytes of chunk_
     std::uint64_t chunk_offset_ = 0;
     std::uint64_t next_offset_ = 0;
     // gzip state.
     struct Inflater;
     std::unique_ptr<Inflater> inflater_;
-    std::vector<unsigned char> compressed_buffer_;
+    std::unique_ptr<unsigned char[]> compressed_buffer_;  // uninitialized, like chunk_
+    std::size_t compressed_capacity_ = 0;
     std::uint64_t compressed_consumed_ = 0;  // bytes of the file handed to zlib
 };
 
@@ -117,6 +121,40 @@ private:
     std::string key_;
     std::vector<char> carry_;  // a value that straddles chunks, plus padding
     std::uint64_t element_index_ = 0;
+};
+
+// JsonTraceScanner on a thread of its own: reading, gzip inflation and the scan for
+// element boundaries run ahead of the caller, which parses and stores. Elements
+// travel in batches (copies of their text, each with its padding) through a queue of
+// at most `max_batches`, so memory stays bounded whatever the file: about
+// max_batches x batch_bytes plus the scanner's own. next() hands out exactly what
+// JsonTraceScanner::next would, in the same order, and rethrows the scanner's error
+// where the scanner would have thrown it (after every element before it).
+class ScanAhead {
+public:
+    ScanAhead(InputStream& input, std::vector<std::string> wanted_keys, std::size_t batch_bytes = 1u << 20,
+              std::size_t max_batches = 4);
+    // Stops the scanning thread (it may be blocked on a full queue) and joins it.
+    ~ScanAhead();
+    ScanAhead(const ScanAhead&) = delete;
+    ScanAhead& operator=(const ScanAhead&) = delete;
+
+    bool next(JsonItem& item);
+    // Valid once next() returned false.
+    bool saw_trace_events() const { return saw_trace_events_; }
+
+private:
+    struct Batch;
+    struct Shared;
+    void scan(std::vector<std::string> wanted_keys);
+    bool take_batch();
+
+    InputStream& input_;
+    std::size_t batch_bytes_;
+    std::unique_ptr<Shared> shared_;
+    std::unique_ptr<Batch> current_;
+    std::size_t next_in_batch_ = 0;
+    bool saw_trace_events_ = false;
 };
 
 }  // namespace ember::importing

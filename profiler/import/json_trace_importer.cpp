@@ -107,7 +107,9 @@ JsonTraceImporter::JsonTraceImporter(ImportSink& sink) : sink_(sink), input_(sin
 JsonTraceImporter::~JsonTraceImporter() = default;
 
 void JsonTraceImporter::run() {
-    JsonTraceScanner scanner(input_, wanted_top_level_keys());
+    // Reading, inflating and finding the elements run on a thread of their own; this
+    // thread parses and hands the events to the writer, whose thread stores them.
+    ScanAhead scanner(input_, wanted_top_level_keys());
     JsonItem item;
     TraceEventFields event;
     while (scanner.next(item)) {

@@ -51,6 +51,49 @@ TEST(DecimalTime, MicrosecondTextIsExactNanoseconds) {
     EXPECT_EQ(value, std::numeric_limits<std::int64_t>::min());
 }
 
+// The 64-bit path for plain decimals ([-]digits[.digits], up to 18 digits) must give
+// what the general 128-bit path gives; a leading space sends the same text down the
+// general path.
+TEST(DecimalTime, PlainDecimalsAgreeWithTheGeneralParser) {
+    std::uint64_t state = 88172645463325252ull;
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    int compared = 0;
+    for (int i = 0; i < 200000; ++i) {
+        std::string text;
+        if (next() % 4 == 0) text += '-';
+        int integer_digits = 1 + static_cast<int>(next() % 19);
+        int fraction_digits = static_cast<int>(next() % 12);
+        for (int d = 0; d < integer_digits; ++d) text += static_cast<char>('0' + next() % 10);
+        if (fraction_digits > 0) {
+            text += '.';
+            for (int d = 0; d < fraction_digits; ++d) text += static_cast<char>('0' + (next() % 7 == 0 ? 5 : next() % 10));
+        }
+        int shift = static_cast<int>(next() % 10);
+        std::int64_t fast = 0, general = 0;
+        bool fast_ok = importing::parse_decimal_scaled(text, shift, fast);
+        bool general_ok = importing::parse_decimal_scaled(" " + text, shift, general);
+        ASSERT_EQ(fast_ok, general_ok) << text << " shift " << shift;
+        if (fast_ok) {
+            ASSERT_EQ(fast, general) << text << " shift " << shift;
+            ++compared;
+        }
+    }
+    EXPECT_GT(compared, 100000);
+    std::int64_t value = 0;
+    ASSERT_TRUE(importing::parse_decimal_scaled("999999999999999999", 0, value));  // 18 digits: the plain path
+    EXPECT_EQ(value, 999999999999999999);
+    ASSERT_TRUE(importing::parse_decimal_scaled("-0.0005", 3, value));
+    EXPECT_EQ(value, -1);
+    ASSERT_TRUE(importing::parse_decimal_scaled("9223372036854.775807", 6, value));
+    EXPECT_EQ(value, std::numeric_limits<std::int64_t>::max());
+    EXPECT_FALSE(importing::parse_decimal_scaled("92233720368547758.08", 2, value));
+}
+
 struct Scanned {
     std::vector<std::string> elements;
     std::vector<std::uint64_t> offsets;
@@ -58,9 +101,8 @@ struct Scanned {
     bool operator==(const Scanned&) const = default;
 };
 
-Scanned scan(const std::string& path, std::size_t chunk_bytes, std::vector<std::string> keys) {
-    importing::InputStream input(path, chunk_bytes);
-    importing::JsonTraceScanner scanner(input, std::move(keys));
+template <typename Scanner>
+Scanned scan_with(Scanner& scanner) {
     importing::JsonItem item;
     Scanned scanned;
     while (scanner.next(item)) {
@@ -76,6 +118,19 @@ Scanned scan(const std::string& path, std::size_t chunk_bytes, std::vector<std::
         }
     }
     return scanned;
+}
+
+// batch_bytes 0: JsonTraceScanner itself; otherwise through ScanAhead's thread with
+// batches of that many bytes and a queue of two.
+Scanned scan(const std::string& path, std::size_t chunk_bytes, std::vector<std::string> keys,
+             std::size_t batch_bytes = 0) {
+    importing::InputStream input(path, chunk_bytes);
+    if (batch_bytes == 0) {
+        importing::JsonTraceScanner scanner(input, std::move(keys));
+        return scan_with(scanner);
+    }
+    importing::ScanAhead scanner(input, std::move(keys), batch_bytes, 2);
+    return scan_with(scanner);
 }
 
 TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
@@ -108,6 +163,28 @@ TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
     for (std::size_t chunk : {1, 2, 7, 64, 1 << 20}) {
         EXPECT_EQ(scan(dir.path("edge.json.gz"), chunk, keys), reference) << "gzip chunk " << chunk;
     }
+    // Scanned ahead on another thread, in batches of any size: the same items.
+    for (std::size_t batch : {1, 30, 100, 1 << 20}) {
+        for (std::size_t chunk : {1, 7, 1 << 20}) {
+            EXPECT_EQ(scan(dir.path("edge.json"), chunk, keys, batch), reference) << "batch " << batch << " chunk " << chunk;
+            EXPECT_EQ(scan(dir.path("edge.json.gz"), chunk, keys, batch), reference) << "batch " << batch << " gzip";
+        }
+    }
+}
+
+TEST(JsonScanner, ScanAheadStopsWhenItsReaderLeavesEarly) {
+    TempDir dir;
+    std::string json = "[";
+    for (int i = 0; i < 20000; ++i) json += "{\"ph\":\"X\",\"ts\":" + std::to_string(i) + "},";
+    json += "]";
+    import_test::write_file(dir.path("many.json"), json);
+    for (int round = 0; round < 20; ++round) {
+        importing::InputStream input(dir.path("many.json"), 64);
+        importing::ScanAhead scanner(input, {}, 16, 1);  // the queue is full at once
+        importing::JsonItem item;
+        ASSERT_TRUE(scanner.next(item));
+        EXPECT_EQ(item.text(), "{\"ph\":\"X\",\"ts\":0}");
+    }  // ~ScanAhead wakes the blocked scanner thread and joins it
 }
 
 TEST(JsonScanner, ArrayFormatWithAndWithoutTheClosingBracket) {
@@ -122,12 +199,26 @@ TEST(JsonScanner, ErrorsNameTheByte) {
     TempDir dir;
     auto error_of = [&](const std::string& json) {
         import_test::write_file(dir.path("bad.json"), json);
+        std::string message = "no error";
         try {
             scan(dir.path("bad.json"), 5, {});
         } catch (const store::TraceError& error) {
-            return std::string(error.what());
+            message = error.what();
         }
-        return std::string("no error");
+        // Scanned ahead: the same error, after the same elements.
+        std::string ahead = "no error";
+        std::size_t delivered = 0;
+        importing::InputStream input(dir.path("bad.json"), 5);
+        importing::ScanAhead scanner(input, {}, 8, 2);
+        importing::JsonItem item;
+        try {
+            while (scanner.next(item)) ++delivered;
+        } catch (const store::TraceError& error) {
+            ahead = error.what();
+        }
+        EXPECT_EQ(ahead, message) << json;
+        if (json == "{\"traceEvents\": [{\"a\": 1}, @]") EXPECT_EQ(delivered, 1u);
+        return message;
     };
     EXPECT_NE(error_of("{\"traceEvents\": {}}").find("traceEvents must be an array"), std::string::npos);
     EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": 1}}").find("at byte 25: expected ',' or ']'"), std::string::npos)
