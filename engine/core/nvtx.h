@@ -9,24 +9,18 @@
 //   dataloader/load, dataloader/decode, dataloader/augment, dataloader/h2d  (workers)
 //   allreduce/wait       compute waits for communication
 //   allreduce/bucket     one gradient bucket's all-reduce (payload: bytes)
-// Categories group them (see Category below) so a consumer need not parse names.
+// Categories group them so a consumer need not parse names. The domain, the categories
+// and the range names are the contract in common/nvtx_contract.h, which the importers
+// and analyses read too.
 #pragma once
+
+#include "common/nvtx_contract.h"
 
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdint>
 
 namespace ember::nvtx {
-
-enum class Category : uint32_t {
-    none = 0,
-    step = 1,
-    compute = 2,     // forward, backward, optimizer, layers
-    dataloader = 3,  // loading, decoding, augmenting, copying batches; waits for them
-    communication = 4,
-    checkpoint = 5,
-    evaluation = 6,
-};
 
 // The process-wide "ember" domain, created on first use; names its categories.
 nvtxDomainHandle_t domain();
@@ -48,9 +42,8 @@ public:
 void mark(const char* name, Category category = Category::none);
 void mark_value(const char* name, double value, Category category = Category::none);
 
-// Scalar series (loss, lr, loss scale, samples/s) travel as marks in the category
-// below, payload = the value; the collector turns them into counter tracks.
-constexpr Category kCounterCategory = static_cast<Category>(100);
+// Scalar series (loss, lr, loss scale, samples/s) travel as marks in kCounterCategory,
+// payload = the value; the collector turns them into counter tracks.
 void counter(const char* name, double value);
 
 // Names the calling OS thread for NVTX tools ("dataloader worker 2").

@@ -16,6 +16,8 @@
 // the names profiler/analysis recognises. NCCL kernels run on a stream named
 // "nccl"; nccl:* annotations and c10d ops are filed under category communication.
 #include "profiler/import/importers.h"
+
+#include "common/nvtx_contract.h"
 #include "profiler/trace/step_names.h"
 #include "profiler/import/json_trace_importer.h"
 
@@ -31,11 +33,11 @@ namespace ember::importing {
 
 namespace {
 
-// ember's NVTX categories (engine/core/nvtx.h: Category), the numbers analyses read.
-constexpr std::uint32_t kCategoryStep = 1;
-constexpr std::uint32_t kCategoryCompute = 2;
-constexpr std::uint32_t kCategoryDataloader = 3;
-constexpr std::uint32_t kCategoryCommunication = 4;
+// ember's NVTX categories (common/nvtx_contract.h), the numbers analyses read.
+constexpr std::uint32_t kCategoryStep = nvtx::number(nvtx::Category::step);
+constexpr std::uint32_t kCategoryCompute = nvtx::number(nvtx::Category::compute);
+constexpr std::uint32_t kCategoryDataloader = nvtx::number(nvtx::Category::dataloader);
+constexpr std::uint32_t kCategoryCommunication = nvtx::number(nvtx::Category::communication);
 
 enum class KinetoKind { kernel, memcpy, memset, runtime, sync, host_range, gpu_annotation, profiler_span, overhead };
 
@@ -266,11 +268,11 @@ private:
         trace::Payload payload;
         if (std::optional<std::int64_t> step = trace::profiler_step_number(name)) {
             // ember's step: the range analyses split into compute, copies and waits.
-            name = "step";
+            name = nvtx::range::kStep;
             style.category = kCategoryStep;
             payload = trace::Payload::of_integer(*step);
         } else if (is_dataloader_wait(name)) {
-            name = "dataloader/wait";
+            name = nvtx::range::kDataloaderWait;
             style.category = kCategoryDataloader;
         } else if (is_communication_op(name)) {
             style.category = kCategoryCommunication;
@@ -318,13 +320,9 @@ private:
             run.start_ns = sink_.any_event() ? std::min(span_start_, sink_.earliest_ns()) : span_start_;
             run.end_ns = sink_.any_event() ? std::max(span_end_, sink_.latest_ns()) : span_end_;
         }
-        static constexpr std::pair<std::uint32_t, const char*> kCategoryNames[] = {
-            {kCategoryStep, "step"}, {kCategoryCompute, "compute"}, {kCategoryDataloader, "dataloader"},
-            {kCategoryCommunication, "communication"}};
         for (const auto& [domain, category] : used_categories_) {
-            for (const auto& [number, category_name] : kCategoryNames) {
-                if (number == category) sink_.name_nvtx_category(domain, category, category_name);
-            }
+            const std::string_view category_name = nvtx::category_name(static_cast<nvtx::Category>(category));
+            if (!category_name.empty()) sink_.name_nvtx_category(domain, category, category_name);
         }
     }
 

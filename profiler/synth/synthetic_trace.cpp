@@ -3,6 +3,7 @@
 // rank and all times from a synthetic clock, so output is reproducible.
 #include "profiler/synth/synthetic_trace.h"
 
+#include "common/nvtx_contract.h"
 #include "profiler/store/writer.h"
 
 #include <algorithm>
@@ -41,11 +42,11 @@ constexpr TimeNs kTraceStart = 1'000'000'000;                      // 1 s on the
 constexpr std::int64_t kWallOffset = 1'767'225'600'000'000'000;   // 2026-01-01T00:00:00Z
 constexpr int kBatchSize = 128;
 
-// Categories of engine/core/nvtx.h (the engine's NVTX contract).
-constexpr std::uint32_t kCategoryStep = 1;
-constexpr std::uint32_t kCategoryCompute = 2;
-constexpr std::uint32_t kCategoryDataloader = 3;
-constexpr std::uint32_t kCategoryCommunication = 4;
+// The engine's NVTX categories (common/nvtx_contract.h).
+constexpr std::uint32_t kCategoryStep = nvtx::number(nvtx::Category::step);
+constexpr std::uint32_t kCategoryCompute = nvtx::number(nvtx::Category::compute);
+constexpr std::uint32_t kCategoryDataloader = nvtx::number(nvtx::Category::dataloader);
+constexpr std::uint32_t kCategoryCommunication = nvtx::number(nvtx::Category::communication);
 
 struct KernelShape {
     const char* name;
@@ -235,17 +236,17 @@ void RankGenerator::register_tracks() {
     lr_ = sink_.register_counter({0, "lr", "", kNoDevice});
     throughput_ = sink_.register_counter({0, "samples/s", "samples/s", kNoDevice});
 
-    domain_ = sink_.intern("ember");
-    step_ = sink_.intern("step");
-    forward_ = sink_.intern("forward");
-    backward_ = sink_.intern("backward");
-    optimizer_ = sink_.intern("optimizer");
-    dataloader_wait_ = sink_.intern("dataloader/wait");
-    allreduce_wait_ = sink_.intern("allreduce/wait");
-    allreduce_bucket_ = sink_.intern("allreduce/bucket");
-    load_ = sink_.intern("dataloader/load");
-    decode_ = sink_.intern("dataloader/decode");
-    augment_ = sink_.intern("dataloader/augment");
+    domain_ = sink_.intern(nvtx::kDomain);
+    step_ = sink_.intern(nvtx::range::kStep);
+    forward_ = sink_.intern(nvtx::range::kForward);
+    backward_ = sink_.intern(nvtx::range::kBackward);
+    optimizer_ = sink_.intern(nvtx::range::kOptimizer);
+    dataloader_wait_ = sink_.intern(nvtx::range::kDataloaderWait);
+    allreduce_wait_ = sink_.intern(nvtx::range::kAllreduceWait);
+    allreduce_bucket_ = sink_.intern(nvtx::range::kAllreduceBucket);
+    load_ = sink_.intern(nvtx::range::kDataloaderLoad);
+    decode_ = sink_.intern(nvtx::range::kDataloaderDecode);
+    augment_ = sink_.intern(nvtx::range::kDataloaderAugment);
     epoch_ = sink_.intern("epoch");
     launch_kernel_ = sink_.intern("cudaLaunchKernel");
     memcpy_async_ = sink_.intern("cudaMemcpyAsync");

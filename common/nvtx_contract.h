@@ -1,0 +1,68 @@
+// nvtx_contract.h: the NVTX names and numbers ember's traces carry, in one place. The
+// engine emits them (engine/core/nvtx.h), the importers translate other tools' names
+// into them (a Kineto ProfilerStep#N becomes "step"), the synthetic traces imitate them,
+// and the analyses and the viewer read them. Every one of those includes this header;
+// none spells a category number or a well-known range name itself
+// (tests/architecture/include_rules.sh fails on a copy), so the contract cannot drift.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ember::nvtx {
+
+// The NVTX domain of every range and mark the engine emits.
+inline constexpr std::string_view kDomain = "ember";
+
+// The domain's categories, so a consumer need not parse names. The numbers are stored
+// in traces: never renumber one.
+enum class Category : std::uint32_t {
+    none = 0,
+    step = 1,
+    compute = 2,     // forward, backward, optimizer, layers
+    dataloader = 3,  // loading, decoding, augmenting, copying batches; waits for them
+    communication = 4,
+    checkpoint = 5,
+    evaluation = 6,
+};
+
+// Scalar series (loss, lr, loss scale, samples/s) travel as marks in this category,
+// payload = the value; the collector turns them into counter tracks.
+inline constexpr Category kCounterCategory = static_cast<Category>(100);
+
+// A category as the trace stores it (ranges.category).
+constexpr std::uint32_t number(Category category) { return static_cast<std::uint32_t>(category); }
+
+// The name a trace gives the category (nvtx_categories.name): "step", "compute", ...;
+// empty for none and for numbers outside the contract.
+constexpr std::string_view category_name(Category category) {
+    switch (category) {
+        case Category::none: return {};
+        case Category::step: return "step";
+        case Category::compute: return "compute";
+        case Category::dataloader: return "dataloader";
+        case Category::communication: return "communication";
+        case Category::checkpoint: return "checkpoint";
+        case Category::evaluation: return "evaluation";
+    }
+    return {};
+}
+
+// The well-known range names: what `ember stats`, `ember diff` and the viewer look for.
+namespace range {
+inline constexpr std::string_view kStep = "step";              // one training step (payload: its number)
+inline constexpr std::string_view kForward = "forward";
+inline constexpr std::string_view kBackward = "backward";
+inline constexpr std::string_view kOptimizer = "optimizer";
+inline constexpr std::string_view kDataloaderWait = "dataloader/wait";  // the loop waits for its next batch
+inline constexpr std::string_view kDataloaderLoad = "dataloader/load";  // worker ranges
+inline constexpr std::string_view kDataloaderDecode = "dataloader/decode";
+inline constexpr std::string_view kDataloaderAugment = "dataloader/augment";
+inline constexpr std::string_view kDataloaderH2d = "dataloader/h2d";
+inline constexpr std::string_view kAllreduceWait = "allreduce/wait";      // compute waits for communication
+inline constexpr std::string_view kAllreduceBucket = "allreduce/bucket";  // one gradient bucket (payload: bytes)
+// PyTorch's profiler step, "ProfilerStep#12" (trace::profiler_step_number reads the N).
+inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+}  // namespace range
+
+}  // namespace ember::nvtx
