@@ -3,13 +3,18 @@
 // windows. Memory: the steps and the NVTX wait ranges, never the GPU events.
 #include "profiler/analysis/gpu_activity.h"
 
-#include "profiler/analysis/rank_summary.h"
+#include "common/nvtx_contract.h"
+#include "profiler/analysis/rank_map.h"
 #include "profiler/analysis/sql_query.h"
+#include "profiler/analysis/steps.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <queue>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
 
 namespace ember::analysis {
 
@@ -84,7 +89,7 @@ constexpr const char* kAllGpuSql =
     "SELECT device_id, start_ns, end_ns FROM memcpys UNION ALL "
     "SELECT device_id, start_ns, end_ns FROM memsets ORDER BY 1, 2";
 
-std::vector<Window> ranges_named(const store::TraceReader& reader, const char* name) {
+std::vector<Window> ranges_named(const store::TraceReader& reader, std::string_view name) {
     std::vector<Window> windows;
     std::optional<trace::StringId> name_id = reader.find_string(name);
     if (!name_id) return windows;
@@ -133,9 +138,18 @@ struct GapOrder {
 
 GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count) {
     GpuActivity result;
-    std::vector<Window> steps = ranges_named(reader, "step");
-    std::vector<trace::TimeNs> dataloader = wait_per_step(steps, ranges_named(reader, "dataloader/wait"));
-    std::vector<trace::TimeNs> allreduce = wait_per_step(steps, ranges_named(reader, "allreduce/wait"));
+    const RankMap ranks = rank_map(reader);
+    std::vector<Window> steps;
+    {
+        std::vector<StepRange> ordered;
+        for (const auto& [rank, ranges] : step_ranges(reader, ranks)) ordered.insert(ordered.end(), ranges.begin(), ranges.end());
+        std::sort(ordered.begin(), ordered.end(), [](const StepRange& a, const StepRange& b) {
+            return std::tie(a.start_ns, a.range_id) < std::tie(b.start_ns, b.range_id);
+        });
+        for (const StepRange& step : ordered) steps.push_back({step.start_ns, step.end_ns, step.thread_id});
+    }
+    std::vector<trace::TimeNs> dataloader = wait_per_step(steps, ranges_named(reader, nvtx::range::kDataloaderWait));
+    std::vector<trace::TimeNs> allreduce = wait_per_step(steps, ranges_named(reader, nvtx::range::kAllreduceWait));
 
     std::vector<trace::DeviceId> devices;
     {
@@ -205,19 +219,8 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     std::reverse(result.longest_gaps.begin(), result.longest_gaps.end());
 
     // A job trace of several ranks: each step counts only its own rank's devices.
-    std::map<trace::ThreadId, std::int32_t> rank_of_thread;
-    std::map<trace::DeviceId, std::int32_t> rank_of_device;
-    if (reader.processes().size() >= 2) {
-        std::map<std::int64_t, std::int32_t> rank_of_pid;
-        for (const trace::ProcessInfo& process : reader.processes())
-            if (std::optional<std::int32_t> rank = rank_of_process_name(process.name)) rank_of_pid[process.pid] = *rank;
-        for (const trace::ThreadInfo& thread : reader.threads()) {
-            auto found = rank_of_pid.find(thread.pid);
-            if (found != rank_of_pid.end()) rank_of_thread[thread.thread_id] = found->second;
-        }
-        for (const trace::DeviceInfo& device : reader.devices())
-            if (std::optional<std::int32_t> rank = rank_of_device_name(device.name)) rank_of_device[device.device_id] = *rank;
-    }
+    const std::unordered_map<trace::ThreadId, std::int32_t>& rank_of_thread = ranks.thread_rank;
+    const std::unordered_map<trace::DeviceId, std::int32_t>& rank_of_device = ranks.device_rank;
     std::map<std::int32_t, std::int64_t> steps_of_rank;
     for (std::size_t i = 0; i < steps.size(); ++i) {
         StepBreakdown row;

@@ -173,9 +173,9 @@ void for_each_stream_gap(const std::vector<RankGpuWork>& work, trace::TimeNs thr
                 continue;
             }
             const trace::TimeNs previous = found->second;
-            IdleCategory category = IdleCategory::other;
-            if (event.linked() && event.launch_start_ns > previous) category = IdleCategory::host_wait;
-            else if (event.start_ns - previous < threshold_ns) category = IdleCategory::kernel_wait;
+            const IdleCategory category =
+                idle_gap_cause(event.linked() ? std::optional(event.launch_start_ns) : std::nullopt, previous,
+                               event.start_ns, threshold_ns);
             visit(rank.rank, event.cuda_stream, previous, event.start_ns, category);
             found->second = event.end_ns;
         }

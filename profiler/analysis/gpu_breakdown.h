@@ -20,6 +20,7 @@
 #pragma once
 
 #include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/idle_gaps.h"
 
 #include <cstdint>
 #include <optional>
@@ -66,7 +67,6 @@ struct OverlapRow {
 };
 std::vector<OverlapRow> communication_overlap(const std::vector<RankGpuWork>& work);
 
-enum class IdleCategory : std::uint8_t { host_wait = 0, kernel_wait = 1, other = 2 };
 const char* idle_category_name(IdleCategory category);  // "host_wait", "kernel_wait", "other"
 
 struct IdleRow {

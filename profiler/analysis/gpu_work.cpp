@@ -57,10 +57,6 @@ KernelClass classify_kernel(std::string_view name) {
     return KernelClass::computation;
 }
 
-bool is_step_range_name(std::string_view name) {
-    return name == "step" || name.substr(0, 13) == "ProfilerStep#";
-}
-
 // ---------------------------------------------------------------------------
 // [SECTION] HTA's microsecond rounding
 // ---------------------------------------------------------------------------
@@ -223,22 +219,8 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
 
     // Profiler steps per rank (HTA drops the last, incomplete one).
     std::map<std::int32_t, std::vector<trace::TimeNs>> step_starts;
-    {
-        std::vector<trace::StringId> step_names;
-        for (const auto& [id, text] : reader.strings_from(0))
-            if (is_step_range_name(text)) step_names.push_back(id);
-        if (!step_names.empty()) {
-            std::string list;
-            for (trace::StringId id : step_names) {
-                if (!list.empty()) list += ',';
-                list += std::to_string(id);
-            }
-            SqlQuery query(reader.database(), reader.path(),
-                           "SELECT start_ns, thread_id FROM ranges WHERE name_id IN (" + list + ")");
-            while (query.next_row())
-                step_starts[ranks.of_thread(static_cast<trace::ThreadId>(query.int64(1)))].push_back(query.int64(0));
-        }
-    }
+    for (const auto& [rank, steps] : step_ranges(reader, ranks))
+        for (const StepRange& step : steps) step_starts[rank].push_back(step.start_ns);
 
     std::vector<RankGpuWork> result;
     for (auto& [rank, work] : by_rank) {

@@ -20,6 +20,7 @@
 // Memset*, dma*; COMPUTATION for every other kernel.
 #pragma once
 
+#include "profiler/analysis/steps.h"
 #include "profiler/store/reader.h"
 
 #include <cstdint>
@@ -74,9 +75,5 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
 // The double Python's json module reads for a Kineto time of `ns` / 1000 µs (the
 // double nearest to that decimal number): what HTA's rounding starts from.
 double microseconds_as_python_float(trace::TimeNs ns);
-
-// Is this range name a training step? ember's NVTX "step" ranges and PyTorch's
-// "ProfilerStep#N".
-bool is_step_range_name(std::string_view name);
 
 }  // namespace ember::analysis

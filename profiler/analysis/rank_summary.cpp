@@ -1,6 +1,10 @@
 // rank_summary.cpp: per-rank compute, all-reduce wait and the straggler.
 #include "profiler/analysis/rank_summary.h"
 
+#include "common/nvtx_contract.h"
+#include "profiler/analysis/rank_map.h"
+#include "profiler/analysis/steps.h"
+
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
@@ -10,9 +14,7 @@ namespace ember::analysis {
 
 namespace {
 
-// The "ember" domain's compute category (docs/trace-schema.md lists the categories
-// the trainer uses; engine/core/nvtx.h defines them).
-constexpr std::uint32_t kComputeCategory = 2;
+constexpr std::uint32_t kComputeCategory = nvtx::number(nvtx::Category::compute);
 
 std::optional<std::int32_t> leading_rank(std::string_view text, std::string_view rest) {
     constexpr std::string_view prefix = "rank ";
@@ -35,38 +37,48 @@ std::optional<std::int32_t> rank_of_device_name(std::string_view name) { return 
 RankSummary rank_summary(const store::TraceReader& reader) {
     RankSummary summary;
     const std::vector<trace::ProcessInfo>& processes = reader.processes();
-    std::unordered_map<std::int64_t, std::size_t> rank_of_pid;
-    for (std::size_t i = 0; i < processes.size(); ++i) {
-        RankTimes times;
-        times.pid = processes[i].pid;
-        times.process_name = processes[i].name;
-        if (std::optional<std::int32_t> named = rank_of_process_name(processes[i].name)) times.rank = *named;
-        else times.rank = processes.size() == 1 ? reader.run().rank : static_cast<std::int32_t>(i);
-        rank_of_pid.emplace(times.pid, summary.ranks.size());
-        summary.ranks.push_back(std::move(times));
+    if (processes.empty()) return summary;
+    // The ranks of rank_map.h; each row names the rank's process: "rank R" in a job
+    // trace, else the run's own process (the first when the file does not say).
+    const RankMap ranks = rank_map(reader);
+    std::unordered_map<std::int32_t, std::size_t> row_of_rank;
+    for (std::int32_t rank : ranks.ranks) {
+        row_of_rank.emplace(rank, summary.ranks.size());
+        summary.ranks.push_back(RankTimes{.rank = rank});
     }
-    if (summary.ranks.empty()) return summary;
+    for (const trace::ProcessInfo& process : processes) {
+        const std::optional<std::int32_t> named = rank_of_process_name(process.name);
+        const std::int32_t rank = ranks.job ? named.value_or(-1) : ranks.single_rank;
+        auto row = row_of_rank.find(rank);
+        if (row == row_of_rank.end()) continue;
+        RankTimes& times = summary.ranks[row->second];
+        const bool first = times.process_name.empty() && times.pid == 0;
+        if (first || (!ranks.job && process.pid == reader.run().pid)) {
+            times.pid = process.pid;
+            times.process_name = process.name;
+        }
+    }
 
-    std::unordered_map<trace::ThreadId, std::size_t> rank_of_thread;
-    for (const trace::ThreadInfo& thread : reader.threads()) {
-        auto it = rank_of_pid.find(thread.pid);
-        if (it != rank_of_pid.end()) rank_of_thread.emplace(thread.thread_id, it->second);
-    }
-    const std::optional<trace::StringId> ember_domain = reader.find_string("ember");
-    const std::optional<trace::StringId> step_name = reader.find_string("step");
-    const std::optional<trace::StringId> allreduce_wait_name = reader.find_string("allreduce/wait");
-    const std::optional<trace::StringId> dataloader_wait_name = reader.find_string("dataloader/wait");
+    const std::optional<trace::StringId> ember_domain = reader.find_string(nvtx::kDomain);
+    const std::optional<trace::StringId> allreduce_wait_name = reader.find_string(nvtx::range::kAllreduceWait);
+    const std::optional<trace::StringId> dataloader_wait_name = reader.find_string(nvtx::range::kDataloaderWait);
+    std::unordered_map<trace::StringId, bool> step_names;  // by name: is it a step (steps.h)?
+    auto is_step = [&](trace::StringId name) {
+        auto [found, inserted] = step_names.try_emplace(name, false);
+        if (inserted) found->second = is_step_range_name(reader.string(name));
+        return found->second;
+    };
 
     // Compute ranges already counted, or lying inside one that is: their children
     // are not counted again. Ranges stream in start order, so a parent is seen
     // before its children.
     std::unordered_set<trace::RangeId> inside_compute;
     reader.for_each_range({}, [&](const trace::RangeEvent& range) {
-        auto owner = rank_of_thread.find(range.thread_id);
-        if (owner == rank_of_thread.end()) return true;
+        auto owner = row_of_rank.find(ranks.of_thread(range.thread_id));
+        if (owner == row_of_rank.end()) return true;
         RankTimes& times = summary.ranks[owner->second];
         const trace::TimeNs length = range.end_ns - range.start_ns;
-        if (step_name && range.name_id == *step_name) {
+        if (is_step(range.name_id)) {
             times.steps += 1;
             times.step_ns += length;
         } else if (allreduce_wait_name && range.name_id == *allreduce_wait_name) {

@@ -1,16 +1,16 @@
 // rank_summary.h: per-rank time of a distributed run — the picture of one slow rank
 // making the others wait.
 //
-// A rank is a process of the file: a job trace from `ember merge` holds one process
-// per rank, named "rank R"; a single rank's own file holds one process, whose rank is
-// RunInfo::rank. For each rank, over its NVTX ranges:
+// The ranks are rank_map.h's: a job trace from `ember merge` holds one process per rank,
+// named "rank R"; any other file is one rank, RunInfo::rank. For each rank, over its
+// NVTX ranges:
 //   compute         sum of outermost compute ranges: "ember"-domain ranges of category
 //                   compute (forward, backward, optimizer, injected imbalance) that
 //                   have no compute range above them, so layers inside forward are
 //                   not counted twice;
 //   all-reduce wait sum of "allreduce/wait" ranges (any domain);
 //   dataloader wait sum of "dataloader/wait" ranges;
-//   steps, step time the "step" ranges: count and summed length.
+//   steps, step time the step ranges (steps.h): count and summed length.
 // The straggler is the rank the others wait for. In a synchronous data-parallel job
 // every rank leaves each all-reduce at about the same time, so the slow rank is the
 // one that arrives last and waits least: the rank with the smallest all-reduce wait —
@@ -53,8 +53,7 @@ std::optional<std::int32_t> rank_of_process_name(std::string_view name);
 // "rank 3: NVIDIA H100" -> 3 (how `ember merge` names devices); nullopt otherwise.
 std::optional<std::int32_t> rank_of_device_name(std::string_view name);
 
-// Ranks are ordered by rank number. A process named "rank R" has rank R; any other
-// process takes RunInfo::rank when it is the file's only process, else its position.
+// Ranks are ordered by rank number; a file without processes has none.
 RankSummary rank_summary(const store::TraceReader& reader);
 
 }  // namespace ember::analysis

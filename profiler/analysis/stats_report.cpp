@@ -1,6 +1,7 @@
 // stats_report.cpp: turns the analyses into tables and prints them.
 #include "profiler/analysis/stats_report.h"
 
+#include "common/nvtx_contract.h"
 #include "profiler/analysis/advice.h"
 #include "profiler/analysis/breakdown_tables.h"
 #include "profiler/analysis/cpu_profile.h"
@@ -286,8 +287,8 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
     return AdviceItem{
         "straggler",
         fmt::format("rank {} is the straggler: the other ranks spent {:.1f}% of their step time ({:.3f} s) in "
-                    "allreduce/wait for it",
-                    slow.rank, percent, static_cast<double>(summary.others_wait_ns) / 1e9),
+                    "{} for it",
+                    slow.rank, percent, static_cast<double>(summary.others_wait_ns) / 1e9, nvtx::range::kAllreduceWait),
         fmt::format("look at rank {}'s host: data loading, a slower or throttled GPU, uneven shards or other "
                     "work on that machine; every rank steps at the pace of the slowest",
                     slow.rank),
@@ -523,8 +524,8 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         AdviceInputs inputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns};
         inputs.cpu = &cpu;
         for (const DurationSummaryRow& range : ranges) {
-            if (range.name == "forward") inputs.forward_ns += range.stats.total_ns;
-            if (range.name == "backward") inputs.backward_ns += range.stats.total_ns;
+            if (range.name == nvtx::range::kForward) inputs.forward_ns += range.stats.total_ns;
+            if (range.name == nvtx::range::kBackward) inputs.backward_ns += range.stats.total_ns;
         }
         std::vector<AdviceItem> items = advise(inputs);
         if (std::optional<AdviceItem> straggler = straggler_advice(ranks)) items.push_back(std::move(*straggler));

@@ -183,8 +183,7 @@ RangeSource range_source(std::string_view domain) {
 class RoleBook {
 public:
     RoleBook(const store::TraceReader& reader, StepConvention convention)
-        : reader_(reader), convention_(convention) {
-        ember_domain_ = reader.find_string("ember");
+        : reader_(reader), convention_(convention), roles_(reader) {
         for (std::string_view name : kCollectiveOpNames)
             if (std::optional<trace::StringId> id = reader.find_string(name)) collective_op_ids_.push_back(*id);
     }
@@ -217,7 +216,8 @@ public:
         auto [found, inserted] = range_roles_.try_emplace(key, ignored_role);
         if (inserted) found->second = role_by_name(domain, name);
         // ember files host communication by its NVTX category, which the name does not tell.
-        if (found->second == cpu_exec_role && convention_ == StepConvention::ember && is_communication_category(domain, category))
+        if (found->second == cpu_exec_role && convention_ == StepConvention::ember &&
+            roles_.is_communication_category(domain, category))
             return communication_role;
         return found->second;
     }
@@ -239,34 +239,21 @@ private:
             if (is_collective_op_name(name)) return communication_role;
             return cpu_exec_role;
         }
-        if (is_step_range_name(name)) return ignored_role;
-        if (is_dataloader_wait_name(name)) return dataloader_role;
-        return cpu_exec_role;
-    }
-
-    // ember's own domain numbers its categories (engine/core/nvtx.h: 4 = communication);
-    // other domains name theirs (the importer names "communication" in each domain).
-    bool is_communication_category(trace::StringId domain, std::uint32_t category) {
-        if (category == 0) return false;
-        const std::uint64_t key = (static_cast<std::uint64_t>(domain) << 32) | category;
-        auto [found, inserted] = communication_categories_.try_emplace(key, false);
-        if (inserted) {
-            constexpr std::uint32_t kEmberCommunicationCategory = 4;
-            found->second = (ember_domain_ && domain == *ember_domain_ && category == kEmberCommunicationCategory) ||
-                            reader_.nvtx_category_name(domain, category) == "communication";
+        switch (roles_.of_name(name_id)) {
+            case RangeRole::step: return ignored_role;  // the steps themselves
+            case RangeRole::dataloader_wait: return dataloader_role;
+            default: return cpu_exec_role;
         }
-        return found->second;
     }
 
     const store::TraceReader& reader_;
     StepConvention convention_;
-    std::optional<trace::StringId> ember_domain_;
+    RangeRoles roles_;
     std::vector<trace::StringId> collective_op_ids_;
     std::unordered_map<trace::StringId, Role> kernel_roles_;
     std::unordered_map<trace::StringId, bool> driver_calls_;
     std::unordered_map<trace::StringId, RangeSource> sources_;
     std::unordered_map<std::uint64_t, Role> range_roles_;
-    std::unordered_map<std::uint64_t, bool> communication_categories_;
 };
 
 // ---------------------------------------------------------------------------
@@ -306,30 +293,16 @@ struct RankSteps {
     }
 };
 
-// Every step range of the file by rank: ember's "step" (with its payload) and PyTorch's
-// "ProfilerStep#N" (the importer renames it "step" and keeps N as the payload).
+// Every step range of the file by rank (steps.h).
 std::map<std::int32_t, RankSteps> read_steps(const store::TraceReader& reader, const RankMap& ranks, RoleBook& roles,
                                              StepConvention convention) {
     std::map<std::int32_t, RankSteps> steps;
-    std::string name_list;
-    for (trace::StringId id = 1; id < reader.string_count(); ++id)
-        if (is_step_range_name(reader.string(id))) append_to_id_list(name_list, id);
-    if (name_list.empty()) return steps;
-    SqlQuery query(reader.database(), reader.path(),
-                   "SELECT start_ns, end_ns, thread_id, domain_id, name_id, "
-                   "CASE WHEN typeof(payload) = 'integer' THEN payload END FROM ranges WHERE name_id IN (" +
-                       name_list + ") ORDER BY start_ns, range_id");
-    while (query.next_row()) {
-        const auto domain = static_cast<trace::StringId>(query.int64(3));
-        // The plugin makes steps only of operators and annotations, never Python functions.
-        if (convention == StepConvention::tb && roles.is_python_function_domain(domain)) continue;
-        HostStep step;
-        step.start_ns = query.int64(0);
-        step.end_ns = query.int64(1);
-        step.thread_id = static_cast<trace::ThreadId>(query.int64(2));
-        step.number = trace::profiler_step_number(reader.string(static_cast<trace::StringId>(query.int64(4))));
-        if (!step.number && !query.is_null(5)) step.number = query.int64(5);
-        steps[ranks.of_thread(static_cast<trace::ThreadId>(query.int64(2)))].host.push_back(step);
+    for (const auto& [rank, ranges] : step_ranges(reader, ranks)) {
+        for (const StepRange& range : ranges) {
+            // The plugin makes steps only of operators and annotations, never Python functions.
+            if (convention == StepConvention::tb && roles.is_python_function_domain(range.domain_id)) continue;
+            steps[rank].host.push_back(HostStep{range.start_ns, range.end_ns, range.number, range.thread_id});
+        }
     }
     return steps;
 }
@@ -882,12 +855,6 @@ std::vector<StepBreakdownRow> step_breakdown(const store::TraceReader& reader, S
         }
     }
     return rows;
-}
-
-bool is_dataloader_wait_name(std::string_view name) {
-    return name == "dataloader/wait" ||
-           (starts_with(name, "enumerate(DataLoader)#") && ends_with(name, ".__next__")) ||
-           starts_with(name, "enumerate(DataPipe)#");
 }
 
 }  // namespace ember::analysis

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/range_roles.h"
 #include "profiler/store/reader.h"
 
 #include <cstdint>
@@ -68,11 +69,6 @@ struct StepBreakdownNotes {
     std::int64_t tail_steps_dropped = 0;  // tb: trailing steps left out (all ranks)
     bool whole_trace_as_one_step = false; // tb: no step ranges, one step "0" per rank
 };
-
-// The host waiting for the next batch, filed under DataLoader: ember's "dataloader/wait"
-// (the importer renames PyTorch's `enumerate(DataLoader)#...__next__` to it) and
-// PyTorch's own names where a trace keeps them (a Chrome import).
-bool is_dataloader_wait_name(std::string_view name);
 
 // Rows by rank, then window start. Throws TraceError on a read failure.
 std::vector<StepBreakdownRow> step_breakdown(const store::TraceReader& reader, StepConvention convention,

@@ -19,6 +19,9 @@
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/idle_gaps.h"
+#include "profiler/analysis/range_roles.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/rank_summary.h"
 #include "profiler/analysis/sql_query.h"
@@ -180,27 +183,8 @@ TimeNs RunProfile::step_total_ns() const {
 namespace {
 
 
-struct HostStep {
-    TimeNs start_ns = 0;
-    TimeNs end_ns = 0;
-    trace::ThreadId thread_id = 0;
-};
-
-// Every step range of the file by rank, in start order.
-std::map<std::int32_t, std::vector<HostStep>> read_host_steps(const store::TraceReader& reader, const RankMap& ranks) {
-    std::map<std::int32_t, std::vector<HostStep>> steps;
-    std::string ids;
-    for (const auto& [id, text] : reader.strings_from(0))
-        if (is_step_range_name(text)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    if (ids.empty()) return steps;
-    SqlQuery query(reader.database(), reader.path(),
-                   "SELECT start_ns, end_ns, thread_id FROM ranges WHERE name_id IN (" + ids + ") ORDER BY start_ns");
-    while (query.next_row()) {
-        const auto thread = static_cast<trace::ThreadId>(query.int64(2));
-        steps[ranks.of_thread(thread)].push_back({query.int64(0), query.int64(1), thread});
-    }
-    return steps;
-}
+// The steps of a rank, in start order (steps.h).
+using HostStep = StepRange;
 
 // A range that holds a whole step (a thread's main function, an epoch) is the step's
 // context, not work done in it (step_breakdown.h leaves such ranges out too).
@@ -256,8 +240,12 @@ StepCategory gap_cause(const std::vector<GpuEvent>& events, std::size_t& cursor,
         linked = true;
         earliest_launch = std::min(earliest_launch, events[i].launch_start_ns);
     }
-    if (linked && earliest_launch > gap_start) return StepCategory::idle_host_wait;
-    if (next_start - gap_start < kernel_wait_threshold_ns) return StepCategory::idle_kernel_wait;
+    switch (idle_gap_cause(linked ? std::optional(earliest_launch) : std::nullopt, gap_start, next_start,
+                           kernel_wait_threshold_ns)) {
+        case IdleCategory::host_wait: return StepCategory::idle_host_wait;
+        case IdleCategory::kernel_wait: return StepCategory::idle_kernel_wait;
+        case IdleCategory::other: break;
+    }
     return StepCategory::idle_other;
 }
 
@@ -332,9 +320,7 @@ RankTimeline build_timeline(const RankGpuWork* work, const RankHostRanges& host,
 // that the breakdown reads, and the step thread's top-level ranges.
 class HostRangeReader {
 public:
-    explicit HostRangeReader(const store::TraceReader& reader) : reader_(reader) {
-        ember_domain_ = reader.find_string("ember");
-    }
+    explicit HostRangeReader(const store::TraceReader& reader) : reader_(reader), roles_(reader) {}
 
     RankHostRanges read(const std::vector<trace::ThreadId>& driving_threads, trace::ThreadId step_thread,
                         const std::vector<HostStep>& host_steps) {
@@ -351,10 +337,10 @@ public:
                 const auto domain = static_cast<trace::StringId>(query.int64(2));
                 const auto name = static_cast<trace::StringId>(query.int64(3));
                 const auto category = static_cast<std::uint32_t>(query.int64(4));
-                const Role role = role_of(domain, name, category);
-                if (role == Role::step || end <= start || spans_a_host_step(host_steps, start, end)) continue;
-                if (role == Role::communication) host.communication.push_back({start, end});
-                if (role == Role::dataloader_wait) host.dataloader_wait.push_back({start, end});
+                const RangeRole role = roles_.of(domain, name, category);
+                if (role == RangeRole::step || end <= start || spans_a_host_step(host_steps, start, end)) continue;
+                if (role == RangeRole::communication) host.communication.push_back({start, end});
+                if (role == RangeRole::dataloader_wait) host.dataloader_wait.push_back({start, end});
                 // Ranges come outer before inner: one starting after the open top-level
                 // range ended is the next top-level one.
                 if (top_level_thread && start >= open_until) {
@@ -367,28 +353,6 @@ public:
     }
 
 private:
-    enum class Role : std::uint8_t { work, step, communication, dataloader_wait };
-
-    Role role_of(trace::StringId domain, trace::StringId name, std::uint32_t category) {
-        auto [found, inserted] = roles_.try_emplace({domain, name, category}, Role::work);
-        if (inserted) {
-            const std::string_view text = reader_.string(name);
-            if (is_step_range_name(text)) found->second = Role::step;
-            else if (is_dataloader_wait_name(text)) found->second = Role::dataloader_wait;
-            else if (is_communication_category(domain, category)) found->second = Role::communication;
-        }
-        return found->second;
-    }
-
-    // ember's own domain numbers its categories (engine/core/nvtx.h: 4 = communication);
-    // other domains name theirs (the importer names "communication" in each domain).
-    bool is_communication_category(trace::StringId domain, std::uint32_t category) const {
-        if (category == 0) return false;
-        constexpr std::uint32_t kEmberCommunicationCategory = 4;
-        return (ember_domain_ && domain == *ember_domain_ && category == kEmberCommunicationCategory) ||
-               reader_.nvtx_category_name(domain, category) == "communication";
-    }
-
     const std::string& normalised(trace::StringId name) {
         auto [found, inserted] = names_.try_emplace(name);
         if (inserted) found->second = normalise_name(reader_.string(name));
@@ -396,8 +360,7 @@ private:
     }
 
     const store::TraceReader& reader_;
-    std::optional<trace::StringId> ember_domain_;
-    std::map<std::tuple<trace::StringId, trace::StringId, std::uint32_t>, Role> roles_;  // by domain, name, category
+    RangeRoles roles_;
     std::unordered_map<trace::StringId, std::string> names_;
 };
 
@@ -687,7 +650,7 @@ RunProfile profile_run(const store::TraceReader& reader, const DiffOptions& opti
                                               : "whole job (" + std::to_string(ranks.ranks.size()) + " ranks)";
 
     const std::map<std::int32_t, std::vector<Window>> windows = step_windows(reader, ranks, options.rank, profile.has_step_ranges);
-    const std::map<std::int32_t, std::vector<HostStep>> host_steps = read_host_steps(reader, ranks);
+    const std::map<std::int32_t, std::vector<HostStep>> host_steps = step_ranges(reader, ranks);
     const std::map<std::int32_t, trace::ThreadId> step_thread = step_threads(reader, ranks, host_steps);
     const std::map<std::int32_t, std::vector<trace::ThreadId>> threads = driving_threads(reader, ranks, host_steps, step_thread);
     const std::vector<RankGpuWork> work = gpu_work(reader, Convention::ember);

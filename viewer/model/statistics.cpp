@@ -3,6 +3,9 @@
 
 #include "viewer/model/lod.h"
 
+#include "common/nvtx_contract.h"
+#include "profiler/analysis/steps.h"
+
 #include <algorithm>
 #include <cctype>
 #include <unordered_map>
@@ -19,7 +22,7 @@ bool is_stall_name(std::string_view name) {
 
 namespace {
 
-constexpr std::uint32_t kStepCategory = 1;  // engine/core/nvtx.h Category::step
+constexpr std::uint32_t kStepCategory = nvtx::number(nvtx::Category::step);
 
 class Accumulator {
 public:
@@ -89,7 +92,7 @@ Statistics collect(const TraceModel& model, const TimeRange* range) {
                         ranges.add(event, duration);
                         const std::string_view name = model.name(event.name_id);
                         if (is_stall_name(name)) stalls.add(event, duration);
-                        if (event.extra == kStepCategory || name == "step")
+                        if (event.extra == kStepCategory || analysis::is_step_range_name(name))
                             stats.steps.push_back({0, EventRef{lane_index, row_index, static_cast<std::uint32_t>(index)},
                                                    event.start_ns, event.duration_ns()});
                         break;
