@@ -64,6 +64,36 @@ engine_rule nn 'core|ops|cpu|cuda|optim|amp'
 engine_rule checkpoint 'core|ops|optim|amp|nn'
 engine_rule distributed 'core|ops|cuda|optim|amp|nn'
 
+# The NVTX contract has one home, common/nvtx_contract.h: the files that import, analyse
+# or show traces name its categories and well-known ranges through it, never as their
+# own numbers or literals (a copy drifts). Comments and quoted names in messages (\"step\")
+# may speak of them; so may format detection's list of Kineto markers, which matches raw
+# bytes before any parsing.
+# forbid_code FOLDER REGEX RULE [EXCEPT]: as forbid, on the code of a line (what is left
+# of its // comment); hits (file:line: text) matching EXCEPT aside.
+forbid_code() {
+    local folder=$1 pattern=$2 rule=$3 except=${4:-} hit code
+    [ -d "$folder" ] || return 0
+    while IFS= read -r hit; do
+        [ -n "$hit" ] || continue
+        code=${hit#*:*:}
+        code=${code%%//*}
+        grep -qE -e "$pattern" <<<"$code" || continue
+        [ -n "$except" ] && grep -qE -e "$except" <<<"$hit" && continue
+        printf '%s  <- %s\n' "$hit" "$rule"
+        violations=$((violations + 1))
+    done < <(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' \
+        --include='*.inc' -e "$pattern" "$folder")
+}
+contract_rule="the NVTX contract lives in common/nvtx_contract.h: use its names, never a copy"
+for folder in profiler/import profiler/analysis profiler/synth viewer; do
+    forbid_code "$folder" '[Cc]ategory[A-Za-z_]* *(=|==|!=) *([1-6]|100)([^0-9]|$)' "$contract_rule" 'CategoryCount'
+    forbid_code "$folder" '(^|[^\\])"(dataloader|allreduce)/' "$contract_rule"
+    forbid_code "$folder" '(^|[^\\])"ProfilerStep#' "$contract_rule" '^profiler/import/detect_format\.cpp:'
+    forbid_code "$folder" '(find_string|intern|ranges_named)\([^)]*"(step|ember|forward|backward|optimizer)"' "$contract_rule"
+    forbid_code "$folder" 'name[A-Za-z_.]* *[!=]= *"(step|ember|forward|backward|optimizer)"' "$contract_rule"
+done
+
 if [ "$violations" -gt 0 ]; then
     echo "include rules: $violations violation(s); docs/architecture.md gives the direction of every arrow" >&2
     exit 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # include_rules_test.sh: the include-rule checker catches what it is for. A tree with
-# one planted violation per kind of rule must fail with each named; the same tree
-# without them must pass.
+# one planted violation per kind of rule (a re-declared NVTX category number and range
+# names spelled as literals among them) must fail with each named; the same tree without
+# them, the contract named only in comments, messages and other uses of a word, passes.
 set -u
 checker=$(dirname "$0")/include_rules.sh
 tree=$(mktemp -d)
@@ -11,6 +12,14 @@ echo '#include "engine/core/tensor.h"' >"$tree/engine/ops/fine.h"
 echo '#include "engine/ops/fine.h"' >"$tree/engine/nn/fine.cpp"
 echo '#include "profiler/store/reader.h"' >"$tree/viewer/model/fine.cpp"
 echo '#include <vector>' >"$tree/common/fine.h"
+mkdir -p "$tree"/{profiler/analysis,profiler/import}
+cat >"$tree/profiler/analysis/fine.cpp" <<'EOF'
+// Steps are "step" ranges; "dataloader/wait" is a stall (comments may say so).
+inline constexpr int kIdleCategoryCount = 3;
+constexpr std::uint32_t kCompute = nvtx::number(nvtx::Category::compute);
+const char* note = "no step ranges (\"step\", \"ProfilerStep#N\")";
+if (text == "step") return DiffMetric::step;
+EOF
 if ! bash "$checker" "$tree" >/dev/null; then
     echo "FAIL: a clean tree was refused"; bash "$checker" "$tree"; exit 1
 fi
@@ -20,14 +29,18 @@ echo '#include "engine/nn/model.h"' >"$tree/engine/ops/bad.h"
 echo '#  include "engine/core/tensor.h"' >"$tree/collectors/bad.cpp"
 echo '#include "engine/core/tensor.h"' >"$tree/common/bad.h"
 echo '#include "cli/commands.h"' >"$tree/engine/core/bad.cpp"
+echo 'constexpr std::uint32_t kCommunicationCategory = 4;' >"$tree/profiler/analysis/bad_category.cpp"
+echo '    name = "dataloader/wait";' >"$tree/profiler/import/bad_name.cpp"
+echo '    auto step = reader.find_string("step");  // the steps' >"$tree/viewer/model/bad_step.cpp"
 output=$(bash "$checker" "$tree" 2>&1)
 status=$?
 echo "$output"
 [ "$status" -eq 1 ] || { echo "FAIL: exit $status, expected 1"; exit 1; }
 for planted in profiler/store/bad.cpp viewer/model/bad.cpp engine/ops/bad.h collectors/bad.cpp common/bad.h \
-               engine/core/bad.cpp; do
+               engine/core/bad.cpp profiler/analysis/bad_category.cpp profiler/import/bad_name.cpp \
+               viewer/model/bad_step.cpp; do
     grep -q "^$planted:" <<<"$output" || { echo "FAIL: $planted was not reported"; exit 1; }
 done
 # engine/core/bad.cpp breaks two rules (engine reaches up; nothing includes cli/).
-grep -q "7 violation" <<<"$output" || { echo "FAIL: expected 7 violations"; exit 1; }
+grep -q "10 violation" <<<"$output" || { echo "FAIL: expected 10 violations"; exit 1; }
 echo "PASS"
