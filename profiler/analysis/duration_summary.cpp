@@ -2,6 +2,7 @@
 // one SQL scan per table (durations per name are kept to get the exact median).
 #include "profiler/analysis/duration_summary.h"
 
+#include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/sql_query.h"
 
 #include <algorithm>
@@ -140,22 +141,11 @@ std::vector<DurationSummaryRow> range_summary(const store::TraceReader& reader) 
 
 namespace {
 
-// Nsight Systems' operation names, by trace::MemcpyDirection.
-std::string memory_operation_name(std::int64_t direction) {
-    switch (static_cast<trace::MemcpyDirection>(direction)) {
-        case trace::MemcpyDirection::host_to_device: return "[CUDA memcpy HtoD]";
-        case trace::MemcpyDirection::device_to_host: return "[CUDA memcpy DtoH]";
-        case trace::MemcpyDirection::device_to_device: return "[CUDA memcpy DtoD]";
-        case trace::MemcpyDirection::host_to_host: return "[CUDA memcpy HtoH]";
-        case trace::MemcpyDirection::peer_to_peer: return "[CUDA memcpy PtoP]";
-        default: return "[CUDA memcpy Unknown]";
-    }
-}
-
 // key.a: direction (memcpys) or -1 (memsets); the fourth column is what is summarized.
 std::vector<DurationSummaryRow> memory_rows(const store::TraceReader& reader, const char* sql) {
     return summary_rows(reader, sql, [](const GroupKey& key, DurationSummaryRow& row) {
-        row.name = key.a < 0 ? "[CUDA memset]" : memory_operation_name(key.a);
+        row.name = key.a < 0 ? std::string(kMemsetOperationName)
+                             : memcpy_operation_name(static_cast<trace::MemcpyDirection>(key.a));
     });
 }
 

@@ -20,6 +20,7 @@
 
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/idle_gaps.h"
+#include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/range_roles.h"
 #include "profiler/analysis/steps.h"
 #include "profiler/analysis/intervals.h"
@@ -457,7 +458,8 @@ public:
         SqlQuery memsets(reader_.database(), reader_.path(),
                          "SELECT stream_id, SUM(end_ns - start_ns), COUNT(*) FROM memsets GROUP BY stream_id");
         while (memsets.next_row())
-            if (stream_in_scope(memsets.int64(0))) totals.add("", "[CUDA memset]", memsets.int64(1), memsets.int64(2));
+            if (stream_in_scope(memsets.int64(0)))
+                totals.add("", std::string(kMemsetOperationName), memsets.int64(1), memsets.int64(2));
         return totals.rows();
     }
 
@@ -516,9 +518,7 @@ private:
     }
     // Nsight Systems' names, as `ember stats memory` prints them.
     static std::string memcpy_name(std::int64_t direction) {
-        const auto kind = static_cast<trace::MemcpyDirection>(direction);
-        return kind == trace::MemcpyDirection::unknown ? "[CUDA memcpy Unknown]"
-                                                       : std::string("[CUDA memcpy ") + trace::direction_name(kind) + "]";
+        return memcpy_operation_name(static_cast<trace::MemcpyDirection>(direction));
     }
     // The name `ember stats` gives the frame (cpu_profile.h), with templates
     // collapsed so builds that differ only in template arguments match.

@@ -1,6 +1,7 @@
 // run_diff.cpp: the diff mode's model (run_diff.h).
 #include "viewer/model/run_diff.h"
 
+#include "profiler/analysis/operation_names.h"
 #include "profiler/store/reader.h"
 
 #include <algorithm>
@@ -65,9 +66,10 @@ std::string diff_table_name(DiffTable table, std::string_view model_name) {
         if (model_name.starts_with(kMemcpy)) {
             std::string_view direction = model_name.substr(kMemcpy.size());
             direction = direction.substr(0, direction.find(' '));
-            return "[CUDA memcpy " + std::string(direction) + "]";
+            return analysis::memcpy_operation_name(
+                analysis::parse_direction_name(direction).value_or(trace::MemcpyDirection::unknown));
         }
-        if (model_name.starts_with("Memset (")) return "[CUDA memset]";
+        if (model_name.starts_with("Memset (")) return std::string(analysis::kMemsetOperationName);
     }
     return analysis::normalise_name(model_name);
 }

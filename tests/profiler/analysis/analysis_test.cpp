@@ -6,6 +6,7 @@
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
+#include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/stats_report.h"
 #include "tests/profiler/analysis/fixture_trace.h"
 
@@ -351,6 +352,26 @@ TEST(NoDroppedRecords, NoWarning) {
     EXPECT_EQ(out.str().find("WARNING"), std::string::npos);
     EXPECT_EQ(out.str().find("dropped_records"), std::string::npos);
     std::remove(path.c_str());
+}
+
+// Copies and memsets go by Nsight Systems' names in ember stats, ember diff and the
+// viewer's diff alike (operation_names.h); a direction the file does not know, or a
+// number outside the enum, is "Unknown" (the diff once said "unknown" for the latter).
+TEST(OperationNames, CopiesAreNamedAsNsightSystemsNamesThem) {
+    using trace::MemcpyDirection;
+    EXPECT_EQ(memcpy_operation_name(MemcpyDirection::host_to_device), "[CUDA memcpy HtoD]");
+    EXPECT_EQ(memcpy_operation_name(MemcpyDirection::device_to_host), "[CUDA memcpy DtoH]");
+    EXPECT_EQ(memcpy_operation_name(MemcpyDirection::device_to_device), "[CUDA memcpy DtoD]");
+    EXPECT_EQ(memcpy_operation_name(MemcpyDirection::host_to_host), "[CUDA memcpy HtoH]");
+    EXPECT_EQ(memcpy_operation_name(MemcpyDirection::peer_to_peer), "[CUDA memcpy PtoP]");
+    EXPECT_EQ(memcpy_operation_name(MemcpyDirection::unknown), "[CUDA memcpy Unknown]");
+    EXPECT_EQ(memcpy_operation_name(static_cast<MemcpyDirection>(42)), "[CUDA memcpy Unknown]");
+    EXPECT_EQ(kMemsetOperationName, "[CUDA memset]");
+    for (MemcpyDirection direction : {MemcpyDirection::unknown, MemcpyDirection::host_to_device,
+                                      MemcpyDirection::device_to_host, MemcpyDirection::device_to_device,
+                                      MemcpyDirection::host_to_host, MemcpyDirection::peer_to_peer})
+        EXPECT_EQ(parse_direction_name(trace::direction_name(direction)), direction);
+    EXPECT_EQ(parse_direction_name("Pinned"), std::nullopt);
 }
 
 }  // namespace

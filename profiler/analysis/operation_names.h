@@ -1,0 +1,24 @@
+// operation_names.h: the names copies and memsets go by in every table of `ember stats`,
+// `ember diff` and the viewer's diff: Nsight Systems' "[CUDA memcpy HtoD]", ...,
+// "[CUDA memcpy Unknown]" and "[CUDA memset]".
+#pragma once
+
+#include "profiler/trace/events.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ember::analysis {
+
+inline constexpr std::string_view kMemsetOperationName = "[CUDA memset]";
+
+// "[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]", ...; "[CUDA memcpy Unknown]" for any
+// direction the file does not know.
+std::string memcpy_operation_name(trace::MemcpyDirection direction);
+
+// The direction trace::direction_name spells ("HtoD", ..., "unknown"); nullopt for
+// any other text.
+std::optional<trace::MemcpyDirection> parse_direction_name(std::string_view text);
+
+}  // namespace ember::analysis
