@@ -78,10 +78,6 @@ enum Role : std::uint8_t {
 constexpr int kActiveRoles = 7;  // kernel .. cpu_exec: the ones an event can make active
 constexpr int kRoles = 8;        // with other
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-bool ends_with(std::string_view text, std::string_view suffix) {
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
 
 std::string lowercase(std::string_view text) {
     std::string lower(text);
@@ -103,7 +99,7 @@ bool is_collective_op_name(std::string_view name) {
 // CUDA driver calls (cuLaunchKernel, cuMemcpyHtoDAsync, ...) as opposed to runtime calls
 // (cudaLaunchKernel, ...). Kineto files them as cuda_driver, a category the plugin does
 // not read; the importer stores both kinds as API calls, and the name tells them apart.
-bool is_driver_call_name(std::string_view name) { return starts_with(name, "cu") && !starts_with(name, "cuda"); }
+bool is_driver_call_name(std::string_view name) { return name.starts_with("cu") && !name.starts_with("cuda"); }
 
 // "3,7,12": ids for a SQL IN (...) list.
 void append_to_id_list(std::string& list, trace::StringId id) {
