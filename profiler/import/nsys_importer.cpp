@@ -227,6 +227,9 @@ public:
         read_overhead();
         read_cpu_samples();
         read_os_runtime();
+        read_scheduling();
+        read_gpu_memory_usage();
+        note_graph_kernels();
         count_unimported_tables();
         finish();
     }
@@ -1052,6 +1055,89 @@ private:
         }
     }
 
+    // SCHED_EVENTS: a thread put on (isSchedIn 1) or taken off (0) a CPU -> one counter
+    // per thread, "on CPU (tid N)", 1 from a schedule-in to the next schedule-out and 0
+    // after; the CPU number is not kept. Rows are read in time order.
+    void read_scheduling() {
+        const char* table = "SCHED_EVENTS";
+        if (!has_table(table)) return;
+        if (!readable(table, {"start", "isSchedIn"})) return;
+        TableScan scan(db_, path_, table, {"start", "isSchedIn"}, {"globalTid"}, "start");
+        std::unordered_map<std::int64_t, trace::CounterId> counters;  // by globalTid
+        while (scan.next()) {
+            const std::int64_t time = scan.integer(0);
+            if (!valid_interval(scan, time, time)) continue;
+            const std::int64_t global_tid = scan.maybe_integer(2).value_or(0);
+            auto found = counters.find(global_tid);
+            if (found == counters.end()) {
+                thread_of(global_tid);  // the thread is registered like any other of the file
+                trace::CounterId id = sink_.counter(fmt::format("on CPU (tid {})", tid_of(global_tid)), "running",
+                                                    trace::kNoDevice);
+                found = counters.emplace(global_tid, id).first;
+            }
+            sink_.counter_sample({found->second, time, scan.integer(1) != 0 ? 1.0 : 0.0});
+        }
+    }
+
+    // CUDA_GPU_MEMORY_USAGE_EVENTS (nsys --cuda-memory-usage): one row per allocation or
+    // free of device memory -> the counter "CUDA memory allocated" (bytes) of the
+    // device, the running sum of allocations minus frees since the capture began (what
+    // was allocated before it is not known). memoryOperationType is read through
+    // ENUM_CUDA_DEV_MEM_EVENT_OPER when the file has it (a name with DEALLOC or FREE is
+    // a free), else 0 = allocation, 1 = free as nsys writes it.
+    void read_gpu_memory_usage() {
+        const char* table = "CUDA_GPU_MEMORY_USAGE_EVENTS";
+        if (!has_table(table)) return;
+        if (!readable(table, {"start", "deviceId", "bytes", "memoryOperationType"})) return;
+        std::map<std::int64_t, bool> frees = {{0, false}, {1, true}};
+        if (has_table("ENUM_CUDA_DEV_MEM_EVENT_OPER") &&
+            !missing_column("ENUM_CUDA_DEV_MEM_EVENT_OPER", {"id", "name"})) {
+            frees.clear();
+            TableScan names(db_, path_, "ENUM_CUDA_DEV_MEM_EVENT_OPER", {"id", "name"}, {});
+            while (names.next()) {
+                std::string name = names.maybe_text(1).value_or("");
+                for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+                frees[names.integer(0)] = name.find("DEALLOC") != std::string::npos || name.find("FREE") != std::string::npos;
+            }
+        }
+        TableScan scan(db_, path_, table, {"start", "deviceId", "bytes", "memoryOperationType"}, {}, "start");
+        std::map<trace::DeviceId, std::pair<trace::CounterId, std::int64_t>> totals;
+        while (scan.next()) {
+            const std::int64_t time = scan.integer(0);
+            if (!valid_interval(scan, time, time)) continue;
+            std::optional<std::uint64_t> bytes = byte_count(scan, 2);
+            if (!bytes) continue;
+            auto kind = frees.find(scan.integer(3));
+            if (kind == frees.end()) {
+                reject(scan, "unknown memory operation",
+                       fmt::format("memoryOperationType {} is neither an allocation nor a free", scan.integer(3)));
+                continue;
+            }
+            const auto device = static_cast<trace::DeviceId>(scan.integer(1));
+            auto found = totals.find(device);
+            if (found == totals.end()) {
+                found = totals.emplace(device, std::make_pair(sink_.counter("CUDA memory allocated", "bytes", device), 0)).first;
+            }
+            std::int64_t& total = found->second.second;
+            const auto change = static_cast<std::int64_t>(std::min<std::uint64_t>(*bytes, kLargestTimeNs));
+            total = kind->second ? total - change : total + change;
+            sink_.counter_sample({found->second.first, time, static_cast<double>(total)});
+        }
+    }
+
+    // Kernels launched from a CUDA graph carry its ids (graphId, graphNodeId, from 2023
+    // on); ember's kernels table has no column for them, so they are named here, once.
+    void note_graph_kernels() {
+        const char* table = "CUPTI_ACTIVITY_KIND_KERNEL";
+        if (!has_table(table) || missing_column(table, {"graphId"})) return;
+        store::Statement count(db_, path_, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId > 0");
+        if (count.next_row() && count.column_int64(0) > 0) {
+            sink_.note(fmt::format("{} kernels were launched from CUDA graphs: imported as kernels, their graph ids "
+                                   "(graphId, graphNodeId) not kept",
+                                   count.column_int64(0)));
+        }
+    }
+
     // ---------------------------------------------------------------------------
     // [SECTION] What is not imported
     // ---------------------------------------------------------------------------
@@ -1060,8 +1146,11 @@ private:
         static const std::set<std::string> kImported = {
             "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
             "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            "COMPOSITE_EVENTS", "OSRT_API"};
+            "COMPOSITE_EVENTS", "OSRT_API", "SCHED_EVENTS", "CUDA_GPU_MEMORY_USAGE_EVENTS"};
+        // OSRT_CALLCHAINS: the call stack of each OS runtime call (OSRT_API.callchainId);
+        // ember keeps stacks only as CPU samples, so these are counted, not read.
         static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS", "SCHED_EVENTS", "OSRT_API",
+                                                              "OSRT_CALLCHAINS", "CUDA_GPU_MEMORY_USAGE_EVENTS",
                                                               "GPU_METRICS", "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS",
                                                               "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
                                                               "NVTX_PAYLOAD_SCHEMAS", "UNIFIED_MEMORY_PAGE_FAULTS"};

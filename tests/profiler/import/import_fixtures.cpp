@@ -319,6 +319,23 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
         sql += fmt::format("INSERT INTO SCHED_EVENTS VALUES (5, 3, 1, {0}), (2050, 3, 0, {0}), (2060, 3, 1, {0}), "
                            "(2950, 3, 0, {0}), (2960, 3, 1, {0});",
                            main_thread);
+        // CUDA memory: 4 MiB and 1 MiB allocated, the 4 MiB freed (operation names
+        // through the enum table, as nsys writes them).
+        sql += "CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);";
+        sql += "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', "
+               "'Allocation'), (1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
+        sql += "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, "
+               "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
+               "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
+               "correlationId INTEGER);";
+        sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (1000, {0}, 0, 1, 4096, 0, 4194304, 1, 0, "
+                           "NULL, 1), (1100, {0}, 0, 1, 8192, 0, 1048576, 1, 0, NULL, 2), (2500, {0}, 0, 1, 4096, 0, "
+                           "4194304, 1, 1, NULL, 3);",
+                           global_pid);
+        sql += "CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, "
+               "kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, "
+               "unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";
+        sql += "INSERT INTO OSRT_CALLCHAINS (id, symbol, module, stackDepth) VALUES (1, 13, 14, 0), (1, 9, 12, 1);";
     }
     sql += "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);";
     sql += "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1600000000000000000, '2020-09-13T12:26:40', '');";

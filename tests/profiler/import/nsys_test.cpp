@@ -256,7 +256,8 @@ TEST(Nsys, CpuSamplesKeepTheirCallChainsOutermostFirst) {
     EXPECT_EQ(imported.counts.stack_samples, 3);
     EXPECT_EQ(imported.counts.skipped.at("CPU sample without a call chain (no SAMPLING_CALLCHAINS rows)"), 1);
     EXPECT_EQ(imported.counts.skipped.at("SAMPLING_CALLCHAINS rows of no sample in COMPOSITE_EVENTS"), 1);
-    EXPECT_EQ(imported.counts.skipped.at("SCHED_EVENTS rows (not imported)"), 5);
+    EXPECT_FALSE(imported.counts.skipped.count("SCHED_EVENTS rows (not imported)"));
+    EXPECT_EQ(imported.counts.skipped.at("OSRT_CALLCHAINS rows (not imported)"), 2);
     EXPECT_FALSE(imported.counts.skipped.count("COMPOSITE_EVENTS rows (not imported)"));
     EXPECT_FALSE(imported.counts.skipped.count("OSRT_API rows (not imported)"));
 
@@ -288,6 +289,35 @@ TEST(Nsys, CpuSamplesKeepTheirCallChainsOutermostFirst) {
     EXPECT_EQ(by_function["compute"], std::make_pair(std::int64_t{2}, std::int64_t{2}));
     EXPECT_EQ(by_function["main"], std::make_pair(std::int64_t{0}, std::int64_t{3}));
     EXPECT_EQ(by_function["pthread_mutex_lock"], std::make_pair(std::int64_t{1}, std::int64_t{1}));
+}
+
+// SCHED_EVENTS -> a 0/1 counter per thread; CUDA_GPU_MEMORY_USAGE_EVENTS -> the
+// device's allocated bytes, allocations minus frees.
+TEST(Nsys, SchedulingAndCudaMemoryUsageAreCounters) {
+    TempDir dir;
+    import_test::NsysFixtureOptions options;
+    options.with_cpu_side = true;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    EXPECT_EQ(imported.counts.counter_samples, 8);
+    store::TraceReader reader(dir.path("r.db"));
+    std::map<std::string, trace::CounterInfo> counters;
+    for (const trace::CounterInfo& counter : reader.counters()) counters[counter.name] = counter;
+    ASSERT_TRUE(counters.count("on CPU (tid 4242)"));
+    ASSERT_TRUE(counters.count("CUDA memory allocated"));
+    EXPECT_EQ(counters["on CPU (tid 4242)"].unit, "running");
+    EXPECT_EQ(counters["on CPU (tid 4242)"].device_id, trace::kNoDevice);
+    EXPECT_EQ(counters["CUDA memory allocated"].unit, "bytes");
+    EXPECT_EQ(counters["CUDA memory allocated"].device_id, 0);
+    std::map<trace::CounterId, std::vector<std::pair<trace::TimeNs, double>>> series;
+    for (const trace::CounterSample& sample : all_events(reader, &store::TraceReader::for_each_counter_sample)) {
+        series[sample.counter_id].emplace_back(sample.time_ns, sample.value);
+    }
+    using Series = std::vector<std::pair<trace::TimeNs, double>>;
+    EXPECT_EQ(series[counters["on CPU (tid 4242)"].counter_id],
+              (Series{{5, 1.0}, {2050, 0.0}, {2060, 1.0}, {2950, 0.0}, {2960, 1.0}}));
+    EXPECT_EQ(series[counters["CUDA memory allocated"].counter_id],
+              (Series{{1000, 4194304.0}, {1100, 5242880.0}, {2500, 1048576.0}}));
 }
 
 TEST(Nsys, OsRuntimeCallsAreHostRangesOfTheirOwnDomain) {

@@ -231,10 +231,32 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
     // unread are named in the report with their row count.
     EXPECT_EQ(imported.counts.kernels + imported.counts.memcpys + imported.counts.memsets,
               imported.counts.flows + imported.counts.unlinked_gpu_events);
-    if (file.has_table("SCHED_EVENTS")) {
-        EXPECT_EQ(imported.counts.skipped.at("SCHED_EVENTS rows (not imported)"),
-                  std::stoll(file.rows("SELECT COUNT(*) FROM SCHED_EVENTS").at(0).at(0)));
+    EXPECT_FALSE(imported.counts.skipped.count("SCHED_EVENTS rows (not imported)"));
+    if (file.has_table("OSRT_CALLCHAINS")) {
+        EXPECT_EQ(imported.counts.skipped.at("OSRT_CALLCHAINS rows (not imported)"),
+                  std::stoll(file.rows("SELECT COUNT(*) FROM OSRT_CALLCHAINS").at(0).at(0)));
     }
+
+    // Thread scheduling: one "on CPU (tid N)" counter per thread, a sample per
+    // SCHED_EVENTS row, 1 for a schedule-in.
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> sched, expected_sched;  // rows, schedule-ins
+    std::map<trace::CounterId, std::string> counter_names;
+    for (const trace::CounterInfo& counter : reader.counters()) counter_names[counter.counter_id] = counter.name;
+    reader.for_each_counter_sample({}, [&](const trace::CounterSample& sample) {
+        const std::string& name = counter_names[sample.counter_id];
+        if (name.rfind("on CPU (tid ", 0) == 0) {
+            ++sched[name].first;
+            sched[name].second += sample.value == 1.0 ? 1 : 0;
+        }
+        return true;
+    });
+    if (file.has_table("SCHED_EVENTS")) {
+        for (const auto& row : file.rows("SELECT 'on CPU (tid ' || (globalTid & 16777215) || ')', COUNT(*), "
+                                         "SUM(isSchedIn != 0) FROM SCHED_EVENTS GROUP BY globalTid & 16777215")) {
+            expected_sched[row[0]] = {std::stoll(row[1]), std::stoll(row[2])};
+        }
+    }
+    EXPECT_EQ(sched, expected_sched);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, NsysVersions,
