@@ -5,6 +5,12 @@
 // waits for it, prints the files written and their event counts, and exits with
 // CMD's exit status (128 + signal when it was killed).
 //
+// While CMD runs, its Python stacks are sampled from outside as with --pid (every
+// thread, running or idle, --python-hz per second) once it is a CPython process; with
+// --subprocesses those of every CPython process it starts too. The samples go to
+// FILE when the collector wrote no FILE (a program that never used CUDA or NVTX: the
+// usual Python script), else beside it as FILE-stem.python.db, a trace of its own.
+//
 // `ember record --pid PID [--duration 10s] [-o FILE]` samples the Python stacks of a
 // process already running, from outside (collectors/python/outside_sampler.h), until
 // the duration passes, Ctrl-C, or the process exits; the process goes on.
@@ -15,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <thread>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -47,6 +54,7 @@ struct RecordOptions {
     int pid = 0;
     std::string duration;
     double python_hz = 100.0;
+    bool subprocesses = false;
     std::vector<std::string> command;
 };
 
@@ -83,7 +91,11 @@ std::string stem_of(const std::string& output) {
     return output;
 }
 
-// The files this recording produced: FILE, FILE-stem.pid<N>.db, FILE-stem.rank<N>.db.
+// Where the Python samples of `ember record -- CMD` are written while CMD runs.
+std::string python_side_file(const std::string& output) { return stem_of(output) + ".python.db"; }
+
+// The files this recording produced: FILE, FILE-stem.pid<N>.db, FILE-stem.rank<N>.db,
+// FILE-stem.python.db.
 std::vector<std::string> recorded_files(const std::string& output) {
     std::vector<std::string> files;
     std::error_code error;
@@ -93,7 +105,8 @@ std::vector<std::string> recorded_files(const std::string& output) {
     std::string prefix = stem.filename().string();
     for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
         std::string name = entry.path().filename().string();
-        bool suffixed = name.rfind(prefix + ".pid", 0) == 0 || name.rfind(prefix + ".rank", 0) == 0;
+        bool suffixed = name.rfind(prefix + ".pid", 0) == 0 || name.rfind(prefix + ".rank", 0) == 0 ||
+                        name == prefix + ".python.db";
         if (suffixed && name.size() > 3 && name.compare(name.size() - 3, 3, ".db") == 0)
             files.push_back((stem.parent_path().empty() ? std::filesystem::path(name) : directory / name).string());
     }
@@ -175,6 +188,7 @@ int run_record_pid(const RecordOptions& options) {
     sampling.pid = options.pid;
     sampling.output = options.output;
     sampling.hz = options.python_hz;
+    sampling.subprocesses = options.subprocesses;
     if (!options.duration.empty()) {
         const auto duration = parse_duration(options.duration);
         if (!duration) fail("--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
@@ -206,6 +220,8 @@ int run_record_pid(const RecordOptions& options) {
                      result.seconds > 0 ? static_cast<double>(result.snapshots) / result.seconds : 0.0,
                      static_cast<long long>(result.samples), static_cast<long long>(result.idle_samples),
                      result.process_exited ? "; the process exited" : "");
+        if (result.processes.size() > 1)
+            std::fprintf(stderr, "ember record: %zu CPython processes sampled\n", result.processes.size());
         print_summary(options.output);
     }
     return result.error.empty() ? 0 : 1;
@@ -215,6 +231,8 @@ int run_record(const RecordOptions& options) {
     if (options.pid != 0) return run_record_pid(options);
     if (options.command.empty()) fail("no command to record (ember record -o FILE -- CMD ARGS, or --pid PID)");
     if (!options.duration.empty()) fail("--duration goes with --pid (a recorded command runs until it exits)");
+    if (options.python_hz < 0 || options.python_hz > 10000)
+        fail("--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
     if (options.children != "suffix" && options.children != "skip")
         fail("--children must be suffix or skip, not '" + options.children + "'");
     std::string library = find_collector_library();
@@ -259,6 +277,27 @@ int run_record(const RecordOptions& options) {
         _exit(127);
     }
     g_child_pid = child;
+    // CMD's Python stacks, from outside, once it is a CPython process (it may never be).
+    std::atomic<bool> stop_python{false};
+    collector::python::OutsideRecordResult python_result;
+    std::thread python_sampler;
+    const std::string python_file = python_side_file(output);
+    if (options.python_hz > 0) {
+        collector::python::OutsideRecordOptions sampling;
+        sampling.pid = child;
+        sampling.output = python_file;
+        sampling.hz = options.python_hz;
+        sampling.subprocesses = options.subprocesses;
+        sampling.wait_for_python = true;
+        sampling.stop = &stop_python;
+        python_sampler = std::thread([sampling, &python_result] {
+            try {
+                python_result = collector::python::record_python_process(sampling);
+            } catch (const std::exception& error) {
+                python_result.error = error.what();
+            }
+        });
+    }
     struct sigaction forward {};
     forward.sa_handler = forward_signal;
     sigemptyset(&forward.sa_mask);
@@ -272,12 +311,28 @@ int run_record(const RecordOptions& options) {
     }
     for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &previous[index], nullptr);
     g_child_pid = 0;
+    if (python_sampler.joinable()) {
+        stop_python.store(true);
+        python_sampler.join();
+        if (!python_result.error.empty())
+            std::fprintf(stderr, "ember record: Python sampling stopped early: %s\n", python_result.error.c_str());
+        if (!options.quiet && !python_result.processes.empty())
+            std::fprintf(stderr, "ember record: Python stacks of %zu process%s: %lld snapshots in %.2f s, %lld thread "
+                                 "samples (%lld idle)\n",
+                         python_result.processes.size(), python_result.processes.size() == 1 ? "" : "es",
+                         static_cast<long long>(python_result.snapshots), python_result.seconds,
+                         static_cast<long long>(python_result.samples), static_cast<long long>(python_result.idle_samples));
+        std::error_code error;
+        // A program that wrote no trace of its own (no CUDA, no NVTX): its Python samples are FILE.
+        if (std::filesystem::exists(python_file, error) && !std::filesystem::exists(output, error))
+            std::filesystem::rename(python_file, output, error);
+    }
 
     std::vector<std::string> files = recorded_files(output);
     if (name_jit_kernels) remove_perf_maps(files, perf_maps_before);
     if (files.empty())
-        std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX, "
-                             "or every process was skipped)\n");
+        std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX and was not a "
+                             "CPython process, or every process was skipped)\n");
     if (!options.quiet)
         for (const std::string& file : files) print_summary(file);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -305,7 +360,11 @@ void add_record_command(CLI::App& app) {
                        "sample the Python stacks of this running process from outside instead of running CMD");
     record->add_option("--duration", options->duration, "with --pid: how long to sample (10s, 500ms, 2m; default until "
                                                         "Ctrl-C or the process exits)");
-    record->add_option("--python-hz", options->python_hz, "with --pid: Python stack samples per second (default 100)");
+    record->add_option("--python-hz", options->python_hz,
+                       "Python stack samples per second, read from outside (default 100; 0 = off for a CMD)");
+    record->add_flag("--subprocesses", options->subprocesses,
+                     "sample the Python stacks of the processes it starts too (DataLoader workers, multiprocessing, "
+                     "torchrun's ranks), each as its own process");
     record->add_option("command", options->command, "the program and its arguments, after --");
     record->callback([options] {
         int code = run_record(*options);

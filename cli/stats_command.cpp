@@ -27,6 +27,7 @@ struct StatsCommandOptions {
     std::string like = "ember";
     bool all_steps = false;
     double kernel_wait_us = 30.0;
+    bool idle = false;
 };
 
 [[noreturn]] void fail(const std::string& message) {
@@ -58,6 +59,7 @@ void run_stats(const StatsCommandOptions& command) {
     options.top = command.top;
     options.gap_count = command.gaps;
     options.all_steps = command.all_steps;
+    options.include_idle = command.idle;
     auto like = analysis::parse_convention(command.like);
     if (!like) fail("unknown --like '" + command.like + "' (ember, hta, tb, tracelens)");
     options.like = *like;
@@ -98,6 +100,9 @@ void add_stats_command(CLI::App& app) {
     stats->add_option("--kernel-wait-us", command->kernel_wait_us,
                       "idle_breakdown: gaps shorter than this between back-to-back GPU work are kernel_wait "
                       "(default 30)");
+    stats->add_flag("--idle", command->idle,
+                    "cpu: also count the samples of threads that were not running (asleep, blocked, waiting for "
+                    "the GIL); by default only running samples count");
     stats->callback([command] { run_stats(*command); });
 }
 

@@ -6,7 +6,11 @@
 #include <cerrno>
 #include <csignal>
 #include <ctime>
+#include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <sstream>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -41,13 +45,49 @@ bool is_active(char state) { return state == 'R'; }
 bool process_gone(pid_t pid) {
     if (kill(pid, 0) != 0 && errno == ESRCH) return true;
     const char state = thread_state(pid, pid);
-    return state == 'Z' || state == 'X' || state == '?';
+    return state == 'Z' || state == 'X' || (state == '?' && kill(pid, 0) != 0 && errno == ESRCH);
+}
+
+// After a failed read: an exiting process has lost its memory a moment before it shows
+// as a zombie, so a failure is an exit when the process is gone within 100 ms.
+bool process_going(pid_t pid) {
+    for (int wait = 0; wait < 20; ++wait) {
+        if (process_gone(pid)) return true;
+        timespec pause{0, 5'000'000};
+        nanosleep(&pause, nullptr);
+    }
+    return process_gone(pid);
 }
 
 }  // namespace
 
-void write_dump(pid_t pid, std::ostream& out) {
-    PythonProcess process(pid);
+std::vector<pid_t> descendant_processes(pid_t pid) {
+    std::vector<pid_t> found;
+    std::vector<pid_t> parents{pid};
+    for (std::size_t next = 0; next < parents.size() && parents.size() < 100000; ++next) {
+        const std::string task = "/proc/" + std::to_string(parents[next]) + "/task/";
+        for (pid_t tid : process_threads(parents[next])) {
+            const std::string children = read_proc_text(task + std::to_string(tid) + "/children");
+            const char* cursor = children.c_str();
+            for (;;) {
+                char* end = nullptr;
+                const long child = std::strtol(cursor, &end, 10);
+                if (end == cursor) break;
+                cursor = end;
+                if (child > 0 && std::find(parents.begin(), parents.end(), child) == parents.end()) {
+                    parents.push_back(static_cast<pid_t>(child));
+                    found.push_back(static_cast<pid_t>(child));
+                }
+            }
+        }
+    }
+    return found;
+}
+
+namespace {
+
+void dump_one(PythonProcess& process, std::ostream& out) {
+    const pid_t pid = process.pid();
     std::vector<PythonThread> threads;
     std::string error;
     if (!process.snapshot(threads, error)) throw PythonReadError(error);
@@ -62,35 +102,144 @@ void write_dump(pid_t pid, std::ostream& out) {
     }
 }
 
-OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
-    PythonProcess process(options.pid);  // throws before the file is created
-    std::vector<PythonThread> threads;
-    std::string error;
-    if (!process.snapshot(threads, error)) throw PythonReadError(error);
+}  // namespace
 
-    const std::int64_t period_ns = static_cast<std::int64_t>(1e9 / (options.hz > 0 ? options.hz : 100.0));
-    trace::RunInfo run;
-    run.command_line = command_line(options.pid);
-    run.host = host_name();
-    run.pid = options.pid;
-    run.clock_name = "CLOCK_MONOTONIC";
-    run.clock_offset_to_wall_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-    run.start_ns = clock_ns(CLOCK_MONOTONIC);
-    store::WriterOptions writer_options;
-    writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
-    store::TraceWriter writer(options.output, run, writer_options);
-    writer.register_process({options.pid, thread_name(options.pid, options.pid)});
-    writer.set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
-    writer.set_metadata("python_version", process.version().text());
-    writer.set_metadata("python_sampling", "outside (process_vm_readv)");
+void write_dump(pid_t pid, std::ostream& out, bool subprocesses) {
+    if (!subprocesses) {
+        PythonProcess process(pid);
+        dump_one(process, out);
+        return;
+    }
+    std::string root_error;
+    bool any = false;
+    std::vector<pid_t> pids{pid};
+    for (pid_t child : descendant_processes(pid)) pids.push_back(child);
+    for (pid_t each : pids) {
+        try {
+            PythonProcess process(each);
+            std::ostringstream text;
+            dump_one(process, text);
+            out << (any ? "\n" : "") << text.str();
+            any = true;
+        } catch (const PythonReadError& error) {
+            if (each == pid) root_error = error.what();
+            // a descendant that is not CPython, or exited meanwhile: left out
+        }
+    }
+    if (!any) throw PythonReadError(root_error + " (and no CPython process descends from it)");
+}
 
+namespace {
+
+// One CPython process being sampled.
+struct Target {
+    std::unique_ptr<PythonProcess> process;
     std::map<pid_t, trace::ThreadId> thread_ids;
     std::map<pid_t, std::string> thread_names;
+};
+
+// A process not (yet) readable as CPython: tried again on later scans, less and less
+// often, and afresh when it execs another program.
+struct Pending {
+    std::string executable;
+    int failures = 0;
+    std::int64_t next_scan = 0;
+};
+
+std::string executable_of(pid_t pid) {
+    char path[4096] = {};
+    const ssize_t length = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), path, sizeof path - 1);
+    return length > 0 ? std::string(path, static_cast<std::size_t>(length)) : std::string();
+}
+
+}  // namespace
+
+OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
+    std::map<pid_t, Target> targets;
+    std::map<pid_t, Pending> pending;
+    std::vector<PythonThread> threads;
+    std::string error;
+    if (options.wait_for_python) {
+        pending[options.pid] = {};
+    } else {
+        auto process = std::make_unique<PythonProcess>(options.pid);  // throws before the file is created
+        if (!process->snapshot(threads, error)) throw PythonReadError(error);
+        targets[options.pid].process = std::move(process);
+    }
+
+    const std::int64_t period_ns = static_cast<std::int64_t>(1e9 / (options.hz > 0 ? options.hz : 100.0));
+    const std::int64_t start = clock_ns(CLOCK_MONOTONIC);
+    std::unique_ptr<store::TraceWriter> writer;
     std::map<std::tuple<std::string, std::string, int>, trace::FrameId> frame_ids;
     std::vector<trace::FrameId> stack;
-
     OutsideRecordResult result;
-    const std::int64_t start = run.start_ns;
+
+    // The file opens with the first CPython process found.
+    auto open_writer = [&](PythonProcess& process) {
+        trace::RunInfo run;
+        run.command_line = command_line(options.pid);
+        run.host = host_name();
+        run.pid = options.pid;
+        run.clock_name = "CLOCK_MONOTONIC";
+        run.clock_offset_to_wall_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+        run.start_ns = start;
+        store::WriterOptions writer_options;
+        writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
+        writer = std::make_unique<store::TraceWriter>(options.output, run, writer_options);
+        writer->set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
+        writer->set_metadata("python_version", process.version().text());
+        writer->set_metadata("python_sampling", "outside (process_vm_readv)");
+    };
+    auto adopt = [&](pid_t pid, Target& target) {
+        if (!writer) open_writer(*target.process);
+        writer->register_process({pid, thread_name(pid, pid)});
+        result.processes.push_back(pid);
+    };
+    if (!targets.empty()) adopt(options.pid, targets.begin()->second);
+
+    // Every ~50 ms: new descendants, and pending processes that may have become CPython.
+    const std::int64_t scan_every = std::max<std::int64_t>(1, static_cast<std::int64_t>(50'000'000 / period_ns));
+    std::int64_t scans = 0;
+    auto scan = [&]() {
+        ++scans;
+        if (options.subprocesses)
+            for (pid_t child : descendant_processes(options.pid))
+                if (!targets.count(child) && !pending.count(child)) pending[child] = {};
+        for (auto it = pending.begin(); it != pending.end();) {
+            const pid_t pid = it->first;
+            Pending& state = it->second;
+            if (kill(pid, 0) != 0 && errno == ESRCH && pid != options.pid) {
+                it = pending.erase(it);
+                continue;
+            }
+            const std::string executable = executable_of(pid);
+            if (executable != state.executable) {  // exec'd another program: try afresh
+                state.executable = executable;
+                state.failures = 0;
+                state.next_scan = scans;
+            }
+            // Up to 12 tries, 1, 2, 4, ... 64 scans apart, for one program image.
+            if (state.failures >= 12 || scans < state.next_scan) {
+                ++it;
+                continue;
+            }
+            try {
+                auto process = std::make_unique<PythonProcess>(pid);
+                std::vector<PythonThread> probe;
+                std::string probe_error;
+                if (!process->snapshot(probe, probe_error)) throw PythonReadError(probe_error);
+                Target& target = targets[pid];
+                target.process = std::move(process);
+                adopt(pid, target);
+                it = pending.erase(it);
+            } catch (const PythonReadError&) {
+                ++state.failures;
+                state.next_scan = scans + (std::int64_t{1} << std::min(state.failures, 6));
+                ++it;
+            }
+        }
+    };
+
     const std::int64_t end = options.duration.count() > 0 ? start + options.duration.count() : INT64_MAX;
     // Ticks lie on a grid of the period, each moved by up to a fifth of it at random:
     // the mean rate is the asked one, and a program that repeats itself in step with
@@ -98,6 +247,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     // every time.
     std::int64_t grid = start;
     std::int64_t next_tick = start;
+    std::int64_t ticks = 0;
     std::uint64_t random = 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(start);
     auto jitter = [&]() {
         random ^= random << 13;
@@ -124,56 +274,75 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
             grid += missed * period_ns;
         }
         next_tick = grid + jitter();
-        const std::int64_t time = clock_ns(CLOCK_MONOTONIC);
-        if (!process.snapshot(threads, error)) {
+        if ((options.subprocesses || !pending.empty()) && ticks++ % scan_every == 0) scan();
+        if (targets.empty()) {
             if (process_gone(options.pid)) {
                 result.process_exited = true;
-            } else {
-                result.error = error;
+                break;
             }
-            break;
+            continue;
         }
+        const std::int64_t time = clock_ns(CLOCK_MONOTONIC);
+        bool root_gone = false;
+        for (auto it = targets.begin(); it != targets.end();) {
+            const pid_t pid = it->first;
+            Target& target = it->second;
+            if (!target.process->snapshot(threads, error)) {
+                if (pid != options.pid || process_going(pid)) {
+                    // exited, or a descendant that exec'd another program: no longer sampled
+                    if (pid == options.pid) root_gone = true;
+                    it = targets.erase(it);
+                    continue;
+                }
+                result.error = "process " + std::to_string(pid) + ": " + error;
+                break;
+            }
+            for (PythonThread& thread : threads) {
+                if (thread.tid == 0) {
+                    ++result.torn_threads;
+                    continue;
+                }
+                auto known = target.thread_ids.find(thread.tid);
+                std::string name = thread_name(pid, thread.tid);
+                if (known == target.thread_ids.end()) {
+                    known = target.thread_ids.emplace(thread.tid, writer->register_thread({0, pid, thread.tid, name})).first;
+                    target.thread_names[thread.tid] = name;
+                } else if (!name.empty() && name != target.thread_names[thread.tid]) {
+                    writer->set_thread_name(known->second, name);
+                    target.thread_names[thread.tid] = name;
+                }
+                stack.clear();
+                for (auto frame = thread.frames.rbegin(); frame != thread.frames.rend(); ++frame) {
+                    auto key = std::make_tuple(frame->function, frame->file, frame->line);
+                    auto found = frame_ids.find(key);
+                    if (found == frame_ids.end())
+                        found = frame_ids.emplace(std::move(key), writer->intern_frame(frame->function, frame->file, 0, frame->line)).first;
+                    stack.push_back(found->second);
+                }
+                trace::StackSample sample;
+                sample.time_ns = time;
+                sample.thread_id = known->second;
+                sample.stack_id = writer->intern_stack(stack);
+                sample.idle = !is_active(thread_state(pid, thread.tid));
+                writer->record_stack_sample(sample);
+                ++result.samples;
+                if (sample.idle) ++result.idle_samples;
+            }
+            ++it;
+        }
+        if (!result.error.empty()) break;
         ++result.snapshots;
-        for (PythonThread& thread : threads) {
-            if (thread.tid == 0) {
-                ++result.torn_threads;
-                continue;
-            }
-            auto known = thread_ids.find(thread.tid);
-            std::string name = thread_name(options.pid, thread.tid);
-            if (known == thread_ids.end()) {
-                known = thread_ids.emplace(thread.tid, writer.register_thread({0, options.pid, thread.tid, name})).first;
-                thread_names[thread.tid] = name;
-            } else if (!name.empty() && name != thread_names[thread.tid]) {
-                writer.set_thread_name(known->second, name);
-                thread_names[thread.tid] = name;
-            }
-            stack.clear();
-            for (auto frame = thread.frames.rbegin(); frame != thread.frames.rend(); ++frame) {
-                auto key = std::make_tuple(frame->function, frame->file, frame->line);
-                auto found = frame_ids.find(key);
-                if (found == frame_ids.end())
-                    found = frame_ids.emplace(std::move(key), writer.intern_frame(frame->function, frame->file, 0, frame->line)).first;
-                stack.push_back(found->second);
-            }
-            trace::StackSample sample;
-            sample.time_ns = time;
-            sample.thread_id = known->second;
-            sample.stack_id = writer.intern_stack(stack);
-            sample.idle = !is_active(thread_state(options.pid, thread.tid));
-            writer.record_stack_sample(sample);
-            ++result.samples;
-            if (sample.idle) ++result.idle_samples;
-        }
-        if (process_gone(options.pid)) {
+        if (root_gone || process_gone(options.pid)) {
             result.process_exited = true;
             break;
         }
     }
     const std::int64_t stop = clock_ns(CLOCK_MONOTONIC);
     result.seconds = static_cast<double>(stop - start) / 1e9;
-    writer.set_end_time(stop);
-    writer.close();
+    if (writer) {
+        writer->set_end_time(stop);
+        writer->close();
+    }
     return result;
 }
 

@@ -22,8 +22,15 @@ namespace ember::collector::python {
 //   Thread 4242 (active): "python3"
 //       spin (/home/me/work.py:12)
 //       <module> (/home/me/work.py:30)
-// Throws PythonReadError when the process cannot be read.
-void write_dump(pid_t pid, std::ostream& out);
+// Throws PythonReadError when the process cannot be read. With `subprocesses`, every
+// CPython process descended from PID follows, each under its own "Process" line;
+// descendants that are not CPython (a shell, a native launcher) are left out, and PID
+// itself may be one of those as long as some descendant is CPython.
+void write_dump(pid_t pid, std::ostream& out, bool subprocesses = false);
+
+// The processes descended from PID (children, their children, ...), from
+// /proc/PID/task/TID/children; PID itself not included. Parents before children.
+std::vector<pid_t> descendant_processes(pid_t pid);
 
 struct OutsideRecordOptions {
     pid_t pid = 0;
@@ -31,6 +38,15 @@ struct OutsideRecordOptions {
     double hz = 100.0;              // snapshots per second of wall time
     std::chrono::nanoseconds duration{0};  // 0: until `stop` or the process exits
     const std::atomic<bool>* stop = nullptr;  // set from elsewhere (a signal) to end early
+    // Follow the processes PID starts (DataLoader workers, multiprocessing, torchrun's
+    // ranks): /proc is scanned for descendants about every 50 ms, and each one that is
+    // (or later execs) CPython is sampled too, as a process of its own in the trace.
+    bool subprocesses = false;
+    // PID may not be CPython yet (ember record -- CMD: the child has not exec'd, or has
+    // not mapped libpython): it is tried again as the scan runs, and a PID that never
+    // turns out to be CPython yields no file and no error (result.processes == 0).
+    // Without it, a PID that cannot be read throws at once.
+    bool wait_for_python = false;
 };
 
 struct OutsideRecordResult {
@@ -41,11 +57,13 @@ struct OutsideRecordResult {
     std::int64_t late_ticks = 0;       // ticks skipped because a snapshot overran its period
     double seconds = 0.0;              // recording length
     bool process_exited = false;
+    std::vector<pid_t> processes;      // the CPython processes sampled (PID first when it was one)
     std::string error;                 // why it stopped early ("" otherwise)
 };
 
 // Samples PID's Python stacks into a trace until the duration passes, `stop` is set or
-// the process exits: each sample is one thread's stack at one instant, with the OS
+// the process exits (with `subprocesses`, those of its CPython descendants too; the file
+// is created when the first CPython process is found): each sample is one thread's stack at one instant, with the OS
 // thread, its name, and whether it was running (/proc/PID/task/TID/stat state R) or
 // idle. Frames are Python frames (function, co_filename, line). Throws PythonReadError
 // when the process cannot be read at all (nothing is written then).

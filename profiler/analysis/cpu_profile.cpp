@@ -79,12 +79,12 @@ struct Sample {
     trace::StackId stack_id = 0;
 };
 
-std::vector<Sample> read_samples(const store::TraceReader& reader) {
+std::vector<Sample> read_samples(const store::TraceReader& reader, bool include_idle) {
     std::vector<Sample> samples;
     reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
         // CPU time: a thread sampled while it slept or waited (the Python sampler reads
-        // every thread, running or not) is not counted.
-        if (sample.idle) return true;
+        // every thread, running or not) is not counted, unless asked.
+        if (sample.idle && !include_idle) return true;
         samples.push_back({sample.time_ns, sample.thread_id, sample.stack_id});
         return true;
     });
@@ -138,20 +138,26 @@ void charge_team_threads_to_their_leader(const store::TraceReader& reader, Stack
     }
 }
 
-// Charges each sample to the innermost push/pop range open on its thread (an OpenMP
-// team thread's: on the thread that leads the team).
-std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, StackCache& stacks,
-                                          std::vector<Sample> samples) {
+// The range path each sample is charged to ("" for none), in the samples' order: the
+// innermost push/pop range open on its thread (an OpenMP team thread's: on the thread
+// that leads the team).
+std::vector<std::string> sample_range_paths(const store::TraceReader& reader, StackCache& stacks,
+                                            const std::vector<Sample>& original) {
+    std::vector<Sample> samples = original;
     charge_team_threads_to_their_leader(reader, stacks, samples);
-    std::map<std::string, std::int64_t> counts;
-    std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) {
+    std::vector<std::size_t> order(samples.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+        const Sample& a = samples[x];
+        const Sample& b = samples[y];
         return a.thread_id != b.thread_id ? a.thread_id < b.thread_id : a.time_ns < b.time_ns;
     });
+    std::vector<std::string> paths(samples.size());
     std::size_t next = 0;
-    while (next < samples.size()) {
-        const trace::ThreadId thread = samples[next].thread_id;
+    while (next < order.size()) {
+        const trace::ThreadId thread = samples[order[next]].thread_id;
         std::size_t end = next;
-        while (end < samples.size() && samples[end].thread_id == thread) ++end;
+        while (end < order.size() && samples[order[end]].thread_id == thread) ++end;
         // The thread's ranges in start order (outer before inner at equal starts).
         std::vector<trace::RangeEvent> ranges;
         store::EventQuery query;
@@ -166,7 +172,7 @@ std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, Stac
         std::vector<const trace::RangeEvent*> open;  // the ranges containing the current time
         std::size_t next_range = 0;
         for (std::size_t i = next; i < end; ++i) {
-            const trace::TimeNs t = samples[i].time_ns;
+            const trace::TimeNs t = samples[order[i]].time_ns;
             while (next_range < ranges.size() && ranges[next_range].start_ns <= t) {
                 const trace::RangeEvent& range = ranges[next_range++];
                 while (!open.empty() && open.back()->end_ns <= range.start_ns) open.pop_back();
@@ -181,10 +187,16 @@ std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, Stac
                 if (range->start_ns <= t && t < range->end_ns) live.push_back(range);
             for (const trace::RangeEvent* range : live)
                 path += (path.empty() ? "" : " > ") + std::string(reader.string(range->name_id));
-            ++counts[path.empty() ? "(no range)" : path];
+            paths[order[i]] = std::move(path);
         }
         next = end;
     }
+    return paths;
+}
+
+std::vector<CpuRangeRow> samples_by_range(const std::vector<std::string>& paths) {
+    std::map<std::string, std::int64_t> counts;
+    for (const std::string& path : paths) ++counts[path.empty() ? "(no range)" : path];
     std::vector<CpuRangeRow> rows;
     for (const auto& [path, count] : counts) rows.push_back({path, count});
     std::stable_sort(rows.begin(), rows.end(), [](const CpuRangeRow& a, const CpuRangeRow& b) { return a.samples > b.samples; });
@@ -193,19 +205,36 @@ std::vector<CpuRangeRow> samples_by_range(const store::TraceReader& reader, Stac
 
 }  // namespace
 
-CpuProfile cpu_profile(const store::TraceReader& reader) {
+CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
     CpuProfile profile;
+    profile.include_idle = include_idle;
     profile.period_ns = sample_period(reader);
-    const std::vector<Sample> samples = read_samples(reader);
+    const std::vector<Sample> samples = read_samples(reader, include_idle);
     profile.samples = static_cast<std::int64_t>(samples.size());
     if (samples.empty()) return profile;
 
     StackCache stacks{reader, {}};
     std::map<std::string, CpuFunctionRow> functions;
     std::map<trace::ThreadId, std::int64_t> per_thread;
-    for (const Sample& sample : samples) {
+    std::map<std::string, CpuLineRow> lines;
+    std::vector<const CpuLineRow*> innermost_line(samples.size(), nullptr);
+    for (std::size_t index = 0; index < samples.size(); ++index) {
+        const Sample& sample = samples[index];
         ++per_thread[sample.thread_id];
         const std::vector<trace::FrameInfo>& frames = stacks.of(sample.stack_id);
+        std::set<std::string> seen_lines;
+        for (std::size_t i = 0; i < frames.size(); ++i) {
+            if (!frames[i].is_python()) continue;
+            const std::string location = frames[i].module + ":" + std::to_string(frames[i].line);
+            CpuLineRow& row = lines[location];
+            if (row.location.empty()) {
+                row.location = location;
+                row.function = frames[i].function;
+            }
+            if (seen_lines.insert(location).second) ++row.total_samples;
+            innermost_line[index] = &row;  // frames run outermost first: the last one wins
+        }
+        if (innermost_line[index]) ++lines[innermost_line[index]->location].self_samples;
         std::set<std::string> seen;
         for (std::size_t i = 0; i < frames.size(); ++i) {
             const std::string name = frame_name(frames[i]);
@@ -233,15 +262,41 @@ CpuProfile cpu_profile(const store::TraceReader& reader) {
         if (!per_thread.count(thread.thread_id)) profile.threads.push_back({thread.thread_id, thread.tid, thread.name, 0});
     std::stable_sort(profile.threads.begin(), profile.threads.end(),
                      [](const CpuThreadRow& a, const CpuThreadRow& b) { return a.samples > b.samples; });
-    profile.by_range = samples_by_range(reader, stacks, samples);
+    const std::vector<std::string> paths = sample_range_paths(reader, stacks, samples);
+    profile.by_range = samples_by_range(paths);
+    for (auto& [location, row] : lines) profile.lines.push_back(row);
+    std::stable_sort(profile.lines.begin(), profile.lines.end(), [](const CpuLineRow& a, const CpuLineRow& b) {
+        return a.self_samples != b.self_samples ? a.self_samples > b.self_samples : a.total_samples > b.total_samples;
+    });
+    // A step's (a range's) time per line: only when some sample falls in a range.
+    bool ranged = false;
+    for (const std::string& path : paths) ranged = ranged || !path.empty();
+    if (ranged) {
+        std::map<std::pair<std::string, std::string>, CpuRangeLineRow> per_range_line;
+        for (std::size_t index = 0; index < samples.size(); ++index) {
+            if (!innermost_line[index]) continue;
+            const std::string range = paths[index].empty() ? "(no range)" : paths[index];
+            CpuRangeLineRow& row = per_range_line[{range, innermost_line[index]->location}];
+            if (row.location.empty()) row = {range, innermost_line[index]->location, innermost_line[index]->function, 0};
+            ++row.samples;
+        }
+        std::map<std::string, std::int64_t> range_rank;
+        for (std::size_t i = 0; i < profile.by_range.size(); ++i) range_rank[profile.by_range[i].range_path] = static_cast<std::int64_t>(i);
+        for (auto& [key, row] : per_range_line) profile.lines_by_range.push_back(row);
+        std::stable_sort(profile.lines_by_range.begin(), profile.lines_by_range.end(),
+                         [&](const CpuRangeLineRow& a, const CpuRangeLineRow& b) {
+                             const std::int64_t ra = range_rank[a.range_path], rb = range_rank[b.range_path];
+                             return ra != rb ? ra < rb : a.samples > b.samples;
+                         });
+    }
     return profile;
 }
 
-StackTree cpu_stack_tree(const store::TraceReader& reader) {
+StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
     StackTree tree;
     const trace::TimeNs period = sample_period(reader);
     StackCache stacks{reader, {}};
-    for (const Sample& sample : read_samples(reader)) {
+    for (const Sample& sample : read_samples(reader, include_idle)) {
         const trace::ThreadInfo* thread = reader.thread(sample.thread_id);
         std::uint32_t node = tree.child(StackTree::kRoot, thread && !thread->name.empty()
                                                               ? thread->name + " (" + std::to_string(thread->tid) + ")"

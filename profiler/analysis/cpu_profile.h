@@ -10,6 +10,14 @@
 //   by range    each sample is charged to the innermost NVTX push/pop range open on
 //               its thread at that instant ("step > forward"), or "(no range)"
 //   threads     samples per thread
+//   lines       per Python line ("file:line", what line_profiler shows, with no
+//               decorators): self = samples whose innermost Python frame is on it,
+//               total = samples with it anywhere on the stack
+//   lines by range  self samples per (innermost NVTX range, Python line), when the
+//               file has ranges (a step's time per line)
+// Samples of a thread that was not running (the Python sampler reads sleeping and
+// blocked threads too, flagged idle) are left out unless `include_idle`: then each
+// stands for one period of the thread's wall time, not of CPU time.
 // The CPU flamegraph (`ember export --stacks cpu`) is cpu_stack_tree().
 #pragma once
 
@@ -34,6 +42,20 @@ struct CpuRangeRow {
     std::int64_t samples = 0;
 };
 
+struct CpuLineRow {
+    std::string location;  // "file:line"
+    std::string function;  // the function the line is in ("Worker.run")
+    std::int64_t self_samples = 0;
+    std::int64_t total_samples = 0;
+};
+
+struct CpuRangeLineRow {
+    std::string range_path;
+    std::string location;
+    std::string function;
+    std::int64_t samples = 0;  // with this line as the innermost Python frame, inside the range
+};
+
 struct CpuThreadRow {
     trace::ThreadId thread_id = 0;
     std::int64_t tid = 0;
@@ -50,10 +72,13 @@ struct CpuProfile {
     // libiomp5), to the range open then on its process's thread with the most ranges.
     std::vector<CpuRangeRow> by_range;
     std::vector<CpuThreadRow> threads;      // most first; threads of the file never sampled last, with 0
+    std::vector<CpuLineRow> lines;          // Python lines by self samples, most first; empty without Python frames
+    std::vector<CpuRangeLineRow> lines_by_range;  // by range (most samples first), then samples; empty without ranges
+    bool include_idle = false;
     trace::TimeNs cpu_ns(std::int64_t sample_count) const { return sample_count * period_ns; }
 };
 
-CpuProfile cpu_profile(const store::TraceReader& reader);
+CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle = false);
 
 // A sampled frame's name in every CPU table: the demangled function without its
 // parameter lists ("f::{lambda#1}::operator()"), "[module]" for an unresolved address
@@ -62,6 +87,6 @@ std::string cpu_frame_name(const trace::FrameInfo& frame);
 
 // Thread name, then the sampled frames outermost first; weight = CPU ns per sample
 // (1 per sample when the period is unknown).
-StackTree cpu_stack_tree(const store::TraceReader& reader);
+StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle = false);
 
 }  // namespace ember::analysis

@@ -352,8 +352,11 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         return profile.samples > 0 ? 100.0 * static_cast<double>(samples) / static_cast<double>(profile.samples) : 0.0;
     };
     Table functions{"cpu_functions",
-                    fmt::format("CPU hot functions ({} stack samples{})", profile.samples,
-                                timed ? fmt::format(", one per {:.1f} ms of CPU time", profile.period_ns / 1e6) : ""),
+                    fmt::format("CPU hot functions ({} stack samples{}{})", profile.samples,
+                                timed ? fmt::format(", one per {:.1f} ms of {}", profile.period_ns / 1e6,
+                                                    profile.include_idle ? "a thread's time" : "CPU time")
+                                      : "",
+                                profile.include_idle ? ", idle threads' samples included" : ""),
                     {}, {}, {}};
     functions.columns = {{"self_percent", "Self (%)", ColumnKind::percent}};
     if (timed) functions.columns.push_back({"self_ns", "Self", ColumnKind::time});
@@ -404,7 +407,53 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         cells.emplace_back(row.name);
     }
     if (profile.samples == 0) return {std::move(functions)};
-    return {std::move(functions), std::move(ranges), std::move(threads)};
+    std::vector<Table> tables;
+    tables.push_back(std::move(functions));
+    // Python lines, as line_profiler shows them (with no decorators).
+    if (!profile.lines.empty()) {
+        Table lines{"python_lines", "Python hot lines (innermost Python frame of each sample: self; anywhere on the stack: total)", {}, {}, {}};
+        lines.columns = {{"self_percent", "Self (%)", ColumnKind::percent}};
+        if (timed) lines.columns.push_back({"self_ns", "Self", ColumnKind::time});
+        lines.columns.push_back({"total_percent", "Total (%)", ColumnKind::percent});
+        if (timed) lines.columns.push_back({"total_ns", "Total", ColumnKind::time});
+        lines.columns.push_back({"line", "Line", ColumnKind::text});
+        lines.columns.push_back({"function", "Function", ColumnKind::text});
+        shown = 0;
+        for (const CpuLineRow& row : profile.lines) {
+            if (row.self_samples == 0 || (top > 0 && shown >= top)) continue;
+            ++shown;
+            std::vector<Cell>& cells = lines.rows.emplace_back();
+            cells.emplace_back(share(row.self_samples));
+            if (timed) cells.emplace_back(profile.cpu_ns(row.self_samples));
+            cells.emplace_back(share(row.total_samples));
+            if (timed) cells.emplace_back(profile.cpu_ns(row.total_samples));
+            cells.emplace_back(row.location);
+            cells.emplace_back(row.function);
+        }
+        tables.push_back(std::move(lines));
+    }
+    tables.push_back(std::move(ranges));
+    if (!profile.lines_by_range.empty()) {
+        Table per_range{"python_lines_by_range", "Python hot lines per NVTX range (the innermost range open on the sampled thread)", {}, {}, {}};
+        per_range.columns = {{"percent", "Share (%)", ColumnKind::percent}};
+        if (timed) per_range.columns.push_back({"ns", "Time", ColumnKind::time});
+        per_range.columns.push_back({"range", "Range", ColumnKind::text});
+        per_range.columns.push_back({"line", "Line", ColumnKind::text});
+        per_range.columns.push_back({"function", "Function", ColumnKind::text});
+        std::map<std::string, std::size_t> shown_in_range;  // the top lines of each range
+        for (const CpuRangeLineRow& row : profile.lines_by_range) {
+            if (top > 0 && shown_in_range[row.range_path]++ >= top) continue;
+            std::vector<Cell>& cells = per_range.rows.emplace_back();
+            cells.emplace_back(share(row.samples));
+            if (timed) cells.emplace_back(profile.cpu_ns(row.samples));
+            cells.emplace_back(row.range_path);
+            cells.emplace_back(row.location);
+            cells.emplace_back(row.function);
+        }
+        tables.push_back(std::move(per_range));
+    }
+    tables.push_back(std::move(threads));
+    return tables;
 }
 
 bool wanted(const StatsOptions& options, std::string_view name) {
@@ -495,7 +544,7 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "gpu_busy")) tables.push_back(gpu_busy_table(activity));
     if (wanted(options, "idle_gaps")) tables.push_back(idle_gaps_table(activity, run));
     CpuProfile cpu;
-    if (wanted(options, "cpu") || wanted(options, "advice")) cpu = cpu_profile(reader);
+    if (wanted(options, "cpu") || wanted(options, "advice")) cpu = cpu_profile(reader, options.include_idle);
     if (wanted(options, "cpu"))
         for (Table& table : cpu_tables(cpu, options.top > 0 ? options.top : 15)) tables.push_back(std::move(table));
     // A trace without GPU activity: its GPU tables say so in one line each, and the

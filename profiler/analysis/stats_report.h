@@ -44,6 +44,7 @@ struct StatsOptions {
     Convention like = Convention::ember;
     trace::TimeNs kernel_wait_threshold_ns = 30'000;  // idle_breakdown's kernel_wait bound
     std::size_t kernels_per_type = 5;                 // kernel_types_top rows per class
+    bool include_idle = false;  // cpu: also the samples of threads that were not running (--idle)
 };
 
 // The selected reports as tables, in kReportNames order. With no report named, the
