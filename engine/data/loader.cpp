@@ -181,6 +181,7 @@ void DataLoader::worker_main(int worker_index) {
         lock.unlock();
 
         std::exception_ptr error;
+        const double cpu_before = os::thread_cpu_seconds();
         try {
             if (device_status != cudaSuccess)
                 throw_cuda_error(device_status, "cudaSetDevice(device_)", __FILE__, __LINE__);
@@ -188,8 +189,11 @@ void DataLoader::worker_main(int worker_index) {
         } catch (...) {
             error = std::current_exception();
         }
+        const double cpu_seconds = os::thread_cpu_seconds() - cpu_before;
 
         lock.lock();
+        stats_.fill_cpu_seconds += cpu_seconds;
+        stats_.batches_filled += 1;
         slot.error = error;
         slot.state = error ? SlotState::failed : SlotState::ready;
         batch_finished_.notify_all();
@@ -278,6 +282,7 @@ const Batch* DataLoader::next() {
         lock.unlock();
         std::exception_ptr error;
         auto start = std::chrono::steady_clock::now();
+        const double cpu_before = os::thread_cpu_seconds();
         {
             // Loading in the training thread: all of it is time the loop waits.
             nvtx::ScopedRange wait("dataloader/wait", kCategory);
@@ -289,6 +294,8 @@ const Batch* DataLoader::next() {
         }
         lock.lock();
         stats_.wait_seconds += os::seconds_since(start);
+        stats_.fill_cpu_seconds += os::thread_cpu_seconds() - cpu_before;
+        stats_.batches_filled += 1;
         if (error) {
             slot.state = SlotState::free;
             epoch_error_ = error;

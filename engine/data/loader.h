@@ -50,6 +50,8 @@ struct LoaderStats {
     int64_t batches = 0;         // batches returned by next()
     double wait_seconds = 0.0;   // time next() spent waiting (the dataloader/wait ranges)
     int64_t worker_starts = 0;   // worker threads started so far (persistent vs not)
+    int64_t batches_filled = 0;  // batches decoded and augmented (by workers or next())
+    double fill_cpu_seconds = 0.0;  // CPU time those took, on whichever thread filled them
 };
 
 class DataLoader {

@@ -23,6 +23,7 @@ public:
     int64_t batches_per_epoch() const override { return loader_.batches_per_epoch(); }
     int64_t samples() const override { return samples_; }
     double wait_seconds() const override { return loader_.stats().wait_seconds; }
+    data::LoaderStats loader_stats() const override { return loader_.stats(); }
     std::string describe() const override {
         return description_ + (loader_.pinned() ? ", pinned" : ", pageable") +
                (loader_.copies_to_device() ? ", copied to the device on its own stream" : "");
@@ -46,6 +47,7 @@ public:
     int64_t batches_per_epoch() const override { return loader_.batches_per_epoch(); }
     int64_t samples() const override { return samples_; }
     double wait_seconds() const override { return loader_.stats().wait_seconds; }
+    data::LoaderStats loader_stats() const override { return loader_.stats(); }
     std::string describe() const override {
         return fmt::format("GPU-resident ({:.1f} MiB on the device, gathered and augmented there)",
                            loader_.resident_bytes() / 1048576.0);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/data/batch.h"
+#include "engine/data/loader.h"
 #include "engine/train/config.h"
 
 #include <cstdint>
@@ -23,6 +24,8 @@ public:
     virtual int64_t batches_per_epoch() const = 0;
     virtual int64_t samples() const = 0;
     virtual double wait_seconds() const = 0;  // total time next() waited
+    // Batches filled on the host and the CPU time they took (none for data on the GPU).
+    virtual data::LoaderStats loader_stats() const { return {}; }
     virtual std::string describe() const = 0;
 };
 

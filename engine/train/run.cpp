@@ -8,7 +8,9 @@
 #include "engine/amp/loss_scaler.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/nvtx.h"
+#include "engine/cpu/implementation.h"
 #include "engine/train/run_state.h"
+#include "engine/train/thread_split.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -148,6 +150,74 @@ std::string save_checkpoint(RunState& run, int64_t epoch, int64_t batch_in_epoch
 // The epochs
 // ---------------------------------------------------------------------------------
 
+// The CPU backend's split of the cores between compute and the loader's workers
+// (thread_split.h). Steps 3 to 10 of the run (the first ones also create oneDNN's
+// primitives) measure the compute time a step and the loader's CPU time a batch at the
+// starting split; when the loader needs less than that split keeps for it, steps 12 to
+// 16 try the split it does need (step 11 creates the primitives for the new team), and
+// the faster of the two, in wall time a step, loader waits included, stays for the rest
+// of the run. A trial, not a formula alone: other work on the machine can make a larger
+// team slower (its threads spin waiting for one that was preempted).
+class ThreadSplitProbe {
+public:
+    void after_step(RunState& run, const BatchSource& train, int64_t steps_done, double compute_seconds) {
+        if (run.cpu_cores == 0 || phase_ == Phase::done) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (steps_done == kFirst) {
+            at_first_ = train.loader_stats();
+            window_start_ = now;
+            return;
+        }
+        if (phase_ == Phase::measuring && steps_done > kFirst) {
+            compute_seconds_ += compute_seconds;
+            if (steps_done < kFirst + kWindow) return;
+            const data::LoaderStats stats = train.loader_stats();
+            const int64_t batches = stats.batches_filled - at_first_.batches_filled;
+            start_threads_ = cpu::compute_threads();
+            start_seconds_ = seconds_between(window_start_, now) / double(kWindow);
+            if (batches <= 0) return finish(run, start_threads_, "");
+            split_ = measured_thread_split(run.cpu_cores, run.config.workers, start_threads_,
+                                           (stats.fill_cpu_seconds - at_first_.fill_cpu_seconds) / double(batches),
+                                           compute_seconds_ / double(kWindow));
+            if (split_.compute_threads == start_threads_) return finish(run, start_threads_, "");
+            cpu::set_compute_threads(split_.compute_threads);
+            phase_ = Phase::trying;
+            trial_begins_ = steps_done + 1;  // that step builds the primitives for the new team
+            return;
+        }
+        if (phase_ == Phase::trying) {
+            if (steps_done == trial_begins_) window_start_ = now;
+            if (steps_done < trial_begins_ + kTrial) return;
+            const double trial_seconds = seconds_between(window_start_, now) / double(kTrial);
+            const int keep = trial_seconds < 0.97 * start_seconds_ ? split_.compute_threads : start_threads_;
+            if (keep != split_.compute_threads) cpu::set_compute_threads(keep);
+            finish(run, keep,
+                   fmt::format("; tried: {:.1f} ms a step with {} compute thread{}, {:.1f} ms with {}", trial_seconds * 1e3,
+                               split_.compute_threads, split_.compute_threads == 1 ? "" : "s", start_seconds_ * 1e3,
+                               start_threads_));
+        }
+    }
+
+private:
+    static constexpr int64_t kFirst = 2, kWindow = 8, kTrial = 5;
+    enum class Phase { measuring, trying, done };
+
+    void finish(RunState& run, int threads, const std::string& trial) {
+        phase_ = Phase::done;
+        if (split_.explanation.empty()) return;
+        run.observer->info(fmt::format("cpu backend: {} compute thread{} of {} cores{}; {}", threads,
+                                       threads == 1 ? "" : "s", run.cpu_cores, trial, split_.explanation));
+    }
+
+    Phase phase_ = Phase::measuring;
+    data::LoaderStats at_first_;
+    std::chrono::steady_clock::time_point window_start_;
+    double compute_seconds_ = 0, start_seconds_ = 0;
+    int start_threads_ = 1;
+    int64_t trial_begins_ = 0;
+    ThreadSplit split_;
+};
+
 TrainSummary train_epochs(RunState& run) {
     const TrainConfig& config = run.config;
     TrainObserver& observer = *run.observer;
@@ -171,6 +241,7 @@ TrainSummary train_epochs(RunState& run) {
     double last_step_seconds = 0;
     auto run_start = Clock::now();
     const int64_t first_step = trainer.steps();
+    ThreadSplitProbe thread_split;
     double train_seconds = 0;
     int64_t images = 0;
     bool stop = config.max_steps > 0 && trainer.steps() >= config.max_steps;
@@ -206,6 +277,7 @@ TrainSummary train_epochs(RunState& run) {
             auto step_start = Clock::now();
             nn::StepResult result = trainer.step(in.images, in.labels);
             last_step_seconds = seconds_between(step_start, Clock::now());
+            thread_split.after_step(run, train, trainer.steps() - first_step, last_step_seconds);
             if (config.anomaly_check && !run.policy.needs_loss_scaling()) {  // fp16: the scaler owns overflow
                 std::vector<float> host(parameter_count);
                 parameters.gradients().download(host.data(), parameter_count * sizeof(float));

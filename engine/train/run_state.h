@@ -38,6 +38,8 @@ struct RunState {
     std::unique_ptr<distributed::Context> dist;  // ranks under mpirun/srun, else one process
     std::unique_ptr<Stream> stream;              // cuda only: the compute stream
     std::unique_ptr<CudaContext> cuda;           // cuda only: handles, autotune cache
+    int cpu_cores = 0;                           // cpu only, when ember chooses the thread split:
+                                                 // measured after the first steps (thread_split.h)
     cudaStream_t compute_stream() const { return stream ? stream->get() : nullptr; }
     // build_model
     std::unique_ptr<nn::Model> model;

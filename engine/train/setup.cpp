@@ -4,6 +4,7 @@
 #include "engine/core/device.h"
 #include "engine/nn/models.h"
 #include "engine/train/run_state.h"
+#include "engine/train/thread_split.h"
 
 #include <fmt/format.h>
 
@@ -123,14 +124,15 @@ void choose_backend(RunState& run) {
     if (config.backend == "auto" && !has_gpu)
         observer.info("no CUDA device (" + cuda.reason + "): training on the CPU backend");
     if (!run.on_device && !std::getenv("OPENBLAS_NUM_THREADS")) {
-        // GEMM threads spin while they wait; sharing the cores with the loader's
-        // workers makes them slower, not faster (CNN on 2 cores, 2 workers:
-        // 366 img/s with one BLAS thread, 110 with two). Leave the workers a core.
-        unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-        int threads = std::max(1, int(cores) - std::max(0, config.workers));
+        // A core per loader worker until the loader's need is measured (thread_split.h).
+        const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+        const int threads = initial_compute_threads(cores, config.workers);
         openblas_set_num_threads(threads);
-        observer.info(fmt::format("cpu backend: {} GEMM thread{} ({} cores, {} loader workers)", threads,
-                                  threads == 1 ? "" : "s", cores, config.workers));
+        const bool measure = config.workers > 0 && threads < cores;
+        if (measure) run.cpu_cores = cores;
+        observer.info(fmt::format("cpu backend: {} compute thread{} ({} cores, {} loader workers{})", threads,
+                                  threads == 1 ? "" : "s", cores, config.workers,
+                                  measure ? "; the split is measured over the first steps" : ""));
     }
     run.policy = amp::AutocastPolicy{amp::parse_precision(config.precision)};
     if (run.policy.low_precision() && !run.on_device) {
