@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <fcntl.h>
+#include <string_view>
 #include <unistd.h>
 
 namespace ember::collector::python {
@@ -131,11 +133,39 @@ void write_dump(pid_t pid, std::ostream& out, bool subprocesses) {
 
 namespace {
 
-// One CPython process being sampled.
+// One CPython process being sampled. Each thread's /proc stat file stays open and is
+// read again with pread for its state at every sample (one system call, not three),
+// and its name is read again about once a second, not at every sample.
 struct Target {
     std::unique_ptr<PythonProcess> process;
     std::map<pid_t, trace::ThreadId> thread_ids;
     std::map<pid_t, std::string> thread_names;
+    std::map<pid_t, int> stat_files;
+    Target() = default;
+    Target(Target&&) = default;
+    ~Target() {
+        for (const auto& [tid, fd] : stat_files)
+            if (fd >= 0) close(fd);
+    }
+    // 'R' running or runnable, another letter idle, '?' unreadable.
+    char state(pid_t pid, pid_t tid) {
+        auto [found, inserted] = stat_files.try_emplace(tid, -1);
+        if (inserted) {
+            const std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
+            found->second = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        }
+        if (found->second < 0) return thread_state(pid, tid);
+        char text[1024];
+        const ssize_t length = pread(found->second, text, sizeof text - 1, 0);
+        if (length <= 0) {  // the thread exited (its file reads as an error): forget it
+            close(found->second);
+            stat_files.erase(found);
+            return '?';
+        }
+        const std::string_view stat(text, static_cast<std::size_t>(length));
+        const std::size_t close_paren = stat.rfind(')');
+        return close_paren == std::string_view::npos || close_paren + 2 >= stat.size() ? '?' : stat[close_paren + 2];
+    }
 };
 
 // A process not (yet) readable as CPython: tried again on later scans, less and less
@@ -248,6 +278,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     std::int64_t grid = start;
     std::int64_t next_tick = start;
     std::int64_t ticks = 0;
+    std::int64_t last_rename_check = start;
     std::uint64_t random = 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(start);
     auto jitter = [&]() {
         random ^= random << 13;
@@ -283,6 +314,8 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
             continue;
         }
         const std::int64_t time = clock_ns(CLOCK_MONOTONIC);
+        const bool rename_check = time - last_rename_check >= 1'000'000'000;
+        if (rename_check) last_rename_check = time;
         bool root_gone = false;
         for (auto it = targets.begin(); it != targets.end();) {
             const pid_t pid = it->first;
@@ -303,13 +336,16 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                     continue;
                 }
                 auto known = target.thread_ids.find(thread.tid);
-                std::string name = thread_name(pid, thread.tid);
                 if (known == target.thread_ids.end()) {
+                    const std::string name = thread_name(pid, thread.tid);
                     known = target.thread_ids.emplace(thread.tid, writer->register_thread({0, pid, thread.tid, name})).first;
                     target.thread_names[thread.tid] = name;
-                } else if (!name.empty() && name != target.thread_names[thread.tid]) {
-                    writer->set_thread_name(known->second, name);
-                    target.thread_names[thread.tid] = name;
+                } else if (rename_check) {  // a thread renames itself now and then, not every 10 ms
+                    const std::string name = thread_name(pid, thread.tid);
+                    if (!name.empty() && name != target.thread_names[thread.tid]) {
+                        writer->set_thread_name(known->second, name);
+                        target.thread_names[thread.tid] = name;
+                    }
                 }
                 stack.clear();
                 for (auto frame = thread.frames.rbegin(); frame != thread.frames.rend(); ++frame) {
@@ -323,7 +359,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 sample.time_ns = time;
                 sample.thread_id = known->second;
                 sample.stack_id = writer->intern_stack(stack);
-                sample.idle = !is_active(thread_state(pid, thread.tid));
+                sample.idle = !is_active(target.state(pid, thread.tid));
                 writer->record_stack_sample(sample);
                 ++result.samples;
                 if (sample.idle) ++result.idle_samples;

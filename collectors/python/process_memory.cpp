@@ -2,6 +2,7 @@
 // (process_memory.h).
 #include "collectors/python/process_memory.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,28 @@ bool ProcessMemory::read(std::uint64_t address, void* out, std::size_t size) {
     if (got == static_cast<ssize_t>(size)) return true;
     last_errno_ = got < 0 ? errno : EFAULT;
     return false;
+}
+
+bool ProcessMemory::read_cached(std::uint64_t address, void* out, std::size_t size) {
+    unsigned char* target = static_cast<unsigned char*>(out);
+    std::uint64_t at = address;
+    std::size_t left = size;
+    while (left > 0) {
+        const std::uint64_t page = at & ~(kPage - 1);
+        auto [found, inserted] = pages_.try_emplace(page);
+        if (inserted) {
+            found->second.resize(kPage);
+            if (!read(page, found->second.data(), kPage)) found->second.clear();
+        }
+        if (found->second.empty()) return read(address, out, size);  // not readable as a whole page
+        const std::size_t offset = static_cast<std::size_t>(at - page);
+        const std::size_t take = std::min<std::size_t>(left, kPage - offset);
+        std::memcpy(target, found->second.data() + offset, take);
+        target += take;
+        at += take;
+        left -= take;
+    }
+    return true;
 }
 
 std::string read_proc_text(const std::string& path) {

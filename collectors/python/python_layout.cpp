@@ -35,6 +35,8 @@ std::optional<PythonLayout> builtin_layout(const PythonVersion& version) {
         layout.code_linetable = 120;  // co_lnotab (3.8, 3.9), co_linetable (3.10)
         layout.code_size = 128;
         layout.line_table = version.minor == 10 ? LineTable::linetable : LineTable::lnotab;
+        // PyFrameObject's f_localsplus follows 20 PyTryBlocks: type(frame).__basicsize__ - 8.
+        layout.frame_localsplus = version.minor == 10 ? 352 : 360;
         return layout;
     }
     layout.runtime_interpreters_head = 40;

@@ -51,6 +51,13 @@ struct PythonLayout {
     std::uint64_t frame_lasti = 0;  // 3.8-3.10: int f_lasti
     std::uint64_t frame_instr = 0;  // 3.11+: prev_instr / instr_ptr
     std::optional<std::uint64_t> frame_owner;  // 3.11+ (char)
+    // 3.8-3.10, for the class of a method (py-spy's way: 3.8-3.10 code objects have no
+    // co_qualname): the frame's first local (f_localsplus[0]), the code object's
+    // argument count and co_varnames, and a type's tp_name.
+    std::optional<std::uint64_t> frame_localsplus;
+    std::uint64_t code_argcount = 16;
+    std::uint64_t code_varnames = 72;
+    std::uint64_t type_name = 24;
     // PyCodeObject
     std::uint64_t code_size = 0;    // bytes read at once
     std::uint64_t code_filename = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cstring>
 #include <regex>
 #include <set>
@@ -298,7 +299,7 @@ bool PythonProcess::read_bytes(std::uint64_t address, std::string& out) {
 
 const PythonProcess::CodeInfo* PythonProcess::code_info(std::uint64_t code) {
     unsigned char header[512] = {};
-    if (code == 0 || layout_.code_size > sizeof header || !memory_.read(code, header, layout_.code_size)) return nullptr;
+    if (code == 0 || layout_.code_size > sizeof header || !memory_.read_cached(code, header, layout_.code_size)) return nullptr;
     if (word_at(header, layout_.object_type) != code_type_) return nullptr;
     const std::uint64_t name = word_at(header, layout_.code_qualname ? *layout_.code_qualname : layout_.code_name);
     const std::uint64_t file = word_at(header, layout_.code_filename);
@@ -316,8 +317,37 @@ const PythonProcess::CodeInfo* PythonProcess::code_info(std::uint64_t code) {
     }
     info->first_line = first_line;
     info->key = key;
+    if (layout_.frame_localsplus && int_at(header, layout_.code_argcount) > 0) {
+        constexpr std::uint64_t kTupleItems = 24;  // PyTupleObject's ob_item
+        std::uint64_t first = 0;
+        std::string argument;
+        if (memory_.read_pointer(word_at(header, layout_.code_varnames) + kTupleItems, first) && read_string(first, argument))
+            info->first_argument = argument == "self" ? 1 : argument == "cls" ? 2 : 0;
+    }
     entry = std::move(info);
     return entry.get();
+}
+
+// The class named by a 3.8-3.10 frame's first local: type(self).__name__ for `self`,
+// cls.__name__ for `cls` (a type's tp_name, a C string); "" when unreadable or not a name.
+// As with py-spy, a method inherited by a subclass is named by the subclass.
+std::string PythonProcess::class_of_first_argument(std::uint64_t frame, int kind) {
+    std::uint64_t object = 0, type = 0, name = 0;
+    if (!memory_.read_cached(frame + *layout_.frame_localsplus, &object, sizeof object) || object == 0) return "";
+    if (kind == 2) type = object;
+    else if (!memory_.read_cached(object + layout_.object_type, &type, sizeof type)) return "";
+    if (type == 0 || !memory_.read_cached(type + layout_.type_name, &name, sizeof name) || name == 0) return "";
+    char text[128] = {};
+    if (!memory_.read_cached(name, text, sizeof text - 1) && !memory_.read(name, text, 32)) return "";
+    std::string result;
+    for (const char* c = text; *c && result.size() < sizeof text - 1; ++c) {
+        const bool word = std::isalnum(static_cast<unsigned char>(*c)) || *c == '_' || *c == '.';
+        if (!word) return "";
+        result += *c;
+    }
+    // A C type's tp_name carries its module ("collections.OrderedDict"): the class alone.
+    const std::size_t dot = result.rfind('.');
+    return dot == std::string::npos ? result : result.substr(dot + 1);
 }
 
 int PythonProcess::line_of(const CodeInfo& code, std::int64_t instruction_byte) const {
@@ -328,7 +358,7 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
     unsigned char block[512] = {};
     for (int depth = 0; frame != 0; ++depth) {
         if (depth >= kMaxFrames || layout_.frame_size > sizeof block) return false;
-        if (!memory_.read(frame, block, layout_.frame_size)) return false;
+        if (!memory_.read_cached(frame, block, layout_.frame_size)) return false;
         const std::uint64_t code_address = word_at(block, layout_.frame_code);
         const std::uint64_t back = word_at(block, layout_.frame_back);
         if (layout_.frame_owner && block[*layout_.frame_owner] == kOwnedByCStack && version_.minor >= 12) {
@@ -347,7 +377,11 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
             const int lasti = int_at(block, layout_.frame_lasti);  // bytes; code units in 3.10
             instruction_byte = layout_.line_table == LineTable::linetable ? std::int64_t(lasti) * 2 : lasti;
         }
-        frames.push_back({code->function, code->file, line_of(*code, instruction_byte)});
+        std::string function = code->function;
+        if (code->first_argument != 0)
+            if (const std::string owner = class_of_first_argument(frame, code->first_argument); !owner.empty())
+                function = owner + "." + function;
+        frames.push_back({std::move(function), code->file, line_of(*code, instruction_byte)});
         frame = back;
     }
     return true;
@@ -391,6 +425,7 @@ pid_t PythonProcess::os_thread_of(std::uint64_t pthread_id) {
 
 bool PythonProcess::snapshot(std::vector<PythonThread>& threads, std::string& error) {
     threads.clear();
+    memory_.forget_pages();  // every snapshot reads the process afresh
     std::uint64_t interpreter = 0;
     if (!memory_.read_pointer(runtime_ + layout_.runtime_interpreters_head, interpreter)) {
         error = refusal_reason(pid(), memory_.last_errno());
@@ -401,7 +436,7 @@ bool PythonProcess::snapshot(std::vector<PythonThread>& threads, std::string& er
         std::uint64_t thread = 0;
         if (!memory_.read_pointer(interpreter + layout_.interp_threads_head, thread)) break;
         for (int count = 0; thread != 0 && count < kMaxThreads; ++count) {
-            if (layout_.tstate_size > sizeof state || !memory_.read(thread, state, layout_.tstate_size)) break;
+            if (layout_.tstate_size > sizeof state || !memory_.read_cached(thread, state, layout_.tstate_size)) break;
             if (word_at(state, layout_.tstate_interp) != interpreter) break;  // changed under us
             PythonThread entry;
             entry.thread_id = word_at(state, layout_.tstate_thread_id);

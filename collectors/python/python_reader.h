@@ -33,7 +33,7 @@ public:
 };
 
 struct PythonFrame {
-    std::string function;  // co_qualname (3.11+), co_name before
+    std::string function;  // co_qualname (3.11+); before, co_name, as "Class.name" when its first argument is self or cls
     std::string file;      // co_filename as the interpreter knows it
     int line = 0;          // 0 when the line table has no line for the instruction
 };
@@ -71,7 +71,10 @@ private:
         std::string line_table;
         int first_line = 0;
         std::uint64_t key = 0;  // the code object's name, file and table pointers, mixed
+        // 3.8-3.10: the first argument is `self` (1) or `cls` (2), naming the method's class.
+        int first_argument = 0;
     };
+    std::string class_of_first_argument(std::uint64_t frame, int kind);
     bool read_stack(std::uint64_t frame, std::vector<PythonFrame>& frames);
     const CodeInfo* code_info(std::uint64_t code);
     bool read_string(std::uint64_t address, std::string& out);
