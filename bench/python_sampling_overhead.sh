@@ -70,10 +70,12 @@ cut -d' ' -f1 "$work/alone.txt" >"$work/alone_wall.txt"; cut -d' ' -f1 "$work/em
 cut -d' ' -f2 "$work/alone.txt" >"$work/alone_cpu.txt"; cut -d' ' -f2 "$work/ember.txt" >"$work/ember_cpu.txt"
 aw=$(median "$work/alone_wall.txt"); ew=$(median "$work/ember_wall.txt")
 ac=$(median "$work/alone_cpu.txt"); ec=$(median "$work/ember_cpu.txt")
-printf '%-34s %12s %12s\n' "" "work (s)" "its CPU (s)"
-printf '%-34s %12.3f %12.3f\n' "alone" "$aw" "$ac"
-printf '%-34s %12.3f %12.3f\n' "under ember record (100 Hz)" "$ew" "$ec"
-printf '%-34s %11.1f%% %11.1f%%\n' "slowdown (medians)" "$(awk -v a="$aw" -v e="$ew" 'BEGIN {print 100 * (e - a) / a}')" \
+span() { echo "$(sort -g "$1" | head -1)-$(sort -g "$1" | tail -1)"; }
+printf '%-34s %12s %14s %12s %14s\n' "" "work (s)" "(min-max)" "its CPU (s)" "(min-max)"
+printf '%-34s %12.3f %14s %12.3f %14s\n' "alone" "$aw" "$(span "$work/alone_wall.txt")" "$ac" "$(span "$work/alone_cpu.txt")"
+printf '%-34s %12.3f %14s %12.3f %14s\n' "under ember record (100 Hz)" "$ew" "$(span "$work/ember_wall.txt")" "$ec" \
+    "$(span "$work/ember_cpu.txt")"
+printf '%-34s %11.1f%% %14s %11.1f%%\n' "slowdown (medians)" "$(awk -v a="$aw" -v e="$ew" 'BEGIN {print 100 * (e - a) / a}')" "" \
     "$(awk -v a="$ac" -v e="$ec" 'BEGIN {print 100 * (e - a) / a}')"
 
 # The sampler with 100 threads.
