@@ -15,15 +15,20 @@
 # Wall seconds of the whole process (bash's time); min and median over the runs.
 #   bash bench/stats_vs_python.sh [EMBER] [RUNS] [TRACE.json.gz ...]
 # SYNTH_EVENTS=0 skips the synthetic trace; SYNTH_DB=path reuses one made before.
+# BASELINE=path/to/another/ember times that build too, import included, in the same
+# rounds (a before/after comparison on equal terms).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ember=$(realpath "${1:-build/release/bin/ember}")
 runs=${2:-5}
 shift $(( $# >= 2 ? 2 : $# ))
 traces=("$@")
-[ ${#traces[@]} -gt 0 ] || traces=(../shared/real-traces/kineto/v100_ns_resolution_rank0.json.gz
+[ ${#traces[@]} -gt 0 ] || traces=(../shared/real-traces/kineto/a100_sampled_rank0.json.gz
+                                   ../shared/real-traces/kineto/a100_sampled_rank1.json.gz
+                                   ../shared/real-traces/kineto/v100_ns_resolution_rank0.json.gz
                                    ../shared/real-traces/kineto/v100_resnet50_workers0.json.gz)
 synth_events=${SYNTH_EVENTS:-10000000}
+baseline=${BASELINE:+$(realpath "$BASELINE")}
 work=$(mktemp -d /tmp/ember-stats-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 reports=temporal,kernel_types,overlap,idle_breakdown
@@ -42,7 +47,9 @@ row() {  # label, file of seconds
 }
 
 echo "ember stats vs Python's json.load: $runs runs each, $(nproc) cores, $(uname -m)"
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); ISA: $(grep -o -w -E 'sse4_2|avx|avx2|avx512f|avx512bw|avx512vl|bmi2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "ember: $ember"
+[ -z "$baseline" ] || echo "baseline: $baseline"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for trace in "${traces[@]}"; do
     name=$(basename "$trace")
@@ -52,13 +59,22 @@ for trace in "${traces[@]}"; do
     echo
     echo "$name: $(stat -c %s "$trace") bytes gzip, $(gzip -dc "$trace" | wc -c) bytes of JSON"
     : >"$work/import.txt"; : >"$work/cached.txt"; : >"$work/python.txt"; : >"$work/ratio.txt"; : >"$work/start.txt"
+    : >"$work/baseline.txt"; : >"$work/baseline_ratio.txt"
     for run in $(seq 0 "$runs"); do  # run 0 warms the page cache and is not counted
         rm -f "$cache" "$cache-wal" "$cache-shm"
         imported=$(wall "$ember" stats "$copy" --report "$reports" --like hta)
         cached=$(wall "$ember" stats "$copy" --report "$reports" --like hta)
         python=$(wall python3 -c "import json,gzip,sys; json.load(gzip.open(sys.argv[1]))" "$copy")
         start=$(wall "$ember" --version)
+        if [ -n "$baseline" ]; then
+            rm -f "$cache" "$cache-wal" "$cache-shm"
+            before=$(wall "$baseline" stats "$copy" --report "$reports" --like hta)
+        fi
         [ "$run" -gt 0 ] || continue
+        if [ -n "$baseline" ]; then
+            echo "$before" >>"$work/baseline.txt"
+            awk -v p="$python" -v e="$before" 'BEGIN {print p / e}' >>"$work/baseline_ratio.txt"
+        fi
         echo "$start" >>"$work/start.txt"
         echo "$imported" >>"$work/import.txt"
         echo "$cached" >>"$work/cached.txt"
@@ -71,6 +87,11 @@ for trace in "${traces[@]}"; do
     row "ember --version (starting the program)" "$work/start.txt"
     printf '  json.load / ember stats (import included), per pair: min %.1fx  median %.1fx\n' \
         "$(minimum <"$work/ratio.txt")" "$(median <"$work/ratio.txt")"
+    if [ -n "$baseline" ]; then
+        row "baseline: ember stats --like hta, import incl." "$work/baseline.txt"
+        printf '  json.load / baseline (import included), per pair: min %.1fx  median %.1fx\n' \
+            "$(minimum <"$work/baseline_ratio.txt")" "$(median <"$work/baseline_ratio.txt")"
+    fi
 done
 
 if [ "$synth_events" -gt 0 ]; then
