@@ -1,10 +1,12 @@
 // nn_batches.h: the seeded synthetic batch the nn tests train on — Fashion-MNIST's
 // shape (1x28x28 images, 10 classes), pixels uniform in [0, 1), random labels — on the
-// host, and with device copies for the gpu tests; and a flat buffer's values on the host.
+// host, and with device copies for the gpu tests; a flat buffer's values on the host;
+// and the small model sizes the layout and parity tests build.
 #pragma once
 
 #include "engine/core/tensor.h"
 #include "engine/nn/flat_buffer.h"
+#include "engine/nn/models.h"
 #include "engine/nn/parameters.h"
 
 #include <cstdint>
@@ -59,6 +61,24 @@ inline std::vector<float> download(const FlatBuffer& buffer, std::size_t count) 
     std::vector<float> out(count);
     buffer.download(out.data(), count * sizeof(float));
     return out;
+}
+
+// Small widths keep a CPU step short; every layer kind of each model is still there.
+// The ResNet's stage transitions are 1x1 stride-2 shortcuts with 4 -> 8 and 8 -> 12
+// channels: fewer than oneDNN's vector blocks on AVX2 (8) and AVX-512 (16), the shapes
+// where oneDNN needs ember's care (engine/cpu/onednn_conv.cpp).
+inline ModelOptions small_models() {
+    ModelOptions o;
+    o.mlp_hidden = {32};
+    o.cnn_channels1 = 6;
+    o.cnn_channels2 = 8;
+    o.cnn_hidden = 16;
+    o.resnet_widths = {4, 8, 12};
+    o.resnet_blocks_per_stage = 1;
+    o.transformer_dim = 16;
+    o.transformer_heads = 2;
+    o.transformer_mlp_hidden = 32;
+    return o;
 }
 
 }  // namespace ember::nn::test

@@ -24,20 +24,7 @@ namespace {
 using test::Batch;
 using test::make_batch;
 
-// Small widths keep the CPU run short; every layer kind of each model is still there.
-ModelOptions small_models() {
-    ModelOptions o;
-    o.mlp_hidden = {32};
-    o.cnn_channels1 = 6;
-    o.cnn_channels2 = 8;
-    o.cnn_hidden = 16;
-    o.resnet_widths = {4, 8, 8};
-    o.resnet_blocks_per_stage = 1;
-    o.transformer_dim = 16;
-    o.transformer_heads = 2;
-    o.transformer_mlp_hidden = 32;
-    return o;
-}
+using test::small_models;
 
 std::unique_ptr<Model> built(const std::string& name, bool channels_last, uint64_t seed = 5,
                              const ModelOptions& options = small_models()) {

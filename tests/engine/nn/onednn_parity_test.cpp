@@ -34,22 +34,7 @@ namespace {
 using cpu::OpImplementation;
 using cpu::ScopedOpImplementation;
 
-// Small widths keep the step short. The ResNet's stage transitions are 1x1 stride-2
-// shortcuts with 4 -> 8 and 8 -> 12 channels: fewer channels than oneDNN's blocks on
-// AVX2 (8) and AVX-512 (16), the shapes where oneDNN needs ember's care.
-ModelOptions small_models() {
-    ModelOptions o;
-    o.mlp_hidden = {32};
-    o.cnn_channels1 = 6;
-    o.cnn_channels2 = 8;
-    o.cnn_hidden = 16;
-    o.resnet_widths = {4, 8, 12};
-    o.resnet_blocks_per_stage = 1;
-    o.transformer_dim = 16;
-    o.transformer_heads = 2;
-    o.transformer_mlp_hidden = 32;
-    return o;
-}
+using test::small_models;
 
 struct Step {
     std::vector<float> logits, gradients;
