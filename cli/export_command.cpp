@@ -26,6 +26,7 @@ struct ExportCommandOptions {
     std::string output;
     std::string table;
     std::string stacks = "gpu";
+    bool idle = false;
 };
 
 [[noreturn]] void fail(const std::string& message) {
@@ -72,15 +73,15 @@ void run_export(const ExportCommandOptions& command) {
             }
             exporting::OutputFile out(output);
             if (format == "chrome") exporting::export_chrome_trace(reader, out);
-            if (format == "speedscope") exporting::export_speedscope(reader, out);
-            if (format == "folded") exporting::write_folded(exporting::build_stacks(reader, *stacks), out);
+            if (format == "speedscope") exporting::export_speedscope(reader, out, command.idle);
+            if (format == "folded") exporting::write_folded(exporting::build_stacks(reader, *stacks, command.idle), out);
             if (format == "svg") {
                 exporting::FlamegraphOptions options;
                 options.title = std::string(*stacks == exporting::StackSource::gpu   ? "GPU time by NVTX range: "
                                             : *stacks == exporting::StackSource::cpu ? "CPU time (sampled stacks): "
                                                                                      : "Host time: ") +
                                 std::filesystem::path(command.file).filename().string();
-                exporting::write_flamegraph_svg(exporting::build_stacks(reader, *stacks), options, out);
+                exporting::write_flamegraph_svg(exporting::build_stacks(reader, *stacks, command.idle), options, out);
             }
             if (format == "csv") exporting::export_csv_table(reader, command.table, out);
             out.close();
@@ -107,6 +108,9 @@ void add_export_command(CLI::App& app) {
     exporter->add_option("--stacks", command->stacks,
                          "folded/svg: gpu (NVTX range path + kernel, GPU ns; default), host (thread, ranges, API "
                          "calls, self ns) or cpu (sampled call stacks, CPU ns)");
+    exporter->add_flag("--idle", command->idle,
+                       "cpu stacks (folded/svg --stacks cpu, speedscope's CPU samples): also the samples of threads "
+                       "that were not running (asleep, blocked, waiting for the GIL)");
     exporter->callback([command] { run_export(*command); });
 }
 

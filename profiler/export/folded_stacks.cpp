@@ -69,9 +69,9 @@ std::string folded_name(const std::string& name) {
 
 }  // namespace
 
-analysis::StackTree build_stacks(const store::TraceReader& reader, StackSource source) {
+analysis::StackTree build_stacks(const store::TraceReader& reader, StackSource source, bool include_idle) {
     if (source == StackSource::gpu) return analysis::gpu_time_by_range(reader).stacks;
-    if (source == StackSource::cpu) return analysis::cpu_stack_tree(reader);
+    if (source == StackSource::cpu) return analysis::cpu_stack_tree(reader, include_idle);
     return host_stacks(reader);
 }
 

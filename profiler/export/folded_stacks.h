@@ -20,7 +20,8 @@ namespace ember::exporting {
 enum class StackSource { gpu, host, cpu };
 std::optional<StackSource> parse_stack_source(std::string_view text);  // "gpu", "host", "cpu"
 
-analysis::StackTree build_stacks(const store::TraceReader& reader, StackSource source);
+// include_idle: the cpu source also counts samples of threads that were not running.
+analysis::StackTree build_stacks(const store::TraceReader& reader, StackSource source, bool include_idle = false);
 
 // One line per node with self weight > 0, in node order. ';' inside a name
 // becomes ':' and line breaks become spaces so every line parses back.

@@ -85,7 +85,7 @@ std::string memcpy_name(std::int64_t direction) {
 
 }  // namespace
 
-void export_speedscope(const store::TraceReader& reader, OutputFile& out) {
+void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool include_idle) {
     FrameTable frames;
     bool first_profile = true;
     std::int64_t origin = reader.run().start_ns;
@@ -157,7 +157,7 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out) {
     const analysis::GpuTimeByRange by_range = analysis::gpu_time_by_range(reader);
     sampled(kGpuTimeByRangeProfileName, by_range.stacks, by_range.total_gpu_ns);
     // CPU samples (native and Python frames, running threads only): thread, then the stack.
-    const analysis::StackTree cpu = analysis::cpu_stack_tree(reader);
+    const analysis::StackTree cpu = analysis::cpu_stack_tree(reader, include_idle);
     std::int64_t cpu_total = 0;
     for (std::uint32_t node = 1; node < cpu.size(); ++node) cpu_total += cpu.node(node).self_weight;
     sampled(kCpuSamplesProfileName, cpu, cpu_total);

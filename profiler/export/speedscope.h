@@ -17,6 +17,7 @@ namespace ember::exporting {
 inline constexpr const char* kGpuTimeByRangeProfileName = "GPU time by NVTX range";
 inline constexpr const char* kCpuSamplesProfileName = "CPU samples";
 
-void export_speedscope(const store::TraceReader& reader, OutputFile& out);
+// include_idle: the "CPU samples" profile also counts samples of threads that were not running.
+void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool include_idle = false);
 
 }  // namespace ember::exporting

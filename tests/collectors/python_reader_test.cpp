@@ -584,6 +584,19 @@ TEST(PythonProfile, HotLinesPerRangeAndIdleOnAHandBuiltTrace) {
     ASSERT_EQ(test::run({test::bin("ember"), "stats", path, "--report", "cpu", "--idle"}, &text, {}, 60), 0) << text;
     EXPECT_NE(text.find("/srv/io.py:5"), std::string::npos) << text;
     EXPECT_NE(text.find("idle threads' samples included"), std::string::npos) << text;
+
+    // ember export --idle: the idle stack appears in the folded stacks only with it.
+    const std::string folded = test::temp_path("python_lines.folded");
+    for (const bool idle : {false, true}) {
+        std::vector<std::string> command = {test::bin("ember"), "export", path, "--format", "folded", "--stacks", "cpu",
+                                            "-o", folded};
+        if (idle) command.push_back("--idle");
+        ASSERT_EQ(test::run(command, &text, {}, 60), 0) << text;
+        const std::string stacks = file_text(folded);
+        EXPECT_EQ(stacks.find("wait (/srv/io.py:5) 40000000\n") != std::string::npos, idle) << stacks;
+        EXPECT_NE(stacks.find("step (/srv/train.py:13) 30000000\n"), std::string::npos) << stacks;
+    }
+    std::filesystem::remove(folded);
     std::filesystem::remove(path);
 }
 
