@@ -21,12 +21,19 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 caps=(native AVX2 AVX SSE41)
 for round in $(seq "$rounds"); do
     for cap in "${caps[@]}"; do
-        if [ "$cap" = native ]; then unset ONEDNN_MAX_CPU_ISA; else export ONEDNN_MAX_CPU_ISA=$cap; fi
+        # OpenBLAS (the reference's GEMMs) picks its kernels by CPU too: capped alike with
+        # OPENBLAS_CORETYPE (Haswell: AVX2, Sandybridge: AVX, Nehalem: SSE4.2 at most).
+        case $cap in
+            native) unset ONEDNN_MAX_CPU_ISA OPENBLAS_CORETYPE ;;
+            AVX2) export ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell ;;
+            AVX) export ONEDNN_MAX_CPU_ISA=AVX OPENBLAS_CORETYPE=Sandybridge ;;
+            SSE41) export ONEDNN_MAX_CPU_ISA=SSE41 OPENBLAS_CORETYPE=Nehalem ;;
+        esac
         "$bench" --benchmark_filter="$filter" --benchmark_min_time=0.3 --benchmark_format=json \
             >"$work/$round-$cap.json" 2>/dev/null
     done
 done
-unset ONEDNN_MAX_CPU_ISA
+unset ONEDNN_MAX_CPU_ISA OPENBLAS_CORETYPE
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # One row per (cap, benchmark without fast:N): median CPU time of each side and the ratio.
 python3 - "$work" "${caps[@]}" <<'PY'
