@@ -189,6 +189,18 @@ int run_record_pid(const RecordOptions& options) {
     sampling.output = options.output;
     sampling.hz = options.python_hz;
     sampling.subprocesses = options.subprocesses;
+    // With --subprocesses the root need not be CPython (a shell or launcher that starts
+    // Python workers): it must exist, and something under it must be readable.
+    std::string root_error;
+    if (options.subprocesses) {
+        try {
+            collector::python::PythonProcess root(options.pid);
+        } catch (const collector::python::PythonReadError& error) {
+            root_error = error.what();
+            if (root_error.find("is not a CPython process") == std::string::npos) fail("--pid " + std::to_string(options.pid) + ": " + root_error);
+            sampling.wait_for_python = true;
+        }
+    }
     if (!options.duration.empty()) {
         const auto duration = parse_duration(options.duration);
         if (!duration) fail("--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
@@ -213,6 +225,9 @@ int run_record_pid(const RecordOptions& options) {
         fail("--pid " + std::to_string(options.pid) + ": " + error.what());
     }
     for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
+    if (result.processes.empty())
+        fail("--pid " + std::to_string(options.pid) + ": " + root_error + ", and no CPython process descending from it "
+             "could be read while sampling");
     if (!result.error.empty()) std::fprintf(stderr, "ember record: stopped early: %s\n", result.error.c_str());
     if (!options.quiet) {
         std::fprintf(stderr, "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",

@@ -509,6 +509,25 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
         ++spinning;
     EXPECT_EQ(processes, 3u) << dump;
     EXPECT_EQ(spinning, 2u) << dump;
+    // ember record --pid --subprocesses under the same shell: both workers' samples.
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--subprocesses", "--pid", std::to_string(program.child.pid),
+                         "--duration", "1s", "-o", trace}, &output, {}, 60), 0) << output;
+    {
+        ember::store::TraceReader reader(trace);
+        std::map<ember::trace::ThreadId, std::int64_t> pid_of;
+        for (const auto& thread : reader.threads()) pid_of[thread.thread_id] = thread.pid;
+        std::set<std::int64_t> worker_pids;
+        reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& sample) {
+            const auto frames = reader.stack_frames(sample.stack_id);
+            if (!frames.empty() && frames.back().function == "worker_spin") worker_pids.insert(pid_of[sample.thread_id]);
+            return true;
+        });
+        EXPECT_EQ(worker_pids.size(), 2u) << output;
+    }
+    // Without --subprocesses a shell is refused, naming the pid.
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(program.child.pid), "--duration", "1s",
+                         "-o", trace}, &output, {}, 60), 2) << output;
+    EXPECT_NE(output.find("--pid " + std::to_string(program.child.pid) + ": "), std::string::npos) << output;
     EXPECT_EQ(test::run({test::bin("ember"), "dump", "--pid", std::to_string(program.child.pid)}, &dump, {}, 60), 2);
     EXPECT_NE(dump.find("is not a CPython process"), std::string::npos) << dump;
     for (pid_t pid : descendant_processes(program.child.pid)) kill(pid, SIGKILL);
