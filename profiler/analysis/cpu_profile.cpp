@@ -1,6 +1,8 @@
 // cpu_profile.cpp: CPU time from stack samples (cpu_profile.h).
 #include "profiler/analysis/cpu_profile.h"
 
+#include "profiler/trace/step_names.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -194,6 +196,23 @@ std::vector<std::string> sample_range_paths(const store::TraceReader& reader, St
     return paths;
 }
 
+// A range path with PyTorch's numbered steps as one: "ProfilerStep#12 > forward" ->
+// "ProfilerStep#* > forward", so the lines of every step add up.
+std::string steps_as_one(const std::string& path) {
+    static constexpr std::string_view kSeparator = " > ";
+    std::string result;
+    std::size_t at = 0;
+    while (at <= path.size()) {
+        std::size_t end = path.find(kSeparator, at);
+        if (end == std::string::npos) end = path.size();
+        const std::string_view part = std::string_view(path).substr(at, end - at);
+        if (!result.empty() || at > 0) result += kSeparator;
+        result += trace::profiler_step_number(part) ? std::string_view("ProfilerStep#*") : part;
+        at = end + kSeparator.size();
+    }
+    return result;
+}
+
 std::vector<CpuRangeRow> samples_by_range(const std::vector<std::string>& paths) {
     std::map<std::string, std::int64_t> counts;
     for (const std::string& path : paths) ++counts[path.empty() ? "(no range)" : path];
@@ -273,20 +292,23 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
     for (const std::string& path : paths) ranged = ranged || !path.empty();
     if (ranged) {
         std::map<std::pair<std::string, std::string>, CpuRangeLineRow> per_range_line;
+        std::map<std::string, std::int64_t> range_samples;
         for (std::size_t index = 0; index < samples.size(); ++index) {
+            const std::string range = paths[index].empty() ? "(no range)" : steps_as_one(paths[index]);
+            ++range_samples[range];
             if (!innermost_line[index]) continue;
-            const std::string range = paths[index].empty() ? "(no range)" : paths[index];
             CpuRangeLineRow& row = per_range_line[{range, innermost_line[index]->location}];
             if (row.location.empty()) row = {range, innermost_line[index]->location, innermost_line[index]->function, 0};
             ++row.samples;
         }
-        std::map<std::string, std::int64_t> range_rank;
-        for (std::size_t i = 0; i < profile.by_range.size(); ++i) range_rank[profile.by_range[i].range_path] = static_cast<std::int64_t>(i);
         for (auto& [key, row] : per_range_line) profile.lines_by_range.push_back(row);
+        // Ranges with the most samples first (then by name), lines by samples within each.
         std::stable_sort(profile.lines_by_range.begin(), profile.lines_by_range.end(),
                          [&](const CpuRangeLineRow& a, const CpuRangeLineRow& b) {
-                             const std::int64_t ra = range_rank[a.range_path], rb = range_rank[b.range_path];
-                             return ra != rb ? ra < rb : a.samples > b.samples;
+                             const std::int64_t ra = range_samples[a.range_path], rb = range_samples[b.range_path];
+                             if (ra != rb) return ra > rb;
+                             if (a.range_path != b.range_path) return a.range_path < b.range_path;
+                             return a.samples > b.samples;
                          });
     }
     return profile;

@@ -14,7 +14,8 @@
 //               decorators): self = samples whose innermost Python frame is on it,
 //               total = samples with it anywhere on the stack
 //   lines by range  self samples per (innermost NVTX range, Python line), when the
-//               file has ranges (a step's time per line)
+//               file has ranges (a step's time per line; PyTorch's numbered steps,
+//               "ProfilerStep#12", count as one "ProfilerStep#*")
 // Samples of a thread that was not running (the Python sampler reads sleeping and
 // blocked threads too, flagged idle) are left out unless `include_idle`: then each
 // stands for one period of the thread's wall time, not of CPU time.

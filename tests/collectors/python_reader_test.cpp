@@ -595,6 +595,35 @@ TEST(PythonProfile, HotLinesPerRangeAndIdleOnAHandBuiltTrace) {
     EXPECT_EQ(ember::analysis::cpu_stack_tree(reader).inclusive_weight(ember::analysis::StackTree::kRoot), 6 * 10000000);
     EXPECT_EQ(ember::analysis::cpu_stack_tree(reader, true).inclusive_weight(ember::analysis::StackTree::kRoot), 10 * 10000000);
 
+    // PyTorch's numbered steps add up: two ProfilerStep#N ranges are one row group.
+    {
+        const std::string steps_path = test::temp_path("python_steps.db");
+        {
+            ember::store::TraceWriter writer(steps_path, {});
+            const auto thread = writer.register_thread({0, 1, 1, "main"});
+            const auto line = writer.intern_frame("step", "/srv/train.py", 0, 12);
+            const ember::trace::FrameId frames[] = {line};
+            const auto stack = writer.intern_stack(frames);
+            for (int step = 0; step < 2; ++step) {
+                ember::trace::RangeEvent range;
+                range.range_id = writer.next_range_id();
+                range.start_ns = step * 1000;
+                range.end_ns = step * 1000 + 500;
+                range.thread_id = thread;
+                range.name_id = writer.intern("ProfilerStep#" + std::to_string(step + 7));
+                writer.record_range(range);
+                writer.record_stack_sample({step * 1000 + 100, thread, stack, false});
+            }
+            writer.close();
+        }
+        ember::store::TraceReader steps(steps_path);
+        const auto by_step = ember::analysis::cpu_profile(steps);
+        ASSERT_EQ(by_step.lines_by_range.size(), 1u);
+        EXPECT_EQ(by_step.lines_by_range[0].range_path, "ProfilerStep#*");
+        EXPECT_EQ(by_step.lines_by_range[0].samples, 2);
+        std::filesystem::remove(steps_path);
+    }
+
     // ember stats --idle: the same through the command.
     std::string text;
     ASSERT_EQ(test::run({test::bin("ember"), "stats", path, "--report", "cpu"}, &text, {}, 60), 0) << text;
