@@ -1,6 +1,7 @@
 // cpu_profile.cpp: CPU time from stack samples (cpu_profile.h).
 #include "profiler/analysis/cpu_profile.h"
 
+#include "common/nvtx_contract.h"
 #include "profiler/trace/step_names.h"
 
 #include <algorithm>
@@ -207,7 +208,12 @@ std::string steps_as_one(const std::string& path) {
         if (end == std::string::npos) end = path.size();
         const std::string_view part = std::string_view(path).substr(at, end - at);
         if (!result.empty() || at > 0) result += kSeparator;
-        result += trace::profiler_step_number(part) ? std::string_view("ProfilerStep#*") : part;
+        if (trace::profiler_step_number(part)) {
+            result += nvtx::range::kProfilerStepPrefix;
+            result += '*';
+        } else {
+            result += part;
+        }
         at = end + kSeparator.size();
     }
     return result;
