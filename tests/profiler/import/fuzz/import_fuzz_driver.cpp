@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -153,6 +154,16 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
         }
         std::string saxpy = real_traces + "/nsys/saxpy_rank0.sqlite";
         if (fs::exists(saxpy)) corpus.nsys.push_back(import_test::read_file(saxpy));
+        // Every Nsight Systems export of nsys-versions/ (one per era of the schema: no
+        // metadata table, EXPORT_META_DATA, META_DATA_EXPORT; CPU samples, OS runtime
+        // calls and their call chains, scheduling), in name order so a seed replays.
+        std::vector<std::string> versions;
+        std::error_code ignored;
+        for (const auto& entry : fs::directory_iterator(real_traces + "/nsys-versions", ignored)) {
+            if (entry.path().extension() == ".sqlite") versions.push_back(entry.path().string());
+        }
+        std::sort(versions.begin(), versions.end());
+        for (const std::string& path : versions) corpus.nsys.push_back(import_test::read_file(path));
     }
     for (const auto* list : {&corpus.kineto, &corpus.chrome}) {
         for (const std::string& seed : *list) corpus.all_text.push_back(is_gzip(seed) ? gunzip_bytes(seed) : seed);
