@@ -1,6 +1,7 @@
 // operation_names.h: the names copies and memsets go by in every table of `ember stats`,
 // `ember diff` and the viewer's diff: Nsight Systems' "[CUDA memcpy HtoD]", ...,
-// "[CUDA memcpy Unknown]" and "[CUDA memset]".
+// "[CUDA memcpy Unknown]" and "[CUDA memset]"; and normalise_name, the name `ember diff`
+// and the viewer match two runs' operations by.
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -20,5 +21,12 @@ std::string memcpy_operation_name(trace::MemcpyDirection direction);
 // The direction trace::direction_name spells ("HtoD", ..., "unknown"); nullopt for
 // any other text.
 std::optional<trace::MemcpyDirection> parse_direction_name(std::string_view text);
+
+// The name two runs are matched by: every template argument list collapsed to "<...>"
+// ("gemm<float, 128>(float*)" -> "gemm<...>(float*)") and one trailing per-launch number
+// dropped ("ProfilerStep#12" -> "ProfilerStep", "triton_poi_fused_add_3" ->
+// "triton_poi_fused_add", "nn.Module: ResNet_0" -> "nn.Module: ResNet"). A "<" with no
+// matching ">" (operator<) and a ">" with no "<" ("Pageable -> Device") are kept.
+std::string normalise_name(std::string_view name);
 
 }  // namespace ember::analysis

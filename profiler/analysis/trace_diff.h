@@ -37,6 +37,7 @@
 // that would widen a p10–p90 band of a short run.
 #pragma once
 
+#include "profiler/analysis/operation_names.h"  // normalise_name: how two runs match names
 #include "profiler/analysis/report_table.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/reader.h"
@@ -53,17 +54,6 @@
 #include <vector>
 
 namespace ember::analysis {
-
-// ---------------------------------------------------------------------------
-// [SECTION] Names
-// ---------------------------------------------------------------------------
-
-// The name two runs are matched by: every template argument list collapsed to "<...>"
-// ("gemm<float, 128>(float*)" -> "gemm<...>(float*)") and one trailing per-launch number
-// dropped ("ProfilerStep#12" -> "ProfilerStep", "triton_poi_fused_add_3" ->
-// "triton_poi_fused_add", "nn.Module: ResNet_0" -> "nn.Module: ResNet"). A "<" with no
-// matching ">" (operator<) and a ">" with no "<" ("Pageable -> Device") are kept.
-std::string normalise_name(std::string_view name);
 
 // ---------------------------------------------------------------------------
 // [SECTION] One run

@@ -1,7 +1,7 @@
 // flamegraph.cpp: building, diffing and laying out flamegraphs (flamegraph.h).
 #include "viewer/model/flamegraph.h"
 
-#include "profiler/analysis/trace_diff.h"
+#include "profiler/analysis/operation_names.h"
 
 #include <algorithm>
 #include <map>
