@@ -55,9 +55,6 @@ inline void linear_backward(const OpContext& context, const Tensor& x, const Ten
                             const Tensor& dbias, GradWrite input_write, GradWrite param_write) {
     EMBER_DISPATCH(linear_backward, x, weight, dy, dx, dweight, dbias, input_write, param_write);
 }
-inline void bias_backward(const OpContext& context, const Tensor& dy, const Tensor& dbias, GradWrite write) {
-    EMBER_DISPATCH(bias_backward, dy, dbias, write);
-}
 
 inline void conv2d_forward(const OpContext& context, const Tensor& x, const Tensor& weight,
                            const Tensor& bias, const Tensor& y, const Conv2dParams& params) {

@@ -2,12 +2,12 @@
 #include "profiler/analysis/advice.h"
 
 #include "profiler/analysis/gpu_breakdown.h"
+#include "common/text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -64,11 +64,6 @@ const std::vector<CpuFamily>& cpu_families() {
     return families;
 }
 
-std::string lower(std::string text) {
-    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-}
-
 }  // namespace
 
 // Where a CPU-backend run spends its time, and whether backward is out of proportion.
@@ -79,11 +74,11 @@ void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector
         // Each sample counts once, in the family of its innermost frame that has one.
         std::vector<std::int64_t> family_samples(cpu_families().size(), 0);
         for (const CpuFunctionRow& row : cpu->functions) {
-            const std::string name = lower(row.function);
+            const std::string name = text::ascii_lowercase(row.function);
             for (std::size_t f = 0; f < cpu_families().size(); ++f) {
                 const auto& markers = cpu_families()[f].markers;
                 if (std::any_of(markers.begin(), markers.end(),
-                                [&](const char* marker) { return name.find(lower(marker)) != std::string::npos; })) {
+                                [&](const char* marker) { return name.find(text::ascii_lowercase(marker)) != std::string::npos; })) {
                     family_samples[f] += row.self_samples;
                     break;
                 }

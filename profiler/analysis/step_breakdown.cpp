@@ -13,7 +13,6 @@
 //
 // [SECTION] Names and conventions
 // [SECTION] The plugin's float microseconds
-// [SECTION] Ranks
 // [SECTION] What each event counts as
 // [SECTION] Steps
 // [SECTION] Launches: which step launched which GPU work
@@ -27,6 +26,7 @@
 
 #include "profiler/analysis/rank_summary.h"
 #include "profiler/analysis/sql_query.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <array>
@@ -78,13 +78,6 @@ enum Role : std::uint8_t {
 constexpr int kActiveRoles = 7;  // kernel .. cpu_exec: the ones an event can make active
 constexpr int kRoles = 8;        // with other
 
-
-std::string lowercase(std::string_view text) {
-    std::string lower(text);
-    for (char& c : lower)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return lower;
-}
 
 // The host operations the plugin files under Communication (torch_tb_profiler's
 // NcclOpNameSet and GlooOpNameSet, compared by exact name).
@@ -153,10 +146,6 @@ private:
 };
 
 // ---------------------------------------------------------------------------
-// [SECTION] Ranks
-// ---------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------
 // [SECTION] What each event counts as
 // ---------------------------------------------------------------------------
 
@@ -167,7 +156,7 @@ private:
 enum class RangeSource : std::uint8_t { op, annotation, python_op, python_function };
 
 RangeSource range_source(std::string_view domain) {
-    const std::string lower = lowercase(domain);
+    const std::string lower = text::ascii_lowercase(domain);
     if (lower == "python_function") return RangeSource::python_function;
     if (lower == "python") return RangeSource::python_op;
     if (lower == "user_annotation" || lower == "gpu_user_annotation") return RangeSource::annotation;

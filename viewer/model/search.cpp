@@ -1,8 +1,8 @@
 // search.cpp: name matching and time-ordered stepping (search.h).
 #include "viewer/model/search.h"
+#include "common/text.h"
 
 #include <algorithm>
-#include <cctype>
 #include <regex>
 #include <tuple>
 
@@ -11,12 +11,6 @@ namespace ember::viewer {
 using trace::TimeNs;
 
 namespace {
-
-std::string lowercase(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 // The (start, lane, row, index) order search steps through.
 using Key = std::tuple<TimeNs, int, int, std::uint32_t>;
@@ -39,13 +33,13 @@ bool EventSearch::set_query(const TraceModel& model, const SearchQuery& query, s
             return false;
         }
     }
-    const std::string needle = query.case_sensitive ? query.text : lowercase(query.text);
+    const std::string needle = query.case_sensitive ? query.text : text::ascii_lowercase(query.text);
     for (std::size_t id = 1; id < model.name_count(); ++id) {
         const std::string_view name = model.name(static_cast<std::uint32_t>(id));
         bool hit;
         if (pattern) hit = std::regex_search(name.begin(), name.end(), *pattern);
         else if (query.case_sensitive) hit = name.find(needle) != std::string_view::npos;
-        else hit = lowercase(name).find(needle) != std::string::npos;
+        else hit = text::ascii_lowercase(name).find(needle) != std::string::npos;
         if (hit) {
             matching_names_[id] = true;
             ++matching_name_count_;

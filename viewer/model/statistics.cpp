@@ -5,9 +5,9 @@
 
 #include "common/nvtx_contract.h"
 #include "profiler/analysis/steps.h"
+#include "common/text.h"
 
 #include <algorithm>
-#include <cctype>
 #include <unordered_map>
 
 namespace ember::viewer {
@@ -15,8 +15,7 @@ namespace ember::viewer {
 using trace::TimeNs;
 
 bool is_stall_name(std::string_view name) {
-    std::string lower(name);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = text::ascii_lowercase(name);
     return lower.find("wait") != std::string::npos || lower.find("stall") != std::string::npos;
 }
 
