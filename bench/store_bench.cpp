@@ -94,7 +94,7 @@ public:
         range_ = prepare("INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?,?)");
         mark_ = prepare("INSERT INTO marks VALUES (?,?,?,?,?,?,?)");
         counter_ = prepare("INSERT INTO counter_samples VALUES (?,?,?)");
-        stack_sample_ = prepare("INSERT INTO stack_samples VALUES (?,?,?)");
+        stack_sample_ = prepare("INSERT INTO stack_samples VALUES (?,?,?,?)");
         overhead_ = prepare("INSERT INTO collector_overhead VALUES (?,?,?,?)");
         string_ = prepare("INSERT INTO strings VALUES (?,?)");
         if (commit_every_.count() > 0) exec("BEGIN");
@@ -152,7 +152,7 @@ public:
         FrameId id = ++frames_;
         StringId function_id = intern(function), module_id = intern(module);
         exec(("INSERT INTO frames VALUES (" + std::to_string(id) + ", " + std::to_string(function_id) + ", " +
-              std::to_string(module_id) + ", " + std::to_string(address) + ")").c_str());
+              std::to_string(module_id) + ", " + std::to_string(address) + ", -1)").c_str());  // line: native
         return id;
     }
     StackId intern_stack(std::span<const FrameId> frames) override {
@@ -227,7 +227,7 @@ public:
         step(counter_);
     }
     void record_stack_sample(const StackSample& e) override {
-        bind(stack_sample_, {e.time_ns, e.thread_id, e.stack_id});
+        bind(stack_sample_, {e.time_ns, e.thread_id, e.stack_id, e.idle ? 1 : 0});
         step(stack_sample_);
     }
     void record_overhead(const OverheadEvent& e) override {
