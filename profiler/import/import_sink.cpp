@@ -1,6 +1,7 @@
 // import_sink.cpp: the writer side every importer shares.
 //
 // Index:
+//   [SECTION] Linked GPU events
 //   [SECTION] Setup and teardown
 //   [SECTION] Names and tracks
 //   [SECTION] Events
@@ -20,12 +21,59 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <limits>
 
 namespace ember::importing {
 
 using store::TraceError;
 using store::TraceErrorKind;
+
+// ---------------------------------------------------------------------------
+// [SECTION] Linked GPU events
+// ---------------------------------------------------------------------------
+
+bool LinkTally::track(std::uint64_t correlation_id) {
+    if (gave_up_) return false;
+    if (correlation_id >= kMaxTrackedId) {
+        gave_up_ = true;
+        api_bits_ = {};
+        gpu_counts_ = {};
+        return false;
+    }
+    if (correlation_id >= gpu_counts_.size()) {
+        std::size_t size = std::min<std::size_t>(std::max<std::size_t>(correlation_id + 1, gpu_counts_.size() * 2), kMaxTrackedId);
+        gpu_counts_.resize(size, 0);
+        api_bits_.resize((size + 63) / 64, 0);
+    }
+    return true;
+}
+
+void LinkTally::api_call(std::uint64_t correlation_id) {
+    if (correlation_id == 0 || !track(correlation_id)) return;
+    api_bits_[correlation_id / 64] |= std::uint64_t{1} << (correlation_id % 64);
+}
+
+void LinkTally::gpu_event(std::uint64_t correlation_id) {
+    if (correlation_id == 0 || !track(correlation_id)) return;
+    std::uint8_t& count = gpu_counts_[correlation_id];
+    if (count == 255) {
+        gave_up_ = true;
+        return;
+    }
+    ++count;
+}
+
+std::optional<std::int64_t> LinkTally::linked() const {
+    if (gave_up_) return std::nullopt;
+    std::int64_t linked = 0;
+    for (std::size_t word = 0; word < api_bits_.size(); ++word) {
+        for (std::uint64_t bits = api_bits_[word]; bits != 0; bits &= bits - 1) {
+            linked += gpu_counts_[word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
+        }
+    }
+    return linked;
+}
 
 // ---------------------------------------------------------------------------
 // [SECTION] Setup and teardown
@@ -170,18 +218,21 @@ void ImportSink::note_interval(trace::TimeNs start, trace::TimeNs end) {
 
 void ImportSink::kernel(const trace::KernelEvent& event) {
     if (!writer_->record_kernel(event)) writer_refused("kernel");
+    links_.gpu_event(event.correlation_id);
     note_interval(event.start_ns, event.end_ns);
     ++counts_.kernels;
 }
 
 void ImportSink::memcpy(const trace::MemcpyEvent& event) {
     if (!writer_->record_memcpy(event)) writer_refused("memcpy");
+    links_.gpu_event(event.correlation_id);
     note_interval(event.start_ns, event.end_ns);
     ++counts_.memcpys;
 }
 
 void ImportSink::memset(const trace::MemsetEvent& event) {
     if (!writer_->record_memset(event)) writer_refused("memset");
+    links_.gpu_event(event.correlation_id);
     note_interval(event.start_ns, event.end_ns);
     ++counts_.memsets;
 }
@@ -194,6 +245,7 @@ void ImportSink::sync(const trace::SyncEvent& event) {
 
 void ImportSink::api_call(const trace::ApiEvent& event) {
     if (!writer_->record_api_call(event)) writer_refused("CUDA API call");
+    links_.api_call(event.correlation_id);
     note_interval(event.start_ns, event.end_ns);
     ++counts_.api_calls;
 }
@@ -327,7 +379,9 @@ void ImportSink::write_metadata(const std::string& path) {
         "EXISTS (SELECT 1 FROM api_calls a WHERE a.correlation_id = g.correlation_id)) + (SELECT COUNT(*) FROM "
         "memsets g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a WHERE a.correlation_id = "
         "g.correlation_id))";
-    counts_.flows = single_count(db, path, kLinkedSql);
+    // Counted while the events went by; the query only where the ids were too large.
+    std::optional<std::int64_t> linked = links_.linked();
+    counts_.flows = linked ? *linked : single_count(db, path, kLinkedSql);
     counts_.unlinked_gpu_events = counts_.kernels + counts_.memcpys + counts_.memsets - counts_.flows;
 
     std::string skipped = "{";

@@ -14,12 +14,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace ember::importing {
 
@@ -40,6 +42,24 @@ struct IdPairHash {
 struct TransparentStringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view text) const noexcept { return std::hash<std::string_view>{}(text); }
+};
+
+// The correlation ids of CUDA API calls and of GPU work, so that the count of GPU events
+// linked to their launch needs no query over the finished file. Ids are small sequential
+// numbers in every source seen; an id of 2^24 or more, or more than 255 GPU events on one
+// id, leaves the count to the query (linked() is empty). At most 18 MiB.
+class LinkTally {
+public:
+    void api_call(std::uint64_t correlation_id);
+    void gpu_event(std::uint64_t correlation_id);
+    std::optional<std::int64_t> linked() const;
+
+private:
+    static constexpr std::uint64_t kMaxTrackedId = std::uint64_t{1} << 24;
+    bool track(std::uint64_t correlation_id);
+    std::vector<std::uint64_t> api_bits_;
+    std::vector<std::uint8_t> gpu_counts_;
+    bool gave_up_ = false;
 };
 
 class ImportSink {
@@ -128,6 +148,7 @@ private:
     std::map<std::int64_t, std::string> processes_;
     std::map<std::tuple<std::string, std::string, trace::DeviceId>, trace::CounterId> counters_;
     ImportCounts counts_;
+    LinkTally links_;
     trace::TimeNs earliest_;
     trace::TimeNs latest_;
     bool finished_ = false;

@@ -4,6 +4,7 @@
 // imported once into a cache keyed by path, size and modification time, then reused.
 #include "profiler/export/chrome_trace.h"
 #include "profiler/import/import.h"
+#include "profiler/import/import_sink.h"
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/import/import_fixtures.h"
@@ -15,6 +16,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <set>
 
 namespace {
 
@@ -26,6 +29,48 @@ synth::SyntheticTraceOptions small_synthetic() {
     synth::SyntheticTraceOptions options;
     options.events = 1000;
     return options;
+}
+
+// The linked-GPU-event count kept while importing equals the definition (a GPU event
+// with a nonzero correlation id that some API call has), computed here from the ids;
+// ids it cannot hold leave the count to the query.
+TEST(ImportApi, LinkTallyCountsWhatTheQueryWould) {
+    std::uint64_t state = 0x2545F4914F6CDD1Dull;
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    for (int round = 0; round < 50; ++round) {
+        importing::LinkTally tally;
+        std::set<std::uint64_t> api;
+        std::map<std::uint64_t, std::int64_t> gpu;
+        const std::uint64_t range = 1 + next() % 5000;
+        for (int i = 0; i < 3000; ++i) {
+            std::uint64_t id = next() % range;  // 0 included: never linked
+            if (next() % 2) {
+                tally.api_call(id);
+                api.insert(id);
+            } else {
+                tally.gpu_event(id);
+                ++gpu[id];
+            }
+        }
+        std::int64_t expected = 0;
+        for (const auto& [id, count] : gpu) expected += (id != 0 && api.count(id)) ? count : 0;
+        ASSERT_TRUE(tally.linked().has_value());
+        EXPECT_EQ(*tally.linked(), expected) << "round " << round;
+    }
+    importing::LinkTally large;
+    large.api_call(5);
+    large.gpu_event(5);
+    large.gpu_event(std::uint64_t{1} << 40);
+    EXPECT_FALSE(large.linked().has_value());
+    importing::LinkTally crowded;
+    crowded.api_call(3);
+    for (int i = 0; i < 300; ++i) crowded.gpu_event(3);
+    EXPECT_FALSE(crowded.linked().has_value());
 }
 
 TEST(ImportApi, DetectsTheFormatFromContentNotName) {
