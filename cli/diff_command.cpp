@@ -34,34 +34,29 @@ struct DiffCommandOptions {
     double kernel_wait_us = 30.0;
 };
 
-[[noreturn]] void fail(const std::string& message) {
-    std::fprintf(stderr, "ember diff: %s\n", message.c_str());
-    throw CLI::RuntimeError(store::kTraceErrorExitCode);
-}
-
 analysis::RunProfile profile(const std::string& path, const char* which, const analysis::DiffOptions& options) {
     try {
         return diff_side(path, "diff", options);
     } catch (const store::TraceError& error) {
-        fail(std::string(which) + ": " + error.what());
+        fail_command("diff", std::string(which) + ": " + error.what());
     }
 }
 
 void run_diff(const DiffCommandOptions& command) {
     // Every flag is checked before a file is read (an import can take a while).
     auto format = analysis::parse_output_format(command.format);
-    if (!format) fail("unknown --format '" + command.format + "' (text, csv, json)");
+    if (!format) fail_command("diff", "unknown --format '" + command.format + "' (text, csv, json)");
     auto unit = analysis::parse_time_unit(command.time_unit);
-    if (!unit) fail("unknown --time-unit '" + command.time_unit + "' (ns, us, ms, s)");
+    if (!unit) fail_command("diff", "unknown --time-unit '" + command.time_unit + "' (ns, us, ms, s)");
     auto metric = analysis::parse_diff_metric(command.metric);
-    if (!metric) fail("unknown --metric '" + command.metric + "' (step, gpu_busy, span)");
+    if (!metric) fail_command("diff", "unknown --metric '" + command.metric + "' (step, gpu_busy, span)");
     std::optional<double> threshold;
     if (!command.fail_if_slower.empty()) {
         threshold = analysis::parse_percent(command.fail_if_slower);
-        if (!threshold) fail("--fail-if-slower '" + command.fail_if_slower + "' is not a percentage (e.g. 5%)");
+        if (!threshold) fail_command("diff", "--fail-if-slower '" + command.fail_if_slower + "' is not a percentage (e.g. 5%)");
     }
-    if (!(command.kernel_wait_us >= 0)) fail("--kernel-wait-us must be >= 0");
-    if (command.rank && *command.rank < 0) fail("--rank must be >= 0");
+    if (!(command.kernel_wait_us >= 0)) fail_command("diff", "--kernel-wait-us must be >= 0");
+    if (command.rank && *command.rank < 0) fail_command("diff", "--rank must be >= 0");
 
     analysis::DiffOptions options;
     options.rank = command.rank;
@@ -75,7 +70,7 @@ void run_diff(const DiffCommandOptions& command) {
         try {
             gate = analysis::check_gate(diff, *metric, *threshold);
         } catch (const std::invalid_argument& error) {
-            fail(error.what());
+            fail_command("diff", error.what());
         }
     }
 

@@ -5,6 +5,7 @@
 // writes) or, with --per-rank, one trace per input. Bad input: one line naming the
 // file and the byte offset or table/row, exit 2, nothing left at the output.
 #include "cli/commands.h"
+#include "cli/trace_input.h"
 #include "profiler/import/import.h"
 
 #include <CLI/CLI.hpp>
@@ -30,11 +31,6 @@ struct ImportCommandOptions {
     bool accept_unknown_nsys_schema = false;
 };
 
-[[noreturn]] void fail(const std::string& message) {
-    fmt::print(stderr, "ember import: {}\n", message);
-    throw CLI::RuntimeError(store::kTraceErrorExitCode);
-}
-
 void print_file(const importing::ImportedFile& file) {
     const importing::ImportCounts& counts = file.counts;
     fmt::print("{} ({}, rank {} of {}): {} events in {:.2f} s\n", file.input, importing::source_format_name(file.format),
@@ -56,13 +52,13 @@ void run_import(const ImportCommandOptions& command) {
     importing::ImportOptions options;
     auto format = importing::parse_source_format(command.format);
     if (!format || *format == importing::SourceFormat::ember)
-        fail("unknown --format '" + command.format + "' (auto, kineto, nsys, chrome)");
+        fail_command("import", "unknown --format '" + command.format + "' (auto, kineto, nsys, chrome)");
     options.format = *format;
     if (command.kernel_names == "demangled") options.kernel_names = importing::KernelNameStyle::demangled;
     else if (command.kernel_names == "short") options.kernel_names = importing::KernelNameStyle::short_name;
     else if (command.kernel_names == "mangled") options.kernel_names = importing::KernelNameStyle::mangled;
-    else fail("unknown --kernel-names '" + command.kernel_names + "' (demangled, short, mangled)");
-    if (command.rank && command.inputs.size() > 1) fail("--rank applies to one input; a job's ranks come from its files");
+    else fail_command("import", "unknown --kernel-names '" + command.kernel_names + "' (demangled, short, mangled)");
+    if (command.rank && command.inputs.size() > 1) fail_command("import", "--rank applies to one input; a job's ranks come from its files");
     options.rank = command.rank;
     options.one_job_file = !command.per_rank;
     options.skip_invalid_events = command.skip_invalid;
@@ -76,7 +72,7 @@ void run_import(const ImportCommandOptions& command) {
         else
             for (const std::string& written : report.outputs) fmt::print("wrote {}\n", written);
     } catch (const store::TraceError& error) {
-        fail(error.what());
+        fail_command("import", error.what());
     }
 }
 

@@ -4,6 +4,7 @@
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 namespace ember::cli {
@@ -21,6 +22,11 @@ analysis::RunProfile diff_side(const std::string& path, std::string_view command
     analysis::RunProfile run = analysis::profile_run(reader, options);
     run.path = path;
     return run;
+}
+
+void fail_command(std::string_view command, std::string_view message) {
+    fmt::print(stderr, "ember {}: {}\n", command, message);
+    throw CLI::RuntimeError(store::kTraceErrorExitCode);
 }
 
 }  // namespace ember::cli

@@ -22,4 +22,8 @@ std::string ember_trace_for(const std::string& path, std::string_view command);
 analysis::RunProfile diff_side(const std::string& path, std::string_view command,
                                const analysis::DiffOptions& options = {});
 
+// Bad input to a reading command: "ember COMMAND: MESSAGE" on stderr, then exit 2
+// (store::kTraceErrorExitCode) through CLI11's error path.
+[[noreturn]] void fail_command(std::string_view command, std::string_view message);
+
 }  // namespace ember::cli
