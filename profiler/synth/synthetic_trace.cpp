@@ -174,7 +174,20 @@ private:
     };
 
     void register_tracks();
+    // One training step, phase by phase (the random draws in this order make the trace).
+    struct BatchWait {
+        TimeNs wait;   // in dataloader/wait
+        TimeNs ready;  // when the batch was taken
+    };
     void step(std::int64_t index);
+    BatchWait wait_for_batch(std::int64_t index);
+    void copy_batch(std::int64_t index);
+    void forward();
+    void backward();
+    void wait_for_allreduce(std::int64_t index);
+    void optimizer_step();
+    void sync_for_loss(std::int64_t index);
+    void finish_step(std::int64_t index, TimeNs step_start, const BatchWait& batch);
     void push_range(StringId name, std::uint32_t category, std::uint32_t color, Payload payload = {});
     void pop_range();
     // cudaLaunchKernel on the main thread, the kernel on `stream` after both the
@@ -334,21 +347,16 @@ TimeNs RankGenerator::launch(const KernelShape& shape, StringId name, StreamId s
     return kernel.end_ns;
 }
 
-void RankGenerator::step(std::int64_t index) {
-    const std::vector<Layer>& layers = model_layers();
-    TimeNs step_start = now_;
-    busy_gpu_ns_in_step_ = 0;
-    push_range(step_, kCategoryStep, 0xff4c9be8u, Payload::of_integer(index));
-
-    // Waiting for the batch: usually short; sometimes a stall (more often on odd ranks,
-    // whose workers are slower — a straggler for the all-reduce to wait on).
+// Waiting for the batch: usually short; sometimes a stall (more often on odd ranks,
+// whose workers are slower — a straggler for the all-reduce to wait on). Then the
+// worker that produced this batch: load, decode, augment, ending just before it was taken.
+RankGenerator::BatchWait RankGenerator::wait_for_batch(std::int64_t index) {
     bool stall = random_.chance(rank_ % 2 == 1 ? 0.12 : 0.04);
     TimeNs wait = stall ? random_.between(2 * kMilli, 8 * kMilli) : random_.between(20 * kMicro, 80 * kMicro);
     push_range(dataloader_wait_, kCategoryDataloader, 0xffe8a04cu);
     now_ += wait;
     TimeNs batch_ready = now_;
     pop_range();
-    // The worker that produced this batch: load, decode, augment, ending just before it was taken.
     {
         ThreadId worker = workers_[index % 2];
         TimeNs augment = random_.between(300 * kMicro, 600 * kMicro);
@@ -373,41 +381,45 @@ void RankGenerator::step(std::int64_t index) {
             start = range.end_ns;
         }
     }
+    return {wait, batch_ready};
+}
 
-    // Host-to-device copies: images from the pinned staging buffer (async, copy
-    // stream), labels from pageable memory (synchronous cudaMemcpy).
-    {
-        CorrelationId correlation = next_correlation_++;
-        std::uint64_t bytes = kBatchSize * 28 * 28 * 4;
-        TimeNs call_start = api_call(memcpy_async_, random_.between(4 * kMicro, 8 * kMicro), correlation);
-        MemcpyEvent copy{std::max(call_start + 6 * kMicro, busy(copy_) + kMicro), 0, device_, copy_, correlation,
-                         MemcpyDirection::host_to_device, bytes, MemoryKind::pinned, MemoryKind::device, kNoDevice};
-        copy.end_ns = copy.start_ns + static_cast<TimeNs>(bytes / 20.0) + 2 * kMicro;  // ~20 GB/s
-        emit(copy, &EventSink::record_memcpy);
-        busy(copy_) = copy.end_ns;
+// Host-to-device copies: images from the pinned staging buffer (async, copy
+// stream), labels from pageable memory (synchronous cudaMemcpy).
+void RankGenerator::copy_batch(std::int64_t index) {
+    CorrelationId correlation = next_correlation_++;
+    std::uint64_t bytes = kBatchSize * 28 * 28 * 4;
+    TimeNs call_start = api_call(memcpy_async_, random_.between(4 * kMicro, 8 * kMicro), correlation);
+    MemcpyEvent copy{std::max(call_start + 6 * kMicro, busy(copy_) + kMicro), 0, device_, copy_, correlation,
+                     MemcpyDirection::host_to_device, bytes, MemoryKind::pinned, MemoryKind::device, kNoDevice};
+    copy.end_ns = copy.start_ns + static_cast<TimeNs>(bytes / 20.0) + 2 * kMicro;  // ~20 GB/s
+    emit(copy, &EventSink::record_memcpy);
+    busy(copy_) = copy.end_ns;
 
-        correlation = next_correlation_++;
-        std::uint64_t label_bytes = kBatchSize * 8;
-        MemcpyEvent labels{0, 0, device_, compute_, correlation, MemcpyDirection::host_to_device, label_bytes,
-                           MemoryKind::pageable, MemoryKind::device, kNoDevice};
-        labels.start_ns = std::max(now_ + 8 * kMicro, busy(compute_) + kMicro);
-        labels.end_ns = labels.start_ns + 6 * kMicro;
-        // A pageable copy blocks the host until the GPU has done it.
-        ApiEvent call{now_, labels.end_ns + 3 * kMicro, main_, correlation, memcpy_sync_, 0};
-        emit(call, &EventSink::record_api_call);
-        emit(labels, &EventSink::record_memcpy);
-        now_ = call.end_ns;
-        busy(compute_) = labels.end_ns;
+    correlation = next_correlation_++;
+    std::uint64_t label_bytes = kBatchSize * 8;
+    MemcpyEvent labels{0, 0, device_, compute_, correlation, MemcpyDirection::host_to_device, label_bytes,
+                       MemoryKind::pageable, MemoryKind::device, kNoDevice};
+    labels.start_ns = std::max(now_ + 8 * kMicro, busy(compute_) + kMicro);
+    labels.end_ns = labels.start_ns + 6 * kMicro;
+    // A pageable copy blocks the host until the GPU has done it.
+    ApiEvent call{now_, labels.end_ns + 3 * kMicro, main_, correlation, memcpy_sync_, 0};
+    emit(call, &EventSink::record_api_call);
+    emit(labels, &EventSink::record_memcpy);
+    now_ = call.end_ns;
+    busy(compute_) = labels.end_ns;
 
-        // The compute stream waits for the image copy.
-        correlation = next_correlation_++;
-        TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
-        SyncEvent sync{wait_start, std::max(wait_start + kMicro, busy(copy_)), device_, compute_, correlation,
-                       SyncKind::stream_wait_event, static_cast<std::uint64_t>(index * 4 + 1)};
-        emit(sync, &EventSink::record_sync);
-        busy(compute_) = std::max(busy(compute_), busy(copy_));
-    }
+    // The compute stream waits for the image copy.
+    correlation = next_correlation_++;
+    TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
+    SyncEvent sync{wait_start, std::max(wait_start + kMicro, busy(copy_)), device_, compute_, correlation,
+                   SyncKind::stream_wait_event, static_cast<std::uint64_t>(index * 4 + 1)};
+    emit(sync, &EventSink::record_sync);
+    busy(compute_) = std::max(busy(compute_), busy(copy_));
+}
 
+void RankGenerator::forward() {
+    const std::vector<Layer>& layers = model_layers();
     push_range(forward_, kCategoryCompute, 0xff59a14fu);
     for (std::size_t i = 0; i < layers.size(); ++i) {
         push_range(forward_layer_names_[i], kCategoryCompute, 0);
@@ -415,7 +427,12 @@ void RankGenerator::step(std::int64_t index) {
         pop_range();
     }
     pop_range();
+}
 
+// Backward, layer by layer; each gradient bucket all-reduced on the nccl stream once
+// its layers are done.
+void RankGenerator::backward() {
+    const std::vector<Layer>& layers = model_layers();
     push_range(backward_, kCategoryCompute, 0xffb07aa1u);
     std::uint64_t pending_bucket_bytes = 0;
     for (std::size_t back = layers.size(); back-- > 0;) {
@@ -441,19 +458,21 @@ void RankGenerator::step(std::int64_t index) {
         }
     }
     pop_range();
+}
 
-    // The optimizer needs the reduced gradients: the compute stream waits for nccl.
+// The optimizer needs the reduced gradients: the compute stream waits for nccl.
+void RankGenerator::wait_for_allreduce(std::int64_t index) {
     push_range(allreduce_wait_, kCategoryCommunication, 0xffff9da7u);
-    {
-        CorrelationId correlation = next_correlation_++;
-        TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
-        SyncEvent sync{wait_start, std::max(wait_start + kMicro, busy(nccl_)), device_, compute_, correlation,
-                       SyncKind::stream_wait_event, static_cast<std::uint64_t>(index * 4 + 2)};
-        emit(sync, &EventSink::record_sync);
-        busy(compute_) = std::max(busy(compute_), busy(nccl_));
-    }
+    CorrelationId correlation = next_correlation_++;
+    TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
+    SyncEvent sync{wait_start, std::max(wait_start + kMicro, busy(nccl_)), device_, compute_, correlation,
+                   SyncKind::stream_wait_event, static_cast<std::uint64_t>(index * 4 + 2)};
+    emit(sync, &EventSink::record_sync);
+    busy(compute_) = std::max(busy(compute_), busy(nccl_));
     pop_range();
+}
 
+void RankGenerator::optimizer_step() {
     push_range(optimizer_, kCategoryCompute, 0xff76b7b2u);
     launch(kNormKernel, norm_kernel_, compute_, jitter(kNormKernel.mean_ns));
     launch(kAdamKernel, adam_kernel_, compute_, jitter(kAdamKernel.mean_ns));
@@ -467,19 +486,25 @@ void RankGenerator::step(std::int64_t index) {
         busy(compute_) = zero.end_ns;
     }
     pop_range();
+}
 
-    // loss.item() every 10 steps: the host waits for the GPU to catch up.
-    if (index % 10 == 9) {
-        CorrelationId correlation = next_correlation_++;
-        TimeNs target = std::max(now_ + 3 * kMicro, busy(compute_) + 2 * kMicro);
-        ApiEvent call{now_, target, main_, correlation, stream_synchronize_, 0};
-        SyncEvent sync{now_ + kMicro, target - kMicro, device_, compute_, correlation, SyncKind::stream_synchronize, 0};
-        emit(call, &EventSink::record_api_call);
-        emit(sync, &EventSink::record_sync);
-        now_ = target;
-    }
-    pop_range();  // step
+// loss.item() every 10 steps: the host waits for the GPU to catch up.
+void RankGenerator::sync_for_loss(std::int64_t index) {
+    if (index % 10 != 9) return;
+    CorrelationId correlation = next_correlation_++;
+    TimeNs target = std::max(now_ + 3 * kMicro, busy(compute_) + 2 * kMicro);
+    ApiEvent call{now_, target, main_, correlation, stream_synchronize_, 0};
+    SyncEvent sync{now_ + kMicro, target - kMicro, device_, compute_, correlation, SyncKind::stream_synchronize, 0};
+    emit(call, &EventSink::record_api_call);
+    emit(sync, &EventSink::record_sync);
+    now_ = target;
+}
 
+// After the step: the counters, the main thread's CPU samples (where a sampling
+// profiler would find it), now and then a collector buffer flush and an epoch mark.
+void RankGenerator::finish_step(std::int64_t index, TimeNs step_start, const BatchWait& batch) {
+    const TimeNs wait = batch.wait;
+    const TimeNs batch_ready = batch.ready;
     TimeNs step_time = std::max<TimeNs>(now_ - step_start, 1);
     double utilization = std::min(100.0, 100.0 * busy_gpu_ns_in_step_ / static_cast<double>(step_time));
     double loss = 2.3 * std::exp(-static_cast<double>(index) / 3000.0) + 0.25 + 0.05 * (random_.uniform() - 0.5);
@@ -505,6 +530,21 @@ void RankGenerator::step(std::int64_t index) {
         emit(MarkEvent{now_, main_, domain_, epoch_, kCategoryStep, 0, Payload::of_integer(index / 100 + 1)},
              &EventSink::record_mark);
     }
+}
+
+void RankGenerator::step(std::int64_t index) {
+    TimeNs step_start = now_;
+    busy_gpu_ns_in_step_ = 0;
+    push_range(step_, kCategoryStep, 0xff4c9be8u, Payload::of_integer(index));
+    const BatchWait batch = wait_for_batch(index);
+    copy_batch(index);
+    forward();
+    backward();
+    wait_for_allreduce(index);
+    optimizer_step();
+    sync_for_loss(index);
+    pop_range();  // step
+    finish_step(index, step_start, batch);
 }
 
 SyntheticRankSummary RankGenerator::run() {
