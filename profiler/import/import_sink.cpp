@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace ember::importing {
@@ -33,32 +34,58 @@ using store::TraceErrorKind;
 // [SECTION] Linked GPU events
 // ---------------------------------------------------------------------------
 
-bool LinkTally::track(std::uint64_t correlation_id) {
-    if (gave_up_) return false;
-    if (correlation_id >= kMaxTrackedId) {
-        gave_up_ = true;
-        api_bits_ = {};
-        gpu_counts_ = {};
-        return false;
+namespace {
+constexpr int kLinkPageBits = 16;
+constexpr std::size_t kLinkPageIds = std::size_t{1} << kLinkPageBits;
+constexpr std::size_t kMaxLinkPages = 256;
+}  // namespace
+
+struct LinkTally::Page {
+    std::array<std::uint64_t, kLinkPageIds / 64> api_bits{};
+    std::array<std::uint8_t, kLinkPageIds> gpu_counts{};
+};
+
+LinkTally::LinkTally() = default;
+LinkTally::~LinkTally() = default;
+
+LinkTally::Page* LinkTally::page_of(std::uint64_t correlation_id) {
+    if (gave_up_) return nullptr;
+    const std::uint64_t key = correlation_id >> kLinkPageBits;
+    if (key == last_key_) return last_page_;
+    auto found = pages_.find(key);
+    if (found == pages_.end()) {
+        if (pages_.size() == kMaxLinkPages) {
+            gave_up_ = true;
+            pages_.clear();
+            last_page_ = nullptr;
+            last_key_ = ~std::uint64_t{0};
+            return nullptr;
+        }
+        found = pages_.emplace(key, std::make_unique<Page>()).first;
     }
-    if (correlation_id >= gpu_counts_.size()) {
-        std::size_t size = std::min<std::size_t>(std::max<std::size_t>(correlation_id + 1, gpu_counts_.size() * 2), kMaxTrackedId);
-        gpu_counts_.resize(size, 0);
-        api_bits_.resize((size + 63) / 64, 0);
-    }
-    return true;
+    last_key_ = key;
+    last_page_ = found->second.get();
+    return last_page_;
 }
 
 void LinkTally::api_call(std::uint64_t correlation_id) {
-    if (correlation_id == 0 || !track(correlation_id)) return;
-    api_bits_[correlation_id / 64] |= std::uint64_t{1} << (correlation_id % 64);
+    if (correlation_id == 0) return;
+    Page* page = page_of(correlation_id);
+    if (page == nullptr) return;
+    const std::size_t index = correlation_id & (kLinkPageIds - 1);
+    page->api_bits[index / 64] |= std::uint64_t{1} << (index % 64);
 }
 
 void LinkTally::gpu_event(std::uint64_t correlation_id) {
-    if (correlation_id == 0 || !track(correlation_id)) return;
-    std::uint8_t& count = gpu_counts_[correlation_id];
+    if (correlation_id == 0) return;
+    Page* page = page_of(correlation_id);
+    if (page == nullptr) return;
+    std::uint8_t& count = page->gpu_counts[correlation_id & (kLinkPageIds - 1)];
     if (count == 255) {
         gave_up_ = true;
+        pages_.clear();
+        last_page_ = nullptr;
+        last_key_ = ~std::uint64_t{0};
         return;
     }
     ++count;
@@ -67,9 +94,11 @@ void LinkTally::gpu_event(std::uint64_t correlation_id) {
 std::optional<std::int64_t> LinkTally::linked() const {
     if (gave_up_) return std::nullopt;
     std::int64_t linked = 0;
-    for (std::size_t word = 0; word < api_bits_.size(); ++word) {
-        for (std::uint64_t bits = api_bits_[word]; bits != 0; bits &= bits - 1) {
-            linked += gpu_counts_[word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
+    for (const auto& [key, page] : pages_) {
+        for (std::size_t word = 0; word < page->api_bits.size(); ++word) {
+            for (std::uint64_t bits = page->api_bits[word]; bits != 0; bits &= bits - 1) {
+                linked += page->gpu_counts[word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
+            }
         }
     }
     return linked;

@@ -45,20 +45,25 @@ struct TransparentStringHash {
 };
 
 // The correlation ids of CUDA API calls and of GPU work, so that the count of GPU events
-// linked to their launch needs no query over the finished file. Ids are small sequential
-// numbers in every source seen; an id of 2^24 or more, or more than 255 GPU events on one
-// id, leaves the count to the query (linked() is empty). At most 18 MiB.
+// linked to their launch needs no query over the finished file. Ids come in runs (CUPTI
+// numbers them in sequence, from wherever the process had got to), so they are held in
+// pages of 65,536 ids (a bit per API call, a count per GPU event: 72 KiB), made as ids
+// arrive. More than 256 pages (18 MiB), or more than 255 GPU events on one id, leaves
+// the count to the query (linked() is empty).
 class LinkTally {
 public:
+    LinkTally();
+    ~LinkTally();
     void api_call(std::uint64_t correlation_id);
     void gpu_event(std::uint64_t correlation_id);
     std::optional<std::int64_t> linked() const;
 
 private:
-    static constexpr std::uint64_t kMaxTrackedId = std::uint64_t{1} << 24;
-    bool track(std::uint64_t correlation_id);
-    std::vector<std::uint64_t> api_bits_;
-    std::vector<std::uint8_t> gpu_counts_;
+    struct Page;
+    Page* page_of(std::uint64_t correlation_id);
+    std::unordered_map<std::uint64_t, std::unique_ptr<Page>> pages_;
+    std::uint64_t last_key_ = ~std::uint64_t{0};
+    Page* last_page_ = nullptr;
     bool gave_up_ = false;
 };
 

@@ -102,14 +102,18 @@ bool is_nccl_kernel(std::string_view name) {
 // [SECTION] The loop
 // ---------------------------------------------------------------------------
 
-JsonTraceImporter::JsonTraceImporter(ImportSink& sink) : sink_(sink), input_(sink.input()), parser_(input_) {}
+// Chunks of 256 KiB and batches of 128 KiB: the parsing thread starts after the first
+// 128 KiB of text rather than after a whole 4 MiB chunk was inflated and 1 MiB scanned
+// (most of a small trace), and eight batches in flight keep the two threads apart.
+JsonTraceImporter::JsonTraceImporter(ImportSink& sink)
+    : sink_(sink), input_(sink.input(), std::size_t{256} << 10), parser_(input_) {}
 
 JsonTraceImporter::~JsonTraceImporter() = default;
 
 void JsonTraceImporter::run() {
     // Reading, inflating and finding the elements run on a thread of their own; this
     // thread parses and hands the events to the writer, whose thread stores them.
-    ScanAhead scanner(input_, wanted_top_level_keys());
+    ScanAhead scanner(input_, wanted_top_level_keys(), std::size_t{128} << 10, 8);
     JsonItem item;
     TraceEventFields event;
     while (scanner.next(item)) {

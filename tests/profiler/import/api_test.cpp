@@ -46,9 +46,12 @@ TEST(ImportApi, LinkTallyCountsWhatTheQueryWould) {
         importing::LinkTally tally;
         std::set<std::uint64_t> api;
         std::map<std::uint64_t, std::int64_t> gpu;
-        const std::uint64_t range = 1 + next() % 5000;
+        // A run of ids from anywhere (CUPTI's start where the process had got to), across
+        // page boundaries; 0 included (never linked).
+        const std::uint64_t base = round % 3 == 0 ? 0 : next() % (std::uint64_t{1} << (round % 2 ? 24 : 62));
+        const std::uint64_t range = 1 + next() % 200000;
         for (int i = 0; i < 3000; ++i) {
-            std::uint64_t id = next() % range;  // 0 included: never linked
+            std::uint64_t id = next() % 8 == 0 ? 0 : base + next() % range;
             if (next() % 2) {
                 tally.api_call(id);
                 api.insert(id);
@@ -62,11 +65,9 @@ TEST(ImportApi, LinkTallyCountsWhatTheQueryWould) {
         ASSERT_TRUE(tally.linked().has_value());
         EXPECT_EQ(*tally.linked(), expected) << "round " << round;
     }
-    importing::LinkTally large;
-    large.api_call(5);
-    large.gpu_event(5);
-    large.gpu_event(std::uint64_t{1} << 40);
-    EXPECT_FALSE(large.linked().has_value());
+    importing::LinkTally scattered;  // ids in more than 256 pages of 65,536
+    for (std::uint64_t page = 0; page <= 256; ++page) scattered.gpu_event((page << 16) + 1);
+    EXPECT_FALSE(scattered.linked().has_value());
     importing::LinkTally crowded;
     crowded.api_call(3);
     for (int i = 0; i < 300; ++i) crowded.gpu_event(3);
