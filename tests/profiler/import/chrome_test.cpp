@@ -8,6 +8,7 @@
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_trace.h"
+#include "tests/profiler/import/event_lists.h"
 #include "tests/profiler/import/import_fixtures.h"
 
 #include <gtest/gtest.h>
@@ -20,17 +21,7 @@ namespace {
 
 using namespace ember;
 using import_test::TempDir;
-
-template <typename Event>
-std::vector<Event> all_events(const store::TraceReader& reader,
-                              std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&, const store::Visitor<Event>&) const) {
-    std::vector<Event> events;
-    (reader.*for_each)({}, [&](const Event& event) {
-        events.push_back(event);
-        return true;
-    });
-    return events;
-}
+using import_test::all_events;
 
 void expect_same_rows(const std::vector<analysis::DurationSummaryRow>& a, const std::vector<analysis::DurationSummaryRow>& b,
                       const char* what) {

@@ -9,6 +9,7 @@
 #include "profiler/analysis/duration_summary.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
+#include "tests/profiler/import/event_lists.h"
 #include "tests/profiler/import/import_fixtures.h"
 
 #include <gtest/gtest.h>
@@ -19,17 +20,7 @@ namespace {
 
 using namespace ember;
 using import_test::TempDir;
-
-template <typename Event>
-std::vector<Event> all_events(const store::TraceReader& reader,
-                              std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&, const store::Visitor<Event>&) const) {
-    std::vector<Event> events;
-    (reader.*for_each)({}, [&](const Event& event) {
-        events.push_back(event);
-        return true;
-    });
-    return events;
-}
+using import_test::all_events;
 
 class NsysSchemas : public ::testing::TestWithParam<int> {};
 
