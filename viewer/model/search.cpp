@@ -15,6 +15,27 @@ namespace {
 // The (start, lane, row, index) order search steps through.
 using Key = std::tuple<TimeNs, int, int, std::uint32_t>;
 
+// Where stepping starts: the current event's key, or with an invalid `current` a key
+// before every event that starts at `time_ns`.
+Key start_key(const TraceModel& model, const EventRef& current, TimeNs time_ns) {
+    const TimelineEvent* current_event = model.event(current);
+    return current_event ? Key{current_event->start_ns, current.lane, current.row, current.index} : Key{time_ns, -1, -1, 0};
+}
+
+// Calls visit(lane_index, row_index, events) for every row of a ready lane that the
+// search's row kinds cover.
+template <typename Visit>
+void for_each_searched_row(const TraceModel& model, const EventSearch& search, Visit&& visit) {
+    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
+        const Lane& lane = model.lane(lane_index);
+        if (!lane.ready.load(std::memory_order_acquire)) continue;
+        for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
+            const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
+            if (search.matches_row(row.kind)) visit(lane_index, row_index, row.events);
+        }
+    }
+}
+
 }  // namespace
 
 bool EventSearch::set_query(const TraceModel& model, const SearchQuery& query, std::string* error) {
@@ -66,83 +87,60 @@ void EventSearch::set_name(const TraceModel& model, std::uint32_t name_id) {
 
 std::optional<EventRef> EventSearch::next(const TraceModel& model, const EventRef& current, TimeNs time_ns) const {
     if (empty()) return std::nullopt;
-    const TimelineEvent* current_event = model.event(current);
-    const Key after = current_event ? Key{current_event->start_ns, current.lane, current.row, current.index}
-                                    : Key{time_ns, -1, -1, 0};
+    const Key after = start_key(model, current, time_ns);
     std::optional<EventRef> best;
     Key best_key{};
-    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
-        const Lane& lane = model.lane(lane_index);
-        if (!lane.ready.load(std::memory_order_acquire)) continue;
-        for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
-            const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
-            if (!matches_row(row.kind)) continue;
-            const auto& events = row.events;
-            auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
-                return e.start_ns < std::get<0>(after);
-            });
-            for (; it != events.end(); ++it) {
-                if (best && it->start_ns > std::get<0>(best_key)) break;
-                if (!matches(it->name_id)) continue;
-                const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
-                if (key <= after) continue;
-                if (!best || key < best_key) {
-                    best = EventRef{lane_index, row_index, std::get<3>(key)};
-                    best_key = key;
-                }
-                break;
+    for_each_searched_row(model, *this, [&](int lane_index, int row_index, const auto& events) {
+        auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
+            return e.start_ns < std::get<0>(after);
+        });
+        for (; it != events.end(); ++it) {
+            if (best && it->start_ns > std::get<0>(best_key)) break;
+            if (!matches(it->name_id)) continue;
+            const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
+            if (key <= after) continue;
+            if (!best || key < best_key) {
+                best = EventRef{lane_index, row_index, std::get<3>(key)};
+                best_key = key;
             }
+            break;
         }
-    }
+    });
     return best;
 }
 
 std::optional<EventRef> EventSearch::previous(const TraceModel& model, const EventRef& current,
                                               TimeNs time_ns) const {
     if (empty()) return std::nullopt;
-    const TimelineEvent* current_event = model.event(current);
-    const Key before = current_event ? Key{current_event->start_ns, current.lane, current.row, current.index}
-                                     : Key{time_ns, -1, -1, 0};
+    const Key before = start_key(model, current, time_ns);
     std::optional<EventRef> best;
     Key best_key{};
-    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
-        const Lane& lane = model.lane(lane_index);
-        if (!lane.ready.load(std::memory_order_acquire)) continue;
-        for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
-            const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
-            if (!matches_row(row.kind)) continue;
-            const auto& events = row.events;
-            auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
-                return e.start_ns <= std::get<0>(before);
-            });
-            while (it != events.begin()) {
-                --it;
-                if (best && it->start_ns < std::get<0>(best_key)) break;
-                if (!matches(it->name_id)) continue;
-                const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
-                if (key >= before) continue;
-                if (!best || key > best_key) {
-                    best = EventRef{lane_index, row_index, std::get<3>(key)};
-                    best_key = key;
-                }
-                break;
+    for_each_searched_row(model, *this, [&](int lane_index, int row_index, const auto& events) {
+        auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
+            return e.start_ns <= std::get<0>(before);
+        });
+        while (it != events.begin()) {
+            --it;
+            if (best && it->start_ns < std::get<0>(best_key)) break;
+            if (!matches(it->name_id)) continue;
+            const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
+            if (key >= before) continue;
+            if (!best || key > best_key) {
+                best = EventRef{lane_index, row_index, std::get<3>(key)};
+                best_key = key;
             }
+            break;
         }
-    }
+    });
     return best;
 }
 
 std::int64_t EventSearch::count(const TraceModel& model) const {
     if (empty()) return 0;
     std::int64_t total = 0;
-    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
-        const Lane& lane = model.lane(lane_index);
-        if (!lane.ready.load(std::memory_order_acquire)) continue;
-        for (const Row& row : lane.rows) {
-            if (!matches_row(row.kind)) continue;
-            for (const TimelineEvent& event : row.events) total += matches(event.name_id) ? 1 : 0;
-        }
-    }
+    for_each_searched_row(model, *this, [&](int, int, const auto& events) {
+        for (const TimelineEvent& event : events) total += matches(event.name_id) ? 1 : 0;
+    });
     return total;
 }
 
