@@ -1,6 +1,6 @@
 // flamegraph_test.cpp: flamegraph totals equal the trace's totals, nesting follows
 // the NVTX stack, time order keeps sequence, and difference graphs carry both sides.
-#include "tests/viewer/fixture_trace.h"
+#include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/flamegraph.h"
 
 #include <gtest/gtest.h>
@@ -14,21 +14,9 @@ std::uint32_t child_named(const FlameGraph& graph, std::uint32_t parent, const s
     return 0;
 }
 
-class FlamegraphTest : public ::testing::Test {
+class FlamegraphTest : public testing::LoadedFixtureTest {
 protected:
-    void SetUp() override {
-        path_ = testing::temporary_trace_path("flame");
-        totals_ = testing::write_fixture_trace(path_);
-        model_ = std::make_unique<TraceModel>(std::vector<std::string>{path_});
-        model_->load_all();
-    }
-    void TearDown() override {
-        model_.reset();
-        std::filesystem::remove(path_);
-    }
-    std::string path_;
-    testing::FixtureTotals totals_;
-    std::unique_ptr<TraceModel> model_;
+    FlamegraphTest() : LoadedFixtureTest("flame") {}
 };
 
 TEST_F(FlamegraphTest, NvtxTotalsEqualOutermostRanges) {

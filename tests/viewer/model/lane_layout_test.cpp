@@ -1,6 +1,6 @@
 // lane_layout_test.cpp: drag-and-drop reordering of lane titles (lane_layout.h):
 // where a drop lands, the insertion marker, and that a short press stays a click.
-#include "tests/viewer/fixture_trace.h"
+#include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/lane_layout.h"
 
 #include <gtest/gtest.h>
@@ -8,20 +8,14 @@
 namespace ember::viewer {
 namespace {
 
-class LaneDragTest : public ::testing::Test {
+class LaneDragTest : public testing::LoadedFixtureTest {
 protected:
+    LaneDragTest() : LoadedFixtureTest("lane_drag") {}
     void SetUp() override {
-        path_ = testing::temporary_trace_path("lane_drag");
-        testing::write_fixture_trace(path_);
-        model_ = std::make_unique<TraceModel>(std::vector<std::string>{path_});
-        model_->load_all();
+        LoadedFixtureTest::SetUp();
         order_ = default_lane_order(*model_);
         placements_ = layout_lanes(*model_, order_, metrics_);
         ASSERT_EQ(order_.size(), 6u);  // main, loader, compute, copy, loss, utilization
-    }
-    void TearDown() override {
-        model_.reset();
-        std::filesystem::remove(path_);
     }
     const LanePlacement& placement(int order_index) const {
         for (const LanePlacement& p : placements_)
@@ -35,8 +29,6 @@ protected:
         return result;
     }
 
-    std::string path_;
-    std::unique_ptr<TraceModel> model_;
     LayoutMetrics metrics_;
     std::vector<LaneDisplay> order_;
     std::vector<LanePlacement> placements_;

@@ -1,5 +1,5 @@
 // search_test.cpp: substring and regex search over every event, stepping in time order.
-#include "tests/viewer/fixture_trace.h"
+#include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/search.h"
 
 #include <gtest/gtest.h>
@@ -7,21 +7,9 @@
 namespace ember::viewer {
 namespace {
 
-class SearchTest : public ::testing::Test {
+class SearchTest : public testing::LoadedFixtureTest {
 protected:
-    void SetUp() override {
-        path_ = testing::temporary_trace_path("search");
-        totals_ = testing::write_fixture_trace(path_);
-        model_ = std::make_unique<TraceModel>(std::vector<std::string>{path_});
-        model_->load_all();
-    }
-    void TearDown() override {
-        model_.reset();
-        std::filesystem::remove(path_);
-    }
-    std::string path_;
-    testing::FixtureTotals totals_;
-    std::unique_ptr<TraceModel> model_;
+    SearchTest() : LoadedFixtureTest("search") {}
 };
 
 TEST_F(SearchTest, SubstringIgnoresCase) {
