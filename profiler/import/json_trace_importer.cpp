@@ -43,6 +43,20 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
+// A kernel, copy, memset or synchronization with the fields they all share: the
+// stream it ran on, its interval and the correlation of the call that launched it.
+template <typename Event>
+Event gpu_activity(trace::TimeNs start, trace::TimeNs end, trace::StreamId stream, trace::DeviceId device,
+                   trace::CorrelationId correlation) {
+    Event activity;
+    activity.stream_id = stream;
+    activity.device_id = device;
+    activity.start_ns = start;
+    activity.end_ns = end;
+    activity.correlation_id = correlation;
+    return activity;
+}
+
 }  // namespace
 
 MemoryKind memory_kind_from_word(std::string_view word) {
@@ -400,12 +414,7 @@ trace::ApiEvent JsonTraceImporter::api_call_of(const TraceEventFields& event, tr
 
 trace::KernelEvent JsonTraceImporter::kernel_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                        trace::StreamId stream, trace::DeviceId device) {
-    trace::KernelEvent kernel;
-    kernel.stream_id = stream;
-    kernel.device_id = device;
-    kernel.start_ns = start;
-    kernel.end_ns = end;
-    kernel.correlation_id = correlation_of(event);
+    trace::KernelEvent kernel = gpu_activity<trace::KernelEvent>(start, end, stream, device, correlation_of(event));
     kernel.name_id = sink_.intern(event.name);
     const TraceEventArgs& args = event.args;
     if (args.grid_size > 0) {
@@ -427,12 +436,7 @@ trace::KernelEvent JsonTraceImporter::kernel_of(const TraceEventFields& event, t
 
 trace::MemcpyEvent JsonTraceImporter::memcpy_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                        trace::StreamId stream, trace::DeviceId device) {
-    trace::MemcpyEvent copy;
-    copy.stream_id = stream;
-    copy.device_id = device;
-    copy.start_ns = start;
-    copy.end_ns = end;
-    copy.correlation_id = correlation_of(event);
+    trace::MemcpyEvent copy = gpu_activity<trace::MemcpyEvent>(start, end, stream, device, correlation_of(event));
     const CopyShape shape = copy_shape_from_name(event.name);
     copy.direction = shape.direction;
     copy.source_kind = shape.source;
@@ -443,24 +447,14 @@ trace::MemcpyEvent JsonTraceImporter::memcpy_of(const TraceEventFields& event, t
 
 trace::MemsetEvent JsonTraceImporter::memset_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                        trace::StreamId stream, trace::DeviceId device) {
-    trace::MemsetEvent set;
-    set.stream_id = stream;
-    set.device_id = device;
-    set.start_ns = start;
-    set.end_ns = end;
-    set.correlation_id = correlation_of(event);
+    trace::MemsetEvent set = gpu_activity<trace::MemsetEvent>(start, end, stream, device, correlation_of(event));
     set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
     return set;
 }
 
 trace::SyncEvent JsonTraceImporter::sync_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                        trace::StreamId stream, trace::DeviceId device) {
-    trace::SyncEvent wait;
-    wait.stream_id = stream;
-    wait.device_id = device;
-    wait.start_ns = start;
-    wait.end_ns = end;
-    wait.correlation_id = correlation_of(event);
+    trace::SyncEvent wait = gpu_activity<trace::SyncEvent>(start, end, stream, device, correlation_of(event));
     return wait;
 }
 
