@@ -46,6 +46,14 @@ Failure expect_import_failure(const TempDir& dir, const std::string& input, cons
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// Imports the nsys fixture after `sql` has changed it; the import must fail.
+Failure nsys_fixture_failure(const std::string& sql) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"), sql);
+    return expect_import_failure(dir, dir.path("r.sqlite"));
+}
+
 importing::ImportOptions as_chrome() {
     importing::ImportOptions options;
     options.format = importing::SourceFormat::chrome;
@@ -164,42 +172,27 @@ TEST(ImportErrors, AnUnwritableOutputNamesIt) {
 // --- Nsight Systems ------------------------------------------------------------------------
 
 TEST(ImportErrors, AMissingRequiredColumnNamesTableAndColumn) {
-    TempDir dir;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"));
-    import_test::exec_sql(dir.path("r.sqlite"), "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN streamId;");
-    Failure failure = expect_import_failure(dir, dir.path("r.sqlite"));
+    Failure failure = nsys_fixture_failure("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN streamId;");
     EXPECT_EQ(failure.kind, TraceErrorKind::missing_table);
     EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_KERNEL has no column streamId")) << failure.message;
 }
 
 TEST(ImportErrors, AnIdThatPointsNowhereNamesTableAndRow) {
-    TempDir dir;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"));
-    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 3;");
-    Failure failure = expect_import_failure(dir, dir.path("r.sqlite"));
+    Failure failure = nsys_fixture_failure("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 3;");
     EXPECT_EQ(failure.kind, TraceErrorKind::bad_value);
     EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_RUNTIME row 3: nameId 999 is not in StringIds"))
         << failure.message;
 
-    TempDir domain_dir;
-    import_test::write_nsys_fixture(domain_dir.path("r.sqlite"));
-    import_test::exec_sql(domain_dir.path("r.sqlite"), "UPDATE NVTX_EVENTS SET domainId = 42 WHERE text = 'inner';");
-    Failure domain = expect_import_failure(domain_dir, domain_dir.path("r.sqlite"));
+    Failure domain = nsys_fixture_failure("UPDATE NVTX_EVENTS SET domainId = 42 WHERE text = 'inner';");
     EXPECT_TRUE(contains(domain.message, "table NVTX_EVENTS row 5: domainId 42 names no domain")) << domain.message;
 }
 
 TEST(ImportErrors, NsysNegativeDurationAndWrongTypesNameTheRow) {
-    TempDir dir;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"));
-    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 7 WHERE rowid = 1;");
-    Failure failure = expect_import_failure(dir, dir.path("r.sqlite"));
+    Failure failure = nsys_fixture_failure("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 7 WHERE rowid = 1;");
     EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_MEMCPY row 1: end 1503 lies before start 1510"))
         << failure.message;
 
-    TempDir null_dir;
-    import_test::write_nsys_fixture(null_dir.path("r.sqlite"));
-    import_test::exec_sql(null_dir.path("r.sqlite"), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon';");
-    Failure text = expect_import_failure(null_dir, null_dir.path("r.sqlite"));
+    Failure text = nsys_fixture_failure("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon';");
     EXPECT_TRUE(contains(text.message, "table CUPTI_ACTIVITY_KIND_KERNEL row 1: start is text")) << text.message;
 }
 
