@@ -29,11 +29,6 @@ struct ExportCommandOptions {
     bool idle = false;
 };
 
-[[noreturn]] void fail(const std::string& message) {
-    std::fprintf(stderr, "ember export: %s\n", message.c_str());
-    throw CLI::RuntimeError(store::kTraceErrorExitCode);
-}
-
 // FILE without its .db extension, plus `suffix`; an imported file (x.pt.trace.json.gz)
 // is named like its import would be (x + suffix).
 std::string default_output(const std::string& file, const std::string& suffix) {
@@ -46,21 +41,22 @@ std::string default_output(const std::string& file, const std::string& suffix) {
 void run_export(const ExportCommandOptions& command) {
     const std::string& format = command.format;
     if (format != "chrome" && format != "speedscope" && format != "folded" && format != "svg" && format != "csv") {
-        fail("unknown format '" + format + "' (chrome, speedscope, folded, svg, csv)");
+        fail_command("export", "unknown format '" + format + "' (chrome, speedscope, folded, svg, csv)");
     }
     auto stacks = exporting::parse_stack_source(command.stacks);
-    if (!stacks) fail("unknown stack source '" + command.stacks + "' (gpu, host, cpu)");
+    if (!stacks) fail_command("export", "unknown stack source '" + command.stacks + "' (gpu, host, cpu)");
     if (!command.table.empty() && !exporting::is_csv_table(command.table)) {
         std::string known;
         for (const char* table : exporting::kCsvTables) known += std::string(known.empty() ? "" : ", ") + table;
-        fail("unknown table '" + command.table + "' (" + known + ")");
+        fail_command("export", "unknown table '" + command.table + "' (" + known + ")");
     }
     try {
         store::TraceReader reader(ember_trace_for(command.file, "export"));
         std::string output = command.output;
         if (format == "csv" && command.table.empty()) {
             if (output.empty()) output = default_output(command.file, "_csv");
-            if (output == "-") fail("--format csv without --table writes a directory; give -o DIR or --table NAME");
+            if (output == "-")
+                fail_command("export", "--format csv without --table writes a directory; give -o DIR or --table NAME");
             exporting::export_csv_directory(reader, output);
         } else {
             if (output.empty()) {
@@ -88,7 +84,7 @@ void run_export(const ExportCommandOptions& command) {
         }
         if (output != "-") std::fprintf(stderr, "ember export: wrote %s\n", output.c_str());
     } catch (const store::TraceError& error) {
-        fail(error.what());
+        fail_command("export", error.what());
     }
 }
 

@@ -15,6 +15,7 @@
 // process already running, from outside (collectors/python/outside_sampler.h), until
 // the duration passes, Ctrl-C, or the process exits; the process goes on.
 #include "cli/commands.h"
+#include "cli/trace_input.h"
 #include "collectors/python/outside_sampler.h"
 #include "profiler/store/reader.h"
 
@@ -62,11 +63,6 @@ volatile sig_atomic_t g_child_pid = 0;
 
 void forward_signal(int signal_number) {
     if (g_child_pid > 0) kill(static_cast<pid_t>(g_child_pid), signal_number);
-}
-
-[[noreturn]] void fail(const std::string& message, int code = 2) {
-    std::fprintf(stderr, "ember record: %s\n", message.c_str());
-    throw CLI::RuntimeError(code);
 }
 
 // libember_collector.so beside this executable's bin/ (build tree and install
@@ -180,10 +176,10 @@ std::optional<std::chrono::nanoseconds> parse_duration(const std::string& text) 
 
 // ember record --pid: the Python stacks of a running process, sampled from outside.
 int run_record_pid(const RecordOptions& options) {
-    if (!options.command.empty()) fail("--pid records a running process: give no command after --");
-    if (options.pid <= 0) fail("--pid must be a process id, not " + std::to_string(options.pid));
+    if (!options.command.empty()) fail_command("record", "--pid records a running process: give no command after --");
+    if (options.pid <= 0) fail_command("record", "--pid must be a process id, not " + std::to_string(options.pid));
     if (!(options.python_hz > 0) || options.python_hz > 10000)
-        fail("--python-hz must be between 0 and 10000, not " + std::to_string(options.python_hz));
+        fail_command("record", "--python-hz must be between 0 and 10000, not " + std::to_string(options.python_hz));
     collector::python::OutsideRecordOptions sampling;
     sampling.pid = options.pid;
     sampling.output = options.output;
@@ -197,13 +193,15 @@ int run_record_pid(const RecordOptions& options) {
             collector::python::PythonProcess root(options.pid);
         } catch (const collector::python::PythonReadError& error) {
             root_error = error.what();
-            if (root_error.find("is not a CPython process") == std::string::npos) fail("--pid " + std::to_string(options.pid) + ": " + root_error);
+            if (root_error.find("is not a CPython process") == std::string::npos)
+                fail_command("record", "--pid " + std::to_string(options.pid) + ": " + root_error);
             sampling.wait_for_python = true;
         }
     }
     if (!options.duration.empty()) {
         const auto duration = parse_duration(options.duration);
-        if (!duration) fail("--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
+        if (!duration)
+            fail_command("record", "--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
         sampling.duration = *duration;
     }
     g_stop_sampling.store(false);
@@ -222,12 +220,12 @@ int run_record_pid(const RecordOptions& options) {
         result = collector::python::record_python_process(sampling);
     } catch (const collector::python::PythonReadError& error) {
         for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
-        fail("--pid " + std::to_string(options.pid) + ": " + error.what());
+        fail_command("record", "--pid " + std::to_string(options.pid) + ": " + error.what());
     }
     for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
     if (result.processes.empty())
-        fail("--pid " + std::to_string(options.pid) + ": " + root_error + ", and no CPython process descending from it "
-             "could be read while sampling");
+        fail_command("record", "--pid " + std::to_string(options.pid) + ": " + root_error +
+                     ", and no CPython process descending from it could be read while sampling");
     if (!result.error.empty()) std::fprintf(stderr, "ember record: stopped early: %s\n", result.error.c_str());
     if (!options.quiet) {
         std::fprintf(stderr, "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",
@@ -244,14 +242,17 @@ int run_record_pid(const RecordOptions& options) {
 
 int run_record(const RecordOptions& options) {
     if (options.pid != 0) return run_record_pid(options);
-    if (options.command.empty()) fail("no command to record (ember record -o FILE -- CMD ARGS, or --pid PID)");
-    if (!options.duration.empty()) fail("--duration goes with --pid (a recorded command runs until it exits)");
+    if (options.command.empty())
+        fail_command("record", "no command to record (ember record -o FILE -- CMD ARGS, or --pid PID)");
+    if (!options.duration.empty())
+        fail_command("record", "--duration goes with --pid (a recorded command runs until it exits)");
     if (options.python_hz < 0 || options.python_hz > 10000)
-        fail("--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
+        fail_command("record", "--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
     if (options.children != "suffix" && options.children != "skip")
-        fail("--children must be suffix or skip, not '" + options.children + "'");
+        fail_command("record", "--children must be suffix or skip, not '" + options.children + "'");
     std::string library = find_collector_library();
-    if (library.empty()) fail("libember_collector.so not found next to the ember executable; set EMBER_COLLECTOR_LIBRARY");
+    if (library.empty())
+        fail_command("record", "libember_collector.so not found next to the ember executable; set EMBER_COLLECTOR_LIBRARY");
     std::string output = std::filesystem::absolute(options.output).string();
     // Files of an earlier recording with the same name would be reported as ours.
     for (const std::string& stale : recorded_files(output)) std::filesystem::remove(stale);
@@ -266,7 +267,7 @@ int run_record(const RecordOptions& options) {
 
     std::fflush(nullptr);
     pid_t child = fork();
-    if (child < 0) fail(std::string("fork: ") + std::strerror(errno));
+    if (child < 0) fail_command("record", std::string("fork: ") + std::strerror(errno));
     if (child == 0) {
         setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
         setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
@@ -322,7 +323,7 @@ int run_record(const RecordOptions& options) {
 
     int status = 0;
     while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR) fail(std::string("waitpid: ") + std::strerror(errno));
+        if (errno != EINTR) fail_command("record", std::string("waitpid: ") + std::strerror(errno));
     }
     for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &previous[index], nullptr);
     g_child_pid = 0;

@@ -30,11 +30,6 @@ struct StatsCommandOptions {
     bool idle = false;
 };
 
-[[noreturn]] void fail(const std::string& message) {
-    std::fprintf(stderr, "ember stats: %s\n", message.c_str());
-    throw CLI::RuntimeError(store::kTraceErrorExitCode);
-}
-
 void run_stats(const StatsCommandOptions& command) {
     analysis::StatsOptions options;
     std::stringstream names(command.reports);
@@ -43,27 +38,28 @@ void run_stats(const StatsCommandOptions& command) {
         if (!analysis::is_report_name(name)) {
             std::string known;
             for (const char* report : analysis::kReportNames) known += std::string(known.empty() ? "" : ", ") + report;
-            fail("unknown report '" + name + "' (reports: " + known + ")");
+            fail_command("stats", "unknown report '" + name + "' (reports: " + known + ")");
         }
         options.reports.push_back(name);
     }
     auto format = analysis::parse_output_format(command.format);
-    if (!format) fail("unknown format '" + command.format + "' (text, csv, json)");
+    if (!format) fail_command("stats", "unknown format '" + command.format + "' (text, csv, json)");
     options.format = *format;
     auto unit = analysis::parse_time_unit(command.time_unit);
-    if (!unit) fail("unknown time unit '" + command.time_unit + "' (ns, us, ms, s)");
+    if (!unit) fail_command("stats", "unknown time unit '" + command.time_unit + "' (ns, us, ms, s)");
     options.time_unit = *unit;
     auto sort = analysis::parse_summary_sort(command.sort);
-    if (!sort) fail("unknown sort key '" + command.sort + "' (total, instances, avg, med, min, max, name)");
+    if (!sort)
+        fail_command("stats", "unknown sort key '" + command.sort + "' (total, instances, avg, med, min, max, name)");
     options.sort = *sort;
     options.top = command.top;
     options.gap_count = command.gaps;
     options.all_steps = command.all_steps;
     options.include_idle = command.idle;
     auto like = analysis::parse_convention(command.like);
-    if (!like) fail("unknown --like '" + command.like + "' (ember, hta, tb, tracelens)");
+    if (!like) fail_command("stats", "unknown --like '" + command.like + "' (ember, hta, tb, tracelens)");
     options.like = *like;
-    if (!(command.kernel_wait_us >= 0)) fail("--kernel-wait-us must be >= 0");
+    if (!(command.kernel_wait_us >= 0)) fail_command("stats", "--kernel-wait-us must be >= 0");
     options.kernel_wait_threshold_ns = static_cast<trace::TimeNs>(command.kernel_wait_us * 1e3);
     try {
         store::TraceReader reader(ember_trace_for(command.file, "stats"));
@@ -71,7 +67,7 @@ void run_stats(const StatsCommandOptions& command) {
         analysis::write_stats(buffered, reader, options);
         std::cout << buffered.str() << std::flush;
     } catch (const store::TraceError& error) {
-        fail(error.what());
+        fail_command("stats", error.what());
     }
 }
 
