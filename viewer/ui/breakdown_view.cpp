@@ -73,6 +73,9 @@ int stacked_bar(const std::vector<Segment>& segments, double scale, double share
     return hovered;
 }
 
+// The height of a row of the ranks and steps tables.
+float breakdown_row_height() { return ImGui::GetFrameHeight() + 2.0f; }
+
 void section_title(const char* text) {
     ImGui::Spacing();
     ImGui::TextUnformatted(text);
@@ -139,16 +142,24 @@ void ViewerApp::draw_breakdown(float width, float height) {
     }
     breakdown_rank_ = std::clamp(breakdown_rank_, 0, static_cast<int>(gpu->ranks.size()) - 1);
 
-    // --- Ranks: the temporal breakdown side by side ------------------------------------
+    draw_breakdown_ranks(*gpu, width);
+    const RankBreakdown& rank = gpu->ranks[static_cast<std::size_t>(breakdown_rank_)];
+    draw_breakdown_rank(*gpu, rank, width);
+    draw_breakdown_steps(*gpu, rank, width);
+    ImGui::EndChild();
+}
+
+// --- Ranks: the temporal breakdown side by side ------------------------------------
+void ViewerApp::draw_breakdown_ranks(const GpuAnalysis& gpu, float width) {
     section_title("Ranks: GPU span split into compute, other GPU work and idle (click a rank for its details)");
     trace::TimeNs longest_span = 1;
-    for (const RankBreakdown& rank : gpu->ranks) longest_span = std::max(longest_span, rank.temporal.span_ns);
+    for (const RankBreakdown& rank : gpu.ranks) longest_span = std::max(longest_span, rank.temporal.span_ns);
     const ImGuiTableFlags table_flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                         ImGuiTableFlags_SizingFixedFit;
-    const float row_height = ImGui::GetFrameHeight() + 2.0f;
+    const float row_height = breakdown_row_height();
     const float cell_padding = 2.0f * ImGui::GetStyle().CellPadding.y;
     const float ranks_height = ImGui::GetTextLineHeight() + cell_padding +
-                               std::min(6.5f, static_cast<float>(gpu->ranks.size())) * (row_height + cell_padding) + 2.0f;
+                               std::min(6.5f, static_cast<float>(gpu.ranks.size())) * (row_height + cell_padding) + 2.0f;
     if (ImGui::BeginTable("ranks", 8, table_flags, ImVec2(width - 8, ranks_height))) {
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableSetupColumn("rank");
@@ -160,8 +171,8 @@ void ViewerApp::draw_breakdown(float width, float height) {
         ImGui::TableSetupColumn("comm. hidden under compute");
         ImGui::TableSetupColumn("steps");
         ImGui::TableHeadersRow();
-        for (int index = 0; index < static_cast<int>(gpu->ranks.size()); ++index) {
-            const RankBreakdown& rank = gpu->ranks[static_cast<std::size_t>(index)];
+        for (int index = 0; index < static_cast<int>(gpu.ranks.size()); ++index) {
+            const RankBreakdown& rank = gpu.ranks[static_cast<std::size_t>(index)];
             const analysis::TemporalRow& t = rank.temporal;
             ImGui::TableNextRow(0, row_height);
             ImGui::TableNextColumn();
@@ -210,9 +221,11 @@ void ViewerApp::draw_breakdown(float width, float height) {
         }
         ImGui::EndTable();
     }
-    const RankBreakdown& rank = gpu->ranks[static_cast<std::size_t>(breakdown_rank_)];
+}
 
-    // --- The chosen rank: its GPU work, kernel types, idle per stream, queues ----------
+// --- The chosen rank: its GPU work, kernel types, idle per stream, queues ----------
+void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown& rank, float width) {
+    const float row_height = breakdown_row_height();
     ImGui::Spacing();
     ImGui::Text("%s:", rank.title.c_str());
     ImGui::SameLine();
@@ -322,7 +335,7 @@ void ViewerApp::draw_breakdown(float width, float height) {
         ImGui::SameLine(0, 12);
         ImGui::AlignTextToFramePadding();
         ImGui::TextDisabled("(kernel_wait: < %s)",
-                            duration_text(gpu->options.kernel_wait_threshold_ns).c_str());
+                            duration_text(gpu.options.kernel_wait_threshold_ns).c_str());
         trace::TimeNs most_idle = 1;
         for (const StreamIdleRow& stream : rank.streams) most_idle = std::max(most_idle, stream.total_ns());
         if (ImGui::BeginTable("idle_rows", 5, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
@@ -406,15 +419,17 @@ void ViewerApp::draw_breakdown(float width, float height) {
         }
         ImGui::EndChild();
     }
+}
 
-    // --- Steps ---------------------------------------------------------------------------
+// --- Steps ---------------------------------------------------------------------------
+void ViewerApp::draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown& rank, float width) {
+    const float row_height = breakdown_row_height();
     ImGui::Spacing();
     ImGui::Text("Steps of %s", rank.title.c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("(each instant to the first category active then; click a step to zoom the timeline to it)");
     if (rank.steps.empty()) {
         ImGui::TextDisabled("No step ranges (NVTX \"step\", PyTorch \"ProfilerStep#N\") on this rank.");
-        ImGui::EndChild();
         return;
     }
     for (int category = 0; category < kStepCategoryCount; ++category) {
@@ -433,12 +448,12 @@ void ViewerApp::draw_breakdown(float width, float height) {
 
     // Rows in window order unless a column header sorts them; a new analysis or another
     // rank starts from window order again, sorted by the header's current choice.
-    const bool new_rows = step_order_for_ != gpu || step_order_rank_ != breakdown_rank_ ||
+    const bool new_rows = step_order_for_ != &gpu || step_order_rank_ != breakdown_rank_ ||
                           step_order_.size() != rank.steps.size();
     if (new_rows) {
         step_order_.resize(rank.steps.size());
         std::iota(step_order_.begin(), step_order_.end(), std::size_t{0});
-        step_order_for_ = gpu;
+        step_order_for_ = &gpu;
         step_order_rank_ = breakdown_rank_;
     }
     std::vector<std::size_t>& order = step_order_;
@@ -537,7 +552,6 @@ void ViewerApp::draw_breakdown(float width, float height) {
         }
         ImGui::EndTable();
     }
-    ImGui::EndChild();
 }
 
 }  // namespace ember::viewer

@@ -122,8 +122,9 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
     blended_layer(draw);
 }
 
-void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, float x0, float top, float width,
-                               float mouse_x, float mouse_y) {
+void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area) {
+    const float x0 = area.x0, top = area.y0, width = area.width;
+    const float mouse_x = area.mouse_x, mouse_y = area.mouse_y;
     LodParams params;
     params.view_begin_ns = view_.visible().begin_ns;
     params.view_end_ns = view_.visible().end_ns;
@@ -182,8 +183,9 @@ void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, f
     }
 }
 
-void ViewerApp::draw_queue(ImDrawList* draw, const StreamOverlay& overlay, float x0, float top, float width,
-                           float height, float mouse_x, float mouse_y) {
+void ViewerApp::draw_queue(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area, float height) {
+    const float x0 = area.x0, top = area.y0, width = area.width;
+    const float mouse_x = area.mouse_x, mouse_y = area.mouse_y;
     const int columns = std::max(1, static_cast<int>(width));
     fold_counter(overlay.queue, view_.visible().begin_ns, view_.ns_per_pixel(), columns, counter_columns_);
     const double high = std::max(1.0, overlay.queue_max);
@@ -236,7 +238,9 @@ void ViewerApp::draw_queue(ImDrawList* draw, const StreamOverlay& overlay, float
 }
 
 void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
-                               float x0, float y0, float width, float mouse_x, float mouse_y) {
+                               const TrackArea& area) {
+    const float x0 = area.x0, y0 = area.y0, width = area.width;
+    const float mouse_x = area.mouse_x, mouse_y = area.mouse_y;
     const float row_height = metrics_.row_height;
     LodParams params;
     params.view_begin_ns = view_.visible().begin_ns;
@@ -348,7 +352,6 @@ void ViewerApp::draw_flow(ImDrawList* draw, float x0, float y_origin) {
 }
 
 void ViewerApp::draw_timeline(float width, float height) {
-    ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float x0 = origin.x + kLabelWidth;
     const float timeline_width = std::max(10.0f, width - kLabelWidth);
@@ -362,17 +365,38 @@ void ViewerApp::draw_timeline(float width, float height) {
     ImGui::InvisibleButton("timeline_area", ImVec2(width, height),
                            ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
     const bool hovered = ImGui::IsItemHovered();
-    ImGuiIO& io = ImGui::GetIO();
+    const ImGuiIO& io = ImGui::GetIO();
     const float mouse_x = io.MousePos.x, mouse_y = io.MousePos.y;
     const float lanes_top = origin.y + kRulerHeight;
     lanes_top_ = lanes_top;
 
     placements_ = layout_lanes(*model_, lane_order_, metrics_, stream_tracks_);
-    const GpuAnalysis* gpu_analysis = model_->gpu_analysis();
-    const float content_height = layout_height(placements_);
-    const float lanes_height = height - kRulerHeight;
 
-    // --- Input ---------------------------------------------------------------------
+    const TimelineFrame frame{.left = origin.x,
+                              .top = origin.y,
+                              .width = width,
+                              .height = height,
+                              .x0 = x0,
+                              .timeline_width = timeline_width,
+                              .lanes_top = lanes_top,
+                              .mouse_x = mouse_x,
+                              .mouse_y = mouse_y,
+                              .hovered = hovered};
+    handle_timeline_input(frame);
+    const int clicked_title = draw_timeline_lanes(frame);
+    handle_timeline_clicks(frame, clicked_title);
+}
+
+// --- Input ---------------------------------------------------------------------
+// Wheel zoom (shift: scroll), left-drag pan, right-drag range selection, a lane drag.
+void ViewerApp::handle_timeline_input(const TimelineFrame& frame) {
+    const float x0 = frame.x0, timeline_width = frame.timeline_width;
+    const float mouse_x = frame.mouse_x, mouse_y = frame.mouse_y;
+    const bool hovered = frame.hovered;
+    const float lanes_top = frame.lanes_top;
+    const float content_height = layout_height(placements_);
+    const float lanes_height = frame.height - kRulerHeight;
+    ImGuiIO& io = ImGui::GetIO();
     static double last_wheel_time = -10.0;
     if (hovered && io.MouseWheel != 0.0f) {
         if (io.KeyShift) {
@@ -402,8 +426,20 @@ void ViewerApp::draw_timeline(float width, float height) {
     }
     scroll_y_ = std::clamp(scroll_y_, 0.0f, std::max(0.0f, content_height - lanes_height + 20.0f));
     if (lane_drag_.from >= 0) lane_drag_update(lane_drag_, mouse_y - (lanes_top - scroll_y_));
+}
 
-    // --- Draw ----------------------------------------------------------------------
+// --- Draw ----------------------------------------------------------------------
+// The ruler and the visible lanes; returns the index (in lane_order_) of the lane
+// title under the pointer, or -1.
+int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 origin(frame.left, frame.top);
+    const float width = frame.width, height = frame.height;
+    const float x0 = frame.x0, timeline_width = frame.timeline_width;
+    const float mouse_x = frame.mouse_x, mouse_y = frame.mouse_y;
+    const bool hovered = frame.hovered;
+    const float lanes_top = frame.lanes_top;
+    const GpuAnalysis* gpu_analysis = model_->gpu_analysis();
     draw->PushClipRect(origin, ImVec2(origin.x + width, origin.y + height), true);
     // Everything the timeline draws is axis-aligned (boxes, separators, ticks, outlines,
     // counter spans): without anti-aliasing a line is one quad instead of a quad plus a
@@ -495,13 +531,13 @@ void ViewerApp::draw_timeline(float width, float height) {
                     draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, top + static_cast<float>(row) * metrics_.row_height + 2),
                                   colors::rgb(140, 140, 150), row_title(lane_row), nullptr, 0.0f, &label_clip);
                 }
-            draw_lane_rows(draw, lane, placement.lane, placement, x0, top, timeline_width, mouse_x, mouse_y);
+            draw_lane_rows(draw, lane, placement.lane, placement, {x0, top, timeline_width, mouse_x, mouse_y});
             const StreamOverlay* overlay = gpu_analysis ? gpu_analysis->overlay(placement.lane) : nullptr;
             if (overlay && placement.idle_offset >= 0.0f) {
                 const float idle_top = top + placement.idle_offset;
                 draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, idle_top + 2), colors::rgb(140, 140, 150),
                               "idle gaps", nullptr, 0.0f, &label_clip);
-                draw_idle_gaps(draw, *overlay, x0, idle_top, timeline_width, mouse_x, mouse_y);
+                draw_idle_gaps(draw, *overlay, {x0, idle_top, timeline_width, mouse_x, mouse_y});
                 lane_rects_.push_back({placement.lane, x0, idle_top, x0 + timeline_width,
                                        idle_top + metrics_.row_height, "idle"});
             }
@@ -511,7 +547,7 @@ void ViewerApp::draw_timeline(float width, float height) {
                 std::snprintf(queue_label, sizeof queue_label, "queue  0 .. %.0f", overlay->queue_max);
                 draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, queue_top + 2), colors::rgb(140, 140, 150),
                               queue_label, nullptr, 0.0f, &label_clip);
-                draw_queue(draw, *overlay, x0, queue_top, timeline_width, placement.queue_height, mouse_x, mouse_y);
+                draw_queue(draw, *overlay, {x0, queue_top, timeline_width, mouse_x, mouse_y}, placement.queue_height);
                 lane_rects_.push_back({placement.lane, x0, queue_top, x0 + timeline_width,
                                        queue_top + placement.queue_height, "queue"});
             }
@@ -547,8 +583,15 @@ void ViewerApp::draw_timeline(float width, float height) {
     draw->PopClipRect();
     draw->PopClipRect();
     draw->Flags = antialiased_flags;
+    return clicked_title;
+}
 
-    // --- Clicks, tooltip, title menu -------------------------------------------------
+// --- Clicks, tooltip, title menu -------------------------------------------------
+void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_title) {
+    const float x0 = frame.x0;
+    const float mouse_x = frame.mouse_x, mouse_y = frame.mouse_y;
+    const bool hovered = frame.hovered;
+    const float y_origin = frame.lanes_top - scroll_y_;
     // A press on a lane title may become a drag that reorders lanes (lane_layout.h);
     // released within a few pixels it is a click that collapses/expands the lane.
     if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && mouse_x < x0 && clicked_title >= 0)

@@ -41,6 +41,13 @@ struct LaneRect {
     const char* track = "lane";
 };
 
+// Where a timeline track is drawn on this frame (screen pixels: the time axis's left
+// edge, the track's top, the axis's width) and where the pointer is.
+struct TrackArea {
+    float x0 = 0, y0 = 0, width = 0;
+    float mouse_x = 0, mouse_y = 0;
+};
+
 // Counters of the last frame, for --bench.
 struct FrameCounters {
     int primitives = 0;  // rectangles, lines and polylines the timeline/flamegraph added
@@ -106,6 +113,10 @@ private:
     void draw_flamegraph(float width, float height);
     void draw_stats(float width, float height);
     void draw_breakdown(float width, float height);
+    // The Breakdown tab's sections (breakdown_view.cpp).
+    void draw_breakdown_ranks(const GpuAnalysis& gpu, float width);
+    void draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown& rank, float width);
+    void draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown& rank, float width);
     void draw_diff(float width, float height);
     void draw_diff_summary(float width, float height);
     void draw_diff_names(float width, float height);
@@ -118,15 +129,24 @@ private:
     void show_on_timeline(TimeRange range);
     void show_step(const StepSplit& step);
     void handle_keys();
-    // Timeline helpers (timeline_view.cpp).
+    // Timeline helpers (timeline_view.cpp). draw_timeline's sections share the area
+    // and the pointer of the frame.
+    struct TimelineFrame {
+        float left = 0, top = 0, width = 0, height = 0;  // the whole area, lane titles included
+        float x0 = 0, timeline_width = 0;                // the time axis
+        float lanes_top = 0;                             // below the ruler
+        float mouse_x = 0, mouse_y = 0;
+        bool hovered = false;
+    };
+    void handle_timeline_input(const TimelineFrame& frame);
+    int draw_timeline_lanes(const TimelineFrame& frame);
+    void handle_timeline_clicks(const TimelineFrame& frame, int clicked_title);
     void draw_ruler(ImDrawList* draw, float x0, float y0, float width);
     void draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_index, const LanePlacement& placement,
-                        float x0, float y0, float width, float mouse_x, float mouse_y);
+                        const TrackArea& area);
     void draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height);
-    void draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, float x0, float y0, float width,
-                        float mouse_x, float mouse_y);
-    void draw_queue(ImDrawList* draw, const StreamOverlay& overlay, float x0, float y0, float width, float height,
-                    float mouse_x, float mouse_y);
+    void draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area);
+    void draw_queue(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area, float height);
     void draw_flow(ImDrawList* draw, float x0, float y_origin);
     bool event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const;
 
