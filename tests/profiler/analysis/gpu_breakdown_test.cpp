@@ -50,16 +50,7 @@ void write_breakdown_trace(const std::string& path) {
     b.device({0, "Test GPU", "GPU-test", 9, 0, 132, 80ll << 30, 3.35e12});
     const trace::StreamId s7 = b.stream(7), s13 = b.stream(13), s21 = b.stream(21);
     auto launch = [&](const char* api, double start, double end) { return b.call(thread, api, us(start), us(end)); };
-    auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
-        b.kernel(stream, name, us(start), us(end), c);
-    };
-    kernel(s7, "gemm", 0, 100, launch("cudaLaunchKernel", -30, -20));
-    kernel(s7, "gemm", 110, 200, launch("cudaLaunchKernel", -10, -5));
-    kernel(s7, "relu", 300, 400, launch("cudaLaunchKernel", 250, 260));
-    b.memset(s7, us(450), us(460), launch("cudaMemsetAsync", 270, 280));
-    kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
-           launch("cudaLaunchKernel", 100, 110));
-    kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
+    ember::testing::add_breakdown_work(b, thread, s7, s13, kBase);
     b.memcpy(s21, us(380), us(420), launch("cudaMemcpyAsync", 360, 370));
     b.range(thread, "torch", "ProfilerStep#1", us(-50), us(300));
     b.range(thread, "torch", "ProfilerStep#2", us(300), us(800));

@@ -117,4 +117,27 @@ private:
     trace::CorrelationId next_correlation_ = 1;
 };
 
+// The device-0 work that the GPU breakdown tests (gpu_breakdown_test.cpp and the viewer's
+// gpu_analysis_test.cpp) work their answers out on, launched from `thread`; times in µs
+// after `origin`:
+//   stream s7:  gemm [0,100) launch [-30,-20); gemm [110,200) launch [-10,-5);
+//               relu [300,400) launch [250,260); memset [450,460) launch [270,280)
+//   stream s13: NCCL all-reduce [150,350) launch [100,110); NCCL all-reduce [600,700),
+//               no launching call
+inline void add_breakdown_work(TraceBuilder& b, trace::ThreadId thread, trace::StreamId s7, trace::StreamId s13,
+                               trace::TimeNs origin) {
+    auto us = [&](double micros) { return origin + static_cast<trace::TimeNs>(micros * 1000); };
+    auto launch = [&](const char* api, double start, double end) { return b.call(thread, api, us(start), us(end)); };
+    auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
+        b.kernel(stream, name, us(start), us(end), c);
+    };
+    kernel(s7, "gemm", 0, 100, launch("cudaLaunchKernel", -30, -20));
+    kernel(s7, "gemm", 110, 200, launch("cudaLaunchKernel", -10, -5));
+    kernel(s7, "relu", 300, 400, launch("cudaLaunchKernel", 250, 260));
+    b.memset(s7, us(450), us(460), launch("cudaMemsetAsync", 270, 280));
+    kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
+           launch("cudaLaunchKernel", 100, 110));
+    kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
+}
+
 }  // namespace ember::testing

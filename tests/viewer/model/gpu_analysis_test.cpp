@@ -55,13 +55,7 @@ void write_gpu_trace(const std::string& path, TimeNs clock_offset = 0) {
     auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
         b.kernel(stream, name, us(start), us(end), c);
     };
-    kernel(s7, "gemm", 0, 100, launch("cudaLaunchKernel", -30, -20));
-    kernel(s7, "gemm", 110, 200, launch("cudaLaunchKernel", -10, -5));
-    kernel(s7, "relu", 300, 400, launch("cudaLaunchKernel", 250, 260));
-    b.memset(s7, us(450), us(460), launch("cudaMemsetAsync", 270, 280));
-    kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
-           launch("cudaLaunchKernel", 100, 110));
-    kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
+    ember::testing::add_breakdown_work(b, thread, s7, s13, kBase);
     kernel(s7b, "gemm", 50, 80, launch("cudaLaunchKernel", 20, 30));
     kernel(s7b, "relu", 85, 95, launch("cudaLaunchKernel", 21, 31));
     kernel(s7b, "gemm", 500, 600, launch("cudaLaunchKernel", 400, 410));
