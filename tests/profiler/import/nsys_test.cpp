@@ -22,6 +22,14 @@ using namespace ember;
 using import_test::TempDir;
 using import_test::all_events;
 
+// The nsys fixture with its CPU side (samples, OS runtime calls, scheduling) as
+// dir/r.sqlite.
+void write_cpu_side_fixture(const TempDir& dir) {
+    import_test::NsysFixtureOptions options;
+    options.with_cpu_side = true;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+}
+
 class NsysSchemas : public ::testing::TestWithParam<int> {};
 
 TEST_P(NsysSchemas, EveryTableMapsToItsEmberEvents) {
@@ -240,9 +248,7 @@ INSTANTIATE_TEST_SUITE_P(Versions, NsysSchemaVersions,
 
 TEST(Nsys, CpuSamplesKeepTheirCallChainsOutermostFirst) {
     TempDir dir;
-    import_test::NsysFixtureOptions options;
-    options.with_cpu_side = true;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    write_cpu_side_fixture(dir);
     importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.stack_samples, 3);
     EXPECT_EQ(imported.counts.skipped.at("CPU sample without a call chain (no SAMPLING_CALLCHAINS rows)"), 1);
@@ -286,9 +292,7 @@ TEST(Nsys, CpuSamplesKeepTheirCallChainsOutermostFirst) {
 // device's allocated bytes, allocations minus frees.
 TEST(Nsys, SchedulingAndCudaMemoryUsageAreCounters) {
     TempDir dir;
-    import_test::NsysFixtureOptions options;
-    options.with_cpu_side = true;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    write_cpu_side_fixture(dir);
     importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.counter_samples, 8);
     store::TraceReader reader(dir.path("r.db"));
@@ -313,9 +317,7 @@ TEST(Nsys, SchedulingAndCudaMemoryUsageAreCounters) {
 
 TEST(Nsys, OsRuntimeCallsAreHostRangesOfTheirOwnDomain) {
     TempDir dir;
-    import_test::NsysFixtureOptions options;
-    options.with_cpu_side = true;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    write_cpu_side_fixture(dir);
     importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.ranges, 5);  // 3 NVTX + 2 OS runtime
     store::TraceReader reader(dir.path("r.db"));
@@ -363,9 +365,7 @@ TEST(Nsys, AFileWithoutCudaTablesImportsWhatItHas) {
 
 TEST(Nsys, ACpuSideTableWithoutAColumnItNeedsIsCountedNotFatal) {
     TempDir dir;
-    import_test::NsysFixtureOptions options;
-    options.with_cpu_side = true;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    write_cpu_side_fixture(dir);
     import_test::exec_sql(dir.path("r.sqlite"), "ALTER TABLE SAMPLING_CALLCHAINS RENAME COLUMN symbol TO symbolId;");
     importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.kernels, 1);
@@ -376,9 +376,7 @@ TEST(Nsys, ACpuSideTableWithoutAColumnItNeedsIsCountedNotFatal) {
 
 TEST(Nsys, ASampleSymbolThatPointsNowhereNamesTableAndRow) {
     TempDir dir;
-    import_test::NsysFixtureOptions options;
-    options.with_cpu_side = true;
-    import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
+    write_cpu_side_fixture(dir);
     import_test::exec_sql(dir.path("r.sqlite"), "UPDATE SAMPLING_CALLCHAINS SET symbol = 999 WHERE id = 2 AND stackDepth = 0;");
     try {
         importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
