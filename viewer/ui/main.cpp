@@ -204,76 +204,277 @@ double percentile(std::vector<double> values, double fraction) {
     return values[index];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    const Clock::time_point process_start = Clock::now();
-    CLI::App cli{"ember-view: timelines, flamegraphs and tables of ember trace files.", "ember-view"};
+// --- Options -------------------------------------------------------------------
+// What the command line asks for (add_view_options says what each one means).
+struct ViewOptions {
     std::vector<std::string> files;
-    std::string screenshot, view_name = "timeline", range_text, size_text = "1600x1000", layout_path, flame_name = "nvtx";
-    bool bench = false, difference = false, watch = false;
-    long long attach_pid = 0;
-    cli.add_option("files", files, "trace files (several ranks share one time base)");
-    cli.add_option("--screenshot", screenshot, "render one frame to this PNG and exit");
-    cli.add_option("--view", view_name, "view for --screenshot: timeline, flamegraph, stats, breakdown or diff")
-        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown", "diff"}));
-    cli.add_option("--range", range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
+    std::string size_text = "1600x1000", range_text;
+    std::string flame_name = "nvtx";
+    bool difference = false;
+    // --screenshot and what it shows.
+    std::string screenshot, view_name = "timeline", layout_path, select_text;
     std::optional<long long> step_number;
-    cli.add_option("--step", step_number,
-                   "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
-    cli.add_option("--size", size_text, "window/screenshot size WxH");
-    cli.add_option("--flame-source", flame_name,
-                   "flamegraph source: nvtx, gpu (kernels by NVTX stack), gpu-range (GPU time by range), "
-                   "kernels (GPU time by kernel) or cpu")
-        ->check(CLI::IsMember({"nvtx", "gpu", "gpu-range", "kernels", "cpu"}));
+    // --diff.
     bool diff = false;
     int align_step = 1;
     std::string diff_row;
-    cli.add_flag("--diff", diff, "compare the 2nd file (B) with the 1st (A): aligned timelines and the diff tables");
-    cli.add_option("--align-step", align_step,
+    // The other modes.
+    bool bench = false, watch = false;
+    long long attach_pid = 0;
+};
+
+void add_view_options(CLI::App& cli, ViewOptions& options) {
+    cli.add_option("files", options.files, "trace files (several ranks share one time base)");
+    cli.add_option("--screenshot", options.screenshot, "render one frame to this PNG and exit");
+    cli.add_option("--view", options.view_name, "view for --screenshot: timeline, flamegraph, stats, breakdown or diff")
+        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown", "diff"}));
+    cli.add_option("--range", options.range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
+    cli.add_option("--step", options.step_number,
+                   "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
+    cli.add_option("--size", options.size_text, "window/screenshot size WxH");
+    cli.add_option("--flame-source", options.flame_name,
+                   "flamegraph source: nvtx, gpu (kernels by NVTX stack), gpu-range (GPU time by range), "
+                   "kernels (GPU time by kernel) or cpu")
+        ->check(CLI::IsMember({"nvtx", "gpu", "gpu-range", "kernels", "cpu"}));
+    cli.add_flag("--diff", options.diff,
+                 "compare the 2nd file (B) with the 1st (A): aligned timelines and the diff tables");
+    cli.add_option("--align-step", options.align_step,
                    "with --diff: B shifted so its N-th step starts where A's N-th does (from 1; 0: the recorded clocks)");
-    cli.add_option("--diff-row", diff_row, "with --diff: the row of the diff tables clicked (its events outlined)");
-    cli.add_flag("--difference", difference, "flamegraph of the 2nd file against the 1st (red slower, blue faster)");
-    std::string select_text;
-    cli.add_option("--select", select_text,
+    cli.add_option("--diff-row", options.diff_row,
+                   "with --diff: the row of the diff tables clicked (its events outlined)");
+    cli.add_flag("--difference", options.difference,
+                 "flamegraph of the 2nd file against the 1st (red slower, blue faster)");
+    cli.add_option("--select", options.select_text,
                    "with --screenshot: select the first event whose name contains this text (details panel, flow "
                    "arrow to its launch or its GPU work)");
-    cli.add_option("--layout", layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
-    cli.add_flag("--bench", bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
-    cli.add_option("--attach", attach_pid, "watch the trace a running process is recording");
-    cli.add_flag("--watch", watch, "reload the files as they grow (a recording in progress)");
-    CLI11_PARSE(cli, argc, argv);
+    cli.add_option("--layout", options.layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
+    cli.add_flag("--bench", options.bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
+    cli.add_option("--attach", options.attach_pid, "watch the trace a running process is recording");
+    cli.add_flag("--watch", options.watch, "reload the files as they grow (a recording in progress)");
+}
 
-    if (attach_pid > 0) {
+// --- Run -----------------------------------------------------------------------
+// --screenshot: one frame of the chosen view, as the options set it up, to a PNG.
+int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
+                   const std::optional<std::pair<double, double>>& range) {
+    // align_diff counts steps from 0, and -1 is the recorded clocks.
+    const int align_index = options.align_step - 1;
+    int exit_code = 0;
+    app.model()->load_all();
+    app.select_tab(options.view_name == "flamegraph"  ? ember::viewer::ViewTab::flamegraph
+                   : options.view_name == "stats"     ? ember::viewer::ViewTab::stats
+                   : options.view_name == "breakdown" ? ember::viewer::ViewTab::breakdown
+                   : options.view_name == "diff" || (options.diff && options.view_name == "timeline")
+                       ? ember::viewer::ViewTab::diff
+                       : ember::viewer::ViewTab::timeline);
+    render_frame(window, app, false);  // lays out and sets the view's width
+    if (options.diff) {
+        std::string diff_error;
+        if (!app.wait_for_diff(&diff_error)) {
+            std::fprintf(stderr, "ember view: --diff: %s\n", diff_error.c_str());
+            return kExitBadFile;
+        }
+        if (!app.align_diff(align_index)) {
+            std::fprintf(stderr, "ember view: --align-step %d: a run has no such step\n", options.align_step);
+            return kExitBadFile;
+        }
+        if (!options.diff_row.empty() && !app.select_diff_row(options.diff_row)) {
+            std::fprintf(stderr, "ember view: --diff-row %s: no row of the diff tables has that name\n",
+                         options.diff_row.c_str());
+            return kExitBadFile;
+        }
+        render_frame(window, app, false);  // the timeline's width after the tables' layout
+    }
+    if (range) {
+        const auto begin = app.model()->begin_ns();
+        app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
+    }
+    if (options.step_number && !app.show_step_number(*options.step_number)) {
+        std::fprintf(stderr, "ember view: --step %lld: the first rank has no such step (see --view breakdown)\n",
+                     *options.step_number);
+        return kExitBadFile;
+    }
+    if (!options.select_text.empty()) {
+        render_frame(window, app, false);  // lay the lanes out first
+        if (!app.search_and_select(options.select_text)) {
+            std::fprintf(stderr, "ember view: --select %s: no event of the visible range on has that name\n",
+                         options.select_text.c_str());
+            return kExitBadFile;
+        }
+    }
+    render_frame(window, app, false);
+    render_frame(window, app, true);
+    std::string error;
+    if (!save_screenshot(window, options.screenshot, &error)) {
+        std::fprintf(stderr, "ember view: %s\n", error.c_str());
+        exit_code = 1;
+    }
+    if (!options.layout_path.empty()) {
+        std::ofstream layout(options.layout_path);
+        for (const ember::viewer::LaneRect& rect : app.lane_rects()) {
+            const ember::viewer::Lane& lane = app.model()->lane(rect.lane);
+            layout << rect.track << ' ' << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
+                   << ' ' << rect.x1 << ' ' << rect.y1 << ' ' << lane.title << '\n';
+        }
+        if (!layout) {
+            std::fprintf(stderr, "ember view: cannot write %s\n", options.layout_path.c_str());
+            exit_code = 1;
+        }
+    }
+    return exit_code;
+}
+
+// --bench: load time, memory and the frame times of a scripted zoom/pan on stdout.
+int run_bench(Window& window, ViewerApp& app, const std::string& file, Clock::time_point process_start) {
+    int exit_code = 0;
+    TraceModel& bench_model = *app.model();
+    bench_model.start_loading();
+    render_frame(window, app, true);
+    const double first_frame_s = seconds_since(process_start);
+    std::vector<double> loading_frames;
+    double lanes_ready_s = 0.0;  // every lane drawable; the GPU breakdowns follow
+    while (!bench_model.loaded()) {
+        const auto start = Clock::now();
+        render_frame(window, app, true);
+        loading_frames.push_back(seconds_since(start) * 1e3);
+        const auto loading = bench_model.progress();
+        if (lanes_ready_s == 0.0 && loading.lanes_ready == loading.lane_count)
+            lanes_ready_s = seconds_since(process_start);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const double load_s = seconds_since(process_start);
+    std::int64_t resident = 0, peak = 0;
+    memory_usage(&resident, &peak);
+    // Scripted: whole trace, zoom into the middle down to ~1 us, pan, zoom back out.
+    std::vector<double> frames, frames_cpu, frames_widgets;
+    int max_primitives = 0;
+    auto timed = [&]() {
+        const auto start = Clock::now();
+        const double cpu_start = process_cpu_seconds();
+        render_frame(window, app, true);
+        frames.push_back(seconds_since(start) * 1e3);
+        frames_cpu.push_back((process_cpu_seconds() - cpu_start) * 1e3);
+        frames_widgets.push_back(g_widgets_ms);
+        max_primitives = std::max(max_primitives, app.frame_counters().primitives);
+    };
+    app.view().show_all();
+    for (int i = 0; i < 10; ++i) timed();
+    const double middle = app.view().width_pixels() / 2;
+    int zoom_steps = 0;
+    while (app.view().visible().duration_ns() > 1000 && zoom_steps < 400) {
+        app.view().zoom(0.85, middle);
+        timed();
+        ++zoom_steps;
+    }
+    for (int i = 0; i < 60; ++i) {
+        app.view().pan_pixels(i < 30 ? 40.0 : -40.0);
+        timed();
+    }
+    for (int i = 0; i < zoom_steps; ++i) {
+        app.view().zoom(1.0 / 0.85, middle);
+        if (i % 20 == 10) app.view().pan_pixels(200.0);
+        timed();
+    }
+    const auto progress = bench_model.progress();
+    std::printf("ember view --bench %s\n", file.c_str());
+    std::printf("  events               %lld (%d lanes)\n", static_cast<long long>(progress.events_loaded),
+                progress.lane_count);
+    std::printf("  first frame          %.2f s after start\n", first_frame_s);
+    if (lanes_ready_s > 0.0) std::printf("  lanes loaded         %.2f s after start\n", lanes_ready_s);
+    std::printf("  load complete        %.2f s after start (GPU breakdowns included)\n", load_s);
+    std::printf("  frames while loading p50 %.2f ms, max %.2f ms (%zu frames)\n", percentile(loading_frames, 0.5),
+                percentile(loading_frames, 1.0), loading_frames.size());
+    std::printf("  memory               rss %.1f MiB, peak %.1f MiB, model %.1f MiB\n", resident / 1048576.0,
+                peak / 1048576.0, static_cast<double>(bench_model.memory_bytes()) / 1048576.0);
+    if (progress.events_loaded > 0)
+        std::printf("  bytes per event      model %.1f, rss %.1f\n",
+                    static_cast<double>(bench_model.memory_bytes()) / static_cast<double>(progress.events_loaded),
+                    static_cast<double>(resident) / static_cast<double>(progress.events_loaded));
+    std::printf("  zoom/pan frames      %zu: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", frames.size(),
+                percentile(frames, 0.5), percentile(frames, 0.9), percentile(frames, 0.99), percentile(frames, 1.0));
+    std::printf("  zoom/pan frames cpu  p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (process CPU time)\n",
+                percentile(frames_cpu, 0.5), percentile(frames_cpu, 0.9), percentile(frames_cpu, 0.99),
+                percentile(frames_cpu, 1.0));
+    std::printf("  of which widgets     p50 %.2f ms, p99 %.2f ms, max %.2f ms (model + ImGui, without OpenGL)\n",
+                percentile(frames_widgets, 0.5), percentile(frames_widgets, 0.99), percentile(frames_widgets, 1.0));
+    double load_avg[1] = {0.0};
+    if (getloadavg(load_avg, 1) == 1) std::printf("  machine load average %.1f\n", load_avg[0]);
+    std::printf("  primitives per frame max %d\n", max_primitives);
+    if (!progress.error.empty()) {
+        std::printf("  load error           %s\n", progress.error.c_str());
+        exit_code = kExitBadFile;
+    }
+    return exit_code;
+}
+
+// The window, until it is closed; with --watch the files are read again as they grow.
+void run_window(Window& window, ViewerApp& app, bool watch) {
+    if (app.model()) app.model()->start_loading();
+    // Live: once a second, read the rows committed since (in the background: the
+    // model's lanes are not touched), then append them between two frames.
+    std::future<std::unique_ptr<ember::viewer::TraceDelta>> pending;
+    auto last_refresh = Clock::now();
+    while (!glfwWindowShouldClose(window.handle) && !app.wants_quit()) {
+        render_frame(window, app, false);
+        if (!app.model() || app.model()->loaded()) glfwWaitEventsTimeout(watch ? 0.25 : 0.5);
+        // Lanes complete, GPU breakdowns computing: redraw on input and a few times a
+        // second, leaving the CPU to the analysis instead of spinning frames.
+        else if (app.model()->progress().analyzing) glfwWaitEventsTimeout(0.2);
+        if (!watch || !app.model()) continue;
+        if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+            last_refresh = Clock::now();
+            try {
+                std::unique_ptr<ember::viewer::TraceDelta> delta = pending.get();
+                const ember::viewer::RefreshResult result = app.apply_live_events(*delta);
+                app.set_status("live: " + std::to_string(app.model()->total_events()) + " events (+" +
+                               std::to_string(result.events) + ")");
+            } catch (const std::exception& error) {
+                // A busy or half-written file: say so and try again next time.
+                app.set_status(std::string("live: refresh failed: ") + error.what());
+            }
+        } else if (!pending.valid() && seconds_since(last_refresh) > 1.0 && app.model()->loaded()) {
+            TraceModel* live_model = app.model();
+            pending = std::async(std::launch::async, [live_model] { return live_model->read_new_events(); });
+        }
+    }
+    if (pending.valid()) pending.wait();
+}
+
+// The files opened (a running process's with --attach), the window and the app made,
+// then one of the three modes.
+int run_view(ViewOptions options, Clock::time_point process_start) {
+    if (options.attach_pid > 0) {
         std::string error;
-        const std::string path = trace_file_of_process(attach_pid, &error);
+        const std::string path = trace_file_of_process(options.attach_pid, &error);
         if (path.empty()) {
             std::fprintf(stderr, "ember view: %s\n", error.c_str());
             return kExitBadFile;
         }
-        files.assign(1, path);
-        watch = true;
+        options.files.assign(1, path);
+        options.watch = true;
     }
-    if (files.empty()) {
+    if (options.files.empty()) {
         std::fprintf(stderr, "ember view: no trace file given (ember view FILE [FILE...] or --attach PID)\n");
         return kExitBadFile;
     }
     int width = 1600, height = 1000;
-    if (std::sscanf(size_text.c_str(), "%dx%d", &width, &height) != 2 || width < 100 || height < 100 ||
+    if (std::sscanf(options.size_text.c_str(), "%dx%d", &width, &height) != 2 || width < 100 || height < 100 ||
         width > 16384 || height > 16384) {
-        std::fprintf(stderr, "ember view: --size %s: expected WxH between 100x100 and 16384x16384\n", size_text.c_str());
+        std::fprintf(stderr, "ember view: --size %s: expected WxH between 100x100 and 16384x16384\n",
+                     options.size_text.c_str());
         return kExitBadFile;
     }
     std::optional<std::pair<double, double>> range;
-    if (!range_text.empty()) {
-        const auto colon = range_text.find(':');
+    if (!options.range_text.empty()) {
+        const auto colon = options.range_text.find(':');
         std::optional<double> begin, end;
         if (colon != std::string::npos) {
-            begin = parse_time(range_text.substr(0, colon));
-            end = parse_time(range_text.substr(colon + 1));
+            begin = parse_time(options.range_text.substr(0, colon));
+            end = parse_time(options.range_text.substr(colon + 1));
         }
         if (!begin || !end || *end <= *begin) {
-            std::fprintf(stderr, "ember view: --range %s: expected A:B with A < B, e.g. 1.5ms:3ms\n", range_text.c_str());
+            std::fprintf(stderr, "ember view: --range %s: expected A:B with A < B, e.g. 1.5ms:3ms\n",
+                         options.range_text.c_str());
             return kExitBadFile;
         }
         range = std::make_pair(*begin, *end);
@@ -285,20 +486,20 @@ int main(int argc, char** argv) {
         // Kineto JSON, nsys SQLite exports and Chrome traces are imported (once,
         // cached) and shown like our own recordings.
         ember::importing::OpenTraceOptions open_options;
-        const std::vector<std::string> inputs = files;
-        for (std::string& file : files) {
+        const std::vector<std::string> inputs = options.files;
+        for (std::string& file : options.files) {
             const std::string input = file;
             open_options.on_import = [&](const ember::importing::OpenedTrace& opened) {
                 std::fprintf(stderr, "ember view: %s\n", ember::importing::describe_opened(input, opened).c_str());
             };
             file = ember::importing::open_as_ember_trace(input, open_options);
         }
-        model = std::make_unique<TraceModel>(files);
+        model = std::make_unique<TraceModel>(options.files);
         for (std::size_t index = 0; index < inputs.size(); ++index) model->set_shown_as(static_cast<int>(index), inputs[index]);
     } catch (const std::exception& error) {
         open_error = error.what();
     }
-    const bool headless = !screenshot.empty() || bench;
+    const bool headless = !options.screenshot.empty() || options.bench;
     if (!open_error.empty() && headless) {
         std::fprintf(stderr, "ember view: %s\n", open_error.c_str());
         return kExitBadFile;
@@ -315,203 +516,44 @@ int main(int argc, char** argv) {
     }
     Window window;
     std::string window_error;
-    if (!open_window(window, width, height, !headless, !screenshot.empty(), &window_error)) {
+    if (!open_window(window, width, height, !headless, !options.screenshot.empty(), &window_error)) {
         std::fprintf(stderr, "ember view: %s\n", window_error.c_str());
         glfwTerminate();
         return kExitNoDisplay;
     }
 
     ViewerApp app(std::move(model), open_error);
-    if (flame_name == "gpu") app.set_flame_source(ember::viewer::FlameSource::gpu_kernels);
-    if (flame_name == "cpu") app.set_flame_source(ember::viewer::FlameSource::cpu_samples);
-    if (flame_name == "gpu-range") app.set_flame_source(ember::viewer::FlameSource::gpu_by_range);
-    if (flame_name == "kernels") app.set_flame_source(ember::viewer::FlameSource::gpu_kernel_names);
-    if (difference) app.set_flame_difference(true);
-    if (diff && (!app.model() || app.model()->files().size() < 2) && open_error.empty()) {
+    if (options.flame_name == "gpu") app.set_flame_source(ember::viewer::FlameSource::gpu_kernels);
+    if (options.flame_name == "cpu") app.set_flame_source(ember::viewer::FlameSource::cpu_samples);
+    if (options.flame_name == "gpu-range") app.set_flame_source(ember::viewer::FlameSource::gpu_by_range);
+    if (options.flame_name == "kernels") app.set_flame_source(ember::viewer::FlameSource::gpu_kernel_names);
+    if (options.difference) app.set_flame_difference(true);
+    if (options.diff && (!app.model() || app.model()->files().size() < 2) && open_error.empty()) {
         std::fprintf(stderr, "ember view: --diff needs two trace files: ember view A.db B.db --diff\n");
         close_window(window);
         return kExitBadFile;
     }
     // align_diff counts steps from 0, and -1 is the recorded clocks.
-    const int align_index = align_step - 1;
-    if (diff) app.start_diff(align_index);
-    int exit_code = 0;
+    if (options.diff) app.start_diff(options.align_step - 1);
 
-    if (!screenshot.empty()) {
-        app.model()->load_all();
-        app.select_tab(view_name == "flamegraph"  ? ember::viewer::ViewTab::flamegraph
-                       : view_name == "stats"     ? ember::viewer::ViewTab::stats
-                       : view_name == "breakdown" ? ember::viewer::ViewTab::breakdown
-                       : view_name == "diff" || (diff && view_name == "timeline") ? ember::viewer::ViewTab::diff
-                                                  : ember::viewer::ViewTab::timeline);
-        render_frame(window, app, false);  // lays out and sets the view's width
-        if (diff) {
-            std::string diff_error;
-            if (!app.wait_for_diff(&diff_error)) {
-                std::fprintf(stderr, "ember view: --diff: %s\n", diff_error.c_str());
-                close_window(window);
-                return kExitBadFile;
-            }
-            if (!app.align_diff(align_index)) {
-                std::fprintf(stderr, "ember view: --align-step %d: a run has no such step\n", align_step);
-                close_window(window);
-                return kExitBadFile;
-            }
-            if (!diff_row.empty() && !app.select_diff_row(diff_row)) {
-                std::fprintf(stderr, "ember view: --diff-row %s: no row of the diff tables has that name\n",
-                             diff_row.c_str());
-                close_window(window);
-                return kExitBadFile;
-            }
-            render_frame(window, app, false);  // the timeline's width after the tables' layout
-        }
-        if (range) {
-            const auto begin = app.model()->begin_ns();
-            app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
-        }
-        if (step_number && !app.show_step_number(*step_number)) {
-            std::fprintf(stderr, "ember view: --step %lld: the first rank has no such step (see --view breakdown)\n",
-                         *step_number);
-            close_window(window);
-            return kExitBadFile;
-        }
-        if (!select_text.empty()) {
-            render_frame(window, app, false);  // lay the lanes out first
-            if (!app.search_and_select(select_text)) {
-                std::fprintf(stderr, "ember view: --select %s: no event of the visible range on has that name\n",
-                             select_text.c_str());
-                close_window(window);
-                return kExitBadFile;
-            }
-        }
-        render_frame(window, app, false);
-        render_frame(window, app, true);
-        std::string error;
-        if (!save_screenshot(window, screenshot, &error)) {
-            std::fprintf(stderr, "ember view: %s\n", error.c_str());
-            exit_code = 1;
-        }
-        if (!layout_path.empty()) {
-            std::ofstream layout(layout_path);
-            for (const ember::viewer::LaneRect& rect : app.lane_rects()) {
-                const ember::viewer::Lane& lane = app.model()->lane(rect.lane);
-                layout << rect.track << ' ' << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
-                       << ' ' << rect.x1 << ' ' << rect.y1 << ' ' << lane.title << '\n';
-            }
-            if (!layout) {
-                std::fprintf(stderr, "ember view: cannot write %s\n", layout_path.c_str());
-                exit_code = 1;
-            }
-        }
-    } else if (bench) {
-        TraceModel& bench_model = *app.model();
-        bench_model.start_loading();
-        render_frame(window, app, true);
-        const double first_frame_s = seconds_since(process_start);
-        std::vector<double> loading_frames;
-        double lanes_ready_s = 0.0;  // every lane drawable; the GPU breakdowns follow
-        while (!bench_model.loaded()) {
-            const auto start = Clock::now();
-            render_frame(window, app, true);
-            loading_frames.push_back(seconds_since(start) * 1e3);
-            const auto loading = bench_model.progress();
-            if (lanes_ready_s == 0.0 && loading.lanes_ready == loading.lane_count)
-                lanes_ready_s = seconds_since(process_start);
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        const double load_s = seconds_since(process_start);
-        std::int64_t resident = 0, peak = 0;
-        memory_usage(&resident, &peak);
-        // Scripted: whole trace, zoom into the middle down to ~1 us, pan, zoom back out.
-        std::vector<double> frames, frames_cpu, frames_widgets;
-        int max_primitives = 0;
-        auto timed = [&]() {
-            const auto start = Clock::now();
-            const double cpu_start = process_cpu_seconds();
-            render_frame(window, app, true);
-            frames.push_back(seconds_since(start) * 1e3);
-            frames_cpu.push_back((process_cpu_seconds() - cpu_start) * 1e3);
-            frames_widgets.push_back(g_widgets_ms);
-            max_primitives = std::max(max_primitives, app.frame_counters().primitives);
-        };
-        app.view().show_all();
-        for (int i = 0; i < 10; ++i) timed();
-        const double middle = app.view().width_pixels() / 2;
-        int zoom_steps = 0;
-        while (app.view().visible().duration_ns() > 1000 && zoom_steps < 400) {
-            app.view().zoom(0.85, middle);
-            timed();
-            ++zoom_steps;
-        }
-        for (int i = 0; i < 60; ++i) {
-            app.view().pan_pixels(i < 30 ? 40.0 : -40.0);
-            timed();
-        }
-        for (int i = 0; i < zoom_steps; ++i) {
-            app.view().zoom(1.0 / 0.85, middle);
-            if (i % 20 == 10) app.view().pan_pixels(200.0);
-            timed();
-        }
-        const auto progress = bench_model.progress();
-        std::printf("ember view --bench %s\n", files[0].c_str());
-        std::printf("  events               %lld (%d lanes)\n", static_cast<long long>(progress.events_loaded),
-                    progress.lane_count);
-        std::printf("  first frame          %.2f s after start\n", first_frame_s);
-        if (lanes_ready_s > 0.0) std::printf("  lanes loaded         %.2f s after start\n", lanes_ready_s);
-        std::printf("  load complete        %.2f s after start (GPU breakdowns included)\n", load_s);
-        std::printf("  frames while loading p50 %.2f ms, max %.2f ms (%zu frames)\n", percentile(loading_frames, 0.5),
-                    percentile(loading_frames, 1.0), loading_frames.size());
-        std::printf("  memory               rss %.1f MiB, peak %.1f MiB, model %.1f MiB\n", resident / 1048576.0,
-                    peak / 1048576.0, static_cast<double>(bench_model.memory_bytes()) / 1048576.0);
-        if (progress.events_loaded > 0)
-            std::printf("  bytes per event      model %.1f, rss %.1f\n",
-                        static_cast<double>(bench_model.memory_bytes()) / static_cast<double>(progress.events_loaded),
-                        static_cast<double>(resident) / static_cast<double>(progress.events_loaded));
-        std::printf("  zoom/pan frames      %zu: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", frames.size(),
-                    percentile(frames, 0.5), percentile(frames, 0.9), percentile(frames, 0.99), percentile(frames, 1.0));
-        std::printf("  zoom/pan frames cpu  p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (process CPU time)\n",
-                    percentile(frames_cpu, 0.5), percentile(frames_cpu, 0.9), percentile(frames_cpu, 0.99),
-                    percentile(frames_cpu, 1.0));
-        std::printf("  of which widgets     p50 %.2f ms, p99 %.2f ms, max %.2f ms (model + ImGui, without OpenGL)\n",
-                    percentile(frames_widgets, 0.5), percentile(frames_widgets, 0.99), percentile(frames_widgets, 1.0));
-        double load_avg[1] = {0.0};
-        if (getloadavg(load_avg, 1) == 1) std::printf("  machine load average %.1f\n", load_avg[0]);
-        std::printf("  primitives per frame max %d\n", max_primitives);
-        if (!progress.error.empty()) {
-            std::printf("  load error           %s\n", progress.error.c_str());
-            exit_code = kExitBadFile;
-        }
-    } else {
-        if (app.model()) app.model()->start_loading();
-        // Live: once a second, read the rows committed since (in the background: the
-        // model's lanes are not touched), then append them between two frames.
-        std::future<std::unique_ptr<ember::viewer::TraceDelta>> pending;
-        auto last_refresh = Clock::now();
-        while (!glfwWindowShouldClose(window.handle) && !app.wants_quit()) {
-            render_frame(window, app, false);
-            if (!app.model() || app.model()->loaded()) glfwWaitEventsTimeout(watch ? 0.25 : 0.5);
-            // Lanes complete, GPU breakdowns computing: redraw on input and a few times a
-            // second, leaving the CPU to the analysis instead of spinning frames.
-            else if (app.model()->progress().analyzing) glfwWaitEventsTimeout(0.2);
-            if (!watch || !app.model()) continue;
-            if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-                last_refresh = Clock::now();
-                try {
-                    std::unique_ptr<ember::viewer::TraceDelta> delta = pending.get();
-                    const ember::viewer::RefreshResult result = app.apply_live_events(*delta);
-                    app.set_status("live: " + std::to_string(app.model()->total_events()) + " events (+" +
-                                   std::to_string(result.events) + ")");
-                } catch (const std::exception& error) {
-                    // A busy or half-written file: say so and try again next time.
-                    app.set_status(std::string("live: refresh failed: ") + error.what());
-                }
-            } else if (!pending.valid() && seconds_since(last_refresh) > 1.0 && app.model()->loaded()) {
-                TraceModel* live_model = app.model();
-                pending = std::async(std::launch::async, [live_model] { return live_model->read_new_events(); });
-            }
-        }
-        if (pending.valid()) pending.wait();
-    }
+    int exit_code = 0;
+    if (!options.screenshot.empty())
+        exit_code = run_screenshot(window, app, options, range);
+    else if (options.bench)
+        exit_code = run_bench(window, app, options.files[0], process_start);
+    else
+        run_window(window, app, options.watch);
     close_window(window);
     return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Clock::time_point process_start = Clock::now();
+    CLI::App cli{"ember-view: timelines, flamegraphs and tables of ember trace files.", "ember-view"};
+    ViewOptions options;
+    add_view_options(cli, options);
+    CLI11_PARSE(cli, argc, argv);
+    return run_view(std::move(options), process_start);
 }
