@@ -5,6 +5,7 @@
 //   [SECTION] The loop
 //   [SECTION] Phases: B/E, b/e, instants, counters, metadata
 #include "profiler/import/json_trace_importer.h"
+#include "profiler/import/gpu_activity.h"
 
 #include "profiler/store/trace_error.h"
 
@@ -41,20 +42,6 @@ std::string_view trim(std::string_view text) {
     while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
     while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
     return text;
-}
-
-// A kernel, copy, memset or synchronization with the fields they all share: the
-// stream it ran on, its interval and the correlation of the call that launched it.
-template <typename Event>
-Event gpu_activity(trace::TimeNs start, trace::TimeNs end, trace::StreamId stream, trace::DeviceId device,
-                   trace::CorrelationId correlation) {
-    Event activity;
-    activity.stream_id = stream;
-    activity.device_id = device;
-    activity.start_ns = start;
-    activity.end_ns = end;
-    activity.correlation_id = correlation;
-    return activity;
 }
 
 }  // namespace

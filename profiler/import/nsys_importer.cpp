@@ -21,6 +21,7 @@
 #include "profiler/import/importers.h"
 
 #include "profiler/import/decimal_time.h"
+#include "profiler/import/gpu_activity.h"
 #include "profiler/store/sqlite_util.h"
 
 #include <fmt/format.h>
@@ -642,12 +643,8 @@ private:
             }
             std::optional<trace::StringId> name = name_of(scan, "kernel name id", scan.integer(column));
             if (!name) continue;
-            trace::KernelEvent kernel;
-            kernel.start_ns = start;
-            kernel.end_ns = end;
-            kernel.device_id = track->first;
-            kernel.stream_id = track->second;
-            kernel.correlation_id = correlation_of(scan, 5);
+            trace::KernelEvent kernel =
+                gpu_activity<trace::KernelEvent>(start, end, track->second, track->first, correlation_of(scan, 5));
             kernel.name_id = *name;
             kernel.launch.grid_x = u32(9, 1);
             kernel.launch.grid_y = u32(10, 1);
@@ -679,12 +676,8 @@ private:
             if (!track) continue;
             const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
             if (!bytes) continue;
-            trace::MemcpyEvent copy;
-            copy.start_ns = start;
-            copy.end_ns = end;
-            copy.device_id = track->first;
-            copy.stream_id = track->second;
-            copy.correlation_id = correlation_of(scan, 7);
+            trace::MemcpyEvent copy =
+                gpu_activity<trace::MemcpyEvent>(start, end, track->second, track->first, correlation_of(scan, 7));
             copy.direction = copy_direction(scan.integer(5));
             copy.bytes = *bytes;
             copy.source_kind = memory_kind(scan.maybe_integer(8));
@@ -710,12 +703,8 @@ private:
             if (!track) continue;
             const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
             if (!bytes) continue;
-            trace::MemsetEvent set;
-            set.start_ns = start;
-            set.end_ns = end;
-            set.device_id = track->first;
-            set.stream_id = track->second;
-            set.correlation_id = correlation_of(scan, 6);
+            trace::MemsetEvent set =
+                gpu_activity<trace::MemsetEvent>(start, end, track->second, track->first, correlation_of(scan, 6));
             set.bytes = *bytes;
             set.value = static_cast<std::uint32_t>(scan.maybe_integer(7).value_or(0));
             trace::MemoryKind kind = memory_kind(scan.maybe_integer(8));
