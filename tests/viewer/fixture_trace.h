@@ -5,6 +5,7 @@
 #pragma once
 
 #include "profiler/store/writer.h"
+#include "tests/support/temp_path.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -36,8 +37,7 @@ struct FixtureTotals {
 };
 
 inline std::string temporary_trace_path(const std::string& name) {
-    return (std::filesystem::temp_directory_path() /
-            ("ember_viewer_" + name + "_" + std::to_string(::getpid()) + ".db")).string();
+    return test_support::unique_temp_path("ember_viewer_" + name, ".db").string();
 }
 
 inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureShape& shape = {}) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "profiler/store/writer.h"
+#include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
 
@@ -18,9 +19,8 @@ class ScratchDir {
 public:
     ScratchDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string("ember_store_") + (info ? info->test_suite_name() : "x") + "_" +
-                           (info ? info->name() : "y") + "_" + std::to_string(::getpid());
-        path_ = std::filesystem::temp_directory_path() / name;
+        path_ = test_support::unique_temp_path(std::string("ember_store_") + (info ? info->test_suite_name() : "x") +
+                                               "_" + (info ? info->name() : "y"));
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }
