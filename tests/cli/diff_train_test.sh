@@ -13,8 +13,11 @@ dir=$2
 rm -rf "$dir"
 mkdir -p "$dir"
 
+# One compute thread in both runs: the split ember train measures and tries depends on
+# the machine's load, and a run that kept two threads would differ from one that kept
+# one in more functions than the switch changes.
 for bias in false true; do
-    if ! "$ember" train --model cnn --backend cpu --max-steps 48 --batch-size 64 \
+    if ! OPENBLAS_NUM_THREADS=1 "$ember" train --model cnn --backend cpu --max-steps 48 --batch-size 64 \
         --train-limit 3072 --test-limit 64 --workers 1 --no-progress --cpu-sample-hz 2000 \
         --set switches.conv_bias_before_bn=$bias --profile "$dir/bias_$bias.db" >"$dir/train_$bias.log" 2>&1; then
         echo "ember train (conv_bias_before_bn=$bias) failed:"
