@@ -241,16 +241,19 @@ bool is_strided_pointwise(const Tensor& weight, const ops::Conv2dParams& params)
            (params.stride_h != 1 || params.stride_w != 1 || params.pad_h != 0 || params.pad_w != 0);
 }
 
+// A [N, C, P, Q] f32 tensor in `layout`, in this thread's subsample scratch buffer.
+Tensor subsample_tensor(int64_t n, int64_t c, int64_t p, int64_t q, Layout layout) {
+    void* data = onednn::scratch(ScratchSlot::subsample, static_cast<std::size_t>(n * c * p * q) * sizeof(float));
+    return make_tensor(data, DType::f32, {n, c, p, q}, Device::cpu, layout);
+}
+
 // The pixels a strided 1x1 convolution reads: x [N, C, H, W] -> [N, C, P, Q] in x's
 // layout, zero where the padding is read.
 Tensor gather_subsample(const Tensor& x, const ops::Conv2dParams& params, int64_t p_size,
                         int64_t q_size) {
     const int64_t n_size = x.shape[0], c_size = x.shape[1], h_size = x.shape[2],
                   w_size = x.shape[3];
-    Tensor sub = make_tensor(onednn::scratch(ScratchSlot::subsample,
-                                             static_cast<std::size_t>(n_size * c_size * p_size *
-                                                                      q_size) * sizeof(float)),
-                             DType::f32, {n_size, c_size, p_size, q_size}, Device::cpu, x.layout);
+    Tensor sub = subsample_tensor(n_size, c_size, p_size, q_size, x.layout);
     const float* in = x.as<float>();
     float* out = sub.as<float>();
     if (x.layout == Layout::nhwc) {
@@ -370,10 +373,7 @@ void onednn_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
 void onednn_conv2d_backward_data(const Tensor& weight, const Tensor& dy, const Tensor& dx,
                                  const ops::Conv2dParams& params, ops::GradWrite write) {
     if (is_strided_pointwise(weight, params)) {
-        const int64_t n = dx.shape[0], c = dx.shape[1], p = dy.shape[2], q = dy.shape[3];
-        Tensor sub = make_tensor(onednn::scratch(ScratchSlot::subsample,
-                                                 static_cast<std::size_t>(n * c * p * q) * sizeof(float)),
-                                 DType::f32, {n, c, p, q}, Device::cpu, dx.layout);
+        Tensor sub = subsample_tensor(dx.shape[0], dx.shape[1], dy.shape[2], dy.shape[3], dx.layout);
         onednn_conv2d_backward_data(weight, dy, sub, unit_stride(), ops::GradWrite::store);
         scatter_subsample(sub, dx, params, write);
         return;
