@@ -61,13 +61,6 @@ std::vector<int> allowed_cpus() {
     return cpus;
 }
 
-void describe_disagreement(const HostClock::CrossCpuCheck& check, std::int64_t limit_ns, char* out,
-                           std::size_t size) {
-    std::snprintf(out, size, "the TSCs of CPUs %d and %d disagree by %lld ns (over %lld ns reorders threads' events)",
-                  check.first_cpu, check.worst_cpu, static_cast<long long>(check.worst_back_ns),
-                  static_cast<long long>(limit_ns));
-}
-
 }  // namespace
 
 HostClock::CrossCpuCheck HostClock::measure_cross_cpu(int attempts) const {
@@ -129,17 +122,24 @@ HostClock::CrossCpuCheck HostClock::measure_cross_cpu(int attempts) const {
     return check;
 }
 
-bool HostClock::recheck_cross_cpu(std::int64_t max_cross_cpu_back_ns) {
-    if (source() != ClockSource::tsc) return false;
+bool HostClock::cores_disagree(std::int64_t max_back_ns) {
     const CrossCpuCheck check = measure_cross_cpu();
     if (check.worst_back_ns > cross_cpu_back_ns_.load()) cross_cpu_back_ns_.store(check.worst_back_ns);
-    if (check.worst_back_ns <= max_cross_cpu_back_ns) return false;
+    if (check.worst_back_ns <= max_back_ns) return false;
+    std::snprintf(fallback_reason_, sizeof(fallback_reason_),
+                  "the TSCs of CPUs %d and %d disagree by %lld ns (over %lld ns reorders threads' events)",
+                  check.first_cpu, check.worst_cpu, static_cast<long long>(check.worst_back_ns),
+                  static_cast<long long>(max_back_ns));
+    return true;
+}
+
+bool HostClock::recheck_cross_cpu(std::int64_t max_cross_cpu_back_ns) {
+    if (source() != ClockSource::tsc || !cores_disagree(max_cross_cpu_back_ns)) return false;
     // Go on from where the TSC mapping is now: CLOCK_MONOTONIC plus the distance, never
     // below a value already handed out.
     const std::int64_t tsc_time = time_at(read_tsc());
     const std::int64_t monotonic = monotonic_now_ns();
     monotonic_offset_ns_.store(std::max<std::int64_t>(0, tsc_time - monotonic), std::memory_order_relaxed);
-    describe_disagreement(check, max_cross_cpu_back_ns, fallback_reason_, sizeof(fallback_reason_));
     source_.store(ClockSource::monotonic, std::memory_order_release);
     return true;
 }
@@ -228,12 +228,7 @@ ClockSource HostClock::start(ClockSource wanted, std::int64_t reanchor_period_ns
     last_ns_ = second.ns;
     publish(second.tsc, second.ns, rate, second.tsc + ticks_for(period_ns_, rate));
     // The cores must agree before threads' events may be ordered by their TSC reads.
-    const CrossCpuCheck check = measure_cross_cpu();
-    cross_cpu_back_ns_.store(check.worst_back_ns);
-    if (check.worst_back_ns > max_cross_cpu_back_ns) {
-        describe_disagreement(check, max_cross_cpu_back_ns, fallback_reason_, sizeof(fallback_reason_));
-        return ClockSource::monotonic;
-    }
+    if (cores_disagree(max_cross_cpu_back_ns)) return ClockSource::monotonic;
     source_.store(ClockSource::tsc, std::memory_order_release);
     return ClockSource::tsc;
 }

@@ -103,7 +103,7 @@ public:
         int cpus = 0;                        // CPUs measured
         bool complete = true;
     };
-    CrossCpuCheck measure_cross_cpu(int attempts = 200) const;
+    CrossCpuCheck measure_cross_cpu(int attempts = 100) const;  // measure() takes at most 100
 
     // Starts the TSC mapping (calibration sleeps ~10 ms) when `wanted` is tsc and the
     // TSC is usable; otherwise, or when calibration looks wrong, stays on
@@ -182,6 +182,9 @@ private:
     // `good_enough_ticks`.
     static Measurement measure(int attempts, std::int64_t good_enough_ticks);
     std::int64_t reanchor_and_read(std::int64_t tsc);
+    // Measures the cores' disagreement, keeps the largest seen, and when it exceeds
+    // `max_back_ns` writes why into fallback_reason_ and returns true.
+    bool cores_disagree(std::int64_t max_back_ns);
     std::int64_t time_at(std::int64_t tsc) const;
     void publish(std::int64_t tsc, std::int64_t ns, std::int64_t rate, std::int64_t end_tsc);
 
