@@ -1,6 +1,8 @@
 // clock.cpp: calibration and re-anchoring of the collector's TSC clock (clock.h).
 #include "collectors/clock.h"
 
+#include "common/os.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -51,21 +53,12 @@ std::int64_t ticks_for(std::int64_t ns, std::int64_t rate) {
 
 void reset_lock_in_child() { g_process_clock.after_fork_in_child(); }
 
-std::vector<int> allowed_cpus() {
-    std::vector<int> cpus;
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-        if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
-    return cpus;
-}
 
 }  // namespace
 
 HostClock::CrossCpuCheck HostClock::measure_cross_cpu(int attempts) const {
     CrossCpuCheck check;
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = os::allowed_cpus();
     if (cpus.size() < 2 || sequence_.load() == 0) return check;  // one CPU, or no mapping yet
     // Up to 32 CPUs, spread over the list (a many-core machine's sockets are far apart
     // in the numbering), then the first again: its two readings bound the drift of the

@@ -2,6 +2,7 @@
 #include "collectors/elf_symbols.h"
 
 #include "collectors/cupti_records.h"
+#include "common/os.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -221,20 +222,16 @@ void ElfSymbolizer::read_maps() {
     mappings_.clear();
     std::ifstream maps("/proc/self/maps");
     std::string line;
+    os::MapsLine entry;
     while (std::getline(maps, line)) {
-        // start-end perms offset dev inode path
-        std::istringstream fields(line);
-        std::string range, permissions, offset, device, inode, path;
-        fields >> range >> permissions >> offset >> device >> inode;
-        std::getline(fields >> std::ws, path);
-        if (permissions.size() < 3 || permissions[2] != 'x' || path.empty() || path[0] != '/') continue;
-        std::size_t dash = range.find('-');
-        if (dash == std::string::npos) continue;
+        if (!os::parse_maps_line(line, entry)) continue;
+        if (entry.permissions.size() < 3 || entry.permissions[2] != 'x' || entry.path.empty() || entry.path[0] != '/')
+            continue;
         Mapping mapping;
-        mapping.start = std::stoull(range.substr(0, dash), nullptr, 16);
-        mapping.end = std::stoull(range.substr(dash + 1), nullptr, 16);
-        mapping.file_offset = std::stoull(offset, nullptr, 16);
-        mapping.path = without_deleted_suffix(path);
+        mapping.start = entry.start;
+        mapping.end = entry.end;
+        mapping.file_offset = entry.offset;
+        mapping.path = without_deleted_suffix(entry.path);
         mappings_.push_back(std::move(mapping));
     }
     std::sort(mappings_.begin(), mappings_.end(),

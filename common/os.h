@@ -1,11 +1,13 @@
 // os.h: the few operating-system readings every room of ember needs — elapsed time
 // on the steady clock, the kernel's id of the calling thread, CPU time of the process
-// and of the thread, fields of /proc/self/status and the load average. Header-only
+// and of the thread, fields of /proc/self/status, the load average, the CPUs of the
+// affinity mask and the lines of /proc/PID/maps. Header-only
 // and dependency-free, so the engine, the collectors, the trace library, the viewer
 // and the benchmarks all share one copy (common/ is the one folder every room may
 // include; it includes nothing of ember).
 #pragma once
 
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,7 +15,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace ember::os {
 
@@ -69,6 +74,37 @@ inline std::string load_average() {
     char text[64];
     std::snprintf(text, sizeof(text), "%.2f %.2f %.2f (1, 5, 15 min)", one, five, fifteen);
     return text;
+}
+
+// The CPUs the calling thread may run on (its affinity mask: mpirun and taskset narrow
+// it), in ascending order; empty when the kernel does not say.
+inline std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+    return cpus;
+}
+
+// One line of /proc/PID/maps: "start-end perms offset dev inode [path]".
+struct MapsLine {
+    std::uint64_t start = 0, end = 0, offset = 0;
+    std::string permissions, path;  // path: empty for anonymous memory
+};
+inline bool parse_maps_line(const std::string& line, MapsLine& out) {
+    std::istringstream fields(line);
+    std::string range, offset, device, inode;
+    if (!(fields >> range >> out.permissions >> offset >> device >> inode)) return false;
+    out.path.clear();  // anonymous memory has none, and a failed getline leaves the old one
+    std::getline(fields >> std::ws, out.path);
+    const std::size_t dash = range.find('-');
+    if (dash == std::string::npos) return false;
+    out.start = std::strtoull(range.c_str(), nullptr, 16);
+    out.end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
+    out.offset = std::strtoull(offset.c_str(), nullptr, 16);
+    return true;
 }
 
 }  // namespace ember::os

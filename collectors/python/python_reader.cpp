@@ -2,6 +2,7 @@
 #include "collectors/python/python_reader.h"
 
 #include "collectors/python/elf_lookup.h"
+#include "common/os.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -44,13 +45,12 @@ std::vector<MappedObject> mapped_objects(pid_t pid) {
     std::vector<MappedObject> objects;
     std::istringstream maps(read_proc_text("/proc/" + std::to_string(pid) + "/maps"));
     std::string line;
+    os::MapsLine entry;
     while (std::getline(maps, line)) {
-        std::istringstream fields(line);
-        std::string range, permissions, offset, device, inode, path;
-        fields >> range >> permissions >> offset >> device >> inode;
-        std::getline(fields >> std::ws, path);
-        if (path.empty() || path[0] != '/' || std::strtoull(offset.c_str(), nullptr, 16) != 0) continue;
-        const std::uint64_t start = std::strtoull(range.c_str(), nullptr, 16);
+        if (!os::parse_maps_line(line, entry)) continue;
+        const std::string& path = entry.path;
+        if (path.empty() || path[0] != '/' || entry.offset != 0) continue;
+        const std::uint64_t start = entry.start;
         auto known = std::find_if(objects.begin(), objects.end(), [&](const MappedObject& o) { return o.path == path; });
         if (known == objects.end()) objects.push_back({path, start});
         else known->base = std::min(known->base, start);

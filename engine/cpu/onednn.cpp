@@ -2,6 +2,8 @@
 // op-implementation switch shared by the CPU fast paths (onednn.h, implementation.h).
 #include "engine/cpu/onednn.h"
 
+#include "common/os.h"
+
 #include "engine/cpu/implementation.h"
 #include "engine/cpu/parallel.h"
 #include "engine/core/nvtx.h"
@@ -51,10 +53,8 @@ OpImplementation op_implementation() {
 // each other's time slices.
 int allowed_cpus() {
     static const int count = [] {
-        cpu_set_t mask;
-        CPU_ZERO(&mask);
-        if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return 1 << 16;  // unknown: no cap
-        return std::max(1, CPU_COUNT(&mask));
+        const std::size_t cpus = os::allowed_cpus().size();
+        return cpus == 0 ? 1 << 16 : int(cpus);  // unknown: no cap
     }();
     return count;
 }
