@@ -1,4 +1,5 @@
 #include "cli/environment.h"
+#include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,7 +15,7 @@ namespace fs = std::filesystem;
 const char* kRoot = "/usr/share/datasets/fashion-mnist";
 
 std::string write_gz(const std::string& name, const std::string& bytes) {
-    std::string path = (fs::temp_directory_path() / name).string();
+    std::string path = ember::test_support::unique_temp_path(name, ".gz").string();
     gzFile f = gzopen(path.c_str(), "wb");
     gzwrite(f, bytes.data(), (unsigned)bytes.size());
     gzclose(f);
@@ -43,18 +44,18 @@ TEST(Environment, MissingDatasetSaysHowToInstall) {
 
 TEST(Environment, IdxHeaderErrorsNameTheFile) {
     std::string problem;
-    std::string truncated = write_gz("ember_truncated.gz", std::string("\0\0\x08", 3));
+    std::string truncated = write_gz("ember_truncated", std::string("\0\0\x08", 3));
     EXPECT_EQ(ember::cli::idx_item_count(truncated, problem), -1);
     EXPECT_NE(problem.find(truncated), std::string::npos);
     EXPECT_NE(problem.find("truncated"), std::string::npos);
 
     problem.clear();
-    std::string wrong = write_gz("ember_wrong_magic.gz", std::string("PK\x03\x04\0\0\0\x01", 8));
+    std::string wrong = write_gz("ember_wrong_magic", std::string("PK\x03\x04\0\0\0\x01", 8));
     EXPECT_EQ(ember::cli::idx_item_count(wrong, problem), -1);
     EXPECT_NE(problem.find("not an IDX"), std::string::npos);
 
     problem.clear();
-    std::string good = write_gz("ember_good.gz", std::string("\0\0\x08\x01\0\0\x01\x2c", 8));
+    std::string good = write_gz("ember_good", std::string("\0\0\x08\x01\0\0\x01\x2c", 8));
     EXPECT_EQ(ember::cli::idx_item_count(good, problem), 300);
     EXPECT_TRUE(problem.empty());
     fs::remove(truncated);

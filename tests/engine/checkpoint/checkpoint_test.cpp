@@ -7,6 +7,7 @@
 #include "engine/nn/training_step.h"
 
 #include "tests/engine/nn/batches.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -57,13 +58,8 @@ std::vector<float> download(const nn::FlatBuffer& buffer, std::size_t count) {
 
 class CheckpointTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        directory_ = fs::temp_directory_path() / ("ember_nn_checkpoint_" + std::to_string(::getpid()));
-        fs::create_directories(directory_);
-    }
-    void TearDown() override { fs::remove_all(directory_); }
-    std::string path(const std::string& name) const { return (directory_ / name).string(); }
-    fs::path directory_;
+    std::string path(const std::string& name) const { return directory_.path(name); }
+    test_support::TempDir directory_{"ember_nn_checkpoint"};
 };
 
 TEST_F(CheckpointTest, ResumeIsBitIdentical) {
@@ -140,7 +136,7 @@ TEST_F(CheckpointTest, WrongOrCorruptCheckpointsAreRefused) {
     const std::string good = path("good.ckpt");
     save_checkpoint(good, *mlp.model, *mlp.optimizer, *mlp.trainer);
     save_checkpoint(good, *mlp.model, *mlp.optimizer, *mlp.trainer);  // overwriting is atomic too
-    for (const auto& entry : fs::directory_iterator(directory_))
+    for (const auto& entry : fs::directory_iterator(directory_.path()))
         EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
     CheckpointHeader header = read_checkpoint_header(good);
     EXPECT_EQ(header.format_version, kFormatVersion);

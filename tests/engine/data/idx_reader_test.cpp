@@ -75,9 +75,9 @@ TEST(FashionMnist, MissingRootSaysHowToInstall) {
 TEST(IdxReader, ReadsSmallGzipAndPlainFiles) {
     TempDir dir;
     std::vector<uint8_t> body = testing::idx_images(3, 2, 4);
-    testing::write_gzip(dir.file("a.gz"), body);
-    testing::write_bytes(dir.file("a"), body);
-    for (const std::string& path : {dir.file("a.gz"), dir.file("a")}) {
+    testing::write_gzip(dir.path("a.gz"), body);
+    testing::write_bytes(dir.path("a"), body);
+    for (const std::string& path : {dir.path("a.gz"), dir.path("a")}) {
         IdxImages images = read_idx_images(path);
         EXPECT_EQ(images.count, 3);
         EXPECT_EQ(images.rows, 2);
@@ -103,10 +103,10 @@ TEST(IdxReader, TruncatedGzipNamesFileAndSample) {
     TempDir dir;
     // 10 images of 100 bytes; cut the compressed stream in half.
     std::vector<uint8_t> body = testing::idx_images(10, 10, 10);
-    testing::write_gzip(dir.file("full.gz"), body);
-    std::vector<uint8_t> compressed = testing::read_bytes(dir.file("full.gz"));
+    testing::write_gzip(dir.path("full.gz"), body);
+    std::vector<uint8_t> compressed = testing::read_bytes(dir.path("full.gz"));
     compressed.resize(compressed.size() / 2);
-    std::string path = dir.file("cut.gz");
+    std::string path = dir.path("cut.gz");
     testing::write_bytes(path, compressed);
     DataError error = error_of([&] { read_idx_images(path); });
     EXPECT_EQ(error.path(), path);
@@ -118,7 +118,7 @@ TEST(IdxReader, ShortDataNamesFirstIncompleteSample) {
     TempDir dir;
     std::vector<uint8_t> body = testing::idx_images(10, 10, 10);
     body.resize(16 + 4 * 100 + 50);  // header + 4.5 images
-    std::string path = dir.file("short.gz");
+    std::string path = dir.path("short.gz");
     testing::write_gzip(path, body);
     DataError error = error_of([&] { read_idx_images(path); });
     EXPECT_EQ(error.sample_index(), 4);
@@ -127,31 +127,31 @@ TEST(IdxReader, ShortDataNamesFirstIncompleteSample) {
 
 TEST(IdxReader, WrongMagicIsRefused) {
     TempDir dir;
-    std::string images_path = dir.file("labels-as-images.gz");
+    std::string images_path = dir.path("labels-as-images.gz");
     testing::write_gzip(images_path, testing::idx_labels({1, 2, 3}));
     DataError error = error_of([&] { read_idx_images(images_path); });
     EXPECT_NE(std::string(error.what()).find("magic"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("0x00000801"), std::string::npos) << error.what();
 
-    std::string labels_path = dir.file("bad-magic-labels.gz");
+    std::string labels_path = dir.path("bad-magic-labels.gz");
     testing::write_gzip(labels_path, testing::idx_labels({1, 2, 3}, 0x00000901));
     EXPECT_THROW(read_idx_labels(labels_path), DataError);
 }
 
 TEST(IdxReader, ImageLabelCountMismatchIsRefused) {
     TempDir dir;
-    testing::write_gzip(dir.file("images.gz"), testing::idx_images(4, 2, 2));
-    testing::write_gzip(dir.file("labels.gz"), testing::idx_labels({0, 1, 2}));
-    DataError error = error_of([&] { load_idx_pair(dir.file("images.gz"), dir.file("labels.gz"), 10, "tiny"); });
+    testing::write_gzip(dir.path("images.gz"), testing::idx_images(4, 2, 2));
+    testing::write_gzip(dir.path("labels.gz"), testing::idx_labels({0, 1, 2}));
+    DataError error = error_of([&] { load_idx_pair(dir.path("images.gz"), dir.path("labels.gz"), 10, "tiny"); });
     EXPECT_NE(std::string(error.what()).find("count mismatch"), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("labels.gz"), std::string::npos) << error.what();
 }
 
 TEST(IdxReader, LabelOutOfRangeNamesSample) {
     TempDir dir;
-    testing::write_gzip(dir.file("images.gz"), testing::idx_images(4, 2, 2));
-    testing::write_gzip(dir.file("labels.gz"), testing::idx_labels({0, 9, 10, 3}));
-    DataError error = error_of([&] { load_idx_pair(dir.file("images.gz"), dir.file("labels.gz"), 10, "tiny"); });
+    testing::write_gzip(dir.path("images.gz"), testing::idx_images(4, 2, 2));
+    testing::write_gzip(dir.path("labels.gz"), testing::idx_labels({0, 9, 10, 3}));
+    DataError error = error_of([&] { load_idx_pair(dir.path("images.gz"), dir.path("labels.gz"), 10, "tiny"); });
     EXPECT_EQ(error.sample_index(), 2);
     EXPECT_NE(std::string(error.what()).find("label 10 out of range"), std::string::npos) << error.what();
 }
@@ -160,8 +160,8 @@ TEST(IdxReader, TrailingBytesAreRefused) {
     TempDir dir;
     std::vector<uint8_t> body = testing::idx_labels({0, 1});
     body.push_back(7);
-    testing::write_gzip(dir.file("labels.gz"), body);
-    EXPECT_THROW(read_idx_labels(dir.file("labels.gz")), DataError);
+    testing::write_gzip(dir.path("labels.gz"), body);
+    EXPECT_THROW(read_idx_labels(dir.path("labels.gz")), DataError);
 }
 
 TEST(IdxReader, MissingFileNamesPath) {

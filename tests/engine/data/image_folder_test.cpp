@@ -22,19 +22,19 @@ TEST(Png, RoundTripsGrayAndRgb) {
     TempDir dir;
     std::vector<uint8_t> gray(5 * 3);
     for (size_t i = 0; i < gray.size(); ++i) gray[i] = uint8_t(i * 17);
-    write_png(dir.file("g.png"), gray.data(), 5, 3, 1);
+    write_png(dir.path("g.png"), gray.data(), 5, 3, 1);
     std::vector<uint8_t> back(gray.size());
-    read_png(dir.file("g.png"), 0, 5, 3, 1, back.data());
+    read_png(dir.path("g.png"), 0, 5, 3, 1, back.data());
     EXPECT_EQ(back, gray);
-    PngHeader header = read_png_header(dir.file("g.png"), 0);
+    PngHeader header = read_png_header(dir.path("g.png"), 0);
     EXPECT_EQ(header.width, 5);
     EXPECT_EQ(header.height, 3);
 
     std::vector<uint8_t> rgb(4 * 2 * 3);
     for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = uint8_t(i * 11);
-    write_png(dir.file("c.png"), rgb.data(), 4, 2, 3);
+    write_png(dir.path("c.png"), rgb.data(), 4, 2, 3);
     std::vector<uint8_t> rgb_back(rgb.size());
-    read_png(dir.file("c.png"), 0, 4, 2, 3, rgb_back.data());
+    read_png(dir.path("c.png"), 0, 4, 2, 3, rgb_back.data());
     EXPECT_EQ(rgb_back, rgb);
 }
 

@@ -1,9 +1,10 @@
 // data_test_support.h: helpers for the data tests: a temporary folder that removes
-// itself, writing (gzip) IDX files byte by byte, CRC32 of a byte range, and the real
-// Fashion-MNIST root (tests that need it skip with the install hint when it is missing).
+// itself (tests/support/temp_dir.h), writing (gzip) IDX files byte by byte, CRC32 of a
+// byte range, and the real Fashion-MNIST root (tests that need it skip with the install hint when it is missing).
 #pragma once
 
 #include "engine/data/fashion_mnist.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -17,26 +18,7 @@
 
 namespace ember::data::testing {
 
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "ember-data-test-XXXXXX").string();
-        std::vector<char> buffer(pattern.begin(), pattern.end());
-        buffer.push_back('\0');
-        char* made = mkdtemp(buffer.data());
-        if (made == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
-        path_ = made;
-    }
-    ~TempDir() {
-        std::error_code error;
-        std::filesystem::remove_all(path_, error);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
+using test_support::TempDir;
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);

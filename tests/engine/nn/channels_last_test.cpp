@@ -10,6 +10,7 @@
 #include "engine/nn/training_step.h"
 
 #include "tests/engine/nn/batches.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -232,13 +233,8 @@ TEST(ChannelsLast, CheckpointedResnetBlocksMatchNchw) {
 
 class ChannelsLastCheckpoint : public ::testing::Test {
 protected:
-    void SetUp() override {
-        directory_ = std::filesystem::temp_directory_path() / ("ember_channels_last_" + std::to_string(::getpid()));
-        std::filesystem::create_directories(directory_);
-    }
-    void TearDown() override { std::filesystem::remove_all(directory_); }
-    std::string path(const std::string& name) const { return (directory_ / name).string(); }
-    std::filesystem::path directory_;
+    std::string path(const std::string& name) const { return directory_.path(name); }
+    test_support::TempDir directory_{"ember_channels_last"};
 };
 
 // Parameters are stored in one canonical order, so a checkpoint does not record the

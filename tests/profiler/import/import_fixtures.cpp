@@ -23,26 +23,6 @@ namespace fs = std::filesystem;
 // Files
 // ---------------------------------------------------------------------------
 
-TempDir::TempDir() {
-    static std::atomic<int> serial{0};
-    fs::path base = fs::temp_directory_path() / fmt::format("ember-import-test-{}-{}", ::getpid(), serial.fetch_add(1));
-    fs::remove_all(base);
-    fs::create_directories(base);
-    folder_ = base.string();
-}
-
-TempDir::~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(folder_, ignored);
-}
-
-std::vector<std::string> TempDir::files() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(folder_)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 void write_file(const std::string& path, std::string_view bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

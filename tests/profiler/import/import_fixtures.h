@@ -10,23 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace ember::import_test {
 
 // A fresh folder removed (with everything in it) at destruction.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string path(const std::string& name) const { return folder_ + "/" + name; }
-    const std::string& folder() const { return folder_; }
-    // Files in the folder (names), to check nothing was left behind.
-    std::vector<std::string> files() const;
-
-private:
-    std::string folder_;
-};
+using test_support::TempDir;
 
 void write_file(const std::string& path, std::string_view bytes);
 std::string read_file(const std::string& path);

@@ -8,6 +8,7 @@
 #include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -67,11 +68,9 @@ void write_rank_file(const std::string& path, int rank, trace::TimeNs clock_offs
 }
 
 TEST(MergeAnchors, RankFilesShareOneTimeBaseAfterAnchors) {
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ember_merge_anchor_test";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    const std::string rank0 = (dir / "job.rank0.db").string(), rank1 = (dir / "job.rank1.db").string();
-    const std::string merged = (dir / "job.db").string();
+    const test_support::TempDir dir("ember_merge_anchor_test");
+    const std::string rank0 = dir.path("job.rank0.db"), rank1 = dir.path("job.rank1.db");
+    const std::string merged = dir.path("job.db");
     write_rank_file(rank0, 0, 0);
     write_rank_file(rank1, 1, kRank1Ahead);
     merge::merge_traces({rank1, rank0}, merged);
@@ -103,7 +102,6 @@ TEST(MergeAnchors, RankFilesShareOneTimeBaseAfterAnchors) {
         EXPECT_EQ(reader.string(reader.range(range.parent_range_id)->name_id), "step");
     }
     EXPECT_NE(backwards[0].thread_id, backwards[1].thread_id);
-    std::filesystem::remove_all(dir);
 }
 
 }  // namespace
