@@ -15,6 +15,8 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   # command line, config, json, formatting
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
+  # mixed Python + native stacks (ember record/dump --native): elfutils' unwinder
+  libdw-dev
   # trace importers: multi-GB Kineto / Chrome JSON, parsed element by element
   libsimdjson-dev
   # data: PNG image folders, gzip IDX files, CPU GEMM, the data set itself
