@@ -40,12 +40,7 @@ void check_gather_augment(ImageShape shape, const std::vector<int64_t>& indices,
     for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = uint8_t((i * 31 + i / 7) & 255);
     std::vector<int32_t> labels(samples);
     for (int64_t i = 0; i < samples; ++i) labels[i] = int32_t(i % 10);
-    AugmentOptions options;
-    options.crop_padding = 2;
-    options.horizontal_flip = true;
-    options.mean = 0.25f;
-    options.std = 0.5f;
-    options.seed = 9;
+    AugmentOptions options{.crop_padding = 2, .horizontal_flip = true, .mean = 0.25f, .std = 0.5f, .seed = 9};
 
     const std::size_t floats = static_cast<std::size_t>(count * shape.pixels());
     std::vector<float> cpu_images(floats);

@@ -86,12 +86,7 @@ TEST(Augment, GatherTwinEqualsPerSampleAugmentation) {
     for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = uint8_t(i * 13 + 1);
     std::vector<int32_t> labels = {5, 4, 3, 2, 1, 0};
     std::vector<int64_t> indices = {4, 0, 4, 2};
-    AugmentOptions options;
-    options.crop_padding = 2;
-    options.horizontal_flip = true;
-    options.mean = 0.3f;
-    options.std = 0.2f;
-    options.seed = 9;
+    AugmentOptions options{.crop_padding = 2, .horizontal_flip = true, .mean = 0.3f, .std = 0.2f, .seed = 9};
     std::vector<float> gathered(indices.size() * size_t(shape.pixels()));
     std::vector<int32_t> gathered_labels(indices.size());
     gather_augment_cpu(pixels.data(), labels.data(), shape, indices.data(), int64_t(indices.size()), options, 3,

@@ -23,12 +23,7 @@ std::shared_ptr<InMemoryDataset> synthetic_dataset(int64_t count) {
 }
 
 AugmentOptions augment_options() {
-    AugmentOptions options;
-    options.crop_padding = 4;
-    options.horizontal_flip = true;
-    options.mean = 0.2860f;
-    options.std = 0.3530f;
-    options.seed = 77;
+    AugmentOptions options{.crop_padding = 4, .horizontal_flip = true, .mean = 0.2860f, .std = 0.3530f, .seed = 77};
     return options;
 }
 

@@ -13,6 +13,7 @@
 namespace ember::data {
 namespace {
 
+using testing::error_of;
 using testing::TempDir;
 
 TEST(FashionMnist, TrainSplitMatchesKnownChecksumsAndCounts) {
@@ -85,18 +86,6 @@ TEST(IdxReader, ReadsSmallGzipAndPlainFiles) {
         ASSERT_EQ(images.pixels.size(), 24u);
         EXPECT_EQ(images.pixels[5], uint8_t(35));
     }
-}
-
-// Returns the DataError a call throws (fails the test when none is thrown).
-template <typename Call>
-DataError error_of(Call call) {
-    try {
-        call();
-    } catch (const DataError& error) {
-        return error;
-    }
-    ADD_FAILURE() << "no DataError thrown";
-    return DataError("", DataError::kNoSample, "");
 }
 
 TEST(IdxReader, TruncatedGzipNamesFileAndSample) {

@@ -16,6 +16,7 @@
 namespace ember::data {
 namespace {
 
+using testing::error_of;
 using testing::TempDir;
 
 TEST(Png, RoundTripsGrayAndRgb) {
@@ -88,15 +89,18 @@ void make_folder(const std::filesystem::path& root) {
     }
 }
 
-template <typename Call>
-DataError error_of(Call call) {
-    try {
-        call();
-    } catch (const DataError& error) {
-        return error;
+// Reading sample `index` of the folder at `root` throws a DataError naming `path`, the
+// sample and (when one is given) `message`.
+void expect_read_error(const std::filesystem::path& root, int64_t index, const std::string& path,
+                       const std::string& message = "") {
+    ImageFolderDataset folder(root.string());
+    std::vector<uint8_t> pixels(16);
+    DataError error = error_of([&] { folder.read(index, pixels.data()); });
+    EXPECT_EQ(error.path(), path);
+    EXPECT_EQ(error.sample_index(), index);
+    if (!message.empty()) {
+        EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
     }
-    ADD_FAILURE() << "no DataError thrown";
-    return DataError("", DataError::kNoSample, "");
 }
 
 TEST(ImageFolder, LabelsFollowSortedClassFolders) {
@@ -117,12 +121,7 @@ TEST(ImageFolder, UnreadablePngNamesFileAndSample) {
     make_folder(dir.path());
     std::string broken = (dir.path() / "a" / "img1.png").string();
     testing::write_bytes(broken, {'n', 'o', 't', ' ', 'p', 'n', 'g'});
-    ImageFolderDataset folder(dir.path().string());
-    std::vector<uint8_t> pixels(16);
-    DataError error = error_of([&] { folder.read(1, pixels.data()); });
-    EXPECT_EQ(error.path(), broken);
-    EXPECT_EQ(error.sample_index(), 1);
-    EXPECT_NE(std::string(error.what()).find("unreadable PNG"), std::string::npos) << error.what();
+    expect_read_error(dir.path(), 1, broken, "unreadable PNG");
 }
 
 TEST(ImageFolder, TruncatedPngNamesFile) {
@@ -132,11 +131,7 @@ TEST(ImageFolder, TruncatedPngNamesFile) {
     std::vector<uint8_t> bytes = testing::read_bytes(path);
     bytes.resize(bytes.size() - 20);  // cut into the image data / end chunk
     testing::write_bytes(path, bytes);
-    ImageFolderDataset folder(dir.path().string());
-    std::vector<uint8_t> pixels(16);
-    DataError error = error_of([&] { folder.read(5, pixels.data()); });
-    EXPECT_EQ(error.path(), path);
-    EXPECT_EQ(error.sample_index(), 5);
+    expect_read_error(dir.path(), 5, path);
 }
 
 TEST(ImageFolder, WrongSizePngNamesFileAndSample) {
@@ -145,12 +140,7 @@ TEST(ImageFolder, WrongSizePngNamesFileAndSample) {
     std::vector<uint8_t> big(25, 9);
     std::string path = (dir.path() / "b" / "img0.png").string();
     write_png(path, big.data(), 5, 5, 1);
-    ImageFolderDataset folder(dir.path().string());
-    std::vector<uint8_t> pixels(16);
-    DataError error = error_of([&] { folder.read(3, pixels.data()); });
-    EXPECT_EQ(error.path(), path);
-    EXPECT_EQ(error.sample_index(), 3);
-    EXPECT_NE(std::string(error.what()).find("wrong image size 5x5, expected 4x4"), std::string::npos) << error.what();
+    expect_read_error(dir.path(), 3, path, "wrong image size 5x5, expected 4x4");
 }
 
 TEST(ImageFolder, MissingOrEmptyRootIsAnError) {

@@ -118,18 +118,26 @@ std::vector<RecordedRange> take_ranges() {
     return ranges;
 }
 
-constexpr uint32_t kDataloaderCategory = static_cast<uint32_t>(nvtx::Category::dataloader);
-
-TEST(DataLoaderNvtx, WorkersAnnotateLoadingAndTheLoopAnnotatesWaits) {
-    auto dataset = small_dataset();
+// The ranges recorded while one epoch of small_dataset() runs through a loader with
+// `workers` loading threads, batches of 8 in order; `copies_to_device`, when given,
+// gets whether that loader copied its batches to the device.
+std::vector<RecordedRange> ranges_of_one_epoch(int workers, bool* copies_to_device = nullptr) {
     LoaderOptions options;
     options.batch_size = 8;
-    options.workers = 2;
-    DataLoader loader(dataset, std::make_shared<SequentialSampler>(64), options);
+    options.workers = workers;
+    DataLoader loader(small_dataset(), std::make_shared<SequentialSampler>(64), options);
     take_ranges();
     loader.start_epoch(0);
     while (const Batch* batch = loader.next()) loader.release(batch);
-    std::vector<RecordedRange> ranges = take_ranges();
+    if (copies_to_device != nullptr) *copies_to_device = loader.copies_to_device();
+    return take_ranges();
+}
+
+constexpr uint32_t kDataloaderCategory = static_cast<uint32_t>(nvtx::Category::dataloader);
+
+TEST(DataLoaderNvtx, WorkersAnnotateLoadingAndTheLoopAnnotatesWaits) {
+    bool copies_to_device = false;
+    std::vector<RecordedRange> ranges = ranges_of_one_epoch(2, &copies_to_device);
 
     const uint32_t training_thread = current_thread();
     std::map<std::string, int> worker_counts;
@@ -150,21 +158,13 @@ TEST(DataLoaderNvtx, WorkersAnnotateLoadingAndTheLoopAnnotatesWaits) {
     EXPECT_EQ(worker_counts["dataloader/load"], 8);
     EXPECT_EQ(worker_counts["dataloader/decode"], 8);
     EXPECT_EQ(worker_counts["dataloader/augment"], 8);
-    EXPECT_EQ(worker_counts["dataloader/h2d"], loader.copies_to_device() ? 8 : 0);
+    EXPECT_EQ(worker_counts["dataloader/h2d"], copies_to_device ? 8 : 0);
     EXPECT_LE(waits, 8);  // at most one per batch: only when the batch was not ready
 }
 
 TEST(DataLoaderNvtx, LoadingInTheTrainingThreadIsAllWait) {
-    auto dataset = small_dataset();
-    LoaderOptions options;
-    options.batch_size = 8;
-    options.workers = 0;
-    DataLoader loader(dataset, std::make_shared<SequentialSampler>(64), options);
-    take_ranges();
-    loader.start_epoch(0);
-    while (const Batch* batch = loader.next()) loader.release(batch);
     std::map<std::string, int> counts;
-    for (const RecordedRange& range : take_ranges()) {
+    for (const RecordedRange& range : ranges_of_one_epoch(0)) {
         EXPECT_EQ(range.thread, current_thread());
         ++counts[range.name];
     }

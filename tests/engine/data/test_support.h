@@ -3,6 +3,7 @@
 // byte range, and the real Fashion-MNIST root (tests that need it skip with the install hint when it is missing).
 #pragma once
 
+#include "engine/data/data_error.h"
 #include "engine/data/fashion_mnist.h"
 #include "tests/support/temp_dir.h"
 
@@ -19,6 +20,18 @@
 namespace ember::data::testing {
 
 using test_support::TempDir;
+
+// Returns the DataError a call throws (fails the test when none is thrown).
+template <typename Call>
+inline DataError error_of(Call call) {
+    try {
+        call();
+    } catch (const DataError& error) {
+        return error;
+    }
+    ADD_FAILURE() << "no DataError thrown";
+    return DataError("", DataError::kNoSample, "");
+}
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);
