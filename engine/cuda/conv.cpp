@@ -122,15 +122,26 @@ void apply_math_type(const ConvDescriptors& d, const ConvAlgoChoice& choice) {
         d.conv, choice.tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH));
 }
 
-// The algorithm for d's shape: from the cache, or searched once and cached (timed with
-// cudnnFind*Ex under cudnn_benchmark, cuDNN's heuristics otherwise; `search` does
-// either). The convolution's math type is set to match the choice.
-template <class Search>
-const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& d, Search search) {
+// The algorithm for d's shape: from the cache, or searched once and cached. The search
+// is the same for the three directions: cudnnFind*Ex (`find`, timed, writing into
+// scratch output of scratch_bytes) under cudnn_benchmark, cuDNN's heuristics
+// (`get`, cudnnGet*Algorithm_v7) otherwise; then the first usable result. The
+// convolution's math type is set to match the choice.
+template <class Perf, class Find, class Get>
+const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& d, int algo_count,
+                                       std::size_t scratch_bytes, const char* what, Find find, Get get) {
     const ConvAlgoChoice* cached = ctx.conv_algorithms->find(d.key);
     if (!cached) {
         ctx.conv_algorithms->count_search();
-        ctx.conv_algorithms->insert(d.key, search());
+        std::vector<Perf> results(algo_count);
+        int count = 0;
+        if (ctx.cudnn_benchmark) {
+            FindScratch scratch(scratch_bytes);
+            find(scratch.buffer.data(), algo_count, &count, results.data());
+        } else {
+            get(algo_count, &count, results.data());
+        }
+        ctx.conv_algorithms->insert(d.key, pick(results, count, ctx.workspace_bytes, ctx.cudnn_benchmark, what));
         cached = ctx.conv_algorithms->find(d.key);
     }
     apply_math_type(d, *cached);
@@ -142,23 +153,17 @@ const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& 
 void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& y, const Conv2dParams& params) {
     ConvDescriptors d(ctx, ConvDirection::forward, x, weight, y, params);
-    const ConvAlgoChoice& chosen = choose_algorithm(ctx, d, [&] {
-        std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-        int count = 0;
-        if (ctx.cudnn_benchmark) {
-            FindScratch scratch(y.bytes());
+    const ConvAlgoChoice& chosen = choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+        ctx, d, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, y.bytes(), "conv2d_forward_cuda",
+        [&](void* scratch, int n, int* count, cudnnConvolutionFwdAlgoPerf_t* results) {
             EMBER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                ctx.cudnn, d.x, x.data, d.w, weight.data, d.conv, d.y, scratch.buffer.data(),
-                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results.data(), ctx.workspace,
-                ctx.workspace_bytes));
-            return pick(results, count, ctx.workspace_bytes, true, "conv2d_forward_cuda");
-        } else {
-            EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-                ctx.cudnn, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
-                results.data()));
-            return pick(results, count, ctx.workspace_bytes, false, "conv2d_forward_cuda");
-        }
-    });
+                ctx.cudnn, d.x, x.data, d.w, weight.data, d.conv, d.y, scratch, n, count, results,
+                ctx.workspace, ctx.workspace_bytes));
+        },
+        [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* results) {
+            EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, d.x, d.w, d.conv, d.y, n,
+                                                                     count, results));
+        });
     const float alpha = 1.0f, beta = 0.0f;
     EMBER_CUDNN_CHECK(cudnnConvolutionForward(
         ctx.cudnn, &alpha, d.x, x.data, d.w, weight.data, d.conv,
@@ -170,23 +175,17 @@ void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight
 void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Tensor& dy,
                                const Tensor& dx, const Conv2dParams& params, GradWrite write) {
     ConvDescriptors d(ctx, ConvDirection::backward_data, dx, weight, dy, params);
-    const ConvAlgoChoice& chosen = choose_algorithm(ctx, d, [&] {
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-        int count = 0;
-        if (ctx.cudnn_benchmark) {
-            FindScratch scratch(dx.bytes());
+    const ConvAlgoChoice& chosen = choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+        ctx, d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, dx.bytes(), "conv2d_backward_data_cuda",
+        [&](void* scratch, int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* results) {
             EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                ctx.cudnn, d.w, weight.data, d.y, dy.data, d.conv, d.x, scratch.buffer.data(),
-                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results.data(), ctx.workspace,
-                ctx.workspace_bytes));
-            return pick(results, count, ctx.workspace_bytes, true, "conv2d_backward_data_cuda");
-        } else {
-            EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                ctx.cudnn, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
-                results.data()));
-            return pick(results, count, ctx.workspace_bytes, false, "conv2d_backward_data_cuda");
-        }
-    });
+                ctx.cudnn, d.w, weight.data, d.y, dy.data, d.conv, d.x, scratch, n, count, results,
+                ctx.workspace, ctx.workspace_bytes));
+        },
+        [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+            EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn, d.w, d.y, d.conv, d.x,
+                                                                          n, count, results));
+        });
     const float alpha = 1.0f, beta = write == GradWrite::accumulate ? 1.0f : 0.0f;
     EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
         ctx.cudnn, &alpha, d.w, weight.data, d.y, dy.data, d.conv,
@@ -197,23 +196,17 @@ void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Ten
 void conv2d_backward_filter_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
                                  const Tensor& dweight, const Conv2dParams& params, GradWrite write) {
     ConvDescriptors d(ctx, ConvDirection::backward_filter, x, dweight, dy, params);
-    const ConvAlgoChoice& chosen = choose_algorithm(ctx, d, [&] {
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-        int count = 0;
-        if (ctx.cudnn_benchmark) {
-            FindScratch scratch(dweight.bytes());
+    const ConvAlgoChoice& chosen = choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        ctx, d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, dweight.bytes(), "conv2d_backward_filter_cuda",
+        [&](void* scratch, int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
             EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                ctx.cudnn, d.x, x.data, d.y, dy.data, d.conv, d.w, scratch.buffer.data(),
-                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results.data(), ctx.workspace,
-                ctx.workspace_bytes));
-            return pick(results, count, ctx.workspace_bytes, true, "conv2d_backward_filter_cuda");
-        } else {
-            EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                ctx.cudnn, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
-                results.data()));
-            return pick(results, count, ctx.workspace_bytes, false, "conv2d_backward_filter_cuda");
-        }
-    });
+                ctx.cudnn, d.x, x.data, d.y, dy.data, d.conv, d.w, scratch, n, count, results,
+                ctx.workspace, ctx.workspace_bytes));
+        },
+        [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+            EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn, d.x, d.y, d.conv,
+                                                                            d.w, n, count, results));
+        });
     const float alpha = 1.0f, beta = write == GradWrite::accumulate ? 1.0f : 0.0f;
     EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         ctx.cudnn, &alpha, d.x, x.data, d.y, dy.data, d.conv,
