@@ -173,6 +173,20 @@ void scale_shift_rows_f32(const float* x, float* y, int64_t rows, int64_t C, con
     });
 }
 
+// Channel c's batch statistics after a training forward: mean and 1/std saved for the
+// backward pass, and folded into the running statistics (when kept) with the unbiased
+// variance, as torch.nn.BatchNorm2d does.
+void record_channel_stats(int64_t c, double mean, double squares, double count, double invstd,
+                          const Tensor& save_mean, const Tensor& save_invstd, const Tensor& running_mean,
+                          const Tensor& running_var, double momentum) {
+    cpu::set(save_mean, c, mean);
+    cpu::set(save_invstd, c, invstd);
+    if (!running_mean.defined()) return;
+    const double unbiased = count > 1 ? squares / (count - 1) : squares / count;
+    cpu::set(running_mean, c, (1 - momentum) * cpu::get(running_mean, c) + momentum * mean);
+    cpu::set(running_var, c, (1 - momentum) * cpu::get(running_var, c) + momentum * unbiased);
+}
+
 void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             const Tensor& y, const Tensor& running_mean,
                             const Tensor& running_var, const Tensor& save_mean,
@@ -191,14 +205,8 @@ void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& 
         const double invstd = 1.0 / std::sqrt(var + params.eps);
         scale[c] = static_cast<float>(cpu::get(gamma, c) * invstd);
         shift[c] = static_cast<float>(cpu::get(beta, c) - mean[c] * invstd * cpu::get(gamma, c));
-        cpu::set(save_mean, c, mean[c]);
-        cpu::set(save_invstd, c, invstd);
-        if (running_mean.defined()) {
-            const double m = params.momentum;
-            const double unbiased = count > 1 ? squares[c] / (count - 1) : var;
-            cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean[c]);
-            cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
-        }
+        record_channel_stats(c, mean[c], squares[c], count, invstd, save_mean, save_invstd, running_mean,
+                             running_var, params.momentum);
     }
     scale_shift_rows_f32(x.as<float>(), y.as<float>(), rows, C, scale.data(), shift.data());
 }
@@ -279,14 +287,8 @@ void forward_train_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta
         const double var = squares[c] / count;
         invstd[c] = 1.0 / std::sqrt(var + params.eps);
         scale[c] = invstd[c] * g[c];
-        cpu::set(save_mean, c, mean[c]);
-        cpu::set(save_invstd, c, invstd[c]);
-        if (running_mean.defined()) {
-            const double m = params.momentum;
-            const double unbiased = count > 1 ? squares[c] / (count - 1) : var;
-            cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean[c]);
-            cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
-        }
+        record_channel_stats(c, mean[c], squares[c], count, invstd[c], save_mean, save_invstd, running_mean,
+                             running_var, params.momentum);
     }
     for (int64_t r = 0; r < rows; ++r) {
         cpu::load_row(x, r * C, C, row.data());
@@ -378,14 +380,8 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
                     float* out = y.as<float>() + (n * s.c + c) * s.spatial;
                     for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
                 }
-                cpu::set(save_mean, c, mean);
-                cpu::set(save_invstd, c, invstd);
-                if (running_mean.defined()) {
-                    const double m = params.momentum;
-                    const double unbiased = count > 1 ? squares / (count - 1) : var;
-                    cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean);
-                    cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
-                }
+                record_channel_stats(c, mean, squares, count, invstd, save_mean, save_invstd, running_mean,
+                                     running_var, params.momentum);
             }
         });
         return;
@@ -419,14 +415,8 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
                 int64_t off = cpu::channel_offset(x, n, c, i);
                 cpu::set(y, off, (cpu::get(x, off) - mean) * invstd * g + b);
             }
-        cpu::set(save_mean, c, mean);
-        cpu::set(save_invstd, c, invstd);
-        if (running_mean.defined()) {
-            const double m = params.momentum;
-            const double unbiased = count > 1 ? squares / (count - 1) : var;
-            cpu::set(running_mean, c, (1 - m) * cpu::get(running_mean, c) + m * mean);
-            cpu::set(running_var, c, (1 - m) * cpu::get(running_var, c) + m * unbiased);
-        }
+        record_channel_stats(c, mean, squares, count, invstd, save_mean, save_invstd, running_mean,
+                             running_var, params.momentum);
     }
 }
 

@@ -189,33 +189,36 @@ bool fast_path(std::initializer_list<const Tensor*> tensors) {
     return true;
 }
 
+// The reference loops compute in double for f64 tensors and in float for the others:
+// body(double{}) or body(float{}).
+template <class Body>
+void in_compute_type(DType t, Body body) {
+    if (t == DType::f64)
+        body(double{});
+    else
+        body(float{});
+}
+
 }  // namespace
 
 void conv2d_forward_reference_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
                                   const Conv2dParams& params) {
     ConvShape s = check_forward("conv2d_forward_cpu", x, weight, bias, y, params);
-    if (x.dtype == DType::f64)
-        forward<double>(x, weight, bias, y, params, s);
-    else
-        forward<float>(x, weight, bias, y, params, s);
+    in_compute_type(x.dtype, [&](auto zero) { forward<decltype(zero)>(x, weight, bias, y, params, s); });
 }
 
 void conv2d_backward_data_reference_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
                                         const Conv2dParams& params, GradWrite write) {
     ConvShape s = check_conv("conv2d_backward_data_cpu", dx, weight, dy, params);
-    if (dx.dtype == DType::f64)
-        backward_data<double>(weight, dy, dx, params, write, s);
-    else
-        backward_data<float>(weight, dy, dx, params, write, s);
+    in_compute_type(dx.dtype,
+                    [&](auto zero) { backward_data<decltype(zero)>(weight, dy, dx, params, write, s); });
 }
 
 void conv2d_backward_filter_reference_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
                                           const Conv2dParams& params, GradWrite write) {
     ConvShape s = check_conv("conv2d_backward_filter_cpu", x, dweight, dy, params);
-    if (x.dtype == DType::f64)
-        backward_filter<double>(x, dy, dweight, params, write, s);
-    else
-        backward_filter<float>(x, dy, dweight, params, write, s);
+    in_compute_type(x.dtype,
+                    [&](auto zero) { backward_filter<decltype(zero)>(x, dy, dweight, params, write, s); });
 }
 
 namespace {

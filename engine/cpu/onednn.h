@@ -13,11 +13,20 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 namespace ember::cpu::onednn {
+
+// The hash of a primitive cache's key: its fields combined in order (boost's hash_combine).
+inline std::size_t hash_fields(std::initializer_list<int64_t> fields) {
+    std::size_t h = 0;
+    for (int64_t v : fields) h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
 
 dnnl::engine& cpu_engine();
 dnnl::stream& cpu_stream();  // one per calling thread

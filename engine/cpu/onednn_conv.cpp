@@ -51,19 +51,10 @@ struct ConvKey {
 
 struct ConvKeyHash {
     std::size_t operator()(const ConvKey& key) const {
-        std::size_t h = 0;
-        auto mix = [&h](int64_t v) {
-            h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-        };
-        for (int64_t v : {key.n, key.c, key.h, key.w, key.k, key.r, key.s, key.p, key.q}) mix(v);
-        for (int v :
-             {key.stride_h, key.stride_w, key.pad_h, key.pad_w, key.dilation_h, key.dilation_w})
-            mix(v);
-        mix(static_cast<int64_t>(key.layout));
-        mix(key.bias);
-        mix(static_cast<int64_t>(key.direction));
-        mix(key.threads);
-        return h;
+        return onednn::hash_fields({key.n, key.c, key.h, key.w, key.k, key.r, key.s, key.p, key.q, key.stride_h,
+                                    key.stride_w, key.pad_h, key.pad_w, key.dilation_h, key.dilation_w,
+                                    static_cast<int64_t>(key.layout), key.bias,
+                                    static_cast<int64_t>(key.direction), key.threads});
     }
 };
 

@@ -94,15 +94,8 @@ struct MatmulKey {
 
 struct MatmulKeyHash {
     std::size_t operator()(const MatmulKey& key) const {
-        std::size_t h = 0;
-        auto mix = [&h](int64_t v) {
-            h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-        };
-        for (int64_t v : {key.count, key.m, key.n, key.k}) mix(v);
-        mix(key.transpose_a * 2 + key.transpose_b);
-        mix(std::hash<float>()(key.alpha));
-        mix(key.threads);
-        return h;
+        return onednn::hash_fields({key.count, key.m, key.n, key.k, key.transpose_a * 2 + key.transpose_b,
+                                    static_cast<int64_t>(std::hash<float>()(key.alpha)), key.threads});
     }
 };
 

@@ -276,12 +276,11 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
         });
         return;
     }
-    if (all_nhwc({&x, &y}) && cpu::all_f32({&x, &y})) {
-        maxpool_forward_nhwc_f32(x, y, argmax, p);
-        return;
-    }
     if (all_nhwc({&x, &y})) {
-        maxpool_forward_nhwc(x, y, argmax, p);
+        if (cpu::all_f32({&x, &y}))
+            maxpool_forward_nhwc_f32(x, y, argmax, p);
+        else
+            maxpool_forward_nhwc(x, y, argmax, p);
         return;
     }
     for (int64_t n = 0; n < y.shape[0]; ++n)
@@ -331,12 +330,11 @@ void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor
         });
         return;
     }
-    if (all_nhwc({&dy, &dx}) && cpu::all_f32({&dy, &dx})) {
-        maxpool_backward_nhwc_f32(dy, argmax, dx, write);
-        return;
-    }
     if (all_nhwc({&dy, &dx})) {
-        maxpool_backward_nhwc(dy, argmax, dx, write);
+        if (cpu::all_f32({&dy, &dx}))
+            maxpool_backward_nhwc_f32(dy, argmax, dx, write);
+        else
+            maxpool_backward_nhwc(dy, argmax, dx, write);
         return;
     }
     std::vector<double> grad(static_cast<std::size_t>(dx.numel()), 0.0);
