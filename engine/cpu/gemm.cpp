@@ -31,24 +31,14 @@ double gelu_double(double x) {
 
 }  // namespace
 
-namespace {
-
-struct GemmSizes {
-    int64_t m, n, k;
-};
-
-GemmSizes check_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
-    const char* op = "gemm_cpu";
-    cpu::check_float_cpu(a, op, "A");
-    cpu::check_float_cpu(b, op, "B");
-    cpu::check_float_cpu(c, op, "C");
+GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c,
+                           const GemmArgs& args) {
     require(a.dtype == b.dtype, op, "A and B dtypes differ: " + a.describe() + ", " + b.describe());
     for (const Tensor* t : {&a, &b, &c})
         require(!(t->rank == 4 && t->layout == Layout::nhwc), op,
                 "operands are read as row-major matrices; convert channels-last first: " + t->describe());
     require(c.dtype == a.dtype || c.dtype == DType::f32, op,
             "C must be f32 or A's dtype: " + c.describe());
-    require(a.dtype != DType::f64 || c.dtype == DType::f64, op, "f64 GEMM needs an f64 C");
     const int64_t m = args.transpose_a ? a.cols() : a.rows();
     const int64_t k = args.transpose_a ? a.rows() : a.cols();
     const int64_t kb = args.transpose_b ? b.cols() : b.rows();
@@ -56,15 +46,25 @@ GemmSizes check_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const Ge
     require(k == kb, op, "inner dimensions differ: " + a.describe() + " x " + b.describe());
     require(c.rows() == m && c.cols() == n, op,
             "C must be [" + std::to_string(m) + "," + std::to_string(n) + "]: " + c.describe());
-    const bool has_bias = args.epilogue != Epilogue::none;
-    if (has_bias) {
-        cpu::check_float_cpu(args.bias, op, "bias");
+    if (args.epilogue != Epilogue::none)
         require(args.bias.numel() == n && args.bias.dtype == c.dtype, op,
                 "bias must have N elements of C's dtype: " + args.bias.describe());
-    }
+    return {m, n, k};
+}
+
+namespace {
+
+GemmSizes check_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
+    const char* op = "gemm_cpu";
+    cpu::check_float_cpu(a, op, "A");
+    cpu::check_float_cpu(b, op, "B");
+    cpu::check_float_cpu(c, op, "C");
+    if (args.epilogue != Epilogue::none) cpu::check_float_cpu(args.bias, op, "bias");
+    const GemmSizes sizes = check_gemm_sizes(op, a, b, c, args);
+    require(a.dtype != DType::f64 || c.dtype == DType::f64, op, "f64 GEMM needs an f64 C");
     const bool save_pre = args.epilogue == Epilogue::bias_gelu && args.pre_activation.defined();
     if (save_pre) cpu::check_same_shape(args.pre_activation, c, op);
-    return {m, n, k};
+    return sizes;
 }
 
 }  // namespace

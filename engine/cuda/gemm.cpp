@@ -51,25 +51,9 @@ void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor&
     check_cuda_operand(a, "A");
     check_cuda_operand(b, "B");
     check_cuda_operand(c, "C");
-    require(a.dtype == b.dtype, op, "A and B dtypes differ: " + a.describe() + ", " + b.describe());
-    for (const Tensor* t : {&a, &b, &c})
-        require(!(t->rank == 4 && t->layout == Layout::nhwc), op,
-                "operands are read as row-major matrices; convert channels-last first: " + t->describe());
-    require(c.dtype == a.dtype || c.dtype == DType::f32, op,
-            "C must be f32 or A's dtype: " + c.describe());
-    const int64_t m = args.transpose_a ? a.cols() : a.rows();
-    const int64_t k = args.transpose_a ? a.rows() : a.cols();
-    const int64_t kb = args.transpose_b ? b.cols() : b.rows();
-    const int64_t n = args.transpose_b ? b.rows() : b.cols();
-    require(k == kb, op, "inner dimensions differ: " + a.describe() + " x " + b.describe());
-    require(c.rows() == m && c.cols() == n, op,
-            "C must be [" + std::to_string(m) + "," + std::to_string(n) + "]: " + c.describe());
     const bool has_bias = args.epilogue != Epilogue::none;
-    if (has_bias) {
-        check_cuda_operand(args.bias, "bias");
-        require(args.bias.numel() == n && args.bias.dtype == c.dtype, op,
-                "bias must have N elements of C's dtype: " + args.bias.describe());
-    }
+    if (has_bias) check_cuda_operand(args.bias, "bias");
+    const auto [m, n, k] = check_gemm_sizes(op, a, b, c, args);
     const bool save_pre = args.epilogue == Epilogue::bias_gelu && args.pre_activation.defined();
     if (save_pre) {
         check_cuda_operand(args.pre_activation, "pre_activation");

@@ -34,6 +34,16 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs&
 void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
                const GemmArgs& args = {});
 
+// The checks both GEMMs make once each has checked its operands' device and dtype: A
+// and B share a dtype, no operand is channels-last, C is f32 or A's dtype, the inner
+// dimensions agree, C is [M,N] and the bias (when the epilogue has one) holds N values
+// of C's dtype. Returns M, N, K; throws naming `op` otherwise (cpu/gemm.cpp).
+struct GemmSizes {
+    int64_t m, n, k;
+};
+GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c,
+                           const GemmArgs& args);
+
 // nn.Linear: y[M,N] = x[M,K] weight[N,K]^T (+ bias[N]) (then GELU when gelu=true,
 // saving pre_activation[M,N] if given). bias may be an undefined Tensor.
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
