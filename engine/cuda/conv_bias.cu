@@ -1,5 +1,6 @@
 // conv_bias.cu: per-channel bias add (conv forward) and per-channel gradient sums
 // (conv bias backward in either layout; nn.Linear bias backward).
+#include "engine/cuda/column_sums.cuh"
 #include "engine/cuda/cuda_util.cuh"
 #include "engine/ops/conv.h"
 #include "engine/ops/gemm.h"
@@ -32,46 +33,6 @@ __global__ void channel_sum_kernel(const void* dy, DType dy_type, int rank, bool
     if (threadIdx.x == 0) out[c] = write_grad(out[c], sum, write);
 }
 
-// Channels innermost (linear dy [rows, C], channels-last conv dy): block (column tile,
-// group) sums rows group, group + groups, ... of 256 neighbouring columns (coalesced)
-// into partials in the context workspace; a second kernel adds the groups in order.
-__global__ void column_partials_kernel(const void* dy, DType dy_type, int64_t rows, int64_t C,
-                                       int groups, float* partial) {
-    const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    float sum = 0.0f;
-    for (int64_t r = blockIdx.y; r < rows; r += groups) sum += load_as_float(dy, dy_type, r * C + c);
-    partial[blockIdx.y * C + c] = sum;
-}
-
-__global__ void column_finish_kernel(const float* partial, int groups, int64_t C, float* out,
-                                     GradWrite write) {
-    EMBER_GRID_STRIDE(c, C) {
-        float sum = 0.0f;
-        for (int group = 0; group < groups; ++group) sum += partial[group * C + c];
-        out[c] = write_grad(out[c], sum, write);
-    }
-}
-
-void column_sums(CudaContext& ctx, const void* dy, DType dy_type, int64_t rows, int64_t C, float* out,
-                 GradWrite write, const char* op) {
-    const std::size_t per_group = std::size_t(C) * sizeof(float);
-    require(ctx.workspace != nullptr && ctx.workspace_bytes >= per_group, op,
-            "the context workspace is too small for the bias partial sums");
-    const int64_t tiles = (C + cuda::kThreads - 1) / cuda::kThreads;
-    const int groups = static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
-                              int64_t(ctx.workspace_bytes / per_group), 65535})));
-    float* partial = static_cast<float*>(ctx.workspace);
-    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
-    EMBER_LAUNCH(column_partials_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        dy, dy_type, rows, C, groups, partial);
-    EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(column_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
-        partial, groups, C, out, write);
-    EMBER_CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace
 
 void conv_bias_add_cuda(CudaContext& ctx, const Tensor& bias, const Tensor& y) {
@@ -92,8 +53,8 @@ void conv2d_backward_bias_cuda(CudaContext& ctx, const Tensor& dy, const Tensor&
     cuda::check_f32_cuda(dbias, op, "dbias", dy.shape[1]);
     if (dy.shape[1] == 0) return;
     if (dy.layout == Layout::nhwc) {  // [N*P*Q, K] in memory: a column sum
-        column_sums(ctx, dy.data, dy.dtype, dy.shape[0] * dy.shape[2] * dy.shape[3], dy.shape[1],
-                    dbias.as<float>(), write, op);
+        cuda::column_sums(ctx, op, dy.data, dy.dtype, dy.shape[0] * dy.shape[2] * dy.shape[3],
+                          dy.shape[1], dbias.as<float>(), write);
         return;
     }
     EMBER_LAUNCH(channel_sum_kernel, static_cast<unsigned>(dy.shape[1]), cuda::kThreads, 0, ctx.stream)(
@@ -108,7 +69,46 @@ void bias_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dbias,
     const int64_t rows = dy.rows(), cols = dy.cols();
     cuda::check_f32_cuda(dbias, op, "dbias", cols);
     if (cols == 0) return;
-    column_sums(ctx, dy.data, dy.dtype, rows, cols, dbias.as<float>(), write, op);
+    cuda::column_sums(ctx, op, dy.data, dy.dtype, rows, cols, dbias.as<float>(), write);
 }
 
 }  // namespace ember::ops
+
+namespace ember::cuda {
+namespace {
+
+// Channels innermost (linear dy [rows, C], channels-last conv dy): the two stages of
+// cuda::column_sums (column_sums.cuh).
+__global__ void column_partials_kernel(const void* in, DType in_type, int64_t rows, int64_t C,
+                                       int groups, float* partial) {
+    const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sum = 0.0f;
+    for (int64_t r = blockIdx.y; r < rows; r += groups) sum += load_as_float(in, in_type, r * C + c);
+    partial[blockIdx.y * C + c] = sum;
+}
+
+__global__ void column_finish_kernel(const float* partial, int groups, int64_t C, float* out,
+                                     ops::GradWrite write) {
+    EMBER_GRID_STRIDE(c, C) {
+        float sum = 0.0f;
+        for (int group = 0; group < groups; ++group) sum += partial[group * C + c];
+        out[c] = ops::write_grad(out[c], sum, write);
+    }
+}
+
+}  // namespace
+
+void column_sums(CudaContext& ctx, const char* op, const void* in, DType in_type, int64_t rows, int64_t C,
+                 float* out, ops::GradWrite write) {
+    const ColumnGrid g = column_grid(ctx, rows, C, sizeof(float), op);
+    float* partial = static_cast<float*>(ctx.workspace);
+    EMBER_LAUNCH(column_partials_kernel, g.grid, kThreads, 0, ctx.stream)(
+        in, in_type, rows, C, g.groups, partial);
+    EMBER_CUDA_CHECK_LAUNCH();
+    EMBER_LAUNCH(column_finish_kernel, grid_for(C), kThreads, 0, ctx.stream)(
+        partial, g.groups, C, out, write);
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ember::cuda
