@@ -37,6 +37,23 @@ CachingAllocator::~CachingAllocator() {
     for (auto& [p, size] : live_) raw_.release(p);
 }
 
+namespace {
+
+// Gives every cached free block back to the raw allocator (the caller holds the lock).
+template <class Raw, class Bins>
+void release_cached(Raw& raw, Bins& free_blocks, AllocatorStats& stats) {
+    for (auto& [size, blocks] : free_blocks) {
+        for (void* p : blocks) {
+            raw.release(p);
+            ++stats.raw_releases;
+            stats.reserved_bytes -= size;
+        }
+    }
+    free_blocks.clear();
+}
+
+}  // namespace
+
 void* CachingAllocator::allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     std::size_t size = size_class(bytes);
@@ -52,14 +69,7 @@ void* CachingAllocator::allocate(std::size_t bytes) {
         ptr = raw_.allocate(size);
         if (ptr == nullptr) {
             // Out of memory with cached blocks around: give them back and retry once.
-            for (auto& [cached_size, blocks] : free_blocks_) {
-                for (void* p : blocks) {
-                    raw_.release(p);
-                    ++stats_.raw_releases;
-                    stats_.reserved_bytes -= cached_size;
-                }
-                blocks.clear();
-            }
+            release_cached(raw_, free_blocks_, stats_);
             ptr = raw_.allocate(size);
         }
         if (ptr == nullptr)
@@ -91,14 +101,7 @@ void CachingAllocator::free(void* ptr) {
 
 void CachingAllocator::empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [size, blocks] : free_blocks_) {
-        for (void* p : blocks) {
-            raw_.release(p);
-            ++stats_.raw_releases;
-            stats_.reserved_bytes -= size;
-        }
-    }
-    free_blocks_.clear();
+    release_cached(raw_, free_blocks_, stats_);
 }
 
 AllocatorStats CachingAllocator::stats() const {

@@ -9,14 +9,13 @@ namespace ember::nvtx {
 
 nvtxDomainHandle_t domain() {
     static nvtxDomainHandle_t handle = [] {
-        nvtxDomainHandle_t d = nvtxDomainCreateA("ember");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(Category::step), "step");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(Category::compute), "compute");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(Category::dataloader), "dataloader");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(Category::communication), "communication");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(Category::checkpoint), "checkpoint");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(Category::evaluation), "evaluation");
-        nvtxDomainNameCategoryA(d, static_cast<uint32_t>(kCounterCategory), "counter");
+        nvtxDomainHandle_t d = nvtxDomainCreateA(std::string(kDomain).c_str());
+        for (Category category : {Category::step, Category::compute, Category::dataloader,
+                                  Category::communication, Category::checkpoint, Category::evaluation})
+            nvtxDomainNameCategoryA(d, number(category), std::string(category_name(category)).c_str());
+        // The contract names no counter category (category_name() is empty for it);
+        // tools that show category names see "counter".
+        nvtxDomainNameCategoryA(d, number(kCounterCategory), "counter");
         return d;
     }();
     return handle;
@@ -39,7 +38,7 @@ nvtxEventAttributes_t attributes(const char* name, Category category) {
     nvtxEventAttributes_t a{};
     a.version = NVTX_VERSION;
     a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.category = static_cast<uint32_t>(category);
+    a.category = number(category);
     a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
     a.message.registered = registered(name);
     return a;

@@ -75,19 +75,29 @@ __device__ __forceinline__ void covering(int64_t h, int pad, int kernel, int str
     if (last > limit) last = limit;
 }
 
+// The outputs [first_h, last_h) x [first_w, last_w) whose windows cover input (h, w).
+struct CoveringOutputs {
+    int64_t first_h, last_h, first_w, last_w;
+};
+
+__device__ __forceinline__ CoveringOutputs covering_outputs(const PoolGeometry& g, int64_t h, int64_t w) {
+    CoveringOutputs o;
+    covering(h, g.params.pad_h, g.params.kernel_h, g.params.stride_h, g.p, o.first_h, o.last_h);
+    covering(w, g.params.pad_w, g.params.kernel_w, g.params.stride_w, g.q, o.first_w, o.last_w);
+    return o;
+}
+
 __global__ void maxpool_backward_kernel(const void* dy, DType dyt, const int32_t* argmax, void* dx,
                                         DType dxt, PoolGeometry g, GradWrite write) {
     const int64_t total = g.n * g.c * g.h * g.w;
     EMBER_GRID_STRIDE(i, total) {
         int64_t n, c, h, w;
         unflatten(i, g.c, g.h, g.w, n, c, h, w);
-        int64_t first_h, last_h, first_w, last_w;
-        covering(h, g.params.pad_h, g.params.kernel_h, g.params.stride_h, g.p, first_h, last_h);
-        covering(w, g.params.pad_w, g.params.kernel_w, g.params.stride_w, g.q, first_w, last_w);
+        const CoveringOutputs o = covering_outputs(g, h, w);
         const int32_t self = static_cast<int32_t>(h * g.w + w);
         float sum = 0.0f;
-        for (int64_t oh = first_h; oh < last_h; ++oh)
-            for (int64_t ow = first_w; ow < last_w; ++ow) {
+        for (int64_t oh = o.first_h; oh < o.last_h; ++oh)
+            for (int64_t ow = o.first_w; ow < o.last_w; ++ow) {
                 int64_t out = offset(g.nhwc, n, c, oh, ow, g.c, g.p, g.q);
                 if (argmax[out] == self) sum += load_as_float(dy, dyt, out);
             }
@@ -123,12 +133,10 @@ __global__ void avgpool_backward_kernel(const void* dy, DType dyt, void* dx, DTy
     EMBER_GRID_STRIDE(i, total) {
         int64_t n, c, h, w;
         unflatten(i, g.c, g.h, g.w, n, c, h, w);
-        int64_t first_h, last_h, first_w, last_w;
-        covering(h, g.params.pad_h, g.params.kernel_h, g.params.stride_h, g.p, first_h, last_h);
-        covering(w, g.params.pad_w, g.params.kernel_w, g.params.stride_w, g.q, first_w, last_w);
+        const CoveringOutputs o = covering_outputs(g, h, w);
         float sum = 0.0f;
-        for (int64_t oh = first_h; oh < last_h; ++oh)
-            for (int64_t ow = first_w; ow < last_w; ++ow)
+        for (int64_t oh = o.first_h; oh < o.last_h; ++oh)
+            for (int64_t ow = o.first_w; ow < o.last_w; ++ow)
                 sum += load_as_float(dy, dyt, offset(g.nhwc, n, c, oh, ow, g.c, g.p, g.q));
         int64_t in = offset(g.nhwc, n, c, h, w, g.c, g.h, g.w);
         float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, in) : 0.0f;

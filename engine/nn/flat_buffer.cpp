@@ -60,30 +60,35 @@ void FlatBuffer::zero(void* stream) {
     else std::memset(data_, 0, bytes_);
 }
 
-void FlatBuffer::upload(const void* host, std::size_t bytes) {
-    if (bytes > bytes_)
-        throw std::out_of_range("upload of " + std::to_string(bytes) + " bytes into " + name_ + " of " +
-                                std::to_string(bytes_));
-    if (bytes == 0) return;
-    // cudaMemcpy runs on the legacy stream, which does not order against non-blocking
-    // streams: wait for all device work first (uploads and downloads are rare).
-    if (backend_ == Device::cuda) {
-        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        EMBER_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+namespace {
+
+// A host copy of `bytes` into or out of a buffer of `capacity` on `backend`. cudaMemcpy
+// runs on the legacy stream, which does not order against non-blocking streams: wait
+// for all device work first (uploads and downloads are rare).
+void copy_host(Device backend, void* to, const void* from, std::size_t bytes, std::size_t capacity,
+               cudaMemcpyKind kind, const std::string& name) {
+    if (bytes > capacity) {
+        const bool upload = kind == cudaMemcpyHostToDevice;
+        throw std::out_of_range((upload ? "upload of " : "download of ") + std::to_string(bytes) +
+                                (upload ? " bytes into " : " bytes from ") + name + " of " +
+                                std::to_string(capacity));
     }
-    else std::memcpy(data_, host, bytes);
+    if (bytes == 0) return;
+    if (backend == Device::cuda) {
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        EMBER_CUDA_CHECK(cudaMemcpy(to, from, bytes, kind));
+    }
+    else std::memcpy(to, from, bytes);
+}
+
+}  // namespace
+
+void FlatBuffer::upload(const void* host, std::size_t bytes) {
+    copy_host(backend_, data_, host, bytes, bytes_, cudaMemcpyHostToDevice, name_);
 }
 
 void FlatBuffer::download(void* host, std::size_t bytes) const {
-    if (bytes > bytes_)
-        throw std::out_of_range("download of " + std::to_string(bytes) + " bytes from " + name_ + " of " +
-                                std::to_string(bytes_));
-    if (bytes == 0) return;
-    if (backend_ == Device::cuda) {
-        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        EMBER_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
-    }
-    else std::memcpy(host, data_, bytes);
+    copy_host(backend_, host, data_, bytes, bytes_, cudaMemcpyDeviceToHost, name_);
 }
 
 }  // namespace ember::nn

@@ -8,15 +8,19 @@
 #include <fmt/format.h>
 
 #include <numeric>
+#include <utility>
 
 namespace ember::train {
 namespace {
 
-class ThreadedSource : public BatchSource {
+// A BatchSource over one of the loaders, which answer the same calls (data::DataLoader,
+// data::GpuResidentLoader); each source adds its description.
+template <class Loader>
+class LoaderSource : public BatchSource {
 public:
-    ThreadedSource(std::shared_ptr<const data::Dataset> dataset, std::shared_ptr<const data::Sampler> sampler,
-                   data::LoaderOptions options, std::string description)
-        : samples_(sampler->length()), loader_(std::move(dataset), sampler, options), description_(std::move(description)) {}
+    template <class... LoaderArgs>
+    explicit LoaderSource(int64_t samples, LoaderArgs&&... args)
+        : samples_(samples), loader_(std::forward<LoaderArgs>(args)...) {}
     void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
     const data::Batch* next() override { return loader_.next(); }
     void release(const data::Batch* batch, CUstream_st* stream) override { loader_.release(batch, stream); }
@@ -24,6 +28,18 @@ public:
     int64_t samples() const override { return samples_; }
     double wait_seconds() const override { return loader_.stats().wait_seconds; }
     data::LoaderStats loader_stats() const override { return loader_.stats(); }
+
+protected:
+    int64_t samples_;
+    Loader loader_;
+};
+
+class ThreadedSource : public LoaderSource<data::DataLoader> {
+public:
+    ThreadedSource(std::shared_ptr<const data::Dataset> dataset, std::shared_ptr<const data::Sampler> sampler,
+                   data::LoaderOptions options, std::string description)
+        : LoaderSource(sampler->length(), std::move(dataset), sampler, options),
+          description_(std::move(description)) {}
     std::string describe() const override {
         return description_ + (loader_.pinned() ? ", pinned" : ", pageable") +
                (loader_.copies_to_device() ? ", copied to the device on its own stream" : "");
@@ -31,31 +47,18 @@ public:
     const std::string& fallback_note() const { return loader_.fallback_note(); }
 
 private:
-    int64_t samples_;
-    data::DataLoader loader_;
     std::string description_;
 };
 
-class ResidentSource : public BatchSource {
+class ResidentSource : public LoaderSource<data::GpuResidentLoader> {
 public:
     ResidentSource(const data::InMemoryDataset& dataset, std::shared_ptr<const data::Sampler> sampler,
                    int64_t batch_size, bool drop_last, data::AugmentOptions augment)
-        : samples_(sampler->length()), loader_(dataset, sampler, batch_size, drop_last, augment) {}
-    void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
-    const data::Batch* next() override { return loader_.next(); }
-    void release(const data::Batch* batch, CUstream_st* stream) override { loader_.release(batch, stream); }
-    int64_t batches_per_epoch() const override { return loader_.batches_per_epoch(); }
-    int64_t samples() const override { return samples_; }
-    double wait_seconds() const override { return loader_.stats().wait_seconds; }
-    data::LoaderStats loader_stats() const override { return loader_.stats(); }
+        : LoaderSource(sampler->length(), dataset, sampler, batch_size, drop_last, augment) {}
     std::string describe() const override {
         return fmt::format("GPU-resident ({:.1f} MiB on the device, gathered and augmented there)",
                            loader_.resident_bytes() / 1048576.0);
     }
-
-private:
-    int64_t samples_;
-    data::GpuResidentLoader loader_;
 };
 
 data::InMemoryDataset load_split(const TrainConfig& config, data::Split split) {
