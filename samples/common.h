@@ -7,15 +7,19 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define SAMPLE_CHECK(expr)                                                            \
+// Exits 1 naming the file, line and call unless `expr` returns `ok`; `describe` turns
+// the status into the library's message (cudaGetErrorString, cudnnGetErrorString, ...).
+#define SAMPLE_CHECK_STATUS(expr, ok, describe)                                       \
     do {                                                                              \
-        cudaError_t sample_status_ = (expr);                                          \
-        if (sample_status_ != cudaSuccess) {                                          \
+        const auto sample_status_ = (expr);                                           \
+        if (sample_status_ != (ok)) {                                                 \
             std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, \
-                         cudaGetErrorString(sample_status_));                         \
+                         describe(sample_status_));                                   \
             std::exit(1);                                                             \
         }                                                                             \
     } while (0)
+
+#define SAMPLE_CHECK(expr) SAMPLE_CHECK_STATUS(expr, cudaSuccess, cudaGetErrorString)
 
 // True when a CUDA device is usable; otherwise prints why and the caller exits 0.
 inline bool sample_has_device(const char* sample) {

@@ -1,11 +1,13 @@
 // cuda_basics: a plain CUDA program, the kind of job `ember record -- ./sample_cuda_basics`
 // profiles; its only ember code is the launch macro (EMBER_LAUNCH(k, grid, block)(...) is
-// k<<<grid, block>>>(...) under nvcc) that lets the kernel interpreter run it in the tests.
+// k<<<grid, block>>>(...) under nvcc) that lets the kernel interpreter run it in the tests,
+// and the samples' SAMPLE_CHECK (samples/common.h).
 // It copies an array to the device from pageable and from pinned memory, runs SAXPY a
 // few times, copies the result back and checks it. Without a GPU it says so and exits 0.
 //
 //   sample_cuda_basics [elements] [iterations]
 #include "engine/core/launch.h"
+#include "samples/common.h"
 
 #include <cuda_runtime.h>
 
@@ -13,16 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#define CHECK(expr)                                                                 \
-    do {                                                                            \
-        cudaError_t e_ = (expr);                                                    \
-        if (e_ != cudaSuccess) {                                                    \
-            std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, \
-                         cudaGetErrorString(e_));                                   \
-            std::exit(1);                                                           \
-        }                                                                           \
-    } while (0)
 
 __global__ void saxpy(int n, float a, const float* x, float* y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -44,28 +36,28 @@ int main(int argc, char** argv) {
     size_t bytes = size_t(n) * sizeof(float);
     std::vector<float> x(n, 1.0f);  // pageable
     float* y_pinned = nullptr;
-    CHECK(cudaMallocHost(&y_pinned, bytes));
+    SAMPLE_CHECK(cudaMallocHost(&y_pinned, bytes));
     for (int i = 0; i < n; ++i) y_pinned[i] = float(i % 100);
 
     float *dx = nullptr, *dy = nullptr;
-    CHECK(cudaMalloc(&dx, bytes));
-    CHECK(cudaMalloc(&dy, bytes));
-    CHECK(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));    // pageable HtoD
-    CHECK(cudaMemcpy(dy, y_pinned, bytes, cudaMemcpyHostToDevice));    // pinned HtoD
+    SAMPLE_CHECK(cudaMalloc(&dx, bytes));
+    SAMPLE_CHECK(cudaMalloc(&dy, bytes));
+    SAMPLE_CHECK(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));    // pageable HtoD
+    SAMPLE_CHECK(cudaMemcpy(dy, y_pinned, bytes, cudaMemcpyHostToDevice));    // pinned HtoD
     for (int it = 0; it < iterations; ++it) {
         EMBER_LAUNCH(saxpy, (n + 255) / 256, 256)(n, 2.0f, dx, dy);
-        CHECK(cudaGetLastError());
+        SAMPLE_CHECK(cudaGetLastError());
     }
-    CHECK(cudaMemcpy(y_pinned, dy, bytes, cudaMemcpyDeviceToHost));    // pinned DtoH
-    CHECK(cudaDeviceSynchronize());
+    SAMPLE_CHECK(cudaMemcpy(y_pinned, dy, bytes, cudaMemcpyDeviceToHost));    // pinned DtoH
+    SAMPLE_CHECK(cudaDeviceSynchronize());
 
     int bad = 0;
     for (int i = 0; i < n; ++i)
         if (std::fabs(y_pinned[i] - (float(i % 100) + 2.0f * iterations)) > 1e-3f) ++bad;
     std::printf("cuda_basics: %d elements, %d saxpy launches, %s\n", n, iterations,
                 bad ? "WRONG" : "ok");
-    CHECK(cudaFree(dx));
-    CHECK(cudaFree(dy));
-    CHECK(cudaFreeHost(y_pinned));
+    SAMPLE_CHECK(cudaFree(dx));
+    SAMPLE_CHECK(cudaFree(dy));
+    SAMPLE_CHECK(cudaFreeHost(y_pinned));
     return bad ? 1 : 0;
 }

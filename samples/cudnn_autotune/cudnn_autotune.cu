@@ -12,15 +12,7 @@
 
 #include <vector>
 
-#define CUDNN_CHECK(expr)                                                              \
-    do {                                                                               \
-        cudnnStatus_t s_ = (expr);                                                     \
-        if (s_ != CUDNN_STATUS_SUCCESS) {                                              \
-            std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,  \
-                         cudnnGetErrorString(s_));                                     \
-            std::exit(1);                                                              \
-        }                                                                              \
-    } while (0)
+#define CUDNN_CHECK(expr) SAMPLE_CHECK_STATUS(expr, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
 
 namespace {
 
