@@ -8,6 +8,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <gtest/gtest.h>
 
@@ -35,13 +36,7 @@ synth::SyntheticTraceOptions small_synthetic() {
 // with a nonzero correlation id that some API call has), computed here from the ids;
 // ids it cannot hold leave the count to the query.
 TEST(ImportApi, LinkTallyCountsWhatTheQueryWould) {
-    std::uint64_t state = 0x2545F4914F6CDD1Dull;
-    auto next = [&] {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        return state;
-    };
+    import_test::XorShift64 next{0x2545F4914F6CDD1Dull};
     for (int round = 0; round < 50; ++round) {
         importing::LinkTally tally;
         std::set<std::uint64_t> api;
@@ -83,12 +78,7 @@ TEST(ImportApi, DetectsTheFormatFromContentNotName) {
     synth::SyntheticTraceOptions options;
     options.events = 2000;
     synth::write_synthetic_traces(dir.path("e.sqlite"), options);
-    {
-        store::TraceReader reader(dir.path("e.sqlite"));
-        exporting::OutputFile out(dir.path("f.json"));
-        exporting::export_chrome_trace(reader, out);
-        out.close();
-    }
+    import_test::export_chrome(dir.path("e.sqlite"), dir.path("f.json"));
     EXPECT_EQ(importing::detect_format(dir.path("a.txt")), SourceFormat::kineto);
     EXPECT_EQ(importing::detect_format(dir.path("b.bin")), SourceFormat::kineto);
     EXPECT_EQ(importing::detect_format(dir.path("c.json")), SourceFormat::chrome);

@@ -10,6 +10,7 @@
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/import/event_lists.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <gtest/gtest.h>
 
@@ -46,14 +47,9 @@ TEST(ChromeRoundTrip, SynthExportImportGivesTheSameTables) {
     options.events = 30'000;
     options.seed = 11;
     synth::write_synthetic_traces(dir.path("synth.db"), options);
-    {
-        store::TraceReader original(dir.path("synth.db"));
-        exporting::OutputFile out(dir.path("synth.json"));
-        exporting::export_chrome_trace(original, out);
-        out.close();
-    }
-    ASSERT_EQ(importing::detect_format(dir.path("synth.json")), importing::SourceFormat::chrome);
-    importing::ImportedFile imported = importing::import_file(dir.path("synth.json"), dir.path("back.db"));
+    import_test::export_chrome(dir.path("synth.db"), dir.path("synth.json"));
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("synth.json"), dir.path("back.db"), importing::SourceFormat::chrome);
     store::TraceReader original(dir.path("synth.db")), back(dir.path("back.db"));
 
     expect_same_rows(analysis::kernel_summary(original), analysis::kernel_summary(back), "kernels");
@@ -122,8 +118,8 @@ TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
     TempDir dir;
     // The JSON Array Format, closing bracket omitted (allowed by the format).
     import_test::write_file(dir.path("generic.json"), import_test::chrome_generic_fixture());
-    ASSERT_EQ(importing::detect_format(dir.path("generic.json")), importing::SourceFormat::chrome);
-    importing::ImportedFile imported = importing::import_file(dir.path("generic.json"), dir.path("generic.db"));
+    importing::ImportedFile imported = import_test::import_detected(dir.path("generic.json"), dir.path("generic.db"),
+                                                                   importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("generic.db"));
     std::map<std::string, trace::RangeEvent> ranges;
     for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
@@ -202,9 +198,7 @@ TEST(ChromeGeneric, AnEndWithoutABeginIsAnErrorOrCountedWhenAsked) {
         EXPECT_NE(message.find("element #1"), std::string::npos) << message;
         EXPECT_NE(message.find("closes nothing"), std::string::npos) << message;
     }
-    importing::ImportOptions lenient;
-    lenient.skip_invalid_events = true;
-    importing::ImportedFile imported = importing::import_file(dir.path("e.json"), dir.path("e.db"), lenient);
+    importing::ImportedFile imported = import_test::import_skipping_invalid(dir.path("e.json"), dir.path("e.db"));
     EXPECT_EQ(imported.counts.ranges, 1);
     EXPECT_EQ(imported.counts.skipped.at("\"E\" without a \"B\""), 1);
 }

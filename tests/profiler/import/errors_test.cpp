@@ -5,6 +5,7 @@
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <gtest/gtest.h>
 
@@ -124,9 +125,8 @@ TEST(ImportErrors, NegativeDurationIsAnErrorOrSkippedWhenAsked) {
     EXPECT_EQ(failure.kind, TraceErrorKind::bad_value);
     EXPECT_TRUE(contains(failure.message, "negative duration (-5000 ns)")) << failure.message;
     EXPECT_TRUE(contains(failure.message, "element #0 at byte " + std::to_string(json.find("{\"ph\"")))) << failure.message;
-    importing::ImportOptions lenient;
-    lenient.skip_invalid_events = true;
-    importing::ImportedFile imported = importing::import_file(dir.path("negative.json"), dir.path("out.db"), lenient);
+    importing::ImportedFile imported =
+        import_test::import_skipping_invalid(dir.path("negative.json"), dir.path("out.db"));
     EXPECT_EQ(imported.counts.kernels, 0);
     EXPECT_EQ(imported.counts.skipped.at("negative duration"), 1);
 }

@@ -5,10 +5,12 @@
 #include "profiler/import/json_stream.h"
 #include "profiler/store/trace_error.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <utility>
 
 namespace {
 
@@ -16,29 +18,24 @@ using namespace ember;
 using import_test::TempDir;
 
 TEST(DecimalTime, MicrosecondTextIsExactNanoseconds) {
+    const std::pair<const char*, std::int64_t> exact[] = {
+        {"123.456", 123456},
+        {"1712195495519695.8", 1712195495519695800},
+        {"1682725898236567", 1682725898236567000},
+        {"0.0005", 1},  // half a ns rounds away from zero
+        {"0.0004999", 0},
+        {"-2.5", -2500},
+        {"1.7121954955196958e15", 1712195495519695800},
+        {"15E-1", 1500},
+        {" \"42\" ", 42000},
+        {"0.000000000000000000000000000000000000000001", 0},
+        {"9223372036854775.807", std::numeric_limits<std::int64_t>::max()},
+    };
     std::int64_t ns = 0;
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("123.456", ns));
-    EXPECT_EQ(ns, 123456);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("1712195495519695.8", ns));
-    EXPECT_EQ(ns, 1712195495519695800);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("1682725898236567", ns));
-    EXPECT_EQ(ns, 1682725898236567000);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("0.0005", ns));  // half a ns rounds away from zero
-    EXPECT_EQ(ns, 1);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("0.0004999", ns));
-    EXPECT_EQ(ns, 0);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("-2.5", ns));
-    EXPECT_EQ(ns, -2500);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("1.7121954955196958e15", ns));
-    EXPECT_EQ(ns, 1712195495519695800);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("15E-1", ns));
-    EXPECT_EQ(ns, 1500);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns(" \"42\" ", ns));
-    EXPECT_EQ(ns, 42000);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("0.000000000000000000000000000000000000000001", ns));
-    EXPECT_EQ(ns, 0);
-    ASSERT_TRUE(importing::parse_microseconds_as_ns("9223372036854775.807", ns));
-    EXPECT_EQ(ns, std::numeric_limits<std::int64_t>::max());
+    for (const auto& [text, want] : exact) {
+        ASSERT_TRUE(importing::parse_microseconds_as_ns(text, ns)) << text;
+        EXPECT_EQ(ns, want) << text;
+    }
     EXPECT_FALSE(importing::parse_microseconds_as_ns("9223372036854775.808", ns));  // one past int64
     EXPECT_FALSE(importing::parse_microseconds_as_ns("1e400", ns));
     for (const char* bad : {"", "-", ".", "1.", "1e", "1e+", "abc", "1.2.3", "0x10", "NaN", "Infinity", "1 2", "\"\""}) {
@@ -55,13 +52,7 @@ TEST(DecimalTime, MicrosecondTextIsExactNanoseconds) {
 // what the general 128-bit path gives; a leading space sends the same text down the
 // general path.
 TEST(DecimalTime, PlainDecimalsAgreeWithTheGeneralParser) {
-    std::uint64_t state = 88172645463325252ull;
-    auto next = [&] {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        return state;
-    };
+    import_test::XorShift64 next{88172645463325252ull};
     int compared = 0;
     for (int i = 0; i < 200000; ++i) {
         std::string text;

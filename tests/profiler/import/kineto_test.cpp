@@ -9,6 +9,7 @@
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/event_lists.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -99,14 +100,10 @@ TEST_F(KinetoFixture, KernelsCopiesAndMemsetsLandOnTheirStreamsWithTheirShapes) 
     EXPECT_EQ(reader.stream(nccl.stream_id)->name, "nccl");
     EXPECT_EQ(imported.counts.nccl_kernels, 1);
 
-    auto copies = all_events(reader, &store::TraceReader::for_each_memcpy);
-    ASSERT_EQ(copies.size(), 1u);
-    EXPECT_EQ(copies[0].direction, trace::MemcpyDirection::host_to_device);
-    EXPECT_EQ(copies[0].source_kind, trace::MemoryKind::pinned);
-    EXPECT_EQ(copies[0].destination_kind, trace::MemoryKind::device);
-    EXPECT_EQ(copies[0].bytes, 1048576u);
-    EXPECT_EQ(copies[0].start_ns, 1'500'000);
-    EXPECT_EQ(copies[0].end_ns, 1'510'000);
+    const trace::MemcpyEvent copy = import_test::expect_one_memcpy(
+        reader, trace::MemcpyDirection::host_to_device, trace::MemoryKind::pinned, trace::MemoryKind::device, 1048576);
+    EXPECT_EQ(copy.start_ns, 1'500'000);
+    EXPECT_EQ(copy.end_ns, 1'510'000);
     auto sets = all_events(reader, &store::TraceReader::for_each_memset);
     ASSERT_EQ(sets.size(), 1u);
     EXPECT_EQ(sets[0].bytes, 256u);
@@ -232,8 +229,8 @@ TEST_F(KinetoFixture, OptionsOverrideRankAndWorldSize) {
 TEST(Kineto2021, TheOldCategoryNamesMapTheSameWay) {
     TempDir dir;
     import_test::write_file(dir.path("old.json"), import_test::kineto_2021_fixture());
-    ASSERT_EQ(importing::detect_format(dir.path("old.json")), importing::SourceFormat::kineto);
-    importing::ImportedFile imported = importing::import_file(dir.path("old.json"), dir.path("old.db"));
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("old.json"), dir.path("old.db"), importing::SourceFormat::kineto);
     store::TraceReader reader(dir.path("old.db"));
     EXPECT_EQ(imported.counts.kernels, 1);
     EXPECT_EQ(imported.counts.memcpys, 1);

@@ -11,6 +11,7 @@
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/event_lists.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <gtest/gtest.h>
 
@@ -37,8 +38,8 @@ TEST_P(NsysSchemas, EveryTableMapsToItsEmberEvents) {
     import_test::NsysFixtureOptions options;
     options.schema_major = GetParam();
     import_test::write_nsys_fixture(dir.path("report.sqlite"), options);
-    ASSERT_EQ(importing::detect_format(dir.path("report.sqlite")), importing::SourceFormat::nsys);
-    importing::ImportedFile imported = importing::import_file(dir.path("report.sqlite"), dir.path("report.db"));
+    importing::ImportedFile imported = import_test::import_detected(dir.path("report.sqlite"), dir.path("report.db"),
+                                                                   importing::SourceFormat::nsys);
     store::TraceReader reader(dir.path("report.db"));
 
     // The run: the session's wall clock and window, the traced process.
@@ -82,12 +83,8 @@ TEST_P(NsysSchemas, EveryTableMapsToItsEmberEvents) {
     EXPECT_EQ(stream->context_id, 1u);
     EXPECT_EQ(stream->name, "default");  // the context's NULL stream
 
-    auto copies = all_events(reader, &store::TraceReader::for_each_memcpy);
-    ASSERT_EQ(copies.size(), 1u);
-    EXPECT_EQ(copies[0].direction, trace::MemcpyDirection::host_to_device);
-    EXPECT_EQ(copies[0].source_kind, trace::MemoryKind::pageable);
-    EXPECT_EQ(copies[0].destination_kind, trace::MemoryKind::device);
-    EXPECT_EQ(copies[0].bytes, 4096u);
+    import_test::expect_one_memcpy(reader, trace::MemcpyDirection::host_to_device, trace::MemoryKind::pageable,
+                                   trace::MemoryKind::device, 4096);
     auto sets = all_events(reader, &store::TraceReader::for_each_memset);
     ASSERT_EQ(sets.size(), 1u);
     EXPECT_EQ(sets[0].bytes, 256u);
@@ -219,8 +216,8 @@ TEST_P(NsysSchemaVersions, AnyVersionImportsANewerOneSaysSoInOneLine) {
     if (options.with_metadata_table) options.metadata_table = param.metadata_table;
     options.schema_version_text = param.version;
     import_test::write_nsys_fixture(dir.path("r.sqlite"), options);
-    ASSERT_EQ(importing::detect_format(dir.path("r.sqlite")), importing::SourceFormat::nsys);
-    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("r.sqlite"), dir.path("r.db"), importing::SourceFormat::nsys);
     EXPECT_EQ(imported.counts.kernels, 1);
     EXPECT_EQ(imported.counts.api_calls, 5);
     if (!param.newer_than_seen) {
@@ -344,8 +341,8 @@ TEST(Nsys, AFileWithoutCudaTablesImportsWhatItHas) {
     options.metadata_table = "META_DATA_EXPORT";
     options.schema_version_text = "3.20.2";
     import_test::write_nsys_fixture(dir.path("cpu.sqlite"), options);
-    ASSERT_EQ(importing::detect_format(dir.path("cpu.sqlite")), importing::SourceFormat::nsys);
-    importing::ImportedFile imported = importing::import_file(dir.path("cpu.sqlite"), dir.path("cpu.db"));
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("cpu.sqlite"), dir.path("cpu.db"), importing::SourceFormat::nsys);
     EXPECT_EQ(imported.counts.kernels + imported.counts.memcpys + imported.counts.api_calls, 0);
     EXPECT_EQ(imported.counts.ranges, 5);
     EXPECT_EQ(imported.counts.marks, 1);
@@ -385,9 +382,7 @@ TEST(Nsys, ASampleSymbolThatPointsNowhereNamesTableAndRow) {
         EXPECT_NE(std::string(error.what()).find("table SAMPLING_CALLCHAINS row"), std::string::npos) << error.what();
         EXPECT_NE(std::string(error.what()).find("symbol 999 is not in StringIds"), std::string::npos) << error.what();
     }
-    importing::ImportOptions skip;
-    skip.skip_invalid_events = true;
-    importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"), skip);
+    importing::ImportedFile imported = import_test::import_skipping_invalid(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.stack_samples, 2);
     EXPECT_EQ(imported.counts.skipped.at("SAMPLING_CALLCHAINS: string id not in StringIds"), 1);
 }

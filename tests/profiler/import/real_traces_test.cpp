@@ -11,6 +11,7 @@
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/profiler/import/import_steps.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -118,8 +119,7 @@ TEST_P(NsysRealTrace, SummariesEqualNsysStatsCsvs) {
     const std::string csvs = fmt::format("{}/saxpy_rank{}.nsys-stats", folder, rank);
     TempDir dir;
     const std::string output = dir.path("saxpy.db");
-    ASSERT_EQ(importing::detect_format(input), importing::SourceFormat::nsys);
-    importing::ImportedFile imported = importing::import_file(input, output);
+    importing::ImportedFile imported = import_test::import_detected(input, output, importing::SourceFormat::nsys);
     store::TraceReader reader(output);
 
     auto plain = [](const analysis::DurationSummaryRow& row) { return row.name; };
@@ -231,8 +231,7 @@ TEST_P(KinetoRealTrace, KernelCountAndTimeEqualTheJson) {
     ASSERT_GT(truth.kernels, 0);
     TempDir dir;
     const std::string output = dir.path("trace.db");
-    ASSERT_EQ(importing::detect_format(input), importing::SourceFormat::kineto);
-    importing::ImportedFile imported = importing::import_file(input, output);
+    importing::ImportedFile imported = import_test::import_detected(input, output, importing::SourceFormat::kineto);
     store::TraceReader reader(output);
     EXPECT_EQ(reader.event_count("kernels"), truth.kernels);
     EXPECT_EQ(import_test::count_rows(output, "SELECT SUM(end_ns - start_ns) FROM kernels"), truth.kernel_ns);
