@@ -85,12 +85,12 @@ public:
         exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
         exec(store::kCreateTablesSql);
         exec("INSERT INTO strings VALUES (0, '')");
-        kernel_ = prepare("INSERT INTO kernels VALUES (?,?,?,?,?,?,?)");
+        kernel_ = prepare("INSERT INTO kernels VALUES (?,?,?,?,?,?,?,0,0)");
         launch_config_ = prepare("INSERT INTO launch_configs VALUES (?,?,?,?,?,?,?,?,?,?)");
-        memcpy_ = prepare("INSERT INTO memcpys VALUES (?,?,?,?,?,?,?,?,?,?)");
-        memset_ = prepare("INSERT INTO memsets VALUES (?,?,?,?,?,?,?,?)");
+        memcpy_ = prepare("INSERT INTO memcpys VALUES (?,?,?,?,?,?,?,?,?,?,0,0)");
+        memset_ = prepare("INSERT INTO memsets VALUES (?,?,?,?,?,?,?,?,0,0)");
         sync_ = prepare("INSERT INTO synchronizations VALUES (?,?,?,?,?,?,?)");
-        api_ = prepare("INSERT INTO api_calls VALUES (?,?,?,?,?,?)");
+        api_ = prepare("INSERT INTO api_calls VALUES (?,?,?,?,?,?,0)");
         range_ = prepare("INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?,?)");
         mark_ = prepare("INSERT INTO marks VALUES (?,?,?,?,?,?,?)");
         counter_ = prepare("INSERT INTO counter_samples VALUES (?,?,?)");

@@ -78,6 +78,26 @@ void check_file_header(const std::string& path) {
                              std::to_string(page_count * page_size));
 }
 
+// SELECT column lists of the tables that gained columns in schema 3, and the same
+// lists for version 1/2 files (the new columns read as 0). Decoders below read by
+// position, so both lists of a table have the same length.
+constexpr const char* kKernelColumns =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id, graph_id, graph_node_id";
+constexpr const char* kKernelColumnsVersion2 =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id, 0, 0";
+constexpr const char* kMemcpyColumns =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, destination_kind, "
+    "peer_device_id, graph_id, graph_node_id";
+constexpr const char* kMemcpyColumnsVersion2 =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, destination_kind, "
+    "peer_device_id, 0, 0";
+constexpr const char* kMemsetColumns =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind, graph_id, graph_node_id";
+constexpr const char* kMemsetColumnsVersion2 =
+    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind, 0, 0";
+constexpr const char* kApiColumns = "start_ns, end_ns, thread_id, correlation_id, name_id, result, stack_id";
+constexpr const char* kApiColumnsVersion2 = "start_ns, end_ns, thread_id, correlation_id, name_id, result, 0";
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -99,6 +119,12 @@ struct TraceReader::Impl {
     // Schema 2's columns (absent from version 1 files: native frames, running samples).
     bool frames_have_line = false;
     bool samples_have_idle = false;
+    // Schema 3's columns (absent from version 1/2 files, read there as 0): the SELECT
+    // column list of each table, chosen by check_tables().
+    const char* kernel_columns = nullptr;
+    const char* memcpy_columns = nullptr;
+    const char* memset_columns = nullptr;
+    const char* api_columns = nullptr;
 
     std::vector<ProcessInfo> processes;
     std::vector<ThreadInfo> threads;
@@ -300,6 +326,14 @@ void TraceReader::Impl::check_tables() {
     };
     frames_have_line = has_column("frames", "line");
     samples_have_idle = has_column("stack_samples", "idle");
+    // Each schema 3 column on its own: a file may have been written by any mix.
+    kernel_columns = has_column("kernels", "graph_id") && has_column("kernels", "graph_node_id")
+                         ? kKernelColumns : kKernelColumnsVersion2;
+    memcpy_columns = has_column("memcpys", "graph_id") && has_column("memcpys", "graph_node_id")
+                         ? kMemcpyColumns : kMemcpyColumnsVersion2;
+    memset_columns = has_column("memsets", "graph_id") && has_column("memsets", "graph_node_id")
+                         ? kMemsetColumns : kMemsetColumnsVersion2;
+    api_columns = has_column("api_calls", "stack_id") ? kApiColumns : kApiColumnsVersion2;
 }
 
 StringId TraceReader::Impl::check_string(std::int64_t id) const {
@@ -513,15 +547,7 @@ TraceReader::Impl::Window TraceReader::Impl::window_for(const EventTableInfo& ta
 
 namespace {
 
-constexpr const char* kKernelColumns =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id";
-constexpr const char* kMemcpyColumns =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, destination_kind, "
-    "peer_device_id";
-constexpr const char* kMemsetColumns =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind";
 constexpr const char* kSyncColumns = "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id";
-constexpr const char* kApiColumns = "start_ns, end_ns, thread_id, correlation_id, name_id, result";
 constexpr const char* kRangeColumns =
     "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, parent_range_id, payload";
 constexpr const char* kMarkColumns = "time_ns, thread_id, domain_id, name_id, category, color, payload";
@@ -543,6 +569,15 @@ T as(const Statement& s, int column) {
     return static_cast<T>(s.column_int64(column));
 }
 
+KernelEvent read_kernel(const Statement& s, const TraceReader& reader) {
+    KernelEvent e;
+    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
+    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3);
+    e.correlation_id = as<CorrelationId>(s, 4); e.name_id = as<StringId>(s, 5);
+    e.launch = reader.launch_config(as<LaunchConfigId>(s, 6));
+    e.graph_id = as<GraphId>(s, 7); e.graph_node_id = as<GraphNodeId>(s, 8);
+    return e;
+}
 MemcpyEvent read_memcpy(const Statement& s) {
     MemcpyEvent e;
     e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
@@ -550,6 +585,7 @@ MemcpyEvent read_memcpy(const Statement& s) {
     e.direction = as<MemcpyDirection>(s, 5); e.bytes = as<std::uint64_t>(s, 6);
     e.source_kind = as<MemoryKind>(s, 7); e.destination_kind = as<MemoryKind>(s, 8);
     e.peer_device_id = as<DeviceId>(s, 9);
+    e.graph_id = as<GraphId>(s, 10); e.graph_node_id = as<GraphNodeId>(s, 11);
     return e;
 }
 MemsetEvent read_memset(const Statement& s) {
@@ -557,6 +593,7 @@ MemsetEvent read_memset(const Statement& s) {
     e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
     e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
     e.bytes = as<std::uint64_t>(s, 5); e.value = as<std::uint32_t>(s, 6); e.memory_kind = as<MemoryKind>(s, 7);
+    e.graph_id = as<GraphId>(s, 8); e.graph_node_id = as<GraphNodeId>(s, 9);
     return e;
 }
 SyncEvent read_sync(const Statement& s) {
@@ -570,6 +607,7 @@ ApiEvent read_api(const Statement& s) {
     ApiEvent e;
     e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1); e.thread_id = as<ThreadId>(s, 2);
     e.correlation_id = as<CorrelationId>(s, 3); e.name_id = as<StringId>(s, 4); e.result = as<std::int32_t>(s, 5);
+    e.stack_id = as<StackId>(s, 6);
     return e;
 }
 RangeEvent read_range(const Statement& s) {
@@ -870,26 +908,20 @@ struct VisitAccess {
 
 std::int64_t TraceReader::for_each_kernel(const EventQuery& q, const Visitor<KernelEvent>& visit) const {
     Impl& impl = *impl_;
-    return VisitAccess::run<KernelEvent>(impl, "kernels", kKernelColumns, q, visit, [&](const Statement& s) {
-        KernelEvent e;
-        e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
-        e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3);
-        e.correlation_id = as<CorrelationId>(s, 4); e.name_id = as<StringId>(s, 5);
-        e.launch = launch_config(as<LaunchConfigId>(s, 6));
-        return e;
-    });
+    return VisitAccess::run<KernelEvent>(impl, "kernels", impl.kernel_columns, q, visit,
+                                         [&](const Statement& s) { return read_kernel(s, *this); });
 }
 std::int64_t TraceReader::for_each_memcpy(const EventQuery& q, const Visitor<MemcpyEvent>& visit) const {
-    return VisitAccess::run<MemcpyEvent>(*impl_, "memcpys", kMemcpyColumns, q, visit, read_memcpy);
+    return VisitAccess::run<MemcpyEvent>(*impl_, "memcpys", impl_->memcpy_columns, q, visit, read_memcpy);
 }
 std::int64_t TraceReader::for_each_memset(const EventQuery& q, const Visitor<MemsetEvent>& visit) const {
-    return VisitAccess::run<MemsetEvent>(*impl_, "memsets", kMemsetColumns, q, visit, read_memset);
+    return VisitAccess::run<MemsetEvent>(*impl_, "memsets", impl_->memset_columns, q, visit, read_memset);
 }
 std::int64_t TraceReader::for_each_sync(const EventQuery& q, const Visitor<SyncEvent>& visit) const {
     return VisitAccess::run<SyncEvent>(*impl_, "synchronizations", kSyncColumns, q, visit, read_sync);
 }
 std::int64_t TraceReader::for_each_api_call(const EventQuery& q, const Visitor<ApiEvent>& visit) const {
-    return VisitAccess::run<ApiEvent>(*impl_, "api_calls", kApiColumns, q, visit, read_api);
+    return VisitAccess::run<ApiEvent>(*impl_, "api_calls", impl_->api_columns, q, visit, read_api);
 }
 std::int64_t TraceReader::for_each_range(const EventQuery& q, const Visitor<RangeEvent>& visit) const {
     return VisitAccess::run<RangeEvent>(*impl_, "ranges", kRangeColumns, q, visit, read_range);
@@ -911,14 +943,9 @@ std::int64_t TraceReader::for_each_overhead(const EventQuery& q, const Visitor<O
 
 std::vector<KernelEvent> TraceReader::kernels_by_correlation(CorrelationId id) const {
     std::vector<KernelEvent> events;
-    impl_->query(std::string("SELECT ") + kKernelColumns + " FROM kernels WHERE correlation_id = ? ORDER BY start_ns",
+    impl_->query(std::string("SELECT ") + impl_->kernel_columns + " FROM kernels WHERE correlation_id = ? ORDER BY start_ns",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     KernelEvent e;
-                     e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
-                     e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3);
-                     e.correlation_id = as<CorrelationId>(s, 4); e.name_id = as<StringId>(s, 5);
-                     e.launch = launch_config(as<LaunchConfigId>(s, 6));
-                     events.push_back(e);
+                     events.push_back(read_kernel(s, *this));
                      return true;
                  });
     return events;
@@ -926,7 +953,7 @@ std::vector<KernelEvent> TraceReader::kernels_by_correlation(CorrelationId id) c
 
 std::vector<MemcpyEvent> TraceReader::memcpys_by_correlation(CorrelationId id) const {
     std::vector<MemcpyEvent> events;
-    impl_->query(std::string("SELECT ") + kMemcpyColumns + " FROM memcpys WHERE correlation_id = ? ORDER BY start_ns",
+    impl_->query(std::string("SELECT ") + impl_->memcpy_columns + " FROM memcpys WHERE correlation_id = ? ORDER BY start_ns",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
                      events.push_back(read_memcpy(s));
                      return true;
@@ -936,7 +963,7 @@ std::vector<MemcpyEvent> TraceReader::memcpys_by_correlation(CorrelationId id) c
 
 std::vector<MemsetEvent> TraceReader::memsets_by_correlation(CorrelationId id) const {
     std::vector<MemsetEvent> events;
-    impl_->query(std::string("SELECT ") + kMemsetColumns + " FROM memsets WHERE correlation_id = ? ORDER BY start_ns",
+    impl_->query(std::string("SELECT ") + impl_->memset_columns + " FROM memsets WHERE correlation_id = ? ORDER BY start_ns",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
                      events.push_back(read_memset(s));
                      return true;
@@ -946,7 +973,7 @@ std::vector<MemsetEvent> TraceReader::memsets_by_correlation(CorrelationId id) c
 
 std::optional<ApiEvent> TraceReader::api_call_by_correlation(CorrelationId id) const {
     std::optional<ApiEvent> event;
-    impl_->query(std::string("SELECT ") + kApiColumns + " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
+    impl_->query(std::string("SELECT ") + impl_->api_columns + " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
                      event = read_api(s);
                      return false;

@@ -14,7 +14,12 @@
 
 namespace ember::store {
 
-constexpr int kSchemaVersion = 2;  // 2: frames.line (Python frames), stack_samples.idle
+// 2: frames.line (Python frames), stack_samples.idle.
+// 3: graph_id and graph_node_id of kernels, memcpys and memsets (CUDA graphs),
+//    api_calls.stack_id (the call site's stack). Only columns were added: a version 1 or 2
+//    reader still opens version 3 files, and this reader reads the columns a version 1/2
+//    file lacks as 0.
+constexpr int kSchemaVersion = 3;
 constexpr int kOldestReadableSchemaVersion = 1;
 constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_reader_version
 
@@ -96,7 +101,9 @@ CREATE TABLE IF NOT EXISTS kernels (
   stream_id        INTEGER NOT NULL,
   correlation_id   INTEGER NOT NULL,
   name_id          INTEGER NOT NULL,
-  launch_config_id INTEGER NOT NULL
+  launch_config_id INTEGER NOT NULL,
+  graph_id         INTEGER NOT NULL DEFAULT 0,
+  graph_node_id    INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS memcpys (
   start_ns         INTEGER NOT NULL,
@@ -108,7 +115,9 @@ CREATE TABLE IF NOT EXISTS memcpys (
   bytes            INTEGER NOT NULL,
   source_kind      INTEGER NOT NULL,
   destination_kind INTEGER NOT NULL,
-  peer_device_id   INTEGER NOT NULL
+  peer_device_id   INTEGER NOT NULL,
+  graph_id         INTEGER NOT NULL DEFAULT 0,
+  graph_node_id    INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS memsets (
   start_ns       INTEGER NOT NULL,
@@ -118,7 +127,9 @@ CREATE TABLE IF NOT EXISTS memsets (
   correlation_id INTEGER NOT NULL,
   bytes          INTEGER NOT NULL,
   value          INTEGER NOT NULL,
-  memory_kind    INTEGER NOT NULL
+  memory_kind    INTEGER NOT NULL,
+  graph_id       INTEGER NOT NULL DEFAULT 0,
+  graph_node_id  INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS synchronizations (
   start_ns       INTEGER NOT NULL,
@@ -135,7 +146,8 @@ CREATE TABLE IF NOT EXISTS api_calls (
   thread_id      INTEGER NOT NULL,
   correlation_id INTEGER NOT NULL,
   name_id        INTEGER NOT NULL,
-  result         INTEGER NOT NULL
+  result         INTEGER NOT NULL,
+  stack_id       INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS ranges (
   range_id        INTEGER PRIMARY KEY,

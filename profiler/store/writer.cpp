@@ -61,17 +61,20 @@ void bind_kernel(Statement& s, int i, const KernelRow& row) {
     const KernelEvent& e = row.event;
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
     s.bind(i + 4, e.correlation_id); s.bind(i + 5, e.name_id); s.bind(i + 6, row.launch_config_id);
+    s.bind(i + 7, e.graph_id); s.bind(i + 8, e.graph_node_id);
 }
 void bind_memcpy(Statement& s, int i, const MemcpyEvent& e) {
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
     s.bind(i + 4, e.correlation_id); s.bind(i + 5, static_cast<std::int32_t>(e.direction));
     s.bind(i + 6, e.bytes); s.bind(i + 7, static_cast<std::int32_t>(e.source_kind));
     s.bind(i + 8, static_cast<std::int32_t>(e.destination_kind)); s.bind(i + 9, e.peer_device_id);
+    s.bind(i + 10, e.graph_id); s.bind(i + 11, e.graph_node_id);
 }
 void bind_memset(Statement& s, int i, const MemsetEvent& e) {
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
     s.bind(i + 4, e.correlation_id); s.bind(i + 5, e.bytes); s.bind(i + 6, e.value);
-    s.bind(i + 7, static_cast<std::int32_t>(e.memory_kind));
+    s.bind(i + 7, static_cast<std::int32_t>(e.memory_kind)); s.bind(i + 8, e.graph_id);
+    s.bind(i + 9, e.graph_node_id);
 }
 void bind_sync(Statement& s, int i, const SyncEvent& e) {
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
@@ -79,7 +82,7 @@ void bind_sync(Statement& s, int i, const SyncEvent& e) {
 }
 void bind_api_call(Statement& s, int i, const ApiEvent& e) {
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.correlation_id);
-    s.bind(i + 4, e.name_id); s.bind(i + 5, e.result);
+    s.bind(i + 4, e.name_id); s.bind(i + 5, e.result); s.bind(i + 6, e.stack_id);
 }
 void bind_range(Statement& s, int i, const RangeEvent& e) {
     s.bind(i, e.range_id); s.bind(i + 1, e.start_ns); s.bind(i + 2, e.end_ns); s.bind(i + 3, e.thread_id);
@@ -372,19 +375,23 @@ void TraceWriter::Impl::open_database() {
 
 void TraceWriter::Impl::prepare_statements() {
     kernels.prepare(db, path, "kernels",
-                    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id", 7,
+                    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id, graph_id, "
+                    "graph_node_id",
+                    9,
                     bind_kernel, kRowsPerStatement);
     memcpys.prepare(db, path, "memcpys",
                     "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, "
-                    "destination_kind, peer_device_id",
-                    10, bind_memcpy, kRowsPerStatement);
+                    "destination_kind, peer_device_id, graph_id, graph_node_id",
+                    12, bind_memcpy, kRowsPerStatement);
     memsets.prepare(db, path, "memsets",
-                    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind", 8,
+                    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind, graph_id, "
+                    "graph_node_id",
+                    10,
                     bind_memset, kRowsPerStatement);
     syncs.prepare(db, path, "synchronizations",
                   "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id", 7, bind_sync,
                   kRowsPerStatement);
-    api_calls.prepare(db, path, "api_calls", "start_ns, end_ns, thread_id, correlation_id, name_id, result", 6,
+    api_calls.prepare(db, path, "api_calls", "start_ns, end_ns, thread_id, correlation_id, name_id, result, stack_id", 7,
                       bind_api_call, kRowsPerStatement);
     ranges.prepare(db, path, "ranges",
                    "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, "

@@ -31,6 +31,8 @@ using RangeId = std::uint64_t;         // row of `ranges`; 0 = none (no parent)
 using FrameId = std::uint32_t;         // row of `frames`
 using StackId = std::uint32_t;         // row of `stacks` (a node of the call-stack tree); 0 = empty
 using LaunchConfigId = std::uint32_t;  // row of `launch_configs`
+using GraphId = std::uint32_t;         // CUDA graph id (CUPTI graphId); 0 = none or unknown
+using GraphNodeId = std::uint64_t;     // CUDA graph node id (CUPTI graphNodeId); 0 = not from a graph
 
 constexpr StringId kNoString = 0;
 constexpr DeviceId kNoDevice = -1;
@@ -219,6 +221,9 @@ struct KernelEvent {
     CorrelationId correlation_id = 0;
     StringId name_id = kNoString;  // demangled kernel name
     LaunchConfig launch;
+    // Schema 3 (fields added last so positional initialisation stays valid):
+    GraphId graph_id = 0;            // the CUDA graph this kernel ran in; 0 = none or unknown
+    GraphNodeId graph_node_id = 0;   // its node in that graph; 0 = not from a graph
     bool operator==(const KernelEvent&) const = default;
 };
 
@@ -234,6 +239,9 @@ struct MemcpyEvent {
     MemoryKind source_kind = MemoryKind::unknown;
     MemoryKind destination_kind = MemoryKind::unknown;
     DeviceId peer_device_id = kNoDevice;  // the other device of a peer copy
+    // Schema 3 (fields added last so positional initialisation stays valid):
+    GraphId graph_id = 0;                 // the CUDA graph it ran in; 0 = none or unknown
+    GraphNodeId graph_node_id = 0;        // its node in that graph; 0 = not from a graph
     bool operator==(const MemcpyEvent&) const = default;
 };
 
@@ -247,6 +255,9 @@ struct MemsetEvent {
     std::uint64_t bytes = 0;
     std::uint32_t value = 0;
     MemoryKind memory_kind = MemoryKind::device;
+    // Schema 3 (fields added last so positional initialisation stays valid):
+    GraphId graph_id = 0;            // the CUDA graph it ran in; 0 = none or unknown
+    GraphNodeId graph_node_id = 0;   // its node in that graph; 0 = not from a graph
     bool operator==(const MemsetEvent&) const = default;
 };
 
@@ -270,6 +281,7 @@ struct ApiEvent {
     CorrelationId correlation_id = 0;
     StringId name_id = kNoString;
     std::int32_t result = 0;  // cudaError_t / CUresult; 0 = success
+    StackId stack_id = 0;     // schema 3: the call site's stack (e.g. its Python stack); 0 = unknown
     bool operator==(const ApiEvent&) const = default;
 };
 

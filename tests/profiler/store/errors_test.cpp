@@ -127,10 +127,11 @@ TEST(TraceStoreErrors, NewerButCompatibleSchemaOpens) {
     ScratchDir dir;
     std::string path = dir.file("compatible.db");
     testing::write_sample_trace(path, 2);
-    run_sql(path, "UPDATE run_metadata SET value = 3 WHERE key = 'schema_version';"
-                  "CREATE TABLE gpu_metrics (time_ns INTEGER, value REAL);");
+    run_sql(path, "UPDATE run_metadata SET value = " + std::to_string(kSchemaVersion + 1) +
+                      " WHERE key = 'schema_version';"
+                      "CREATE TABLE gpu_metrics (time_ns INTEGER, value REAL);");
     TraceReader reader(path);
-    EXPECT_EQ(reader.schema_version(), 3);
+    EXPECT_EQ(reader.schema_version(), kSchemaVersion + 1);
     EXPECT_EQ(reader.min_reader_version(), kMinReaderVersionWritten);
     EXPECT_EQ(reader.event_count("kernels"), 2);
 }

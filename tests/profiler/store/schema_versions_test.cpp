@@ -1,0 +1,247 @@
+// schema_versions_test.cpp: schema version 3's columns (graph_id and graph_node_id
+// of kernels/memcpys/memsets, api_calls.stack_id) survive a round trip; a
+// version 2 file, which lacks them, opens and reads them as 0; and a version 3 file
+// stays readable by a version 2 reader (min_reader_version unchanged, the old
+// column lists still select the same rows).
+#include "profiler/store/reader.h"
+#include "profiler/store/schema.h"
+#include "tests/profiler/store/test_support.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <string>
+#include <vector>
+
+namespace ember::store {
+namespace {
+
+using namespace ember::trace;
+using testing::ScratchDir;
+
+void run_sql(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
+    sqlite3_free(error);
+    sqlite3_close(db);
+}
+
+// Rows of `sql` (every column as text, joined by '|').
+std::vector<std::string> select_rows(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::vector<std::string> rows;
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << sqlite3_errmsg(db) << " in " << sql;
+    while (statement && sqlite3_step(statement) == SQLITE_ROW) {
+        std::string row;
+        for (int c = 0; c < sqlite3_column_count(statement); ++c) {
+            const unsigned char* text = sqlite3_column_text(statement, c);
+            if (c > 0) row += '|';
+            row += text ? reinterpret_cast<const char*>(text) : "NULL";
+        }
+        rows.push_back(row);
+    }
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+    return rows;
+}
+
+template <typename Event>
+Visitor<Event> collect_into(std::vector<Event>& out) {
+    return [&out](const Event& e) {
+        out.push_back(e);
+        return true;
+    };
+}
+
+// What the v3 round trip writes and expects back.
+struct GraphSample {
+    std::vector<KernelEvent> kernels;
+    std::vector<MemcpyEvent> memcpys;
+    std::vector<MemsetEvent> memsets;
+    std::vector<ApiEvent> api_calls;
+};
+
+GraphSample write_graph_trace(const std::string& path) {
+    GraphSample sample;
+    RunInfo run;
+    run.start_ns = 0;
+    TraceWriter writer(path, run, testing::quiet_options());
+    ThreadId main = writer.register_thread({0, 1, 1, "main"});
+    writer.register_device({0, "gpu", "", 9, 0, 132, 1ll << 30, 1e12});
+    StreamId stream = writer.register_stream({0, 0, 1, 7, 0, "compute"});
+    StackId stack = writer.intern_stack(0, writer.intern_frame("train.py:step", "train.py", 0, 12));
+    StringId launch = writer.intern("cudaGraphLaunch");
+    StringId kernel_name = writer.intern("gemm");
+    for (int i = 0; i < 4; ++i) {
+        TimeNs t = 1000 + i * 10'000;
+        CorrelationId correlation = static_cast<CorrelationId>(i + 1);
+        bool in_graph = i % 2 == 1;
+        ApiEvent call{t, t + 500, main, correlation, launch, 0};
+        call.stack_id = in_graph ? stack : 0;
+        KernelEvent kernel{t + 1000, t + 2000, 0, stream, correlation, kernel_name, {}};
+        kernel.graph_id = in_graph ? 0xFFFF'FFF0u + static_cast<GraphId>(i) : 0;  // the full 32-bit range
+        kernel.graph_node_id = in_graph ? (1ull << 40) + static_cast<GraphNodeId>(i) : 0;
+        MemcpyEvent copy{t + 3000, t + 3500, 0, stream, correlation, MemcpyDirection::device_to_device, 64,
+                         MemoryKind::device, MemoryKind::device, kNoDevice};
+        copy.graph_id = in_graph ? 42 : 0;
+        copy.graph_node_id = in_graph ? 420 + static_cast<GraphNodeId>(i) : 0;
+        MemsetEvent memset{t + 4000, t + 4100, 0, stream, correlation, 128, 0, MemoryKind::device};
+        memset.graph_id = in_graph ? 43 : 0;
+        memset.graph_node_id = in_graph ? 430 + static_cast<GraphNodeId>(i) : 0;
+        EXPECT_TRUE(writer.record_api_call(call));
+        EXPECT_TRUE(writer.record_kernel(kernel));
+        EXPECT_TRUE(writer.record_memcpy(copy));
+        EXPECT_TRUE(writer.record_memset(memset));
+        sample.api_calls.push_back(call);
+        sample.kernels.push_back(kernel);
+        sample.memcpys.push_back(copy);
+        sample.memsets.push_back(memset);
+    }
+    writer.close();
+    return sample;
+}
+
+TEST(TraceSchemaVersions, GraphIdsAndCallStacksRoundTrip) {
+    ScratchDir dir;
+    std::string path = dir.file("graphs.db");
+    GraphSample sample = write_graph_trace(path);
+    TraceReader reader(path);
+    EXPECT_EQ(reader.schema_version(), 3);
+    EXPECT_EQ(reader.min_reader_version(), 1);
+
+    std::vector<KernelEvent> kernels;
+    reader.for_each_kernel({}, collect_into(kernels));
+    EXPECT_EQ(kernels, sample.kernels);
+    std::vector<MemcpyEvent> memcpys;
+    reader.for_each_memcpy({}, collect_into(memcpys));
+    EXPECT_EQ(memcpys, sample.memcpys);
+    std::vector<MemsetEvent> memsets;
+    reader.for_each_memset({}, collect_into(memsets));
+    EXPECT_EQ(memsets, sample.memsets);
+    std::vector<ApiEvent> api_calls;
+    reader.for_each_api_call({}, collect_into(api_calls));
+    EXPECT_EQ(api_calls, sample.api_calls);
+
+    // The lookups by correlation decode the same columns.
+    EXPECT_EQ(reader.kernels_by_correlation(2), std::vector<KernelEvent>{sample.kernels[1]});
+    EXPECT_EQ(reader.memcpys_by_correlation(2), std::vector<MemcpyEvent>{sample.memcpys[1]});
+    EXPECT_EQ(reader.memsets_by_correlation(2), std::vector<MemsetEvent>{sample.memsets[1]});
+    ASSERT_TRUE(reader.api_call_by_correlation(2).has_value());
+    EXPECT_EQ(*reader.api_call_by_correlation(2), sample.api_calls[1]);
+    ASSERT_FALSE(reader.stack_frames(api_calls[1].stack_id).empty());
+    EXPECT_EQ(reader.stack_frames(api_calls[1].stack_id)[0].function, "train.py:step");
+}
+
+// The four tables as schema version 2 created them (profiler/store/schema.h before
+// version 3); every other table is unchanged.
+constexpr const char* kVersion2Tables = R"sql(
+DROP TABLE kernels; DROP TABLE memcpys; DROP TABLE memsets; DROP TABLE api_calls;
+CREATE TABLE kernels (
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, device_id INTEGER NOT NULL, stream_id INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL, name_id INTEGER NOT NULL, launch_config_id INTEGER NOT NULL);
+CREATE TABLE memcpys (
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, device_id INTEGER NOT NULL, stream_id INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL, direction INTEGER NOT NULL, bytes INTEGER NOT NULL, source_kind INTEGER NOT NULL,
+  destination_kind INTEGER NOT NULL, peer_device_id INTEGER NOT NULL);
+CREATE TABLE memsets (
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, device_id INTEGER NOT NULL, stream_id INTEGER NOT NULL,
+  correlation_id INTEGER NOT NULL, bytes INTEGER NOT NULL, value INTEGER NOT NULL, memory_kind INTEGER NOT NULL);
+CREATE TABLE api_calls (
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, thread_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
+  name_id INTEGER NOT NULL, result INTEGER NOT NULL);
+CREATE INDEX kernels_by_stream_start ON kernels (stream_id, start_ns);
+CREATE INDEX kernels_by_correlation ON kernels (correlation_id);
+CREATE INDEX api_calls_by_correlation ON api_calls (correlation_id);
+UPDATE run_metadata SET value = 2 WHERE key = 'schema_version';
+PRAGMA user_version = 2;
+)sql";
+
+TEST(TraceSchemaVersions, Version2FileReadsNewColumnsAsZero) {
+    ScratchDir dir;
+    std::string path = dir.file("v2.db");
+    GraphSample sample = write_graph_trace(path);
+    run_sql(path, kVersion2Tables);
+    // The rows a version 2 writer would have stored: the same events without the new columns.
+    std::string rows;
+    for (const KernelEvent& k : sample.kernels)
+        rows += "INSERT INTO kernels VALUES (" + std::to_string(k.start_ns) + "," + std::to_string(k.end_ns) + ",0," +
+                std::to_string(k.stream_id) + "," + std::to_string(k.correlation_id) + "," + std::to_string(k.name_id) +
+                ",0);";
+    for (const MemcpyEvent& m : sample.memcpys)
+        rows += "INSERT INTO memcpys VALUES (" + std::to_string(m.start_ns) + "," + std::to_string(m.end_ns) + ",0," +
+                std::to_string(m.stream_id) + "," + std::to_string(m.correlation_id) + ",3,64,3,3,-1);";
+    for (const MemsetEvent& m : sample.memsets)
+        rows += "INSERT INTO memsets VALUES (" + std::to_string(m.start_ns) + "," + std::to_string(m.end_ns) + ",0," +
+                std::to_string(m.stream_id) + "," + std::to_string(m.correlation_id) + ",128,0,3);";
+    for (const ApiEvent& a : sample.api_calls)
+        rows += "INSERT INTO api_calls VALUES (" + std::to_string(a.start_ns) + "," + std::to_string(a.end_ns) + "," +
+                std::to_string(a.thread_id) + "," + std::to_string(a.correlation_id) + "," +
+                std::to_string(a.name_id) + ",0);";
+    run_sql(path, rows);
+
+    TraceReader reader(path);
+    EXPECT_EQ(reader.schema_version(), 2);
+    auto without_v3 = [](auto events) {
+        for (auto& e : events) {
+            if constexpr (requires { e.graph_id; }) e.graph_id = 0;
+            if constexpr (requires { e.graph_node_id; }) e.graph_node_id = 0;
+            if constexpr (requires { e.stack_id; }) e.stack_id = 0;
+        }
+        return events;
+    };
+    std::vector<KernelEvent> kernels;
+    reader.for_each_kernel({}, collect_into(kernels));
+    EXPECT_EQ(kernels, without_v3(sample.kernels));
+    std::vector<MemcpyEvent> memcpys;
+    reader.for_each_memcpy({}, collect_into(memcpys));
+    EXPECT_EQ(memcpys, without_v3(sample.memcpys));
+    std::vector<MemsetEvent> memsets;
+    reader.for_each_memset({}, collect_into(memsets));
+    EXPECT_EQ(memsets, without_v3(sample.memsets));
+    std::vector<ApiEvent> api_calls;
+    reader.for_each_api_call({}, collect_into(api_calls));
+    EXPECT_EQ(api_calls, without_v3(sample.api_calls));
+    EXPECT_EQ(reader.kernels_by_correlation(2), std::vector<KernelEvent>{without_v3(sample.kernels)[1]});
+    ASSERT_TRUE(reader.api_call_by_correlation(2).has_value());
+    EXPECT_EQ(reader.api_call_by_correlation(2)->stack_id, 0u);
+}
+
+// A version 2 reader opens a file when min_reader_version <= 2 and names the
+// columns it selects: both must hold for a version 3 file.
+TEST(TraceSchemaVersions, Version3FileStaysReadableByVersion2Readers) {
+    ScratchDir dir;
+    std::string path = dir.file("v3.db");
+    GraphSample sample = write_graph_trace(path);
+    EXPECT_EQ(select_rows(path, "SELECT value FROM run_metadata WHERE key = 'min_reader_version'"),
+              std::vector<std::string>{"1"});
+    EXPECT_EQ(select_rows(path, "PRAGMA user_version"), std::vector<std::string>{"3"});
+    // The column lists of the version 2 reader (profiler/store/reader.cpp before version 3).
+    auto kernels = select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, name_id, "
+                                     "launch_config_id FROM kernels ORDER BY start_ns");
+    ASSERT_EQ(kernels.size(), sample.kernels.size());
+    EXPECT_EQ(kernels[1].substr(0, kernels[1].find('|')), std::to_string(sample.kernels[1].start_ns));
+    EXPECT_EQ(select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, "
+                                "source_kind, destination_kind, peer_device_id FROM memcpys").size(),
+              sample.memcpys.size());
+    EXPECT_EQ(select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, "
+                                "memory_kind FROM memsets").size(),
+              sample.memsets.size());
+    auto calls = select_rows(path, "SELECT start_ns, end_ns, thread_id, correlation_id, name_id, result FROM api_calls "
+                                   "ORDER BY start_ns");
+    ASSERT_EQ(calls.size(), sample.api_calls.size());
+    EXPECT_EQ(calls[0], std::to_string(sample.api_calls[0].start_ns) + "|" + std::to_string(sample.api_calls[0].end_ns) +
+                            "|" + std::to_string(sample.api_calls[0].thread_id) + "|1|" +
+                            std::to_string(sample.api_calls[0].name_id) + "|0");
+    // Every table a version 1/2 reader requires is still there.
+    for (const char* table : kRequiredTables)
+        EXPECT_EQ(select_rows(path, std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'"),
+                  std::vector<std::string>{"1"})
+            << table;
+}
+
+}  // namespace
+}  // namespace ember::store
