@@ -90,6 +90,8 @@ trace::KernelEvent kernel_event(const CUpti_ActivityKernel10& record, trace::Str
     event.launch.registers_per_thread = record.registersPerThread;
     event.launch.static_shared_bytes = static_cast<std::uint32_t>(record.staticSharedMemory);
     event.launch.dynamic_shared_bytes = static_cast<std::uint32_t>(record.dynamicSharedMemory);
+    event.graph_id = record.graphId;  // both 0 unless launched through a graph launch API
+    event.graph_node_id = record.graphNodeId;
     return event;
 }
 
@@ -105,6 +107,8 @@ trace::MemcpyEvent memcpy_event(const CUpti_ActivityMemcpy6& record, trace::Stre
     event.bytes = record.bytes;
     event.source_kind = memory_kind_from_cupti(record.srcKind);
     event.destination_kind = memory_kind_from_cupti(record.dstKind);
+    event.graph_id = record.graphId;
+    event.graph_node_id = record.graphNodeId;
     return event;
 }
 
@@ -122,6 +126,8 @@ trace::MemcpyEvent peer_memcpy_event(const CUpti_ActivityMemcpyPtoP4& record, tr
     // The device that is not the one the copy ran on.
     std::uint32_t other = record.srcDeviceId == record.deviceId ? record.dstDeviceId : record.srcDeviceId;
     event.peer_device_id = static_cast<trace::DeviceId>(other);
+    event.graph_id = record.graphId;
+    event.graph_node_id = record.graphNodeId;
     return event;
 }
 
@@ -135,6 +141,8 @@ trace::MemsetEvent memset_event(const CUpti_ActivityMemset4& record, trace::Stre
     event.bytes = record.bytes;
     event.value = record.value;
     event.memory_kind = memory_kind_from_cupti(record.memoryKind);
+    event.graph_id = record.graphId;
+    event.graph_node_id = record.graphNodeId;
     return event;
 }
 

@@ -1,6 +1,7 @@
 // cupti_records_test.cpp: CUPTI activity records -> trace events, with hand-made
 // records (no GPU needed): each field lands where docs/trace-schema.md says, memory
-// kinds tell pinned from pageable, names are demangled, streams are registered once.
+// kinds tell pinned from pageable, names are demangled, streams are registered once,
+// graph launches keep their graph and node ids.
 #include "collectors/cupti_records.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
@@ -100,6 +101,45 @@ TEST(CuptiRecords, PeerCopyNamesTheOtherDevice) {
     EXPECT_EQ(event.peer_device_id, 3);
 }
 
+// A kernel, copy or memset launched through cudaGraphLaunch carries its graph's id
+// and its node's id; both stay 0 for a plain launch (what the schema's 0 means).
+TEST(CuptiRecords, GraphIdsOfKernelsCopiesAndMemsets) {
+    CUpti_ActivityKernel10 kernel;
+    std::memset(&kernel, 0, sizeof kernel);
+    kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    EXPECT_EQ(collector::kernel_event(kernel, 1, 1).graph_id, 0u);
+    EXPECT_EQ(collector::kernel_event(kernel, 1, 1).graph_node_id, 0u);
+    kernel.graphId = 0xFFFFFFFEu;
+    kernel.graphNodeId = 0x1234'5678'9ABCull;
+    trace::KernelEvent from_graph = collector::kernel_event(kernel, 1, 1);
+    EXPECT_EQ(from_graph.graph_id, 0xFFFFFFFEu);
+    EXPECT_EQ(from_graph.graph_node_id, 0x1234'5678'9ABCull);
+
+    CUpti_ActivityMemcpy6 copy;
+    std::memset(&copy, 0, sizeof copy);
+    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    copy.graphId = 3;
+    copy.graphNodeId = 30;
+    EXPECT_EQ(collector::memcpy_event(copy, 1).graph_id, 3u);
+    EXPECT_EQ(collector::memcpy_event(copy, 1).graph_node_id, 30u);
+
+    CUpti_ActivityMemcpyPtoP4 peer;
+    std::memset(&peer, 0, sizeof peer);
+    peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    peer.graphId = 4;
+    peer.graphNodeId = 40;
+    EXPECT_EQ(collector::peer_memcpy_event(peer, 1).graph_id, 4u);
+    EXPECT_EQ(collector::peer_memcpy_event(peer, 1).graph_node_id, 40u);
+
+    CUpti_ActivityMemset4 set;
+    std::memset(&set, 0, sizeof set);
+    set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    set.graphId = 5;
+    set.graphNodeId = 50;
+    EXPECT_EQ(collector::memset_event(set, 1).graph_id, 5u);
+    EXPECT_EQ(collector::memset_event(set, 1).graph_node_id, 50u);
+}
+
 TEST(CuptiRecords, SynchronizationKinds) {
     CUpti_ActivitySynchronization2 record;
     std::memset(&record, 0, sizeof record);
@@ -158,6 +198,8 @@ TEST(CuptiRecords, RecorderWritesEventsStreamsAndDevicesReadableBack) {
             kernel.blockX = kernel.blockY = kernel.blockZ = 1;
             kernel.name = "_Z5saxpyifPKfPf";
             kernel.correlationId = 10 + launch;
+            kernel.graphId = launch == 1 ? 6 : 0;  // the second launch ran from graph 6
+            kernel.graphNodeId = launch == 1 ? 60 : 0;
             EXPECT_TRUE(recorder.record(reinterpret_cast<const CUpti_Activity&>(kernel)));
         }
         CUpti_ActivityMemset4 set;
@@ -189,6 +231,9 @@ TEST(CuptiRecords, RecorderWritesEventsStreamsAndDevicesReadableBack) {
     ASSERT_EQ(kernels.size(), 1u);
     EXPECT_EQ(reader.string(kernels[0].name_id), "saxpy(int, float, float const*, float*)");
     EXPECT_EQ(kernels[0].start_ns, 200);
+    EXPECT_EQ(kernels[0].graph_id, 6u);
+    EXPECT_EQ(kernels[0].graph_node_id, 60u);
+    EXPECT_EQ(reader.kernels_by_correlation(10).at(0).graph_id, 0u);
     std::vector<trace::MemsetEvent> sets;
     reader.for_each_memset({}, [&](const trace::MemsetEvent& event) {
         sets.push_back(event);
