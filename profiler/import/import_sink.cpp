@@ -162,57 +162,76 @@ trace::StringId ImportSink::intern(std::string_view text) {
     return id;
 }
 
-trace::ThreadId ImportSink::thread(std::int64_t pid, std::int64_t tid) {
-    IdPair key{pid, tid};
-    auto found = threads_.find(key);
-    if (found != threads_.end()) return found->second;
-    trace::ThreadInfo info;
-    info.pid = pid;
-    info.tid = tid;
-    auto named = thread_names_.find(key);
-    if (named != thread_names_.end()) info.name = named->second;
-    trace::ThreadId id = writer_->register_thread(info);
-    threads_.emplace(key, id);
-    if (!processes_.count(pid)) processes_.emplace(pid, std::string());
+namespace {
+
+// Threads and streams are registered on first use under the name given for them so far
+// (a file may name a thread before or after its first event).
+template <typename Id, typename Register>
+Id find_or_register(std::unordered_map<IdPair, Id, IdPairHash>& ids,
+                    const std::unordered_map<IdPair, std::string, IdPairHash>& names, IdPair key,
+                    Register&& register_named) {
+    auto found = ids.find(key);
+    if (found != ids.end()) return found->second;
+    auto named = names.find(key);
+    const Id id = register_named(named != names.end() ? named->second : std::string());
+    ids.emplace(key, id);
     return id;
+}
+
+// Remembers the name for a later registration, and renames what is registered already.
+template <typename Id, typename Rename>
+void remember_name(const std::unordered_map<IdPair, Id, IdPairHash>& ids,
+                   std::unordered_map<IdPair, std::string, IdPairHash>& names, IdPair key, std::string_view name,
+                   Rename&& rename) {
+    names[key] = std::string(name);
+    auto found = ids.find(key);
+    if (found != ids.end()) rename(found->second, name);
+}
+
+}  // namespace
+
+trace::ThreadId ImportSink::thread(std::int64_t pid, std::int64_t tid) {
+    return find_or_register(threads_, thread_names_, IdPair{pid, tid}, [&](const std::string& name) {
+        trace::ThreadInfo info;
+        info.pid = pid;
+        info.tid = tid;
+        info.name = name;
+        const trace::ThreadId id = writer_->register_thread(info);
+        if (!processes_.count(pid)) processes_.emplace(pid, std::string());
+        return id;
+    });
 }
 
 bool ImportSink::has_thread(std::int64_t pid, std::int64_t tid) const { return threads_.count(IdPair{pid, tid}) != 0; }
 
 void ImportSink::name_thread(std::int64_t pid, std::int64_t tid, std::string_view name) {
-    IdPair key{pid, tid};
-    thread_names_[key] = std::string(name);
-    auto found = threads_.find(key);
-    if (found != threads_.end()) writer_->set_thread_name(found->second, name);
+    remember_name(threads_, thread_names_, IdPair{pid, tid}, name,
+                  [&](trace::ThreadId id, std::string_view text) { writer_->set_thread_name(id, text); });
 }
 
 trace::StreamId ImportSink::stream(trace::DeviceId device, std::uint64_t stream_number, std::uint32_t context,
                                    std::int32_t priority) {
-    IdPair key{device, static_cast<std::int64_t>(stream_number)};
-    auto found = streams_.find(key);
-    if (found != streams_.end()) return found->second;
-    trace::StreamInfo info;
-    info.device_id = device;
-    info.context_id = context;
-    info.cuda_stream_id = stream_number;
-    info.priority = priority;
-    auto named = stream_names_.find(key);
-    if (named != stream_names_.end()) info.name = named->second;
-    trace::StreamId id = writer_->register_stream(info);
-    streams_.emplace(key, id);
-    if (!devices_.count(device)) {
-        trace::DeviceInfo bare;
-        bare.device_id = device;
-        devices_.emplace(device, bare);
-    }
-    return id;
+    const IdPair key{device, static_cast<std::int64_t>(stream_number)};
+    return find_or_register(streams_, stream_names_, key, [&](const std::string& name) {
+        trace::StreamInfo info;
+        info.device_id = device;
+        info.context_id = context;
+        info.cuda_stream_id = stream_number;
+        info.priority = priority;
+        info.name = name;
+        const trace::StreamId id = writer_->register_stream(info);
+        if (!devices_.count(device)) {
+            trace::DeviceInfo bare;
+            bare.device_id = device;
+            devices_.emplace(device, bare);
+        }
+        return id;
+    });
 }
 
 void ImportSink::name_stream(trace::DeviceId device, std::uint64_t stream_number, std::string_view name) {
-    IdPair key{device, static_cast<std::int64_t>(stream_number)};
-    stream_names_[key] = std::string(name);
-    auto found = streams_.find(key);
-    if (found != streams_.end()) writer_->set_stream_name(found->second, name);
+    remember_name(streams_, stream_names_, IdPair{device, static_cast<std::int64_t>(stream_number)}, name,
+                  [&](trace::StreamId id, std::string_view text) { writer_->set_stream_name(id, text); });
 }
 
 void ImportSink::describe_device(const trace::DeviceInfo& device) { devices_[device.device_id] = device; }
@@ -245,38 +264,36 @@ void ImportSink::note_interval(trace::TimeNs start, trace::TimeNs end) {
     if (end > latest_) latest_ = end;
 }
 
+template <typename Event>
+void ImportSink::record(bool (store::TraceWriter::*write)(const Event&), const Event& event, const char* what,
+                        std::int64_t& count) {
+    if (!((*writer_).*write)(event)) writer_refused(what);
+    note_interval(trace::start_of(event), trace::end_of(event));
+    ++count;
+}
+
 void ImportSink::kernel(const trace::KernelEvent& event) {
-    if (!writer_->record_kernel(event)) writer_refused("kernel");
+    record(&store::TraceWriter::record_kernel, event, "kernel", counts_.kernels);
     links_.gpu_event(event.correlation_id);
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.kernels;
 }
 
 void ImportSink::memcpy(const trace::MemcpyEvent& event) {
-    if (!writer_->record_memcpy(event)) writer_refused("memcpy");
+    record(&store::TraceWriter::record_memcpy, event, "memcpy", counts_.memcpys);
     links_.gpu_event(event.correlation_id);
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.memcpys;
 }
 
 void ImportSink::memset(const trace::MemsetEvent& event) {
-    if (!writer_->record_memset(event)) writer_refused("memset");
+    record(&store::TraceWriter::record_memset, event, "memset", counts_.memsets);
     links_.gpu_event(event.correlation_id);
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.memsets;
 }
 
 void ImportSink::sync(const trace::SyncEvent& event) {
-    if (!writer_->record_sync(event)) writer_refused("synchronization");
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.synchronizations;
+    record(&store::TraceWriter::record_sync, event, "synchronization", counts_.synchronizations);
 }
 
 void ImportSink::api_call(const trace::ApiEvent& event) {
-    if (!writer_->record_api_call(event)) writer_refused("CUDA API call");
+    record(&store::TraceWriter::record_api_call, event, "CUDA API call", counts_.api_calls);
     links_.api_call(event.correlation_id);
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.api_calls;
 }
 
 void ImportSink::nested_range(const PendingRange& range) {
@@ -288,27 +305,19 @@ void ImportSink::start_end_range(trace::RangeEvent event) {
     event.range_id = writer_->next_range_id();
     event.depth = -1;
     event.parent_range_id = 0;
-    if (!writer_->record_range(event)) writer_refused("range");
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.ranges;
+    record(&store::TraceWriter::record_range, event, "range", counts_.ranges);
 }
 
 void ImportSink::mark(const trace::MarkEvent& event) {
-    if (!writer_->record_mark(event)) writer_refused("mark");
-    note_interval(event.time_ns, event.time_ns);
-    ++counts_.marks;
+    record(&store::TraceWriter::record_mark, event, "mark", counts_.marks);
 }
 
 void ImportSink::counter_sample(const trace::CounterSample& sample) {
-    if (!writer_->record_counter(sample)) writer_refused("counter sample");
-    note_interval(sample.time_ns, sample.time_ns);
-    ++counts_.counter_samples;
+    record(&store::TraceWriter::record_counter, sample, "counter sample", counts_.counter_samples);
 }
 
 void ImportSink::overhead(const trace::OverheadEvent& event) {
-    if (!writer_->record_overhead(event)) writer_refused("overhead event");
-    note_interval(event.start_ns, event.end_ns);
-    ++counts_.overheads;
+    record(&store::TraceWriter::record_overhead, event, "overhead event", counts_.overheads);
 }
 
 trace::FrameId ImportSink::frame(std::string_view function, std::string_view module, std::uint64_t address) {
@@ -320,9 +329,7 @@ trace::StackId ImportSink::stack(std::span<const trace::FrameId> frames_outermos
 }
 
 void ImportSink::stack_sample(const trace::StackSample& sample) {
-    if (!writer_->record_stack_sample(sample)) writer_refused("stack sample");
-    note_interval(sample.time_ns, sample.time_ns);
-    ++counts_.stack_samples;
+    record(&store::TraceWriter::record_stack_sample, sample, "stack sample", counts_.stack_samples);
 }
 
 void ImportSink::note(std::string line) { counts_.notes.push_back(std::move(line)); }

@@ -133,6 +133,11 @@ public:
 private:
     void note_interval(trace::TimeNs start, trace::TimeNs end);
     [[noreturn]] void writer_refused(const char* what);
+    // Writes one event through `write` (TraceWriter::record_kernel, ...), widens the
+    // import's span to it and counts it in `count`; `what` names it if the writer refuses.
+    template <typename Event>
+    void record(bool (store::TraceWriter::*write)(const Event&), const Event& event, const char* what,
+                std::int64_t& count);
     void write_metadata(const std::string& path);
     void register_devices();
     void remove_temporary_files();

@@ -202,6 +202,17 @@ void JsonTraceScanner::fail_malformed(const std::string& what) const {
                      fmt::format("malformed JSON at {}: {}", input_.describe_offset(offset_here()), what));
 }
 
+void JsonTraceScanner::close_events() {
+    state_ = top_level_array_ ? State::done : State::after_value;
+    key_ = "traceEvents";
+}
+
+void JsonTraceScanner::end_events_at_end_of_input() {
+    // Chrome's JSON Array Format may omit the closing bracket.
+    if (!top_level_array_) fail_truncated(fmt::format("inside traceEvents, after {} elements", element_index_));
+    state_ = State::done;
+}
+
 void JsonTraceScanner::fail_truncated(const std::string& what) const {
     throw TraceError(TraceErrorKind::truncated, input_.path(),
                      fmt::format("truncated JSON: the input ends at {} {}", input_.describe_offset(offset_here()), what));
@@ -312,17 +323,12 @@ bool JsonTraceScanner::next(JsonItem& item) {
             case State::events_element: {
                 int c = peek_significant();
                 if (c == -1) {
-                    // Chrome's JSON Array Format may omit the closing bracket.
-                    if (top_level_array_) {
-                        state_ = State::done;
-                        break;
-                    }
-                    fail_truncated(fmt::format("inside traceEvents, after {} elements", element_index_));
+                    end_events_at_end_of_input();
+                    break;
                 }
                 if (c == ']') {  // an empty array, or a trailing comma
                     ++pos_;
-                    state_ = top_level_array_ ? State::done : State::after_value;
-                    key_ = "traceEvents";
+                    close_events();
                     break;
                 }
                 scan_value(true, item);
@@ -335,18 +341,14 @@ bool JsonTraceScanner::next(JsonItem& item) {
             case State::after_element: {
                 int c = peek_significant();
                 if (c == -1) {
-                    if (top_level_array_) {
-                        state_ = State::done;
-                        break;
-                    }
-                    fail_truncated(fmt::format("inside traceEvents, after {} elements", element_index_));
+                    end_events_at_end_of_input();
+                    break;
                 }
                 ++pos_;
                 if (c == ',') {
                     state_ = State::events_element;
                 } else if (c == ']') {
-                    state_ = top_level_array_ ? State::done : State::after_value;
-                    key_ = "traceEvents";
+                    close_events();
                 } else {
                     --pos_;
                     fail_malformed(fmt::format("expected ',' or ']' after traceEvents element #{}, found {}",

@@ -103,6 +103,8 @@ private:
     void expect(char wanted, const char* context);
     [[noreturn]] void fail_malformed(const std::string& what) const;
     [[noreturn]] void fail_truncated(const std::string& what) const;
+    void close_events();                 // after traceEvents' ']'
+    void end_events_at_end_of_input();   // the input ended inside traceEvents
     std::uint64_t offset_here() const;
     void read_key();
     // Scans one JSON value starting at pos_; keeps its text when `keep`.

@@ -141,12 +141,13 @@ private:
     void on_complete(const TraceEventFields& event, const JsonItem& item) override {
         trace::TimeNs start = 0, end = 0;
         if (!complete_interval(event, item, start, end)) return;
-        switch (kind_of_category(event.category)) {
-            case KinetoKind::kernel: return kernel(event, item, start, end);
-            case KinetoKind::memcpy: return memcpy(event, item, start, end);
-            case KinetoKind::memset: return memset(event, item, start, end);
+        const KinetoKind kind = kind_of_category(event.category);
+        switch (kind) {
+            case KinetoKind::kernel:
+            case KinetoKind::memcpy:
+            case KinetoKind::memset:
+            case KinetoKind::sync: return gpu_work(kind, event, item, start, end);
             case KinetoKind::runtime: return api_call(event, start, end);
-            case KinetoKind::sync: return sync(event, item, start, end);
             case KinetoKind::host_range: return host_range(event, start, end);
             case KinetoKind::gpu_annotation:
                 // The GPU-side span of a host annotation Kineto already gave on the host.
@@ -204,11 +205,28 @@ private:
         return true;
     }
 
-    void kernel(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
+    // A kernel, copy, memset or wait, on its device stream.
+    void gpu_work(KinetoKind kind, const TraceEventFields& event, const JsonItem& item, trace::TimeNs start,
+                  trace::TimeNs end) {
         trace::StreamId stream = 0;
         trace::DeviceId device = 0;
         if (!gpu_track(event, item, stream, device)) return;
-        trace::KernelEvent kernel = kernel_of(event, start, end, stream, device);
+        if (kind == KinetoKind::kernel) {
+            kernel(event, kernel_of(event, start, end, stream, device));
+        } else if (kind == KinetoKind::memcpy) {
+            sink_.memcpy(memcpy_of(event, start, end, stream, device));
+        } else if (kind == KinetoKind::memset) {
+            trace::MemsetEvent set = memset_of(event, start, end, stream, device);
+            set.memory_kind = memset_kind_from_name(event.name);
+            sink_.memset(set);
+        } else {
+            trace::SyncEvent wait = sync_of(event, start, end, stream, device);
+            wait.kind = sync_kind_from_name(event.name);
+            sink_.sync(wait);
+        }
+    }
+
+    void kernel(const TraceEventFields& event, const trace::KernelEvent& kernel) {
         if (is_nccl_kernel(event.name)) {
             sink_.count_nccl_kernel();
             if (nccl_streams_.insert(kernel.stream_id).second) {
@@ -218,32 +236,6 @@ private:
             }
         }
         sink_.kernel(kernel);
-    }
-
-    void memcpy(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::StreamId stream = 0;
-        trace::DeviceId device = 0;
-        if (!gpu_track(event, item, stream, device)) return;
-        trace::MemcpyEvent copy = memcpy_of(event, start, end, stream, device);
-        sink_.memcpy(copy);
-    }
-
-    void memset(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::StreamId stream = 0;
-        trace::DeviceId device = 0;
-        if (!gpu_track(event, item, stream, device)) return;
-        trace::MemsetEvent set = memset_of(event, start, end, stream, device);
-        set.memory_kind = memset_kind_from_name(event.name);
-        sink_.memset(set);
-    }
-
-    void sync(const TraceEventFields& event, const JsonItem& item, trace::TimeNs start, trace::TimeNs end) {
-        trace::StreamId stream = 0;
-        trace::DeviceId device = 0;
-        if (!gpu_track(event, item, stream, device)) return;
-        trace::SyncEvent wait = sync_of(event, start, end, stream, device);
-        wait.kind = sync_kind_from_name(event.name);
-        sink_.sync(wait);
     }
 
     // --- host ----------------------------------------------------------------------------

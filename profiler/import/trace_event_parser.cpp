@@ -38,12 +38,27 @@ void check(error_code code, std::string_view what) {
     throw ParseFailure{INCORRECT_TYPE, fmt::format("\"{}\" must be {}", key, expected)};
 }
 
-std::string_view trimmed_token(ondemand::value& value) {
-    std::string_view token = value.raw_json_token();
+// A raw token runs on to the next token: the white space after it is cut.
+std::string_view without_trailing_space(std::string_view token) {
     while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
         token.remove_suffix(1);
     }
     return token;
+}
+
+std::string_view trimmed_token(ondemand::value& value) { return without_trailing_space(value.raw_json_token()); }
+
+// Calls visit(key, value) for each field of the object, in the file's order; `what`
+// names the object in an error.
+template <typename Visit>
+void for_each_field(ondemand::object& object, std::string_view what, Visit&& visit) {
+    for (auto field_result : object) {
+        ondemand::field field;
+        check(std::move(field_result).get(field), what);
+        std::string_view key;
+        check(field.unescaped_key().get(key), what);
+        visit(key, field.value());
+    }
 }
 
 json_type type_of(ondemand::value& value, std::string_view key) {
@@ -163,110 +178,82 @@ int dims_of(ondemand::value& value, std::string_view key, std::array<std::uint32
     return count > 3 ? 3 : count;
 }
 
+// The arguments that are a plain integer, each under its key(s).
+struct IntegerArgument {
+    std::string_view key;
+    std::optional<std::int64_t> TraceEventArgs::*field;
+};
+constexpr IntegerArgument kIntegerArguments[] = {
+    {"bytes", &TraceEventArgs::bytes},
+    {"Bytes", &TraceEventArgs::bytes},
+    {"device", &TraceEventArgs::device},
+    {"stream", &TraceEventArgs::stream},
+    {"result", &TraceEventArgs::result},
+    {"context", &TraceEventArgs::context},
+    {"category", &TraceEventArgs::nvtx_category},
+    {"Device Id", &TraceEventArgs::memory_device_id},
+    {"correlation", &TraceEventArgs::correlation},
+    {"Device Type", &TraceEventArgs::memory_device_type},
+    {"shared_bytes", &TraceEventArgs::shared_memory},
+    {"shared memory", &TraceEventArgs::shared_memory},
+    {"correlation_id", &TraceEventArgs::correlation},
+    {"Total Reserved", &TraceEventArgs::total_reserved},
+    {"Total Allocated", &TraceEventArgs::total_allocated},
+    {"registers per thread", &TraceEventArgs::registers_per_thread},
+    {"registers_per_thread", &TraceEventArgs::registers_per_thread},
+};
+
+// Reads one argument the importers use; false for any other key.
+bool parse_known_argument(std::string_view key, ondemand::value& v, TraceEventArgs& args) {
+    // string_view's == compares the lengths first: most keys are passed over after one comparison.
+    for (const IntegerArgument& argument : kIntegerArguments) {
+        if (key == argument.key) {
+            args.*argument.field = maybe_integer(v, key);
+            return true;
+        }
+    }
+    if (key == "name") {
+        args.name = string_of(v, key);
+    } else if (key == "labels") {
+        args.labels = string_of(v, key);
+    } else if (key == "grid") {
+        args.grid_size = dims_of(v, key, args.grid);
+    } else if (key == "block") {
+        args.block_size = dims_of(v, key, args.block);
+    } else if (key == "value") {
+        if (auto d = maybe_double(v, key); d && args.number_count < args.numbers.size()) {
+            args.numbers[args.number_count++] = {key, *d};
+        }
+        args.value = maybe_integer(v, key);
+    } else if (key == "payload") {
+        if (type_of(v, key) == json_type::number) {
+            std::string_view token = trimmed_token(v);
+            std::int64_t integer = 0;
+            if (token.find_first_of(".eE") == std::string_view::npos && parse_decimal_scaled(token, 0, integer)) {
+                args.payload = trace::Payload::of_integer(integer);
+            } else if (auto d = maybe_double(v, key)) {
+                args.payload = trace::Payload::of_real(*d);
+            }
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
 // `phase`: the event's "ph" when it came before "args" (0 otherwise); only a
 // counter ("C") needs its other numeric arguments.
 void parse_args(ondemand::value& value, TraceEventArgs& args, char phase) {
     if (type_of(value, "args") != json_type::object) return;  // "args": null / [] carry nothing
     ondemand::object object;
     check(value.get_object().get(object), "args");
-    for (auto field_result : object) {
-        ondemand::field field;
-        check(std::move(field_result).get(field), "args");
-        std::string_view key;
-        check(field.unescaped_key().get(key), "args");
-        ondemand::value& v = field.value();
-        // Keys by length first: most arguments are skipped after one comparison.
-        bool known = true;
-        switch (key.size()) {
-            case 4:
-                if (key == "name") args.name = string_of(v, key);
-                else if (key == "grid") args.grid_size = dims_of(v, key, args.grid);
-                else known = false;
-                break;
-            case 5:
-                if (key == "value") {
-                    if (auto d = maybe_double(v, key); d && args.number_count < args.numbers.size()) {
-                        args.numbers[args.number_count++] = {key, *d};
-                    }
-                    args.value = maybe_integer(v, key);
-                } else if (key == "bytes" || key == "Bytes") {
-                    args.bytes = maybe_integer(v, key);
-                } else if (key == "block") {
-                    args.block_size = dims_of(v, key, args.block);
-                } else {
-                    known = false;
-                }
-                break;
-            case 6:
-                if (key == "device") args.device = maybe_integer(v, key);
-                else if (key == "stream") args.stream = maybe_integer(v, key);
-                else if (key == "result") args.result = maybe_integer(v, key);
-                else if (key == "labels") args.labels = string_of(v, key);
-                else known = false;
-                break;
-            case 7:
-                if (key == "context") {
-                    args.context = maybe_integer(v, key);
-                } else if (key == "payload") {
-                    if (type_of(v, key) == json_type::number) {
-                        std::string_view token = trimmed_token(v);
-                        std::int64_t integer = 0;
-                        if (token.find_first_of(".eE") == std::string_view::npos && parse_decimal_scaled(token, 0, integer)) {
-                            args.payload = trace::Payload::of_integer(integer);
-                        } else if (auto d = maybe_double(v, key)) {
-                            args.payload = trace::Payload::of_real(*d);
-                        }
-                    }
-                } else {
-                    known = false;
-                }
-                break;
-            case 8:
-                if (key == "category") args.nvtx_category = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 9:
-                if (key == "Device Id") args.memory_device_id = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 11:
-                if (key == "correlation") args.correlation = maybe_integer(v, key);
-                else if (key == "Device Type") args.memory_device_type = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 12:
-                if (key == "shared_bytes") args.shared_memory = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 13:
-                if (key == "shared memory") args.shared_memory = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 14:
-                if (key == "correlation_id") args.correlation = maybe_integer(v, key);
-                else if (key == "Total Reserved") args.total_reserved = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 15:
-                if (key == "Total Allocated") args.total_allocated = maybe_integer(v, key);
-                else known = false;
-                break;
-            case 20:
-                if (key == "registers per thread" || key == "registers_per_thread") {
-                    args.registers_per_thread = maybe_integer(v, key);
-                } else {
-                    known = false;
-                }
-                break;
-            default:
-                known = false;
-                break;
-        }
+    for_each_field(object, "args", [&](std::string_view key, ondemand::value& v) {
+        if (parse_known_argument(key, v, args)) return;
         // Any other number is a series of a "C" event.
-        if (!known && (phase == 0 || phase == 'C') && args.number_count < args.numbers.size() && type_of(v, key) == json_type::number) {
+        if ((phase == 0 || phase == 'C') && args.number_count < args.numbers.size() && type_of(v, key) == json_type::number) {
             if (auto d = maybe_double(v, key)) args.numbers[args.number_count++] = {key, *d};
         }
-    }
+    });
 }
 
 // Replaces each byte that is not part of a valid UTF-8 sequence by '?'.
@@ -310,16 +297,6 @@ void repair_utf8(const char* data, std::size_t size, std::vector<char>& out) {
 
 }  // namespace
 
-struct TraceEventParser::State {
-    ondemand::parser parser;
-    ondemand::document document;
-    std::vector<char> repaired;
-};
-
-TraceEventParser::TraceEventParser(const InputStream& input) : state_(std::make_unique<State>()), input_(input) {}
-
-TraceEventParser::~TraceEventParser() = default;
-
 namespace {
 
 // Starts a document over the item's text; invalid UTF-8 (a truncated name in a
@@ -335,24 +312,55 @@ void start_document(ondemand::parser& parser, ondemand::document& document, std:
     check(code, "");
 }
 
+std::string failure_detail(const ParseFailure& failure) {
+    return failure.what.empty() ? std::string(error_message(failure.code))
+                                : fmt::format("{} ({})", failure.what, error_message(failure.code));
+}
+
+[[noreturn]] void top_level_failure(const InputStream& input, const JsonItem& item, const ParseFailure& failure) {
+    throw store::TraceError(store::TraceErrorKind::corrupt, input.path(),
+                            fmt::format("malformed value of \"{}\" at {}: {}", item.key, input.describe_offset(item.offset),
+                                        failure_detail(failure)));
+}
+
 }  // namespace
+
+struct TraceEventParser::State {
+    ondemand::parser parser;
+    ondemand::document document;
+    std::vector<char> repaired;
+
+    ondemand::document& start(const JsonItem& item, std::int64_t& repairs) {
+        start_document(parser, document, repaired, item, repairs);
+        return document;
+    }
+
+    // Runs read(document) over the value of a top-level key; a malformed value is a
+    // TraceError naming the key and its offset.
+    template <typename Read>
+    auto top_level(const InputStream& input, const JsonItem& item, std::int64_t& repairs, Read&& read) {
+        try {
+            return read(start(item, repairs));
+        } catch (const ParseFailure& failure) {
+            top_level_failure(input, item, failure);
+        }
+    }
+};
+
+TraceEventParser::TraceEventParser(const InputStream& input) : state_(std::make_unique<State>()), input_(input) {}
+
+TraceEventParser::~TraceEventParser() = default;
 
 void TraceEventParser::parse_event(const JsonItem& item, TraceEventFields& fields) {
     fields = TraceEventFields{};
     try {
-        ondemand::document& document = state_->document;
-        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+        ondemand::document& document = state_->start(item, utf8_repairs_);
         ondemand::object object;
         error_code code = document.get_object().get(object);
         if (code == INCORRECT_TYPE) throw ParseFailure{code, "the element is not an object"};
         check(code, "");
-        for (auto field_result : object) {
-            ondemand::field field;
-            check(std::move(field_result).get(field), "");
-            std::string_view key;
-            check(field.unescaped_key().get(key), "");
-            ondemand::value& value = field.value();
-            if (key.size() > 4) continue;  // every top-level key read here is short
+        for_each_field(object, "", [&](std::string_view key, ondemand::value& value) {
+            if (key.size() > 4) return;  // every top-level key read here is short
             if (key == "ph") {
                 std::string_view phase = string_of(value, key);
                 fields.phase = phase.empty() ? '?' : phase.front();
@@ -380,33 +388,17 @@ void TraceEventParser::parse_event(const JsonItem& item, TraceEventFields& field
             } else if (key == "bp") {
                 fields.binding_point = string_of(value, key);
             }
-        }
+        });
     } catch (const ParseFailure& failure) {
-        std::string detail = failure.what.empty() ? std::string(error_message(failure.code))
-                                                  : fmt::format("{} ({})", failure.what, error_message(failure.code));
         throw store::TraceError(store::TraceErrorKind::corrupt, input_.path(),
                                 fmt::format("malformed traceEvents element #{} at {}: {}", item.index,
-                                            input_.describe_offset(item.offset), detail));
+                                            input_.describe_offset(item.offset), failure_detail(failure)));
     }
 }
 
-namespace {
-
-[[noreturn]] void top_level_failure(const InputStream& input, const JsonItem& item, const ParseFailure& failure) {
-    std::string detail = failure.what.empty() ? std::string(error_message(failure.code))
-                                              : fmt::format("{} ({})", failure.what, error_message(failure.code));
-    throw store::TraceError(store::TraceErrorKind::corrupt, input.path(),
-                            fmt::format("malformed value of \"{}\" at {}: {}", item.key, input.describe_offset(item.offset),
-                                        detail));
-}
-
-}  // namespace
-
 std::vector<trace::DeviceInfo> TraceEventParser::device_properties(const JsonItem& item) {
-    std::vector<trace::DeviceInfo> devices;
-    try {
-        ondemand::document& document = state_->document;
-        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) {
+        std::vector<trace::DeviceInfo> devices;
         ondemand::array array;
         check(document.get_array().get(array), "deviceProperties must be an array");
         for (auto entry_result : array) {
@@ -414,12 +406,7 @@ std::vector<trace::DeviceInfo> TraceEventParser::device_properties(const JsonIte
             check(entry_result.get_object().get(entry), "each device must be an object");
             trace::DeviceInfo device;
             bool has_id = false;
-            for (auto field_result : entry) {
-                ondemand::field field;
-                check(std::move(field_result).get(field), "");
-                std::string_view key;
-                check(field.unescaped_key().get(key), "");
-                ondemand::value& v = field.value();
+            for_each_field(entry, "", [&](std::string_view key, ondemand::value& v) {
                 if (key == "id") {
                     std::int64_t id = integer_of(v, key);
                     if (id < 0 || id > 1'000'000) wrong_value(key, "a device ordinal");
@@ -438,28 +425,19 @@ std::vector<trace::DeviceInfo> TraceEventParser::device_properties(const JsonIte
                 } else if (key == "uuid") {
                     device.uuid = std::string(string_of(v, key));
                 }
-            }
+            });
             if (has_id) devices.push_back(std::move(device));
         }
-    } catch (const ParseFailure& failure) {
-        top_level_failure(input_, item, failure);
-    }
-    return devices;
+        return devices;
+    });
 }
 
 KinetoDistributedInfo TraceEventParser::distributed_info(const JsonItem& item) {
-    KinetoDistributedInfo info;
-    try {
-        ondemand::document& document = state_->document;
-        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) {
+        KinetoDistributedInfo info;
         ondemand::object object;
         check(document.get_object().get(object), "distributedInfo must be an object");
-        for (auto field_result : object) {
-            ondemand::field field;
-            check(std::move(field_result).get(field), "");
-            std::string_view key;
-            check(field.unescaped_key().get(key), "");
-            ondemand::value& v = field.value();
+        for_each_field(object, "", [&](std::string_view key, ondemand::value& v) {
             if (key == "rank") {
                 std::int64_t rank = integer_of(v, key);
                 if (rank < 0 || rank > 0x7fffffff) wrong_value(key, "a rank");
@@ -473,57 +451,36 @@ KinetoDistributedInfo TraceEventParser::distributed_info(const JsonItem& item) {
             } else if (key == "nccl_version") {
                 info.nccl_version = std::string(string_of(v, key));
             }
-        }
-    } catch (const ParseFailure& failure) {
-        top_level_failure(input_, item, failure);
-    }
-    return info;
+        });
+        return info;
+    });
 }
 
 std::optional<std::int64_t> TraceEventParser::integer(const JsonItem& item) {
-    try {
-        ondemand::document& document = state_->document;
-        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
-        ondemand::value value;
+    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) -> std::optional<std::int64_t> {
         // A scalar document: read it through its raw token.
         std::string_view token;
         check(document.raw_json_token().get(token), "");
-        while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
-            token.remove_suffix(1);
-        }
         std::int64_t result = 0;
-        if (parse_decimal_scaled(token, 0, result)) return result;
+        if (parse_decimal_scaled(without_trailing_space(token), 0, result)) return result;
         throw ParseFailure{INCORRECT_TYPE, "expected an integer"};
-    } catch (const ParseFailure& failure) {
-        top_level_failure(input_, item, failure);
-    }
+    });
 }
 
 std::optional<std::string> TraceEventParser::string(const JsonItem& item) {
-    try {
-        ondemand::document& document = state_->document;
-        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) -> std::optional<std::string> {
         std::string_view text;
         if (document.get_string().get(text) != SUCCESS) return std::nullopt;
         return std::string(text);
-    } catch (const ParseFailure& failure) {
-        top_level_failure(input_, item, failure);
-    }
+    });
 }
 
 ChromeOtherData TraceEventParser::other_data(const JsonItem& item) {
-    ChromeOtherData data;
-    try {
-        ondemand::document& document = state_->document;
-        start_document(state_->parser, document, state_->repaired, item, utf8_repairs_);
+    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) {
+        ChromeOtherData data;
         ondemand::object object;
         if (document.get_object().get(object) != SUCCESS) return data;
-        for (auto field_result : object) {
-            ondemand::field field;
-            check(std::move(field_result).get(field), "");
-            std::string_view key;
-            check(field.unescaped_key().get(key), "");
-            ondemand::value& v = field.value();
+        for_each_field(object, "", [&](std::string_view key, ondemand::value& v) {
             if (key == "time_origin_ns") {
                 data.time_origin_ns = maybe_integer(v, key);
                 if (data.time_origin_ns && (*data.time_origin_ns > kLargestTimeNs || *data.time_origin_ns < -kLargestTimeNs)) {
@@ -532,11 +489,9 @@ ChromeOtherData TraceEventParser::other_data(const JsonItem& item) {
             } else if (key == "exporter") {
                 data.exporter = std::string(string_of(v, key));
             }
-        }
-    } catch (const ParseFailure& failure) {
-        top_level_failure(input_, item, failure);
-    }
-    return data;
+        });
+        return data;
+    });
 }
 
 }  // namespace ember::importing
