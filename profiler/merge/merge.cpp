@@ -149,122 +149,59 @@ struct RankCopier {
         }
     }
 
-    // Host-side events: NVTX ranges and marks, counters, API calls, stack samples.
-    void copy_host_events() {
-        reader.for_each_range({}, [&](const trace::RangeEvent& event) {
-            trace::RangeEvent merged = event;
+    // An event of the rank as the job file holds it: shifted onto the job's time base,
+    // with every id that is only unique within its file remapped.
+    template <typename Event>
+    Event remapped(const Event& event) {
+        Event merged = event;
+        if constexpr (requires { merged.range_id; }) {
             merged.range_id = range(event.range_id);
             merged.parent_range_id = range(event.parent_range_id);
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.thread_id = thread(event.thread_id);
-            merged.domain_id = string(event.domain_id);
-            merged.name_id = string(event.name_id);
-            writer.record_range(merged);
-            return true;
-        });
-        reader.for_each_mark({}, [&](const trace::MarkEvent& event) {
-            trace::MarkEvent merged = event;
-            merged.time_ns += shift_ns;
-            merged.thread_id = thread(event.thread_id);
-            merged.domain_id = string(event.domain_id);
-            merged.name_id = string(event.name_id);
-            writer.record_mark(merged);
-            return true;
-        });
-        reader.for_each_counter_sample({}, [&](const trace::CounterSample& sample) {
-            trace::CounterSample merged = sample;
-            merged.time_ns += shift_ns;
-            merged.counter_id = counters[sample.counter_id];
-            writer.record_counter(merged);
-            return true;
-        });
-        reader.for_each_api_call({}, [&](const trace::ApiEvent& event) {
-            trace::ApiEvent merged = event;
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.thread_id = thread(event.thread_id);
-            merged.correlation_id = correlation(event.correlation_id);
-            merged.name_id = string(event.name_id);
-            writer.record_api_call(merged);
-            return true;
-        });
-        reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
-            trace::StackSample merged = sample;
-            merged.time_ns += shift_ns;
-            merged.thread_id = thread(sample.thread_id);
-            merged.stack_id = stack(sample.stack_id);
-            writer.record_stack_sample(merged);
-            return true;
-        });
-        reader.for_each_overhead({}, [&](const trace::OverheadEvent& event) {
-            trace::OverheadEvent merged = event;
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.thread_id = thread(event.thread_id);
-            merged.name_id = string(event.name_id);
-            writer.record_overhead(merged);
-            return true;
-        });
-        for (const trace::DroppedRecords& dropped : reader.dropped_records()) {
-            trace::DroppedRecords merged = dropped;
-            merged.time_ns += shift_ns;
-            merged.source_id = string(dropped.source_id);
-            merged.thread_id = thread(dropped.thread_id);
-            writer.record_dropped(merged);
         }
+        if constexpr (requires { merged.time_ns; }) {
+            merged.time_ns += shift_ns;
+        } else {
+            merged.start_ns += shift_ns;
+            merged.end_ns += shift_ns;
+        }
+        if constexpr (requires { merged.thread_id; }) merged.thread_id = thread(event.thread_id);
+        if constexpr (requires { merged.counter_id; }) merged.counter_id = counters[event.counter_id];
+        if constexpr (requires { merged.device_id; }) merged.device_id = device(event.device_id);
+        if constexpr (requires { merged.peer_device_id; }) merged.peer_device_id = device(event.peer_device_id);
+        if constexpr (requires { merged.stream_id; }) merged.stream_id = stream(event.stream_id);
+        if constexpr (requires { merged.correlation_id; }) merged.correlation_id = correlation(event.correlation_id);
+        if constexpr (requires { merged.stack_id; }) merged.stack_id = stack(event.stack_id);
+        if constexpr (requires { merged.source_id; }) merged.source_id = string(event.source_id);
+        if constexpr (requires { merged.domain_id; }) merged.domain_id = string(event.domain_id);
+        if constexpr (requires { merged.name_id; }) merged.name_id = string(event.name_id);
+        return merged;
     }
 
-    // GPU work on the rank's streams.
-    void copy_device_events() {
-        reader.for_each_kernel({}, [&](const trace::KernelEvent& event) {
-            trace::KernelEvent merged = event;
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.device_id = device(event.device_id);
-            merged.stream_id = stream(event.stream_id);
-            merged.correlation_id = correlation(event.correlation_id);
-            merged.name_id = string(event.name_id);
-            writer.record_kernel(merged);
+    // Every event of the table that `record` (TraceWriter::record_kernel, ...) writes.
+    template <typename Event>
+    void copy_table(bool (store::TraceWriter::*record)(const Event&)) {
+        reader.for_each<Event>({}, [&](const Event& event) {
+            (writer.*record)(remapped(event));
             return true;
         });
-        reader.for_each_memcpy({}, [&](const trace::MemcpyEvent& event) {
-            trace::MemcpyEvent merged = event;
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.device_id = device(event.device_id);
-            merged.peer_device_id = device(event.peer_device_id);
-            merged.stream_id = stream(event.stream_id);
-            merged.correlation_id = correlation(event.correlation_id);
-            writer.record_memcpy(merged);
-            return true;
-        });
-        reader.for_each_memset({}, [&](const trace::MemsetEvent& event) {
-            trace::MemsetEvent merged = event;
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.device_id = device(event.device_id);
-            merged.stream_id = stream(event.stream_id);
-            merged.correlation_id = correlation(event.correlation_id);
-            writer.record_memset(merged);
-            return true;
-        });
-        reader.for_each_sync({}, [&](const trace::SyncEvent& event) {
-            trace::SyncEvent merged = event;
-            merged.start_ns += shift_ns;
-            merged.end_ns += shift_ns;
-            merged.device_id = device(event.device_id);
-            merged.stream_id = stream(event.stream_id);
-            merged.correlation_id = correlation(event.correlation_id);
-            writer.record_sync(merged);
-            return true;
-        });
+    }
+
+    // copy_table of each, in the order given.
+    template <typename... Events>
+    void copy_tables(bool (store::TraceWriter::*... record)(const Events&)) {
+        (copy_table(record), ...);
     }
 
     void copy(int64_t merged_pid) {
         register_tracks(merged_pid);
-        copy_host_events();
-        copy_device_events();
+        // Host-side events: NVTX ranges and marks, counters, API calls, stack samples.
+        copy_tables(&store::TraceWriter::record_range, &store::TraceWriter::record_mark,
+                    &store::TraceWriter::record_counter, &store::TraceWriter::record_api_call,
+                    &store::TraceWriter::record_stack_sample, &store::TraceWriter::record_overhead);
+        for (const trace::DroppedRecords& dropped : reader.dropped_records()) writer.record_dropped(remapped(dropped));
+        // GPU work on the rank's streams.
+        copy_tables(&store::TraceWriter::record_kernel, &store::TraceWriter::record_memcpy,
+                    &store::TraceWriter::record_memset, &store::TraceWriter::record_sync);
     }
 };
 
