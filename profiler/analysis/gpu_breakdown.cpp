@@ -2,6 +2,7 @@
 // per-class unions (intervals.h).
 #include "profiler/analysis/gpu_breakdown.h"
 
+#include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/intervals.h"
 
 #include <algorithm>
@@ -149,12 +150,12 @@ std::vector<OverlapRow> communication_overlap(const std::vector<RankGpuWork>& wo
 }
 
 const char* idle_category_name(IdleCategory category) {
-    switch (category) {
-        case IdleCategory::host_wait: return "host_wait";
-        case IdleCategory::kernel_wait: return "kernel_wait";
-        case IdleCategory::other: return "other";
-    }
-    return "other";
+    static constexpr EnumName<IdleCategory> kNames[] = {
+        {IdleCategory::host_wait, "host_wait"},
+        {IdleCategory::kernel_wait, "kernel_wait"},
+        {IdleCategory::other, "other"},
+    };
+    return name_in(kNames, category, "other");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 // work, whatever the number of host events.
 #include "profiler/analysis/gpu_work.h"
 
+#include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/rank_summary.h"
@@ -22,32 +23,28 @@
 
 namespace ember::analysis {
 
-std::optional<Convention> parse_convention(std::string_view text) {
-    if (text == "ember") return Convention::ember;
-    if (text == "hta") return Convention::hta;
-    if (text == "tb") return Convention::tb;
-    if (text == "tracelens") return Convention::tracelens;
-    return std::nullopt;
-}
+namespace {
 
-const char* convention_name(Convention convention) {
-    switch (convention) {
-        case Convention::ember: return "ember";
-        case Convention::hta: return "hta";
-        case Convention::tb: return "tb";
-        case Convention::tracelens: return "tracelens";
-    }
-    return "ember";
-}
+constexpr EnumName<Convention> kConventionNames[] = {
+    {Convention::ember, "ember"},
+    {Convention::hta, "hta"},
+    {Convention::tb, "tb"},
+    {Convention::tracelens, "tracelens"},
+};
 
-const char* kernel_class_name(KernelClass kind) {
-    switch (kind) {
-        case KernelClass::computation: return "COMPUTATION";
-        case KernelClass::communication: return "COMMUNICATION";
-        case KernelClass::memory: return "MEMORY";
-    }
-    return "COMPUTATION";
-}
+constexpr EnumName<KernelClass> kKernelClassNames[] = {
+    {KernelClass::computation, "COMPUTATION"},
+    {KernelClass::communication, "COMMUNICATION"},
+    {KernelClass::memory, "MEMORY"},
+};
+
+}  // namespace
+
+std::optional<Convention> parse_convention(std::string_view text) { return value_in(kConventionNames, text); }
+
+const char* convention_name(Convention convention) { return name_in(kConventionNames, convention, "ember"); }
+
+const char* kernel_class_name(KernelClass kind) { return name_in(kKernelClassNames, kind, "COMPUTATION"); }
 
 KernelClass classify_kernel(std::string_view name) {
     auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };

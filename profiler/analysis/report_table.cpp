@@ -1,6 +1,8 @@
 // report_table.cpp: text, CSV and JSON renderings of a report Table.
 #include "profiler/analysis/report_table.h"
 
+#include "profiler/analysis/enum_names.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,23 +10,20 @@
 
 namespace ember::analysis {
 
-std::optional<TimeUnit> parse_time_unit(std::string_view text) {
-    if (text == "ns") return TimeUnit::ns;
-    if (text == "us") return TimeUnit::us;
-    if (text == "ms") return TimeUnit::ms;
-    if (text == "s") return TimeUnit::s;
-    return std::nullopt;
-}
+namespace {
 
-const char* time_unit_name(TimeUnit unit) {
-    switch (unit) {
-        case TimeUnit::ns: return "ns";
-        case TimeUnit::us: return "us";
-        case TimeUnit::ms: return "ms";
-        case TimeUnit::s: return "s";
-    }
-    return "ns";
-}
+constexpr EnumName<TimeUnit> kTimeUnitNames[] = {
+    {TimeUnit::ns, "ns"},
+    {TimeUnit::us, "us"},
+    {TimeUnit::ms, "ms"},
+    {TimeUnit::s, "s"},
+};
+
+}  // namespace
+
+std::optional<TimeUnit> parse_time_unit(std::string_view text) { return value_in(kTimeUnitNames, text); }
+
+const char* time_unit_name(TimeUnit unit) { return name_in(kTimeUnitNames, unit, "ns"); }
 
 double nanoseconds_per(TimeUnit unit) {
     switch (unit) {

@@ -15,6 +15,7 @@
 
 #include "profiler/analysis/rank_map.h"
 
+#include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/idle_gaps.h"
 #include "profiler/analysis/operation_names.h"
@@ -46,54 +47,49 @@ using trace::TimeNs;
 // [SECTION] Names
 // ---------------------------------------------------------------------------
 
-const char* step_category_name(StepCategory category) {
-    switch (category) {
-        case StepCategory::gpu_compute: return "gpu_compute";
-        case StepCategory::exposed_communication: return "exposed_communication";
-        case StepCategory::exposed_copies: return "exposed_copies";
-        case StepCategory::dataloader_wait: return "dataloader_wait";
-        case StepCategory::idle_host_wait: return "idle_host_wait";
-        case StepCategory::idle_kernel_wait: return "idle_kernel_wait";
-        case StepCategory::idle_other: return "idle_other";
-        case StepCategory::host_side: return "host_side";
-    }
-    return "host_side";
-}
+namespace {
 
-std::optional<DiffMetric> parse_diff_metric(std::string_view text) {
-    if (text == "step") return DiffMetric::step;
-    if (text == "gpu_busy") return DiffMetric::gpu_busy;
-    if (text == "span") return DiffMetric::span;
-    return std::nullopt;
-}
+constexpr EnumName<StepCategory> kStepCategoryNames[] = {
+    {StepCategory::gpu_compute, "gpu_compute"},
+    {StepCategory::exposed_communication, "exposed_communication"},
+    {StepCategory::exposed_copies, "exposed_copies"},
+    {StepCategory::dataloader_wait, "dataloader_wait"},
+    {StepCategory::idle_host_wait, "idle_host_wait"},
+    {StepCategory::idle_kernel_wait, "idle_kernel_wait"},
+    {StepCategory::idle_other, "idle_other"},
+    {StepCategory::host_side, "host_side"},
+};
 
-const char* diff_metric_name(DiffMetric metric) {
-    switch (metric) {
-        case DiffMetric::step: return "step";
-        case DiffMetric::gpu_busy: return "gpu_busy";
-        case DiffMetric::span: return "span";
-    }
-    return "step";
-}
+constexpr EnumName<DiffMetric> kDiffMetricNames[] = {
+    {DiffMetric::step, "step"},
+    {DiffMetric::gpu_busy, "gpu_busy"},
+    {DiffMetric::span, "span"},
+};
 
-const char* verdict_name(Verdict verdict) {
-    switch (verdict) {
-        case Verdict::unchanged: return "unchanged";
-        case Verdict::noise: return "noise";
-        case Verdict::faster: return "faster";
-        case Verdict::slower: return "slower";
-    }
-    return "unchanged";
-}
+constexpr EnumName<Verdict> kVerdictNames[] = {
+    {Verdict::unchanged, "unchanged"},
+    {Verdict::noise, "noise"},
+    {Verdict::faster, "faster"},
+    {Verdict::slower, "slower"},
+};
 
-const char* name_status_name(NameStatus status) {
-    switch (status) {
-        case NameStatus::both: return "";
-        case NameStatus::appeared: return "new";
-        case NameStatus::disappeared: return "gone";
-    }
-    return "";
-}
+constexpr EnumName<NameStatus> kNameStatusNames[] = {
+    {NameStatus::both, ""},
+    {NameStatus::appeared, "new"},
+    {NameStatus::disappeared, "gone"},
+};
+
+}  // namespace
+
+const char* step_category_name(StepCategory category) { return name_in(kStepCategoryNames, category, "host_side"); }
+
+std::optional<DiffMetric> parse_diff_metric(std::string_view text) { return value_in(kDiffMetricNames, text); }
+
+const char* diff_metric_name(DiffMetric metric) { return name_in(kDiffMetricNames, metric, "step"); }
+
+const char* verdict_name(Verdict verdict) { return name_in(kVerdictNames, verdict, "unchanged"); }
+
+const char* name_status_name(NameStatus status) { return name_in(kNameStatusNames, status, ""); }
 
 TimeNs DiffStep::gpu_busy_ns() const {
     return parts[static_cast<int>(StepCategory::gpu_compute)] +
