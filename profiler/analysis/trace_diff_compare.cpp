@@ -82,20 +82,19 @@ BreakdownDelta breakdown_row(std::string name, TimeNs a_total, std::int64_t a_st
 
 std::vector<NameDelta> diff_names(const std::vector<NameTotal>& a, const std::vector<NameTotal>& b) {
     std::map<std::pair<std::string, std::string>, NameDelta> merged;
-    for (const NameTotal& row : a) {
-        NameDelta& delta = merged[{row.domain, row.name}];
-        delta.name = row.name;
-        delta.domain = row.domain;
-        delta.a_total_ns = row.total_ns;
-        delta.a_instances = row.instances;
-    }
-    for (const NameTotal& row : b) {
-        NameDelta& delta = merged[{row.domain, row.name}];
-        delta.name = row.name;
-        delta.domain = row.domain;
-        delta.b_total_ns = row.total_ns;
-        delta.b_instances = row.instances;
-    }
+    // Each run's totals into its side of the (domain, name) row.
+    auto add_side = [&merged](const std::vector<NameTotal>& side, TimeNs NameDelta::*total_ns,
+                              std::int64_t NameDelta::*instances) {
+        for (const NameTotal& row : side) {
+            NameDelta& delta = merged[{row.domain, row.name}];
+            delta.name = row.name;
+            delta.domain = row.domain;
+            delta.*total_ns = row.total_ns;
+            delta.*instances = row.instances;
+        }
+    };
+    add_side(a, &NameDelta::a_total_ns, &NameDelta::a_instances);
+    add_side(b, &NameDelta::b_total_ns, &NameDelta::b_instances);
     std::vector<NameDelta> rows;
     for (auto& [key, delta] : merged) {
         delta.status = delta.a_instances == 0 ? NameStatus::appeared
