@@ -62,6 +62,35 @@ struct Layer {
     std::uint64_t parameter_bytes;  // gradients all-reduced after its backward
 };
 
+// The layers that come twice in the model, with their sizes.
+Layer batch_norm_layer(const char* name, TimeNs forward_ns, TimeNs backward_ns, std::uint32_t blocks,
+                       std::uint64_t parameter_bytes) {
+    return {name,
+            {"void at::native::batch_norm_collect_statistics_kernel<float, float, float, int>(...)", forward_ns,
+             {blocks, 1, 1, 512, 1, 1, 32, 0, 4096}},
+            {{"void at::native::batch_norm_backward_kernel<float, float, float, int>(...)", backward_ns,
+              {blocks, 1, 1, 512, 1, 1, 40, 0, 4096}}},
+            parameter_bytes};
+}
+
+Layer relu_layer(const char* name, TimeNs forward_ns, TimeNs backward_ns, std::uint32_t blocks) {
+    return {name,
+            {"void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, ...)", forward_ns,
+             {blocks, 1, 1, 128, 1, 1, 16, 0, 0}},
+            {{"void at::native::vectorized_elementwise_kernel<4, at::native::threshold_backward<float>>(int, ...)",
+              backward_ns, {blocks, 1, 1, 128, 1, 1, 16, 0, 0}}},
+            0};
+}
+
+Layer pool_layer(const char* name, TimeNs forward_ns, TimeNs backward_ns, std::uint32_t blocks) {
+    return {name,
+            {"void at::native::max_pool_forward_nchw<float>(int, float const*, ...)", forward_ns,
+             {blocks, 1, 1, 256, 1, 1, 24, 0, 0}},
+            {{"void at::native::max_pool_backward_nchw<float>(float const*, long const*, ...)", backward_ns,
+              {blocks, 1, 1, 256, 1, 1, 24, 0, 0}}},
+            0};
+}
+
 const std::vector<Layer>& model_layers() {
     static const std::vector<Layer> layers = {
         {"conv1",
@@ -77,24 +106,9 @@ const std::vector<Layer>& model_layers() {
            "int, float*, float const*, kernel_grad_params, unsigned long long, int, float, int, int, int, int)",
            160 * kMicro, {32, 4, 1, 512, 1, 1, 80, 12288, 0}}},
          32 * 9 * 4},
-        {"bn1",
-         {"void at::native::batch_norm_collect_statistics_kernel<float, float, float, int>(...)", 40 * kMicro,
-          {32, 1, 1, 512, 1, 1, 32, 0, 4096}},
-         {{"void at::native::batch_norm_backward_kernel<float, float, float, int>(...)", 55 * kMicro,
-           {32, 1, 1, 512, 1, 1, 40, 0, 4096}}},
-         64 * 4},
-        {"relu1",
-         {"void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, ...)", 18 * kMicro,
-          {3136, 1, 1, 128, 1, 1, 16, 0, 0}},
-         {{"void at::native::vectorized_elementwise_kernel<4, at::native::threshold_backward<float>>(int, ...)",
-           20 * kMicro, {3136, 1, 1, 128, 1, 1, 16, 0, 0}}},
-         0},
-        {"pool1",
-         {"void at::native::max_pool_forward_nchw<float>(int, float const*, ...)", 25 * kMicro,
-          {784, 1, 1, 256, 1, 1, 24, 0, 0}},
-         {{"void at::native::max_pool_backward_nchw<float>(float const*, long const*, ...)", 30 * kMicro,
-           {784, 1, 1, 256, 1, 1, 24, 0, 0}}},
-         0},
+        batch_norm_layer("bn1", 40 * kMicro, 55 * kMicro, 32, 64 * 4),
+        relu_layer("relu1", 18 * kMicro, 20 * kMicro, 3136),
+        pool_layer("pool1", 25 * kMicro, 30 * kMicro, 784),
         {"conv2",
          {"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_warpgroupsize1x1x1_"
           "execute_segment_k_off_kernel__5x_cudnn",
@@ -104,24 +118,9 @@ const std::vector<Layer>& model_layers() {
           {"sm90_xmma_wgrad_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x64x16_kernel__5x_cudnn",
            220 * kMicro, {64, 4, 1, 128, 1, 1, 128, 0, 65536}}},
          64 * 32 * 9 * 4},
-        {"bn2",
-         {"void at::native::batch_norm_collect_statistics_kernel<float, float, float, int>(...)", 35 * kMicro,
-          {64, 1, 1, 512, 1, 1, 32, 0, 4096}},
-         {{"void at::native::batch_norm_backward_kernel<float, float, float, int>(...)", 45 * kMicro,
-           {64, 1, 1, 512, 1, 1, 40, 0, 4096}}},
-         128 * 4},
-        {"relu2",
-         {"void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, ...)", 12 * kMicro,
-          {1568, 1, 1, 128, 1, 1, 16, 0, 0}},
-         {{"void at::native::vectorized_elementwise_kernel<4, at::native::threshold_backward<float>>(int, ...)",
-           14 * kMicro, {1568, 1, 1, 128, 1, 1, 16, 0, 0}}},
-         0},
-        {"pool2",
-         {"void at::native::max_pool_forward_nchw<float>(int, float const*, ...)", 15 * kMicro,
-          {392, 1, 1, 256, 1, 1, 24, 0, 0}},
-         {{"void at::native::max_pool_backward_nchw<float>(float const*, long const*, ...)", 18 * kMicro,
-           {392, 1, 1, 256, 1, 1, 24, 0, 0}}},
-         0},
+        batch_norm_layer("bn2", 35 * kMicro, 45 * kMicro, 64, 128 * 4),
+        relu_layer("relu2", 12 * kMicro, 14 * kMicro, 1568),
+        pool_layer("pool2", 15 * kMicro, 18 * kMicro, 392),
         {"fc1",
          {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_"
           "kernel__5x_cublas",
