@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ember::viewer {
 
@@ -267,23 +268,26 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
                                                          : -1;
         if (kind >= 0) by_kind[{static_cast<int>(summary.track.kind), summary.track.id}][kind] += summary.event_count;
     }
-    auto expected = [&by_kind](Lane& lane, trace::TrackKind kind) {
-        auto found = by_kind.find({static_cast<int>(kind), lane.track_id});
-        if (found != by_kind.end())
-            for (int index = 0; index < kEventKindCount; ++index) lane.expected_by_kind[index] = found->second[index];
+    // A lane for one track, with the counts the loader will fill it up to.
+    auto new_lane = [&](LaneKind kind, trace::TrackKind track_kind, std::uint32_t track_id, std::int64_t count) {
+        auto lane = std::make_unique<Lane>();
+        lane->kind = kind;
+        lane->file_index = file_index;
+        lane->track_id = track_id;
+        lane->expected_events = count;
+        if (track_kind != trace::TrackKind::counter) {  // counter samples are not events of a row
+            auto found = by_kind.find({static_cast<int>(track_kind), track_id});
+            if (found != by_kind.end())
+                for (int index = 0; index < kEventKindCount; ++index) lane->expected_by_kind[index] = found->second[index];
+        }
+        name_lane(*lane, lane_names(reader, file_prefix, kind, track_id, file.run.pid));
+        return lane;
     };
 
     // Threads, grouped by process, ordered by (pid, tid).
     std::vector<std::unique_ptr<Lane>> thread_lanes;
     for (const auto& [thread_id, count] : thread_events) {
-        auto lane = std::make_unique<Lane>();
-        lane->kind = LaneKind::thread;
-        lane->file_index = file_index;
-        lane->track_id = thread_id;
-        lane->expected_events = count;
-        expected(*lane, trace::TrackKind::thread);
-        name_lane(*lane, lane_names(reader, file_prefix, LaneKind::thread, thread_id, file.run.pid));
-        thread_lanes.push_back(std::move(lane));
+        thread_lanes.push_back(new_lane(LaneKind::thread, trace::TrackKind::thread, thread_id, count));
     }
     std::stable_sort(thread_lanes.begin(), thread_lanes.end(), [&](const auto& a, const auto& b) {
         const trace::ThreadInfo* ta = reader.thread(a->track_id);
@@ -296,27 +300,14 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
     // Streams, grouped by device.
     std::vector<std::unique_ptr<Lane>> stream_lanes;
     for (const auto& [stream_id, count] : stream_events) {
-        auto lane = std::make_unique<Lane>();
-        lane->kind = LaneKind::stream;
-        lane->file_index = file_index;
-        lane->track_id = stream_id;
-        lane->expected_events = count;
-        expected(*lane, trace::TrackKind::stream);
-        name_lane(*lane, lane_names(reader, file_prefix, LaneKind::stream, stream_id, file.run.pid));
-        stream_lanes.push_back(std::move(lane));
+        stream_lanes.push_back(new_lane(LaneKind::stream, trace::TrackKind::stream, stream_id, count));
     }
     std::stable_sort(stream_lanes.begin(), stream_lanes.end(),
                      [](const auto& a, const auto& b) { return a->device_id < b->device_id; });
     for (auto& lane : stream_lanes) lanes_.push_back(std::move(lane));
 
     for (const auto& [counter_id, count] : counter_events) {
-        auto lane = std::make_unique<Lane>();
-        lane->kind = LaneKind::counter;
-        lane->file_index = file_index;
-        lane->track_id = counter_id;
-        lane->expected_events = count;
-        name_lane(*lane, lane_names(reader, file_prefix, LaneKind::counter, counter_id, file.run.pid));
-        lanes_.push_back(std::move(lane));
+        lanes_.push_back(new_lane(LaneKind::counter, trace::TrackKind::counter, counter_id, count));
     }
 }
 
@@ -632,108 +623,66 @@ std::uint32_t model_name(const std::vector<std::uint32_t>* names, trace::StringI
 
 }  // namespace
 
-TimelineEvent TraceModel::timeline_event(const trace::KernelEvent& kernel, TimeNs shift,
-                                         const std::vector<std::uint32_t>* names) const {
+// What every kind fills the same way: its interval (a mark's is one instant), the
+// API call it links to, its name and an NVTX payload and category; then what is
+// the kind's own.
+template <typename Event>
+TimelineEvent TraceModel::timeline_event(const Event& from, TimeNs shift, const std::vector<std::uint32_t>* names) const {
     TimelineEvent event;
-    event.start_ns = kernel.start_ns + shift;
-    event.end_ns = kernel.end_ns + shift;
-    event.link = kernel.correlation_id;
-    event.name_id = model_name(names, kernel.name_id);
-    event.kind = EventKind::kernel;
+    event.start_ns = trace::start_of(from) + shift;
+    event.end_ns = trace::end_of(from) + shift;
+    if constexpr (requires { from.correlation_id; }) event.link = from.correlation_id;
+    if constexpr (requires { from.name_id; }) event.name_id = model_name(names, from.name_id);
+    if constexpr (requires { from.payload; }) {
+        event.value = payload_bits(from.payload);
+        event.detail = static_cast<std::uint8_t>(from.payload.kind);
+        event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(from.category, 0xffff));
+    }
+    if constexpr (std::is_same_v<Event, trace::KernelEvent>) {
+        event.kind = EventKind::kernel;
+    } else if constexpr (std::is_same_v<Event, trace::MemcpyEvent>) {
+        event.kind = EventKind::memcpy;
+        event.value = from.bytes;
+        const auto direction = std::min<unsigned>(static_cast<unsigned>(from.direction), kDirectionCount - 1);
+        const auto source = std::min<unsigned>(static_cast<unsigned>(from.source_kind), kMemoryKindCount - 1);
+        const auto destination = std::min<unsigned>(static_cast<unsigned>(from.destination_kind), kMemoryKindCount - 1);
+        event.name_id = memcpy_names_[(direction * kMemoryKindCount + source) * kMemoryKindCount + destination];
+        event.detail = static_cast<std::uint8_t>(from.direction);
+        event.extra = static_cast<std::uint16_t>(static_cast<unsigned>(from.source_kind) |
+                                                 static_cast<unsigned>(from.destination_kind) << 8);
+    } else if constexpr (std::is_same_v<Event, trace::MemsetEvent>) {
+        event.kind = EventKind::memset;
+        event.value = from.bytes;
+        event.name_id = memset_names_[std::min<unsigned>(static_cast<unsigned>(from.memory_kind), kMemoryKindCount - 1)];
+        event.extra = static_cast<std::uint16_t>(from.memory_kind);
+    } else if constexpr (std::is_same_v<Event, trace::SyncEvent>) {
+        event.kind = EventKind::sync;
+        event.value = from.cuda_event_id;
+        event.name_id = sync_names_[std::min<unsigned>(static_cast<unsigned>(from.kind), kSyncKindCount - 1)];
+        event.detail = static_cast<std::uint8_t>(from.kind);
+    } else if constexpr (std::is_same_v<Event, trace::ApiEvent>) {
+        event.kind = EventKind::api_call;
+        event.extra = from.result != 0 ? 1 : 0;
+    } else if constexpr (std::is_same_v<Event, trace::RangeEvent>) {
+        event.kind = EventKind::range;
+        event.link = from.range_id;
+    } else if constexpr (std::is_same_v<Event, trace::MarkEvent>) {
+        event.kind = EventKind::mark;
+    } else {
+        static_assert(std::is_same_v<Event, trace::OverheadEvent>, "not a table the timeline shows");
+        event.kind = EventKind::overhead;
+    }
     return event;
 }
 
-TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent& copy, TimeNs shift,
-                                         const std::vector<std::uint32_t>*) const {
-    TimelineEvent event;
-    event.start_ns = copy.start_ns + shift;
-    event.end_ns = copy.end_ns + shift;
-    event.link = copy.correlation_id;
-    event.value = copy.bytes;
-    const auto direction = std::min<unsigned>(static_cast<unsigned>(copy.direction), kDirectionCount - 1);
-    const auto source = std::min<unsigned>(static_cast<unsigned>(copy.source_kind), kMemoryKindCount - 1);
-    const auto destination = std::min<unsigned>(static_cast<unsigned>(copy.destination_kind), kMemoryKindCount - 1);
-    event.name_id = memcpy_names_[(direction * kMemoryKindCount + source) * kMemoryKindCount + destination];
-    event.kind = EventKind::memcpy;
-    event.detail = static_cast<std::uint8_t>(copy.direction);
-    event.extra = static_cast<std::uint16_t>(static_cast<unsigned>(copy.source_kind) |
-                                             static_cast<unsigned>(copy.destination_kind) << 8);
-    return event;
-}
-
-TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent& memset, TimeNs shift,
-                                         const std::vector<std::uint32_t>*) const {
-    TimelineEvent event;
-    event.start_ns = memset.start_ns + shift;
-    event.end_ns = memset.end_ns + shift;
-    event.link = memset.correlation_id;
-    event.value = memset.bytes;
-    event.name_id = memset_names_[std::min<unsigned>(static_cast<unsigned>(memset.memory_kind), kMemoryKindCount - 1)];
-    event.kind = EventKind::memset;
-    event.extra = static_cast<std::uint16_t>(memset.memory_kind);
-    return event;
-}
-
-TimelineEvent TraceModel::timeline_event(const trace::SyncEvent& sync, TimeNs shift,
-                                         const std::vector<std::uint32_t>*) const {
-    TimelineEvent event;
-    event.start_ns = sync.start_ns + shift;
-    event.end_ns = sync.end_ns + shift;
-    event.link = sync.correlation_id;
-    event.value = sync.cuda_event_id;
-    event.name_id = sync_names_[std::min<unsigned>(static_cast<unsigned>(sync.kind), kSyncKindCount - 1)];
-    event.kind = EventKind::sync;
-    event.detail = static_cast<std::uint8_t>(sync.kind);
-    return event;
-}
-
-TimelineEvent TraceModel::timeline_event(const trace::ApiEvent& call, TimeNs shift,
-                                         const std::vector<std::uint32_t>* names) const {
-    TimelineEvent event;
-    event.start_ns = call.start_ns + shift;
-    event.end_ns = call.end_ns + shift;
-    event.link = call.correlation_id;
-    event.name_id = model_name(names, call.name_id);
-    event.kind = EventKind::api_call;
-    event.extra = call.result != 0 ? 1 : 0;
-    return event;
-}
-
-TimelineEvent TraceModel::timeline_event(const trace::RangeEvent& range, TimeNs shift,
-                                         const std::vector<std::uint32_t>* names) const {
-    TimelineEvent event;
-    event.start_ns = range.start_ns + shift;
-    event.end_ns = range.end_ns + shift;
-    event.link = range.range_id;
-    event.value = payload_bits(range.payload);
-    event.name_id = model_name(names, range.name_id);
-    event.kind = EventKind::range;
-    event.detail = static_cast<std::uint8_t>(range.payload.kind);
-    event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(range.category, 0xffff));
-    return event;
-}
-
-TimelineEvent TraceModel::timeline_event(const trace::MarkEvent& mark, TimeNs shift,
-                                         const std::vector<std::uint32_t>* names) const {
-    TimelineEvent event;
-    event.start_ns = event.end_ns = mark.time_ns + shift;
-    event.value = payload_bits(mark.payload);
-    event.name_id = model_name(names, mark.name_id);
-    event.kind = EventKind::mark;
-    event.detail = static_cast<std::uint8_t>(mark.payload.kind);
-    event.extra = static_cast<std::uint16_t>(std::min<std::uint32_t>(mark.category, 0xffff));
-    return event;
-}
-
-TimelineEvent TraceModel::timeline_event(const trace::OverheadEvent& work, TimeNs shift,
-                                         const std::vector<std::uint32_t>* names) const {
-    TimelineEvent event;
-    event.start_ns = work.start_ns + shift;
-    event.end_ns = work.end_ns + shift;
-    event.name_id = model_name(names, work.name_id);
-    event.kind = EventKind::overhead;
-    return event;
-}
+template TimelineEvent TraceModel::timeline_event(const trace::KernelEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::SyncEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::ApiEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::RangeEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::MarkEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::OverheadEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
 
 void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) {
     TraceFile& file = files_[static_cast<std::size_t>(file_index)];

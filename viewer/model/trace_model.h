@@ -282,25 +282,12 @@ private:
     // live_refresh.cpp
     void read_file_delta(int file_index, TraceDelta& delta);
     void append_to_lane(Lane& lane, LaneDelta& delta, RefreshResult& result);
-    // Events of the file's tables as the timeline keeps them; `names` maps the file's
-    // string ids to model ids (nullptr: keep the file's ids, mapped later).
-    TimelineEvent timeline_event(const trace::KernelEvent& kernel, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    // Copies, memsets and waits carry model names already (`names` is unused).
-    TimelineEvent timeline_event(const trace::MemcpyEvent& copy, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::MemsetEvent& memset, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::SyncEvent& sync, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::ApiEvent& call, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::RangeEvent& range, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::MarkEvent& mark, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
-    TimelineEvent timeline_event(const trace::OverheadEvent& work, trace::TimeNs shift,
-                                 const std::vector<std::uint32_t>* names) const;
+    // Events of the file's tables (kernels, copies, memsets, waits, API calls, ranges,
+    // marks, collector overhead) as the timeline keeps them; `names` maps the file's
+    // string ids to model ids (nullptr: keep the file's ids, mapped later). Copies,
+    // memsets and waits carry model names already.
+    template <typename Event>
+    TimelineEvent timeline_event(const Event& from, trace::TimeNs shift, const std::vector<std::uint32_t>* names) const;
 
     std::vector<TraceFile> files_;
     std::vector<std::unique_ptr<Lane>> lanes_;

@@ -45,6 +45,19 @@ ImVec4 verdict_color(analysis::Verdict verdict) {
     }
 }
 
+// A table of one thing a row in both runs: `what`, A, B, B - A, then `last` taking the
+// rest of the width; false when ImGui skips it (EndTable only after true).
+bool begin_a_b_table(const char* id, const char* what, const char* last, ImGuiTableFlags flags) {
+    if (!ImGui::BeginTable(id, 5, flags)) return false;
+    ImGui::TableSetupColumn(what);
+    ImGui::TableSetupColumn("A");
+    ImGui::TableSetupColumn("B");
+    ImGui::TableSetupColumn("B - A");
+    ImGui::TableSetupColumn(last, ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableHeadersRow();
+    return true;
+}
+
 }  // namespace
 
 void ViewerApp::start_diff(int align_step) {
@@ -243,13 +256,7 @@ void ViewerApp::draw_diff_summary(float /*width*/, float /*height*/) {
     const analysis::TraceDiff& diff = run_diff_->diff;
     constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
     ImGui::TextUnformatted("Headline: median over steps (p10-p90)");
-    if (ImGui::BeginTable("diff_headline", 5, flags)) {
-        ImGui::TableSetupColumn("metric");
-        ImGui::TableSetupColumn("A");
-        ImGui::TableSetupColumn("B");
-        ImGui::TableSetupColumn("B - A");
-        ImGui::TableSetupColumn("verdict", ImGuiTableColumnFlags_WidthStretch);
-        ImGui::TableHeadersRow();
+    if (begin_a_b_table("diff_headline", "metric", "verdict", flags)) {
         for (const analysis::MetricComparison& metric : diff.metrics) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
@@ -292,13 +299,7 @@ void ViewerApp::draw_diff_summary(float /*width*/, float /*height*/) {
     double scale = 1.0;
     for (const analysis::BreakdownDelta& row : diff.breakdown) scale = std::max({scale, row.a_ns, row.b_ns});
     const double step_mean = std::max(1.0, diff.metric(analysis::DiffMetric::step).a.mean_ns);
-    if (ImGui::BeginTable("diff_breakdown", 5, flags)) {
-        ImGui::TableSetupColumn("category");
-        ImGui::TableSetupColumn("A");
-        ImGui::TableSetupColumn("B");
-        ImGui::TableSetupColumn("B - A");
-        ImGui::TableSetupColumn("A / B", ImGuiTableColumnFlags_WidthStretch);
-        ImGui::TableHeadersRow();
+    if (begin_a_b_table("diff_breakdown", "category", "A / B", flags)) {
         auto row_of = [&](const analysis::BreakdownDelta& row, bool indent) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace ember::viewer {
 
@@ -45,6 +46,49 @@ const char* row_title(const Row& row) {
         case RowKind::syncs: return "waits";
     }
     return "";
+}
+
+// A column's vertical extent on screen.
+struct ColumnSpan {
+    float top = 0;
+    float bottom = 0;
+};
+
+// Fills one rectangle per run of neighbouring pixel columns with the same span
+// (span_of(column): the column's span, nothing for an empty column), so a chart
+// costs one primitive per change on screen, not one per column (software OpenGL
+// pays per primitive and per pixel, performance.md). Returns the rectangles drawn.
+template <typename SpanOf>
+int fill_column_runs(ImDrawList* draw, float x0, int columns, ImU32 color, SpanOf&& span_of) {
+    int rectangles = 0;
+    bool run_open = false;
+    float run_left = 0, run_right = 0;
+    ColumnSpan run;
+    auto flush = [&]() {
+        if (!run_open) return;
+        draw->AddRectFilled(ImVec2(run_left, run.top), ImVec2(run_right, run.bottom), color);
+        ++rectangles;
+        run_open = false;
+    };
+    for (int column = 0; column < columns; ++column) {
+        const std::optional<ColumnSpan> span = span_of(column);
+        if (!span) {
+            flush();
+            continue;
+        }
+        const float x = x0 + static_cast<float>(column);
+        if (run_open && span->top == run.top && span->bottom == run.bottom) {
+            run_right = x + 1.0f;
+            continue;
+        }
+        flush();
+        run_open = true;
+        run_left = x;
+        run_right = x + 1.0f;
+        run = *span;
+    }
+    flush();
+    return rectangles;
 }
 
 }  // namespace
@@ -79,46 +123,23 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
     // anti-aliased quad and fringe per column, which software OpenGL (llvmpipe)
     // rasterizes slower than the rest of the timeline together (performance.md).
     constexpr float kLineThickness = 1.5f;
-    bool run_open = false, previous_valid = false;
-    float run_left = 0, run_right = 0, run_top = 0, run_bottom = 0;
-    float previous_top = 0, previous_bottom = 0;
+    std::optional<ColumnSpan> previous;  // the previous column's own span
     opaque_layer(draw);
-    auto flush = [&]() {
-        if (!run_open) return;
-        draw->AddRectFilled(ImVec2(run_left, run_top), ImVec2(run_right, run_bottom), colors::kCounterLine);
-        ++counters_.primitives;
-        run_open = false;
-    };
-    for (int column = 0; column < columns; ++column) {
+    counters_.primitives += fill_column_runs(draw, x0, columns, colors::kCounterLine, [&](int column) {
         const CounterColumn& cell = counter_columns_[static_cast<std::size_t>(column)];
         if (!cell.has_value) {
-            flush();
-            previous_valid = false;
-            continue;
+            previous.reset();
+            return std::optional<ColumnSpan>();
         }
-        float top = y_of(cell.max_value);
-        float bottom = y_of(cell.min_value) + kLineThickness;
-        const float own_top = top, own_bottom = bottom;
-        if (previous_valid) {
-            top = std::min(top, previous_bottom - kLineThickness);
-            bottom = std::max(bottom, previous_top + kLineThickness);
+        const ColumnSpan own{y_of(cell.max_value), y_of(cell.min_value) + kLineThickness};
+        ColumnSpan span = own;
+        if (previous) {
+            span.top = std::min(span.top, previous->bottom - kLineThickness);
+            span.bottom = std::max(span.bottom, previous->top + kLineThickness);
         }
-        previous_top = own_top;
-        previous_bottom = own_bottom;
-        previous_valid = true;
-        const float x = x0 + static_cast<float>(column);
-        if (run_open && top == run_top && bottom == run_bottom) {
-            run_right = x + 1.0f;
-            continue;
-        }
-        flush();
-        run_open = true;
-        run_left = x;
-        run_right = x + 1.0f;
-        run_top = top;
-        run_bottom = bottom;
-    }
-    flush();
+        previous = own;
+        return std::optional<ColumnSpan>(span);
+    });
     blended_layer(draw);
 }
 
@@ -193,37 +214,14 @@ void ViewerApp::draw_queue(ImDrawList* draw, const StreamOverlay& overlay, const
     auto y_of = [&](double value) { return baseline - static_cast<float>(value / high) * (height - 5.0f); };
     // An area chart: per pixel column one rectangle from the column's maximum down to
     // the baseline (an empty queue is a thin line), neighbouring columns of the same
-    // height merged, so a lane costs one rectangle per change of height on screen
-    // (software OpenGL pays per primitive and per pixel, performance.md).
+    // height merged, so a lane costs one rectangle per change of height on screen.
     constexpr float kLine = 1.5f;
-    bool run_open = false;
-    float run_left = 0, run_right = 0, run_top = 0;
     opaque_layer(draw);
-    auto flush = [&]() {
-        if (!run_open) return;
-        draw->AddRectFilled(ImVec2(run_left, run_top), ImVec2(run_right, baseline), colors::kQueueFill);
-        ++counters_.primitives;
-        run_open = false;
-    };
-    for (int column = 0; column < columns; ++column) {
+    counters_.primitives += fill_column_runs(draw, x0, columns, colors::kQueueFill, [&](int column) {
         const CounterColumn& cell = counter_columns_[static_cast<std::size_t>(column)];
-        if (!cell.has_value) {  // before the stream's first launch
-            flush();
-            continue;
-        }
-        const float column_top = std::min(y_of(cell.max_value), baseline - kLine);
-        const float x = x0 + static_cast<float>(column);
-        if (run_open && column_top == run_top) {
-            run_right = x + 1.0f;
-            continue;
-        }
-        flush();
-        run_open = true;
-        run_left = x;
-        run_right = x + 1.0f;
-        run_top = column_top;
-    }
-    flush();
+        if (!cell.has_value) return std::optional<ColumnSpan>();  // before the stream's first launch
+        return std::optional<ColumnSpan>(ColumnSpan{std::min(y_of(cell.max_value), baseline - kLine), baseline});
+    });
     blended_layer(draw);
     if (mouse_y >= top && mouse_y < top + height && mouse_x >= x0 && mouse_x < x0 + width) {
         const auto column = static_cast<std::size_t>(std::clamp(static_cast<int>(mouse_x - x0), 0, columns - 1));
