@@ -2,14 +2,17 @@
 #include "profiler/analysis/cpu_profile.h"
 
 #include "common/nvtx_contract.h"
+#include "profiler/analysis/python_gpu.h"
 #include "profiler/trace/step_names.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 namespace ember::analysis {
@@ -239,6 +242,8 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
     if (samples.empty()) return profile;
 
     StackCache stacks{reader, {}};
+    const GpuWaits waits(reader);
+    std::map<std::tuple<std::string, std::string, std::string>, CpuGpuWaitRow> gpu_waits;
     std::map<std::string, CpuFunctionRow> functions;
     std::map<trace::ThreadId, std::int64_t> per_thread;
     std::map<std::string, CpuLineRow> lines;
@@ -259,6 +264,24 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
             if (seen_lines.insert(location).second) ++row.total_samples;
             innermost_line[index] = &row;  // frames run outermost first: the last one wins
         }
+        // Waiting on the GPU: the time is the GPU work's, not the innermost line's or frame's.
+        const GpuWait* wait = waits.empty() ? nullptr : waits.at(sample.thread_id, sample.time_ns);
+        if (wait) {
+            ++profile.gpu_wait_samples;
+            innermost_line[index] = nullptr;
+            const CallSite site = call_site_of(frames);
+            auto charge = [&](const std::string& work, double share) {
+                CpuGpuWaitRow& row = gpu_waits[{site.location, site.function, work}];
+                if (row.waited_for.empty()) row = {site.location, site.function, work, 0};
+                row.samples += share;
+            };
+            if (wait->waited_for.empty()) charge(kNoGpuWorkRecorded, 1);
+            for (const GpuWorkShare& share : wait->waited_for) charge(share.name, share.share);
+            CpuFunctionRow& row = functions[kWaitingOnGpuFrame];
+            if (row.function.empty()) row.function = kWaitingOnGpuFrame;
+            ++row.self_samples;
+            ++row.total_samples;
+        }
         if (innermost_line[index]) ++lines[innermost_line[index]->location].self_samples;
         std::set<std::string> seen;
         for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -269,9 +292,12 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
                 row.module = frames[i].module;
             }
             if (seen.insert(name).second) ++row.total_samples;
-            if (i + 1 == frames.size()) ++row.self_samples;
+            if (i + 1 == frames.size() && !wait) ++row.self_samples;
         }
     }
+    for (auto& [key, row] : gpu_waits) profile.gpu_waits.push_back(std::move(row));
+    std::stable_sort(profile.gpu_waits.begin(), profile.gpu_waits.end(),
+                     [](const CpuGpuWaitRow& a, const CpuGpuWaitRow& b) { return a.samples > b.samples; });
     for (auto& [name, row] : functions) profile.functions.push_back(std::move(row));
     std::stable_sort(profile.functions.begin(), profile.functions.end(),
                      [](const CpuFunctionRow& a, const CpuFunctionRow& b) {
@@ -324,13 +350,24 @@ StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
     StackTree tree;
     const trace::TimeNs period = sample_period(reader);
     StackCache stacks{reader, {}};
+    const GpuWaits waits(reader);
+    const trace::TimeNs weight = period > 0 ? period : 1;
     for (const Sample& sample : read_samples(reader, include_idle)) {
         const trace::ThreadInfo* thread = reader.thread(sample.thread_id);
         std::uint32_t node = tree.child(StackTree::kRoot, thread && !thread->name.empty()
                                                               ? thread->name + " (" + std::to_string(thread->tid) + ")"
                                                               : "thread " + std::to_string(sample.thread_id));
         for (const trace::FrameInfo& frame : stacks.of(sample.stack_id)) node = tree.child(node, frame_name(frame));
-        tree.add_weight(node, period > 0 ? period : 1);
+        const GpuWait* wait = waits.empty() ? nullptr : waits.at(sample.thread_id, sample.time_ns);
+        if (!wait) {
+            tree.add_weight(node, weight);
+            continue;
+        }
+        // "[waiting on GPU: gemm]": the sample split over the work waited for.
+        if (wait->waited_for.empty()) tree.add_weight(tree.child(node, waiting_on_gpu_frame(kNoGpuWorkRecorded)), weight);
+        for (const GpuWorkShare& share : wait->waited_for)
+            tree.add_weight(tree.child(node, waiting_on_gpu_frame(share.name)),
+                            static_cast<std::int64_t>(std::llround(static_cast<double>(weight) * share.share)));
     }
     return tree;
 }

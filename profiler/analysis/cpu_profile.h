@@ -16,6 +16,13 @@
 //   lines by range  self samples per (innermost NVTX range, Python line), when the
 //               file has ranges (a step's time per line; PyTorch's numbered steps,
 //               "ProfilerStep#12", count as one "ProfilerStep#*")
+//   GPU waits   a sample taken while its thread was inside a synchronizing CUDA call
+//               (cudaStreamSynchronize, a copy to the host, `.item()`: python_gpu.h) is
+//               waiting on the GPU, not running its code: its self time goes to the
+//               frame "[waiting on GPU]" (its frames keep their total), it is no line's
+//               self time, and gpu_waits charges it to the GPU work that ran during the
+//               wait, by overlap; the flamegraph ends its stack in "[waiting on GPU:
+//               <kernel>]" frames weighted the same way
 // Samples of a thread that was not running (the Python sampler reads sleeping and
 // blocked threads too, flagged idle) are left out unless `include_idle`: then each
 // stands for one period of the thread's wall time, not of CPU time.
@@ -57,6 +64,14 @@ struct CpuRangeLineRow {
     std::int64_t samples = 0;  // with this line as the innermost Python frame, inside the range
 };
 
+// CPU samples inside GPU waits, per waiting line and the GPU work waited for.
+struct CpuGpuWaitRow {
+    std::string location;    // the sample's call site (python_gpu.h call_site_of): "file:line"
+    std::string function;
+    std::string waited_for;  // a kernel, "[CUDA memcpy DtoH]", or "(no GPU work recorded)"
+    double samples = 0;      // each sample split over the work by overlap
+};
+
 struct CpuThreadRow {
     trace::ThreadId thread_id = 0;
     std::int64_t tid = 0;
@@ -75,6 +90,8 @@ struct CpuProfile {
     std::vector<CpuThreadRow> threads;      // most first; threads of the file never sampled last, with 0
     std::vector<CpuLineRow> lines;          // Python lines by self samples, most first; empty without Python frames
     std::vector<CpuRangeLineRow> lines_by_range;  // by range (most samples first), then samples; empty without ranges
+    std::int64_t gpu_wait_samples = 0;        // samples inside a GPU wait
+    std::vector<CpuGpuWaitRow> gpu_waits;     // most samples first; empty without waits
     bool include_idle = false;
     trace::TimeNs cpu_ns(std::int64_t sample_count) const { return sample_count * period_ns; }
 };

@@ -8,6 +8,7 @@
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
+#include "profiler/analysis/python_gpu.h"
 #include "profiler/analysis/rank_summary.h"
 
 #include <fmt/format.h>
@@ -432,6 +433,30 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         }
         tables.push_back(std::move(lines));
     }
+    if (!profile.gpu_waits.empty()) {
+        Table waits{"cpu_gpu_waits",
+                    fmt::format("CPU samples waiting on the GPU ({} samples inside a synchronizing CUDA call, "
+                                "split over the GPU work that ran during the wait)", profile.gpu_wait_samples),
+                    {}, {}, {}};
+        waits.columns = {{"percent", "Share (%)", ColumnKind::percent}};
+        if (timed) waits.columns.push_back({"ns", "Time", ColumnKind::time});
+        waits.columns.push_back({"samples", "Samples", ColumnKind::percent});
+        waits.columns.push_back({"line", "Waiting Line", ColumnKind::text});
+        waits.columns.push_back({"function", "Function", ColumnKind::text});
+        waits.columns.push_back({"waited_for", "Waiting For", ColumnKind::text});
+        shown = 0;
+        for (const CpuGpuWaitRow& row : profile.gpu_waits) {
+            if (top > 0 && shown++ >= top) break;
+            std::vector<Cell>& cells = waits.rows.emplace_back();
+            cells.emplace_back(profile.samples > 0 ? 100.0 * row.samples / static_cast<double>(profile.samples) : 0.0);
+            if (timed) cells.emplace_back(static_cast<std::int64_t>(std::llround(row.samples * static_cast<double>(profile.period_ns))));
+            cells.emplace_back(row.samples);
+            cells.emplace_back(row.location);
+            cells.emplace_back(row.function);
+            cells.emplace_back(row.waited_for);
+        }
+        tables.push_back(std::move(waits));
+    }
     tables.push_back(std::move(ranges));
     if (!profile.lines_by_range.empty()) {
         Table per_range{"python_lines_by_range", "Python hot lines per NVTX range (the innermost range open on the sampled thread)", {}, {}, {}};
@@ -453,6 +478,55 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         tables.push_back(std::move(per_range));
     }
     tables.push_back(std::move(threads));
+    return tables;
+}
+
+// The Python call sites of GPU work, and the host's waits on it (python_gpu.h).
+std::vector<Table> python_gpu_tables(const PythonGpuReport& report, std::size_t top) {
+    Table sites{"python_gpu_sites",
+                "GPU time per Python call site (the innermost frame of the program's own code on the launching "
+                "CUDA call's Python stack)",
+                {}, {}, {}};
+    sites.columns = {
+        {"percent", "GPU (%)", ColumnKind::percent},    {"gpu_ns", "GPU Time", ColumnKind::time},
+        {"operations", "Kernels", ColumnKind::integer}, {"calls", "Calls", ColumnKind::integer},
+        {"line", "Line", ColumnKind::text},             {"function", "Function", ColumnKind::text},
+        {"top_work", "Top Kernels", ColumnKind::text},
+    };
+    for (const PythonGpuSiteRow& row : report.sites) {
+        if (top > 0 && sites.rows.size() >= top) break;
+        std::string work;
+        for (const auto& [name, ns] : row.top_work)
+            work += fmt::format("{}{} ({:.0f}%)", work.empty() ? "" : ", ", name,
+                                row.gpu_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(row.gpu_ns) : 0.0);
+        sites.rows.push_back({report.gpu_ns > 0 ? 100.0 * static_cast<double>(row.gpu_ns) / static_cast<double>(report.gpu_ns) : 0.0,
+                              row.gpu_ns, row.operations, row.calls, row.site.location, row.site.function, work});
+    }
+    sites.empty_note = "no GPU work with a launching CUDA call in this file";
+    Table waits{"python_gpu_waits",
+                "Host waits on the GPU per Python call site (time inside synchronizing CUDA calls, split over the GPU "
+                "work that ran during each wait)",
+                {}, {}, {}};
+    waits.columns = {
+        {"wait_ns", "Wait Time", ColumnKind::time}, {"waits", "Waits", ColumnKind::integer},
+        {"line", "Line", ColumnKind::text},         {"function", "Function", ColumnKind::text},
+        {"api", "Call", ColumnKind::text},          {"waited_for", "Waiting For", ColumnKind::text},
+    };
+    for (const PythonGpuWaitRow& row : report.waits) {
+        if (top > 0 && waits.rows.size() >= top) break;
+        waits.rows.push_back({static_cast<std::int64_t>(std::llround(row.wait_ns)), row.waits, row.site.location,
+                              row.site.function, row.api, row.waited_for});
+    }
+    waits.empty_note = "no synchronizing CUDA call in this file";
+    std::vector<Table> tables;
+    tables.push_back(std::move(sites));
+    tables.push_back(std::move(waits));
+    if (!report.has_call_stacks) {
+        Table note{"python_gpu_note", "Python call sites", {}, {}, {}};
+        note.empty_note = "no CUDA API call in this file carries a call stack (ember record gives them one when the "
+                          "recorded program is CPython): every call site reads \"" + std::string(kNoPythonStack) + "\"";
+        tables.push_back(std::move(note));
+    }
     return tables;
 }
 
@@ -547,6 +621,9 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "cpu") || wanted(options, "advice")) cpu = cpu_profile(reader, options.include_idle);
     if (wanted(options, "cpu"))
         for (Table& table : cpu_tables(cpu, options.top > 0 ? options.top : 15)) tables.push_back(std::move(table));
+    if (wanted(options, "python_gpu"))
+        for (Table& table : python_gpu_tables(python_gpu(reader), options.top > 0 ? options.top : 15))
+            tables.push_back(std::move(table));
     // A trace without GPU activity: its GPU tables say so in one line each, and the
     // default text report says it once for all of them.
     if (!any_gpu_work && reader.event_count("kernels") == 0 && reader.event_count("memcpys") == 0) {

@@ -22,7 +22,7 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 inline constexpr const char* kReportNames[] = {
     "kernels",   "memory",       "api",     "nvtx",           "gpu_by_range", "steps",
     "ranks",     "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
-    "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "advice",
+    "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "python_gpu", "advice",
 };
 // Printed when no report is named ("ranks" only for files of several ranks).
 inline constexpr const char* kDefaultReportNames[] = {
