@@ -9,7 +9,8 @@
 // the events of two different streams.
 #include "viewer/model/gpu_analysis.h"
 
-#include "profiler/analysis/rank_summary.h"
+#include "profiler/analysis/enum_names.h"
+#include "profiler/analysis/rank_map.h"
 #include "profiler/analysis/step_breakdown.h"
 
 #include <algorithm>
@@ -21,12 +22,12 @@ namespace ember::viewer {
 using trace::TimeNs;
 
 const char* idle_category_meaning(IdleCategory category) {
-    switch (category) {
-        case IdleCategory::host_wait: return "the host launched the next operation only after the stream went idle";
-        case IdleCategory::kernel_wait: return "a short gap between operations launched ahead of time (launch overhead)";
-        case IdleCategory::other: return "a longer gap although the next operation was already launched (or has no launching call)";
-    }
-    return "";
+    static constexpr analysis::EnumName<IdleCategory> kMeanings[] = {
+        {IdleCategory::host_wait, "the host launched the next operation only after the stream went idle"},
+        {IdleCategory::kernel_wait, "a short gap between operations launched ahead of time (launch overhead)"},
+        {IdleCategory::other, "a longer gap although the next operation was already launched (or has no launching call)"},
+    };
+    return analysis::name_in(kMeanings, category, "");
 }
 
 const char* step_category_name(int category) {
@@ -106,30 +107,6 @@ std::size_t GpuAnalysis::memory_bytes() const {
 
 namespace {
 
-// The rank of a file's devices, as gpu_work() and step_breakdown() decide it: a job
-// trace (`ember merge`: two or more processes named "rank R") takes R from its
-// "rank R: ..." devices; any other file is the one rank of its RunInfo.
-struct FileRanks {
-    bool job = false;
-    std::int32_t single = 0;
-    std::int32_t of_device(const store::TraceReader& reader, trace::DeviceId device_id) const {
-        if (!job) return single;
-        const trace::DeviceInfo* device = reader.device(device_id);
-        if (device == nullptr) return single;
-        return analysis::rank_of_device_name(device->name).value_or(single);
-    }
-};
-
-FileRanks file_ranks(const store::TraceReader& reader) {
-    FileRanks ranks;
-    ranks.single = std::max(0, reader.run().rank);
-    int named = 0;
-    for (const trace::ProcessInfo& process : reader.processes())
-        if (analysis::rank_of_process_name(process.name)) ++named;
-    ranks.job = named >= 2;
-    return ranks;
-}
-
 struct LaneStream {
     int lane = -1;
     trace::StreamId stream_id = 0;
@@ -199,7 +176,8 @@ std::unique_ptr<GpuAnalysis> analyze_gpu(const std::vector<AnalysisFile>& files,
     for (std::size_t file_index = 0; file_index < files.size() && !cancelled(cancel); ++file_index) {
         const store::TraceReader& reader = *files[file_index].reader;
         const TimeNs shift = files[file_index].shift_ns;
-        const FileRanks ranks = file_ranks(reader);
+        // The ranks every report gives this file's streams (rank_map.h).
+        const analysis::RankMap ranks = analysis::rank_map(reader);
 
         // This file's stream lanes, with the (rank, CUDA stream) the analyses know them by.
         std::map<std::pair<std::int32_t, std::uint64_t>, std::vector<LaneStream>> lanes_of_stream;
@@ -210,7 +188,7 @@ std::unique_ptr<GpuAnalysis> analyze_gpu(const std::vector<AnalysisFile>& files,
             entry.stream_id = lane.stream_id;
             const trace::StreamInfo* info = reader.stream(lane.stream_id);
             entry.cuda_stream = info ? info->cuda_stream_id : 0;
-            entry.rank = info ? ranks.of_device(reader, info->device_id) : ranks.single;
+            entry.rank = ranks.of_stream(lane.stream_id);
             entry.title = "stream " + std::to_string(entry.cuda_stream) + (info && !info->name.empty() ? " " + info->name : "");
             lanes_of_stream[{entry.rank, entry.cuda_stream}].push_back(std::move(entry));
         }
@@ -344,7 +322,7 @@ std::unique_ptr<GpuAnalysis> analyze_gpu(const std::vector<AnalysisFile>& files,
 
         // Steps: rows by rank; a file that is not a job trace is one rank whatever its rows say.
         for (const analysis::StepBreakdownRow& row : analysis::step_breakdown(reader, analysis::StepConvention::ember)) {
-            const std::int32_t rank = ranks.job ? row.rank : ranks.single;
+            const std::int32_t rank = ranks.job ? row.rank : ranks.single_rank;
             rank_entry(by_rank, static_cast<int>(file_index), rank).steps.push_back(step_split(row, shift));
         }
         for (auto& [rank, entry] : by_rank) result->ranks.push_back(std::move(entry));

@@ -21,6 +21,7 @@
 #include "viewer/model/lod.h"
 #include "viewer/model/trace_model.h"
 
+#include "profiler/analysis/rank_map.h"
 #include "profiler/import/import.h"
 #include "tests/profiler/analysis/trace_builder.h"
 #include "tests/profiler/store/test_support.h"
@@ -455,6 +456,40 @@ TEST(GpuAnalysisFiles, ViewerFixtureGapsFollowItsLaunches) {
     std::filesystem::remove(path);
 }
 
+// A rank's own file is one rank, the one its run records, however many processes it
+// holds (a second process not named "rank R" is no rank of its own): the rank every
+// report gives it (rank_map.h).
+TEST(GpuAnalysisRanks, ARanksOwnFileIsItsRecordedRankWhateverItsProcesses) {
+    const std::string path = testing::temporary_trace_path("gpu_analysis_rank3");
+    {
+        ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kBase, 3, 4));
+        const trace::ThreadId main = b.thread("main");
+        const trace::ThreadId helper = b.thread("helper", 77);  // another process
+        const trace::StreamId s7 = b.stream(7);
+        b.kernel(s7, "gemm", us(10), us(20), b.call(main, "cudaLaunchKernel", us(1), us(2)));
+        b.kernel(s7, "gemm", us(30), us(40), b.call(helper, "cudaLaunchKernel", us(3), us(4)));
+        b.range(main, "ember", "step", us(0), us(50), 0, 0, 1);
+        b.close();
+    }
+    {
+        TraceModel model({path});
+        model.load_all();
+        const GpuAnalysis* analysis = model.gpu_analysis();
+        ASSERT_NE(analysis, nullptr);
+        ASSERT_EQ(analysis->error, "");
+        const analysis::RankMap ranks = analysis::rank_map(*model.files()[0].reader);
+        EXPECT_EQ(ranks.ranks, (std::set<std::int32_t>{3}));
+        ASSERT_EQ(analysis->ranks.size(), 1u);
+        EXPECT_EQ(analysis->ranks[0].rank, 3);
+        EXPECT_EQ(analysis->ranks[0].title, "rank 3");
+        EXPECT_EQ(analysis->ranks[0].gpu_events, 2);
+        ASSERT_EQ(analysis->ranks[0].steps.size(), 1u);
+        ASSERT_EQ(analysis->ranks[0].streams.size(), 1u);
+        EXPECT_GE(analysis->ranks[0].streams[0].lane, 0);
+    }
+    std::filesystem::remove(path);
+}
+
 // The two A100 ranks (NCCL kernels, several streams) as one job file: every stream lane
 // of both ranks gets gaps that sit between its own events and add up, per category, to
 // the idle-time row of its stream; the queue series match the library's summary.
@@ -475,6 +510,9 @@ TEST(GpuAnalysisRealTraces, A100JobTraceGapsAddUpPerStream) {
         ASSERT_EQ(analysis->ranks.size(), 2u);
         EXPECT_EQ(analysis->ranks[0].rank, 0);
         EXPECT_EQ(analysis->ranks[1].rank, 1);
+        // The ranks every report gives the file (rank_map.h), and each stream lane's.
+        const analysis::RankMap ranks = analysis::rank_map(*model.files()[0].reader);
+        EXPECT_EQ(ranks.ranks, (std::set<std::int32_t>{0, 1}));
         int checked_streams = 0;
         for (const RankBreakdown& rank : analysis->ranks) {
             EXPECT_GT(rank.temporal.span_ns, 0);
@@ -482,6 +520,7 @@ TEST(GpuAnalysisRealTraces, A100JobTraceGapsAddUpPerStream) {
             EXPECT_FALSE(rank.steps.empty());
             for (const StreamIdleRow& stream : rank.streams) {
                 ASSERT_GE(stream.lane, 0) << rank.title << " " << stream.title;
+                EXPECT_EQ(ranks.of_stream(model.lane(stream.lane).track_id), rank.rank) << stream.title;
                 EXPECT_NE(model.lane(stream.lane).group.find("rank " + std::to_string(rank.rank)), std::string::npos);
                 const StreamOverlay* overlay = analysis->overlay(stream.lane);
                 if (stream.total_ns() == 0) continue;  // one event: nothing between
