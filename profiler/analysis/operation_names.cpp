@@ -82,4 +82,8 @@ std::string normalise_name(std::string_view name) {
     return out;
 }
 
+std::string python_frame_name(const trace::FrameInfo& frame) {
+    return frame.function + " (" + frame.module + ":" + std::to_string(frame.line) + ")";
+}
+
 }  // namespace ember::analysis

@@ -29,4 +29,8 @@ std::optional<trace::MemcpyDirection> parse_direction_name(std::string_view text
 // matching ">" (operator<) and a ">" with no "<" ("Pageable -> Device") are kept.
 std::string normalise_name(std::string_view name);
 
+// A Python frame (trace::FrameInfo::is_python) as py-spy names it: "function (file:line)",
+// so two functions of one name in different files stay apart.
+std::string python_frame_name(const trace::FrameInfo& frame);
+
 }  // namespace ember::analysis

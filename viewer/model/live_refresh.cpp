@@ -38,13 +38,6 @@ LaneKind lane_kind_of(const store::EventTableInfo& table) {
     return column == "stream_id" ? LaneKind::stream : column == "counter_id" ? LaneKind::counter : LaneKind::thread;
 }
 
-// Function names of a stack node, outermost first.
-std::vector<std::string> stack_functions(const store::TraceReader& reader, trace::StackId stack) {
-    std::vector<std::string> functions;
-    for (trace::FrameInfo& frame : reader.stack_frames(stack)) functions.push_back(std::move(frame.function));
-    return functions;
-}
-
 // Titles of a lane the model did not have (the reader's small tables were reloaded).
 void describe_new_lane(const TraceModel& model, const TraceFile& file, const store::TraceReader& reader,
                        LaneDelta& lane) {
@@ -217,7 +210,7 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
         }
         describe_new_lane(*this, file, reader, delta.lanes[index]);
     }
-    for (trace::StackId stack : new_stacks) changes.stacks.emplace_back(stack, stack_functions(reader, stack));
+    for (trace::StackId stack : new_stacks) changes.stacks.emplace_back(stack, stack_frame_names(reader, stack));
     delta.files.push_back(std::move(changes));
 }
 
@@ -230,21 +223,7 @@ RefreshResult TraceModel::apply_new_events(TraceDelta& delta) {
             if (id >= file.string_to_model.size()) file.string_to_model.resize(static_cast<std::size_t>(id) + 1, 0);
             file.string_to_model[id] = intern(text);
         }
-        if (!changes.stacks.empty()) {
-            std::unordered_map<std::string, std::uint32_t> frame_lookup;
-            for (std::size_t index = 0; index < file.frame_names.size(); ++index)
-                frame_lookup.emplace(file.frame_names[index], static_cast<std::uint32_t>(index));
-            for (const auto& [stack, functions] : changes.stacks) {
-                std::vector<std::uint32_t> frames;
-                for (const std::string& function : functions) {
-                    auto [found, inserted] =
-                        frame_lookup.emplace(function, static_cast<std::uint32_t>(file.frame_names.size()));
-                    if (inserted) file.frame_names.push_back(function);
-                    frames.push_back(found->second);
-                }
-                file.stack_frames[stack] = std::move(frames);
-            }
-        }
+        file.add_stacks(changes.stacks);
         if (!changes.stack_samples.empty()) {
             auto by_time = [](const StackSampleRef& a, const StackSampleRef& b) { return a.time_ns < b.time_ns; };
             std::stable_sort(changes.stack_samples.begin(), changes.stack_samples.end(), by_time);

@@ -2,6 +2,7 @@
 // and the background loader that fills them (trace_model.h).
 #include "viewer/model/trace_model.h"
 
+#include "profiler/analysis/operation_names.h"
 
 #include <algorithm>
 #include <array>
@@ -692,18 +693,31 @@ void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) 
         stacks.insert(sample.stack_id);
         return !cancel_.load(std::memory_order_relaxed);
     });
-    // Frame names are not in the strings table: they get their own per-file table so
-    // the model's names never change while the UI reads them.
-    std::unordered_map<std::string, std::uint32_t> frame_lookup;
-    for (trace::StackId stack : stacks) {
+    std::vector<std::pair<trace::StackId, std::vector<std::string>>> named;
+    named.reserve(stacks.size());
+    for (trace::StackId stack : stacks) named.emplace_back(stack, stack_frame_names(reader, stack));
+    file.add_stacks(named);
+}
+
+std::vector<std::string> stack_frame_names(const store::TraceReader& reader, trace::StackId stack) {
+    std::vector<std::string> names;
+    for (trace::FrameInfo& frame : reader.stack_frames(stack))
+        names.push_back(frame.is_python() ? analysis::python_frame_name(frame) : std::move(frame.function));
+    return names;
+}
+
+void TraceFile::add_stacks(const std::vector<std::pair<trace::StackId, std::vector<std::string>>>& stacks) {
+    std::unordered_map<std::string, std::uint32_t> lookup;
+    for (std::size_t index = 0; index < frame_names.size(); ++index)
+        lookup.emplace(frame_names[index], static_cast<std::uint32_t>(index));
+    for (const auto& [stack, names] : stacks) {
         std::vector<std::uint32_t> frames;
-        for (const trace::FrameInfo& frame : reader.stack_frames(stack)) {
-            auto [found, inserted] =
-                frame_lookup.emplace(frame.function, static_cast<std::uint32_t>(file.frame_names.size()));
-            if (inserted) file.frame_names.push_back(frame.function);
+        for (const std::string& name : names) {
+            auto [found, inserted] = lookup.emplace(name, static_cast<std::uint32_t>(frame_names.size()));
+            if (inserted) frame_names.push_back(name);
             frames.push_back(found->second);
         }
-        file.stack_frames.emplace(stack, std::move(frames));
+        stack_frames[stack] = std::move(frames);
     }
 }
 

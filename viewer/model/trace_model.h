@@ -120,6 +120,10 @@ struct LaneNames {
 LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_prefix, LaneKind kind,
                      std::uint32_t track_id, std::int64_t default_pid);
 
+// The frames of a sampled stack as the flamegraph names them, outermost first: native
+// code by its function, a Python frame as "function (file:line)" (python_frame_name).
+std::vector<std::string> stack_frame_names(const store::TraceReader& reader, trace::StackId stack);
+
 struct TraceFile {
     std::string path;
     // The file as the user named it: an imported Kineto JSON or nsys export is read from
@@ -141,6 +145,10 @@ struct TraceFile {
     // Frames of each sampled stack, outermost first, as indexes into frame_names.
     std::unordered_map<trace::StackId, std::vector<std::uint32_t>> stack_frames;
     std::vector<std::string> frame_names;
+    // Adds stacks (id, frame names outermost first) to stack_frames, each name once in
+    // frame_names. Frame names are not in the strings table: the file keeps its own, so
+    // the model's names never change while the UI reads them.
+    void add_stacks(const std::vector<std::pair<trace::StackId, std::vector<std::string>>>& stacks);
     // Used by the UI thread only (details, flows); the loader has its own reader.
     std::unique_ptr<store::TraceReader> reader;
     // The loader's reader, kept for refreshes (opening a reader on a live file scans

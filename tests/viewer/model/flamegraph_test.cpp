@@ -146,11 +146,7 @@ TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
     {
         trace::RunInfo run;
         run.pid = 7;
-        store::WriterOptions options;
-        options.overflow = store::OverflowPolicy::block;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, run, options);
+        store::TraceWriter writer(path, run, store::testing::quiet_options());
         writer.register_process({7, "sampled"});
         const trace::ThreadId thread = writer.register_thread({0, 7, 7, "main"});
         const trace::FrameId main_frame = writer.intern_frame("main", "m", 1);
@@ -185,6 +181,58 @@ TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
         EXPECT_DOUBLE_EQ(merged.nodes[child_named(merged, merged_main, "work_a")].total, 3.0);
         EXPECT_DOUBLE_EQ(merged.total(), timed.total());
     }
+    std::filesystem::remove(path);
+}
+
+// Python frames (schema 2: a frame with a line) are CPU samples like native ones: the
+// CPU flamegraph counts them in the same tree, named as `ember stats --report cpu` and
+// py-spy name them, "function (file:line)", so two forwards of different files stay
+// apart; native frames keep their function name. A live refresh names new stacks alike.
+TEST(FlamegraphPythonFrames, PythonFramesAreSampledFramesNamedByFileAndLine) {
+    const std::string path = testing::temporary_trace_path("flame_python");
+    store::TraceWriter writer(path, [] {
+        trace::RunInfo run;
+        run.pid = 9;
+        return run;
+    }(), store::testing::quiet_options());
+    writer.register_process({9, "python"});
+    const trace::ThreadId thread = writer.register_thread({0, 9, 9, "MainThread"});
+    const trace::FrameId main_frame = writer.intern_frame("main", "python3.11", 0x10);
+    const trace::FrameId model_forward = writer.intern_frame("forward", "model.py", 0, 42);
+    const trace::FrameId block_forward = writer.intern_frame("forward", "block.py", 0, 7);
+    const trace::FrameId gemm = writer.intern_frame("sgemm_kernel", "libopenblas.so", 0x20);
+    const trace::FrameId first[] = {main_frame, model_forward, block_forward, gemm};
+    const trace::FrameId second[] = {main_frame, model_forward};
+    const trace::StackId deep = writer.intern_stack(first);
+    const trace::StackId shallow = writer.intern_stack(second);
+    writer.record_stack_sample({1000, thread, deep});
+    writer.record_stack_sample({1100, thread, deep});
+    writer.record_stack_sample({1200, thread, shallow});
+    writer.record_range({writer.next_range_id(), 1000, 1400, thread, writer.intern("d"), writer.intern("r"), 0, 0, 0, 0,
+                         {}});
+    writer.flush();
+
+    TraceModel model({path});
+    model.load_all();
+    const FlameGraph graph = build_flamegraph(model, FlameSource::cpu_samples, FlameOrder::left_heavy);
+    EXPECT_DOUBLE_EQ(graph.total(), 3.0);
+    const std::uint32_t main_node = child_named(graph, 0, "main");
+    const std::uint32_t model_node = child_named(graph, main_node, "forward (model.py:42)");
+    const std::uint32_t block_node = child_named(graph, model_node, "forward (block.py:7)");
+    ASSERT_NE(block_node, 0u);
+    EXPECT_DOUBLE_EQ(graph.nodes[model_node].total, 3.0);
+    EXPECT_DOUBLE_EQ(graph.nodes[block_node].total, 2.0);
+    EXPECT_DOUBLE_EQ(graph.nodes[child_named(graph, block_node, "sgemm_kernel")].total, 2.0);
+
+    // A stack first sampled after the load arrives through a refresh, named the same way.
+    const trace::FrameId step_frame = writer.intern_frame("train_step", "train.py", 0, 3);
+    const trace::FrameId third[] = {main_frame, step_frame};
+    writer.record_stack_sample({1300, thread, writer.intern_stack(third)});
+    writer.close();
+    model.refresh();
+    const FlameGraph refreshed = build_flamegraph(model, FlameSource::cpu_samples, FlameOrder::left_heavy);
+    EXPECT_DOUBLE_EQ(refreshed.total(), 4.0);
+    EXPECT_NE(child_named(refreshed, child_named(refreshed, 0, "main"), "train_step (train.py:3)"), 0u);
     std::filesystem::remove(path);
 }
 
