@@ -5,6 +5,7 @@
 #pragma once
 
 #include "profiler/store/writer.h"
+#include "tests/profiler/store/test_support.h"
 #include "tests/support/temp_path.h"
 
 #include <cstdint>
@@ -46,11 +47,7 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
     RunInfo run;
     run.command_line = "fixture";
     run.pid = 4242;
-    store::WriterOptions options;
-    options.overflow = store::OverflowPolicy::block;
-    options.install_signal_handlers = false;
-    options.close_at_exit = false;
-    store::TraceWriter writer(path, run, options);
+    store::TraceWriter writer(path, run, store::testing::quiet_options());
     writer.register_process({4242, "trainer"});
     const ThreadId main_thread = writer.register_thread({0, 4242, 4242, "main"});
     const ThreadId loader_thread = writer.register_thread({0, 4242, 4243, "loader"});

@@ -8,13 +8,13 @@
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/store/test_support.h"
+#include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -47,10 +47,17 @@ void record_sample(store::TraceWriter& writer, trace::ThreadId thread, TimeNs at
     writer.record_stack_sample(s);
 }
 
+// A CPU profile's samples per range path ("step > forward", "(no range)", ...).
+std::map<std::string, std::int64_t> samples_by_range(const analysis::CpuProfile& profile) {
+    std::map<std::string, std::int64_t> by_range;
+    for (const auto& row : profile.by_range) by_range[row.range_path] = row.samples;
+    return by_range;
+}
+
 class CpuProfileTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        path_ = (std::filesystem::temp_directory_path() / ("cpu_profile_" + std::to_string(getpid()) + ".db")).string();
+        path_ = test_support::unique_temp_path("cpu_profile", ".db").string();
         trace::RunInfo run;
         run.pid = 7;
         run.start_ns = 0;
@@ -136,9 +143,7 @@ TEST_F(CpuProfileTest, SelfAndTotalPerFunction) {
 
 TEST_F(CpuProfileTest, SamplesChargedToTheInnermostOpenRange) {
     store::TraceReader reader(path_);
-    const analysis::CpuProfile profile = analysis::cpu_profile(reader);
-    std::map<std::string, std::int64_t> by_range;
-    for (const auto& row : profile.by_range) by_range[row.range_path] = row.samples;
+    std::map<std::string, std::int64_t> by_range = samples_by_range(analysis::cpu_profile(reader));
     EXPECT_EQ(by_range["step > forward"], 3);
     EXPECT_EQ(by_range["step"], 2);
     EXPECT_EQ(by_range["(no range)"], 3);  // main after the step, and the loader's two
@@ -150,8 +155,7 @@ TEST_F(CpuProfileTest, SamplesChargedToTheInnermostOpenRange) {
 // thread without ranges that is not an OpenMP worker stays "(no range)", and so does a
 // team thread's sample when the leader has no range open.
 TEST(CpuProfileTeams, OpenMpTeamThreadsAreChargedToTheRangeOfTheThreadLeadingThem) {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("cpu_profile_teams_" + std::to_string(getpid()) + ".db")).string();
+    const std::string path = test_support::unique_temp_path("cpu_profile_teams", ".db").string();
     {
         trace::RunInfo run;
         run.pid = 7;
@@ -182,8 +186,7 @@ TEST(CpuProfileTeams, OpenMpTeamThreadsAreChargedToTheRangeOfTheThreadLeadingThe
     }
     store::TraceReader reader(path);
     const analysis::CpuProfile profile = analysis::cpu_profile(reader);
-    std::map<std::string, std::int64_t> by_range;
-    for (const auto& row : profile.by_range) by_range[row.range_path] = row.samples;
+    std::map<std::string, std::int64_t> by_range = samples_by_range(profile);
     EXPECT_EQ(by_range["step > forward"], 1);
     EXPECT_EQ(by_range["step > backward"], 2);
     EXPECT_EQ(by_range["step"], 1);

@@ -24,21 +24,18 @@
 #include "tests/profiler/analysis/fixture_trace.h"
 
 #include "profiler/store/writer.h"
+#include "tests/profiler/store/test_support.h"
+#include "tests/support/temp_path.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <filesystem>
-#include <unistd.h>
 
 namespace ember::testing {
 
 using namespace ember::trace;
 
 std::string temporary_path(const std::string& stem, const std::string& extension) {
-    static std::atomic<int> counter{0};
-    const char* directory = std::getenv("TMPDIR");
-    std::filesystem::path base = directory != nullptr && *directory != '\0' ? directory : "/tmp";
-    return (base / (stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + extension)).string();
+    static std::atomic<int> counter{0};  // each call its own file, even for one stem
+    return test_support::unique_temp_path(stem + "-" + std::to_string(counter++), extension).string();
 }
 
 void write_fixture_trace(const std::string& path, FixtureOptions options) {
@@ -48,11 +45,7 @@ void write_fixture_trace(const std::string& path, FixtureOptions options) {
     run.pid = 100;
     run.clock_name = "synthetic";
     run.start_ns = 1000;
-    store::WriterOptions writer_options;
-    writer_options.install_signal_handlers = false;
-    writer_options.close_at_exit = false;
-    writer_options.overflow = store::OverflowPolicy::block;
-    store::TraceWriter writer(path, run, writer_options);
+    store::TraceWriter writer(path, run, store::testing::quiet_options());
 
     writer.register_process({100, "fixture"});
     ThreadId main_thread = writer.register_thread({0, 100, 100, "main"});

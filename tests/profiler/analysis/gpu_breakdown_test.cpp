@@ -227,10 +227,7 @@ TEST(GpuBreakdownHta, RoundsFractionalMicrosecondsInward) {
     const std::string path = ember::testing::temporary_path("hta-rounding", ".db");
     {
         trace::RunInfo run;
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, run, options);
+        store::TraceWriter writer(path, run, store::testing::quiet_options());
         writer.register_device({0, "Test GPU", "", 9, 0, 1, 1, 1});
         const trace::StreamId stream = writer.register_stream({0, 0, 1, 7, 0, ""});
         trace::KernelEvent k;
@@ -255,10 +252,7 @@ TEST(GpuBreakdownEmpty, CpuOnlyTraceSaysSoInOneLine) {
     const std::string path = ember::testing::temporary_path("cpu-only", ".db");
     {
         trace::RunInfo run;
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, run, options);
+        store::TraceWriter writer(path, run, store::testing::quiet_options());
         writer.close();
     }
     store::TraceReader reader(path);
@@ -278,22 +272,22 @@ TEST(GpuBreakdownEmpty, CpuOnlyTraceSaysSoInOneLine) {
 TEST_F(GpuBreakdown, NegativeLaunchDelayAndEvenQueueMedian) {
     store::TraceReader reader(*path_);
     RankGpuWork rank;
-    GpuEvent copy;
-    copy.kind = GpuEventKind::memcpy;
-    copy.kernel_class = KernelClass::memory;
-    copy.cuda_stream = 7;
-    copy.correlation = 1;
-    copy.start_ns = ns_of_us(5);  // 5 µs before its call [0,10) returns
-    copy.end_ns = ns_of_us(8);
-    copy.launch_start_ns = ns_of_us(0);
-    copy.launch_end_ns = ns_of_us(10);
-    rank.events.push_back(copy);
-    copy.correlation = 2;
-    copy.start_ns = ns_of_us(30);  // 16 µs after its call [12,14) returns
-    copy.end_ns = ns_of_us(35);
-    copy.launch_start_ns = ns_of_us(12);
-    copy.launch_end_ns = ns_of_us(14);
-    rank.events.push_back(copy);
+    // A copy on stream 7 over [start, end) µs, launched by call `correlation` over [call_start, call_end).
+    auto add_copy = [&rank](trace::CorrelationId correlation, double start, double end, double call_start,
+                            double call_end) {
+        GpuEvent copy;
+        copy.kind = GpuEventKind::memcpy;
+        copy.kernel_class = KernelClass::memory;
+        copy.cuda_stream = 7;
+        copy.correlation = correlation;
+        copy.start_ns = ns_of_us(start);
+        copy.end_ns = ns_of_us(end);
+        copy.launch_start_ns = ns_of_us(call_start);
+        copy.launch_end_ns = ns_of_us(call_end);
+        rank.events.push_back(copy);
+    };
+    add_copy(1, 5, 8, 0, 10);     // 5 µs before its call [0,10) returns
+    add_copy(2, 30, 35, 12, 14);  // 16 µs after its call [12,14) returns
     const std::vector<RankGpuWork> work = {rank};
 
     const std::vector<LaunchRow> ember_rows = launch_statistics(reader, work, launch_options_for(Convention::ember));

@@ -20,11 +20,10 @@
 #include "profiler/analysis/stats_report.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
+#include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -78,9 +77,7 @@ protected:
     static const std::string& imported(const std::string& name, const std::vector<std::string>& inputs) {
         auto found = imported_.find(name);
         if (found != imported_.end()) return found->second;
-        const std::string output = (std::filesystem::temp_directory_path() /
-                                    ("ember-real-traces-" + std::to_string(::getpid()) + "-" + name + ".db"))
-                                       .string();
+        const std::string output = test_support::unique_temp_path("ember-real-traces-" + name, ".db").string();
         std::vector<std::string> paths;
         for (const std::string& input : inputs) paths.push_back((kRoot / "kineto" / input).string());
         importing::import_trace(paths, output);
@@ -162,6 +159,14 @@ std::optional<double> optional_number(const nlohmann::json& value) {
     return value.get<double>();
 }
 
+// The keys of a map, as a set.
+template <typename Map>
+std::set<typename Map::key_type> keys_of(const Map& map) {
+    std::set<typename Map::key_type> keys;
+    for (const auto& [key, value] : map) keys.insert(key);
+    return keys;
+}
+
 // Every number of HTA's temporal, kernel-type, overlap and idle breakdowns (`hta`, one
 // expected/*.hta.json) against ember's, rank by rank and stream by stream; neither side
 // may have a rank, combination or stream the other lacks.
@@ -170,9 +175,7 @@ void expect_equals_hta(const Breakdowns& ember, const nlohmann::json& hta) {
     for (const nlohmann::json& rank : hta.at("ranks")) hta_ranks.insert(rank.get<std::int32_t>());
 
     // Temporal: HTA's kernel_time is ember's span.
-    std::set<std::int32_t> temporal_ranks;
-    for (const auto& [rank, values] : ember.temporal) temporal_ranks.insert(rank);
-    EXPECT_EQ(temporal_ranks, hta_ranks);
+    EXPECT_EQ(keys_of(ember.temporal), hta_ranks);
     for (const nlohmann::json& want : hta.at("temporal_breakdown")) {
         const std::int32_t rank = want.at("rank").get<std::int32_t>();
         SCOPED_TRACE("temporal, rank " + std::to_string(rank));
@@ -209,14 +212,10 @@ void expect_equals_hta(const Breakdowns& ember, const nlohmann::json& hta) {
         EXPECT_NEAR(100.0 * static_cast<double>(over_ranks[type]) / static_cast<double>(all_types),
                     want.at("percentage").get<double>(), 0.05 + 1e-9);
     }
-    std::set<std::string> ember_types;
-    for (const auto& [type, total] : over_ranks) ember_types.insert(type);
-    EXPECT_EQ(ember_types, hta_types);
+    EXPECT_EQ(keys_of(over_ranks), hta_types);
 
     // Overlap: none (null) for a rank without communication, on both sides.
-    std::set<std::int32_t> overlap_ranks;
-    for (const auto& [rank, percent] : ember.overlap) overlap_ranks.insert(rank);
-    EXPECT_EQ(overlap_ranks, hta_ranks);
+    EXPECT_EQ(keys_of(ember.overlap), hta_ranks);
     for (const nlohmann::json& want : hta.at("comm_comp_overlap")) {
         const std::int32_t rank = want.at("rank").get<std::int32_t>();
         SCOPED_TRACE("overlap, rank " + std::to_string(rank));
@@ -256,9 +255,7 @@ void expect_equals_hta(const Breakdowns& ember, const nlohmann::json& hta) {
             EXPECT_NEAR(*found->second.ratio, *expected_ratio, 0.005 + 1e-9);
         }
     }
-    std::set<IdleKey> ember_keys;
-    for (const auto& [key, value] : ember.idle) ember_keys.insert(key);
-    EXPECT_EQ(ember_keys, hta_keys);
+    EXPECT_EQ(keys_of(ember.idle), hta_keys);
 }
 
 // HTA's interval_stats count gaps per (rank, stream, category); ember's IdleRow::gaps
@@ -394,11 +391,22 @@ int expect_queue_summary_equals_hta(const std::vector<RankGpuWork>& work, const 
 // [SECTION] --like hta
 // ---------------------------------------------------------------------------
 
+// Every breakdown the library gives `--like hta` against HTA's output for the same trace
+// (expected/<hta_file>), with its 30 µs kernel_wait threshold; returns the GPU work of
+// each rank under that convention.
+std::vector<RankGpuWork> expect_library_equals_hta(const store::TraceReader& reader, const std::string& hta_file) {
+    const nlohmann::json hta = read_json(kRoot / "expected" / hta_file);
+    std::vector<RankGpuWork> work = gpu_work(reader, Convention::hta);
+    expect_equals_hta(breakdowns_from_library(reader), hta);
+    expect_gap_counts_equal_hta(idle_breakdown(work, 30'000), hta);
+    expect_top_kernels_equal_hta(reader, work, hta);
+    return work;
+}
+
 TEST_F(RealTraces, HtaBreakdownsOfTheA100PairEqualHta) {
     store::TraceReader reader(a100_pair());
-    const nlohmann::json hta = read_json(kRoot / "expected" / "a100_sampled_pair.hta.json");
+    const std::vector<RankGpuWork> work = expect_library_equals_hta(reader, "a100_sampled_pair.hta.json");
     // The ranks are the ones the files give (distributedInfo), one job file.
-    const std::vector<RankGpuWork> work = gpu_work(reader, Convention::hta);
     ASSERT_EQ(work.size(), 2u);
     EXPECT_EQ(work[0].rank, 0);
     EXPECT_EQ(work[1].rank, 1);
@@ -407,20 +415,13 @@ TEST_F(RealTraces, HtaBreakdownsOfTheA100PairEqualHta) {
         EXPECT_EQ(rank.profiler_steps, 2);
         EXPECT_GT(rank.dropped_after_last_step, 0);
     }
-    expect_equals_hta(breakdowns_from_library(reader), hta);
-    expect_gap_counts_equal_hta(idle_breakdown(work, 30'000), hta);
-    expect_top_kernels_equal_hta(reader, work, hta);
 }
 
 TEST_F(RealTraces, HtaBreakdownsOfTheFractionalMicrosecondV100TraceEqualHta) {
     store::TraceReader reader(v100_ns_resolution());
-    const nlohmann::json hta = read_json(kRoot / "expected" / "v100_ns_resolution_rank0.hta.json");
-    const std::vector<RankGpuWork> work = gpu_work(reader, Convention::hta);
+    const std::vector<RankGpuWork> work = expect_library_equals_hta(reader, "v100_ns_resolution_rank0.hta.json");
     ASSERT_EQ(work.size(), 1u);
     EXPECT_EQ(work[0].rank, 0);
-    expect_equals_hta(breakdowns_from_library(reader), hta);
-    expect_gap_counts_equal_hta(idle_breakdown(work, 30'000), hta);
-    expect_top_kernels_equal_hta(reader, work, hta);
 }
 
 // The same numbers as `ember stats --format json` prints them, under its documented keys.

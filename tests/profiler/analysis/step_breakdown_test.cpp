@@ -13,6 +13,7 @@
 // [SECTION] The real trace against the plugin
 #include "profiler/analysis/step_breakdown.h"
 
+#include "common/nvtx_contract.h"
 #include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
@@ -63,8 +64,11 @@ public:
     static trace::RunInfo default_run() { return run_info(kBase - us(1000)); }
 };
 
-// engine/core/nvtx.h: ember's categories.
-constexpr std::uint32_t kStep = 1, kCompute = 2, kDataloader = 3, kCommunication = 4;
+// ember's categories (common/nvtx_contract.h).
+constexpr std::uint32_t kStep = nvtx::number(nvtx::Category::step);
+constexpr std::uint32_t kCompute = nvtx::number(nvtx::Category::compute);
+constexpr std::uint32_t kDataloader = nvtx::number(nvtx::Category::dataloader);
+constexpr std::uint32_t kCommunication = nvtx::number(nvtx::Category::communication);
 
 // A row as microseconds for compact expectations: {start, end, kernel, memcpy, memset,
 // communication, runtime, dataloader, cpu_exec, other}, times from kBase.

@@ -1,9 +1,11 @@
 // trace_builder.h: hand-built traces for the analysis and viewer tests, through the real
-// TraceWriter. It hands out correlation and range ids and registers a process, a device
-// the first time one of theirs is used. Times are the file's nanoseconds: each test
-// turns its microseconds into them.
+// TraceWriter, GPU work filled as the importers fill it (gpu_activity.h). It hands out
+// correlation and range ids and registers a process, a device the first time one of
+// theirs is used. Times are the file's nanoseconds: each test turns its microseconds
+// into them.
 #pragma once
 
+#include "profiler/import/gpu_activity.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/store/test_support.h"
 
@@ -60,33 +62,20 @@ public:
     }
     void kernel(trace::StreamId stream, const char* name, trace::TimeNs start, trace::TimeNs end,
                 trace::CorrelationId correlation, trace::DeviceId device_id = 0) {
-        trace::KernelEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.device_id = device_id;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
+        auto event = importing::gpu_activity<trace::KernelEvent>(start, end, stream, device_id, correlation);
         event.name_id = writer_.intern(name);
         writer_.record_kernel(event);
     }
     // A host-to-device copy of 1 MiB.
     void memcpy(trace::StreamId stream, trace::TimeNs start, trace::TimeNs end, trace::CorrelationId correlation) {
-        trace::MemcpyEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
+        auto event = importing::gpu_activity<trace::MemcpyEvent>(start, end, stream, 0, correlation);
         event.direction = trace::MemcpyDirection::host_to_device;
         event.bytes = 1 << 20;
         writer_.record_memcpy(event);
     }
     // A memset of 4 KiB.
     void memset(trace::StreamId stream, trace::TimeNs start, trace::TimeNs end, trace::CorrelationId correlation) {
-        trace::MemsetEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.stream_id = stream;
-        event.correlation_id = correlation;
+        auto event = importing::gpu_activity<trace::MemsetEvent>(start, end, stream, 0, correlation);
         event.bytes = 4096;
         writer_.record_memset(event);
     }

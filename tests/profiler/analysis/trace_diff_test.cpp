@@ -107,6 +107,15 @@ analysis::RunProfile profile_of(const std::string& path, analysis::DiffOptions o
     return analysis::profile_run(reader, options);
 }
 
+// The profile of the trace `write(path)` writes into a temporary file named after `stem`.
+analysis::RunProfile profile_of_written(const std::string& stem, void (*write)(const std::string& path),
+                                        analysis::DiffOptions options = {}) {
+    TempFiles files;
+    const std::string path = files.make(stem);
+    write(path);
+    return profile_of(path, options);
+}
+
 TimeNs part(const analysis::DiffStep& step, StepCategory category) { return step.parts[static_cast<int>(category)]; }
 
 void expect_parts_add_up(const analysis::RunProfile& run) {
@@ -196,10 +205,7 @@ void write_gpu_rules_trace(const std::string& path) {
 }
 
 TEST(TraceDiffBreakdown, EveryGpuRuleOnAHandBuiltTrace) {
-    TempFiles files;
-    const std::string path = files.make("diff-gpu-rules");
-    write_gpu_rules_trace(path);
-    const analysis::RunProfile run = profile_of(path);
+    const analysis::RunProfile run = profile_of_written("diff-gpu-rules", write_gpu_rules_trace);
     ASSERT_EQ(run.steps.size(), 2u);
     EXPECT_TRUE(run.has_step_ranges);
     EXPECT_TRUE(run.has_gpu_work);
@@ -248,12 +254,9 @@ TEST(TraceDiffBreakdown, EveryGpuRuleOnAHandBuiltTrace) {
 }
 
 TEST(TraceDiffBreakdown, KernelWaitThresholdDecidesShortGaps) {
-    TempFiles files;
-    const std::string path = files.make("diff-threshold");
-    write_gpu_rules_trace(path);
     analysis::DiffOptions options;
     options.kernel_wait_threshold_ns = us(4);  // the 5 µs gap [80,85) is no longer launch overhead
-    const analysis::RunProfile run = profile_of(path, options);
+    const analysis::RunProfile run = profile_of_written("diff-threshold", write_gpu_rules_trace, options);
     ASSERT_EQ(run.steps.size(), 2u);
     EXPECT_EQ(part(run.steps[0], StepCategory::idle_kernel_wait), 0);
     EXPECT_EQ(part(run.steps[0], StepCategory::idle_other), us(5));
@@ -287,10 +290,7 @@ void write_cpu_trace(const std::string& path, double backward_ms = 4.0) {
 }
 
 TEST(TraceDiffBreakdown, CpuRunSplitsHostTimeByTopLevelRange) {
-    TempFiles files;
-    const std::string path = files.make("diff-cpu");
-    write_cpu_trace(path);
-    const analysis::RunProfile run = profile_of(path);
+    const analysis::RunProfile run = profile_of_written("diff-cpu", [](const std::string& path) { write_cpu_trace(path); });
     EXPECT_FALSE(run.has_gpu_work);
     ASSERT_EQ(run.steps.size(), 3u);
     expect_parts_add_up(run);

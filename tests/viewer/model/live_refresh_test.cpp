@@ -51,11 +51,7 @@ protected:
         path_ = testing::temporary_trace_path("live");
         trace::RunInfo run;
         run.pid = 5151;
-        store::WriterOptions options;
-        options.overflow = store::OverflowPolicy::block;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        writer_ = std::make_unique<store::TraceWriter>(path_, run, options);
+        writer_ = std::make_unique<store::TraceWriter>(path_, run, store::testing::quiet_options());
         writer_->register_process({5151, "live"});
         main_thread_ = writer_->register_thread({0, 5151, 5151, "main"});
         writer_->register_device({0, "Live GPU", "GPU-0", 9, 0, 132, 80ll << 30, 3.3e12});

@@ -142,17 +142,21 @@ protected:
     std::string viewer(const std::string& arguments) const {
         return std::string("xvfb-run -a -s '-screen 0 1600x1000x24' ") + EMBER_VIEW_PATH + " " + arguments;
     }
+    // The fixture's timeline at 1400x700 into `image`, its lane boxes into layout_.
+    void take_timeline(Image& image) const {
+        std::string output;
+        ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view timeline --size 1400x700 --layout " + layout_),
+                      &output),
+                  0)
+            << output;
+        ASSERT_TRUE(read_png(png_, image));
+    }
     std::string trace_, png_, layout_;
 };
 
 TEST_F(ScreenshotTest, TimelineShowsEachKindInItsLane) {
-    std::string output;
-    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view timeline --size 1400x700 --layout " + layout_),
-                  &output),
-              0)
-        << output;
     Image image;
-    ASSERT_TRUE(read_png(png_, image));
+    ASSERT_NO_FATAL_FAILURE(take_timeline(image));
     EXPECT_EQ(image.width, 1400);
     EXPECT_EQ(image.height, 700);
     EXPECT_GT(distinct_colors(image), 20u);
@@ -264,13 +268,8 @@ TEST_F(ScreenshotTest, StreamsShowIdleGapsByCategoryAndTheQueue) {
     // The fixture's compute stream: every kernel launched ahead of the stream except
     // the first of each phase (host_wait), 70 µs between the others (other); the copy
     // stream: one copy per step, each launched after the previous one ended (host_wait).
-    std::string output;
-    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --view timeline --size 1400x700 --layout " + layout_),
-                  &output),
-              0)
-        << output;
     Image image;
-    ASSERT_TRUE(read_png(png_, image));
+    ASSERT_NO_FATAL_FAILURE(take_timeline(image));
     const auto lanes = read_layout(layout_);
     const auto idle = read_layout(layout_, "idle");
     const auto queue = read_layout(layout_, "queue");
