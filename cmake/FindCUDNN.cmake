@@ -1,28 +1,4 @@
 # FindCUDNN: locates cuDNN (headers and library) next to the CUDA toolkit or on the
 # system paths. Defines CUDNN_FOUND, CUDNN_VERSION and the imported target CUDNN::cudnn.
-find_path(CUDNN_INCLUDE_DIR cudnn_version.h
-  HINTS ${CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}
-  PATH_SUFFIXES include)
-find_library(CUDNN_LIBRARY cudnn
-  HINTS ${CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-  PATH_SUFFIXES lib64 lib)
-
-if(CUDNN_INCLUDE_DIR AND EXISTS ${CUDNN_INCLUDE_DIR}/cudnn_version.h)
-  file(STRINGS ${CUDNN_INCLUDE_DIR}/cudnn_version.h _cudnn_v REGEX "#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) +[0-9]+")
-  string(REGEX REPLACE ".*CUDNN_MAJOR +([0-9]+).*" "\\1" _maj "${_cudnn_v}")
-  string(REGEX REPLACE ".*CUDNN_MINOR +([0-9]+).*" "\\1" _min "${_cudnn_v}")
-  string(REGEX REPLACE ".*CUDNN_PATCHLEVEL +([0-9]+).*" "\\1" _pat "${_cudnn_v}")
-  set(CUDNN_VERSION "${_maj}.${_min}.${_pat}")
-endif()
-
-include(FindPackageHandleStandardArgs)
-find_package_handle_standard_args(CUDNN
-  REQUIRED_VARS CUDNN_LIBRARY CUDNN_INCLUDE_DIR VERSION_VAR CUDNN_VERSION)
-
-if(CUDNN_FOUND AND NOT TARGET CUDNN::cudnn)
-  add_library(CUDNN::cudnn SHARED IMPORTED)
-  set_target_properties(CUDNN::cudnn PROPERTIES
-    IMPORTED_LOCATION ${CUDNN_LIBRARY}
-    INTERFACE_INCLUDE_DIRECTORIES ${CUDNN_INCLUDE_DIR})
-endif()
-mark_as_advanced(CUDNN_INCLUDE_DIR CUDNN_LIBRARY)
+include(${CMAKE_CURRENT_LIST_DIR}/EmberFindNvidiaLibrary.cmake)
+ember_find_nvidia_library(CUDNN cudnn cudnn_version.h CUDNN_MAJOR CUDNN_MINOR CUDNN_PATCHLEVEL CUDNN::cudnn)
