@@ -92,9 +92,20 @@ const std::vector<std::string>& optimizer_names() {
 namespace {
 
 // Adam, AdamW, NAdam, AdaMax, LAMB, NovoGrad: betas in [0, 1).
-void read_betas(HyperparameterReader& r, UpdateParameters& u, double beta1, double beta2) {
-    u.beta1 = (float)r.number("beta1", beta1, 0.0, 0.999999999);
-    u.beta2 = (float)r.number("beta2", beta2, 0.0, 0.999999999);
+// What the Adam family, LAMB and NovoGrad all read, with each one's defaults: betas
+// (0.9, 0.999 everywhere), eps and weight_decay. Returns lr.
+double read_adam_like(HyperparameterReader& r, UpdateParameters& u, double lr, double eps, double weight_decay) {
+    const double rate = r.number("lr", lr, 0.0, kInf);
+    u.beta1 = (float)r.number("beta1", 0.9, 0.0, 0.999999999);
+    u.beta2 = (float)r.number("beta2", 0.999, 0.0, 0.999999999);
+    u.eps = (float)r.number("eps", eps, 0.0, kInf);
+    u.weight_decay = (float)r.number("weight_decay", weight_decay, 0.0, kInf);
+    return rate;
+}
+
+// LAMB's and NovoGrad's grad_averaging: the moment update's gradient weight (1 - beta1, or 1).
+float read_grad_averaging(HyperparameterReader& r, const UpdateParameters& u) {
+    return r.flag("grad_averaging", true) ? 1.0f - u.beta1 : 1.0f;
 }
 
 }  // namespace
@@ -171,54 +182,37 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         s.state_buffers = u.momentum > 0.0f ? 3 : (u.centered ? 2 : 1);
     } else if (name == "adam" || name == "adamw") {
         u.kind = name == "adam" ? OptimizerKind::adam : OptimizerKind::adamw;
-        lr = r.number("lr", 1e-3, 0.0, kInf);
-        read_betas(r, u, 0.9, 0.999);
-        u.eps = (float)r.number("eps", 1e-8, 0.0, kInf);
-        u.weight_decay = (float)r.number("weight_decay", name == "adam" ? 0.0 : 1e-2, 0.0, kInf);
+        lr = read_adam_like(r, u, 1e-3, 1e-8, name == "adam" ? 0.0 : 1e-2);
         u.amsgrad = r.flag("amsgrad", false);
         u.maximize = r.flag("maximize", false);
         u.decoupled_weight_decay = name == "adamw";
         s.state_buffers = u.amsgrad ? 3 : 2;
     } else if (name == "nadam") {
         u.kind = OptimizerKind::nadam;
-        lr = r.number("lr", 2e-3, 0.0, kInf);
-        read_betas(r, u, 0.9, 0.999);
-        u.eps = (float)r.number("eps", 1e-8, 0.0, kInf);
-        u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
+        lr = read_adam_like(r, u, 2e-3, 1e-8, 0.0);
         s.momentum_decay = r.number("momentum_decay", 4e-3, 0.0, kInf);
         u.decoupled_weight_decay = r.flag("decoupled_weight_decay", false);
         u.maximize = r.flag("maximize", false);
         s.state_buffers = 2;
     } else if (name == "adamax") {
         u.kind = OptimizerKind::adamax;
-        lr = r.number("lr", 2e-3, 0.0, kInf);
-        read_betas(r, u, 0.9, 0.999);
-        u.eps = (float)r.number("eps", 1e-8, 0.0, kInf);
-        u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
+        lr = read_adam_like(r, u, 2e-3, 1e-8, 0.0);
         u.maximize = r.flag("maximize", false);
         s.state_buffers = 2;
     } else if (name == "lamb") {
         u.kind = OptimizerKind::lamb;
-        lr = r.number("lr", 1e-3, 0.0, kInf);
+        lr = read_adam_like(r, u, 1e-3, 1e-6, 0.01);
         s.bias_correction = r.flag("bias_correction", true);
-        read_betas(r, u, 0.9, 0.999);
-        u.eps = (float)r.number("eps", 1e-6, 0.0, kInf);
-        u.weight_decay = (float)r.number("weight_decay", 0.01, 0.0, kInf);
         u.decoupled_weight_decay = r.flag("adam_w_mode", true);
-        bool grad_averaging = r.flag("grad_averaging", true);
-        u.beta3 = grad_averaging ? 1.0f - u.beta1 : 1.0f;
+        u.beta3 = read_grad_averaging(r, u);
         u.max_grad_norm = (float)r.number("max_grad_norm", 1.0, 0.0, kInf);
         u.use_nvlamb = r.flag("use_nvlamb", false);
         s.state_buffers = 3;
     } else if (name == "novograd") {
         u.kind = OptimizerKind::novograd;
-        lr = r.number("lr", 1e-3, 0.0, kInf);
+        lr = read_adam_like(r, u, 1e-3, 1e-8, 0.0);
         s.bias_correction = r.flag("bias_correction", true);
-        read_betas(r, u, 0.9, 0.999);
-        u.eps = (float)r.number("eps", 1e-8, 0.0, kInf);
-        u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
-        bool grad_averaging = r.flag("grad_averaging", true);
-        u.beta3 = grad_averaging ? 1.0f - u.beta1 : 1.0f;
+        u.beta3 = read_grad_averaging(r, u);
         u.reg_inside_moment = r.flag("reg_inside_moment", false);
         u.init_zero = r.flag("init_zero", false);
         s.state_buffers = 1;

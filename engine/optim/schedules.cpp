@@ -1,8 +1,10 @@
-// schedules.cpp: the closed forms of torch.optim.lr_scheduler, one small class each.
+// schedules.cpp: torch.optim.lr_scheduler's schedules: the closed forms as formulas in
+// make_schedule, OneCycleLR and the sequence (warm-up, then a schedule) as classes.
 #include "engine/optim/schedules.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <stdexcept>
@@ -15,118 +17,32 @@ namespace {
     throw std::invalid_argument("schedule " + schedule + ": '" + field + "' " + why);
 }
 
-class ConstantSchedule : public LrSchedule {
+// A schedule with a closed form in the step: the formula, its parameters captured.
+class ClosedFormSchedule : public LrSchedule {
 public:
-    explicit ConstantSchedule(double base) : base_(base) {}
-    double lr(int64_t) const override { return base_; }
+    explicit ClosedFormSchedule(std::function<double(int64_t)> formula) : formula_(std::move(formula)) {}
+    double lr(int64_t step) const override { return formula_(step); }
 
 private:
-    double base_;
+    std::function<double(int64_t)> formula_;
 };
 
-// StepLR: base * gamma^floor(step / step_size)
-class StepSchedule : public LrSchedule {
-public:
-    StepSchedule(double base, int64_t step_size, double gamma) : base_(base), step_size_(step_size), gamma_(gamma) {}
-    double lr(int64_t step) const override { return base_ * std::pow(gamma_, (double)(step / step_size_)); }
+template <class Formula>
+std::unique_ptr<LrSchedule> closed_form(Formula formula) {
+    return std::make_unique<ClosedFormSchedule>(std::move(formula));
+}
 
-private:
-    double base_;
-    int64_t step_size_;
-    double gamma_;
-};
-
-// MultiStepLR: base * gamma^(number of milestones <= step)
-class MultiStepSchedule : public LrSchedule {
-public:
-    MultiStepSchedule(double base, std::vector<int64_t> milestones, double gamma)
-        : base_(base), milestones_(std::move(milestones)), gamma_(gamma) {}
-    double lr(int64_t step) const override {
-        auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), step) - milestones_.begin();
-        return base_ * std::pow(gamma_, (double)passed);
-    }
-
-private:
-    double base_;
-    std::vector<int64_t> milestones_;
-    double gamma_;
-};
-
-// ExponentialLR: base * gamma^step
-class ExponentialSchedule : public LrSchedule {
-public:
-    ExponentialSchedule(double base, double gamma) : base_(base), gamma_(gamma) {}
-    double lr(int64_t step) const override { return base_ * std::pow(gamma_, (double)step); }
-
-private:
-    double base_;
-    double gamma_;
-};
-
-// PolynomialLR: base * (1 - min(step, total) / total)^power
-class PolynomialSchedule : public LrSchedule {
-public:
-    PolynomialSchedule(double base, int64_t total, double power) : base_(base), total_(total), power_(power) {}
-    double lr(int64_t step) const override {
-        double progress = (double)std::min(step, total_) / (double)total_;
-        return base_ * std::pow(1.0 - progress, power_);
-    }
-
-private:
-    double base_;
-    int64_t total_;
-    double power_;
-};
-
-// CosineAnnealingLR: eta_min + (base - eta_min) (1 + cos(pi step / t_max)) / 2
-class CosineSchedule : public LrSchedule {
-public:
-    CosineSchedule(double base, int64_t t_max, double eta_min) : base_(base), t_max_(t_max), eta_min_(eta_min) {}
-    double lr(int64_t step) const override {
-        return eta_min_ + (base_ - eta_min_) * (1.0 + std::cos(std::numbers::pi * (double)step / (double)t_max_)) / 2.0;
-    }
-
-private:
-    double base_;
-    int64_t t_max_;
-    double eta_min_;
-};
-
-// CosineAnnealingWarmRestarts: cosine over periods t_0, t_0 t_mult, t_0 t_mult^2, ...
-class CosineRestartsSchedule : public LrSchedule {
-public:
-    CosineRestartsSchedule(double base, int64_t t_0, int64_t t_mult, double eta_min)
-        : base_(base), t_0_(t_0), t_mult_(t_mult), eta_min_(eta_min) {}
-    double lr(int64_t step) const override {
-        // Walk the periods with integers (torch uses a logarithm; same answer, no rounding).
-        int64_t period = t_0_;
-        int64_t into = step;
-        while (into >= period) {
-            into -= period;
-            period *= t_mult_;
-        }
-        return eta_min_ + (base_ - eta_min_) * (1.0 + std::cos(std::numbers::pi * (double)into / (double)period)) / 2.0;
-    }
-
-private:
-    double base_;
-    int64_t t_0_, t_mult_;
-    double eta_min_;
-};
+// Cosine annealing from base to eta_min over `period` steps, `into` steps in.
+double cosine_annealed(double base, double eta_min, int64_t into, int64_t period) {
+    return eta_min + (base - eta_min) * (1.0 + std::cos(std::numbers::pi * (double)into / (double)period)) / 2.0;
+}
 
 // LinearLR: base * (start + (end - start) min(step, total) / total)
-class LinearSchedule : public LrSchedule {
-public:
-    LinearSchedule(double base, double start, double end, int64_t total)
-        : base_(base), start_(start), end_(end), total_(total) {}
-    double lr(int64_t step) const override {
-        return base_ * (start_ + (end_ - start_) * (double)std::min(step, total_) / (double)total_);
-    }
-
-private:
-    double base_, start_, end_;
-    int64_t total_;
-};
+std::unique_ptr<LrSchedule> linear_schedule(double base, double start, double end, int64_t total) {
+    return closed_form([=](int64_t step) {
+        return base * (start + (end - start) * (double)std::min(step, total) / (double)total);
+    });
+}
 
 // OneCycleLR: warm from max_lr/div_factor to max_lr over pct_start of the steps, then
 // anneal to initial/final_div_factor (three_phase: back to initial first).
@@ -198,32 +114,51 @@ std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
     const std::string& n = c.name;
     if (!(c.base_lr >= 0.0)) fail(n, "base_lr", "must be >= 0");
     std::unique_ptr<LrSchedule> schedule;
+    const double base = c.base_lr;
     if (n == "constant") {
-        schedule = std::make_unique<ConstantSchedule>(c.base_lr);
-    } else if (n == "step") {
+        schedule = closed_form([=](int64_t) { return base; });
+    } else if (n == "step") {  // StepLR: base * gamma^floor(step / step_size)
         if (c.step_size <= 0) fail(n, "step_size", "must be > 0");
-        schedule = std::make_unique<StepSchedule>(c.base_lr, c.step_size, c.gamma);
-    } else if (n == "multistep") {
+        schedule = closed_form([base, step_size = c.step_size, gamma = c.gamma](int64_t step) {
+            return base * std::pow(gamma, (double)(step / step_size));
+        });
+    } else if (n == "multistep") {  // MultiStepLR: base * gamma^(number of milestones <= step)
         if (!std::is_sorted(c.milestones.begin(), c.milestones.end()))
             fail(n, "milestones", "must be increasing");
-        schedule = std::make_unique<MultiStepSchedule>(c.base_lr, c.milestones, c.gamma);
-    } else if (n == "exponential") {
-        schedule = std::make_unique<ExponentialSchedule>(c.base_lr, c.gamma);
-    } else if (n == "polynomial") {
+        schedule = closed_form([base, milestones = c.milestones, gamma = c.gamma](int64_t step) {
+            auto passed = std::upper_bound(milestones.begin(), milestones.end(), step) - milestones.begin();
+            return base * std::pow(gamma, (double)passed);
+        });
+    } else if (n == "exponential") {  // ExponentialLR: base * gamma^step
+        schedule = closed_form([base, gamma = c.gamma](int64_t step) { return base * std::pow(gamma, (double)step); });
+    } else if (n == "polynomial") {  // PolynomialLR: base * (1 - min(step, total) / total)^power
         if (c.total_iters <= 0) fail(n, "total_iters", "must be > 0");
-        schedule = std::make_unique<PolynomialSchedule>(c.base_lr, c.total_iters, c.power);
-    } else if (n == "cosine") {
+        schedule = closed_form([base, total = c.total_iters, power = c.power](int64_t step) {
+            return base * std::pow(1.0 - (double)std::min(step, total) / (double)total, power);
+        });
+    } else if (n == "cosine") {  // CosineAnnealingLR
         if (c.t_max <= 0) fail(n, "t_max", "must be > 0");
-        schedule = std::make_unique<CosineSchedule>(c.base_lr, c.t_max, c.eta_min);
-    } else if (n == "cosine_restarts") {
+        schedule = closed_form([base, t_max = c.t_max, eta_min = c.eta_min](int64_t step) {
+            return cosine_annealed(base, eta_min, step, t_max);
+        });
+    } else if (n == "cosine_restarts") {  // CosineAnnealingWarmRestarts: periods t_0, t_0 t_mult, ...
         if (c.t_0 <= 0) fail(n, "t_0", "must be > 0");
         if (c.t_mult < 1) fail(n, "t_mult", "must be >= 1");
-        schedule = std::make_unique<CosineRestartsSchedule>(c.base_lr, c.t_0, c.t_mult, c.eta_min);
+        schedule = closed_form([base, t_0 = c.t_0, t_mult = c.t_mult, eta_min = c.eta_min](int64_t step) {
+            // Walk the periods with integers (torch uses a logarithm; same answer, no rounding).
+            int64_t period = t_0;
+            int64_t into = step;
+            while (into >= period) {
+                into -= period;
+                period *= t_mult;
+            }
+            return cosine_annealed(base, eta_min, into, period);
+        });
     } else if (n == "linear") {
         if (!(c.start_factor > 0.0 && c.start_factor <= 1.0)) fail(n, "start_factor", "must be in (0, 1]");
         if (!(c.end_factor >= 0.0 && c.end_factor <= 1.0)) fail(n, "end_factor", "must be in [0, 1]");
         if (c.total_iters <= 0) fail(n, "total_iters", "must be > 0");
-        schedule = std::make_unique<LinearSchedule>(c.base_lr, c.start_factor, c.end_factor, c.total_iters);
+        schedule = linear_schedule(base, c.start_factor, c.end_factor, c.total_iters);
     } else if (n == "onecycle") {
         if (c.total_steps <= 0) fail(n, "total_steps", "must be > 0");
         if (!(c.pct_start >= 0.0 && c.pct_start <= 1.0)) fail(n, "pct_start", "must be in [0, 1]");
@@ -243,7 +178,7 @@ std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
     // formula is well defined, so we allow [0, 1].
     if (!(c.warmup_start_factor >= 0.0 && c.warmup_start_factor <= 1.0))
         fail(n, "warmup_start_factor", "must be in [0, 1]");
-    auto warmup = std::make_unique<LinearSchedule>(c.base_lr, c.warmup_start_factor, 1.0, c.warmup_steps);
+    auto warmup = linear_schedule(c.base_lr, c.warmup_start_factor, 1.0, c.warmup_steps);
     return make_sequential_schedule(std::move(warmup), std::move(schedule), c.warmup_steps);
 }
 

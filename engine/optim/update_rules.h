@@ -140,6 +140,35 @@ EMBER_OPTIM_HD inline SegmentFactors segment_factors(const UpdateParameters& u, 
     return f;
 }
 
+// SGD's step direction (also LARS's, on the adapted gradient): the gradient itself
+// without momentum, else the momentum buffer (updated in place) with optional dampening
+// and Nesterov, as torch.optim.SGD. `buffers` is null when there is no momentum.
+EMBER_OPTIM_HD inline float momentum_direction(const UpdateParameters& u, float g, float* buffers,
+                                               std::size_t i) {
+    if (u.momentum == 0.0f) return g;
+    const float buf = u.first_step ? g : u.momentum * buffers[i] + (1.0f - u.dampening) * g;
+    buffers[i] = buf;
+    return u.nesterov ? g + u.momentum * buf : buf;
+}
+
+// Adam's and NAdam's first step: weight decay (decoupled: on the parameter; else L2,
+// on the gradient), then the moments m and v updated in state0 and state1.
+struct AdamMoments {
+    float m, v;
+};
+EMBER_OPTIM_HD inline AdamMoments adam_moments(const UpdateParameters& u, float wd, float& p, float& g, float* state0,
+                                               float* state1, std::size_t i) {
+    if (wd != 0.0f) {
+        if (u.decoupled_weight_decay) p *= 1.0f - u.lr * wd;
+        else g += wd * p;
+    }
+    const float m = u.beta1 * state0[i] + (1.0f - u.beta1) * g;
+    const float v = u.beta2 * state1[i] + (1.0f - u.beta2) * g * g;
+    state0[i] = m;
+    state1[i] = v;
+    return {m, v};
+}
+
 // Updates params[i] and its state. state0..state2 are the optimizer's state buffers
 // (null where unused); their meaning per optimizer is listed in optimizer.h.
 EMBER_OPTIM_HD inline void update_element(const UpdateParameters& u, const SegmentFactors& f,
@@ -153,12 +182,7 @@ EMBER_OPTIM_HD inline void update_element(const UpdateParameters& u, const Segme
     switch (u.kind) {
     case OptimizerKind::sgd: {
         if (wd != 0.0f) g += wd * p;
-        if (u.momentum != 0.0f) {
-            float buf = u.first_step ? g : u.momentum * state0[i] + (1.0f - u.dampening) * g;
-            state0[i] = buf;
-            g = u.nesterov ? g + u.momentum * buf : buf;
-        }
-        p -= u.lr * g;
+        p -= u.lr * momentum_direction(u, g, state0, i);
         break;
     }
     case OptimizerKind::adagrad: {
@@ -201,14 +225,7 @@ EMBER_OPTIM_HD inline void update_element(const UpdateParameters& u, const Segme
     }
     case OptimizerKind::adam:
     case OptimizerKind::adamw: {
-        if (wd != 0.0f) {
-            if (u.decoupled_weight_decay) p *= 1.0f - u.lr * wd;
-            else g += wd * p;
-        }
-        float m = u.beta1 * state0[i] + (1.0f - u.beta1) * g;
-        float v = u.beta2 * state1[i] + (1.0f - u.beta2) * g * g;
-        state0[i] = m;
-        state1[i] = v;
+        const auto [m, v] = adam_moments(u, wd, p, g, state0, state1, i);
         float v_used = v;
         if (u.amsgrad) {
             v_used = fmaxf(state2[i], v);
@@ -219,14 +236,7 @@ EMBER_OPTIM_HD inline void update_element(const UpdateParameters& u, const Segme
         break;
     }
     case OptimizerKind::nadam: {
-        if (wd != 0.0f) {
-            if (u.decoupled_weight_decay) p *= 1.0f - u.lr * wd;
-            else g += wd * p;
-        }
-        float m = u.beta1 * state0[i] + (1.0f - u.beta1) * g;
-        float v = u.beta2 * state1[i] + (1.0f - u.beta2) * g * g;
-        state0[i] = m;
-        state1[i] = v;
+        const auto [m, v] = adam_moments(u, wd, p, g, state0, state1, i);
         float denom = sqrtf(v / u.bias_correction2) + u.eps;
         p -= u.nadam_grad_coefficient * g / denom;
         p -= u.nadam_momentum_coefficient * m / denom;
@@ -260,12 +270,7 @@ EMBER_OPTIM_HD inline void update_element(const UpdateParameters& u, const Segme
     }
     case OptimizerKind::lars: {
         if (f.lars_adapt) g = (g + wd * p) * f.lars_scale;
-        if (u.momentum != 0.0f) {
-            float buf = u.first_step ? g : u.momentum * state0[i] + (1.0f - u.dampening) * g;
-            state0[i] = buf;
-            g = u.nesterov ? g + u.momentum * buf : buf;
-        }
-        p -= u.lr * g;
+        p -= u.lr * momentum_direction(u, g, state0, i);
         break;
     }
     case OptimizerKind::novograd: {
