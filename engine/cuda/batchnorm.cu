@@ -187,6 +187,16 @@ __global__ void bn_apply_kernel(const void* x, DType x_type, void* y, DType y_ty
     }
 }
 
+// y = gamma (x - mean) invstd + beta: invstd from the batch (training, invstd_is_var
+// false) or from the running variance (evaluation, true).
+void apply(CudaContext& ctx, const BnGeometry& g, const Tensor& x, const Tensor& y, const Tensor& mean,
+           const Tensor& scale_source, bool invstd_is_var, const Tensor& gamma, const Tensor& beta, float eps) {
+    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, y.data, y.dtype, g, mean.as<float>(), scale_source.as<float>(), invstd_is_var, eps,
+        gamma.as<float>(), beta.as<float>());
+    EMBER_CUDA_CHECK_LAUNCH();
+}
+
 // dx = gamma invstd / M (M dy - sum(dy) - xhat sum(dy xhat)), with the sums in `totals`.
 __global__ void bn_dx_kernel(const void* x, DType x_type, const void* dy, DType dy_type, BnGeometry g,
                              const float* gamma, const float* mean, const float* invstd,
@@ -211,14 +221,10 @@ void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tenso
                                   const Tensor& save_invstd, const BatchNormParams& params) {
     const char* op = "batchnorm_forward_train_cuda";
     BnGeometry g = geometry(op, x, y);
-    cuda::check_f32_cuda(gamma, op, "gamma", g.c);
-    cuda::check_f32_cuda(beta, op, "beta", g.c);
-    cuda::check_f32_cuda(save_mean, op, "save_mean", g.c);
-    cuda::check_f32_cuda(save_invstd, op, "save_invstd", g.c);
-    if (running_mean.defined()) {
-        cuda::check_f32_cuda(running_mean, op, "running_mean", g.c);
-        cuda::check_f32_cuda(running_var, op, "running_var", g.c);
-    }
+    cuda::check_f32_cuda(op, g.c,
+                         {{gamma, "gamma"}, {beta, "beta"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"}});
+    if (running_mean.defined())
+        cuda::check_f32_cuda(op, g.c, {{running_mean, "running_mean"}, {running_var, "running_var"}});
     if (x.numel() == 0) return;
     BnTerms terms{BnPass::mean, x.data, x.dtype, nullptr, x.dtype, save_mean.as<float>(), nullptr};
     BnFinish finish{};
@@ -233,10 +239,7 @@ void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tenso
     reduce_channels(ctx, g, terms, finish, op);
     terms.pass = finish.pass = BnPass::centred_squares;
     reduce_channels(ctx, g, terms, finish, op);
-    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, y.data, y.dtype, g, save_mean.as<float>(), save_invstd.as<float>(), false,
-        params.eps, gamma.as<float>(), beta.as<float>());
-    EMBER_CUDA_CHECK_LAUNCH();
+    apply(ctx, g, x, y, save_mean, save_invstd, false, gamma, beta, params.eps);
 }
 
 void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
@@ -245,15 +248,10 @@ void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor
                                  const BatchNormParams& params) {
     const char* op = "batchnorm_forward_eval_cuda";
     BnGeometry g = geometry(op, x, y);
-    cuda::check_f32_cuda(gamma, op, "gamma", g.c);
-    cuda::check_f32_cuda(beta, op, "beta", g.c);
-    cuda::check_f32_cuda(running_mean, op, "running_mean", g.c);
-    cuda::check_f32_cuda(running_var, op, "running_var", g.c);
+    cuda::check_f32_cuda(op, g.c,
+                         {{gamma, "gamma"}, {beta, "beta"}, {running_mean, "running_mean"}, {running_var, "running_var"}});
     if (x.numel() == 0) return;
-    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, y.data, y.dtype, g, running_mean.as<float>(), running_var.as<float>(), true,
-        params.eps, gamma.as<float>(), beta.as<float>());
-    EMBER_CUDA_CHECK_LAUNCH();
+    apply(ctx, g, x, y, running_mean, running_var, true, gamma, beta, params.eps);
 }
 
 void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
@@ -263,9 +261,8 @@ void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     const char* op = "batchnorm_backward_cuda";
     BnGeometry g = geometry(op, x, dy);
     if (dx.defined()) geometry(op, x, dx);
-    for (auto [t, name] : {std::pair{gamma, "gamma"}, {save_mean, "save_mean"},
-                           {save_invstd, "save_invstd"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}})
-        cuda::check_f32_cuda(t, op, name, g.c);
+    cuda::check_f32_cuda(op, g.c, {{gamma, "gamma"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"},
+                                   {dgamma, "dgamma"}, {dbeta, "dbeta"}});
     if (x.numel() == 0) return;
     BnTerms terms{BnPass::gradients, x.data,          x.dtype, dy.data, dy.dtype,
                   save_mean.as<float>(), save_invstd.as<float>()};

@@ -9,7 +9,9 @@
 
 #include <cuda_runtime.h>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace ember::cuda {
 
@@ -34,6 +36,12 @@ inline void check_f32_cuda(const Tensor& t, const char* op, const char* name, in
             std::string(name) + " must be a cuda f32 tensor" + (t.defined() ? ": " + t.describe() : ""));
     require(t.numel() == numel, op,
             std::string(name) + " must have " + std::to_string(numel) + " elements: " + t.describe());
+}
+
+// check_f32_cuda for several tensors of one length: {{gamma, "gamma"}, {beta, "beta"}}.
+inline void check_f32_cuda(const char* op, int64_t numel,
+                           std::initializer_list<std::pair<const Tensor&, const char*>> tensors) {
+    for (const auto& [t, name] : tensors) check_f32_cuda(t, op, name, numel);
 }
 
 #define EMBER_GRID_STRIDE(i, n)                                                        \

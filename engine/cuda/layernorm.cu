@@ -4,6 +4,7 @@
 // second kernel (deterministic, no atomics). Unfused: the chain of engine/ops/layernorm.h,
 // one kernel per op, each reading and writing memory; its row reductions are one block
 // per row, its column reductions the same two-stage scheme as the fused dgamma/dbeta.
+#include "engine/cuda/column_sums.cuh"
 #include "engine/cuda/cuda_util.cuh"
 #include "engine/ops/layernorm.h"
 
@@ -143,52 +144,11 @@ __global__ void input_grad_kernel(const float* g, const float* xhat, const float
     }
 }
 
-// Column sums of in[rows, C], stage 1: block (column tile, group) sums rows group,
-// group + groups, ... for 256 neighbouring columns into partial[group, C].
-__global__ void column_partial_sums_kernel(const void* in, DType in_type, int64_t rows, int64_t C, int groups,
-                                           float* partial) {
-    const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    float sum = 0.0f;
-    for (int64_t r = blockIdx.y; r < rows; r += groups) sum += load_as_float(in, in_type, r * C + c);
-    partial[blockIdx.y * C + c] = sum;
-}
-
-// Stage 2: one thread per column adds the groups in order (deterministic) and writes.
-__global__ void column_sum_finish_kernel(const float* partial, int groups, int64_t C, float* out,
-                                         GradWrite write) {
-    EMBER_GRID_STRIDE(c, C) {
-        float sum = 0.0f;
-        for (int group = 0; group < groups; ++group) sum += partial[group * C + c];
-        out[c] = write_grad(out[c], sum, write);
-    }
-}
-
 void check_scratch_cuda(const char* op, const Tensor& scratch, int64_t expected) {
     require(scratch.defined() && scratch.device == Device::cuda && scratch.dtype == DType::f32 &&
                 scratch.numel() >= expected,
             op, "scratch must be a cuda f32 tensor with at least " + std::to_string(expected) + " elements" +
                     (scratch.defined() ? ": " + scratch.describe() : ""));
-}
-
-// out[c] (=|+=) sum over rows of in[r, c], through the context workspace.
-void column_sum_cuda(CudaContext& ctx, const char* op, const void* in, DType in_type, int64_t rows, int64_t C,
-                     float* out, GradWrite write) {
-    const std::size_t per_group = std::size_t(C) * sizeof(float);
-    require(ctx.workspace != nullptr && ctx.workspace_bytes >= per_group, op,
-            "the context workspace is too small for the column partial sums");
-    const int64_t tiles = (C + cuda::kThreads - 1) / cuda::kThreads;
-    const int groups = static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
-                              int64_t(ctx.workspace_bytes / per_group), 65535})));
-    float* partial = static_cast<float*>(ctx.workspace);
-    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
-    EMBER_LAUNCH(column_partial_sums_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        in, in_type, rows, C, groups, partial);
-    EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(column_sum_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
-        partial, groups, C, out, write);
-    EMBER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -201,10 +161,8 @@ void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gam
     cuda::check_float_cuda(y, op, "y");
     require(same_shape(x, y), op, "x and y shapes differ");
     const int64_t rows = x.rows(), C = x.cols();
-    cuda::check_f32_cuda(gamma, op, "gamma", C);
-    cuda::check_f32_cuda(beta, op, "beta", C);
-    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
-    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    cuda::check_f32_cuda(op, C, {{gamma, "gamma"}, {beta, "beta"}});
+    cuda::check_f32_cuda(op, rows, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}});
     if (rows == 0) return;
     EMBER_LAUNCH(layernorm_forward_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(
         x.data, x.dtype, gamma.as<float>(), beta.as<float>(), y.data, y.dtype, save_mean.as<float>(),
@@ -221,11 +179,8 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     cuda::check_float_cuda(dy, op, "dy");
     require(same_shape(x, dy), op, "x and dy shapes differ");
     const int64_t rows = x.rows(), C = x.cols();
-    cuda::check_f32_cuda(gamma, op, "gamma", C);
-    cuda::check_f32_cuda(dgamma, op, "dgamma", C);
-    cuda::check_f32_cuda(dbeta, op, "dbeta", C);
-    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
-    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    cuda::check_f32_cuda(op, C, {{gamma, "gamma"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}});
+    cuda::check_f32_cuda(op, rows, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}});
     if (dx.defined()) {
         cuda::check_float_cuda(dx, op, "dx");
         require(same_shape(x, dx), op, "x and dx shapes differ");
@@ -239,21 +194,14 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
             save_rstd.as<float>(), dx.data, dx.dtype, C, input_write);
         EMBER_CUDA_CHECK_LAUNCH();
     }
-    const std::size_t per_group = std::size_t(C) * sizeof(float2);
-    require(ctx.workspace != nullptr && ctx.workspace_bytes >= per_group, op,
-            "the context workspace is too small for the dgamma/dbeta partial sums");
-    const int64_t tiles = (C + cuda::kThreads - 1) / cuda::kThreads;
-    const int groups = static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
-                              int64_t(ctx.workspace_bytes / per_group), 65535})));
+    const cuda::ColumnGrid g = cuda::column_grid(ctx, rows, C, sizeof(float2), op);
     float2* partial = static_cast<float2*>(ctx.workspace);
-    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
-    EMBER_LAUNCH(layernorm_param_partials_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C, groups,
+    EMBER_LAUNCH(layernorm_param_partials_kernel, g.grid, cuda::kThreads, 0, ctx.stream)(
+        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C, g.groups,
         partial);
     EMBER_CUDA_CHECK_LAUNCH();
     EMBER_LAUNCH(layernorm_param_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
-        partial, groups, C, dgamma.as<float>(), dbeta.as<float>(), param_write);
+        partial, g.groups, C, dgamma.as<float>(), dbeta.as<float>(), param_write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -267,10 +215,8 @@ void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Ten
     cuda::check_float_cuda(y, op, "y");
     require(same_shape(x, y), op, "x and y shapes differ");
     const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
-    cuda::check_f32_cuda(gamma, op, "gamma", C);
-    cuda::check_f32_cuda(beta, op, "beta", C);
-    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
-    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    cuda::check_f32_cuda(op, C, {{gamma, "gamma"}, {beta, "beta"}});
+    cuda::check_f32_cuda(op, rows, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}});
     check_scratch_cuda(op, scratch, layernorm_forward_unfused_scratch(rows, C));
     if (rows == 0) return;
     float* mean = save_mean.as<float>();
@@ -300,19 +246,16 @@ void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Te
     cuda::check_float_cuda(dy, op, "dy");
     require(same_shape(x, dy), op, "x and dy shapes differ");
     const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
-    cuda::check_f32_cuda(gamma, op, "gamma", C);
-    cuda::check_f32_cuda(dgamma, op, "dgamma", C);
-    cuda::check_f32_cuda(dbeta, op, "dbeta", C);
-    cuda::check_f32_cuda(save_mean, op, "save_mean", rows);
-    cuda::check_f32_cuda(save_rstd, op, "save_rstd", rows);
+    cuda::check_f32_cuda(op, C, {{gamma, "gamma"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}});
+    cuda::check_f32_cuda(op, rows, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}});
     if (dx.defined()) {
         cuda::check_float_cuda(dx, op, "dx");
         require(same_shape(x, dx), op, "x and dx shapes differ");
     }
     check_scratch_cuda(op, scratch, layernorm_backward_unfused_scratch(rows, C));
     if (rows == 0) {  // dx is empty, but dgamma and dbeta are sums over no rows (zeros on store)
-        column_sum_cuda(ctx, op, dy.data, dy.dtype, 0, C, dgamma.as<float>(), param_write);
-        column_sum_cuda(ctx, op, dy.data, dy.dtype, 0, C, dbeta.as<float>(), param_write);
+        cuda::column_sums(ctx, op, dy.data, dy.dtype, 0, C, dgamma.as<float>(), param_write);
+        cuda::column_sums(ctx, op, dy.data, dy.dtype, 0, C, dbeta.as<float>(), param_write);
         return;
     }
     float* xhat = scratch.as<float>();
@@ -344,8 +287,8 @@ void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Te
     EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
         dy.data, dy.dtype, xhat, n, n, product);
     EMBER_CUDA_CHECK_LAUNCH();
-    column_sum_cuda(ctx, op, product, DType::f32, rows, C, dgamma.as<float>(), param_write);
-    column_sum_cuda(ctx, op, dy.data, dy.dtype, rows, C, dbeta.as<float>(), param_write);
+    cuda::column_sums(ctx, op, product, DType::f32, rows, C, dgamma.as<float>(), param_write);
+    cuda::column_sums(ctx, op, dy.data, dy.dtype, rows, C, dbeta.as<float>(), param_write);
 }
 
 }  // namespace ember::ops

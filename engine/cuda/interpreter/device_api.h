@@ -106,15 +106,9 @@ public:
     using Kernel = void (*)(Params...);
     KernelLaunch(const char* kernel_name, const char* file, int line, Kernel kernel, dim3 grid, dim3 block,
                  std::size_t dynamic_shared_bytes = 0, cudaStream_t stream = nullptr)
-        : kernel_(kernel) {
-        request_.kernel = kernel_name;
-        request_.file = file;
-        request_.line = line;
-        request_.grid = grid;
-        request_.block = block;
-        request_.dynamic_shared_bytes = dynamic_shared_bytes;
-        request_.stream = stream;
-    }
+        : kernel_(kernel),
+          request_{.kernel = kernel_name, .file = file, .line = line, .grid = grid, .block = block,
+                   .dynamic_shared_bytes = dynamic_shared_bytes, .stream = stream} {}
 
     // Arguments are converted to the parameter types and copied, as a launch does.
     template <class... Args>
@@ -190,32 +184,37 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where =
 }
 inline unsigned __activemask() { return ember::cuda_interpreter::active_mask(); }
 
+namespace ember::cuda_interpreter {
+// The four shuffles: `var` from the lane that `op` and `lane` name, within `width`.
+template <class T>
+inline T shuffle(WarpOp op, unsigned mask, T var, int lane, int width, std::source_location where) {
+    return from_bits<T>(warp_collective(op, mask, to_bits(var), lane, width, where));
+}
+}  // namespace ember::cuda_interpreter
+
 template <class T>
 inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32,
                      std::source_location where = std::source_location::current()) {
     namespace ci = ember::cuda_interpreter;
-    return ci::from_bits<T>(ci::warp_collective(ci::WarpOp::shuffle, mask, ci::to_bits(var), src_lane, width, where));
+    return ci::shuffle(ci::WarpOp::shuffle, mask, var, src_lane, width, where);
 }
 template <class T>
 inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32,
                         std::source_location where = std::source_location::current()) {
     namespace ci = ember::cuda_interpreter;
-    return ci::from_bits<T>(
-        ci::warp_collective(ci::WarpOp::shuffle_up, mask, ci::to_bits(var), static_cast<int>(delta), width, where));
+    return ci::shuffle(ci::WarpOp::shuffle_up, mask, var, static_cast<int>(delta), width, where);
 }
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32,
                           std::source_location where = std::source_location::current()) {
     namespace ci = ember::cuda_interpreter;
-    return ci::from_bits<T>(
-        ci::warp_collective(ci::WarpOp::shuffle_down, mask, ci::to_bits(var), static_cast<int>(delta), width, where));
+    return ci::shuffle(ci::WarpOp::shuffle_down, mask, var, static_cast<int>(delta), width, where);
 }
 template <class T>
 inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32,
                          std::source_location where = std::source_location::current()) {
     namespace ci = ember::cuda_interpreter;
-    return ci::from_bits<T>(
-        ci::warp_collective(ci::WarpOp::shuffle_xor, mask, ci::to_bits(var), lane_mask, width, where));
+    return ci::shuffle(ci::WarpOp::shuffle_xor, mask, var, lane_mask, width, where);
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate,
                               std::source_location where = std::source_location::current()) {
