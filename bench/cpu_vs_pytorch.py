@@ -52,17 +52,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MEAN, STD = 0.2860, 0.3530  # engine/data/fashion_mnist.h
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    zero, dtype, dims = struct.unpack(">HBB", data[:4])
-    if zero != 0 or dtype != 0x08:
-        sys.exit(f"{path}: not an IDX ubyte file")
-    shape = struct.unpack(">" + "I" * dims, data[4:4 + 4 * dims])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+# The IDX reader and the convolutional models are the PyTorch sample's, one definition
+# for both programs.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples", "pytorch"))
+from train_fashion_mnist import MEAN, STD, read_idx  # noqa: E402
+from train_fashion_mnist import make_model as sample_model  # noqa: E402
 
 
 def load_train(root):
@@ -72,26 +66,6 @@ def load_train(root):
 
 
 # ---- the models of engine/nn/models.cpp -------------------------------------------------
-
-class BasicBlock(nn.Module):
-    """engine/nn/conv_layers.cpp BasicBlock: conv3x3-BN-ReLU, conv3x3-BN, identity or
-    1x1-conv-BN shortcut, add, ReLU."""
-
-    def __init__(self, cin, cout, stride, bias):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=bias)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=bias)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.shortcut = None
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, 0, bias=bias), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(y + (x if self.shortcut is None else self.shortcut(x)))
-
 
 class SelfAttention(nn.Module):
     """engine/nn/transformer_layers.cpp SelfAttention: qkv Linear, per-head
@@ -149,27 +123,12 @@ class Transformer(nn.Module):
 
 
 def make_model(name):
-    bias = False  # conv_bias_before_bn = false: ember's default
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-                             nn.Linear(256, 10))
-    if name == "cnn":
-        return nn.Sequential(
-            nn.Conv2d(1, 32, 3, 1, 1, bias=bias), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2, 2),
-            nn.Conv2d(32, 64, 3, 1, 1, bias=bias), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2, 2),
-            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
-    if name == "resnet":
-        layers = [nn.Conv2d(1, 16, 3, 1, 1, bias=bias), nn.BatchNorm2d(16), nn.ReLU()]
-        cin = 16
-        for stage, width in enumerate([16, 32, 64]):
-            for block in range(2):
-                layers.append(BasicBlock(cin, width, 2 if stage > 0 and block == 0 else 1, bias))
-                cin = width
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
-        return nn.Sequential(*layers)
+    """The MLP, CNN and ResNet are the PyTorch sample's (its BasicBlock is ember's),
+    without conv bias before BatchNorm (conv_bias_before_bn = false: ember's default);
+    the transformer is the mirror above."""
     if name == "transformer":
         return Transformer()
-    sys.exit(f"--model {name}: expected mlp, cnn, resnet or transformer")
+    return sample_model(name, conv_bias=False)
 
 
 # ---- the PyTorch side -------------------------------------------------------------------

@@ -10,8 +10,8 @@
 #   bash bench/cpu_vs_pytorch.sh --with-reference          # + ember's reference loops (before/after)
 #
 # Every other argument goes to `cpu_vs_pytorch.py compare` (--batch-size, --steps,
-# --warmup, --data-root). PyTorch is Debian's python3-torch (1.13), installed here with
-# apt-get when it is missing and this runs as root (or with password-less sudo).
+# --warmup, --data-root). PyTorch is Debian's python3-torch (1.13), installed by
+# scripts/install-deps.sh when it is missing and this runs as root (or with password-less sudo).
 # Numbers and the command that produced them: docs/performance.md, "ember vs PyTorch on
 # the CPU".
 set -euo pipefail
@@ -36,24 +36,10 @@ if [ ! -x "$python" ]; then
 fi
 if ! "$python" -c "import torch" 2>/dev/null; then
   echo "cpu_vs_pytorch: PyTorch is not installed (Debian package python3-torch)"
-  if [ "$(id -u)" -eq 0 ]; then
-    sudo=()
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    sudo=(sudo -n)
-  else
-    echo "cpu_vs_pytorch: cannot install it: not root and no password-less sudo." >&2
-    echo "cpu_vs_pytorch: run as root:  apt-get install -y python3-torch" >&2
+  bash "$root/scripts/install-deps.sh" python3-torch || {
+    echo "cpu_vs_pytorch: python3-torch could not be installed; nothing was measured." >&2
     exit 1
-  fi
-  echo "cpu_vs_pytorch: installing python3-torch with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  if ! "${sudo[@]}" apt-get install -y -q --no-install-recommends python3-torch; then
-    "${sudo[@]}" apt-get update -q
-    "${sudo[@]}" apt-get install -y -q --no-install-recommends python3-torch || {
-      echo "cpu_vs_pytorch: apt-get could not install python3-torch; nothing was measured." >&2
-      exit 1
-    }
-  fi
+  }
   "$python" -c "import torch" || { echo "cpu_vs_pytorch: torch still does not import" >&2; exit 1; }
 fi
 

@@ -66,6 +66,26 @@ data::AugmentOptions augment_options(const DataloaderBenchOptions& options) {
     return augment;
 }
 
+// Takes up to `batches` batches of the started epoch as a training loop would: waits for
+// each (with a device, the step's stream would wait for its copy: that counts as
+// waiting too), runs the fixed compute load, gives the batch back.
+template <class Loader>
+void take_batches(Loader& loader, int64_t batches, const DataloaderBenchOptions& options, RowResult& result) {
+    for (int64_t b = 0; b < batches; ++b) {
+        auto wait_start = Clock::now();
+        const data::Batch* batch = loader.next();
+        if (batch == nullptr) break;
+        if (batch->ready != nullptr) EMBER_CUDA_CHECK(cudaEventSynchronize(batch->ready));
+        result.wait_seconds += os::seconds_between(wait_start, Clock::now());
+        result.samples += batch->size;
+        ++result.batches;
+        auto step_start = Clock::now();
+        training_step(options);
+        result.step_seconds += os::seconds_between(step_start, Clock::now());
+        loader.release(batch);
+    }
+}
+
 // Runs `epochs` epochs of up to options.batches batches (all with --full-epoch).
 RowResult run_threaded(const std::shared_ptr<const data::Dataset>& dataset, int workers, bool pinned,
                        bool persistent, int epochs, const DataloaderBenchOptions& options) {
@@ -89,20 +109,7 @@ RowResult run_threaded(const std::shared_ptr<const data::Dataset>& dataset, int 
     auto start = Clock::now();
     for (int epoch = 0; epoch < epochs; ++epoch) {
         loader.start_epoch(epoch);
-        for (int64_t b = 0; b < batches; ++b) {
-            auto wait_start = Clock::now();
-            const data::Batch* batch = loader.next();
-            if (batch == nullptr) break;
-            // With a device, the step's stream would wait for the copy: count it as waiting.
-            if (batch->ready != nullptr) EMBER_CUDA_CHECK(cudaEventSynchronize(batch->ready));
-            result.wait_seconds += os::seconds_between(wait_start, Clock::now());
-            result.samples += batch->size;
-            ++result.batches;
-            auto step_start = Clock::now();
-            training_step(options);
-            result.step_seconds += os::seconds_between(step_start, Clock::now());
-            loader.release(batch);
-        }
+        take_batches(loader, batches, options, result);
     }
     result.seconds = os::seconds_between(start, Clock::now());
     result.worker_starts = loader.stats().worker_starts;
@@ -121,19 +128,7 @@ RowResult run_gpu_resident(const data::InMemoryDataset& dataset, const Dataloade
     int64_t batches = options.full_epoch ? loader.batches_per_epoch()
                                          : std::min(options.batches, loader.batches_per_epoch());
     auto start = Clock::now();
-    for (int64_t b = 0; b < batches; ++b) {
-        auto wait_start = Clock::now();
-        const data::Batch* batch = loader.next();
-        if (batch == nullptr) break;
-        EMBER_CUDA_CHECK(cudaEventSynchronize(batch->ready));
-        result.wait_seconds += os::seconds_between(wait_start, Clock::now());
-        result.samples += batch->size;
-        ++result.batches;
-        auto step_start = Clock::now();
-        training_step(options);
-        result.step_seconds += os::seconds_between(step_start, Clock::now());
-        loader.release(batch);
-    }
+    take_batches(loader, batches, options, result);
     result.seconds = os::seconds_between(start, Clock::now());
     return result;
 }

@@ -394,26 +394,23 @@ int run_store_bench(const StoreBenchOptions& options) {
         if (sink.checksum() == 42) std::puts("");  // uses the checksum
         return r;
     });
+    // The baselines: the plain insert loop, committing every row or every 250 ms.
+    auto plain_loop = [&](const std::string& path, std::chrono::milliseconds commit_every,
+                          const synth::SyntheticTraceOptions& trace) {
+        return run_in_child([&] {
+            PhaseResult r;
+            auto start = Clock::now();
+            PlainLoopSink sink(path, commit_every);
+            r.events = synth::generate_synthetic_rank(sink, trace, 0).events;
+            sink.finish();
+            end_measurement(r, start);
+            return r;
+        });
+    };
     std::string autocommit_path = (directory / "baseline_autocommit.db").string();
-    PhaseResult autocommit = run_in_child([&] {
-        PhaseResult r;
-        auto start = Clock::now();
-        PlainLoopSink sink(autocommit_path, std::chrono::milliseconds(0));
-        r.events = synth::generate_synthetic_rank(sink, baseline_options, 0).events;
-        sink.finish();
-        end_measurement(r, start);
-        return r;
-    });
+    PhaseResult autocommit = plain_loop(autocommit_path, std::chrono::milliseconds(0), baseline_options);
     std::string batched_path = (directory / "baseline_250ms.db").string();
-    PhaseResult batched = run_in_child([&] {
-        PhaseResult r;
-        auto start = Clock::now();
-        PlainLoopSink sink(batched_path, std::chrono::milliseconds(250));
-        r.events = synth::generate_synthetic_rank(sink, synth_options, 0).events;
-        sink.finish();
-        end_measurement(r, start);
-        return r;
-    });
+    PhaseResult batched = plain_loop(batched_path, std::chrono::milliseconds(250), synth_options);
     std::string writer_path = (directory / "trace_writer.db").string();
     PhaseResult writer = run_in_child([&] {
         PhaseResult r;

@@ -2,6 +2,9 @@
 # Installs every Debian package ember needs to build, test and run.
 # Idempotent: packages already present are skipped, and nothing runs apt-get
 # when everything is installed. Works as root or through sudo.
+#
+#   scripts/install-deps.sh                  # everything below
+#   scripts/install-deps.sh python3-torch    # only the packages named (bench/cpu_vs_pytorch.sh)
 set -euo pipefail
 
 PACKAGES=(
@@ -32,6 +35,9 @@ PACKAGES=(
   # SVG to PNG (rsvg-convert) for looking at the optimizer-comparison plot
   librsvg2-bin
 )
+if [ $# -gt 0 ]; then
+  PACKAGES=("$@")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
