@@ -4,6 +4,7 @@
 
 #include "collectors/clock.h"
 #include "collectors/cupti_records.h"
+#include "collectors/python_call_site.h"
 #include "collectors/session.h"
 
 #include <cupti.h>
@@ -157,6 +158,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::
 struct OpenCall {
     trace::TimeNs start_ns;
     bool runtime;
+    trace::StackId stack_id;  // the Python stack that made the call; 0 = none or unknown
 };
 
 struct ApiThreadState {
@@ -164,7 +166,18 @@ struct ApiThreadState {
     int runtime_depth = 0;
     std::uint32_t generation = 0;
     std::unordered_map<const char*, trace::StringId> names;  // CUPTI's names are static strings
+    PythonCallSiteCache call_sites;
 };
+
+// The Python stack of the calling thread, for the outermost API call on it (a driver
+// call made by the runtime is part of the runtime call); read before the call's start
+// is taken, so the API call's duration does not include it.
+trace::StackId python_stack_of_this_call(Session& session, ApiThreadState& thread) {
+    PythonCallSites* sites = session.python_call_sites();
+    if (!sites || !thread.open_calls.empty() || !session.capturing()) return 0;
+    const std::uint64_t thread_state = sites->current_thread_state();
+    return thread_state == 0 ? 0 : sites->stack_of(thread_state, thread.call_sites);
+}
 
 void on_profiler_control(Session& session, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                          CUpti_ApiCallbackSite site) {
@@ -189,8 +202,9 @@ void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
     }
     bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
     if (call->callbackSite == CUPTI_API_ENTER) {
+        const trace::StackId stack = python_stack_of_this_call(*session, thread);
         if (runtime) ++thread.runtime_depth;
-        thread.open_calls.push_back({now_ns(), runtime});
+        thread.open_calls.push_back({now_ns(), runtime, stack});
         return;
     }
     trace::TimeNs end = now_ns();
@@ -207,6 +221,7 @@ void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
     event.end_ns = end;
     event.thread_id = session->this_thread();
     event.correlation_id = call->correlationId;
+    event.stack_id = open.stack_id;
     auto name = thread.names.find(call->functionName);
     if (name == thread.names.end())
         name = thread.names.emplace(call->functionName, session->writer().intern(call->functionName ? call->functionName : "")).first;

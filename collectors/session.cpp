@@ -8,6 +8,7 @@
 #include "collectors/cupti_collector.h"
 #include "collectors/nvml_sampler.h"
 #include "collectors/nvtx_injection.h"
+#include "collectors/python_call_site.h"
 #include "profiler/store/writer_hooks.h"
 
 #include <chrono>
@@ -120,6 +121,8 @@ std::optional<SessionOptions> options_from_environment() {
     options.control_socket = flag_environment("EMBER_RECORD_SOCKET");
     options.quiet = flag_environment("EMBER_RECORD_QUIET");
     options.trace_cuda = !flag_environment("EMBER_RECORD_NO_CUDA");
+    const char* call_sites = std::getenv("EMBER_RECORD_PYTHON_CALL_SITES");
+    options.python_call_sites = !(call_sites && std::string(call_sites) == "0");
     return options;
 }
 
@@ -129,6 +132,7 @@ std::optional<SessionOptions> options_from_environment() {
 
 struct Session::Components {
     bool cupti_running = false;
+    std::unique_ptr<PythonCallSites> python_call_sites;
     std::unique_ptr<NvmlSampler> nvml;
     std::unique_ptr<CpuSampler> cpu;
     std::unique_ptr<ControlServer> control;
@@ -288,6 +292,15 @@ void Session::start_components() {
             }
         });
     }
+    if (options_.trace_cuda && options_.python_call_sites) {
+        std::string why;
+        parts.python_call_sites = PythonCallSites::open_in_process(*writer_, why);
+        python_call_sites_ = parts.python_call_sites.get();
+        if (python_call_sites_)
+            say("Python " + python_call_sites_->version().text() + ": every CUDA API call carries its Python stack");
+        else if (why.rfind("not a CPython process", 0) != 0)
+            say("no Python stacks for CUDA API calls: " + why);
+    }
     if (options_.trace_cuda) parts.cupti_running = cupti_start(*this);
     if (parts.cupti_running) {
         parts.signal_epoch_at_start = store::signal_flush_epoch(store::FlushStage::producers);
@@ -358,6 +371,13 @@ void Session::stop() {
         parts.flusher.join();
     }
     if (parts.cupti_running) cupti_stop();  // forced flush: every GPU record reaches the writer
+    if (python_call_sites_) {
+        const PythonCallSites::Counts counts = python_call_sites_->counts();
+        say("Python stacks of " + std::to_string(counts.calls) + " CUDA API calls: " +
+            std::to_string(counts.same_as_last + counts.known) + " from a call site seen before, " +
+            std::to_string(counts.resolved) + " read anew, " + std::to_string(counts.unknown) +
+            " without one (no Python frames on the thread, or unreadable)");
+    }
     if (parts.cpu) parts.cpu->stop();
     if (parts.nvml) parts.nvml->stop();
     if (parts.clock_keeper.joinable()) {

@@ -24,6 +24,8 @@
 
 namespace ember::collector {
 
+class PythonCallSites;
+
 // What child processes of a recorded program do (`ember record --children`).
 enum class ChildPolicy {
     suffix,  // record into FILE with ".pid<N>" (or ".rank<N>" for MPI/NCCL ranks)
@@ -40,6 +42,9 @@ struct SessionOptions {
     bool control_socket = false;
     bool quiet = false;
     bool injected = false;  // started by `ember record` (environment), not by the C API
+    // In a CPython process, each CUDA API call carries its Python stack
+    // (python_call_site.h); EMBER_RECORD_PYTHON_CALL_SITES=0 turns it off.
+    bool python_call_sites = true;
 };
 
 // How the process that loaded the library learns it is being recorded: the
@@ -97,6 +102,10 @@ public:
     // One line on stderr, prefixed "ember collector:", unless quiet.
     void say(const std::string& line) const;
 
+    // The Python stacks of CUDA API calls: null when the process is not CPython (or it
+    // cannot be read, or the option is off). Opened before CUPTI starts.
+    PythonCallSites* python_call_sites() const { return python_call_sites_; }
+
     std::uint64_t cupti_dropped() const { return cupti_dropped_.load(); }
     void add_cupti_dropped(std::uint64_t count) { cupti_dropped_.fetch_add(count); }
 
@@ -120,6 +129,7 @@ private:
     std::mutex counters_mutex_;
     std::unordered_map<std::string, trace::CounterId> counters_;
     bool stopped_ = false;
+    PythonCallSites* python_call_sites_ = nullptr;  // owned by components_
     struct Components;  // session.cpp: CUPTI, NVML, CPU sampler, control socket, flusher
     std::unique_ptr<Components> components_;
 };
