@@ -2,6 +2,7 @@
 #include "profiler/export/folded_stacks.h"
 
 #include "profiler/analysis/cpu_profile.h"
+#include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/nested_events.h"
@@ -14,10 +15,12 @@
 namespace ember::exporting {
 
 std::optional<StackSource> parse_stack_source(std::string_view text) {
-    if (text == "gpu") return StackSource::gpu;
-    if (text == "host") return StackSource::host;
-    if (text == "cpu") return StackSource::cpu;
-    return std::nullopt;
+    static constexpr analysis::EnumName<StackSource> kNames[] = {
+        {StackSource::gpu, "gpu"},
+        {StackSource::host, "host"},
+        {StackSource::cpu, "cpu"},
+    };
+    return analysis::value_in(kNames, text);
 }
 
 namespace {
