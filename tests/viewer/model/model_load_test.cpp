@@ -2,6 +2,7 @@
 // lanes and rows, lays lanes out, lines up several files, and refuses foreign files.
 #include "profiler/store/writer.h"
 #include "tests/viewer/fixture_trace.h"
+#include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/event_details.h"
 #include "viewer/model/lane_layout.h"
 #include "viewer/model/trace_model.h"
@@ -13,23 +14,23 @@
 namespace ember::viewer {
 namespace {
 
-class ModelLoadTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        path_ = testing::temporary_trace_path("load");
-        totals_ = testing::write_fixture_trace(path_);
-    }
-    void TearDown() override { std::filesystem::remove(path_); }
-    std::string path_;
-    testing::FixtureTotals totals_;
-};
-
 int find_lane(const TraceModel& model, LaneKind kind, const std::string& title_part) {
     for (int index = 0; index < model.lane_count(); ++index)
         if (model.lane(index).kind == kind && model.lane(index).title.find(title_part) != std::string::npos)
             return index;
     return -1;
 }
+
+// The fixture, loaded (model_); tests of loading itself open their own model on path_.
+class ModelLoadTest : public testing::LoadedFixtureTest {
+protected:
+    ModelLoadTest() : LoadedFixtureTest("load") {}
+    // The loaded lane of `kind` whose title holds `title_part`; nullptr when none.
+    const Lane* lane_titled(LaneKind kind, const std::string& title_part) const {
+        const int index = find_lane(*model_, kind, title_part);
+        return index >= 0 ? &model_->lane(index) : nullptr;
+    }
+};
 
 TEST_F(ModelLoadTest, EveryEventLandsInALane) {
     TraceModel model({path_});
@@ -50,11 +51,9 @@ TEST_F(ModelLoadTest, EveryEventLandsInALane) {
 }
 
 TEST_F(ModelLoadTest, ThreadRowsAreDepthsThenApiCalls) {
-    TraceModel model({path_});
-    model.load_all();
-    const int main_lane = find_lane(model, LaneKind::thread, "main");
-    ASSERT_GE(main_lane, 0);
-    const Lane& lane = model.lane(main_lane);
+    const Lane* main_lane = lane_titled(LaneKind::thread, "main");
+    ASSERT_NE(main_lane, nullptr);
+    const Lane& lane = *main_lane;
     EXPECT_EQ(lane.group, "process 4242 trainer");
     ASSERT_EQ(lane.rows.size(), 3u);
     EXPECT_EQ(lane.rows[0].kind, RowKind::ranges);
@@ -68,21 +67,18 @@ TEST_F(ModelLoadTest, ThreadRowsAreDepthsThenApiCalls) {
         for (std::size_t i = 1; i < row.events.size(); ++i)
             EXPECT_LE(row.events[i - 1].start_ns, row.events[i].start_ns);
     }
-    EXPECT_EQ(model.name(lane.rows[0].events[0].name_id), "step");
+    EXPECT_EQ(model_->name(lane.rows[0].events[0].name_id), "step");
 }
 
 TEST_F(ModelLoadTest, StreamLaneMergesGpuWorkByStart) {
-    TraceModel model({path_});
-    model.load_all();
-    const int copy_lane = find_lane(model, LaneKind::stream, "copy");
-    ASSERT_GE(copy_lane, 0);
-    const Lane& lane = model.lane(copy_lane);
-    EXPECT_EQ(lane.group, "GPU 0 Fixture GPU");
-    ASSERT_EQ(lane.rows.size(), 1u);
-    const TimelineEvent& copy = lane.rows[0].events[0];
+    const Lane* copy_lane = lane_titled(LaneKind::stream, "copy");
+    ASSERT_NE(copy_lane, nullptr);
+    EXPECT_EQ(copy_lane->group, "GPU 0 Fixture GPU");
+    ASSERT_EQ(copy_lane->rows.size(), 1u);
+    const TimelineEvent& copy = copy_lane->rows[0].events[0];
     EXPECT_EQ(copy.kind, EventKind::memcpy);
     EXPECT_EQ(copy.value, 1u << 20);
-    EXPECT_EQ(model.name(copy.name_id), "Memcpy HtoD (pinned)");
+    EXPECT_EQ(model_->name(copy.name_id), "Memcpy HtoD (pinned)");
 }
 
 TEST_F(ModelLoadTest, DetailsAndFlowsComeFromTheFile) {
