@@ -112,6 +112,17 @@ void expect_fast_matches_reference(std::vector<HostTensor*> outputs, GradWrite w
     }
 }
 
+// expect_fast_matches_reference in both gradient modes: `op(write)` storing, then
+// accumulating, named "<what> (store)" and "<what> (accumulate)".
+void expect_fast_matches_reference_in_both_modes(const std::vector<HostTensor*>& outputs,
+                                                 const std::function<void(GradWrite)>& op,
+                                                 const std::string& what, Match match = Match::close) {
+    for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
+        expect_fast_matches_reference(
+            outputs, write, [&] { op(write); },
+            what + (write == GradWrite::store ? " (store)" : " (accumulate)"), match);
+}
+
 struct ConvCase {
     int64_t n, c, h, w, k, r, s;
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
@@ -148,13 +159,7 @@ TEST(CpuFastPath, ConvolutionMatchesReference) {
     for (const ConvCase& k : kConvCases)
         for (Layout layout : {Layout::nchw, Layout::nhwc}) {
             SCOPED_TRACE(describe(k, layout));
-            Conv2dParams params;
-            params.stride_h = k.stride_h;
-            params.stride_w = k.stride_w;
-            params.pad_h = k.pad_h;
-            params.pad_w = k.pad_w;
-            params.dilation_h = k.dilation_h;
-            params.dilation_w = k.dilation_w;
+            const Conv2dParams params{k.stride_h, k.stride_w, k.pad_h, k.pad_w, k.dilation_h, k.dilation_w};
             const int64_t p = conv_output_size(k.h, k.r, k.stride_h, k.pad_h, k.dilation_h);
             const int64_t q = conv_output_size(k.w, k.s, k.stride_w, k.pad_w, k.dilation_w);
             std::mt19937 rng(5);
@@ -335,16 +340,12 @@ TEST(CpuFastPath, BatchNormMatchesReferenceBitForBit) {
                 {&y}, GradWrite::store,
                 [&] { batchnorm_forward_eval_cpu(x, gamma, beta, mean, running_var, y, params); },
                 what + " eval", Match::exact);
-            for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
-                expect_fast_matches_reference(
-                    {&dx, &dgamma, &dbeta}, write,
-                    [&] {
-                        batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, write,
-                                               write);
-                    },
-                    what + (write == GradWrite::store ? " backward (store)"
-                                                      : " backward (accumulate)"),
-                    Match::exact);
+            expect_fast_matches_reference_in_both_modes(
+                {&dx, &dgamma, &dbeta},
+                [&](GradWrite write) {
+                    batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, write, write);
+                },
+                what + " backward", Match::exact);
         }
 }
 
@@ -494,16 +495,10 @@ TEST(CpuFastPath, AttentionHelpersAndLayerNormMatchReferenceBitForBit) {
             [&] { layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f); },
             what + " layernorm forward", Match::exact);
         layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f);
-        for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
-            expect_fast_matches_reference(
-                {&dx, &dgamma, &dbeta}, write,
-                [&] {
-                    layernorm_backward_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, write,
-                                           write);
-                },
-                what + (write == GradWrite::store ? " layernorm backward (store)"
-                                                  : " layernorm backward (accumulate)"),
-                Match::exact);
+        expect_fast_matches_reference_in_both_modes(
+            {&dx, &dgamma, &dbeta},
+            [&](GradWrite write) { layernorm_backward_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, write, write); },
+            what + " layernorm backward", Match::exact);
     }
 }
 
@@ -526,8 +521,7 @@ TEST(CpuFastPath, ReferenceSwitchSelectsThePlainLoops) {
 TEST(CpuFastPath, RepeatedCallsReuseTheirPlansAndGiveIdenticalResults) {
     // Same shape twice (a cached plan), with other shapes in between: bit-identical.
     std::mt19937 rng(9);
-    Conv2dParams params;
-    params.pad_h = params.pad_w = 1;
+    const Conv2dParams params{.pad_h = 1, .pad_w = 1};
     HostTensor x(f32, {4, 16, 10, 10}), weight(f32, {8, 16, 3, 3}), first(f32, {4, 8, 10, 10}),
         second(f32, {4, 8, 10, 10});
     test::fill_random(x, rng);
@@ -554,8 +548,7 @@ TEST(CpuFastPath, ResultsSurviveAProfilingSignalStorm) {
     test::fill_random(b, rng);
     GemmArgs args;
     args.transpose_b = true;
-    Conv2dParams params;
-    params.pad_h = params.pad_w = 1;
+    const Conv2dParams params{.pad_h = 1, .pad_w = 1};
     HostTensor x(f32, {8, 16, 14, 14}), weight(f32, {32, 16, 3, 3}), conv_want(f32, {8, 32, 14, 14}),
         conv_got(f32, {8, 32, 14, 14});
     test::fill_random(x, rng);

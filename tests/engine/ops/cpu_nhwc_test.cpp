@@ -76,6 +76,16 @@ const std::vector<DType> kDtypes = {DType::f32, DType::f64, DType::f16, DType::b
 const std::vector<Shape4> kBatchNormShapes = {
     {4, 3, 5, 6}, {3, 1, 4, 4}, {6, 3, 1, 1}, {2, 16, 7, 9}, {1, 5, 3, 2}};
 
+// Runs `check(dtype, c, write, what)` for every dtype, every case and both gradient
+// modes; `what` names all three for the failure messages.
+template <typename Case, typename Check>
+void for_each_dtype_case_and_mode(const std::vector<Case>& cases, Check check) {
+    for (DType dtype : kDtypes)
+        for (const Case& c : cases)
+            for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
+                check(dtype, c, write, describe(dtype, c) + (write == GradWrite::store ? " store" : " accumulate"));
+}
+
 TEST(OpsCpuNhwc, BatchNormForwardTrainMatchesNchw) {
     for (DType dtype : kDtypes)
         for (const Shape4& s : kBatchNormShapes) {
@@ -125,56 +135,46 @@ TEST(OpsCpuNhwc, BatchNormForwardEvalMatchesNchw) {
 }
 
 TEST(OpsCpuNhwc, BatchNormBackwardMatchesNchw) {
-    for (DType dtype : kDtypes)
-        for (const Shape4& s : kBatchNormShapes)
-            for (GradWrite write : {GradWrite::store, GradWrite::accumulate}) {
-                const std::string what =
-                    describe(dtype, s) + (write == GradWrite::store ? " store" : " accumulate");
-                std::mt19937 rng(13);
-                HostTensor x = make4(dtype, s, Layout::nchw), dy = make4(dtype, s, Layout::nchw);
-                HostTensor gamma(dtype, {s.c}), beta(dtype, {s.c});
-                test::fill_random(x, rng, -2.0, 3.0);
-                test::fill_random(dy, rng);
-                test::fill_random(gamma, rng, 0.5, 1.5);
-                test::fill_random(beta, rng);
-                HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
-                batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
-                // Gradient buffers start non-zero so accumulate is visible.
-                HostTensor dx = make4(dtype, s, Layout::nchw), dgamma(dtype, {s.c}), dbeta(dtype, {s.c});
-                test::fill_random(dx, rng);
-                test::fill_random(dgamma, rng);
-                test::fill_random(dbeta, rng);
-                HostTensor dx_last = to_nhwc(dx), dgamma_last = dgamma, dbeta_last = dbeta;
-                batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, write, write);
-                batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, dx_last,
-                                       dgamma_last, dbeta_last, write, write);
-                expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
-                expect_close(dgamma_last, dgamma, dtype, what + " dgamma");
-                expect_close(dbeta_last, dbeta, dtype, what + " dbeta");
+    for_each_dtype_case_and_mode(kBatchNormShapes, [](DType dtype, const Shape4& s, GradWrite write,
+                                                      const std::string& what) {
+        std::mt19937 rng(13);
+        HostTensor x = make4(dtype, s, Layout::nchw), dy = make4(dtype, s, Layout::nchw);
+        HostTensor gamma(dtype, {s.c}), beta(dtype, {s.c});
+        test::fill_random(x, rng, -2.0, 3.0);
+        test::fill_random(dy, rng);
+        test::fill_random(gamma, rng, 0.5, 1.5);
+        test::fill_random(beta, rng);
+        HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
+        batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
+        // Gradient buffers start non-zero so accumulate is visible.
+        HostTensor dx = make4(dtype, s, Layout::nchw), dgamma(dtype, {s.c}), dbeta(dtype, {s.c});
+        test::fill_random(dx, rng);
+        test::fill_random(dgamma, rng);
+        test::fill_random(dbeta, rng);
+        HostTensor dx_last = to_nhwc(dx), dgamma_last = dgamma, dbeta_last = dbeta;
+        batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, write, write);
+        batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, dx_last,
+                               dgamma_last, dbeta_last, write, write);
+        expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+        expect_close(dgamma_last, dgamma, dtype, what + " dgamma");
+        expect_close(dbeta_last, dbeta, dtype, what + " dbeta");
 
-                // Parameter gradients only (dx undefined), as for a frozen input.
-                HostTensor dgamma_only(dtype, {s.c}), dbeta_only(dtype, {s.c});
-                batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, {}, dgamma_only,
-                                       dbeta_only, write, GradWrite::store);
-                HostTensor dgamma_ref(dtype, {s.c}), dbeta_ref(dtype, {s.c});
-                batchnorm_backward_cpu(x, dy, gamma, mean, invstd, {}, dgamma_ref, dbeta_ref, write,
-                                       GradWrite::store);
-                expect_close(dgamma_only, dgamma_ref, dtype, what + " dgamma without dx");
-                expect_close(dbeta_only, dbeta_ref, dtype, what + " dbeta without dx");
-            }
+        // Parameter gradients only (dx undefined), as for a frozen input.
+        HostTensor dgamma_only(dtype, {s.c}), dbeta_only(dtype, {s.c});
+        batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, {}, dgamma_only,
+                               dbeta_only, write, GradWrite::store);
+        HostTensor dgamma_ref(dtype, {s.c}), dbeta_ref(dtype, {s.c});
+        batchnorm_backward_cpu(x, dy, gamma, mean, invstd, {}, dgamma_ref, dbeta_ref, write,
+                               GradWrite::store);
+        expect_close(dgamma_only, dgamma_ref, dtype, what + " dgamma without dx");
+        expect_close(dbeta_only, dbeta_ref, dtype, what + " dbeta without dx");
+    });
 }
 
 // f32 activations take plain-pointer loops in both layouts (nchw planes, nhwc rows);
 // f64 copies take the double paths. Both directions and eval must agree.
 TEST(OpsCpuNhwc, BatchNormFloat32LoopsMatchDouble) {
-    auto widen = [](const HostTensor& t) {
-        HostTensor wide(DType::f64, {1});
-        wide.view = make_tensor(nullptr, DType::f64, t.view.rank, t.view.shape, Device::cpu, t.view.layout);
-        wide.storage.assign(wide.view.bytes() + 8, 0);
-        wide.view.data = wide.storage.data();
-        for (int64_t i = 0; i < t.numel(); ++i) wide.set(i, t.get(i));
-        return wide;
-    };
+    using test::widen;
     auto expect_match = [](const HostTensor& fast, const HostTensor& wide, const std::string& what) {
         EXPECT_LT(test::relative_l2(test::values(fast), test::values(wide)), 1e-6) << what;
     };
@@ -247,15 +247,9 @@ struct PoolCase {
     Pool2dParams params;
 };
 
+// Pool2dParams in its field order: kernel h, w, stride h, w, padding h, w.
 Pool2dParams pool(int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w) {
-    Pool2dParams p;
-    p.kernel_h = kernel_h;
-    p.kernel_w = kernel_w;
-    p.stride_h = stride_h;
-    p.stride_w = stride_w;
-    p.pad_h = pad_h;
-    p.pad_w = pad_w;
-    return p;
+    return {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w};
 }
 
 const std::vector<PoolCase> kPoolCases = {
@@ -282,58 +276,52 @@ Shape4 pooled_shape(const PoolCase& pc) {
 }
 
 TEST(OpsCpuNhwc, MaxPoolMatchesNchw) {
-    for (DType dtype : kDtypes)
-        for (const PoolCase& pc : kPoolCases)
-            for (GradWrite write : {GradWrite::store, GradWrite::accumulate}) {
-                const std::string what =
-                    describe(dtype, pc) + (write == GradWrite::store ? " store" : " accumulate");
-                const Shape4 out = pooled_shape(pc);
-                std::mt19937 rng(21);
-                HostTensor x = make4(dtype, pc.input, Layout::nchw);
-                test::fill_random(x, rng);
-                x.set(0, x.get(1));  // a tie: the first in scan order must win in both layouts
-                HostTensor y = make4(dtype, out, Layout::nchw), argmax = make4(DType::i32, out, Layout::nchw);
-                HostTensor y_last = make4(dtype, out, Layout::nhwc);
-                HostTensor argmax_last = make4(DType::i32, out, Layout::nhwc);
-                maxpool2d_forward_cpu(x, y, argmax, pc.params);
-                maxpool2d_forward_cpu(to_nhwc(x), y_last, argmax_last, pc.params);
-                // Max pooling copies input values: exact in every dtype.
-                EXPECT_EQ(test::values(to_nchw(y_last)), test::values(y)) << what;
-                EXPECT_EQ(logical_values(argmax_last), test::values(argmax)) << what << " argmax";
+    for_each_dtype_case_and_mode(kPoolCases, [](DType dtype, const PoolCase& pc, GradWrite write,
+                                                const std::string& what) {
+        const Shape4 out = pooled_shape(pc);
+        std::mt19937 rng(21);
+        HostTensor x = make4(dtype, pc.input, Layout::nchw);
+        test::fill_random(x, rng);
+        x.set(0, x.get(1));  // a tie: the first in scan order must win in both layouts
+        HostTensor y = make4(dtype, out, Layout::nchw), argmax = make4(DType::i32, out, Layout::nchw);
+        HostTensor y_last = make4(dtype, out, Layout::nhwc);
+        HostTensor argmax_last = make4(DType::i32, out, Layout::nhwc);
+        maxpool2d_forward_cpu(x, y, argmax, pc.params);
+        maxpool2d_forward_cpu(to_nhwc(x), y_last, argmax_last, pc.params);
+        // Max pooling copies input values: exact in every dtype.
+        EXPECT_EQ(test::values(to_nchw(y_last)), test::values(y)) << what;
+        EXPECT_EQ(logical_values(argmax_last), test::values(argmax)) << what << " argmax";
 
-                HostTensor dy = make4(dtype, out, Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
-                test::fill_random(dy, rng);
-                test::fill_random(dx, rng);
-                HostTensor dx_last = to_nhwc(dx);
-                maxpool2d_backward_cpu(dy, argmax, dx, pc.params, write);
-                maxpool2d_backward_cpu(to_nhwc(dy), argmax_last, dx_last, pc.params, write);
-                expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
-            }
+        HostTensor dy = make4(dtype, out, Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
+        test::fill_random(dy, rng);
+        test::fill_random(dx, rng);
+        HostTensor dx_last = to_nhwc(dx);
+        maxpool2d_backward_cpu(dy, argmax, dx, pc.params, write);
+        maxpool2d_backward_cpu(to_nhwc(dy), argmax_last, dx_last, pc.params, write);
+        expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+    });
 }
 
 TEST(OpsCpuNhwc, AvgPoolMatchesNchw) {
-    for (DType dtype : kDtypes)
-        for (const PoolCase& pc : kPoolCases)
-            for (GradWrite write : {GradWrite::store, GradWrite::accumulate}) {
-                const std::string what =
-                    describe(dtype, pc) + (write == GradWrite::store ? " store" : " accumulate");
-                const Shape4 out = pooled_shape(pc);
-                std::mt19937 rng(22);
-                HostTensor x = make4(dtype, pc.input, Layout::nchw);
-                test::fill_random(x, rng);
-                HostTensor y = make4(dtype, out, Layout::nchw), y_last = make4(dtype, out, Layout::nhwc);
-                avgpool2d_forward_cpu(x, y, pc.params);
-                avgpool2d_forward_cpu(to_nhwc(x), y_last, pc.params);
-                expect_close(to_nchw(y_last), y, dtype, what + " y");
+    for_each_dtype_case_and_mode(kPoolCases, [](DType dtype, const PoolCase& pc, GradWrite write,
+                                                const std::string& what) {
+        const Shape4 out = pooled_shape(pc);
+        std::mt19937 rng(22);
+        HostTensor x = make4(dtype, pc.input, Layout::nchw);
+        test::fill_random(x, rng);
+        HostTensor y = make4(dtype, out, Layout::nchw), y_last = make4(dtype, out, Layout::nhwc);
+        avgpool2d_forward_cpu(x, y, pc.params);
+        avgpool2d_forward_cpu(to_nhwc(x), y_last, pc.params);
+        expect_close(to_nchw(y_last), y, dtype, what + " y");
 
-                HostTensor dy = make4(dtype, out, Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
-                test::fill_random(dy, rng);
-                test::fill_random(dx, rng);
-                HostTensor dx_last = to_nhwc(dx);
-                avgpool2d_backward_cpu(dy, dx, pc.params, write);
-                avgpool2d_backward_cpu(to_nhwc(dy), dx_last, pc.params, write);
-                expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
-            }
+        HostTensor dy = make4(dtype, out, Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
+        test::fill_random(dy, rng);
+        test::fill_random(dx, rng);
+        HostTensor dx_last = to_nhwc(dx);
+        avgpool2d_backward_cpu(dy, dx, pc.params, write);
+        avgpool2d_backward_cpu(to_nhwc(dy), dx_last, pc.params, write);
+        expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+    });
 }
 
 // A window that lies entirely in the padding gives 0 and index -1 in both layouts.

@@ -378,14 +378,7 @@ TEST(OpsCpu, Float32FastPathsMatchGenericPath) {
     test::fill_random(dy, rng);
     test::fill_random(gamma, rng, 0.5, 1.5);
     test::fill_random(beta, rng);
-    auto widen = [](const HostTensor& t) {
-        HostTensor wide(DType::f64, {1});
-        wide.view = make_tensor(nullptr, DType::f64, t.view.rank, t.view.shape, Device::cpu, t.view.layout);
-        wide.storage.assign(wide.view.bytes() + 8, 0);
-        wide.view.data = wide.storage.data();
-        for (int64_t i = 0; i < t.numel(); ++i) wide.set(i, t.get(i));
-        return wide;
-    };
+    using test::widen;
     auto expect_match = [](const HostTensor& fast, const HostTensor& generic, const char* what) {
         EXPECT_LT(test::relative_l2(test::values(fast), test::values(generic)), 1e-6) << what;
     };

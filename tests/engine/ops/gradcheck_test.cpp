@@ -15,6 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <initializer_list>
+#include <utility>
+
 namespace {
 
 using namespace ember;
@@ -26,19 +30,26 @@ using ember::test::weighted_sum;
 constexpr DType f64 = DType::f64;
 constexpr double kTolerance = 1e-7;
 
+// Central differences of L = sum(weights * y), where `forward` writes y, against each
+// (input, analytic gradient) pair.
+void expect_gradients(const std::function<void()>& forward, const HostTensor& y, const HostTensor& weights,
+                      std::initializer_list<std::pair<HostTensor*, const HostTensor*>> checks) {
+    auto loss = [&] {
+        forward();
+        return weighted_sum(y, weights);
+    };
+    int index = 0;
+    for (auto [input, analytic] : checks)
+        EXPECT_LT(finite_difference_error(*input, loss, *analytic), kTolerance) << "input " << index++;
+}
+
 TEST(GradCheck, LinearWithBias) {
     std::mt19937 rng(1);
     HostTensor x(f64, {5, 7}), w(f64, {4, 7}), b(f64, {4}), y(f64, {5, 4}), dy(f64, {5, 4});
     for (HostTensor* t : {&x, &w, &b, &dy}) test::fill_random(*t, rng);
     HostTensor dx(f64, {5, 7}), dw(f64, {4, 7}), db(f64, {4});
     linear_backward_cpu(x, w, dy, dx, dw, db, GradWrite::store, GradWrite::store);
-    auto loss = [&] {
-        linear_forward_cpu(x, w, b, y);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
-    EXPECT_LT(finite_difference_error(w, loss, dw), kTolerance);
-    EXPECT_LT(finite_difference_error(b, loss, db), kTolerance);
+    expect_gradients([&] { linear_forward_cpu(x, w, b, y); }, y, dy, {{&x, &dx}, {&w, &dw}, {&b, &db}});
 }
 
 TEST(GradCheck, LinearWithGeluEpilogue) {
@@ -50,13 +61,7 @@ TEST(GradCheck, LinearWithGeluEpilogue) {
     HostTensor dpre(f64, {3, 5}), dx(f64, {3, 6}), dw(f64, {5, 6}), db(f64, {5});
     gelu_backward_cpu(pre, dy, dpre, GradWrite::store);
     linear_backward_cpu(x, w, dpre, dx, dw, db, GradWrite::store, GradWrite::store);
-    auto loss = [&] {
-        linear_forward_cpu(x, w, b, y, true);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
-    EXPECT_LT(finite_difference_error(w, loss, dw), kTolerance);
-    EXPECT_LT(finite_difference_error(b, loss, db), kTolerance);
+    expect_gradients([&] { linear_forward_cpu(x, w, b, y, true); }, y, dy, {{&x, &dx}, {&w, &dw}, {&b, &db}});
 }
 
 TEST(GradCheck, GemmTransposes) {
@@ -71,11 +76,7 @@ TEST(GradCheck, GemmTransposes) {
     GemmArgs grad_args;  // dA[5,4] = B^T[5,3] dC^T[3,4]
     grad_args.transpose_a = grad_args.transpose_b = true;
     gemm_cpu(b, dc, da, grad_args);
-    auto loss = [&] {
-        gemm_cpu(a, b, c, args);
-        return weighted_sum(c, dc);
-    };
-    EXPECT_LT(finite_difference_error(a, loss, da), kTolerance);
+    expect_gradients([&] { gemm_cpu(a, b, c, args); }, c, dc, {{&a, &da}});
 }
 
 void conv_gradcheck(Layout layout, const Conv2dParams& params) {
@@ -90,29 +91,15 @@ void conv_gradcheck(Layout layout, const Conv2dParams& params) {
     conv2d_backward_data_cpu(w, dy, dx, params, GradWrite::store);
     conv2d_backward_filter_cpu(x, dy, dw, params, GradWrite::store);
     conv2d_backward_bias_cpu(dy, db, GradWrite::store);
-    auto loss = [&] {
-        conv2d_forward_cpu(x, w, b, y, params);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
-    EXPECT_LT(finite_difference_error(w, loss, dw), kTolerance);
-    EXPECT_LT(finite_difference_error(b, loss, db), kTolerance);
+    expect_gradients([&] { conv2d_forward_cpu(x, w, b, y, params); }, y, dy, {{&x, &dx}, {&w, &dw}, {&b, &db}});
 }
 
 TEST(GradCheck, Conv2dNchw) { conv_gradcheck(Layout::nchw, {}); }
 TEST(GradCheck, Conv2dNchwStridePadDilation) {
-    Conv2dParams p;
-    p.stride_h = 2;
-    p.pad_h = 1;
-    p.pad_w = 1;
-    p.dilation_w = 2;
-    conv_gradcheck(Layout::nchw, p);
+    conv_gradcheck(Layout::nchw, {.stride_h = 2, .pad_h = 1, .pad_w = 1, .dilation_w = 2});
 }
 TEST(GradCheck, Conv2dNhwcStridePad) {
-    Conv2dParams p;
-    p.stride_h = p.stride_w = 2;
-    p.pad_h = p.pad_w = 1;
-    conv_gradcheck(Layout::nhwc, p);
+    conv_gradcheck(Layout::nhwc, {.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1});
 }
 
 void batchnorm_gradcheck(HostTensor x) {
@@ -128,13 +115,8 @@ void batchnorm_gradcheck(HostTensor x) {
     batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
     batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, GradWrite::store,
                            GradWrite::store);
-    auto loss = [&] {
-        batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
-    EXPECT_LT(finite_difference_error(gamma, loss, dgamma), kTolerance);
-    EXPECT_LT(finite_difference_error(beta, loss, dbeta), kTolerance);
+    expect_gradients([&] { batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {}); }, y, dy,
+                     {{&x, &dx}, {&gamma, &dgamma}, {&beta, &dbeta}});
 }
 
 TEST(GradCheck, BatchNorm2dNchw) { batchnorm_gradcheck(HostTensor(f64, {3, 2, 3, 4})); }
@@ -148,26 +130,15 @@ TEST(GradCheck, ReluAndGelu) {
     test::fill_random(dy, rng);
     relu_forward_cpu(x, y);
     relu_backward_cpu(y, dy, dx, GradWrite::store);
-    auto relu_loss = [&] {
-        relu_forward_cpu(x, y);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, relu_loss, dx), kTolerance);
+    expect_gradients([&] { relu_forward_cpu(x, y); }, y, dy, {{&x, &dx}});
     gelu_backward_cpu(x, dy, dx, GradWrite::store);
-    auto gelu_loss = [&] {
-        gelu_forward_cpu(x, y);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, gelu_loss, dx), kTolerance);
+    expect_gradients([&] { gelu_forward_cpu(x, y); }, y, dy, {{&x, &dx}});
 }
 
 TEST(GradCheck, MaxAndAvgPool) {
     std::mt19937 rng(7);
     for (Layout layout : {Layout::nchw, Layout::nhwc}) {
-        Pool2dParams p;
-        p.kernel_h = p.kernel_w = 3;
-        p.stride_h = p.stride_w = 2;
-        p.pad_h = p.pad_w = 1;
+        const Pool2dParams p{.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1};
         HostTensor x(f64, {2, 3, 7, 6}, layout), y(f64, {2, 3, 4, 3}, layout),
             dy(f64, {2, 3, 4, 3}, layout), dx(f64, {2, 3, 7, 6}, layout);
         HostTensor argmax(DType::i32, {2, 3, 4, 3}, layout);
@@ -175,17 +146,9 @@ TEST(GradCheck, MaxAndAvgPool) {
         test::fill_random(dy, rng);
         maxpool2d_forward_cpu(x, y, argmax, p);
         maxpool2d_backward_cpu(dy, argmax, dx, p, GradWrite::store);
-        auto max_loss = [&] {
-            maxpool2d_forward_cpu(x, y, argmax, p);
-            return weighted_sum(y, dy);
-        };
-        EXPECT_LT(finite_difference_error(x, max_loss, dx), kTolerance);
+        expect_gradients([&] { maxpool2d_forward_cpu(x, y, argmax, p); }, y, dy, {{&x, &dx}});
         avgpool2d_backward_cpu(dy, dx, p, GradWrite::store);
-        auto avg_loss = [&] {
-            avgpool2d_forward_cpu(x, y, p);
-            return weighted_sum(y, dy);
-        };
-        EXPECT_LT(finite_difference_error(x, avg_loss, dx), kTolerance);
+        expect_gradients([&] { avgpool2d_forward_cpu(x, y, p); }, y, dy, {{&x, &dx}});
     }
 }
 
@@ -200,11 +163,7 @@ TEST(GradCheck, Dropout) {
     p.seed = 99;
     dropout_forward_cpu(x, y, mask, p);
     dropout_backward_cpu(dy, mask, dx, p.p, GradWrite::store);
-    auto loss = [&] {
-        dropout_forward_cpu(x, y, mask, p);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
+    expect_gradients([&] { dropout_forward_cpu(x, y, mask, p); }, y, dy, {{&x, &dx}});
 }
 
 TEST(GradCheck, SoftmaxCrossEntropy) {
@@ -234,13 +193,8 @@ TEST(GradCheck, LayerNorm) {
     layernorm_forward_cpu(x, gamma, beta, y, mean, rstd);
     layernorm_backward_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store,
                            GradWrite::store);
-    auto loss = [&] {
-        layernorm_forward_cpu(x, gamma, beta, y, mean, rstd);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
-    EXPECT_LT(finite_difference_error(gamma, loss, dgamma), kTolerance);
-    EXPECT_LT(finite_difference_error(beta, loss, dbeta), kTolerance);
+    expect_gradients([&] { layernorm_forward_cpu(x, gamma, beta, y, mean, rstd); }, y, dy,
+                     {{&x, &dx}, {&gamma, &dgamma}, {&beta, &dbeta}});
 }
 
 // The unfused chain with f64 scratch (as the f64 gradient checks of nn run it).
@@ -256,13 +210,8 @@ TEST(GradCheck, LayerNormUnfused) {
     layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
     layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
                                    GradWrite::store, GradWrite::store);
-    auto loss = [&] {
-        layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
-        return weighted_sum(y, dy);
-    };
-    EXPECT_LT(finite_difference_error(x, loss, dx), kTolerance);
-    EXPECT_LT(finite_difference_error(gamma, loss, dgamma), kTolerance);
-    EXPECT_LT(finite_difference_error(beta, loss, dbeta), kTolerance);
+    expect_gradients([&] { layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch); }, y, dy,
+                     {{&x, &dx}, {&gamma, &dgamma}, {&beta, &dbeta}});
 }
 
 TEST(GradCheck, Embedding) {
@@ -274,11 +223,7 @@ TEST(GradCheck, Embedding) {
     test::fill_random(table, rng);
     test::fill_random(dout, rng);
     embedding_backward_cpu(ids, dout, dtable, GradWrite::store);
-    auto loss = [&] {
-        embedding_forward_cpu(ids, table, out);
-        return weighted_sum(out, dout);
-    };
-    EXPECT_LT(finite_difference_error(table, loss, dtable), kTolerance);
+    expect_gradients([&] { embedding_forward_cpu(ids, table, out); }, out, dout, {{&table, &dtable}});
 }
 
 TEST(GradCheck, ResidualAdd) {
@@ -286,12 +231,7 @@ TEST(GradCheck, ResidualAdd) {
     HostTensor a(f64, {10}), b(f64, {10}), out(f64, {10}), dout(f64, {10}), da(f64, {10});
     for (HostTensor* t : {&a, &b, &dout}) test::fill_random(*t, rng);
     accumulate_grad_cpu(dout, da, GradWrite::store);
-    auto loss = [&] {
-        add_cpu(a, b, out);
-        return weighted_sum(out, dout);
-    };
-    EXPECT_LT(finite_difference_error(a, loss, da), kTolerance);
-    EXPECT_LT(finite_difference_error(b, loss, da), kTolerance);
+    expect_gradients([&] { add_cpu(a, b, out); }, out, dout, {{&a, &da}, {&b, &da}});
 }
 
 }  // namespace

@@ -19,17 +19,9 @@ using namespace ember::test;
 
 constexpr DType f32 = DType::f32;
 
-class DeviceOnlyParity : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: " << cuda_runtime_status().reason;
-        ctx = std::make_unique<CudaContext>();
-    }
-    std::unique_ptr<CudaContext> ctx;
-    std::mt19937 rng{2024};
-};
-using CublasParity = DeviceOnlyParity;
-using CudnnParity = DeviceOnlyParity;
+// Device-only: the kernel interpreter does not run NVIDIA's libraries.
+using CublasParity = CudaParityTest;
+using CudnnParity = CudaParityTest;
 
 TEST_F(CublasParity, GemmAllEpiloguesAndDtypes) {
     for (DType t : {DType::f32, DType::bf16, DType::f16}) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "engine/core/cuda_check.h"
+#include "engine/core/device.h"
 #include "engine/cuda/context.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/batchnorm.h"
@@ -32,6 +33,18 @@
 #include <vector>
 
 namespace ember::test {
+
+// The fixture of the parity tests: a CUDA context (the test is skipped, saying why, on
+// a machine with no usable device) and their random stream.
+class CudaParityTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: " << cuda_runtime_status().reason;
+        ctx = std::make_unique<CudaContext>();
+    }
+    std::unique_ptr<CudaContext> ctx;
+    std::mt19937 rng{2024};
+};
 
 inline double tolerance(DType t, bool reduction_heavy = false) {
     switch (t) {

@@ -4,7 +4,6 @@
 // comparisons (NaN-poisoned outputs, relative L2 error per dtype) are parity_checks.h's;
 // the ops that call cuBLAS or cuDNN are device-only: library_parity_gpu_test.cpp.
 #include "tests/engine/ops/parity_checks.h"
-#include "tests/support/gpu.h"
 
 namespace {
 
@@ -14,15 +13,7 @@ using namespace ember::test;
 
 constexpr DType f32 = DType::f32;
 
-class OpsParity : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: " << cuda_runtime_status().reason;
-        ctx = std::make_unique<CudaContext>();
-    }
-    std::unique_ptr<CudaContext> ctx;
-    std::mt19937 rng{2024};
-};
+using OpsParity = CudaParityTest;
 
 TEST_F(OpsParity, BatchNormTrainEvalBackward) {
     // Three shapes: (N,C,H,W) nchw, the same channels-last, and BatchNorm1d's (N,C).

@@ -97,4 +97,12 @@ inline std::vector<double> values(const HostTensor& t) {
     return v;
 }
 
+// An f64 copy of `t` (same shape and layout): f32 tensors take the CPU ops' plain-pointer
+// fast paths, f64 copies the generic ones, the reference those fast paths must meet.
+inline HostTensor widen(const HostTensor& t) {
+    HostTensor wide(DType::f64, std::vector<int64_t>(t.view.shape, t.view.shape + t.view.rank), t.view.layout);
+    for (int64_t i = 0; i < t.numel(); ++i) wide.set(i, t.get(i));
+    return wide;
+}
+
 }  // namespace ember::test
