@@ -7,6 +7,7 @@
 #include "engine/nn/training_step.h"
 
 #include "tests/engine/nn/batches.h"
+#include "tests/support/error_message.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -109,12 +110,7 @@ TEST_F(CheckpointTest, ResumeIsBitIdentical) {
 }
 
 std::string refusal(const std::function<void()>& load) {
-    try {
-        load();
-    } catch (const CheckpointError& e) {
-        return e.what();
-    }
-    return "(not refused)";
+    return test_support::error_message<CheckpointError>(load, "(not refused)");
 }
 
 void corrupt_byte(const std::string& file, std::size_t offset_from_end) {

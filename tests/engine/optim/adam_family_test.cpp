@@ -8,6 +8,17 @@
 namespace ember::optim::test {
 namespace {
 
+// Step s's gradient of element i with weight decay applied the way torch.optim does:
+// decoupled (AdamW) shrinks p first, coupled (Adam) adds wd p to the gradient.
+double decayed_gradient(std::vector<double>& p, std::size_t i, int s, double lr, double weight_decay,
+                        bool decoupled) {
+    double g = gradient_steps()[s][i];
+    const double wd = decays(i) ? weight_decay : 0.0;
+    if (decoupled) p[i] *= 1.0 - lr * wd;
+    else g += wd * p[i];
+    return g;
+}
+
 // torch.optim.Adam / AdamW:
 //   AdamW: p *= 1 - lr wd;   Adam: g += wd p
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  amsgrad: vmax = max(vmax, v)
@@ -19,10 +30,7 @@ std::vector<double> adam_reference(double lr, double beta1, double beta2, double
     for (int s = 0; s < steps; ++s) {
         const int t = s + 1;
         for (std::size_t i = 0; i < p.size(); ++i) {
-            double g = gradient_steps()[s][i];
-            const double wd = decays(i) ? weight_decay : 0.0;
-            if (decoupled) p[i] *= 1.0 - lr * wd;
-            else g += wd * p[i];
+            const double g = decayed_gradient(p, i, s, lr, weight_decay, decoupled);
             m[i] = beta1 * m[i] + (1 - beta1) * g;
             v[i] = beta2 * v[i] + (1 - beta2) * g * g;
             double second = v[i];
@@ -93,10 +101,7 @@ std::vector<double> nadam_reference(double lr, double beta1, double beta2, doubl
         const double mu_next = beta1 * (1 - 0.5 * std::pow(0.96, (t + 1) * psi));
         mu_product *= mu;
         for (std::size_t i = 0; i < p.size(); ++i) {
-            double g = gradient_steps()[s][i];
-            const double wd = decays(i) ? weight_decay : 0.0;
-            if (decoupled) p[i] *= 1 - lr * wd;
-            else g += wd * p[i];
+            const double g = decayed_gradient(p, i, s, lr, weight_decay, decoupled);
             m[i] = beta1 * m[i] + (1 - beta1) * g;
             v[i] = beta2 * v[i] + (1 - beta2) * g * g;
             const double denom = std::sqrt(v[i] / (1 - std::pow(beta2, t))) + eps;

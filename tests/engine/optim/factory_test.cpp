@@ -3,6 +3,7 @@
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
 #include "tests/engine/optim/optimizer_test_problem.h"
+#include "tests/support/error_message.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,14 +14,7 @@
 namespace ember::optim::test {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::invalid_argument& e) {
-        return e.what();
-    }
-    return "";
-}
+std::string error_of(const std::function<void()>& f) { return test_support::error_message<std::invalid_argument>(f); }
 
 TEST(OptimizerFactory, EveryNameBuildsOnCpu) {
     for (const std::string& name : optimizer_names()) {
@@ -43,26 +37,26 @@ TEST(OptimizerFactory, TorchDefaultLearningRates) {
 }
 
 TEST(OptimizerFactory, ErrorsNameTheField) {
-    EXPECT_NE(error_of([] { make_optimizer("adamm", {}, two_segments(), OptimizerBackend::cpu); }).find("adamm"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { make_optimizer("adam", {{"momentum", 0.9}}, two_segments(), OptimizerBackend::cpu); })
-                  .find("'momentum'"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { make_optimizer("adam", {{"beta2", 1.5}}, two_segments(), OptimizerBackend::cpu); })
-                  .find("'beta2'"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { make_optimizer("sgd", {{"lr", -1}}, two_segments(), OptimizerBackend::cpu); })
-                  .find("'lr'"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { make_optimizer("sgd", {{"nesterov", 1}}, two_segments(), OptimizerBackend::cpu); })
-                  .find("'nesterov'"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { make_optimizer("rmsprop", {{"centered", 2}}, two_segments(), OptimizerBackend::cpu); })
-                  .find("'centered'"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { make_optimizer("lbfgs", {}, two_segments(), OptimizerBackend::cuda_fused); })
-                  .find("'backend'"),
-              std::string::npos);
+    struct Case {
+        const char* name;
+        Hyperparameters hyperparameters;
+        OptimizerBackend backend;
+        const char* named;  // what the message must name
+    };
+    const Case cases[] = {
+        {"adamm", {}, OptimizerBackend::cpu, "adamm"},
+        {"adam", {{"momentum", 0.9}}, OptimizerBackend::cpu, "'momentum'"},
+        {"adam", {{"beta2", 1.5}}, OptimizerBackend::cpu, "'beta2'"},
+        {"sgd", {{"lr", -1}}, OptimizerBackend::cpu, "'lr'"},
+        {"sgd", {{"nesterov", 1}}, OptimizerBackend::cpu, "'nesterov'"},
+        {"rmsprop", {{"centered", 2}}, OptimizerBackend::cpu, "'centered'"},
+        {"lbfgs", {}, OptimizerBackend::cuda_fused, "'backend'"},
+    };
+    for (const Case& c : cases) {
+        const std::string message =
+            error_of([&] { make_optimizer(c.name, c.hyperparameters, two_segments(), c.backend); });
+        EXPECT_NE(message.find(c.named), std::string::npos) << c.name << ": " << message;
+    }
     EXPECT_NE(error_of([] { parse_optimizer_backend("gpu"); }).find("gpu"), std::string::npos);
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
+#include <vector>
 
 namespace ember::optim {
 namespace {
@@ -20,22 +21,24 @@ ScheduleConfig config(const char* name, double base_lr = 0.1) {
     return c;
 }
 
+// The schedule `c` describes gives expected[t] at step t, t = 0, 1, ...
+void expect_lrs(const ScheduleConfig& c, const std::vector<double>& expected) {
+    auto s = make_schedule(c);
+    for (int t = 0; t < int(expected.size()); ++t) EXPECT_NEAR(s->lr(t), expected[t], 1e-15) << "step " << t;
+}
+
 TEST(Schedules, StepLr) {
     ScheduleConfig c = config("step");
     c.step_size = 3;
     c.gamma = 0.5;
-    auto s = make_schedule(c);
-    const double expected[] = {0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025};
-    for (int t = 0; t < 7; ++t) EXPECT_NEAR(s->lr(t), expected[t], 1e-15) << "step " << t;
+    expect_lrs(c, {0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025});
 }
 
 TEST(Schedules, MultiStepLr) {
     ScheduleConfig c = config("multistep");
     c.milestones = {2, 5};
     c.gamma = 0.1;
-    auto s = make_schedule(c);
-    const double expected[] = {0.1, 0.1, 0.01, 0.01, 0.01, 0.001, 0.001};
-    for (int t = 0; t < 7; ++t) EXPECT_NEAR(s->lr(t), expected[t], 1e-15) << "step " << t;
+    expect_lrs(c, {0.1, 0.1, 0.01, 0.01, 0.01, 0.001, 0.001});
 }
 
 TEST(Schedules, ExponentialLr) {
@@ -49,10 +52,8 @@ TEST(Schedules, PolynomialLr) {
     ScheduleConfig c = config("polynomial");
     c.total_iters = 4;
     c.power = 2.0;
-    auto s = make_schedule(c);
     // 0.1 (1 - t/4)^2, then 0 after total_iters
-    const double expected[] = {0.1, 0.05625, 0.025, 0.00625, 0.0, 0.0};
-    for (int t = 0; t < 6; ++t) EXPECT_NEAR(s->lr(t), expected[t], 1e-15) << "step " << t;
+    expect_lrs(c, {0.1, 0.05625, 0.025, 0.00625, 0.0, 0.0});
 }
 
 TEST(Schedules, CosineAnnealing) {

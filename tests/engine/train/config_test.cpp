@@ -1,6 +1,7 @@
 // TrainConfig: TOML and overrides land in the right fields; every kind of bad input is
 // refused with a message that names the file, line and key, or the flag.
 #include "engine/train/config.h"
+#include "tests/support/error_message.h"
 
 #include <gtest/gtest.h>
 
@@ -13,14 +14,7 @@ namespace {
 using ember::train::ConfigError;
 using ember::train::TrainConfig;
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
-}
+std::string error_of(const std::function<void()>& f) { return ember::test_support::error_message<ConfigError>(f); }
 
 TEST(TrainConfig, TomlSetsEveryKindOfField) {
     TrainConfig c;
