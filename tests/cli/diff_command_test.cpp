@@ -5,6 +5,7 @@
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
 #include "tests/profiler/store/test_support.h"
+#include "tests/support/trace_ranges.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -180,13 +181,7 @@ TEST_F(DiffCommand, GpuBusyGateOnRunsWithoutGpuWorkIsBadInput) {
         writer_options.close_at_exit = false;
         store::TraceWriter writer(cpu, run, writer_options);
         const trace::ThreadId thread = writer.register_thread({0, 1, 1, "main"});
-        trace::RangeEvent step;
-        step.range_id = writer.next_range_id();
-        step.start_ns = 1000;
-        step.end_ns = 2000;
-        step.thread_id = thread;
-        step.name_id = writer.intern("step");
-        writer.record_range(step);
+        test_support::record_range(writer, thread, "step", 1000, 2000);
         writer.close();
     }
     const Result result = run("diff " + cpu + " " + cpu + " --fail-if-slower 5% --metric gpu_busy");

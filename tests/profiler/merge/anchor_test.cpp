@@ -9,6 +9,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/trace_ranges.h"
 
 #include <gtest/gtest.h>
 
@@ -39,31 +40,16 @@ void write_rank_file(const std::string& path, int rank, trace::TimeNs clock_offs
     anchor.name_id = writer.intern("clock/anchor");
     anchor.payload = trace::Payload::of_real(0.0);
     writer.record_mark(anchor);
-    trace::RangeEvent step;
-    step.range_id = writer.next_range_id();
-    step.start_ns = kAnchor0 + clock_offset + 500'000;
-    step.end_ns = step.start_ns + 10'000'000;
-    step.thread_id = thread;
-    step.domain_id = anchor.domain_id;
-    step.name_id = writer.intern("step");
-    writer.record_range(step);
-    trace::RangeEvent backward = step;
-    backward.range_id = writer.next_range_id();
-    backward.parent_range_id = step.range_id;
-    backward.depth = 1;
-    backward.start_ns = kAnchor0 + clock_offset + 1'000'000;
-    backward.end_ns = backward.start_ns + 2'000'000 * (rank + 1);  // rank 1 is slower
-    backward.name_id = writer.intern("backward");
-    backward.category = 2;  // compute
-    writer.record_range(backward);
+    const trace::TimeNs step_start = kAnchor0 + clock_offset + 500'000;
+    const trace::RangeEvent step =
+        test_support::record_range(writer, thread, "step", step_start, step_start + 10'000'000, anchor.domain_id);
+    const trace::TimeNs backward_start = kAnchor0 + clock_offset + 1'000'000;
+    // Backward is compute (category 2); rank 1's is slower.
+    const trace::RangeEvent backward = test_support::record_child_range(
+        writer, step, "backward", backward_start, backward_start + 2'000'000 * (rank + 1), 2);
     // Rank 0 finishes backward 2 ms earlier and waits for rank 1 in the all-reduce.
-    trace::RangeEvent wait = backward;
-    wait.range_id = writer.next_range_id();
-    wait.start_ns = backward.end_ns;
-    wait.end_ns = wait.start_ns + (rank == 0 ? 2'000'000 : 10'000);
-    wait.name_id = writer.intern("allreduce/wait");
-    wait.category = 4;
-    writer.record_range(wait);
+    test_support::record_child_range(writer, step, "allreduce/wait", backward.end_ns,
+                                     backward.end_ns + (rank == 0 ? 2'000'000 : 10'000), 4);
     writer.close();
 }
 

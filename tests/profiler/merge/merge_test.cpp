@@ -9,6 +9,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/trace_ranges.h"
 
 #include <gtest/gtest.h>
 
@@ -62,44 +63,14 @@ void write_rank_trace(const std::string& path, const RankPlan& plan) {
     TimeNs t = plan.anchor_ns + 1000;
     for (int step = 0; step < 2; ++step) {
         const TimeNs step_end = t + plan.compute_ns + plan.wait_ns + 10;
-        trace::RangeEvent step_range;
-        step_range.range_id = writer.next_range_id();
-        step_range.start_ns = t;
-        step_range.end_ns = step_end;
-        step_range.thread_id = main_thread;
-        step_range.domain_id = ember_domain;
-        step_range.name_id = writer.intern("step");
-        step_range.category = 1;
-        writer.record_range(step_range);
-
-        trace::RangeEvent forward = step_range;
-        forward.range_id = writer.next_range_id();
-        forward.parent_range_id = step_range.range_id;
-        forward.depth = 1;
-        forward.start_ns = t + 5;
-        forward.end_ns = t + 5 + plan.compute_ns;
-        forward.name_id = writer.intern("forward");
-        forward.category = kComputeCategory;
-        writer.record_range(forward);
-
-        trace::RangeEvent layer = forward;
-        layer.range_id = writer.next_range_id();
-        layer.parent_range_id = forward.range_id;
-        layer.depth = 2;
-        layer.start_ns = forward.start_ns + 1;
-        layer.end_ns = forward.end_ns - 1;
-        layer.name_id = writer.intern("conv1");
-        writer.record_range(layer);
-
-        trace::RangeEvent wait = step_range;
-        wait.range_id = writer.next_range_id();
-        wait.parent_range_id = step_range.range_id;
-        wait.depth = 1;
-        wait.start_ns = forward.end_ns;
-        wait.end_ns = forward.end_ns + plan.wait_ns;
-        wait.name_id = writer.intern("allreduce/wait");
-        wait.category = 4;
-        writer.record_range(wait);
+        const trace::RangeEvent step_range =
+            test_support::record_range(writer, main_thread, "step", t, step_end, ember_domain, 1);
+        const trace::RangeEvent forward = test_support::record_child_range(
+            writer, step_range, "forward", t + 5, t + 5 + plan.compute_ns, kComputeCategory);
+        test_support::record_child_range(writer, forward, "conv1", forward.start_ns + 1, forward.end_ns - 1,
+                                         kComputeCategory);
+        test_support::record_child_range(writer, step_range, "allreduce/wait", forward.end_ns,
+                                         forward.end_ns + plan.wait_ns, 4);
 
         const trace::CorrelationId correlation = static_cast<trace::CorrelationId>(step + 1);
         writer.record_api_call({t + 6, t + 8, main_thread, correlation, writer.intern("cudaLaunchKernel"), 0});
