@@ -9,12 +9,32 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace ember {
 namespace {
 
 using collector::ActivityRecorder;
+
+// A CUPTI activity record of type Record, every byte zero but its kind (as CUPTI
+// leaves the fields a record does not use).
+template <typename Record>
+Record zeroed_record(CUpti_ActivityKind kind) {
+    Record record;
+    std::memset(&record, 0, sizeof record);
+    record.kind = kind;
+    return record;
+}
+
+// `to_event` carries the record's graph id and graph node id into the trace event.
+template <typename Record, typename ToEvent>
+void expect_graph_ids_kept(Record record, std::uint32_t graph_id, std::uint64_t graph_node_id, ToEvent to_event) {
+    record.graphId = graph_id;
+    record.graphNodeId = graph_node_id;
+    EXPECT_EQ(to_event(record).graph_id, graph_id);
+    EXPECT_EQ(to_event(record).graph_node_id, graph_node_id);
+}
 
 TEST(CuptiRecords, MemoryKindsAndDirections) {
     EXPECT_EQ(collector::memory_kind_from_cupti(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE), trace::MemoryKind::pageable);
@@ -37,9 +57,7 @@ TEST(CuptiRecords, DemanglesKernelNames) {
 }
 
 TEST(CuptiRecords, KernelFieldsAndLaunchConfiguration) {
-    CUpti_ActivityKernel10 record;
-    std::memset(&record, 0, sizeof record);
-    record.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    auto record = zeroed_record<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     record.start = 1000;
     record.end = 5000;
     record.deviceId = 1;
@@ -65,9 +83,7 @@ TEST(CuptiRecords, KernelFieldsAndLaunchConfiguration) {
 }
 
 TEST(CuptiRecords, MemcpyKeepsBytesKindsAndTheRuntimeCorrelation) {
-    CUpti_ActivityMemcpy6 record;
-    std::memset(&record, 0, sizeof record);
-    record.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    auto record = zeroed_record<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
     record.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
     record.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
     record.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
@@ -88,9 +104,7 @@ TEST(CuptiRecords, MemcpyKeepsBytesKindsAndTheRuntimeCorrelation) {
 }
 
 TEST(CuptiRecords, PeerCopyNamesTheOtherDevice) {
-    CUpti_ActivityMemcpyPtoP4 record;
-    std::memset(&record, 0, sizeof record);
-    record.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    auto record = zeroed_record<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2);
     record.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
     record.deviceId = 0;
     record.srcDeviceId = 0;
@@ -104,46 +118,21 @@ TEST(CuptiRecords, PeerCopyNamesTheOtherDevice) {
 // A kernel, copy or memset launched through cudaGraphLaunch carries its graph's id
 // and its node's id; both stay 0 for a plain launch (what the schema's 0 means).
 TEST(CuptiRecords, GraphIdsOfKernelsCopiesAndMemsets) {
-    CUpti_ActivityKernel10 kernel;
-    std::memset(&kernel, 0, sizeof kernel);
-    kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    auto kernel = zeroed_record<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     EXPECT_EQ(collector::kernel_event(kernel, 1, 1).graph_id, 0u);
     EXPECT_EQ(collector::kernel_event(kernel, 1, 1).graph_node_id, 0u);
-    kernel.graphId = 0xFFFFFFFEu;
-    kernel.graphNodeId = 0x1234'5678'9ABCull;
-    trace::KernelEvent from_graph = collector::kernel_event(kernel, 1, 1);
-    EXPECT_EQ(from_graph.graph_id, 0xFFFFFFFEu);
-    EXPECT_EQ(from_graph.graph_node_id, 0x1234'5678'9ABCull);
-
-    CUpti_ActivityMemcpy6 copy;
-    std::memset(&copy, 0, sizeof copy);
-    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    copy.graphId = 3;
-    copy.graphNodeId = 30;
-    EXPECT_EQ(collector::memcpy_event(copy, 1).graph_id, 3u);
-    EXPECT_EQ(collector::memcpy_event(copy, 1).graph_node_id, 30u);
-
-    CUpti_ActivityMemcpyPtoP4 peer;
-    std::memset(&peer, 0, sizeof peer);
-    peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-    peer.graphId = 4;
-    peer.graphNodeId = 40;
-    EXPECT_EQ(collector::peer_memcpy_event(peer, 1).graph_id, 4u);
-    EXPECT_EQ(collector::peer_memcpy_event(peer, 1).graph_node_id, 40u);
-
-    CUpti_ActivityMemset4 set;
-    std::memset(&set, 0, sizeof set);
-    set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-    set.graphId = 5;
-    set.graphNodeId = 50;
-    EXPECT_EQ(collector::memset_event(set, 1).graph_id, 5u);
-    EXPECT_EQ(collector::memset_event(set, 1).graph_node_id, 50u);
+    expect_graph_ids_kept(kernel, 0xFFFFFFFEu, 0x1234'5678'9ABCull,
+                          [](const auto& record) { return collector::kernel_event(record, 1, 1); });
+    expect_graph_ids_kept(zeroed_record<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY), 3, 30,
+                          [](const auto& record) { return collector::memcpy_event(record, 1); });
+    expect_graph_ids_kept(zeroed_record<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2), 4, 40,
+                          [](const auto& record) { return collector::peer_memcpy_event(record, 1); });
+    expect_graph_ids_kept(zeroed_record<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET), 5, 50,
+                          [](const auto& record) { return collector::memset_event(record, 1); });
 }
 
 TEST(CuptiRecords, SynchronizationKinds) {
-    CUpti_ActivitySynchronization2 record;
-    std::memset(&record, 0, sizeof record);
-    record.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    auto record = zeroed_record<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
     record.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
     record.cudaEventId = 12;
     record.start = 1;
@@ -167,9 +156,7 @@ TEST(CuptiRecords, RecorderWritesEventsStreamsAndDevicesReadableBack) {
         store::TraceWriter writer(path, run);
         ActivityRecorder recorder(writer);
 
-        CUpti_ActivityDevice5 device;
-        std::memset(&device, 0, sizeof device);
-        device.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+        auto device = zeroed_record<CUpti_ActivityDevice5>(CUPTI_ACTIVITY_KIND_DEVICE);
         device.id = 0;
         device.name = "Test GPU";
         device.computeCapabilityMajor = 9;
@@ -178,18 +165,14 @@ TEST(CuptiRecords, RecorderWritesEventsStreamsAndDevicesReadableBack) {
         device.globalMemoryBandwidth = 3'350'000'000ull;  // kB/s
         recorder.record(reinterpret_cast<const CUpti_Activity&>(device));
 
-        CUpti_ActivityContext3 context;
-        std::memset(&context, 0, sizeof context);
-        context.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+        auto context = zeroed_record<CUpti_ActivityContext3>(CUPTI_ACTIVITY_KIND_CONTEXT);
         context.contextId = 1;
         context.deviceId = 0;
         context.nullStreamId = 7;
         recorder.record(reinterpret_cast<const CUpti_Activity&>(context));
 
         for (int launch = 0; launch < 3; ++launch) {
-            CUpti_ActivityKernel10 kernel;
-            std::memset(&kernel, 0, sizeof kernel);
-            kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+            auto kernel = zeroed_record<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
             kernel.contextId = 1;
             kernel.streamId = 7;
             kernel.start = 100 + launch * 100;
@@ -202,9 +185,7 @@ TEST(CuptiRecords, RecorderWritesEventsStreamsAndDevicesReadableBack) {
             kernel.graphNodeId = launch == 1 ? 60 : 0;
             EXPECT_TRUE(recorder.record(reinterpret_cast<const CUpti_Activity&>(kernel)));
         }
-        CUpti_ActivityMemset4 set;
-        std::memset(&set, 0, sizeof set);
-        set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+        auto set = zeroed_record<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
         set.contextId = 1;
         set.streamId = 8;
         set.bytes = 64;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <string>
@@ -63,6 +64,19 @@ std::vector<interpreter::Finding> findings_of(FindingKind kind, int* others = nu
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// Exactly one finding of `kind` since the last look, its message holding every one of
+// `parts`; the finding goes to `finding` when one is given.
+::testing::AssertionResult one_finding_saying(FindingKind kind, std::initializer_list<const char*> parts,
+                                              interpreter::Finding* finding = nullptr) {
+    const auto found = findings_of(kind);
+    if (found.size() != 1) return ::testing::AssertionFailure() << found.size() << " findings of the kind, not 1";
+    for (const char* part : parts)
+        if (!contains(found.front().message, part))
+            return ::testing::AssertionFailure() << "no \"" << part << "\" in: " << found.front().message;
+    if (finding != nullptr) *finding = found.front();
+    return ::testing::AssertionSuccess();
+}
+
 class InterpreterChecks : public ::testing::Test {
 protected:
     void SetUp() override { interpreter::take_findings(); }
@@ -109,10 +123,8 @@ TEST_F(InterpreterChecks, HostMemoryIsNotDeviceMemory) {
     std::vector<float> host_in(64, 1.0f);
     DeviceArray<float> out(64);
     EXPECT_EQ(scale_by_two(host_in.data(), out.data, 64, 1), cudaErrorIllegalAddress);
-    const auto found = findings_of(FindingKind::global_out_of_bounds);
-    ASSERT_EQ(found.size(), 1u);
-    EXPECT_TRUE(contains(found.front().message, "outside every live cudaMalloc and cudaHostAlloc block"))
-        << found.front().message;
+    EXPECT_TRUE(one_finding_saying(FindingKind::global_out_of_bounds,
+                                   {"outside every live cudaMalloc and cudaHostAlloc block"}));
 }
 
 // ---- races -------------------------------------------------------------------------------
@@ -149,15 +161,13 @@ TEST_F(InterpreterChecks, MissingLeadingSyncthreadsBetweenTwoReductionsIsARace) 
 TEST_F(InterpreterChecks, UninitializedAndOutOfBoundsSharedReads) {
     DeviceArray<int> out(64);
     EXPECT_EQ(uninitialized_shared_read(out.data), cudaErrorLaunchFailure);
-    const auto uninitialized = findings_of(FindingKind::uninitialized_shared_read);
-    ASSERT_EQ(uninitialized.size(), 1u);  // one report per variable
-    EXPECT_TRUE(contains(uninitialized.front().message, "`scratch` + ")) << uninitialized.front().message;
+    ASSERT_TRUE(one_finding_saying(FindingKind::uninitialized_shared_read, {"`scratch` + "}));  // one per variable
 
     EXPECT_EQ(shared_index_past_the_end(out.data), cudaErrorLaunchFailure);
-    const auto past_end = findings_of(FindingKind::shared_out_of_bounds);
-    ASSERT_EQ(past_end.size(), 1u);
-    EXPECT_EQ(past_end.front().thread[0], 63u);
-    EXPECT_TRUE(contains(past_end.front().message, "0 bytes past the end of `scratch`")) << past_end.front().message;
+    interpreter::Finding past_end;
+    ASSERT_TRUE(
+        one_finding_saying(FindingKind::shared_out_of_bounds, {"0 bytes past the end of `scratch`"}, &past_end));
+    EXPECT_EQ(past_end.thread[0], 63u);
 }
 
 // ---- warps ---------------------------------------------------------------------------------
@@ -203,10 +213,8 @@ TEST_F(InterpreterChecks, WarpIntrinsicsExchangeAmongTheLanesOfAWarp) {
 TEST_F(InterpreterChecks, ShuffleFromALaneOutsideTheMask) {
     DeviceArray<int> out(32);
     EXPECT_EQ(shuffle_outside_mask(out.data), cudaErrorLaunchFailure);
-    const auto found = findings_of(FindingKind::warp_divergence);
-    ASSERT_EQ(found.size(), 1u);
-    EXPECT_TRUE(contains(found.front().message, "reads lane 20, which is not in the mask 0x0000ffff"))
-        << found.front().message;
+    EXPECT_TRUE(
+        one_finding_saying(FindingKind::warp_divergence, {"reads lane 20, which is not in the mask 0x0000ffff"}));
 }
 
 // ---- barriers --------------------------------------------------------------------------------
@@ -214,29 +222,23 @@ TEST_F(InterpreterChecks, ShuffleFromALaneOutsideTheMask) {
 TEST_F(InterpreterChecks, ThreadsReturningBeforeABarrierAreDivergence) {
     DeviceArray<int> out(64);
     EXPECT_EQ(divergent_barrier(out.data, Divergence::threads_return_early), cudaErrorLaunchFailure);
-    const auto found = findings_of(FindingKind::barrier_divergence);
-    ASSERT_EQ(found.size(), 1u);
-    EXPECT_EQ(found.front().thread[0], 48u);  // the first thread that returned
-    EXPECT_TRUE(contains(found.front().message, "16 thread(s) returned without reaching the __syncthreads"))
-        << found.front().message;
+    interpreter::Finding found;
+    ASSERT_TRUE(one_finding_saying(FindingKind::barrier_divergence,
+                                   {"16 thread(s) returned without reaching the __syncthreads"}, &found));
+    EXPECT_EQ(found.thread[0], 48u);  // the first thread that returned
 }
 
 TEST_F(InterpreterChecks, ThreadsMeetingAtDifferentBarriersAreDivergence) {
     DeviceArray<int> out(64);
     EXPECT_EQ(divergent_barrier(out.data, Divergence::different_call_sites), cudaErrorLaunchFailure);
-    const auto found = findings_of(FindingKind::barrier_divergence);
-    ASSERT_EQ(found.size(), 1u);
-    EXPECT_TRUE(contains(found.front().message, "32 at test_kernels.cu")) << found.front().message;
+    EXPECT_TRUE(one_finding_saying(FindingKind::barrier_divergence, {"32 at test_kernels.cu"}));
 }
 
 TEST_F(InterpreterChecks, ABlockThatCannotGoOnIsReportedNotHung) {
     DeviceArray<int> out(64);
     EXPECT_EQ(divergent_barrier(out.data, Divergence::barrier_against_syncwarp), cudaErrorLaunchFailure);
-    const auto found = findings_of(FindingKind::barrier_divergence);
-    ASSERT_EQ(found.size(), 1u);
-    EXPECT_TRUE(contains(found.front().message, "cannot go on")) << found.front().message;
-    EXPECT_TRUE(contains(found.front().message, "wait in __syncthreads")) << found.front().message;
-    EXPECT_TRUE(contains(found.front().message, "wait in a warp intrinsic")) << found.front().message;
+    EXPECT_TRUE(one_finding_saying(FindingKind::barrier_divergence,
+                                   {"cannot go on", "wait in __syncthreads", "wait in a warp intrinsic"}));
     // The interpreter is usable afterwards.
     DeviceArray<float> in(random_floats(64, 7)), scaled(64);
     EXPECT_EQ(scale_by_two(in.data, scaled.data, 64, 1), cudaSuccess);

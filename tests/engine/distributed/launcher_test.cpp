@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
+#include <utility>
 
 namespace ember::distributed {
 namespace {
@@ -18,6 +20,24 @@ void clear_launcher_environment() {
     for (const char* name : kAllVariables) unsetenv(name);
 }
 
+// What detect_launch_environment() finds with only `variables` set (all cleared again
+// afterwards).
+LaunchEnvironment detected_with(std::initializer_list<std::pair<const char*, const char*>> variables) {
+    clear_launcher_environment();
+    for (const auto& [name, value] : variables) setenv(name, value, 1);
+    LaunchEnvironment environment = detect_launch_environment();
+    clear_launcher_environment();
+    return environment;
+}
+
+void expect_launch(const LaunchEnvironment& environment, const char* launcher, int rank, int world_size,
+                   int local_rank) {
+    EXPECT_EQ(environment.launcher, launcher);
+    EXPECT_EQ(environment.rank, rank);
+    EXPECT_EQ(environment.world_size, world_size);
+    EXPECT_EQ(environment.local_rank, local_rank);
+}
+
 TEST(Launcher, NoLauncherIsRankZeroOfOne) {
     clear_launcher_environment();
     LaunchEnvironment environment = detect_launch_environment();
@@ -28,41 +48,18 @@ TEST(Launcher, NoLauncherIsRankZeroOfOne) {
 }
 
 TEST(Launcher, OpenMpi) {
-    clear_launcher_environment();
-    setenv("OMPI_COMM_WORLD_RANK", "5", 1);
-    setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
-    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
-    LaunchEnvironment environment = detect_launch_environment();
-    EXPECT_EQ(environment.launcher, "openmpi");
-    EXPECT_EQ(environment.rank, 5);
-    EXPECT_EQ(environment.world_size, 8);
-    EXPECT_EQ(environment.local_rank, 1);
-    clear_launcher_environment();
+    expect_launch(detected_with({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
+                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}),
+                  "openmpi", 5, 8, 1);
 }
 
 TEST(Launcher, Slurm) {
-    clear_launcher_environment();
-    setenv("SLURM_PROCID", "3", 1);
-    setenv("SLURM_NTASKS", "4", 1);
-    setenv("SLURM_LOCALID", "3", 1);
-    LaunchEnvironment environment = detect_launch_environment();
-    EXPECT_EQ(environment.launcher, "slurm");
-    EXPECT_EQ(environment.rank, 3);
-    EXPECT_EQ(environment.world_size, 4);
-    EXPECT_EQ(environment.local_rank, 3);
-    clear_launcher_environment();
+    expect_launch(detected_with({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "3"}}), "slurm", 3,
+                  4, 3);
 }
 
 TEST(Launcher, Pmi) {
-    clear_launcher_environment();
-    setenv("PMI_RANK", "2", 1);
-    setenv("PMI_SIZE", "3", 1);
-    LaunchEnvironment environment = detect_launch_environment();
-    EXPECT_EQ(environment.launcher, "pmi");
-    EXPECT_EQ(environment.rank, 2);
-    EXPECT_EQ(environment.world_size, 3);
-    EXPECT_EQ(environment.local_rank, 0);
-    clear_launcher_environment();
+    expect_launch(detected_with({{"PMI_RANK", "2"}, {"PMI_SIZE", "3"}}), "pmi", 2, 3, 0);
 }
 
 TEST(Launcher, BadValuesNameTheVariable) {

@@ -18,26 +18,15 @@
 namespace ember::nn {
 namespace {
 
-std::unique_ptr<Model> built(const std::string& name, Device backend, CudaContext* ctx, bool channels_last,
-                             DType activation = DType::f32) {
-    auto model = make_model(name);
-    BuildOptions build;
-    build.backend = backend;
-    build.cuda = ctx;
-    build.activation_dtype = activation;
-    build.seed = 3;
-    build.channels_last = channels_last;
-    model->build(build);
-    return model;
-}
+using test::built;
 
 TEST(ChannelsLastGpu, CudaNhwcMatchesCpuNchwForEveryModel) {
     EMBER_REQUIRE_GPU();
     CudaContext ctx;  // TF32 off by default: fp32 math, comparable with the cpu
     test::DeviceBatch batch = test::make_device_batch(8, 1);
     for (const std::string& name : model_names()) {
-        auto cpu = built(name, Device::cpu, nullptr, false);
-        auto cuda = built(name, Device::cuda, &ctx, true);
+        auto cpu = built(name, Device::cpu, nullptr);
+        auto cuda = built(name, Device::cuda, &ctx, DType::f32, true);
         ASSERT_NO_FATAL_FAILURE(test::expect_cuda_matches_cpu(*cpu, *cuda, ctx, batch, name));
     }
 }
@@ -49,8 +38,8 @@ TEST(ChannelsLastGpu, StepsOnCudaMatchNchw) {
     for (DType dtype : {DType::f32, DType::bf16}) {
         for (const char* name : {"cnn", "resnet"}) {
             CudaContext ctx;
-            auto nchw = built(name, Device::cuda, &ctx, false, dtype);
-            auto nhwc = built(name, Device::cuda, &ctx, true, dtype);
+            auto nchw = built(name, Device::cuda, &ctx, dtype, false);
+            auto nhwc = built(name, Device::cuda, &ctx, dtype, true);
             auto make = [](Model& m) {
                 return optim::make_optimizer("sgd", {{"lr", 0.05}, {"momentum", 0.9}}, m.parameters().segments(),
                                              optim::OptimizerBackend::cuda_fused);

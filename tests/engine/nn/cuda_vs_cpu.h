@@ -6,6 +6,7 @@
 #include "engine/core/cuda_check.h"
 #include "engine/cuda/context.h"
 #include "engine/nn/model.h"
+#include "engine/nn/models.h"
 #include "tests/engine/nn/batches.h"
 
 #include <cuda_runtime_api.h>
@@ -13,10 +14,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace ember::nn::test {
+
+// `name` built for `backend` with seed 3 (the same weights on every backend),
+// activations in `activation`, in the channels-last layout when asked.
+inline std::unique_ptr<Model> built(const std::string& name, Device backend, CudaContext* ctx,
+                                    DType activation = DType::f32, bool channels_last = false) {
+    auto model = make_model(name);
+    BuildOptions build;
+    build.backend = backend;
+    build.cuda = ctx;
+    build.activation_dtype = activation;
+    build.seed = 3;
+    build.channels_last = channels_last;
+    model->build(build);
+    return model;
+}
 
 inline void expect_cuda_matches_cpu(Model& cpu, Model& cuda, CudaContext& ctx, const DeviceBatch& batch,
                                     const std::string& name) {

@@ -17,17 +17,7 @@
 namespace ember::nn {
 namespace {
 
-std::unique_ptr<Model> built(const std::string& name, Device backend, CudaContext* ctx,
-                             DType activation = DType::f32) {
-    auto model = make_model(name);
-    BuildOptions build;
-    build.backend = backend;
-    build.cuda = ctx;
-    build.activation_dtype = activation;
-    build.seed = 3;
-    model->build(build);
-    return model;
-}
+using test::built;
 
 using test::download;
 

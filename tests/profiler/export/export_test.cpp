@@ -9,6 +9,7 @@
 #include "profiler/export/json_text.h"
 #include "profiler/export/speedscope.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -34,21 +36,30 @@ std::string read_file(const std::string& path) {
     return text.str();
 }
 
+// Each key of `expected` has its count in `counts` (which may hold other keys too).
+template <typename Count>
+void expect_counts(const std::map<std::string, Count>& counts, const std::map<std::string, Count>& expected) {
+    for (const auto& [key, count] : expected) {
+        auto found = counts.find(key);
+        EXPECT_EQ(found == counts.end() ? Count{0} : found->second, count) << key;
+    }
+}
+
 class Exports : public ::testing::Test {
 protected:
+    // One fixture trace for the suite, in a folder of its own that goes with it.
     static void SetUpTestSuite() {
-        trace_ = new std::string(ember::testing::temporary_path("export-fixture", ".db"));
-        ember::testing::write_fixture_trace(*trace_);
+        folder_ = std::make_unique<test_support::TempDir>("ember-export-test");
+        ember::testing::write_fixture_trace(trace());
     }
-    static void TearDownTestSuite() {
-        std::remove(trace_->c_str());
-        delete trace_;
-    }
+    static void TearDownTestSuite() { folder_.reset(); }
+    static std::string trace() { return folder_->path("fixture.db"); }
+
     template <typename Write>
     static std::string exported(Write write) {
-        std::string path = ember::testing::temporary_path("export-output", ".out");
+        std::string path = folder_->path("export.out");
         {
-            store::TraceReader reader(*trace_);
+            store::TraceReader reader(trace());
             OutputFile out(path);
             write(reader, out);
             out.close();
@@ -57,9 +68,8 @@ protected:
         std::remove(path.c_str());
         return text;
     }
-    static std::string* trace_;
+    inline static std::unique_ptr<test_support::TempDir> folder_;
 };
-std::string* Exports::trace_ = nullptr;
 
 TEST(JsonText, EscapesAndMicroseconds) {
     std::string out;
@@ -118,15 +128,10 @@ TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
             EXPECT_EQ(ph, "i");
         }
     }
-    // 6 kernels + 3 memcpys + 1 memset + 1 sync + 10 API calls + 9 push/pop ranges.
-    EXPECT_EQ(phases["X"], 30);
-    EXPECT_EQ(phases["C"], 2);
-    EXPECT_EQ(phases["i"], 1);
-    EXPECT_EQ(phases["b"], 1);
-    EXPECT_EQ(phases["e"], 1);
-    // Every GPU operation with a launching call: 5 kernels, 3 memcpys, 1 memset.
-    EXPECT_EQ(phases["s"], 9);
-    EXPECT_EQ(phases["f"], 9);
+    // "X": 6 kernels + 3 memcpys + 1 memset + 1 sync + 10 API calls + 9 push/pop ranges.
+    // Every GPU operation with a launching call (5 kernels, 3 memcpys, 1 memset) has a
+    // flow start "s" and finish "f".
+    expect_counts(phases, {{"X", 30}, {"C", 2}, {"i", 1}, {"b", 1}, {"e", 1}, {"s", 9}, {"f", 9}});
     auto encloses = [&](const json& point, const char* cat) {
         for (const Slice& slice : slices[{point["pid"], point["tid"]}]) {
             double ts = point["ts"];
@@ -264,11 +269,11 @@ TEST_F(Exports, SpeedscopeFollowsTheSchemaAndHoldsTheFixture) {
     }
     EXPECT_EQ(total, 810);
     EXPECT_EQ(by_range["endValue"], 810);
-    EXPECT_EQ(weights["step;forward;gemm"], 400);
-    EXPECT_EQ(weights["step;forward;relu"], 50);
-    EXPECT_EQ(weights["step;backward;gemm"], 200);
-    EXPECT_EQ(weights["(no range);relu"], 60);
-    EXPECT_EQ(weights["(no launching call);nccl_allreduce"], 100);
+    expect_counts(weights, {{"step;forward;gemm", 400},
+                            {"step;forward;relu", 50},
+                            {"step;backward;gemm", 200},
+                            {"(no range);relu", 60},
+                            {"(no launching call);nccl_allreduce", 100}});
 }
 
 // --- folded stacks ----------------------------------------------------------------------
@@ -413,15 +418,14 @@ TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
 }
 
 TEST_F(Exports, CsvDirectoryHoldsEveryTable) {
-    std::string directory = ember::testing::temporary_path("export-csv", "");
+    const std::string directory = folder_->path("csv");
     {
-        store::TraceReader reader(*trace_);
+        store::TraceReader reader(trace());
         export_csv_directory(reader, directory);
     }
     for (const char* table : kCsvTables) {
         EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(directory) / (std::string(table) + ".csv"))) << table;
     }
-    std::filesystem::remove_all(directory);
 }
 
 }  // namespace
