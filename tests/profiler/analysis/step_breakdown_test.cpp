@@ -162,13 +162,30 @@ void write_ember_style_trace(const std::string& path) {
     b.close();
 }
 
-class StepBreakdownEmberStyle : public StepBreakdown {
+// A test on one hand-built trace, written by `write` into a temporary file.
+class StepBreakdownOfTrace : public StepBreakdown {
 protected:
+    StepBreakdownOfTrace(std::string stem, void (*write)(const std::string& path))
+        : stem_(std::move(stem)), write_(write) {}
     void SetUp() override {
-        path_ = temp("step-breakdown-ember");
-        write_ember_style_trace(path_);
+        path_ = temp(stem_);
+        write_(path_);
     }
+    // The trace's rows under `convention`, each checked to partition its window.
+    std::vector<StepBreakdownRow> rows_of(StepConvention convention, StepBreakdownNotes* notes = nullptr) {
+        store::TraceReader reader(path_);
+        std::vector<StepBreakdownRow> rows = analysis::step_breakdown(reader, convention, notes);
+        expect_partition(rows);
+        return rows;
+    }
+    std::string stem_;
+    void (*write_)(const std::string& path);
     std::string path_;
+};
+
+class StepBreakdownEmberStyle : public StepBreakdownOfTrace {
+protected:
+    StepBreakdownEmberStyle() : StepBreakdownOfTrace("step-breakdown-ember", write_ember_style_trace) {}
 };
 
 // ember: a call belongs to the step whose host window holds its start (c7 at 398 is
@@ -181,14 +198,12 @@ protected:
 //   forward [505,520) 15 + [560,600) 40; other [620,690) 70 + [698,700) 2. The worker's
 //   dataloader/load is not counted: its thread drives no GPU work.
 TEST_F(StepBreakdownEmberStyle, EmberConventionCountsEveryInstantOnce) {
-    store::TraceReader reader(path_);
-    const std::vector<StepBreakdownRow> rows = analysis::step_breakdown(reader, StepConvention::ember);
+    const std::vector<StepBreakdownRow> rows = rows_of(StepConvention::ember);
     ASSERT_EQ(rows.size(), 2u);
     //                 step start end  kernel memcpy memset comm runtime loader cpu other
     expect_row(rows[0], {10, 100, 480, 280, 0, 0, 0, 10, 50, 40, 0}, "ember");
     expect_row(rows[1], {11, 480, 760, 120, 20, 0, 0, 13, 0, 55, 72}, "ember");
     EXPECT_EQ(rows[0].rank, 0);
-    expect_partition(rows);
 }
 
 // tb: only calls wholly inside a host step launch for it (c7 straddles step 10's end and
@@ -202,15 +217,13 @@ TEST_F(StepBreakdownEmberStyle, EmberConventionCountsEveryInstantOnce) {
 //   runtime c6 8; CPU Exec forward [500,520) 20 + [560,600) 40 + dataloader/load 60;
 //   other [680,690) 10 + [698,700) 2.
 TEST_F(StepBreakdownEmberStyle, TbConventionFollowsThePluginsRules) {
-    store::TraceReader reader(path_);
     StepBreakdownNotes notes;
-    const std::vector<StepBreakdownRow> rows = analysis::step_breakdown(reader, StepConvention::tb, &notes);
+    const std::vector<StepBreakdownRow> rows = rows_of(StepConvention::tb, &notes);
     ASSERT_EQ(rows.size(), 2u);
     expect_row(rows[0], {10, 100, 450, 250, 0, 0, 0, 10, 50, 40, 0}, "tb");
     expect_row(rows[1], {11, 450, 760, 150, 20, 0, 0, 8, 0, 120, 12}, "tb");
     EXPECT_EQ(notes.tail_steps_dropped, 0);
     EXPECT_FALSE(notes.whole_trace_as_one_step);
-    expect_partition(rows);
 }
 
 TEST(StepBreakdownConventions, LikeSelectsTheConvention) {
@@ -268,13 +281,9 @@ void write_kineto_style_trace(const std::string& path) {
     b.close();
 }
 
-class StepBreakdownKinetoStyle : public StepBreakdown {
+class StepBreakdownKinetoStyle : public StepBreakdownOfTrace {
 protected:
-    void SetUp() override {
-        path_ = temp("step-breakdown-kineto");
-        write_kineto_style_trace(path_);
-    }
-    std::string path_;
+    StepBreakdownKinetoStyle() : StepBreakdownOfTrace("step-breakdown-kineto", write_kineto_style_trace) {}
 };
 
 // tb. Launches wholly inside host steps: step 5 {c1: K1}, step 6 {c2: N1, c3: K2, c4: K3},
@@ -288,14 +297,12 @@ protected:
 //       = 90; dataloader 5; CPU Exec autograd::backward [420,430) + [460,480) 30; other
 //       [305,310) 5. K2 was launched inside record_param_comms, so it is a Kernel.
 TEST_F(StepBreakdownKinetoStyle, TbShiftsTheFirstStepDropsACutOffLastStepAndFindsCollectiveKernels) {
-    store::TraceReader reader(path_);
     StepBreakdownNotes notes;
-    const std::vector<StepBreakdownRow> rows = analysis::step_breakdown(reader, StepConvention::tb, &notes);
+    const std::vector<StepBreakdownRow> rows = rows_of(StepConvention::tb, &notes);
     ASSERT_EQ(rows.size(), 2u);
     expect_row(rows[0], {5, 140, 300, 100, 0, 0, 0, 0, 0, 30, 30}, "tb");
     expect_row(rows[1], {6, 300, 500, 70, 0, 0, 90, 0, 5, 30, 5}, "tb");
     EXPECT_EQ(notes.tail_steps_dropped, 1);
-    expect_partition(rows);
 }
 
 // ember. Windows: step 5 [100,300); step 6 [300, K4's 520) (the driver call launches
@@ -307,15 +314,13 @@ TEST_F(StepBreakdownKinetoStyle, TbShiftsTheFirstStepDropsACutOffLastStepAndFind
 //       runtime c5 5; dataloader 5; CPU Exec [420,430) + [460,470) + [475,480) = 25; other 5.
 //   window 7: Kernel K5 10; other 70.
 TEST_F(StepBreakdownKinetoStyle, EmberKeepsEveryStepAndEveryCall) {
-    store::TraceReader reader(path_);
     StepBreakdownNotes notes;
-    const std::vector<StepBreakdownRow> rows = analysis::step_breakdown(reader, StepConvention::ember, &notes);
+    const std::vector<StepBreakdownRow> rows = rows_of(StepConvention::ember, &notes);
     ASSERT_EQ(rows.size(), 3u);
     expect_row(rows[0], {5, 100, 300, 130, 0, 0, 0, 0, 0, 60, 10}, "ember");
     expect_row(rows[1], {6, 300, 520, 90, 0, 0, 90, 5, 5, 25, 5}, "ember");
     expect_row(rows[2], {7, 520, 600, 10, 0, 0, 0, 0, 0, 0, 70}, "ember");
     EXPECT_EQ(notes.tail_steps_dropped, 0);
-    expect_partition(rows);
 }
 
 // ---------------------------------------------------------------------------
