@@ -15,18 +15,22 @@ namespace ember::cli {
 void add_dump_command(CLI::App& app) {
     auto pid = std::make_shared<int>(0);
     auto subprocesses = std::make_shared<bool>(false);
+    auto native = std::make_shared<bool>(false);
     CLI::App* dump = app.add_subcommand(
         "dump", "Print every Python thread's current stack of a running process, once (ember dump --pid 4242)");
     dump->add_option("--pid", *pid, "the process to read (CPython 3.8 to 3.13)")->required();
     dump->add_flag("--subprocesses", *subprocesses, "also every CPython process descended from it, each under its own pid");
-    dump->callback([pid, subprocesses] {
+    dump->add_flag("--native", *native,
+                   "mixed stacks: the native frames around the Python ones (the threads are stopped for the unwind, "
+                   "then resumed)");
+    dump->callback([pid, subprocesses, native] {
         if (*pid <= 0) {
             std::fprintf(stderr, "ember dump: --pid must be a process id, not %d\n", *pid);
             throw CLI::RuntimeError(2);
         }
         std::ostringstream text;
         try {
-            collector::python::write_dump(*pid, text, *subprocesses);
+            collector::python::write_dump(*pid, text, *subprocesses, *native);
         } catch (const collector::python::PythonReadError& error) {
             std::fprintf(stderr, "ember dump: --pid %d: %s\n", *pid, error.what());
             throw CLI::RuntimeError(2);

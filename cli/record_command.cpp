@@ -14,6 +14,10 @@
 // `ember record --pid PID [--duration 10s] [-o FILE]` samples the Python stacks of a
 // process already running, from outside (collectors/python/outside_sampler.h), until
 // the duration passes, Ctrl-C, or the process exits; the process goes on.
+//
+// --native (both forms) makes those samples mixed stacks: the native frames around the
+// Python ones (collectors/python/native_stack.h); the threads are ptrace-stopped for
+// the moment of each unwind.
 #include "cli/commands.h"
 #include "cli/trace_input.h"
 #include "collectors/python/outside_sampler.h"
@@ -56,6 +60,7 @@ struct RecordOptions {
     std::string duration;
     double python_hz = 100.0;
     bool subprocesses = false;
+    bool native = false;
     std::vector<std::string> command;
 };
 
@@ -185,6 +190,7 @@ int run_record_pid(const RecordOptions& options) {
     sampling.output = options.output;
     sampling.hz = options.python_hz;
     sampling.subprocesses = options.subprocesses;
+    sampling.native = options.native;
     // With --subprocesses the root need not be CPython (a shell or launcher that starts
     // Python workers): it must exist, and something under it must be readable.
     std::string root_error;
@@ -227,6 +233,9 @@ int run_record_pid(const RecordOptions& options) {
         fail_command("record", "--pid " + std::to_string(options.pid) + ": " + root_error +
                      ", and no CPython process descending from it could be read while sampling");
     if (!result.error.empty()) std::fprintf(stderr, "ember record: stopped early: %s\n", result.error.c_str());
+    if (result.native_failures > 0)
+        std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
+                     static_cast<long long>(result.native_failures), result.native_error.c_str());
     if (!options.quiet) {
         std::fprintf(stderr, "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",
                      static_cast<long long>(result.snapshots), result.seconds,
@@ -248,6 +257,8 @@ int run_record(const RecordOptions& options) {
         fail_command("record", "--duration goes with --pid (a recorded command runs until it exits)");
     if (options.python_hz < 0 || options.python_hz > 10000)
         fail_command("record", "--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
+    if (options.native && options.python_hz == 0)
+        fail_command("record", "--native adds native frames to the Python samples: it needs --python-hz above 0");
     if (options.children != "suffix" && options.children != "skip")
         fail_command("record", "--children must be suffix or skip, not '" + options.children + "'");
     std::string library = find_collector_library();
@@ -257,12 +268,12 @@ int run_record(const RecordOptions& options) {
     // Files of an earlier recording with the same name would be reported as ours.
     for (const std::string& stale : recorded_files(output)) std::filesystem::remove(stale);
 
-    // With CPU sampling, a program that runs oneDNN (PyTorch on the CPU, ember's CPU
+    // With CPU sampling or --native, a program that runs oneDNN (PyTorch on the CPU, ember's CPU
     // backend) is asked to name its JIT kernels in /tmp/perf-PID.map, which the
     // sampler reads; unless the user set the variable. The maps the recorded processes
     // leave are removed at the end (those that were there before are not touched).
     const bool name_jit_kernels =
-        options.cpu_sample_hz > 0 && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
+        (options.cpu_sample_hz > 0 || (options.native && options.python_hz > 0)) && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
     const std::set<std::string> perf_maps_before = name_jit_kernels ? perf_maps() : std::set<std::string>{};
 
     std::fflush(nullptr);
@@ -304,6 +315,7 @@ int run_record(const RecordOptions& options) {
         sampling.output = python_file;
         sampling.hz = options.python_hz;
         sampling.subprocesses = options.subprocesses;
+        sampling.native = options.native;
         sampling.wait_for_python = true;
         sampling.stop = &stop_python;
         python_sampler = std::thread([sampling, &python_result] {
@@ -322,6 +334,21 @@ int run_record(const RecordOptions& options) {
     for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &forward, &previous[index]);
 
     int status = 0;
+    // With --native the sampler thread ptrace-stops CMD's threads for a moment at each
+    // tick, and a wait here would be told of (and take) those stops: wait only for the
+    // exit, without taking any report (WNOWAIT), then reap.
+    if (options.native && options.python_hz > 0) {
+        for (;;) {
+            siginfo_t info {};
+            if (waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) < 0) {
+                if (errno == EINTR) continue;
+                fail_command("record", std::string("waitid: ") + std::strerror(errno));
+            }
+            if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) break;
+            timespec pause{0, 1'000'000};  // a ptrace stop of the sampler's: it ends within a tick
+            nanosleep(&pause, nullptr);
+        }
+    }
     while (waitpid(child, &status, 0) < 0) {
         if (errno != EINTR) fail_command("record", std::string("waitpid: ") + std::strerror(errno));
     }
@@ -332,6 +359,9 @@ int run_record(const RecordOptions& options) {
         python_sampler.join();
         if (!python_result.error.empty())
             std::fprintf(stderr, "ember record: Python sampling stopped early: %s\n", python_result.error.c_str());
+        if (python_result.native_failures > 0)
+            std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
+                         static_cast<long long>(python_result.native_failures), python_result.native_error.c_str());
         if (!options.quiet && !python_result.processes.empty())
             std::fprintf(stderr, "ember record: Python stacks of %zu process%s: %lld snapshots in %.2f s, %lld thread "
                                  "samples (%lld idle)\n",
@@ -381,6 +411,9 @@ void add_record_command(CLI::App& app) {
     record->add_flag("--subprocesses", options->subprocesses,
                      "sample the Python stacks of the processes it starts too (DataLoader workers, multiprocessing, "
                      "torchrun's ranks), each as its own process");
+    record->add_flag("--native", options->native,
+                     "mixed stacks: the native frames (C extensions, torch's C++, oneDNN, BLAS) around the Python ones; "
+                     "the threads are stopped (ptrace) for each unwind, then resumed");
     record->add_option("command", options->command, "the program and its arguments, after --");
     record->callback([options] {
         int code = run_record(*options);

@@ -1,7 +1,6 @@
 // elf_symbols.cpp: ELF symbol lookup for CPU samples (see elf_symbols.h).
 #include "collectors/elf_symbols.h"
 
-#include "collectors/cupti_records.h"
 #include "common/os.h"
 
 #include <elf.h>
@@ -9,6 +8,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cxxabi.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -215,12 +217,23 @@ struct ElfSymbolizer::ElfFile {
     }
 };
 
+std::string demangle_symbol(const char* name) {
+    if (!name) return "";
+    int status = 0;
+    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    if (status != 0 || !readable) return name;
+    std::string result(readable);
+    std::free(readable);
+    return result;
+}
+
 ElfSymbolizer::ElfSymbolizer() = default;
+ElfSymbolizer::ElfSymbolizer(pid_t pid) : pid_(pid) {}
 ElfSymbolizer::~ElfSymbolizer() = default;
 
 void ElfSymbolizer::read_maps() {
     mappings_.clear();
-    std::ifstream maps("/proc/self/maps");
+    std::ifstream maps(pid_ ? "/proc/" + std::to_string(pid_) + "/maps" : std::string("/proc/self/maps"));
     std::string line;
     os::MapsLine entry;
     while (std::getline(maps, line)) {
@@ -262,6 +275,11 @@ ElfSymbolizer::ElfFile* ElfSymbolizer::file(const std::string& path) {
     if (known != files_.end()) return known->second.get();
     auto loaded = std::make_unique<ElfFile>();
     loaded->load(path);
+    // A file of another mount namespace (a container's) is reached through its root.
+    if (pid_ && loaded->symbols.empty() && loaded->loads.empty()) {
+        loaded = std::make_unique<ElfFile>();
+        loaded->load("/proc/" + std::to_string(pid_) + "/root" + path);
+    }
     ElfFile* raw = loaded.get();
     files_.emplace(path, std::move(loaded));
     return raw;
@@ -280,7 +298,7 @@ ResolvedFrame ElfSymbolizer::resolve(std::uintptr_t address) {
         // .symtab spells versioned symbols "name@VERSION" / "name@@VERSION" (glibc's
         // debug files do): the version is dropped, or C++ names would not demangle.
         std::string bare(name, std::strcspn(name, "@"));
-        frame.function = demangle(bare.c_str());
+        frame.function = demangle_symbol(bare.c_str());
     }
     return frame;
 }

@@ -9,6 +9,10 @@
 // (/usr/lib/debug/.build-id/xx/yyyy.debug) when one is installed. Names are
 // demangled.
 //
+// ElfSymbolizer(pid) names the code of another process the same way, from
+// /proc/PID/maps (its files opened by path, else through /proc/PID/root): the native
+// frames of `ember record --native` and `ember dump --native`.
+//
 // Not async-signal-safe (it reads files and allocates): the CPU sampler calls it on
 // its drain thread, never in the SIGPROF handler. One thread at a time.
 #pragma once
@@ -18,10 +22,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <unordered_map>
 #include <vector>
 
 namespace ember::collector {
+
+// A C++ symbol's readable name (abi::__cxa_demangle); `name` itself when it is not one.
+std::string demangle_symbol(const char* name);
 
 struct ResolvedFrame {
     std::string function;  // demangled; empty when no symbol covers the address
@@ -31,6 +39,8 @@ struct ResolvedFrame {
 class ElfSymbolizer {
 public:
     ElfSymbolizer();
+    // The code of process PID (its memory is not read: only its maps and files).
+    explicit ElfSymbolizer(pid_t pid);
     ~ElfSymbolizer();
     ElfSymbolizer(const ElfSymbolizer&) = delete;
     ElfSymbolizer& operator=(const ElfSymbolizer&) = delete;
@@ -51,6 +61,8 @@ private:
     const Mapping* mapping_for(std::uintptr_t address);
     void read_maps();
     ElfFile* file(const std::string& path);
+
+    pid_t pid_ = 0;  // 0: this process
 
     std::vector<Mapping> mappings_;  // executable file mappings, by start address
     bool maps_read_ = false;

@@ -1,6 +1,7 @@
 // outside_sampler.cpp: `ember dump` and `ember record --pid` (outside_sampler.h).
 #include "collectors/python/outside_sampler.h"
 
+#include "collectors/python/native_stack.h"
 #include "profiler/store/writer.h"
 
 #include <cerrno>
@@ -88,28 +89,42 @@ std::vector<pid_t> descendant_processes(pid_t pid) {
 
 namespace {
 
-void dump_one(PythonProcess& process, std::ostream& out) {
+// "function (libfoo.so.1)" for a native frame, "function (file:line)" for a Python one.
+void write_frame(std::ostream& out, const MixedFrame& frame) {
+    out << "    " << frame.function << " (";
+    if (frame.is_python()) out << frame.file << ":" << frame.line << ")\n";
+    else out << (frame.file.empty() ? std::string("?") : frame.file.substr(frame.file.rfind('/') + 1)) << ")\n";
+}
+
+void dump_one(PythonProcess& process, std::ostream& out, bool native) {
     const pid_t pid = process.pid();
-    std::vector<PythonThread> threads;
+    std::vector<MixedThread> threads;
     std::string error;
-    if (!process.snapshot(threads, error)) throw PythonReadError(error);
+    if (native) {
+        NativeUnwinder unwinder(pid);
+        if (!mixed_snapshot(process, unwinder, threads, error)) throw PythonReadError(error);
+    } else {
+        std::vector<PythonThread> python;
+        if (!process.snapshot(python, error)) throw PythonReadError(error);
+        for (const PythonThread& thread : python)
+            threads.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames)});
+    }
     out << "Process " << pid << ": " << command_line(pid) << "\n";
     out << "Python v" << process.version().text() << " (" << process.binary() << ")\n";
-    for (const PythonThread& thread : threads) {
+    for (const MixedThread& thread : threads) {
         const char state = thread.tid ? thread_state(pid, thread.tid) : '?';
         out << "\nThread " << thread.tid << " (" << (is_active(state) ? "active" : "idle") << "): \""
             << (thread.tid ? thread_name(pid, thread.tid) : std::string("?")) << "\"\n";
-        for (const PythonFrame& frame : thread.frames)
-            out << "    " << frame.function << " (" << frame.file << ":" << frame.line << ")\n";
+        for (const MixedFrame& frame : thread.frames) write_frame(out, frame);
     }
 }
 
 }  // namespace
 
-void write_dump(pid_t pid, std::ostream& out, bool subprocesses) {
+void write_dump(pid_t pid, std::ostream& out, bool subprocesses, bool native) {
     if (!subprocesses) {
         PythonProcess process(pid);
-        dump_one(process, out);
+        dump_one(process, out, native);
         return;
     }
     std::string root_error;
@@ -120,7 +135,7 @@ void write_dump(pid_t pid, std::ostream& out, bool subprocesses) {
         try {
             PythonProcess process(each);
             std::ostringstream text;
-            dump_one(process, text);
+            dump_one(process, text, native);
             out << (any ? "\n" : "") << text.str();
             any = true;
         } catch (const PythonReadError& error) {
@@ -138,6 +153,7 @@ namespace {
 // and its name is read again about once a second, not at every sample.
 struct Target {
     std::unique_ptr<PythonProcess> process;
+    std::unique_ptr<NativeUnwinder> unwinder;  // --native
     std::map<pid_t, trace::ThreadId> thread_ids;
     std::map<pid_t, std::string> thread_names;
     std::map<pid_t, int> stat_files;
@@ -194,6 +210,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     } else {
         auto process = std::make_unique<PythonProcess>(options.pid);  // throws before the file is created
         if (!process->snapshot(threads, error)) throw PythonReadError(error);
+        if (options.native) targets[options.pid].unwinder = std::make_unique<NativeUnwinder>(options.pid);
         targets[options.pid].process = std::move(process);
     }
 
@@ -218,7 +235,8 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
         writer = std::make_unique<store::TraceWriter>(options.output, run, writer_options);
         writer->set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
         writer->set_metadata("python_version", process.version().text());
-        writer->set_metadata("python_sampling", "outside (process_vm_readv)");
+        writer->set_metadata("python_sampling", options.native ? "outside (process_vm_readv), native stacks (ptrace, libdw)"
+                                                               : "outside (process_vm_readv)");
     };
     auto adopt = [&](pid_t pid, Target& target) {
         if (!writer) open_writer(*target.process);
@@ -258,8 +276,10 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 std::vector<PythonThread> probe;
                 std::string probe_error;
                 if (!process->snapshot(probe, probe_error)) throw PythonReadError(probe_error);
+                auto unwinder = options.native ? std::make_unique<NativeUnwinder>(pid) : nullptr;
                 Target& target = targets[pid];
                 target.process = std::move(process);
+                target.unwinder = std::move(unwinder);
                 adopt(pid, target);
                 it = pending.erase(it);
             } catch (const PythonReadError&) {
@@ -268,6 +288,27 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 ++it;
             }
         }
+    };
+
+    // One tick's stacks of a target: mixed with --native (a Python-only snapshot when its
+    // threads could not be stopped this time), else the Python frames alone.
+    std::vector<MixedThread> sampled;
+    auto take_snapshot = [&](Target& target, std::vector<MixedThread>& out) {
+        if (target.unwinder) {
+            if (mixed_snapshot(*target.process, *target.unwinder, out, error)) return true;
+            ++result.native_failures;
+            if (result.native_error.empty()) result.native_error = error;
+        }
+        out.clear();
+        if (!target.process->snapshot(threads, error)) return false;
+        for (const PythonThread& thread : threads) {
+            if (thread.tid == 0) {
+                ++result.torn_threads;
+                continue;
+            }
+            out.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames)});
+        }
+        return true;
     };
 
     const std::int64_t end = options.duration.count() > 0 ? start + options.duration.count() : INT64_MAX;
@@ -320,7 +361,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
         for (auto it = targets.begin(); it != targets.end();) {
             const pid_t pid = it->first;
             Target& target = it->second;
-            if (!target.process->snapshot(threads, error)) {
+            if (!take_snapshot(target, sampled)) {
                 if (pid != options.pid || process_going(pid)) {
                     // exited, or a descendant that exec'd another program: no longer sampled
                     if (pid == options.pid) root_gone = true;
@@ -330,11 +371,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 result.error = "process " + std::to_string(pid) + ": " + error;
                 break;
             }
-            for (PythonThread& thread : threads) {
-                if (thread.tid == 0) {
-                    ++result.torn_threads;
-                    continue;
-                }
+            for (MixedThread& thread : sampled) {
                 auto known = target.thread_ids.find(thread.tid);
                 if (known == target.thread_ids.end()) {
                     const std::string name = thread_name(pid, thread.tid);
@@ -351,7 +388,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 for (auto frame = thread.frames.rbegin(); frame != thread.frames.rend(); ++frame) {
                     auto key = std::make_tuple(frame->function, frame->file, frame->line);
                     auto found = frame_ids.find(key);
-                    if (found == frame_ids.end())
+                    if (found == frame_ids.end())  // native frames: line -1, the library as module
                         found = frame_ids.emplace(std::move(key), writer->intern_frame(frame->function, frame->file, 0, frame->line)).first;
                     stack.push_back(found->second);
                 }

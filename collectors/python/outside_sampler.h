@@ -26,7 +26,11 @@ namespace ember::collector::python {
 // CPython process descended from PID follows, each under its own "Process" line;
 // descendants that are not CPython (a shell, a native launcher) are left out, and PID
 // itself may be one of those as long as some descendant is CPython.
-void write_dump(pid_t pid, std::ostream& out, bool subprocesses = false);
+//
+// With `native`, each thread's stack is its mixed stack (native_stack.h): the process's
+// threads are stopped for the moment of the unwind (ptrace), native frames printed as
+// "function (library)", and threads without Python (OpenMP workers) are shown too.
+void write_dump(pid_t pid, std::ostream& out, bool subprocesses = false, bool native = false);
 
 // The processes descended from PID (children, their children, ...), from
 // /proc/PID/task/TID/children; PID itself not included. Parents before children.
@@ -47,6 +51,11 @@ struct OutsideRecordOptions {
     // turns out to be CPython yields no file and no error (result.processes == 0).
     // Without it, a PID that cannot be read throws at once.
     bool wait_for_python = false;
+    // Mixed stacks (native_stack.h): at every tick the threads of each process are
+    // stopped (ptrace) while their native stacks are unwound, and resumed; the samples
+    // hold native frames (line -1, the library as module) around the Python ones, and
+    // the threads without Python too. Off: the process is never stopped.
+    bool native = false;
 };
 
 struct OutsideRecordResult {
@@ -55,6 +64,8 @@ struct OutsideRecordResult {
     std::int64_t idle_samples = 0;
     std::int64_t torn_threads = 0;     // a thread's stack changed under the reader: left out once
     std::int64_t late_ticks = 0;       // ticks skipped because a snapshot overran its period
+    std::int64_t native_failures = 0;  // --native: snapshots whose threads could not be stopped (Python frames only)
+    std::string native_error;          // the first such failure's reason
     double seconds = 0.0;              // recording length
     bool process_exited = false;
     std::vector<pid_t> processes;      // the CPython processes sampled (PID first when it was one)

@@ -53,6 +53,7 @@ std::optional<PythonLayout> builtin_layout(const PythonVersion& version) {
     layout.frame_back = version.minor == 11 ? 48 : 8;
     layout.frame_instr = 56;  // prev_instr
     layout.frame_owner = version.minor == 11 ? 69 : 70;
+    if (version.minor == 11) layout.frame_is_entry = 68;
     layout.code_firstlineno = version.minor == 11 ? 72 : 68;
     layout.code_filename = 112;
     layout.code_name = 120;

@@ -51,6 +51,9 @@ struct PythonLayout {
     std::uint64_t frame_lasti = 0;  // 3.8-3.10: int f_lasti
     std::uint64_t frame_instr = 0;  // 3.11+: prev_instr / instr_ptr
     std::optional<std::uint64_t> frame_owner;  // 3.11+ (char)
+    // 3.11: bool is_entry, set on the first frame a C-level _PyEval_EvalFrameDefault
+    // call runs (3.12+ mark that place with a frame owned by the C stack instead).
+    std::optional<std::uint64_t> frame_is_entry;
     // 3.8-3.10, for the class of a method (py-spy's way: 3.8-3.10 code objects have no
     // co_qualname): the frame's first local (f_localsplus[0]), the code object's
     // argument count and co_varnames, and a type's tp_name.

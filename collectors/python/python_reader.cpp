@@ -362,6 +362,7 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
         const std::uint64_t code_address = word_at(block, layout_.frame_code);
         const std::uint64_t back = word_at(block, layout_.frame_back);
         if (layout_.frame_owner && block[*layout_.frame_owner] == kOwnedByCStack && version_.minor >= 12) {
+            if (!frames.empty()) frames.back().entry = true;  // the eval call's first frame
             frame = back;
             continue;
         }
@@ -381,7 +382,10 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
         if (code->first_argument != 0)
             if (const std::string owner = class_of_first_argument(frame, code->first_argument); !owner.empty())
                 function = owner + "." + function;
-        frames.push_back({std::move(function), code->file, line_of(*code, instruction_byte)});
+        PythonFrame entry{std::move(function), code->file, line_of(*code, instruction_byte)};
+        entry.entry = !layout_.interpreter_frames ||
+                      (layout_.frame_is_entry && block[*layout_.frame_is_entry] != 0);
+        frames.push_back(std::move(entry));
         frame = back;
     }
     return true;

@@ -36,6 +36,11 @@ struct PythonFrame {
     std::string function;  // co_qualname (3.11+); before, co_name, as "Class.name" when its first argument is self or cls
     std::string file;      // co_filename as the interpreter knows it
     int line = 0;          // 0 when the line table has no line for the instruction
+    // The outermost frame of one C-level call of the interpreter's eval loop
+    // (_PyEval_EvalFrameDefault): every frame before 3.11 (one call per frame); 3.11's
+    // is_entry frames; 3.12+, the frame just inside an entry frame owned by the C stack.
+    // Mixed stacks (native_stack.h) put each such group where its eval call is.
+    bool entry = false;
 };
 
 struct PythonThread {

@@ -5,6 +5,7 @@
 // the frames, lines and shares are checked against the script, and the program must
 // still run afterwards. Where the container refuses process_vm_readv (seccomp,
 // ptrace_scope) the tests skip, naming the rule.
+#include "collectors/python/native_stack.h"
 #include "collectors/python/outside_sampler.h"
 #include "collectors/python/process_memory.h"
 #include "collectors/python/python_reader.h"
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace {
 
@@ -691,6 +693,337 @@ TEST(PythonTraceSchema, LineAndIdleRoundTripAndVersion1FilesStillRead) {
     ASSERT_EQ(frames.size(), 2u);
     EXPECT_EQ(frames[1].line, -1);
     std::filesystem::remove(path);
+}
+
+
+// --- --native: mixed stacks ---
+
+PythonFrame python_frame(const char* function, bool entry) {
+    PythonFrame frame{function, "/work/s.py", 3};
+    frame.entry = entry;
+    return frame;
+}
+
+NativeFrame native_frame(const char* function) { return {0x1000, function, "/usr/lib/libx.so"}; }
+
+std::vector<std::string> names_of(const std::vector<MixedFrame>& frames) {
+    std::vector<std::string> names;
+    for (const MixedFrame& frame : frames) names.push_back(frame.function + (frame.is_python() ? " (py)" : ""));
+    return names;
+}
+
+TEST(MixedStacks, EachEvalLoopCallIsReplacedByThePythonFramesItRan) {
+    // 3.11 and later: `inner` ran in the eval call that `key` entered (a C function,
+    // list.sort, called key), and `outer` in the one `<module>` entered.
+    const std::vector<PythonFrame> python = {python_frame("inner", false), python_frame("key", true),
+                                             python_frame("outer", false), python_frame("<module>", true)};
+    const std::vector<NativeFrame> native = {native_frame("deflate"),          native_frame("zlib_compress"),
+                                             native_frame("_PyEval_EvalFrameDefault"), native_frame("list_sort_impl"),
+                                             native_frame("_PyEval_EvalFrameDefault.cold"), native_frame("PyEval_EvalCode"),
+                                             native_frame("_start")};
+    EXPECT_EQ(names_of(merge_stacks(python, native)),
+              (std::vector<std::string>{"deflate", "zlib_compress", "inner (py)", "key (py)", "list_sort_impl",
+                                        "outer (py)", "<module> (py)", "PyEval_EvalCode", "_start"}));
+    // Before 3.11 every frame is an eval call of its own.
+    const std::vector<PythonFrame> old = {python_frame("inner", true), python_frame("<module>", true)};
+    EXPECT_EQ(names_of(merge_stacks(old, {native_frame("zlib_compress"), native_frame("_PyEval_EvalFrameDefault"),
+                                          native_frame("function_code_fastcall"),
+                                          native_frame("_PyEval_EvalFrameDefault"), native_frame("main")})),
+              (std::vector<std::string>{"zlib_compress", "inner (py)", "function_code_fastcall", "<module> (py)", "main"}));
+}
+
+TEST(MixedStacks, UnmatchedEvalFramesAndPythonFramesAreNotLost) {
+    // An eval call caught before its frame was pushed: nothing to put there.
+    const std::vector<PythonFrame> python = {python_frame("f", true)};
+    EXPECT_EQ(names_of(merge_stacks(python, {native_frame("_PyEval_EvalFrameDefault"),
+                                             native_frame("_PyEval_EvalFrameDefault"), native_frame("_start")})),
+              (std::vector<std::string>{"f (py)", "_start"}));
+    // A native unwind that stopped short: the Python frames left go outermost.
+    EXPECT_EQ(names_of(merge_stacks({python_frame("g", true), python_frame("<module>", true)},
+                                    {native_frame("memcpy"), native_frame("_PyEval_EvalFrameDefault")})),
+              (std::vector<std::string>{"memcpy", "g (py)", "<module> (py)"}));
+    // No native stack at all: the Python frames alone.
+    EXPECT_EQ(names_of(merge_stacks({python_frame("g", false)}, {})), (std::vector<std::string>{"g (py)"}));
+    EXPECT_TRUE(is_eval_frame("_PyEval_EvalFrameDefault"));
+    EXPECT_TRUE(is_eval_frame("_PyEval_EvalFrameDefault.cold"));
+    EXPECT_FALSE(is_eval_frame("_PyEval_EvalFrame"));
+    EXPECT_FALSE(is_eval_frame("PyEval_EvalCode"));
+    EXPECT_FALSE(is_eval_frame("_PyEval_EvalFrameDefaultX"));
+}
+
+// The program whose mixed stacks are checked: Python calling zlib's C code (a stdlib
+// extension module, or built into Debian's python3), and a thread sleeping in libc.
+// It counts its compressions in the file named by argv[1]: the proof that it goes on.
+constexpr const char* kNativeScript = R"(import os, sys, threading, time, zlib
+
+data = os.urandom(1 << 18)
+
+def nap():
+    while True:
+        time.sleep(0.5)
+
+def squeeze():
+    count = 0
+    while True:
+        zlib.compress(data, 9)
+        count += 1
+        if count % 4 == 0:
+            with open(sys.argv[1], "w") as progress: progress.write(str(count))
+
+threading.Thread(target=nap, name="napper", daemon=True).start()
+print("ready", flush=True)
+squeeze()
+)";
+
+// The frame lines ("    name (where)") of thread TID in `ember dump` output.
+std::vector<std::string> dumped_frames(const std::string& dump, pid_t tid) {
+    std::vector<std::string> frames;
+    const std::size_t start = dump.find("\nThread " + std::to_string(tid) + " (");
+    if (start == std::string::npos) return frames;
+    std::istringstream lines(dump.substr(dump.find('\n', start + 1) + 1));
+    std::string line;
+    while (std::getline(lines, line) && line.rfind("    ", 0) == 0) frames.push_back(line.substr(4));
+    return frames;
+}
+
+// The index of the first frame containing `text`, or -1.
+long frame_index(const std::vector<std::string>& frames, const std::string& text) {
+    for (std::size_t index = 0; index < frames.size(); ++index)
+        if (frames[index].find(text) != std::string::npos) return static_cast<long>(index);
+    return -1;
+}
+
+std::string joined(const std::vector<std::string>& frames) {
+    std::string text;
+    for (const std::string& frame : frames) text += "  " + frame + "\n";
+    return text;
+}
+
+// Whether ptrace may stop a child of ours here: the reason it may not, or "".
+std::string ptrace_refusal(pid_t pid) {
+    ThreadStop stop(pid);
+    return stop.stopped_count() > 0 ? "" : stop.error();
+}
+
+class NativeVersions : public ::testing::TestWithParam<Interpreter> {
+protected:
+    void SetUp() override {
+        if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
+        script_ = test::temp_path("python_native_" + GetParam().name + ".py");
+        progress_ = script_ + ".progress";
+        std::ofstream(script_) << kNativeScript;
+        program_.child = test::spawn({GetParam().path, script_, progress_});
+        ASSERT_TRUE(test::wait_for_output(program_.child, "ready", 60)) << test::read_output(program_.child);
+        if (const std::string why = refusal(program_.child.pid); !why.empty()) GTEST_SKIP() << why;
+        if (const std::string why = ptrace_refusal(program_.child.pid); !why.empty()) GTEST_SKIP() << why;
+    }
+    void TearDown() override {
+        unlink(script_.c_str());
+        unlink(progress_.c_str());
+    }
+    long progress() const { return std::atol(file_text(progress_).c_str()); }
+    // The program goes on: no thread left stopped, and its count moves.
+    void expect_running_unharmed() {
+        ASSERT_TRUE(program_.running());
+        for (pid_t tid : process_threads(program_.child.pid))
+            EXPECT_NE(thread_state(program_.child.pid, tid), 't') << "thread " << tid << " left stopped";
+        const long before = progress();
+        const std::int64_t deadline = test::monotonic_ns() + 30'000'000'000ll;
+        while (progress() <= before && test::monotonic_ns() < deadline) usleep(20000);
+        EXPECT_GT(progress(), before) << "the program stopped counting";
+    }
+
+    std::string script_, progress_;
+    Program program_;
+};
+
+TEST_P(NativeVersions, DumpShowsThePythonCallerAroundTheNativeCallee) {
+    const pid_t pid = program_.child.pid;
+    const std::string napper_tid = [&] {
+        for (pid_t tid : process_threads(pid))
+            if (tid != pid) return std::to_string(tid);
+        return std::string();
+    }();
+    // One dump is one instant: the main thread may be between two compressions. A few
+    // tries catch it inside zlib (where it spends nearly all its time).
+    std::string dump;
+    std::vector<std::string> main;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        ASSERT_EQ(test::run({test::bin("ember"), "dump", "--pid", std::to_string(pid), "--native"}, &dump, {}, 60), 0)
+            << dump;
+        main = dumped_frames(dump, pid);
+        if (frame_index(main, "(libz.so") >= 0) break;
+    }
+    const long zlib = frame_index(main, "(libz.so");
+    const long squeeze = frame_index(main, "squeeze (" + script_ + ":12)");
+    const long module = frame_index(main, "<module> (" + script_ + ":19)");
+    ASSERT_GE(zlib, 0) << dump;
+    EXPECT_LT(zlib, squeeze) << joined(main);
+    EXPECT_LT(squeeze, module) << joined(main);
+    EXPECT_EQ(frame_index(main, "_PyEval_EvalFrameDefault"), -1) << "eval frames are replaced\n" << joined(main);
+    EXPECT_GE(frame_index(main, "_start ("), module) << joined(main);  // the whole stack, down to its start
+
+    // The sleeping thread: libc's sleep (select before 3.11, clock_nanosleep after) inside nap.
+    const std::vector<std::string> napper = dumped_frames(dump, std::atoi(napper_tid.c_str()));
+    const long libc = frame_index(napper, "(libc.so");
+    const long nap = frame_index(napper, "nap (" + script_ + ":7)");
+    ASSERT_GE(libc, 0) << dump;
+    EXPECT_LT(libc, nap) << joined(napper);
+    expect_running_unharmed();
+}
+
+TEST_P(NativeVersions, RecordByPidWritesMixedStacks) {
+    const std::string trace = test::temp_path("python_native_" + GetParam().name + ".db");
+    std::string output;
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(program_.child.pid), "--native",
+                         "--duration", "1s", "-o", trace}, &output, {}, 60), 0) << output;
+    EXPECT_EQ(output.find("Python frames only"), std::string::npos) << output;
+    ember::store::TraceReader reader(trace);
+    std::int64_t in_squeeze = 0, mixed = 0;
+    reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& sample) {
+        const auto frames = reader.stack_frames(sample.stack_id);  // outermost first
+        long squeeze = -1, zlib = -1;
+        for (std::size_t index = 0; index < frames.size(); ++index) {
+            if (frames[index].is_python() && frames[index].function == "squeeze") squeeze = static_cast<long>(index);
+            if (!frames[index].is_python() && frames[index].module.find("/libz.so") != std::string::npos && zlib < 0)
+                zlib = static_cast<long>(index);
+        }
+        if (squeeze >= 0) ++in_squeeze;
+        if (squeeze >= 0 && zlib > squeeze) ++mixed;
+        return true;
+    });
+    ASSERT_GT(in_squeeze, 20) << output;
+    // The program compresses nearly all the time: most samples are inside zlib.
+    EXPECT_GT(mixed, in_squeeze / 2) << mixed << " of " << in_squeeze << " samples in squeeze reach libz";
+    std::printf("%s: %lld of %lld samples in squeeze() reach libz below it\n", GetParam().path.c_str(),
+                static_cast<long long>(mixed), static_cast<long long>(in_squeeze));
+    std::filesystem::remove(trace);
+    expect_running_unharmed();
+}
+
+INSTANTIATE_TEST_SUITE_P(CPython, NativeVersions, ::testing::ValuesIn(interpreters()),
+                         [](const ::testing::TestParamInfo<Interpreter>& info) { return info.param.name; });
+
+// `ember record --native -- CMD`: the child is ptrace-stopped at each tick while ember
+// waits for it; its exit status still comes through, and its stacks are mixed.
+TEST(PythonCommands, RecordNativeOfACommandKeepsItsStatus) {
+    const std::string python = "/usr/bin/python3";
+    if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is not installed";
+    if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
+    const std::string script = test::temp_path("python_native_cmd.py");
+    std::ofstream(script) << "import os, sys, time, zlib\n"
+                             "data = os.urandom(1 << 18)\n"
+                             "def squeeze(seconds):\n"
+                             "    end = time.monotonic() + seconds\n"
+                             "    while time.monotonic() < end: zlib.compress(data, 9)\n"
+                             "squeeze(1.5)\n"
+                             "sys.exit(3)\n";
+    const std::string trace = test::temp_path("python_native_cmd.db");
+    std::string output;
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "--native", "-o", trace, "--", python, script}, &output, {}, 90), 3)
+        << output;
+    ember::store::TraceReader reader(trace);
+    std::int64_t mixed = 0;
+    reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& sample) {
+        bool squeeze = false;
+        for (const auto& frame : reader.stack_frames(sample.stack_id)) {
+            if (frame.is_python() && frame.function == "squeeze") squeeze = true;
+            if (squeeze && !frame.is_python() && frame.module.find("/libz.so") != std::string::npos) {
+                ++mixed;
+                break;
+            }
+        }
+        return true;
+    });
+    EXPECT_GT(mixed, 20) << output;
+    std::filesystem::remove(trace);
+    unlink(script.c_str());
+}
+
+// The issue's test: a PyTorch CPU training loop (Debian's python3-torch) recorded with
+// --native has single stacks from the script's own function through torch's native
+// code into the kernels: oneDNN's (its JIT code, libdnnl) for the convolutions, the
+// BLAS (OpenBLAS's sgemm) for the linear layers.
+constexpr const char* kTorchScript = R"(import time
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(
+    torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+    torch.nn.Flatten(), torch.nn.Linear(16 * 32 * 32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+images = torch.randn(32, 3, 32, 32)
+labels = torch.randint(0, 10, (32,))
+
+def train_step():
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(images), labels)
+    loss.backward()
+    optimizer.step()
+
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    train_step()
+)";
+
+bool is_kernel(const ember::trace::FrameInfo& frame) {
+    if (frame.is_python()) return false;
+    const std::string& module = frame.module;
+    return frame.function.rfind("sgemm", 0) == 0 || module.find("libopenblas") != std::string::npos ||
+           module.find("libblas") != std::string::npos || module.find("libdnnl") != std::string::npos ||
+           module.empty();  // oneDNN's JIT-generated kernels are in no file
+}
+
+TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) {
+    const std::string python = "/usr/bin/python3";
+    std::string probe;
+    if (access(python.c_str(), X_OK) != 0 || test::run({python, "-c", "import torch"}, &probe, {}, 120) != 0)
+        GTEST_SKIP() << python << " cannot import torch (Debian's python3-torch is not installed): " << probe;
+    if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
+    const std::string script = test::temp_path("python_native_torch.py");
+    std::ofstream(script) << kTorchScript;
+    const std::string trace = test::temp_path("python_native_torch.db");
+    std::string output;
+    // One BLAS thread: with more, the GEMMs run on OpenBLAS's own threads, whose stacks
+    // start in its thread pool, not in the script.
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--native", "-o", trace, "--", python, script}, &output,
+                        {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, 150), 0) << output;
+    ember::store::TraceReader reader(trace);
+    std::int64_t in_step = 0, through = 0;
+    std::map<std::string, std::int64_t> kernels;
+    std::string example;
+    reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& sample) {
+        if (sample.idle) return true;
+        const auto frames = reader.stack_frames(sample.stack_id);  // outermost first
+        std::size_t step = frames.size();
+        for (std::size_t index = 0; index < frames.size() && step == frames.size(); ++index)
+            if (frames[index].is_python() && frames[index].function == "train_step") step = index;
+        if (step == frames.size()) return true;
+        ++in_step;
+        bool torch_native = false;
+        for (std::size_t index = step + 1; index + 1 < frames.size(); ++index)
+            if (!frames[index].is_python() && (frames[index].function.rfind("at::", 0) == 0 ||
+                                               frames[index].module.find("libtorch_cpu") != std::string::npos))
+                torch_native = true;
+        // A single stack: from the thread's start (_start) to the kernel, nothing glued on.
+        if (torch_native && is_kernel(frames.back()) && frames.front().function == "_start") {
+            ++through;
+            ++kernels[frames.back().module.empty() ? "JIT code" : frames.back().module];
+            if (example.empty())
+                for (const auto& frame : frames) example += "  " + frame.function + "\n";
+        }
+        return true;
+    });
+    ASSERT_GT(in_step, 50) << output;
+    // Most of a training step is GEMM and convolution kernels (about 80% measured on a
+    // quiet machine); a third leaves room for a busy one.
+    EXPECT_GT(through * 3, in_step) << through << " of " << in_step << " samples in train_step\n" << example;
+    std::printf("%lld of %lld samples in train_step() reach a kernel through torch's native code:", 
+                static_cast<long long>(through), static_cast<long long>(in_step));
+    for (const auto& [kernel, count] : kernels) std::printf(" %s %lld", kernel.c_str(), static_cast<long long>(count));
+    std::printf("\n");
+    std::filesystem::remove(trace);
+    unlink(script.c_str());
 }
 
 }  // namespace
