@@ -16,7 +16,7 @@
 //   [SECTION] Run, devices
 //   [SECTION] CUDA: runtime, kernels, copies, memsets, synchronizations
 //   [SECTION] NVTX
-//   [SECTION] CPU side: samples with call chains, OS runtime calls
+//   [SECTION] CPU side: samples with call chains, OS runtime calls, CUDA graph events
 //   [SECTION] What is not imported
 #include "profiler/import/importers.h"
 
@@ -52,6 +52,8 @@ constexpr int kNewestSchemaMinor = 25;
 
 // The domain of the host ranges made of OSRT_API calls.
 constexpr const char* kOsRuntimeDomain = "OS runtime";
+// The domain of the host ranges made of CUDA_GRAPH_EVENTS and CUDA_GRAPH_NODE_EVENTS.
+constexpr const char* kCudaGraphsDomain = "CUDA graphs";
 
 // NVTX event types (NVIDIA's "NVTX Event Type Values").
 constexpr std::int64_t kNvtxCategoryName = 33;
@@ -230,7 +232,8 @@ public:
         read_os_runtime();
         read_scheduling();
         read_gpu_memory_usage();
-        note_graph_kernels();
+        read_graph_events("CUDA_GRAPH_EVENTS", "graphId");
+        read_graph_events("CUDA_GRAPH_NODE_EVENTS", "graphNodeId");
         count_unimported_tables();
         finish();
     }
@@ -612,7 +615,7 @@ private:
         TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId"},
                        {"contextId", "correlationId", "demangledName", "shortName", "mangledName", "gridX", "gridY",
                         "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
-                        "dynamicSharedMemory", "globalPid"});
+                        "dynamicSharedMemory", "globalPid", "graphId", "graphNodeId"});
         int demangled = scan.index_of("demangledName"), short_name = scan.index_of("shortName"),
             mangled = scan.index_of("mangledName");
         int name_column = -1;
@@ -656,8 +659,21 @@ private:
             kernel.launch.static_shared_bytes = u32(16, 0);
             kernel.launch.dynamic_shared_bytes = u32(17, 0);
             note_gpu_pid(scan.maybe_integer(18));
+            read_graph_ids(scan, 19, kernel);
             sink_.kernel(kernel);
         }
+    }
+
+    // The optional columns graphId (at `graph_column`) and graphNodeId (the next one) of
+    // a kernel, copy or memset run from a CUDA graph: most exports have graphNodeId
+    // only (graphId came in 2025.x). 0, NULL, a negative id or a graphId beyond 32 bits
+    // (CUPTI's type) reads as "none".
+    template <typename Event>
+    void read_graph_ids(const TableScan& scan, int graph_column, Event& event) {
+        std::optional<std::int64_t> graph = scan.maybe_integer(graph_column);
+        if (graph && *graph > 0 && *graph <= 0xffffffffll) event.graph_id = static_cast<trace::GraphId>(*graph);
+        std::optional<std::int64_t> node = scan.maybe_integer(graph_column + 1);
+        if (node && *node > 0) event.graph_node_id = static_cast<trace::GraphNodeId>(*node);
     }
 
     void note_gpu_pid(std::optional<std::int64_t> global_pid) {
@@ -668,7 +684,8 @@ private:
         const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
         if (!has_table(table)) return;
         TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
-                       {"contextId", "correlationId", "srcKind", "dstKind", "dstDeviceId", "globalPid"});
+                       {"contextId", "correlationId", "srcKind", "dstKind", "dstDeviceId", "globalPid", "graphId",
+                        "graphNodeId"});
         while (scan.next()) {
             std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
@@ -687,6 +704,7 @@ private:
                 if (peer && *peer >= 0 && *peer <= 1'000'000) copy.peer_device_id = static_cast<trace::DeviceId>(*peer);
             }
             note_gpu_pid(scan.maybe_integer(11));
+            read_graph_ids(scan, 12, copy);
             sink_.memcpy(copy);
         }
     }
@@ -695,7 +713,7 @@ private:
         const char* table = "CUPTI_ACTIVITY_KIND_MEMSET";
         if (!has_table(table)) return;
         TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes"},
-                       {"contextId", "correlationId", "value", "memKind", "globalPid"});
+                       {"contextId", "correlationId", "value", "memKind", "globalPid", "graphId", "graphNodeId"});
         while (scan.next()) {
             std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
@@ -710,6 +728,7 @@ private:
             trace::MemoryKind kind = memory_kind(scan.maybe_integer(8));
             set.memory_kind = kind == trace::MemoryKind::unknown ? trace::MemoryKind::device : kind;
             note_gpu_pid(scan.maybe_integer(9));
+            read_graph_ids(scan, 10, set);
             sink_.memset(set);
         }
     }
@@ -891,7 +910,7 @@ private:
     }
 
     // ---------------------------------------------------------------------------
-    // [SECTION] CPU side: samples with call chains, OS runtime calls
+    // [SECTION] CPU side: samples with call chains, OS runtime calls, CUDA graph events
     // ---------------------------------------------------------------------------
 
     // The first of `columns` that `table` lacks; nullopt when it has them all.
@@ -1019,16 +1038,20 @@ private:
     // OSRT_API: the OS runtime calls nsys traces (pthread locks, poll, sleep, read,
     // ioctl, ...) -> host ranges of the domain "OS runtime", nested by time on their
     // thread with the NVTX ranges; the return value is the payload.
-    void read_os_runtime() {
-        const char* table = "OSRT_API";
+    void read_os_runtime() { read_host_ranges("OSRT_API", kOsRuntimeDomain, "returnValue", false); }
+
+    // A table of host calls (start, end, nameId, globalTid) -> ranges of `domain_name`
+    // nested by time on their thread, the integer `payload_column` (when the table has
+    // it and the row holds one) as payload; `api_names` drops nsys' _v suffix.
+    void read_host_ranges(const char* table, const char* domain_name, const char* payload_column, bool api_names) {
         if (!has_table(table)) return;
         if (!readable(table, {"start", "end", "nameId"})) return;
-        TableScan scan(db_, path_, table, {"start", "end", "nameId"}, {"globalTid", "returnValue"});
-        const trace::StringId domain = sink_.intern(kOsRuntimeDomain);
+        TableScan scan(db_, path_, table, {"start", "end", "nameId"}, {"globalTid", payload_column});
+        const trace::StringId domain = sink_.intern(domain_name);
         while (scan.next()) {
             std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
-            std::optional<trace::StringId> name = name_of(scan, "nameId", scan.integer(2));
+            std::optional<trace::StringId> name = name_of(scan, "nameId", scan.integer(2), api_names);
             if (!name) continue;
             PendingRange range;
             range.start_ns = start;
@@ -1036,9 +1059,9 @@ private:
             range.thread_id = thread_of(scan.maybe_integer(3));
             range.domain_id = domain;
             range.name_id = *name;
-            if (std::optional<std::int64_t> result = scan.maybe_integer(4)) {
+            if (std::optional<std::int64_t> payload = scan.maybe_integer(4)) {
                 range.payload_kind = trace::PayloadKind::integer;
-                range.payload_integer = *result;
+                range.payload_integer = *payload;
             }
             sink_.nested_range(range);
         }
@@ -1114,17 +1137,15 @@ private:
         }
     }
 
-    // Kernels launched from a CUDA graph carry its ids (graphId, graphNodeId, from 2023
-    // on); ember's kernels table has no column for them, so they are named here, once.
-    void note_graph_kernels() {
-        const char* table = "CUPTI_ACTIVITY_KIND_KERNEL";
-        if (!has_table(table) || missing_column(table, {"graphId"})) return;
-        store::Statement count(db_, path_, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId > 0");
-        if (count.next_row() && count.column_int64(0) > 0) {
-            sink_.note(fmt::format("{} kernels were launched from CUDA graphs: imported as kernels, their graph ids "
-                                   "(graphId, graphNodeId) not kept",
-                                   count.column_int64(0)));
-        }
+    // CUDA_GRAPH_EVENTS (a graph created, cloned, instantiated, destroyed: graphId,
+    // originalGraphId, graphExecId) and CUDA_GRAPH_NODE_EVENTS (a node created or cloned:
+    // graphNodeId, originalGraphNodeId), both written with --cuda-graph-trace: host-side
+    // work on the thread that did it -> host ranges of the domain "CUDA graphs", named
+    // by nameId (an API name without its _v suffix), nested with the NVTX and OS
+    // runtime ranges; the payload is the graph's or node's id, the one the kernels'
+    // graph_id / graph_node_id hold.
+    void read_graph_events(const char* table, const char* id_column) {
+        read_host_ranges(table, kCudaGraphsDomain, id_column, true);
     }
 
     // ---------------------------------------------------------------------------
@@ -1135,7 +1156,8 @@ private:
         static const std::set<std::string> kImported = {
             "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
             "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            "COMPOSITE_EVENTS", "OSRT_API", "SCHED_EVENTS", "CUDA_GPU_MEMORY_USAGE_EVENTS"};
+            "COMPOSITE_EVENTS", "OSRT_API", "SCHED_EVENTS", "CUDA_GPU_MEMORY_USAGE_EVENTS", "CUDA_GRAPH_EVENTS",
+            "CUDA_GRAPH_NODE_EVENTS"};
         // OSRT_CALLCHAINS: the call stack of each OS runtime call (OSRT_API.callchainId);
         // ember keeps stacks only as CPU samples, so these are counted, not read.
         static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS", "SCHED_EVENTS", "OSRT_API",

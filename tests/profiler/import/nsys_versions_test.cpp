@@ -6,6 +6,11 @@
 // (Total, Instances, Min, Max, Med and Avg in ns; grouped by name). CPU samples: one
 // per COMPOSITE_EVENTS row with a call chain, and the innermost frames equal
 // SAMPLING_CALLCHAINS' stackDepth 0. Skips, saying why, when ../shared is absent.
+// CUDA graphs: none of those exports launched any (their graphNodeId is 0 or NULL
+// throughout), so a fixture export with the columns and tables of the newest
+// versions (graphId, graphNodeId, CUDA_GRAPH_EVENTS, CUDA_GRAPH_NODE_EVENTS) checks
+// that mapping, and the real ones that ember finds as many graph kernels as they hold.
+#include "profiler/analysis/cuda_graphs.h"
 #include "profiler/analysis/duration_summary.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
@@ -19,6 +24,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace {
 
@@ -162,6 +168,21 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
                                   "s.id = k.demangledName"),
                      "kernels");
     }
+    // Kernels run from a CUDA graph: a graphId or graphNodeId other than 0 (whichever the export has).
+    if (file.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) {
+        std::string condition;
+        for (const char* column : {"graphId", "graphNodeId"}) {
+            if (file.rows(fmt::format("SELECT 1 FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL') WHERE name = '{}'",
+                                      column)).empty())
+                continue;
+            condition += fmt::format("{}COALESCE({}, 0) != 0", condition.empty() ? "" : " OR ", column);
+        }
+        const std::int64_t expected =
+            condition.empty() ? 0
+                              : std::stoll(file.rows("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE " + condition)
+                                               .at(0).at(0));
+        EXPECT_EQ(analysis::cuda_graph_summary(reader).graph_kernels, expected);
+    }
     // CUDA API: runtime and driver calls, names without the version suffix.
     std::string api_sql;
     for (const char* table : {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}) {
@@ -187,7 +208,13 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
     // NVTX push/pop and start/end ranges that ended: text or a registered string,
     // "DOMAIN:name" outside the default domain. OS runtime calls: by function name.
     std::vector<analysis::DurationSummaryRow> nvtx_rows, osrt_rows;
-    for (const auto& row : analysis::range_summary(reader)) (row.domain == "OS runtime" ? osrt_rows : nvtx_rows).push_back(row);
+    std::vector<analysis::DurationSummaryRow> graph_event_rows;
+    for (const auto& row : analysis::range_summary(reader)) {
+        if (row.domain == "OS runtime") osrt_rows.push_back(row);
+        else if (row.domain == "CUDA graphs") graph_event_rows.push_back(row);
+        else nvtx_rows.push_back(row);
+    }
+    EXPECT_EQ(graph_event_rows.empty(), !file.has_table("CUDA_GRAPH_EVENTS") && !file.has_table("CUDA_GRAPH_NODE_EVENTS"));
     std::map<std::string, Truth> nvtx;
     if (file.has_table("NVTX_EVENTS")) {
         nvtx = file.summary(
@@ -257,6 +284,132 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
         }
     }
     EXPECT_EQ(sched, expected_sched);
+}
+
+// The newest exports' graph columns and tables, added to the schema 3 fixture with
+// the real column names and types (docs/import.md): a cudaGraphLaunch (corr 6) of
+// graph 9 runs kernels "relu(float*)" from nodes 91 [3100, 3200) and 92 [3200, 3350)
+// and a memset from node 94 [3460, 3470); a copy from node 93 [3400, 3450) names its
+// node only (the memcpy table has graphNodeId but no graphId, as in 2025.3). The graph
+// was captured (cudaStreamEndCapture [2500, 2600), nodes created at 2510 and 2520) and
+// instantiated (cudaGraphInstantiate [2700, 2900)) on the main thread.
+TEST(NsysGraphs, GraphIdsAndGraphEventsOfTheNewestExports) {
+    TempDir dir;
+    const std::string input = dir.path("graphs.sqlite");
+    import_test::NsysFixtureOptions options;
+    options.schema_major = 3;
+    options.schema_version_text = "3.25.0";
+    options.metadata_table = "META_DATA_EXPORT";
+    import_test::write_nsys_fixture(input, options);
+    const std::int64_t main_thread = import_test::nsys_global_tid(4242, 4242);
+    const std::int64_t process = import_test::nsys_global_tid(4242, 0);
+    import_test::exec_sql(
+        input,
+        fmt::format(
+            "INSERT INTO StringIds VALUES (100, 'cudaGraphLaunch_v10000'), (101, 'cudaStreamEndCapture_v10000'), "
+            "(102, 'cudaGraphInstantiate_v12000'), (103, 'Graph Node Creation'), (104, 'relu(float*)');"
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
+            "returnValue) VALUES (3000, 3010, 0, {0}, 6, 100, 0);"
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphNodeId INTEGER;"
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphId INTEGER;"
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, "
+            "demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "
+            "staticSharedMemory, dynamicSharedMemory, graphNodeId, graphId) VALUES "
+            "(3100, 3200, 0, 1, 7, 6, {1}, 104, 104, 16, 1, 1, 1, 128, 1, 1, 0, 0, 91, 9), "
+            "(3200, 3350, 0, 1, 7, 6, {1}, 104, 104, 16, 1, 1, 1, 128, 1, 1, 0, 0, 92, 9);"
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY ADD COLUMN graphNodeId INTEGER;"
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid, "
+            "bytes, copyKind, graphNodeId) SELECT 3400, 3450, 0, 1, 7, 6, {1}, 64, copyKind, 93 FROM "
+            "CUPTI_ACTIVITY_KIND_MEMCPY LIMIT 1;"
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET ADD COLUMN graphNodeId INTEGER;"
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET ADD COLUMN graphId INTEGER;"
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, "
+            "value, bytes, graphNodeId, graphId) VALUES (3460, 3470, 0, 1, 7, 6, {1}, 0, 32, 94, 9);"
+            "CREATE TABLE CUDA_GRAPH_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
+            "globalTid INTEGER, nameId INTEGER NOT NULL, graphId INTEGER, originalGraphId INTEGER, graphExecId INTEGER);"
+            "INSERT INTO CUDA_GRAPH_EVENTS VALUES (2500, 2600, 0, {0}, 101, 9, NULL, NULL), "
+            "(2700, 2900, 0, {0}, 102, 9, NULL, 1);"
+            "CREATE TABLE CUDA_GRAPH_NODE_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT "
+            "NULL, globalTid INTEGER, nameId INTEGER NOT NULL, graphNodeId INTEGER NOT NULL, originalGraphNodeId "
+            "INTEGER);"
+            "INSERT INTO CUDA_GRAPH_NODE_EVENTS VALUES (2510, 2510, 0, {0}, 103, 91, NULL), "
+            "(2520, 2520, 0, {0}, 103, 92, NULL);",
+            main_thread, process));
+    const importing::ImportedFile imported = importing::import_file(input, dir.path("graphs.db"));
+    EXPECT_TRUE(imported.counts.notes.empty());
+    // Both graph tables are read (the fixture's CUPTI_ACTIVITY_KIND_GRAPH_TRACE stays unread, counted).
+    for (const auto& [what, rows] : imported.counts.skipped) EXPECT_EQ(what.find("CUDA_GRAPH"), std::string::npos) << what;
+    EXPECT_EQ(imported.counts.skipped.count("CUPTI_ACTIVITY_KIND_GRAPH_TRACE rows (not imported)"), 1u);
+    store::TraceReader reader(dir.path("graphs.db"));
+
+    std::vector<trace::KernelEvent> kernels;
+    reader.for_each_kernel({}, [&](const trace::KernelEvent& e) { return kernels.push_back(e), true; });
+    ASSERT_EQ(kernels.size(), 3u);
+    EXPECT_EQ(std::make_pair(kernels[0].graph_id, kernels[0].graph_node_id), std::make_pair(0u, std::uint64_t{0}));
+    EXPECT_EQ(std::make_pair(kernels[1].graph_id, kernels[1].graph_node_id), std::make_pair(9u, std::uint64_t{91}));
+    EXPECT_EQ(std::make_pair(kernels[2].graph_id, kernels[2].graph_node_id), std::make_pair(9u, std::uint64_t{92}));
+    EXPECT_EQ(reader.string(kernels[2].name_id), "relu(float*)");
+    const std::vector<trace::MemcpyEvent> copies = reader.memcpys_by_correlation(6);
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(std::make_pair(copies[0].graph_id, copies[0].graph_node_id), std::make_pair(0u, std::uint64_t{93}));
+    EXPECT_EQ(reader.memcpys_by_correlation(3).at(0).graph_node_id, 0u);  // the plain cudaMemcpy
+    const std::vector<trace::MemsetEvent> sets = reader.memsets_by_correlation(6);
+    ASSERT_EQ(sets.size(), 1u);
+    EXPECT_EQ(std::make_pair(sets[0].graph_id, sets[0].graph_node_id), std::make_pair(9u, std::uint64_t{94}));
+    // The launch links to what it ran.
+    ASSERT_TRUE(reader.api_call_by_correlation(6).has_value());
+    EXPECT_EQ(reader.string(reader.api_call_by_correlation(6)->name_id), "cudaGraphLaunch");
+
+    // Graph and node events: host ranges of "CUDA graphs" on the main thread, the
+    // node creations nested in the capture, the id as payload.
+    std::vector<std::tuple<std::string, trace::TimeNs, trace::TimeNs, std::int32_t, trace::Payload>> events;
+    reader.for_each_range({}, [&](const trace::RangeEvent& e) {
+        if (reader.string(e.domain_id) == "CUDA graphs")
+            events.emplace_back(std::string(reader.string(e.name_id)), e.start_ns, e.end_ns, e.depth, e.payload);
+        return true;
+    });
+    using Payload = trace::Payload;
+    const decltype(events) expected = {{"cudaStreamEndCapture", 2500, 2600, 0, Payload::of_integer(9)},
+                                       {"Graph Node Creation", 2510, 2510, 1, Payload::of_integer(91)},
+                                       {"Graph Node Creation", 2520, 2520, 1, Payload::of_integer(92)},
+                                       {"cudaGraphInstantiate", 2700, 2900, 0, Payload::of_integer(9)}};
+    EXPECT_EQ(events, expected);
+
+    // The graphs report: graph 9 (two kernels, a memset, three nodes), then the copy
+    // whose graph is not recorded.
+    const analysis::CudaGraphSummary summary = analysis::cuda_graph_summary(reader);
+    EXPECT_EQ(summary.kernels, 3);
+    EXPECT_EQ(summary.kernel_ns, 1000 + 100 + 150);
+    EXPECT_EQ(summary.graph_kernels, 2);
+    EXPECT_EQ(summary.graph_kernel_ns, 250);
+    EXPECT_EQ(summary.graph_operations, 4);
+    ASSERT_EQ(summary.graphs.size(), 2u);
+    EXPECT_EQ(summary.graphs[0].graph_id, 9u);
+    EXPECT_EQ(summary.graphs[0].kernels, 2);
+    EXPECT_EQ(summary.graphs[0].memsets, 1);
+    EXPECT_EQ(summary.graphs[0].nodes, 3);
+    EXPECT_EQ(summary.graphs[0].gpu_ns, 260);
+    EXPECT_EQ(summary.graphs[1].graph_id, 0u);
+    EXPECT_EQ(summary.graphs[1].memcpys, 1);
+    EXPECT_EQ(summary.graphs[1].gpu_ns, 50);
+    const analysis::Table table = analysis::cuda_graphs_table(summary);
+    EXPECT_EQ(table.title, "CUDA graphs: 2 of 3 kernels (20.0% of kernel time) ran from 1 graph");
+    ASSERT_EQ(table.rows.size(), 2u);
+    EXPECT_EQ(std::get<std::string>(table.rows[1][0]), "(graph id not recorded)");
+}
+
+// The plain fixture (no graph columns, no graph tables): no graph work, said so.
+TEST(NsysGraphs, ExportWithoutGraphsHasNoGraphWork) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("plain.sqlite"));
+    importing::import_file(dir.path("plain.sqlite"), dir.path("plain.db"));
+    store::TraceReader reader(dir.path("plain.db"));
+    const analysis::CudaGraphSummary summary = analysis::cuda_graph_summary(reader);
+    EXPECT_FALSE(summary.any());
+    EXPECT_EQ(summary.kernels, 1);
+    const analysis::Table table = analysis::cuda_graphs_table(summary);
+    EXPECT_TRUE(table.rows.empty());
+    EXPECT_EQ(table.empty_note, "no kernel, copy or memset ran from a CUDA graph");
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, NsysVersions,

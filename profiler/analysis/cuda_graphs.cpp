@@ -1,0 +1,117 @@
+// cuda_graphs.cpp: GPU work from CUDA graphs, grouped in SQL.
+#include "profiler/analysis/cuda_graphs.h"
+
+#include "profiler/analysis/sql_query.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace ember::analysis {
+
+namespace {
+
+// Whether `table` has the column (a file from before schema 3 lacks graph_node_id).
+bool has_column(const store::TraceReader& reader, const char* table, const char* column) {
+    SqlQuery query(reader.database(), reader.path(),
+                   fmt::format("SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name = '{}'", table, column));
+    return query.next_row() && query.int64(0) > 0;
+}
+
+double share(std::int64_t part, std::int64_t whole) {
+    return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
+    CudaGraphSummary summary;
+    {
+        SqlQuery totals(reader.database(), reader.path(), "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
+        if (totals.next_row()) {
+            summary.kernels = totals.int64(0);
+            summary.kernel_ns = totals.int64(1);
+        }
+    }
+    // kind 0 kernel, 1 memcpy, 2 memset; the graph columns each table has.
+    std::string sql;
+    int kind = 0;
+    for (const char* table : {"kernels", "memcpys", "memsets"}) {
+        if (has_column(reader, table, "graph_id") && has_column(reader, table, "graph_node_id")) {
+            if (!sql.empty()) sql += " UNION ALL ";
+            sql += fmt::format("SELECT {}, graph_id, graph_node_id, end_ns - start_ns FROM {} WHERE graph_id != 0 OR "
+                               "graph_node_id != 0",
+                               kind, table);
+        }
+        ++kind;
+    }
+    if (sql.empty()) return summary;
+
+    std::map<trace::GraphId, CudaGraphRow> by_graph;
+    std::map<trace::GraphId, std::set<std::int64_t>> nodes;
+    SqlQuery query(reader.database(), reader.path(), sql);
+    while (query.next_row()) {
+        const auto graph = static_cast<trace::GraphId>(query.int64(1));
+        const std::int64_t node = query.int64(2), duration = query.int64(3);
+        CudaGraphRow& row = by_graph[graph];
+        row.graph_id = graph;
+        row.gpu_ns += duration;
+        if (node != 0) nodes[graph].insert(node);
+        switch (query.int64(0)) {
+            case 0:
+                ++row.kernels;
+                row.kernel_ns += duration;
+                ++summary.graph_kernels;
+                summary.graph_kernel_ns += duration;
+                break;
+            case 1: ++row.memcpys; break;
+            default: ++row.memsets; break;
+        }
+        ++summary.graph_operations;
+    }
+    for (auto& [graph, row] : by_graph) {
+        row.nodes = static_cast<std::int64_t>(nodes[graph].size());
+        summary.graphs.push_back(row);
+    }
+    std::sort(summary.graphs.begin(), summary.graphs.end(), [](const CudaGraphRow& a, const CudaGraphRow& b) {
+        return std::tie(b.gpu_ns, a.graph_id) < std::tie(a.gpu_ns, b.graph_id);
+    });
+    return summary;
+}
+
+Table cuda_graphs_table(const CudaGraphSummary& summary) {
+    Table table;
+    table.key = "graphs";
+    if (summary.any()) {
+        std::int64_t graphs = 0;
+        for (const CudaGraphRow& row : summary.graphs) graphs += row.graph_id != 0 ? 1 : 0;
+        table.title = fmt::format("CUDA graphs: {} of {} kernels ({:.1f}% of kernel time) ran from {}", summary.graph_kernels,
+                                  summary.kernels, share(summary.graph_kernel_ns, summary.kernel_ns),
+                                  graphs > 0 ? fmt::format("{} graph{}", graphs, graphs == 1 ? "" : "s")
+                                             : std::string("graphs (their ids not recorded)"));
+    } else {
+        table.title = "CUDA graphs";
+        table.empty_note = "no kernel, copy or memset ran from a CUDA graph";
+    }
+    table.columns = {
+        {"graph", "Graph", ColumnKind::text},
+        {"kernels", "Kernels", ColumnKind::integer},
+        {"memcpys", "Memcpys", ColumnKind::integer},
+        {"memsets", "Memsets", ColumnKind::integer},
+        {"nodes", "Nodes", ColumnKind::integer},
+        {"gpu_time", "GPU Time", ColumnKind::time},
+        {"kernel_time_percent", "Kernel Time (%)", ColumnKind::percent},
+    };
+    for (const CudaGraphRow& row : summary.graphs) {
+        table.rows.push_back({row.graph_id != 0 ? std::to_string(row.graph_id) : std::string("(graph id not recorded)"),
+                              row.kernels, row.memcpys, row.memsets, row.nodes, row.gpu_ns,
+                              share(row.kernel_ns, summary.kernel_ns)});
+    }
+    return table;
+}
+
+}  // namespace ember::analysis
