@@ -3,6 +3,7 @@
 #include "common/text.h"
 
 #include <algorithm>
+#include <iterator>
 #include <regex>
 #include <tuple>
 
@@ -85,54 +86,56 @@ void EventSearch::set_name(const TraceModel& model, std::uint32_t name_id) {
     }
 }
 
-std::optional<EventRef> EventSearch::next(const TraceModel& model, const EventRef& current, TimeNs time_ns) const {
-    if (empty()) return std::nullopt;
-    const Key after = start_key(model, current, time_ns);
+namespace {
+
+// The matching event nearest `from` on one side of it in Key order (start, lane, row,
+// index): the first after it (Forward) or the last before it. Each row is walked from
+// `from`'s start outwards and stops at its first match, or where it cannot beat the best.
+template <bool Forward>
+std::optional<EventRef> nearest_match(const TraceModel& model, const EventSearch& search, const Key& from) {
+    // `a` lies beyond `b` on the side searched.
+    auto beyond = [](const auto& a, const auto& b) { return Forward ? b < a : a < b; };
     std::optional<EventRef> best;
     Key best_key{};
-    for_each_searched_row(model, *this, [&](int lane_index, int row_index, const auto& events) {
-        auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
-            return e.start_ns < std::get<0>(after);
-        });
-        for (; it != events.end(); ++it) {
-            if (best && it->start_ns > std::get<0>(best_key)) break;
-            if (!matches(it->name_id)) continue;
-            const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
-            if (key <= after) continue;
-            if (!best || key < best_key) {
-                best = EventRef{lane_index, row_index, std::get<3>(key)};
-                best_key = key;
+    for_each_searched_row(model, search, [&](int lane_index, int row_index, const auto& events) {
+        auto walk = [&](auto it, auto end) {
+            for (; it != end; ++it) {
+                if (best && beyond(it->start_ns, std::get<0>(best_key))) break;
+                if (!search.matches(it->name_id)) continue;
+                const auto index = static_cast<std::uint32_t>(&*it - events.data());
+                const Key key{it->start_ns, lane_index, row_index, index};
+                if (!beyond(key, from)) continue;
+                if (!best || beyond(best_key, key)) {
+                    best = EventRef{lane_index, row_index, index};
+                    best_key = key;
+                }
+                break;
             }
-            break;
+        };
+        const TimeNs start = std::get<0>(from);
+        if constexpr (Forward) {
+            walk(std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) { return e.start_ns < start; }),
+                 events.end());
+        } else {
+            auto after = std::partition_point(events.begin(), events.end(),
+                                              [&](const TimelineEvent& e) { return e.start_ns <= start; });
+            walk(std::make_reverse_iterator(after), events.rend());
         }
     });
     return best;
 }
 
+}  // namespace
+
+std::optional<EventRef> EventSearch::next(const TraceModel& model, const EventRef& current, TimeNs time_ns) const {
+    if (empty()) return std::nullopt;
+    return nearest_match<true>(model, *this, start_key(model, current, time_ns));
+}
+
 std::optional<EventRef> EventSearch::previous(const TraceModel& model, const EventRef& current,
                                               TimeNs time_ns) const {
     if (empty()) return std::nullopt;
-    const Key before = start_key(model, current, time_ns);
-    std::optional<EventRef> best;
-    Key best_key{};
-    for_each_searched_row(model, *this, [&](int lane_index, int row_index, const auto& events) {
-        auto it = std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) {
-            return e.start_ns <= std::get<0>(before);
-        });
-        while (it != events.begin()) {
-            --it;
-            if (best && it->start_ns < std::get<0>(best_key)) break;
-            if (!matches(it->name_id)) continue;
-            const Key key{it->start_ns, lane_index, row_index, static_cast<std::uint32_t>(it - events.begin())};
-            if (key >= before) continue;
-            if (!best || key > best_key) {
-                best = EventRef{lane_index, row_index, std::get<3>(key)};
-                best_key = key;
-            }
-            break;
-        }
-    });
-    return best;
+    return nearest_match<false>(model, *this, start_key(model, current, time_ns));
 }
 
 std::int64_t EventSearch::count(const TraceModel& model) const {
