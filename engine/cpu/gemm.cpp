@@ -123,15 +123,19 @@ void gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const
         for (int64_t i = 0, end = c.numel(); i < end; ++i) store_from_float(c.data, c.dtype, i, c_ptr[i]);
 }
 
-void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
-                        bool gelu, const Tensor& pre_activation) {
-    require(!gelu || bias.defined(), "linear_forward_cpu", "the GELU epilogue needs a bias");
+GemmArgs linear_forward_args(const char* op, const Tensor& bias, bool gelu, const Tensor& pre_activation) {
+    require(!gelu || bias.defined(), op, "the GELU epilogue needs a bias");
     GemmArgs args;
     args.transpose_b = true;
     args.epilogue = gelu ? Epilogue::bias_gelu : (bias.defined() ? Epilogue::bias : Epilogue::none);
     args.bias = bias;
     args.pre_activation = pre_activation;
-    gemm_cpu(x, weight, y, args);
+    return args;
+}
+
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                        bool gelu, const Tensor& pre_activation) {
+    gemm_cpu(x, weight, y, linear_forward_args("linear_forward_cpu", bias, gelu, pre_activation));
 }
 
 void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,

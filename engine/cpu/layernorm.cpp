@@ -25,6 +25,14 @@ void check_ln_params(const char* op, const Tensor& x, std::initializer_list<std:
     }
 }
 
+// x and the tensor of its shape the op reads or writes alongside (y forward, dy backward):
+// float cpu tensors of the same shape.
+void check_input_pair(const char* op, const Tensor& x, const Tensor& other, const char* name) {
+    cpu::check_float_cpu(x, op, "x");
+    cpu::check_float_cpu(other, op, name);
+    cpu::check_same_shape(x, other, op);
+}
+
 // Scratch for the unfused forms: f32 (as on cuda) or f64 (finite-difference checks).
 void check_scratch(const char* op, const Tensor& scratch, int64_t expected) {
     require(scratch.defined() && scratch.device == Device::cpu &&
@@ -161,9 +169,7 @@ void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& b
                            const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
                            float eps) {
     const char* op = "layernorm_forward_cpu";
-    cpu::check_float_cpu(x, op, "x");
-    cpu::check_float_cpu(y, op, "y");
-    cpu::check_same_shape(x, y, op);
+    check_input_pair(op, x, y, "y");
     const int64_t rows = x.rows(), C = x.cols();
     check_ln_params(op, x, {{gamma, "gamma"}, {beta, "beta"}}, C);
     check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);
@@ -193,9 +199,7 @@ void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
                             const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
                             GradWrite param_write) {
     const char* op = "layernorm_backward_cpu";
-    cpu::check_float_cpu(x, op, "x");
-    cpu::check_float_cpu(dy, op, "dy");
-    cpu::check_same_shape(x, dy, op);
+    check_input_pair(op, x, dy, "dy");
     const int64_t rows = x.rows(), C = x.cols();
     check_ln_params(op, x, {{gamma, "gamma"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}}, C);
     check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);
@@ -241,9 +245,7 @@ void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const T
                                    const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
                                    const Tensor& scratch, float eps) {
     const char* op = "layernorm_forward_unfused_cpu";
-    cpu::check_float_cpu(x, op, "x");
-    cpu::check_float_cpu(y, op, "y");
-    cpu::check_same_shape(x, y, op);
+    check_input_pair(op, x, y, "y");
     const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
     check_ln_params(op, x, {{gamma, "gamma"}, {beta, "beta"}}, C);
     check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);
@@ -261,9 +263,7 @@ void layernorm_backward_unfused_cpu(const Tensor& x, const Tensor& dy, const Ten
                                     const Tensor& dgamma, const Tensor& dbeta, const Tensor& scratch,
                                     GradWrite input_write, GradWrite param_write) {
     const char* op = "layernorm_backward_unfused_cpu";
-    cpu::check_float_cpu(x, op, "x");
-    cpu::check_float_cpu(dy, op, "dy");
-    cpu::check_same_shape(x, dy, op);
+    check_input_pair(op, x, dy, "dy");
     const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
     check_ln_params(op, x, {{gamma, "gamma"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}}, C);
     check_ln_params(op, x, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}}, rows);

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 
 namespace ember::cpu {
@@ -83,6 +84,14 @@ std::string describe(const ConvKey& key) {
            (key.bias ? ", bias" : "") + ", " + std::to_string(key.threads) + " threads";
 }
 
+// The primitive a primitive descriptor makes, with its scratchpad and implementation name.
+template <class Primitive, class PrimitiveDesc>
+void adopt(ConvPlan& plan, const PrimitiveDesc& desc) {
+    plan.primitive = Primitive(desc);
+    plan.scratchpad = desc.scratchpad_desc();
+    plan.implementation = desc.impl_info_str();
+}
+
 std::unique_ptr<ConvPlan> make_plan(const ConvKey& key, const dnnl::memory::desc& x_user,
                                     const dnnl::memory::desc& w_user,
                                     const dnnl::memory::desc& y_user) {
@@ -114,43 +123,35 @@ std::unique_ptr<ConvPlan> make_plan(const ConvKey& key, const dnnl::memory::desc
             w_any, bias_desc, y_compute, strides, dilates, pad_left, pad_right);
         dnnl::convolution_forward::primitive_desc forward(forward_desc, attributes,
                                                           onednn::cpu_engine());
+        // A backward direction's primitive descriptor, with the forward one as its hint.
+        auto backward_desc = [&]<class Backward>(std::type_identity<Backward>) {
+            typename Backward::desc desc(dnnl::algorithm::convolution_direct, x_compute, w_any, y_compute,
+                                         strides, dilates, pad_left, pad_right);
+            return typename Backward::primitive_desc(desc, attributes, onednn::cpu_engine(), forward);
+        };
         switch (key.direction) {
             case Direction::forward:
-                plan->primitive = dnnl::convolution_forward(forward);
-                plan->scratchpad = forward.scratchpad_desc();
+                adopt<dnnl::convolution_forward>(*plan, forward);
                 plan->activation = Staged(x_user, forward.src_desc(), true, false);
                 plan->filter = Staged(w_user, forward.weights_desc(), true, false);
                 plan->output = Staged(y_user, forward.dst_desc(), false, true);
-                plan->implementation = forward.impl_info_str();
                 break;
             case Direction::backward_data: {
                 call = "convolution_backward_data::primitive_desc";
-                dnnl::convolution_backward_data::desc data_desc(
-                    dnnl::algorithm::convolution_direct, x_compute, w_any, y_compute, strides,
-                    dilates, pad_left, pad_right);
-                dnnl::convolution_backward_data::primitive_desc data(data_desc, attributes,
-                                                                     onednn::cpu_engine(), forward);
-                plan->primitive = dnnl::convolution_backward_data(data);
-                plan->scratchpad = data.scratchpad_desc();
+                const auto data = backward_desc(std::type_identity<dnnl::convolution_backward_data>{});
+                adopt<dnnl::convolution_backward_data>(*plan, data);
                 plan->gradient = Staged(y_user, data.diff_dst_desc(), true, false);
                 plan->filter = Staged(w_user, data.weights_desc(), true, false);
                 plan->output = Staged(x_user, data.diff_src_desc(), false, true);
-                plan->implementation = data.impl_info_str();
                 break;
             }
             case Direction::backward_weights: {
                 call = "convolution_backward_weights::primitive_desc";
-                dnnl::convolution_backward_weights::desc weights_desc(
-                    dnnl::algorithm::convolution_direct, x_compute, w_any, y_compute, strides,
-                    dilates, pad_left, pad_right);
-                dnnl::convolution_backward_weights::primitive_desc weights(
-                    weights_desc, attributes, onednn::cpu_engine(), forward);
-                plan->primitive = dnnl::convolution_backward_weights(weights);
-                plan->scratchpad = weights.scratchpad_desc();
+                const auto weights = backward_desc(std::type_identity<dnnl::convolution_backward_weights>{});
+                adopt<dnnl::convolution_backward_weights>(*plan, weights);
                 plan->activation = Staged(x_user, weights.src_desc(), true, false);
                 plan->gradient = Staged(y_user, weights.diff_dst_desc(), true, false);
                 plan->filter = Staged(w_user, weights.diff_weights_desc(), false, true);
-                plan->implementation = weights.impl_info_str();
                 break;
             }
         }

@@ -126,13 +126,7 @@ void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor&
 void linear_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,
                          const Tensor& bias, const Tensor& y, bool gelu,
                          const Tensor& pre_activation) {
-    require(!gelu || bias.defined(), "linear_forward_cuda", "the GELU epilogue needs a bias");
-    GemmArgs args;
-    args.transpose_b = true;
-    args.epilogue = gelu ? Epilogue::bias_gelu : (bias.defined() ? Epilogue::bias : Epilogue::none);
-    args.bias = bias;
-    args.pre_activation = pre_activation;
-    gemm_cuda(ctx, x, weight, y, args);
+    gemm_cuda(ctx, x, weight, y, linear_forward_args("linear_forward_cuda", bias, gelu, pre_activation));
 }
 
 void linear_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,

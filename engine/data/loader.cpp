@@ -230,16 +230,9 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
                                options_.augment, epoch, indices[size_t(i)], images + i * pixels);
     }
     Batch& batch = slot.batch;
-    batch = Batch{};
-    batch.epoch = epoch;
-    batch.index = batch_number;
-    batch.size = count;
-    batch.shape = shape_;
-    batch.images = images;
-    batch.labels = labels;
-    batch.sample_indices = slot.indices.data();
-    batch.pinned = slot.images.pinned();
-    batch.slot = slot.index;
+    batch = Batch{.epoch = epoch, .index = batch_number, .size = count, .shape = shape_, .images = images,
+                  .labels = labels, .sample_indices = slot.indices.data(), .pinned = slot.images.pinned(),
+                  .slot = slot.index};
     if (copy_to_device_) {
         nvtx::ScopedRange h2d("dataloader/h2d", kCategory);
         cudaStream_t stream = copy_stream_->stream.get();

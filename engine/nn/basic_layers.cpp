@@ -72,6 +72,18 @@ Tensor Linear::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad)
     return dx;
 }
 
+// dx shaped like dy, written by `backward` (the activation's gradient op, from what its
+// forward saved); none when the layer below needs no input gradient.
+namespace {
+template <class Backward>
+Tensor activation_backward(RunContext& ctx, const Tensor& dy, bool need_input_grad, Backward backward) {
+    if (!need_input_grad) return {};
+    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
+    backward(dx);
+    return dx;
+}
+}  // namespace
+
 // ---- ReLU ---------------------------------------------------------------------------
 
 Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
@@ -82,10 +94,9 @@ Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
 }
 
 Tensor ReLU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
-    if (!need_input_grad) return {};
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
-    ops::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store);
-    return dx;
+    return activation_backward(ctx, dy, need_input_grad, [&](const Tensor& dx) {
+        ops::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store);
+    });
 }
 
 // ---- GELU ---------------------------------------------------------------------------
@@ -103,10 +114,9 @@ Tensor GELU::forward(RunContext& ctx, const Tensor& x) {
 }
 
 Tensor GELU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
-    if (!need_input_grad) return {};
-    Tensor dx = ctx.allocate(dy.dtype, shape_of(dy), dy.layout);
-    ops::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store);
-    return dx;
+    return activation_backward(ctx, dy, need_input_grad, [&](const Tensor& dx) {
+        ops::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store);
+    });
 }
 
 // ---- Dropout ------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include "engine/ops/dispatch.h"
 
 #include <cmath>
+#include <initializer_list>
 
 namespace ember::nn {
 
@@ -243,10 +244,8 @@ TensorShape BasicBlock::output_shape(const TensorShape& input) const {
 }
 
 void BasicBlock::register_parameters(ParameterStore& store) {
-    conv1_.register_parameters(store);
-    bn1_.register_parameters(store);
-    conv2_.register_parameters(store);
-    bn2_.register_parameters(store);
+    for (Layer* layer : std::initializer_list<Layer*>{&conv1_, &bn1_, &conv2_, &bn2_})
+        layer->register_parameters(store);
     if (shortcut_conv_) {
         shortcut_conv_->register_parameters(store);
         shortcut_bn_->register_parameters(store);

@@ -5,6 +5,7 @@
 #include "engine/ops/dispatch.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 namespace ember::nn {
@@ -244,11 +245,8 @@ TensorShape TransformerBlock::output_shape(const TensorShape& input) const {
 }
 
 void TransformerBlock::register_parameters(ParameterStore& store) {
-    ln1_.register_parameters(store);
-    attention_.register_parameters(store);
-    ln2_.register_parameters(store);
-    fc1_.register_parameters(store);
-    fc2_.register_parameters(store);
+    for (Layer* layer : std::initializer_list<Layer*>{&ln1_, &attention_, &ln2_, &fc1_, &fc2_})
+        layer->register_parameters(store);
 }
 
 Tensor TransformerBlock::forward(RunContext& ctx, const Tensor& x) {

@@ -44,6 +44,10 @@ struct GemmSizes {
 GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c,
                            const GemmArgs& args);
 
+// nn.Linear's forward as a GEMM of x and weight^T: the bias epilogue when there is a
+// bias, bias+GELU when gelu (which needs one; throws naming `op` otherwise).
+GemmArgs linear_forward_args(const char* op, const Tensor& bias, bool gelu, const Tensor& pre_activation);
+
 // nn.Linear: y[M,N] = x[M,K] weight[N,K]^T (+ bias[N]) (then GELU when gelu=true,
 // saving pre_activation[M,N] if given). bias may be an undefined Tensor.
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,

@@ -15,6 +15,7 @@
 // unless every curve ended (mean of its last tenth of steps) below its first loss.
 #include "engine/data/fashion_mnist.h"
 #include "engine/optim/optimizer.h"
+#include "samples/arguments.h"
 #include "samples/optimizer_comparison/loss_plot.h"
 #include "samples/optimizer_comparison/network.h"
 
@@ -232,13 +233,7 @@ RunResult train(const Network& network, const OptimizerSetup& setup, const std::
 }
 
 long long parse_integer(const char* flag, const char* text) {
-    char* end = nullptr;
-    long long value = std::strtoll(text, &end, 10);
-    if (!end || *end != '\0' || value <= 0) {
-        std::fprintf(stderr, "optimizer_comparison: %s needs a positive integer, got '%s'\n", flag, text);
-        std::exit(2);
-    }
-    return value;
+    return sample_positive_integer("optimizer_comparison", flag, text);
 }
 
 Settings parse_settings(int argc, char** argv) {

@@ -11,6 +11,7 @@
 #include "engine/nn/models.h"
 #include "engine/nn/training_step.h"
 #include "engine/optim/optimizer.h"
+#include "samples/arguments.h"
 
 #include <chrono>
 #include <cstdio>
@@ -45,13 +46,7 @@ ember::optim::Hyperparameters hyperparameters_for(const std::string& name) {
 }
 
 int64_t parse_count(const char* flag, const char* text) {
-    char* end = nullptr;
-    long long value = std::strtoll(text, &end, 10);
-    if (!end || *end != '\0' || value <= 0) {
-        std::fprintf(stderr, "train_mlp_cpu: %s needs a positive integer, got '%s'\n", flag, text);
-        std::exit(2);
-    }
-    return value;
+    return sample_positive_integer("train_mlp_cpu", flag, text);
 }
 
 }  // namespace
