@@ -10,7 +10,10 @@
 #                               bundled test and print a table last
 #
 # The GPU machine needs a driver and CUDA 13 libraries but no compiler, GoogleTest
-# or Debian packages: the bundle carries what the tests link against. Logs go to
+# or Debian packages: the bundle carries what the tests link against. One test
+# (collectors_python_gpu_test: CUDA API calls carry the Python line that made them)
+# runs a Python program under `ember record`: it needs a python3 there, and skips
+# saying so without one. Logs go to
 # $OUT (when set) or .gpu-bundle/logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,6 +116,8 @@ run() {
     missing=$(for exe in "$BUNDLE"/bin/*; do ldd "$exe" | grep "not found"; done | sort -u || true)
     [ -n "$missing" ] && { echo "gpu-check: unresolved libraries:"; echo "$missing"; }
     "$BUNDLE/bin/ember" doctor | tee "$logs/doctor.txt" || true
+    echo "== python (the Python call-site test runs a CUDA program with it)"
+    command -v python3 >/dev/null 2>&1 && python3 --version || echo "  no python3: collectors_python_gpu_test skips"
 
     local pass=0 fail=0 skip=0 rows=()
     while IFS=$'\t' read -r name cmd; do
