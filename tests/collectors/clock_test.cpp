@@ -8,6 +8,7 @@
 // CLOCK_MONOTONIC itself.
 #include "collectors/clock.h"
 #include "collectors/session.h"
+#include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
 
@@ -208,8 +209,7 @@ TEST(CollectorClock, FallsBackToClockMonotonicWhenTheCoresDisagree) {
 TEST(CollectorClock, ASessionKeepsReanchoringWhileTheProgramIsQuiet) {
     if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here";
     SessionOptions options;
-    options.path = (std::filesystem::temp_directory_path() / ("ember_clock_quiet_" + std::to_string(getpid()) + ".db"))
-                       .string();
+    options.path = test_support::unique_temp_path("ember_clock_quiet", ".db").string();
     options.trace_cuda = false;
     options.nvml_hz = 0;
     options.quiet = true;

@@ -7,6 +7,7 @@
 #include "collectors/perf_map.h"
 #include "collectors/session.h"
 #include "profiler/store/reader.h"
+#include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
 
@@ -111,7 +112,8 @@ __attribute__((noinline)) long outer_caller_of_the_jit_code(JitFunction function
 constexpr const char* kStaticFunction = "(anonymous namespace)::burn_cpu_in_a_static_function(double)";
 
 std::string temp_path(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("ember_cpu_sampler_" + std::to_string(getpid()) + "_" + name))
+    const std::filesystem::path file(name);
+    return ember::test_support::unique_temp_path("ember_cpu_sampler_" + file.stem().string(), file.extension().string())
         .string();
 }
 

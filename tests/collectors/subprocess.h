@@ -2,10 +2,13 @@
 // and locate the build's binaries.
 #pragma once
 
+#include "tests/support/temp_path.h"
+
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
+#include <filesystem>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -45,8 +48,8 @@ struct Child {
 // Starts argv with `environment` added; output goes to a file.
 inline Child spawn(const std::vector<std::string>& argv, const std::vector<std::string>& environment = {}) {
     Child child;
-    char pattern[] = "/tmp/ember_collector_test_output_XXXXXX";
-    int fd = mkstemp(pattern);
+    std::string pattern = (std::filesystem::temp_directory_path() / "ember_collector_test_output_XXXXXX").string();
+    int fd = mkstemp(pattern.data());
     child.output_path = pattern;
     child.pid = fork();
     if (child.pid == 0) {
@@ -103,8 +106,11 @@ inline int run(const std::vector<std::string>& argv, std::string* output = nullp
     return code;
 }
 
+// <temp dir>/ember_collector_test_<stem>_<pid><extension> for a `name` such as "trace.db".
 inline std::string temp_path(const std::string& name) {
-    return "/tmp/ember_collector_test_" + std::to_string(getpid()) + "_" + name;
+    const std::filesystem::path file(name);
+    return test_support::unique_temp_path("ember_collector_test_" + file.stem().string(), file.extension().string())
+        .string();
 }
 
 }  // namespace ember::test

@@ -453,8 +453,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    fs::path folder = fs::temp_directory_path() / fmt::format("ember-import-fuzz-seeds-{}", ::getpid());
-    fs::create_directories(folder);
+    const import_test::TempDir seeds("ember-import-fuzz-seeds");
+    const fs::path& folder = seeds.path();
     Corpus corpus = build_corpus(folder, real_traces);
     struct Format {
         const char* name;
@@ -506,7 +506,5 @@ int main(int argc, char** argv) {
             for (const auto& [kind, count] : tally.by_kind) std::printf("    %-32s %lld\n", kind.c_str(), static_cast<long long>(count));
         }
     }
-    std::error_code ignored;
-    fs::remove_all(folder, ignored);
     return 0;
 }
