@@ -58,6 +58,12 @@ ScopedRange::ScopedRange(const char* name, Category category, uint64_t payload) 
     nvtxDomainRangePushEx(domain(), &a);
 }
 
+ScopedRange::ScopedRange(std::string_view name, Category category)
+    : ScopedRange(std::string(name).c_str(), category) {}
+
+ScopedRange::ScopedRange(std::string_view name, Category category, uint64_t payload)
+    : ScopedRange(std::string(name).c_str(), category, payload) {}
+
 ScopedRange::~ScopedRange() { nvtxDomainRangePop(domain()); }
 
 void mark(const char* name, Category category) {

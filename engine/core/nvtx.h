@@ -19,6 +19,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace ember::nvtx {
 
@@ -33,6 +35,9 @@ class ScopedRange {
 public:
     explicit ScopedRange(const char* name, Category category = Category::none);
     ScopedRange(const char* name, Category category, uint64_t payload);
+    // The contract's well-known names (range::kStep, range::kDataloaderWait, ...).
+    explicit ScopedRange(std::string_view name, Category category = Category::none);
+    ScopedRange(std::string_view name, Category category, uint64_t payload);
     ~ScopedRange();
     ScopedRange(const ScopedRange&) = delete;
     ScopedRange& operator=(const ScopedRange&) = delete;

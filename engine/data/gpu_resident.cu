@@ -128,8 +128,8 @@ const Batch* GpuResidentLoader::next() {
     auto start = std::chrono::steady_clock::now();
     {
         // The host only enqueues work here; the wait the GPU sees is the kernel itself.
-        nvtx::ScopedRange wait("dataloader/wait", nvtx::Category::dataloader);
-        nvtx::ScopedRange load("dataloader/load", nvtx::Category::dataloader, uint64_t(batch_number));
+        nvtx::ScopedRange wait(nvtx::range::kDataloaderWait, nvtx::Category::dataloader);
+        nvtx::ScopedRange load(nvtx::range::kDataloaderLoad, nvtx::Category::dataloader, uint64_t(batch_number));
         const std::vector<int64_t>& indices = batches_[size_t(batch_number)];
         int64_t count = int64_t(indices.size());
         cudaStream_t stream = state_->stream.get();
@@ -138,12 +138,12 @@ const Batch* GpuResidentLoader::next() {
         for (int64_t i = 0; i < count; ++i) host_indices[i] = indices[size_t(i)];
         if (slot.release_recorded) EMBER_CUDA_CHECK(cudaStreamWaitEvent(stream, slot.released.get(), 0));
         {
-            nvtx::ScopedRange h2d("dataloader/h2d", nvtx::Category::dataloader);
+            nvtx::ScopedRange h2d(nvtx::range::kDataloaderH2d, nvtx::Category::dataloader);
             EMBER_CUDA_CHECK(cudaMemcpyAsync(slot.indices.data(), host_indices, size_t(count) * sizeof(int64_t),
                                              cudaMemcpyHostToDevice, stream));
         }
         {
-            nvtx::ScopedRange augment("dataloader/augment", nvtx::Category::dataloader);
+            nvtx::ScopedRange augment(nvtx::range::kDataloaderAugment, nvtx::Category::dataloader);
             gather_augment_cuda(static_cast<const uint8_t*>(state_->pixels.data()),
                                 static_cast<const int32_t*>(state_->labels.data()), shape_,
                                 static_cast<const int64_t*>(slot.indices.data()), count, augment_, epoch_,

@@ -201,7 +201,7 @@ void DataLoader::worker_main(int worker_index) {
 }
 
 void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std::vector<int64_t>& indices) {
-    nvtx::ScopedRange load("dataloader/load", kCategory, uint64_t(batch_number));
+    nvtx::ScopedRange load(nvtx::range::kDataloaderLoad, kCategory, uint64_t(batch_number));
     const int64_t count = int64_t(indices.size());
     const int64_t pixels = shape_.pixels();
     // The previous copy out of this slot's host memory must be done before we overwrite it.
@@ -213,7 +213,7 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
     auto* labels = static_cast<int32_t*>(slot.labels.data());
     auto* images = static_cast<float*>(slot.images.data());
     {
-        nvtx::ScopedRange decode("dataloader/decode", kCategory);
+        nvtx::ScopedRange decode(nvtx::range::kDataloaderDecode, kCategory);
         const int num_classes = dataset_->num_classes();
         for (int64_t i = 0; i < count; ++i) {
             int32_t label = dataset_->read(indices[size_t(i)], slot.decoded.data() + i * pixels);
@@ -224,7 +224,7 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
         }
     }
     {
-        nvtx::ScopedRange augment("dataloader/augment", kCategory);
+        nvtx::ScopedRange augment(nvtx::range::kDataloaderAugment, kCategory);
         for (int64_t i = 0; i < count; ++i)
             augment_sample_cpu(slot.decoded.data() + i * pixels, shape_.channels, shape_.height, shape_.width,
                                options_.augment, epoch, indices[size_t(i)], images + i * pixels);
@@ -234,7 +234,7 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
                   .labels = labels, .sample_indices = slot.indices.data(), .pinned = slot.images.pinned(),
                   .slot = slot.index};
     if (copy_to_device_) {
-        nvtx::ScopedRange h2d("dataloader/h2d", kCategory);
+        nvtx::ScopedRange h2d(nvtx::range::kDataloaderH2d, kCategory);
         cudaStream_t stream = copy_stream_->stream.get();
         // Do not overwrite device memory the consumer's stream may still be reading.
         if (slot.release_recorded) EMBER_CUDA_CHECK(cudaStreamWaitEvent(stream, slot.released->get(), 0));
@@ -278,7 +278,7 @@ const Batch* DataLoader::next() {
         const double cpu_before = os::thread_cpu_seconds();
         {
             // Loading in the training thread: all of it is time the loop waits.
-            nvtx::ScopedRange wait("dataloader/wait", kCategory);
+            nvtx::ScopedRange wait(nvtx::range::kDataloaderWait, kCategory);
             try {
                 fill(slot, epoch, batch_number, indices);
             } catch (...) {
@@ -303,7 +303,7 @@ const Batch* DataLoader::next() {
         if (!is_done()) {
             auto start = std::chrono::steady_clock::now();
             {
-                nvtx::ScopedRange wait("dataloader/wait", kCategory);
+                nvtx::ScopedRange wait(nvtx::range::kDataloaderWait, kCategory);
                 batch_finished_.wait(lock, is_done);
             }
             stats_.wait_seconds += os::seconds_since(start);

@@ -93,7 +93,7 @@ void DataParallel::begin_backward(bool synchronize) {
 
 void DataParallel::launch_bucket(std::size_t index) {
     const GradientBucket& bucket = buckets_[index];
-    nvtx::ScopedRange range("allreduce/bucket", nvtx::Category::communication, bucket.bytes());
+    nvtx::ScopedRange range(nvtx::range::kAllreduceBucket, nvtx::Category::communication, bucket.bytes());
     float* gradients = model_.parameters().gradients_f32();
     pending_[index] = communicator_.allreduce_sum_async(gradients + bucket.begin, bucket.end - bucket.begin, stream());
     ++collectives_launched_;
@@ -133,14 +133,14 @@ void DataParallel::finish_gradients() {
         else std::memcpy(padded_gradients_.data(), store.gradients_f32(), flat_bytes);
         std::unique_ptr<PendingCollective> pending;
         {
-            nvtx::ScopedRange range("allreduce/bucket", nvtx::Category::communication, flat_bytes);
+            nvtx::ScopedRange range(nvtx::range::kAllreduceBucket, nvtx::Category::communication, flat_bytes);
             pending = communicator_.reduce_scatter_sum_async(static_cast<const float*>(padded_gradients_.data()),
                                                              static_cast<float*>(shard_gradients_.data()),
                                                              shard.padded_size, stream());
             ++collectives_launched_;
         }
         {
-            nvtx::ScopedRange range("allreduce/wait", nvtx::Category::communication);
+            nvtx::ScopedRange range(nvtx::range::kAllreduceWait, nvtx::Category::communication);
             pending->wait();
         }
         const std::size_t shard_bytes = (shard.end - shard.begin) * sizeof(float);
@@ -158,7 +158,7 @@ void DataParallel::finish_gradients() {
     }
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
         {
-            nvtx::ScopedRange range("allreduce/wait", nvtx::Category::communication, buckets_[i].bytes());
+            nvtx::ScopedRange range(nvtx::range::kAllreduceWait, nvtx::Category::communication, buckets_[i].bytes());
             pending_[i]->wait();
         }
         pending_[i].reset();

@@ -101,7 +101,7 @@ void ShardedOptimizer::step(float* params, const float* grads, const optim::Step
         pending = communicator_.all_gather_async(own_slot, gathered, shard_size_, options.stream);
     }
     {
-        nvtx::ScopedRange range("allreduce/wait", nvtx::Category::communication);
+        nvtx::ScopedRange range(nvtx::range::kAllreduceWait, nvtx::Category::communication);
         pending->wait();
     }
     if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(params, gathered, flat_length_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));

@@ -63,7 +63,7 @@ Tensor Model::forward(const Tensor& input, bool training) {
     if (input.rank != sample_shape_.rank + 1)
         throw std::invalid_argument("model " + name_ + ": input " + input.describe() + " does not match samples " +
                                     sample_shape_.describe());
-    nvtx::ScopedRange range(training ? "forward" : "evaluation/forward",
+    nvtx::ScopedRange range(training ? nvtx::range::kForward : std::string_view("evaluation/forward"),
                             training ? nvtx::Category::compute : nvtx::Category::evaluation);
     pool_->reset();
     recompute_pool_->reset();
@@ -115,7 +115,7 @@ LossOutput Model::loss(const Tensor& logits, const Tensor& labels, float grad_sc
 
 void Model::backward(const Tensor& dlogits, ops::GradWrite parameter_write) {
     if (!last_forward_training_) throw std::logic_error("model " + name_ + ": backward after an evaluation forward");
-    nvtx::ScopedRange range("backward", nvtx::Category::compute);
+    nvtx::ScopedRange range(nvtx::range::kBackward, nvtx::Category::compute);
     context_.parameter_write = parameter_write;
     context_.training = true;
     Tensor dy = dlogits;

@@ -126,7 +126,7 @@ void Trainer::enqueue_step(const Tensor& images, const Tensor& labels, double lo
         if (cuda) overflow_check_->check(grads, n, ctx.cuda->stream);
         else cpu_overflow_ = !amp::all_finite_cpu(grads, n);
     }
-    nvtx::ScopedRange range("optimizer", nvtx::Category::compute);
+    nvtx::ScopedRange range(nvtx::range::kOptimizer, nvtx::Category::compute);
     if (options_.clip_grad_norm > 0) {
         Tensor flat = make_tensor(grads, DType::f32, {static_cast<int64_t>(n)}, model_.backend());
         if (scaled) {  // clipping needs true gradients: unscale first
@@ -213,7 +213,7 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
             run_micro_batches(images, labels, 1.0, options_.grads_set_to_none);
             return read_mean_loss(batch);
         };
-        nvtx::ScopedRange range("optimizer", nvtx::Category::compute);
+        nvtx::ScopedRange range(nvtx::range::kOptimizer, nvtx::Category::compute);
         result.loss = optimizer_.step(store.master_f32(), store.gradients_f32(), closure);
         ++steps_;
         return result;

@@ -263,7 +263,7 @@ TrainSummary train_epochs(RunState& run) {
         int64_t epoch_images = 0, epoch_measured = 0;
         while (!stop && batch_index < run.steps_per_epoch) {
             int64_t step = trainer.steps();
-            nvtx::ScopedRange step_range("step", nvtx::Category::step, static_cast<uint64_t>(step));
+            nvtx::ScopedRange step_range(nvtx::range::kStep, nvtx::Category::step, static_cast<uint64_t>(step));
             const data::Batch* b = train.next();
             if (!b) break;
             ++batch_index;
