@@ -5,6 +5,7 @@
 #include "profiler/analysis/advice.h"
 #include "profiler/analysis/breakdown_tables.h"
 #include "profiler/analysis/cpu_profile.h"
+#include "profiler/analysis/cuda_graphs.h"
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
@@ -556,6 +557,12 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
 
     if (wanted(options, "kernels")) {
         tables.push_back(duration_table("kernels", "GPU kernels", sorted(kernel_summary(reader), options), false));
+    }
+    // CUDA graphs: asked for by name, or in the default report where GPU work ran from one.
+    const bool graphs_named = std::find(options.reports.begin(), options.reports.end(), "graphs") != options.reports.end();
+    if (graphs_named || options.reports.empty()) {
+        const CudaGraphSummary graphs = cuda_graph_summary(reader);
+        if (graphs_named || graphs.any()) tables.push_back(cuda_graphs_table(graphs));
     }
     if (wanted(options, "memory")) tables.push_back(memory_table(memory));
     if (wanted(options, "api")) {

@@ -20,11 +20,12 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 
 // Report names, in print order.
 inline constexpr const char* kReportNames[] = {
-    "kernels",   "memory",       "api",     "nvtx",           "gpu_by_range", "steps",
+    "kernels",   "graphs",       "memory",  "api",     "nvtx",           "gpu_by_range", "steps",
     "ranks",     "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
     "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "python_gpu", "advice",
 };
-// Printed when no report is named ("ranks" only for files of several ranks).
+// Printed when no report is named ("ranks" only for files of several ranks; "graphs",
+// not listed here, only for a file where GPU work ran from CUDA graphs).
 inline constexpr const char* kDefaultReportNames[] = {
     "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "temporal", "kernel_types", "overlap",
     "idle_breakdown", "gpu_busy", "idle_gaps", "cpu", "advice",

@@ -12,6 +12,7 @@
 // that mapping, and the real ones that ember finds as many graph kernels as they hold.
 #include "profiler/analysis/cuda_graphs.h"
 #include "profiler/analysis/duration_summary.h"
+#include "profiler/analysis/stats_report.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/import_fixtures.h"
@@ -396,6 +397,12 @@ TEST(NsysGraphs, GraphIdsAndGraphEventsOfTheNewestExports) {
     EXPECT_EQ(table.title, "CUDA graphs: 2 of 3 kernels (20.0% of kernel time) ran from 1 graph");
     ASSERT_EQ(table.rows.size(), 2u);
     EXPECT_EQ(std::get<std::string>(table.rows[1][0]), "(graph id not recorded)");
+    // `ember stats` shows it without being asked, right after the kernels.
+    const std::vector<analysis::Table> tables = analysis::build_stats_tables(reader, {});
+    ASSERT_GE(tables.size(), 2u);
+    EXPECT_EQ(tables[0].key, "kernels");
+    EXPECT_EQ(tables[1].key, "graphs");
+    EXPECT_EQ(tables[1].title, table.title);
 }
 
 // The plain fixture (no graph columns, no graph tables): no graph work, said so.
@@ -410,6 +417,13 @@ TEST(NsysGraphs, ExportWithoutGraphsHasNoGraphWork) {
     const analysis::Table table = analysis::cuda_graphs_table(summary);
     EXPECT_TRUE(table.rows.empty());
     EXPECT_EQ(table.empty_note, "no kernel, copy or memset ran from a CUDA graph");
+    // `ember stats` leaves the report out unless it is asked for.
+    for (const analysis::Table& shown : analysis::build_stats_tables(reader, {})) EXPECT_NE(shown.key, "graphs");
+    analysis::StatsOptions options;
+    options.reports = {"graphs"};
+    const std::vector<analysis::Table> asked = analysis::build_stats_tables(reader, options);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].empty_note, table.empty_note);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, NsysVersions,
