@@ -490,9 +490,9 @@ std::vector<Table> python_gpu_tables(const PythonGpuReport& report, std::size_t 
                 {}, {}, {}};
     sites.columns = {
         {"percent", "GPU (%)", ColumnKind::percent},    {"gpu_ns", "GPU Time", ColumnKind::time},
-        {"operations", "Kernels", ColumnKind::integer}, {"calls", "Calls", ColumnKind::integer},
+        {"operations", "Operations", ColumnKind::integer}, {"calls", "Calls", ColumnKind::integer},
         {"line", "Line", ColumnKind::text},             {"function", "Function", ColumnKind::text},
-        {"top_work", "Top Kernels", ColumnKind::text},
+        {"top_work", "Top Operations", ColumnKind::text},
     };
     for (const PythonGpuSiteRow& row : report.sites) {
         if (top > 0 && sites.rows.size() >= top) break;
