@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace ember::collector {
@@ -74,7 +75,7 @@ std::unique_ptr<PythonCallSites> PythonCallSites::open_in_process(store::TraceWr
 }
 
 std::uint64_t PythonCallSites::current_thread_state() const {
-    if (!this_thread_state_ || !is_initialized_() || (is_finalizing_ && is_finalizing_())) return 0;
+    if (!this_thread_state_ || refused() || !is_initialized_() || (is_finalizing_ && is_finalizing_())) return 0;
     return reinterpret_cast<std::uintptr_t>(this_thread_state_());
 }
 
@@ -113,6 +114,9 @@ bool PythonCallSites::read_chain(std::uint64_t thread_state, PythonCallSiteCache
     cache.prefetched.resize(bytes);
     iovec local{cache.prefetched.data(), bytes};
     const ssize_t got = process_vm_readv(pid_, &local, 1, remote, count, 0);
+    // Refused outright (a seccomp filter, a kernel without the call): every later call
+    // would be too, so the call sites stop here rather than cost a system call each.
+    if (got < 0 && (errno == EPERM || errno == ENOSYS)) refused_.store(true, std::memory_order_relaxed);
     // Transfers stop at an element that cannot be read, never inside one.
     std::size_t whole = 0, offset = 0;
     std::size_t offsets[kMaxRanges + 2] = {};

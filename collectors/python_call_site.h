@@ -86,6 +86,9 @@ public:
     trace::StackId stack_of(std::uint64_t thread_state, PythonCallSiteCache& cache);
 
     const python::PythonVersion& version() const { return process_.version(); }
+    // The kernel refused process_vm_readv on our own pid (EPERM, ENOSYS): no call site
+    // is read any more (current_thread_state() gives 0).
+    bool refused() const { return refused_.load(std::memory_order_relaxed); }
 
     struct Counts {
         std::uint64_t calls = 0;        // stack_of calls
@@ -116,6 +119,7 @@ private:
     mutable std::mutex mutex_;  // guards what follows
     python::PythonProcess process_;
     std::map<std::tuple<std::string, std::string, int>, trace::FrameId> frame_ids_;
+    std::atomic<bool> refused_{false};
     std::atomic<std::uint64_t> calls_{0}, same_as_last_{0}, known_{0}, resolved_{0}, unknown_{0};
 };
 

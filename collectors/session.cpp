@@ -376,7 +376,8 @@ void Session::stop() {
         say("Python stacks of " + std::to_string(counts.calls) + " CUDA API calls: " +
             std::to_string(counts.same_as_last + counts.known) + " from a call site seen before, " +
             std::to_string(counts.resolved) + " read anew, " + std::to_string(counts.unknown) +
-            " without one (no Python frames on the thread, or unreadable)");
+            " without one (no Python frames on the thread, or unreadable)" +
+            (python_call_sites_->refused() ? "; process_vm_readv was refused, so the rest had none" : ""));
     }
     if (parts.cpu) parts.cpu->stop();
     if (parts.nvml) parts.nvml->stop();
