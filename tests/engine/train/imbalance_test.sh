@@ -4,13 +4,8 @@
 # rank traces and name rank 1 as the straggler.
 # Usage: imbalance_test.sh EMBER_BINARY WORK_DIR
 set -euo pipefail
-ember=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun -np 2 --oversubscribe --mca btl self,vader --mca plm_rsh_agent "" \
-    "$ember" train --model mlp --epochs 1 --train-limit 4000 --test-limit 500 --batch-size 100 --workers 1 \
+source "$(dirname "$0")/mpi_two_ranks.sh"
+mpirun_two_ranks "$ember" train --model mlp --epochs 1 --train-limit 4000 --test-limit 500 --batch-size 100 --workers 1 \
     --no-progress --imbalance 1.0 --profile "$work/run.db" >"$work/train.out" 2>"$work/train.err" \
     || { cat "$work/train.err"; echo "FAIL: mpirun ember train exited $?"; exit 1; }
 [ -s "$work/run.rank0.db" ] && [ -s "$work/run.rank1.db" ] || { echo "FAIL: missing rank traces"; ls "$work"; exit 1; }

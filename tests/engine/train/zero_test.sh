@@ -5,18 +5,13 @@
 # without ZeRO (and a plain data-parallel checkpoint resumes under ZeRO-1).
 # Usage: zero_test.sh EMBER_BINARY WORK_DIR
 set -euo pipefail
-ember=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/mpi_two_ranks.sh"
 common=(--model mlp --train-limit 2000 --test-limit 500 --batch-size 100 --workers 1 --no-progress
         --set optimizer.name=adamw --set optimizer.lr=0.002 --set train.seed=7 --set train.clip_grad_norm=0.5)
 run_two_ranks() {  # NAME ZERO [extra args]
     local name=$1 zero=$2
     shift 2
-    mpirun -np 2 --oversubscribe --mca btl self,vader --mca plm_rsh_agent "" \
-        "$ember" train "${common[@]}" --set distributed.zero="$zero" --checkpoint-dir "$work/$name" \
+    mpirun_two_ranks "$ember" train "${common[@]}" --set distributed.zero="$zero" --checkpoint-dir "$work/$name" \
         --metrics "$work/$name.jsonl" "$@" >"$work/$name.out" 2>"$work/$name.err" \
         || { cat "$work/$name.err" "$work/$name.out"; echo "FAIL: mpirun ember train ($name) exited non-zero"; exit 1; }
 }
@@ -45,8 +40,7 @@ run_two_ranks resume_zero 1 --epochs 2 --resume "$work/ddp/last.ckpt"
 grep -q "resumed from" "$work/resume_zero.err" || { cat "$work/resume_zero.err"; echo "FAIL: ZeRO-1 did not resume"; exit 1; }
 
 # Settings it cannot honour are refused by name.
-if mpirun -np 2 --oversubscribe --mca btl self,vader --mca plm_rsh_agent "" \
-    "$ember" train "${common[@]}" --epochs 1 --set distributed.zero=1 --set optimizer.name=lamb >"$work/lamb.out" 2>&1; then
+if mpirun_two_ranks "$ember" train "${common[@]}" --epochs 1 --set distributed.zero=1 --set optimizer.name=lamb >"$work/lamb.out" 2>&1; then
     echo "FAIL: ZeRO-1 accepted lamb"; exit 1
 fi
 grep -q "distributed.zero = 1" "$work/lamb.out" || { cat "$work/lamb.out"; echo "FAIL: the refusal does not name distributed.zero"; exit 1; }
