@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -275,13 +276,32 @@ Shape4 pooled_shape(const PoolCase& pc) {
             (s.w + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1};
 }
 
+// The case's input, nchw, random from `rng`.
+HostTensor random_pool_input(DType dtype, const PoolCase& pc, std::mt19937& rng) {
+    HostTensor x = make4(dtype, pc.input, Layout::nchw);
+    test::fill_random(x, rng);
+    return x;
+}
+
+// `backward(dy, dx, layout)` on nchw tensors and on their nhwc copies gives the same dx;
+// dx starts from the same random values in both, so accumulate mode shows.
+void expect_pool_backward_matches(DType dtype, const PoolCase& pc, std::mt19937& rng, const std::string& what,
+                                  const std::function<void(const HostTensor&, HostTensor&, Layout)>& backward) {
+    HostTensor dy = make4(dtype, pooled_shape(pc), Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
+    test::fill_random(dy, rng);
+    test::fill_random(dx, rng);
+    HostTensor dx_last = to_nhwc(dx);
+    backward(dy, dx, Layout::nchw);
+    backward(to_nhwc(dy), dx_last, Layout::nhwc);
+    expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+}
+
 TEST(OpsCpuNhwc, MaxPoolMatchesNchw) {
     for_each_dtype_case_and_mode(kPoolCases, [](DType dtype, const PoolCase& pc, GradWrite write,
                                                 const std::string& what) {
         const Shape4 out = pooled_shape(pc);
         std::mt19937 rng(21);
-        HostTensor x = make4(dtype, pc.input, Layout::nchw);
-        test::fill_random(x, rng);
+        HostTensor x = random_pool_input(dtype, pc, rng);
         x.set(0, x.get(1));  // a tie: the first in scan order must win in both layouts
         HostTensor y = make4(dtype, out, Layout::nchw), argmax = make4(DType::i32, out, Layout::nchw);
         HostTensor y_last = make4(dtype, out, Layout::nhwc);
@@ -292,13 +312,9 @@ TEST(OpsCpuNhwc, MaxPoolMatchesNchw) {
         EXPECT_EQ(test::values(to_nchw(y_last)), test::values(y)) << what;
         EXPECT_EQ(logical_values(argmax_last), test::values(argmax)) << what << " argmax";
 
-        HostTensor dy = make4(dtype, out, Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
-        test::fill_random(dy, rng);
-        test::fill_random(dx, rng);
-        HostTensor dx_last = to_nhwc(dx);
-        maxpool2d_backward_cpu(dy, argmax, dx, pc.params, write);
-        maxpool2d_backward_cpu(to_nhwc(dy), argmax_last, dx_last, pc.params, write);
-        expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+        expect_pool_backward_matches(dtype, pc, rng, what, [&](const HostTensor& dy, HostTensor& dx, Layout layout) {
+            maxpool2d_backward_cpu(dy, layout == Layout::nchw ? argmax : argmax_last, dx, pc.params, write);
+        });
     });
 }
 
@@ -307,20 +323,15 @@ TEST(OpsCpuNhwc, AvgPoolMatchesNchw) {
                                                 const std::string& what) {
         const Shape4 out = pooled_shape(pc);
         std::mt19937 rng(22);
-        HostTensor x = make4(dtype, pc.input, Layout::nchw);
-        test::fill_random(x, rng);
+        HostTensor x = random_pool_input(dtype, pc, rng);
         HostTensor y = make4(dtype, out, Layout::nchw), y_last = make4(dtype, out, Layout::nhwc);
         avgpool2d_forward_cpu(x, y, pc.params);
         avgpool2d_forward_cpu(to_nhwc(x), y_last, pc.params);
         expect_close(to_nchw(y_last), y, dtype, what + " y");
 
-        HostTensor dy = make4(dtype, out, Layout::nchw), dx = make4(dtype, pc.input, Layout::nchw);
-        test::fill_random(dy, rng);
-        test::fill_random(dx, rng);
-        HostTensor dx_last = to_nhwc(dx);
-        avgpool2d_backward_cpu(dy, dx, pc.params, write);
-        avgpool2d_backward_cpu(to_nhwc(dy), dx_last, pc.params, write);
-        expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+        expect_pool_backward_matches(dtype, pc, rng, what, [&](const HostTensor& dy, HostTensor& dx, Layout) {
+            avgpool2d_backward_cpu(dy, dx, pc.params, write);
+        });
     });
 }
 

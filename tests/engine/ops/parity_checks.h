@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -282,6 +283,18 @@ inline void check_softmax_cross_entropy(CudaContext& ctx, DType t, int64_t rows,
     }
 }
 
+// LayerNorm's six results on the device against the reference's (y, mean, rstd, dx,
+// dgamma, dbeta, in that order), each at its tolerance: y and dx by dtype, the f32
+// statistics 1e-5, the f32 parameter gradients (sums over rows) 1e-4.
+inline void expect_layernorm_close(DType t, const std::array<const DeviceTensor*, 6>& got,
+                                   const std::array<const HostTensor*, 6>& want, const std::string& what,
+                                   const std::string& suffix = "") {
+    const char* const names[] = {" y", " mean", " rstd", " dx", " dgamma", " dbeta"};
+    const double tolerances[] = {tolerance(t), 1e-5, 1e-5, tolerance(t, true), 1e-4, 1e-4};
+    for (std::size_t i = 0; i < got.size(); ++i)
+        expect_close(*got[i], *want[i], tolerances[i], what + names[i] + suffix);
+}
+
 // Fused LayerNorm forward and backward over the last dim of x shaped `shape` ([..., C]).
 inline void check_layernorm(CudaContext& ctx, DType t, const std::vector<int64_t>& shape, std::mt19937& rng) {
     using namespace ember::ops;
@@ -302,12 +315,8 @@ inline void check_layernorm(CudaContext& ctx, DType t, const std::vector<int64_t
     layernorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta,
                             GradWrite::store, GradWrite::store);
     const std::string what = std::string("layernorm ") + dtype_name(t) + " " + shape_text(shape);
-    expect_close(*d_y, y, tolerance(t), what + " y");
-    expect_close(*d_mean, mean, 1e-5, what + " mean");
-    expect_close(*d_rstd, rstd, 1e-5, what + " rstd");
-    expect_close(*d_dx, dx, tolerance(t, true), what + " dx");
-    expect_close(*d_dgamma, dgamma, 1e-4, what + " dgamma");
-    expect_close(*d_dbeta, dbeta, 1e-4, what + " dbeta");
+    expect_layernorm_close(t, {d_y.get(), d_mean.get(), d_rstd.get(), d_dx.get(), d_dgamma.get(), d_dbeta.get()},
+                           {&y, &mean, &rstd, &dx, &dgamma, &dbeta}, what);
 }
 
 // The unfused chain on cuda against its cpu twin and against the fused cuda op, then
@@ -333,12 +342,8 @@ inline void check_layernorm_unfused(CudaContext& ctx, DType t, int64_t rows, int
                                     *d_backward_scratch, GradWrite::store, GradWrite::store);
     const std::string what = std::string("layernorm unfused ") + dtype_name(t) + " " + std::to_string(rows) + "x" +
                              std::to_string(C);
-    expect_close(*d_y, y, tolerance(t), what + " y (cpu)");
-    expect_close(*d_mean, mean, 1e-5, what + " mean (cpu)");
-    expect_close(*d_rstd, rstd, 1e-5, what + " rstd (cpu)");
-    expect_close(*d_dx, dx, tolerance(t, true), what + " dx (cpu)");
-    expect_close(*d_dgamma, dgamma, 1e-4, what + " dgamma (cpu)");
-    expect_close(*d_dbeta, dbeta, 1e-4, what + " dbeta (cpu)");
+    expect_layernorm_close(t, {d_y.get(), d_mean.get(), d_rstd.get(), d_dx.get(), d_dgamma.get(), d_dbeta.get()},
+                           {&y, &mean, &rstd, &dx, &dgamma, &dbeta}, what, " (cpu)");
 
     // Against the fused cuda op on the same device inputs.
     HostTensor fused_y = d_y->download(y), fused_dx = d_dx->download(dx);
