@@ -350,9 +350,11 @@ StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
     StackTree tree;
     const trace::TimeNs period = sample_period(reader);
     StackCache stacks{reader, {}};
+    const std::vector<Sample> samples = read_samples(reader, include_idle);
+    if (samples.empty()) return tree;
     const GpuWaits waits(reader);
     const trace::TimeNs weight = period > 0 ? period : 1;
-    for (const Sample& sample : read_samples(reader, include_idle)) {
+    for (const Sample& sample : samples) {
         const trace::ThreadInfo* thread = reader.thread(sample.thread_id);
         std::uint32_t node = tree.child(StackTree::kRoot, thread && !thread->name.empty()
                                                               ? thread->name + " (" + std::to_string(thread->tid) + ")"
