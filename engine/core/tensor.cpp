@@ -43,12 +43,7 @@ Tensor make_tensor(void* data, DType dtype, int rank, const int64_t* shape, Devi
                    Layout layout) {
     if (rank < 1 || rank > 4)
         throw std::invalid_argument("make_tensor: rank must be 1..4, got " + std::to_string(rank));
-    Tensor t;
-    t.data = data;
-    t.dtype = dtype;
-    t.device = device;
-    t.layout = layout;
-    t.rank = rank;
+    Tensor t{.data = data, .dtype = dtype, .device = device, .layout = layout, .rank = rank};
     for (int i = 0; i < rank; ++i) {
         if (shape[i] < 0) throw std::invalid_argument("make_tensor: negative dimension");
         t.shape[i] = shape[i];

@@ -5,6 +5,7 @@
 #include "engine/core/device.h"
 #include "engine/core/launch.h"
 #include "engine/core/nvtx.h"
+#include "engine/core/stream.h"
 #include "engine/data/staging_buffer.h"
 
 #include <cuda_runtime.h>
@@ -71,8 +72,8 @@ struct GpuResidentLoader::State {
         DeviceBuffer indices;
         DeviceBuffer images;
         DeviceBuffer labels;
-        CudaEvent ready;
-        CudaEvent released;
+        Event ready{false};  // timing-free: ordering only
+        Event released{false};
         bool ready_pending = false;
         bool release_recorded = false;
         bool in_use = false;
@@ -80,7 +81,7 @@ struct GpuResidentLoader::State {
     };
     DeviceBuffer pixels;
     DeviceBuffer labels;
-    CudaStream stream;
+    Stream stream;  // non-blocking
     Slot slots[2];
 };
 

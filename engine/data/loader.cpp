@@ -9,6 +9,7 @@
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
 #include "engine/core/nvtx.h"
+#include "engine/core/stream.h"
 #include "engine/data/data_error.h"
 #include "engine/data/staging_buffer.h"
 
@@ -27,7 +28,7 @@ constexpr auto kCategory = nvtx::Category::dataloader;
 }  // namespace
 
 struct DataLoader::CopyStream {
-    CudaStream stream;
+    Stream stream;  // non-blocking
 };
 
 struct DataLoader::Slot {
@@ -37,8 +38,8 @@ struct DataLoader::Slot {
     std::vector<uint8_t> decoded;      // uint8 [batch_size, C, H, W] before augmentation
     DeviceBuffer device_images;
     DeviceBuffer device_labels;
-    std::unique_ptr<CudaEvent> copied;    // recorded after the H2D copy
-    std::unique_ptr<CudaEvent> released;  // recorded on the consumer's stream by release()
+    std::unique_ptr<Event> copied;     // recorded after the H2D copy
+    std::unique_ptr<Event> released;   // recorded on the consumer's stream by release()
     bool copy_pending = false;
     bool release_recorded = false;
     int index = 0;  // position in slots_, reported as Batch::slot
@@ -84,8 +85,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<c
         if (copy_to_device_) {
             slot->device_images = DeviceBuffer(pixels * sizeof(float));
             slot->device_labels = DeviceBuffer(size_t(options_.batch_size) * sizeof(int32_t));
-            slot->copied = std::make_unique<CudaEvent>();
-            slot->released = std::make_unique<CudaEvent>();
+            slot->copied = std::make_unique<Event>(false);
+            slot->released = std::make_unique<Event>(false);
         }
         slots_.push_back(std::move(slot));
     }

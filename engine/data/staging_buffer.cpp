@@ -1,4 +1,4 @@
-// staging_buffer.cpp: pinned/pageable host buffers and CUDA RAII wrappers.
+// staging_buffer.cpp: pinned/pageable host buffers and device buffers.
 #include "engine/data/staging_buffer.h"
 
 #include "engine/core/cuda_check.h"
@@ -69,28 +69,6 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
         release();
         data_ = std::exchange(other.data_, nullptr);
         bytes_ = other.bytes_;
-    }
-    return *this;
-}
-
-CudaStream::CudaStream() { EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-
-CudaStream::~CudaStream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-}
-
-CudaEvent::CudaEvent() { EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-
-CudaEvent::~CudaEvent() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-}
-
-CudaEvent::CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-
-CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
-    if (this != &other) {
-        if (event_ != nullptr) cudaEventDestroy(event_);
-        event_ = std::exchange(other.event_, nullptr);
     }
     return *this;
 }

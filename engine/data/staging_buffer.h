@@ -1,14 +1,11 @@
 // staging_buffer.h: host memory for finished batches: page-locked (cudaHostAlloc) when
 // asked for and a CUDA driver is present, so cudaMemcpyAsync can DMA from it without a
-// bounce copy; plain pageable memory otherwise. Also device buffers and CUDA handles
-// with RAII, used by the loader and the GPU-resident mode.
+// bounce copy; plain pageable memory otherwise. Also device buffers, used by the loader
+// and the GPU-resident mode (their streams and events are core/stream.h's).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-
-struct CUevent_st;
-struct CUstream_st;
 
 namespace ember::data {
 
@@ -54,34 +51,6 @@ private:
     void release();
     void* data_ = nullptr;
     size_t bytes_ = 0;
-};
-
-// A non-blocking stream owned by the loader (its copies overlap the default stream's work).
-class CudaStream {
-public:
-    CudaStream();
-    ~CudaStream();
-    CudaStream(const CudaStream&) = delete;
-    CudaStream& operator=(const CudaStream&) = delete;
-    CUstream_st* get() const { return stream_; }
-
-private:
-    CUstream_st* stream_ = nullptr;
-};
-
-// A timing-free event (cheapest kind), recorded after a batch's copy.
-class CudaEvent {
-public:
-    CudaEvent();
-    ~CudaEvent();
-    CudaEvent(CudaEvent&& other) noexcept;
-    CudaEvent& operator=(CudaEvent&& other) noexcept;
-    CudaEvent(const CudaEvent&) = delete;
-    CudaEvent& operator=(const CudaEvent&) = delete;
-    CUevent_st* get() const { return event_; }
-
-private:
-    CUevent_st* event_ = nullptr;
 };
 
 }  // namespace ember::data
