@@ -194,6 +194,12 @@ GpuWaits::GpuWaits(const store::TraceReader& reader) : reader_(reader) {
         if (!list.empty() && waits_[list.back()].end_ns >= waits_[index].end_ns) continue;
         list.push_back(index);
     }
+    for (const auto& [key, list] : by_thread_) by_merged_key_[merged_key(key)].push_back(key);
+}
+
+GpuWaits::ThreadKey GpuWaits::merged_key(const ThreadKey& key) {
+    constexpr std::int64_t kMergePidStep = 1'000'000'000;  // profiler/merge: a pid seen before moves by this
+    return key.first < 0 ? key : ThreadKey{key.first % kMergePidStep, key.second};
 }
 
 GpuWaits::ThreadKey GpuWaits::key_of(trace::ThreadId thread) const {
@@ -203,8 +209,14 @@ GpuWaits::ThreadKey GpuWaits::key_of(trace::ThreadId thread) const {
 }
 
 const GpuWait* GpuWaits::at(trace::ThreadId thread, trace::TimeNs time) const {
-    const auto found = by_thread_.find(key_of(thread));
-    if (found == by_thread_.end()) return nullptr;
+    const ThreadKey key = key_of(thread);
+    auto found = by_thread_.find(key);
+    if (found == by_thread_.end()) {
+        // Another copy of the same OS thread (ember merge), when exactly one has waits.
+        const auto copies = by_merged_key_.find(merged_key(key));
+        if (copies == by_merged_key_.end() || copies->second.size() != 1) return nullptr;
+        found = by_thread_.find(copies->second.front());
+    }
     const std::vector<std::size_t>& list = found->second;
     auto after = std::upper_bound(list.begin(), list.end(), time,
                                   [&](trace::TimeNs t, std::size_t index) { return t < waits_[index].start_ns; });

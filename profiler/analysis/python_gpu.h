@@ -17,8 +17,12 @@
 // piece weighted by its overlap with the call ([API start, API end]). CPU samples of
 // the waiting thread taken inside the call are waiting on that work, not running the
 // Python line on top of their stack; the CPU profile shows them so (cpu_profile.h).
-// Threads are matched by OS thread (pid, tid), so the samples of `ember record`'s
-// Python sampler and the collector's API calls meet after `ember merge`.
+// Threads are matched by OS thread (pid, tid). `ember merge` of the collector's file
+// and the Python sampler's (the same process) moves the second copy's pid by 10^9; a
+// thread with no waits of its own is therefore matched to the one thread with the same
+// tid and pid modulo 10^9 that has waits, so the sampler's samples meet the collector's
+// API calls. Two such threads (the same pid and tid on two hosts, both waiting) match
+// neither.
 #pragma once
 
 #include "profiler/store/reader.h"
@@ -93,9 +97,11 @@ public:
 private:
     using ThreadKey = std::pair<std::int64_t, std::int64_t>;  // (pid, tid), or (-1, thread id) when the tid is unknown
     ThreadKey key_of(trace::ThreadId thread) const;
+    static ThreadKey merged_key(const ThreadKey& key);  // the pid without ember merge's 10^9 moves
     const store::TraceReader& reader_;
     std::vector<GpuWait> waits_;
     std::map<ThreadKey, std::vector<std::size_t>> by_thread_;  // indices into waits_, by start; none nested
+    std::map<ThreadKey, std::vector<ThreadKey>> by_merged_key_;  // merged_key -> the keys in by_thread_
 };
 
 struct PythonGpuSiteRow {

@@ -220,6 +220,38 @@ TEST_F(PythonGpuTest, ThreadsAreMatchedByOsThreadAndAnEmptyWaitSaysSo) {
     EXPECT_EQ(profile.gpu_waits[0].waited_for, analysis::kNoGpuWorkRecorded);
 }
 
+// After `ember merge` of the collector's file and the Python sampler's, the sampler's
+// copy of the process has its pid moved by 10^9: its samples still meet the calls of
+// the one thread with the same tid that waited. When two copies waited (the same pid
+// and tid on two hosts), a third copy's samples match neither.
+TEST_F(PythonGpuTest, AMergedCopyOfTheThreadMeetsTheOneThatWaited) {
+    const trace::ThreadId collector_row = builder_->thread("rank 0: python3", 42, 7001);
+    const trace::ThreadId sampler_row = builder_->thread("rank 1: MainThread", 1'000'000'042, 7001);
+    const trace::StackId at_20 = python_stack({{"step", kScript, 20}});
+    call(collector_row, "cudaDeviceSynchronize", us(0), us(100), at_20);
+    sample(sampler_row, us(50), at_20);
+    sample(sampler_row, us(150), at_20);  // after the wait: running
+
+    const analysis::CpuProfile profile = analysis::cpu_profile(close_and_read());
+    EXPECT_EQ(profile.samples, 2);
+    EXPECT_EQ(profile.gpu_wait_samples, 1);
+}
+
+TEST_F(PythonGpuTest, TwoWaitingCopiesOfATidAreNotGuessedBetween) {
+    const trace::ThreadId host_a = builder_->thread("rank 0: python3", 42, 7001);
+    const trace::ThreadId host_b = builder_->thread("rank 1: python3", 1'000'000'042, 7001);
+    const trace::ThreadId sampler_row = builder_->thread("rank 2: MainThread", 2'000'000'042, 7001);
+    const trace::StackId at_20 = python_stack({{"step", kScript, 20}});
+    call(host_a, "cudaDeviceSynchronize", us(0), us(100), at_20);
+    call(host_b, "cudaDeviceSynchronize", us(0), us(100), at_20);
+    sample(sampler_row, us(50), at_20);
+    sample(host_a, us(60), at_20);  // a thread's own samples still meet its own waits
+
+    const analysis::CpuProfile profile = analysis::cpu_profile(close_and_read());
+    EXPECT_EQ(profile.samples, 2);
+    EXPECT_EQ(profile.gpu_wait_samples, 1);
+}
+
 TEST(WaitsForGpu, TheSynchronizingCallsAndAnAsyncCopyIntoPageableMemory) {
     for (const char* name : {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",
                              "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds", "cuMemcpyDtoH_v2",
