@@ -83,6 +83,10 @@ protected:
         ASSERT_EQ(std::sscanf(output.c_str() + output.find("state"), "state %llu %llu", &state, &runtime), 2) << output;
         thread_state_ = state;
         runtime_ = runtime;
+        // Printed just before time.sleep: wait until the thread sleeps in it, so its
+        // stack no longer moves.
+        for (int tries = 0; tries < 500 && collector::python::thread_state(child_.pid, child_.pid) != 'S'; ++tries)
+            usleep(10'000);
         collector::python::ProcessMemory memory(child_.pid);
         char byte = 0;
         if (!memory.read(runtime_, &byte, 1) && (memory.last_errno() == EPERM || memory.last_errno() == ENOSYS))
