@@ -87,18 +87,29 @@ void for_each_dtype_case_and_mode(const std::vector<Case>& cases, Check check) {
                 check(dtype, c, write, describe(dtype, c) + (write == GradWrite::store ? " store" : " accumulate"));
 }
 
+// BatchNorm's inputs for shape `s` (x nchw), random from `rng` in this order: x in
+// [-2, 3), gamma in [0.5, 1.5), beta and running_mean in [-1, 1), running_var in [0.5, 2).
+struct BatchNormInputs {
+    HostTensor x, gamma, beta, running_mean, running_var;
+};
+
+BatchNormInputs random_batchnorm_inputs(DType dtype, const Shape4& s, std::mt19937& rng) {
+    BatchNormInputs in{make4(dtype, s, Layout::nchw), HostTensor(dtype, {s.c}), HostTensor(dtype, {s.c}),
+                       HostTensor(dtype, {s.c}), HostTensor(dtype, {s.c})};
+    test::fill_random(in.x, rng, -2.0, 3.0);
+    test::fill_random(in.gamma, rng, 0.5, 1.5);
+    test::fill_random(in.beta, rng);
+    test::fill_random(in.running_mean, rng);
+    test::fill_random(in.running_var, rng, 0.5, 2.0);
+    return in;
+}
+
 TEST(OpsCpuNhwc, BatchNormForwardTrainMatchesNchw) {
     for (DType dtype : kDtypes)
         for (const Shape4& s : kBatchNormShapes) {
             const std::string what = describe(dtype, s);
             std::mt19937 rng(11);
-            HostTensor x = make4(dtype, s, Layout::nchw), gamma(dtype, {s.c}), beta(dtype, {s.c});
-            test::fill_random(x, rng, -2.0, 3.0);
-            test::fill_random(gamma, rng, 0.5, 1.5);
-            test::fill_random(beta, rng);
-            HostTensor running_mean(dtype, {s.c}), running_var(dtype, {s.c});
-            test::fill_random(running_mean, rng);
-            test::fill_random(running_var, rng, 0.5, 2.0);
+            const auto [x, gamma, beta, running_mean, running_var] = random_batchnorm_inputs(dtype, s, rng);
             HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
             HostTensor rm = running_mean, rv = running_var;
             batchnorm_forward_train_cpu(x, gamma, beta, y, rm, rv, mean, invstd, {});
@@ -121,13 +132,7 @@ TEST(OpsCpuNhwc, BatchNormForwardEvalMatchesNchw) {
         for (const Shape4& s : kBatchNormShapes) {
             const std::string what = describe(dtype, s);
             std::mt19937 rng(12);
-            HostTensor x = make4(dtype, s, Layout::nchw), gamma(dtype, {s.c}), beta(dtype, {s.c});
-            HostTensor running_mean(dtype, {s.c}), running_var(dtype, {s.c});
-            test::fill_random(x, rng, -2.0, 3.0);
-            test::fill_random(gamma, rng, 0.5, 1.5);
-            test::fill_random(beta, rng);
-            test::fill_random(running_mean, rng);
-            test::fill_random(running_var, rng, 0.5, 2.0);
+            const auto [x, gamma, beta, running_mean, running_var] = random_batchnorm_inputs(dtype, s, rng);
             HostTensor y = make4(dtype, s, Layout::nchw), y_last = make4(dtype, s, Layout::nhwc);
             batchnorm_forward_eval_cpu(x, gamma, beta, running_mean, running_var, y, {});
             batchnorm_forward_eval_cpu(to_nhwc(x), gamma, beta, running_mean, running_var, y_last, {});
