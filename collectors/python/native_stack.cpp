@@ -434,7 +434,7 @@ bool mixed_snapshot(PythonProcess& process, NativeUnwinder& unwinder, std::vecto
     };
     for (const PythonThread& thread : python) {
         if (thread.tid == 0) continue;  // not told apart: left out, as without --native
-        MixedThread mixed{thread.tid, thread.thread_id, true, merge_stacks(thread.frames, named(thread.tid))};
+        MixedThread mixed{thread.tid, thread.thread_id, true, merge_stacks(thread.frames, named(thread.tid)), thread.name};
         native.erase(thread.tid);
         threads.push_back(std::move(mixed));
     }

@@ -113,6 +113,7 @@ struct MixedThread {
     std::uint64_t thread_id = 0;    // threading.get_ident(); 0 for a thread with no Python state
     bool has_python = false;
     std::vector<MixedFrame> frames;  // innermost first
+    std::string name;                // threading.Thread.name ("" when none: the OS name applies)
 };
 
 // One mixed sample of every thread: stops the process's threads, reads the Python

@@ -100,6 +100,10 @@ void dump_one(PythonProcess& process, std::ostream& out, bool native) {
     const pid_t pid = process.pid();
     std::vector<MixedThread> threads;
     std::string error;
+    // States before the snapshot: --native stops the threads, and one just let go may
+    // show as running for a moment.
+    std::map<pid_t, char> states;
+    for (pid_t tid : process_threads(pid)) states[tid] = thread_state(pid, tid);
     if (native) {
         NativeUnwinder unwinder(pid);
         if (!mixed_snapshot(process, unwinder, threads, error)) throw PythonReadError(error);
@@ -107,14 +111,15 @@ void dump_one(PythonProcess& process, std::ostream& out, bool native) {
         std::vector<PythonThread> python;
         if (!process.snapshot(python, error)) throw PythonReadError(error);
         for (const PythonThread& thread : python)
-            threads.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames)});
+            threads.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames), thread.name});
     }
     out << "Process " << pid << ": " << command_line(pid) << "\n";
     out << "Python v" << process.version().text() << " (" << process.binary() << ")\n";
     for (const MixedThread& thread : threads) {
-        const char state = thread.tid ? thread_state(pid, thread.tid) : '?';
+        const auto known = states.find(thread.tid);
+        const char state = known != states.end() ? known->second : thread.tid ? thread_state(pid, thread.tid) : '?';
         out << "\nThread " << thread.tid << " (" << (is_active(state) ? "active" : "idle") << "): \""
-            << (thread.tid ? thread_name(pid, thread.tid) : std::string("?")) << "\"\n";
+            << (!thread.name.empty() ? thread.name : thread.tid ? thread_name(pid, thread.tid) : std::string("?")) << "\"\n";
         for (const MixedFrame& frame : thread.frames) write_frame(out, frame);
     }
 }
@@ -157,6 +162,7 @@ struct Target {
     std::map<pid_t, trace::ThreadId> thread_ids;
     std::map<pid_t, std::string> thread_names;
     std::map<pid_t, int> stat_files;
+    std::map<pid_t, char> states;  // --native: each thread's state before the stop
     Target() = default;
     Target(Target&&) = default;
     ~Target() {
@@ -306,7 +312,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 ++result.torn_threads;
                 continue;
             }
-            out.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames)});
+            out.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames), thread.name});
         }
         return true;
     };
@@ -361,6 +367,12 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
         for (auto it = targets.begin(); it != targets.end();) {
             const pid_t pid = it->first;
             Target& target = it->second;
+            // With --native, the states are read before the threads are stopped (one just
+            // let go may show as running for a moment).
+            if (target.unwinder) {
+                target.states.clear();
+                for (pid_t tid : process_threads(pid)) target.states[tid] = target.state(pid, tid);
+            }
             if (!take_snapshot(target, sampled)) {
                 if (pid != options.pid || process_going(pid)) {
                     // exited, or a descendant that exec'd another program: no longer sampled
@@ -372,13 +384,15 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 break;
             }
             for (MixedThread& thread : sampled) {
+                // threading.Thread.name where the thread has one, else the OS name.
+                auto name_of = [&] { return !thread.name.empty() ? thread.name : thread_name(pid, thread.tid); };
                 auto known = target.thread_ids.find(thread.tid);
                 if (known == target.thread_ids.end()) {
-                    const std::string name = thread_name(pid, thread.tid);
+                    const std::string name = name_of();
                     known = target.thread_ids.emplace(thread.tid, writer->register_thread({0, pid, thread.tid, name})).first;
                     target.thread_names[thread.tid] = name;
                 } else if (rename_check) {  // a thread renames itself now and then, not every 10 ms
-                    const std::string name = thread_name(pid, thread.tid);
+                    const std::string name = name_of();
                     if (!name.empty() && name != target.thread_names[thread.tid]) {
                         writer->set_thread_name(known->second, name);
                         target.thread_names[thread.tid] = name;
@@ -396,7 +410,10 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 sample.time_ns = time;
                 sample.thread_id = known->second;
                 sample.stack_id = writer->intern_stack(stack);
-                sample.idle = !is_active(target.state(pid, thread.tid));
+                char state = 0;
+                if (target.unwinder)
+                    if (auto known = target.states.find(thread.tid); known != target.states.end()) state = known->second;
+                sample.idle = !is_active(state ? state : target.state(pid, thread.tid));
                 writer->record_stack_sample(sample);
                 ++result.samples;
                 if (sample.idle) ++result.idle_samples;

@@ -22,7 +22,9 @@ namespace ember::collector::python {
 //   Thread 4242 (active): "python3"
 //       spin (/home/me/work.py:12)
 //       <module> (/home/me/work.py:30)
-// Throws PythonReadError when the process cannot be read. With `subprocesses`, every
+// A thread's name is its threading.Thread.name when threading started it, else the
+// OS's (/proc/PID/task/TID/comm). Throws PythonReadError when the process cannot be
+// read. With `subprocesses`, every
 // CPython process descended from PID follows, each under its own "Process" line;
 // descendants that are not CPython (a shell, a native launcher) are left out, and PID
 // itself may be one of those as long as some descendant is CPython.
@@ -75,7 +77,7 @@ struct OutsideRecordResult {
 // Samples PID's Python stacks into a trace until the duration passes, `stop` is set or
 // the process exits (with `subprocesses`, those of its CPython descendants too; the file
 // is created when the first CPython process is found): each sample is one thread's stack at one instant, with the OS
-// thread, its name, and whether it was running (/proc/PID/task/TID/stat state R) or
+// thread, its name (threading.Thread.name, else the OS name), and whether it was running (/proc/PID/task/TID/stat state R) or
 // idle. Frames are Python frames (function, co_filename, line). Throws PythonReadError
 // when the process cannot be read at all (nothing is written then).
 OutsideRecordResult record_python_process(const OutsideRecordOptions& options);

@@ -37,6 +37,7 @@ std::optional<PythonLayout> builtin_layout(const PythonVersion& version) {
         layout.line_table = version.minor == 10 ? LineTable::linetable : LineTable::lnotab;
         // PyFrameObject's f_localsplus follows 20 PyTryBlocks: type(frame).__basicsize__ - 8.
         layout.frame_localsplus = version.minor == 10 ? 352 : 360;
+        layout.frame_locals = *layout.frame_localsplus;
         return layout;
     }
     layout.runtime_interpreters_head = 40;
@@ -53,6 +54,7 @@ std::optional<PythonLayout> builtin_layout(const PythonVersion& version) {
     layout.frame_back = version.minor == 11 ? 48 : 8;
     layout.frame_instr = 56;  // prev_instr
     layout.frame_owner = version.minor == 11 ? 69 : 70;
+    layout.frame_locals = 72;
     if (version.minor == 11) layout.frame_is_entry = 68;
     layout.code_firstlineno = version.minor == 11 ? 72 : 68;
     layout.code_filename = 112;
@@ -113,6 +115,7 @@ std::optional<PythonLayout> layout_from_debug_offsets(const unsigned char* block
     layout.frame_code = field(block, 240);  // f_executable
     layout.frame_instr = field(block, 248);
     layout.frame_owner = field(block, 264);
+    layout.frame_locals = field(block, 256);
     layout.frame_size = largest({layout.frame_back, layout.frame_code, layout.frame_instr, *layout.frame_owner}) + 8;
     layout.code_filename = field(block, 280);
     layout.code_name = field(block, 288);

@@ -61,6 +61,9 @@ struct PythonLayout {
     std::uint64_t code_argcount = 16;
     std::uint64_t code_varnames = 72;
     std::uint64_t type_name = 24;
+    // Where a frame's local variables start (f_localsplus, localsplus): the `self` of
+    // threading's Thread._bootstrap frame, for the thread's name.
+    std::uint64_t frame_locals = 0;
     // PyCodeObject
     std::uint64_t code_size = 0;    // bytes read at once
     std::uint64_t code_filename = 0;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cctype>
 #include <cstring>
+#include <ctime>
+#include <string_view>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -356,6 +358,8 @@ int PythonProcess::line_of(const CodeInfo& code, std::int64_t instruction_byte) 
 
 bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& frames) {
     unsigned char block[512] = {};
+    bootstrap_self_ = 0;
+    std::uint64_t outermost = 0;  // the last frame with code of its own
     for (int depth = 0; frame != 0; ++depth) {
         if (depth >= kMaxFrames || layout_.frame_size > sizeof block) return false;
         if (!memory_.read_cached(frame, block, layout_.frame_size)) return false;
@@ -386,9 +390,117 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
         entry.entry = !layout_.interpreter_frames ||
                       (layout_.frame_is_entry && block[*layout_.frame_is_entry] != 0);
         frames.push_back(std::move(entry));
+        outermost = frame;
         frame = back;
     }
+    // A thread threading started runs Thread._bootstrap (threading.py) outermost, its
+    // first local the Thread object.
+    if (!frames.empty() && layout_.frame_locals != 0) {
+        const PythonFrame& last = frames.back();
+        const auto ends_with = [](const std::string& text, std::string_view tail) {
+            return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+        };
+        if (ends_with(last.function, "_bootstrap") && ends_with(last.file, "threading.py"))
+            memory_.read_pointer(outermost + layout_.frame_locals, bootstrap_self_);
+    }
     return true;
+}
+
+// The value of item `name` (a str key) of a dict: `dict` (a PyDictObject), or a split
+// table's shared `keys` with an object's `values` (dict 0). Keys objects: 3.8-3.10
+// (dk_size, dk_nentries, indices, 24-byte entries) and 3.11+ (log2 sizes, dk_kind:
+// 24-byte general entries or 16-byte str-keyed ones); 3.13's values start 8 bytes in.
+bool PythonProcess::dict_item(std::uint64_t keys, std::uint64_t values, std::uint64_t dict, const std::string& name,
+                              std::uint64_t& value) {
+    constexpr std::uint64_t kDictKeys = 32, kDictValues = 40;  // PyDictObject's ma_keys, ma_values (3.8-3.13)
+    if (dict != 0 && (!memory_.read_pointer(dict + kDictKeys, keys) || !memory_.read_pointer(dict + kDictValues, values)))
+        return false;
+    unsigned char header[40] = {};
+    if (keys == 0 || !memory_.read_cached(keys, header, sizeof header)) return false;
+    std::uint64_t entries = 0, count = 0, entry_size = 24, key_at = 8, value_at = 16;
+    if (version_.minor <= 10) {
+        const std::uint64_t size = word_at(header, 8);
+        if (size == 0 || size > (1u << 20)) return false;
+        const std::uint64_t width = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffull ? 4 : 8;
+        count = word_at(header, 32);
+        entries = keys + 40 + size * width;
+    } else {
+        const unsigned index_bytes = header[9];
+        if (index_bytes > 24) return false;
+        if (header[10] != 0) entry_size = 16, key_at = 0, value_at = 8;  // str keys: no hash stored
+        count = word_at(header, 24);
+        entries = keys + 32 + (std::uint64_t{1} << index_bytes);
+    }
+    if (count > 1024) return false;
+    const std::uint64_t values_start = values + (version_.minor >= 13 ? 8 : 0);
+    unsigned char entry[24] = {};
+    std::string key;
+    for (std::uint64_t index = 0; index < count; ++index) {
+        if (!memory_.read_cached(entries + index * entry_size, entry, entry_size)) return false;
+        const std::uint64_t key_object = word_at(entry, key_at);
+        if (key_object == 0 || !read_string(key_object, key) || key != name) continue;
+        if (values == 0) value = word_at(entry, value_at);
+        else if (!memory_.read_pointer(values_start + index * 8, value)) return false;
+        return value != 0;
+    }
+    return false;
+}
+
+// Attribute `name` from an object's instance dict: at tp_dictoffset (3.8-3.10, and
+// classes without a managed dict), else the managed dict of 3.11+ (a pointer three
+// words before the object, or its values kept apart with the keys shared by the type:
+// four words before it in 3.11, tagged in the same word in 3.12, inline after the
+// object in 3.13).
+bool PythonProcess::attribute(std::uint64_t object, const std::string& name, std::uint64_t& value) {
+    constexpr std::uint64_t kTypeBasicSize = 32, kTypeFlags = 168, kTypeDictOffset = 288;  // PyTypeObject, 3.8-3.13
+    constexpr std::uint64_t kManagedDict = 1u << 4, kInlineValues = 1u << 2;              // Py_TPFLAGS_*
+    std::uint64_t type = 0, flags = 0;
+    if (object == 0 || !memory_.read_pointer(object + layout_.object_type, type) || type == 0 ||
+        !memory_.read_pointer(type + kTypeFlags, flags))
+        return false;
+    if (version_.minor <= 10 || !(flags & kManagedDict)) {
+        std::int64_t offset = 0;
+        std::uint64_t dict = 0;
+        if (!memory_.read_value(type + kTypeDictOffset, offset) || offset <= 0 || offset > 4096 ||
+            !memory_.read_pointer(object + static_cast<std::uint64_t>(offset), dict))
+            return false;
+        return dict != 0 && dict_item(0, 0, dict, name, value);
+    }
+    const std::uint64_t cached_keys = version_.minor == 11 ? 872 : 880;  // PyHeapTypeObject.ht_cached_keys
+    std::uint64_t slot = 0, keys = 0;
+    if (!memory_.read_pointer(object - 24, slot)) return false;
+    if (version_.minor == 12 && (slot & 1)) {
+        // 3.12 keeps values as (char *)values - 1: odd, where a dict pointer is even.
+        return memory_.read_pointer(type + cached_keys, keys) && dict_item(keys, slot + 1, 0, name, value);
+    }
+    if (slot != 0) return dict_item(0, 0, slot, name, value);
+    std::uint64_t values = 0;
+    if (version_.minor == 11) {
+        if (!memory_.read_pointer(object - 32, values) || values == 0) return false;
+    } else if (version_.minor >= 13 && (flags & kInlineValues)) {
+        std::uint64_t basic_size = 0;
+        if (!memory_.read_pointer(type + kTypeBasicSize, basic_size) || basic_size == 0 || basic_size > 4096) return false;
+        values = object + basic_size;
+    } else {
+        return false;
+    }
+    return memory_.read_pointer(type + cached_keys, keys) && dict_item(keys, values, 0, name, value);
+}
+
+// Thread.name (its `_name`), read again at most once a second per Thread object.
+std::string PythonProcess::thread_object_name(std::uint64_t thread_object) {
+    timespec now_spec{};
+    clock_gettime(CLOCK_MONOTONIC, &now_spec);
+    const std::int64_t now = static_cast<std::int64_t>(now_spec.tv_sec) * 1000000000ll + now_spec.tv_nsec;
+    KnownName& known = thread_names_[thread_object];
+    if (known.read_ns != 0 && now - known.read_ns < 1'000'000'000) return known.name;
+    std::uint64_t name = 0;
+    std::string text;
+    if (attribute(thread_object, "_name", name) && read_string(name, text)) known.name = text;
+    known.read_ns = now;
+    std::string result = known.name;
+    if (thread_names_.size() > 4096) thread_names_.clear();  // threads come and go: forget the old ones
+    return result;
 }
 
 pid_t PythonProcess::os_thread_of(std::uint64_t pthread_id) {
@@ -450,7 +562,10 @@ bool PythonProcess::snapshot(std::vector<PythonThread>& threads, std::string& er
             bool readable = true;
             if (layout_.frame_through_cframe && frame != 0)
                 readable = memory_.read_pointer(frame + layout_.cframe_current_frame, frame);
-            if (readable && read_stack(frame, entry.frames)) threads.push_back(std::move(entry));
+            if (readable && read_stack(frame, entry.frames)) {
+                if (bootstrap_self_ != 0) entry.name = thread_object_name(bootstrap_self_);
+                threads.push_back(std::move(entry));
+            }
             thread = word_at(state, layout_.tstate_next);
         }
         if (!memory_.read_pointer(interpreter + layout_.interp_next, interpreter)) break;

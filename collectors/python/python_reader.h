@@ -47,6 +47,10 @@ struct PythonThread {
     pid_t tid = 0;                     // OS thread id; 0 when it could not be told
     std::uint64_t thread_id = 0;       // threading.get_ident() (pthread_t)
     std::vector<PythonFrame> frames;   // innermost first; empty for a thread outside Python code
+    // threading.Thread.name of a thread that threading started (read from the Thread
+    // object, `self` of its outermost frame, Thread._bootstrap); "" for the main thread
+    // and threads started otherwise (callers fall back to the OS name).
+    std::string name;
 };
 
 class PythonProcess {
@@ -86,6 +90,10 @@ private:
     bool read_bytes(std::uint64_t address, std::string& out);
     int line_of(const CodeInfo& code, std::int64_t instruction_byte) const;
     pid_t os_thread_of(std::uint64_t pthread_id);
+    std::string thread_object_name(std::uint64_t thread_object);
+    bool attribute(std::uint64_t object, const std::string& name, std::uint64_t& value);
+    bool dict_item(std::uint64_t keys, std::uint64_t values, std::uint64_t dict, const std::string& name,
+                   std::uint64_t& value);
 
     ProcessMemory memory_;
     PythonVersion version_;
@@ -98,6 +106,12 @@ private:
     std::unordered_map<std::uint64_t, std::unique_ptr<CodeInfo>> codes_;  // by code object address
     std::unordered_map<std::uint64_t, pid_t> os_threads_;                 // pthread_t -> tid (3.8-3.10)
     long pthread_tid_offset_ = -1;
+    struct KnownName {
+        std::string name;
+        std::int64_t read_ns = 0;
+    };
+    std::unordered_map<std::uint64_t, KnownName> thread_names_;  // Thread object -> its name, read again each second
+    std::uint64_t bootstrap_self_ = 0;  // read_stack: `self` of the outermost Thread._bootstrap frame
 };
 
 // The line of the instruction at byte offset `instruction_byte` in a code object whose

@@ -147,6 +147,9 @@ TEST_P(PythonVersions, SnapshotNamesEveryThreadsFramesAndLines) {
     EXPECT_EQ(blocker->frames[0].function, "blocked");
     EXPECT_EQ(blocker->frames[0].line, kBlockedLine);
     EXPECT_EQ(blocker->frames.back().function.find("_bootstrap") != std::string::npos, true) << blocker->frames.back().function;
+    // Its threading name, read from the Thread object; the main thread has none (the OS name applies).
+    EXPECT_EQ(blocker->name, "blocker");
+    EXPECT_EQ(main->name, "");
     const std::vector<pid_t> tids = process_threads(program_.child.pid);
     EXPECT_NE(std::find(tids.begin(), tids.end(), blocker->tid), tids.end()) << "tid " << blocker->tid;
     // Asleep in time.sleep; on a busy machine it may still be on its way there (runnable).
@@ -869,6 +872,10 @@ TEST_P(NativeVersions, DumpShowsThePythonCallerAroundTheNativeCallee) {
     const long nap = frame_index(napper, "nap (" + script_ + ":7)");
     ASSERT_GE(libc, 0) << dump;
     EXPECT_LT(libc, nap) << joined(napper);
+    // The thread is shown by its threading name, as py-spy does.
+    const std::size_t napper_line = dump.find("Thread " + napper_tid + " (");
+    ASSERT_NE(napper_line, std::string::npos) << dump;
+    EXPECT_EQ(dump.substr(dump.find(':', napper_line), 11), ": \"napper\"\n") << dump;
     expect_running_unharmed();
 }
 
@@ -893,6 +900,9 @@ TEST_P(NativeVersions, RecordByPidWritesMixedStacks) {
         return true;
     });
     ASSERT_GT(in_squeeze, 20) << output;
+    std::set<std::string> names;
+    for (const auto& thread : reader.threads()) names.insert(thread.name);
+    EXPECT_EQ(names.count("napper"), 1u) << "the threading name of the sleeping thread";
     // The program compresses nearly all the time: most samples are inside zlib.
     EXPECT_GT(mixed, in_squeeze / 2) << mixed << " of " << in_squeeze << " samples in squeeze reach libz";
     std::printf("%s: %lld of %lld samples in squeeze() reach libz below it\n", GetParam().path.c_str(),
