@@ -142,9 +142,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         u.dampening = (float)r.number("dampening", 0.0, -kInf, kInf);
         u.nesterov = r.flag("nesterov", false);
         u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
-        if (name == "sgd") {
-            u.maximize = r.flag("maximize", false);
-        } else {
+        if (name == "lars") {
             u.trust_coefficient = (float)r.number("trust_coefficient", 0.02, 0.0, kInf);
             u.eps = (float)r.number("eps", 1e-8, 0.0, kInf);
             u.lars_clip = r.flag("clip", false);
@@ -159,7 +157,6 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
         s.initial_state0 = (float)r.number("initial_accumulator_value", 0.0, 0.0, kInf);
         u.eps = (float)r.number("eps", 1e-10, 0.0, kInf);
-        u.maximize = r.flag("maximize", false);
         s.state_buffers = 1;
     } else if (name == "adadelta") {
         u.kind = OptimizerKind::adadelta;
@@ -167,7 +164,6 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         u.alpha = (float)r.number("rho", 0.9, 0.0, 1.0);
         u.eps = (float)r.number("eps", 1e-6, 0.0, kInf);
         u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
-        u.maximize = r.flag("maximize", false);
         s.state_buffers = 2;
     } else if (name == "rmsprop") {
         u.kind = OptimizerKind::rmsprop;
@@ -177,14 +173,12 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         u.weight_decay = (float)r.number("weight_decay", 0.0, 0.0, kInf);
         u.momentum = (float)r.number("momentum", 0.0, 0.0, kInf);
         u.centered = r.flag("centered", false);
-        u.maximize = r.flag("maximize", false);
         // 0 square average, 1 gradient average (centered), 2 momentum buffer.
         s.state_buffers = u.momentum > 0.0f ? 3 : (u.centered ? 2 : 1);
     } else if (name == "adam" || name == "adamw") {
         u.kind = name == "adam" ? OptimizerKind::adam : OptimizerKind::adamw;
         lr = read_adam_like(r, u, 1e-3, 1e-8, name == "adam" ? 0.0 : 1e-2);
         u.amsgrad = r.flag("amsgrad", false);
-        u.maximize = r.flag("maximize", false);
         u.decoupled_weight_decay = name == "adamw";
         s.state_buffers = u.amsgrad ? 3 : 2;
     } else if (name == "nadam") {
@@ -192,12 +186,10 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         lr = read_adam_like(r, u, 2e-3, 1e-8, 0.0);
         s.momentum_decay = r.number("momentum_decay", 4e-3, 0.0, kInf);
         u.decoupled_weight_decay = r.flag("decoupled_weight_decay", false);
-        u.maximize = r.flag("maximize", false);
         s.state_buffers = 2;
     } else if (name == "adamax") {
         u.kind = OptimizerKind::adamax;
         lr = read_adam_like(r, u, 2e-3, 1e-8, 0.0);
-        u.maximize = r.flag("maximize", false);
         s.state_buffers = 2;
     } else if (name == "lamb") {
         u.kind = OptimizerKind::lamb;
@@ -221,6 +213,9 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         for (const auto& n : optimizer_names()) known += (known.empty() ? "" : ", ") + n;
         throw std::invalid_argument("optimizer: unknown name '" + name + "' (known: " + known + ")");
     }
+    // torch's maximize (ascend the objective): every optimizer above takes it but Apex's
+    // LARS, LAMB and NovoGrad.
+    if (name != "lars" && name != "lamb" && name != "novograd") u.maximize = r.flag("maximize", false);
     r.reject_unknown();
     return std::make_unique<ElementwiseOptimizer>(name, backend, lr, std::move(segments), s);
 }
