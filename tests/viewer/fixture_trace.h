@@ -2,6 +2,7 @@
 // tests: one process with a main thread (step > forward/backward ranges, CUDA API
 // calls) and a loader thread (dataloader waits), one GPU with a compute stream
 // (kernels) and a copy stream (pinned HtoD copies), two counters and CPU samples.
+// With `python_stacks`, Python samples every 50 us as well (python_sample_stacks()).
 #pragma once
 
 #include "profiler/store/writer.h"
@@ -21,7 +22,19 @@ struct FixtureShape {
     trace::TimeNs kernel_ns = 50'000;
     double slowdown = 1.0;              // scales backward kernels (for difference graphs)
     trace::TimeNs origin_ns = 1'000'000'000;  // the first step's start
+    bool python_stacks = false;                // add python_sample_stacks() below
 };
+
+// The Python samples of a fixture with `python_stacks`, every kPythonSampleNs from 5 us
+// into each step (after the native samples), 20 per step:
+//   main      "<module> (train.py:40)" > "train (train.py:30)" > "forward (model.py:12)"
+//             for the first 10 samples of a step, "backward (model.py:20)" for the next 10;
+//   loader    "worker_loop (loader.py:8)" > "get (queue.py:171)", idle, except while it
+//             waits in the dataloader/wait range (100..300 us into the step), where it
+//             runs "decode (loader.py:15)" (samples 2..5 of the step: active);
+//   pin_memory (thread 4244, no other events) "pin_loop (pin.py:3)", idle.
+inline constexpr trace::TimeNs kPythonSampleNs = 50'000;
+inline constexpr int kPythonSamplesPerStep = 20;
 
 // Totals the tests compare against.
 struct FixtureTotals {
@@ -34,6 +47,7 @@ struct FixtureTotals {
     std::int64_t api_calls = 0;
     std::int64_t counter_samples = 0;
     std::int64_t stack_samples = 0;
+    std::int64_t idle_samples = 0;
     std::int64_t events = 0;  // all events drawn in lanes (not stack samples)
 };
 
@@ -72,6 +86,26 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
     const FrameId decode_stack_frames[] = {frame_main, frame_decode};
     const StackId train_stack = writer.intern_stack(train_stack_frames);
     const StackId decode_stack = writer.intern_stack(decode_stack_frames);
+    // Python stacks (line >= 0: the frame is a Python one; module is co_filename).
+    const FrameId py_module = writer.intern_frame("<module>", "train.py", 0, 40);
+    const FrameId py_train = writer.intern_frame("train", "train.py", 0, 30);
+    const FrameId py_forward = writer.intern_frame("forward", "model.py", 0, 12);
+    const FrameId py_backward = writer.intern_frame("backward", "model.py", 0, 20);
+    const FrameId py_worker = writer.intern_frame("worker_loop", "loader.py", 0, 8);
+    const FrameId py_get = writer.intern_frame("get", "queue.py", 0, 171);
+    const FrameId py_decode = writer.intern_frame("decode", "loader.py", 0, 15);
+    const FrameId py_pin = writer.intern_frame("pin_loop", "pin.py", 0, 3);
+    const FrameId forward_frames[] = {py_module, py_train, py_forward};
+    const FrameId backward_frames[] = {py_module, py_train, py_backward};
+    const FrameId get_frames[] = {py_worker, py_get};
+    const FrameId decode_frames[] = {py_worker, py_decode};
+    const FrameId pin_frames[] = {py_pin};
+    const StackId forward_stack = writer.intern_stack(forward_frames);
+    const StackId backward_stack = writer.intern_stack(backward_frames);
+    const StackId get_stack = writer.intern_stack(get_frames);
+    const StackId decode_stack_py = writer.intern_stack(decode_frames);
+    const StackId pin_stack = writer.intern_stack(pin_frames);
+    const ThreadId pin_thread = shape.python_stacks ? writer.register_thread({0, 4242, 4244, "pin_memory"}) : 0;
 
     CorrelationId correlation = 1;
     const TimeNs origin = shape.origin_ns;
@@ -139,6 +173,15 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
         writer.record_stack_sample({step_start + 2345, main_thread, train_stack});
         writer.record_stack_sample({step_start + 3456, loader_thread, decode_stack});
         totals.stack_samples += 3;
+        for (int k = 0; shape.python_stacks && k < kPythonSamplesPerStep; ++k) {
+            const TimeNs time = step_start + 5'000 + k * kPythonSampleNs;
+            const bool decoding = time >= step_start + 100'000 && time < step_start + 300'000;
+            writer.record_stack_sample({time, main_thread, k < kPythonSamplesPerStep / 2 ? forward_stack : backward_stack});
+            writer.record_stack_sample({time, loader_thread, decoding ? decode_stack_py : get_stack, !decoding});
+            writer.record_stack_sample({time, pin_thread, pin_stack, true});
+            totals.stack_samples += 3;
+            totals.idle_samples += decoding ? 1 : 2;
+        }
     }
     writer.close();
     totals.events = totals.ranges + totals.kernels + totals.copies + totals.api_calls + totals.counter_samples;

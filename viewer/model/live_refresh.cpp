@@ -185,7 +185,7 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
             });
         } else if (name == "stack_samples") {
             reader.for_each_stack_sample(query, [&](const trace::StackSample& sample) {
-                changes.stack_samples.push_back({sample.time_ns + shift, sample.thread_id, sample.stack_id});
+                changes.stack_samples.push_back({sample.time_ns + shift, sample.thread_id, sample.stack_id, sample.idle});
                 if (!file.stack_frames.contains(sample.stack_id)) new_stacks.insert(sample.stack_id);
                 return true;
             });
@@ -281,6 +281,16 @@ RefreshResult TraceModel::apply_new_events(TraceDelta& delta) {
             lanes_ready_.fetch_add(1, std::memory_order_relaxed);
             ++result.new_lanes;
         }
+    }
+    // The stack charts of the threads that got samples, built again (after the new
+    // lanes exist, so a new thread's lane gets its chart).
+    for (const TraceDelta::File& changes : delta.files) {
+        if (changes.stack_samples.empty()) continue;
+        std::vector<trace::ThreadId> threads;
+        for (const StackSampleRef& sample : changes.stack_samples) threads.push_back(sample.thread_id);
+        std::sort(threads.begin(), threads.end());
+        threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+        build_sample_stacks(changes.file_index, &threads);
     }
     // Counted again, not added to: the count made at open came from the file's track
     // summaries, and the loader may have read rows committed after those.

@@ -9,23 +9,37 @@ namespace ember::viewer {
 
 using trace::TimeNs;
 
+namespace {
+
+// Events starting at or after the window's end are never visible: [0, last).
+template <typename Interval>
+std::size_t visible_end(const std::vector<Interval>& events, TimeNs end_ns) {
+    return static_cast<std::size_t>(
+        std::partition_point(events.begin(), events.end(), [end_ns](const Interval& e) { return e.start_ns < end_ns; }) -
+        events.begin());
+}
+
+// Intervals sorted by start that never overlap: ends are sorted too, so everything
+// that ended before the window is skipped by binary search.
+template <typename Interval>
+IndexRange non_overlapping_range(const std::vector<Interval>& events, TimeNs begin_ns, TimeNs end_ns) {
+    IndexRange range;
+    range.last = visible_end(events, end_ns);
+    range.first = static_cast<std::size_t>(
+        std::partition_point(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(range.last),
+                             [begin_ns](const Interval& e) { return e.start_ns < begin_ns && e.end_ns <= begin_ns; }) -
+        events.begin());
+    return range;
+}
+
+}  // namespace
+
 IndexRange visible_range(const Row& row, TimeNs begin_ns, TimeNs end_ns) {
     const std::vector<TimelineEvent>& events = row.events;
+    if (row.non_overlapping) return non_overlapping_range(events, begin_ns, end_ns);
     IndexRange range;
-    // Events starting at or after the window's end are never visible.
-    range.last = static_cast<std::size_t>(
-        std::partition_point(events.begin(), events.end(),
-                             [end_ns](const TimelineEvent& e) { return e.start_ns < end_ns; }) -
-        events.begin());
-    if (row.non_overlapping) {
-        // Ends are sorted too: skip everything that ended before the window.
-        range.first = static_cast<std::size_t>(
-            std::partition_point(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(range.last),
-                                 [begin_ns](const TimelineEvent& e) {
-                                     return e.start_ns < begin_ns && e.end_ns <= begin_ns;
-                                 }) -
-            events.begin());
-    } else if (row.running_max_end.size() == events.size()) {
+    range.last = visible_end(events, end_ns);
+    if (row.running_max_end.size() == events.size()) {
         // Everything up to the first index whose running max end passes begin_ns ended
         // before the window (instants at begin_ns excepted: they stay).
         const auto& ends = row.running_max_end;
@@ -46,12 +60,16 @@ IndexRange visible_range(const Row& row, TimeNs begin_ns, TimeNs end_ns) {
     return range;
 }
 
-void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& out) {
-    const std::vector<TimelineEvent>& events = row.events;
-    const IndexRange range = visible_range(row, params.view_begin_ns, params.view_end_ns);
+namespace {
+
+// The folding of fold_row over the visible `range` of `events` (sorted by start); for
+// rows that may overlap, `running_max_end` as Row keeps it (empty: scan).
+template <typename Interval>
+void fold_intervals(const std::vector<Interval>& events, IndexRange range, bool non_overlapping,
+                    const std::vector<TimeNs>& running_max_end, const LodParams& params, std::vector<DrawItem>& out) {
     const double min_ns_real = std::max(1.0, params.min_pixels * params.ns_per_pixel);
     const TimeNs min_ns = static_cast<TimeNs>(std::min(min_ns_real, 9.0e18));
-    auto tiny = [min_ns](const TimelineEvent& e) { return e.end_ns - e.start_ns < min_ns; };
+    auto tiny = [min_ns](const Interval& e) { return e.end_ns - e.start_ns < min_ns; };
     // Galloping search: the answer is usually a few events ahead, so probe 1, 2, 4, ...
     // ahead first and binary-search only the last doubling. On rows of millions of
     // events this keeps the probes near each other (in cache) instead of spreading
@@ -66,13 +84,13 @@ void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& ou
         return static_cast<std::size_t>(
             std::partition_point(events.begin() + static_cast<std::ptrdiff_t>(low),
                                  events.begin() + static_cast<std::ptrdiff_t>(high),
-                                 [time](const TimelineEvent& e) { return e.start_ns < time; }) -
+                                 [time](const Interval& e) { return e.start_ns < time; }) -
             events.begin());
     };
 
     std::size_t index = range.first;
     while (index < range.last) {
-        const TimelineEvent& event = events[index];
+        const Interval& event = events[index];
         if (!tiny(event)) {
             out.push_back({event.start_ns, event.end_ns, static_cast<std::uint32_t>(index), 1});
             ++index;
@@ -95,9 +113,9 @@ void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& ou
                 stop = true;
             }
             if (beyond > next) {
-                if (row.non_overlapping) group_end = std::max(group_end, events[beyond - 1].end_ns);
-                else if (row.running_max_end.size() == events.size())
-                    group_end = std::max(group_end, row.running_max_end[beyond - 1]);
+                if (non_overlapping) group_end = std::max(group_end, events[beyond - 1].end_ns);
+                else if (running_max_end.size() == events.size())
+                    group_end = std::max(group_end, running_max_end[beyond - 1]);
                 else
                     for (std::size_t k = next; k < beyond; ++k) group_end = std::max(group_end, events[k].end_ns);
             }
@@ -108,6 +126,19 @@ void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& ou
                        static_cast<std::uint32_t>(next - index)});
         index = next;
     }
+}
+
+}  // namespace
+
+void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& out) {
+    fold_intervals(row.events, visible_range(row, params.view_begin_ns, params.view_end_ns), row.non_overlapping,
+                   row.running_max_end, params, out);
+}
+
+void fold_stack_row(const StackRow& row, const LodParams& params, std::vector<DrawItem>& out) {
+    static const std::vector<TimeNs> kNoRunningMax;
+    fold_intervals(row.boxes, non_overlapping_range(row.boxes, params.view_begin_ns, params.view_end_ns), true,
+                   kNoRunningMax, params, out);
 }
 
 void fold_gaps(const StreamOverlay& overlay, const LodParams& params, std::vector<GapItem>& out) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "viewer/model/gpu_analysis.h"
+#include "viewer/model/sample_stacks.h"
 #include "viewer/model/trace_model.h"
 
 #include <cstddef>
@@ -45,6 +46,12 @@ IndexRange visible_range(const Row& row, trace::TimeNs begin_ns, trace::TimeNs e
 // Appends the items of the visible part of `row` to `out` (which it does not clear,
 // so one buffer serves a whole frame without allocating).
 void fold_row(const Row& row, const LodParams& params, std::vector<DrawItem>& out);
+
+// The same folding for one depth of a thread's sampled stacks (sample_stacks.h): its
+// boxes never overlap, so both ends of the visible part are binary searches, and a run
+// of boxes narrower than `min_pixels` (callees that change every sample, zoomed out)
+// becomes one item. `first_index` and `count` index the row's boxes.
+void fold_stack_row(const StackRow& row, const LodParams& params, std::vector<DrawItem>& out);
 
 // Idle gaps of a stream lane (gpu_analysis.h) for the zoom level. A gap at least
 // `min_pixels` wide is its own item. Narrower gaps are binned: each bin is `min_pixels`

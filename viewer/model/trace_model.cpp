@@ -250,7 +250,17 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
     std::map<std::uint32_t, std::int64_t> thread_events, stream_events, counter_events;
     std::map<std::pair<int, std::uint32_t>, std::array<std::int64_t, kEventKindCount>> by_kind;
     for (const store::TrackSummary& summary : reader.tracks()) {
-        if (summary.event_count <= 0 || summary.event_table == "stack_samples") continue;
+        if (summary.event_count <= 0) continue;
+        // A thread with samples only (a Python program without CUDA or NVTX) still gets
+        // its lane, for its stacks; samples are not events of the lane's rows.
+        if (summary.event_table == "stack_samples") {
+            if (summary.track.kind == trace::TrackKind::thread) {
+                thread_events.try_emplace(summary.track.id, 0);
+                begin_ns_ = std::min(begin_ns_, summary.first_start_ns + file.shift_ns);
+                end_ns_ = std::max(end_ns_, summary.last_end_ns + file.shift_ns);
+            }
+            continue;
+        }
         begin_ns_ = std::min(begin_ns_, summary.first_start_ns + file.shift_ns);
         end_ns_ = std::max(end_ns_, summary.last_end_ns + file.shift_ns);
         total_events_ += summary.event_count;
@@ -364,6 +374,10 @@ void TraceModel::run_loader() {
         }
         for (std::size_t index = 0; index < files_.size() && !cancel_.load(); ++index)
             load_stack_samples(*readers[index], static_cast<int>(index));
+        sample_stacks_.resize(lanes_.size());
+        for (std::size_t index = 0; index < files_.size() && !cancel_.load(); ++index)
+            build_sample_stacks(static_cast<int>(index));
+        sample_stacks_ready_.store(true, std::memory_order_release);
         if (!cancel_.load()) analyze(readers);
         if (!cancel_.load()) {
             for (std::size_t index = 0; index < files_.size(); ++index) {
@@ -462,6 +476,12 @@ void TraceModel::shift_file(int file_index, TimeNs shift_ns) {
         for (CounterPoint& point : lane->points) point.time_ns += delta;
     }
     for (StackSampleRef& sample : file.stack_samples) sample.time_ns += delta;
+    for (std::size_t lane = 0; lane < sample_stacks_.size() && lane < lanes_.size(); ++lane) {
+        if (!sample_stacks_[lane] || lanes_[lane]->file_index != file_index) continue;
+        for (std::vector<StackRow>* chart : {&sample_stacks_[lane]->active, &sample_stacks_[lane]->with_idle})
+            for (StackRow& row : *chart)
+                for (StackBox& box : row.boxes) box.start_ns += delta, box.end_ns += delta;
+    }
     if (gpu_analysis_) {
         for (std::size_t lane = 0; lane < gpu_analysis_->lanes.size() && lane < lanes_.size(); ++lane) {
             if (lanes_[lane]->file_index != file_index) continue;
@@ -689,7 +709,7 @@ void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) 
     TraceFile& file = files_[static_cast<std::size_t>(file_index)];
     std::set<trace::StackId> stacks;
     reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
-        file.stack_samples.push_back({sample.time_ns + file.shift_ns, sample.thread_id, sample.stack_id});
+        file.stack_samples.push_back({sample.time_ns + file.shift_ns, sample.thread_id, sample.stack_id, sample.idle});
         stacks.insert(sample.stack_id);
         return !cancel_.load(std::memory_order_relaxed);
     });
@@ -697,6 +717,35 @@ void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) 
     named.reserve(stacks.size());
     for (trace::StackId stack : stacks) named.emplace_back(stack, stack_frame_names(reader, stack));
     file.add_stacks(named);
+}
+
+const SampleStackLane* TraceModel::sample_stacks(int lane) const {
+    if (!sample_stacks_ready_.load(std::memory_order_acquire)) return nullptr;
+    if (lane < 0 || lane >= static_cast<int>(sample_stacks_.size())) return nullptr;
+    return sample_stacks_[static_cast<std::size_t>(lane)].get();
+}
+
+void TraceModel::build_sample_stacks(int file_index, const std::vector<trace::ThreadId>* threads) {
+    const TraceFile& file = files_[static_cast<std::size_t>(file_index)];
+    if (sample_stacks_.size() < lanes_.size()) sample_stacks_.resize(lanes_.size());
+    // Each thread's samples in time order (the table is in rowid order: by time within
+    // a collector's batch, not across threads).
+    std::unordered_map<trace::ThreadId, std::vector<StackSampleRef>> by_thread;
+    for (const StackSampleRef& sample : file.stack_samples) {
+        if (threads && std::find(threads->begin(), threads->end(), sample.thread_id) == threads->end()) continue;
+        by_thread[sample.thread_id].push_back(sample);
+    }
+    for (std::size_t index = 0; index < lanes_.size(); ++index) {
+        const Lane& lane = *lanes_[index];
+        if (lane.kind != LaneKind::thread || lane.file_index != file_index) continue;
+        auto found = by_thread.find(lane.track_id);
+        if (found == by_thread.end()) continue;
+        std::vector<StackSampleRef>& samples = found->second;
+        std::stable_sort(samples.begin(), samples.end(),
+                         [](const StackSampleRef& a, const StackSampleRef& b) { return a.time_ns < b.time_ns; });
+        sample_stacks_[index] =
+            std::make_unique<SampleStackLane>(build_sample_stack_lane(samples, file.stack_frames));
+    }
 }
 
 std::vector<std::string> stack_frame_names(const store::TraceReader& reader, trace::StackId stack) {
@@ -736,6 +785,9 @@ std::size_t TraceModel::memory_bytes() const {
         bytes += file.stack_samples.capacity() * sizeof(StackSampleRef);
     }
     if (const GpuAnalysis* analysis = gpu_analysis()) bytes += analysis->memory_bytes();
+    if (sample_stacks_ready_.load(std::memory_order_acquire))
+        for (const auto& stacks : sample_stacks_)
+            if (stacks) bytes += stacks->memory_bytes();
     return bytes;
 }
 

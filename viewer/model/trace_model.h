@@ -24,6 +24,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/trace/events.h"
 #include "viewer/model/gpu_analysis.h"
+#include "viewer/model/sample_stacks.h"
 #include "viewer/model/timeline_event.h"
 
 #include <atomic>
@@ -101,6 +102,7 @@ struct StackSampleRef {
     trace::TimeNs time_ns = 0;
     trace::ThreadId thread_id = 0;
     trace::StackId stack_id = 0;
+    bool idle = false;  // the thread was not running (stack_samples.idle)
 };
 
 struct TraceFile;
@@ -263,6 +265,12 @@ public:
                                                       std::int64_t model_events) const;
     void set_gpu_analysis(std::unique_ptr<GpuAnalysis> analysis);
 
+    // --- Sampled stacks on the thread lanes (sample_stacks.h) --------------------------
+    // The loader builds them once the stack samples are read, before loaded() turns
+    // true; until then, and for lanes that are not threads or have no samples, nullptr.
+    // A live refresh rebuilds the lanes whose threads got new samples.
+    const SampleStackLane* sample_stacks(int lane) const;
+
     // --- Aligning runs (the diff mode, run_diff.h) ------------------------------------
     // Moves every event of file `file_index` so that model time = file time + shift_ns
     // (TraceFile::shift_ns becomes `shift_ns`): its lanes, stack samples and GPU
@@ -285,6 +293,8 @@ private:
     void create_lanes(int file_index, const store::TraceReader& reader);
     void load_lane(store::TraceReader& reader, Lane& lane);
     void load_stack_samples(store::TraceReader& reader, int file_index);
+    // The stack charts of file `file_index`'s thread lanes; with `threads`, only of those.
+    void build_sample_stacks(int file_index, const std::vector<trace::ThreadId>* threads = nullptr);
     void analyze(std::vector<std::unique_ptr<store::TraceReader>>& readers);
     void run_loader();
     // live_refresh.cpp
@@ -313,6 +323,8 @@ private:
     std::atomic<bool> analyzing_{false};
     std::unique_ptr<GpuAnalysis> gpu_analysis_;
     std::atomic<bool> gpu_analysis_ready_{false};
+    std::vector<std::unique_ptr<SampleStackLane>> sample_stacks_;  // by lane index
+    std::atomic<bool> sample_stacks_ready_{false};
     mutable std::mutex error_mutex_;
     std::string load_error_;
     // Name ids of unnamed GPU work, indexed by enum values (see the constructor).
