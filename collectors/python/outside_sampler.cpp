@@ -300,13 +300,17 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     // threads could not be stopped this time), else the Python frames alone.
     std::vector<MixedThread> sampled;
     auto take_snapshot = [&](Target& target, std::vector<MixedThread>& out) {
+        std::string native_error;
         if (target.unwinder) {
             if (mixed_snapshot(*target.process, *target.unwinder, out, error)) return true;
-            ++result.native_failures;
-            if (result.native_error.empty()) result.native_error = error;
+            native_error = error;
         }
         out.clear();
-        if (!target.process->snapshot(threads, error)) return false;
+        if (!target.process->snapshot(threads, error)) return false;  // gone (the stop failed for that too)
+        if (target.unwinder) {
+            ++result.native_failures;
+            if (result.native_error.empty()) result.native_error = native_error;
+        }
         for (const PythonThread& thread : threads) {
             if (thread.tid == 0) {
                 ++result.torn_threads;
