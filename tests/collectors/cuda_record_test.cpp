@@ -5,6 +5,7 @@
 // (blocking copies lie inside it); no record was dropped.
 #include "profiler/store/reader.h"
 #include "tests/collectors/subprocess.h"
+#include "tests/support/event_lists.h"
 #include "tests/support/gpu.h"
 
 #include <gtest/gtest.h>
@@ -27,11 +28,8 @@ TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
     EXPECT_EQ(reader.total_dropped(), 0u);
     ASSERT_GE(reader.devices().size(), 1u);
 
-    std::vector<trace::KernelEvent> kernels;
-    reader.for_each_kernel({}, [&](const trace::KernelEvent& kernel) {
-        kernels.push_back(kernel);
-        return true;
-    });
+    const std::vector<trace::KernelEvent> kernels =
+        test_support::all_events(reader, &store::TraceReader::for_each_kernel);
     ASSERT_EQ(kernels.size(), static_cast<std::size_t>(iterations)) << output;
     for (const trace::KernelEvent& kernel : kernels) {
         EXPECT_NE(std::string(reader.string(kernel.name_id)).find("saxpy"), std::string::npos);
@@ -46,11 +44,8 @@ TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
         EXPECT_GT(kernel.end_ns, kernel.start_ns);
     }
 
-    std::vector<trace::MemcpyEvent> copies;
-    reader.for_each_memcpy({}, [&](const trace::MemcpyEvent& copy) {
-        copies.push_back(copy);
-        return true;
-    });
+    const std::vector<trace::MemcpyEvent> copies =
+        test_support::all_events(reader, &store::TraceReader::for_each_memcpy);
     const std::uint64_t bytes = std::uint64_t(elements) * sizeof(float);
     int pageable_htod = 0, pinned_htod = 0, pinned_dtoh = 0;
     std::uint64_t htod_bytes = 0, dtoh_bytes = 0;

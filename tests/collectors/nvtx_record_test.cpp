@@ -3,6 +3,7 @@
 // exactly the program's events, nested as the program nested them.
 #include "profiler/store/reader.h"
 #include "tests/collectors/subprocess.h"
+#include "tests/support/event_lists.h"
 
 #include <gtest/gtest.h>
 
@@ -49,11 +50,7 @@ void expect_sample_events(const std::string& path, std::int64_t before, std::int
     ASSERT_TRUE(threads.count("worker 1"));
     trace::ThreadId main_thread = threads["main"];
 
-    std::vector<RangeEvent> ranges;
-    reader.for_each_range({}, [&](const RangeEvent& range) {
-        ranges.push_back(range);
-        return true;
-    });
+    const std::vector<RangeEvent> ranges = test_support::all_events(reader, &store::TraceReader::for_each_range);
     ASSERT_EQ(ranges.size(), 5u + 2 * 3 * 2);
 
     const RangeEvent* outer = find_range(reader, ranges, "outer", main_thread);
@@ -119,11 +116,7 @@ void expect_sample_events(const std::string& path, std::int64_t before, std::int
         }
     }
 
-    std::vector<trace::MarkEvent> marks;
-    reader.for_each_mark({}, [&](const trace::MarkEvent& mark) {
-        marks.push_back(mark);
-        return true;
-    });
+    const std::vector<trace::MarkEvent> marks = test_support::all_events(reader, &store::TraceReader::for_each_mark);
     ASSERT_EQ(marks.size(), 3u);
     int worker_done = 0;
     for (const trace::MarkEvent& mark : marks) {

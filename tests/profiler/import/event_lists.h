@@ -1,25 +1,10 @@
-// event_lists.h: every event of one kind in a trace, in the reader's order, for the
-// importer tests to compare whole tables.
+// event_lists.h: the importer tests take all_events() from tests/support/event_lists.h.
 #pragma once
 
-#include "profiler/store/reader.h"
-
-#include <cstdint>
-#include <vector>
+#include "tests/support/event_lists.h"
 
 namespace ember::import_test {
 
-// all_events(reader, &store::TraceReader::for_each_kernel): every kernel, and likewise
-// for any other for_each_* of the reader.
-template <typename Event>
-std::vector<Event> all_events(const store::TraceReader& reader,
-                              std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&, const store::Visitor<Event>&) const) {
-    std::vector<Event> events;
-    (reader.*for_each)({}, [&](const Event& event) {
-        events.push_back(event);
-        return true;
-    });
-    return events;
-}
+using test_support::all_events;
 
 }  // namespace ember::import_test

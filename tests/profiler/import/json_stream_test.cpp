@@ -208,7 +208,9 @@ TEST(JsonScanner, ErrorsNameTheByte) {
             ahead = error.what();
         }
         EXPECT_EQ(ahead, message) << json;
-        if (json == "{\"traceEvents\": [{\"a\": 1}, @]") EXPECT_EQ(delivered, 1u);
+        if (json == "{\"traceEvents\": [{\"a\": 1}, @]") {
+            EXPECT_EQ(delivered, 1u);
+        }
         return message;
     };
     EXPECT_NE(error_of("{\"traceEvents\": {}}").find("traceEvents must be an array"), std::string::npos);
