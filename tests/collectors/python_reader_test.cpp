@@ -987,7 +987,7 @@ bool is_kernel(const ember::trace::FrameInfo& frame) {
 TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) {
     const std::string python = "/usr/bin/python3";
     std::string probe;
-    if (access(python.c_str(), X_OK) != 0 || test::run({python, "-c", "import torch"}, &probe, {}, 120) != 0)
+    if (access(python.c_str(), X_OK) != 0 || test::run({python, "-c", "import torch"}, &probe, {}, 60) != 0)
         GTEST_SKIP() << python << " cannot import torch (Debian's python3-torch is not installed): " << probe;
     if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
     const std::string script = test::temp_path("python_native_torch.py");
@@ -997,7 +997,7 @@ TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) 
     // One BLAS thread: with more, the GEMMs run on OpenBLAS's own threads, whose stacks
     // start in its thread pool, not in the script.
     ASSERT_EQ(test::run({test::bin("ember"), "record", "--native", "-o", trace, "--", python, script}, &output,
-                        {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, 150), 0) << output;
+                        {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, 110), 0) << output;
     ember::store::TraceReader reader(trace);
     std::int64_t in_step = 0, through = 0;
     std::map<std::string, std::int64_t> kernels;
