@@ -77,14 +77,21 @@ const std::vector<DType> kDtypes = {DType::f32, DType::f64, DType::f16, DType::b
 const std::vector<Shape4> kBatchNormShapes = {
     {4, 3, 5, 6}, {3, 1, 4, 4}, {6, 3, 1, 1}, {2, 16, 7, 9}, {1, 5, 3, 2}};
 
+// Runs `check(dtype, c, what)` for every dtype and every case; `what` names both.
+template <typename Case, typename Check>
+void for_each_dtype_and_case(const std::vector<Case>& cases, Check check) {
+    for (DType dtype : kDtypes)
+        for (const Case& c : cases) check(dtype, c, describe(dtype, c));
+}
+
 // Runs `check(dtype, c, write, what)` for every dtype, every case and both gradient
 // modes; `what` names all three for the failure messages.
 template <typename Case, typename Check>
 void for_each_dtype_case_and_mode(const std::vector<Case>& cases, Check check) {
-    for (DType dtype : kDtypes)
-        for (const Case& c : cases)
-            for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
-                check(dtype, c, write, describe(dtype, c) + (write == GradWrite::store ? " store" : " accumulate"));
+    for_each_dtype_and_case(cases, [&](DType dtype, const Case& c, const std::string& what) {
+        for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
+            check(dtype, c, write, what + (write == GradWrite::store ? " store" : " accumulate"));
+    });
 }
 
 // BatchNorm's inputs for shape `s` (x nchw), random from `rng` in this order: x in
@@ -105,39 +112,35 @@ BatchNormInputs random_batchnorm_inputs(DType dtype, const Shape4& s, std::mt199
 }
 
 TEST(OpsCpuNhwc, BatchNormForwardTrainMatchesNchw) {
-    for (DType dtype : kDtypes)
-        for (const Shape4& s : kBatchNormShapes) {
-            const std::string what = describe(dtype, s);
-            std::mt19937 rng(11);
-            const auto [x, gamma, beta, running_mean, running_var] = random_batchnorm_inputs(dtype, s, rng);
-            HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
-            HostTensor rm = running_mean, rv = running_var;
-            batchnorm_forward_train_cpu(x, gamma, beta, y, rm, rv, mean, invstd, {});
+    for_each_dtype_and_case(kBatchNormShapes, [](DType dtype, const Shape4& s, const std::string& what) {
+        std::mt19937 rng(11);
+        const auto [x, gamma, beta, running_mean, running_var] = random_batchnorm_inputs(dtype, s, rng);
+        HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
+        HostTensor rm = running_mean, rv = running_var;
+        batchnorm_forward_train_cpu(x, gamma, beta, y, rm, rv, mean, invstd, {});
 
-            HostTensor x_last = to_nhwc(x), y_last = make4(dtype, s, Layout::nhwc);
-            HostTensor mean_last(dtype, {s.c}), invstd_last(dtype, {s.c});
-            HostTensor rm_last = running_mean, rv_last = running_var;
-            batchnorm_forward_train_cpu(x_last, gamma, beta, y_last, rm_last, rv_last, mean_last,
-                                        invstd_last, {});
-            expect_close(to_nchw(y_last), y, dtype, what + " y");
-            expect_close(mean_last, mean, dtype, what + " save_mean");
-            expect_close(invstd_last, invstd, dtype, what + " save_invstd");
-            expect_close(rm_last, rm, dtype, what + " running_mean");
-            expect_close(rv_last, rv, dtype, what + " running_var");
-        }
+        HostTensor x_last = to_nhwc(x), y_last = make4(dtype, s, Layout::nhwc);
+        HostTensor mean_last(dtype, {s.c}), invstd_last(dtype, {s.c});
+        HostTensor rm_last = running_mean, rv_last = running_var;
+        batchnorm_forward_train_cpu(x_last, gamma, beta, y_last, rm_last, rv_last, mean_last,
+                                    invstd_last, {});
+        expect_close(to_nchw(y_last), y, dtype, what + " y");
+        expect_close(mean_last, mean, dtype, what + " save_mean");
+        expect_close(invstd_last, invstd, dtype, what + " save_invstd");
+        expect_close(rm_last, rm, dtype, what + " running_mean");
+        expect_close(rv_last, rv, dtype, what + " running_var");
+    });
 }
 
 TEST(OpsCpuNhwc, BatchNormForwardEvalMatchesNchw) {
-    for (DType dtype : kDtypes)
-        for (const Shape4& s : kBatchNormShapes) {
-            const std::string what = describe(dtype, s);
-            std::mt19937 rng(12);
-            const auto [x, gamma, beta, running_mean, running_var] = random_batchnorm_inputs(dtype, s, rng);
-            HostTensor y = make4(dtype, s, Layout::nchw), y_last = make4(dtype, s, Layout::nhwc);
-            batchnorm_forward_eval_cpu(x, gamma, beta, running_mean, running_var, y, {});
-            batchnorm_forward_eval_cpu(to_nhwc(x), gamma, beta, running_mean, running_var, y_last, {});
-            expect_close(to_nchw(y_last), y, dtype, what + " eval y");
-        }
+    for_each_dtype_and_case(kBatchNormShapes, [](DType dtype, const Shape4& s, const std::string& what) {
+        std::mt19937 rng(12);
+        const auto [x, gamma, beta, running_mean, running_var] = random_batchnorm_inputs(dtype, s, rng);
+        HostTensor y = make4(dtype, s, Layout::nchw), y_last = make4(dtype, s, Layout::nhwc);
+        batchnorm_forward_eval_cpu(x, gamma, beta, running_mean, running_var, y, {});
+        batchnorm_forward_eval_cpu(to_nhwc(x), gamma, beta, running_mean, running_var, y_last, {});
+        expect_close(to_nchw(y_last), y, dtype, what + " eval y");
+    });
 }
 
 TEST(OpsCpuNhwc, BatchNormBackwardMatchesNchw) {
