@@ -1,7 +1,7 @@
 // cupti_records.cpp: CUPTI activity records -> trace events (see cupti_records.h).
 #include "collectors/cupti_records.h"
 
-#include <cxxabi.h>
+#include "collectors/elf_symbols.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -48,15 +48,7 @@ trace::SyncKind sync_kind_from_cupti(CUpti_ActivitySynchronizationType type) {
     }
 }
 
-std::string demangle(const char* name) {
-    if (!name) return "";
-    int status = 0;
-    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    if (status != 0 || !readable) return name;
-    std::string result(readable);
-    std::free(readable);
-    return result;
-}
+std::string demangle(const char* name) { return demangle_symbol(name); }
 
 const char* overhead_name(CUpti_ActivityOverheadKind kind) {
     switch (kind) {

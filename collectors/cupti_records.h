@@ -22,7 +22,7 @@ trace::MemoryKind memory_kind_from_cupti(std::uint32_t cupti_memory_kind);
 trace::MemcpyDirection direction_from_cupti(std::uint32_t cupti_copy_kind);
 trace::SyncKind sync_kind_from_cupti(CUpti_ActivitySynchronizationType type);
 // The readable name of a C++ kernel ("void saxpy<float>(int, float const*, float*)");
-// names that are not mangled come back unchanged.
+// names that are not mangled come back unchanged (demangle_symbol of elf_symbols.h).
 std::string demangle(const char* name);
 const char* overhead_name(CUpti_ActivityOverheadKind kind);
 
