@@ -1,6 +1,8 @@
 // step_names.h: how the traces name their steps, for the importers and the analyses.
 #pragma once
 
+#include "common/nvtx_contract.h"
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -10,7 +12,7 @@ namespace ember::trace {
 // The number of a PyTorch profiler step range: "ProfilerStep#12" -> 12; nullopt for any
 // other name (no digits, other characters, more than 18 digits).
 inline std::optional<std::int64_t> profiler_step_number(std::string_view name) {
-    constexpr std::string_view kPrefix = "ProfilerStep#";
+    constexpr std::string_view kPrefix = nvtx::range::kProfilerStepPrefix;
     if (name.substr(0, kPrefix.size()) != kPrefix || name.size() == kPrefix.size() ||
         name.size() > kPrefix.size() + 18)
         return std::nullopt;

@@ -87,8 +87,7 @@ forbid_code() {
 }
 contract_rule="the NVTX contract lives in common/nvtx_contract.h: use its names, never a copy"
 # Every room of the trace library that reads, writes or shows NVTX ranges, and the viewer.
-# (profiler/trace is not checked yet: step_names.h still spells "ProfilerStep#" itself.)
-for folder in profiler/import profiler/analysis profiler/synth profiler/export profiler/merge profiler/store viewer; do
+for folder in profiler/trace profiler/import profiler/analysis profiler/synth profiler/export profiler/merge profiler/store viewer; do
     forbid_code "$folder" '[Cc]ategory[A-Za-z_]* *(=|==|!=) *([1-6]|100)([^0-9]|$)' "$contract_rule" 'CategoryCount'
     forbid_code "$folder" '(^|[^\\])"(dataloader|allreduce)/' "$contract_rule"
     forbid_code "$folder" '(^|[^\\])"ProfilerStep#' "$contract_rule" '^profiler/import/detect_format\.cpp:'
