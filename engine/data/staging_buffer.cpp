@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <new>
-#include <utility>
 
 namespace ember::data {
 
@@ -19,58 +18,29 @@ bool cuda_usable() {
 
 HostBuffer::HostBuffer(size_t bytes, bool pinned) : bytes_(bytes) {
     if (pinned && cuda_usable()) {
-        EMBER_CUDA_CHECK(cudaHostAlloc(&data_, bytes, cudaHostAllocDefault));
-        pinned_ = true;
+        void* data = nullptr;
+        EMBER_CUDA_CHECK(cudaHostAlloc(&data, bytes, cudaHostAllocDefault));
+        data_ = std::unique_ptr<void, HostFree>(data, HostFree{true});
         return;
     }
     // 64-byte alignment: whole cache lines, and vector loads in the augmentation loop.
-    data_ = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    data_ = std::unique_ptr<void, HostFree>(std::aligned_alloc(64, (bytes + 63) / 64 * 64), HostFree{false});
     if (data_ == nullptr) throw std::bad_alloc();
 }
 
-HostBuffer::~HostBuffer() { release(); }
-
-void HostBuffer::release() {
-    if (data_ == nullptr) return;
-    if (pinned_)
-        cudaFreeHost(data_);  // in a destructor: a failure here cannot be reported usefully
+void HostFree::operator()(void* data) const {
+    if (pinned)
+        cudaFreeHost(data);  // in a destructor: a failure here cannot be reported usefully
     else
-        std::free(data_);
-    data_ = nullptr;
+        std::free(data);
 }
 
-HostBuffer::HostBuffer(HostBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), bytes_(other.bytes_), pinned_(other.pinned_) {}
-
-HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
-    if (this != &other) {
-        release();
-        data_ = std::exchange(other.data_, nullptr);
-        bytes_ = other.bytes_;
-        pinned_ = other.pinned_;
-    }
-    return *this;
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    void* data = nullptr;
+    EMBER_CUDA_CHECK(cudaMalloc(&data, bytes));
+    data_.reset(data);
 }
 
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) { EMBER_CUDA_CHECK(cudaMalloc(&data_, bytes)); }
-
-DeviceBuffer::~DeviceBuffer() { release(); }
-
-void DeviceBuffer::release() {
-    if (data_ != nullptr) cudaFree(data_);
-    data_ = nullptr;
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), bytes_(other.bytes_) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-        release();
-        data_ = std::exchange(other.data_, nullptr);
-        bytes_ = other.bytes_;
-    }
-    return *this;
-}
+void DeviceFree::operator()(void* data) const { cudaFree(data); }
 
 }  // namespace ember::data

@@ -6,50 +6,48 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace ember::data {
 
 // True when the CUDA runtime sees at least one device (asked once, cached).
 bool cuda_usable();
 
+// Both buffers own their memory through a std::unique_ptr whose deleter frees it the way
+// it was allocated, so they move (the moved-from buffer holds nothing) and never copy.
+struct HostFree {
+    bool pinned = false;  // cudaFreeHost, else std::free
+    void operator()(void* data) const;
+};
+struct DeviceFree {
+    void operator()(void* data) const;  // cudaFree
+};
+
 class HostBuffer {
 public:
     HostBuffer() = default;
     // pinned requested but no CUDA driver/device: falls back to pageable (pinned() = false).
     HostBuffer(size_t bytes, bool pinned);
-    ~HostBuffer();
-    HostBuffer(HostBuffer&& other) noexcept;
-    HostBuffer& operator=(HostBuffer&& other) noexcept;
-    HostBuffer(const HostBuffer&) = delete;
-    HostBuffer& operator=(const HostBuffer&) = delete;
 
-    void* data() const { return data_; }
+    void* data() const { return data_.get(); }
     size_t bytes() const { return bytes_; }
-    bool pinned() const { return pinned_; }
+    bool pinned() const { return data_.get_deleter().pinned; }
 
 private:
-    void release();
-    void* data_ = nullptr;
+    std::unique_ptr<void, HostFree> data_;
     size_t bytes_ = 0;
-    bool pinned_ = false;
 };
 
 class DeviceBuffer {
 public:
     DeviceBuffer() = default;
     explicit DeviceBuffer(size_t bytes);  // throws CudaError
-    ~DeviceBuffer();
-    DeviceBuffer(DeviceBuffer&& other) noexcept;
-    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-    void* data() const { return data_; }
+    void* data() const { return data_.get(); }
     size_t bytes() const { return bytes_; }
 
 private:
-    void release();
-    void* data_ = nullptr;
+    std::unique_ptr<void, DeviceFree> data_;
     size_t bytes_ = 0;
 };
 
