@@ -43,7 +43,8 @@ void move_lane(std::vector<LaneDisplay>& order, int from, int to) {
 }
 
 std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vector<LaneDisplay>& order,
-                                        const LayoutMetrics& metrics, const StreamTracks& tracks) {
+                                        const LayoutMetrics& metrics, const StreamTracks& tracks,
+                                        const SampleTracks& samples) {
     std::vector<LanePlacement> placements;
     const GpuAnalysis* analysis = model.gpu_analysis();
     float y = 0.0f;
@@ -65,8 +66,16 @@ std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vect
         } else {
             const bool ready = lane.ready.load(std::memory_order_acquire);
             const int rows = ready ? static_cast<int>(lane.rows.size()) : 1;
+            const SampleStackLane* stacks = samples.stacks ? model.sample_stacks(display.lane) : nullptr;
+            const int depth = stacks ? std::min(stacks->depth(samples.idle), std::max(samples.max_depth, 1)) : 0;
             placement.rows_shown = display.collapsed ? 1 : std::max(rows, 1);
+            if (depth > 0 && rows == 0) placement.rows_shown = 0;  // samples only: the chart is the lane
             placement.height = static_cast<float>(placement.rows_shown) * metrics.row_height;
+            if (depth > 0 && (!display.collapsed || rows == 0)) {
+                placement.stack_offset = placement.height;
+                placement.stack_rows = display.collapsed ? 1 : depth;
+                placement.height += static_cast<float>(placement.stack_rows) * metrics.row_height;
+            }
             const StreamOverlay* overlay = analysis && !display.collapsed ? analysis->overlay(display.lane) : nullptr;
             if (overlay && tracks.idle_gaps && !overlay->gaps.empty()) {
                 placement.idle_offset = placement.height;

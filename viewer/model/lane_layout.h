@@ -31,6 +31,15 @@ struct StreamTracks {
     bool queue_length = true;
 };
 
+// What thread lanes show below their events once the stack samples are loaded
+// (sample_stacks.h): the sampled stacks, with or without the idle samples, at most
+// `max_depth` frames deep (the outermost ones; deeper frames are cut, not squeezed).
+struct SampleTracks {
+    bool stacks = true;
+    bool idle = false;  // as `ember stats`: active samples unless asked (--idle)
+    int max_depth = 12;
+};
+
 struct LanePlacement {
     int lane = -1;              // -1 for a group header
     std::string group;          // headers: the group's title
@@ -42,6 +51,11 @@ struct LanePlacement {
     float idle_offset = -1.0f;
     float queue_offset = -1.0f;
     float queue_height = 0.0f;
+    // Thread lanes with sampled stacks: the chart's top as an offset from `y` and its
+    // rows (depths 0..stack_rows-1); -1 and 0 when not shown. A collapsed lane shows
+    // its outermost stack row only when it has no event rows.
+    float stack_offset = -1.0f;
+    int stack_rows = 0;
 };
 
 // Model order: lanes as the model created them (processes, GPUs, counters; per file).
@@ -52,7 +66,8 @@ void extend_lane_order(std::vector<LaneDisplay>& order, const TraceModel& model)
 // Moves the entry at `from` to position `to` (both clamped).
 void move_lane(std::vector<LaneDisplay>& order, int from, int to);
 std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vector<LaneDisplay>& order,
-                                        const LayoutMetrics& metrics, const StreamTracks& tracks = {});
+                                        const LayoutMetrics& metrics, const StreamTracks& tracks = {},
+                                        const SampleTracks& samples = {});
 // Total height of a layout.
 float layout_height(const std::vector<LanePlacement>& placements);
 

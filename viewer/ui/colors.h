@@ -129,6 +129,18 @@ inline std::uint32_t event_color(const TimelineEvent& event) {
     return kOverhead;
 }
 
+// Sampled stack frames: a green shade by frame (green always above red and blue), apart
+// from the warm NVTX ranges and the blue kernels; idle samples mixed most of the way
+// into the background.
+inline std::uint32_t stack_frame_color(std::uint32_t frame) {
+    const std::uint32_t h = (frame + 1) * 2654435761u;
+    return rgb(60 + ((h >> 26) & 0x3f), 150 + ((h >> 19) & 0x3f), 80 + ((h >> 11) & 0x3f));
+}
+inline std::uint32_t idle_stack_color(std::uint32_t color) {
+    return rgb((red(color) * 2 + red(kBackground) * 3) / 5, (green(color) * 2 + green(kBackground) * 3) / 5,
+               (blue(color) * 2 + blue(kBackground) * 3) / 5);
+}
+
 // A folded run: the first event's color, darkened so it reads as "many".
 inline std::uint32_t folded_color(std::uint32_t color) {
     return rgb(red(color) * 3 / 5, green(color) * 3 / 5, blue(color) * 3 / 5);

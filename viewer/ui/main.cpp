@@ -211,6 +211,9 @@ struct ViewOptions {
     std::string size_text = "1600x1000", range_text;
     std::string flame_name = "nvtx";
     bool difference = false;
+    // Sampled stacks on the thread lanes.
+    bool idle_samples = false, no_stacks = false;
+    int stack_depth = 12;
     // --screenshot and what it shows.
     std::string screenshot, view_name = "timeline", layout_path, select_text;
     std::optional<long long> step_number;
@@ -247,6 +250,11 @@ void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_option("--select", options.select_text,
                    "with --screenshot: select the first event whose name contains this text (details panel, flow "
                    "arrow to its launch or its GPU work)");
+    cli.add_flag("--idle-samples", options.idle_samples,
+                 "thread lanes' sampled stacks include idle samples (dimmed), as `ember stats --idle`");
+    cli.add_flag("--no-stacks", options.no_stacks, "no sampled stacks on the thread lanes");
+    cli.add_option("--stack-depth", options.stack_depth,
+                   "frames of sampled stacks shown, outermost first (1 to 256, default 12)");
     cli.add_option("--layout", options.layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
     cli.add_flag("--bench", options.bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
     cli.add_option("--attach", options.attach_pid, "watch the trace a running process is recording");
@@ -457,6 +465,10 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
         std::fprintf(stderr, "ember view: no trace file given (ember view FILE [FILE...] or --attach PID)\n");
         return kExitBadFile;
     }
+    if (options.stack_depth < 1 || options.stack_depth > 256) {
+        std::fprintf(stderr, "ember view: --stack-depth %d: give 1 to 256 frames\n", options.stack_depth);
+        return kExitBadFile;
+    }
     int width = 1600, height = 1000;
     if (std::sscanf(options.size_text.c_str(), "%dx%d", &width, &height) != 2 || width < 100 || height < 100 ||
         width > 16384 || height > 16384) {
@@ -528,6 +540,9 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
     if (options.flame_name == "gpu-range") app.set_flame_source(ember::viewer::FlameSource::gpu_by_range);
     if (options.flame_name == "kernels") app.set_flame_source(ember::viewer::FlameSource::gpu_kernel_names);
     if (options.difference) app.set_flame_difference(true);
+    app.sample_tracks().stacks = !options.no_stacks;
+    app.sample_tracks().idle = options.idle_samples;
+    app.sample_tracks().max_depth = options.stack_depth;
     if (options.diff && (!app.model() || app.model()->files().size() < 2) && open_error.empty()) {
         std::fprintf(stderr, "ember view: --diff needs two trace files: ember view A.db B.db --diff\n");
         close_window(window);

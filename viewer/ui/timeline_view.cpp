@@ -48,6 +48,28 @@ const char* row_title(const Row& row) {
     return "";
 }
 
+// The LOD of the visible range at this zoom (lod.h).
+LodParams lod_params(const ViewState& view) {
+    LodParams params;
+    params.view_begin_ns = view.visible().begin_ns;
+    params.view_end_ns = view.visible().end_ns;
+    params.ns_per_pixel = view.ns_per_pixel();
+    params.min_pixels = kMinPixels;
+    return params;
+}
+
+// Where an item lies on screen: clipped to the axis (2 px to spare), at least a pixel wide.
+struct ItemSpan {
+    float left = 0, right = 0;
+};
+ItemSpan item_span(const ViewState& view, trace::TimeNs start_ns, trace::TimeNs end_ns, float x0, float width) {
+    ItemSpan span{x0 + static_cast<float>(view.time_to_x(start_ns)), x0 + static_cast<float>(view.time_to_x(end_ns))};
+    span.left = std::max(span.left, x0 - 2.0f);
+    span.right = std::min(span.right, x0 + width + 2.0f);
+    if (span.right - span.left < 1.0f) span.right = span.left + 1.0f;
+    return span;
+}
+
 // A column's vertical extent on screen.
 struct ColumnSpan {
     float top = 0;
@@ -146,11 +168,7 @@ void ViewerApp::draw_counter(ImDrawList* draw, const Lane& lane, float x0, float
 void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area) {
     const float x0 = area.x0, top = area.y0, width = area.width;
     const float mouse_x = area.mouse_x, mouse_y = area.mouse_y;
-    LodParams params;
-    params.view_begin_ns = view_.visible().begin_ns;
-    params.view_end_ns = view_.visible().end_ns;
-    params.ns_per_pixel = view_.ns_per_pixel();
-    params.min_pixels = kMinPixels;
+    const LodParams params = lod_params(view_);
     gap_items_.clear();
     fold_gaps(overlay, params, gap_items_);
     const float row_height = metrics_.row_height;
@@ -158,11 +176,7 @@ void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, c
     const float full_height = row_height - 2.0f;
     const bool mouse_in_row = mouse_y >= top && mouse_y < top + row_height && mouse_x >= x0;
     for (const GapItem& item : gap_items_) {
-        float left = x0 + static_cast<float>(view_.time_to_x(item.start_ns));
-        float right = x0 + static_cast<float>(view_.time_to_x(item.end_ns));
-        left = std::max(left, x0 - 2.0f);
-        right = std::min(right, x0 + width + 2.0f);
-        if (right - left < 1.0f) right = left + 1.0f;
+        auto [left, right] = item_span(view_, item.start_ns, item.end_ns, x0, width);
         opaque_layer(draw);
         if (!item.binned) {
             const IdleGap& gap = overlay.gaps[item.first_index];
@@ -240,11 +254,7 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
     const float x0 = area.x0, y0 = area.y0, width = area.width;
     const float mouse_x = area.mouse_x, mouse_y = area.mouse_y;
     const float row_height = metrics_.row_height;
-    LodParams params;
-    params.view_begin_ns = view_.visible().begin_ns;
-    params.view_end_ns = view_.visible().end_ns;
-    params.ns_per_pixel = view_.ns_per_pixel();
-    params.min_pixels = kMinPixels;
+    const LodParams params = lod_params(view_);
     const ImVec4 clip(x0, y0, x0 + width, y0 + placement.height);
     for (int row_index = 0; row_index < placement.rows_shown && row_index < static_cast<int>(lane.rows.size());
          ++row_index) {
@@ -255,11 +265,7 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
         const bool mouse_in_row = mouse_y >= top && mouse_y < top + row_height && mouse_x >= x0;
         for (const DrawItem& item : items_) {
             const TimelineEvent& first = row.events[item.first_index];
-            float left = x0 + static_cast<float>(view_.time_to_x(item.start_ns));
-            float right = x0 + static_cast<float>(view_.time_to_x(item.end_ns));
-            left = std::max(left, x0 - 2.0f);
-            right = std::min(right, x0 + width + 2.0f);
-            if (right - left < 1.0f) right = left + 1.0f;
+            auto [left, right] = item_span(view_, item.start_ns, item.end_ns, x0, width);
             std::uint32_t color = colors::event_color(first);
             // A folded run of GPU work mixes kinds: it takes the kernels' blue (the bulk of
             // any stream), not the color of whichever event happens to come first.
@@ -320,6 +326,104 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
     (void)clip;
 }
 
+// A thread's sampled stacks: per depth, the boxes folded for the zoom (fold_stack_row),
+// coloured by frame, idle ones dimmed, named when wide enough.
+void ViewerApp::draw_sample_stacks(ImDrawList* draw, int lane_index, const SampleStackLane& stacks, int rows,
+                                   const TrackArea& area) {
+    const float x0 = area.x0, width = area.width;
+    const float mouse_x = area.mouse_x, mouse_y = area.mouse_y;
+    const float row_height = metrics_.row_height;
+    const bool with_idle = sample_tracks_.idle;
+    const std::vector<StackRow>& chart = stacks.rows(with_idle);
+    const std::vector<std::string>& names =
+        model_->files()[static_cast<std::size_t>(model_->lane(lane_index).file_index)].frame_names;
+    const LodParams params = lod_params(view_);
+    for (int depth = 0; depth < rows && depth < static_cast<int>(chart.size()); ++depth) {
+        const StackRow& row = chart[static_cast<std::size_t>(depth)];
+        const float top = area.y0 + static_cast<float>(depth) * row_height;
+        items_.clear();
+        fold_stack_row(row, params, items_);
+        const bool mouse_in_row = mouse_y >= top && mouse_y < top + row_height && mouse_x >= x0;
+        for (const DrawItem& item : items_) {
+            const StackBox& first = row.boxes[item.first_index];
+            auto [left, right] = item_span(view_, item.start_ns, item.end_ns, x0, width);
+            std::uint32_t color = colors::stack_frame_color(first.frame);
+            if (item.count > 1) color = colors::folded_color(color);
+            if (first.idle) color = colors::idle_stack_color(color);
+            opaque_layer(draw);
+            draw->AddRectFilled(ImVec2(left, top + 1), ImVec2(right, top + row_height - 1), color);
+            blended_layer(draw);
+            ++counters_.primitives;
+            const StackBoxRef ref{lane_index, depth, item.first_index, with_idle};
+            if (item.count == 1 && ref == selected_stack_) {
+                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0, 2.0f);
+                ++counters_.primitives;
+            }
+            if (right - left > 40.0f) {
+                char label[32];
+                const char* text = label;
+                const char* text_end = nullptr;
+                if (item.count == 1 && first.frame < names.size()) {
+                    text = names[first.frame].data();
+                    text_end = text + names[first.frame].size();
+                } else {
+                    std::snprintf(label, sizeof label, "%u frames", item.count);
+                }
+                const ImVec4 text_clip(std::max(left, x0), top, std::min(right, x0 + width), top + row_height);
+                draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, x0) + 3, top + 2),
+                              first.idle ? colors::rgb(170, 170, 180) : colors::rgb(15, 15, 20), text, text_end, 0.0f,
+                              &text_clip);
+                ++counters_.primitives;
+            }
+            if (mouse_in_row && mouse_x >= left - 1 && mouse_x <= right + 1) {
+                hovered_stack_ = ref;
+                hovered_stack_item_ = item;
+            }
+        }
+    }
+}
+
+// The frame under the pointer, its samples and the frames that called it.
+void ViewerApp::draw_stack_tooltip() {
+    const SampleStackLane* stacks = model_->sample_stacks(hovered_stack_.lane);
+    if (stacks == nullptr) return;
+    const std::vector<StackRow>& chart = stacks->rows(hovered_stack_.with_idle);
+    if (hovered_stack_.depth >= static_cast<int>(chart.size())) return;
+    const std::vector<StackBox>& boxes = chart[static_cast<std::size_t>(hovered_stack_.depth)].boxes;
+    if (hovered_stack_.index >= boxes.size()) return;
+    const std::vector<std::string>& names =
+        model_->files()[static_cast<std::size_t>(model_->lane(hovered_stack_.lane).file_index)].frame_names;
+    const DrawItem& item = hovered_stack_item_;
+    ImGui::BeginTooltip();
+    if (item.count > 1) {
+        std::uint64_t samples = 0;
+        for (std::uint32_t k = 0; k < item.count && k < 4096; ++k) samples += boxes[item.first_index + k].samples;
+        ImGui::Text("%u frames at depth %d over %s (zoom in to see them)", item.count, hovered_stack_.depth,
+                    format_duration(static_cast<double>(item.end_ns - item.start_ns)).c_str());
+        if (item.count <= 4096) ImGui::Text("%llu samples", static_cast<unsigned long long>(samples));
+    } else {
+        const StackBox& box = boxes[hovered_stack_.index];
+        ImGui::TextUnformatted(box.frame < names.size() ? names[box.frame].c_str() : "?");
+        ImGui::TextDisabled(box.idle ? "sampled stack frame, thread idle" : "sampled stack frame");
+        ImGui::Text("%u sample%s, %s", static_cast<unsigned>(box.samples), box.samples == 1 ? "" : "s",
+                    format_duration(static_cast<double>(box.duration_ns())).c_str());
+        ImGui::Text("start %s", format_duration(static_cast<double>(box.start_ns - model_->begin_ns())).c_str());
+        const std::vector<std::uint32_t> stack = stack_of_box(chart, hovered_stack_.depth, hovered_stack_.index);
+        if (stack.size() > 1) {
+            ImGui::Separator();
+            ImGui::TextDisabled("called from");
+            // Innermost caller first, as a traceback reads bottom-up; at most 12 lines.
+            const int shown = std::min<int>(static_cast<int>(stack.size()) - 1, 12);
+            for (int k = 0; k < shown; ++k) {
+                const std::uint32_t frame = stack[stack.size() - 2 - static_cast<std::size_t>(k)];
+                ImGui::TextUnformatted(frame < names.size() ? names[frame].c_str() : "?");
+            }
+            if (shown < static_cast<int>(stack.size()) - 1) ImGui::TextDisabled("...");
+        }
+    }
+    ImGui::EndTooltip();
+}
+
 bool ViewerApp::event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const {
     const TimelineEvent* event = model_->event(ref);
     if (event == nullptr) return false;
@@ -368,7 +472,7 @@ void ViewerApp::draw_timeline(float width, float height) {
     const float lanes_top = origin.y + kRulerHeight;
     lanes_top_ = lanes_top;
 
-    placements_ = layout_lanes(*model_, lane_order_, metrics_, stream_tracks_);
+    placements_ = layout_lanes(*model_, lane_order_, metrics_, stream_tracks_, sample_tracks_);
 
     const TimelineFrame frame{.left = origin.x,
                               .top = origin.y,
@@ -459,6 +563,7 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
     hovered_fold_count_ = 0;
     hovered_gap_.reset();
     hovered_queue_.reset();
+    hovered_stack_ = {};
     lane_rects_.clear();
     const float y_origin = lanes_top - scroll_y_;
     int clicked_title = -1;
@@ -549,6 +654,18 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                 lane_rects_.push_back({placement.lane, x0, queue_top, x0 + timeline_width,
                                        queue_top + placement.queue_height, "queue"});
             }
+            const SampleStackLane* stacks = placement.stack_rows > 0 ? model_->sample_stacks(placement.lane) : nullptr;
+            if (stacks) {
+                const float stack_top = top + placement.stack_offset;
+                if (placement.stack_offset > 0.0f)  // a samples-only lane has its title there
+                    draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, stack_top + 2), colors::rgb(140, 140, 150),
+                                  sample_tracks_.idle ? "samples (with idle)" : "samples", nullptr, 0.0f, &label_clip);
+                draw_sample_stacks(draw, placement.lane, *stacks, placement.stack_rows,
+                                   {x0, stack_top, timeline_width, mouse_x, mouse_y});
+                lane_rects_.push_back({placement.lane, x0, stack_top, x0 + timeline_width,
+                                       stack_top + static_cast<float>(placement.stack_rows) * metrics_.row_height,
+                                       "stacks"});
+            }
         }
     }
     if (lane_drag_.active() && lane_drag_.from < static_cast<int>(lane_order_.size())) {
@@ -605,8 +722,11 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
                 !lane_order_[static_cast<std::size_t>(clicked_title)].collapsed;
         } else if (hovered_.valid()) {
             select_event(hovered_, false);
+        } else if (hovered_stack_.valid() && hovered_stack_item_.count == 1) {
+            select_stack_box(hovered_stack_);
         } else {
             selected_ = {};
+            selected_stack_ = {};
             flow_partner_.reset();
             selected_details_.clear();
         }
@@ -619,6 +739,9 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
         const TimelineEvent* event = model_->event(hovered_);
         const trace::TimeNs pad = event->duration_ns() / 10 + 1;
         view_.show({event->start_ns - pad, event->end_ns + pad});
+    } else if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_stack_.valid()) {
+        const trace::TimeNs pad = (hovered_stack_item_.end_ns - hovered_stack_item_.start_ns) / 10 + 1;
+        view_.show({hovered_stack_item_.start_ns - pad, hovered_stack_item_.end_ns + pad});
     } else if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_gap_) {
         const trace::TimeNs pad = (hovered_gap_->end_ns - hovered_gap_->start_ns) / 10 + 1;
         view_.show({hovered_gap_->start_ns - pad, hovered_gap_->end_ns + pad});
@@ -677,6 +800,7 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
         ImGui::Text("at %s", format_duration(static_cast<double>(queue.time_ns - model_->begin_ns())).c_str());
         ImGui::EndTooltip();
     }
+    if (hovered && !dragging_pan_ && hovered_stack_.valid()) draw_stack_tooltip();
     if (hovered && (hovered_.valid() || hovered_fold_count_ > 0) && !dragging_pan_) {
         ImGui::BeginTooltip();
         if (hovered_.valid()) {

@@ -44,6 +44,8 @@ void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
     if (same_shape) view_.show(visible);
     lane_drag_ = {};
     selected_ = {};
+    selected_stack_ = {};
+    hovered_stack_ = {};
     flow_partner_.reset();
     selected_details_.clear();
     stats_.reset();
@@ -63,6 +65,8 @@ RefreshResult ViewerApp::apply_live_events(TraceDelta& delta) {
         flow_partner_.reset();
         selected_details_.clear();
         hovered_ = {};
+        selected_stack_ = {};
+        hovered_stack_ = {};
     }
     stats_.reset();
     stats_lanes_ready_ = -1;
@@ -79,12 +83,44 @@ void ViewerApp::set_selection_range(TimeRange range) {
 
 void ViewerApp::select_event(const EventRef& ref, bool reveal) {
     selected_ = ref;
+    selected_stack_ = {};
     selected_details_.clear();
     flow_partner_.reset();
     if (!model_ || model_->event(ref) == nullptr) return;
     for (const DetailLine& line : describe_event(*model_, ref)) selected_details_.emplace_back(line.key, line.value);
     flow_partner_ = find_flow_partner(*model_, ref);
     if (reveal) reveal_event(ref);
+}
+
+void ViewerApp::select_stack_box(const StackBoxRef& ref) {
+    selected_ = {};
+    flow_partner_.reset();
+    selected_details_.clear();
+    selected_stack_ = {};
+    const SampleStackLane* stacks = model_ ? model_->sample_stacks(ref.lane) : nullptr;
+    if (stacks == nullptr || ref.depth < 0 || ref.depth >= stacks->depth(ref.with_idle)) return;
+    const std::vector<StackRow>& chart = stacks->rows(ref.with_idle);
+    const std::vector<StackBox>& boxes = chart[static_cast<std::size_t>(ref.depth)].boxes;
+    if (ref.index >= boxes.size()) return;
+    selected_stack_ = ref;
+    const StackBox& box = boxes[ref.index];
+    const Lane& lane = model_->lane(ref.lane);
+    const std::vector<std::string>& names = model_->files()[static_cast<std::size_t>(lane.file_index)].frame_names;
+    auto name_of = [&names](std::uint32_t frame) { return frame < names.size() ? names[frame] : std::string("?"); };
+    selected_details_.emplace_back("frame", name_of(box.frame));
+    selected_details_.emplace_back("kind", box.idle ? "sampled stack frame (thread idle)" : "sampled stack frame");
+    selected_details_.emplace_back("thread", lane.group + " / " + lane.title);
+    selected_details_.emplace_back("samples", std::to_string(box.samples) + " (one every " +
+                                                  format_duration(static_cast<double>(stacks->period_ns)) + ")");
+    selected_details_.emplace_back("duration", format_duration(static_cast<double>(box.duration_ns())));
+    selected_details_.emplace_back("start", format_duration(static_cast<double>(box.start_ns - model_->begin_ns())));
+    selected_details_.emplace_back("depth", std::to_string(ref.depth));
+    std::string stack_text;
+    for (std::uint32_t frame : stack_of_box(chart, ref.depth, ref.index)) {
+        if (!stack_text.empty()) stack_text += "\n";
+        stack_text += name_of(frame);
+    }
+    selected_details_.emplace_back("stack", stack_text);
 }
 
 void ViewerApp::reveal_event(const EventRef& ref) {
@@ -225,6 +261,27 @@ void ViewerApp::draw_stream_tracks_toggles() {
         ImGui::SetTooltip("Below each stream: how many operations were launched on it and not started yet.");
 }
 
+void ViewerApp::draw_sample_tracks_toggles() {
+    bool any_stacks = false;
+    for (int lane = 0; lane < model_->lane_count() && !any_stacks; ++lane) any_stacks = model_->sample_stacks(lane) != nullptr;
+    if (!any_stacks) return;
+    ImGui::SameLine(0, 24);
+    ImGui::Checkbox("stacks", &sample_tracks_.stacks);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Below each thread: its sampled call stacks over time (Python and native frames),\n"
+                          "outermost frame on top; a box is one frame held over consecutive samples.");
+    if (!sample_tracks_.stacks) return;
+    ImGui::SameLine(0, 12);
+    ImGui::Checkbox("idle samples", &sample_tracks_.idle);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Also the samples taken while the thread slept, blocked or waited for the GIL (dimmed);\n"
+                          "off, they are gaps, as `ember stats` counts active samples unless given --idle.");
+    ImGui::SameLine(0, 12);
+    ImGui::SetNextItemWidth(90.0f);
+    ImGui::SliderInt("depth", &sample_tracks_.max_depth, 1, 64);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Frames shown per stack, outermost first (deeper ones are cut).");
+}
+
 void ViewerApp::draw_toolbar() {
     const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown", "Diff"};
     const int tab_count = model_->files().size() >= 2 ? 5 : 4;  // Diff compares the first two files
@@ -263,7 +320,10 @@ void ViewerApp::draw_toolbar() {
         ImGui::SameLine();
         if (ImGui::Button("Zoom to selection")) view_.show(*selection_range_);
     }
-    if (tab_ == ViewTab::timeline) draw_stream_tracks_toggles();
+    if (tab_ == ViewTab::timeline) {
+        draw_stream_tracks_toggles();
+        draw_sample_tracks_toggles();
+    }
 
     const LoadProgress progress = model_->progress();
     if (!progress.finished) {

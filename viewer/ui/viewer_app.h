@@ -48,6 +48,17 @@ struct TrackArea {
     float mouse_x = 0, mouse_y = 0;
 };
 
+// A box of a thread's stack chart (sample_stacks.h): its lane, depth and index in the
+// row of the chart shown (with or without idle samples).
+struct StackBoxRef {
+    int lane = -1;
+    int depth = 0;
+    std::uint32_t index = 0;
+    bool with_idle = false;
+    bool valid() const { return lane >= 0; }
+    bool operator==(const StackBoxRef&) const = default;
+};
+
 // Counters of the last frame, for --bench.
 struct FrameCounters {
     int primitives = 0;  // rectangles, lines and polylines the timeline/flamegraph added
@@ -69,6 +80,7 @@ public:
     // --- Control from the command line / bench ----------------------------------
     void select_tab(ViewTab tab) { tab_ = tab; tab_requested_ = true; }
     ViewState& view() { return view_; }
+    SampleTracks& sample_tracks() { return sample_tracks_; }
     TraceModel* model() { return model_.get(); }
     void replace_model(std::unique_ptr<TraceModel> model);
     // --attach/--watch: appends what a background TraceModel::read_new_events() found
@@ -125,6 +137,7 @@ private:
     bool diff_mode() const { return tab_ == ViewTab::diff && model_ && model_->files().size() >= 2; }
     void draw_step_markers(ImDrawList* draw, float x0, float width, float y_origin);
     void draw_stream_tracks_toggles();
+    void draw_sample_tracks_toggles();
     void update_gpu_analysis();
     void show_on_timeline(TimeRange range);
     void show_step(const StepSplit& step);
@@ -147,6 +160,10 @@ private:
     void draw_counter(ImDrawList* draw, const Lane& lane, float x0, float y0, float width, float height);
     void draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area);
     void draw_queue(ImDrawList* draw, const StreamOverlay& overlay, const TrackArea& area, float height);
+    void draw_sample_stacks(ImDrawList* draw, int lane_index, const SampleStackLane& stacks, int rows,
+                            const TrackArea& area);
+    void draw_stack_tooltip();
+    void select_stack_box(const StackBoxRef& ref);
     void draw_flow(ImDrawList* draw, float x0, float y_origin);
     bool event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const;
 
@@ -194,6 +211,11 @@ private:
     };
     std::optional<QueueHover> hovered_queue_;
     StreamTracks stream_tracks_;                // toolbar toggles: idle gaps, queue
+    SampleTracks sample_tracks_;                // toolbar: stacks on thread lanes, idle samples, depth
+    // The stack box (or fold of boxes: count > 1) under the pointer, and the clicked one.
+    StackBoxRef hovered_stack_;
+    DrawItem hovered_stack_item_;
+    StackBoxRef selected_stack_;
     std::vector<GapItem> gap_items_;            // reused every frame
     FrameCounters counters_;
 

@@ -121,7 +121,10 @@ TEST_F(ModelLoadTest, LayoutGroupsCollapsesAndReorders) {
     model.load_all();
     LayoutMetrics metrics;
     auto order = default_lane_order(model);
-    auto placements = layout_lanes(model, order, metrics);
+    // The event rows only (the sampled stacks below them: sample_stacks_test.cpp).
+    SampleTracks no_stacks;
+    no_stacks.stacks = false;
+    auto placements = layout_lanes(model, order, metrics, {}, no_stacks);
     // 3 groups (process, GPU, counters) + 6 lanes.
     ASSERT_EQ(placements.size(), 9u);
     EXPECT_EQ(placements[0].lane, -1);
@@ -132,7 +135,7 @@ TEST_F(ModelLoadTest, LayoutGroupsCollapsesAndReorders) {
         EXPECT_GE(placements[i].y, placements[i - 1].y + placements[i - 1].height);
     const float full = layout_height(placements);
     order[0].collapsed = true;
-    placements = layout_lanes(model, order, metrics);
+    placements = layout_lanes(model, order, metrics, {}, no_stacks);
     EXPECT_EQ(placements[1].rows_shown, 1);
     EXPECT_FLOAT_EQ(layout_height(placements), full - 2 * metrics.row_height);
     // Moving a GPU lane to the top puts its group header first.

@@ -3,8 +3,9 @@
 // parents; idle samples are gaps by default and their own dimmed boxes on request; a
 // silence longer than two periods ends a sample after one period; folding keeps every
 // box; and the fixture's Python samples load into the lanes of their threads (a thread
-// with samples only gets a lane of its own).
+// with samples only gets a lane of its own, and the layout gives each chart its rows).
 #include "tests/viewer/fixture_trace.h"
+#include "viewer/model/lane_layout.h"
 #include "viewer/model/lod.h"
 #include "viewer/model/sample_stacks.h"
 #include "viewer/model/trace_model.h"
@@ -253,6 +254,49 @@ TEST_F(SampleStacksModelTest, ShiftingAFileMovesItsBoxes) {
     model_->shift_file(0, 1'000);
     EXPECT_EQ(model_->sample_stacks(main_lane)->active[2].boxes[0].start_ns, before + 1'000);
     EXPECT_EQ(model_->sample_stacks(main_lane)->with_idle[2].boxes[0].start_ns, before + 1'000);
+}
+
+TEST_F(SampleStacksModelTest, LayoutPutsTheChartBelowTheEventRows) {
+    const int main_lane = lane_titled("main"), pin_lane = lane_titled("pin_memory");
+    ASSERT_GE(main_lane, 0);
+    ASSERT_GE(pin_lane, 0);
+    std::vector<LaneDisplay> order = default_lane_order(*model_);
+    const LayoutMetrics metrics;
+    auto placement_of = [](const std::vector<LanePlacement>& placements, int lane) {
+        for (const LanePlacement& placement : placements)
+            if (placement.lane == lane) return placement;
+        ADD_FAILURE() << "no placement for lane " << lane;
+        return LanePlacement{};
+    };
+    const int main_rows = static_cast<int>(model_->lane(main_lane).rows.size());
+    LanePlacement main = placement_of(layout_lanes(*model_, order, metrics), main_lane);
+    EXPECT_EQ(main.rows_shown, main_rows);
+    EXPECT_FLOAT_EQ(main.stack_offset, static_cast<float>(main_rows) * metrics.row_height);
+    EXPECT_EQ(main.stack_rows, 3);
+    EXPECT_FLOAT_EQ(main.height, static_cast<float>(main_rows + 3) * metrics.row_height);
+    // The depth cap cuts the chart; turning stacks off removes it.
+    SampleTracks capped;
+    capped.max_depth = 2;
+    EXPECT_EQ(placement_of(layout_lanes(*model_, order, metrics, {}, capped), main_lane).stack_rows, 2);
+    SampleTracks off;
+    off.stacks = false;
+    main = placement_of(layout_lanes(*model_, order, metrics, {}, off), main_lane);
+    EXPECT_EQ(main.stack_rows, 0);
+    EXPECT_LT(main.stack_offset, 0.0f);
+    // The samples-only thread: all idle, so an empty row by default, its chart with idle.
+    LanePlacement pin = placement_of(layout_lanes(*model_, order, metrics), pin_lane);
+    EXPECT_EQ(pin.stack_rows, 0);
+    SampleTracks with_idle;
+    with_idle.idle = true;
+    pin = placement_of(layout_lanes(*model_, order, metrics, {}, with_idle), pin_lane);
+    EXPECT_EQ(pin.rows_shown, 0);
+    EXPECT_EQ(pin.stack_rows, 1);
+    EXPECT_FLOAT_EQ(pin.stack_offset, 0.0f);
+    // Collapsed: a lane with event rows hides its chart.
+    for (LaneDisplay& display : order) display.collapsed = display.lane == main_lane;
+    main = placement_of(layout_lanes(*model_, order, metrics), main_lane);
+    EXPECT_EQ(main.rows_shown, 1);
+    EXPECT_EQ(main.stack_rows, 0);
 }
 
 }  // namespace

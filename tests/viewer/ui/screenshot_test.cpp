@@ -3,7 +3,8 @@
 // the compute stream, copies green in the copy stream, NVTX ranges warm in the main
 // thread, counter lines orange), a flamegraph, a difference flamegraph with red
 // (slower) boxes, the stats tables, the idle gaps and queue track under each stream
-// and the GPU breakdown panel; and that bad files or a missing display end with a
+// and the GPU breakdown panel, the sampled Python stacks under the thread lanes (idle
+// samples hidden, then dimmed); and that bad files or a missing display end with a
 // clear message, not a crash.
 #include "tests/viewer/fixture_trace.h"
 #include "viewer/ui/colors.h"
@@ -235,8 +236,9 @@ TEST_F(ScreenshotTest, DiffModeOutlinesTheClickedRowInBothRuns) {
     shape.slowdown = 2.0;
     shape.origin_ns = 1'003'000'000;  // 3 ms later: only the alignment puts it under A
     testing::write_fixture_trace(slower, shape);
-    ASSERT_EQ(run(viewer(trace_ + " " + slower + " --diff --diff-row sgemm_128x64 --screenshot " + png_ + " --layout " +
-                         layout_),
+    // Without the sampled stacks, both runs' streams fit the default window.
+    ASSERT_EQ(run(viewer(trace_ + " " + slower + " --diff --diff-row sgemm_128x64 --no-stacks --screenshot " + png_ +
+                         " --layout " + layout_),
                   nullptr),
               0);
     Image image;
@@ -365,6 +367,76 @@ TEST_F(ScreenshotTest, SelectShowsTheFlowToTheLaunch) {
     // A name nothing has: exit 2, saying so.
     EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --select no-such-event"), &output), 2);
     EXPECT_NE(output.find("--select no-such-event"), std::string::npos) << output;
+}
+
+// Sampled stack frames: colors::stack_frame_color, green above red and blue; idle ones
+// mixed into the background (dim).
+bool is_stack_green(std::uint32_t c) {
+    return colors::green(c) >= 150 && colors::green(c) > colors::red(c) + 15 && colors::green(c) > colors::blue(c) + 5;
+}
+bool is_dim_stack(std::uint32_t c) {
+    return colors::green(c) >= 70 && colors::green(c) < 130 && colors::green(c) > colors::red(c) + 5 &&
+           colors::green(c) > colors::blue(c);
+}
+
+TEST_F(ScreenshotTest, ThreadLanesShowTheirSampledStacks) {
+    testing::FixtureShape shape;
+    shape.python_stacks = true;
+    testing::write_fixture_trace(trace_, shape);
+    Image image;
+    ASSERT_NO_FATAL_FAILURE(take_timeline(image));
+    const auto stacks = read_layout(layout_, "stacks");
+    auto chart = [&stacks](const std::string& title) {
+        for (const LaneBox& box : stacks)
+            if (box.title.find(title) != std::string::npos) return box;
+        ADD_FAILURE() << "no stack chart on lane " << title;
+        return LaneBox{};
+    };
+    // main: <module> > train > forward/backward, 3 rows of 18 px nearly filled.
+    const LaneBox main_stacks = chart("main");
+    EXPECT_NEAR(main_stacks.y1 - main_stacks.y0, 3 * 18.0f, 0.5f);
+    const int area = static_cast<int>((main_stacks.x1 - main_stacks.x0) * (main_stacks.y1 - main_stacks.y0));
+    EXPECT_GT(count_in(image, main_stacks, is_stack_green), area / 2);
+    EXPECT_EQ(count_in(image, main_stacks, is_kernel_blue), 0);
+    // The event rows above keep their ranges, and no stack color leaks into them.
+    const auto lanes = read_layout(layout_);
+    for (const LaneBox& lane : lanes) {
+        if (lane.title.find("main") == std::string::npos) continue;
+        EXPECT_EQ(count_in(image, lane, is_stack_green), 0);
+    }
+    // The loader is idle most of the time: by default a few active boxes, nothing dim;
+    // the samples-only pin_memory thread (all idle) has no chart.
+    const LaneBox loader_stacks = chart("loader");
+    const int loader_green = count_in(image, loader_stacks, is_stack_green);
+    EXPECT_GT(loader_green, 100);
+    EXPECT_EQ(count_in(image, loader_stacks, is_dim_stack), 0);
+    for (const LaneBox& box : stacks) EXPECT_EQ(box.title.find("pin_memory"), std::string::npos);
+
+    // --idle-samples: the idle samples appear dimmed, the active ones as before.
+    std::string output;
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --idle-samples --size 1400x700 --layout " + layout_),
+                  &output),
+              0)
+        << output;
+    ASSERT_TRUE(read_png(png_, image));
+    const auto with_idle = read_layout(layout_, "stacks");
+    LaneBox loader_idle{}, pin_idle{};
+    for (const LaneBox& box : with_idle) {
+        if (box.title.find("loader") != std::string::npos) loader_idle = box;
+        if (box.title.find("pin_memory") != std::string::npos) pin_idle = box;
+    }
+    ASSERT_GT(loader_idle.x1, loader_idle.x0);
+    ASSERT_GT(pin_idle.x1, pin_idle.x0);
+    EXPECT_GT(count_in(image, loader_idle, is_dim_stack), loader_green);
+    EXPECT_GT(count_in(image, pin_idle, is_dim_stack), static_cast<int>((pin_idle.x1 - pin_idle.x0) * 10));
+    // --stack-depth 1: one row per chart.
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --stack-depth 1 --size 1400x700 --layout " + layout_),
+                  &output),
+              0)
+        << output;
+    for (const LaneBox& box : read_layout(layout_, "stacks")) EXPECT_NEAR(box.y1 - box.y0, 18.0f, 0.5f);
+    EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --stack-depth 0"), &output), 2);
+    EXPECT_NE(output.find("--stack-depth"), std::string::npos) << output;
 }
 
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
