@@ -4,7 +4,7 @@
 // nvtxDomainRegisterString and domain names are interned once per file; plain
 // messages go through a per-thread cache so the writer's string mutex is taken
 // once per distinct text. Marks in the "ember" domain with category 100
-// (engine/core/nvtx.h: kCounterCategory) become samples of a counter track named
+// (common/nvtx_contract.h: kCounterCategory) become samples of a counter track named
 // by the mark's text. Category names and CUDA stream names are kept for the life
 // of the process and handed to every session (streams: through the CUPTI part,
 // which writes stream rows).
@@ -12,6 +12,7 @@
 
 #include "collectors/cupti_collector.h"
 #include "collectors/session.h"
+#include "common/nvtx_contract.h"
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -29,7 +30,7 @@ namespace ember::collector {
 
 namespace {
 
-constexpr std::uint32_t kCounterCategory = 100;
+constexpr std::uint32_t kCounterCategory = nvtx::number(nvtx::kCounterCategory);
 constexpr std::size_t kMaxCachedMessagesPerThread = 1 << 16;
 // Range ids a thread takes from the session at a time.
 constexpr std::uint64_t kRangeIdBlock = 1024;
@@ -496,7 +497,7 @@ nvtxStringHandle_t NVTX_API handle_domain_register_string_w(nvtxDomainHandle_t d
 nvtxDomainHandle_t NVTX_API handle_domain_create_a(const char* name) {
     auto* domain = new Domain;
     domain->name.text = name ? name : "";
-    domain->is_ember = domain->name.text == "ember";
+    domain->is_ember = domain->name.text == nvtx::kDomain;
     return reinterpret_cast<nvtxDomainHandle_t>(domain);
 }
 nvtxDomainHandle_t NVTX_API handle_domain_create_w(const wchar_t* name) {
