@@ -233,7 +233,8 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder
     }
 }
 
-void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file) {
+void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file,
+                       bool idle_samples) {
     if (!model.loaded()) return;  // samples are published with the end of loading
     for (std::size_t index = 0; index < model.files().size(); ++index) {
         if (only_file >= 0 && static_cast<int>(index) != only_file) continue;
@@ -252,6 +253,7 @@ void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, FlameOrder
         bool have_root = false;
         for (std::uint32_t sample_index : sample_order) {
             const StackSampleRef& sample = file.stack_samples[sample_index];
+            if (sample.idle && !idle_samples) continue;
             if (order == FlameOrder::time_order && (!have_root || sample.thread_id != root_thread)) {
                 std::string label = "thread #" + std::to_string(sample.thread_id);
                 for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
@@ -276,7 +278,8 @@ void build_cpu_samples(const TraceModel& model, TreeBuilder& builder, FlameOrder
 
 }  // namespace
 
-FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order, int only_file) {
+FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order, int only_file,
+                            bool idle_samples) {
     FlameGraph graph;
     graph.source = source;
     graph.order = order;
@@ -287,7 +290,7 @@ FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOr
     else if (source == FlameSource::gpu_by_range) build_gpu_kernels(model, builder, order, only_file, {true, false});
     else if (source == FlameSource::gpu_kernel_names)
         build_gpu_kernels(model, builder, order, only_file, {false, true});
-    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, order, only_file);
+    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, order, only_file, idle_samples);
     finish(graph);
     return graph;
 }

@@ -60,8 +60,10 @@ struct FlameGraph {
 };
 
 // Builds from the lanes that are ready (call after loading for the whole trace);
-// with `only_file` >= 0, from that file's lanes only (difference of two files).
-FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order, int only_file = -1);
+// with `only_file` >= 0, from that file's lanes only (difference of two files). CPU
+// samples count the active ones unless `idle_samples` (as `ember stats` and --idle).
+FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOrder order, int only_file = -1,
+                            bool idle_samples = false);
 
 // A graph shaped like `current` (left heavy) whose nodes also carry the baseline's
 // value for the same path (0 when the path is new); paths only in the baseline are

@@ -78,16 +78,25 @@ void ViewerApp::draw_flamegraph(float width, float height) {
         ImGui::SameLine();
         if (ImGui::Checkbox("difference (2nd file vs 1st)", &flame_difference_)) flame_dirty_ = true;
     }
+    if (flame_source_ == FlameSource::cpu_samples) {
+        ImGui::SameLine();
+        // The timeline's setting: one answer to "are idle samples counted" in both views.
+        if (ImGui::Checkbox("idle samples", &sample_tracks_.idle)) flame_dirty_ = true;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("Also count the samples of threads that slept, blocked or waited for the GIL\n"
+                              "(off: active samples only, as `ember stats` without --idle).");
+    }
     if (!model_->loaded()) {
         ImGui::TextDisabled("loading... the flamegraph is built when the whole trace is in");
         return;
     }
     if (flame_dirty_) {
         if (flame_difference_ && model_->files().size() >= 2) {
-            flame_ = difference_flamegraph(build_flamegraph(*model_, flame_source_, FlameOrder::left_heavy, 0),
-                                           build_flamegraph(*model_, flame_source_, FlameOrder::left_heavy, 1));
+            const bool idle = sample_tracks_.idle;
+            flame_ = difference_flamegraph(build_flamegraph(*model_, flame_source_, FlameOrder::left_heavy, 0, idle),
+                                           build_flamegraph(*model_, flame_source_, FlameOrder::left_heavy, 1, idle));
         } else {
-            flame_ = build_flamegraph(*model_, flame_source_, flame_order_);
+            flame_ = build_flamegraph(*model_, flame_source_, flame_order_, -1, sample_tracks_.idle);
         }
         flame_focus_ = 0;
         flame_dirty_ = false;

@@ -272,7 +272,7 @@ void ViewerApp::draw_sample_tracks_toggles() {
                           "outermost frame on top; a box is one frame held over consecutive samples.");
     if (!sample_tracks_.stacks) return;
     ImGui::SameLine(0, 12);
-    ImGui::Checkbox("idle samples", &sample_tracks_.idle);
+    if (ImGui::Checkbox("idle samples", &sample_tracks_.idle)) flame_dirty_ = true;  // the CPU flamegraph counts them too
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Also the samples taken while the thread slept, blocked or waited for the GIL (dimmed);\n"
                           "off, they are gaps, as `ember stats` counts active samples unless given --idle.");

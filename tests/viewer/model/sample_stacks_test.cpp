@@ -5,6 +5,7 @@
 // box; and the fixture's Python samples load into the lanes of their threads (a thread
 // with samples only gets a lane of its own, and the layout gives each chart its rows).
 #include "tests/viewer/fixture_trace.h"
+#include "viewer/model/flamegraph.h"
 #include "viewer/model/lane_layout.h"
 #include "viewer/model/lod.h"
 #include "viewer/model/sample_stacks.h"
@@ -225,6 +226,15 @@ TEST_F(SampleStacksModelTest, IdleSamplesAreGapsUnlessAsked) {
             EXPECT_EQ(box.idle, 1u);
         }
     EXPECT_TRUE(saw_get);
+}
+
+TEST_F(SampleStacksModelTest, TheCpuFlamegraphCountsIdleSamplesOnlyWhenAsked) {
+    for (FlameOrder order : {FlameOrder::left_heavy, FlameOrder::time_order}) {
+        const FlameGraph active = build_flamegraph(*model_, FlameSource::cpu_samples, order);
+        EXPECT_DOUBLE_EQ(active.total(), static_cast<double>(totals_.stack_samples - totals_.idle_samples));
+        const FlameGraph all = build_flamegraph(*model_, FlameSource::cpu_samples, order, -1, true);
+        EXPECT_DOUBLE_EQ(all.total(), static_cast<double>(totals_.stack_samples));
+    }
 }
 
 TEST_F(SampleStacksModelTest, AThreadWithSamplesOnlyGetsALane) {
