@@ -192,6 +192,57 @@ TEST_F(LiveRefreshTest, NewEventsAppearExactlyOnce) {
     EXPECT_EQ(events_by_lane(reloaded), events_by_lane(model));
 }
 
+// Every box of every thread's stack charts: (lane, with idle, depth, start, end, frame,
+// samples, idle).
+using BoxKey = std::tuple<std::string, bool, int, TimeNs, TimeNs, std::string, unsigned, bool>;
+std::vector<BoxKey> stack_boxes(const TraceModel& model) {
+    std::vector<BoxKey> boxes;
+    for (int index = 0; index < model.lane_count(); ++index) {
+        const SampleStackLane* stacks = model.sample_stacks(index);
+        if (stacks == nullptr) continue;
+        const Lane& lane = model.lane(index);
+        const std::vector<std::string>& names = model.files()[static_cast<std::size_t>(lane.file_index)].frame_names;
+        for (bool with_idle : {false, true})
+            for (int depth = 0; depth < stacks->depth(with_idle); ++depth)
+                for (const StackBox& box : stacks->rows(with_idle)[static_cast<std::size_t>(depth)].boxes)
+                    boxes.emplace_back(lane.title, with_idle, depth, box.start_ns, box.end_ns, names.at(box.frame),
+                                       static_cast<unsigned>(box.samples), box.idle != 0);
+    }
+    return boxes;
+}
+
+TEST_F(LiveRefreshTest, StackChartsGrowWithTheirSamples) {
+    record_step(0, gemm_name_);
+    const trace::FrameId train = writer_->intern_frame("train", "train.py", 0, 3);
+    const trace::FrameId forward = writer_->intern_frame("forward", "model.py", 0, 7);
+    const trace::FrameId wait = writer_->intern_frame("get", "queue.py", 0, 171);
+    const trace::FrameId forward_frames[] = {train, forward};
+    const trace::FrameId wait_frames[] = {train, wait};
+    const trace::StackId forward_stack = writer_->intern_stack(forward_frames);
+    const trace::StackId wait_stack = writer_->intern_stack(wait_frames);
+    for (int k = 0; k < 5; ++k) writer_->record_stack_sample({k * 10'000LL, main_thread_, forward_stack});
+    writer_->flush();
+    TraceModel model({path_});
+    model.load_all();
+    ASSERT_NE(model.sample_stacks(0), nullptr);
+    EXPECT_EQ(model.sample_stacks(0)->active[0].boxes.at(0).samples, 5u);
+
+    // More samples: the same function goes on (its box grows), then idle waits.
+    for (int k = 5; k < 12; ++k)
+        writer_->record_stack_sample({k * 10'000LL, main_thread_, k < 8 ? forward_stack : wait_stack, k >= 8});
+    writer_->flush();
+    EXPECT_EQ(model.refresh().events, 7);
+    const SampleStackLane* stacks = model.sample_stacks(0);
+    ASSERT_NE(stacks, nullptr);
+    EXPECT_EQ(stacks->active[0].boxes.size(), 1u);
+    EXPECT_EQ(stacks->active[0].boxes[0].samples, 8u);
+    EXPECT_EQ(stacks->idle_samples, 4);
+    // As a full load of the same file builds them.
+    TraceModel reloaded({path_});
+    reloaded.load_all();
+    EXPECT_EQ(stack_boxes(reloaded), stack_boxes(model));
+}
+
 TEST_F(LiveRefreshTest, RefreshesAddUpOverManyRounds) {
     record_step(0, gemm_name_);
     writer_->flush();
