@@ -186,6 +186,8 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
         } else if (name == "stack_samples") {
             reader.for_each_stack_sample(query, [&](const trace::StackSample& sample) {
                 changes.stack_samples.push_back({sample.time_ns + shift, sample.thread_id, sample.stack_id, sample.idle});
+                // A thread with samples only (a Python program) gets its lane, for its stacks.
+                if (!model_lanes.contains({LaneKind::thread, sample.thread_id})) lane_delta(LaneKind::thread, sample.thread_id);
                 if (!file.stack_frames.contains(sample.stack_id)) new_stacks.insert(sample.stack_id);
                 return true;
             });
@@ -234,12 +236,14 @@ RefreshResult TraceModel::apply_new_events(TraceDelta& delta) {
                                file.stack_samples.begin() + static_cast<std::ptrdiff_t>(old_size),
                                file.stack_samples.end(), by_time);
             result.events += static_cast<std::int64_t>(changes.stack_samples.size());
+            begin_ns_ = std::min(begin_ns_, changes.stack_samples.front().time_ns);
+            end_ns_ = std::max(end_ns_, changes.stack_samples.back().time_ns);
         }
         file.loaded_rowid = changes.rowid_marks;
     }
     for (LaneDelta& changes : delta.lanes) {
         const std::int64_t count = changes.event_count();
-        if (count == 0) continue;
+        if (count == 0 && changes.lane >= 0) continue;  // a new lane may hold samples only
         // File string ids -> model name ids (GPU copies, memsets and waits carry
         // model names already).
         const std::vector<std::uint32_t>& names = files_[static_cast<std::size_t>(changes.file_index)].string_to_model;

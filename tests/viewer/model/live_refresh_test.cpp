@@ -227,11 +227,21 @@ TEST_F(LiveRefreshTest, StackChartsGrowWithTheirSamples) {
     ASSERT_NE(model.sample_stacks(0), nullptr);
     EXPECT_EQ(model.sample_stacks(0)->active[0].boxes.at(0).samples, 5u);
 
-    // More samples: the same function goes on (its box grows), then idle waits.
+    // More samples: the same function goes on (its box grows), then idle waits; and a
+    // new thread with samples only, which gets a lane.
     for (int k = 5; k < 12; ++k)
         writer_->record_stack_sample({k * 10'000LL, main_thread_, k < 8 ? forward_stack : wait_stack, k >= 8});
+    const trace::ThreadId worker = writer_->register_thread({0, 5151, 5160, "worker"});
+    writer_->record_stack_sample({200'000, worker, forward_stack});
     writer_->flush();
-    EXPECT_EQ(model.refresh().events, 7);
+    const int lanes_before = model.lane_count();
+    const RefreshResult result = model.refresh();
+    EXPECT_EQ(result.events, 8);
+    EXPECT_EQ(result.new_lanes, 1);
+    ASSERT_EQ(model.lane_count(), lanes_before + 1);
+    EXPECT_NE(model.lane(lanes_before).title.find("worker"), std::string::npos);
+    ASSERT_NE(model.sample_stacks(lanes_before), nullptr);
+    EXPECT_EQ(model.end_ns(), 200'000);
     const SampleStackLane* stacks = model.sample_stacks(0);
     ASSERT_NE(stacks, nullptr);
     EXPECT_EQ(stacks->active[0].boxes.size(), 1u);
