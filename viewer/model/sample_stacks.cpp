@@ -82,7 +82,7 @@ void add_samples(const std::vector<StackSampleRef>& samples, const std::vector<T
 
 SampleStackLane build_sample_stack_lane(const std::vector<StackSampleRef>& samples,
                                         const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
-                                        TimeNs fallback_period_ns) {
+                                        TimeNs fallback_period_ns, bool with_idle) {
     SampleStackLane lane;
     lane.samples = static_cast<std::int64_t>(samples.size());
     for (const StackSampleRef& sample : samples) lane.idle_samples += sample.idle ? 1 : 0;
@@ -96,7 +96,7 @@ SampleStackLane build_sample_stack_lane(const std::vector<StackSampleRef>& sampl
         ends[index] = next_close ? samples[index + 1].time_ns : start + lane.period_ns;
     }
     add_samples(samples, ends, stack_frames, false, lane.active);
-    add_samples(samples, ends, stack_frames, true, lane.with_idle);
+    if (with_idle) add_samples(samples, ends, stack_frames, true, lane.with_idle);
     return lane;
 }
 

@@ -11,9 +11,11 @@
 // function that ran for 300 samples is one box, and its callees are boxes under it.
 //
 // Idle samples (stack_samples.idle: sleeping, blocked, waiting for the GIL) are left out
-// by default, as `ember stats` counts active samples unless given --idle; the lane keeps
-// a second chart with them, where a box holds samples of one state only and says which.
-// Both are built once when the trace loads; a row is sorted and its boxes never overlap,
+// by default, as `ember stats` counts active samples unless given --idle; the lane can
+// keep a second chart with them, where a box holds samples of one state only and says
+// which. The model builds the first when the trace loads and the second once it is
+// asked for (it holds more boxes: a thread that alternates between running and waiting
+// breaks its boxes at every change). A row is sorted and its boxes never overlap,
 // so drawing finds the visible part by binary search and folds the runs of boxes
 // narrower than a few pixels (fold_stack_row, lod.h).
 #pragma once
@@ -46,7 +48,7 @@ struct StackRow {
 
 struct SampleStackLane {
     std::vector<StackRow> active;     // rows by depth; idle samples left out
-    std::vector<StackRow> with_idle;  // every sample
+    std::vector<StackRow> with_idle;  // every sample (empty until built)
     std::int64_t samples = 0;         // all samples of the thread
     std::int64_t idle_samples = 0;
     trace::TimeNs period_ns = 0;      // the median interval between samples
@@ -62,10 +64,12 @@ inline constexpr trace::TimeNs kDefaultSamplePeriodNs = 10'000'000;
 // The chart of one thread from its samples in time order (times on the model's base);
 // `stack_frames` gives each stack's frames, outermost first, as indexes into the file's
 // frame names (TraceFile::stack_frames). A stack it does not list has no frames: the
-// sample draws nothing but still ends the boxes before it.
+// sample draws nothing but still ends the boxes before it. The chart with idle samples
+// only `with_idle`.
 SampleStackLane build_sample_stack_lane(const std::vector<StackSampleRef>& samples,
                                         const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
-                                        trace::TimeNs fallback_period_ns = kDefaultSamplePeriodNs);
+                                        trace::TimeNs fallback_period_ns = kDefaultSamplePeriodNs,
+                                        bool with_idle = true);
 
 // The boxes above `depth` that hold the box `index` of row `depth`: its stack from the
 // outermost frame, the box itself last (as frame indexes).

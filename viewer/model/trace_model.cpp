@@ -725,6 +725,12 @@ const SampleStackLane* TraceModel::sample_stacks(int lane) const {
     return sample_stacks_[static_cast<std::size_t>(lane)].get();
 }
 
+void TraceModel::include_idle_stacks() {
+    if (idle_stacks_ || !sample_stacks_ready_.load(std::memory_order_acquire)) return;
+    idle_stacks_ = true;
+    for (std::size_t index = 0; index < files_.size(); ++index) build_sample_stacks(static_cast<int>(index));
+}
+
 void TraceModel::build_sample_stacks(int file_index, const std::vector<trace::ThreadId>* threads) {
     const TraceFile& file = files_[static_cast<std::size_t>(file_index)];
     if (sample_stacks_.size() < lanes_.size()) sample_stacks_.resize(lanes_.size());
@@ -743,8 +749,8 @@ void TraceModel::build_sample_stacks(int file_index, const std::vector<trace::Th
         std::vector<StackSampleRef>& samples = found->second;
         std::stable_sort(samples.begin(), samples.end(),
                          [](const StackSampleRef& a, const StackSampleRef& b) { return a.time_ns < b.time_ns; });
-        sample_stacks_[index] =
-            std::make_unique<SampleStackLane>(build_sample_stack_lane(samples, file.stack_frames));
+        sample_stacks_[index] = std::make_unique<SampleStackLane>(
+            build_sample_stack_lane(samples, file.stack_frames, kDefaultSamplePeriodNs, idle_stacks_));
     }
 }
 

@@ -270,6 +270,9 @@ public:
     // true; until then, and for lanes that are not threads or have no samples, nullptr.
     // A live refresh rebuilds the lanes whose threads got new samples.
     const SampleStackLane* sample_stacks(int lane) const;
+    // Builds the charts with idle samples too (SampleStackLane::with_idle), from then on
+    // also on refresh. UI thread, once sample_stacks() answers; later calls do nothing.
+    void include_idle_stacks();
 
     // --- Aligning runs (the diff mode, run_diff.h) ------------------------------------
     // Moves every event of file `file_index` so that model time = file time + shift_ns
@@ -325,6 +328,7 @@ private:
     std::atomic<bool> gpu_analysis_ready_{false};
     std::vector<std::unique_ptr<SampleStackLane>> sample_stacks_;  // by lane index
     std::atomic<bool> sample_stacks_ready_{false};
+    bool idle_stacks_ = false;  // include_idle_stacks() was called
     mutable std::mutex error_mutex_;
     std::string load_error_;
     // Name ids of unnamed GPU work, indexed by enum values (see the constructor).

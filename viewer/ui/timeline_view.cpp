@@ -472,6 +472,7 @@ void ViewerApp::draw_timeline(float width, float height) {
     const float lanes_top = origin.y + kRulerHeight;
     lanes_top_ = lanes_top;
 
+    if (sample_tracks_.idle) model_->include_idle_stacks();  // built once, the first time they are shown
     placements_ = layout_lanes(*model_, lane_order_, metrics_, stream_tracks_, sample_tracks_);
 
     const TimelineFrame frame{.left = origin.x,

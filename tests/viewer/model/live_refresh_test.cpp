@@ -224,6 +224,7 @@ TEST_F(LiveRefreshTest, StackChartsGrowWithTheirSamples) {
     writer_->flush();
     TraceModel model({path_});
     model.load_all();
+    model.include_idle_stacks();
     ASSERT_NE(model.sample_stacks(0), nullptr);
     EXPECT_EQ(model.sample_stacks(0)->active[0].boxes.at(0).samples, 5u);
 
@@ -250,6 +251,7 @@ TEST_F(LiveRefreshTest, StackChartsGrowWithTheirSamples) {
     // As a full load of the same file builds them.
     TraceModel reloaded({path_});
     reloaded.load_all();
+    reloaded.include_idle_stacks();
     EXPECT_EQ(stack_boxes(reloaded), stack_boxes(model));
 }
 

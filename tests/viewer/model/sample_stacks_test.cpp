@@ -132,6 +132,24 @@ TEST(SampleStacks, FoldingKeepsEveryBoxAndTheirExtent) {
     EXPECT_EQ(items.front().start_ns, 50'000'000);
 }
 
+// Same boxes in both charts of two lanes.
+bool stack_boxes_equal(const SampleStackLane& a, const SampleStackLane& b) {
+    for (bool with_idle : {false, true}) {
+        if (a.depth(with_idle) != b.depth(with_idle)) return false;
+        for (int depth = 0; depth < a.depth(with_idle); ++depth) {
+            const auto& x = a.rows(with_idle)[static_cast<std::size_t>(depth)].boxes;
+            const auto& y = b.rows(with_idle)[static_cast<std::size_t>(depth)].boxes;
+            if (x.size() != y.size()) return false;
+            for (std::size_t index = 0; index < x.size(); ++index)
+                if (x[index].start_ns != y[index].start_ns || x[index].end_ns != y[index].end_ns ||
+                    x[index].frame != y[index].frame || x[index].samples != y[index].samples ||
+                    x[index].idle != y[index].idle)
+                    return false;
+        }
+    }
+    return true;
+}
+
 class SampleStacksModelTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -142,6 +160,7 @@ protected:
         totals_ = testing::write_fixture_trace(path_, shape);
         model_ = std::make_unique<TraceModel>(std::vector<std::string>{path_});
         model_->load_all();
+        model_->include_idle_stacks();
     }
     void TearDown() override {
         model_.reset();
@@ -196,6 +215,18 @@ TEST_F(SampleStacksModelTest, PythonFunctionsSitOnTheirThreadLanes) {
     EXPECT_EQ(frame_name(outer.boxes[1]), "<module> (train.py:40)");
     EXPECT_EQ(outer.boxes[1].samples, 20u);
     EXPECT_EQ(stack_of_box(stacks->active, 2, 1).size(), 3u);
+}
+
+TEST_F(SampleStacksModelTest, ChartsWithIdleSamplesAreBuiltWhenAsked) {
+    TraceModel model({path_});
+    model.load_all();
+    const int loader_lane = lane_titled("loader");
+    ASSERT_NE(model.sample_stacks(loader_lane), nullptr);
+    EXPECT_EQ(model.sample_stacks(loader_lane)->depth(true), 0);
+    EXPECT_EQ(model.sample_stacks(loader_lane)->depth(false), 2);
+    model.include_idle_stacks();
+    EXPECT_EQ(model.sample_stacks(loader_lane)->depth(true), 2);
+    EXPECT_EQ(stack_boxes_equal(*model.sample_stacks(loader_lane), *model_->sample_stacks(loader_lane)), true);
 }
 
 TEST_F(SampleStacksModelTest, IdleSamplesAreGapsUnlessAsked) {
