@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -139,6 +140,27 @@ struct TraceReader::Impl {
     std::vector<TrackSummary> tracks;
     std::map<std::pair<std::string, std::uint32_t>, TimeNs> max_duration_by_track;
     std::map<std::string, TimeNs> max_duration_by_table;
+
+    // The stacks and frames tables, read in bulk the first time a stack is asked for
+    // (one scan each instead of two point queries per frame), and again from the
+    // highest id seen when a stack or frame is not there yet (a file still growing).
+    struct StackRow {
+        StackId parent = 0;
+        FrameId frame = 0;
+    };
+    struct FrameRow {
+        StringId function = kNoString;
+        StringId module = kNoString;
+        std::uint64_t address = 0;
+        std::int32_t line = -1;
+    };
+    std::mutex stack_rows_mutex;
+    std::unordered_map<StackId, StackRow> stack_rows;
+    std::unordered_map<FrameId, FrameRow> frame_rows;
+    std::int64_t stacks_read_to = -1;  // highest stack_id read (-1: none yet)
+    std::int64_t frames_read_to = -1;
+    void read_stack_rows();
+    void read_frame_rows();
 
     // Prepared statements reused across calls; a visitor that queries the same SQL
     // again while it runs gets a fresh statement.
@@ -724,30 +746,52 @@ LaunchConfig TraceReader::launch_config(LaunchConfigId id) const {
     return impl_->launch_configs[id];
 }
 
+void TraceReader::Impl::read_stack_rows() {
+    query("SELECT stack_id, parent_stack_id, frame_id FROM stacks WHERE stack_id > ?",
+          [&](Statement& s) { s.bind(1, stacks_read_to); }, [&](Statement& s) {
+              const std::int64_t id = s.column_int64(0);
+              stack_rows[static_cast<StackId>(id)] = {as<StackId>(s, 1), as<FrameId>(s, 2)};
+              stacks_read_to = std::max(stacks_read_to, id);
+              return true;
+          });
+}
+
+void TraceReader::Impl::read_frame_rows() {
+    query(frames_have_line ? "SELECT frame_id, function_id, module_id, address, line FROM frames WHERE frame_id > ?"
+                           : "SELECT frame_id, function_id, module_id, address, -1 FROM frames WHERE frame_id > ?",
+          [&](Statement& s) { s.bind(1, frames_read_to); }, [&](Statement& s) {
+              const std::int64_t id = s.column_int64(0);
+              frame_rows[static_cast<FrameId>(id)] = {as<StringId>(s, 1), as<StringId>(s, 2), as<std::uint64_t>(s, 3),
+                                                      static_cast<std::int32_t>(s.column_int64(4))};
+              frames_read_to = std::max(frames_read_to, id);
+              return true;
+          });
+}
+
 std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
+    std::lock_guard lock(impl_->stack_rows_mutex);
     std::vector<FrameInfo> frames;
     StackId node = stack;
     // A stack deeper than this is a cycle (damage), not a program.
     for (int depth = 0; node != 0 && depth < 100000; ++depth) {
-        StackId parent = 0;
-        FrameId frame_id = 0;
-        bool found = false;
-        impl_->query("SELECT parent_stack_id, frame_id FROM stacks WHERE stack_id = ?",
-                     [&](Statement& s) { s.bind(1, static_cast<std::int64_t>(node)); }, [&](Statement& s) {
-                         parent = as<StackId>(s, 0);
-                         frame_id = as<FrameId>(s, 1);
-                         return found = true;
-                     });
-        if (!found) throw TraceError(TraceErrorKind::bad_value, impl_->path, "unknown stack id " + std::to_string(node));
-        impl_->query(impl_->frames_have_line ? "SELECT function_id, module_id, address, line FROM frames WHERE frame_id = ?"
-                                             : "SELECT function_id, module_id, address, -1 FROM frames WHERE frame_id = ?",
-                     [&](Statement& s) { s.bind(1, static_cast<std::int64_t>(frame_id)); }, [&](Statement& s) {
-                         frames.push_back({frame_id, std::string(string(as<StringId>(s, 0))),
-                                           std::string(string(as<StringId>(s, 1))), as<std::uint64_t>(s, 2),
-                                           static_cast<std::int32_t>(s.column_int64(3))});
-                         return true;
-                     });
-        node = parent;
+        auto row = impl_->stack_rows.find(node);
+        if (row == impl_->stack_rows.end()) {
+            impl_->read_stack_rows();
+            row = impl_->stack_rows.find(node);
+            if (row == impl_->stack_rows.end())
+                throw TraceError(TraceErrorKind::bad_value, impl_->path, "unknown stack id " + std::to_string(node));
+        }
+        const FrameId frame_id = row->second.frame;
+        auto frame = impl_->frame_rows.find(frame_id);
+        if (frame == impl_->frame_rows.end()) {
+            impl_->read_frame_rows();
+            frame = impl_->frame_rows.find(frame_id);
+        }
+        // A stack row naming no frame row gives no frame, as the point query did.
+        if (frame != impl_->frame_rows.end())
+            frames.push_back({frame_id, std::string(string(frame->second.function)),
+                              std::string(string(frame->second.module)), frame->second.address, frame->second.line});
+        node = row->second.parent;
     }
     std::reverse(frames.begin(), frames.end());
     return frames;
