@@ -16,6 +16,7 @@ namespace ember::store {
 namespace {
 
 using testing::ScratchDir;
+using testing::run_sql;
 
 // Opens `path` expecting a TraceError of `kind`; returns its message.
 std::string open_error(const std::string& path, TraceErrorKind kind) {
@@ -30,15 +31,6 @@ std::string open_error(const std::string& path, TraceErrorKind kind) {
         return message;
     }
     return {};
-}
-
-void run_sql(const std::string& path, const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
-    sqlite3_free(error);
-    sqlite3_close(db);
 }
 
 TEST(TraceStoreErrors, MissingFile) {

@@ -4,6 +4,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
 #include "tests/profiler/store/test_support.h"
+#include "tests/support/event_lists.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -16,20 +17,14 @@ namespace {
 
 using namespace ember::trace;
 using testing::ScratchDir;
+using test_support::all_events;
+using testing::collect_into;
 using testing::write_sample_trace;
 
 template <typename Event>
 std::vector<Event> sorted_by(std::vector<Event> events, TimeNs Event::*time) {
     std::stable_sort(events.begin(), events.end(), [&](const Event& a, const Event& b) { return a.*time < b.*time; });
     return events;
-}
-
-template <typename Event>
-Visitor<Event> collect_into(std::vector<Event>& out) {
-    return [&out](const Event& e) {
-        out.push_back(e);
-        return true;
-    };
 }
 
 TEST(TraceStoreRoundTrip, EveryTableReadsBackExactly) {
@@ -70,38 +65,28 @@ TEST(TraceStoreRoundTrip, EveryTableReadsBackExactly) {
     EXPECT_EQ(reader.stream(sample.copy_stream.stream_id)->name, "copy");
     EXPECT_EQ(reader.thread(999), nullptr);
 
-    std::vector<KernelEvent> kernels;
-    reader.for_each_kernel({}, collect_into(kernels));
+    const std::vector<KernelEvent> kernels = all_events(reader, &TraceReader::for_each_kernel);
     EXPECT_EQ(kernels, sorted_by(sample.kernels, &KernelEvent::start_ns));
     EXPECT_EQ(reader.string(kernels[0].name_id), "void gemm_kernel<float>(float const*, float*)");
 
-    std::vector<MemcpyEvent> memcpys;
-    reader.for_each_memcpy({}, collect_into(memcpys));
+    const std::vector<MemcpyEvent> memcpys = all_events(reader, &TraceReader::for_each_memcpy);
     EXPECT_EQ(memcpys, sample.memcpys);
-    std::vector<MemsetEvent> memsets;
-    reader.for_each_memset({}, collect_into(memsets));
+    const std::vector<MemsetEvent> memsets = all_events(reader, &TraceReader::for_each_memset);
     EXPECT_EQ(memsets, sample.memsets);
-    std::vector<SyncEvent> syncs;
-    reader.for_each_sync({}, collect_into(syncs));
+    const std::vector<SyncEvent> syncs = all_events(reader, &TraceReader::for_each_sync);
     EXPECT_EQ(syncs, sample.syncs);
-    std::vector<ApiEvent> api_calls;
-    reader.for_each_api_call({}, collect_into(api_calls));
+    const std::vector<ApiEvent> api_calls = all_events(reader, &TraceReader::for_each_api_call);
     EXPECT_EQ(api_calls, sorted_by(sample.api_calls, &ApiEvent::start_ns));
-    std::vector<RangeEvent> ranges;
-    reader.for_each_range({}, collect_into(ranges));
+    const std::vector<RangeEvent> ranges = all_events(reader, &TraceReader::for_each_range);
     EXPECT_EQ(ranges, sorted_by(sample.ranges, &RangeEvent::start_ns));
-    std::vector<MarkEvent> marks;
-    reader.for_each_mark({}, collect_into(marks));
+    const std::vector<MarkEvent> marks = all_events(reader, &TraceReader::for_each_mark);
     EXPECT_EQ(marks, sample.marks);
     EXPECT_EQ(reader.string(marks[2].name_id), "epoch 2");
-    std::vector<CounterSample> counter_samples;
-    reader.for_each_counter_sample({}, collect_into(counter_samples));
+    const std::vector<CounterSample> counter_samples = all_events(reader, &TraceReader::for_each_counter_sample);
     EXPECT_EQ(counter_samples, sample.counter_samples);
-    std::vector<StackSample> stack_samples;
-    reader.for_each_stack_sample({}, collect_into(stack_samples));
+    const std::vector<StackSample> stack_samples = all_events(reader, &TraceReader::for_each_stack_sample);
     EXPECT_EQ(stack_samples, sample.stack_samples);
-    std::vector<OverheadEvent> overheads;
-    reader.for_each_overhead({}, collect_into(overheads));
+    const std::vector<OverheadEvent> overheads = all_events(reader, &TraceReader::for_each_overhead);
     EXPECT_EQ(overheads, sample.overheads);
     EXPECT_EQ(reader.dropped_records(), sample.dropped);
     EXPECT_EQ(reader.total_dropped(), 4u * 3u);

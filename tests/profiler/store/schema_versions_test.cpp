@@ -6,6 +6,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
 #include "tests/profiler/store/test_support.h"
+#include "tests/support/event_lists.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -18,15 +19,8 @@ namespace {
 
 using namespace ember::trace;
 using testing::ScratchDir;
-
-void run_sql(const std::string& path, const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
-    sqlite3_free(error);
-    sqlite3_close(db);
-}
+using test_support::all_events;
+using testing::run_sql;
 
 // Rows of `sql` (every column as text, joined by '|').
 std::vector<std::string> select_rows(const std::string& path, const std::string& sql) {
@@ -47,14 +41,6 @@ std::vector<std::string> select_rows(const std::string& path, const std::string&
     sqlite3_finalize(statement);
     sqlite3_close(db);
     return rows;
-}
-
-template <typename Event>
-Visitor<Event> collect_into(std::vector<Event>& out) {
-    return [&out](const Event& e) {
-        out.push_back(e);
-        return true;
-    };
 }
 
 // What the v3 round trip writes and expects back.
@@ -113,17 +99,13 @@ TEST(TraceSchemaVersions, GraphIdsAndCallStacksRoundTrip) {
     EXPECT_EQ(reader.schema_version(), 3);
     EXPECT_EQ(reader.min_reader_version(), 1);
 
-    std::vector<KernelEvent> kernels;
-    reader.for_each_kernel({}, collect_into(kernels));
+    const std::vector<KernelEvent> kernels = all_events(reader, &TraceReader::for_each_kernel);
     EXPECT_EQ(kernels, sample.kernels);
-    std::vector<MemcpyEvent> memcpys;
-    reader.for_each_memcpy({}, collect_into(memcpys));
+    const std::vector<MemcpyEvent> memcpys = all_events(reader, &TraceReader::for_each_memcpy);
     EXPECT_EQ(memcpys, sample.memcpys);
-    std::vector<MemsetEvent> memsets;
-    reader.for_each_memset({}, collect_into(memsets));
+    const std::vector<MemsetEvent> memsets = all_events(reader, &TraceReader::for_each_memset);
     EXPECT_EQ(memsets, sample.memsets);
-    std::vector<ApiEvent> api_calls;
-    reader.for_each_api_call({}, collect_into(api_calls));
+    const std::vector<ApiEvent> api_calls = all_events(reader, &TraceReader::for_each_api_call);
     EXPECT_EQ(api_calls, sample.api_calls);
 
     // The lookups by correlation decode the same columns.
@@ -193,17 +175,13 @@ TEST(TraceSchemaVersions, Version2FileReadsNewColumnsAsZero) {
         }
         return events;
     };
-    std::vector<KernelEvent> kernels;
-    reader.for_each_kernel({}, collect_into(kernels));
+    const std::vector<KernelEvent> kernels = all_events(reader, &TraceReader::for_each_kernel);
     EXPECT_EQ(kernels, without_v3(sample.kernels));
-    std::vector<MemcpyEvent> memcpys;
-    reader.for_each_memcpy({}, collect_into(memcpys));
+    const std::vector<MemcpyEvent> memcpys = all_events(reader, &TraceReader::for_each_memcpy);
     EXPECT_EQ(memcpys, without_v3(sample.memcpys));
-    std::vector<MemsetEvent> memsets;
-    reader.for_each_memset({}, collect_into(memsets));
+    const std::vector<MemsetEvent> memsets = all_events(reader, &TraceReader::for_each_memset);
     EXPECT_EQ(memsets, without_v3(sample.memsets));
-    std::vector<ApiEvent> api_calls;
-    reader.for_each_api_call({}, collect_into(api_calls));
+    const std::vector<ApiEvent> api_calls = all_events(reader, &TraceReader::for_each_api_call);
     EXPECT_EQ(api_calls, without_v3(sample.api_calls));
     EXPECT_EQ(reader.kernels_by_correlation(2), std::vector<KernelEvent>{without_v3(sample.kernels)[1]});
     ASSERT_TRUE(reader.api_call_by_correlation(2).has_value());

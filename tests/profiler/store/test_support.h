@@ -3,16 +3,38 @@
 // the exact events written so tests can compare what the reader returns.
 #pragma once
 
+#include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace ember::store::testing {
+
+// Runs `sql` on the file at `path` (a test's own change to a trace, e.g. damage or an
+// older schema); fails the test on an SQLite error.
+inline void run_sql(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
+    sqlite3_free(error);
+    sqlite3_close(db);
+}
+
+// A reader visitor that appends every event to `out`.
+template <typename Event>
+Visitor<Event> collect_into(std::vector<Event>& out) {
+    return [&out](const Event& e) {
+        out.push_back(e);
+        return true;
+    };
+}
 
 // A fresh directory under the system temp dir, removed at destruction.
 class ScratchDir {
