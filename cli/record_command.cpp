@@ -17,7 +17,9 @@
 //
 // --native (both forms) makes those samples mixed stacks: the native frames around the
 // Python ones (collectors/python/native_stack.h); the threads are ptrace-stopped for
-// the moment of each unwind.
+// the moment of each unwind. A process that is not CPython (CMD or PID itself, and with
+// --subprocesses its descendants) is then sampled too, its native stacks alone, so
+// that any program can be recorded, as with perf record.
 #include "cli/commands.h"
 #include "cli/trace_input.h"
 #include "collectors/python/outside_sampler.h"
@@ -40,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,7 +187,8 @@ int run_record_pid(const RecordOptions& options) {
     if (!options.command.empty()) fail_command("record", "--pid records a running process: give no command after --");
     if (options.pid <= 0) fail_command("record", "--pid must be a process id, not " + std::to_string(options.pid));
     if (!(options.python_hz > 0) || options.python_hz > 10000)
-        fail_command("record", "--python-hz must be between 0 and 10000, not " + std::to_string(options.python_hz));
+        fail_command("record", "--python-hz must be above 0 (with --pid, sampling is all there is to record) and at most "
+                               "10000, not " + std::to_string(options.python_hz));
     collector::python::OutsideRecordOptions sampling;
     sampling.pid = options.pid;
     sampling.output = options.output;
@@ -193,8 +197,9 @@ int run_record_pid(const RecordOptions& options) {
     sampling.native = options.native;
     // With --subprocesses the root need not be CPython (a shell or launcher that starts
     // Python workers): it must exist, and something under it must be readable.
+    // With --native a root that is not CPython is sampled itself (native stacks alone).
     std::string root_error;
-    if (options.subprocesses) {
+    if (options.subprocesses && !options.native) {
         try {
             collector::python::PythonProcess root(options.pid);
         } catch (const collector::python::PythonReadError& error) {
@@ -221,8 +226,9 @@ int run_record_pid(const RecordOptions& options) {
     collector::python::OutsideRecordResult result;
     try {
         if (!options.quiet)
-            std::fprintf(stderr, "ember record: sampling the Python stacks of process %d at %g Hz%s\n", options.pid,
-                         options.python_hz, options.duration.empty() ? " until Ctrl-C or its exit" : "");
+            std::fprintf(stderr, "ember record: sampling the %s stacks of process %d at %g Hz%s\n",
+                         options.native ? "native (and Python)" : "Python", options.pid, options.python_hz,
+                         options.duration.empty() ? " until Ctrl-C or its exit" : "");
         result = collector::python::record_python_process(sampling);
     } catch (const collector::python::PythonReadError& error) {
         for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
@@ -242,8 +248,12 @@ int run_record_pid(const RecordOptions& options) {
                      result.seconds > 0 ? static_cast<double>(result.snapshots) / result.seconds : 0.0,
                      static_cast<long long>(result.samples), static_cast<long long>(result.idle_samples),
                      result.process_exited ? "; the process exited" : "");
-        if (result.processes.size() > 1)
-            std::fprintf(stderr, "ember record: %zu CPython processes sampled\n", result.processes.size());
+        if (result.processes.size() == 1 && !result.native_only.empty())
+            std::fprintf(stderr, "ember record: not a CPython process: its native stacks alone\n");
+        else if (result.processes.size() > 1)
+            std::fprintf(stderr, "ember record: %zu processes sampled (%zu CPython, %zu native stacks only)\n",
+                         result.processes.size(), result.processes.size() - result.native_only.size(),
+                         result.native_only.size());
         print_summary(options.output);
     }
     return result.error.empty() ? 0 : 1;
@@ -258,7 +268,7 @@ int run_record(const RecordOptions& options) {
     if (options.python_hz < 0 || options.python_hz > 10000)
         fail_command("record", "--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
     if (options.native && options.python_hz == 0)
-        fail_command("record", "--native adds native frames to the Python samples: it needs --python-hz above 0");
+        fail_command("record", "--native samples at the --python-hz rate: it needs --python-hz above 0");
     if (options.children != "suffix" && options.children != "skip")
         fail_command("record", "--children must be suffix or skip, not '" + options.children + "'");
     std::string library = find_collector_library();
@@ -276,10 +286,16 @@ int run_record(const RecordOptions& options) {
         (options.cpu_sample_hz > 0 || (options.native && options.python_hz > 0)) && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
     const std::set<std::string> perf_maps_before = name_jit_kernels ? perf_maps() : std::set<std::string>{};
 
+    // With --native the sampler takes CMD as it is when it starts: a process that is not
+    // CPython is sampled at once. It starts once CMD has exec'd (the pipe closes on exec),
+    // so that ember's own forked copy is never taken for CMD.
+    int exec_pipe[2] = {-1, -1};
+    if (options.native && pipe2(exec_pipe, O_CLOEXEC) != 0) fail_command("record", std::string("pipe: ") + std::strerror(errno));
     std::fflush(nullptr);
     pid_t child = fork();
     if (child < 0) fail_command("record", std::string("fork: ") + std::strerror(errno));
     if (child == 0) {
+        if (exec_pipe[0] >= 0) close(exec_pipe[0]);
         setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
         setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
         setenv("EMBER_RECORD_OUTPUT", output.c_str(), 1);
@@ -304,6 +320,13 @@ int run_record(const RecordOptions& options) {
         _exit(127);
     }
     g_child_pid = child;
+    if (exec_pipe[0] >= 0) {
+        close(exec_pipe[1]);
+        char ignored = 0;
+        while (read(exec_pipe[0], &ignored, 1) < 0 && errno == EINTR) {
+        }
+        close(exec_pipe[0]);
+    }
     // CMD's Python stacks, from outside, once it is a CPython process (it may never be).
     std::atomic<bool> stop_python{false};
     collector::python::OutsideRecordResult python_result;
@@ -363,8 +386,12 @@ int run_record(const RecordOptions& options) {
             std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
                          static_cast<long long>(python_result.native_failures), python_result.native_error.c_str());
         if (!options.quiet && !python_result.processes.empty())
-            std::fprintf(stderr, "ember record: Python stacks of %zu process%s: %lld snapshots in %.2f s, %lld thread "
+            std::fprintf(stderr, "ember record: %s of %zu process%s: %lld snapshots in %.2f s, %lld thread "
                                  "samples (%lld idle)\n",
+                         python_result.native_only.empty() ? "Python stacks"
+                         : python_result.native_only.size() == python_result.processes.size()
+                             ? "native stacks"
+                             : "stacks (Python and native)",
                          python_result.processes.size(), python_result.processes.size() == 1 ? "" : "es",
                          static_cast<long long>(python_result.snapshots), python_result.seconds,
                          static_cast<long long>(python_result.samples), static_cast<long long>(python_result.idle_samples));
@@ -378,7 +405,8 @@ int run_record(const RecordOptions& options) {
     if (name_jit_kernels) remove_perf_maps(files, perf_maps_before);
     if (files.empty())
         std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX and was not a "
-                             "CPython process, or every process was skipped)\n");
+                             "CPython process, or every process was skipped)%s\n",
+                     options.native ? "" : "; --native samples any program's native stacks");
     if (!options.quiet)
         for (const std::string& file : files) print_summary(file);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -403,7 +431,8 @@ void add_record_command(CLI::App& app) {
     record->add_flag("--no-socket", options->no_socket, "no control socket for `ember attach`");
     record->add_flag("-q,--quiet", options->quiet, "no collector messages and no summary");
     record->add_option("--pid", options->pid,
-                       "sample the Python stacks of this running process from outside instead of running CMD");
+                       "sample the Python stacks (with --native, any program's native stacks) of this running process "
+                       "from outside instead of running CMD");
     record->add_option("--duration", options->duration, "with --pid: how long to sample (10s, 500ms, 2m; default until "
                                                         "Ctrl-C or the process exits)");
     record->add_option("--python-hz", options->python_hz,
@@ -412,8 +441,9 @@ void add_record_command(CLI::App& app) {
                      "sample the Python stacks of the processes it starts too (DataLoader workers, multiprocessing, "
                      "torchrun's ranks), each as its own process");
     record->add_flag("--native", options->native,
-                     "mixed stacks: the native frames (C extensions, torch's C++, oneDNN, BLAS) around the Python ones; "
-                     "the threads are stopped (ptrace) for each unwind, then resumed");
+                     "mixed stacks: the native frames (C extensions, torch's C++, oneDNN, BLAS) around the Python ones, "
+                     "and the native stacks alone of a program that is not Python; the threads are stopped (ptrace) "
+                     "for each unwind, then resumed");
     record->add_option("command", options->command, "the program and its arguments, after --");
     record->callback([options] {
         int code = run_record(*options);

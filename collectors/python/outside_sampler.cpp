@@ -16,6 +16,7 @@
 #include <tuple>
 #include <fcntl.h>
 #include <string_view>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace ember::collector::python {
@@ -96,25 +97,84 @@ void write_frame(std::ostream& out, const MixedFrame& frame) {
     else out << (frame.file.empty() ? std::string("?") : frame.file.substr(frame.file.rfind('/') + 1)) << ")\n";
 }
 
-void dump_one(PythonProcess& process, std::ostream& out, bool native) {
-    const pid_t pid = process.pid();
+// The parent process of PID (/proc/PID/stat), 0 when unreadable.
+pid_t parent_of(pid_t pid) {
+    const std::string stat = read_proc_text("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t close_paren = stat.rfind(')');
+    return close_paren == std::string::npos ? 0 : static_cast<pid_t>(std::atol(stat.c_str() + std::min(stat.size(), close_paren + 4)));
+}
+
+// A thread that exits while --native holds it (ptrace) stays a zombie of ours, and
+// its parent's wait (a shell's for the command it ran) blocks until we take that
+// report: it is taken here for each thread of PID that was there at the stop. Not for
+// PID itself when it is our own child (ember record's CMD): its exit status is
+// ember record's to reap.
+void release_exited_threads(pid_t pid, const std::vector<pid_t>& tids) {
+    const bool own_child = parent_of(pid) == getpid();
+    for (pid_t tid : tids) {
+        if (tid == pid && own_child) continue;
+        siginfo_t info{};
+        waitid(P_PID, static_cast<id_t>(tid), &info, WEXITED | WNOHANG | __WALL);
+    }
+}
+
+// --native on a process that is not CPython: every thread's native stack alone, as
+// perf record takes it. The threads are stopped for the unwind, then named once they run
+// again (as mixed_snapshot does). False (and `error`) when no thread could be stopped.
+bool native_snapshot(pid_t pid, NativeUnwinder& unwinder, std::vector<MixedThread>& threads, std::string& error) {
+    threads.clear();
+    std::map<pid_t, std::vector<std::uint64_t>> addresses;
+    const std::vector<pid_t> tids = process_threads(pid);
+    bool stopped = false;
+    {
+        ThreadStop stop(pid);
+        stopped = stop.stopped_count() > 0;
+        if (!stopped)
+            error = stop.error().empty() ? "no thread of process " + std::to_string(pid) + " could be stopped" : stop.error();
+        std::string ignored;  // a thread that cannot be unwound is left out of this sample
+        for (pid_t tid : stop.stopped_threads()) unwinder.unwind_addresses(tid, addresses[tid], ignored);
+    }
+    release_exited_threads(pid, tids);
+    if (!stopped) return false;
+    std::vector<NativeFrame> frames;
+    for (const auto& [tid, thread_addresses] : addresses) {
+        if (thread_addresses.empty()) continue;
+        frames.clear();
+        for (std::uint64_t address : thread_addresses) frames.push_back(unwinder.name(address));
+        threads.push_back({tid, 0, false, merge_stacks({}, frames), {}});
+    }
+    return true;
+}
+
+// Whether a PythonReadError says the process runs no CPython at all (rather than one
+// that cannot be read yet or at all).
+bool not_cpython(const PythonReadError& error) {
+    return std::string_view(error.what()).find("is not a CPython process") != std::string_view::npos;
+}
+
+// `process` null: a process that is not CPython, dumped with --native (native stacks only).
+void dump_one(pid_t pid, PythonProcess* process, std::ostream& out, bool native) {
     std::vector<MixedThread> threads;
     std::string error;
     // States before the snapshot: --native stops the threads, and one just let go may
     // show as running for a moment.
     std::map<pid_t, char> states;
     for (pid_t tid : process_threads(pid)) states[tid] = thread_state(pid, tid);
-    if (native) {
+    if (!process) {
         NativeUnwinder unwinder(pid);
-        if (!mixed_snapshot(process, unwinder, threads, error)) throw PythonReadError(error);
+        if (!native_snapshot(pid, unwinder, threads, error)) throw PythonReadError("process " + std::to_string(pid) + ": " + error);
+    } else if (native) {
+        NativeUnwinder unwinder(pid);
+        if (!mixed_snapshot(*process, unwinder, threads, error)) throw PythonReadError(error);
     } else {
         std::vector<PythonThread> python;
-        if (!process.snapshot(python, error)) throw PythonReadError(error);
+        if (!process->snapshot(python, error)) throw PythonReadError(error);
         for (const PythonThread& thread : python)
             threads.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames), thread.name});
     }
     out << "Process " << pid << ": " << command_line(pid) << "\n";
-    out << "Python v" << process.version().text() << " (" << process.binary() << ")\n";
+    if (process) out << "Python v" << process->version().text() << " (" << process->binary() << ")\n";
+    else out << "Native stacks only (not a CPython process)\n";
     for (const MixedThread& thread : threads) {
         const auto known = states.find(thread.tid);
         const char state = known != states.end() ? known->second : thread.tid ? thread_state(pid, thread.tid) : '?';
@@ -126,10 +186,25 @@ void dump_one(PythonProcess& process, std::ostream& out, bool native) {
 
 }  // namespace
 
+namespace {
+
+// One process of a dump: its Python (or, with --native, mixed) stacks, or with --native
+// its native stacks alone when it is not CPython. Throws PythonReadError.
+void dump_process(pid_t pid, std::ostream& out, bool native) {
+    std::unique_ptr<PythonProcess> process;
+    try {
+        process = std::make_unique<PythonProcess>(pid);
+    } catch (const PythonReadError& error) {
+        if (!native || !not_cpython(error)) throw;
+    }
+    dump_one(pid, process.get(), out, native);
+}
+
+}  // namespace
+
 void write_dump(pid_t pid, std::ostream& out, bool subprocesses, bool native) {
     if (!subprocesses) {
-        PythonProcess process(pid);
-        dump_one(process, out, native);
+        dump_process(pid, out, native);
         return;
     }
     std::string root_error;
@@ -138,27 +213,36 @@ void write_dump(pid_t pid, std::ostream& out, bool subprocesses, bool native) {
     for (pid_t child : descendant_processes(pid)) pids.push_back(child);
     for (pid_t each : pids) {
         try {
-            PythonProcess process(each);
             std::ostringstream text;
-            dump_one(process, text, native);
+            dump_process(each, text, native);
             out << (any ? "\n" : "") << text.str();
             any = true;
         } catch (const PythonReadError& error) {
             if (each == pid) root_error = error.what();
-            // a descendant that is not CPython, or exited meanwhile: left out
+            // a descendant that is not CPython (without --native), or exited meanwhile: left out
         }
     }
-    if (!any) throw PythonReadError(root_error + " (and no CPython process descends from it)");
+    if (!any) throw PythonReadError(root_error + (native ? " (and no process descending from it could be read)"
+                                                         : " (and no CPython process descends from it)"));
 }
 
 namespace {
 
-// One CPython process being sampled. Each thread's /proc stat file stays open and is
+// A process not (yet) readable as CPython: tried again on later scans, less and less
+// often, and afresh when it execs another program.
+struct Pending {
+    std::string executable;
+    int failures = 0;
+    std::int64_t next_scan = 0;
+};
+
+// One process being sampled. Each thread's /proc stat file stays open and is
 // read again with pread for its state at every sample (one system call, not three),
 // and its name is read again about once a second, not at every sample.
 struct Target {
-    std::unique_ptr<PythonProcess> process;
+    std::unique_ptr<PythonProcess> process;    // null: not CPython, sampled with --native alone
     std::unique_ptr<NativeUnwinder> unwinder;  // --native
+    Pending probe;                             // a native-only process: when to look for CPython in it again
     std::map<pid_t, trace::ThreadId> thread_ids;
     std::map<pid_t, std::string> thread_names;
     std::map<pid_t, int> stat_files;
@@ -190,14 +274,6 @@ struct Target {
     }
 };
 
-// A process not (yet) readable as CPython: tried again on later scans, less and less
-// often, and afresh when it execs another program.
-struct Pending {
-    std::string executable;
-    int failures = 0;
-    std::int64_t next_scan = 0;
-};
-
 std::string executable_of(pid_t pid) {
     char path[4096] = {};
     const ssize_t length = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), path, sizeof path - 1);
@@ -214,10 +290,23 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     if (options.wait_for_python) {
         pending[options.pid] = {};
     } else {
-        auto process = std::make_unique<PythonProcess>(options.pid);  // throws before the file is created
-        if (!process->snapshot(threads, error)) throw PythonReadError(error);
-        if (options.native) targets[options.pid].unwinder = std::make_unique<NativeUnwinder>(options.pid);
-        targets[options.pid].process = std::move(process);
+        // Throws before the file is created.
+        std::unique_ptr<PythonProcess> process;
+        try {
+            process = std::make_unique<PythonProcess>(options.pid);
+        } catch (const PythonReadError& refused) {
+            if (!options.native || !not_cpython(refused)) throw;
+        }
+        if (process && !process->snapshot(threads, error)) throw PythonReadError(error);
+        Target& target = targets[options.pid];
+        if (options.native) target.unwinder = std::make_unique<NativeUnwinder>(options.pid);
+        if (!process) {  // its native stacks alone: they must be readable now
+            std::vector<MixedThread> probe;
+            if (!native_snapshot(options.pid, *target.unwinder, probe, error))
+                throw PythonReadError("process " + std::to_string(options.pid) + ": " + error);
+            target.probe.executable = executable_of(options.pid);
+        }
+        target.process = std::move(process);
     }
 
     const std::int64_t period_ns = static_cast<std::int64_t>(1e9 / (options.hz > 0 ? options.hz : 100.0));
@@ -227,8 +316,14 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     std::vector<trace::FrameId> stack;
     OutsideRecordResult result;
 
-    // The file opens with the first CPython process found.
-    auto open_writer = [&](PythonProcess& process) {
+    // The file opens with the first process found (CPython, or any with --native).
+    bool python_version_known = false;
+    auto note_python = [&](PythonProcess& process) {
+        if (python_version_known) return;
+        writer->set_metadata("python_version", process.version().text());
+        python_version_known = true;
+    };
+    auto open_writer = [&]() {
         trace::RunInfo run;
         run.command_line = command_line(options.pid);
         run.host = host_name();
@@ -240,12 +335,13 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
         writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
         writer = std::make_unique<store::TraceWriter>(options.output, run, writer_options);
         writer->set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
-        writer->set_metadata("python_version", process.version().text());
         writer->set_metadata("python_sampling", options.native ? "outside (process_vm_readv), native stacks (ptrace, libdw)"
                                                                : "outside (process_vm_readv)");
     };
     auto adopt = [&](pid_t pid, Target& target) {
-        if (!writer) open_writer(*target.process);
+        if (!writer) open_writer();
+        if (target.process) note_python(*target.process);
+        else result.native_only.push_back(pid);
         writer->register_process({pid, thread_name(pid, pid)});
         result.processes.push_back(pid);
     };
@@ -254,6 +350,26 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     // Every ~50 ms: new descendants, and pending processes that may have become CPython.
     const std::int64_t scan_every = std::max<std::int64_t>(1, static_cast<std::int64_t>(50'000'000 / period_ns));
     std::int64_t scans = 0;
+    // Reads PID as CPython: the process, or null when it is not CPython (yet), which
+    // `state` counts, so that it is tried again 1, 2, 4 ... 64 scans later (12 tries
+    // for one program image). Without --native, a process that cannot be read yet
+    // counts the same.
+    auto try_python = [&](pid_t pid, Pending& state) -> std::unique_ptr<PythonProcess> {
+        try {
+            auto process = std::make_unique<PythonProcess>(pid);
+            std::vector<PythonThread> probe;
+            std::string probe_error;
+            if (!process->snapshot(probe, probe_error)) throw PythonReadError(probe_error);
+            return process;
+        } catch (const PythonReadError& refused) {
+            ++state.failures;
+            state.next_scan = scans + (std::int64_t{1} << std::min(state.failures, 6));
+            // With --native a process that runs no CPython is sampled at once (null);
+            // one that may still become readable (libpython not mapped yet) waits.
+            if (!options.native || !not_cpython(refused)) throw;
+            return nullptr;
+        }
+    };
     auto scan = [&]() {
         ++scans;
         if (options.subprocesses)
@@ -277,32 +393,63 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 ++it;
                 continue;
             }
+            std::unique_ptr<PythonProcess> process;
+            std::unique_ptr<NativeUnwinder> unwinder;
             try {
-                auto process = std::make_unique<PythonProcess>(pid);
-                std::vector<PythonThread> probe;
-                std::string probe_error;
-                if (!process->snapshot(probe, probe_error)) throw PythonReadError(probe_error);
-                auto unwinder = options.native ? std::make_unique<NativeUnwinder>(pid) : nullptr;
-                Target& target = targets[pid];
-                target.process = std::move(process);
-                target.unwinder = std::move(unwinder);
-                adopt(pid, target);
-                it = pending.erase(it);
-            } catch (const PythonReadError&) {
-                ++state.failures;
-                state.next_scan = scans + (std::int64_t{1} << std::min(state.failures, 6));
+                process = try_python(pid, state);
+                if (options.native) unwinder = std::make_unique<NativeUnwinder>(pid);
+            } catch (const PythonReadError&) {  // not readable (yet), or gone
                 ++it;
+                continue;
             }
+            Target& target = targets[pid];
+            target.process = std::move(process);
+            target.unwinder = std::move(unwinder);
+            target.probe = state;
+            adopt(pid, target);
+            it = pending.erase(it);
+        }
+        // Native-only processes: one that execs (a shell's exec, a launcher) may turn
+        // out to be CPython, and is unwound afresh in its new image either way.
+        for (auto& [pid, target] : targets) {
+            if (target.process) continue;
+            const std::string executable = executable_of(pid);
+            if (executable.empty()) continue;  // exiting: the tick finds it gone
+            if (executable != target.probe.executable) {
+                target.probe = {executable, 0, scans};
+                try {
+                    target.unwinder = std::make_unique<NativeUnwinder>(pid);
+                } catch (const PythonReadError&) {
+                    continue;  // gone meanwhile
+                }
+            }
+            if (target.probe.failures >= 12 || scans < target.probe.next_scan) continue;
+            std::unique_ptr<PythonProcess> process;
+            try {
+                process = try_python(pid, target.probe);
+            } catch (const PythonReadError&) {
+                continue;  // CPython, perhaps, but not readable yet: tried again later
+            }
+            if (!process) continue;
+            note_python(*process);
+            target.process = std::move(process);
+            result.native_only.erase(std::remove(result.native_only.begin(), result.native_only.end(), pid),
+                                     result.native_only.end());
         }
     };
 
     // One tick's stacks of a target: mixed with --native (a Python-only snapshot when its
-    // threads could not be stopped this time), else the Python frames alone.
+    // threads could not be stopped this time), else the Python frames alone; native
+    // frames alone for a process that is not CPython.
     std::vector<MixedThread> sampled;
-    auto take_snapshot = [&](Target& target, std::vector<MixedThread>& out) {
+    auto take_snapshot = [&](pid_t pid, Target& target, std::vector<MixedThread>& out) {
         std::string native_error;
+        if (!target.process) return native_snapshot(pid, *target.unwinder, out, error);
         if (target.unwinder) {
-            if (mixed_snapshot(*target.process, *target.unwinder, out, error)) return true;
+            const std::vector<pid_t> tids = process_threads(pid);
+            const bool mixed = mixed_snapshot(*target.process, *target.unwinder, out, error);
+            release_exited_threads(pid, tids);
+            if (mixed) return true;
             native_error = error;
         }
         out.clear();
@@ -356,7 +503,8 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
             grid += missed * period_ns;
         }
         next_tick = grid + jitter();
-        if ((options.subprocesses || !pending.empty()) && ticks++ % scan_every == 0) scan();
+        // (--native: a native-only process may exec CPython)
+        if ((options.subprocesses || options.native || !pending.empty()) && ticks++ % scan_every == 0) scan();
         if (targets.empty()) {
             if (process_gone(options.pid)) {
                 result.process_exited = true;
@@ -377,7 +525,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
                 target.states.clear();
                 for (pid_t tid : process_threads(pid)) target.states[tid] = target.state(pid, tid);
             }
-            if (!take_snapshot(target, sampled)) {
+            if (!take_snapshot(pid, target, sampled)) {
                 if (pid != options.pid || process_going(pid)) {
                     // exited, or a descendant that exec'd another program: no longer sampled
                     if (pid == options.pid) root_gone = true;

@@ -32,6 +32,9 @@ namespace ember::collector::python {
 // With `native`, each thread's stack is its mixed stack (native_stack.h): the process's
 // threads are stopped for the moment of the unwind (ptrace), native frames printed as
 // "function (library)", and threads without Python (OpenMP workers) are shown too.
+// A process that is not CPython is then dumped too, its native stacks alone, under
+// "Native stacks only (not a CPython process)" instead of the Python line (with
+// `subprocesses`, every process of the tree is).
 void write_dump(pid_t pid, std::ostream& out, bool subprocesses = false, bool native = false);
 
 // The processes descended from PID (children, their children, ...), from
@@ -57,6 +60,9 @@ struct OutsideRecordOptions {
     // stopped (ptrace) while their native stacks are unwound, and resumed; the samples
     // hold native frames (line -1, the library as module) around the Python ones, and
     // the threads without Python too. Off: the process is never stopped.
+    // A process that is not CPython (PID, or with `subprocesses` a descendant) is then
+    // sampled too, its native stacks alone, as perf record would: any program can be
+    // recorded. It is looked at again for CPython now and then, and when it execs.
     bool native = false;
 };
 
@@ -70,13 +76,14 @@ struct OutsideRecordResult {
     std::string native_error;          // the first such failure's reason
     double seconds = 0.0;              // recording length
     bool process_exited = false;
-    std::vector<pid_t> processes;      // the CPython processes sampled (PID first when it was one)
+    std::vector<pid_t> processes;      // the processes sampled (PID first when it was one)
+    std::vector<pid_t> native_only;    // --native: those of them that are not CPython (native stacks alone)
     std::string error;                 // why it stopped early ("" otherwise)
 };
 
 // Samples PID's Python stacks into a trace until the duration passes, `stop` is set or
 // the process exits (with `subprocesses`, those of its CPython descendants too; the file
-// is created when the first CPython process is found): each sample is one thread's stack at one instant, with the OS
+// is created when the first CPython process is found; with `native`, any process): each sample is one thread's stack at one instant, with the OS
 // thread, its name (threading.Thread.name, else the OS name), and whether it was running (/proc/PID/task/TID/stat state R) or
 // idle. Frames are Python frames (function, co_filename, line). Throws PythonReadError
 // when the process cannot be read at all (nothing is written then).
