@@ -198,7 +198,10 @@ PythonProcess::PythonProcess(pid_t pid) : memory_(pid) {
         if (is_libpython(object.path)) candidates.push_back(object);
     for (const MappedObject& object : objects)
         if (object.path == exe_path) candidates.push_back(object);
-    if (candidates.empty() && !exe_path.empty()) candidates.push_back({exe_path, 0});
+    // An executable missing from the map (an exec still mapping it): its symbols still
+    // tell whether it is CPython, but not where they lie.
+    const bool executable_unmapped = candidates.empty() && !exe_path.empty();
+    if (executable_unmapped) candidates.push_back({exe_path, 0});
 
     std::optional<PythonVersion> named;
     for (const MappedObject& object : candidates) {
@@ -209,6 +212,9 @@ PythonProcess::PythonProcess(pid_t pid) : memory_(pid) {
             continue;
         const auto runtime = symbols.values.find("_PyRuntime");
         if (runtime == symbols.values.end()) continue;
+        if (executable_unmapped)
+            throw PythonReadError("process " + std::to_string(pid) + " (" + command + "): " + object.path +
+                                  " is not in its memory map yet (still starting): try again");
         const std::uint64_t bias = object.base - symbols.first_load_address;
         binary_ = object.path;
         runtime_ = runtime->second + bias;
