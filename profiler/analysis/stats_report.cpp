@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <type_traits>
 
 namespace ember::analysis {
 
@@ -350,8 +351,20 @@ Table advice_table(const std::vector<AdviceItem>& items) {
 // The CPU reports: hot functions, CPU per NVTX range, per thread.
 std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     const bool timed = profile.period_ns > 0;
-    auto share = [&](std::int64_t samples) {
-        return profile.samples > 0 ? 100.0 * static_cast<double>(samples) / static_cast<double>(profile.samples) : 0.0;
+    auto share = [&](double samples) {
+        return profile.samples > 0 ? 100.0 * samples / static_cast<double>(profile.samples) : 0.0;
+    };
+    // A count of samples as every CPU table shows it: its share of all samples, then,
+    // for a timed profile, the CPU time it stands for (a split count, rounded to the ns).
+    auto measure_columns = [&](Table& table, Column percent, Column time) {
+        table.columns.push_back(std::move(percent));
+        if (timed) table.columns.push_back(std::move(time));
+    };
+    auto measure_cells = [&]<typename Count>(std::vector<Cell>& cells, Count samples) {
+        cells.emplace_back(share(static_cast<double>(samples)));
+        if (!timed) return;
+        if constexpr (std::is_integral_v<Count>) cells.emplace_back(profile.cpu_ns(samples));
+        else cells.emplace_back(static_cast<std::int64_t>(std::llround(samples * static_cast<double>(profile.period_ns))));
     };
     Table functions{"cpu_functions",
                     fmt::format("CPU hot functions ({} stack samples{}{})", profile.samples,
@@ -360,10 +373,8 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
                                       : "",
                                 profile.include_idle ? ", idle threads' samples included" : ""),
                     {}, {}, {}};
-    functions.columns = {{"self_percent", "Self (%)", ColumnKind::percent}};
-    if (timed) functions.columns.push_back({"self_ns", "Self", ColumnKind::time});
-    functions.columns.push_back({"total_percent", "Total (%)", ColumnKind::percent});
-    if (timed) functions.columns.push_back({"total_ns", "Total", ColumnKind::time});
+    measure_columns(functions, {"self_percent", "Self (%)", ColumnKind::percent}, {"self_ns", "Self", ColumnKind::time});
+    measure_columns(functions, {"total_percent", "Total (%)", ColumnKind::percent}, {"total_ns", "Total", ColumnKind::time});
     functions.columns.push_back({"self_samples", "Self Samples", ColumnKind::integer});
     functions.columns.push_back({"function", "Function", ColumnKind::text});
     std::size_t shown = 0;
@@ -371,39 +382,33 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         if (row.self_samples == 0 || (top > 0 && shown >= top)) continue;
         ++shown;
         std::vector<Cell>& cells = functions.rows.emplace_back();
-        cells.emplace_back(share(row.self_samples));
-        if (timed) cells.emplace_back(profile.cpu_ns(row.self_samples));
-        cells.emplace_back(share(row.total_samples));
-        if (timed) cells.emplace_back(profile.cpu_ns(row.total_samples));
+        measure_cells(cells, row.self_samples);
+        measure_cells(cells, row.total_samples);
         cells.emplace_back(row.self_samples);
         cells.emplace_back(row.function);
     }
     functions.empty_note = "no CPU stack samples (ember train --profile samples them; ember record --sample-cpu HZ)";
     Table ranges{"cpu_by_range", "CPU time per NVTX range (innermost range open on the sampled thread; for an OpenMP team thread, on the thread leading the team)", {}, {}, {}};
-    ranges.columns = {{"percent", "CPU (%)", ColumnKind::percent}};
-    if (timed) ranges.columns.push_back({"cpu_ns", "CPU", ColumnKind::time});
+    measure_columns(ranges, {"percent", "CPU (%)", ColumnKind::percent}, {"cpu_ns", "CPU", ColumnKind::time});
     ranges.columns.push_back({"samples", "Samples", ColumnKind::integer});
     ranges.columns.push_back({"range", "Range", ColumnKind::text});
     shown = 0;
     for (const CpuRangeRow& row : profile.by_range) {
         if (top > 0 && shown++ >= top) break;
         std::vector<Cell>& cells = ranges.rows.emplace_back();
-        cells.emplace_back(share(row.samples));
-        if (timed) cells.emplace_back(profile.cpu_ns(row.samples));
+        measure_cells(cells, row.samples);
         cells.emplace_back(row.samples);
         cells.emplace_back(row.range_path);
     }
     Table threads{"cpu_threads", "CPU time per thread", {}, {}, {}};
-    threads.columns = {{"percent", "CPU (%)", ColumnKind::percent}};
-    if (timed) threads.columns.push_back({"cpu_ns", "CPU", ColumnKind::time});
+    measure_columns(threads, {"percent", "CPU (%)", ColumnKind::percent}, {"cpu_ns", "CPU", ColumnKind::time});
     threads.columns.push_back({"samples", "Samples", ColumnKind::integer});
     threads.columns.push_back({"tid", "TID", ColumnKind::integer});
     threads.columns.push_back({"thread", "Thread", ColumnKind::text});
     for (const CpuThreadRow& row : profile.threads) {
         if (row.samples == 0) continue;
         std::vector<Cell>& cells = threads.rows.emplace_back();
-        cells.emplace_back(share(row.samples));
-        if (timed) cells.emplace_back(profile.cpu_ns(row.samples));
+        measure_cells(cells, row.samples);
         cells.emplace_back(row.samples);
         cells.emplace_back(row.tid);
         cells.emplace_back(row.name);
@@ -414,10 +419,8 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     // Python lines, as line_profiler shows them (with no decorators).
     if (!profile.lines.empty()) {
         Table lines{"python_lines", "Python hot lines (innermost Python frame of each sample: self; anywhere on the stack: total)", {}, {}, {}};
-        lines.columns = {{"self_percent", "Self (%)", ColumnKind::percent}};
-        if (timed) lines.columns.push_back({"self_ns", "Self", ColumnKind::time});
-        lines.columns.push_back({"total_percent", "Total (%)", ColumnKind::percent});
-        if (timed) lines.columns.push_back({"total_ns", "Total", ColumnKind::time});
+        measure_columns(lines, {"self_percent", "Self (%)", ColumnKind::percent}, {"self_ns", "Self", ColumnKind::time});
+        measure_columns(lines, {"total_percent", "Total (%)", ColumnKind::percent}, {"total_ns", "Total", ColumnKind::time});
         lines.columns.push_back({"line", "Line", ColumnKind::text});
         lines.columns.push_back({"function", "Function", ColumnKind::text});
         shown = 0;
@@ -425,10 +428,8 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
             if (row.self_samples == 0 || (top > 0 && shown >= top)) continue;
             ++shown;
             std::vector<Cell>& cells = lines.rows.emplace_back();
-            cells.emplace_back(share(row.self_samples));
-            if (timed) cells.emplace_back(profile.cpu_ns(row.self_samples));
-            cells.emplace_back(share(row.total_samples));
-            if (timed) cells.emplace_back(profile.cpu_ns(row.total_samples));
+            measure_cells(cells, row.self_samples);
+            measure_cells(cells, row.total_samples);
             cells.emplace_back(row.location);
             cells.emplace_back(row.function);
         }
@@ -439,8 +440,7 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
                     fmt::format("CPU samples waiting on the GPU ({} samples inside a synchronizing CUDA call, "
                                 "split over the GPU work that ran during the wait)", profile.gpu_wait_samples),
                     {}, {}, {}};
-        waits.columns = {{"percent", "Share (%)", ColumnKind::percent}};
-        if (timed) waits.columns.push_back({"ns", "Time", ColumnKind::time});
+        measure_columns(waits, {"percent", "Share (%)", ColumnKind::percent}, {"ns", "Time", ColumnKind::time});
         waits.columns.push_back({"samples", "Samples", ColumnKind::percent});
         waits.columns.push_back({"line", "Waiting Line", ColumnKind::text});
         waits.columns.push_back({"function", "Function", ColumnKind::text});
@@ -449,8 +449,7 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         for (const CpuGpuWaitRow& row : profile.gpu_waits) {
             if (top > 0 && shown++ >= top) break;
             std::vector<Cell>& cells = waits.rows.emplace_back();
-            cells.emplace_back(profile.samples > 0 ? 100.0 * row.samples / static_cast<double>(profile.samples) : 0.0);
-            if (timed) cells.emplace_back(static_cast<std::int64_t>(std::llround(row.samples * static_cast<double>(profile.period_ns))));
+            measure_cells(cells, row.samples);
             cells.emplace_back(row.samples);
             cells.emplace_back(row.location);
             cells.emplace_back(row.function);
@@ -461,8 +460,7 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     tables.push_back(std::move(ranges));
     if (!profile.lines_by_range.empty()) {
         Table per_range{"python_lines_by_range", "Python hot lines per NVTX range (the innermost range open on the sampled thread)", {}, {}, {}};
-        per_range.columns = {{"percent", "Share (%)", ColumnKind::percent}};
-        if (timed) per_range.columns.push_back({"ns", "Time", ColumnKind::time});
+        measure_columns(per_range, {"percent", "Share (%)", ColumnKind::percent}, {"ns", "Time", ColumnKind::time});
         per_range.columns.push_back({"range", "Range", ColumnKind::text});
         per_range.columns.push_back({"line", "Line", ColumnKind::text});
         per_range.columns.push_back({"function", "Function", ColumnKind::text});
@@ -470,8 +468,7 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         for (const CpuRangeLineRow& row : profile.lines_by_range) {
             if (top > 0 && shown_in_range[row.range_path]++ >= top) continue;
             std::vector<Cell>& cells = per_range.rows.emplace_back();
-            cells.emplace_back(share(row.samples));
-            if (timed) cells.emplace_back(profile.cpu_ns(row.samples));
+            measure_cells(cells, row.samples);
             cells.emplace_back(row.range_path);
             cells.emplace_back(row.location);
             cells.emplace_back(row.function);
