@@ -122,6 +122,12 @@ ImportSink::ImportSink(const std::string& input, const std::string& temporary_ou
     writer_options.install_signal_handlers = false;
     writer_options.close_at_exit = false;
     writer_options.overwrite = true;
+    // The temporary file is renamed onto the output only once complete and synced
+    // (finish()): a failed import leaves nothing to recover, so no journal. Sources
+    // list most tracks in time order, so the indexes grow as the rows arrive instead
+    // of being sorted on one core after the last event.
+    writer_options.journal = store::WriterOptions::Journal::none;
+    writer_options.index_while_writing = true;
     writer_ = std::make_unique<store::TraceWriter>(temporary_output_, run_, writer_options);
     nester_ = std::make_unique<RangeNester>(temporary_output_ + ".ranges", options.range_sort_memory_bytes);
 }
@@ -408,7 +414,7 @@ void ImportSink::write_metadata(const std::string& path) {
     // commit and one fdatasync below: a crash before then leaves no output to repair,
     // so no rollback journal (and its three syncs) is needed here.
     store::exec_sql(db, path, "PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF");
-    // The writer built the correlation_id indexes at close: these are index lookups.
+    // The writer built the correlation_id indexes: these are index lookups.
     static constexpr const char* kLinkedSql =
         "SELECT (SELECT COUNT(*) FROM kernels g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a "
         "WHERE a.correlation_id = g.correlation_id)) + (SELECT COUNT(*) FROM memcpys g WHERE g.correlation_id != 0 AND "

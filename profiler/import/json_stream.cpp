@@ -12,6 +12,10 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -369,6 +373,132 @@ bool JsonTraceScanner::next(JsonItem& item) {
 // [SECTION] JsonTraceScanner: one value, across chunks
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// Where an object or array value ends, 64 bytes at a time: bit masks of the quotes
+// and brackets of a block, the bytes inside strings from the running parity of the
+// quotes (a prefix XOR), and the depth counted over the brackets outside strings
+// alone, a handful per trace event. A block with a backslash in it, or after one
+// that may escape its first byte, goes byte by byte instead: backslashes are rare in
+// traces, and the byte loop states the rules plainly. Both give the end the plain
+// loop over every byte gave (25-30% of an import's CPU time before).
+struct ContainerScan {
+    std::int64_t depth = 0;
+    bool in_string = false;
+    bool escape_next = false;  // the previous byte was an unescaped backslash in a string
+
+    // One past the value's closing bracket within [p, end), or nullptr when the value
+    // goes on past `end` (the state then carries into the next chunk).
+    const char* scan(const char* p, const char* end) {
+        while (p < end) {
+            const std::size_t n = std::min<std::size_t>(64, static_cast<std::size_t>(end - p));
+            const char* found = n == 64 ? block(p, p, n) : short_block(p, n);
+            if (found != nullptr) return found;
+            p += n;
+        }
+        return nullptr;
+    }
+
+    // The rules, one byte at a time.
+    const char* bytes(const char* p, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const char c = p[i];
+            if (in_string) {
+                if (escape_next) {
+                    escape_next = false;
+                } else if (c == '\\') {
+                    escape_next = true;
+                } else if (c == '"') {
+                    in_string = false;
+                }
+            } else if (c == '"') {
+                in_string = true;
+            } else if (c == '{' || c == '[') {
+                ++depth;
+            } else if ((c == '}' || c == ']') && --depth == 0) {
+                return p + i + 1;
+            }
+        }
+        return nullptr;
+    }
+
+private:
+    struct Masks {
+        std::uint64_t quote = 0, backslash = 0, open = 0, close = 0;
+    };
+
+    static Masks classify(const char* data) {
+        Masks m;
+#if defined(__SSE2__)
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+        // '{' and '[' (0x7B, 0x5B) differ only in bit 0x20, as do '}' and ']'.
+        const __m128i case_bit = _mm_set1_epi8(0x20), open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+        for (int i = 0; i < 4; ++i) {
+            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i));
+            const __m128i folded = _mm_or_si128(v, case_bit);
+            const int shift = 16 * i;
+            m.quote |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)))) << shift;
+            m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))) << shift;
+            m.open |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
+            m.close |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)))) << shift;
+        }
+#else
+        for (int i = 0; i < 64; ++i) {
+            const std::uint64_t bit = std::uint64_t{1} << i;
+            const char c = data[i];
+            if (c == '"') m.quote |= bit;
+            if (c == '\\') m.backslash |= bit;
+            if (c == '{' || c == '[') m.open |= bit;
+            if (c == '}' || c == ']') m.close |= bit;
+        }
+#endif
+        return m;
+    }
+
+    // Bit i: the parity of the bits 0..i of x.
+    static std::uint64_t prefix_xor(std::uint64_t x) {
+        x ^= x << 1;
+        x ^= x << 2;
+        x ^= x << 4;
+        x ^= x << 8;
+        x ^= x << 16;
+        x ^= x << 32;
+        return x;
+    }
+
+    // The last bytes of a chunk: copied into a block of spaces, so nothing past `end`
+    // is read.
+    const char* short_block(const char* p, std::size_t n) {
+        alignas(16) char padded[64];
+        std::memcpy(padded, p, n);
+        std::memset(padded + n, ' ', 64 - n);
+        return block(padded, p, n);
+    }
+
+    // `data`: 64 readable bytes, the first `n` of which are the input at `at`.
+    const char* block(const char* data, const char* at, std::size_t n) {
+        const Masks m = classify(data);
+        if (m.backslash != 0 || escape_next) return bytes(at, n);
+        const std::uint64_t valid = n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+        const std::uint64_t quotes = m.quote & valid;
+        const std::uint64_t inside = prefix_xor(quotes) ^ (in_string ? ~std::uint64_t{0} : 0);
+        std::uint64_t brackets = (m.open | m.close) & valid & ~inside;
+        while (brackets != 0) {
+            const int i = __builtin_ctzll(brackets);
+            brackets &= brackets - 1;
+            if ((m.open >> i) & 1) {
+                ++depth;
+            } else if (--depth == 0) {
+                return at + i + 1;
+            }
+        }
+        if (__builtin_popcountll(quotes) & 1) in_string = !in_string;
+        return nullptr;
+    }
+};
+
+}  // namespace
+
 void JsonTraceScanner::scan_value(bool keep, JsonItem& item) {
     int first = peek_significant();
     if (first == -1) fail_truncated("where a value was expected");
@@ -386,7 +516,7 @@ void JsonTraceScanner::scan_value(bool keep, JsonItem& item) {
     const char* start = pos_;
     std::size_t carried = 0;  // bytes of this value already copied into carry_
     bool carrying = false;
-    std::int64_t depth = 0;
+    ContainerScan container;
     bool in_string = false;
     std::size_t backslash_run = 0;  // backslashes ending the previous chunk's string bytes
     if (mode == Mode::string) {
@@ -409,8 +539,9 @@ void JsonTraceScanner::scan_value(bool keep, JsonItem& item) {
 
     for (;;) {
         const char* p = pos_;
-        const char* found_end = nullptr;
-        while (p < end_ && found_end == nullptr) {
+        const char* found_end = mode == Mode::container ? container.scan(pos_, end_) : nullptr;
+        // Strings and scalars (top-level values only: elements are objects).
+        while (mode != Mode::container && p < end_ && found_end == nullptr) {
             if (in_string) {
                 const char* quote = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(end_ - p)));
                 if (quote == nullptr) {
@@ -438,32 +569,12 @@ void JsonTraceScanner::scan_value(bool keep, JsonItem& item) {
                 if (mode == Mode::string) found_end = p;
                 continue;
             }
-            if (mode == Mode::scalar) {
-                char c = *p;
-                if (c == ',' || c == '}' || c == ']' || is_json_space(c) || c == '"' || c == '{' || c == '[' ||
-                    c == ':') {
-                    found_end = p;
-                    break;
-                }
-                ++p;
-                continue;
+            char c = *p;
+            if (c == ',' || c == '}' || c == ']' || is_json_space(c) || c == '"' || c == '{' || c == '[' || c == ':') {
+                found_end = p;
+                break;
             }
-            switch (*p++) {
-                case '"':
-                    in_string = true;
-                    backslash_run = 0;
-                    break;
-                case '{':
-                case '[':
-                    ++depth;
-                    break;
-                case '}':
-                case ']':
-                    if (--depth == 0) found_end = p;
-                    break;
-                default:
-                    break;
-            }
+            ++p;
         }
         if (found_end != nullptr) {
             if (keep) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace ember::store {
 
@@ -243,20 +244,53 @@ struct EventTableInfo {
     const char* track_column;
     const char* start_column;
     const char* end_column;
+    // Its indexes in kCreateIndexesSql: by (track, start), and by correlation_id
+    // (nullptr where the table has none).
+    const char* track_index;
+    const char* correlation_index;
 };
 
 inline constexpr EventTableInfo kEventTables[] = {
-    {"kernels", "stream_id", "start_ns", "end_ns"},
-    {"memcpys", "stream_id", "start_ns", "end_ns"},
-    {"memsets", "stream_id", "start_ns", "end_ns"},
-    {"synchronizations", "stream_id", "start_ns", "end_ns"},
-    {"api_calls", "thread_id", "start_ns", "end_ns"},
-    {"ranges", "thread_id", "start_ns", "end_ns"},
-    {"marks", "thread_id", "time_ns", "time_ns"},
-    {"counter_samples", "counter_id", "time_ns", "time_ns"},
-    {"stack_samples", "thread_id", "time_ns", "time_ns"},
-    {"collector_overhead", "thread_id", "start_ns", "end_ns"},
+    {"kernels", "stream_id", "start_ns", "end_ns", "kernels_by_stream_start", "kernels_by_correlation"},
+    {"memcpys", "stream_id", "start_ns", "end_ns", "memcpys_by_stream_start", "memcpys_by_correlation"},
+    {"memsets", "stream_id", "start_ns", "end_ns", "memsets_by_stream_start", "memsets_by_correlation"},
+    {"synchronizations", "stream_id", "start_ns", "end_ns", "synchronizations_by_stream_start",
+     "synchronizations_by_correlation"},
+    {"api_calls", "thread_id", "start_ns", "end_ns", "api_calls_by_thread_start", "api_calls_by_correlation"},
+    {"ranges", "thread_id", "start_ns", "end_ns", "ranges_by_thread_start", nullptr},
+    {"marks", "thread_id", "time_ns", "time_ns", "marks_by_thread_time", nullptr},
+    {"counter_samples", "counter_id", "time_ns", "time_ns", "counter_samples_by_counter_time", nullptr},
+    {"stack_samples", "thread_id", "time_ns", "time_ns", "stack_samples_by_thread_time", nullptr},
+    {"collector_overhead", "thread_id", "start_ns", "end_ns", "collector_overhead_by_thread_start", nullptr},
 };
+
+// Every index named above is one of kCreateIndexesSql's, on its table, and together
+// they are all kIndexCount of them.
+constexpr bool names_an_index_of(const char* index, const char* table) {
+    if (index == nullptr) return true;
+    const std::string_view sql(kCreateIndexesSql);
+    const std::string_view parts[] = {"CREATE INDEX IF NOT EXISTS ", index, " ON ", table, " ("};
+    for (std::size_t at = sql.find(parts[0]); at != std::string_view::npos; at = sql.find(parts[0], at + 1)) {
+        std::size_t pos = at;
+        bool whole = true;
+        for (std::string_view part : parts) {
+            whole = whole && sql.substr(pos, part.size()) == part;
+            pos += part.size();
+        }
+        if (whole) return true;
+    }
+    return false;
+}
+constexpr bool event_table_indexes_match() {
+    int named = 0;
+    for (const EventTableInfo& table : kEventTables) {
+        if (!names_an_index_of(table.track_index, table.name) || !names_an_index_of(table.correlation_index, table.name))
+            return false;
+        named += (table.track_index != nullptr) + (table.correlation_index != nullptr);
+    }
+    return named == kIndexCount;
+}
+static_assert(event_table_indexes_match(), "kEventTables' index names must be kCreateIndexesSql's");
 
 // SELECT computing the track_stats rows of one event table (columns in
 // track_stats order), ordered by track.

@@ -156,12 +156,15 @@ struct TrackStatsAccumulator {
         TimeNs first_start = std::numeric_limits<TimeNs>::max();
         TimeNs last_end = std::numeric_limits<TimeNs>::min();
         TimeNs max_duration = 0;
+        TimeNs last_start = std::numeric_limits<TimeNs>::min();  // of the latest event
     };
     std::unordered_map<std::uint64_t, Stats> by_table_and_track;  // (table << 32) | track
     std::uint64_t cached_key = ~0ull;
     Stats* cached = nullptr;
 
-    void add(std::uint32_t table, std::uint32_t track, TimeNs start, TimeNs end) {
+    // True when the event starts no earlier than the track's previous one (its
+    // (track, start) index entry goes at the end of the track's part).
+    bool add(std::uint32_t table, std::uint32_t track, TimeNs start, TimeNs end) {
         std::uint64_t key = (static_cast<std::uint64_t>(table) << 32) | track;
         if (key != cached_key) {  // events of one track arrive in runs
             cached = &by_table_and_track[key];
@@ -172,8 +175,23 @@ struct TrackStatsAccumulator {
         stats.first_start = std::min(stats.first_start, start);
         stats.last_end = std::max(stats.last_end, end);
         stats.max_duration = std::max(stats.max_duration, end - start);
+        const bool in_order = start >= stats.last_start;
+        stats.last_start = start;
+        return in_order;
     }
 };
+
+// How the rows of one event table arrive, for WriterOptions::index_while_writing.
+struct IndexOrder {
+    std::uint64_t rows = 0;
+    std::uint64_t disordered = 0;  // before the track's previous start, or a correlation id below the last
+    CorrelationId last_correlation = 0;
+    bool indexed = false;          // its indexes exist and take each row as it is inserted
+};
+// A table is judged once it has this many rows; more than 1/kDisorderShare of them
+// out of order drops its indexes.
+constexpr std::uint64_t kRowsBeforeJudgingOrder = 65'536;
+constexpr std::uint64_t kDisorderShare = 8;
 
 // Positions in kEventTables (schema.h), checked below.
 enum EventTableIndex : std::uint32_t {
@@ -258,6 +276,8 @@ struct TraceWriter::Impl {
     Statement rename_stream, insert_category_name;
     std::unordered_map<LaunchConfig, LaunchConfigId, LaunchConfigHash> launch_config_ids;
     TrackStatsAccumulator track_stats;
+    std::array<IndexOrder, std::size(kEventTables)> index_order{};
+    std::atomic<std::uint64_t> tables_indexed_at_close{0};
     std::vector<std::shared_ptr<EventRing>> drained_rings;
     std::uint64_t drained_rings_version = std::numeric_limits<std::uint64_t>::max();
     StringId writer_overflow_source = 0;
@@ -324,6 +344,10 @@ struct TraceWriter::Impl {
     void store_event(const Record& record, EventTableIndex table, Rows& rows);
     void store_kernel(const KernelEvent& kernel);
     void note_time(TimeNs time) { latest_time = std::max(latest_time, time); }
+    // Counts the row for index_while_writing: its order on its track and, for a table
+    // with a correlation index, its correlation id against the previous one.
+    void note_order(EventTableIndex table, bool in_order, CorrelationId correlation);
+    void drop_indexes_of_disordered_tables();
     void note_thread_cpu();
     void store_overflow_counts();
     void finish_file();
@@ -355,10 +379,13 @@ void TraceWriter::Impl::open_database() {
         db = nullptr;
         throw TraceError(TraceErrorKind::not_found, path, message);
     }
-    std::string pragmas = "PRAGMA page_size = 8192;"
-                          "PRAGMA journal_mode = WAL;"
-                          "PRAGMA synchronous = NORMAL;"
-                          "PRAGMA wal_autocheckpoint = 16384;"
+    const bool journal = options.journal == WriterOptions::Journal::wal;
+    std::string pragmas = std::string("PRAGMA page_size = 8192;") +
+                          (journal ? "PRAGMA journal_mode = WAL;"
+                                     "PRAGMA synchronous = NORMAL;"
+                                     "PRAGMA wal_autocheckpoint = 16384;"
+                                   : "PRAGMA journal_mode = OFF;"
+                                     "PRAGMA synchronous = OFF;") +
                           "PRAGMA cache_size = -" +
                           std::to_string(std::max<std::int64_t>(options.page_cache_bytes / 1024, 2048)) + ";" +
                           "PRAGMA application_id = " + std::to_string(kApplicationId) + ";" +
@@ -366,6 +393,10 @@ void TraceWriter::Impl::open_database() {
     exec_sql(db, path, pragmas.c_str());
     exec_sql(db, path, "BEGIN");
     exec_sql(db, path, kCreateTablesSql);
+    if (options.index_while_writing) {
+        exec_sql(db, path, kCreateIndexesSql);
+        for (IndexOrder& order : index_order) order.indexed = true;
+    }
     exec_sql(db, path, "INSERT INTO strings (string_id, value) VALUES (0, '')");
     exec_sql(db, path, "INSERT INTO stacks (stack_id, parent_stack_id, frame_id) VALUES (0, 0, 0)");
     prepare_statements();
@@ -572,6 +603,7 @@ void TraceWriter::Impl::commit() {
     dropped_rows.finish();
     exec_sql(db, path, "COMMIT");
     transaction_open = false;
+    if (options.index_while_writing) drop_indexes_of_disordered_tables();
     auto now = std::chrono::steady_clock::now();
     double gap_ms = std::chrono::duration<double, std::milli>(now - last_commit).count();
     if (gap_ms > max_commit_gap_ms.load(std::memory_order_relaxed)) max_commit_gap_ms.store(gap_ms);
@@ -723,7 +755,12 @@ template <typename Event, typename Rows>
 void TraceWriter::Impl::store_event(const Record& record, EventTableIndex table, Rows& rows) {
     const Event event = record.load<Event>();
     note_time(trace::end_of(event));
-    track_stats.add(table, trace::track_of(event), trace::start_of(event), trace::end_of(event));
+    const bool in_order = track_stats.add(table, trace::track_of(event), trace::start_of(event), trace::end_of(event));
+    if constexpr (requires { event.correlation_id; }) {
+        note_order(table, in_order, event.correlation_id);
+    } else {
+        note_order(table, in_order, 0);
+    }
     rows.add(event);
 }
 
@@ -741,8 +778,34 @@ void TraceWriter::Impl::store_kernel(const KernelEvent& kernel) {
         found = launch_config_ids.emplace(c, id).first;
     }
     note_time(kernel.end_ns);
-    track_stats.add(kKernelsTable, kernel.stream_id, kernel.start_ns, kernel.end_ns);
+    note_order(kKernelsTable, track_stats.add(kKernelsTable, kernel.stream_id, kernel.start_ns, kernel.end_ns),
+               kernel.correlation_id);
     kernels.add(KernelRow{kernel, found->second});
+}
+
+void TraceWriter::Impl::note_order(EventTableIndex table, bool in_order, CorrelationId correlation) {
+    IndexOrder& order = index_order[table];
+    ++order.rows;
+    if (kEventTables[table].correlation_index != nullptr && correlation != 0) {
+        if (correlation < order.last_correlation) in_order = false;
+        order.last_correlation = correlation;
+    }
+    if (!in_order) ++order.disordered;
+}
+
+// Rows in no order would land all over an index that outgrows the page cache (a read
+// and a write of a page per row); sorting them once at close() costs far less.
+void TraceWriter::Impl::drop_indexes_of_disordered_tables() {
+    for (std::size_t table = 0; table < index_order.size(); ++table) {
+        IndexOrder& order = index_order[table];
+        if (!order.indexed || order.rows < kRowsBeforeJudgingOrder) continue;
+        if (order.disordered * kDisorderShare <= order.rows) continue;
+        for (const char* index : {kEventTables[table].track_index, kEventTables[table].correlation_index}) {
+            if (index != nullptr) exec_sql(db, path, (std::string("DROP INDEX IF EXISTS ") + index).c_str());
+        }
+        order.indexed = false;
+        tables_indexed_at_close.fetch_add(1, std::memory_order_relaxed);
+    }
 }
 
 std::uint64_t TraceWriter::Impl::drain_rings(bool everything) {
@@ -1168,6 +1231,7 @@ WriterStats TraceWriter::stats() const {
     stats.producer_threads = impl.rings_created.load();
     stats.max_commit_gap_ms = impl.max_commit_gap_ms.load();
     stats.writer_thread_cpu_seconds = impl.writer_cpu_seconds.load();
+    stats.tables_indexed_at_close = impl.tables_indexed_at_close.load();
     return stats;
 }
 

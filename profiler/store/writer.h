@@ -56,6 +56,19 @@ struct WriterOptions {
     bool close_at_exit = true;
     // Build the indexes and track_stats at close() (seconds for 10^8 events).
     bool build_indexes_on_close = true;
+    // Create the indexes at open and fill them as rows arrive, so close() has none to
+    // build. Cheap while each track's rows come in time order and correlation ids
+    // rise (an insert lands at the end of its part of an index, in cached pages); a
+    // table whose rows come in another order (over 1/8 of its first 65,536 or more)
+    // has its indexes dropped at the next commit and built at close() as usual.
+    // For a writer fed from a file (an import); a live recording keeps the default.
+    bool index_while_writing = false;
+    // How commits reach the disk. wal: a killed process leaves every committed event
+    // readable (the collectors' need). none: no journal and no syncs, for a file that
+    // nobody reads before close() and that is thrown away when writing fails (an
+    // import's temporary file, which its owner syncs and renames).
+    enum class Journal { wal, none };
+    Journal journal = Journal::wal;
     // Replace an existing file at `path` (otherwise opening an existing file is an error).
     bool overwrite = true;
 };
@@ -69,6 +82,9 @@ struct WriterStats {
     std::uint64_t producer_threads = 0; // rings created so far
     double max_commit_gap_ms = 0.0;     // longest observed time between two commits
     double writer_thread_cpu_seconds = 0.0;  // CPU time of the writer thread so far (updated per commit)
+    // Tables whose indexes index_while_writing gave up (rows out of order): close()
+    // builds them.
+    std::uint64_t tables_indexed_at_close = 0;
 };
 
 class TraceWriter {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <random>
 #include <utility>
 
 namespace {
@@ -161,6 +162,65 @@ TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
             EXPECT_EQ(scan(dir.path("edge.json.gz"), chunk, keys, batch), reference) << "batch " << batch << " gzip";
         }
     }
+}
+
+// A random JSON value: strings full of quotes, runs of backslashes, brackets and
+// multi-byte characters, nested objects and arrays; written as JSON, so its end is
+// known without scanning.
+std::string random_json_string(std::mt19937& random) {
+    static const std::vector<std::string> pieces = {"a", "bc", "\\\"", "\\\\", "\\\\\\\\", "{", "}", "[", "]",
+                                                    " ", ",", ":", "\xC3\xA9", "\\u007d", "\\n", "x\\\\\\\""};
+    std::string text = "\"";
+    const int length = static_cast<int>(random() % 40);
+    for (int i = 0; i < length; ++i) text += pieces[random() % pieces.size()];
+    return text + "\"";
+}
+
+std::string random_json_value(std::mt19937& random, int depth) {
+    switch (depth <= 0 ? random() % 3 : random() % 5) {
+        case 0: return random_json_string(random);
+        case 1: return std::to_string(static_cast<int>(random() % 2000000) - 1000000) + ".125";
+        case 2: return random() % 2 ? "true" : "null";
+        case 3: {
+            std::string array = "[";
+            const int count = static_cast<int>(random() % 5);
+            for (int i = 0; i < count; ++i) array += (i ? ", " : "") + random_json_value(random, depth - 1);
+            return array + "]";
+        }
+        default: {
+            std::string object = "{";
+            const int count = static_cast<int>(random() % 5);
+            for (int i = 0; i < count; ++i) {
+                object += (i ? "," : "") + random_json_string(random) + ":" + random_json_value(random, depth - 1);
+            }
+            return object + "}";
+        }
+    }
+}
+
+// Elements of every length, cut by chunks and 64-byte blocks at every place (the
+// scanner looks at 64 bytes at a time, and byte by byte where backslashes are).
+TEST(JsonScanner, RandomElementsWithEscapesAndBracketsInStrings) {
+    TempDir dir;
+    std::mt19937 random(20261128);
+    std::vector<std::string> elements;
+    std::string json = "{\"traceEvents\": [";
+    for (int i = 0; i < 400; ++i) {
+        std::string element = "{\"name\":" + random_json_string(random) + ",\"args\":" + random_json_value(random, 4);
+        // Long runs of spaces, or of backslashes (escaped in pairs), across block ends.
+        if (i % 3 == 0) element += ",\"pad\":\"" + std::string(2 * (random() % 100), i % 2 ? ' ' : '\\') + "\"";
+        element += "}";
+        elements.push_back(element);
+        json += (i ? std::string(",") + std::string(random() % 3, '\n') : std::string()) + element;
+    }
+    json += "], \"tail\": " + random_json_value(random, 3) + "}";
+    import_test::write_file(dir.path("random.json"), json);
+    for (std::size_t chunk : {1, 2, 3, 17, 63, 64, 65, 100, 127, 128, 129, 1000, 4096, 1 << 20}) {
+        Scanned scanned = scan(dir.path("random.json"), chunk, {});
+        ASSERT_EQ(scanned.elements, elements) << "chunk " << chunk;
+    }
+    import_test::write_file(dir.path("random.json.gz"), import_test::gzip_bytes(json));
+    EXPECT_EQ(scan(dir.path("random.json.gz"), 100, {}, 1000).elements, elements);
 }
 
 TEST(JsonScanner, ScanAheadStopsWhenItsReaderLeavesEarly) {
