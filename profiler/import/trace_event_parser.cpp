@@ -13,6 +13,7 @@
 #include <simdjson.h>
 
 #include <charconv>
+#include <type_traits>
 
 namespace ember::importing {
 
@@ -49,17 +50,31 @@ std::string_view without_trailing_space(std::string_view token) {
 std::string_view trimmed_token(ondemand::value& value) { return without_trailing_space(value.raw_json_token()); }
 
 // Calls visit(key, value) for each field of the object, in the file's order; `what`
-// names the object in an error.
+// names the object in an error. A visitor that returns bool stops the walk with false.
 template <typename Visit>
 void for_each_field(ondemand::object& object, std::string_view what, Visit&& visit) {
     for (auto field_result : object) {
         ondemand::field field;
         check(std::move(field_result).get(field), what);
-        std::string_view key;
-        check(field.unescaped_key().get(key), what);
-        visit(key, field.value());
+        // A key without escapes is its own text in the element (no copy into the
+        // parser's string buffer); stage 1 found its closing quote already.
+        const char* raw = field.key().raw();
+        const char* end = raw;
+        while (*end != '"' && *end != '\\') ++end;
+        std::string_view key(raw, static_cast<std::size_t>(end - raw));
+        if (*end == '\\') check(field.unescaped_key().get(key), what);
+        if constexpr (std::is_same_v<decltype(visit(key, field.value())), bool>) {
+            if (!visit(key, field.value())) return;
+        } else {
+            visit(key, field.value());
+        }
     }
 }
+
+// Flow events ("s", "t", "f"; Kineto's ac2g links, half the elements of some traces)
+// are counted and skipped by every importer (the links come from correlation ids):
+// once "ph" says so, the rest of the element is not decoded.
+bool is_flow_phase(char phase) { return phase == 's' || phase == 't' || phase == 'f'; }
 
 json_type type_of(ondemand::value& value, std::string_view key) {
     json_type type;
@@ -360,10 +375,11 @@ void TraceEventParser::parse_event(const JsonItem& item, TraceEventFields& field
         if (code == INCORRECT_TYPE) throw ParseFailure{code, "the element is not an object"};
         check(code, "");
         for_each_field(object, "", [&](std::string_view key, ondemand::value& value) {
-            if (key.size() > 4) return;  // every top-level key read here is short
+            if (key.size() > 4) return true;  // every top-level key read here is short
             if (key == "ph") {
                 std::string_view phase = string_of(value, key);
                 fields.phase = phase.empty() ? '?' : phase.front();
+                if (is_flow_phase(fields.phase)) return false;
             } else if (key == "ts") {
                 fields.ts_ns = time_of(value, key);
                 fields.has_ts = true;
@@ -385,9 +401,8 @@ void TraceEventParser::parse_event(const JsonItem& item, TraceEventFields& field
                 parse_args(value, fields.args, fields.phase);
             } else if (key == "s") {
                 fields.scope = string_of(value, key);
-            } else if (key == "bp") {
-                fields.binding_point = string_of(value, key);
             }
+            return true;
         });
     } catch (const ParseFailure& failure) {
         throw store::TraceError(store::TraceErrorKind::corrupt, input_.path(),

@@ -67,7 +67,6 @@ struct TraceEventFields {
     std::string_view name;
     std::string_view category;       // "cat"
     std::string_view scope;          // "s" of instants
-    std::string_view binding_point;  // "bp" of flow ends
     JsonId pid, tid, id;
     bool has_ts = false;
     bool has_dur = false;

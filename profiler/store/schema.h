@@ -213,9 +213,10 @@ CREATE TABLE IF NOT EXISTS track_stats (
 )sql";
 
 // Indexes, built once when the writer closes (inserting into indexed tables would
-// halve write throughput). A trace whose writer was killed has none; the reader
-// still answers every query, by scanning, and TraceReader::build_missing_indexes()
-// adds them.
+// halve a live recording's write throughput), or filled as rows arrive by a writer
+// fed from a file in time order (WriterOptions::index_while_writing). A trace whose
+// writer was killed may lack them; the reader still answers every query, by
+// scanning, and TraceReader::build_missing_indexes() adds them.
 inline constexpr const char* kCreateIndexesSql = R"sql(
 CREATE INDEX IF NOT EXISTS kernels_by_stream_start ON kernels (stream_id, start_ns);
 CREATE INDEX IF NOT EXISTS kernels_by_correlation ON kernels (correlation_id);

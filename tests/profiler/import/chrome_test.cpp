@@ -152,6 +152,31 @@ TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
     EXPECT_EQ(imported.counts.skipped.at("\"B\" event never ended (\"E\" missing)"), 1);
 }
 
+// Keys are compared as the file spells them unless they hold an escape, which is
+// decoded first ("p\u0068" is "ph"). A flow event is counted once "ph" says it is
+// one; what follows in it is not decoded (not even a "ts" that is no time).
+TEST(ChromeGeneric, EscapedKeysAndFlowEventsWhereverTheirPhaseIs) {
+    TempDir dir;
+    import_test::write_file(dir.path("keys.json"), R"json({"traceEvents": [
+{"p\u0068": "X", "n\u0061me": "escaped", "t\u0073": 5, "dur": 2, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "X", "name": "plain", "ts": 8, "dur": 1, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "s", "id": 1, "ts": "not a time", "pid": 1, "tid": 2, "name": "flow", "cat": "links"},
+{"id": 1, "ts": 9, "pid": 1, "tid": 2, "name": "flow", "cat": "links", "bp": "e", "ph": "f"}
+]})json");
+    importing::ImportedFile imported = import_test::import_detected(dir.path("keys.json"), dir.path("keys.db"),
+                                                                   importing::SourceFormat::chrome);
+    store::TraceReader reader(dir.path("keys.db"));
+    std::map<std::string, trace::RangeEvent> ranges;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        ranges[std::string(reader.string(range.name_id))] = range;
+    }
+    ASSERT_EQ(ranges.size(), 2u);
+    EXPECT_EQ(ranges.at("escaped").start_ns, 5'000);
+    EXPECT_EQ(ranges.at("escaped").end_ns, 7'000);
+    EXPECT_EQ(ranges.at("plain").start_ns, 8'000);
+    EXPECT_EQ(imported.counts.skipped.at("flow event (links come from correlation ids)"), 2);
+}
+
 // ember's export names a thread "main (tid 4242)": its events carry a small tid, the OS
 // thread id is in the name. Every kind of host event of that thread lands on the one
 // thread with the OS id: "X" ranges, "B"/"E" pairs, "b"/"e" start/end ranges and instants.
