@@ -130,6 +130,14 @@ ImportSink::ImportSink(const std::string& input, const std::string& temporary_ou
     writer_options.index_while_writing = true;
     writer_ = std::make_unique<store::TraceWriter>(temporary_output_, run_, writer_options);
     nester_ = std::make_unique<RangeNester>(temporary_output_ + ".ranges", options.range_sort_memory_bytes);
+    // A Chrome trace lists each thread's "X" events by start, parents first (Chrome's
+    // own and ember's export do): nested as they come, they are written while the rest
+    // of the file is parsed. Kineto lists CPU ops before the annotations that hold
+    // them, and Nsight Systems' tables are unordered: those are nested at the end.
+    if (format_ == SourceFormat::chrome) {
+        nester_->emit_while_in_order([this] { return writer_->next_range_id(); },
+                                     [this](const trace::RangeEvent& range) { emit_range(range); });
+    }
 }
 
 ImportSink::~ImportSink() {
@@ -398,6 +406,35 @@ void sync_file(const std::string& path) {
 
 }  // namespace
 
+// Ranges nested as they came, of a thread whose later range came out of order, were
+// nested again at the end: the early rows go, and the thread's track_stats row is
+// counted anew from what stays.
+void ImportSink::delete_withdrawn_ranges(sqlite3* db, const std::string& path) {
+    if (withdrawn_ranges_.empty()) return;
+    store::Statement remove(db, path,
+                            "DELETE FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0");
+    store::Statement forget(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges' AND track_id = ?");
+    store::Statement count(db, path,
+                           "INSERT INTO track_stats (event_table, track_id, event_count, first_start_ns, last_end_ns, "
+                           "max_duration_ns) SELECT 'ranges', thread_id, COUNT(*), MIN(start_ns), MAX(end_ns), "
+                           "MAX(end_ns - start_ns) FROM ranges WHERE thread_id = ? GROUP BY thread_id");
+    for (const WithdrawnRanges& withdrawn : withdrawn_ranges_) {
+        remove.bind(1, withdrawn.thread_id);
+        remove.bind(2, withdrawn.first);
+        remove.bind(3, withdrawn.last);
+        remove.step_done();
+        if (static_cast<std::uint64_t>(sqlite3_changes(db)) != withdrawn.count) {
+            throw TraceError(TraceErrorKind::io, path,
+                             fmt::format("removing {} early ranges of thread {} removed {}", withdrawn.count,
+                                         withdrawn.thread_id, sqlite3_changes(db)));
+        }
+        forget.bind(1, withdrawn.thread_id);
+        forget.step_done();
+        count.bind(1, withdrawn.thread_id);
+        count.step_done();
+    }
+}
+
 void ImportSink::write_metadata(const std::string& path) {
     sqlite3* db = nullptr;
     int result = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
@@ -443,6 +480,7 @@ void ImportSink::write_metadata(const std::string& path) {
     }
 
     store::exec_sql(db, path, "BEGIN");
+    delete_withdrawn_ranges(db, path);
     store::Statement put(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
     auto put_int = [&](const char* key, std::int64_t value) {
         put.bind_text(1, key);
@@ -480,13 +518,16 @@ void ImportSink::write_metadata(const std::string& path) {
     sync_file(path);
 }
 
+void ImportSink::emit_range(const trace::RangeEvent& range) {
+    if (!writer_->record_range(range)) writer_refused("range");
+    ++counts_.ranges;
+}
+
 ImportCounts ImportSink::finish(const std::string& output) {
-    std::function<trace::RangeId()> next_id = [this] { return writer_->next_range_id(); };
-    std::function<void(const trace::RangeEvent&)> emit = [this](const trace::RangeEvent& range) {
-        if (!writer_->record_range(range)) writer_refused("range");
-        ++counts_.ranges;
-    };
-    counts_.ranges_not_nested += nester_->finish(next_id, emit);
+    counts_.ranges_not_nested += nester_->finish([this] { return writer_->next_range_id(); },
+                                                 [this](const trace::RangeEvent& range) { emit_range(range); });
+    withdrawn_ranges_ = nester_->withdrawn();
+    for (const WithdrawnRanges& withdrawn : withdrawn_ranges_) counts_.ranges -= static_cast<std::int64_t>(withdrawn.count);
     nester_.reset();
 
     if (run_.pid != 0 && !processes_.count(run_.pid)) processes_.emplace(run_.pid, std::string());

@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+struct sqlite3;
+
 namespace ember::importing {
 
 // Cache key of a thread (pid, tid) or a stream (device, stream number).
@@ -138,6 +140,8 @@ private:
     template <typename Event>
     void record(bool (store::TraceWriter::*write)(const Event&), const Event& event, const char* what,
                 std::int64_t& count);
+    void emit_range(const trace::RangeEvent& range);
+    void delete_withdrawn_ranges(sqlite3* db, const std::string& path);
     void write_metadata(const std::string& path);
     void register_devices();
     void remove_temporary_files();
@@ -149,6 +153,7 @@ private:
     trace::RunInfo run_;
     std::unique_ptr<store::TraceWriter> writer_;
     std::unique_ptr<RangeNester> nester_;
+    std::vector<WithdrawnRanges> withdrawn_ranges_;
     std::unordered_map<std::string, trace::StringId, TransparentStringHash, std::equal_to<>> strings_;
     std::unordered_map<IdPair, trace::ThreadId, IdPairHash> threads_;
     std::unordered_map<IdPair, std::string, IdPairHash> thread_names_;  // named before first use

@@ -68,59 +68,66 @@ private:
     std::size_t next_ = 0;
 };
 
-// Assigns depth and parent from the sorted stream.
+// Assigns depth and parent from the sorted stream, passing over the threads whose
+// ranges were emitted as they came (`done`).
 class StackSweep {
 public:
-    StackSweep(const std::function<trace::RangeId()>& next_range_id,
-               const std::function<void(const trace::RangeEvent&)>& emit)
-        : next_range_id_(next_range_id), emit_(emit) {}
+    StackSweep(const RangeNester::NextRangeId& next_range_id, const RangeNester::Emit& emit,
+               const std::function<bool(trace::ThreadId)>& done)
+        : next_range_id_(next_range_id), emit_(emit), done_(done) {}
 
     void visit(const PendingRange& range) {
-        if (range.thread_id != thread_) {
-            open_.clear();
+        if (!started_ || range.thread_id != thread_) {
+            not_nested_ += nesting_.not_nested();
+            nesting_ = ThreadNesting();
             thread_ = range.thread_id;
+            started_ = true;
+            skip_ = done_(thread_);
         }
-        while (!open_.empty() && open_.back().end_ns <= range.start_ns) open_.pop_back();
-        // A range that starts inside another but outlives it breaks push/pop nesting (a
-        // Python tracer's record_function call that opens ProfilerStep#N): it goes under
-        // the nearest range that contains it whole, and is counted. The ranges it
-        // outlives take no more children.
-        if (!open_.empty() && open_.back().end_ns < range.end_ns) {
-            ++not_nested_;
-            while (!open_.empty() && open_.back().end_ns < range.end_ns) open_.pop_back();
-        }
-        trace::RangeEvent event;
-        event.range_id = next_range_id_();
-        event.start_ns = range.start_ns;
-        event.end_ns = range.end_ns;
-        event.thread_id = range.thread_id;
-        event.domain_id = range.domain_id;
-        event.name_id = range.name_id;
-        event.category = range.category;
-        event.color = range.color;
-        event.depth = static_cast<std::int32_t>(open_.size());
-        event.parent_range_id = open_.empty() ? 0 : open_.back().id;
-        event.payload.kind = range.payload_kind;
-        event.payload.integer = range.payload_integer;
-        event.payload.real = range.payload_real;
-        emit_(event);
-        open_.push_back({range.end_ns, event.range_id});
+        if (!skip_) emit_(nesting_.nest(range, next_range_id_()));
     }
-    std::int64_t not_nested() const { return not_nested_; }
+    std::int64_t not_nested() const { return not_nested_ + nesting_.not_nested(); }
 
 private:
-    struct Open {
-        trace::TimeNs end_ns;
-        trace::RangeId id;
-    };
-    const std::function<trace::RangeId()>& next_range_id_;
-    const std::function<void(const trace::RangeEvent&)>& emit_;
+    const RangeNester::NextRangeId& next_range_id_;
+    const RangeNester::Emit& emit_;
+    const std::function<bool(trace::ThreadId)>& done_;
     trace::ThreadId thread_ = 0;
-    std::vector<Open> open_;
+    bool started_ = false;
+    bool skip_ = false;
+    ThreadNesting nesting_;
     std::int64_t not_nested_ = 0;
 };
 
 }  // namespace
+
+trace::RangeEvent ThreadNesting::nest(const PendingRange& range, trace::RangeId id) {
+    while (!open_.empty() && open_.back().end_ns <= range.start_ns) open_.pop_back();
+    // A range that starts inside another but outlives it breaks push/pop nesting (a
+    // Python tracer's record_function call that opens ProfilerStep#N): it goes under
+    // the nearest range that contains it whole, and is counted. The ranges it
+    // outlives take no more children.
+    if (!open_.empty() && open_.back().end_ns < range.end_ns) {
+        ++not_nested_;
+        while (!open_.empty() && open_.back().end_ns < range.end_ns) open_.pop_back();
+    }
+    trace::RangeEvent event;
+    event.range_id = id;
+    event.start_ns = range.start_ns;
+    event.end_ns = range.end_ns;
+    event.thread_id = range.thread_id;
+    event.domain_id = range.domain_id;
+    event.name_id = range.name_id;
+    event.category = range.category;
+    event.color = range.color;
+    event.depth = static_cast<std::int32_t>(open_.size());
+    event.parent_range_id = open_.empty() ? 0 : open_.back().id;
+    event.payload.kind = range.payload_kind;
+    event.payload.integer = range.payload_integer;
+    event.payload.real = range.payload_real;
+    open_.push_back({range.end_ns, id});
+    return event;
+}
 
 RangeNester::RangeNester(std::string spill_prefix, std::size_t memory_bytes)
     : spill_prefix_(std::move(spill_prefix)),
@@ -128,10 +135,42 @@ RangeNester::RangeNester(std::string spill_prefix, std::size_t memory_bytes)
 
 RangeNester::~RangeNester() { remove_spill_files(); }
 
+void RangeNester::emit_while_in_order(NextRangeId next_range_id, Emit emit) {
+    early_next_id_ = std::move(next_range_id);
+    early_emit_ = std::move(emit);
+}
+
 void RangeNester::add(const PendingRange& range) {
     if (buffer_.size() >= max_buffered_) spill();
     buffer_.push_back(range);
     buffer_.back().arrival = added_++;
+    if (early_emit_) emit_early(buffer_.back());
+}
+
+// In nesting order means after the thread's previous range by nests_before: a later
+// start, or the same start and no longer (arrival breaks the remaining ties).
+void RangeNester::emit_early(const PendingRange& range) {
+    if (early_cached_ == nullptr || early_cached_thread_ != range.thread_id) {
+        early_cached_ = &early_[range.thread_id];  // unordered_map: the address stays valid
+        early_cached_thread_ = range.thread_id;
+    }
+    EarlyThread& thread = *early_cached_;
+    if (!thread.in_order) return;
+    if (thread.emitted.count > 0 &&
+        (range.start_ns < thread.last_start || (range.start_ns == thread.last_start && range.end_ns > thread.last_end))) {
+        thread.in_order = false;  // finish() nests all of it; what was emitted is withdrawn
+        return;
+    }
+    const trace::RangeId id = early_next_id_();
+    early_emit_(thread.nesting.nest(range, id));
+    thread.last_start = range.start_ns;
+    thread.last_end = range.end_ns;
+    if (thread.emitted.count == 0) {
+        thread.emitted.thread_id = range.thread_id;
+        thread.emitted.first = id;
+    }
+    thread.emitted.last = id;
+    ++thread.emitted.count;
 }
 
 void RangeNester::spill() {
@@ -151,14 +190,27 @@ void RangeNester::remove_spill_files() {
     runs_.clear();
 }
 
-std::int64_t RangeNester::finish(const std::function<trace::RangeId()>& next_range_id,
-                                 const std::function<void(const trace::RangeEvent&)>& emit) {
-    StackSweep sweep(next_range_id, emit);
+std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& emit) {
+    std::int64_t early_not_nested = 0;
+    for (const auto& [thread, early] : early_) {
+        if (early.in_order) {
+            early_not_nested += early.nesting.not_nested();
+        } else if (early.emitted.count > 0) {
+            withdrawn_.push_back(early.emitted);
+        }
+    }
+    std::sort(withdrawn_.begin(), withdrawn_.end(),
+              [](const WithdrawnRanges& a, const WithdrawnRanges& b) { return a.thread_id < b.thread_id; });
+    const std::function<bool(trace::ThreadId)> done = [&](trace::ThreadId thread) {
+        auto found = early_.find(thread);
+        return found != early_.end() && found->second.in_order;
+    };
+    StackSweep sweep(next_range_id, emit, done);
     if (runs_.empty()) {
         std::sort(buffer_.begin(), buffer_.end(), nests_before);
         for (const PendingRange& range : buffer_) sweep.visit(range);
         std::vector<PendingRange>().swap(buffer_);
-        return sweep.not_nested();
+        return sweep.not_nested() + early_not_nested;
     }
     if (!buffer_.empty()) spill();
     std::vector<PendingRange>().swap(buffer_);
@@ -179,7 +231,7 @@ std::int64_t RangeNester::finish(const std::function<trace::RangeId()>& next_ran
     }
     readers.clear();
     remove_spill_files();
-    return sweep.not_nested();
+    return sweep.not_nested() + early_not_nested;
 }
 
 }  // namespace ember::importing

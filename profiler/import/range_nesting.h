@@ -7,6 +7,13 @@
 //
 // Memory is bounded: past `memory_bytes` the collected ranges are sorted and
 // spilled to a temporary file (a "run"), and finish() merges the runs.
+//
+// Most files list a thread's ranges in that order already (a Chrome trace of "X"
+// events, ember's own export). With emit_while_in_order(), such a thread's ranges are
+// nested and emitted as they arrive, so they are written while the rest of the file
+// is parsed rather than after it. A thread whose range then comes out of order is
+// nested by finish() like any other; what was emitted for it early is listed by
+// withdrawn() for the caller to delete from its output.
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -14,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ember::importing {
@@ -33,25 +41,67 @@ struct PendingRange {
     double payload_real = 0.0;
 };
 
+// Depth and parent of one thread's ranges, visited in nesting order.
+class ThreadNesting {
+public:
+    trace::RangeEvent nest(const PendingRange& range, trace::RangeId id);
+    std::int64_t not_nested() const { return not_nested_; }
+
+private:
+    struct Open {
+        trace::TimeNs end_ns;
+        trace::RangeId id;
+    };
+    std::vector<Open> open_;
+    std::int64_t not_nested_ = 0;
+};
+
+// Ranges emitted early for a thread whose later range came out of order: ids
+// first..last (those of the thread among them), to be deleted from the output.
+struct WithdrawnRanges {
+    trace::ThreadId thread_id = 0;
+    trace::RangeId first = 0;
+    trace::RangeId last = 0;
+    std::uint64_t count = 0;  // of the thread's ranges in [first, last]
+};
+
 class RangeNester {
 public:
+    using NextRangeId = std::function<trace::RangeId()>;
+    using Emit = std::function<void(const trace::RangeEvent&)>;
+
     // Spill files are "<spill_prefix>.<n>" and removed by finish() or the destructor.
     RangeNester(std::string spill_prefix, std::size_t memory_bytes);
     ~RangeNester();
     RangeNester(const RangeNester&) = delete;
     RangeNester& operator=(const RangeNester&) = delete;
 
+    // From now on, emit each thread's ranges as they are added while they arrive in
+    // nesting order (see above). Call before the first add().
+    void emit_while_in_order(NextRangeId next_range_id, Emit emit);
+
     void add(const PendingRange& range);  // arrival is assigned here
     std::uint64_t size() const { return added_; }
 
-    // Emits every range once, nested, by thread then start. `next_range_id` hands
-    // out ids (TraceWriter::next_range_id). Returns how many ranges started inside
-    // another range but ended after it (nested under the nearest range that contains
-    // them whole). Throws TraceError (io) when a spill file cannot be written or read.
-    std::int64_t finish(const std::function<trace::RangeId()>& next_range_id,
-                        const std::function<void(const trace::RangeEvent&)>& emit);
+    // Emits every range not emitted yet once, nested, by thread then start.
+    // `next_range_id` hands out ids (TraceWriter::next_range_id). Returns how many
+    // ranges started inside another range but ended after it (nested under the
+    // nearest range that contains them whole). Throws TraceError (io) when a spill
+    // file cannot be written or read.
+    std::int64_t finish(const NextRangeId& next_range_id, const Emit& emit);
+
+    // After finish(): the ranges emitted early and emitted again by finish().
+    const std::vector<WithdrawnRanges>& withdrawn() const { return withdrawn_; }
 
 private:
+    struct EarlyThread {
+        bool in_order = true;
+        trace::TimeNs last_start = 0;
+        trace::TimeNs last_end = 0;
+        ThreadNesting nesting;
+        WithdrawnRanges emitted;  // the ids given so far
+    };
+    void emit_early(const PendingRange& range);
     void spill();
     void remove_spill_files();
 
@@ -60,6 +110,12 @@ private:
     std::vector<PendingRange> buffer_;
     std::vector<std::string> runs_;
     std::uint64_t added_ = 0;
+    NextRangeId early_next_id_;
+    Emit early_emit_;
+    std::unordered_map<trace::ThreadId, EarlyThread> early_;
+    trace::ThreadId early_cached_thread_ = 0;
+    EarlyThread* early_cached_ = nullptr;
+    std::vector<WithdrawnRanges> withdrawn_;
 };
 
 }  // namespace ember::importing

@@ -177,6 +177,62 @@ TEST(ChromeGeneric, EscapedKeysAndFlowEventsWhereverTheirPhaseIs) {
     EXPECT_EQ(imported.counts.skipped.at("flow event (links come from correlation ids)"), 2);
 }
 
+// Each thread's "X" ranges are nested as they come while they come in order; a thread
+// whose range then comes out of order (here a parent after its children) is nested at
+// the end, and its early rows are gone from the file: depth, parent, the counts and
+// the thread's lane summary are those of a file in order. An async range written on
+// that thread meanwhile stays.
+TEST(ChromeGeneric, RangesOutOfOrderAreNestedAtTheEndAndTheirEarlyRowsGo) {
+    TempDir dir;
+    import_test::write_file(dir.path("order.json"), R"json({"traceEvents": [
+{"ph": "X", "name": "a_outer", "ts": 1, "dur": 10, "pid": 1, "tid": 1, "cat": "app"},
+{"ph": "X", "name": "b_child", "ts": 2, "dur": 3, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "X", "name": "a_inner", "ts": 2, "dur": 5, "pid": 1, "tid": 1, "cat": "app"},
+{"ph": "b", "name": "b_async", "ts": 2, "id": 9, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "e", "name": "b_async", "ts": 40, "id": 9, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "X", "name": "b_grandchild", "ts": 3, "dur": 1, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "X", "name": "b_parent", "ts": 1, "dur": 20, "pid": 1, "tid": 2, "cat": "app"},
+{"ph": "X", "name": "b_later", "ts": 25, "dur": 2, "pid": 1, "tid": 2, "cat": "app"}
+]})json");
+    importing::ImportedFile imported = import_test::import_detected(dir.path("order.json"), dir.path("order.db"),
+                                                                   importing::SourceFormat::chrome);
+    store::TraceReader reader(dir.path("order.db"));
+    std::map<std::string, trace::RangeEvent> ranges;
+    std::map<trace::RangeId, std::string> names;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        EXPECT_TRUE(ranges.emplace(std::string(reader.string(range.name_id)), range).second) << "a range twice";
+        names[range.range_id] = reader.string(range.name_id);
+    }
+    ASSERT_EQ(ranges.size(), 7u);
+    EXPECT_EQ(imported.counts.ranges, 7);
+    auto parent_of = [&](const char* name) {
+        const trace::RangeEvent& range = ranges.at(name);
+        return range.parent_range_id == 0 ? std::string("-") : names.at(range.parent_range_id);
+    };
+    EXPECT_EQ(ranges.at("a_outer").depth, 0);
+    EXPECT_EQ(parent_of("a_inner"), "a_outer");
+    EXPECT_EQ(ranges.at("b_parent").depth, 0);
+    EXPECT_EQ(parent_of("b_child"), "b_parent");
+    EXPECT_EQ(ranges.at("b_child").depth, 1);
+    EXPECT_EQ(parent_of("b_grandchild"), "b_child");
+    EXPECT_EQ(ranges.at("b_grandchild").depth, 2);
+    EXPECT_EQ(ranges.at("b_later").depth, 0);
+    EXPECT_EQ(ranges.at("b_async").depth, -1);
+    EXPECT_EQ(ranges.at("b_async").end_ns, 40'000);
+    const trace::ThreadId b = ranges.at("b_child").thread_id;
+    bool summarized = false;
+    for (const store::TrackSummary& track : reader.tracks()) {
+        if (track.event_table != "ranges" || track.track.id != b) continue;
+        summarized = true;
+        EXPECT_EQ(track.event_count, 5);
+        EXPECT_EQ(track.first_start_ns, 1'000);
+        EXPECT_EQ(track.last_end_ns, 40'000);
+        EXPECT_EQ(track.max_duration_ns, 38'000);
+    }
+    EXPECT_TRUE(summarized);
+    EXPECT_TRUE(reader.has_indexes());
+}
+
 // ember's export names a thread "main (tid 4242)": its events carry a small tid, the OS
 // thread id is in the name. Every kind of host event of that thread lands on the one
 // thread with the OS id: "X" ranges, "B"/"E" pairs, "b"/"e" start/end ranges and instants.
