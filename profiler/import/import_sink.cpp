@@ -406,11 +406,71 @@ void sync_file(const std::string& path) {
 
 }  // namespace
 
-// Ranges nested as they came, of a thread whose later range came out of order, were
-// nested again at the end: the early rows go, and the thread's track_stats row is
-// counted anew from what stays.
-void ImportSink::delete_withdrawn_ranges(sqlite3* db, const std::string& path) {
-    if (withdrawn_ranges_.empty()) return;
+// A thread whose range came out of order after some of its ranges were nested as they
+// came: those early rows are read back, nested with the thread's later ranges into new
+// rows, and deleted; the thread's track_stats row is counted anew from what stays.
+void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
+    const std::vector<WithdrawnRanges>& withdrawn_threads = nester_->withdrawn();
+    if (withdrawn_threads.empty()) return;
+    store::Statement largest_id(db, path, "SELECT COALESCE(MAX(range_id), 0) FROM ranges");
+    largest_id.next_row();
+    trace::RangeId next_id = static_cast<trace::RangeId>(largest_id.column_int64(0)) + 1;
+    largest_id = {};
+    // range_id is the rowid: the new rows lie past every early one the cursor reads.
+    store::Statement early(db, path,
+                           "SELECT start_ns, end_ns, domain_id, name_id, category, color, payload FROM ranges "
+                           "WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 ORDER BY range_id");
+    store::Statement insert(db, path,
+                            "INSERT INTO ranges (range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, "
+                            "color, depth, parent_range_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    auto early_of = [&](const WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
+        early.reset();
+        early.bind(1, withdrawn.thread_id);
+        early.bind(2, withdrawn.first);
+        early.bind(3, withdrawn.last);
+        return [&early](PendingRange& range) {
+            if (!early.next_row()) return false;
+            range = PendingRange{};
+            range.start_ns = early.column_int64(0);
+            range.end_ns = early.column_int64(1);
+            range.domain_id = static_cast<trace::StringId>(early.column_int64(2));
+            range.name_id = static_cast<trace::StringId>(early.column_int64(3));
+            range.category = static_cast<std::uint32_t>(early.column_int64(4));
+            range.color = static_cast<std::uint32_t>(early.column_int64(5));
+            if (early.column_type(6) == SQLITE_INTEGER) {
+                range.payload_kind = trace::PayloadKind::integer;
+                range.payload_integer = early.column_int64(6);
+            } else if (early.column_type(6) == SQLITE_FLOAT) {
+                range.payload_kind = trace::PayloadKind::real;
+                range.payload_real = early.column_double(6);
+            }
+            return true;
+        };
+    };
+    auto emit = [&](const trace::RangeEvent& range) {
+        insert.bind(1, range.range_id);
+        insert.bind(2, range.start_ns);
+        insert.bind(3, range.end_ns);
+        insert.bind(4, range.thread_id);
+        insert.bind(5, range.domain_id);
+        insert.bind(6, range.name_id);
+        insert.bind(7, range.category);
+        insert.bind(8, range.color);
+        insert.bind(9, range.depth);
+        insert.bind(10, range.parent_range_id);
+        if (range.payload.kind == trace::PayloadKind::integer) {
+            insert.bind(11, range.payload.integer);
+        } else if (range.payload.kind == trace::PayloadKind::real) {
+            insert.bind(11, range.payload.real);
+        } else {
+            insert.bind_null(11);
+        }
+        insert.step_done();
+        ++counts_.ranges;
+    };
+    counts_.ranges_not_nested += nester_->renest_withdrawn(early_of, [&] { return next_id++; }, emit);
+    early = {};
+
     store::Statement remove(db, path,
                             "DELETE FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0");
     store::Statement forget(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges' AND track_id = ?");
@@ -418,7 +478,7 @@ void ImportSink::delete_withdrawn_ranges(sqlite3* db, const std::string& path) {
                            "INSERT INTO track_stats (event_table, track_id, event_count, first_start_ns, last_end_ns, "
                            "max_duration_ns) SELECT 'ranges', thread_id, COUNT(*), MIN(start_ns), MAX(end_ns), "
                            "MAX(end_ns - start_ns) FROM ranges WHERE thread_id = ? GROUP BY thread_id");
-    for (const WithdrawnRanges& withdrawn : withdrawn_ranges_) {
+    for (const WithdrawnRanges& withdrawn : withdrawn_threads) {
         remove.bind(1, withdrawn.thread_id);
         remove.bind(2, withdrawn.first);
         remove.bind(3, withdrawn.last);
@@ -428,6 +488,7 @@ void ImportSink::delete_withdrawn_ranges(sqlite3* db, const std::string& path) {
                              fmt::format("removing {} early ranges of thread {} removed {}", withdrawn.count,
                                          withdrawn.thread_id, sqlite3_changes(db)));
         }
+        counts_.ranges -= static_cast<std::int64_t>(withdrawn.count);
         forget.bind(1, withdrawn.thread_id);
         forget.step_done();
         count.bind(1, withdrawn.thread_id);
@@ -480,7 +541,7 @@ void ImportSink::write_metadata(const std::string& path) {
     }
 
     store::exec_sql(db, path, "BEGIN");
-    delete_withdrawn_ranges(db, path);
+    renest_withdrawn_ranges(db, path);
     store::Statement put(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
     auto put_int = [&](const char* key, std::int64_t value) {
         put.bind_text(1, key);
@@ -526,9 +587,6 @@ void ImportSink::emit_range(const trace::RangeEvent& range) {
 ImportCounts ImportSink::finish(const std::string& output) {
     counts_.ranges_not_nested += nester_->finish([this] { return writer_->next_range_id(); },
                                                  [this](const trace::RangeEvent& range) { emit_range(range); });
-    withdrawn_ranges_ = nester_->withdrawn();
-    for (const WithdrawnRanges& withdrawn : withdrawn_ranges_) counts_.ranges -= static_cast<std::int64_t>(withdrawn.count);
-    nester_.reset();
 
     if (run_.pid != 0 && !processes_.count(run_.pid)) processes_.emplace(run_.pid, std::string());
     for (const auto& [pid, name] : processes_) writer_->register_process({pid, name});
@@ -541,6 +599,7 @@ ImportCounts ImportSink::finish(const std::string& output) {
     writer_.reset();
 
     write_metadata(temporary_output_);
+    nester_.reset();
     // A stale -wal beside the output would be replayed into the new file: remove it first.
     for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
     if (std::rename(temporary_output_.c_str(), output.c_str()) != 0) {

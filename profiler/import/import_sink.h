@@ -141,7 +141,7 @@ private:
     void record(bool (store::TraceWriter::*write)(const Event&), const Event& event, const char* what,
                 std::int64_t& count);
     void emit_range(const trace::RangeEvent& range);
-    void delete_withdrawn_ranges(sqlite3* db, const std::string& path);
+    void renest_withdrawn_ranges(sqlite3* db, const std::string& path);
     void write_metadata(const std::string& path);
     void register_devices();
     void remove_temporary_files();
@@ -152,8 +152,7 @@ private:
     ImportOptions options_;
     trace::RunInfo run_;
     std::unique_ptr<store::TraceWriter> writer_;
-    std::unique_ptr<RangeNester> nester_;
-    std::vector<WithdrawnRanges> withdrawn_ranges_;
+    std::unique_ptr<RangeNester> nester_;  // until the metadata is written (renest_withdrawn_ranges)
     std::unordered_map<std::string, trace::StringId, TransparentStringHash, std::equal_to<>> strings_;
     std::unordered_map<IdPair, trace::ThreadId, IdPairHash> threads_;
     std::unordered_map<IdPair, std::string, IdPairHash> thread_names_;  // named before first use

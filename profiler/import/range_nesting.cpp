@@ -68,13 +68,11 @@ private:
     std::size_t next_ = 0;
 };
 
-// Assigns depth and parent from the sorted stream, passing over the threads whose
-// ranges were emitted as they came (`done`).
+// Assigns depth and parent from the sorted stream.
 class StackSweep {
 public:
-    StackSweep(const RangeNester::NextRangeId& next_range_id, const RangeNester::Emit& emit,
-               const std::function<bool(trace::ThreadId)>& done)
-        : next_range_id_(next_range_id), emit_(emit), done_(done) {}
+    StackSweep(const RangeNester::NextRangeId& next_range_id, const RangeNester::Emit& emit)
+        : next_range_id_(next_range_id), emit_(emit) {}
 
     void visit(const PendingRange& range) {
         if (!started_ || range.thread_id != thread_) {
@@ -82,19 +80,16 @@ public:
             nesting_ = ThreadNesting();
             thread_ = range.thread_id;
             started_ = true;
-            skip_ = done_(thread_);
         }
-        if (!skip_) emit_(nesting_.nest(range, next_range_id_()));
+        emit_(nesting_.nest(range, next_range_id_()));
     }
     std::int64_t not_nested() const { return not_nested_ + nesting_.not_nested(); }
 
 private:
     const RangeNester::NextRangeId& next_range_id_;
     const RangeNester::Emit& emit_;
-    const std::function<bool(trace::ThreadId)>& done_;
     trace::ThreadId thread_ = 0;
     bool started_ = false;
-    bool skip_ = false;
     ThreadNesting nesting_;
     std::int64_t not_nested_ = 0;
 };
@@ -141,25 +136,27 @@ void RangeNester::emit_while_in_order(NextRangeId next_range_id, Emit emit) {
 }
 
 void RangeNester::add(const PendingRange& range) {
+    PendingRange arrived = range;
+    arrived.arrival = added_++;
+    // Emitted at once: kept nowhere else (renest_withdrawn() reads it back if need be).
+    if (early_emit_ && emit_early(arrived)) return;
     if (buffer_.size() >= max_buffered_) spill();
-    buffer_.push_back(range);
-    buffer_.back().arrival = added_++;
-    if (early_emit_) emit_early(buffer_.back());
+    buffer_.push_back(arrived);
 }
 
 // In nesting order means after the thread's previous range by nests_before: a later
 // start, or the same start and no longer (arrival breaks the remaining ties).
-void RangeNester::emit_early(const PendingRange& range) {
+bool RangeNester::emit_early(const PendingRange& range) {
     if (early_cached_ == nullptr || early_cached_thread_ != range.thread_id) {
         early_cached_ = &early_[range.thread_id];  // unordered_map: the address stays valid
         early_cached_thread_ = range.thread_id;
     }
     EarlyThread& thread = *early_cached_;
-    if (!thread.in_order) return;
+    if (!thread.in_order) return false;
     if (thread.emitted.count > 0 &&
         (range.start_ns < thread.last_start || (range.start_ns == thread.last_start && range.end_ns > thread.last_end))) {
-        thread.in_order = false;  // finish() nests all of it; what was emitted is withdrawn
-        return;
+        thread.in_order = false;  // renest_withdrawn() nests all of it; what was emitted is withdrawn
+        return false;
     }
     const trace::RangeId id = early_next_id_();
     early_emit_(thread.nesting.nest(range, id));
@@ -171,6 +168,7 @@ void RangeNester::emit_early(const PendingRange& range) {
     }
     thread.emitted.last = id;
     ++thread.emitted.count;
+    return true;
 }
 
 void RangeNester::spill() {
@@ -190,27 +188,12 @@ void RangeNester::remove_spill_files() {
     runs_.clear();
 }
 
-std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& emit) {
-    std::int64_t early_not_nested = 0;
-    for (const auto& [thread, early] : early_) {
-        if (early.in_order) {
-            early_not_nested += early.nesting.not_nested();
-        } else if (early.emitted.count > 0) {
-            withdrawn_.push_back(early.emitted);
-        }
-    }
-    std::sort(withdrawn_.begin(), withdrawn_.end(),
-              [](const WithdrawnRanges& a, const WithdrawnRanges& b) { return a.thread_id < b.thread_id; });
-    const std::function<bool(trace::ThreadId)> done = [&](trace::ThreadId thread) {
-        auto found = early_.find(thread);
-        return found != early_.end() && found->second.in_order;
-    };
-    StackSweep sweep(next_range_id, emit, done);
+void RangeNester::for_each_sorted(const std::function<void(const PendingRange&)>& visit) {
     if (runs_.empty()) {
         std::sort(buffer_.begin(), buffer_.end(), nests_before);
-        for (const PendingRange& range : buffer_) sweep.visit(range);
+        for (const PendingRange& range : buffer_) visit(range);
         std::vector<PendingRange>().swap(buffer_);
-        return sweep.not_nested() + early_not_nested;
+        return;
     }
     if (!buffer_.empty()) spill();
     std::vector<PendingRange>().swap(buffer_);
@@ -225,13 +208,78 @@ std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& e
     while (!heap.empty()) {
         std::size_t i = heap.top();
         heap.pop();
-        sweep.visit(*readers[i]->current());
+        visit(*readers[i]->current());
         readers[i]->advance();
         if (readers[i]->current() != nullptr) heap.push(i);
     }
     readers.clear();
     remove_spill_files();
-    return sweep.not_nested() + early_not_nested;
+}
+
+std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& emit) {
+    if (early_emit_) {
+        // The buffer holds the ranges of withdrawn threads alone, from the one that came
+        // out of order on: renest_withdrawn() nests them with the early ones.
+        std::int64_t not_nested = 0;
+        for (const auto& [thread, early] : early_) {
+            if (early.in_order) {
+                not_nested += early.nesting.not_nested();
+            } else {
+                withdrawn_.push_back(early.emitted);
+            }
+        }
+        std::sort(withdrawn_.begin(), withdrawn_.end(),
+                  [](const WithdrawnRanges& a, const WithdrawnRanges& b) { return a.thread_id < b.thread_id; });
+        return not_nested;
+    }
+    StackSweep sweep(next_range_id, emit);
+    for_each_sorted([&](const PendingRange& range) { sweep.visit(range); });
+    return sweep.not_nested();
+}
+
+// Each withdrawn thread's early ranges came in nesting order and before any of its
+// buffered ones: numbered 0, 1, ... as their arrival, they merge with the sorted
+// buffered ranges (whose arrival numbers are larger) by nests_before.
+std::int64_t RangeNester::renest_withdrawn(const EarlyRanges& early_of, const NextRangeId& next_range_id,
+                                           const Emit& emit) {
+    std::int64_t not_nested = 0;
+    ThreadNesting nesting;
+    trace::ThreadId thread = 0;
+    bool started = false;
+    std::function<bool(PendingRange&)> next_early;
+    PendingRange early;
+    bool has_early = false;
+    std::uint64_t early_arrival = 0;
+    auto pull = [&] {
+        has_early = next_early && next_early(early);
+        early.thread_id = thread;
+        early.arrival = early_arrival++;
+    };
+    auto emit_early_ones_before = [&](const PendingRange* range) {
+        while (has_early && (range == nullptr || nests_before(early, *range))) {
+            emit(nesting.nest(early, next_range_id()));
+            pull();
+        }
+    };
+    for_each_sorted([&](const PendingRange& range) {
+        if (!started || range.thread_id != thread) {
+            emit_early_ones_before(nullptr);
+            not_nested += nesting.not_nested();
+            nesting = ThreadNesting();
+            thread = range.thread_id;
+            started = true;
+            auto withdrawn = std::lower_bound(withdrawn_.begin(), withdrawn_.end(), thread,
+                                              [](const WithdrawnRanges& w, trace::ThreadId t) { return w.thread_id < t; });
+            next_early = withdrawn != withdrawn_.end() && withdrawn->thread_id == thread ? early_of(*withdrawn)
+                                                                                          : std::function<bool(PendingRange&)>();
+            early_arrival = 0;
+            pull();
+        }
+        emit_early_ones_before(&range);
+        emit(nesting.nest(range, next_range_id()));
+    });
+    emit_early_ones_before(nullptr);
+    return not_nested + nesting.not_nested();
 }
 
 }  // namespace ember::importing

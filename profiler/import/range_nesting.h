@@ -10,10 +10,11 @@
 //
 // Most files list a thread's ranges in that order already (a Chrome trace of "X"
 // events, ember's own export). With emit_while_in_order(), such a thread's ranges are
-// nested and emitted as they arrive, so they are written while the rest of the file
-// is parsed rather than after it. A thread whose range then comes out of order is
-// nested by finish() like any other; what was emitted for it early is listed by
-// withdrawn() for the caller to delete from its output.
+// nested and emitted as they arrive, and kept nowhere else: they are written while the
+// rest of the file is parsed, and neither sorted nor spilled. A thread whose range then
+// comes out of order is listed by withdrawn(): its later ranges are collected as above,
+// and renest_withdrawn() nests them with the early ones, which the caller reads back
+// from its output (and then deletes there).
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -83,15 +84,24 @@ public:
     void add(const PendingRange& range);  // arrival is assigned here
     std::uint64_t size() const { return added_; }
 
-    // Emits every range not emitted yet once, nested, by thread then start.
-    // `next_range_id` hands out ids (TraceWriter::next_range_id). Returns how many
-    // ranges started inside another range but ended after it (nested under the
-    // nearest range that contains them whole). Throws TraceError (io) when a spill
-    // file cannot be written or read.
+    // Emits every range once, nested, by thread then start. `next_range_id` hands out
+    // ids (TraceWriter::next_range_id). Returns how many ranges started inside another
+    // range but ended after it (nested under the nearest range that contains them
+    // whole). Throws TraceError (io) when a spill file cannot be written or read.
+    // With emit_while_in_order(): emits nothing more, lists withdrawn() and returns
+    // the count for the threads that stayed in order.
     std::int64_t finish(const NextRangeId& next_range_id, const Emit& emit);
 
-    // After finish(): the ranges emitted early and emitted again by finish().
+    // After finish(): the threads whose ranges came out of order, by thread id, with
+    // the ids emitted for them early.
     const std::vector<WithdrawnRanges>& withdrawn() const { return withdrawn_; }
+
+    // After finish(), with emit_while_in_order(): nests each withdrawn thread's ranges,
+    // those emitted early (which `early_of(withdrawn)` hands back one by one in the
+    // order they were emitted: start, end, names, payload) and those that came after,
+    // and emits them all with fresh ids. Returns the not-nested count of those threads.
+    using EarlyRanges = std::function<std::function<bool(PendingRange&)>(const WithdrawnRanges&)>;
+    std::int64_t renest_withdrawn(const EarlyRanges& early_of, const NextRangeId& next_range_id, const Emit& emit);
 
 private:
     struct EarlyThread {
@@ -101,7 +111,8 @@ private:
         ThreadNesting nesting;
         WithdrawnRanges emitted;  // the ids given so far
     };
-    void emit_early(const PendingRange& range);
+    bool emit_early(const PendingRange& range);  // false: the thread is (now) out of order
+    void for_each_sorted(const std::function<void(const PendingRange&)>& visit);
     void spill();
     void remove_spill_files();
 

@@ -114,6 +114,16 @@ TEST(ChromeRoundTrip, AnImportedKinetoTraceExportsAndComesBack) {
     EXPECT_EQ(step->category, 1u);
 }
 
+// The file's ranges by name (each name once).
+std::map<std::string, trace::RangeEvent> ranges_by_name(const store::TraceReader& reader) {
+    std::map<std::string, trace::RangeEvent> ranges;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        EXPECT_TRUE(ranges.emplace(std::string(reader.string(range.name_id)), range).second)
+            << "two ranges named " << reader.string(range.name_id);
+    }
+    return ranges;
+}
+
 TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
     TempDir dir;
     // The JSON Array Format, closing bracket omitted (allowed by the format).
@@ -121,10 +131,7 @@ TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
     importing::ImportedFile imported = import_test::import_detected(dir.path("generic.json"), dir.path("generic.db"),
                                                                    importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("generic.db"));
-    std::map<std::string, trace::RangeEvent> ranges;
-    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
-        ranges[std::string(reader.string(range.name_id))] = range;
-    }
+    const std::map<std::string, trace::RangeEvent> ranges = ranges_by_name(reader);
     ASSERT_EQ(ranges.size(), 4u);
     EXPECT_EQ(ranges.at("outer").start_ns, 10'000);
     EXPECT_EQ(ranges.at("outer").end_ns, 20'000);
@@ -166,10 +173,7 @@ TEST(ChromeGeneric, EscapedKeysAndFlowEventsWhereverTheirPhaseIs) {
     importing::ImportedFile imported = import_test::import_detected(dir.path("keys.json"), dir.path("keys.db"),
                                                                    importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("keys.db"));
-    std::map<std::string, trace::RangeEvent> ranges;
-    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
-        ranges[std::string(reader.string(range.name_id))] = range;
-    }
+    const std::map<std::string, trace::RangeEvent> ranges = ranges_by_name(reader);
     ASSERT_EQ(ranges.size(), 2u);
     EXPECT_EQ(ranges.at("escaped").start_ns, 5'000);
     EXPECT_EQ(ranges.at("escaped").end_ns, 7'000);
@@ -197,12 +201,9 @@ TEST(ChromeGeneric, RangesOutOfOrderAreNestedAtTheEndAndTheirEarlyRowsGo) {
     importing::ImportedFile imported = import_test::import_detected(dir.path("order.json"), dir.path("order.db"),
                                                                    importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("order.db"));
-    std::map<std::string, trace::RangeEvent> ranges;
+    const std::map<std::string, trace::RangeEvent> ranges = ranges_by_name(reader);
     std::map<trace::RangeId, std::string> names;
-    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
-        EXPECT_TRUE(ranges.emplace(std::string(reader.string(range.name_id)), range).second) << "a range twice";
-        names[range.range_id] = reader.string(range.name_id);
-    }
+    for (const auto& [name, range] : ranges) names[range.range_id] = name;
     ASSERT_EQ(ranges.size(), 7u);
     EXPECT_EQ(imported.counts.ranges, 7);
     auto parent_of = [&](const char* name) {

@@ -40,19 +40,31 @@ Outcome nest(const std::vector<PendingRange>& input, bool early, std::size_t mem
     for (const PendingRange& range : input) nester.add(range);
     Outcome outcome;
     outcome.not_nested = nester.finish(next_id, emit);
-    for (const importing::WithdrawnRanges& withdrawn : nester.withdrawn()) {
-        std::uint64_t removed = 0;
-        for (auto it = emitted.lower_bound(withdrawn.first); it != emitted.end() && it->first <= withdrawn.last;) {
-            if (it->second.thread_id == withdrawn.thread_id) {
-                it = emitted.erase(it);
-                ++removed;
-            } else {
-                ++it;
-            }
-        }
-        EXPECT_EQ(removed, withdrawn.count);
-        outcome.withdrawn += removed;
-    }
+    // What an import does with the threads that came out of order: read the early rows
+    // back from its output, in id order, nest them with the rest, then delete them.
+    std::vector<trace::RangeId> early_ids;
+    auto early_of = [&](const importing::WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
+        auto it = emitted.lower_bound(withdrawn.first);
+        return [&emitted, &early_ids, withdrawn, it](PendingRange& range) mutable {
+            while (it != emitted.end() && it->first <= withdrawn.last && it->second.thread_id != withdrawn.thread_id) ++it;
+            if (it == emitted.end() || it->first > withdrawn.last) return false;
+            const trace::RangeEvent& row = it->second;
+            range = PendingRange{};
+            range.start_ns = row.start_ns;
+            range.end_ns = row.end_ns;
+            range.domain_id = row.domain_id;
+            range.name_id = row.name_id;
+            early_ids.push_back(it->first);
+            ++it;
+            return true;
+        };
+    };
+    if (early) outcome.not_nested += nester.renest_withdrawn(early_of, next_id, emit);
+    std::uint64_t listed = 0;
+    for (const importing::WithdrawnRanges& withdrawn : nester.withdrawn()) listed += withdrawn.count;
+    EXPECT_EQ(early_ids.size(), listed);
+    for (trace::RangeId id : early_ids) emitted.erase(id);
+    outcome.withdrawn = early_ids.size();
     for (const auto& [id, range] : emitted) {
         trace::TimeNs parent_start = -1, parent_end = -1;
         if (range.parent_range_id != 0) {
