@@ -418,11 +418,11 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
     largest_id = {};
     // range_id is the rowid: the new rows lie past every early one the cursor reads.
     store::Statement early(db, path,
-                           "SELECT start_ns, end_ns, domain_id, name_id, category, color, payload FROM ranges "
-                           "WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 ORDER BY range_id");
-    store::Statement insert(db, path,
-                            "INSERT INTO ranges (range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, "
-                            "color, depth, parent_range_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                           std::string("SELECT ") + store::kRangeColumns +
+                               " FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 "
+                               "ORDER BY range_id");
+    store::Statement insert(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
+                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     auto early_of = [&](const WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
         early.reset();
         early.bind(1, withdrawn.thread_id);
@@ -430,54 +430,27 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
         early.bind(3, withdrawn.last);
         return [&early](PendingRange& range) {
             if (!early.next_row()) return false;
-            range = PendingRange{};
-            range.start_ns = early.column_int64(0);
-            range.end_ns = early.column_int64(1);
-            range.domain_id = static_cast<trace::StringId>(early.column_int64(2));
-            range.name_id = static_cast<trace::StringId>(early.column_int64(3));
-            range.category = static_cast<std::uint32_t>(early.column_int64(4));
-            range.color = static_cast<std::uint32_t>(early.column_int64(5));
-            if (early.column_type(6) == SQLITE_INTEGER) {
-                range.payload_kind = trace::PayloadKind::integer;
-                range.payload_integer = early.column_int64(6);
-            } else if (early.column_type(6) == SQLITE_FLOAT) {
-                range.payload_kind = trace::PayloadKind::real;
-                range.payload_real = early.column_double(6);
-            }
+            range = pending_range_of(store::read_range_row(early));
             return true;
         };
     };
     auto emit = [&](const trace::RangeEvent& range) {
-        insert.bind(1, range.range_id);
-        insert.bind(2, range.start_ns);
-        insert.bind(3, range.end_ns);
-        insert.bind(4, range.thread_id);
-        insert.bind(5, range.domain_id);
-        insert.bind(6, range.name_id);
-        insert.bind(7, range.category);
-        insert.bind(8, range.color);
-        insert.bind(9, range.depth);
-        insert.bind(10, range.parent_range_id);
-        if (range.payload.kind == trace::PayloadKind::integer) {
-            insert.bind(11, range.payload.integer);
-        } else if (range.payload.kind == trace::PayloadKind::real) {
-            insert.bind(11, range.payload.real);
-        } else {
-            insert.bind_null(11);
-        }
+        store::bind_range_row(insert, 1, range);
         insert.step_done();
         ++counts_.ranges;
     };
     counts_.ranges_not_nested += nester_->renest_withdrawn(early_of, [&] { return next_id++; }, emit);
     early = {};
 
+    const store::EventTableInfo* ranges_table = nullptr;
+    for (const store::EventTableInfo& table : store::kEventTables) {
+        if (std::string_view(table.name) == "ranges") ranges_table = &table;
+    }
     store::Statement remove(db, path,
                             "DELETE FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0");
     store::Statement forget(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges' AND track_id = ?");
     store::Statement count(db, path,
-                           "INSERT INTO track_stats (event_table, track_id, event_count, first_start_ns, last_end_ns, "
-                           "max_duration_ns) SELECT 'ranges', thread_id, COUNT(*), MIN(start_ns), MAX(end_ns), "
-                           "MAX(end_ns - start_ns) FROM ranges WHERE thread_id = ? GROUP BY thread_id");
+                           "INSERT INTO track_stats " + store::track_stats_select_sql(*ranges_table, "thread_id = ?"));
     for (const WithdrawnRanges& withdrawn : withdrawn_threads) {
         remove.bind(1, withdrawn.thread_id);
         remove.bind(2, withdrawn.first);

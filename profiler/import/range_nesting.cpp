@@ -96,6 +96,21 @@ private:
 
 }  // namespace
 
+PendingRange pending_range_of(const trace::RangeEvent& range) {
+    PendingRange pending;
+    pending.start_ns = range.start_ns;
+    pending.end_ns = range.end_ns;
+    pending.thread_id = range.thread_id;
+    pending.domain_id = range.domain_id;
+    pending.name_id = range.name_id;
+    pending.category = range.category;
+    pending.color = range.color;
+    pending.payload_kind = range.payload.kind;
+    pending.payload_integer = range.payload.integer;
+    pending.payload_real = range.payload.real;
+    return pending;
+}
+
 trace::RangeEvent ThreadNesting::nest(const PendingRange& range, trace::RangeId id) {
     while (!open_.empty() && open_.back().end_ns <= range.start_ns) open_.pop_back();
     // A range that starts inside another but outlives it breaks push/pop nesting (a

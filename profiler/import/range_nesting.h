@@ -42,6 +42,9 @@ struct PendingRange {
     double payload_real = 0.0;
 };
 
+// A nested range as it was before nesting: its id, depth and parent dropped (arrival 0).
+PendingRange pending_range_of(const trace::RangeEvent& range);
+
 // Depth and parent of one thread's ranges, visited in nesting order.
 class ThreadNesting {
 public:

@@ -570,21 +570,11 @@ TraceReader::Impl::Window TraceReader::Impl::window_for(const EventTableInfo& ta
 namespace {
 
 constexpr const char* kSyncColumns = "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id";
-constexpr const char* kRangeColumns =
-    "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, parent_range_id, payload";
 constexpr const char* kMarkColumns = "time_ns, thread_id, domain_id, name_id, category, color, payload";
 constexpr const char* kCounterColumns = "counter_id, time_ns, value";
 constexpr const char* kStackSampleColumns = "time_ns, thread_id, stack_id, idle";
 constexpr const char* kStackSampleColumnsVersion1 = "time_ns, thread_id, stack_id, 0";
 constexpr const char* kOverheadColumns = "start_ns, end_ns, thread_id, name_id";
-
-Payload read_payload(const Statement& s, int column) {
-    switch (s.column_type(column)) {
-        case SQLITE_INTEGER: return Payload::of_integer(s.column_int64(column));
-        case SQLITE_FLOAT: return Payload::of_real(s.column_double(column));
-        default: return Payload{};
-    }
-}
 
 template <typename T>
 T as(const Statement& s, int column) {
@@ -632,19 +622,11 @@ ApiEvent read_api(const Statement& s) {
     e.stack_id = as<StackId>(s, 6);
     return e;
 }
-RangeEvent read_range(const Statement& s) {
-    RangeEvent e;
-    e.range_id = as<RangeId>(s, 0); e.start_ns = s.column_int64(1); e.end_ns = s.column_int64(2);
-    e.thread_id = as<ThreadId>(s, 3); e.domain_id = as<StringId>(s, 4); e.name_id = as<StringId>(s, 5);
-    e.category = as<std::uint32_t>(s, 6); e.color = as<std::uint32_t>(s, 7); e.depth = as<std::int32_t>(s, 8);
-    e.parent_range_id = as<RangeId>(s, 9); e.payload = read_payload(s, 10);
-    return e;
-}
 MarkEvent read_mark(const Statement& s) {
     MarkEvent e;
     e.time_ns = s.column_int64(0); e.thread_id = as<ThreadId>(s, 1); e.domain_id = as<StringId>(s, 2);
     e.name_id = as<StringId>(s, 3); e.category = as<std::uint32_t>(s, 4); e.color = as<std::uint32_t>(s, 5);
-    e.payload = read_payload(s, 6);
+    e.payload = column_payload(s, 6);
     return e;
 }
 CounterSample read_counter(const Statement& s) {
@@ -968,7 +950,7 @@ std::int64_t TraceReader::for_each_api_call(const EventQuery& q, const Visitor<A
     return VisitAccess::run<ApiEvent>(*impl_, "api_calls", impl_->api_columns, q, visit, read_api);
 }
 std::int64_t TraceReader::for_each_range(const EventQuery& q, const Visitor<RangeEvent>& visit) const {
-    return VisitAccess::run<RangeEvent>(*impl_, "ranges", kRangeColumns, q, visit, read_range);
+    return VisitAccess::run<RangeEvent>(*impl_, "ranges", kRangeColumns, q, visit, read_range_row);
 }
 std::int64_t TraceReader::for_each_mark(const EventQuery& q, const Visitor<MarkEvent>& visit) const {
     return VisitAccess::run<MarkEvent>(*impl_, "marks", kMarkColumns, q, visit, read_mark);
@@ -1029,7 +1011,7 @@ std::optional<RangeEvent> TraceReader::range(RangeId id) const {
     std::optional<RangeEvent> event;
     impl_->query(std::string("SELECT ") + kRangeColumns + " FROM ranges WHERE range_id = ?",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     event = read_range(s);
+                     event = read_range_row(s);
                      return false;
                  });
     return event;
@@ -1051,7 +1033,7 @@ std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
                      s.bind(4, id);
                  },
                  [&](Statement& s) {
-                     events.push_back(read_range(s));
+                     events.push_back(read_range_row(s));
                      return true;
                  });
     return events;

@@ -294,11 +294,13 @@ constexpr bool event_table_indexes_match() {
 static_assert(event_table_indexes_match(), "kEventTables' index names must be kCreateIndexesSql's");
 
 // SELECT computing the track_stats rows of one event table (columns in
-// track_stats order), ordered by track.
-inline std::string track_stats_select_sql(const EventTableInfo& table) {
+// track_stats order), ordered by track; `where`, if given, filters the rows.
+inline std::string track_stats_select_sql(const EventTableInfo& table, std::string_view where = {}) {
     std::string start = table.start_column, end = table.end_column, track = table.track_column;
+    std::string filter = where.empty() ? std::string() : " WHERE " + std::string(where);
     return std::string("SELECT '") + table.name + "', " + track + ", COUNT(*), MIN(" + start + "), MAX(" + end +
-           "), MAX(" + end + " - " + start + ") FROM " + table.name + " GROUP BY " + track + " ORDER BY " + track;
+           "), MAX(" + end + " - " + start + ") FROM " + table.name + filter + " GROUP BY " + track + " ORDER BY " +
+           track;
 }
 
 // Every table a version-1 file must have (the reader refuses a file missing one).

@@ -85,4 +85,40 @@ std::string Statement::column_text(int column) const {
     return text ? std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(size)) : std::string();
 }
 
+void bind_payload(Statement& s, int index, const trace::Payload& payload) {
+    if (payload.kind == trace::PayloadKind::integer) s.bind(index, payload.integer);
+    else if (payload.kind == trace::PayloadKind::real) s.bind(index, payload.real);
+    else s.bind_null(index);
+}
+
+trace::Payload column_payload(const Statement& s, int column) {
+    switch (s.column_type(column)) {
+        case SQLITE_INTEGER: return trace::Payload::of_integer(s.column_int64(column));
+        case SQLITE_FLOAT: return trace::Payload::of_real(s.column_double(column));
+        default: return trace::Payload{};
+    }
+}
+
+void bind_range_row(Statement& s, int i, const trace::RangeEvent& e) {
+    s.bind(i, e.range_id); s.bind(i + 1, e.start_ns); s.bind(i + 2, e.end_ns); s.bind(i + 3, e.thread_id);
+    s.bind(i + 4, e.domain_id); s.bind(i + 5, e.name_id); s.bind(i + 6, e.category); s.bind(i + 7, e.color);
+    s.bind(i + 8, e.depth); s.bind(i + 9, e.parent_range_id); bind_payload(s, i + 10, e.payload);
+}
+
+trace::RangeEvent read_range_row(const Statement& s) {
+    trace::RangeEvent e;
+    e.range_id = static_cast<trace::RangeId>(s.column_int64(0));
+    e.start_ns = s.column_int64(1);
+    e.end_ns = s.column_int64(2);
+    e.thread_id = static_cast<trace::ThreadId>(s.column_int64(3));
+    e.domain_id = static_cast<trace::StringId>(s.column_int64(4));
+    e.name_id = static_cast<trace::StringId>(s.column_int64(5));
+    e.category = static_cast<std::uint32_t>(s.column_int64(6));
+    e.color = static_cast<std::uint32_t>(s.column_int64(7));
+    e.depth = static_cast<std::int32_t>(s.column_int64(8));
+    e.parent_range_id = static_cast<trace::RangeId>(s.column_int64(9));
+    e.payload = column_payload(s, 10);
+    return e;
+}
+
 }  // namespace ember::store

@@ -1,8 +1,11 @@
 // sqlite_util.h: the few SQLite helpers the store shares — a prepared-statement
-// owner and calls that turn SQLite failures into TraceError naming the file.
+// owner, calls that turn SQLite failures into TraceError naming the file, and the
+// codec of the columns more than one place writes or reads (a payload; a ranges row:
+// the writer, the reader, and an import that nests ranges again).
 #pragma once
 
 #include "profiler/store/trace_error.h"
+#include "profiler/trace/events.h"
 
 #include <sqlite3.h>
 
@@ -66,5 +69,17 @@ private:
     sqlite3* db_ = nullptr;
     std::string path_;
 };
+
+// A payload column: an integer, a real or NULL (none).
+void bind_payload(Statement& s, int index, const trace::Payload& payload);
+trace::Payload column_payload(const Statement& s, int column);
+
+// A ranges row, its columns in this order.
+inline constexpr const char* kRangeColumns =
+    "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, parent_range_id, payload";
+// Binds the row's columns from parameter `first` on.
+void bind_range_row(Statement& s, int first, const trace::RangeEvent& range);
+// Reads the row from columns 0.. of a SELECT of kRangeColumns.
+trace::RangeEvent read_range_row(const Statement& s);
 
 }  // namespace ember::store

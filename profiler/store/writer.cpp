@@ -46,12 +46,6 @@ std::atomic<std::uint64_t> g_next_writer_serial{1};
 
 // --- Row binders: one per table, column order as in the INSERT column lists below.
 
-void bind_payload(Statement& s, int index, const Payload& payload) {
-    if (payload.kind == PayloadKind::integer) s.bind(index, payload.integer);
-    else if (payload.kind == PayloadKind::real) s.bind(index, payload.real);
-    else s.bind_null(index);
-}
-
 struct KernelRow {
     KernelEvent event;
     LaunchConfigId launch_config_id;
@@ -83,11 +77,6 @@ void bind_sync(Statement& s, int i, const SyncEvent& e) {
 void bind_api_call(Statement& s, int i, const ApiEvent& e) {
     s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.correlation_id);
     s.bind(i + 4, e.name_id); s.bind(i + 5, e.result); s.bind(i + 6, e.stack_id);
-}
-void bind_range(Statement& s, int i, const RangeEvent& e) {
-    s.bind(i, e.range_id); s.bind(i + 1, e.start_ns); s.bind(i + 2, e.end_ns); s.bind(i + 3, e.thread_id);
-    s.bind(i + 4, e.domain_id); s.bind(i + 5, e.name_id); s.bind(i + 6, e.category); s.bind(i + 7, e.color);
-    s.bind(i + 8, e.depth); s.bind(i + 9, e.parent_range_id); bind_payload(s, i + 10, e.payload);
 }
 void bind_mark(Statement& s, int i, const MarkEvent& e) {
     s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.domain_id); s.bind(i + 3, e.name_id);
@@ -424,10 +413,7 @@ void TraceWriter::Impl::prepare_statements() {
                   kRowsPerStatement);
     api_calls.prepare(db, path, "api_calls", "start_ns, end_ns, thread_id, correlation_id, name_id, result, stack_id", 7,
                       bind_api_call, kRowsPerStatement);
-    ranges.prepare(db, path, "ranges",
-                   "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, "
-                   "parent_range_id, payload",
-                   11, bind_range, kRowsPerStatement);
+    ranges.prepare(db, path, "ranges", kRangeColumns, 11, bind_range_row, kRowsPerStatement);
     marks.prepare(db, path, "marks", "time_ns, thread_id, domain_id, name_id, category, color, payload", 7,
                   bind_mark, kRowsPerStatement);
     counter_samples.prepare(db, path, "counter_samples", "counter_id, time_ns, value", 3, bind_counter,
@@ -785,6 +771,7 @@ void TraceWriter::Impl::store_kernel(const KernelEvent& kernel) {
 
 void TraceWriter::Impl::note_order(EventTableIndex table, bool in_order, CorrelationId correlation) {
     IndexOrder& order = index_order[table];
+    if (!order.indexed) return;  // no index fills as rows arrive (a live recording, or given up)
     ++order.rows;
     if (kEventTables[table].correlation_index != nullptr && correlation != 0) {
         if (correlation < order.last_correlation) in_order = false;

@@ -48,12 +48,7 @@ Outcome nest(const std::vector<PendingRange>& input, bool early, std::size_t mem
         return [&emitted, &early_ids, withdrawn, it](PendingRange& range) mutable {
             while (it != emitted.end() && it->first <= withdrawn.last && it->second.thread_id != withdrawn.thread_id) ++it;
             if (it == emitted.end() || it->first > withdrawn.last) return false;
-            const trace::RangeEvent& row = it->second;
-            range = PendingRange{};
-            range.start_ns = row.start_ns;
-            range.end_ns = row.end_ns;
-            range.domain_id = row.domain_id;
-            range.name_id = row.name_id;
+            range = importing::pending_range_of(it->second);
             early_ids.push_back(it->first);
             ++it;
             return true;
