@@ -9,6 +9,9 @@
 #                               nvidia-* Python wheels next to PyTorch), run every
 #                               bundled test and print a table last
 #
+# GPU_CHECK_FILTER=REGEX runs only the matching tests; GPU_CHECK_TEST_TIMEOUT=S caps each
+# (default 600). Every test runs with stdin closed (mpirun would read the test list).
+#
 # The GPU machine needs a driver and CUDA 13 libraries but no compiler, GoogleTest
 # or Debian packages: the bundle carries what the tests link against. One test
 # (collectors_python_gpu_test: CUDA API calls carry the Python line that made them)
@@ -121,10 +124,12 @@ run() {
 
     local pass=0 fail=0 skip=0 rows=()
     while IFS=$'\t' read -r name cmd; do
+        # GPU_CHECK_FILTER (an extended regex) runs only the tests whose names match it.
+        [[ -n ${GPU_CHECK_FILTER:-} && ! $name =~ $GPU_CHECK_FILTER ]] && continue
         IFS=$'\x1f' read -r -a argv <<<"${cmd//@BUNDLE@/$BUNDLE}"
         local log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
         local start=$(date +%s.%N) status
-        if timeout 600 "${argv[@]}" >"$log" 2>&1; then
+        if timeout "${GPU_CHECK_TEST_TIMEOUT:-600}" "${argv[@]}" >"$log" 2>&1 </dev/null; then
             if grep -q '\[  SKIPPED \]' "$log"; then status=SKIP; skip=$((skip+1)); else status=PASS; pass=$((pass+1)); fi
         else
             status=FAIL; fail=$((fail+1)); tail -20 "$log"
@@ -134,7 +139,29 @@ run() {
     echo "== gpu tests"
     printf '%s\n' "${rows[@]}"
     echo "$pass passed, $fail failed, $skip skipped"
+    train_on_gpu "$logs" || fail=$((fail+1))
     [ "$fail" -eq 0 ]
+}
+
+# The README's main job on the device: the quickstart CNN trained with CUDA and profiled,
+# then `ember stats` of its trace. The data root is $EMBER_GPU_CHECK_DATA (the four
+# Fashion-MNIST *-ubyte.gz files) or Debian's dataset-fashion-mnist folder.
+train_on_gpu() {
+    local logs=$1 data=${EMBER_GPU_CHECK_DATA:-/usr/share/datasets/fashion-mnist}
+    echo "== profiled training on the GPU"
+    if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
+        echo "  no Fashion-MNIST under $data: skipped (set EMBER_GPU_CHECK_DATA)"
+        return 0
+    fi
+    local trace=$logs/quickstart_gpu.db
+    rm -f "$trace"
+    if ! timeout "${GPU_CHECK_TEST_TIMEOUT:-600}" "$BUNDLE/bin/ember" train --config samples/configs/quickstart.toml \
+            --data-root "$data" --profile "$trace" >"$logs/train.log" 2>&1; then
+        echo "FAIL   ember train on the GPU"; tail -20 "$logs/train.log"; return 1
+    fi
+    tail -5 "$logs/train.log"
+    "$BUNDLE/bin/ember" stats "$trace" >"$logs/train_stats.txt" 2>&1 || { echo "FAIL   ember stats of the GPU trace"; tail -20 "$logs/train_stats.txt"; return 1; }
+    head -60 "$logs/train_stats.txt"
 }
 
 case "${1:-}" in

@@ -27,6 +27,7 @@ CudaContext::CudaContext(const CudaContextOptions& options)
       workspace_bytes(options.workspace_bytes),
       cudnn_benchmark(options.cudnn_benchmark),
       allow_tf32(options.allow_tf32),
+      deterministic(options.deterministic),
       conv_algorithms(std::make_unique<ConvAlgoCache>()) {
     if (!cuda_device_available())
         throw std::runtime_error("CudaContext: no CUDA device (" + cuda_runtime_status().reason +

@@ -1,7 +1,7 @@
 // context.h: ember::CudaContext, what every CUDA op needs besides its tensors:
 // the stream it is enqueued on, the cuBLAS, cuBLASLt and cuDNN handles bound to that
 // stream, a GEMM/conv workspace, and the cuDNN algorithm cache with its
-// `cudnn_benchmark` switch (engine/cuda/conv_autotune.h). One per stream; not
+// `cudnn_benchmark` and `deterministic` switches (engine/cuda/conv_autotune.h). One per stream; not
 // thread-safe. Constructing one without a device throws std::runtime_error saying why.
 #pragma once
 
@@ -22,6 +22,7 @@ class ConvAlgoCache;
 struct CudaContextOptions {
     bool cudnn_benchmark = false;        // time conv algorithms on first use of each shape
     bool allow_tf32 = false;             // f32 GEMM/conv may use TF32 tensor cores
+    bool deterministic = false;          // only cuDNN algorithms that give the same bits every run
     std::size_t workspace_bytes = 64u << 20;
     cudaStream_t stream = nullptr;       // nullptr: the default stream
 };
@@ -41,6 +42,7 @@ struct CudaContext {
     std::size_t workspace_bytes = 0;
     bool cudnn_benchmark = false;        // may be flipped between steps
     bool allow_tf32 = false;
+    bool deterministic = false;          // may be flipped between steps, like cudnn_benchmark
     std::unique_ptr<ConvAlgoCache> conv_algorithms;
 
     void synchronize() const;

@@ -77,6 +77,7 @@ struct ConvDescriptors {
         EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
         key.direction = direction;
         key.benchmark = ctx.cudnn_benchmark;
+        key.deterministic = ctx.deterministic;
         key.fields = {x_t.shape[0], x_t.shape[1], x_t.shape[2], x_t.shape[3], w_t.shape[0], w_t.shape[2],
                       w_t.shape[3], p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h,
                       p.dilation_w, int64_t(x_t.dtype), int64_t(x_t.layout), int64_t(math)};
@@ -92,12 +93,15 @@ struct ConvDescriptors {
 };
 
 // First result that succeeded and fits the workspace (cuDNN sorts by time or by
-// expected speed).
+// expected speed); under `deterministic`, the first of those that cuDNN marks
+// CUDNN_DETERMINISTIC (some backward-filter algorithms add partial sums with atomics,
+// so two runs differ in the last bits).
 template <class Perf>
 ConvAlgoChoice pick(const std::vector<Perf>& results, int count, std::size_t workspace_limit,
-                    bool timed, const char* what) {
+                    bool timed, bool deterministic, const char* what) {
     for (int i = 0; i < count; ++i) {
         if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace_limit) continue;
+        if (deterministic && results[i].determinism != CUDNN_DETERMINISTIC) continue;
         ConvAlgoChoice choice;
         choice.algorithm = static_cast<int>(results[i].algo);
         choice.workspace_bytes = results[i].memory;
@@ -105,7 +109,8 @@ ConvAlgoChoice pick(const std::vector<Perf>& results, int count, std::size_t wor
         choice.tensor_ops = results[i].mathType == CUDNN_TENSOR_OP_MATH;
         return choice;
     }
-    throw std::runtime_error(std::string(what) + ": cuDNN found no usable algorithm within " +
+    throw std::runtime_error(std::string(what) + ": cuDNN found no usable " +
+                             (deterministic ? "deterministic " : "") + "algorithm within " +
                              std::to_string(workspace_limit) + " workspace bytes");
 }
 
@@ -141,7 +146,8 @@ const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& 
         } else {
             get(algo_count, &count, results.data());
         }
-        ctx.conv_algorithms->insert(d.key, pick(results, count, ctx.workspace_bytes, ctx.cudnn_benchmark, what));
+        ctx.conv_algorithms->insert(d.key, pick(results, count, ctx.workspace_bytes, ctx.cudnn_benchmark,
+                                                       ctx.deterministic, what));
         cached = ctx.conv_algorithms->find(d.key);
     }
     apply_math_type(d, *cached);

@@ -18,10 +18,11 @@ enum class ConvDirection : uint8_t { forward = 0, backward_data = 1, backward_fi
 struct ConvAlgoKey {
     ConvDirection direction;
     bool benchmark;               // a heuristic choice never masquerades as a timed one
+    bool deterministic = false;   // chosen among deterministic algorithms only
     std::vector<int64_t> fields;  // shapes, params, dtype, layout
     bool operator<(const ConvAlgoKey& other) const {
-        return std::tie(direction, benchmark, fields) <
-               std::tie(other.direction, other.benchmark, other.fields);
+        return std::tie(direction, benchmark, deterministic, fields) <
+               std::tie(other.direction, other.benchmark, other.deterministic, other.fields);
     }
 };
 

@@ -113,6 +113,11 @@ GpuResidentLoader::~GpuResidentLoader() {
 
 size_t GpuResidentLoader::resident_bytes() const { return state_->pixels.bytes() + state_->labels.bytes(); }
 
+int64_t GpuResidentLoader::batches_per_epoch() const {
+    const int64_t length = sampler_->length();
+    return drop_last_ ? length / batch_size_ : (length + batch_size_ - 1) / batch_size_;
+}
+
 void GpuResidentLoader::start_epoch(int64_t epoch) {
     batches_ = make_batches(sampler_->epoch_indices(epoch), batch_size_, drop_last_);
     epoch_ = epoch;

@@ -47,7 +47,9 @@ public:
     const Batch* next();
     void release(const Batch* batch, CUstream_st* consumer_stream = nullptr);
 
-    int64_t batches_per_epoch() const { return int64_t(batches_.size()); }
+    // From the sampler, as DataLoader counts them: known before the first start_epoch
+    // (the run sizes its schedule and its epochs from it).
+    int64_t batches_per_epoch() const;
     size_t resident_bytes() const;
     LoaderStats stats() const { return stats_; }
 

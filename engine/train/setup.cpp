@@ -159,6 +159,7 @@ void choose_backend(RunState& run) {
         options.stream = run.stream->get();
         options.cudnn_benchmark = config.cudnn_benchmark;
         options.allow_tf32 = config.tf32;
+        options.deterministic = config.deterministic;
         run.cuda = std::make_unique<CudaContext>(options);
     }
 }
@@ -201,6 +202,9 @@ void open_data(RunState& run) {
         throw ConfigError(fmt::format("data.batch_size = {} does not divide into train.grad_accumulation = {} "
                                       "micro-batches", run.batch_size, config.grad_accumulation));
     run.steps_per_epoch = run.data.train->batches_per_epoch();
+    if (run.steps_per_epoch <= 0)
+        throw ConfigError(fmt::format("an epoch holds no batch of {}: the training set is smaller than one batch "
+                                      "(data.train_limit, data.batch_size, data.drop_last)", run.batch_size));
     run.total_steps = run.steps_per_epoch * config.epochs;
     if (config.max_steps > 0) run.total_steps = std::min(run.total_steps, config.max_steps);
 }

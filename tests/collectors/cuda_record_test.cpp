@@ -60,9 +60,14 @@ TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
         }
         std::optional<trace::ApiEvent> call = reader.api_call_by_correlation(copy.correlation_id);
         ASSERT_TRUE(call.has_value()) << "copy without its API call";
-        // cudaMemcpy blocks until the copy is done: the copy lies inside the call.
         EXPECT_GE(copy.start_ns, call->start_ns);
-        EXPECT_LE(copy.end_ns, call->end_ns);
+        // cudaMemcpy returns once the copy is done, except from pageable host memory to
+        // the device: it returns when the data is in the driver's staging buffer, and the
+        // DMA may finish later (CUDA Runtime API, "API synchronization behavior"; seen on
+        // an H200: 17 us after the call).
+        const bool staged = copy.direction == trace::MemcpyDirection::host_to_device &&
+                            copy.source_kind == trace::MemoryKind::pageable;
+        if (!staged) EXPECT_LE(copy.end_ns, call->end_ns);
     }
     EXPECT_EQ(htod_bytes, 2 * bytes);
     EXPECT_EQ(dtoh_bytes, bytes);

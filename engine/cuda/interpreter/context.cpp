@@ -29,6 +29,7 @@ CudaContext::CudaContext(const CudaContextOptions& options)
       workspace_bytes(options.workspace_bytes),
       cudnn_benchmark(options.cudnn_benchmark),
       allow_tf32(options.allow_tf32),
+      deterministic(options.deterministic),
       conv_algorithms(std::make_unique<ConvAlgoCache>()) {
     if (workspace_bytes > 0) workspace = device_allocator().allocate(workspace_bytes);
 }

@@ -39,6 +39,10 @@ TEST(GpuResident, LoaderMatchesThreadedLoaderBatchForBatch) {
     options.augment = augment_options();
     DataLoader threaded(dataset, sampler, options);
     ASSERT_TRUE(threaded.copies_to_device());
+    // Known before the first epoch starts: the run sizes its schedule from it (a count of
+    // 0 here once made `ember train --set data.source=gpu` run zero steps per epoch).
+    EXPECT_EQ(resident.batches_per_epoch(), 16);
+    EXPECT_EQ(resident.batches_per_epoch(), threaded.batches_per_epoch());
     for (int64_t epoch = 0; epoch < 2; ++epoch) {
         resident.start_epoch(epoch);
         threaded.start_epoch(epoch);

@@ -54,8 +54,23 @@ inline void expect_cuda_matches_cpu(Model& cpu, Model& cuda, CudaContext& ctx, c
     const std::size_t n = cpu.parameters().flat_length();
     std::vector<float> a = download(cpu.parameters().gradients(), n);
     std::vector<float> b = download(cuda.parameters().gradients(), n);
-    for (std::size_t i = 0; i < n; ++i)
-        ASSERT_NEAR(b[i], a[i], 1e-3f * std::max(1.0f, std::abs(a[i]))) << name << " gradient " << i;
+    // Every mismatch is counted per parameter segment (its layer's name), so a failure
+    // says which layers differ and how much, not only the first element.
+    std::string mismatches;
+    for (const auto& segment : cpu.parameters().segments()) {
+        std::size_t bad = 0, worst = segment.offset;
+        float worst_error = 0;
+        for (std::size_t i = segment.offset; i < segment.offset + segment.length; ++i) {
+            const float error = std::abs(b[i] - a[i]);
+            if (!(error <= 1e-3f * std::max(1.0f, std::abs(a[i])))) ++bad;
+            if (!(error <= worst_error)) worst_error = error, worst = i;
+        }
+        if (bad > 0)
+            mismatches += "  " + segment.name + ": " + std::to_string(bad) + " of " + std::to_string(segment.length) +
+                          " elements, worst at " + std::to_string(worst) + ": cuda " + std::to_string(b[worst]) +
+                          " cpu " + std::to_string(a[worst]) + "\n";
+    }
+    ASSERT_TRUE(mismatches.empty()) << name << " gradients differ beyond 1e-3 (relative above 1):\n" << mismatches;
     const std::size_t s = cpu.parameters().state_length();
     std::vector<float> ra = download(cpu.parameters().state_buffer(), s);
     std::vector<float> rb = download(cuda.parameters().state_buffer(), s);

@@ -82,20 +82,29 @@ TEST_F(CublasParity, LinearBackwardStoreAndAccumulate) {
     }
 }
 
+// The small shape, then the 3x3 convolutions of the resnet model at batch 8 (28x28 with
+// 16 channels, the stride-2 step to 14x14, 14x14 with 32 channels).
+struct ConvCase {
+    std::int64_t n, c, hw, k, stride;
+};
+constexpr ConvCase kConvCases[] = {{4, 8, 12, 16, 1}, {8, 16, 28, 16, 1}, {8, 16, 28, 32, 2}, {8, 32, 14, 32, 1}};
+
 TEST_F(CudnnParity, ConvForwardBackwardLayoutsDtypesAndAutotune) {
-    Conv2dParams p;
-    p.stride_h = p.stride_w = 1;
-    p.pad_h = p.pad_w = 1;
+    for (const ConvCase& shape : kConvCases)
     for (bool benchmark : {false, true}) {
+        Conv2dParams p;
+        p.stride_h = p.stride_w = static_cast<int>(shape.stride);
+        p.pad_h = p.pad_w = 1;
+        const std::int64_t out = (shape.hw + 2 - 3) / shape.stride + 1;
         ctx->cudnn_benchmark = benchmark;
         for (Layout layout : {Layout::nchw, Layout::nhwc}) {
             for (DType t : {DType::f32, DType::bf16, DType::f16}) {
-                HostTensor x = random_tensor(t, {4, 8, 12, 12}, rng, layout);
-                HostTensor w = random_tensor(t, {16, 8, 3, 3}, rng, layout);
-                HostTensor bias = random_tensor(f32, {16}, rng);
-                HostTensor dy = random_tensor(t, {4, 16, 12, 12}, rng, layout);
-                HostTensor y(t, {4, 16, 12, 12}, layout), dx(t, {4, 8, 12, 12}, layout);
-                HostTensor dw(t, {16, 8, 3, 3}, layout), db(f32, {16});
+                HostTensor x = random_tensor(t, {shape.n, shape.c, shape.hw, shape.hw}, rng, layout);
+                HostTensor w = random_tensor(t, {shape.k, shape.c, 3, 3}, rng, layout);
+                HostTensor bias = random_tensor(f32, {shape.k}, rng);
+                HostTensor dy = random_tensor(t, {shape.n, shape.k, out, out}, rng, layout);
+                HostTensor y(t, {shape.n, shape.k, out, out}, layout), dx(t, {shape.n, shape.c, shape.hw, shape.hw}, layout);
+                HostTensor dw(t, {shape.k, shape.c, 3, 3}, layout), db(f32, {shape.k});
                 conv2d_forward_cpu(x, w, bias, y, p);
                 conv2d_backward_data_cpu(w, dy, dx, p, GradWrite::store);
                 conv2d_backward_filter_cpu(x, dy, dw, p, GradWrite::store);
@@ -106,7 +115,9 @@ TEST_F(CudnnParity, ConvForwardBackwardLayoutsDtypesAndAutotune) {
                 conv2d_backward_data_cuda(*ctx, d_w, d_dy, *d_dx, p, GradWrite::store);
                 conv2d_backward_filter_cuda(*ctx, d_x, d_dy, *d_dw, p, GradWrite::store);
                 conv2d_backward_bias_cuda(*ctx, d_dy, *d_db, GradWrite::store);
-                std::string what = std::string("conv ") + dtype_name(t) + " " + layout_name(layout) +
+                std::string what = std::string("conv ") + dtype_name(t) + " " + layout_name(layout) + " " +
+                                   std::to_string(shape.c) + "x" + std::to_string(shape.hw) + "^2 -> " +
+                                   std::to_string(shape.k) + " stride " + std::to_string(shape.stride) +
                                    (benchmark ? " benchmark" : " heuristic");
                 expect_close(*d_y, y, tolerance(t, true), what + " forward");
                 expect_close(*d_dx, dx, tolerance(t, true), what + " dx");
@@ -123,6 +134,9 @@ TEST_F(CudnnParity, ConvForwardBackwardLayoutsDtypesAndAutotune) {
     // Each (shape, dtype, layout, direction, benchmark) was searched once; repeating hits the cache.
     const uint64_t searches = ctx->conv_algorithms->searches();
     EXPECT_EQ(searches, ctx->conv_algorithms->size());
+    Conv2dParams p;
+    p.stride_h = p.stride_w = 1;
+    p.pad_h = p.pad_w = 1;
     HostTensor x = random_tensor(f32, {4, 8, 12, 12}, rng), w = random_tensor(f32, {16, 8, 3, 3}, rng);
     HostTensor y(f32, {4, 16, 12, 12});
     DeviceTensor d_x(x), d_w(w), d_y(y);

@@ -23,6 +23,9 @@ TEST_F(OpsParity, BatchNormTrainEvalBackward) {
             variant == 2 ? std::vector<int64_t>{40, 6} : std::vector<int64_t>{8, 6, 5, 7};
         for (DType t : {DType::f32, DType::bf16}) check_batchnorm(*ctx, t, shape, layout, rng);
     }
+    // The resnet model's BatchNorms at batch 8, both layouts.
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 16, 28, 28}, std::vector<int64_t>{8, 32, 14, 14}})
+        for (Layout layout : {Layout::nchw, Layout::nhwc}) check_batchnorm(*ctx, DType::f32, shape, layout, rng);
 }
 
 TEST_F(OpsParity, PointwiseActivationsDropoutAndElementwise) {

@@ -48,11 +48,12 @@ inline std::vector<float> download(const float* device, std::size_t n) {
     return host;
 }
 
-inline void expect_close(const std::vector<float>& gpu, const std::vector<float>& cpu, const char* what) {
+inline void expect_close(const std::vector<float>& gpu, const std::vector<float>& cpu, const char* what,
+                         float tolerance = 1e-5f) {
     ASSERT_EQ(gpu.size(), cpu.size());
     int reported = 0;
     for (std::size_t i = 0; i < gpu.size() && reported < 5; ++i)
-        if (!(std::fabs(gpu[i] - cpu[i]) <= 1e-5f * std::max(1.0f, std::fabs(cpu[i])))) {
+        if (!(std::fabs(gpu[i] - cpu[i]) <= tolerance * std::max(1.0f, std::fabs(cpu[i])))) {
             ADD_FAILURE() << what << "[" << i << "]: gpu " << gpu[i] << " cpu " << cpu[i];
             ++reported;
         }
@@ -62,6 +63,11 @@ struct Case {
     const char* name;
     Hyperparameters hyperparameters;
     int fused_launches;  // per step
+    // Relative tolerance of the state buffers. Centered RMSprop divides by
+    // sqrt(v - g_avg^2), which cancels when the gradients barely vary: its momentum
+    // buffer carries that amplified rounding (1.0e-5 relative between an H200's FMAs
+    // and the CPU's separate multiply-adds, in one element after three steps).
+    float state_tolerance = 1e-5f;
 };
 
 // gtest prints the parameter in test listings: the name is enough.
@@ -74,7 +80,7 @@ inline std::vector<Case> every_optimizer() {
         Case{"adagrad",
              {{"lr", 0.1}, {"lr_decay", 0.01}, {"initial_accumulator_value", 0.1}, {"weight_decay", 0.01}}, 1},
         Case{"adadelta", {{"lr", 1.0}, {"weight_decay", 0.01}}, 1},
-        Case{"rmsprop", {{"lr", 0.01}, {"centered", 1}, {"momentum", 0.5}, {"weight_decay", 0.01}}, 1},
+        Case{"rmsprop", {{"lr", 0.01}, {"centered", 1}, {"momentum", 0.5}, {"weight_decay", 0.01}}, 1, 1e-4f},
         Case{"adam", {{"lr", 0.01}, {"amsgrad", 1}, {"weight_decay", 0.01}}, 1},
         Case{"adamw", {{"lr", 0.01}}, 1},
         Case{"nadam", {{"lr", 0.01}, {"weight_decay", 0.01}}, 1},
@@ -114,7 +120,7 @@ inline void check_fused_and_per_tensor_match_cpu(const Case& c, const std::vecto
         for (int b = 0; b < cpu->state_buffer_count(); ++b) {
             if (c.name == std::string("lamb") && b == 2) continue;  // scratch update, compared via params
             std::vector<float> cpu_state(cpu->state_buffer(b), cpu->state_buffer(b) + n);
-            expect_close(download(gpu->state_buffer(b), n), cpu_state, "state");
+            expect_close(download(gpu->state_buffer(b), n), cpu_state, "state", c.state_tolerance);
         }
         // Checkpoint round trip through the host: the state downloads as the cpu's.
         OptimizerState exported = gpu->export_state();
