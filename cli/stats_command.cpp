@@ -2,11 +2,14 @@
 // command line. Bad files and bad option values print one line and exit 2.
 #include "profiler/analysis/stats_report.h"
 #include "cli/commands.h"
+#include "cli/job_input.h"
 #include "cli/trace_input.h"
+#include "profiler/analysis/collectives_report.h"
 #include "profiler/store/reader.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -17,7 +20,7 @@ namespace ember::cli {
 namespace {
 
 struct StatsCommandOptions {
-    std::string file;
+    std::vector<std::string> files;
     std::string reports;
     std::string format = "text";
     std::string time_unit = "ns";
@@ -62,9 +65,31 @@ void run_stats(const StatsCommandOptions& command) {
     if (!(command.kernel_wait_us >= 0)) fail_command("stats", "--kernel-wait-us must be >= 0");
     options.kernel_wait_threshold_ns = static_cast<trace::TimeNs>(command.kernel_wait_us * 1e3);
     try {
-        store::TraceReader reader(ember_trace_for(command.file, "stats"));
         std::ostringstream buffered;  // print nothing when a report fails halfway
-        analysis::write_stats(buffered, reader, options);
+        if (command.files.size() == 1) {
+            store::TraceReader reader(ember_trace_for(command.files.front(), "stats"));
+            analysis::write_stats(buffered, reader, options);
+        } else {
+            // Several rank files are one job: their collectives are read in parallel (and
+            // sharded over MPI processes under mpirun); the reports that read every event
+            // run on one job file of them, on the clocks the collectives aligned.
+            const Job job = read_job(command.files, "stats");
+            const bool collectives_only =
+                !options.reports.empty() &&
+                std::all_of(options.reports.begin(), options.reports.end(), [](const std::string& r) { return r == "collectives"; });
+            if (collectives_only) {
+                analysis::ReportHeader header;
+                header.files = command.files;
+                analysis::write_tables(buffered,
+                                       analysis::collectives_tables(job.collectives, options.top > 0 ? options.top : 10,
+                                                                    options.format == analysis::OutputFormat::text),
+                                       header, options);
+            } else {
+                store::TraceReader reader(job_trace(job, "stats"));
+                analysis::write_stats(buffered, reader, options, &job.collectives, command.files);
+            }
+            if (!prints_output()) return;
+        }
         std::cout << buffered.str() << std::flush;
     } catch (const store::TraceError& error) {
         fail_command("stats", error.what());
@@ -77,7 +102,10 @@ void add_stats_command(CLI::App& app) {
     auto command = std::make_shared<StatsCommandOptions>();
     CLI::App* stats = app.add_subcommand("stats", "Summaries of a trace: kernels, memory copies, CUDA API calls, NVTX "
                                                   "ranges, GPU time per range, training steps, GPU busy, advice");
-    stats->add_option("file", command->file, "trace: an ember trace (.db), a PyTorch profiler (Kineto) JSON, an Nsight Systems SQLite export or a Chrome trace (imported on the fly, cached)")->required();
+    stats->add_option("files", command->files,
+                      "traces: ember traces (.db), PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports or "
+                      "Chrome traces (imported on the fly, cached); several files are the ranks of one job")
+        ->required();
     std::string report_list;
     for (const char* report : analysis::kReportNames) report_list += std::string(report_list.empty() ? "" : ", ") + report;
     stats->add_option("--report", command->reports,

@@ -2,6 +2,7 @@
 // deterministic training-shaped traces for tests and benchmarks.
 #include "cli/commands.h"
 #include "profiler/store/trace_error.h"
+#include "profiler/synth/synthetic_job.h"
 #include "profiler/synth/synthetic_trace.h"
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,11 @@ void add_synth_command(CLI::App& app) {
         int ranks = 1;
         std::uint64_t seed = 1;
         bool quiet = false;
+        int straggler = -1;
+        double straggler_ms = 2.0;
+        double clock_skew_ms = 0.0;
+        std::int64_t steps = 50;
+        bool job = false;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
@@ -36,7 +42,48 @@ void add_synth_command(CLI::App& app) {
         ->check(CLI::Range(1, 4096));
     cmd->add_option("--seed", opts->seed, "Random seed; the same seed gives the same trace")->capture_default_str();
     cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing on success");
+    cmd->add_flag("--job", opts->job,
+                  "A data-parallel job whose answer is known: every rank's collectives coupled, each rank's wait "
+                  "computed and printed (implied by --straggler and --clock-skew-ms)");
+    cmd->add_option("--straggler", opts->straggler, "With --ranks: this rank computes --straggler-ms longer every step");
+    cmd->add_option("--straggler-ms", opts->straggler_ms, "The straggler's extra compute per step, ms")
+        ->capture_default_str();
+    cmd->add_option("--clock-skew-ms", opts->clock_skew_ms,
+                    "Each rank's clock is off the true time by up to this many ms (a job over several hosts)")
+        ->capture_default_str();
+    cmd->add_option("--steps", opts->steps, "With --job: training steps per rank")->capture_default_str();
     cmd->callback([opts] {
+        if (opts->job || opts->straggler >= 0 || opts->clock_skew_ms > 0) {
+            synth::SyntheticJobOptions options;
+            options.ranks = opts->ranks;
+            options.steps = opts->steps;
+            options.seed = opts->seed;
+            options.straggler = opts->straggler;
+            options.straggler_extra_ns = static_cast<trace::TimeNs>(opts->straggler_ms * 1e6);
+            options.clock_skew_ns = static_cast<trace::TimeNs>(opts->clock_skew_ms * 1e6);
+            std::vector<synth::SyntheticJobTruth> truth;
+            try {
+                truth = synth::write_synthetic_job(opts->output, options);
+            } catch (const store::TraceError& error) {
+                std::fprintf(stderr, "ember synth: %s\n", error.what());
+                throw CLI::RuntimeError(store::kTraceErrorExitCode);
+            } catch (const std::invalid_argument& error) {
+                std::fprintf(stderr, "ember synth: %s\n", error.what());
+                throw CLI::RuntimeError(2);
+            }
+            if (opts->quiet) return;
+            const std::vector<std::string> paths = synth::synthetic_rank_paths(opts->output, opts->ranks);
+            std::printf("%-6s %14s %14s %13s  %s\n", "rank", "wait (ms)", "arrived last", "clock (ms)", "file");
+            for (const synth::SyntheticJobTruth& t : truth)
+                std::printf("%-6d %14.3f %14lld %13.3f  %s\n", t.rank, static_cast<double>(t.wait_ns) / 1e6,
+                            static_cast<long long>(t.arrived_last), static_cast<double>(t.clock_offset_ns) / 1e6,
+                            paths[static_cast<std::size_t>(t.rank)].c_str());
+            if (opts->straggler >= 0)
+                std::printf("straggler: rank %d (+%.3f ms of compute every step)\n", opts->straggler, opts->straggler_ms);
+            else
+                std::printf("no straggler\n");
+            return;
+        }
         synth::SyntheticTraceOptions options;
         options.events = opts->events;
         options.ranks = opts->ranks;

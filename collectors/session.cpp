@@ -91,7 +91,13 @@ RecordEnvironment read_record_environment() {
     if (const char* root = environment("EMBER_RECORD_ROOT_PID")) result.root_pid = std::atoll(root);
     if (const char* children = environment("EMBER_RECORD_CHILDREN"))
         result.children = std::string(children) == "skip" ? ChildPolicy::skip : ChildPolicy::suffix;
-    result.rank = first_integer_environment({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
+    for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+        if (const char* value = environment(name)) {
+            result.rank = std::atoi(value);
+            result.rank_variable = name;
+            break;
+        }
+    }
     result.world_size =
         first_integer_environment({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}).value_or(1);
     return result;
@@ -161,6 +167,7 @@ Session::Session(const SessionOptions& options)
     if (record.rank && record.world_size > 1) {
         run.rank = *record.rank;
         run.world_size = record.world_size;
+        run.rank_source = record.rank_variable + " environment";
     }
     start_process_clock();
     if (*g_process_clock.fallback_reason() != '\0')

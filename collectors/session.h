@@ -55,6 +55,7 @@ struct RecordEnvironment {
     std::int64_t root_pid = 0;   // EMBER_RECORD_ROOT_PID: the process `ember record` started
     ChildPolicy children = ChildPolicy::suffix;  // EMBER_RECORD_CHILDREN
     std::optional<int> rank;     // RANK / OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID
+    std::string rank_variable;   // the one of those that gave it
     int world_size = 1;          // WORLD_SIZE / OMPI_COMM_WORLD_SIZE / PMI_SIZE / SLURM_NTASKS
 };
 RecordEnvironment read_record_environment();

@@ -61,6 +61,10 @@ inline constexpr std::string_view kDataloaderAugment = "dataloader/augment";
 inline constexpr std::string_view kDataloaderH2d = "dataloader/h2d";
 inline constexpr std::string_view kAllreduceWait = "allreduce/wait";      // compute waits for communication
 inline constexpr std::string_view kAllreduceBucket = "allreduce/bucket";  // one gradient bucket (payload: bytes)
+// A mark left on every rank right after a barrier (payload: its sequence number): marks
+// of equal numbers happened together, so `ember merge` and the job analysis align the
+// ranks' clocks on them.
+inline constexpr std::string_view kClockAnchor = "clock/anchor";
 // PyTorch's profiler step, "ProfilerStep#12" (trace::profiler_step_number reads the N).
 inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
 }  // namespace range

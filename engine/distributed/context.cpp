@@ -39,7 +39,7 @@ Communicator& Context::communicator() {
 void Context::record_clock_anchor() {
     if (!communicator_) return;
     communicator_->barrier();
-    nvtx::mark_value("clock/anchor", static_cast<double>(anchors_recorded_++), nvtx::Category::communication);
+    nvtx::mark_value(nvtx::range::kClockAnchor.data(), static_cast<double>(anchors_recorded_++), nvtx::Category::communication);
 }
 
 }  // namespace ember::distributed

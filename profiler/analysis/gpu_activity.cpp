@@ -4,6 +4,7 @@
 #include "profiler/analysis/gpu_activity.h"
 
 #include "common/nvtx_contract.h"
+#include "profiler/analysis/communication.h"
 #include "profiler/analysis/rank_map.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/analysis/steps.h"
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ember::analysis {
 
@@ -59,13 +61,15 @@ private:
 };
 
 // Streams `sql` (device, start, end ordered by device, start) and calls
-// on_interval(device, start, end) for each interval of the per-device union.
-template <typename OnInterval>
-void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval) {
+// on_interval(device, start, end) for each interval of the per-device union of the rows
+// `keep` accepts (given the query, for a column beyond the third).
+template <typename OnInterval, typename Keep>
+void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval, Keep keep) {
     SqlQuery query(reader.database(), reader.path(), sql);
     std::optional<trace::DeviceId> device;
     trace::TimeNs start = 0, end = 0;
     while (query.next_row()) {
+        if (!keep(query)) continue;
         auto row_device = static_cast<trace::DeviceId>(query.int64(0));
         trace::TimeNs row_start = query.int64(1), row_end = query.int64(2);
         if (device && *device == row_device && row_start <= end) {
@@ -80,7 +84,13 @@ void for_each_union_interval(const store::TraceReader& reader, const char* sql, 
     if (device) on_interval(*device, start, end);
 }
 
-constexpr const char* kKernelsSql = "SELECT device_id, start_ns, end_ns FROM kernels ORDER BY device_id, start_ns";
+template <typename OnInterval>
+void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval) {
+    for_each_union_interval(reader, sql, on_interval, [](const SqlQuery&) { return true; });
+}
+
+constexpr const char* kKernelsSql =
+    "SELECT device_id, start_ns, end_ns, name_id FROM kernels ORDER BY device_id, start_ns";
 constexpr const char* kCopiesSql =
     "SELECT device_id, start_ns, end_ns FROM memcpys UNION ALL "
     "SELECT device_id, start_ns, end_ns FROM memsets ORDER BY 1, 2";
@@ -158,9 +168,10 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
                        "UNION SELECT device_id FROM memsets ORDER BY 1");
         while (query.next_row()) devices.push_back(static_cast<trace::DeviceId>(query.int64(0)));
     }
-    std::map<trace::DeviceId, std::vector<trace::TimeNs>> compute, copies, active;
+    std::map<trace::DeviceId, std::vector<trace::TimeNs>> compute, communication, copies, active;
     for (trace::DeviceId device : devices) {
         compute[device].assign(steps.size(), 0);
+        communication[device].assign(steps.size(), 0);
         copies[device].assign(steps.size(), 0);
         active[device].assign(steps.size(), 0);
     }
@@ -176,7 +187,22 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
             distributor.add(start, end, totals[device]);
         };
     };
-    for_each_union_interval(reader, kKernelsSql, distribute_into(compute));
+    // Kernels split by communication.h's one definition: collective kernels are
+    // communication, every other kernel compute.
+    std::unordered_set<trace::StringId> communication_names;
+    {
+        SqlQuery query(reader.database(), reader.path(), "SELECT DISTINCT name_id FROM kernels");
+        while (query.next_row()) {
+            const auto name = static_cast<trace::StringId>(query.int64(0));
+            if (is_communication_kernel(reader.string(name))) communication_names.insert(name);
+        }
+    }
+    auto is_communication = [&](const SqlQuery& row) {
+        return communication_names.count(static_cast<trace::StringId>(row.int64(3))) > 0;
+    };
+    for_each_union_interval(reader, kKernelsSql, distribute_into(compute),
+                            [&](const SqlQuery& row) { return !is_communication(row); });
+    for_each_union_interval(reader, kKernelsSql, distribute_into(communication), is_communication);
     for_each_union_interval(reader, kCopiesSql, distribute_into(copies));
 
     // The union of everything: steps' active time, busy fraction and idle gaps.
@@ -248,6 +274,7 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
         for (trace::DeviceId device : step_devices) {
             row.device_id = device;
             row.gpu_compute_ns = compute[device][i];
+            row.communication_ns = communication[device][i];
             row.copies_ns = copies[device][i];
             row.gpu_idle_ns = row.wall_ns - active[device][i];
             result.steps.push_back(row);

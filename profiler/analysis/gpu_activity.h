@@ -3,9 +3,11 @@
 //
 // Definitions (docs/stats.md repeats them for users):
 //   step window        [start, end) of an NVTX range named "step" (any domain);
-//   GPU compute        length of the union of kernel intervals on the device,
-//                      clipped to the window (streams overlap; the union counts
-//                      overlapping time once);
+//   GPU compute        length of the union of the intervals of compute kernels (every
+//                      kernel but communication.h's communication kernels) on the
+//                      device, clipped to the window (streams overlap; the union
+//                      counts overlapping time once);
+//   communication      the same for communication kernels (NCCL, RCCL, ...);
 //   copies             union of memcpy and memset intervals, clipped;
 //   dataloader wait    sum of "dataloader/wait" ranges on the step's thread,
 //                      clipped to the window;
@@ -38,6 +40,7 @@ struct StepBreakdown {
     trace::TimeNs start_ns = 0;
     trace::TimeNs wall_ns = 0;
     trace::TimeNs gpu_compute_ns = 0;
+    trace::TimeNs communication_ns = 0;
     trace::TimeNs copies_ns = 0;
     trace::TimeNs dataloader_wait_ns = 0;
     trace::TimeNs allreduce_wait_ns = 0;

@@ -6,6 +6,7 @@
 // work, whatever the number of host events.
 #include "profiler/analysis/gpu_work.h"
 
+#include "profiler/analysis/communication.h"
 #include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/rank_map.h"
 
@@ -48,8 +49,7 @@ const char* kernel_class_name(KernelClass kind) { return name_in(kKernelClassNam
 
 KernelClass classify_kernel(std::string_view name) {
     auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
-    if (starts("nccl") || starts("hip") || starts("hccl") || name.find("ncclKernel") != std::string_view::npos)
-        return KernelClass::communication;
+    if (is_communication_kernel(name)) return KernelClass::communication;
     if (starts("Memcpy") || starts("Memset") || starts("dma")) return KernelClass::memory;
     return KernelClass::computation;
 }

@@ -15,9 +15,10 @@
 //              own rules, step_breakdown.h).
 //   tracelens  TraceLens: only GPU events linked to a launching runtime/driver call.
 //
-// Classes follow HTA's names: COMMUNICATION for kernels named nccl*, hip*, hccl* or
-// containing "ncclKernel"; MEMORY for memcpys, memsets and kernels named Memcpy*,
-// Memset*, dma*; COMPUTATION for every other kernel.
+// Classes follow HTA's names: COMMUNICATION for communication kernels (communication.h:
+// HTA's nccl*, hip*, hccl* and "ncclKernel", and NCCL's ncclDevKernel and mangled
+// forms); MEMORY for memcpys, memsets and kernels named Memcpy*, Memset*, dma*;
+// COMPUTATION for every other kernel.
 #pragma once
 
 #include "profiler/analysis/steps.h"

@@ -2,6 +2,7 @@
 #include "profiler/analysis/range_roles.h"
 
 #include "common/nvtx_contract.h"
+#include "profiler/analysis/communication.h"
 #include "profiler/analysis/steps.h"
 
 namespace ember::analysis {
@@ -22,6 +23,7 @@ RangeRole RangeRoles::of_name(trace::StringId name) {
         const std::string_view text = reader_.string(name);
         if (is_step_range_name(text)) found->second = RangeRole::step;
         else if (is_dataloader_wait_name(text)) found->second = RangeRole::dataloader_wait;
+        else if (collective_kind_of_operation(text)) found->second = RangeRole::communication;
     }
     return found->second;
 }

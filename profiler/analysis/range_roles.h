@@ -5,7 +5,9 @@
 //   dataloader wait  ember's "dataloader/wait" (the Kineto importer renames PyTorch's
 //                    `enumerate(DataLoader)#...__next__` to it) and PyTorch's own names
 //                    where a trace keeps them (a Chrome import);
-//   communication    a range of the communication category: number 4 in ember's own
+//   communication    a range that issues a collective (communication.h: `nccl:all_reduce`,
+//                    `c10d::allgather_`, NCCL's `ncclAllReduce`, ember's `allreduce/bucket`),
+//                    or a range of the communication category: number 4 in ember's own
 //                    domain (common/nvtx_contract.h), a category named "communication"
 //                    in any other (the importer names it in each domain);
 //   work             anything else.
@@ -31,7 +33,7 @@ public:
     explicit RangeRoles(const store::TraceReader& reader);
 
     RangeRole of(trace::StringId domain, trace::StringId name, std::uint32_t category);
-    // The role the name alone gives: step, dataloader_wait or work.
+    // The role the name alone gives: step, dataloader_wait, communication or work.
     RangeRole of_name(trace::StringId name);
     bool is_communication_category(trace::StringId domain, std::uint32_t category);
 

@@ -34,7 +34,7 @@ std::optional<std::int32_t> rank_of_process_name(std::string_view name) { return
 
 std::optional<std::int32_t> rank_of_device_name(std::string_view name) { return leading_rank(name, ": "); }
 
-RankSummary rank_summary(const store::TraceReader& reader) {
+RankSummary rank_summary(const store::TraceReader& reader, const JobCollectives* job) {
     RankSummary summary;
     const std::vector<trace::ProcessInfo>& processes = reader.processes();
     if (processes.empty()) return summary;
@@ -99,6 +99,23 @@ RankSummary rank_summary(const store::TraceReader& reader) {
 
     std::sort(summary.ranks.begin(), summary.ranks.end(),
               [](const RankTimes& a, const RankTimes& b) { return a.rank < b.rank; });
+    if (job && job->matched > 0) {
+        summary.from_collectives = true;
+        for (std::size_t i = 0; i < summary.ranks.size(); ++i) {
+            RankTimes& times = summary.ranks[i];
+            if (const RankWaitRow* row = job->rank(times.rank)) {
+                times.collectives = row->collectives;
+                times.collective_wait_ns = row->wait_ns;
+                times.arrived_last = row->arrived_last;
+            }
+            if (job->straggler && *job->straggler == times.rank) summary.straggler = i;
+        }
+        if (summary.straggler) {
+            summary.others_wait_ns = job->recoverable_ns;
+            summary.straggler_evidence = job->straggler_evidence;
+        }
+        return summary;
+    }
     // The straggler waits least; it is named only when the others really waited for
     // it: a unique least wait, and the others' mean wait above it by at least 1% of its
     // step time (ranks that wait alike have no straggler).

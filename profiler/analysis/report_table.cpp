@@ -75,8 +75,14 @@ std::string format_cell(const Cell& cell, ColumnKind kind, TimeUnit unit) {
 
 void write_text(std::ostream& out, const Table& table, TimeUnit unit) {
     out << table.title << "\n\n";
+    auto write_notes = [&] {
+        if (table.notes.empty()) return;
+        out << '\n';
+        for (const std::string& note : table.notes) out << ' ' << note << '\n';
+    };
     if (table.rows.empty()) {
         out << " " << (table.empty_note.empty() ? "(none)" : table.empty_note) << "\n";
+        write_notes();
         return;
     }
     std::vector<std::string> titles;
@@ -114,6 +120,7 @@ void write_text(std::ostream& out, const Table& table, TimeUnit unit) {
     for (std::size_t c = 0; c < widths.size(); ++c) rules.emplace_back(widths[c], '-');
     write_line(rules, true);
     for (const auto& printed : cells) write_line(printed, false);
+    write_notes();
 }
 
 std::string csv_field(std::string_view text) {

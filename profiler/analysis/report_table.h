@@ -11,6 +11,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct Column {
 using Cell = std::variant<std::string, std::int64_t, double, std::monostate>;
 
 struct Table {
+    Table() = default;
+    Table(std::string key_, std::string title_, std::vector<Column> columns_ = {},
+          std::vector<std::vector<Cell>> rows_ = {}, std::string empty_note_ = {})
+        : key(std::move(key_)), title(std::move(title_)), columns(std::move(columns_)), rows(std::move(rows_)),
+          empty_note(std::move(empty_note_)) {}
+
     std::string key;    // report name ("kernels"), the JSON member
     std::string title;  // "GPU kernels"
     std::vector<Column> columns;
@@ -49,6 +56,12 @@ struct Table {
     // Printed instead of the table when it has no rows: why there is nothing
     // ("no GPU activity recorded: CPU backend"). Empty: "(none)".
     std::string empty_note;
+    // Lines printed under the table in text ("straggler: rank 3 ..."); not in CSV.
+    std::vector<std::string> notes;
+    // A report made of several tables: in JSON, reports[group][key] holds this table's
+    // rows and `group_fields` (an object) adds its members to reports[group].
+    std::string group;
+    nlohmann::json group_fields;
 };
 
 // Aligned columns (numbers right, text left), a title line and a dashed rule, as

@@ -4,6 +4,7 @@
 #include "common/nvtx_contract.h"
 #include "profiler/analysis/advice.h"
 #include "profiler/analysis/breakdown_tables.h"
+#include "profiler/analysis/collectives_report.h"
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/cuda_graphs.h"
 #include "profiler/analysis/gpu_activity.h"
@@ -108,6 +109,7 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
         {"start", "Start", ColumnKind::time},
         {"wall", "Wall", ColumnKind::time},
         {"gpu_compute", "GPU Compute", ColumnKind::time},
+        {"communication", "Communication", ColumnKind::time},
         {"copies", "Copies", ColumnKind::time},
         {"dataloader_wait", "Dataloader Wait", ColumnKind::time},
         {"allreduce_wait", "All-reduce Wait", ColumnKind::time},
@@ -121,7 +123,8 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
     for (const StepBreakdown& step : activity.steps) {
         double idle_percent = step.wall_ns > 0 ? 100.0 * static_cast<double>(step.gpu_idle_ns) / static_cast<double>(step.wall_ns) : 0.0;
         std::vector<Cell> cells = {step.step_index, device_cell(step.device_id), step.start_ns - run.start_ns, step.wall_ns,
-                                   step.gpu_compute_ns, step.copies_ns, step.dataloader_wait_ns, step.allreduce_wait_ns,
+                                   step.gpu_compute_ns, step.communication_ns, step.copies_ns, step.dataloader_wait_ns,
+                                   step.allreduce_wait_ns,
                                    step.gpu_idle_ns, idle_percent};
         if (ranks) cells.insert(cells.begin() + 1, Cell{static_cast<std::int64_t>(step.rank)});
         table.rows.push_back(std::move(cells));
@@ -157,6 +160,7 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
                        {"wall_median", "Wall Med", ColumnKind::time}, {"wall_min", "Wall Min", ColumnKind::time},
                        {"wall_p90", "Wall P90", ColumnKind::time},    {"wall_max", "Wall Max", ColumnKind::time},
                        {"gpu_compute_median", "GPU Compute Med", ColumnKind::time},
+                       {"communication_median", "Communication Med", ColumnKind::time},
                        {"copies_median", "Copies Med", ColumnKind::time},
                        {"dataloader_wait_median", "Dataloader Wait Med", ColumnKind::time},
                        {"allreduce_wait_median", "All-reduce Wait Med", ColumnKind::time},
@@ -172,10 +176,11 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
     if (ranks) slow.columns.insert(slow.columns.begin() + 1, {"rank", "Rank", ColumnKind::integer});
     slow.empty_note = "no step is slower than the median step";
     for (const Group& group : groups) {
-        std::vector<trace::TimeNs> wall, compute, copies, dataloader, allreduce, idle;
+        std::vector<trace::TimeNs> wall, compute, communication, copies, dataloader, allreduce, idle;
         for (const StepBreakdown* step : group.steps) {
             wall.push_back(step->wall_ns);
             compute.push_back(step->gpu_compute_ns);
+            communication.push_back(step->communication_ns);
             copies.push_back(step->copies_ns);
             dataloader.push_back(step->dataloader_wait_ns);
             allreduce.push_back(step->allreduce_wait_ns);
@@ -186,10 +191,12 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
         const std::size_t n = sorted_wall.size();
         const trace::TimeNs p90 = sorted_wall[std::min(n - 1, static_cast<std::size_t>(std::ceil(0.9 * n)) - 1)];
         const trace::TimeNs median_wall = median_of(wall), median_compute = median_of(compute),
+                            median_communication = median_of(communication),
                             median_copies = median_of(copies), median_dataloader = median_of(dataloader),
                             median_allreduce = median_of(allreduce), median_idle = median_of(idle);
         std::vector<Cell> row = {device_cell(group.device), static_cast<std::int64_t>(n), median_wall,
-                                 sorted_wall.front(), p90, sorted_wall.back(), median_compute, median_copies,
+                                 sorted_wall.front(), p90, sorted_wall.back(), median_compute, median_communication,
+                                 median_copies,
                                  median_dataloader, median_allreduce, median_idle};
         if (ranks) row.insert(row.begin(), Cell{static_cast<std::int64_t>(group.rank)});
         summary.rows.push_back(std::move(row));
@@ -208,6 +215,7 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
                 {"dataloader wait", step.dataloader_wait_ns - median_dataloader},
                 {"all-reduce wait", step.allreduce_wait_ns - median_allreduce},
                 {"GPU compute", on_gpu ? step.gpu_compute_ns - median_compute : 0},
+                {"communication", on_gpu ? step.communication_ns - median_communication : 0},
                 {"copies", on_gpu ? step.copies_ns - median_copies : 0},
                 {"GPU idle (host busy or waiting)", on_gpu ? step.gpu_idle_ns - median_idle : 0},
             };
@@ -236,7 +244,8 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
     const bool gpu = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.device != trace::kNoDevice; });
     if (!gpu) {
         for (Table* table : {&summary, &slow})
-            for (const char* key : {"device", "gpu_compute_median", "copies_median", "gpu_idle_median"}) {
+            for (const char* key : {"device", "gpu_compute_median", "communication_median", "copies_median",
+                                    "gpu_idle_median"}) {
                 auto column = std::find_if(table->columns.begin(), table->columns.end(),
                                            [&](const Column& c) { return c.key == key; });
                 if (column == table->columns.end()) continue;
@@ -250,26 +259,48 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
 }
 
 Table ranks_table(const RankSummary& summary) {
-    Table table{"ranks", "Ranks (compute, all-reduce wait, straggler)", {}, {}, {}};
+    Table table{"ranks",
+                summary.from_collectives ? "Ranks (compute, wait in collectives, straggler: the collectives report's)"
+                                         : "Ranks (compute, all-reduce wait, straggler)",
+                {}, {}, {}};
     table.columns = {
         {"rank", "Rank", ColumnKind::integer},
         {"steps", "Steps", ColumnKind::integer},
         {"step_time", "Step Time", ColumnKind::time},
         {"compute", "Compute", ColumnKind::time},
-        {"allreduce_wait", "All-reduce Wait", ColumnKind::time},
-        {"allreduce_wait_percent", "All-reduce Wait (%)", ColumnKind::percent},
-        {"dataloader_wait", "Dataloader Wait", ColumnKind::time},
-        {"role", "Role", ColumnKind::text},
+    };
+    if (summary.from_collectives) {
+        table.columns.push_back({"collective_wait", "Collective Wait", ColumnKind::time});
+        table.columns.push_back({"collective_wait_percent", "Collective Wait (%)", ColumnKind::percent});
+        table.columns.push_back({"arrived_last", "Arrived Last", ColumnKind::integer});
+    }
+    table.columns.push_back({"allreduce_wait", "All-reduce Wait", ColumnKind::time});
+    table.columns.push_back({"allreduce_wait_percent", "All-reduce Wait (%)", ColumnKind::percent});
+    table.columns.push_back({"dataloader_wait", "Dataloader Wait", ColumnKind::time});
+    table.columns.push_back({"role", "Role", ColumnKind::text});
+    auto percent_of_step = [](const RankTimes& rank, trace::TimeNs part) -> Cell {
+        if (rank.step_ns <= 0) return std::monostate{};
+        return 100.0 * static_cast<double>(part) / static_cast<double>(rank.step_ns);
     };
     for (std::size_t i = 0; i < summary.ranks.size(); ++i) {
         const RankTimes& rank = summary.ranks[i];
-        double wait_percent = rank.step_ns > 0 ? 100.0 * static_cast<double>(rank.allreduce_wait_ns) /
-                                                     static_cast<double>(rank.step_ns)
-                                               : 0.0;
         std::string role = summary.straggler == i ? "straggler" : (summary.straggler ? "waits" : "");
-        table.rows.push_back({static_cast<std::int64_t>(rank.rank), rank.steps, rank.step_ns, rank.compute_ns,
-                              rank.allreduce_wait_ns, wait_percent, rank.dataloader_wait_ns, role});
+        std::vector<Cell> row = {static_cast<std::int64_t>(rank.rank), rank.steps, rank.step_ns, rank.compute_ns};
+        if (summary.from_collectives) {
+            row.push_back(rank.collective_wait_ns);
+            row.push_back(percent_of_step(rank, rank.collective_wait_ns));
+            row.push_back(rank.arrived_last);
+        }
+        row.push_back(rank.allreduce_wait_ns);
+        row.push_back(rank.step_ns > 0 ? percent_of_step(rank, rank.allreduce_wait_ns) : Cell{0.0});
+        row.push_back(rank.dataloader_wait_ns);
+        row.push_back(role);
+        table.rows.push_back(std::move(row));
     }
+    if (summary.straggler && !summary.straggler_evidence.empty())
+        table.notes.push_back("straggler: " + summary.straggler_evidence + ".");
+    else if (!summary.straggler && summary.from_collectives && summary.ranks.size() >= 2)
+        table.notes.push_back("no straggler: no rank arrived last markedly more often than the others.");
     return table;
 }
 
@@ -287,11 +318,15 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
                                        ? summary.others_wait_ns / std::max<std::int64_t>(1, summary.ranks[*summary.straggler].steps) /
                                              static_cast<std::int64_t>(summary.ranks.size() - 1)
                                        : summary.others_wait_ns;
+    const std::string where = summary.from_collectives
+                                  ? fmt::format("waiting in collectives for it ({} of its collectives it arrived last "
+                                                "to)",
+                                                slow.arrived_last)
+                                  : fmt::format("in {} for it", nvtx::range::kAllreduceWait);
     return AdviceItem{
         "straggler",
-        fmt::format("rank {} is the straggler: the other ranks spent {:.1f}% of their step time ({:.3f} s) in "
-                    "{} for it",
-                    slow.rank, percent, static_cast<double>(summary.others_wait_ns) / 1e9, nvtx::range::kAllreduceWait),
+        fmt::format("rank {} is the straggler: the other ranks spent {:.1f}% of their step time ({:.3f} s) {}",
+                    slow.rank, percent, static_cast<double>(summary.others_wait_ns) / 1e9, where),
         fmt::format("look at rank {}'s host: data loading, a slower or throttled GPU, uneven shards or other "
                     "work on that machine; every rank steps at the pace of the slowest",
                     slow.rank),
@@ -537,7 +572,8 @@ bool wanted(const StatsOptions& options, std::string_view name) {
 
 }  // namespace
 
-std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options) {
+std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options,
+                                      const JobCollectives* job) {
     std::vector<Table> tables;
     const trace::RunInfo& run = reader.run();
     bool need_activity = wanted(options, "steps") || wanted(options, "gpu_busy") || wanted(options, "idle_gaps") ||
@@ -579,11 +615,26 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     // Per-rank numbers (another pass over the ranges) only where they can show: asked
     // for by name, or a file of several ranks (the default table, the straggler advice).
     RankSummary ranks;
-    const bool ranks_named = std::find(options.reports.begin(), options.reports.end(), "ranks") != options.reports.end();
-    const bool several_ranks = reader.processes().size() >= 2;
+    const auto named = [&](std::string_view name) {
+        return std::find(options.reports.begin(), options.reports.end(), name) != options.reports.end();
+    };
+    const bool ranks_named = named("ranks"), collectives_named = named("collectives");
+    const bool several_ranks = job ? job->ranks.size() >= 2 : reader.processes().size() >= 2;
+    // The job's collectives (matched, aligned, waits, straggler): the collectives, ranks
+    // and advice reports share one analysis.
+    std::optional<JobCollectives> own_job;
+    if (!job && (collectives_named ||
+                 (several_ranks && (wanted(options, "ranks") || wanted(options, "collectives") || wanted(options, "advice"))))) {
+        own_job = job_collectives(reader);
+        job = &*own_job;
+    }
     if (ranks_named || (several_ranks && (wanted(options, "ranks") || wanted(options, "advice"))))
-        ranks = rank_summary(reader);
+        ranks = rank_summary(reader, job);
     if (ranks_named || (options.reports.empty() && ranks.ranks.size() >= 2)) tables.push_back(ranks_table(ranks));
+    if (job && (collectives_named || (options.reports.empty() && job->ranks.size() >= 2))) {
+        for (Table& table : collectives_tables(*job, options.top > 0 ? options.top : 10, options.format == OutputFormat::text))
+            tables.push_back(std::move(table));
+    }
     // The GPU breakdowns share one pass over the GPU work, under the chosen conventions.
     const bool need_gpu_work = wanted(options, "temporal") || wanted(options, "kernel_types") ||
                                wanted(options, "overlap") || wanted(options, "idle_breakdown") ||
@@ -681,9 +732,9 @@ std::string dropped_records_warning(const store::TraceReader& reader) {
     return fmt::format("WARNING: {} records were dropped ({}); the numbers below undercount.", total, detail);
 }
 
-void write_stats(std::ostream& out, const store::TraceReader& reader, const StatsOptions& options) {
-    std::vector<Table> tables = build_stats_tables(reader, options);
-    std::string warning = dropped_records_warning(reader);
+void write_tables(std::ostream& out, const std::vector<Table>& tables, const ReportHeader& header,
+                  const StatsOptions& options) {
+    const std::string& warning = header.warning;
     switch (options.format) {
         case OutputFormat::text: {
             if (!warning.empty()) out << warning << "\n\n";
@@ -703,7 +754,7 @@ void write_stats(std::ostream& out, const store::TraceReader& reader, const Stat
             for (const Table& table : tables) {
                 if (several) {
                     if (!first) out << "\r\n";
-                    out << "# " << table.key << "\r\n";
+                    out << "# " << (table.group.empty() ? table.key : table.group + "." + table.key) << "\r\n";
                 }
                 first = false;
                 write_csv(out, table, options.time_unit);
@@ -712,18 +763,38 @@ void write_stats(std::ostream& out, const store::TraceReader& reader, const Stat
         }
         case OutputFormat::json: {
             nlohmann::json document = nlohmann::json::object();
-            document["file"] = reader.path();
+            if (header.files.size() == 1) document["file"] = header.files.front();
+            else document["files"] = header.files;
             document["time_unit"] = time_unit_name(options.time_unit);
-            document["dropped_records"] = reader.total_dropped();
+            document["dropped_records"] = header.dropped_records;
             document["warnings"] = nlohmann::json::array();
             if (!warning.empty()) document["warnings"].push_back(warning);
             nlohmann::json reports = nlohmann::json::object();
-            for (const Table& table : tables) reports[table.key] = to_json(table, options.time_unit);
+            for (const Table& table : tables) {
+                if (table.group.empty()) {
+                    reports[table.key] = to_json(table, options.time_unit);
+                    continue;
+                }
+                nlohmann::json& group = reports[table.group];
+                if (!group.is_object()) group = nlohmann::json::object();
+                group[table.key] = to_json(table, options.time_unit);
+                if (table.group_fields.is_object()) group.update(table.group_fields);
+            }
             document["reports"] = std::move(reports);
             out << document.dump(2) << '\n';
             break;
         }
     }
+}
+
+void write_stats(std::ostream& out, const store::TraceReader& reader, const StatsOptions& options,
+                 const JobCollectives* job, const std::vector<std::string>& files) {
+    const std::vector<Table> tables = build_stats_tables(reader, options, job);
+    ReportHeader header;
+    header.files = files.empty() ? std::vector<std::string>{reader.path()} : files;
+    header.dropped_records = reader.total_dropped();
+    header.warning = dropped_records_warning(reader);
+    write_tables(out, tables, header, options);
 }
 
 }  // namespace ember::analysis

@@ -3,6 +3,7 @@
 // (cli/stats_command.cpp) only parses options and calls write_stats.
 #pragma once
 
+#include "profiler/analysis/collectives.h"
 #include "profiler/analysis/duration_summary.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/report_table.h"
@@ -21,13 +22,13 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 // Report names, in print order.
 inline constexpr const char* kReportNames[] = {
     "kernels",   "graphs",       "memory",  "api",     "nvtx",           "gpu_by_range", "steps",
-    "ranks",     "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
+    "ranks",     "collectives",  "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
     "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "python_gpu", "advice",
 };
-// Printed when no report is named ("ranks" only for files of several ranks; "graphs",
-// not listed here, only for a file where GPU work ran from CUDA graphs).
+// Printed when no report is named ("ranks" and "collectives" only for files of several
+// ranks; "graphs", not listed here, only for a file where GPU work ran from CUDA graphs).
 inline constexpr const char* kDefaultReportNames[] = {
-    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "temporal", "kernel_types", "overlap",
+    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "collectives", "temporal", "kernel_types", "overlap",
     "idle_breakdown", "gpu_busy", "idle_gaps", "cpu", "advice",
 };
 bool is_report_name(std::string_view name);
@@ -49,14 +50,29 @@ struct StatsOptions {
 };
 
 // The selected reports as tables, in kReportNames order. With no report named, the
-// kDefaultReportNames; "ranks" is built only for a file holding two or more ranks.
-std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options);
+// kDefaultReportNames; "ranks" and "collectives" are built only for a file holding two
+// or more ranks. `job`: the job's collectives when the file is the job of several rank
+// files (job/job.h analysed them from the files); else they are analysed from `reader`.
+std::vector<Table> build_stats_tables(const store::TraceReader& reader, const StatsOptions& options,
+                                      const JobCollectives* job = nullptr);
+
+// What the printed report says about its input (JSON: "file" or "files").
+struct ReportHeader {
+    std::vector<std::string> files;
+    std::uint64_t dropped_records = 0;
+    std::string warning;  // dropped_records_warning's, or "" when none
+};
+
+// Prints `tables` in options.format.
+void write_tables(std::ostream& out, const std::vector<Table>& tables, const ReportHeader& header,
+                  const StatsOptions& options);
 
 // The warning printed above every report when the file records lost events, or
 // "" when none were lost: "WARNING: 12 records were dropped (cupti: 10, ...)".
 std::string dropped_records_warning(const store::TraceReader& reader);
 
 // Builds and prints the selected reports. Throws TraceError on a read failure.
-void write_stats(std::ostream& out, const store::TraceReader& reader, const StatsOptions& options);
+void write_stats(std::ostream& out, const store::TraceReader& reader, const StatsOptions& options,
+                 const JobCollectives* job = nullptr, const std::vector<std::string>& files = {});
 
 }  // namespace ember::analysis

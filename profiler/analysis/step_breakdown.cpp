@@ -227,6 +227,7 @@ private:
         switch (roles_.of_name(name_id)) {
             case RangeRole::step: return ignored_role;  // the steps themselves
             case RangeRole::dataloader_wait: return dataloader_role;
+            case RangeRole::communication: return communication_role;
             default: return cpu_exec_role;
         }
     }

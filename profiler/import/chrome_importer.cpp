@@ -237,6 +237,7 @@ private:
         const ImportOptions& options = sink_.options();
         run.rank = options.rank.value_or(0);
         run.world_size = options.world_size.value_or(1);
+        if (options.rank) run.rank_source = "--rank";
         run.pid = first_host_pid_;
         if (run.clock_name == "CLOCK_MONOTONIC") run.clock_name = "chrome trace";
     }

@@ -204,6 +204,9 @@ std::string open_as_ember_trace(const std::string& path, const OpenTraceOptions&
 // or "reading r0.json.gz through its import r0.json.gz.ember-cache.db (kineto)".
 std::string describe_opened(const std::string& input, const OpenedTrace& opened);
 
+// The user's cache folder: $XDG_CACHE_HOME/ember, else ~/.cache/ember.
+std::string user_cache_directory();
+
 // Where open_trace() keeps the import of `input` for `place` (automatic resolves
 // to beside_input or user_cache the way open_trace does).
 std::string cache_path_for(const std::string& input, CachePlace place);

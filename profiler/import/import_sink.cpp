@@ -531,6 +531,7 @@ void ImportSink::write_metadata(const std::string& path) {
     put_int(store::metadata_key::pid, run_.pid);
     put_int(store::metadata_key::rank, run_.rank);
     put_int(store::metadata_key::world_size, run_.world_size);
+    put_text(store::metadata_key::rank_source, run_.rank_source);
     put_text(store::metadata_key::clock_name, run_.clock_name);
     put_int(store::metadata_key::clock_offset_to_wall_ns, run_.clock_offset_to_wall_ns);
     put_int(store::metadata_key::start_ns, run_.start_ns);

@@ -303,6 +303,7 @@ private:
         trace::RunInfo& run = sink_.run();
         const ImportOptions& options = sink_.options();
         run.rank = options.rank.value_or(distributed_rank_.value_or(0));
+        run.rank_source = options.rank ? "--rank" : distributed_rank_ ? "distributedInfo.rank" : "";
         run.world_size = options.world_size.value_or(distributed_world_size_.value_or(1));
         run.pid = host_pid_;
         run.clock_name = has_base_time_ ? "kineto (ns since baseTimeNanoseconds)" : "kineto (Unix epoch)";

@@ -1182,6 +1182,7 @@ private:
         const ImportOptions& options = sink_.options();
         run.rank = options.rank.value_or(0);
         run.world_size = options.world_size.value_or(1);
+        if (options.rank) run.rank_source = "--rank";
         run.pid = gpu_pid_ != 0 ? gpu_pid_ : main_pid_;
         if (session_start_) run.start_ns = *session_start_;
         if (session_stop_) run.end_ns = std::max(*session_stop_, sink_.any_event() ? sink_.latest_ns() : *session_stop_);

@@ -57,14 +57,6 @@ std::uint64_t path_hash(std::string_view text) {
     return hash;
 }
 
-std::string user_cache_directory() {
-    const char* xdg = std::getenv("XDG_CACHE_HOME");
-    if (xdg != nullptr && xdg[0] == '/') return (std::filesystem::path(xdg) / "ember").string();
-    const char* home = std::getenv("HOME");
-    if (home != nullptr && home[0] != '\0') return (std::filesystem::path(home) / ".cache" / "ember").string();
-    return (std::filesystem::temp_directory_path() / "ember-cache").string();
-}
-
 bool folder_writable(const std::string& input) {
     std::filesystem::path folder = std::filesystem::path(input).parent_path();
     if (folder.empty()) folder = ".";
@@ -102,6 +94,15 @@ bool cache_matches(const std::string& cache, const SourceStamp& stamp) {
 }
 
 }  // namespace
+
+std::string user_cache_directory() {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (xdg != nullptr && xdg[0] == '/') return (std::filesystem::path(xdg) / "ember").string();
+    const char* home = std::getenv("HOME");
+    if (home != nullptr && home[0] != '\0') return (std::filesystem::path(home) / ".cache" / "ember").string();
+    return (std::filesystem::temp_directory_path() / "ember-cache").string();
+}
+
 
 std::string cache_path_for(const std::string& input, CachePlace place) {
     if (place == CachePlace::automatic) place = folder_writable(input) ? CachePlace::beside_input : CachePlace::user_cache;

@@ -18,6 +18,7 @@
 // API call still finds its own kernels.
 #include "profiler/merge/merge.h"
 
+#include "common/nvtx_contract.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 
@@ -37,7 +38,7 @@ namespace {
 // Anchor sequence number -> time, from the `clock/anchor` marks of one file.
 std::map<int64_t, trace::TimeNs> clock_anchors(const store::TraceReader& reader) {
     std::map<int64_t, trace::TimeNs> anchors;
-    std::optional<trace::StringId> name = reader.find_string("clock/anchor");
+    std::optional<trace::StringId> name = reader.find_string(nvtx::range::kClockAnchor);
     if (!name) return anchors;
     reader.for_each_mark({}, [&](const trace::MarkEvent& mark) {
         if (mark.name_id == *name)
@@ -207,15 +208,20 @@ struct RankCopier {
 
 }  // namespace
 
-MergeResult merge_traces(const std::vector<std::string>& inputs, const std::string& output) {
+MergeResult merge_traces(const std::vector<std::string>& inputs, const std::string& output,
+                         const MergeOptions& options) {
+    const std::vector<RankPlacement>& placements = options.placements;
     if (inputs.empty()) throw store::TraceError(store::TraceErrorKind::io, output, "merge: no input files");
+    if (!placements.empty() && placements.size() != inputs.size())
+        throw store::TraceError(store::TraceErrorKind::io, output, "merge: one placement per input is needed");
     std::vector<std::unique_ptr<store::TraceReader>> readers;
     for (const std::string& path : inputs) readers.push_back(std::make_unique<store::TraceReader>(path));
     // Order by recorded rank (file order when ranks are missing or repeated).
     std::vector<std::size_t> order(readers.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto recorded_rank = [&](std::size_t i) { return placements.empty() ? readers[i]->run().rank : placements[i].rank; };
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return readers[a]->run().rank < readers[b]->run().rank; });
+                     [&](std::size_t a, std::size_t b) { return recorded_rank(a) < recorded_rank(b); });
     const store::TraceReader& base = *readers[order[0]];
     const std::map<int64_t, trace::TimeNs> base_anchors = clock_anchors(base);
     // Each rank keeps the number its file records (the launcher's rank, Kineto's
@@ -224,16 +230,18 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
     std::set<int> recorded_ranks;
     for (const auto& reader : readers)
         if (reader->run().rank >= 0) recorded_ranks.insert(reader->run().rank);
-    const bool keep_recorded_ranks = recorded_ranks.size() == readers.size();
+    const bool keep_recorded_ranks = !placements.empty() || recorded_ranks.size() == readers.size();
 
     trace::RunInfo run = base.run();
     run.command_line = "ember merge";
     for (const std::string& path : inputs) run.command_line += " " + path;
     run.rank = 0;
     run.world_size = static_cast<int32_t>(readers.size());
+    run.rank_source = "job file";
     store::WriterOptions writer_options;
     writer_options.overflow = store::OverflowPolicy::block;  // a copy must not drop events
     store::TraceWriter writer(output, run, writer_options);
+    for (const auto& [key, value] : options.metadata) writer.set_metadata(key, value);
 
     MergeResult result;
     std::set<int64_t> pids;
@@ -241,10 +249,14 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
     trace::DeviceId next_device_id = 0;
     for (std::size_t position = 0; position < order.size(); ++position) {
         const store::TraceReader& reader = *readers[order[position]];
-        const int rank = order.size() == 1 || keep_recorded_ranks ? reader.run().rank : static_cast<int>(position);
+        const int rank = order.size() == 1 || keep_recorded_ranks ? recorded_rank(order[position])
+                                                                   : static_cast<int>(position);
         trace::TimeNs shift = 0;
         std::string how = "reference";
-        if (position > 0) {
+        if (!placements.empty()) {
+            shift = placements[order[position]].shift_ns;
+            how = placements[order[position]].how;
+        } else if (position > 0) {
             const std::map<int64_t, trace::TimeNs> anchors = clock_anchors(reader);
             bool aligned = false;
             for (const auto& [sequence, time] : anchors) {

@@ -11,6 +11,7 @@
 #include "profiler/trace/events.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ember::merge {
@@ -26,8 +27,24 @@ struct MergeResult {
     std::vector<RankAlignment> ranks;  // in merged order (by recorded rank)
 };
 
+// Where each input goes when the caller knows it (the job analysis aligned the ranks on
+// their collectives, analysis/collectives.h): its rank and shift, one per input.
+struct RankPlacement {
+    int rank = 0;
+    trace::TimeNs shift_ns = 0;
+    std::string how;
+};
+
+struct MergeOptions {
+    // One per input, or none: then the files' ranks and clock anchors decide.
+    std::vector<RankPlacement> placements;
+    // Extra run_metadata keys of the job file.
+    std::vector<std::pair<std::string, std::string>> metadata;
+};
+
 // Writes `output` (replacing it) from `inputs`. Throws store::TraceError naming the
 // file for unreadable inputs or an unwritable output.
-MergeResult merge_traces(const std::vector<std::string>& inputs, const std::string& output);
+MergeResult merge_traces(const std::vector<std::string>& inputs, const std::string& output,
+                         const MergeOptions& options = {});
 
 }  // namespace ember::merge

@@ -302,6 +302,7 @@ void TraceReader::Impl::load_metadata() {
     run.pid = integer(metadata_key::pid, false);
     run.rank = static_cast<std::int32_t>(integer(metadata_key::rank, false));
     run.world_size = static_cast<std::int32_t>(integer(metadata_key::world_size, false));
+    run.rank_source = text(metadata_key::rank_source);
     run.clock_name = text(metadata_key::clock_name);
     run.clock_offset_to_wall_ns = integer(metadata_key::clock_offset_to_wall_ns, false);
     run.start_ns = integer(metadata_key::start_ns, false);

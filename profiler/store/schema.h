@@ -328,6 +328,7 @@ inline constexpr const char* host = "host";
 inline constexpr const char* pid = "pid";
 inline constexpr const char* rank = "rank";
 inline constexpr const char* world_size = "world_size";
+inline constexpr const char* rank_source = "rank_source";
 inline constexpr const char* clock_name = "clock_name";
 inline constexpr const char* clock_offset_to_wall_ns = "clock_offset_to_wall_ns";
 inline constexpr const char* start_ns = "start_ns";

@@ -469,6 +469,7 @@ void TraceWriter::Impl::write_run_metadata() {
     put_int(metadata_key::pid, run.pid);
     put_int(metadata_key::rank, run.rank);
     put_int(metadata_key::world_size, run.world_size);
+    put_text(metadata_key::rank_source, run.rank_source);
     put_text(metadata_key::clock_name, run.clock_name);
     put_int(metadata_key::clock_offset_to_wall_ns, run.clock_offset_to_wall_ns);
     put_int(metadata_key::start_ns, run.start_ns);

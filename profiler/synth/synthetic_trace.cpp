@@ -571,6 +571,7 @@ RunInfo synthetic_run_info(const SyntheticTraceOptions& options, int rank) {
     run.pid = 10'000 + rank;
     run.rank = rank;
     run.world_size = options.ranks;
+    run.rank_source = "synthetic";
     run.clock_name = "synthetic";
     run.clock_offset_to_wall_ns = kWallOffset;
     run.start_ns = kTraceStart;

@@ -134,6 +134,9 @@ struct RunInfo {
     std::int64_t pid = 0;
     std::int32_t rank = 0;        // MPI/NCCL rank of this process; 0 for a single process
     std::int32_t world_size = 1;
+    // Where `rank` came from: "RANK environment", "distributedInfo.rank", "--rank",
+    // "job file", "synthetic", ...; empty when the recorder knew no rank.
+    std::string rank_source;
     std::string clock_name = "CLOCK_MONOTONIC";  // the clock every *_ns value is on
     std::int64_t clock_offset_to_wall_ns = 0;    // wall (Unix epoch ns) = trace time + offset
     TimeNs start_ns = 0;   // recording began

@@ -163,7 +163,9 @@ TEST_F(FixtureTrace, StepBreakdownBusyAndGaps) {
     EXPECT_EQ(first.gpu_idle_ns, 1400);
     const StepBreakdown& second = activity.steps[1];
     EXPECT_EQ(second.start_ns, 3000);
-    EXPECT_EQ(second.gpu_compute_ns, 400);  // gemm [3600,3900) hides relu [3700,3750); + nccl 100
+    EXPECT_EQ(second.gpu_compute_ns, 300);  // gemm [3600,3900) hides relu [3700,3750)
+    EXPECT_EQ(second.communication_ns, 100);  // the nccl kernel: communication, not compute
+    EXPECT_EQ(first.communication_ns, 0);
     EXPECT_EQ(second.copies_ns, 130);
     EXPECT_EQ(second.dataloader_wait_ns, 400);
     EXPECT_EQ(second.allreduce_wait_ns, 300);
@@ -257,12 +259,12 @@ TEST_F(FixtureTrace, JsonEveryReport) {
     EXPECT_EQ(document["dropped_records"], 12);
     ASSERT_EQ(document["warnings"].size(), 1u);
     const auto& reports = document["reports"];
-    // Every default report but "ranks", which is printed unasked only for files of two or more ranks.
+    // Every default report but "ranks" and "collectives", printed unasked only for files of two or more ranks.
     // A report of several tables is there by its tables' keys (cpu: cpu_functions, ...;
     // steps: steps_summary, slowest_steps and, in JSON, every step).
     for (const char* name : kDefaultReportNames) {
         const std::string key = std::string(name) == "cpu" ? "cpu_functions" : name;
-        EXPECT_EQ(reports.contains(key), std::string(name) != "ranks") << name;
+        EXPECT_EQ(reports.contains(key), std::string(name) != "ranks" && std::string(name) != "collectives") << name;
     }
     for (const char* key : {"steps_summary", "slowest_steps", "kernel_types_top"}) EXPECT_TRUE(reports.contains(key)) << key;
     // The others only when named.
@@ -277,7 +279,8 @@ TEST_F(FixtureTrace, JsonEveryReport) {
     EXPECT_EQ(step["step"], 1);
     EXPECT_EQ(step["device"], 0);
     EXPECT_DOUBLE_EQ(step["start"].get<double>(), 2000e-6);
-    EXPECT_DOUBLE_EQ(step["gpu_compute"].get<double>(), 400e-6);
+    EXPECT_DOUBLE_EQ(step["gpu_compute"].get<double>(), 300e-6);
+    EXPECT_DOUBLE_EQ(step["communication"].get<double>(), 100e-6);
     EXPECT_DOUBLE_EQ(step["gpu_idle"].get<double>(), 1470e-6);
     EXPECT_DOUBLE_EQ(step["gpu_idle_percent"].get<double>(), 73.5);
     EXPECT_EQ(reports["memory"][2]["total_bytes"], 4096);

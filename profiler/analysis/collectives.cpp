@@ -1,0 +1,852 @@
+// collectives.cpp: see collectives.h. Sections: reading a rank's collectives, the bytes
+// shards exchange, clocks, the per-collective summaries, waits and the straggler, and
+// what the straggler was doing instead.
+#include "profiler/analysis/collectives.h"
+
+#include "common/nvtx_contract.h"
+#include "profiler/analysis/range_roles.h"
+#include "profiler/analysis/rank_map.h"
+#include "profiler/analysis/steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ember::analysis {
+
+using trace::TimeNs;
+
+std::int64_t RankCollectives::collective_count() const {
+    std::int64_t count = 0;
+    for (const CommunicatorOps& communicator : communicators) count += static_cast<std::int64_t>(communicator.ops.size());
+    return count;
+}
+
+bool RankCollectives::host_arrivals() const {
+    return std::any_of(communicators.begin(), communicators.end(), [](const CommunicatorOps& c) { return c.host; });
+}
+
+const RankWaitRow* JobCollectives::rank(std::int32_t number) const {
+    for (const RankWaitRow& row : ranks)
+        if (row.rank == number) return &row;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Reading one file's ranks
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// The communicators of one rank while its file is read, by local track (a StreamId or
+// a ThreadId).
+struct RankReading {
+    std::map<std::uint32_t, CommunicatorOps> streams;  // communication kernels
+    std::map<std::uint32_t, CommunicatorOps> threads;  // host calls
+};
+
+TimeNs median_of(std::vector<TimeNs> values) {
+    if (values.empty()) return 0;
+    const std::size_t middle = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle), values.end());
+    const TimeNs upper = values[middle];
+    if (values.size() % 2) return upper;
+    const TimeNs lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle));
+    return lower + (upper - lower) / 2;
+}
+
+// Numbers a rank's communicators by their first collective: the keys every rank shares.
+std::vector<CommunicatorOps> numbered(std::map<std::uint32_t, CommunicatorOps>&& by_track, const char* prefix) {
+    std::vector<CommunicatorOps> list;
+    for (auto& [track, communicator] : by_track)
+        if (!communicator.ops.empty()) list.push_back(std::move(communicator));
+    for (CommunicatorOps& communicator : list)
+        std::stable_sort(communicator.ops.begin(), communicator.ops.end(),
+                         [](const CollectiveOp& a, const CollectiveOp& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(list.begin(), list.end(), [](const CommunicatorOps& a, const CommunicatorOps& b) {
+        return a.ops.front().start_ns < b.ops.front().start_ns;
+    });
+    for (std::size_t i = 0; i < list.size(); ++i) list[i].key = fmt::format("{} #{}", prefix, i);
+    return list;
+}
+
+}  // namespace
+
+std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, const std::string& path) {
+    const RankMap ranks = rank_map(reader);
+    std::map<std::int32_t, RankReading> reading;
+    std::map<std::int32_t, RankCollectives> result;
+    const trace::RunInfo& run = reader.run();
+    for (std::int32_t rank : ranks.ranks) {
+        RankCollectives& collectives = result[rank];
+        collectives.path = path.empty() ? reader.path() : path;
+        collectives.rank = rank;
+        collectives.rank_from = ranks.job                    ? "job file"
+                                : !run.rank_source.empty()   ? run.rank_source
+                                : run.world_size > 1         ? "run metadata"
+                                                             : "";
+        collectives.clock_offset_to_wall_ns = run.clock_offset_to_wall_ns;
+        collectives.first_ns = std::numeric_limits<TimeNs>::max();
+        collectives.last_ns = std::numeric_limits<TimeNs>::min();
+    }
+    auto widen = [&](std::int32_t rank, TimeNs start, TimeNs end) {
+        auto found = result.find(rank);
+        if (found == result.end()) return;
+        found->second.first_ns = std::min(found->second.first_ns, start);
+        found->second.last_ns = std::max(found->second.last_ns, end);
+    };
+
+    // Communication kernels, by stream.
+    std::unordered_map<trace::StringId, std::optional<CollectiveKind>> kernel_kinds;
+    reader.for_each_kernel({}, [&](const trace::KernelEvent& kernel) {
+        const std::int32_t rank = ranks.of_stream(kernel.stream_id);
+        widen(rank, kernel.start_ns, kernel.end_ns);
+        auto [kind, inserted] = kernel_kinds.try_emplace(kernel.name_id);
+        if (inserted) {
+            const std::string_view name = reader.string(kernel.name_id);
+            if (is_communication_kernel(name)) kind->second = collective_kind_of_kernel(name);
+        }
+        if (!kind->second) return true;
+        CommunicatorOps& communicator = reading[rank].streams[kernel.stream_id];
+        if (communicator.where.empty()) {
+            const trace::StreamInfo* stream = reader.stream(kernel.stream_id);
+            communicator.where = stream ? fmt::format("device {} stream {}", stream->device_id, stream->cuda_stream_id)
+                                        : fmt::format("stream {}", kernel.stream_id);
+        }
+        communicator.ops.push_back({kernel.start_ns, kernel.end_ns, *kind->second});
+        return true;
+    });
+
+    // Host calls that issue collectives: the outermost on each thread (c10d::allreduce_
+    // holds nccl:all_reduce, which holds record_param_comms: one collective).
+    std::unordered_map<trace::StringId, std::optional<CollectiveKind>> operation_kinds;
+    std::unordered_set<trace::RangeId> inside_collective;
+    reader.for_each_range({}, [&](const trace::RangeEvent& range) {
+        const std::int32_t rank = ranks.of_thread(range.thread_id);
+        widen(rank, range.start_ns, range.end_ns);
+        if (range.parent_range_id != 0 && inside_collective.count(range.parent_range_id)) {
+            inside_collective.insert(range.range_id);
+            return true;
+        }
+        auto [kind, inserted] = operation_kinds.try_emplace(range.name_id);
+        if (inserted) kind->second = collective_kind_of_operation(reader.string(range.name_id));
+        if (!kind->second) return true;
+        inside_collective.insert(range.range_id);
+        CommunicatorOps& communicator = reading[rank].threads[range.thread_id];
+        if (communicator.where.empty()) {
+            const trace::ThreadInfo* thread = reader.thread(range.thread_id);
+            communicator.where = thread ? fmt::format("thread {} ({})", thread->tid, thread->name)
+                                        : fmt::format("thread {}", range.thread_id);
+            communicator.host = true;
+        }
+        communicator.ops.push_back({range.start_ns, range.end_ns, *kind->second});
+        return true;
+    });
+
+    // Clock anchors and steps.
+    if (std::optional<trace::StringId> anchor = reader.find_string(nvtx::range::kClockAnchor)) {
+        reader.for_each_mark({}, [&](const trace::MarkEvent& mark) {
+            if (mark.name_id != *anchor) return true;
+            auto found = result.find(ranks.of_thread(mark.thread_id));
+            if (found != result.end())
+                found->second.anchors.emplace(std::llround(mark.payload.as_double()), mark.time_ns);
+            return true;
+        });
+    }
+    for (const auto& [rank, steps] : step_ranges(reader, ranks)) {
+        auto found = result.find(rank);
+        if (found == result.end()) continue;
+        for (const StepRange& step : steps) {
+            found->second.steps += 1;
+            found->second.step_ns += step.end_ns - step.start_ns;
+        }
+    }
+
+    std::vector<RankCollectives> list;
+    for (auto& [rank, collectives] : result) {
+        RankReading& tracks = reading[rank];
+        // A rank with communication kernels is read from them; its host calls only
+        // enqueued those kernels.
+        collectives.communicators = !tracks.streams.empty() ? numbered(std::move(tracks.streams), "stream")
+                                                            : numbered(std::move(tracks.threads), "host");
+        if (collectives.first_ns > collectives.last_ns) collectives.first_ns = collectives.last_ns = 0;
+        list.push_back(std::move(collectives));
+    }
+    return list;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Bytes between shards
+// ---------------------------------------------------------------------------
+
+namespace {
+
+class Bytes {
+public:
+    void put(std::int64_t value) { data_.append(reinterpret_cast<const char*>(&value), sizeof value); }
+    void put(double value) { data_.append(reinterpret_cast<const char*>(&value), sizeof value); }
+    void put(const std::string& text) {
+        put(static_cast<std::int64_t>(text.size()));
+        data_.append(text);
+    }
+    std::string take() { return std::move(data_); }
+
+private:
+    std::string data_;
+};
+
+class BytesReader {
+public:
+    explicit BytesReader(const std::string& data) : data_(data) {}
+    std::int64_t int64() { return read<std::int64_t>(); }
+    double real() { return read<double>(); }
+    std::string text() {
+        const auto size = static_cast<std::size_t>(int64());
+        need(size);
+        std::string value = data_.substr(at_, size);
+        at_ += size;
+        return value;
+    }
+    bool done() const { return at_ == data_.size(); }
+
+private:
+    template <typename T>
+    T read() {
+        need(sizeof(T));
+        T value;
+        std::memcpy(&value, data_.data() + at_, sizeof(T));
+        at_ += sizeof(T);
+        return value;
+    }
+    void need(std::size_t size) const {
+        if (at_ + size > data_.size()) throw std::runtime_error("job analysis: a shard sent a truncated summary");
+    }
+    const std::string& data_;
+    std::size_t at_ = 0;
+};
+
+class LocalExchange : public CollectiveExchange {
+public:
+    std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
+    int process() const override { return 0; }
+    int processes() const override { return 1; }
+};
+
+// ---------------------------------------------------------------------------
+// [SECTION] The reference rank and the clocks
+// ---------------------------------------------------------------------------
+
+// What every shard needs of the reference rank (the lowest): its collectives' ends and
+// kinds, its anchors and its wall-clock offset.
+struct Reference {
+    std::int32_t rank = std::numeric_limits<std::int32_t>::max();
+    std::int64_t clock_offset_to_wall_ns = 0;
+    std::map<std::int64_t, TimeNs> anchors;
+    struct Communicator {
+        bool host = false;
+        std::vector<TimeNs> ends;
+        std::vector<std::int64_t> kinds;
+    };
+    std::map<std::string, Communicator> communicators;
+};
+
+std::string encode_reference(const std::vector<RankCollectives>& shard) {
+    Bytes bytes;
+    if (shard.empty()) {
+        bytes.put(std::int64_t{-1});
+        return bytes.take();
+    }
+    const RankCollectives& lowest = *std::min_element(
+        shard.begin(), shard.end(), [](const RankCollectives& a, const RankCollectives& b) { return a.rank < b.rank; });
+    bytes.put(std::int64_t{lowest.rank});
+    bytes.put(lowest.clock_offset_to_wall_ns);
+    bytes.put(static_cast<std::int64_t>(lowest.anchors.size()));
+    for (const auto& [sequence, time] : lowest.anchors) {
+        bytes.put(sequence);
+        bytes.put(time);
+    }
+    bytes.put(static_cast<std::int64_t>(lowest.communicators.size()));
+    for (const CommunicatorOps& communicator : lowest.communicators) {
+        bytes.put(communicator.key);
+        bytes.put(std::int64_t{communicator.host});
+        bytes.put(static_cast<std::int64_t>(communicator.ops.size()));
+        for (const CollectiveOp& op : communicator.ops) {
+            bytes.put(op.end_ns);
+            bytes.put(static_cast<std::int64_t>(op.kind));
+        }
+    }
+    return bytes.take();
+}
+
+Reference decode_lowest_reference(const std::vector<std::string>& parts) {
+    Reference reference;
+    for (const std::string& part : parts) {
+        BytesReader in(part);
+        const std::int64_t rank = in.int64();
+        if (rank < 0 || rank >= reference.rank) continue;
+        Reference candidate;
+        candidate.rank = static_cast<std::int32_t>(rank);
+        candidate.clock_offset_to_wall_ns = in.int64();
+        for (std::int64_t n = in.int64(); n > 0; --n) {
+            const std::int64_t sequence = in.int64();
+            candidate.anchors[sequence] = in.int64();
+        }
+        for (std::int64_t n = in.int64(); n > 0; --n) {
+            const std::string key = in.text();
+            Reference::Communicator& communicator = candidate.communicators[key];
+            communicator.host = in.int64() != 0;
+            for (std::int64_t ops = in.int64(); ops > 0; --ops) {
+                communicator.ends.push_back(in.int64());
+                communicator.kinds.push_back(in.int64());
+            }
+        }
+        reference = std::move(candidate);
+    }
+    return reference;
+}
+
+// Which of a rank's collectives are matched: the same kind as the reference's k-th of
+// that communicator (or either kind unknown). Returns one flag per op, per communicator.
+std::vector<std::vector<char>> matched_flags(const RankCollectives& rank, const Reference& reference,
+                                             std::int64_t& kind_mismatches) {
+    std::vector<std::vector<char>> flags;
+    for (const CommunicatorOps& communicator : rank.communicators) {
+        std::vector<char>& flag = flags.emplace_back(communicator.ops.size(), 1);
+        auto found = reference.communicators.find(communicator.key);
+        if (found == reference.communicators.end()) continue;
+        const std::vector<std::int64_t>& kinds = found->second.kinds;
+        for (std::size_t k = 0; k < communicator.ops.size() && k < kinds.size(); ++k) {
+            const auto theirs = static_cast<CollectiveKind>(kinds[k]);
+            const CollectiveKind mine = communicator.ops[k].kind;
+            if (mine != CollectiveKind::unknown && theirs != CollectiveKind::unknown && mine != theirs) {
+                flag[k] = 0;
+                ++kind_mismatches;
+            }
+        }
+    }
+    return flags;
+}
+
+RankClock clock_of(const RankCollectives& rank, const Reference& reference, const std::vector<std::vector<char>>& flags) {
+    RankClock clock{rank.rank, 0, "reference", 0};
+    if (rank.rank == reference.rank) return clock;
+    // On the ends of the collectives both ran (GPU kernels only: host calls do not end together).
+    std::vector<TimeNs> differences;
+    for (std::size_t c = 0; c < rank.communicators.size(); ++c) {
+        const CommunicatorOps& communicator = rank.communicators[c];
+        auto found = reference.communicators.find(communicator.key);
+        if (communicator.host || found == reference.communicators.end() || found->second.host) continue;
+        const std::vector<TimeNs>& ends = found->second.ends;
+        for (std::size_t k = 0; k < communicator.ops.size() && k < ends.size(); ++k)
+            if (flags[c][k]) differences.push_back(ends[k] - communicator.ops[k].end_ns);
+    }
+    if (!differences.empty()) {
+        clock.collectives_used = static_cast<std::int64_t>(differences.size());
+        clock.offset_ns = median_of(std::move(differences));
+        clock.how = fmt::format("ends of {} collective{}", clock.collectives_used, clock.collectives_used == 1 ? "" : "s");
+        return clock;
+    }
+    for (const auto& [sequence, time] : rank.anchors) {
+        auto found = reference.anchors.find(sequence);
+        if (found == reference.anchors.end()) continue;
+        clock.offset_ns = found->second - time;
+        clock.how = fmt::format("clock anchor {}", sequence);
+        return clock;
+    }
+    clock.offset_ns = rank.clock_offset_to_wall_ns - reference.clock_offset_to_wall_ns;
+    clock.how = "wall clock";
+    return clock;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Per-collective summaries
+// ---------------------------------------------------------------------------
+
+// One collective over the ranks of a shard, then of the job.
+struct Summary {
+    std::int64_t ranks = 0;
+    TimeNs first_arrival = std::numeric_limits<TimeNs>::max();
+    TimeNs last_arrival = std::numeric_limits<TimeNs>::min();
+    std::int64_t last_rank = -1;
+    std::int64_t at_last = 0;  // ranks arriving at last_arrival
+    TimeNs first_end = std::numeric_limits<TimeNs>::max();
+    TimeNs last_end = std::numeric_limits<TimeNs>::min();
+    TimeNs longest = 0;
+    std::int64_t kind = 0;
+    std::int64_t host = 0;
+    TimeNs total_wait = 0;  // filled once the last arrival is known
+
+    void add(TimeNs arrival, TimeNs end, std::int32_t rank, CollectiveKind op_kind, bool host_call) {
+        Summary one;
+        one.ranks = 1;
+        one.first_arrival = one.last_arrival = arrival;
+        one.last_rank = rank;
+        one.at_last = 1;
+        one.first_end = one.last_end = end;
+        one.longest = end - arrival;
+        one.kind = static_cast<std::int64_t>(op_kind);
+        one.host = host_call;
+        merge(one);
+    }
+    void merge(const Summary& other) {
+        if (other.ranks == 0) return;
+        if (ranks == 0 || (kind == 0 && other.kind != 0)) kind = other.kind;
+        ranks += other.ranks;
+        first_arrival = std::min(first_arrival, other.first_arrival);
+        if (other.last_arrival > last_arrival) {
+            last_arrival = other.last_arrival;
+            last_rank = other.last_rank;
+            at_last = other.at_last;
+        } else if (other.last_arrival == last_arrival) {
+            at_last += other.at_last;
+        }
+        first_end = std::min(first_end, other.first_end);
+        last_end = std::max(last_end, other.last_end);
+        longest = std::max(longest, other.longest);
+        host = host || other.host;
+        total_wait += other.total_wait;
+    }
+    void put(Bytes& bytes) const {
+        for (std::int64_t value : {ranks, first_arrival, last_arrival, last_rank, at_last, first_end, last_end, longest,
+                                   kind, host, total_wait})
+            bytes.put(value);
+    }
+    static Summary get(BytesReader& in) {
+        Summary s;
+        for (std::int64_t* field : {&s.ranks, &s.first_arrival, &s.last_arrival, &s.last_rank, &s.at_last, &s.first_end,
+                                    &s.last_end, &s.longest, &s.kind, &s.host, &s.total_wait})
+            *field = in.int64();
+        return s;
+    }
+};
+
+using Summaries = std::map<std::string, std::vector<Summary>>;  // by communicator key, then k
+
+std::string encode_summaries(const Summaries& summaries) {
+    Bytes bytes;
+    bytes.put(static_cast<std::int64_t>(summaries.size()));
+    for (const auto& [key, list] : summaries) {
+        bytes.put(key);
+        bytes.put(static_cast<std::int64_t>(list.size()));
+        for (const Summary& summary : list) summary.put(bytes);
+    }
+    return bytes.take();
+}
+
+Summaries merge_summaries(const std::vector<std::string>& parts) {
+    Summaries merged;
+    for (const std::string& part : parts) {
+        BytesReader in(part);
+        for (std::int64_t n = in.int64(); n > 0; --n) {
+            std::vector<Summary>& list = merged[in.text()];
+            const auto count = static_cast<std::size_t>(in.int64());
+            if (list.size() < count) list.resize(count);
+            for (std::size_t k = 0; k < count; ++k) list[k].merge(Summary::get(in));
+        }
+    }
+    return merged;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Rows of a shard, sent whole
+// ---------------------------------------------------------------------------
+
+void put_row(Bytes& bytes, const RankWaitRow& row, const RankClock& clock) {
+    bytes.put(std::int64_t{row.rank});
+    bytes.put(row.path);
+    bytes.put(row.rank_from);
+    for (std::int64_t value : {row.collectives, row.wait_ns, row.transfer_ns, row.steps, row.step_ns, row.arrived_last,
+                               row.median_lateness_ns, std::int64_t{row.host_arrivals}})
+        bytes.put(value);
+    bytes.put(row.wait_percent);
+    bytes.put(clock.offset_ns);
+    bytes.put(clock.how);
+    bytes.put(clock.collectives_used);
+}
+
+std::pair<RankWaitRow, RankClock> get_row(BytesReader& in) {
+    RankWaitRow row;
+    row.rank = static_cast<std::int32_t>(in.int64());
+    row.path = in.text();
+    row.rank_from = in.text();
+    std::int64_t host = 0;
+    for (std::int64_t* field : {&row.collectives, &row.wait_ns, &row.transfer_ns, &row.steps, &row.step_ns,
+                                &row.arrived_last, &row.median_lateness_ns, &host})
+        *field = in.int64();
+    row.host_arrivals = host != 0;
+    row.wait_percent = in.real();
+    RankClock clock;
+    clock.rank = row.rank;
+    clock.offset_ns = in.int64();
+    clock.how = in.text();
+    clock.collectives_used = in.int64();
+    return {row, clock};
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] The straggler
+// ---------------------------------------------------------------------------
+
+void name_straggler(JobCollectives& job, std::int64_t collectives_with_a_last) {
+    if (job.ranks.size() < 2) return;
+    std::vector<const RankWaitRow*> by_last;
+    for (const RankWaitRow& row : job.ranks) by_last.push_back(&row);
+    std::stable_sort(by_last.begin(), by_last.end(),
+                     [](const RankWaitRow* a, const RankWaitRow* b) { return a->arrived_last > b->arrived_last; });
+    const RankWaitRow& top = *by_last[0];
+    const std::int64_t second = by_last[1]->arrived_last;
+    const double chance = static_cast<double>(collectives_with_a_last) / static_cast<double>(job.ranks.size());
+    TimeNs recoverable = 0;
+    for (const CollectiveRow& row : job.collectives)
+        if (row.last_rank == top.rank) recoverable += row.total_wait_ns;
+    const bool stands_out = top.arrived_last >= 3 && static_cast<double>(top.arrived_last) >= 1.5 * static_cast<double>(second) &&
+                            static_cast<double>(top.arrived_last) >= 1.5 * chance && recoverable > 0;
+    if (!stands_out) return;
+    job.straggler = top.rank;
+    job.recoverable_ns = recoverable;
+    const double share = collectives_with_a_last > 0
+                             ? 100.0 * static_cast<double>(top.arrived_last) / static_cast<double>(collectives_with_a_last)
+                             : 0.0;
+    job.straggler_evidence = fmt::format(
+        "rank {} arrived last at {} of {} collectives ({:.0f}%; the next rank {} times), {:.3f} ms after the first "
+        "rank at the median; the other ranks waited {:.3f} ms for it",
+        top.rank, top.arrived_last, collectives_with_a_last, share, second, top.median_lateness_ns / 1e6,
+        recoverable / 1e6);
+}
+
+// The ranks the straggler is compared with: up to four whose median lateness is nearest
+// the median rank's.
+std::vector<std::int32_t> typical_ranks(const JobCollectives& job) {
+    std::vector<const RankWaitRow*> others;
+    std::vector<TimeNs> lateness;
+    for (const RankWaitRow& row : job.ranks) {
+        if (job.straggler && row.rank == *job.straggler) continue;
+        others.push_back(&row);
+        lateness.push_back(row.median_lateness_ns);
+    }
+    const TimeNs middle = median_of(lateness);
+    std::stable_sort(others.begin(), others.end(), [&](const RankWaitRow* a, const RankWaitRow* b) {
+        return std::llabs(a->median_lateness_ns - middle) < std::llabs(b->median_lateness_ns - middle);
+    });
+    std::vector<std::int32_t> chosen;
+    for (std::size_t i = 0; i < others.size() && i < 4; ++i) chosen.push_back(others[i]->rank);
+    std::sort(chosen.begin(), chosen.end());
+    return chosen;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// [SECTION] The job
+// ---------------------------------------------------------------------------
+
+JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchange* exchange) {
+    LocalExchange local;
+    if (!exchange) exchange = &local;
+    std::sort(shard.begin(), shard.end(),
+              [](const RankCollectives& a, const RankCollectives& b) { return a.rank < b.rank; });
+
+    // 1. The reference rank, from whichever shard holds it; each rank's clock and
+    //    which of its collectives match the reference's kinds.
+    const Reference reference = decode_lowest_reference(exchange->all_gather(encode_reference(shard)));
+    std::vector<RankClock> clocks;
+    std::vector<std::vector<std::vector<char>>> flags;
+    std::int64_t kind_mismatches = 0;
+    for (const RankCollectives& rank : shard) {
+        flags.push_back(matched_flags(rank, reference, kind_mismatches));
+        clocks.push_back(clock_of(rank, reference, flags.back()));
+    }
+
+    // 2. Every collective over the job: its first and last arrival (aligned), its last
+    //    rank, its end spread.
+    Summaries partial;
+    for (std::size_t r = 0; r < shard.size(); ++r) {
+        const RankCollectives& rank = shard[r];
+        for (std::size_t c = 0; c < rank.communicators.size(); ++c) {
+            const CommunicatorOps& communicator = rank.communicators[c];
+            std::vector<Summary>& list = partial[communicator.key];
+            if (list.size() < communicator.ops.size()) list.resize(communicator.ops.size());
+            for (std::size_t k = 0; k < communicator.ops.size(); ++k) {
+                if (!flags[r][c][k]) continue;
+                const CollectiveOp& op = communicator.ops[k];
+                list[k].add(op.start_ns + clocks[r].offset_ns, op.end_ns + clocks[r].offset_ns, rank.rank, op.kind,
+                            communicator.host);
+            }
+        }
+    }
+    Summaries summaries = merge_summaries(exchange->all_gather(encode_summaries(partial)));
+
+    // 3. Each rank's waits, and each collective's summed wait.
+    std::vector<RankWaitRow> rows;
+    Summaries waits;  // total_wait only
+    for (const auto& [key, list] : summaries) waits[key].resize(list.size());
+    for (std::size_t r = 0; r < shard.size(); ++r) {
+        const RankCollectives& rank = shard[r];
+        RankWaitRow row;
+        row.rank = rank.rank;
+        row.path = rank.path;
+        row.rank_from = rank.rank_from;
+        row.steps = rank.steps;
+        row.step_ns = rank.steps > 0 ? rank.step_ns : rank.last_ns - rank.first_ns;
+        row.host_arrivals = rank.host_arrivals();
+        std::vector<TimeNs> lateness;
+        for (std::size_t c = 0; c < rank.communicators.size(); ++c) {
+            const CommunicatorOps& communicator = rank.communicators[c];
+            const std::vector<Summary>& list = summaries[communicator.key];
+            std::vector<Summary>& wait_list = waits[communicator.key];
+            for (std::size_t k = 0; k < communicator.ops.size(); ++k) {
+                if (!flags[r][c][k] || list[k].ranks < 2) continue;
+                const CollectiveOp& op = communicator.ops[k];
+                const TimeNs arrival = op.start_ns + clocks[r].offset_ns;
+                const TimeNs length = op.end_ns - op.start_ns;
+                TimeNs wait = std::max<TimeNs>(0, list[k].last_arrival - arrival);
+                if (!communicator.host) wait = std::min(wait, length);  // a kernel waits inside itself
+                row.collectives += 1;
+                row.wait_ns += wait;
+                row.transfer_ns += std::max<TimeNs>(0, length - wait);
+                lateness.push_back(arrival - list[k].first_arrival);
+                const bool last = list[k].last_rank == rank.rank && list[k].at_last == 1 &&
+                                  list[k].last_arrival > list[k].first_arrival;
+                row.arrived_last += last;
+                wait_list[k].total_wait += wait;
+                wait_list[k].ranks = 1;  // marks the entry as sent
+            }
+        }
+        row.median_lateness_ns = median_of(std::move(lateness));
+        row.wait_percent = row.step_ns > 0 ? 100.0 * static_cast<double>(row.wait_ns) / static_cast<double>(row.step_ns) : 0.0;
+        rows.push_back(std::move(row));
+    }
+    Bytes rows_out;
+    rows_out.put(static_cast<std::int64_t>(rows.size()));
+    for (std::size_t r = 0; r < rows.size(); ++r) put_row(rows_out, rows[r], clocks[r]);
+    rows_out.put(kind_mismatches);
+    rows_out.put(encode_summaries(waits));
+
+    // 4. The job, the same on every process.
+    JobCollectives job;
+    std::int64_t all_kind_mismatches = 0;
+    Summaries wait_totals;
+    {
+        std::vector<std::string> wait_parts;
+        for (const std::string& part : exchange->all_gather(rows_out.take())) {
+            BytesReader in(part);
+            for (std::int64_t n = in.int64(); n > 0; --n) {
+                auto [row, clock] = get_row(in);
+                job.ranks.push_back(std::move(row));
+                job.clocks.push_back(std::move(clock));
+            }
+            all_kind_mismatches += in.int64();
+            wait_parts.push_back(in.text());
+        }
+        wait_totals = merge_summaries(wait_parts);
+    }
+    std::sort(job.ranks.begin(), job.ranks.end(), [](const RankWaitRow& a, const RankWaitRow& b) { return a.rank < b.rank; });
+    std::sort(job.clocks.begin(), job.clocks.end(), [](const RankClock& a, const RankClock& b) { return a.rank < b.rank; });
+    job.host_arrivals = std::any_of(job.ranks.begin(), job.ranks.end(), [](const RankWaitRow& r) { return r.host_arrivals; });
+
+    std::int64_t single_rank = 0, partial_ranks = 0, collectives_with_a_last = 0;
+    std::vector<TimeNs> spreads;
+    const auto rank_count = static_cast<std::int64_t>(job.ranks.size());
+    for (const auto& [key, list] : summaries) {
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            const Summary& s = list[k];
+            if (s.ranks == 0) continue;
+            if (s.ranks < 2) {
+                ++single_rank;
+                continue;
+            }
+            if (s.ranks < rank_count) ++partial_ranks;
+            CollectiveRow row;
+            row.communicator = key;
+            row.index = static_cast<std::int64_t>(k);
+            row.kind = static_cast<CollectiveKind>(s.kind);
+            row.ranks = static_cast<std::int32_t>(s.ranks);
+            row.first_arrival_ns = s.first_arrival;
+            row.last_arrival_ns = s.last_arrival;
+            row.last_rank = s.at_last == 1 && s.last_arrival > s.first_arrival ? static_cast<std::int32_t>(s.last_rank) : -1;
+            row.end_spread_ns = s.last_end - s.first_end;
+            row.longest_ns = s.longest;
+            row.total_wait_ns = wait_totals[key].size() > k ? wait_totals[key][k].total_wait : 0;
+            if (row.last_rank >= 0) ++collectives_with_a_last;
+            if (!s.host) spreads.push_back(row.end_spread_ns);
+            job.collectives.push_back(std::move(row));
+        }
+    }
+    std::sort(job.collectives.begin(), job.collectives.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
+        return std::tie(a.first_arrival_ns, a.communicator, a.index) < std::tie(b.first_arrival_ns, b.communicator, b.index);
+    });
+    job.matched = static_cast<std::int64_t>(job.collectives.size());
+    if (!spreads.empty()) {
+        job.residual_max_ns = *std::max_element(spreads.begin(), spreads.end());
+        job.residual_median_ns = median_of(std::move(spreads));
+    }
+    if (all_kind_mismatches > 0)
+        job.unmatched.push_back({fmt::format("its kind differs from rank {}'s k-th collective of the same communicator "
+                                             "(counted per rank)",
+                                             reference.rank),
+                                 all_kind_mismatches});
+    if (single_rank > 0)
+        job.unmatched.push_back({"only one rank ran it (a rank's trace is shorter, sampled, or the communicator "
+                                 "has one member here)",
+                                 single_rank});
+    if (partial_ranks > 0)
+        job.unmatched.push_back({fmt::format("matched on fewer than the {} ranks (some ranks' traces lack it)", rank_count),
+                                 partial_ranks});
+    name_straggler(job, collectives_with_a_last);
+    job.reference_ranks = typical_ranks(job);
+    return job;
+}
+
+JobCollectives job_collectives(const store::TraceReader& reader, std::size_t activity_rows) {
+    JobCollectives job = analyze_job(rank_collectives(reader));
+    if (job.straggler && activity_rows > 0) job.doing_instead = straggler_activity({&reader}, job, activity_rows);
+    return job;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] What the straggler was doing instead
+// ---------------------------------------------------------------------------
+
+namespace {
+
+struct Window {
+    TimeNs start = 0, end = 0;
+};
+
+// The windows of one rank before the collectives named in `late` (key -> indices):
+// from its arrival at its previous collective (any communicator) to its arrival at this
+// one: the work it did between two collectives. (From the previous collective's end
+// would charge the straggler with work the other ranks did while they waited for it.)
+std::vector<Window> windows_before(const RankCollectives& rank, const std::map<std::string, std::set<std::int64_t>>& late) {
+    struct Timed {
+        TimeNs start, end;
+        bool late;
+    };
+    std::vector<Timed> ops;
+    for (const CommunicatorOps& communicator : rank.communicators) {
+        auto wanted = late.find(communicator.key);
+        for (std::size_t k = 0; k < communicator.ops.size(); ++k)
+            ops.push_back({communicator.ops[k].start_ns, communicator.ops[k].end_ns,
+                           wanted != late.end() && wanted->second.count(static_cast<std::int64_t>(k)) > 0});
+    }
+    std::sort(ops.begin(), ops.end(), [](const Timed& a, const Timed& b) { return a.start < b.start; });
+    std::vector<Window> windows;
+    TimeNs previous = rank.first_ns;
+    for (const Timed& op : ops) {
+        if (op.late && op.start > previous) windows.push_back({previous, op.start});
+        previous = std::max(previous, op.start);
+    }
+    return windows;
+}
+
+TimeNs overlap_with(const std::vector<Window>& windows, TimeNs start, TimeNs end) {
+    TimeNs total = 0;
+    auto first = std::upper_bound(windows.begin(), windows.end(), start,
+                                  [](TimeNs t, const Window& w) { return t < w.end; });
+    for (auto it = first; it != windows.end() && it->start < end; ++it)
+        total += std::max<TimeNs>(0, std::min(end, it->end) - std::max(start, it->start));
+    return total;
+}
+
+}  // namespace
+
+std::vector<ActivityRow> straggler_activity(const std::vector<const store::TraceReader*>& readers,
+                                            const JobCollectives& job, std::size_t top,
+                                            const std::vector<std::map<std::int32_t, std::int32_t>>* job_rank) {
+    if (!job.straggler) return {};
+    std::map<std::string, std::set<std::int64_t>> late;
+    for (const CollectiveRow& row : job.collectives)
+        if (row.last_rank == *job.straggler) late[row.communicator].insert(row.index);
+    std::set<std::int32_t> wanted(job.reference_ranks.begin(), job.reference_ranks.end());
+    wanted.insert(*job.straggler);
+
+    // Per rank: time per (what, name) inside its windows.
+    std::map<std::int32_t, std::map<std::pair<std::string, std::string>, TimeNs>> time_of;
+    for (std::size_t r = 0; r < readers.size(); ++r) {
+        const store::TraceReader* reader = readers[r];
+        auto renumbered = [&](std::int32_t own) {
+            if (!job_rank || r >= job_rank->size()) return own;
+            auto found = (*job_rank)[r].find(own);
+            return found == (*job_rank)[r].end() ? own : found->second;
+        };
+        std::vector<RankCollectives> ranks = rank_collectives(*reader);
+        const RankMap own_map = rank_map(*reader);
+        // The file's ranks as the job numbers them.
+        struct JobRankMap {
+            const RankMap& own;
+            std::function<std::int32_t(std::int32_t)> job;
+            std::int32_t of_stream(trace::StreamId s) const { return job(own.of_stream(s)); }
+            std::int32_t of_thread(trace::ThreadId t) const { return job(own.of_thread(t)); }
+        } map{own_map, renumbered};
+        std::map<std::int32_t, std::vector<Window>> windows;
+        for (const RankCollectives& rank : ranks)
+            if (wanted.count(renumbered(rank.rank))) windows[renumbered(rank.rank)] = windows_before(rank, late);
+        if (windows.empty()) continue;
+        std::unordered_map<trace::StringId, bool> communication;
+        reader->for_each_kernel({}, [&](const trace::KernelEvent& kernel) {
+            auto found = windows.find(map.of_stream(kernel.stream_id));
+            if (found == windows.end()) return true;
+            auto [is, inserted] = communication.try_emplace(kernel.name_id, false);
+            if (inserted) is->second = is_communication_kernel(reader->string(kernel.name_id));
+            if (is->second) return true;
+            if (TimeNs inside = overlap_with(found->second, kernel.start_ns, kernel.end_ns))
+                time_of[found->first][{"kernel", std::string(reader->string(kernel.name_id))}] += inside;
+            return true;
+        });
+        // Steps and communication (collective calls, waits for them) say nothing of the work.
+        RangeRoles roles(*reader);
+        reader->for_each_range({}, [&](const trace::RangeEvent& range) {
+            auto found = windows.find(map.of_thread(range.thread_id));
+            if (found == windows.end()) return true;
+            const RangeRole role = roles.of(range.domain_id, range.name_id, range.category);
+            if (role == RangeRole::step || role == RangeRole::communication) return true;
+            if (TimeNs inside = overlap_with(found->second, range.start_ns, range.end_ns))
+                time_of[found->first][{"range", std::string(reader->string(range.name_id))}] += inside;
+            return true;
+        });
+    }
+
+    std::vector<ActivityRow> rows;
+    const std::map<std::pair<std::string, std::string>, TimeNs> mine = time_of[*job.straggler];
+    std::set<std::pair<std::string, std::string>> names;
+    for (const auto& [rank, times] : time_of)
+        for (const auto& [name, time] : times) names.insert(name);
+    for (const auto& name : names) {
+        std::vector<TimeNs> typical;
+        for (std::int32_t rank : job.reference_ranks) {
+            const auto& times = time_of[rank];
+            auto found = times.find(name);
+            typical.push_back(found != times.end() ? found->second : 0);
+        }
+        auto own = mine.find(name);
+        ActivityRow row{name.first, name.second, own == mine.end() ? 0 : own->second, median_of(typical), 0};
+        row.extra_ns = row.straggler_ns - row.typical_ns;
+        if (row.extra_ns > 0) rows.push_back(std::move(row));
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const ActivityRow& a, const ActivityRow& b) {
+        return std::tie(b.extra_ns, a.what, a.name) < std::tie(a.extra_ns, b.what, b.name);
+    });
+    // What ran clearly longer: at least 5% of the largest excess, and a tenth more than
+    // on the typical rank (a few microseconds of jitter explain nothing).
+    if (!rows.empty()) {
+        const TimeNs largest = rows.front().extra_ns;
+        rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                  [&](const ActivityRow& row) {
+                                      return row.extra_ns * 20 < largest || row.extra_ns * 10 < row.typical_ns;
+                                  }),
+                   rows.end());
+    }
+    if (rows.size() > top) rows.resize(top);
+    return rows;
+}
+
+}  // namespace ember::analysis

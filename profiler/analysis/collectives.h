@@ -1,0 +1,186 @@
+// collectives.h: several ranks as one job. Which rank held the job back, by how much,
+// doing what: each rank's collectives, matched across ranks, the ranks' clocks aligned
+// on them, each rank's wait, and the straggler.
+//
+// What a rank's collectives are (communication.h says what communication is):
+//   kernels     its communication kernels, on the stream they ran on: NCCL orders the
+//               operations of a communicator, and each communicator has its stream;
+//   host calls  where the rank has no communication kernel (a CPU job, a trace of the
+//               host only): its outermost ranges that issue a collective (`nccl:*`,
+//               `c10d::*`, NCCL's NVTX `ncclAllReduce`, ember's `allreduce/bucket`), per
+//               thread. Their start is when the rank enqueued the collective.
+// Each rank's communicators are numbered by their first collective ("stream #0",
+// "stream #1", "host #0"): the k-th collective of communicator i is the same operation
+// on every rank. A collective whose kind differs from the reference rank's (the lowest)
+// is not matched, and the report says how many were not, and why.
+//
+// Clocks: ranks on different hosts disagree by milliseconds. A matched collective ends
+// within microseconds on every rank (it cannot end before the last rank's data
+// arrived), so each rank's offset to the reference rank is the median, over the
+// collectives both ran, of (reference end - rank end). Host calls end when each rank
+// returns, not together: ranks whose collectives are host calls align on their clock
+// anchors (`clock/anchor` marks, ember's trainer), else on the recorded wall clock.
+// The residual spread of a collective is (latest - earliest end) after alignment.
+//
+// Waits (aligned clocks): a rank's arrival at a collective is its kernel's start (or
+// its host call's). Its wait is (last arrival - its arrival), at most the kernel's
+// length; the rest of the kernel is transfer. Lateness is (arrival - first arrival).
+// Per rank: total wait, wait as a share of its step time (of its traced span without
+// steps), how often it arrived last (strictly after every other rank), and its median
+// lateness.
+//
+// The straggler is the rank that most often arrived last, named when it stands out:
+// last at 3 or more collectives, at least 1.5 times as often as any other rank and as
+// chance (collectives / ranks), and its lateness cost the others time. Recoverable time
+// is what the other ranks waited at the collectives it was last to.
+//
+// Scale: a rank is read once (rank_collectives); afterwards only its collectives (16
+// bytes each) stay, and analyze_job exchanges per-collective summaries between shards
+// of ranks (CollectiveExchange), so the same code runs in one process or sharded over
+// MPI processes, with the same answer.
+#pragma once
+
+#include "profiler/analysis/communication.h"
+#include "profiler/store/reader.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ember::analysis {
+
+// One collective as one rank saw it, on the rank's own clock.
+struct CollectiveOp {
+    trace::TimeNs start_ns = 0;  // arrival: the kernel's start (host calls: the call's)
+    trace::TimeNs end_ns = 0;
+    CollectiveKind kind = CollectiveKind::unknown;
+};
+
+// The collectives of one communicator of one rank, in issue order.
+struct CommunicatorOps {
+    std::string key;    // the same on every rank: "stream #0", "host #0"
+    std::string where;  // this rank's own: "device 0 stream 17", "thread 1234 (main)"
+    bool host = false;  // arrivals are host calls
+    std::vector<CollectiveOp> ops;
+};
+
+struct RankCollectives {
+    std::string path;
+    std::int32_t rank = 0;
+    std::string rank_from;  // how the rank is known: "run metadata", "job file", ...
+    std::int64_t clock_offset_to_wall_ns = 0;
+    std::map<std::int64_t, trace::TimeNs> anchors;  // clock/anchor sequence -> time
+    std::vector<CommunicatorOps> communicators;
+    std::int64_t steps = 0;
+    trace::TimeNs step_ns = 0;                   // summed length of its steps (steps.h)
+    trace::TimeNs first_ns = 0, last_ns = 0;     // its traced span
+
+    std::int64_t collective_count() const;
+    bool host_arrivals() const;  // some communicator is host calls
+};
+
+// The collectives of every rank in `reader` (a job file holds several; any other file
+// is one rank, RunInfo::rank). `path` names the file in the rows (reader.path() when
+// empty). Throws TraceError on a read failure.
+std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, const std::string& path = {});
+
+// How the shards of ranks of one job talk (one process: nothing to exchange).
+class CollectiveExchange {
+public:
+    virtual ~CollectiveExchange() = default;
+    // Every process's `mine`, in process order; the same on every process.
+    virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+    virtual int process() const = 0;
+    virtual int processes() const = 0;
+};
+
+struct RankClock {
+    std::int32_t rank = 0;
+    trace::TimeNs offset_ns = 0;  // added to the rank's times
+    std::string how;              // "reference", "12 collectives", "clock anchor 3", "wall clock"
+    std::int64_t collectives_used = 0;
+};
+
+struct CollectiveRow {
+    std::string communicator;
+    std::int64_t index = 0;  // k: the k-th collective of its communicator
+    CollectiveKind kind = CollectiveKind::unknown;
+    std::int32_t ranks = 0;  // ranks that ran it
+    trace::TimeNs first_arrival_ns = 0;  // aligned, on the reference rank's clock
+    trace::TimeNs last_arrival_ns = 0;
+    std::int32_t last_rank = -1;         // arrived strictly last; -1 on a tie
+    trace::TimeNs end_spread_ns = 0;     // latest - earliest end, aligned
+    trace::TimeNs total_wait_ns = 0;     // summed over the ranks
+    trace::TimeNs longest_ns = 0;        // the longest kernel (or call) of it
+};
+
+struct RankWaitRow {
+    std::int32_t rank = 0;
+    std::string path;
+    std::string rank_from;
+    std::int64_t collectives = 0;
+    trace::TimeNs wait_ns = 0;
+    trace::TimeNs transfer_ns = 0;
+    std::int64_t steps = 0;
+    trace::TimeNs step_ns = 0;     // its steps' summed length, or its span without steps
+    double wait_percent = 0.0;     // wait_ns / step_ns * 100
+    std::int64_t arrived_last = 0;
+    trace::TimeNs median_lateness_ns = 0;
+    bool host_arrivals = false;
+};
+
+struct UnmatchedCount {
+    std::string reason;
+    std::int64_t count = 0;
+};
+
+// What the straggler did longer than the typical rank before the collectives it was
+// late to (straggler_activity).
+struct ActivityRow {
+    std::string what;  // "kernel" or "range"
+    std::string name;
+    trace::TimeNs straggler_ns = 0;
+    trace::TimeNs typical_ns = 0;  // the median over the reference ranks
+    trace::TimeNs extra_ns = 0;
+};
+
+struct JobCollectives {
+    std::vector<RankWaitRow> ranks;      // by rank
+    std::vector<RankClock> clocks;       // by rank
+    std::vector<CollectiveRow> collectives;  // by first arrival
+    std::vector<UnmatchedCount> unmatched;
+    std::int64_t matched = 0;            // collectives run by two or more ranks
+    trace::TimeNs residual_median_ns = 0, residual_max_ns = 0;  // end spreads
+    std::optional<std::int32_t> straggler;
+    std::string straggler_evidence;      // one sentence with the numbers
+    trace::TimeNs recoverable_ns = 0;    // the others' waits at the collectives it was last to
+    std::vector<std::int32_t> reference_ranks;  // typical ranks the straggler is compared with
+    std::vector<ActivityRow> doing_instead;
+    bool host_arrivals = false;
+
+    const RankWaitRow* rank(std::int32_t number) const;
+};
+
+// The job's analysis from this process's shard of ranks (all of them in one process).
+// With `exchange`, every process gets the same result.
+JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchange* exchange = nullptr);
+
+// The job in one file (a job file of several ranks, or one rank's file: then nothing is
+// matched): its ranks' collectives analysed, and what the straggler did instead
+// (`activity_rows` rows).
+JobCollectives job_collectives(const store::TraceReader& reader, std::size_t activity_rows = 10);
+
+// What the straggler did before the collectives it was last to, against the reference
+// ranks: kernel and range time per name in the window from its previous collective to
+// its arrival, summed over those collectives; rows with the most extra time first
+// (`top` rows), keeping those with at least 5% of the largest excess and 10% more than
+// the typical rank's time. `readers` hold the straggler and reference ranks (each file read once);
+// a job file may hold all of them. `job_rank[i]`, when given, turns reader i's own rank
+// numbers into the job's (files numbered by command-line order).
+std::vector<ActivityRow> straggler_activity(const std::vector<const store::TraceReader*>& readers,
+                                            const JobCollectives& job, std::size_t top = 10,
+                                            const std::vector<std::map<std::int32_t, std::int32_t>>* job_rank = nullptr);
+
+}  // namespace ember::analysis
