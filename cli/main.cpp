@@ -5,15 +5,35 @@
 #include "cli/main_app.h"
 #include "cli/run_beside.h"
 
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace {
 
 constexpr const char* kEngine = "ember-engine";
 constexpr const char* kEngineHint = "ember-engine is built with ember (target ember_engine_cli) and installed beside it";
 
+// One of several processes that mpirun (Open MPI, MPICH) or srun started.
+bool launched_as_several_mpi_processes() {
+    auto above_one = [](const char* name) {
+        const char* value = std::getenv(name);
+        return value != nullptr && std::atoi(value) > 1;
+    };
+    if (above_one("OMPI_COMM_WORLD_SIZE") || above_one("PMI_SIZE") || above_one("PMIX_SIZE")) return true;
+    return std::getenv("SLURM_STEP_ID") != nullptr && above_one("SLURM_NTASKS");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace ember::cli;
+    // Under mpirun/srun, `ember stats` shards the rank files over the processes: that is
+    // ember-mpi, which links MPI (this program never does).
+    if (argc > 1 && std::string_view(argv[1]) == "stats" && launched_as_several_mpi_processes())
+        run_beside("ember-mpi", std::vector<std::string>(argv + 1, argv + argc), "stats",
+                   "ember-mpi is built with ember (target ember_mpi_cli) and installed beside it");
     CLI::App app{kRootDescription, "ember"};
     configure_root_app(app);
     add_forwarded_command(app, "doctor", kDoctorDescription, kEngine, kEngineHint);

@@ -67,6 +67,7 @@ void run_stats(const StatsCommandOptions& command) {
     try {
         std::ostringstream buffered;  // print nothing when a report fails halfway
         if (command.files.size() == 1) {
+            if (!prints_output()) return;  // under MPI one file is the first process's alone
             store::TraceReader reader(ember_trace_for(command.files.front(), "stats"));
             analysis::write_stats(buffered, reader, options);
         } else {

@@ -377,7 +377,7 @@ struct Summary {
     TimeNs first_arrival = std::numeric_limits<TimeNs>::max();
     TimeNs last_arrival = std::numeric_limits<TimeNs>::min();
     std::int64_t last_rank = -1;
-    std::int64_t at_last = 0;  // ranks arriving at last_arrival
+    TimeNs runner_up = std::numeric_limits<TimeNs>::min();  // the latest arrival but the last one
     TimeNs first_end = std::numeric_limits<TimeNs>::max();
     TimeNs last_end = std::numeric_limits<TimeNs>::min();
     TimeNs longest = 0;
@@ -390,7 +390,6 @@ struct Summary {
         one.ranks = 1;
         one.first_arrival = one.last_arrival = arrival;
         one.last_rank = rank;
-        one.at_last = 1;
         one.first_end = one.last_end = end;
         one.longest = end - arrival;
         one.kind = static_cast<std::int64_t>(op_kind);
@@ -403,11 +402,11 @@ struct Summary {
         ranks += other.ranks;
         first_arrival = std::min(first_arrival, other.first_arrival);
         if (other.last_arrival > last_arrival) {
+            runner_up = std::max(last_arrival, other.runner_up);
             last_arrival = other.last_arrival;
             last_rank = other.last_rank;
-            at_last = other.at_last;
-        } else if (other.last_arrival == last_arrival) {
-            at_last += other.at_last;
+        } else {
+            runner_up = std::max(runner_up, other.last_arrival);
         }
         first_end = std::min(first_end, other.first_end);
         last_end = std::max(last_end, other.last_end);
@@ -416,13 +415,13 @@ struct Summary {
         total_wait += other.total_wait;
     }
     void put(Bytes& bytes) const {
-        for (std::int64_t value : {ranks, first_arrival, last_arrival, last_rank, at_last, first_end, last_end, longest,
+        for (std::int64_t value : {ranks, first_arrival, last_arrival, last_rank, runner_up, first_end, last_end, longest,
                                    kind, host, total_wait})
             bytes.put(value);
     }
     static Summary get(BytesReader& in) {
         Summary s;
-        for (std::int64_t* field : {&s.ranks, &s.first_arrival, &s.last_arrival, &s.last_rank, &s.at_last, &s.first_end,
+        for (std::int64_t* field : {&s.ranks, &s.first_arrival, &s.last_arrival, &s.last_rank, &s.runner_up, &s.first_end,
                                     &s.last_end, &s.longest, &s.kind, &s.host, &s.total_wait})
             *field = in.int64();
         return s;
@@ -498,18 +497,26 @@ std::pair<RankWaitRow, RankClock> get_row(BytesReader& in) {
 
 void name_straggler(JobCollectives& job, std::int64_t collectives_with_a_last) {
     if (job.ranks.size() < 2) return;
+    // What each rank's lateness cost: the waits at the collectives it arrived last to.
+    std::map<std::int32_t, TimeNs> caused;
+    for (const CollectiveRow& row : job.collectives)
+        if (row.last_rank >= 0) caused[row.last_rank] += row.total_wait_ns;
     std::vector<const RankWaitRow*> by_last;
     for (const RankWaitRow& row : job.ranks) by_last.push_back(&row);
-    std::stable_sort(by_last.begin(), by_last.end(),
-                     [](const RankWaitRow* a, const RankWaitRow* b) { return a->arrived_last > b->arrived_last; });
+    std::stable_sort(by_last.begin(), by_last.end(), [&](const RankWaitRow* a, const RankWaitRow* b) {
+        return std::make_pair(a->arrived_last, caused[a->rank]) > std::make_pair(b->arrived_last, caused[b->rank]);
+    });
     const RankWaitRow& top = *by_last[0];
     const std::int64_t second = by_last[1]->arrived_last;
-    const double chance = static_cast<double>(collectives_with_a_last) / static_cast<double>(job.ranks.size());
-    TimeNs recoverable = 0;
-    for (const CollectiveRow& row : job.collectives)
-        if (row.last_rank == top.rank) recoverable += row.total_wait_ns;
-    const bool stands_out = top.arrived_last >= 3 && static_cast<double>(top.arrived_last) >= 1.5 * static_cast<double>(second) &&
-                            static_cast<double>(top.arrived_last) >= 1.5 * chance && recoverable > 0;
+    const TimeNs recoverable = caused[top.rank];
+    TimeNs others_caused = 0;
+    for (const auto& [rank, cost] : caused)
+        if (rank != top.rank) others_caused = std::max(others_caused, cost);
+    // It stands out when it was last clearly more often than any other rank and its
+    // lateness cost the others clearly more than any other rank's did.
+    const bool stands_out = top.arrived_last >= 3 &&
+                            static_cast<double>(top.arrived_last) >= 1.5 * static_cast<double>(second) &&
+                            recoverable > 0 && recoverable >= 2 * others_caused;
     if (!stands_out) return;
     job.straggler = top.rank;
     job.recoverable_ns = recoverable;
@@ -517,10 +524,13 @@ void name_straggler(JobCollectives& job, std::int64_t collectives_with_a_last) {
                              ? 100.0 * static_cast<double>(top.arrived_last) / static_cast<double>(collectives_with_a_last)
                              : 0.0;
     job.straggler_evidence = fmt::format(
-        "rank {} arrived last at {} of {} collectives ({:.0f}%; the next rank {} times), {:.3f} ms after the first "
-        "rank at the median; the other ranks waited {:.3f} ms for it",
+        "rank {} arrived last at {} of the {} collectives that had a clear last rank ({:.0f}%; the next rank {} "
+        "times), {:.3f} ms after the first rank at the median; the other ranks waited {:.3f} ms for it{}",
         top.rank, top.arrived_last, collectives_with_a_last, share, second, top.median_lateness_ns / 1e6,
-        recoverable / 1e6);
+        recoverable / 1e6,
+        others_caused > 0 ? fmt::format(", {:.0f} times what any other rank's lateness cost them",
+                                        static_cast<double>(recoverable) / static_cast<double>(others_caused))
+                          : std::string("; no other rank's lateness cost them anything"));
 }
 
 // The ranks the straggler is compared with: up to four whose median lateness is nearest
@@ -584,6 +594,20 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         }
     }
     Summaries summaries = merge_summaries(exchange->all_gather(encode_summaries(partial)));
+    // How well the clocks agree: the spread of the collectives' ends after alignment
+    // (kernels only). A rank arrived last only when it came later than every other rank
+    // by more than twice that (and 1 µs): closer arrivals are ties within the clocks'
+    // agreement.
+    std::vector<TimeNs> spreads;
+    for (const auto& [key, list] : summaries)
+        for (const Summary& s : list)
+            if (s.ranks >= 2 && !s.host) spreads.push_back(s.last_end - s.first_end);
+    const TimeNs residual_max = spreads.empty() ? 0 : *std::max_element(spreads.begin(), spreads.end());
+    const TimeNs residual_median = median_of(spreads);
+    const TimeNs margin = std::max<TimeNs>(2 * residual_median, 1000);
+    auto last_rank_of = [&](const Summary& s) -> std::int64_t {
+        return s.ranks >= 2 && s.last_arrival - s.runner_up > margin ? s.last_rank : -1;
+    };
 
     // 3. Each rank's waits, and each collective's summed wait.
     std::vector<RankWaitRow> rows;
@@ -614,8 +638,7 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
                 row.wait_ns += wait;
                 row.transfer_ns += std::max<TimeNs>(0, length - wait);
                 lateness.push_back(arrival - list[k].first_arrival);
-                const bool last = list[k].last_rank == rank.rank && list[k].at_last == 1 &&
-                                  list[k].last_arrival > list[k].first_arrival;
+                const bool last = last_rank_of(list[k]) == rank.rank;
                 row.arrived_last += last;
                 wait_list[k].total_wait += wait;
                 wait_list[k].ranks = 1;  // marks the entry as sent
@@ -654,7 +677,6 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
     job.host_arrivals = std::any_of(job.ranks.begin(), job.ranks.end(), [](const RankWaitRow& r) { return r.host_arrivals; });
 
     std::int64_t single_rank = 0, partial_ranks = 0, collectives_with_a_last = 0;
-    std::vector<TimeNs> spreads;
     const auto rank_count = static_cast<std::int64_t>(job.ranks.size());
     for (const auto& [key, list] : summaries) {
         for (std::size_t k = 0; k < list.size(); ++k) {
@@ -672,12 +694,11 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
             row.ranks = static_cast<std::int32_t>(s.ranks);
             row.first_arrival_ns = s.first_arrival;
             row.last_arrival_ns = s.last_arrival;
-            row.last_rank = s.at_last == 1 && s.last_arrival > s.first_arrival ? static_cast<std::int32_t>(s.last_rank) : -1;
+            row.last_rank = static_cast<std::int32_t>(last_rank_of(s));
             row.end_spread_ns = s.last_end - s.first_end;
             row.longest_ns = s.longest;
             row.total_wait_ns = wait_totals[key].size() > k ? wait_totals[key][k].total_wait : 0;
             if (row.last_rank >= 0) ++collectives_with_a_last;
-            if (!s.host) spreads.push_back(row.end_spread_ns);
             job.collectives.push_back(std::move(row));
         }
     }
@@ -685,10 +706,8 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         return std::tie(a.first_arrival_ns, a.communicator, a.index) < std::tie(b.first_arrival_ns, b.communicator, b.index);
     });
     job.matched = static_cast<std::int64_t>(job.collectives.size());
-    if (!spreads.empty()) {
-        job.residual_max_ns = *std::max_element(spreads.begin(), spreads.end());
-        job.residual_median_ns = median_of(std::move(spreads));
-    }
+    job.residual_median_ns = residual_median;
+    job.residual_max_ns = residual_max;
     if (all_kind_mismatches > 0)
         job.unmatched.push_back({fmt::format("its kind differs from rank {}'s k-th collective of the same communicator "
                                              "(counted per rank)",

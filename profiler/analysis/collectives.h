@@ -26,13 +26,15 @@
 // its host call's). Its wait is (last arrival - its arrival), at most the kernel's
 // length; the rest of the kernel is transfer. Lateness is (arrival - first arrival).
 // Per rank: total wait, wait as a share of its step time (of its traced span without
-// steps), how often it arrived last (strictly after every other rank), and its median
-// lateness.
+// steps), how often it arrived last, and its median lateness. A rank arrived last when
+// it came after every other rank by more than twice the clocks' residual disagreement
+// (the median end spread, above) and 1 µs: closer arrivals are ties.
 //
 // The straggler is the rank that most often arrived last, named when it stands out:
-// last at 3 or more collectives, at least 1.5 times as often as any other rank and as
-// chance (collectives / ranks), and its lateness cost the others time. Recoverable time
-// is what the other ranks waited at the collectives it was last to.
+// last at 3 or more collectives and at least 1.5 times as often as any other rank, and
+// its lateness cost the others at least twice what any other rank's lateness did (the
+// others' waits at the collectives each was last to). Recoverable time is what the
+// other ranks waited at the collectives the straggler was last to.
 //
 // Scale: a rank is read once (rank_collectives); afterwards only its collectives (16
 // bytes each) stay, and analyze_job exchanges per-collective summaries between shards

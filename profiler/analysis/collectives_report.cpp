@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+using ember::trace::TimeNs;
+
 namespace ember::analysis {
 
 namespace {
@@ -81,6 +83,19 @@ Table ranks_table(const JobCollectives& job) {
                 "clocks: after alignment the collectives' ends lie within {:.3f} us of each other at the median "
                 "({:.3f} us at most)",
                 job.residual_median_ns / 1e3, job.residual_max_ns / 1e3));
+        // The same collective ends within microseconds on every rank; ends a millisecond
+        // apart say the k-th collectives matched are not one operation.
+        const bool point_to_point = std::any_of(job.collectives.begin(), job.collectives.end(), [](const CollectiveRow& row) {
+            return row.kind == CollectiveKind::send_recv || row.kind == CollectiveKind::send ||
+                   row.kind == CollectiveKind::recv;
+        });
+        if (job.residual_median_ns > 1'000'000)
+            table.notes.push_back(fmt::format(
+                "warning: matched collectives should end within microseconds of each other, and these end {:.3f} ms "
+                "apart at the median: the k-th collectives of these files are probably not the same operations "
+                "(traces cut to different windows or sampled{}); the waits above are not reliable",
+                job.residual_median_ns / 1e6,
+                point_to_point ? ", or point-to-point sends and receives between different pairs of ranks" : ""));
         for (const UnmatchedCount& count : job.unmatched)
             table.notes.push_back(fmt::format("not matched: {} collective{}: {}", count.count, count.count == 1 ? "" : "s",
                                               count.reason));
@@ -133,7 +148,7 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
     Table table{"collectives",
                 cut ? fmt::format("The {} collectives with the most waiting (of {}; --format json lists all)", top,
                                   job.collectives.size())
-                    : std::string("Every matched collective (times on the reference rank's clock)"),
+                    : std::string("Every matched collective (At: its first arrival, since the job's first collective)"),
                 {},
                 {},
                 {}};
@@ -143,16 +158,19 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
         {"index", "#", ColumnKind::integer},
         {"kind", "Kind", ColumnKind::text},
         {"ranks", "Ranks", ColumnKind::integer},
-        {"first_arrival_ns", "First Arrival", ColumnKind::time},
+        {"at_ns", "At", ColumnKind::time},
         {"arrival_spread_ns", "Arrival Spread", ColumnKind::time},
         {"last_rank", "Last Rank", ColumnKind::integer},
         {"total_wait_ns", "Total Wait", ColumnKind::time},
         {"end_spread_ns", "End Spread", ColumnKind::time},
         {"longest_ns", "Longest", ColumnKind::time},
     };
+    // "At": the first arrival, since the job's first collective (aligned clocks).
+    const TimeNs origin = job.collectives.empty() ? 0 : job.collectives.front().first_arrival_ns;
     for (const CollectiveRow* row : rows)
         table.rows.push_back({row->communicator, row->index, std::string(collective_kind_name(row->kind)),
-                              std::int64_t{row->ranks}, row->first_arrival_ns, row->last_arrival_ns - row->first_arrival_ns,
+                              std::int64_t{row->ranks}, row->first_arrival_ns - origin,
+                              row->last_arrival_ns - row->first_arrival_ns,
                               row->last_rank >= 0 ? Cell{std::int64_t{row->last_rank}} : Cell{std::monostate{}},
                               row->total_wait_ns, row->end_spread_ns, row->longest_ns});
     return table;

@@ -166,10 +166,9 @@ analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths
     return job;
 }
 
-std::string job_trace_file(const std::vector<std::string>& paths, const std::vector<std::string>& traces,
-                           const analysis::JobCollectives& job) {
+std::vector<merge::RankPlacement> rank_placements(const std::vector<std::string>& paths,
+                                                  const analysis::JobCollectives& job) {
     std::vector<merge::RankPlacement> placements;
-    std::string key = "ember job v1";
     for (std::size_t i = 0; i < paths.size(); ++i) {
         const analysis::RankWaitRow* row = nullptr;
         for (const analysis::RankWaitRow& candidate : job.ranks)
@@ -192,6 +191,16 @@ std::string job_trace_file(const std::vector<std::string>& paths, const std::vec
             placement.how = "command-line order";
         }
         placements.push_back(placement);
+    }
+    return placements;
+}
+
+std::string job_trace_file(const std::vector<std::string>& paths, const std::vector<std::string>& traces,
+                           const analysis::JobCollectives& job) {
+    std::vector<merge::RankPlacement> placements = rank_placements(paths, job);
+    std::string key = "ember job v1";
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        const merge::RankPlacement& placement = placements[i];
         struct stat info {};
         if (::stat(traces[i].c_str(), &info) != 0)
             throw store::TraceError(store::TraceErrorKind::not_found, traces[i], "cannot open");

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "profiler/analysis/collectives.h"
+#include "profiler/merge/merge.h"
 
 #include <functional>
 #include <string>
@@ -32,6 +33,12 @@ struct JobFilesOptions {
 // the same answer.
 analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths, const JobFilesOptions& options = {},
                                            analysis::CollectiveExchange* exchange = nullptr);
+
+// Where each of `paths` goes in a job file: its rank and its shift onto the reference
+// rank's clock, as `job` found them. Throws store::TraceError for a file that holds
+// several ranks (a job file cannot be merged again).
+std::vector<merge::RankPlacement> rank_placements(const std::vector<std::string>& paths,
+                                                  const analysis::JobCollectives& job);
 
 // One job file of the rank files (`ember merge`'s), each rank numbered and shifted as
 // `job` says (its clocks aligned on the collectives), for the reports that read every

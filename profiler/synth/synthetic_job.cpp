@@ -317,11 +317,16 @@ std::vector<SyntheticJobTruth> write_synthetic_job(const std::string& output, co
                 last = std::max(last, arrivals[static_cast<std::size_t>(r)]);
             }
             const auto at_last = std::count(arrivals.begin(), arrivals.end(), last);
+            TimeNs runner_up = std::numeric_limits<TimeNs>::min();
+            for (TimeNs arrival : arrivals)
+                if (arrival < last) runner_up = std::max(runner_up, arrival);
             for (int r = 0; r < options.ranks; ++r) {
                 SyntheticJobTruth& t = truth[static_cast<std::size_t>(r)];
                 t.wait_ns += last - arrivals[static_cast<std::size_t>(r)];
                 t.collectives += 1;
-                t.arrived_last += at_last == 1 && arrivals[static_cast<std::size_t>(r)] == last;
+                const bool is_last = at_last == 1 && arrivals[static_cast<std::size_t>(r)] == last;
+                t.arrived_last += is_last;
+                t.arrived_last_by_10us += is_last && last - runner_up > 10 * kMicro;
             }
             step.collective_end[bucket] = last + model.transfer(k, bucket);
         }

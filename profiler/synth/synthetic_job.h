@@ -36,6 +36,7 @@ struct SyntheticJobTruth {
     trace::TimeNs clock_offset_ns = 0;  // recorded = true time + this
     trace::TimeNs wait_ns = 0;          // summed (last arrival - own arrival)
     std::int64_t arrived_last = 0;      // collectives it arrived strictly last to
+    std::int64_t arrived_last_by_10us = 0;  // ... and more than 10 µs after every other rank
     std::int64_t collectives = 0;
     std::int64_t events = 0;
 };

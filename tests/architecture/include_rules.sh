@@ -29,7 +29,7 @@ forbid engine "$(includes 'profiler|collectors|viewer|cli|bench|tests')" \
 forbid engine '#[[:space:]]*include[[:space:]]*<sqlite3\.h>' "engine/ never writes traces itself"
 forbid collectors "$(includes 'engine|viewer|cli|bench|tests')" \
     "collectors/ turn a process into events: they include only the event model and the store"
-forbid collectors "$(includes 'profiler/(analysis|export|merge|synth|import)')" \
+forbid collectors "$(includes 'profiler/(analysis|export|merge|synth|import|job)')" \
     "collectors/ write through profiler/store; they need no analysis, export, merge, synth or import"
 forbid profiler "$(includes 'engine|collectors|viewer|cli|bench|tests')" \
     "profiler/ is the trace library: it never includes engine/, collectors/, viewer/ or the programs"
@@ -87,7 +87,11 @@ forbid_code() {
 }
 contract_rule="the NVTX contract lives in common/nvtx_contract.h: use its names, never a copy"
 # Every room of the trace library that reads, writes or shows NVTX ranges, and the viewer.
-for folder in profiler/trace profiler/import profiler/analysis profiler/synth profiler/export profiler/merge profiler/store viewer; do
+# profiler/job sits on the analyses, the merge and the importers: none of them reaches up to it.
+for folder in profiler/trace profiler/store profiler/analysis profiler/merge profiler/import profiler/export profiler/synth; do
+    forbid "$folder" "$(includes 'profiler/job')" "profiler/job is the job of several rank files: the rooms below it never include it"
+done
+for folder in profiler/trace profiler/import profiler/analysis profiler/synth profiler/export profiler/merge profiler/store profiler/job viewer; do
     forbid_code "$folder" '[Cc]ategory[A-Za-z_]* *(=|==|!=) *([1-6]|100)([^0-9]|$)' "$contract_rule" 'CategoryCount'
     forbid_code "$folder" '(^|[^\\])"(dataloader|allreduce)/' "$contract_rule"
     forbid_code "$folder" '(^|[^\\])"ProfilerStep#' "$contract_rule" '^profiler/import/detect_format\.cpp:'

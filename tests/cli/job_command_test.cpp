@@ -1,0 +1,108 @@
+// job_command_test.cpp: several rank files as one job on the command line: `ember stats
+// FILES... --report collectives` (text and JSON), the default report of several files,
+// `ember merge`, on a job generated with a known straggler and skewed clocks.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+struct Result {
+    int exit_code = -1;
+    std::string output;
+};
+
+Result run(const std::string& arguments, bool with_stderr = true) {
+    Result result;
+    const std::string command = std::string(EMBER_CLI_BINARY) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return result;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+class JobCommands : public ::testing::Test {
+protected:
+    void SetUp() override {
+        folder_ = (std::filesystem::temp_directory_path() / ("ember-job-cli-" + std::to_string(::getpid()))).string();
+        std::filesystem::create_directories(folder_);
+        // The job files live in a cache of their own: nothing of the user's is touched.
+        setenv("XDG_CACHE_HOME", (folder_ + "/cache").c_str(), 1);
+        const Result synth =
+            run("synth -o " + folder_ + "/job.db --ranks 4 --straggler 1 --straggler-ms 3 --clock-skew-ms 6 --steps 10");
+        ASSERT_EQ(synth.exit_code, 0) << synth.output;
+        ASSERT_NE(synth.output.find("straggler: rank 1"), std::string::npos) << synth.output;
+        for (int r = 0; r < 4; ++r) files_ += " " + folder_ + "/job.rank" + std::to_string(r) + ".db";
+    }
+    void TearDown() override { std::filesystem::remove_all(folder_); }
+    std::string folder_;
+    std::string files_;
+};
+
+TEST_F(JobCommands, CollectivesReportInJson) {
+    const Result result = run("stats" + files_ + " --report collectives --format json", false);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const nlohmann::json document = nlohmann::json::parse(result.output);
+    ASSERT_EQ(document["files"].size(), 4u);
+    const nlohmann::json& collectives = document["reports"]["collectives"];
+    EXPECT_EQ(collectives["straggler"], 1);
+    ASSERT_EQ(collectives["ranks"].size(), 4u);
+    for (const nlohmann::json& row : collectives["ranks"]) {
+        ASSERT_TRUE(row.contains("rank") && row.contains("wait_ns") && row.contains("arrived_last")) << row.dump();
+        if (row["rank"] == 1) {
+            EXPECT_EQ(row["arrived_last"], 20);
+            EXPECT_LT(row["wait_ns"].get<long long>(), 10'000);
+        } else {
+            // 3 ms a step, less what the others' own jitter makes up: about 30 ms each.
+            EXPECT_GT(row["wait_ns"].get<long long>(), 25'000'000);
+        }
+    }
+    EXPECT_EQ(collectives["collectives"].size(), 20u);  // every collective in JSON
+    EXPECT_GT(collectives["recoverable_ns"].get<long long>(), 75'000'000);
+    EXPECT_FALSE(collectives["doing_instead"].empty());
+}
+
+TEST_F(JobCommands, EveryReportOfSeveralFilesSpeaksOfTheJob) {
+    const Result result = run("stats" + files_);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    for (const char* expected : {"Collectives across ranks (4 ranks, 20 collectives matched", "straggler: rank 1 arrived last",
+                                 "Ranks (compute, wait in collectives", "What rank 1 did longer", "Communication Med"})
+        EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
+    // The old verdict of NVTX waits alone never stands beside collectives that waited.
+    EXPECT_EQ(result.output.find("the ranks waited alike"), std::string::npos);
+}
+
+TEST_F(JobCommands, MergeAlignsOnTheCollectivesAndNamesTheStraggler) {
+    const Result result = run("merge -o " + folder_ + "/merged.db" + files_);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("(ends of 20 collectives)"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("straggler: rank 1 arrived last"), std::string::npos) << result.output;
+    // The merged file is one job: the same answer from it alone.
+    const Result stats = run("stats " + folder_ + "/merged.db --report collectives --format json", false);
+    ASSERT_EQ(stats.exit_code, 0) << stats.output;
+    EXPECT_EQ(nlohmann::json::parse(stats.output)["reports"]["collectives"]["straggler"], 1);
+}
+
+TEST_F(JobCommands, OneRankSaysWhatItNeeds) {
+    const Result result = run("stats " + folder_ + "/job.rank0.db --report collectives");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("one rank: collectives are matched across the ranks of a job"), std::string::npos)
+        << result.output;
+}
+
+TEST_F(JobCommands, AMissingRankFileIsExitCodeTwo) {
+    const Result result = run("stats" + files_ + " " + folder_ + "/no-such-rank.db --report collectives");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("no-such-rank.db"), std::string::npos) << result.output;
+}
+
+}  // namespace
