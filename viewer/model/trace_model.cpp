@@ -124,7 +124,7 @@ void update_row_stats(Row& row, std::size_t from) {
     }
 }
 
-TraceModel::TraceModel(const std::vector<std::string>& paths) {
+TraceModel::TraceModel(const std::vector<std::string>& paths, const std::vector<TimeNs>* shifts) {
     if (paths.empty()) throw std::invalid_argument("no trace file given");
     names_.emplace_back("");
     name_lookup_.emplace("", 0);
@@ -167,7 +167,11 @@ TraceModel::TraceModel(const std::vector<std::string>& paths) {
             }
         }
     }
-    for (TraceFile& file : files_) file.shift_ns = files_.size() > 1 ? file.run.clock_offset_to_wall_ns - min_offset : 0;
+    for (std::size_t index = 0; index < files_.size(); ++index) {
+        TraceFile& file = files_[index];
+        if (shifts && index < shifts->size()) file.shift_ns = (*shifts)[index];
+        else file.shift_ns = files_.size() > 1 ? file.run.clock_offset_to_wall_ns - min_offset : 0;
+    }
 
     begin_ns_ = std::numeric_limits<TimeNs>::max();
     end_ns_ = std::numeric_limits<TimeNs>::min();

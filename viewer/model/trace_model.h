@@ -214,7 +214,9 @@ public:
     // Opens every file (throws store::TraceError naming the file when one is missing,
     // foreign or from an unsupported schema) and creates the lanes. Events are loaded
     // by start_loading() (background) or load_all() (this thread, for tests/tools).
-    explicit TraceModel(const std::vector<std::string>& paths);
+    // With `shifts` (one per path: the job's clock offsets, job_overview.h), model time =
+    // file time + shift; without, several files line up on their wall clocks.
+    explicit TraceModel(const std::vector<std::string>& paths, const std::vector<trace::TimeNs>* shifts = nullptr);
     ~TraceModel();
     TraceModel(const TraceModel&) = delete;
     TraceModel& operator=(const TraceModel&) = delete;

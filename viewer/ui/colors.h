@@ -98,6 +98,12 @@ inline std::uint32_t step_category_color(int category) {
     return category >= 0 && category < kStepCategoryCount ? kColors[category] : kIdle;
 }
 
+// The Job tab: what each rank did at each instant.
+constexpr std::uint32_t kJobCompute = kCompute;
+constexpr std::uint32_t kJobWait = rgb(232, 60, 50);
+constexpr std::uint32_t kJobTransfer = kCommunication;
+constexpr std::uint32_t kJobIdle = rgb(44, 44, 52);
+
 // Kernels: a blue whose shade depends on the name, so neighbours differ.
 inline std::uint32_t kernel_color(std::uint32_t name_id) {
     const std::uint32_t h = name_id * 2654435761u;

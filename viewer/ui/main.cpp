@@ -217,6 +217,10 @@ struct ViewOptions {
     // --screenshot and what it shows.
     std::string screenshot, view_name = "timeline", layout_path, select_text;
     std::optional<long long> step_number;
+    // Several rank files: the Job tab.
+    std::optional<long long> collective;
+    std::string job_order = "rank";
+    int timeline_ranks = 16;
     // --diff.
     bool diff = false;
     int align_step = 1;
@@ -229,8 +233,16 @@ struct ViewOptions {
 void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_option("files", options.files, "trace files (several ranks share one time base)");
     cli.add_option("--screenshot", options.screenshot, "render one frame to this PNG and exit");
-    cli.add_option("--view", options.view_name, "view for --screenshot: timeline, flamegraph, stats, breakdown or diff")
-        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown", "diff"}));
+    cli.add_option("--view", options.view_name, "view for --screenshot: timeline, flamegraph, stats, breakdown, diff or job")
+        ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown", "diff", "job"}));
+    cli.add_option("--collective", options.collective,
+                   "with several rank files: select the N-th collective of the job (from 0, by first arrival), "
+                   "outlined on every rank in the Job view");
+    cli.add_option("--job-order", options.job_order, "rows of the Job view: rank, lateness (latest first) or wait")
+        ->check(CLI::IsMember({"rank", "lateness", "wait"}));
+    cli.add_option("--timeline-ranks", options.timeline_ranks,
+                   "with more rank files than this, the Timeline opens with the straggler and typical ranks only "
+                   "(double-click a rank in the Job view for its lanes); default 16");
     cli.add_option("--range", options.range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
     cli.add_option("--step", options.step_number,
                    "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
@@ -269,7 +281,16 @@ int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
     const int align_index = options.align_step - 1;
     int exit_code = 0;
     app.model()->load_all();
+    if (options.view_name == "job" && !app.job()) {
+        std::fprintf(stderr, "ember view: --view job needs two or more rank files\n");
+        return kExitBadFile;
+    }
+    if (options.collective && !app.select_collective(static_cast<std::size_t>(*options.collective))) {
+        std::fprintf(stderr, "ember view: --collective %lld: the job has no such collective\n", *options.collective);
+        return kExitBadFile;
+    }
     app.select_tab(options.view_name == "flamegraph"  ? ember::viewer::ViewTab::flamegraph
+                   : options.view_name == "job"       ? ember::viewer::ViewTab::job
                    : options.view_name == "stats"     ? ember::viewer::ViewTab::stats
                    : options.view_name == "breakdown" ? ember::viewer::ViewTab::breakdown
                    : options.view_name == "diff" || (options.diff && options.view_name == "timeline")
@@ -296,6 +317,9 @@ int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
     if (range) {
         const auto begin = app.model()->begin_ns();
         app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
+        if (const ember::viewer::JobOverview* job = app.job())
+            app.show_job_range({job->begin_ns + static_cast<std::int64_t>(range->first),
+                                job->begin_ns + static_cast<std::int64_t>(range->second)});
     }
     if (options.step_number && !app.show_step_number(*options.step_number)) {
         std::fprintf(stderr, "ember view: --step %lld: the first rank has no such step (see --view breakdown)\n",
@@ -319,6 +343,9 @@ int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
     }
     if (!options.layout_path.empty()) {
         std::ofstream layout(options.layout_path);
+        for (const ember::viewer::JobRowRect& rect : app.job_rects())
+            layout << "job " << rect.rank << " -1 " << rect.x0 << ' ' << rect.y0 << ' ' << rect.x1 << ' ' << rect.y1
+                   << " rank " << rect.rank << '\n';
         for (const ember::viewer::LaneRect& rect : app.lane_rects()) {
             const ember::viewer::Lane& lane = app.model()->lane(rect.lane);
             layout << rect.track << ' ' << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
@@ -493,6 +520,8 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
     }
 
     std::unique_ptr<TraceModel> model;
+    std::unique_ptr<ember::viewer::JobOverview> job;
+    std::vector<int> timeline_rows;
     std::string open_error;
     try {
         // Kineto JSON, nsys SQLite exports and Chrome traces are imported (once,
@@ -506,8 +535,31 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
             };
             file = ember::importing::open_as_ember_trace(input, open_options);
         }
-        model = std::make_unique<TraceModel>(options.files);
-        for (std::size_t index = 0; index < inputs.size(); ++index) model->set_shown_as(static_cast<int>(index), inputs[index]);
+        if (options.files.size() >= 2 && !options.diff) {
+            // Several rank files are one job: its overview, and the Timeline on the
+            // clocks its collectives aligned (many ranks: the straggler and typical ones).
+            job = std::make_unique<ember::viewer::JobOverview>(ember::viewer::build_job_overview(options.files, inputs));
+            for (std::size_t row = 0; row < job->ranks.size(); ++row) {
+                const std::int32_t rank = job->ranks[row].rank;
+                const auto& reference = job->job.reference_ranks;
+                const bool chosen = options.files.size() <= static_cast<std::size_t>(options.timeline_ranks) ||
+                                    (job->job.straggler && *job->job.straggler == rank) ||
+                                    std::find(reference.begin(), reference.end(), rank) != reference.end() ||
+                                    (!job->job.straggler && row < 4);
+                if (chosen) timeline_rows.push_back(static_cast<int>(row));
+            }
+            std::vector<std::string> traces, shown;
+            for (int row : timeline_rows) {
+                traces.push_back(job->ranks[static_cast<std::size_t>(row)].trace);
+                shown.push_back(job->ranks[static_cast<std::size_t>(row)].shown_as);
+            }
+            const std::vector<ember::trace::TimeNs> shifts = job->shifts_for(traces);
+            model = std::make_unique<TraceModel>(traces, &shifts);
+            for (std::size_t index = 0; index < shown.size(); ++index) model->set_shown_as(static_cast<int>(index), shown[index]);
+        } else {
+            model = std::make_unique<TraceModel>(options.files);
+            for (std::size_t index = 0; index < inputs.size(); ++index) model->set_shown_as(static_cast<int>(index), inputs[index]);
+        }
     } catch (const std::exception& error) {
         open_error = error.what();
     }
@@ -535,6 +587,13 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
     }
 
     ViewerApp app(std::move(model), open_error);
+    if (job) {
+        app.set_job(std::move(job));
+        app.set_timeline_rows(timeline_rows);
+        if (options.job_order == "lateness") app.set_job_order(ember::viewer::JobOrder::lateness);
+        if (options.job_order == "wait") app.set_job_order(ember::viewer::JobOrder::wait);
+        if (options.screenshot.empty()) app.select_tab(ember::viewer::ViewTab::job);
+    }
     if (options.flame_name == "gpu") app.set_flame_source(ember::viewer::FlameSource::gpu_kernels);
     if (options.flame_name == "cpu") app.set_flame_source(ember::viewer::FlameSource::cpu_samples);
     if (options.flame_name == "gpu-range") app.set_flame_source(ember::viewer::FlameSource::gpu_by_range);

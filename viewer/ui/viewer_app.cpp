@@ -283,9 +283,10 @@ void ViewerApp::draw_sample_tracks_toggles() {
 }
 
 void ViewerApp::draw_toolbar() {
-    const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown", "Diff"};
-    const int tab_count = model_->files().size() >= 2 ? 5 : 4;  // Diff compares the first two files
-    for (int index = 0; index < tab_count; ++index) {
+    const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown", "Diff", "Job"};
+    for (int index = 0; index < 6; ++index) {
+        if (index == static_cast<int>(ViewTab::diff) && model_->files().size() < 2) continue;  // compares the first two files
+        if (index == static_cast<int>(ViewTab::job) && !job_) continue;                       // several ranks
         if (index) ImGui::SameLine();
         const bool active = static_cast<int>(tab_) == index;
         if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
@@ -442,7 +443,7 @@ void ViewerApp::draw_frame(float width, float height) {
     update_run_diff();
     draw_toolbar();
     const ImVec2 available = ImGui::GetContentRegionAvail();
-    const bool details = !selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline;
+    const bool details = tab_ != ViewTab::job && (!selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline);
     const float main_width = details ? std::max(200.0f, available.x - kDetailsWidth - 8.0f) : available.x;
     ImGui::BeginChild("main_view", ImVec2(main_width, available.y), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
@@ -453,6 +454,7 @@ void ViewerApp::draw_frame(float width, float height) {
         case ViewTab::stats: draw_stats(inner.x, inner.y); break;
         case ViewTab::breakdown: draw_breakdown(inner.x, inner.y); break;
         case ViewTab::diff: draw_diff(inner.x, inner.y); break;
+        case ViewTab::job: draw_job(inner.x, inner.y); break;
     }
     ImGui::EndChild();
     if (details) {

@@ -6,11 +6,13 @@
 //   stats_view.cpp      sortable kernel / copy / range / step tables
 //   breakdown_view.cpp  the GPU breakdowns per rank and per step (gpu_analysis.h)
 //   diff_view.cpp       two runs compared: aligned timelines and the diff tables (run_diff.h)
+//   job_view.cpp        every rank of a job as one row (job_overview.h)
 // The app only draws what viewer/model computes.
 #pragma once
 
 #include "viewer/model/flamegraph.h"
 #include "viewer/model/gpu_analysis.h"
+#include "viewer/model/job_overview.h"
 #include "viewer/model/lane_layout.h"
 #include "viewer/model/lod.h"
 #include "viewer/model/run_diff.h"
@@ -30,7 +32,14 @@ struct ImDrawList;
 
 namespace ember::viewer {
 
-enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2, breakdown = 3, diff = 4 };
+enum class ViewTab { timeline = 0, flamegraph = 1, stats = 2, breakdown = 3, diff = 4, job = 5 };
+
+// Where the Job tab drew a rank's row on the last frame (screen pixels); written out by
+// `--layout` for the screenshot tests.
+struct JobRowRect {
+    std::int32_t rank = 0;
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
 
 // Where the timeline put a lane on the last frame (screen pixels); written out by
 // `--layout` for the screenshot tests. A stream lane has up to three: its events
@@ -117,6 +126,22 @@ public:
     // nothing matches.
     bool search_and_select(const std::string& text);
 
+    // --- The job of several ranks (job_view.cpp) ---------------------------------------
+    // The overview of every rank; the Job tab appears with it.
+    void set_job(std::unique_ptr<JobOverview> job);
+    const JobOverview* job() const { return job_.get(); }
+    // The Timeline shows the lanes of these rows of the overview (by index), shifted onto
+    // the job's clock; what double-clicking a row does (with the rows already shown).
+    void open_ranks_in_timeline(const std::vector<int>& rows);
+    void set_timeline_rows(std::vector<int> rows) { timeline_rows_ = std::move(rows); }
+    // What clicking a collective does: the `order`-th of the job's collectives (by first
+    // arrival) outlined on every rank, its arrivals listed. False when there is no such one.
+    bool select_collective(std::size_t order);
+    void set_job_order(JobOrder order);
+    // The Job view shows `range` (of the job's clock).
+    void show_job_range(TimeRange range);
+    const std::vector<JobRowRect>& job_rects() const { return job_rects_; }
+
 private:
     void draw_toolbar();
     void draw_error_dialog();
@@ -130,6 +155,8 @@ private:
     void draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown& rank, float width);
     void draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown& rank, float width);
     void draw_diff(float width, float height);
+    void draw_job(float width, float height);
+    void draw_job_collective(float width, float height);
     void draw_diff_summary(float width, float height);
     void draw_diff_names(float width, float height);
     void update_run_diff();
@@ -248,6 +275,25 @@ private:
     int step_order_rank_ = -1;
     std::future<std::unique_ptr<GpuAnalysis>> analysis_pending_;
     std::chrono::steady_clock::time_point analysis_started_{};
+
+    // Job. The rows' colours are cached as runs per view (job_runs_for_, columns).
+    struct JobRun {
+        int x0 = 0, x1 = 0;
+        std::uint32_t color = 0;
+    };
+    std::unique_ptr<JobOverview> job_;
+    ViewState job_view_;
+    bool job_view_initialized_ = false;
+    float job_scroll_ = 0.0f;
+    JobOrder job_order_ = JobOrder::rank;
+    std::vector<std::vector<JobRun>> job_runs_;  // by row
+    std::vector<int> job_row_order_;
+    TimeRange job_runs_for_;
+    int job_runs_columns_ = 0;
+    std::optional<std::uint32_t> selected_collective_;
+    std::optional<TimeRange> job_range_;
+    std::vector<int> timeline_rows_;  // the overview rows whose lanes the Timeline shows
+    std::vector<JobRowRect> job_rects_;
 
     // Diff mode. The diff reads the files with its own readers in the background; B's
     // lanes are shifted (TraceModel::shift_file) between frames once it is there.
