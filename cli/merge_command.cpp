@@ -51,7 +51,7 @@ void run_merge(const MergeOptions& options) {
         merge_options.placements = job::rank_placements(options.inputs, job.collectives);
         const merge::MergeResult result = merge::merge_traces(traces, options.output, merge_options);
         for (const merge::RankAlignment& rank : result.ranks)
-            fmt::print("rank {}: {} shifted by {:+.3f} ms ({})\n", rank.rank, rank.path, rank.shift_ns / 1e6,
+            fmt::print("rank {}: {} shifted by {:+.6f} ms ({})\n", rank.rank, rank.path, rank.shift_ns / 1e6,
                        rank.how);
         fmt::print("wrote {} ({} ranks)\n", options.output, result.ranks.size());
         print_job_summary(job.collectives);

@@ -95,6 +95,11 @@ std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, 
                                 : run.world_size > 1         ? "run metadata"
                                                              : "";
         collectives.clock_offset_to_wall_ns = run.clock_offset_to_wall_ns;
+        collectives.world_size = ranks.job ? static_cast<std::int32_t>(ranks.ranks.size()) : run.world_size;
+        // A recorder that knew the wall clock gave an offset; Kineto without
+        // baseTimeNanoseconds stamps Unix time itself.
+        collectives.wall_clock_known = run.clock_offset_to_wall_ns != 0 ||
+                                       run.clock_name.find("Unix epoch") != std::string::npos;
         collectives.first_ns = std::numeric_limits<TimeNs>::max();
         collectives.last_ns = std::numeric_limits<TimeNs>::min();
     }
@@ -464,7 +469,8 @@ void put_row(Bytes& bytes, const RankWaitRow& row, const RankClock& clock) {
     bytes.put(row.path);
     bytes.put(row.rank_from);
     for (std::int64_t value : {row.collectives, row.wait_ns, row.transfer_ns, row.steps, row.step_ns, row.arrived_last,
-                               row.median_lateness_ns, std::int64_t{row.host_arrivals}})
+                               row.median_lateness_ns, std::int64_t{row.host_arrivals}, std::int64_t{row.world_size},
+                               row.wall_start_ns})
         bytes.put(value);
     bytes.put(row.wait_percent);
     bytes.put(clock.offset_ns);
@@ -477,11 +483,12 @@ std::pair<RankWaitRow, RankClock> get_row(BytesReader& in) {
     row.rank = static_cast<std::int32_t>(in.int64());
     row.path = in.text();
     row.rank_from = in.text();
-    std::int64_t host = 0;
+    std::int64_t host = 0, world = 0;
     for (std::int64_t* field : {&row.collectives, &row.wait_ns, &row.transfer_ns, &row.steps, &row.step_ns,
-                                &row.arrived_last, &row.median_lateness_ns, &host})
+                                &row.arrived_last, &row.median_lateness_ns, &host, &world, &row.wall_start_ns})
         *field = in.int64();
     row.host_arrivals = host != 0;
+    row.world_size = static_cast<std::int32_t>(world);
     row.wait_percent = in.real();
     RankClock clock;
     clock.rank = row.rank;
@@ -498,9 +505,12 @@ std::pair<RankWaitRow, RankClock> get_row(BytesReader& in) {
 void name_straggler(JobCollectives& job, std::int64_t collectives_with_a_last) {
     if (job.ranks.size() < 2) return;
     // What each rank's lateness cost: the waits at the collectives it arrived last to.
-    std::map<std::int32_t, TimeNs> caused;
+    std::map<std::int32_t, TimeNs> caused, waits_at;
     for (const CollectiveRow& row : job.collectives)
-        if (row.last_rank >= 0) caused[row.last_rank] += row.total_wait_ns;
+        if (row.last_rank >= 0) {
+            caused[row.last_rank] += row.held_back_ns;
+            waits_at[row.last_rank] += row.total_wait_ns;
+        }
     std::vector<const RankWaitRow*> by_last;
     for (const RankWaitRow& row : job.ranks) by_last.push_back(&row);
     std::stable_sort(by_last.begin(), by_last.end(), [&](const RankWaitRow* a, const RankWaitRow* b) {
@@ -520,14 +530,16 @@ void name_straggler(JobCollectives& job, std::int64_t collectives_with_a_last) {
     if (!stands_out) return;
     job.straggler = top.rank;
     job.recoverable_ns = recoverable;
+    job.straggler_waits_ns = waits_at[top.rank];
     const double share = collectives_with_a_last > 0
                              ? 100.0 * static_cast<double>(top.arrived_last) / static_cast<double>(collectives_with_a_last)
                              : 0.0;
     job.straggler_evidence = fmt::format(
         "rank {} arrived last at {} of the {} collectives that had a clear last rank ({:.0f}%; the next rank {} "
-        "times), {:.3f} ms after the first rank at the median; the other ranks waited {:.3f} ms for it{}",
+        "times), {:.3f} ms after the first rank at the median; the other ranks waited {:.3f} ms at those "
+        "collectives, {:.3f} ms of it for rank {} alone (had it arrived with the next-latest rank){}",
         top.rank, top.arrived_last, collectives_with_a_last, share, second, top.median_lateness_ns / 1e6,
-        recoverable / 1e6,
+        job.straggler_waits_ns / 1e6, recoverable / 1e6, top.rank,
         others_caused > 0 ? fmt::format(", {:.0f} times what any other rank's lateness cost them",
                                         static_cast<double>(recoverable) / static_cast<double>(others_caused))
                           : std::string("; no other rank's lateness cost them anything"));
@@ -622,6 +634,8 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         row.steps = rank.steps;
         row.step_ns = rank.steps > 0 ? rank.step_ns : rank.last_ns - rank.first_ns;
         row.host_arrivals = rank.host_arrivals();
+        row.world_size = rank.world_size;
+        row.wall_start_ns = rank.wall_clock_known ? rank.first_ns + rank.clock_offset_to_wall_ns : 0;
         std::vector<TimeNs> lateness;
         for (std::size_t c = 0; c < rank.communicators.size(); ++c) {
             const CommunicatorOps& communicator = rank.communicators[c];
@@ -695,6 +709,8 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
             row.first_arrival_ns = s.first_arrival;
             row.last_arrival_ns = s.last_arrival;
             row.last_rank = static_cast<std::int32_t>(last_rank_of(s));
+            row.runner_up_arrival_ns = s.runner_up;
+            if (row.last_rank >= 0) row.held_back_ns = (s.ranks - 1) * (s.last_arrival - s.runner_up);
             row.end_spread_ns = s.last_end - s.first_end;
             row.longest_ns = s.longest;
             row.total_wait_ns = wait_totals[key].size() > k ? wait_totals[key][k].total_wait : 0;
@@ -720,6 +736,27 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
     if (partial_ranks > 0)
         job.unmatched.push_back({fmt::format("matched on fewer than the {} ranks (some ranks' traces lack it)", rank_count),
                                  partial_ranks});
+    // Files that are hardly one job.
+    std::set<std::int32_t> world_sizes;
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max(), latest = std::numeric_limits<std::int64_t>::min();
+    for (const RankWaitRow& row : job.ranks) {
+        if (row.world_size > 1) world_sizes.insert(row.world_size);
+        if (row.wall_start_ns != 0) {
+            earliest = std::min(earliest, row.wall_start_ns);
+            latest = std::max(latest, row.wall_start_ns);
+        }
+    }
+    if (world_sizes.size() > 1) {
+        std::string sizes;
+        for (std::int32_t size : world_sizes) sizes += (sizes.empty() ? "" : ", ") + std::to_string(size);
+        job.warnings.push_back("the files record different world sizes (" + sizes +
+                               "): they may not be ranks of one job");
+    }
+    constexpr std::int64_t kHour = 3'600'000'000'000;
+    if (earliest < latest && latest - earliest > kHour)
+        job.warnings.push_back(fmt::format("the files were recorded {:.1f} hours apart (their wall clocks): they may "
+                                           "not be ranks of one job",
+                                           static_cast<double>(latest - earliest) / static_cast<double>(kHour)));
     name_straggler(job, collectives_with_a_last);
     job.reference_ranks = typical_ranks(job);
     return job;
@@ -854,13 +891,16 @@ std::vector<ActivityRow> straggler_activity(const std::vector<const store::Trace
     std::stable_sort(rows.begin(), rows.end(), [](const ActivityRow& a, const ActivityRow& b) {
         return std::tie(b.extra_ns, a.what, a.name) < std::tie(a.extra_ns, b.what, b.name);
     });
-    // What ran clearly longer: at least 5% of the largest excess, and a tenth more than
-    // on the typical rank (a few microseconds of jitter explain nothing).
+    // What ran clearly longer: at least 5% of the largest excess, a tenth more than on
+    // the typical rank, and 5% of how late the straggler was in all (its margins over the
+    // next-latest rank summed): microseconds of jitter explain no milliseconds of lateness.
     if (!rows.empty()) {
         const TimeNs largest = rows.front().extra_ns;
+        const TimeNs lateness = job.recoverable_ns / std::max<TimeNs>(1, static_cast<TimeNs>(job.ranks.size()) - 1);
         rows.erase(std::remove_if(rows.begin(), rows.end(),
                                   [&](const ActivityRow& row) {
-                                      return row.extra_ns * 20 < largest || row.extra_ns * 10 < row.typical_ns;
+                                      return row.extra_ns * 20 < largest || row.extra_ns * 10 < row.typical_ns ||
+                                             row.extra_ns * 20 < lateness;
                                   }),
                    rows.end());
     }

@@ -32,9 +32,12 @@
 //
 // The straggler is the rank that most often arrived last, named when it stands out:
 // last at 3 or more collectives and at least 1.5 times as often as any other rank, and
-// its lateness cost the others at least twice what any other rank's lateness did (the
-// others' waits at the collectives each was last to). Recoverable time is what the
-// other ranks waited at the collectives the straggler was last to.
+// its lateness cost the others at least twice what any other rank's lateness did. A
+// last rank's cost at a collective is what it held the others back: had it arrived with
+// the next-latest rank, each other rank would have waited (last - runner-up) less. The
+// recoverable time is that cost summed over the collectives the straggler was last to
+// (the others' whole waits there are reported too: part of them is other ranks being
+// early, which balancing the straggler does not win back).
 //
 // Scale: a rank is read once (rank_collectives); afterwards only its collectives (16
 // bytes each) stay, and analyze_job exchanges per-collective summaries between shards
@@ -73,6 +76,8 @@ struct RankCollectives {
     std::int32_t rank = 0;
     std::string rank_from;  // how the rank is known: "run metadata", "job file", ...
     std::int64_t clock_offset_to_wall_ns = 0;
+    std::int32_t world_size = 1;                    // as its file records it
+    bool wall_clock_known = false;  // time + clock_offset_to_wall_ns is Unix time
     std::map<std::int64_t, trace::TimeNs> anchors;  // clock/anchor sequence -> time
     std::vector<CommunicatorOps> communicators;
     std::int64_t steps = 0;
@@ -112,7 +117,11 @@ struct CollectiveRow {
     std::int32_t ranks = 0;  // ranks that ran it
     trace::TimeNs first_arrival_ns = 0;  // aligned, on the reference rank's clock
     trace::TimeNs last_arrival_ns = 0;
-    std::int32_t last_rank = -1;         // arrived strictly last; -1 on a tie
+    std::int32_t last_rank = -1;         // arrived last (by more than the clocks' residual); -1 on a tie
+    trace::TimeNs runner_up_arrival_ns = 0;  // the latest arrival but the last rank's
+    // What the last rank held the others back: had it arrived with the next-latest,
+    // each other rank would have waited (last - runner-up) less: (ranks - 1) times that.
+    trace::TimeNs held_back_ns = 0;
     trace::TimeNs end_spread_ns = 0;     // latest - earliest end, aligned
     trace::TimeNs total_wait_ns = 0;     // summed over the ranks
     trace::TimeNs longest_ns = 0;        // the longest kernel (or call) of it
@@ -131,6 +140,8 @@ struct RankWaitRow {
     std::int64_t arrived_last = 0;
     trace::TimeNs median_lateness_ns = 0;
     bool host_arrivals = false;
+    std::int32_t world_size = 1;   // as its file records it
+    std::int64_t wall_start_ns = 0;  // its first event on the wall clock (0: unknown)
 };
 
 struct UnmatchedCount {
@@ -157,10 +168,15 @@ struct JobCollectives {
     trace::TimeNs residual_median_ns = 0, residual_max_ns = 0;  // end spreads
     std::optional<std::int32_t> straggler;
     std::string straggler_evidence;      // one sentence with the numbers
-    trace::TimeNs recoverable_ns = 0;    // the others' waits at the collectives it was last to
+    // The others' waits at the collectives the straggler was last to, and what of them
+    // its lateness caused (held_back_ns summed): the time to win back by balancing it.
+    trace::TimeNs straggler_waits_ns = 0;
+    trace::TimeNs recoverable_ns = 0;
     std::vector<std::int32_t> reference_ranks;  // typical ranks the straggler is compared with
     std::vector<ActivityRow> doing_instead;
     bool host_arrivals = false;
+    // Signs that the files are not one job: world sizes that differ, recordings hours apart.
+    std::vector<std::string> warnings;
 
     const RankWaitRow* rank(std::int32_t number) const;
 };

@@ -56,6 +56,7 @@ Table ranks_table(const JobCollectives& job) {
     fields["straggler"] = job.straggler ? nlohmann::json(*job.straggler) : nlohmann::json(nullptr);
     fields["straggler_evidence"] = job.straggler_evidence;
     fields["recoverable_ns"] = job.recoverable_ns;
+    fields["straggler_waits_ns"] = job.straggler_waits_ns;
     fields["matched"] = job.matched;
     fields["residual_median_ns"] = job.residual_median_ns;
     fields["residual_max_ns"] = job.residual_max_ns;
@@ -63,8 +64,10 @@ Table ranks_table(const JobCollectives& job) {
     nlohmann::json unmatched = nlohmann::json::array();
     for (const UnmatchedCount& count : job.unmatched) unmatched.push_back({{"reason", count.reason}, {"count", count.count}});
     fields["unmatched"] = std::move(unmatched);
+    fields["warnings"] = job.warnings;
     table.group_fields = std::move(fields);
 
+    for (const std::string& warning : job.warnings) table.notes.push_back("warning: " + warning);
     if (job.ranks.size() == 1)
         table.notes.push_back("one rank: collectives are matched across the ranks of a job; give every rank's file "
                               "(ember stats rank0.db rank1.db ...) or a job file (ember merge)");
@@ -72,8 +75,8 @@ Table ranks_table(const JobCollectives& job) {
         if (job.straggler) {
             table.notes.push_back("straggler: " + job.straggler_evidence + ".");
             table.notes.push_back(fmt::format(
-                "advice: balance the work of rank {}: the other ranks could win back up to {:.3f} ms of waiting "
-                "(their waits at the collectives it arrived last to)",
+                "advice: balance the work of rank {}: the other ranks would win back {:.3f} ms of waiting (what "
+                "its lateness beyond the next-latest rank's cost them)",
                 *job.straggler, job.recoverable_ns / 1e6));
         } else if (job.ranks.size() >= 2 && job.matched > 0) {
             table.notes.push_back("no straggler: no rank arrived last markedly more often than the others.");
@@ -128,7 +131,9 @@ Table doing_instead_table(const JobCollectives& job) {
         {"extra_ns", "Extra", ColumnKind::time},
         {"name", "Name", ColumnKind::text},
     };
-    table.empty_note = job.straggler ? "nothing in its kernels or ranges ran longer than on the typical rank"
+    table.empty_note = job.straggler ? "nothing in its kernels or ranges ran clearly longer than on the typical ranks "
+                                       "(5% of its lateness or more): look at its host (data loading, the Python loop, "
+                                       "other processes) and at what came before the trace"
                                      : "no straggler";
     for (const ActivityRow& row : job.doing_instead)
         table.rows.push_back({row.what, row.straggler_ns, row.typical_ns, row.extra_ns, row.name});
@@ -162,6 +167,7 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
         {"arrival_spread_ns", "Arrival Spread", ColumnKind::time},
         {"last_rank", "Last Rank", ColumnKind::integer},
         {"total_wait_ns", "Total Wait", ColumnKind::time},
+        {"held_back_ns", "Held Back", ColumnKind::time},
         {"end_spread_ns", "End Spread", ColumnKind::time},
         {"longest_ns", "Longest", ColumnKind::time},
     };
@@ -172,7 +178,7 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
                               std::int64_t{row->ranks}, row->first_arrival_ns - origin,
                               row->last_arrival_ns - row->first_arrival_ns,
                               row->last_rank >= 0 ? Cell{std::int64_t{row->last_rank}} : Cell{std::monostate{}},
-                              row->total_wait_ns, row->end_spread_ns, row->longest_ns});
+                              row->total_wait_ns, row->held_back_ns, row->end_spread_ns, row->longest_ns});
     return table;
 }
 

@@ -2,6 +2,7 @@
 #include "profiler/analysis/rank_summary.h"
 
 #include "common/nvtx_contract.h"
+#include "profiler/analysis/communication.h"
 #include "profiler/analysis/rank_map.h"
 #include "profiler/analysis/steps.h"
 
@@ -99,6 +100,40 @@ RankSummary rank_summary(const store::TraceReader& reader, const JobCollectives*
 
     std::sort(summary.ranks.begin(), summary.ranks.end(),
               [](const RankTimes& a, const RankTimes& b) { return a.rank < b.rank; });
+    // A rank without ember's compute ranges (a PyTorch or Nsight trace): its compute is
+    // its GPU compute, the union of its kernels that are not communication.
+    {
+        std::unordered_map<std::int32_t, std::size_t> row_of;
+        for (std::size_t i = 0; i < summary.ranks.size(); ++i)
+            if (summary.ranks[i].compute_ns == 0) row_of[summary.ranks[i].rank] = i;
+        if (!row_of.empty()) {
+            std::unordered_map<trace::StringId, bool> communication;
+            std::unordered_map<std::int32_t, std::pair<trace::TimeNs, trace::TimeNs>> open;  // the union's last piece
+            reader.for_each_kernel({}, [&](const trace::KernelEvent& kernel) {
+                const std::int32_t rank = ranks.of_stream(kernel.stream_id);
+                auto row = row_of.find(rank);
+                if (row == row_of.end()) return true;
+                auto [is, inserted] = communication.try_emplace(kernel.name_id, false);
+                if (inserted) is->second = is_communication_kernel(reader.string(kernel.name_id));
+                if (is->second) return true;
+                RankTimes& times = summary.ranks[row->second];
+                auto [piece, first] = open.try_emplace(rank, kernel.start_ns, kernel.end_ns);
+                if (first) return true;
+                if (kernel.start_ns <= piece->second.second) {
+                    piece->second.second = std::max(piece->second.second, kernel.end_ns);
+                } else {
+                    times.compute_ns += piece->second.second - piece->second.first;
+                    piece->second = {kernel.start_ns, kernel.end_ns};
+                }
+                return true;
+            });
+            for (const auto& [rank, piece] : open) {
+                RankTimes& times = summary.ranks[row_of[rank]];
+                times.compute_ns += piece.second - piece.first;
+                times.compute_from_gpu = true;
+            }
+        }
+    }
     if (job && job->matched > 0) {
         summary.from_collectives = true;
         for (std::size_t i = 0; i < summary.ranks.size(); ++i) {

@@ -9,7 +9,8 @@
 //   compute         sum of outermost compute ranges: "ember"-domain ranges of category
 //                   compute (forward, backward, optimizer, injected imbalance) that
 //                   have no compute range above them, so layers inside forward are
-//                   not counted twice;
+//                   not counted twice; a rank without any (a PyTorch or Nsight trace):
+//                   the union of its kernels that are not communication;
 //   all-reduce wait sum of "allreduce/wait" ranges (any domain);
 //   dataloader wait sum of "dataloader/wait" ranges;
 //   steps, step time the step ranges (steps.h): count and summed length.
@@ -40,6 +41,7 @@ struct RankTimes {
     std::int64_t steps = 0;
     trace::TimeNs step_ns = 0;
     trace::TimeNs compute_ns = 0;
+    bool compute_from_gpu = false;  // no ember compute ranges: the union of its compute kernels
     trace::TimeNs allreduce_wait_ns = 0;
     trace::TimeNs dataloader_wait_ns = 0;
     // From the job's matched collectives (collectives.h), when it has any.

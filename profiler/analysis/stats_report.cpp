@@ -274,8 +274,14 @@ Table ranks_table(const RankSummary& summary) {
         table.columns.push_back({"collective_wait_percent", "Collective Wait (%)", ColumnKind::percent});
         table.columns.push_back({"arrived_last", "Arrived Last", ColumnKind::integer});
     }
-    table.columns.push_back({"allreduce_wait", "All-reduce Wait", ColumnKind::time});
-    table.columns.push_back({"allreduce_wait_percent", "All-reduce Wait (%)", ColumnKind::percent});
+    // ember's `allreduce/wait` ranges: only where some rank has them, beside the collectives.
+    const bool nvtx_waits = !summary.from_collectives ||
+                            std::any_of(summary.ranks.begin(), summary.ranks.end(),
+                                        [](const RankTimes& rank) { return rank.allreduce_wait_ns > 0; });
+    if (nvtx_waits) {
+        table.columns.push_back({"allreduce_wait", "All-reduce Wait", ColumnKind::time});
+        table.columns.push_back({"allreduce_wait_percent", "All-reduce Wait (%)", ColumnKind::percent});
+    }
     table.columns.push_back({"dataloader_wait", "Dataloader Wait", ColumnKind::time});
     table.columns.push_back({"role", "Role", ColumnKind::text});
     auto percent_of_step = [](const RankTimes& rank, trace::TimeNs part) -> Cell {
@@ -291,12 +297,17 @@ Table ranks_table(const RankSummary& summary) {
             row.push_back(percent_of_step(rank, rank.collective_wait_ns));
             row.push_back(rank.arrived_last);
         }
-        row.push_back(rank.allreduce_wait_ns);
-        row.push_back(rank.step_ns > 0 ? percent_of_step(rank, rank.allreduce_wait_ns) : Cell{0.0});
+        if (nvtx_waits) {
+            row.push_back(rank.allreduce_wait_ns);
+            row.push_back(rank.step_ns > 0 ? percent_of_step(rank, rank.allreduce_wait_ns) : Cell{0.0});
+        }
         row.push_back(rank.dataloader_wait_ns);
         row.push_back(role);
         table.rows.push_back(std::move(row));
     }
+    if (std::any_of(summary.ranks.begin(), summary.ranks.end(), [](const RankTimes& r) { return r.compute_from_gpu; }))
+        table.notes.push_back("compute: the union of each rank's kernels that are not communication, where a file has "
+                              "no ember compute ranges");
     if (summary.straggler && !summary.straggler_evidence.empty())
         table.notes.push_back("straggler: " + summary.straggler_evidence + ".");
     else if (!summary.straggler && summary.from_collectives && summary.ranks.size() >= 2)
@@ -319,8 +330,8 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
                                              static_cast<std::int64_t>(summary.ranks.size() - 1)
                                        : summary.others_wait_ns;
     const std::string where = summary.from_collectives
-                                  ? fmt::format("waiting in collectives for it ({} of its collectives it arrived last "
-                                                "to)",
+                                  ? fmt::format("waiting in collectives because it came late (it arrived last to {} "
+                                                "of them)",
                                                 slow.arrived_last)
                                   : fmt::format("in {} for it", nvtx::range::kAllreduceWait);
     return AdviceItem{

@@ -121,10 +121,25 @@ analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths
                                            analysis::CollectiveExchange* exchange) {
     LocalExchange local;
     if (!exchange) exchange = &local;
+    // Each rank's file once: the same file twice would be two ranks that always agree.
+    {
+        std::map<std::string, std::size_t> seen;
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+            std::error_code error;
+            const std::string canonical = std::filesystem::weakly_canonical(paths[i], error).string();
+            auto [first, inserted] = seen.emplace(error ? paths[i] : canonical, i);
+            if (!inserted)
+                throw store::TraceError(store::TraceErrorKind::bad_value, paths[i],
+                                        fmt::format("given twice (the same file as {}): give each rank's file once",
+                                                    paths[first->second]));
+        }
+    }
     std::vector<std::size_t> mine;
     for (std::size_t i = 0; i < paths.size(); ++i)
         if (static_cast<int>(i % static_cast<std::size_t>(exchange->processes())) == exchange->process()) mine.push_back(i);
     std::vector<FileRanks> shard = read_shard(paths, mine, options);
+    std::map<std::size_t, std::string> traces_read;  // position -> the ember trace read for it
+    for (const FileRanks& file : shard) traces_read[file.position] = file.trace;
 
     std::string how;
     const auto renumbering = job_ranks(shard, *exchange, how);
@@ -155,8 +170,11 @@ analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths
         std::vector<std::map<std::int32_t, std::int32_t>> job_rank;
         for (std::size_t i = 0; i < paths.size(); ++i) {
             if (!files.count(paths[i])) continue;
-            readers.push_back(std::make_unique<store::TraceReader>(
-                options.ember_trace_for ? options.ember_trace_for(paths[i]) : paths[i]));
+            auto read = traces_read.find(i);
+            const std::string trace = read != traces_read.end()           ? read->second
+                                      : options.ember_trace_for ? options.ember_trace_for(paths[i])
+                                                                : paths[i];
+            readers.push_back(std::make_unique<store::TraceReader>(trace));
             pointers.push_back(readers.back().get());
             auto in_file = renumbering.find(i);
             job_rank.push_back(in_file != renumbering.end() ? in_file->second : std::map<std::int32_t, std::int32_t>{});

@@ -99,6 +99,12 @@ TEST_F(JobCommands, OneRankSaysWhatItNeeds) {
         << result.output;
 }
 
+TEST_F(JobCommands, TheSameFileTwiceIsExitCodeTwo) {
+    const Result result = run("stats" + files_ + " " + folder_ + "/job.rank2.db --report collectives");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("given twice"), std::string::npos) << result.output;
+}
+
 TEST_F(JobCommands, AMissingRankFileIsExitCodeTwo) {
     const Result result = run("stats" + files_ + " " + folder_ + "/no-such-rank.db --report collectives");
     EXPECT_EQ(result.exit_code, 2) << result.output;

@@ -5,6 +5,8 @@
 // and each rank's wait, arrivals-last and the straggler worked out from the definitions
 // in collectives.h. Skipped, naming the folder, when ../shared is absent.
 #include "profiler/analysis/collectives.h"
+#include "profiler/analysis/rank_summary.h"
+#include "profiler/store/reader.h"
 #include "profiler/import/import.h"
 #include "profiler/job/job.h"
 
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -65,6 +68,30 @@ IndependentRank read_rank(const std::string& path) {
     std::sort(rank.communicators.begin(), rank.communicators.end(),
               [](const auto& a, const auto& b) { return a.front().first < b.front().first; });
     return rank;
+}
+
+// The union of a rank's kernels that are not NCCL's.
+TimeNs independent_compute(const std::string& path) {
+    const nlohmann::json trace = nlohmann::json::parse(read_maybe_gzipped(path));
+    std::vector<std::pair<TimeNs, TimeNs>> kernels;
+    for (const nlohmann::json& event : trace["traceEvents"]) {
+        if (event.value("cat", "") != "kernel" || event.value("name", "").find("nccl") != std::string::npos) continue;
+        const TimeNs start = std::llround(event["ts"].get<double>() * 1000.0);
+        kernels.emplace_back(start, start + std::llround(event["dur"].get<double>() * 1000.0));
+    }
+    std::sort(kernels.begin(), kernels.end());
+    TimeNs total = 0, start = 0, end = std::numeric_limits<TimeNs>::min();
+    for (const auto& [s, e] : kernels) {
+        if (s > end) {
+            if (end > start) total += end - start;
+            start = s;
+            end = e;
+        } else {
+            end = std::max(end, e);
+        }
+    }
+    if (end > start) total += end - start;
+    return total;
 }
 
 TimeNs median(std::vector<TimeNs> values) {
@@ -157,6 +184,16 @@ TEST(RealJobs, FsdpOnTwoRtx4090sNamesTheRankTheOtherWaitedFor) {
     EXPECT_LT(job.rank(1)->wait_ns, 1'000'000);
     EXPECT_EQ(job.rank(0)->rank_from, "distributedInfo.rank");
     EXPECT_FALSE(job.doing_instead.empty());
+    EXPECT_TRUE(job.warnings.empty());
+    // The ranks report's compute, where a PyTorch trace has no ember compute ranges: the
+    // union of the rank's kernels that are not NCCL's, as the independent reading has it.
+    for (const std::string& file : {r0, r1}) {
+        const store::TraceReader reader(ember_trace(file));
+        const RankSummary summary = rank_summary(reader, &job);
+        ASSERT_EQ(summary.ranks.size(), 1u);
+        EXPECT_TRUE(summary.ranks[0].compute_from_gpu);
+        EXPECT_EQ(summary.ranks[0].compute_ns, independent_compute(file)) << file;
+    }
 }
 
 TEST(RealJobs, TwoSampledRanksOfA128RankJobWarnTheMatchIsDoubtful) {

@@ -269,13 +269,14 @@ struct HostRank {
     TimeNs clock_shift = 0;         // its clock minus the reference's
     TimeNs late = 0;                // it posts every all-reduce this much later
     std::vector<int> kinds = {};    // per collective: 0 all-reduce bucket, 1 "nccl:all_gather"
+    std::int32_t world_size = 2;
 };
 
 // A CPU rank of ember's trainer: 5 steps, an all-reduce bucket in each (host call), and
 // a clock anchor after a barrier before the first step.
 std::string write_host_rank(const std::string& folder, const HostRank& spec) {
     const std::string path = folder + "/host.rank" + std::to_string(spec.rank) + ".db";
-    trace::RunInfo run = ember::testing::TraceBuilder::run_info(spec.clock_shift, spec.rank, 2);
+    trace::RunInfo run = ember::testing::TraceBuilder::run_info(spec.clock_shift, spec.rank, spec.world_size);
     run.rank_source = spec.rank_source;
     ember::testing::TraceBuilder b(path, run);
     const trace::ThreadId main = b.thread("main");
@@ -349,6 +350,54 @@ TEST(JobCollectives, FilesWithoutRanksAreNumberedInCommandLineOrder) {
     EXPECT_NE(job.ranks[0].rank_from.find("command-line order"), std::string::npos) << job.ranks[0].rank_from;
     EXPECT_EQ(job.straggler, 1);  // a.db posts 2 ms later
     std::filesystem::remove_all(folder);
+}
+
+// Three ranks: rank 0 always 5 ms early, rank 2 1 ms later than rank 1. The others
+// wait 6 + 1 ms at each collective, but rank 2 held them back only 1 ms each: balancing
+// it wins back 2 ms a collective, not 7.
+TEST(JobCollectives, RecoverableIsWhatTheStragglerHeldTheOthersBack) {
+    const std::string folder = ember::testing::temporary_path("job-held", "");
+    std::filesystem::create_directories(folder);
+    HostRank early{0, "synthetic", 0, 0};
+    HostRank middle{1, "synthetic", 0, 5'000'000};
+    HostRank late{2, "synthetic", 0, 6'000'000};
+    early.world_size = middle.world_size = late.world_size = 3;
+    const JobCollectives job =
+        job::analyze_job_files({write_host_rank(folder, early), write_host_rank(folder, middle), write_host_rank(folder, late)});
+    ASSERT_EQ(job.straggler, 2) << job.straggler_evidence;
+    EXPECT_EQ(job.straggler_waits_ns, 5 * (6'000'000 + 1'000'000));
+    EXPECT_EQ(job.recoverable_ns, 5 * 2 * 1'000'000);
+    for (const CollectiveRow& row : job.collectives) {
+        EXPECT_EQ(row.runner_up_arrival_ns - row.first_arrival_ns, 5'000'000);
+        EXPECT_EQ(row.held_back_ns, 2'000'000);
+    }
+    EXPECT_TRUE(job.warnings.empty());
+    std::filesystem::remove_all(folder);
+}
+
+TEST(JobCollectives, FilesOfDifferentWorldSizesAreFlagged) {
+    const std::string folder = ember::testing::temporary_path("job-worlds", "");
+    std::filesystem::create_directories(folder);
+    HostRank a{0, "synthetic", 0, 0};
+    HostRank b{1, "synthetic", 0, 1'000'000};
+    b.world_size = 8;
+    const JobCollectives job = job::analyze_job_files({write_host_rank(folder, a), write_host_rank(folder, b)});
+    ASSERT_EQ(job.warnings.size(), 1u);
+    EXPECT_NE(job.warnings[0].find("different world sizes (2, 8)"), std::string::npos) << job.warnings[0];
+    std::filesystem::remove_all(folder);
+}
+
+TEST(JobCollectives, TheSameFileTwiceIsRefused) {
+    synth::SyntheticJobOptions options;
+    options.ranks = 2;
+    options.steps = 2;
+    auto generated = generate(options, "job-twice");
+    try {
+        job::analyze_job_files({generated->files[0], generated->files[1], generated->folder + "/./job.rank0.db"});
+        FAIL() << "accepted a file twice";
+    } catch (const store::TraceError& error) {
+        EXPECT_NE(std::string(error.what()).find("given twice"), std::string::npos) << error.what();
+    }
 }
 
 TEST(JobCollectives, OneRankMatchesNothing) {

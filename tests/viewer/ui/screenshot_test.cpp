@@ -7,6 +7,8 @@
 // samples hidden, then dimmed); and that bad files or a missing display end with a
 // clear message, not a crash.
 #include "tests/viewer/fixture_trace.h"
+#include "profiler/synth/synthetic_job.h"
+#include "profiler/synth/synthetic_trace.h"
 #include "viewer/ui/colors.h"
 
 #include <gtest/gtest.h>
@@ -437,6 +439,62 @@ TEST_F(ScreenshotTest, ThreadLanesShowTheirSampledStacks) {
     for (const LaneBox& box : read_layout(layout_, "stacks")) EXPECT_NEAR(box.y1 - box.y0, 18.0f, 0.5f);
     EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --stack-depth 0"), &output), 2);
     EXPECT_NE(output.find("--stack-depth"), std::string::npos) << output;
+}
+
+// A job of 1024 ranks, one of them a straggler, the rows ordered latest first: every
+// rank has its row; the straggler's (on top) computes while every other rank waits in
+// red; the clicked collective is outlined on (nearly) every rank.
+TEST_F(ScreenshotTest, JobViewShows1024RanksAndTheStragglerAtTheTop) {
+    const std::string folder = trace_ + ".job";
+    std::filesystem::create_directories(folder);
+    synth::SyntheticJobOptions options;
+    options.ranks = 1024;
+    options.steps = 4;
+    options.straggler = 700;
+    options.straggler_extra_ns = 3'000'000;
+    options.clock_skew_ns = 5'000'000;
+    synth::write_synthetic_job(folder + "/job.db", options);
+    std::string files;
+    for (const std::string& path : synth::synthetic_rank_paths(folder + "/job.db", options.ranks)) files += " " + path;
+    std::string output;
+    const std::string png = folder + "/job.png", layout = folder + "/job.layout";
+    ASSERT_EQ(run("xvfb-run -a -s '-screen 0 1600x1400x24' " + std::string(EMBER_VIEW_PATH) + files + " --screenshot " +
+                      png + " --view job --size 1500x1350 --job-order lateness --collective 5 --layout " + layout,
+                  &output),
+              0)
+        << output;
+    Image image;
+    ASSERT_TRUE(read_png(png, image));
+    const std::vector<LaneBox> rows = read_layout(layout, "job");
+    ASSERT_EQ(rows.size(), 1024u);  // every rank fits, at least a pixel each
+    EXPECT_EQ(rows.front().lane, 700) << "the latest rank first";
+    std::set<int> ranks;
+    for (const LaneBox& row : rows) {
+        ranks.insert(row.lane);
+        EXPECT_GE(row.y1 - row.y0, 1.0f);
+        EXPECT_LE(row.y1, static_cast<float>(image.height));
+    }
+    EXPECT_EQ(ranks.size(), 1024u);
+    auto is_wait_red = [](std::uint32_t c) { return near(c, colors::kJobWait, 8); };
+    auto is_compute = [](std::uint32_t c) { return near(c, colors::kJobCompute, 8); };
+    auto share = [&](const LaneBox& row, bool (*test)(std::uint32_t)) {
+        const LaneBox line{0, row.x0, row.y0, row.x1, row.y0 + 1, ""};  // the row's first pixel line
+        return static_cast<double>(count_in(image, line, test)) / static_cast<double>(row.x1 - row.x0);
+    };
+    // The straggler computes most of the time; a typical rank waits most of it.
+    EXPECT_GT(share(rows.front(), is_compute), 0.4);
+    EXPECT_LT(share(rows.front(), is_wait_red), 0.2);
+    for (std::size_t i : {std::size_t{1}, std::size_t{300}, std::size_t{1023}}) {
+        EXPECT_GT(share(rows[i], is_wait_red), 0.4) << "row " << i;
+        EXPECT_LT(share(rows[i], is_compute), 0.4) << "row " << i;
+    }
+    // The selected collective: white pixels on nearly every row.
+    int outlined = 0;
+    for (const LaneBox& row : rows)
+        outlined += count_in(image, {0, row.x0, row.y0, row.x1, row.y0 + 1, ""},
+                             [](std::uint32_t c) { return near(c, colors::kSelection, 10); }) > 0;
+    EXPECT_GT(outlined, 1000);
+    std::filesystem::remove_all(folder);
 }
 
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
