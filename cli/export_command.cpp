@@ -1,6 +1,7 @@
 // export_command.cpp: `ember export FILE --format chrome|speedscope|folded|svg|csv`.
 // Every format streams; bad files and bad option values print one line and exit 2.
 #include "cli/commands.h"
+#include "cli/job_input.h"
 #include "cli/trace_input.h"
 #include "profiler/export/chrome_trace.h"
 #include "profiler/export/csv_tables.h"
@@ -21,7 +22,7 @@ namespace ember::cli {
 namespace {
 
 struct ExportCommandOptions {
-    std::string file;
+    std::vector<std::string> files;
     std::string format;
     std::string output;
     std::string table;
@@ -51,10 +52,17 @@ void run_export(const ExportCommandOptions& command) {
         fail_command("export", "unknown table '" + command.table + "' (" + known + ")");
     }
     try {
-        store::TraceReader reader(ember_trace_for(command.file, "export"));
+        // Several rank files are one job: exported from its job file, every rank on the
+        // clock its collectives aligned (as `ember merge` writes it, cached).
+        const std::string& first = command.files.front();
+        if (command.files.size() > 1 && command.output.empty())
+            fail_command("export", "several rank files are one job: name its output with -o");
+        const std::string trace = command.files.size() == 1 ? ember_trace_for(first, "export")
+                                                            : job_trace(read_job(command.files, "export"), "export");
+        store::TraceReader reader(trace);
         std::string output = command.output;
         if (format == "csv" && command.table.empty()) {
-            if (output.empty()) output = default_output(command.file, "_csv");
+            if (output.empty()) output = default_output(first, "_csv");
             if (output == "-")
                 fail_command("export", "--format csv without --table writes a directory; give -o DIR or --table NAME");
             exporting::export_csv_directory(reader, output);
@@ -65,7 +73,7 @@ void run_export(const ExportCommandOptions& command) {
                                      : format == "folded"     ? "." + command.stacks + ".folded"
                                      : format == "svg"        ? "." + command.stacks + ".svg"
                                                               : "." + command.table + ".csv";
-                output = default_output(command.file, suffix);
+                output = default_output(first, suffix);
             }
             exporting::OutputFile out(output);
             if (format == "chrome") exporting::export_chrome_trace(reader, out);
@@ -76,7 +84,7 @@ void run_export(const ExportCommandOptions& command) {
                 options.title = std::string(*stacks == exporting::StackSource::gpu   ? "GPU time by NVTX range: "
                                             : *stacks == exporting::StackSource::cpu ? "CPU time (sampled stacks): "
                                                                                      : "Host time: ") +
-                                std::filesystem::path(command.file).filename().string();
+                                std::filesystem::path(first).filename().string();
                 exporting::write_flamegraph_svg(exporting::build_stacks(reader, *stacks, command.idle), options, out);
             }
             if (format == "csv") exporting::export_csv_table(reader, command.table, out);
@@ -94,7 +102,10 @@ void add_export_command(CLI::App& app) {
     auto command = std::make_shared<ExportCommandOptions>();
     CLI::App* exporter = app.add_subcommand(
         "export", "Write a trace as Chrome trace JSON (Perfetto), speedscope, folded stacks, an SVG flamegraph or CSV");
-    exporter->add_option("file", command->file, "trace: ember (.db), Kineto JSON, nsys SQLite export or Chrome trace (imported on the fly)")->required();
+    exporter->add_option("files", command->files,
+                         "trace: ember (.db), Kineto JSON, nsys SQLite export or Chrome trace (imported on the fly); "
+                         "several rank files are one job, exported on the clocks their collectives align (needs -o)")
+        ->required();
     exporter->add_option("--format", command->format, "chrome, speedscope, folded, svg or csv")->required();
     exporter->add_option("-o,--output", command->output,
                          "output path ('-' = stdout); default: FILE without .db plus a suffix; a directory for csv");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 using ember::trace::TimeNs;
 
@@ -182,7 +183,81 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
     return table;
 }
 
+nlohmann::json job_summary(const JobCollectives& job) {
+    TimeNs wait = 0;
+    for (const RankWaitRow& row : job.ranks) wait += row.wait_ns;
+    nlohmann::json summary = nlohmann::json::object();
+    summary["ranks"] = job.ranks.size();
+    summary["matched"] = job.matched;
+    summary["straggler"] = job.straggler ? nlohmann::json(*job.straggler) : nlohmann::json(nullptr);
+    summary["straggler_evidence"] = job.straggler_evidence;
+    summary["recoverable_ns"] = job.recoverable_ns;
+    summary["wait_ns"] = wait;
+    return summary;
+}
+
+std::string straggler_text(const JobCollectives& job) {
+    return job.straggler ? fmt::format("rank {} (holding the others back {:.3f} ms)", *job.straggler, job.recoverable_ns / 1e6)
+                         : std::string("none");
+}
+
 }  // namespace
+
+std::vector<Table> job_diff_tables(const JobCollectives& a, const JobCollectives& b, std::size_t top) {
+    Table table{"ranks", "Waiting in collectives, rank by rank (A -> B)", {}, {}, {}};
+    table.group = "job_diff";
+    table.columns = {
+        {"rank", "Rank", ColumnKind::integer},
+        {"a_wait_ns", "Wait A", ColumnKind::time},
+        {"b_wait_ns", "Wait B", ColumnKind::time},
+        {"delta_wait_ns", "Change", ColumnKind::time},
+        {"a_arrived_last", "Last A", ColumnKind::integer},
+        {"b_arrived_last", "Last B", ColumnKind::integer},
+    };
+    struct Pair {
+        std::int32_t rank;
+        const RankWaitRow *a, *b;
+    };
+    std::map<std::int32_t, Pair> pairs;
+    for (const RankWaitRow& row : a.ranks) pairs[row.rank] = {row.rank, &row, nullptr};
+    for (const RankWaitRow& row : b.ranks) {
+        auto [pair, inserted] = pairs.try_emplace(row.rank, Pair{row.rank, nullptr, &row});
+        if (!inserted) pair->second.b = &row;
+    }
+    std::vector<Pair> list;
+    for (const auto& [rank, pair] : pairs) list.push_back(pair);
+    auto wait_of = [](const RankWaitRow* row) { return row ? row->wait_ns : 0; };
+    std::stable_sort(list.begin(), list.end(), [&](const Pair& x, const Pair& y) {
+        return std::llabs(wait_of(x.b) - wait_of(x.a)) > std::llabs(wait_of(y.b) - wait_of(y.a));
+    });
+    const std::size_t shown = top > 0 ? std::min(top, list.size()) : list.size();
+    for (std::size_t i = 0; i < shown; ++i) {
+        const Pair& pair = list[i];
+        auto cell = [](const RankWaitRow* row, auto value) -> Cell {
+            if (!row) return std::monostate{};
+            return static_cast<std::int64_t>(value(*row));
+        };
+        table.rows.push_back({std::int64_t{pair.rank}, cell(pair.a, [](const RankWaitRow& r) { return r.wait_ns; }),
+                              cell(pair.b, [](const RankWaitRow& r) { return r.wait_ns; }),
+                              pair.a && pair.b ? Cell{pair.b->wait_ns - pair.a->wait_ns} : Cell{std::monostate{}},
+                              cell(pair.a, [](const RankWaitRow& r) { return r.arrived_last; }),
+                              cell(pair.b, [](const RankWaitRow& r) { return r.arrived_last; })});
+    }
+    table.empty_note = "no ranks with matched collectives in either job";
+    nlohmann::json fields = nlohmann::json::object();
+    fields["a"] = job_summary(a);
+    fields["b"] = job_summary(b);
+    table.group_fields = std::move(fields);
+    TimeNs a_wait = 0, b_wait = 0;
+    for (const RankWaitRow& row : a.ranks) a_wait += row.wait_ns;
+    for (const RankWaitRow& row : b.ranks) b_wait += row.wait_ns;
+    table.notes.push_back(fmt::format("straggler: A {}; B {}", straggler_text(a), straggler_text(b)));
+    table.notes.push_back(fmt::format("waiting in collectives, all ranks: A {:.3f} ms, B {:.3f} ms ({:+.3f} ms)",
+                                      a_wait / 1e6, b_wait / 1e6, (b_wait - a_wait) / 1e6));
+    if (shown < list.size())
+        table.notes.push_back(fmt::format("{} of {} ranks listed, the most changed first (--top)", shown, list.size()));
+    return {std::move(table)};
+}
 
 std::vector<Table> collectives_tables(const JobCollectives& job, std::size_t top, bool text) {
     std::vector<Table> tables;

@@ -8,6 +8,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 
 namespace {
@@ -90,6 +92,45 @@ TEST_F(JobCommands, MergeAlignsOnTheCollectivesAndNamesTheStraggler) {
     const Result stats = run("stats " + folder_ + "/merged.db --report collectives --format json", false);
     ASSERT_EQ(stats.exit_code, 0) << stats.output;
     EXPECT_EQ(nlohmann::json::parse(stats.output)["reports"]["collectives"]["straggler"], 1);
+}
+
+TEST_F(JobCommands, DiffOfTwoJobsComparesEachRanksWait) {
+    // B: the same job with rank 2 the straggler instead, 1 ms a step.
+    const Result synth = run("synth -o " + folder_ + "/b.db --ranks 4 --straggler 2 --straggler-ms 1 --clock-skew-ms 6 --steps 10");
+    ASSERT_EQ(synth.exit_code, 0) << synth.output;
+    std::string b_files;
+    for (int r = 0; r < 4; ++r) b_files += " " + folder_ + "/b.rank" + std::to_string(r) + ".db";
+    const Result text = run("diff" + files_ + " --vs" + b_files);
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    EXPECT_NE(text.output.find("Waiting in collectives, rank by rank (A -> B)"), std::string::npos) << text.output;
+    EXPECT_NE(text.output.find("straggler: A rank 1 "), std::string::npos) << text.output;
+    EXPECT_NE(text.output.find("; B rank 2 "), std::string::npos) << text.output;
+    EXPECT_NE(text.output.find("Step time: B is faster"), std::string::npos) << text.output;
+    const Result json = run("diff" + files_ + " --vs" + b_files + " --format json", false);
+    ASSERT_EQ(json.exit_code, 0) << json.output;
+    const nlohmann::json document = nlohmann::json::parse(json.output);
+    EXPECT_EQ(document["job_diff"]["a"]["straggler"], 1);
+    EXPECT_EQ(document["job_diff"]["b"]["straggler"], 2);
+    ASSERT_EQ(document["job_diff"]["ranks"].size(), 4u);
+    for (const nlohmann::json& row : document["job_diff"]["ranks"])
+        EXPECT_EQ(row["delta_wait_ns"].get<long long>(), row["b_wait_ns"].get<long long>() - row["a_wait_ns"].get<long long>());
+    // One file a side is the classic diff, two files with no --vs too; one alone is an error.
+    EXPECT_EQ(run("diff " + folder_ + "/job.rank0.db " + folder_ + "/b.rank0.db").exit_code, 0);
+    EXPECT_EQ(run("diff " + folder_ + "/job.rank0.db").exit_code, 2);
+}
+
+TEST_F(JobCommands, ExportOfSeveralRankFilesIsTheJob) {
+    EXPECT_EQ(run("export" + files_ + " --format chrome").exit_code, 2);  // one job, one output: -o is needed
+    const Result result = run("export" + files_ + " --format chrome -o " + folder_ + "/job.json");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    std::ifstream in(folder_ + "/job.json");
+    const nlohmann::json trace = nlohmann::json::parse(in);
+    std::set<std::string> processes;
+    for (const nlohmann::json& event : trace["traceEvents"])
+        if (event.value("ph", "") == "M" && event.value("name", "") == "process_name")
+            processes.insert(event["args"]["name"].get<std::string>());
+    for (int r = 0; r < 4; ++r)
+        EXPECT_TRUE(processes.count("rank " + std::to_string(r) + " (pid " + std::to_string(20000 + r) + ")")) << r;
 }
 
 TEST_F(JobCommands, OneRankSaysWhatItNeeds) {
