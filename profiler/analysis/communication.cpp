@@ -101,6 +101,14 @@ std::optional<CollectiveKind> collective_kind_of_operation(std::string_view name
     for (std::string_view prefix : {"nccl:", "gloo:", "mpi:", "ucc:", "c10d::"}) {
         if (starts_with(name, prefix)) return kind_by_prefix(name.substr(prefix.size()));
     }
+    // MPI's, as Nsight Systems traces them (--trace=mpi): "MPI_Allreduce", "MPI_Iallgather",
+    // "MPI_Bcast", "MPI_Send" (not MPI_Init, MPI_Wait...).
+    if (starts_with(name, "MPI_")) {
+        std::string_view call = name.substr(4);
+        if (call == "Bcast" || call == "Ibcast") return CollectiveKind::broadcast;
+        if (call.size() > 1 && call[0] == 'I' && std::islower(static_cast<unsigned char>(call[1]))) call.remove_prefix(1);
+        return kind_by_prefix(call);
+    }
     // NCCL's own NVTX ranges: "ncclAllReduce", "ncclSend" (not ncclGroupStart, ncclCommInit...).
     if (starts_with(name, "nccl") && name.size() > 4 && std::isupper(static_cast<unsigned char>(name[4])))
         return kind_by_prefix(name.substr(4));

@@ -9,6 +9,7 @@
 // A collective operation on the host is a range that issues one:
 //   PyTorch's profiler   `nccl:all_reduce`, `gloo:all_gather`, `c10d::allreduce_`, ...;
 //   NCCL's NVTX ranges   `ncclAllReduce`, `ncclSend`, ... (in nsys and nvprof files);
+//   MPI's, traced by nsys `MPI_Allreduce`, `MPI_Iallgather`, `MPI_Bcast`, `MPI_Send`, ...;
 //   ember's trainer      `allreduce/bucket` (common/nvtx_contract.h).
 // Its kind comes from its name; Kineto's `Collective name` argument ("allreduce",
 // "_allgather_base", ...) reads the same way.

@@ -472,6 +472,7 @@ private:
                 session_stop_ = scan.maybe_integer(1);
             }
         }
+        read_launcher_rank();
         if (has_table("PROCESSES")) {
             TableScan scan(db_, path_, "PROCESSES", {}, {"pid", "name"});
             int pid = scan.index_of("pid"), name = scan.index_of("name");
@@ -479,6 +480,56 @@ private:
                 std::optional<std::int64_t> id = scan.maybe_integer(pid);
                 std::optional<std::string> text = scan.maybe_text(name);
                 if (id && text) process_names_[*id] = *text;
+            }
+        }
+    }
+
+    // The rank the launcher gave the profiled process, where the export kept its
+    // environment: TARGET_INFO_SYSTEM_ENV's DeviceEnvironment lists variables as
+    // NAME=VALUE (Open MPI's OMPI_COMM_WORLD_RANK, Slurm's SLURM_PROCID, torchrun's RANK,
+    // MPICH's PMI_RANK, PMIx's PMIX_RANK or PMIX_ID "namespace.rank").
+    void read_launcher_rank() {
+        if (!has_table("TARGET_INFO_SYSTEM_ENV")) return;
+        TableScan scan(db_, path_, "TARGET_INFO_SYSTEM_ENV", {}, {"name", "value"});
+        std::map<std::string, std::string> variables;
+        while (scan.next()) {
+            if (scan.maybe_text(0).value_or("") != "DeviceEnvironment") continue;
+            const std::string value = scan.maybe_text(1).value_or("");
+            // Entries end at white space, ';' or NUL (an environment block; nsys keeps
+            // the terminating NUL in the column).
+            static const std::string separators(" \t\r\n;\0", 6);
+            std::size_t at = 0;
+            while (at < value.size()) {
+                std::size_t end = value.find_first_of(separators, at);
+                if (end == std::string::npos) end = value.size();
+                const std::string item = value.substr(at, end - at);
+                const std::size_t equals = item.find('=');
+                if (equals != std::string::npos) variables[item.substr(0, equals)] = item.substr(equals + 1);
+                at = end + 1;
+            }
+        }
+        auto number = [](const std::string& text) -> std::optional<std::int32_t> {
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 9)
+                return std::nullopt;
+            return static_cast<std::int32_t>(std::stol(text));
+        };
+        for (const char* name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK", "PMI_RANK", "PMIX_RANK", "PMIX_ID"}) {
+            auto found = variables.find(name);
+            if (found == variables.end()) continue;
+            std::string text = found->second;
+            if (std::string(name) == "PMIX_ID") text = text.substr(text.rfind('.') + 1);  // "namespace.rank"
+            if (std::optional<std::int32_t> rank = number(text)) {
+                launcher_rank_ = rank;
+                launcher_rank_source_ = std::string(name) + " in the export's DeviceEnvironment";
+                break;
+            }
+        }
+        for (const char* name : {"OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+            auto found = variables.find(name);
+            if (found == variables.end()) continue;
+            if (std::optional<std::int32_t> size = number(found->second)) {
+                launcher_world_size_ = size;
+                break;
             }
         }
     }
@@ -1180,9 +1231,10 @@ private:
     void finish() {
         trace::RunInfo& run = sink_.run();
         const ImportOptions& options = sink_.options();
-        run.rank = options.rank.value_or(0);
-        run.world_size = options.world_size.value_or(1);
+        run.rank = options.rank.value_or(launcher_rank_.value_or(0));
+        run.world_size = options.world_size.value_or(launcher_world_size_.value_or(1));
         if (options.rank) run.rank_source = "--rank";
+        else if (launcher_rank_) run.rank_source = launcher_rank_source_;
         run.pid = gpu_pid_ != 0 ? gpu_pid_ : main_pid_;
         if (session_start_) run.start_ns = *session_start_;
         if (session_stop_) run.end_ns = std::max(*session_stop_, sink_.any_event() ? sink_.latest_ns() : *session_stop_);
@@ -1217,6 +1269,8 @@ private:
     std::map<std::int64_t, std::string> process_names_;
     std::set<std::int64_t> used_pids_;
     std::vector<CategoryName> category_names_;
+    std::optional<std::int32_t> launcher_rank_, launcher_world_size_;
+    std::string launcher_rank_source_;
     std::optional<std::int64_t> session_start_;
     std::optional<std::int64_t> session_stop_;
     std::int64_t main_pid_ = 0;

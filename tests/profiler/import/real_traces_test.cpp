@@ -163,6 +163,10 @@ TEST_P(NsysRealTrace, SummariesEqualNsysStatsCsvs) {
     EXPECT_EQ(imported.counts.flows, 20);  // 5 kernels + 15 copies, each from its call
     // The session's wall clock, so ranks line up.
     EXPECT_EQ(reader.run().clock_offset_to_wall_ns, rank == 0 ? 1685628247087953782ll : 1685628247101666884ll);
+    // The rank the launcher gave it, from the environment the export kept (read with
+    // sqlite3 here: the variable in TARGET_INFO_SYSTEM_ENV's NUL-separated block).
+    EXPECT_EQ(reader.run().rank, rank);
+    EXPECT_EQ(reader.run().rank_source, "OMPI_COMM_WORLD_RANK in the export's DeviceEnvironment");
     ASSERT_EQ(reader.devices().size(), 2u);
     EXPECT_EQ(reader.devices()[0].name, "NVIDIA A100-SXM4-40GB");
     EXPECT_EQ(reader.devices()[0].multiprocessor_count, 108);
