@@ -173,6 +173,7 @@ std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, 
         for (const StepRange& step : steps) {
             found->second.steps += 1;
             found->second.step_ns += step.end_ns - step.start_ns;
+            found->second.step_windows.emplace_back(step.start_ns, step.end_ns);
         }
     }
 
@@ -473,6 +474,8 @@ void put_row(Bytes& bytes, const RankWaitRow& row, const RankClock& clock) {
                                row.wall_start_ns})
         bytes.put(value);
     bytes.put(row.wait_percent);
+    bytes.put(static_cast<std::int64_t>(row.step_waits.size()));
+    for (TimeNs wait : row.step_waits) bytes.put(wait);
     bytes.put(clock.offset_ns);
     bytes.put(clock.how);
     bytes.put(clock.collectives_used);
@@ -490,6 +493,7 @@ std::pair<RankWaitRow, RankClock> get_row(BytesReader& in) {
     row.host_arrivals = host != 0;
     row.world_size = static_cast<std::int32_t>(world);
     row.wait_percent = in.real();
+    for (std::int64_t n = in.int64(); n > 0; --n) row.step_waits.push_back(in.int64());
     RankClock clock;
     clock.rank = row.rank;
     clock.offset_ns = in.int64();
@@ -636,6 +640,16 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         row.host_arrivals = rank.host_arrivals();
         row.world_size = rank.world_size;
         row.wall_start_ns = rank.wall_clock_known ? rank.first_ns + rank.clock_offset_to_wall_ns : 0;
+        row.step_waits.assign(rank.step_windows.size(), 0);
+        // The step a collective's arrival lies in (steps by start; the last that began by then).
+        auto step_of = [&](TimeNs arrival) -> std::optional<std::size_t> {
+            auto after = std::upper_bound(rank.step_windows.begin(), rank.step_windows.end(), arrival,
+                                          [](TimeNs t, const std::pair<TimeNs, TimeNs>& w) { return t < w.first; });
+            if (after == rank.step_windows.begin()) return std::nullopt;
+            const auto index = static_cast<std::size_t>(after - rank.step_windows.begin() - 1);
+            if (arrival >= rank.step_windows[index].second) return std::nullopt;
+            return index;
+        };
         std::vector<TimeNs> lateness;
         for (std::size_t c = 0; c < rank.communicators.size(); ++c) {
             const CommunicatorOps& communicator = rank.communicators[c];
@@ -650,6 +664,7 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
                 if (!communicator.host) wait = std::min(wait, length);  // a kernel waits inside itself
                 row.collectives += 1;
                 row.wait_ns += wait;
+                if (std::optional<std::size_t> step = step_of(op.start_ns)) row.step_waits[*step] += wait;
                 row.transfer_ns += std::max<TimeNs>(0, length - wait);
                 lateness.push_back(arrival - list[k].first_arrival);
                 const bool last = last_rank_of(list[k]) == rank.rank;

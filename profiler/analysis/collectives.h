@@ -82,6 +82,7 @@ struct RankCollectives {
     std::vector<CommunicatorOps> communicators;
     std::int64_t steps = 0;
     trace::TimeNs step_ns = 0;                   // summed length of its steps (steps.h)
+    std::vector<std::pair<trace::TimeNs, trace::TimeNs>> step_windows;  // its steps, in start order
     trace::TimeNs first_ns = 0, last_ns = 0;     // its traced span
 
     std::int64_t collective_count() const;
@@ -142,6 +143,9 @@ struct RankWaitRow {
     bool host_arrivals = false;
     std::int32_t world_size = 1;   // as its file records it
     std::int64_t wall_start_ns = 0;  // its first event on the wall clock (0: unknown)
+    // Its wait per step (steps.h's steps of the rank, in start order): the waits of the
+    // collectives it arrived at inside each step. What the steps report shows.
+    std::vector<trace::TimeNs> step_waits;
 };
 
 struct UnmatchedCount {

@@ -45,6 +45,9 @@ struct StepBreakdown {
     trace::TimeNs dataloader_wait_ns = 0;
     trace::TimeNs allreduce_wait_ns = 0;
     trace::TimeNs gpu_idle_ns = 0;
+    // Its rank's waits in the collectives it arrived at in this step (collectives.h);
+    // filled by the stats report from the job analysis, 0 without one.
+    trace::TimeNs collective_wait_ns = 0;
 };
 
 struct IdleGap {

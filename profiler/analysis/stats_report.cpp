@@ -101,7 +101,7 @@ Cell device_cell(trace::DeviceId device) {
     return device == trace::kNoDevice ? Cell{std::string("-")} : Cell{static_cast<std::int64_t>(device)};
 }
 
-Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
+Table steps_table(const GpuActivity& activity, const trace::RunInfo& run, bool collective_waits) {
     Table table{"steps", "Training steps (NVTX \"step\" ranges)", {}, {}, {}};
     table.columns = {
         {"step", "Step", ColumnKind::integer},
@@ -116,6 +116,7 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
         {"gpu_idle", "GPU Idle", ColumnKind::time},
         {"gpu_idle_percent", "GPU Idle (%)", ColumnKind::percent},
     };
+    if (collective_waits) table.columns.push_back({"collective_wait", "Collective Wait", ColumnKind::time});
     // A job trace of several ranks: which rank ran each step.
     const bool ranks = std::any_of(activity.steps.begin(), activity.steps.end(),
                                    [](const StepBreakdown& step) { return step.rank >= 0; });
@@ -126,6 +127,7 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
                                    step.gpu_compute_ns, step.communication_ns, step.copies_ns, step.dataloader_wait_ns,
                                    step.allreduce_wait_ns,
                                    step.gpu_idle_ns, idle_percent};
+        if (collective_waits) cells.push_back(step.collective_wait_ns);
         if (ranks) cells.insert(cells.begin() + 1, Cell{static_cast<std::int64_t>(step.rank)});
         table.rows.push_back(std::move(cells));
     }
@@ -134,7 +136,7 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run) {
 
 // The steps in brief: per rank and device, how long a step takes (median and spread)
 // and what a median step is made of; then the slowest steps and what made each slow.
-std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t slowest) {
+std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t slowest, bool collective_waits) {
     struct Group {
         std::int32_t rank = -1;
         trace::DeviceId device = trace::kNoDevice;
@@ -165,6 +167,7 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
                        {"dataloader_wait_median", "Dataloader Wait Med", ColumnKind::time},
                        {"allreduce_wait_median", "All-reduce Wait Med", ColumnKind::time},
                        {"gpu_idle_median", "GPU Idle Med", ColumnKind::time}};
+    if (collective_waits) summary.columns.push_back({"collective_wait_median", "Collective Wait Med", ColumnKind::time});
     if (ranks) summary.columns.insert(summary.columns.begin(), {"rank", "Rank", ColumnKind::integer});
     Table slow{"slowest_steps", "Slowest steps and what made each slow (its largest excess over the median step)",
                {}, {}, {}};
@@ -176,8 +179,9 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
     if (ranks) slow.columns.insert(slow.columns.begin() + 1, {"rank", "Rank", ColumnKind::integer});
     slow.empty_note = "no step is slower than the median step";
     for (const Group& group : groups) {
-        std::vector<trace::TimeNs> wall, compute, communication, copies, dataloader, allreduce, idle;
+        std::vector<trace::TimeNs> wall, compute, communication, copies, dataloader, allreduce, idle, collective;
         for (const StepBreakdown* step : group.steps) {
+            collective.push_back(step->collective_wait_ns);
             wall.push_back(step->wall_ns);
             compute.push_back(step->gpu_compute_ns);
             communication.push_back(step->communication_ns);
@@ -199,6 +203,8 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
                                  median_copies,
                                  median_dataloader, median_allreduce, median_idle};
         if (ranks) row.insert(row.begin(), Cell{static_cast<std::int64_t>(group.rank)});
+        const trace::TimeNs median_collective = median_of(collective);
+        if (collective_waits) row.push_back(median_collective);
         summary.rows.push_back(std::move(row));
 
         std::vector<const StepBreakdown*> by_wall = group.steps;
@@ -214,6 +220,7 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
             std::vector<std::pair<std::string, trace::TimeNs>> excess = {
                 {"dataloader wait", step.dataloader_wait_ns - median_dataloader},
                 {"all-reduce wait", step.allreduce_wait_ns - median_allreduce},
+                {"waiting in collectives for a later rank", step.collective_wait_ns - median_collective},
                 {"GPU compute", on_gpu ? step.gpu_compute_ns - median_compute : 0},
                 {"communication", on_gpu ? step.communication_ns - median_communication : 0},
                 {"copies", on_gpu ? step.copies_ns - median_copies : 0},
@@ -590,8 +597,33 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     bool need_activity = wanted(options, "steps") || wanted(options, "gpu_busy") || wanted(options, "idle_gaps") ||
                          wanted(options, "advice");
     bool need_memory = wanted(options, "memory") || wanted(options, "advice");
+    const auto named = [&](std::string_view name) {
+        return std::find(options.reports.begin(), options.reports.end(), name) != options.reports.end();
+    };
+    const bool ranks_named = named("ranks"), collectives_named = named("collectives");
+    const bool several_ranks = job ? job->ranks.size() >= 2 : reader.processes().size() >= 2;
+    // The job's collectives (matched, aligned, waits, straggler): the collectives, ranks,
+    // steps and advice reports share one analysis.
+    std::optional<JobCollectives> own_job;
+    if (!job && (collectives_named || (several_ranks && (wanted(options, "ranks") || wanted(options, "collectives") ||
+                                                        wanted(options, "advice") || wanted(options, "steps"))))) {
+        own_job = job_collectives(reader);
+        job = &*own_job;
+    }
     GpuActivity activity;
     if (need_activity) activity = gpu_activity(reader, options.gap_count);
+    // Each step's wait in the collectives, as the job analysis found it (per rank, its
+    // steps in start order: the same steps, steps.h).
+    const bool collective_waits = job && job->matched > 0;
+    if (collective_waits) {
+        for (StepBreakdown& step : activity.steps) {
+            const std::int32_t rank = step.rank >= 0 ? step.rank : std::max(0, run.rank);
+            const RankWaitRow* row = job->rank(rank);
+            if (!row && job->ranks.size() == 1) row = &job->ranks.front();
+            if (row && step.step_index >= 0 && static_cast<std::size_t>(step.step_index) < row->step_waits.size())
+                step.collective_wait_ns = row->step_waits[static_cast<std::size_t>(step.step_index)];
+        }
+    }
     std::vector<MemoryOperationRow> memory;
     if (need_memory) memory = memory_summary(reader);
 
@@ -619,26 +651,14 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         tables.push_back(gpu_by_range_table(gpu_time_by_range_rows(gpu_time_by_range(reader)), options.top));
     }
     if (wanted(options, "steps")) {
-        for (Table& table : step_summary_tables(activity, 5)) tables.push_back(std::move(table));
+        for (Table& table : step_summary_tables(activity, 5, collective_waits)) tables.push_back(std::move(table));
         // Every step: on request in text; always in the machine-readable formats.
-        if (options.all_steps || options.format != OutputFormat::text) tables.push_back(steps_table(activity, run));
+        if (options.all_steps || options.format != OutputFormat::text)
+            tables.push_back(steps_table(activity, run, collective_waits));
     }
     // Per-rank numbers (another pass over the ranges) only where they can show: asked
     // for by name, or a file of several ranks (the default table, the straggler advice).
     RankSummary ranks;
-    const auto named = [&](std::string_view name) {
-        return std::find(options.reports.begin(), options.reports.end(), name) != options.reports.end();
-    };
-    const bool ranks_named = named("ranks"), collectives_named = named("collectives");
-    const bool several_ranks = job ? job->ranks.size() >= 2 : reader.processes().size() >= 2;
-    // The job's collectives (matched, aligned, waits, straggler): the collectives, ranks
-    // and advice reports share one analysis.
-    std::optional<JobCollectives> own_job;
-    if (!job && (collectives_named ||
-                 (several_ranks && (wanted(options, "ranks") || wanted(options, "collectives") || wanted(options, "advice"))))) {
-        own_job = job_collectives(reader);
-        job = &*own_job;
-    }
     if (ranks_named || (several_ranks && (wanted(options, "ranks") || wanted(options, "advice"))))
         ranks = rank_summary(reader, job);
     if (ranks_named || (options.reports.empty() && ranks.ranks.size() >= 2)) tables.push_back(ranks_table(ranks));
