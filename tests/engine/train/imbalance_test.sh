@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Two ranks under mpirun with --imbalance: rank 1 repeats its step's compute as busy
+# Two ranks under mpirun with --imbalance 3: rank 1 repeats its step's compute three times as busy
 # work, so rank 0 waits for it in allreduce/wait. `ember merge` must align the two
 # rank traces and name rank 1 as the straggler.
 # Usage: imbalance_test.sh EMBER_BINARY WORK_DIR
 set -euo pipefail
 source "$(dirname "$0")/mpi_two_ranks.sh"
-mpirun_two_ranks "$ember" train --model mlp --epochs 1 --train-limit 4000 --test-limit 500 --batch-size 100 --workers 1 \
-    --no-progress --imbalance 1.0 --profile "$work/run.db" >"$work/train.out" 2>"$work/train.err" \
+mpirun_two_ranks "$ember" train --model mlp --epochs 1 --train-limit 6000 --test-limit 500 --batch-size 100 --workers 1 \
+    --no-progress --imbalance 3.0 --profile "$work/run.db" >"$work/train.out" 2>"$work/train.err" \
     || { cat "$work/train.err"; echo "FAIL: mpirun ember train exited $?"; exit 1; }
 [ -s "$work/run.rank0.db" ] && [ -s "$work/run.rank1.db" ] || { echo "FAIL: missing rank traces"; ls "$work"; exit 1; }
 [ "$(grep -c '^trained ' "$work/train.out")" = 1 ] || { echo "FAIL: only rank 0 should print the summary"; exit 1; }
