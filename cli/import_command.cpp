@@ -43,6 +43,7 @@ void print_file(const importing::ImportedFile& file) {
     fmt::print("  GPU events linked to their launch {}, without a launching call {} (kept)", counts.flows,
                counts.unlinked_gpu_events);
     if (counts.nccl_kernels > 0) fmt::print(", NCCL kernels {}", counts.nccl_kernels);
+    if (counts.collective_calls > 0) fmt::print(", collective metadata (process groups) {}", counts.collective_calls);
     if (counts.ranges_not_nested > 0) fmt::print(", ranges not nested {}", counts.ranges_not_nested);
     fmt::print("\n");
     for (const auto& [reason, count] : counts.skipped) fmt::print("  not stored: {} x {}\n", count, reason);

@@ -25,6 +25,7 @@ void add_synth_command(CLI::App& app) {
         double straggler_ms = 2.0;
         double clock_skew_ms = 0.0;
         std::int64_t steps = 50;
+        int tensor_parallel = 1;
         bool job = false;
     };
     auto opts = std::make_shared<Options>();
@@ -52,8 +53,12 @@ void add_synth_command(CLI::App& app) {
                     "Each rank's clock is off the true time by up to this many ms (a job over several hosts)")
         ->capture_default_str();
     cmd->add_option("--steps", opts->steps, "With --job: training steps per rank")->capture_default_str();
+    cmd->add_option("--tensor-parallel", opts->tensor_parallel,
+                    "With --job: a two-dimensional job (DeviceMesh): tensor-parallel groups of this many ranks and "
+                    "data-parallel groups across them, named in Kineto's collective metadata")
+        ->capture_default_str();
     cmd->callback([opts] {
-        if (opts->job || opts->straggler >= 0 || opts->clock_skew_ms > 0) {
+        if (opts->job || opts->straggler >= 0 || opts->clock_skew_ms > 0 || opts->tensor_parallel > 1) {
             synth::SyntheticJobOptions options;
             options.ranks = opts->ranks;
             options.steps = opts->steps;
@@ -61,6 +66,7 @@ void add_synth_command(CLI::App& app) {
             options.straggler = opts->straggler;
             options.straggler_extra_ns = static_cast<trace::TimeNs>(opts->straggler_ms * 1e6);
             options.clock_skew_ns = static_cast<trace::TimeNs>(opts->clock_skew_ms * 1e6);
+            options.tensor_parallel = opts->tensor_parallel;
             std::vector<synth::SyntheticJobTruth> truth;
             try {
                 truth = synth::write_synthetic_job(opts->output, options);

@@ -9,18 +9,27 @@
 //               host only): its outermost ranges that issue a collective (`nccl:*`,
 //               `c10d::*`, NCCL's NVTX `ncclAllReduce`, ember's `allreduce/bucket`), per
 //               thread. Their start is when the rank enqueued the collective.
-// Each rank's communicators are numbered by their first collective ("stream #0",
-// "stream #1", "host #0"): the k-th collective of communicator i is the same operation
-// on every rank. A collective whose kind differs from the reference rank's (the lowest)
-// is not matched, and the report says how many were not, and why.
+// Where the trace names the process group of a collective (Kineto's collective
+// metadata: `Process Group Name`, `Process Group Ranks`, `Seq`, on the NCCL kernel or
+// on record_param_comms inside the host call), the group is the communicator: its key
+// names the group ("pg 3 (mesh_tp) ranks 0-1"), only its member ranks run it, and its
+// collectives are numbered by their sequence number in the group (`Seq`), else by their
+// order. Otherwise each rank's communicators are numbered by their first collective
+// ("stream #0", "stream #1", "host #0"), and every rank is a member. The k-th
+// collective of a communicator is the same operation on every member. A collective
+// whose kind differs from the communicator's reference member's (its lowest rank) is
+// not matched, and the report says how many were not, and why.
 //
 // Clocks: ranks on different hosts disagree by milliseconds. A matched collective ends
 // within microseconds on every rank (it cannot end before the last rank's data
-// arrived), so each rank's offset to the reference rank is the median, over the
-// collectives both ran, of (reference end - rank end). Host calls end when each rank
-// returns, not together: ranks whose collectives are host calls align on their clock
-// anchors (`clock/anchor` marks, ember's trainer), else on the recorded wall clock.
-// The residual spread of a collective is (latest - earliest end) after alignment.
+// arrived), so a rank's offset to a communicator's reference member is the median, over
+// the collectives both ran, of (reference end - rank end). The job's clock is its lowest
+// rank's; each rank is aligned to it through the chain of shared communicators that
+// used the most collectives (a tensor-parallel rank that shares no group with rank 0 is
+// aligned through a rank that does). Host calls end when each rank returns, not
+// together: ranks whose collectives are host calls align on their clock anchors
+// (`clock/anchor` marks, ember's trainer), else on the recorded wall clock. The
+// residual spread of a collective is (latest - earliest end) after alignment.
 //
 // Waits (aligned clocks): a rank's arrival at a collective is its kernel's start (or
 // its host call's). Its wait is (last arrival - its arrival), at most the kernel's
@@ -61,13 +70,17 @@ struct CollectiveOp {
     trace::TimeNs start_ns = 0;  // arrival: the kernel's start (host calls: the call's)
     trace::TimeNs end_ns = 0;
     CollectiveKind kind = CollectiveKind::unknown;
+    // Its number in its communicator, the same on every member: the process group's
+    // sequence number where the trace gives one, else its position (0, 1, ...).
+    std::int64_t index = 0;
 };
 
 // The collectives of one communicator of one rank, in issue order.
 struct CommunicatorOps {
-    std::string key;    // the same on every rank: "stream #0", "host #0"
+    std::string key;    // the same on every rank: "pg 0 (default_pg) ranks 0-7", "stream #0", "host #0"
     std::string where;  // this rank's own: "device 0 stream 17", "thread 1234 (main)"
     bool host = false;  // arrivals are host calls
+    std::int32_t members = 0;  // its ranks (the process group's size); 0: every rank of the job
     std::vector<CollectiveOp> ops;
 };
 
@@ -113,9 +126,10 @@ struct RankClock {
 
 struct CollectiveRow {
     std::string communicator;
-    std::int64_t index = 0;  // k: the k-th collective of its communicator
+    std::int64_t index = 0;  // k: its number in its communicator (CollectiveOp::index)
     CollectiveKind kind = CollectiveKind::unknown;
     std::int32_t ranks = 0;  // ranks that ran it
+    std::int32_t members = 0;  // ranks of its communicator (the job's ranks unless a process group says)
     trace::TimeNs first_arrival_ns = 0;  // aligned, on the reference rank's clock
     trace::TimeNs last_arrival_ns = 0;
     std::int32_t last_rank = -1;         // arrived last (by more than the clocks' residual); -1 on a tie
@@ -140,6 +154,10 @@ struct RankWaitRow {
     double wait_percent = 0.0;     // wait_ns / step_ns * 100
     std::int64_t arrived_last = 0;
     trace::TimeNs median_lateness_ns = 0;
+    // What its lateness cost the others: the held-back time of the collectives it arrived
+    // last to, less what it inherited by waiting for another rank just before (that goes
+    // to whoever held it back there). Summed, the job's held-back time.
+    trace::TimeNs held_back_ns = 0;
     bool host_arrivals = false;
     std::int32_t world_size = 1;   // as its file records it
     std::int64_t wall_start_ns = 0;  // its first event on the wall clock (0: unknown)

@@ -39,6 +39,7 @@ Table ranks_table(const JobCollectives& job) {
         {"transfer_ns", "Transfer", ColumnKind::time},
         {"arrived_last", "Arrived Last", ColumnKind::integer},
         {"median_lateness_ns", "Median Lateness", ColumnKind::time},
+        {"held_back_ns", "Held Others Back", ColumnKind::time},
         {"clock_offset_ns", "Clock Offset", ColumnKind::time},
         {"aligned_on", "Aligned On", ColumnKind::text},
         {"file", "File", ColumnKind::text},
@@ -50,7 +51,7 @@ Table ranks_table(const JobCollectives& job) {
             if (c.rank == row.rank) clock = &c;
         table.rows.push_back({std::int64_t{row.rank}, row.collectives, row.wait_ns,
                               row.step_ns > 0 ? Cell{row.wait_percent} : Cell{std::monostate{}}, row.transfer_ns,
-                              row.arrived_last, row.median_lateness_ns, clock ? clock->offset_ns : 0,
+                              row.arrived_last, row.median_lateness_ns, row.held_back_ns, clock ? clock->offset_ns : 0,
                               clock ? clock->how : std::string("-"), row.path});
     }
     nlohmann::json fields = nlohmann::json::object();
@@ -77,7 +78,7 @@ Table ranks_table(const JobCollectives& job) {
             table.notes.push_back("straggler: " + job.straggler_evidence + ".");
             table.notes.push_back(fmt::format(
                 "advice: balance the work of rank {}: the other ranks would win back {:.3f} ms of waiting (what "
-                "its lateness beyond the next-latest rank's cost them)",
+                "its lateness beyond the next-latest rank's cost them, directly or through ranks it made late)",
                 *job.straggler, job.recoverable_ns / 1e6));
         } else if (job.ranks.size() >= 2 && job.matched > 0) {
             table.notes.push_back("no straggler: no rank arrived last markedly more often than the others.");
@@ -97,7 +98,8 @@ Table ranks_table(const JobCollectives& job) {
             table.notes.push_back(fmt::format(
                 "warning: matched collectives should end within microseconds of each other, and these end {:.3f} ms "
                 "apart at the median: the k-th collectives of these files are probably not the same operations "
-                "(traces cut to different windows or sampled{}); the waits above are not reliable",
+                "(traces cut to different windows or sampled{}, or the collectives of several process groups on one "
+                "stream in traces that do not name their process group); the waits above are not reliable",
                 job.residual_median_ns / 1e6,
                 point_to_point ? ", or point-to-point sends and receives between different pairs of ranks" : ""));
         for (const UnmatchedCount& count : job.unmatched)
@@ -164,6 +166,7 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
         {"index", "#", ColumnKind::integer},
         {"kind", "Kind", ColumnKind::text},
         {"ranks", "Ranks", ColumnKind::integer},
+        {"members", "Of", ColumnKind::integer},
         {"at_ns", "At", ColumnKind::time},
         {"arrival_spread_ns", "Arrival Spread", ColumnKind::time},
         {"last_rank", "Last Rank", ColumnKind::integer},
@@ -176,7 +179,7 @@ Table collective_rows_table(const JobCollectives& job, std::size_t top, bool tex
     const TimeNs origin = job.collectives.empty() ? 0 : job.collectives.front().first_arrival_ns;
     for (const CollectiveRow* row : rows)
         table.rows.push_back({row->communicator, row->index, std::string(collective_kind_name(row->kind)),
-                              std::int64_t{row->ranks}, row->first_arrival_ns - origin,
+                              std::int64_t{row->ranks}, std::int64_t{row->members}, row->first_arrival_ns - origin,
                               row->last_arrival_ns - row->first_arrival_ns,
                               row->last_rank >= 0 ? Cell{std::int64_t{row->last_rank}} : Cell{std::monostate{}},
                               row->total_wait_ns, row->held_back_ns, row->end_spread_ns, row->longest_ns});

@@ -127,6 +127,19 @@ void export_csv_table(const store::TraceReader& reader, std::string_view name, O
             fmt::format_to(std::back_inserter(b), ",{},{}", e.thread_id, e.count);
             row_end();
         }
+    } else if (name == "collective_calls") {
+        b += "start_ns,track,track_id,collective,group_name,group_description,group_ranks,group_size,sequence,"
+             "in_elements,out_elements,dtype\r\n";
+        for (const trace::CollectiveCall& e : reader.collective_calls()) {
+            fmt::format_to(std::back_inserter(b), "{},{},{},", e.start_ns, e.on_stream ? "stream" : "thread", e.track_id);
+            for (trace::StringId id : {e.name_id, e.group_name_id, e.group_desc_id, e.group_ranks_id}) {
+                field(b, reader.string(id));
+                b += ',';
+            }
+            fmt::format_to(std::back_inserter(b), "{},{},{},{},", e.group_size, e.sequence, e.in_elements, e.out_elements);
+            field(b, reader.string(e.dtype_id));
+            row_end();
+        }
     } else {
         throw store::TraceError(store::TraceErrorKind::bad_value, reader.path(),
                                 "no CSV table named '" + std::string(name) + "'");

@@ -116,6 +116,8 @@ struct ImportCounts {
     // the nearest range that contains them whole; push/pop NVTX never has any).
     std::int64_t ranges_not_nested = 0;
     std::int64_t nccl_kernels = 0;
+    // Kernels and host ranges with Kineto's collective metadata (process group, Seq).
+    std::int64_t collective_calls = 0;
     // Events read but not stored, by reason ("flow event (links come from correlation ids)", ...).
     std::map<std::string, std::int64_t, std::less<>> skipped;
     // Lines worth telling the user about the input as a whole ("Nsight Systems export

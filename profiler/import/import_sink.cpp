@@ -334,6 +334,11 @@ void ImportSink::overhead(const trace::OverheadEvent& event) {
     record(&store::TraceWriter::record_overhead, event, "overhead event", counts_.overheads);
 }
 
+void ImportSink::collective_call(const trace::CollectiveCall& call) {
+    if (!writer_->record_collective_call(call)) writer_refused("collective call");
+    ++counts_.collective_calls;
+}
+
 trace::FrameId ImportSink::frame(std::string_view function, std::string_view module, std::uint64_t address) {
     return writer_->intern_frame(function, module, address);
 }

@@ -113,6 +113,8 @@ public:
     void mark(const trace::MarkEvent& event);
     void counter_sample(const trace::CounterSample& sample);
     void overhead(const trace::OverheadEvent& event);
+    // Kineto's collective metadata of a kernel or range recorded before it.
+    void collective_call(const trace::CollectiveCall& call);
     // Sampled CPU call stacks: frames and stack nodes as the writer interns them
     // (intern_stack with the outermost frame first), then one sample per stack.
     trace::FrameId frame(std::string_view function, std::string_view module, std::uint64_t address);

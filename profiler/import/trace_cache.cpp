@@ -4,7 +4,7 @@
 // folder is writable, else under $XDG_CACHE_HOME/ember (~/.cache/ember) with the
 // input's absolute path hashed into its name. It is reused only when its
 // run_metadata says it was imported from this absolute path, at this size and
-// modification time, and its writer closed cleanly.
+// modification time, by a writer of this schema version, and its writer closed cleanly.
 #include "profiler/import/import.h"
 
 #include "profiler/store/reader.h"
@@ -85,7 +85,9 @@ bool cache_matches(const std::string& cache, const SourceStamp& stamp) {
             }
         }
         sqlite3_finalize(statement);
-        return values[import_metadata_key::source_path] == stamp.absolute_path &&
+        // An import by an older ember lacks what newer schemas hold (collective_calls): redo it.
+        return values[store::metadata_key::schema_version] == std::to_string(store::kSchemaVersion) &&
+               values[import_metadata_key::source_path] == stamp.absolute_path &&
                values[import_metadata_key::source_bytes] == std::to_string(stamp.bytes) &&
                values[import_metadata_key::source_mtime_ns] == std::to_string(stamp.mtime_ns);
     } catch (const TraceError&) {

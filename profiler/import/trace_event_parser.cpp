@@ -216,6 +216,22 @@ constexpr IntegerArgument kIntegerArguments[] = {
     {"Total Allocated", &TraceEventArgs::total_allocated},
     {"registers per thread", &TraceEventArgs::registers_per_thread},
     {"registers_per_thread", &TraceEventArgs::registers_per_thread},
+    {"Seq", &TraceEventArgs::sequence},
+    {"Group size", &TraceEventArgs::group_size},
+    {"In msg nelems", &TraceEventArgs::in_elements},
+    {"Out msg nelems", &TraceEventArgs::out_elements},
+};
+
+// The collective metadata's text arguments.
+struct TextArgument {
+    std::string_view key;
+    std::string_view TraceEventArgs::*field;
+};
+constexpr TextArgument kTextArguments[] = {
+    {"dtype", &TraceEventArgs::dtype},
+    {"Collective name", &TraceEventArgs::collective_name},
+    {"Process Group Name", &TraceEventArgs::group_name},
+    {"Process Group Description", &TraceEventArgs::group_desc},
 };
 
 // Reads one argument the importers use; false for any other key.
@@ -227,8 +243,23 @@ bool parse_known_argument(std::string_view key, ondemand::value& v, TraceEventAr
             return true;
         }
     }
+    for (const TextArgument& argument : kTextArguments) {
+        if (key == argument.key) {
+            args.*argument.field = string_of(v, key);
+            return true;
+        }
+    }
     if (key == "name") {
         args.name = string_of(v, key);
+    } else if (key == "Process Group Ranks") {
+        // A string ("[0, 1]") in PyTorch's traces; an array in some writers'.
+        if (type_of(v, key) == json_type::array) {
+            ondemand::array array;
+            check(v.get_array().get(array), key);
+            check(array.raw_json().get(args.group_ranks), key);
+        } else {
+            args.group_ranks = string_of(v, key);
+        }
     } else if (key == "labels") {
         args.labels = string_of(v, key);
     } else if (key == "grid") {

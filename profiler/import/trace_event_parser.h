@@ -46,6 +46,16 @@ struct TraceEventArgs {
     std::optional<std::int64_t> total_reserved;       // "Total Reserved"
     std::optional<std::int64_t> memory_device_id;     // "Device Id"
     std::optional<std::int64_t> memory_device_type;   // "Device Type" (1: CUDA)
+    // Kineto's collective metadata (c10d's record_param_comms, copied onto the NCCL kernel).
+    std::optional<std::int64_t> group_size;           // "Group size"
+    std::optional<std::int64_t> in_elements;          // "In msg nelems"
+    std::optional<std::int64_t> out_elements;         // "Out msg nelems"
+    std::optional<std::int64_t> sequence;             // "Seq"
+    std::string_view collective_name;  // "Collective name"
+    std::string_view group_name;       // "Process Group Name"
+    std::string_view group_desc;       // "Process Group Description"
+    std::string_view group_ranks;      // "Process Group Ranks": a string "[0, 1]", or an array's JSON text
+    std::string_view dtype;            // "dtype"
     int grid_size = 0;  // how many of grid[] were given
     std::array<std::uint32_t, 3> grid{1, 1, 1};
     int block_size = 0;

@@ -11,11 +11,11 @@
 // Each rank becomes a process ("rank R") with its threads, and everything it recorded
 // is copied: NVTX ranges (nesting kept), marks, counters ("rank R: name"), CUDA API
 // calls, kernels, copies, memsets, synchronizations, stack samples, collector overhead,
-// dropped-record counts and NVTX category names. Ids that are only unique within one
-// process are remapped: devices get fresh ordinals (named "rank R: <GPU>", since rank
-// 0's GPU 0 and rank 1's GPU 0 are different GPUs), streams are re-registered on them,
-// and correlation ids carry the rank in their upper 32 bits (CUPTI's are 32-bit), so an
-// API call still finds its own kernels.
+// dropped-record counts, NVTX category names and collective metadata. Ids that are
+// only unique within one process are remapped: devices get fresh ordinals (named
+// "rank R: <GPU>", since rank 0's GPU 0 and rank 1's GPU 0 are different GPUs), streams
+// are re-registered on them, and correlation ids carry the rank in their upper 32 bits
+// (CUPTI's are 32-bit), so an API call still finds its own kernels.
 #include "profiler/merge/merge.h"
 
 #include "common/nvtx_contract.h"
@@ -203,6 +203,15 @@ struct RankCopier {
         // GPU work on the rank's streams.
         copy_tables(&store::TraceWriter::record_kernel, &store::TraceWriter::record_memcpy,
                     &store::TraceWriter::record_memset, &store::TraceWriter::record_sync);
+        // Kineto's collective metadata of those kernels and ranges.
+        for (trace::CollectiveCall call : reader.collective_calls()) {
+            call.start_ns += shift_ns;
+            call.track_id = call.on_stream ? stream(call.track_id) : thread(call.track_id);
+            for (trace::StringId* id : {&call.name_id, &call.group_name_id, &call.group_desc_id, &call.group_ranks_id,
+                                        &call.dtype_id})
+                *id = string(*id);
+            writer.record_collective_call(call);
+        }
     }
 };
 

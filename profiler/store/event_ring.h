@@ -28,6 +28,7 @@ enum class RecordType : std::uint8_t {
     stack_sample,
     overhead,
     dropped,
+    collective_call,
 };
 
 // The largest event, rounded up: every record has room for any event.
@@ -35,7 +36,8 @@ constexpr std::size_t kRecordPayloadBytes =
     std::max({sizeof(trace::KernelEvent), sizeof(trace::MemcpyEvent), sizeof(trace::MemsetEvent),
               sizeof(trace::SyncEvent), sizeof(trace::ApiEvent), sizeof(trace::RangeEvent),
               sizeof(trace::MarkEvent), sizeof(trace::CounterSample), sizeof(trace::StackSample),
-              sizeof(trace::OverheadEvent), sizeof(trace::DroppedRecords)});
+              sizeof(trace::OverheadEvent), sizeof(trace::DroppedRecords),
+              sizeof(trace::CollectiveCall)});
 
 struct Record {
     RecordType type;

@@ -827,6 +827,40 @@ std::uint64_t TraceReader::total_dropped() const {
     return total;
 }
 
+std::vector<CollectiveCall> TraceReader::collective_calls() const {
+    std::vector<CollectiveCall> rows;
+    bool present = false;
+    impl_->query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                 [](Statement& s) { s.bind_text(1, kCollectiveCallsTable); },
+                 [&](Statement&) {
+                     present = true;
+                     return false;
+                 });
+    if (!present) return rows;
+    impl_->query("SELECT start_ns, track_id, on_stream, name_id, group_name_id, group_desc_id, group_ranks_id, "
+                 "group_size, sequence, in_elements, out_elements, dtype_id FROM collective_calls "
+                 "ORDER BY start_ns, on_stream, track_id",
+                 [](Statement&) {},
+                 [&](Statement& s) {
+                     CollectiveCall row;
+                     row.start_ns = s.column_int64(0);
+                     row.track_id = as<std::uint32_t>(s, 1);
+                     row.on_stream = s.column_int64(2) != 0;
+                     row.name_id = as<StringId>(s, 3);
+                     row.group_name_id = as<StringId>(s, 4);
+                     row.group_desc_id = as<StringId>(s, 5);
+                     row.group_ranks_id = as<StringId>(s, 6);
+                     row.group_size = as<std::int32_t>(s, 7);
+                     row.sequence = s.column_int64(8);
+                     row.in_elements = s.column_int64(9);
+                     row.out_elements = s.column_int64(10);
+                     row.dtype_id = as<StringId>(s, 11);
+                     rows.push_back(row);
+                     return true;
+                 });
+    return rows;
+}
+
 const std::vector<TrackSummary>& TraceReader::tracks() const { return impl_->tracks; }
 
 std::int64_t TraceReader::event_count(std::string_view table) const {

@@ -127,6 +127,9 @@ public:
     // Every row of dropped_records, and their sum.
     std::vector<trace::DroppedRecords> dropped_records() const;
     std::uint64_t total_dropped() const;
+    // Every row of collective_calls (Kineto's collective metadata), by start; empty for
+    // a file older than schema version 4.
+    std::vector<trace::CollectiveCall> collective_calls() const;
 
     // Per-lane summaries (one per event table and track holding events).
     const std::vector<TrackSummary>& tracks() const;

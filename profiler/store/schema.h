@@ -20,7 +20,10 @@ namespace ember::store {
 //    api_calls.stack_id (the call site's stack). Only columns were added: a version 1 or 2
 //    reader still opens version 3 files, and this reader reads the columns a version 1/2
 //    file lacks as 0.
-constexpr int kSchemaVersion = 3;
+// 4: collective_calls (Kineto's collective metadata of kernels and ranges). Only a table
+//    was added: older readers open version 4 files, and this reader reads the table as
+//    empty in older files.
+constexpr int kSchemaVersion = 4;
 constexpr int kOldestReadableSchemaVersion = 1;
 constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_reader_version
 
@@ -195,6 +198,20 @@ CREATE TABLE IF NOT EXISTS collector_overhead (
   thread_id INTEGER NOT NULL,
   name_id   INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS collective_calls (
+  start_ns       INTEGER NOT NULL,
+  track_id       INTEGER NOT NULL,
+  on_stream      INTEGER NOT NULL,
+  name_id        INTEGER NOT NULL,
+  group_name_id  INTEGER NOT NULL,
+  group_desc_id  INTEGER NOT NULL,
+  group_ranks_id INTEGER NOT NULL,
+  group_size     INTEGER NOT NULL,
+  sequence       INTEGER NOT NULL,
+  in_elements    INTEGER NOT NULL,
+  out_elements   INTEGER NOT NULL,
+  dtype_id       INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS nvtx_categories (
   domain_id INTEGER NOT NULL,
   category  INTEGER NOT NULL,
@@ -317,6 +334,8 @@ inline constexpr const char* kRequiredTables[] = {
 //   nvtx_categories: names given to NVTX categories (nvtxNameCategory,
 //                    nvtxDomainNameCategory), per domain.
 inline constexpr const char* kNvtxCategoriesTable = "nvtx_categories";
+// Added in version 4.
+inline constexpr const char* kCollectiveCallsTable = "collective_calls";
 
 // Keys of run_metadata.
 namespace metadata_key {

@@ -94,6 +94,12 @@ void bind_overhead(Statement& s, int i, const OverheadEvent& e) {
 void bind_dropped(Statement& s, int i, const DroppedRecords& e) {
     s.bind(i, e.time_ns); s.bind(i + 1, e.source_id); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.count);
 }
+void bind_collective_call(Statement& s, int i, const CollectiveCall& e) {
+    s.bind(i, e.start_ns); s.bind(i + 1, e.track_id); s.bind(i + 2, e.on_stream ? 1 : 0); s.bind(i + 3, e.name_id);
+    s.bind(i + 4, e.group_name_id); s.bind(i + 5, e.group_desc_id); s.bind(i + 6, e.group_ranks_id);
+    s.bind(i + 7, e.group_size); s.bind(i + 8, e.sequence); s.bind(i + 9, e.in_elements);
+    s.bind(i + 10, e.out_elements); s.bind(i + 11, e.dtype_id);
+}
 
 struct LaunchConfigHash {
     std::size_t operator()(const LaunchConfig& c) const {
@@ -260,6 +266,7 @@ struct TraceWriter::Impl {
     BatchInserter<StackSample> stack_samples;
     BatchInserter<OverheadEvent> overheads;
     BatchInserter<DroppedRecords> dropped_rows;
+    BatchInserter<CollectiveCall> collective_calls;
     Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter,
         insert_frame, insert_stack, insert_launch_config, insert_metadata;
     Statement rename_stream, insert_category_name;
@@ -423,6 +430,10 @@ void TraceWriter::Impl::prepare_statements() {
     overheads.prepare(db, path, "collector_overhead", "start_ns, end_ns, thread_id, name_id", 4, bind_overhead,
                       kRowsPerStatement);
     dropped_rows.prepare(db, path, "dropped_records", "time_ns, source_id, thread_id, count", 4, bind_dropped, 1);
+    collective_calls.prepare(db, path, "collective_calls",
+                             "start_ns, track_id, on_stream, name_id, group_name_id, group_desc_id, group_ranks_id, "
+                             "group_size, sequence, in_elements, out_elements, dtype_id",
+                             12, bind_collective_call, kRowsPerStatement / 4);
 
     insert_string = Statement(db, path, "INSERT INTO strings (string_id, value) VALUES (?, ?)");
     insert_process = Statement(db, path, "INSERT OR REPLACE INTO processes (pid, name_id) VALUES (?, ?)");
@@ -588,6 +599,7 @@ void TraceWriter::Impl::commit() {
     ranges.finish(); marks.finish(); counter_samples.finish(); stack_samples.finish(); overheads.finish();
     store_overflow_counts();
     dropped_rows.finish();
+    collective_calls.finish();
     exec_sql(db, path, "COMMIT");
     transaction_open = false;
     if (options.index_while_writing) drop_indexes_of_disordered_tables();
@@ -735,6 +747,7 @@ void TraceWriter::Impl::dispatch(const Record& record) {
             dropped_rows.add(e);
             return;
         }
+        case RecordType::collective_call: collective_calls.add(record.load<CollectiveCall>()); return;
     }
 }
 
@@ -992,6 +1005,7 @@ void TraceWriter::Impl::close() {
     // Finalize statements before closing the connection.
     kernels = {}; memcpys = {}; memsets = {}; syncs = {}; api_calls = {}; ranges = {}; marks = {};
     counter_samples = {}; stack_samples = {}; overheads = {}; dropped_rows = {};
+    collective_calls = {};
     insert_string = {}; insert_process = {}; insert_thread = {}; insert_device = {}; insert_stream = {};
     insert_counter = {}; insert_frame = {}; insert_stack = {}; insert_launch_config = {}; insert_metadata = {};
     rename_stream = {}; insert_category_name = {};
@@ -1190,6 +1204,9 @@ bool TraceWriter::record_counter(const CounterSample& e) { return impl_->push(Re
 bool TraceWriter::record_stack_sample(const StackSample& e) { return impl_->push(RecordType::stack_sample, e); }
 bool TraceWriter::record_overhead(const OverheadEvent& e) { return impl_->push(RecordType::overhead, e); }
 bool TraceWriter::record_dropped(const DroppedRecords& e) { return impl_->push(RecordType::dropped, e); }
+bool TraceWriter::record_collective_call(const CollectiveCall& e) {
+    return impl_->push(RecordType::collective_call, e);
+}
 
 void TraceWriter::flush() {
     Impl& impl = *impl_;

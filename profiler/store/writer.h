@@ -157,6 +157,8 @@ public:
     bool record_overhead(const trace::OverheadEvent& event);
     // Losses seen elsewhere (e.g. CUPTI's dropped-record count). Stored as given.
     bool record_dropped(const trace::DroppedRecords& dropped);
+    // Kineto's collective metadata of a kernel or range (stored in collective_calls).
+    bool record_collective_call(const trace::CollectiveCall& call);
 
     // --- Lifetime -----------------------------------------------------------------
 

@@ -97,12 +97,34 @@ struct Emitter {
                        int depth, std::int64_t payload) = 0;
     virtual CorrelationId call(TimeNs start, TimeNs end) = 0;
     virtual void kernel(const char* name, bool nccl, TimeNs start, TimeNs end, CorrelationId correlation) = 0;
+    // The collective the NCCL kernel just given ran: bucket `bucket` of step `step`.
+    virtual void collective(int bucket, std::int64_t step, TimeNs start) = 0;
 };
 
 // The job-level times of one step.
 struct StepPlan {
     TimeNs start = 0;
-    TimeNs collective_end[kBuckets] = {kUnknown, kUnknown};  // last arrival + transfer
+    std::vector<TimeNs> collective_end[kBuckets];  // per group of the bucket: last arrival + transfer; empty: unknown
+};
+
+// Which ranks all-reduce each bucket together. One dimension: every rank, both buckets.
+// Two (tensor_parallel T > 1): bucket 0 within the tensor-parallel group (ranks
+// [g*T, g*T+T)), bucket 1 within the data-parallel group (ranks equal modulo T).
+struct Groups {
+    int ranks = 1, tp = 1;
+    int count(int bucket) const { return tp == 1 ? 1 : bucket == 0 ? ranks / tp : tp; }
+    int of(int rank, int bucket) const { return tp == 1 ? 0 : bucket == 0 ? rank / tp : rank % tp; }
+    std::vector<int> members(int group, int bucket) const {
+        std::vector<int> list;
+        if (tp == 1) {
+            for (int r = 0; r < ranks; ++r) list.push_back(r);
+        } else if (bucket == 0) {
+            for (int r = group * tp; r < group * tp + tp; ++r) list.push_back(r);
+        } else {
+            for (int r = group; r < ranks; r += tp) list.push_back(r);
+        }
+        return list;
+    }
 };
 
 // One rank's step, on the true clock, as far as the plan knows.
@@ -113,7 +135,9 @@ struct RankStep {
 
 class JobModel {
 public:
-    explicit JobModel(const SyntheticJobOptions& options) : options_(options) {}
+    explicit JobModel(const SyntheticJobOptions& options)
+        : options_(options), groups_{options.ranks, std::max(1, options.tensor_parallel)} {}
+    const Groups& groups() const { return groups_; }
 
     TimeNs jitter(TimeNs mean, int rank, std::int64_t step, int what) const {
         return static_cast<TimeNs>(static_cast<double>(mean) * (0.95 + 0.1 * draw(options_.seed, rank, step, what)));
@@ -182,11 +206,13 @@ public:
             host = call_end + 1 * kMicro;
             const TimeNs arrival = std::max({gpu, call_end + 4 * kMicro, nccl});
             result.arrival[bucket] = arrival;
-            const TimeNs collective_end = plan.collective_end[bucket];
-            if (collective_end == kUnknown) return result;
+            if (plan.collective_end[bucket].empty()) return result;
+            const TimeNs collective_end =
+                plan.collective_end[bucket][static_cast<std::size_t>(groups_.of(rank, bucket))];
             nccl = collective_end + end_jitter(rank, index, bucket);
             if (out) {
                 out->kernel(kAllReduceKernel, true, arrival, nccl, out->call(call_start, call_end));
+                out->collective(bucket, index, arrival);
                 out->range(out->reserve(), backward_id, nvtx::range::kAllreduceBucket.data(),
                            nvtx::number(nvtx::Category::communication), bucket_start, host, 2,
                            bucket == 0 ? 125'440 : 4'736);
@@ -223,12 +249,14 @@ public:
 
 private:
     const SyntheticJobOptions& options_;
+    Groups groups_;
 };
 
 // Writes one rank's events through a TraceWriter, shifted onto its own clock.
 class WriterEmitter : public Emitter {
 public:
-    WriterEmitter(store::TraceWriter& writer, int rank, TimeNs offset) : writer_(writer), offset_(offset) {
+    WriterEmitter(store::TraceWriter& writer, int rank, TimeNs offset, const Groups& groups)
+        : writer_(writer), offset_(offset), rank_(rank), groups_(groups) {
         const std::int64_t pid = 20'000 + rank;
         writer_.register_process({pid, "python train.py"});
         main_ = writer_.register_thread({0, pid, pid, "main"});
@@ -274,6 +302,30 @@ public:
         writer_.record_kernel(event);
         ++events;
     }
+    // Kineto's collective metadata, as PyTorch writes it on the NCCL kernel, for a
+    // two-dimensional job: the process groups of a DeviceMesh ("1".."G" tensor-parallel,
+    // then the data-parallel ones), the step as the group's sequence number.
+    void collective(int bucket, std::int64_t step, TimeNs start) override {
+        if (groups_.tp == 1) return;
+        const int group = groups_.of(rank_, bucket);
+        const std::vector<int> members = groups_.members(group, bucket);
+        std::string ranks = "[";
+        for (std::size_t i = 0; i < members.size(); ++i) ranks += (i ? ", " : "") + std::to_string(members[i]);
+        ranks += "]";
+        CollectiveCall call;
+        call.start_ns = start + offset_;
+        call.track_id = nccl_;
+        call.on_stream = true;
+        call.name_id = writer_.intern("allreduce");
+        call.group_name_id = writer_.intern(std::to_string(1 + group + (bucket == 1 ? groups_.count(0) : 0)));
+        call.group_desc_id = writer_.intern(bucket == 0 ? "mesh_tp" : "mesh_dp");
+        call.group_ranks_id = writer_.intern(ranks);
+        call.group_size = static_cast<std::int32_t>(members.size());
+        call.sequence = step + 1;
+        call.in_elements = call.out_elements = bucket == 0 ? 125'440 : 4'736;
+        call.dtype_id = writer_.intern("Float");
+        writer_.record_collective_call(call);
+    }
     std::int64_t events = 0;
 
 private:
@@ -284,6 +336,8 @@ private:
     DeviceId device_ = 0;
     StringId domain_ = 0, launch_ = 0;
     CorrelationId next_correlation_ = 1;
+    int rank_ = 0;
+    Groups groups_;
 };
 
 }  // namespace
@@ -296,6 +350,11 @@ std::vector<SyntheticJobTruth> write_synthetic_job(const std::string& output, co
                                     std::to_string(options.ranks));
     if (options.straggler_extra_ns < 0 || options.clock_skew_ns < 0)
         throw std::invalid_argument("--straggler-ms and --clock-skew-ms must not be negative");
+    if (options.tensor_parallel < 1 || options.ranks % options.tensor_parallel != 0 ||
+        (options.tensor_parallel > 1 && options.tensor_parallel == options.ranks))
+        throw std::invalid_argument("--tensor-parallel " + std::to_string(options.tensor_parallel) +
+                                    " must divide the " + std::to_string(options.ranks) +
+                                    " ranks into two or more groups");
     const JobModel model(options);
     std::vector<SyntheticJobTruth> truth(static_cast<std::size_t>(options.ranks));
     for (int r = 0; r < options.ranks; ++r) {
@@ -310,25 +369,33 @@ std::vector<SyntheticJobTruth> write_synthetic_job(const std::string& output, co
     for (std::int64_t k = 0; k < options.steps; ++k) {
         StepPlan& step = plan[static_cast<std::size_t>(k)];
         step.start = start;
+        const Groups& groups = model.groups();
         for (int bucket = 0; bucket < kBuckets; ++bucket) {
-            TimeNs last = std::numeric_limits<TimeNs>::min();
-            for (int r = 0; r < options.ranks; ++r) {
+            for (int r = 0; r < options.ranks; ++r)
                 arrivals[static_cast<std::size_t>(r)] = model.step(r, k, step, nullptr).arrival[bucket];
-                last = std::max(last, arrivals[static_cast<std::size_t>(r)]);
+            std::vector<TimeNs> ends;
+            for (int group = 0; group < groups.count(bucket); ++group) {
+                const std::vector<int> members = groups.members(group, bucket);
+                TimeNs last = std::numeric_limits<TimeNs>::min();
+                for (int r : members) last = std::max(last, arrivals[static_cast<std::size_t>(r)]);
+                std::int64_t at_last = 0;
+                TimeNs runner_up = std::numeric_limits<TimeNs>::min();
+                for (int r : members) {
+                    const TimeNs arrival = arrivals[static_cast<std::size_t>(r)];
+                    at_last += arrival == last;
+                    if (arrival < last) runner_up = std::max(runner_up, arrival);
+                }
+                for (int r : members) {
+                    SyntheticJobTruth& t = truth[static_cast<std::size_t>(r)];
+                    t.wait_ns += last - arrivals[static_cast<std::size_t>(r)];
+                    t.collectives += 1;
+                    const bool is_last = at_last == 1 && arrivals[static_cast<std::size_t>(r)] == last;
+                    t.arrived_last += is_last;
+                    t.arrived_last_by_10us += is_last && last - runner_up > 10 * kMicro;
+                }
+                ends.push_back(last + model.transfer(k, bucket));
             }
-            const auto at_last = std::count(arrivals.begin(), arrivals.end(), last);
-            TimeNs runner_up = std::numeric_limits<TimeNs>::min();
-            for (TimeNs arrival : arrivals)
-                if (arrival < last) runner_up = std::max(runner_up, arrival);
-            for (int r = 0; r < options.ranks; ++r) {
-                SyntheticJobTruth& t = truth[static_cast<std::size_t>(r)];
-                t.wait_ns += last - arrivals[static_cast<std::size_t>(r)];
-                t.collectives += 1;
-                const bool is_last = at_last == 1 && arrivals[static_cast<std::size_t>(r)] == last;
-                t.arrived_last += is_last;
-                t.arrived_last_by_10us += is_last && last - runner_up > 10 * kMicro;
-            }
-            step.collective_end[bucket] = last + model.transfer(k, bucket);
+            step.collective_end[bucket] = std::move(ends);
         }
         TimeNs next = std::numeric_limits<TimeNs>::min();
         for (int r = 0; r < options.ranks; ++r) next = std::max(next, model.step(r, k, step, nullptr).end);
@@ -352,7 +419,7 @@ std::vector<SyntheticJobTruth> write_synthetic_job(const std::string& output, co
         store::WriterOptions writer_options;
         writer_options.overflow = store::OverflowPolicy::block;
         store::TraceWriter writer(paths[static_cast<std::size_t>(r)], run, writer_options);
-        WriterEmitter emitter(writer, r, t.clock_offset_ns);
+        WriterEmitter emitter(writer, r, t.clock_offset_ns, model.groups());
         TimeNs end = run.start_ns;
         for (std::int64_t k = 0; k < options.steps; ++k)
             end = std::max(end, model.step(r, k, plan[static_cast<std::size_t>(k)], &emitter).end + t.clock_offset_ns);

@@ -11,6 +11,13 @@
 // true time by up to `clock_skew_ns`, and its wall-clock offset is right only to within
 // a millisecond (hosts' NTP). The truth (each rank's wait, how often it arrived last,
 // its clock offset) is computed from the same plan and returned.
+//
+// With `tensor_parallel` T > 1 the job is two-dimensional, as PyTorch's DeviceMesh makes
+// it: the first bucket is all-reduced within each tensor-parallel group of T consecutive
+// ranks, the second within each data-parallel group (the ranks equal modulo T), and every
+// NCCL kernel carries Kineto's collective metadata (process group name, description
+// "mesh_tp"/"mesh_dp", ranks, sequence number). A straggler then delays its own
+// tensor-parallel group, whose ranks arrive late at their data-parallel collectives.
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -28,6 +35,7 @@ struct SyntheticJobOptions {
     int straggler = -1;                               // -1: no straggler
     trace::TimeNs straggler_extra_ns = 2'000'000;     // its extra compute per step
     trace::TimeNs clock_skew_ns = 0;                  // each clock off the true time by up to this
+    int tensor_parallel = 1;                          // T: ranks per tensor-parallel group (divides ranks)
 };
 
 // What the analysis should find for one rank.

@@ -344,6 +344,26 @@ struct DroppedRecords {
     bool operator==(const DroppedRecords&) const = default;
 };
 
+// What PyTorch's profiler says of one collective (Kineto's collective metadata, from
+// c10d's record_param_comms): its process group, its sequence number in that group,
+// its sizes. Attached to the event that ran it: a kernel (on_stream: its stream and
+// start) or a host range (its thread and start).
+struct CollectiveCall {
+    TimeNs start_ns = 0;              // the kernel's or range's start
+    std::uint32_t track_id = 0;       // its StreamId (on_stream) or ThreadId
+    bool on_stream = true;
+    StringId name_id = kNoString;     // "Collective name": "allreduce", "_allgather_base", ...
+    StringId group_name_id = kNoString;   // "Process Group Name": the same on every rank
+    StringId group_desc_id = kNoString;   // "Process Group Description": "default_pg", "mesh_dp"
+    StringId group_ranks_id = kNoString;  // "Process Group Ranks", as "[0, 1, 2, 3]"
+    std::int32_t group_size = 0;      // "Group size"
+    std::int64_t sequence = -1;       // "Seq": the collective's number in its group; -1 unknown
+    std::int64_t in_elements = -1;    // "In msg nelems"
+    std::int64_t out_elements = -1;   // "Out msg nelems"
+    StringId dtype_id = kNoString;    // "dtype"
+    bool operator==(const CollectiveCall&) const = default;
+};
+
 // Time the collector itself spent (CUPTI buffer processing, writer commits, ...).
 struct OverheadEvent {
     TimeNs start_ns = 0;

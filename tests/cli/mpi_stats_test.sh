@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ember stats FILES... --report collectives` under mpirun: the rank files sharded over 3
 # processes give the same JSON, byte for byte, as one process; a file no process can
-# read ends every process with a message naming it.
+# read ends every process with a message naming it. So do those of a two-dimensional
+# job whose collectives are matched within process groups.
 # Usage: mpi_stats_test.sh EMBER_BINARY WORK_DIR
 set -euo pipefail
 source "$(dirname "$0")/../engine/train/mpi_two_ranks.sh"
@@ -13,6 +14,16 @@ mpirun -np 3 --oversubscribe --mca btl self,vader --mca plm_rsh_agent "" \
     "$ember" stats $files --report collectives --format json >"$work/three.json"
 cmp "$work/one.json" "$work/three.json" || { diff "$work/one.json" "$work/three.json" | head; echo "FAIL: 3 processes differ"; exit 1; }
 grep -q '"straggler": 3' "$work/three.json" || { echo "FAIL: rank 3 not named"; exit 1; }
+# A two-dimensional job: collectives matched within process groups, clocks aligned
+# through shared groups; the same answer sharded.
+"$ember" synth -o "$work/mesh.db" --ranks 8 --tensor-parallel 2 --straggler 5 --clock-skew-ms 4 --steps 6 -q
+mesh=$(ls "$work"/mesh.rank*.db)
+"$ember" stats $mesh --report collectives --format json >"$work/mesh_one.json"
+mpirun -np 3 --oversubscribe --mca btl self,vader --mca plm_rsh_agent "" \
+    "$ember" stats $mesh --report collectives --format json >"$work/mesh_three.json"
+cmp "$work/mesh_one.json" "$work/mesh_three.json" || { diff "$work/mesh_one.json" "$work/mesh_three.json" | head; echo "FAIL: 3 processes differ on the 2-D job"; exit 1; }
+grep -q '"straggler": 5' "$work/mesh_three.json" || { echo "FAIL: rank 5 not named in the 2-D job"; exit 1; }
+grep -q '"pg 1 (mesh_tp) ranks 0-1"' "$work/mesh_three.json" || { echo "FAIL: no process group communicator"; exit 1; }
 # Text, and every report (the job file is built by the first process alone).
 mpirun -np 2 --oversubscribe --mca btl self,vader --mca plm_rsh_agent "" \
     "$ember" stats $files >"$work/all.txt"

@@ -221,10 +221,9 @@ JobOverview build_job_overview(const std::vector<std::string>& traces, const std
             if (!row) continue;
             BinFill& fill = fills[row];
             for (const analysis::CommunicatorOps& communicator : rank.communicators) {
-                for (std::size_t k = 0; k < communicator.ops.size(); ++k) {
-                    auto found = collective_index.find({communicator.key, static_cast<std::int64_t>(k)});
+                for (const analysis::CollectiveOp& op : communicator.ops) {
+                    auto found = collective_index.find({communicator.key, op.index});
                     if (found == collective_index.end()) continue;
-                    const analysis::CollectiveOp& op = communicator.ops[k];
                     JobCollectiveMark mark;
                     mark.collective = found->second;
                     mark.arrival_ns = op.start_ns + row->offset_ns;

@@ -2,10 +2,12 @@
 // known by construction: NCCL and host names read as collectives; a generated job whose
 // straggler, waits and clock offsets are known (ember synth --straggler --clock-skew-ms);
 // the same answer from shards exchanged between "processes"; host-call jobs aligned on
-// clock anchors; collectives that do not match; ranks numbered by command-line order.
+// clock anchors; collectives that do not match; ranks numbered by command-line order;
+// two-dimensional jobs whose collectives are matched within their process groups.
 #include "profiler/analysis/collectives.h"
 #include "profiler/analysis/communication.h"
 #include "profiler/job/job.h"
+#include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_job.h"
 #include "profiler/synth/synthetic_trace.h"
@@ -20,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace ember::analysis {
@@ -265,6 +268,94 @@ TEST(JobCollectives, ShardsOverThreeProcessesGiveTheSameAnswer) {
     // Only the first process reads what the straggler was doing (it prints).
     EXPECT_EQ(results[0].doing_instead.size(), alone.doing_instead.size());
     EXPECT_TRUE(results[1].doing_instead.empty());
+}
+
+// A two-dimensional job (tensor-parallel groups of 2, data-parallel groups of 4), its
+// NCCL kernels naming their process groups: each collective matched within its group,
+// every rank's wait within 5% of the truth, clocks aligned through shared groups (rank
+// 5 shares no group with rank 0), and the straggler named although its tensor-parallel
+// partner, late because it waited for it, arrives last at its own data-parallel group.
+TEST(JobCollectives, TwoDimensionalJobMatchesWithinProcessGroups) {
+    synth::SyntheticJobOptions options;
+    options.ranks = 8;
+    options.steps = 12;
+    options.seed = 3;
+    options.tensor_parallel = 2;
+    options.straggler = 5;
+    options.straggler_extra_ns = 1'500'000;
+    options.clock_skew_ns = 8'000'000;
+    auto generated = generate(options, "job-2d");
+    const JobCollectives job = job::analyze_job_files(generated->files);
+    // 4 tensor-parallel and 2 data-parallel groups, one collective each per step.
+    EXPECT_EQ(job.matched, 12 * 6);
+    EXPECT_TRUE(job.unmatched.empty());
+    std::set<std::string> communicators;
+    for (const CollectiveRow& row : job.collectives) {
+        communicators.insert(row.communicator);
+        EXPECT_EQ(row.members, row.communicator.find("mesh_tp") != std::string::npos ? 2 : 4) << row.communicator;
+    }
+    EXPECT_EQ(communicators, (std::set<std::string>{"pg 1 (mesh_tp) ranks 0-1", "pg 2 (mesh_tp) ranks 2-3",
+                                                    "pg 3 (mesh_tp) ranks 4-5", "pg 4 (mesh_tp) ranks 6-7",
+                                                    "pg 5 (mesh_dp) ranks 0-6 step 2", "pg 6 (mesh_dp) ranks 1-7 step 2"}));
+    expect_truth(job, generated->truth);
+    ASSERT_TRUE(job.straggler.has_value()) << job.straggler_evidence;
+    EXPECT_EQ(*job.straggler, 5);
+    // Its partner (rank 4) was last at its data-parallel collectives only by inheritance.
+    EXPECT_GT(job.rank(4)->arrived_last, 0);
+    EXPECT_LT(job.rank(4)->held_back_ns, job.rank(5)->held_back_ns / 20);
+    EXPECT_NE(job.clocks[5].how.find("with rank"), std::string::npos) << job.clocks[5].how;
+
+    // The job file (`ember merge`) keeps the process groups: the same answer from it.
+    merge::MergeOptions merge_options;
+    merge_options.placements = job::rank_placements(generated->files, job);
+    const std::string merged = generated->folder + "/merged.db";
+    merge::merge_traces(generated->files, merged, merge_options);
+    store::TraceReader reader(merged);
+    const JobCollectives from_file = job_collectives(reader);
+    EXPECT_EQ(from_file.matched, job.matched);
+    EXPECT_EQ(from_file.straggler, job.straggler);
+    for (const RankWaitRow& row : job.ranks) EXPECT_EQ(from_file.rank(row.rank)->wait_ns, row.wait_ns) << row.rank;
+}
+
+TEST(JobCollectives, TwoDimensionalJobShardedGivesTheSameAnswer) {
+    synth::SyntheticJobOptions options;
+    options.ranks = 8;
+    options.steps = 5;
+    options.tensor_parallel = 4;
+    options.straggler = 6;
+    options.clock_skew_ns = 5'000'000;
+    auto generated = generate(options, "job-2d-shards");
+    const JobCollectives alone = job::analyze_job_files(generated->files);
+    constexpr int kProcesses = 3;
+    ThreadExchange exchange(kProcesses);
+    std::vector<JobCollectives> results(kProcesses);
+    std::vector<std::thread> processes;
+    for (int p = 0; p < kProcesses; ++p)
+        processes.emplace_back([&, p] {
+            ThreadExchange::Endpoint endpoint(exchange, p);
+            job::JobFilesOptions files_options;
+            files_options.threads = 1;
+            results[static_cast<std::size_t>(p)] = job::analyze_job_files(generated->files, files_options, &endpoint);
+        });
+    for (std::thread& process : processes) process.join();
+    for (const JobCollectives& sharded : results) {
+        ASSERT_EQ(sharded.ranks.size(), alone.ranks.size());
+        for (std::size_t r = 0; r < alone.ranks.size(); ++r) {
+            EXPECT_EQ(sharded.ranks[r].wait_ns, alone.ranks[r].wait_ns);
+            EXPECT_EQ(sharded.ranks[r].held_back_ns, alone.ranks[r].held_back_ns);
+            EXPECT_EQ(sharded.clocks[r].offset_ns, alone.clocks[r].offset_ns);
+            EXPECT_EQ(sharded.clocks[r].how, alone.clocks[r].how);
+        }
+        ASSERT_EQ(sharded.collectives.size(), alone.collectives.size());
+        for (std::size_t c = 0; c < alone.collectives.size(); ++c) {
+            EXPECT_EQ(sharded.collectives[c].communicator, alone.collectives[c].communicator);
+            EXPECT_EQ(sharded.collectives[c].index, alone.collectives[c].index);
+            EXPECT_EQ(sharded.collectives[c].last_rank, alone.collectives[c].last_rank);
+        }
+        EXPECT_EQ(sharded.straggler, alone.straggler);
+    }
+    expect_truth(alone, generated->truth);
+    EXPECT_EQ(alone.straggler, 6);
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include "profiler/export/folded_stacks.h"
 #include "profiler/export/json_text.h"
 #include "profiler/export/speedscope.h"
+#include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
 #include "tests/support/temp_dir.h"
 
@@ -402,7 +403,8 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
 TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
     const std::map<std::string, std::size_t> expected_rows = {
         {"kernels", 6}, {"memcpys", 3}, {"memsets", 1}, {"synchronizations", 1}, {"api_calls", 10},
-        {"ranges", 10}, {"marks", 1},   {"counter_samples", 2}, {"dropped_records", 2}};
+        {"ranges", 10}, {"marks", 1},   {"counter_samples", 2}, {"dropped_records", 2},
+        {"collective_calls", 0}};
     for (const char* table : kCsvTables) {
         auto rows = parse_csv(exported([table](auto& reader, auto& out) { export_csv_table(reader, table, out); }));
         ASSERT_FALSE(rows.empty()) << table;
@@ -415,6 +417,42 @@ TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
     auto kernels = parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "kernels", out); }));
     EXPECT_EQ(kernels[1][6], "gemm");
     EXPECT_EQ(kernels[1][2], "100");
+}
+
+TEST_F(Exports, CsvCollectiveCallsNameTheirGroup) {
+    const std::string path = folder_->path("collectives.db");
+    {
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        store::TraceWriter writer(path, trace::RunInfo{}, options);
+        trace::StreamId stream = writer.register_stream({0, 0, 0, 13, 0, ""});
+        trace::CollectiveCall call;
+        call.start_ns = 1000;
+        call.track_id = stream;
+        call.name_id = writer.intern("_allgather_base");
+        call.group_name_id = writer.intern("1");
+        call.group_desc_id = writer.intern("mesh, dp");
+        call.group_ranks_id = writer.intern("[0, 2]");
+        call.group_size = 2;
+        call.sequence = 7;
+        call.in_elements = 10;
+        call.out_elements = 20;
+        call.dtype_id = writer.intern("Float");
+        writer.record_collective_call(call);
+        writer.close();
+    }
+    store::TraceReader reader(path);
+    const std::string out_path = folder_->path("collectives.csv");
+    {
+        OutputFile out(out_path);
+        export_csv_table(reader, "collective_calls", out);
+        out.close();
+    }
+    auto rows = parse_csv(read_file(out_path));
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1], (std::vector<std::string>{"1000", "stream", "1", "_allgather_base", "1", "mesh, dp", "[0, 2]", "2",
+                                                   "7", "10", "20", "Float"}));
 }
 
 TEST_F(Exports, CsvDirectoryHoldsEveryTable) {

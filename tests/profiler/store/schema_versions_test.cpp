@@ -2,7 +2,8 @@
 // of kernels/memcpys/memsets, api_calls.stack_id) survive a round trip; a
 // version 2 file, which lacks them, opens and reads them as 0; and a version 3 file
 // stays readable by a version 2 reader (min_reader_version unchanged, the old
-// column lists still select the same rows).
+// column lists still select the same rows). Version 4's collective_calls table
+// survives a round trip, and a file without it reads it as empty.
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
 #include "tests/profiler/store/test_support.h"
@@ -96,7 +97,7 @@ TEST(TraceSchemaVersions, GraphIdsAndCallStacksRoundTrip) {
     std::string path = dir.file("graphs.db");
     GraphSample sample = write_graph_trace(path);
     TraceReader reader(path);
-    EXPECT_EQ(reader.schema_version(), 3);
+    EXPECT_EQ(reader.schema_version(), kSchemaVersion);
     EXPECT_EQ(reader.min_reader_version(), 1);
 
     const std::vector<KernelEvent> kernels = all_events(reader, &TraceReader::for_each_kernel);
@@ -196,7 +197,7 @@ TEST(TraceSchemaVersions, Version3FileStaysReadableByVersion2Readers) {
     GraphSample sample = write_graph_trace(path);
     EXPECT_EQ(select_rows(path, "SELECT value FROM run_metadata WHERE key = 'min_reader_version'"),
               std::vector<std::string>{"1"});
-    EXPECT_EQ(select_rows(path, "PRAGMA user_version"), std::vector<std::string>{"3"});
+    EXPECT_EQ(select_rows(path, "PRAGMA user_version"), std::vector<std::string>{std::to_string(kSchemaVersion)});
     // The column lists of the version 2 reader (profiler/store/reader.cpp before version 3).
     auto kernels = select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, name_id, "
                                      "launch_config_id FROM kernels ORDER BY start_ns");
@@ -219,6 +220,48 @@ TEST(TraceSchemaVersions, Version3FileStaysReadableByVersion2Readers) {
         EXPECT_EQ(select_rows(path, std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'"),
                   std::vector<std::string>{"1"})
             << table;
+}
+
+// Version 4: Kineto's collective metadata, one row per kernel or range it describes.
+TEST(TraceSchemaVersions, CollectiveCallsRoundTrip) {
+    ScratchDir dir;
+    std::string path = dir.file("v4.db");
+    std::vector<CollectiveCall> calls;
+    {
+        RunInfo run;
+        TraceWriter writer(path, run, testing::quiet_options());
+        ThreadId main = writer.register_thread({0, 1, 1, "main"});
+        StreamId stream = writer.register_stream({0, 0, 0, 13, 0, ""});
+        CollectiveCall on_kernel;
+        on_kernel.start_ns = 1000;
+        on_kernel.track_id = stream;
+        on_kernel.on_stream = true;
+        on_kernel.name_id = writer.intern("allreduce");
+        on_kernel.group_name_id = writer.intern("3");
+        on_kernel.group_desc_id = writer.intern("mesh_tp");
+        on_kernel.group_ranks_id = writer.intern("[0, 1]");
+        on_kernel.group_size = 2;
+        on_kernel.sequence = 41;
+        on_kernel.in_elements = 1 << 20;
+        on_kernel.out_elements = 1 << 20;
+        on_kernel.dtype_id = writer.intern("BFloat16");
+        CollectiveCall on_range = on_kernel;
+        on_range.start_ns = 900;
+        on_range.track_id = main;
+        on_range.on_stream = false;
+        on_range.sequence = -1;
+        calls = {on_range, on_kernel};
+        for (const CollectiveCall& call : calls) EXPECT_TRUE(writer.record_collective_call(call));
+        writer.close();
+    }
+    TraceReader reader(path);
+    EXPECT_EQ(reader.collective_calls(), calls);
+    EXPECT_EQ(reader.string(reader.collective_calls()[1].group_desc_id), "mesh_tp");
+
+    // An older file has no such table: it reads as none.
+    run_sql(path, "DROP TABLE collective_calls;");
+    TraceReader older(path);
+    EXPECT_TRUE(older.collective_calls().empty());
 }
 
 }  // namespace
