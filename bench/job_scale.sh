@@ -9,7 +9,8 @@
 #   * the floor of a Python tool (HTA loads every rank's JSON): json.load of the 64
 #     ranks exported as Chrome JSON, against ember reading the same JSON files (import
 #     included, then from its cache);
-#   * sharded over 2 MPI processes (`mpirun -np 2`), at 1024 ranks.
+#   * sharded over 2 MPI processes (`mpirun -np 2`), at 1024 ranks;
+#   * a two-dimensional job of 1024 ranks whose collectives are matched by process group.
 # Each rank: `ember synth --ranks R --straggler 17 --clock-skew-ms 5 --steps STEPS`
 # (about 55 events per step). Wall seconds: the median of RUNS runs.
 #   bash bench/job_scale.sh [EMBER] [RUNS] [STEPS]
@@ -51,6 +52,16 @@ for ranks in 512 1024; do
     printf '%5d ranks / 64 ranks: time %.1fx, peak memory %.2fx\n' "$ranks" \
         "$(echo "${seconds[$ranks]} / ${seconds[64]}" | bc -l)" "$(echo "${memory[$ranks]} / ${memory[64]}" | bc -l)"
 done
+
+# A two-dimensional job of 1024 ranks (tensor-parallel groups of 8, data-parallel groups
+# of 128, named in the kernels' collective metadata): 136 communicators instead of 2.
+"$ember" synth -o "$work/mesh.db" --ranks 1024 --tensor-parallel 8 --straggler 17 --clock-skew-ms 5 --steps "$steps" -q
+read -r mesh_s mesh_kb < <(measure "$ember" stats "$work"/mesh.rank*.db --report collectives)
+mesh_straggler=$("$ember" stats "$work"/mesh.rank*.db --report collectives --format json | python3 -c \
+    "import json,sys; print(json.load(sys.stdin)['reports']['collectives']['straggler'])")
+printf '1024 ranks, tensor-parallel 8 (process groups): %.2f s (%.2fx the data-parallel job), %.1f MiB peak; straggler found: rank %s\n' \
+    "$mesh_s" "$(echo "$mesh_s / ${seconds[1024]}" | bc -l)" "$(echo "$mesh_kb / 1024" | bc -l)" "$mesh_straggler"
+rm -f "$work"/mesh.rank*.db
 
 # The old way at 64 ranks: every event merged into one job file, then its report.
 read -r merge_s merge_kb < <(measure "$ember" merge -o "$work/merged64.db" "$work"/j64.rank*.db)

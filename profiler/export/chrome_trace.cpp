@@ -9,8 +9,11 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 namespace ember::exporting {
 
@@ -132,16 +135,56 @@ void write_tracks(const store::TraceReader& reader, ChromeWriter& w) {
     }
 }
 
-void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w) {
+// Kineto's collective metadata of kernels and ranges (collective_calls), written back
+// under Kineto's own argument names so the export reads as PyTorch's profiler would.
+class CollectiveArgs {
+public:
+    explicit CollectiveArgs(const store::TraceReader& reader) : reader_(reader), calls_(reader.collective_calls()) {
+        for (const trace::CollectiveCall& call : calls_) by_event_[{call.on_stream, call.track_id, call.start_ns}] = &call;
+    }
+    // Appends `,"Collective name":...` for the event's call, if it has one.
+    void append(std::string& b, bool on_stream, std::uint32_t track, TimeNs start) const {
+        if (by_event_.empty()) return;
+        auto found = by_event_.find({on_stream, track, start});
+        if (found == by_event_.end()) return;
+        const trace::CollectiveCall& call = *found->second;
+        auto text = [&](const char* key, trace::StringId id) {
+            if (id == trace::kNoString) return;
+            fmt::format_to(std::back_inserter(b), ",\"{}\":", key);
+            append_json_string(b, reader_.string(id));
+        };
+        auto number = [&](const char* key, std::int64_t value) {
+            if (value >= 0) fmt::format_to(std::back_inserter(b), ",\"{}\":{}", key, value);
+        };
+        text("Collective name", call.name_id);
+        text("Process Group Name", call.group_name_id);
+        text("Process Group Description", call.group_desc_id);
+        text("Process Group Ranks", call.group_ranks_id);
+        number("Group size", call.group_size);
+        number("Seq", call.sequence);
+        number("In msg nelems", call.in_elements);
+        number("Out msg nelems", call.out_elements);
+        text("dtype", call.dtype_id);
+    }
+
+private:
+    const store::TraceReader& reader_;
+    std::vector<trace::CollectiveCall> calls_;
+    std::map<std::tuple<bool, std::uint32_t, TimeNs>, const trace::CollectiveCall*> by_event_;
+};
+
+void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const CollectiveArgs& collectives) {
     store::EventQuery all;
     reader.for_each_kernel(all, [&](const trace::KernelEvent& k) {
         w.complete(chrome_gpu_pid(k.device_id), k.stream_id, reader.string(k.name_id), "kernel", k.start_ns, k.end_ns);
         const trace::LaunchConfig& l = k.launch;
         fmt::format_to(std::back_inserter(w.buffer()),
                        ",\"args\":{{\"correlation_id\":{},\"grid\":[{},{},{}],\"block\":[{},{},{}],"
-                       "\"registers_per_thread\":{},\"shared_bytes\":{}}}",
+                       "\"registers_per_thread\":{},\"shared_bytes\":{}",
                        k.correlation_id, l.grid_x, l.grid_y, l.grid_z, l.block_x, l.block_y, l.block_z,
                        l.registers_per_thread, l.static_shared_bytes + l.dynamic_shared_bytes);
+        collectives.append(w.buffer(), true, k.stream_id, k.start_ns);
+        w.buffer() += '}';
         w.end();
         return true;
     });
@@ -171,7 +214,7 @@ void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w) {
     });
 }
 
-void write_host_work(const store::TraceReader& reader, ChromeWriter& w) {
+void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const CollectiveArgs& collectives) {
     store::EventQuery all;
     reader.for_each_api_call(all, [&](const trace::ApiEvent& a) {
         w.complete(w.pid_of_thread(a.thread_id), a.thread_id, reader.string(a.name_id), "cuda_api", a.start_ns, a.end_ns);
@@ -189,6 +232,7 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w) {
             fmt::format_to(std::back_inserter(b), ",\"args\":{{\"category\":{}", r.category);
             if (r.payload.kind == trace::PayloadKind::integer) fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.integer);
             if (r.payload.kind == trace::PayloadKind::real) fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.real);
+            collectives.append(b, false, r.thread_id, r.start_ns);
             b += '}';
         };
         if (r.depth >= 0) {
@@ -276,8 +320,9 @@ void export_chrome_trace(const store::TraceReader& reader, OutputFile& out) {
                    reader.run().start_ns, reader.total_dropped());
     ChromeWriter writer(reader, out);
     write_tracks(reader, writer);
-    write_gpu_work(reader, writer);
-    write_host_work(reader, writer);
+    const CollectiveArgs collectives(reader);
+    write_gpu_work(reader, writer, collectives);
+    write_host_work(reader, writer, collectives);
     write_flows(reader, writer);
     out.buffer() += "\n]}\n";
     out.flush();

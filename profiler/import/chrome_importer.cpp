@@ -193,6 +193,7 @@ private:
             trace::KernelEvent kernel = kernel_of(event, start, end, stream, device);
             if (is_nccl_kernel(event.name)) sink_.count_nccl_kernel();
             sink_.kernel(kernel);
+            collective_call(event, kernel.start_ns, kernel.stream_id, true);
         } else if (category == "memcpy") {
             trace::MemcpyEvent copy = memcpy_of(event, start, end, stream, device);
             sink_.memcpy(copy);
@@ -210,7 +211,9 @@ private:
         } else if (category == "ember_overhead") {
             sink_.overhead({start, end, host_thread(event), sink_.intern(event.name)});
         } else {
-            add_host_range(host_thread(event), start, end, event.name, range_style(event), event.args.payload);
+            const trace::ThreadId thread = host_thread(event);
+            add_host_range(thread, start, end, event.name, range_style(event), event.args.payload);
+            collective_call(event, start, thread, false);
         }
     }
 

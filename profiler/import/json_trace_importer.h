@@ -97,6 +97,11 @@ protected:
                                         trace::StreamId stream, trace::DeviceId device);
     static trace::SyncEvent sync_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                     trace::StreamId stream, trace::DeviceId device);
+    // Kineto's collective metadata of the kernel (on_stream: `track` is its stream) or
+    // host range (`track` its thread) just recorded at `start`, when its args carry any
+    // (`Collective name`, `Process Group Name`, ...): the process group that matches the
+    // job's collectives across ranks. ember's Chrome export writes the same args.
+    void collective_call(const TraceEventFields& event, trace::TimeNs start, std::uint32_t track, bool on_stream);
 
     ImportSink& sink_;
     InputStream input_;

@@ -239,27 +239,6 @@ private:
         collective_call(event, kernel.start_ns, kernel.stream_id, true);
     }
 
-    // Kineto's collective metadata (record_param_comms' arguments, which PyTorch also puts
-    // on the NCCL kernel): the process group that matches collectives across ranks.
-    void collective_call(const TraceEventFields& event, trace::TimeNs start, std::uint32_t track, bool on_stream) {
-        const TraceEventArgs& args = event.args;
-        if (args.collective_name.empty() && args.group_name.empty()) return;
-        trace::CollectiveCall call;
-        call.start_ns = start;
-        call.track_id = track;
-        call.on_stream = on_stream;
-        call.name_id = sink_.intern(args.collective_name);
-        call.group_name_id = sink_.intern(args.group_name);
-        call.group_desc_id = sink_.intern(args.group_desc);
-        call.group_ranks_id = sink_.intern(args.group_ranks);
-        call.group_size = static_cast<std::int32_t>(std::clamp<std::int64_t>(args.group_size.value_or(0), 0, 1 << 30));
-        call.sequence = args.sequence.value_or(-1);
-        call.in_elements = args.in_elements.value_or(-1);
-        call.out_elements = args.out_elements.value_or(-1);
-        call.dtype_id = sink_.intern(args.dtype);
-        sink_.collective_call(call);
-    }
-
     // --- host ----------------------------------------------------------------------------
 
     void note_host_pid(const TraceEventFields& event) {

@@ -1,12 +1,14 @@
 // chrome_test.cpp: the Chrome Trace Event importer. ember's own export round-trips:
 // synth -> `export --format chrome` -> import gives the same kernel, CUDA API, NVTX and
-// memory tables of profiler/analysis, the same tracks and the same API-to-GPU links.
+// memory tables of profiler/analysis, the same tracks and the same API-to-GPU links, and
+// the same collective metadata.
 // Generic Trace Event files import too: "B"/"E" pairs nest, "b"/"e" become start/end
 // ranges, instants marks, "C" events counters, metadata names threads and processes.
 #include "profiler/analysis/duration_summary.h"
 #include "profiler/export/chrome_trace.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
+#include "profiler/synth/synthetic_job.h"
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/import/event_lists.h"
 #include "tests/profiler/import/import_fixtures.h"
@@ -92,6 +94,45 @@ TEST(ChromeRoundTrip, SynthExportImportGivesTheSameTables) {
 }
 
 // An imported trace is an ember trace like any other: its export comes back the same.
+// Kineto's collective metadata (a rank of a two-dimensional job) is written under
+// Kineto's own argument names and read back: the same rows, on the same events.
+TEST(ChromeRoundTrip, CollectiveMetadataComesBack) {
+    TempDir dir;
+    synth::SyntheticJobOptions options;
+    options.ranks = 4;
+    options.steps = 3;
+    options.tensor_parallel = 2;
+    synth::write_synthetic_job(dir.path("mesh.db"), options);
+    const std::string rank = synth::synthetic_rank_paths(dir.path("mesh.db"), 4)[3];
+    import_test::export_chrome(rank, dir.path("mesh.json"));
+    import_test::import_detected(dir.path("mesh.json"), dir.path("back.db"), importing::SourceFormat::chrome);
+    store::TraceReader original(rank), back(dir.path("back.db"));
+    // As text: the string and stream ids are the file's own.
+    auto rows = [](const store::TraceReader& reader) {
+        std::map<trace::TimeNs, std::vector<std::string>> kernel_start;
+        reader.for_each_kernel({}, [&](const trace::KernelEvent& k) {
+            kernel_start[k.start_ns].push_back(std::to_string(k.stream_id));
+            return true;
+        });
+        std::vector<std::string> list;
+        for (const trace::CollectiveCall& call : reader.collective_calls()) {
+            EXPECT_TRUE(call.on_stream);
+            EXPECT_EQ(kernel_start.count(call.start_ns), 1u) << "no kernel starts at " << call.start_ns;
+            list.push_back(std::to_string(call.start_ns) + " " + std::string(reader.string(call.name_id)) + " " +
+                           std::string(reader.string(call.group_name_id)) + " " +
+                           std::string(reader.string(call.group_desc_id)) + " " +
+                           std::string(reader.string(call.group_ranks_id)) + " " + std::to_string(call.group_size) +
+                           " " + std::to_string(call.sequence) + " " + std::to_string(call.in_elements) + " " +
+                           std::string(reader.string(call.dtype_id)));
+        }
+        return list;
+    };
+    const std::vector<std::string> before = rows(original);
+    ASSERT_EQ(before.size(), 6u);  // two collectives a step
+    EXPECT_EQ(rows(back), before);
+    EXPECT_NE(before[0].find("mesh_tp [2, 3] 2 1"), std::string::npos) << before[0];
+}
+
 TEST(ChromeRoundTrip, AnImportedKinetoTraceExportsAndComesBack) {
     TempDir dir;
     import_test::write_file(dir.path("k.json"), import_test::kineto_fixture());
