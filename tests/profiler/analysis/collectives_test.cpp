@@ -227,6 +227,46 @@ private:
     std::barrier<> barrier_;
 };
 
+// The job analysed by `processes` threads standing in for MPI processes, each reading
+// its shard of the files: every process's answer.
+std::vector<JobCollectives> analyze_sharded(const std::vector<std::string>& files, int processes) {
+    ThreadExchange exchange(processes);
+    std::vector<JobCollectives> results(static_cast<std::size_t>(processes));
+    std::vector<std::thread> threads;
+    for (int p = 0; p < processes; ++p)
+        threads.emplace_back([&, p] {
+            ThreadExchange::Endpoint endpoint(exchange, p);
+            job::JobFilesOptions files_options;
+            files_options.threads = 1;
+            results[static_cast<std::size_t>(p)] = job::analyze_job_files(files, files_options, &endpoint);
+        });
+    for (std::thread& thread : threads) thread.join();
+    return results;
+}
+
+// A sharded answer is the one process's, number for number.
+void expect_same_answer(const JobCollectives& sharded, const JobCollectives& alone) {
+    ASSERT_EQ(sharded.ranks.size(), alone.ranks.size());
+    for (std::size_t r = 0; r < alone.ranks.size(); ++r) {
+        EXPECT_EQ(sharded.ranks[r].rank, alone.ranks[r].rank);
+        EXPECT_EQ(sharded.ranks[r].wait_ns, alone.ranks[r].wait_ns);
+        EXPECT_EQ(sharded.ranks[r].arrived_last, alone.ranks[r].arrived_last);
+        EXPECT_EQ(sharded.ranks[r].median_lateness_ns, alone.ranks[r].median_lateness_ns);
+        EXPECT_EQ(sharded.ranks[r].held_back_ns, alone.ranks[r].held_back_ns);
+        EXPECT_EQ(sharded.clocks[r].offset_ns, alone.clocks[r].offset_ns);
+        EXPECT_EQ(sharded.clocks[r].how, alone.clocks[r].how);
+    }
+    ASSERT_EQ(sharded.collectives.size(), alone.collectives.size());
+    for (std::size_t c = 0; c < alone.collectives.size(); ++c) {
+        EXPECT_EQ(sharded.collectives[c].communicator, alone.collectives[c].communicator);
+        EXPECT_EQ(sharded.collectives[c].index, alone.collectives[c].index);
+        EXPECT_EQ(sharded.collectives[c].last_rank, alone.collectives[c].last_rank);
+        EXPECT_EQ(sharded.collectives[c].total_wait_ns, alone.collectives[c].total_wait_ns);
+    }
+    EXPECT_EQ(sharded.straggler, alone.straggler);
+    EXPECT_EQ(sharded.recoverable_ns, alone.recoverable_ns);
+}
+
 TEST(JobCollectives, ShardsOverThreeProcessesGiveTheSameAnswer) {
     synth::SyntheticJobOptions options;
     options.ranks = 7;
@@ -235,36 +275,8 @@ TEST(JobCollectives, ShardsOverThreeProcessesGiveTheSameAnswer) {
     options.clock_skew_ns = 5'000'000;
     auto generated = generate(options, "job-shards");
     const JobCollectives alone = job::analyze_job_files(generated->files);
-
-    constexpr int kProcesses = 3;
-    ThreadExchange exchange(kProcesses);
-    std::vector<JobCollectives> results(kProcesses);
-    std::vector<std::thread> processes;
-    for (int p = 0; p < kProcesses; ++p)
-        processes.emplace_back([&, p] {
-            ThreadExchange::Endpoint endpoint(exchange, p);
-            job::JobFilesOptions files_options;
-            files_options.threads = 1;
-            results[static_cast<std::size_t>(p)] = job::analyze_job_files(generated->files, files_options, &endpoint);
-        });
-    for (std::thread& process : processes) process.join();
-    for (const JobCollectives& sharded : results) {
-        ASSERT_EQ(sharded.ranks.size(), alone.ranks.size());
-        for (std::size_t r = 0; r < alone.ranks.size(); ++r) {
-            EXPECT_EQ(sharded.ranks[r].rank, alone.ranks[r].rank);
-            EXPECT_EQ(sharded.ranks[r].wait_ns, alone.ranks[r].wait_ns);
-            EXPECT_EQ(sharded.ranks[r].arrived_last, alone.ranks[r].arrived_last);
-            EXPECT_EQ(sharded.ranks[r].median_lateness_ns, alone.ranks[r].median_lateness_ns);
-            EXPECT_EQ(sharded.clocks[r].offset_ns, alone.clocks[r].offset_ns);
-        }
-        ASSERT_EQ(sharded.collectives.size(), alone.collectives.size());
-        for (std::size_t c = 0; c < alone.collectives.size(); ++c) {
-            EXPECT_EQ(sharded.collectives[c].last_rank, alone.collectives[c].last_rank);
-            EXPECT_EQ(sharded.collectives[c].total_wait_ns, alone.collectives[c].total_wait_ns);
-        }
-        EXPECT_EQ(sharded.straggler, alone.straggler);
-        EXPECT_EQ(sharded.recoverable_ns, alone.recoverable_ns);
-    }
+    const std::vector<JobCollectives> results = analyze_sharded(generated->files, 3);
+    for (const JobCollectives& sharded : results) expect_same_answer(sharded, alone);
     // Only the first process reads what the straggler was doing (it prints).
     EXPECT_EQ(results[0].doing_instead.size(), alone.doing_instead.size());
     EXPECT_TRUE(results[1].doing_instead.empty());
@@ -326,34 +338,7 @@ TEST(JobCollectives, TwoDimensionalJobShardedGivesTheSameAnswer) {
     options.clock_skew_ns = 5'000'000;
     auto generated = generate(options, "job-2d-shards");
     const JobCollectives alone = job::analyze_job_files(generated->files);
-    constexpr int kProcesses = 3;
-    ThreadExchange exchange(kProcesses);
-    std::vector<JobCollectives> results(kProcesses);
-    std::vector<std::thread> processes;
-    for (int p = 0; p < kProcesses; ++p)
-        processes.emplace_back([&, p] {
-            ThreadExchange::Endpoint endpoint(exchange, p);
-            job::JobFilesOptions files_options;
-            files_options.threads = 1;
-            results[static_cast<std::size_t>(p)] = job::analyze_job_files(generated->files, files_options, &endpoint);
-        });
-    for (std::thread& process : processes) process.join();
-    for (const JobCollectives& sharded : results) {
-        ASSERT_EQ(sharded.ranks.size(), alone.ranks.size());
-        for (std::size_t r = 0; r < alone.ranks.size(); ++r) {
-            EXPECT_EQ(sharded.ranks[r].wait_ns, alone.ranks[r].wait_ns);
-            EXPECT_EQ(sharded.ranks[r].held_back_ns, alone.ranks[r].held_back_ns);
-            EXPECT_EQ(sharded.clocks[r].offset_ns, alone.clocks[r].offset_ns);
-            EXPECT_EQ(sharded.clocks[r].how, alone.clocks[r].how);
-        }
-        ASSERT_EQ(sharded.collectives.size(), alone.collectives.size());
-        for (std::size_t c = 0; c < alone.collectives.size(); ++c) {
-            EXPECT_EQ(sharded.collectives[c].communicator, alone.collectives[c].communicator);
-            EXPECT_EQ(sharded.collectives[c].index, alone.collectives[c].index);
-            EXPECT_EQ(sharded.collectives[c].last_rank, alone.collectives[c].last_rank);
-        }
-        EXPECT_EQ(sharded.straggler, alone.straggler);
-    }
+    for (const JobCollectives& sharded : analyze_sharded(generated->files, 3)) expect_same_answer(sharded, alone);
     expect_truth(alone, generated->truth);
     EXPECT_EQ(alone.straggler, 6);
 }
