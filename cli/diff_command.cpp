@@ -168,6 +168,7 @@ void add_diff_command(CLI::App& app) {
                      "time per step) or span (first step start to last step end)");
     diff->add_option("--kernel-wait-us", command->kernel_wait_us,
                      "GPU idle gaps shorter than this are kernel_wait (default 30, as ember stats)");
+    add_strict_flag(diff);
     diff->callback([command] { run_diff(*command); });
 }
 

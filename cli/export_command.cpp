@@ -118,6 +118,7 @@ void add_export_command(CLI::App& app) {
     exporter->add_flag("--idle", command->idle,
                        "cpu stacks (folded/svg --stacks cpu, speedscope's CPU samples): also the samples of threads "
                        "that were not running (asleep, blocked, waiting for the GIL)");
+    add_strict_flag(exporter);
     exporter->callback([command] { run_export(*command); });
 }
 

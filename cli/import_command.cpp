@@ -27,6 +27,7 @@ struct ImportCommandOptions {
     std::string kernel_names = "demangled";
     std::optional<std::int32_t> rank;
     bool per_rank = false;
+    bool strict = false;
     bool skip_invalid = false;
     bool accept_unknown_nsys_schema = false;
 };
@@ -47,6 +48,7 @@ void print_file(const importing::ImportedFile& file) {
     if (counts.ranges_not_nested > 0) fmt::print(", ranges not nested {}", counts.ranges_not_nested);
     fmt::print("\n");
     for (const auto& [reason, count] : counts.skipped) fmt::print("  not stored: {} x {}\n", count, reason);
+    if (!counts.invalid.empty()) fmt::print("  {}\n", counts.invalid_summary());
 }
 
 void run_import(const ImportCommandOptions& command) {
@@ -62,7 +64,8 @@ void run_import(const ImportCommandOptions& command) {
     if (command.rank && command.inputs.size() > 1) fail_command("import", "--rank applies to one input; a job's ranks come from its files");
     options.rank = command.rank;
     options.one_job_file = !command.per_rank;
-    options.skip_invalid_events = command.skip_invalid;
+    if (command.strict && command.skip_invalid) fail_command("import", "--strict and --skip-invalid contradict each other");
+    options.strict = command.strict;
     options.accept_unknown_nsys_schema = command.accept_unknown_nsys_schema;
     const std::string output = command.output.empty() ? importing::default_output_path(command.inputs.front())
                                                       : command.output;
@@ -96,9 +99,11 @@ void add_import_command(CLI::App& app) {
     cmd->add_option("--rank", command->rank, "the rank of a single input (nsys exports record none)");
     cmd->add_flag("--per-rank", command->per_rank,
                   "several inputs: one trace per input (OUT.rank<i>.db) instead of one job file");
-    cmd->add_flag("--skip-invalid", command->skip_invalid,
-                  "skip and count events that break the format (negative durations, unmatched ends) instead of "
-                  "failing");
+    cmd->add_flag("--strict", command->strict,
+                  "refuse an input with events that break its format (negative durations, unmatched ends, GPU events "
+                  "without a stream): an error naming the first, exit 2; by default they are skipped, counted and "
+                  "named");
+    cmd->add_flag("--skip-invalid", command->skip_invalid, "kept for old scripts: skipping is the default");
     cmd->add_flag("--accept-unknown-nsys-schema", command->accept_unknown_nsys_schema,
                   "kept for old scripts: every nsys export schema is read (a newer one with a note)");
     cmd->callback([command] { run_import(*command); });

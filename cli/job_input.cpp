@@ -21,6 +21,7 @@ constexpr std::size_t kFilesNamedOneByOne = 8;
 
 std::string quiet_ember_trace_for(const std::string& path, std::atomic<std::int64_t>& imported) {
     importing::OpenTraceOptions options;
+    options.import.strict = strict_import();
     options.on_import = [&](const importing::OpenedTrace&) { ++imported; };
     return importing::open_as_ember_trace(path, options);
 }

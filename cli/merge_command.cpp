@@ -69,6 +69,7 @@ void add_merge_command(CLI::App& app) {
                  "collectives (clock anchors or the wall clock where there are none)");
     command->add_option("-o,--output", options->output, "the merged trace file")->required();
     command->add_option("files", options->inputs, "per-rank trace files (ember traces, or Kineto JSON / nsys SQLite / Chrome traces, imported on the fly)")->required()->check(CLI::ExistingFile);
+    add_strict_flag(command);
     command->callback([options] { run_merge(*options); });
 }
 

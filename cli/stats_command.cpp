@@ -128,6 +128,7 @@ void add_stats_command(CLI::App& app) {
     stats->add_flag("--idle", command->idle,
                     "cpu: also count the samples of threads that were not running (asleep, blocked, waiting for "
                     "the GIL); by default only running samples count");
+    add_strict_flag(stats);
     stats->callback([command] { run_stats(*command); });
 }
 

@@ -7,6 +7,8 @@
 
 #include "profiler/analysis/trace_diff.h"
 
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -15,6 +17,12 @@ namespace ember::cli {
 // The ember trace to read for `path`. Throws store::TraceError (bad input: the
 // command prints it and exits 2).
 std::string ember_trace_for(const std::string& path, std::string_view command);
+
+// Imports skip the events they cannot place, count them and say so in the line the
+// command prints; with `--strict` (add_strict_flag) the first such event is an error
+// (exit 2), and a cached import that skipped some is imported again, strictly.
+void add_strict_flag(CLI::App* command);
+bool strict_import();
 
 // One side of a diff (`ember diff`, `--baseline`): the trace read as ember_trace_for
 // reads it, profiled; its path is the file named, not its cached import. Throws

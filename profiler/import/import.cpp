@@ -47,6 +47,25 @@ std::int64_t ImportCounts::skipped_total() const {
     return total;
 }
 
+std::int64_t ImportCounts::invalid_total() const {
+    std::int64_t total = 0;
+    for (const auto& [reason, entry] : invalid) total += entry.count;
+    return total;
+}
+
+std::string ImportCounts::invalid_summary() const {
+    if (invalid.empty()) return {};
+    const std::int64_t total = invalid_total();
+    std::string line = fmt::format("skipped {} event{} that break{} the format's rules:", total, total == 1 ? "" : "s",
+                                   total == 1 ? "s" : "");
+    bool first = true;
+    for (const auto& [reason, entry] : invalid) {
+        line += fmt::format("{} {} x {} (first: {})", first ? "" : ";", entry.count, reason, entry.first);
+        first = false;
+    }
+    return line + " (--strict refuses them)";
+}
+
 namespace {
 
 std::atomic<std::uint64_t> g_temporary_serial{0};

@@ -82,10 +82,11 @@ struct ImportOptions {
     // (or none) is read for the tables and columns the importer knows, and a schema
     // newer than any seen adds a line to ImportCounts::notes.
     bool accept_unknown_nsys_schema = false;
-    // Events that break the format's rules (negative durations, an "E" with no open
-    // "B", an async end with no begin) are an error by default; set this to skip them
-    // and count them in ImportCounts::skipped instead.
-    bool skip_invalid_events = false;
+    // Events the importer cannot place (a GPU event without a stream, a negative
+    // duration, an "E" with no open "B", a row with a time out of range) are skipped by
+    // default, counted by reason with where the first was (ImportCounts::invalid); with
+    // `strict` the first is an error naming the file and its offset.
+    bool strict = false;
     // Several inputs: one job file through merge::merge_traces (like `ember merge`),
     // or one ember file per input (`<output without .db>.rank<i>.db`).
     bool one_job_file = true;
@@ -120,6 +121,18 @@ struct ImportCounts {
     std::int64_t collective_calls = 0;
     // Events read but not stored, by reason ("flow event (links come from correlation ids)", ...).
     std::map<std::string, std::int64_t, std::less<>> skipped;
+    // Events that break the format's rules, skipped (ImportOptions::strict refuses them):
+    // per reason, how many and where the first was ("traceEvents element #702 at byte
+    // 181167: ...", "table CUPTI_ACTIVITY_KIND_KERNEL row 12: ...").
+    struct Invalid {
+        std::int64_t count = 0;
+        std::string first;
+    };
+    std::map<std::string, Invalid, std::less<>> invalid;
+    std::int64_t invalid_total() const;
+    // One line for the user: "skipped 3 events that break the format's rules: 2 x REASON
+    // (first: WHERE); ... (--strict refuses them)"; empty when none.
+    std::string invalid_summary() const;
     // Lines worth telling the user about the input as a whole ("Nsight Systems export
     // schema 3.30.0 is newer than any this importer has seen (...)").
     std::vector<std::string> notes;
@@ -185,6 +198,7 @@ struct OpenedTrace {
     bool imported = false;     // imported now
     bool reused = false;       // a valid cached import was found
     std::optional<ImportedFile> import;  // set when imported
+    std::string invalid_summary;  // what the import skipped (ImportCounts::invalid_summary), imported now or reused
 };
 
 struct OpenTraceOptions {
@@ -224,6 +238,8 @@ inline constexpr const char* linked_gpu_events = "import_linked_gpu_events";
 inline constexpr const char* skipped_events = "import_skipped_events";      // JSON object: reason -> count
 inline constexpr const char* ranges_not_nested = "import_ranges_not_nested";
 inline constexpr const char* notes = "import_notes";                        // ImportCounts::notes, one per line
+inline constexpr const char* invalid_events = "import_invalid_events";      // ImportCounts::invalid_total()
+inline constexpr const char* invalid_summary = "import_invalid_summary";    // ImportCounts::invalid_summary()
 }  // namespace import_metadata_key
 
 }  // namespace ember::importing

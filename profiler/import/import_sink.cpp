@@ -362,6 +362,12 @@ void ImportSink::skip(std::string_view reason, std::int64_t count) {
     }
 }
 
+void ImportSink::invalid(std::string_view reason, std::string where) {
+    auto found = counts_.invalid.find(reason);
+    if (found == counts_.invalid.end()) found = counts_.invalid.emplace(std::string(reason), ImportCounts::Invalid{0, std::move(where)}).first;
+    ++found->second.count;
+}
+
 // ---------------------------------------------------------------------------
 // [SECTION] Finishing: nesting, close, metadata, rename
 // ---------------------------------------------------------------------------
@@ -549,6 +555,8 @@ void ImportSink::write_metadata(const std::string& path) {
     put_int(import_metadata_key::unlinked_gpu_events, counts_.unlinked_gpu_events);
     put_int(import_metadata_key::ranges_not_nested, counts_.ranges_not_nested);
     put_text(import_metadata_key::skipped_events, skipped);
+    put_int(import_metadata_key::invalid_events, counts_.invalid_total());
+    if (!counts_.invalid.empty()) put_text(import_metadata_key::invalid_summary, counts_.invalid_summary());
     if (!counts_.notes.empty()) {
         std::string notes;
         for (const std::string& line : counts_.notes) notes += (notes.empty() ? "" : "\n") + line;

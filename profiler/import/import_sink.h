@@ -123,6 +123,9 @@ public:
     // A line about the input as a whole (ImportCounts::notes, and run_metadata import_notes).
     void note(std::string line);
     void skip(std::string_view reason, std::int64_t count = 1);
+    // An event that breaks the format's rules, skipped (the importers throw instead under
+    // ImportOptions::strict): counted under `reason`, `where` kept for the first.
+    void invalid(std::string_view reason, std::string where);
     void count_nccl_kernel() { ++counts_.nccl_kernels; }
 
     // Earliest start / latest end of anything recorded (the run's bounds by default).

@@ -155,13 +155,11 @@ trace::ThreadId JsonTraceImporter::host_thread(const TraceEventFields& event) {
 }
 
 bool JsonTraceImporter::reject(const JsonItem& item, std::string_view reason, const std::string& detail) {
-    if (sink_.options().skip_invalid_events) {
-        sink_.skip(reason);
-        return false;
-    }
-    throw store::TraceError(store::TraceErrorKind::bad_value, input_.path(),
-                            fmt::format("traceEvents element #{} at {}: {}", item.index,
-                                        input_.describe_offset(item.offset), detail));
+    std::string where =
+        fmt::format("traceEvents element #{} at {}: {}", item.index, input_.describe_offset(item.offset), detail);
+    if (sink_.options().strict) throw store::TraceError(store::TraceErrorKind::bad_value, input_.path(), std::move(where));
+    sink_.invalid(reason, std::move(where));
+    return false;
 }
 
 bool JsonTraceImporter::complete_interval(const TraceEventFields& event, const JsonItem& item, trace::TimeNs& start,
@@ -462,6 +460,8 @@ trace::MemsetEvent JsonTraceImporter::memset_of(const TraceEventFields& event, t
 trace::SyncEvent JsonTraceImporter::sync_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
                                        trace::StreamId stream, trace::DeviceId device) {
     trace::SyncEvent wait = gpu_activity<trace::SyncEvent>(start, end, stream, device, correlation_of(event));
+    if (event.args.cuda_event_id && *event.args.cuda_event_id > 0)
+        wait.cuda_event_id = static_cast<std::uint64_t>(*event.args.cuda_event_id);
     return wait;
 }
 

@@ -75,8 +75,9 @@ protected:
     trace::TimeNs event_time(trace::TimeNs ts_ns) const { return ts_ns + time_shift_ns_; }
     // [start, end) of an "X" event; rejects a missing ts and negative or overflowing durations.
     bool complete_interval(const TraceEventFields& event, const JsonItem& item, trace::TimeNs& start, trace::TimeNs& end);
-    // An event that breaks the format's rules: an error, or skipped and counted
-    // when ImportOptions::skip_invalid_events. Returns false (skip it) when it returns.
+    // An event that breaks the format's rules: skipped and counted with where it was
+    // (ImportSink::invalid), or an error under ImportOptions::strict. Returns false (skip
+    // it) when it returns.
     bool reject(const JsonItem& item, std::string_view reason, const std::string& detail);
     void add_host_range(trace::ThreadId thread, trace::TimeNs start, trace::TimeNs end, std::string_view name,
                         RangeStyle style, const trace::Payload& payload);

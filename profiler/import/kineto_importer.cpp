@@ -76,6 +76,16 @@ trace::SyncKind sync_kind_from_name(std::string_view name) {
     return trace::SyncKind::unknown;
 }
 
+// The synchronization a runtime or driver call waits in, by its name; nullopt for
+// any other call.
+std::optional<trace::SyncKind> synchronize_call_kind(std::string_view name) {
+    if (name == "cudaDeviceSynchronize" || name == "cudaThreadSynchronize" || name == "cuCtxSynchronize")
+        return trace::SyncKind::context_synchronize;
+    if (name == "cudaStreamSynchronize" || name == "cuStreamSynchronize") return trace::SyncKind::stream_synchronize;
+    if (name == "cudaEventSynchronize" || name == "cuEventSynchronize") return trace::SyncKind::event_synchronize;
+    return std::nullopt;
+}
+
 // "stream 7" (the 2021 format's GPU tid) -> 7.
 std::optional<std::int64_t> trailing_number(std::string_view text) {
     while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
@@ -183,12 +193,21 @@ private:
     // --- GPU work ------------------------------------------------------------------------
 
     // The device and stream of a GPU event: its args, or the pid/tid Kineto files it under.
-    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device) {
+    // A synchronization without a stream (Kineto's "Context Sync": stream -1) waits for
+    // the whole device: stream 0, as ember's collector records it.
+    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device,
+                   bool sync = false) {
         std::optional<std::int64_t> device_number = event.args.device;
         if (!device_number && event.pid.present && !event.pid.is_text) device_number = event.pid.number;
         std::optional<std::int64_t> stream_number = event.args.stream;
         if (!stream_number && event.tid.present) {
             stream_number = event.tid.is_text ? trailing_number(event.tid.text) : std::optional(event.tid.number);
+        }
+        if (sync && device_number && *device_number >= 0 && *device_number <= 1'000'000 &&
+            (!stream_number || *stream_number < 0)) {
+            device = static_cast<trace::DeviceId>(*device_number);
+            stream = 0;
+            return true;
         }
         if (!device_number || !stream_number) {
             return reject(item, "GPU event without device or stream",
@@ -210,7 +229,7 @@ private:
                   trace::TimeNs end) {
         trace::StreamId stream = 0;
         trace::DeviceId device = 0;
-        if (!gpu_track(event, item, stream, device)) return;
+        if (!gpu_track(event, item, stream, device, kind == KinetoKind::sync)) return;
         if (kind == KinetoKind::kernel) {
             kernel(event, kernel_of(event, start, end, stream, device));
         } else if (kind == KinetoKind::memcpy) {
@@ -223,7 +242,9 @@ private:
             trace::SyncEvent wait = sync_of(event, start, end, stream, device);
             wait.kind = sync_kind_from_name(event.name);
             sink_.sync(wait);
+            cuda_sync_seen_ = true;
         }
+        gpu_devices_.insert(device);
     }
 
     void kernel(const TraceEventFields& event, const trace::KernelEvent& kernel) {
@@ -247,7 +268,11 @@ private:
 
     void api_call(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
         note_host_pid(event);
-        sink_.api_call(api_call_of(event, start, end));
+        const trace::ApiEvent call = api_call_of(event, start, end);
+        sink_.api_call(call);
+        // A synchronizing call: its wait, should the trace hold no cuda_sync events.
+        if (std::optional<trace::SyncKind> kind = synchronize_call_kind(event.name))
+            runtime_syncs_.push_back({call, *kind, event.args.device, event.args.stream});
     }
 
     void host_range(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
@@ -302,7 +327,40 @@ private:
         }
     }
 
+    // Traces without cuda_sync events (Kineto before them, or recorded without): the
+    // synchronizing runtime calls become the synchronizations, on the device the call
+    // names, else the trace's one GPU (a trace of several GPUs that names none is
+    // counted, not guessed); a stream sync on the stream it names, else stream 0.
+    void synchronizations_from_runtime_calls() {
+        if (cuda_sync_seen_ || runtime_syncs_.empty()) return;
+        for (const RuntimeSync& pending : runtime_syncs_) {
+            std::optional<trace::DeviceId> device;
+            if (pending.device && *pending.device >= 0 && *pending.device <= 1'000'000)
+                device = static_cast<trace::DeviceId>(*pending.device);
+            else if (gpu_devices_.size() == 1)
+                device = *gpu_devices_.begin();
+            if (!device) {
+                sink_.skip("synchronizing runtime call on no GPU the trace names (several GPUs, none named)");
+                continue;
+            }
+            trace::SyncEvent wait;
+            wait.start_ns = pending.call.start_ns;
+            wait.end_ns = pending.call.end_ns;
+            wait.device_id = *device;
+            wait.stream_id = pending.kind == trace::SyncKind::stream_synchronize && pending.stream && *pending.stream >= 0
+                                 ? sink_.stream(*device, static_cast<std::uint64_t>(*pending.stream))
+                                 : 0;
+            wait.correlation_id = pending.call.correlation_id;
+            wait.kind = pending.kind;
+            sink_.sync(wait);
+        }
+        sink_.note(fmt::format("{} synchronizations from the synchronizing runtime calls (the trace has no cuda_sync "
+                               "events)",
+                               runtime_syncs_.size()));
+    }
+
     void finish_dialect() override {
+        synchronizations_from_runtime_calls();
         trace::RunInfo& run = sink_.run();
         const ImportOptions& options = sink_.options();
         run.rank = options.rank.value_or(distributed_rank_.value_or(0));
@@ -330,6 +388,14 @@ private:
     trace::TimeNs span_end_ = std::numeric_limits<trace::TimeNs>::min();
     std::map<std::int64_t, std::string> process_names_;
     std::set<trace::StreamId> nccl_streams_;
+    struct RuntimeSync {
+        trace::ApiEvent call;
+        trace::SyncKind kind;
+        std::optional<std::int64_t> device, stream;
+    };
+    std::vector<RuntimeSync> runtime_syncs_;
+    bool cuda_sync_seen_ = false;
+    std::set<trace::DeviceId> gpu_devices_;
     std::set<std::pair<trace::StringId, std::uint32_t>> used_categories_;
 };
 

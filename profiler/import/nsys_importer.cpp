@@ -191,8 +191,9 @@ public:
         return statement_.column_text(position);
     }
     [[noreturn]] void fail(const std::string& what, TraceErrorKind kind = TraceErrorKind::bad_value) const {
-        throw TraceError(kind, path_, fmt::format("table {} row {}: {}", table_, rowid(), what));
+        throw TraceError(kind, path_, where(what));
     }
+    std::string where(const std::string& what) const { return fmt::format("table {} row {}: {}", table_, rowid(), what); }
     const std::string& table() const { return table_; }
 
 private:
@@ -248,13 +249,11 @@ private:
         while (list.next_row()) tables_.insert(list.column_text(0));
     }
 
-    // A bad row: an error, or skipped and counted with ImportOptions::skip_invalid_events.
+    // A bad row: skipped and counted with where it was, or an error under ImportOptions::strict.
     bool reject(const TableScan& scan, std::string_view reason, const std::string& what) {
-        if (sink_.options().skip_invalid_events) {
-            sink_.skip(fmt::format("{}: {}", scan.table(), reason));
-            return false;
-        }
-        scan.fail(what);
+        if (sink_.options().strict) scan.fail(what);
+        sink_.invalid(fmt::format("{}: {}", scan.table(), reason), scan.where(what));
+        return false;
     }
 
     // A row's size in bytes; a negative one is rejected (nullopt: skip the row).

@@ -64,7 +64,9 @@ bool folder_writable(const std::string& input) {
 }
 
 // The cached file is a finished import of exactly this input.
-bool cache_matches(const std::string& cache, const SourceStamp& stamp) {
+// `strict`: only an import that skipped no invalid event will do. `invalid_summary`
+// receives the import's line about what it skipped.
+bool cache_matches(const std::string& cache, const SourceStamp& stamp, bool strict, std::string& invalid_summary) {
     std::error_code error;
     if (!std::filesystem::exists(cache, error)) return false;
     try {
@@ -85,6 +87,9 @@ bool cache_matches(const std::string& cache, const SourceStamp& stamp) {
             }
         }
         sqlite3_finalize(statement);
+        invalid_summary = values[import_metadata_key::invalid_summary];
+        const std::string invalid = values[import_metadata_key::invalid_events];
+        if (strict && !invalid.empty() && invalid != "0") return false;
         // An import by an older ember lacks what newer schemas hold (collective_calls): redo it.
         return values[store::metadata_key::schema_version] == std::to_string(store::kSchemaVersion) &&
                values[import_metadata_key::source_path] == stamp.absolute_path &&
@@ -133,7 +138,7 @@ OpenedTrace open_trace(const std::string& path, const OpenTraceOptions& options)
     // A valid cache anywhere it may be is reused.
     for (CachePlace place : places) {
         std::string cache = cache_path_for(path, place);
-        if (cache_matches(cache, stamp)) {
+        if (cache_matches(cache, stamp, options.import.strict, opened.invalid_summary)) {
             opened.path = cache;
             opened.reused = true;
             if (options.on_import) options.on_import(opened);
@@ -159,6 +164,7 @@ OpenedTrace open_trace(const std::string& path, const OpenTraceOptions& options)
         }
         opened.path = cache;
         opened.imported = true;
+        opened.invalid_summary = opened.import->counts.invalid_summary();
         if (options.on_import) options.on_import(opened);
         return opened;
     }
@@ -177,10 +183,13 @@ std::string describe_opened(const std::string& input, const OpenedTrace& opened)
         if (file.counts.unlinked_gpu_events > 0)
             line += fmt::format("; {} GPU events have no launching call in the file (kept)", file.counts.unlinked_gpu_events);
         for (const std::string& note : file.counts.notes) line += "; " + note;
+        if (!opened.invalid_summary.empty()) line += "; " + opened.invalid_summary;
         return line;
     }
-    return fmt::format("reading {} through its import {} ({}; imported again when the file changes)", input, opened.path,
-                       source_format_name(opened.format));
+    std::string line = fmt::format("reading {} through its import {} ({}; imported again when the file changes)", input,
+                                   opened.path, source_format_name(opened.format));
+    if (!opened.invalid_summary.empty()) line += "; " + opened.invalid_summary;
+    return line;
 }
 
 }  // namespace ember::importing

@@ -217,6 +217,8 @@ constexpr IntegerArgument kIntegerArguments[] = {
     {"registers per thread", &TraceEventArgs::registers_per_thread},
     {"registers_per_thread", &TraceEventArgs::registers_per_thread},
     {"Seq", &TraceEventArgs::sequence},
+    {"cuda_event_id", &TraceEventArgs::cuda_event_id},
+    {"wait_on_cuda_event_id", &TraceEventArgs::cuda_event_id},
     {"Group size", &TraceEventArgs::group_size},
     {"In msg nelems", &TraceEventArgs::in_elements},
     {"Out msg nelems", &TraceEventArgs::out_elements},

@@ -51,6 +51,8 @@ struct TraceEventArgs {
     std::optional<std::int64_t> in_elements;          // "In msg nelems"
     std::optional<std::int64_t> out_elements;         // "Out msg nelems"
     std::optional<std::int64_t> sequence;             // "Seq"
+    // Kineto's cuda_sync events: the CUDA event an event sync / stream wait waits for.
+    std::optional<std::int64_t> cuda_event_id;        // "wait_on_cuda_event_id" / "cuda_event_id"
     std::string_view collective_name;  // "Collective name"
     std::string_view group_name;       // "Process Group Name"
     std::string_view group_desc;       // "Process Group Description"

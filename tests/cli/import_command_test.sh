@@ -3,8 +3,9 @@
 # them: synth -> export chrome -> import gives the same kernel/API/NVTX tables; stats,
 # export and merge read a Chrome/Kineto file directly, say once that they imported it,
 # reuse the import the second time, and import again when the file changes; bad input
-# is one line naming the file, exit 2, and no output left behind. With ../shared the
-# real Kineto and nsys traces import too.
+# is one line naming the file, exit 2, and no output left behind; an event that cannot
+# be placed is skipped and named, or refused with --strict. With ../shared the real
+# Kineto and nsys traces import too.
 set -u
 ember="$1"
 shared="$2"
@@ -53,6 +54,28 @@ grep -q "ember import: .*cut.json.*byte" "$work/err4" || fail "error does not na
 ls -a "$work" | grep -q "importing" && fail "a failed import left a temporary"
 "$ember" stats "$work/cut.json" 2>/dev/null; [ $? = 2 ] || fail "stats on a truncated file: expected exit 2"
 "$ember" import "$work/s.chrome.json" --format nope 2>/dev/null; [ $? = 2 ] || fail "bad --format: expected exit 2"
+
+# A trace with an event ember cannot place (PyTorch's context sync once was one; here a
+# kernel on stream -1): read anyway, the skip named on stderr with the element and byte;
+# --strict refuses it (exit 2), also when a lenient read left its import cached.
+cat > "$work/odd.json" <<'JSON'
+{"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "lost", "pid": 0, "tid": -1, "ts": 20, "dur": 5, "args": {"device": 0, "stream": -1}},
+  {"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": 0, "ts": 30, "dur": 2,
+   "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 5, "device": 0, "context": 1}}
+]}
+JSON
+"$ember" stats "$work/odd.json" --report kernels > "$work/odd.out" 2> "$work/odd.err" || fail "stats of a trace with an odd event: exit $?"
+grep -q "skipped 1 event that breaks the format's rules: 1 x GPU event on an impossible device or stream (first: traceEvents element #1 at byte" "$work/odd.err" \
+  || fail "the skip is not named: $(cat "$work/odd.err")"
+"$ember" stats "$work/odd.json" --report kernels > /dev/null 2> "$work/odd2.err" || fail "second stats"
+grep -q "through its import.*skipped 1 event" "$work/odd2.err" || fail "the reused import does not say what it skipped: $(cat "$work/odd2.err")"
+"$ember" stats --strict "$work/odd.json" --report kernels > /dev/null 2> "$work/odd3.err"; status=$?
+[ $status = 2 ] || fail "--strict read the odd trace: exit $status"
+grep -q "odd.json.*element #1" "$work/odd3.err" || fail "--strict does not name the element: $(cat "$work/odd3.err")"
+"$ember" import --strict "$work/odd.json" -o "$work/odd.db" 2>/dev/null; [ $? = 2 ] || fail "import --strict: expected exit 2"
+"$ember" import "$work/odd.json" -o "$work/odd.db" | grep -q "skipped 1 event" || fail "import does not say what it skipped"
 
 # Real traces, when ../shared is there.
 if [ -d "$shared/kineto" ]; then

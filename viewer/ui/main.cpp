@@ -227,6 +227,7 @@ struct ViewOptions {
     std::string diff_row;
     // The other modes.
     bool bench = false, watch = false;
+    bool strict = false;  // refuse traces with events that break their format
     long long attach_pid = 0;
 };
 
@@ -271,6 +272,8 @@ void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_flag("--bench", options.bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
     cli.add_option("--attach", options.attach_pid, "watch the trace a running process is recording");
     cli.add_flag("--watch", options.watch, "reload the files as they grow (a recording in progress)");
+    cli.add_flag("--strict", options.strict,
+                 "refuse a trace with events that break its format instead of skipping and counting them");
 }
 
 // --- Run -----------------------------------------------------------------------
@@ -527,6 +530,7 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
         // Kineto JSON, nsys SQLite exports and Chrome traces are imported (once,
         // cached) and shown like our own recordings.
         ember::importing::OpenTraceOptions open_options;
+        open_options.import.strict = options.strict;
         const std::vector<std::string> inputs = options.files;
         for (std::string& file : options.files) {
             const std::string input = file;

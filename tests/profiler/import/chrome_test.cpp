@@ -306,14 +306,14 @@ TEST(ChromeGeneric, EveryHostEventOfARenamedThreadLandsOnOneThread) {
     EXPECT_EQ(reader.threads().size(), 1u);
 }
 
-TEST(ChromeGeneric, AnEndWithoutABeginIsAnErrorOrCountedWhenAsked) {
+TEST(ChromeGeneric, AnEndWithoutABeginIsCountedOrAnErrorWhenStrict) {
     TempDir dir;
     import_test::write_file(dir.path("e.json"), R"({"traceEvents": [
       {"ph": "X", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
       {"ph": "E", "pid": 1, "tid": 1, "ts": 5}]})");
     try {
-        importing::import_file(dir.path("e.json"), dir.path("e.db"));
-        FAIL() << "an E with no B imported";
+        import_test::import_strict(dir.path("e.json"), dir.path("e.db"));
+        FAIL() << "an E with no B imported under --strict";
     } catch (const store::TraceError& error) {
         EXPECT_EQ(error.kind(), store::TraceErrorKind::bad_value);
         std::string message = error.what();
@@ -323,7 +323,8 @@ TEST(ChromeGeneric, AnEndWithoutABeginIsAnErrorOrCountedWhenAsked) {
     }
     importing::ImportedFile imported = import_test::import_skipping_invalid(dir.path("e.json"), dir.path("e.db"));
     EXPECT_EQ(imported.counts.ranges, 1);
-    EXPECT_EQ(imported.counts.skipped.at("\"E\" without a \"B\""), 1);
+    EXPECT_EQ(imported.counts.invalid.at("\"E\" without a \"B\"").count, 1);
+    EXPECT_NE(imported.counts.invalid_summary().find("element #1"), std::string::npos) << imported.counts.invalid_summary();
 }
 
 }  // namespace

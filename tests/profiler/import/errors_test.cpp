@@ -48,11 +48,26 @@ Failure expect_import_failure(const TempDir& dir, const std::string& input, cons
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Imports the nsys fixture after `sql` has changed it; the import must fail.
+importing::ImportOptions strict() {
+    importing::ImportOptions options;
+    options.strict = true;
+    return options;
+}
+
+// The nsys fixture with `sql` applied, imported under ImportOptions::strict: the failure.
 Failure nsys_fixture_failure(const std::string& sql) {
     TempDir dir;
     import_test::write_nsys_fixture(dir.path("r.sqlite"));
     import_test::exec_sql(dir.path("r.sqlite"), sql);
-    return expect_import_failure(dir, dir.path("r.sqlite"));
+    return expect_import_failure(dir, dir.path("r.sqlite"), strict());
+}
+
+// The same, imported as the reading commands do: the row skipped, counted and named.
+importing::ImportCounts nsys_fixture_lenient(const std::string& sql) {
+    TempDir dir;
+    import_test::write_nsys_fixture(dir.path("r.sqlite"));
+    import_test::exec_sql(dir.path("r.sqlite"), sql);
+    return importing::import_file(dir.path("r.sqlite"), dir.path("r.db")).counts;
 }
 
 importing::ImportOptions as_chrome() {
@@ -116,19 +131,24 @@ TEST(ImportErrors, TruncatedJsonSaysWhereItEnds) {
     EXPECT_TRUE(contains(failure.message, "ends at byte " + std::to_string(json.size()))) << failure.message;
 }
 
-TEST(ImportErrors, NegativeDurationIsAnErrorOrSkippedWhenAsked) {
+TEST(ImportErrors, NegativeDurationIsSkippedAndNamedOrAnErrorWhenStrict) {
     TempDir dir;
     std::string json = R"({"schemaVersion": 1, "traceEvents": [
       {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": -5, "args": {"device": 0, "stream": 7}}]})";
     import_test::write_file(dir.path("negative.json"), json);
-    Failure failure = expect_import_failure(dir, dir.path("negative.json"));
+    Failure failure = expect_import_failure(dir, dir.path("negative.json"), strict());
     EXPECT_EQ(failure.kind, TraceErrorKind::bad_value);
     EXPECT_TRUE(contains(failure.message, "negative duration (-5000 ns)")) << failure.message;
     EXPECT_TRUE(contains(failure.message, "element #0 at byte " + std::to_string(json.find("{\"ph\"")))) << failure.message;
     importing::ImportedFile imported =
         import_test::import_skipping_invalid(dir.path("negative.json"), dir.path("out.db"));
     EXPECT_EQ(imported.counts.kernels, 0);
-    EXPECT_EQ(imported.counts.skipped.at("negative duration"), 1);
+    ASSERT_EQ(imported.counts.invalid.count("negative duration"), 1u);
+    EXPECT_EQ(imported.counts.invalid.at("negative duration").count, 1);
+    const std::string summary = imported.counts.invalid_summary();
+    EXPECT_TRUE(contains(summary, "skipped 1 event that breaks the format's rules: 1 x negative duration (first: "
+                                  "traceEvents element #0 at byte " + std::to_string(json.find("{\"ph\"")))) << summary;
+    EXPECT_TRUE(contains(summary, "--strict")) << summary;
 }
 
 TEST(ImportErrors, JsonThatIsNotATrace) {
@@ -185,6 +205,12 @@ TEST(ImportErrors, AnIdThatPointsNowhereNamesTableAndRow) {
 
     Failure domain = nsys_fixture_failure("UPDATE NVTX_EVENTS SET domainId = 42 WHERE text = 'inner';");
     EXPECT_TRUE(contains(domain.message, "table NVTX_EVENTS row 5: domainId 42 names no domain")) << domain.message;
+
+    // Without --strict the row is skipped, counted and named.
+    const importing::ImportCounts counts = nsys_fixture_lenient("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 3;");
+    EXPECT_EQ(counts.invalid_total(), 1);
+    EXPECT_TRUE(contains(counts.invalid_summary(), "table CUPTI_ACTIVITY_KIND_RUNTIME row 3: nameId 999 is not in StringIds"))
+        << counts.invalid_summary();
 }
 
 TEST(ImportErrors, NsysNegativeDurationAndWrongTypesNameTheRow) {

@@ -31,11 +31,17 @@ inline importing::ImportedFile import_detected(const std::string& input, const s
     return importing::import_file(input, output);
 }
 
-// Imports `input` into `output` with skip_invalid_events: the events that break a rule
-// are counted in counts.skipped instead of failing the import.
+// Imports `input` into `output` as every reading command does: the events that break a
+// rule are skipped and counted in counts.invalid instead of failing the import.
 inline importing::ImportedFile import_skipping_invalid(const std::string& input, const std::string& output) {
+    return importing::import_file(input, output);
+}
+
+// Imports `input` into `output` with ImportOptions::strict: the first event that breaks a
+// rule is an error.
+inline importing::ImportedFile import_strict(const std::string& input, const std::string& output) {
     importing::ImportOptions options;
-    options.skip_invalid_events = true;
+    options.strict = true;
     return importing::import_file(input, output, options);
 }
 

@@ -3,7 +3,9 @@
 // API calls on their threads linked by correlation id, host ranges nested by time,
 // ProfilerStep#N as ember's step, the DataLoader wait, NCCL on a "nccl" stream,
 // unlinked GPU events kept and counted, the top-level keys wherever they are, exact
-// nanoseconds, gzip, the 2021 category names, and nesting that spills to disk.
+// nanoseconds, gzip, the 2021 category names, nesting that spills to disk, cuda_sync
+// events (and the synchronizing calls where there are none), and events that cannot be
+// placed skipped and named (refused under strict).
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
@@ -277,6 +279,87 @@ TEST(KinetoTimes, FractionalMicrosecondsAreExactNanoseconds) {
     EXPECT_EQ(ranges.at("b").event.end_ns, 1'502'250);
     EXPECT_EQ(ranges.at("c").event.start_ns, 123'456);
     EXPECT_EQ(ranges.at("c").event.end_ns, 123'456);
+}
+
+// PyTorch 2.x's cuda_sync events: a context sync (stream -1) waits for the whole device
+// (stream 0, as ember's collector records it), a stream sync on its stream, an event
+// sync with the CUDA event it waited for. With cuda_sync events in the file, the
+// synchronizing runtime calls are only calls.
+TEST(KinetoSync, CudaSyncEventsAreSynchronizations) {
+    TempDir dir;
+    import_test::write_file(dir.path("s.json"), R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 9, "tid": 9, "ts": 100, "dur": 50,
+       "args": {"correlation": 11}},
+      {"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": 0, "ts": 101, "dur": 48,
+       "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 11, "device": 0, "context": 1}},
+      {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 200, "dur": 20,
+       "args": {"cuda_sync_kind": "Stream Sync", "stream": 7, "correlation": 12, "device": 0, "context": 1}},
+      {"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": 0, "tid": 0, "ts": 300, "dur": 5,
+       "args": {"cuda_sync_kind": "Event Sync", "wait_on_stream": -1, "wait_on_cuda_event_id": 42,
+                "wait_on_cuda_event_record_corr_id": 10, "stream": -1, "correlation": 13, "device": 0, "context": 1}}
+    ]})");
+    const importing::ImportedFile imported = importing::import_file(dir.path("s.json"), dir.path("s.db"));
+    EXPECT_TRUE(imported.counts.invalid.empty()) << imported.counts.invalid_summary();
+    store::TraceReader reader(dir.path("s.db"));
+    const auto syncs = all_events(reader, &store::TraceReader::for_each_sync);
+    ASSERT_EQ(syncs.size(), 3u);
+    EXPECT_EQ(syncs[0].kind, trace::SyncKind::context_synchronize);
+    EXPECT_EQ(syncs[0].stream_id, 0u);
+    EXPECT_EQ(syncs[0].correlation_id, 11u);
+    EXPECT_EQ(syncs[1].kind, trace::SyncKind::stream_synchronize);
+    ASSERT_NE(reader.stream(syncs[1].stream_id), nullptr);
+    EXPECT_EQ(reader.stream(syncs[1].stream_id)->cuda_stream_id, 7u);
+    EXPECT_EQ(syncs[2].kind, trace::SyncKind::event_synchronize);
+    EXPECT_EQ(syncs[2].cuda_event_id, 42u);
+    EXPECT_EQ(syncs[2].start_ns, 300'000);
+}
+
+// Older traces have no cuda_sync events: the synchronizing runtime calls are the waits,
+// on the trace's one GPU.
+TEST(KinetoSync, RuntimeCallsStandInWhereNoCudaSyncExists) {
+    TempDir dir;
+    import_test::write_file(dir.path("r.json"), R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": 10, "dur": 5,
+       "args": {"device": 2, "stream": 7, "correlation": 1}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 9, "tid": 9, "ts": 20, "dur": 30,
+       "args": {"correlation": 2}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 60, "dur": 3,
+       "args": {"correlation": 3}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 9, "tid": 9, "ts": 70, "dur": 8,
+       "args": {"correlation": 4}}
+    ]})");
+    const importing::ImportedFile imported = importing::import_file(dir.path("r.json"), dir.path("r.db"));
+    store::TraceReader reader(dir.path("r.db"));
+    const auto syncs = all_events(reader, &store::TraceReader::for_each_sync);
+    ASSERT_EQ(syncs.size(), 2u);
+    EXPECT_EQ(syncs[0].kind, trace::SyncKind::stream_synchronize);
+    EXPECT_EQ(syncs[0].device_id, 2);
+    EXPECT_EQ(syncs[0].start_ns, 20'000);
+    EXPECT_EQ(syncs[0].end_ns, 50'000);
+    EXPECT_EQ(syncs[0].correlation_id, 2u);
+    EXPECT_EQ(syncs[1].kind, trace::SyncKind::context_synchronize);
+    EXPECT_EQ(syncs[1].stream_id, 0u);
+    ASSERT_EQ(imported.counts.notes.size(), 1u);
+    EXPECT_NE(imported.counts.notes[0].find("2 synchronizations from the synchronizing runtime calls"), std::string::npos);
+}
+
+// A GPU event ember cannot place (a kernel on stream -1) is skipped, counted and named by
+// default; --strict refuses the file, naming the element and its byte.
+TEST(KinetoSync, AnUnplaceableEventIsSkippedOrRefusedWhenStrict) {
+    TempDir dir;
+    const std::string json = R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "lost", "pid": 0, "tid": -1, "ts": 20, "dur": 5, "args": {"device": 0, "stream": -1}}
+    ]})";
+    import_test::write_file(dir.path("k.json"), json);
+    const importing::ImportedFile imported = importing::import_file(dir.path("k.json"), dir.path("k.db"));
+    EXPECT_EQ(imported.counts.kernels, 1);
+    EXPECT_EQ(imported.counts.invalid_total(), 1);
+    const std::string summary = imported.counts.invalid_summary();
+    EXPECT_NE(summary.find("element #1 at byte " + std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"lost\""))),
+              std::string::npos) << summary;
+    EXPECT_EQ(import_test::run_metadata(dir.path("k.db"), importing::import_metadata_key::invalid_events), "1");
+    EXPECT_THROW(import_test::import_strict(dir.path("k.json"), dir.path("k2.db")), store::TraceError);
 }
 
 // Thousands of ranges in shuffled order, nested three deep per group: the nesting

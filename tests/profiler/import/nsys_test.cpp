@@ -371,20 +371,22 @@ TEST(Nsys, ACpuSideTableWithoutAColumnItNeedsIsCountedNotFatal) {
     EXPECT_EQ(imported.counts.skipped.at("COMPOSITE_EVENTS rows (not imported)"), 4);
 }
 
-TEST(Nsys, ASampleSymbolThatPointsNowhereNamesTableAndRow) {
+TEST(Nsys, ASampleSymbolThatPointsNowhereIsSkippedOrUnderStrictNamesTableAndRow) {
     TempDir dir;
     write_cpu_side_fixture(dir);
     import_test::exec_sql(dir.path("r.sqlite"), "UPDATE SAMPLING_CALLCHAINS SET symbol = 999 WHERE id = 2 AND stackDepth = 0;");
     try {
-        importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
-        FAIL() << "imported a symbol id that points nowhere";
+        import_test::import_strict(dir.path("r.sqlite"), dir.path("r.db"));
+        FAIL() << "imported a symbol id that points nowhere under --strict";
     } catch (const store::TraceError& error) {
         EXPECT_NE(std::string(error.what()).find("table SAMPLING_CALLCHAINS row"), std::string::npos) << error.what();
         EXPECT_NE(std::string(error.what()).find("symbol 999 is not in StringIds"), std::string::npos) << error.what();
     }
     importing::ImportedFile imported = import_test::import_skipping_invalid(dir.path("r.sqlite"), dir.path("r.db"));
     EXPECT_EQ(imported.counts.stack_samples, 2);
-    EXPECT_EQ(imported.counts.skipped.at("SAMPLING_CALLCHAINS: string id not in StringIds"), 1);
+    const auto& invalid = imported.counts.invalid.at("SAMPLING_CALLCHAINS: string id not in StringIds");
+    EXPECT_EQ(invalid.count, 1);
+    EXPECT_NE(invalid.first.find("table SAMPLING_CALLCHAINS row"), std::string::npos) << invalid.first;
 }
 
 }  // namespace

@@ -198,6 +198,8 @@ struct KinetoTruth {
     std::int64_t gpu_events = 0;  // kernels, copies, memsets
     std::int64_t steps = 0;
     std::set<std::int64_t> nccl_streams;
+    std::int64_t cuda_syncs = 0;             // cuda_sync events
+    std::int64_t synchronizing_calls = 0;    // cudaDeviceSynchronize, cudaStreamSynchronize, ... runtime calls
 };
 
 // What the JSON holds, read with another parser. Kernel durations have at most three
@@ -222,6 +224,13 @@ KinetoTruth kineto_truth(const std::string& path) {
             ++truth.gpu_events;
         }
         if (name.rfind("ProfilerStep#", 0) == 0 && category != "gpu_user_annotation") ++truth.steps;
+        if (category == "cuda_sync") ++truth.cuda_syncs;
+        static const std::set<std::string> synchronizing = {
+            "cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize", "cudaStreamSynchronize",
+            "cuStreamSynchronize",   "cudaEventSynchronize",  "cuEventSynchronize"};
+        if ((category == "cuda_runtime" || category == "Runtime" || category == "cuda_driver" || category == "Driver") &&
+            synchronizing.count(name))
+            ++truth.synchronizing_calls;
     }
     return truth;
 }
@@ -262,6 +271,14 @@ TEST_P(KinetoRealTrace, KernelCountAndTimeEqualTheJson) {
     }
     EXPECT_EQ(nccl_streams, truth.nccl_streams);
     EXPECT_EQ(imported.counts.nccl_kernels > 0, !truth.nccl_streams.empty());
+    // Synchronizations: the cuda_sync events, else (these traces have none) one per
+    // synchronizing runtime call, each at its call's time with its correlation.
+    EXPECT_EQ(truth.cuda_syncs, 0);
+    EXPECT_EQ(reader.event_count("synchronizations"), truth.synchronizing_calls);
+    EXPECT_EQ(import_test::count_rows(output, "SELECT COUNT(*) FROM synchronizations s JOIN api_calls a ON "
+                                              "a.correlation_id = s.correlation_id AND a.start_ns = s.start_ns AND "
+                                              "a.end_ns = s.end_ns"),
+              truth.synchronizing_calls);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, KinetoRealTrace,
