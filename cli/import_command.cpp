@@ -55,7 +55,7 @@ void run_import(const ImportCommandOptions& command) {
     importing::ImportOptions options;
     auto format = importing::parse_source_format(command.format);
     if (!format || *format == importing::SourceFormat::ember)
-        fail_command("import", "unknown --format '" + command.format + "' (auto, kineto, nsys, chrome)");
+        fail_command("import", "unknown --format '" + command.format + "' (auto, kineto, nsys, nvprof, chrome)");
     options.format = *format;
     if (command.kernel_names == "demangled") options.kernel_names = importing::KernelNameStyle::demangled;
     else if (command.kernel_names == "short") options.kernel_names = importing::KernelNameStyle::short_name;
@@ -85,17 +85,18 @@ void run_import(const ImportCommandOptions& command) {
 void add_import_command(CLI::App& app) {
     auto command = std::make_shared<ImportCommandOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "import", "Turn PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports and Chrome traces into ember "
-                  "traces (the reading commands also import on the fly)");
+        "import", "Turn PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports, nvprof databases and Chrome "
+                  "traces into ember traces (the reading commands also import on the fly)");
     cmd->add_option("files", command->inputs,
-                    "inputs (plain or .gz JSON, nsys `export --type sqlite` files); several inputs of one job "
+                    "inputs (plain or .gz JSON, nsys `export --type sqlite` files, nvprof .nvvp/.prof files); several "
+                    "inputs of one job "
                     "become one job file")
         ->required();
     cmd->add_option("-o,--output", command->output,
                     "output trace (default: the first input's name with .db, beside it)");
-    cmd->add_option("--format", command->format, "auto (default: from the content), kineto, nsys or chrome");
+    cmd->add_option("--format", command->format, "auto (default: from the content), kineto, nsys, nvprof or chrome");
     cmd->add_option("--kernel-names", command->kernel_names,
-                    "nsys kernel names: demangled (default, as nsys stats), short or mangled");
+                    "nsys and nvprof kernel names: demangled (default, as nsys stats), short or mangled");
     cmd->add_option("--rank", command->rank, "the rank of a single input (nsys exports record none)");
     cmd->add_flag("--per-rank", command->per_rank,
                   "several inputs: one trace per input (OUT.rank<i>.db) instead of one job file");

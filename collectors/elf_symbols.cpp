@@ -2,6 +2,7 @@
 #include "collectors/elf_symbols.h"
 
 #include "common/os.h"
+#include "common/text.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -217,15 +218,7 @@ struct ElfSymbolizer::ElfFile {
     }
 };
 
-std::string demangle_symbol(const char* name) {
-    if (!name) return "";
-    int status = 0;
-    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    if (status != 0 || !readable) return name;
-    std::string result(readable);
-    std::free(readable);
-    return result;
-}
+std::string demangle_symbol(const char* name) { return text::demangled(name); }
 
 ElfSymbolizer::ElfSymbolizer() = default;
 ElfSymbolizer::ElfSymbolizer(pid_t pid) : pid_(pid) {}

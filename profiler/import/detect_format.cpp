@@ -56,6 +56,9 @@ SourceFormat sqlite_format(const std::string& path) {
         sqlite3_finalize(statement);
         if (application_id == store::kApplicationId) return SourceFormat::ember;
     }
+    // nvprof: names in StringTable, a Version table, CUPTI's activity tables.
+    if (tables.count("StringTable") && (tables.count("Version") || tables.count("CUPTI_ACTIVITY_KIND_RUNTIME")))
+        return SourceFormat::nvprof;
     for (const std::string& table : tables) {
         if (table == "StringIds" || table == "EXPORT_META_DATA" || table == "META_DATA_EXPORT" ||
             table == "NVTX_EVENTS" || table == "TARGET_INFO_SESSION_START_TIME" || table == "COMPOSITE_EVENTS" ||
@@ -64,7 +67,7 @@ SourceFormat sqlite_format(const std::string& path) {
         }
     }
     throw TraceError(TraceErrorKind::not_a_trace, path,
-                     "an SQLite file that is neither an ember trace nor an Nsight Systems export");
+                     "an SQLite file that is neither an ember trace, an Nsight Systems export nor an nvprof database");
 }
 
 bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
@@ -112,8 +115,8 @@ SourceFormat detect_format(const std::string& path) {
             hint = "; export an Nsight Systems report first: nsys export --type sqlite FILE";
         }
         throw TraceError(TraceErrorKind::not_a_trace, path,
-                         fmt::format("not a trace: neither SQLite (an ember trace, an Nsight Systems export) nor JSON "
-                                     "(Kineto, Chrome){}",
+                         fmt::format("not a trace: neither SQLite (an ember trace, an Nsight Systems export, an nvprof "
+                                     "database) nor JSON (Kineto, Chrome){}",
                                      hint));
     }
     static constexpr std::string_view kKinetoMarkers[] = {

@@ -27,6 +27,7 @@ const char* source_format_name(SourceFormat format) {
         case SourceFormat::auto_detect: return "auto";
         case SourceFormat::kineto: return "kineto";
         case SourceFormat::nsys: return "nsys";
+        case SourceFormat::nvprof: return "nvprof";
         case SourceFormat::chrome: return "chrome";
         case SourceFormat::ember: return "ember";
     }
@@ -34,7 +35,8 @@ const char* source_format_name(SourceFormat format) {
 }
 
 std::optional<SourceFormat> parse_source_format(std::string_view text) {
-    for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::chrome,
+    for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::nvprof,
+                                SourceFormat::chrome,
                                 SourceFormat::ember}) {
         if (text == source_format_name(format)) return format;
     }
@@ -117,6 +119,7 @@ ImportedFile import_file(const std::string& input, const std::string& output, co
             case SourceFormat::kineto: import_kineto_json(sink); break;
             case SourceFormat::chrome: import_chrome_json(sink); break;
             case SourceFormat::nsys: import_nsys_sqlite(sink); break;
+            case SourceFormat::nvprof: import_nvprof_sqlite(sink); break;
             default: throw TraceError(TraceErrorKind::not_a_trace, input, "no importer for this format");
         }
         result.counts = sink.finish(output);
@@ -208,7 +211,7 @@ std::string default_output_path(const std::string& input) {
         strip(".pt.trace");
         stripped = true;
     }
-    stripped = strip(".sqlite") || strip(".sqlite3") || stripped;
+    stripped = strip(".sqlite") || strip(".sqlite3") || strip(".nvvp") || strip(".prof") || stripped;
     // An input already named .db keeps its name apart from the output's.
     if (!stripped && strip(".db")) return stem + ".ember.db";
     std::string output = stem + ".db";

@@ -42,11 +42,12 @@ enum class SourceFormat {
     auto_detect,  // look at the content
     kineto,       // PyTorch profiler / Kineto JSON (`*.pt.trace.json[.gz]`)
     nsys,         // Nsight Systems SQLite export (`nsys export --type sqlite`)
+    nvprof,       // nvprof database (`nvprof -o FILE.nvvp`)
     chrome,       // Chrome Trace Event JSON (Perfetto / chrome://tracing, `ember export --format chrome`)
     ember,        // already an ember trace
 };
 
-// "auto", "kineto", "nsys", "chrome", "ember".
+// "auto", "kineto", "nsys", "nvprof", "chrome", "ember".
 const char* source_format_name(SourceFormat format);
 std::optional<SourceFormat> parse_source_format(std::string_view text);
 

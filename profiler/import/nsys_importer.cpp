@@ -4,14 +4,13 @@
 // An export has one table per kind of activity, created only when there was such
 // activity, and NVIDIA adds columns and ENUM_* tables between versions. So nothing
 // is assumed: the tables present are listed, each table's columns are read with
-// PRAGMA table_info, a missing required column is an error naming the table, and
-// an optional one is simply not used. Timestamps are integer ns from the session
+// PRAGMA table_info (sqlite_table_scan.h), a missing required column is an error
+// naming the table, and an optional one is simply not used. Timestamps are integer ns from the session
 // start; TARGET_INFO_SESSION_START_TIME.utcEpochNs is that start's wall time
 // (ranks of one job line up through it). globalTid packs pid and tid:
 // pid = (globalTid >> 24) & 0xFFFFFF, tid = globalTid & 0xFFFFFF.
 //
 // Index:
-//   [SECTION] Reading tables whose columns vary
 //   [SECTION] Strings, enums, threads
 //   [SECTION] Run, devices
 //   [SECTION] CUDA: runtime, kernels, copies, memsets, synchronizations
@@ -22,6 +21,7 @@
 
 #include "profiler/import/decimal_time.h"
 #include "profiler/import/gpu_activity.h"
+#include "profiler/import/cupti_rows.h"
 #include "profiler/store/sqlite_util.h"
 
 #include <fmt/format.h>
@@ -90,132 +90,13 @@ std::string_view without_version_suffix(std::string_view name) {
     return name.substr(0, at);
 }
 
-// ---------------------------------------------------------------------------
-// [SECTION] Reading tables whose columns vary
-// ---------------------------------------------------------------------------
-
-// One scan of a table with the columns it has. Columns are named at construction
-// (required ones must exist); values are read by the index index_of() gives, -1 for
-// an optional column the table lacks (reads as NULL).
-class TableScan {
+class NsysImporter : private CuptiRows {
 public:
-    TableScan(sqlite3* db, const std::string& path, const std::string& table, std::initializer_list<const char*> required,
-              std::initializer_list<const char*> optional, std::string_view order_by = {})
-        : path_(path), table_(table) {
-        std::set<std::string> present;
-        {
-            store::Statement info(db, path, fmt::format("PRAGMA table_info(\"{}\")", table));
-            while (info.next_row()) present.insert(info.column_text(1));
-        }
-        std::string sql = "SELECT rowid";
-        int position = 1;
-        for (const char* column : required) {
-            if (!present.count(column)) {
-                throw TraceError(TraceErrorKind::missing_table, path,
-                                 fmt::format("table {} has no column {} (an nsys export schema this importer does not "
-                                             "know)",
-                                             table, column));
-            }
-            names_.emplace_back(column);
-            positions_.push_back(position++);
-            sql += fmt::format(", \"{}\"", column);
-        }
-        for (const char* column : optional) {
-            names_.emplace_back(column);
-            if (present.count(column)) {
-                positions_.push_back(position++);
-                sql += fmt::format(", \"{}\"", column);
-            } else {
-                positions_.push_back(-1);
-            }
-        }
-        sql += fmt::format(" FROM \"{}\"", table);
-        // Ordering by columns the table lacks would be an SQL error: only those present count.
-        std::string order;
-        for (std::size_t begin = 0; begin < order_by.size();) {
-            std::size_t comma = order_by.find(',', begin);
-            std::string_view column = order_by.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
-            if (present.count(std::string(column))) order += fmt::format("{}\"{}\"", order.empty() ? "" : ", ", column);
-            begin = comma == std::string_view::npos ? order_by.size() : comma + 1;
-        }
-        if (!order.empty()) sql += " ORDER BY " + order;
-        statement_ = store::Statement(db, path, sql);
-    }
-
-    bool next() {
-        try {
-            return statement_.next_row();
-        } catch (const TraceError& error) {
-            throw TraceError(error.kind(), path_, fmt::format("reading table {}: {}", table_, error.what()));
-        }
-    }
-    int index_of(std::string_view column) const {
-        for (std::size_t i = 0; i < names_.size(); ++i) {
-            if (names_[i] == column) return static_cast<int>(i);
-        }
-        return -1;
-    }
-    bool has(int index) const { return index >= 0 && positions_[static_cast<std::size_t>(index)] >= 0; }
-    std::int64_t rowid() const { return statement_.column_int64(0); }
-    bool is_null(int index) const {
-        return !has(index) || statement_.column_type(positions_[static_cast<std::size_t>(index)]) == SQLITE_NULL;
-    }
-    // An integer column; NULL, text or a real number is an error naming the row.
-    std::int64_t integer(int index) const {
-        if (!has(index)) fail(fmt::format("has no column {}", names_[static_cast<std::size_t>(index)]));
-        int position = positions_[static_cast<std::size_t>(index)];
-        int type = statement_.column_type(position);
-        if (type != SQLITE_INTEGER) {
-            fail(fmt::format("{} is {} where an integer was expected", names_[static_cast<std::size_t>(index)],
-                             type == SQLITE_NULL ? "NULL" : (type == SQLITE_TEXT ? "text" : "not an integer")));
-        }
-        return statement_.column_int64(position);
-    }
-    std::optional<std::int64_t> maybe_integer(int index) const {
-        if (is_null(index)) return std::nullopt;
-        int position = positions_[static_cast<std::size_t>(index)];
-        if (statement_.column_type(position) != SQLITE_INTEGER) return std::nullopt;
-        return statement_.column_int64(position);
-    }
-    std::optional<double> maybe_real(int index) const {
-        if (is_null(index)) return std::nullopt;
-        int position = positions_[static_cast<std::size_t>(index)];
-        int type = statement_.column_type(position);
-        if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) return std::nullopt;
-        return statement_.column_double(position);
-    }
-    std::optional<std::string> maybe_text(int index) const {
-        if (is_null(index)) return std::nullopt;
-        int position = positions_[static_cast<std::size_t>(index)];
-        if (statement_.column_type(position) != SQLITE_TEXT) return std::nullopt;
-        return statement_.column_text(position);
-    }
-    [[noreturn]] void fail(const std::string& what, TraceErrorKind kind = TraceErrorKind::bad_value) const {
-        throw TraceError(kind, path_, where(what));
-    }
-    std::string where(const std::string& what) const { return fmt::format("table {} row {}: {}", table_, rowid(), what); }
-    const std::string& table() const { return table_; }
-
-private:
-    std::string path_;
-    std::string table_;
-    std::vector<std::string> names_;
-    std::vector<int> positions_;
-    store::Statement statement_;
-};
-
-class NsysImporter {
-public:
-    explicit NsysImporter(ImportSink& sink) : sink_(sink), path_(sink.input()) {}
-    ~NsysImporter() {
-        strings_query_ = store::Statement();
-        if (db_ != nullptr) sqlite3_close(db_);
-    }
-    NsysImporter(const NsysImporter&) = delete;
-    NsysImporter& operator=(const NsysImporter&) = delete;
+    explicit NsysImporter(ImportSink& sink) : CuptiRows(sink, "the Nsight Systems export", "the session start") {}
+    ~NsysImporter() { strings_query_ = store::Statement(); }
 
     void run() {
-        open();
+        open_database();
         read_schema();
         read_enums();
         read_run();
@@ -240,40 +121,6 @@ public:
     }
 
 private:
-    bool has_table(const std::string& name) const { return tables_.count(name) != 0; }
-
-    void open() {
-        int result = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
-        if (result != SQLITE_OK) store::throw_sqlite_error(db_, path_, "cannot open the Nsight Systems export", result);
-        store::Statement list(db_, path_, "SELECT name FROM sqlite_master WHERE type = 'table'");
-        while (list.next_row()) tables_.insert(list.column_text(0));
-    }
-
-    // A bad row: skipped and counted with where it was, or an error under ImportOptions::strict.
-    bool reject(const TableScan& scan, std::string_view reason, const std::string& what) {
-        if (sink_.options().strict) scan.fail(what);
-        sink_.invalid(fmt::format("{}: {}", scan.table(), reason), scan.where(what));
-        return false;
-    }
-
-    // A row's size in bytes; a negative one is rejected (nullopt: skip the row).
-    std::optional<std::uint64_t> byte_count(const TableScan& scan, int column) {
-        const std::int64_t bytes = scan.integer(column);
-        if (bytes >= 0) return static_cast<std::uint64_t>(bytes);
-        reject(scan, "negative size", fmt::format("bytes is {}", bytes));
-        return std::nullopt;
-    }
-
-    bool valid_interval(const TableScan& scan, std::int64_t start, std::int64_t end) {
-        if (start > kLargestTimeNs || start < -kLargestTimeNs || end > kLargestTimeNs || end < -kLargestTimeNs) {
-            return reject(scan, "time out of range",
-                          fmt::format("start {} / end {} lies beyond ±146 years of the session start", start, end));
-        }
-        if (end >= start) return true;
-        return reject(scan, "negative duration",
-                      fmt::format("end {} lies before start {} (negative duration)", end, start));
-    }
-
     // ---------------------------------------------------------------------------
     // [SECTION] Strings, enums, threads
     // ---------------------------------------------------------------------------
@@ -411,21 +258,8 @@ private:
         auto found = copy_directions_.find(value);
         if (found != copy_directions_.end()) return found->second;
         if (!copy_directions_.empty()) return trace::MemcpyDirection::unknown;
-        // Schema 2.x (CUDA_MEMCPY_OPER, CUPTI's order): 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH,
-        // 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP.
-        switch (value) {
-            case 1:
-            case 3: return trace::MemcpyDirection::host_to_device;
-            case 2:
-            case 4: return trace::MemcpyDirection::device_to_host;
-            case 5:
-            case 6:
-            case 7:
-            case 8: return trace::MemcpyDirection::device_to_device;
-            case 9: return trace::MemcpyDirection::host_to_host;
-            case 10: return trace::MemcpyDirection::peer_to_peer;
-            default: return trace::MemcpyDirection::unknown;
-        }
+        // Schema 2.x (CUDA_MEMCPY_OPER): CUPTI's order.
+        return cupti_copy_direction(value);
     }
 
     void read_thread_names() {
@@ -593,7 +427,8 @@ private:
             while (scan.next()) {
                 std::optional<std::int64_t> stream = scan.maybe_integer(0), priority = scan.maybe_integer(1);
                 // Stored unsigned by some versions (4294967291 is -5).
-                if (stream && priority) stream_priorities_[*stream] = static_cast<std::int32_t>(static_cast<std::uint32_t>(*priority));
+                if (stream && priority)
+                    stream_priorities_[{kAnyContext, *stream}] = static_cast<std::int32_t>(static_cast<std::uint32_t>(*priority));
             }
         }
     }
@@ -606,34 +441,6 @@ private:
             return std::nullopt;
         }
         return static_cast<trace::DeviceId>(*id);
-    }
-
-    // The ember stream of a GPU row's deviceId / streamId / contextId.
-    std::optional<std::pair<trace::DeviceId, trace::StreamId>> gpu_track(const TableScan& scan, int device_column,
-                                                                          int stream_column, int context_column) {
-        std::int64_t device = scan.integer(device_column);
-        std::int64_t stream = scan.integer(stream_column);
-        if (device < 0 || device > 1'000'000 || stream < 0) {
-            reject(scan, "impossible device or stream",
-                   fmt::format("deviceId {} / streamId {} is not a device and stream", device, stream));
-            return std::nullopt;
-        }
-        auto key = std::make_pair(device, stream);
-        auto found = streams_.find(key);
-        if (found != streams_.end()) return std::make_pair(static_cast<trace::DeviceId>(device), found->second);
-        std::int64_t context = scan.maybe_integer(context_column).value_or(0);
-        auto priority = stream_priorities_.find(stream);
-        trace::StreamId id = sink_.stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream),
-                                          static_cast<std::uint32_t>(context),
-                                          priority != stream_priorities_.end() ? priority->second : 0);
-        if (null_streams_.count({device, stream})) sink_.name_stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream), "default");
-        streams_.emplace(key, id);
-        return std::make_pair(static_cast<trace::DeviceId>(device), id);
-    }
-
-    static trace::CorrelationId correlation_of(const TableScan& scan, int column) {
-        std::optional<std::int64_t> value = scan.maybe_integer(column);
-        return value && *value > 0 ? static_cast<trace::CorrelationId>(*value) : 0;
     }
 
     // ---------------------------------------------------------------------------
@@ -678,10 +485,6 @@ private:
             throw TraceError(TraceErrorKind::missing_table, path_,
                              fmt::format("table {} has no kernel name column (demangledName, shortName or mangledName)", table));
         }
-        auto u32 = [&](int column, std::uint32_t fallback) {
-            std::optional<std::int64_t> v = scan.maybe_integer(column);
-            return v ? static_cast<std::uint32_t>(std::clamp<std::int64_t>(*v, 0, 0xffffffffll)) : fallback;
-        };
         while (scan.next()) {
             std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
@@ -699,31 +502,11 @@ private:
             trace::KernelEvent kernel =
                 gpu_activity<trace::KernelEvent>(start, end, track->second, track->first, correlation_of(scan, 5));
             kernel.name_id = *name;
-            kernel.launch.grid_x = u32(9, 1);
-            kernel.launch.grid_y = u32(10, 1);
-            kernel.launch.grid_z = u32(11, 1);
-            kernel.launch.block_x = u32(12, 1);
-            kernel.launch.block_y = u32(13, 1);
-            kernel.launch.block_z = u32(14, 1);
-            kernel.launch.registers_per_thread = u32(15, 0);
-            kernel.launch.static_shared_bytes = u32(16, 0);
-            kernel.launch.dynamic_shared_bytes = u32(17, 0);
+            kernel.launch = launch_of(scan, 9);
             note_gpu_pid(scan.maybe_integer(18));
             read_graph_ids(scan, 19, kernel);
             sink_.kernel(kernel);
         }
-    }
-
-    // The optional columns graphId (at `graph_column`) and graphNodeId (the next one) of
-    // a kernel, copy or memset run from a CUDA graph: most exports have graphNodeId
-    // only (graphId came in 2025.x). 0, NULL, a negative id or a graphId beyond 32 bits
-    // (CUPTI's type) reads as "none".
-    template <typename Event>
-    void read_graph_ids(const TableScan& scan, int graph_column, Event& event) {
-        std::optional<std::int64_t> graph = scan.maybe_integer(graph_column);
-        if (graph && *graph > 0 && *graph <= 0xffffffffll) event.graph_id = static_cast<trace::GraphId>(*graph);
-        std::optional<std::int64_t> node = scan.maybe_integer(graph_column + 1);
-        if (node && *node > 0) event.graph_node_id = static_cast<trace::GraphNodeId>(*node);
     }
 
     void note_gpu_pid(std::optional<std::int64_t> global_pid) {
@@ -1251,10 +1034,6 @@ private:
         std::string name;
     };
 
-    ImportSink& sink_;
-    std::string path_;
-    sqlite3* db_ = nullptr;
-    std::set<std::string> tables_;
     std::set<std::string> unread_tables_;  // known tables left unread, counted with the reason
     store::Statement strings_query_;
     std::unordered_map<std::int64_t, trace::StringId> names_;
@@ -1262,9 +1041,6 @@ private:
     std::map<trace::DeviceId, trace::DeviceInfo> devices_;
     std::map<std::int64_t, trace::MemoryKind> memory_kinds_;
     std::map<std::int64_t, trace::MemcpyDirection> copy_directions_;
-    std::map<std::pair<std::int64_t, std::int64_t>, trace::StreamId> streams_;
-    std::set<std::pair<std::int64_t, std::int64_t>> null_streams_;
-    std::map<std::int64_t, std::int32_t> stream_priorities_;
     std::map<std::int64_t, std::string> process_names_;
     std::set<std::int64_t> used_pids_;
     std::vector<CategoryName> category_names_;

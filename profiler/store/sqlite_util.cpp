@@ -85,6 +85,12 @@ std::string Statement::column_text(int column) const {
     return text ? std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(size)) : std::string();
 }
 
+std::string Statement::column_blob(int column) const {
+    const void* bytes = sqlite3_column_blob(statement_, column);
+    int size = sqlite3_column_bytes(statement_, column);
+    return bytes ? std::string(static_cast<const char*>(bytes), static_cast<std::size_t>(size)) : std::string();
+}
+
 void bind_payload(Statement& s, int index, const trace::Payload& payload) {
     if (payload.kind == trace::PayloadKind::integer) s.bind(index, payload.integer);
     else if (payload.kind == trace::PayloadKind::real) s.bind(index, payload.real);

@@ -63,6 +63,8 @@ public:
     double column_double(int column) const { return sqlite3_column_double(statement_, column); }
     int column_type(int column) const { return sqlite3_column_type(statement_, column); }
     std::string column_text(int column) const;
+    // The column's bytes as stored (a BLOB's; other types as SQLite converts them).
+    std::string column_blob(int column) const;
 
 private:
     sqlite3_stmt* statement_ = nullptr;

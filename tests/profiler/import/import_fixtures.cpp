@@ -408,4 +408,106 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
     exec_sql(path, sql);
 }
 
+// --- nvprof ----------------------------------------------------------------------------
+
+namespace {
+
+// CUPTI callback ids (cupti_runtime_cbid.h / cupti_driver_cbid.h).
+constexpr int kCudaLaunchKernel = 211;
+constexpr int kCudaMemcpy = 31;
+constexpr int kCudaDeviceSynchronize = 165;
+constexpr int kCuLaunchKernel = 307;
+
+constexpr std::int64_t kHost = kNvprofHostNs;
+constexpr std::int64_t kGpu0Ahead = 5'000'000'000;  // GPU 0 stamps 5 s ahead
+constexpr std::int64_t kGpu1Behind = 2'000'000'000;  // GPU 1 stamps 2 s behind
+
+}  // namespace
+
+void write_nvprof_fixture(const std::string& path) {
+    const std::string thread_blob = "X'A086010078563412'";  // process 100000, thread 0x12345678
+    std::string sql = R"sql(
+CREATE TABLE StringTable (_id_ INTEGER PRIMARY KEY, value TEXT);
+CREATE TABLE Version (version INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_CONTEXT (_id_ INTEGER PRIMARY KEY, contextId INT, deviceId INT, computeApiKind INT, nullStreamId INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_DEVICE (_id_ INTEGER PRIMARY KEY, globalMemoryBandwidth INT, globalMemorySize INT,
+  numMultiprocessors INT, computeCapabilityMajor INT, computeCapabilityMinor INT, id INT, name INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_STREAM (_id_ INTEGER PRIMARY KEY, contextId INT, streamId INT, priority INT, flag INT, correlationId INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (_id_ INTEGER PRIMARY KEY, cbid INT, start INT, end INT, processId INT, threadId INT, correlationId INT, returnValue INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER (_id_ INTEGER PRIMARY KEY, cbid INT, start INT, end INT, processId INT, threadId INT, correlationId INT, returnValue INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (_id_ INTEGER PRIMARY KEY, registersPerThread INT, start INT, end INT,
+  deviceId INT, contextId INT, streamId INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, blockZ INT,
+  staticSharedMemory INT, dynamicSharedMemory INT, correlationId INT, name INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (_id_ INTEGER PRIMARY KEY, copyKind INT, srcKind INT, dstKind INT, flags INT,
+  bytes INT, start INT, end INT, deviceId INT, contextId INT, streamId INT, correlationId INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (_id_ INTEGER PRIMARY KEY, value INT, bytes INT, start INT, end INT, deviceId INT,
+  contextId INT, streamId INT, correlationId INT, memoryKind INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (_id_ INTEGER PRIMARY KEY, type INT, start INT, end INT, correlationId INT,
+  contextId INT, streamId INT, cudaEventId INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MARKER (_id_ INTEGER PRIMARY KEY, flags INT, timestamp INT, id INT, objectKind INT, objectId BLOB, name INT, domain INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MARKER_DATA (_id_ INTEGER PRIMARY KEY, flags INT, id INT, payloadKind INT, payload BLOB, color INT, category INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_NAME (_id_ INTEGER PRIMARY KEY, objectKind INT, objectId BLOB, name INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_OVERHEAD (_id_ INTEGER PRIMARY KEY, overheadKind INT, objectKind INT, objectId BLOB, start INT, end INT);
+CREATE TABLE CUPTI_ACTIVITY_KIND_METRIC (_id_ INTEGER PRIMARY KEY, value INT);
+INSERT INTO Version VALUES (22);
+INSERT INTO StringTable VALUES (0, '-- null --'), (1, 'train.py'), (2, 'Tesla V100-SXM2-16GB'),
+  (3, '_Z7stencilPfS_i'), (4, '_ZN4cuda6kernelIfEEvPT_'), (5, 'forward'), (6, 'layer1'), (7, 'checkpoint'),
+  (8, 'mydomain'), (9, 'main thread');
+INSERT INTO CUPTI_ACTIVITY_KIND_CONTEXT VALUES (1, 1, 0, 1, 7), (2, 2, 1, 1, 13);
+INSERT INTO CUPTI_ACTIVITY_KIND_DEVICE VALUES (1, 898048000, 16945512448, 80, 7, 0, 0, 2), (2, 898048000, 16945512448, 80, 7, 0, 1, 2);
+INSERT INTO CUPTI_ACTIVITY_KIND_STREAM VALUES (1, 1, 7, 0, 0, 0), (2, 1, 14, -2, 0, 0), (3, 2, 13, 0, 0, 0);
+INSERT INTO CUPTI_ACTIVITY_KIND_METRIC VALUES (1, 5), (2, 6);
+)sql";
+    auto host = [](std::int64_t us) { return std::to_string(kHost + us * 1000); };
+    auto gpu0 = [](std::int64_t us) { return std::to_string(kHost + us * 1000 + kGpu0Ahead); };
+    auto gpu1 = [](std::int64_t us) { return std::to_string(kHost + us * 1000 - kGpu1Behind); };
+    // Launches at 100, 200 µs (GPU 0) and 300 µs (GPU 1, driver); a copy at 400 µs; a
+    // device sync at 500 µs; a bad call (ends before it starts) at 600 µs.
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1, {}, {}, {}, 100000, 305419896, 1, 0);\n",
+                       kCudaLaunchKernel, host(100), host(105));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (2, {}, {}, {}, 100000, 305419896, 2, 0);\n",
+                       kCudaLaunchKernel, host(200), host(204));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER VALUES (1, {}, {}, {}, 100000, 305419896, 3, 0);\n",
+                       kCuLaunchKernel, host(300), host(302));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (3, {}, {}, {}, 100000, 305419896, 4, 0);\n",
+                       kCudaMemcpy, host(400), host(450));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (4, {}, {}, {}, 100000, 305419896, 5, 0);\n",
+                       kCudaDeviceSynchronize, host(500), host(520));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (5, 99999, {}, {}, 100000, 305419896, 6, 0);\n",
+                       host(600), host(590));
+    // Kernels: GPU 0 at 110 (10 µs after its launch) and 230; GPU 1 at 303.
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (1, 32, {}, {}, 0, 1, 7, 4, 1, 1, 256, 1, 1, 1024, 0, 1, 3);\n",
+                       gpu0(110), gpu0(150));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (2, 32, {}, {}, 0, 1, 14, 4, 1, 1, 256, 1, 1, 0, 512, 2, 4);\n",
+                       gpu0(230), gpu0(260));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (3, 16, {}, {}, 1, 2, 13, 1, 1, 1, 32, 1, 1, 0, 0, 3, 3);\n",
+                       gpu1(303), gpu1(340));
+    // A pageable HtoD copy on GPU 0 at 405.
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1, 1, 1, 3, 0, 4096, {}, {}, 0, 1, 7, 4);\n",
+                       gpu0(405), gpu0(440));
+    // A memset with no launching call on GPU 1 (its clock still moves with GPU 1's).
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (1, 0, 256, {}, {}, 1, 2, 13, 0, 3);\n", gpu1(350),
+                       gpu1(351));
+    // The device sync: context-wide (stream all ones), on the host's clock.
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (1, 4, {}, {}, 5, 1, 4294967295, 4294967295);\n",
+                       host(501), host(519));
+    // NVTX: push "forward" (domain "mydomain") at 50, push "layer1" at 60, pop at 90,
+    // pop at 560; a mark "checkpoint" at 70 with an int64 payload 42 and a colour.
+    auto marker = [&](int row, int flags, std::int64_t us, int id, int name, int domain) {
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MARKER VALUES ({}, {}, {}, {}, 2, {}, {}, {});\n", row, flags,
+                           host(us), id, thread_blob, name, domain);
+    };
+    marker(1, 2, 50, 1, 5, 8);
+    marker(2, 2, 60, 2, 6, 8);
+    marker(3, 1, 70, 3, 7, 0);
+    marker(4, 4, 90, 2, 0, 8);
+    marker(5, 4, 560, 1, 0, 8);
+    sql += "INSERT INTO CUPTI_ACTIVITY_KIND_MARKER_DATA VALUES (1, 1, 3, 4, X'2A00000000000000', 4278190335, 7);\n";
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_NAME VALUES (1, 1, {}, 1), (2, 2, {}, 9);\n", thread_blob, thread_blob);
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD VALUES (1, 65536, 2, {}, {}, {});\n", thread_blob,
+                       host(700), host(710));
+    exec_sql(path, sql);
+}
+
+
 }  // namespace ember::import_test

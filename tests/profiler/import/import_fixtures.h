@@ -86,4 +86,22 @@ struct NsysFixtureOptions {
 void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& options = {});
 std::int64_t nsys_global_tid(std::int64_t pid, std::int64_t tid);
 
+// --- nvprof --------------------------------------------------------------------------------
+// A two-GPU nvprof database (Version 22), the host clock Unix ns from kNvprofHostNs:
+// process 100000 ("train.py"), thread 0x12345678 ("main thread"); GPU 0 stamps 5 s
+// ahead of the host, GPU 1 2 s behind. Calls (µs after kNvprofHostNs): cudaLaunchKernel
+// [100, 105) corr 1 -> "_Z7stencilPfS_i" on GPU 0 stream 7 (the default stream) at 110
+// (GPU clock) for 40 µs, grid 4 block 256, 32 registers, 1024 static shared bytes;
+// cudaLaunchKernel [200, 204) corr 2 -> "_ZN4cuda6kernelIfEEvPT_" on stream 14
+// (priority -2) at 230 for 30 µs; cuLaunchKernel [300, 302) corr 3 -> the stencil on GPU 1
+// stream 13 at 303 for 37 µs; cudaMemcpy [400, 450) corr 4 -> a pageable HtoD copy of
+// 4096 bytes on GPU 0 at 405 for 35 µs; a 256-byte memset on GPU 1 at 350 with no call;
+// cudaDeviceSynchronize [500, 520) corr 5 and its context-wide synchronization [501,
+// 519); a call of an unknown callback id that ends before it starts (row 5); NVTX in
+// domain "mydomain": "forward" [50, 560) holding "layer1" [60, 90), a default-domain mark
+// "checkpoint" at 70 (int64 payload 42, colour 0xFF0000FF, category 7); a CUPTI buffer
+// flush [700, 710); two CUPTI_ACTIVITY_KIND_METRIC rows.
+inline constexpr std::int64_t kNvprofHostNs = 1'700'000'000'000'000'000;
+void write_nvprof_fixture(const std::string& path);
+
 }  // namespace ember::import_test

@@ -10,7 +10,7 @@
 // input that caused it stays at /dev/shm/ember-import-fuzz-<pid>/input (or under the
 // temporary folder where there is no /dev/shm).
 //
-//   ember_import_fuzz [--format kineto|chrome|nsys|all] [--cases N] [--seed S]
+//   ember_import_fuzz [--format kineto|chrome|nsys|nvprof|all] [--cases N] [--seed S]
 //                     [--real-traces DIR] [--only-case I] [--quiet] [--show-other]
 #include "profiler/export/chrome_trace.h"
 #include "profiler/store/reader.h"
@@ -116,7 +116,7 @@ std::string ember_chrome_export(const fs::path& folder, std::int64_t events) {
 }
 
 struct Corpus {
-    std::vector<std::string> kineto, chrome, nsys;
+    std::vector<std::string> kineto, chrome, nsys, nvprof;
     std::vector<std::string> all_text;  // splice sources across formats
 };
 
@@ -144,7 +144,16 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
         corpus.nsys.push_back(import_test::read_file(path));
         fs::remove(path);
     }
+    {  // nvprof: the two-GPU fixture
+        std::string path = (folder / "nvprof.nvvp").string();
+        import_test::write_nvprof_fixture(path);
+        corpus.nvprof.push_back(import_test::read_file(path));
+        fs::remove(path);
+    }
     if (!real_traces.empty() && fs::is_directory(real_traces)) {
+        // The smaller real nvprof database (schema 18: API calls and an NVTX range).
+        std::string dslash = real_traces + "/nvprof/ZhangXin8069_qcu_mpi_dslash.nvvp";
+        if (fs::exists(dslash)) corpus.nvprof.push_back(import_test::read_file(dslash));
         for (const char* name : {"h100_bert_small", "v100_ns_resolution_rank0", "a100_sampled_rank0", "v100_resnet50_workers0"}) {
             std::string path = fmt::format("{}/kineto/{}.json.gz", real_traces, name);
             if (!fs::exists(path)) continue;
@@ -417,7 +426,7 @@ struct Tally {
 std::string error_class(const std::string& message) {
     for (const char* word : {"truncated gzip", "corrupt gzip", "truncated JSON", "malformed JSON", "malformed traceEvents",
                              "malformed value", "negative duration", "not a trace", "no traceEvents", "schema",
-                             "has no column", "not in StringIds", "names no domain", "where an integer was expected",
+                             "has no column", "not in StringIds", "not in StringTable", "names no domain", "where an integer was expected",
                              "malformed", "not a database", "SQLite", "closes nothing", "ends nothing"}) {
         if (message.find(word) != std::string::npos) return word;
     }
@@ -448,7 +457,7 @@ int main(int argc, char** argv) {
         else if (arg == "--quiet") quiet = true;
         else if (arg == "--show-other") show_other = true;
         else {
-            std::fprintf(stderr, "usage: %s [--format kineto|chrome|nsys|all] [--cases N] [--seed S] [--real-traces DIR] "
+            std::fprintf(stderr, "usage: %s [--format kineto|chrome|nsys|nvprof|all] [--cases N] [--seed S] [--real-traces DIR] "
                                  "[--only-case I] [--quiet] [--show-other]\n", argv[0]);
             return 2;
         }
@@ -463,7 +472,8 @@ int main(int argc, char** argv) {
     };
     const Format formats[] = {{"kineto", import_fuzz::fuzz_kineto, &corpus.kineto},
                               {"chrome", import_fuzz::fuzz_chrome, &corpus.chrome},
-                              {"nsys", import_fuzz::fuzz_nsys, &corpus.nsys}};
+                              {"nsys", import_fuzz::fuzz_nsys, &corpus.nsys},
+                              {"nvprof", import_fuzz::fuzz_nvprof, &corpus.nvprof}};
     for (std::size_t f = 0; f < std::size(formats); ++f) {
         const Format& current = formats[f];
         if (format != "all" && format != current.name) continue;
@@ -482,7 +492,8 @@ int main(int argc, char** argv) {
             Rng rng{seed * 0x100000001b3ull ^ (static_cast<std::uint64_t>(f) << 56) ^ static_cast<std::uint64_t>(i)};
             rng.next();
             const std::string& base = (*current.seeds)[rng.below(current.seeds->size())];
-            std::string bytes = std::string(current.name) == "nsys" ? nsys_case(base, rng, folder) : json_case(base, rng, corpus);
+            const bool sqlite = std::string(current.name) == "nsys" || std::string(current.name) == "nvprof";
+            std::string bytes = sqlite ? nsys_case(base, rng, folder) : json_case(base, rng, corpus);
             current.target(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
             ++tally.cases;
             if (import_fuzz::last_succeeded()) {

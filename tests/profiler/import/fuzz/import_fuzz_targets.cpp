@@ -103,6 +103,7 @@ int run(const std::uint8_t* data, std::size_t size, importing::SourceFormat form
 int fuzz_kineto(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::kineto); }
 int fuzz_chrome(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::chrome); }
 int fuzz_nsys(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::nsys); }
+int fuzz_nvprof(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::nvprof); }
 
 const std::string& last_outcome() { return g_outcome; }
 bool last_succeeded() { return g_succeeded; }
