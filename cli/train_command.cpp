@@ -208,6 +208,9 @@ int run(const Options& o) {
                          ember_collector_last_error());
             return 2;
         }
+        // The run's settings, as TOML: what `ember stats` advice checks before suggesting
+        // a remedy the run already applies.
+        ember_collector_set_metadata("train_config", train::to_toml(config).c_str());
         // The CPU samples in oneDNN's JIT kernels get the kernels' names (a perf map,
         // removed again once the trace is written, unless it was there before).
         if (o.cpu_sample_hz > 0) {

@@ -62,6 +62,18 @@ __attribute__((visibility("default"))) int ember_collector_stop(void) {
     return 0;
 }
 
+__attribute__((visibility("default"))) int ember_collector_set_metadata(const char* key, const char* value) {
+    ember::collector::Session* session = ember::collector::current_session();
+    if (!session) return fail("ember_collector_set_metadata: no session is open");
+    if (!key || !*key || !value) return fail("ember_collector_set_metadata: no key or no value");
+    try {
+        session->writer().set_metadata(key, value);
+    } catch (const std::exception& failure) {
+        return fail(std::string("ember_collector_set_metadata: ") + failure.what());
+    }
+    return 0;
+}
+
 __attribute__((visibility("default"))) int ember_collector_flush(void) {
     ember::collector::Session* session = ember::collector::current_session();
     if (!session) return fail("ember_collector_flush: no session is open");

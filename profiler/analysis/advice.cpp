@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -23,17 +24,108 @@ std::string milliseconds(trace::TimeNs ns) { return fmt::format("{:.3f} ms", sta
 
 }  // namespace
 
+// ---------------------------------------------------------------------------
+// [SECTION] What the run already applies
+// ---------------------------------------------------------------------------
+
+std::optional<std::string> RunSettings::value(const std::string& key) const {
+    auto found = values.find(key);
+    if (found == values.end()) return std::nullopt;
+    return found->second;
+}
+
+RunSettings parse_run_settings(std::string_view toml) {
+    RunSettings settings;
+    std::string section;
+    std::size_t at = 0;
+    while (at < toml.size()) {
+        std::size_t end = toml.find('\n', at);
+        if (end == std::string_view::npos) end = toml.size();
+        std::string_view line = toml.substr(at, end - at);
+        at = end + 1;
+        auto trim = [](std::string_view text) {
+            while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+            while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+            return text;
+        };
+        line = trim(line);
+        if (line.empty() || line.front() == '#') continue;
+        if (line.front() == '[' && line.back() == ']') {
+            section = std::string(trim(line.substr(1, line.size() - 2)));
+            continue;
+        }
+        const std::size_t equals = line.find('=');
+        if (equals == std::string_view::npos) continue;
+        std::string_view key = trim(line.substr(0, equals)), value = trim(line.substr(equals + 1));
+        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+            value = value.substr(1, value.size() - 2);
+        settings.values[section.empty() ? std::string(key) : section + "." + std::string(key)] = std::string(value);
+    }
+    return settings;
+}
+
+RunSettings run_settings(const store::TraceReader& reader) {
+    const std::optional<std::string> toml = reader.metadata("train_config");
+    return toml ? parse_run_settings(*toml) : RunSettings{};
+}
+
 namespace {
+
+// A remedy a rule names, and how the run already applies it (empty: it does not, or
+// the trace does not say).
+struct Remedy {
+    std::string text;
+    std::string applied;
+};
+
+// "LEAD: a, b or c" of the remedies the run does not apply, then "(already: ...)";
+// `none_left` when it applies every one.
+std::string with_remedies(std::string_view lead, const std::vector<Remedy>& remedies, bool& none_left) {
+    std::vector<std::string> open, applied;
+    for (const Remedy& remedy : remedies) (remedy.applied.empty() ? open : applied).push_back(remedy.applied.empty() ? remedy.text : remedy.applied);
+    auto join = [](const std::vector<std::string>& list, const char* last) {
+        std::string text;
+        for (std::size_t i = 0; i < list.size(); ++i)
+            text += (i == 0 ? "" : (i + 1 == list.size() ? last : ", ")) + list[i];
+        return text;
+    };
+    none_left = open.empty();
+    std::string text(lead);
+    if (!open.empty()) text += (lead.empty() ? "" : ": ") + join(open, " or ");
+    if (!applied.empty())
+        text += std::string(open.empty() ? "; the run already applies what usually helps (" : " (already in place: ") +
+                join(applied, " and ") + ")";
+    return text;
+}
+
+// An AdviceItem whose advice is a lead and its remedies; no recoverable time when the
+// run already applies every remedy.
+AdviceItem advice_item(std::string topic, std::string finding, std::string_view lead, const std::vector<Remedy>& remedies,
+                       std::optional<trace::TimeNs> recoverable) {
+    bool none_left = false;
+    std::string advice = with_remedies(lead, remedies, none_left);
+    return {std::move(topic), std::move(finding), std::move(advice), none_left ? std::nullopt : recoverable};
+}
+
+std::string applied_if(bool on, std::string how) { return on ? std::move(how) : std::string(); }
 
 // Op families a CPU profile's hot functions belong to, with what usually helps each.
 struct CpuFamily {
     const char* name;
     std::vector<const char*> markers;  // substrings of the function name
-    const char* advice;
+    const char* lead;
+    // The remedies, given the run's settings and its hot functions (lower case).
+    std::function<std::vector<Remedy>(const RunSettings&, const std::set<std::string>&)> remedies;
     // Share of the sampled CPU time from which it is advised on: work a step needs is
     // worth a look when it dominates; pure overhead (reorders) sooner.
     double threshold_percent = kCpuHotspotThresholdPercent;
 };
+
+bool any_contains(const std::set<std::string>& names, std::initializer_list<const char*> needles) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+        return std::any_of(needles.begin(), needles.end(), [&](const char* needle) { return name.find(needle) != std::string::npos; });
+    });
+}
 
 const std::vector<CpuFamily>& cpu_families() {
     static const std::vector<CpuFamily> families = {
@@ -41,25 +133,58 @@ const std::vector<CpuFamily>& cpu_families() {
         // its other JIT kernels by what they compute ("jit_avx512_common_conv_bwd_weights_kernel_f32",
         // "jit_brgemm_kernel_t").
         {"layout reordering (oneDNN)", {"reorder"},
-         "oneDNN converts the activations between the framework's nchw and its own blocked layout around "
-         "the convolutions: keep them channels-last (ember: switches.channels_last = true; PyTorch: "
-         "model.to(memory_format=torch.channels_last) and the input likewise), which the convolutions take "
-         "as they are",
+         "oneDNN converts tensors between the framework's layout and its own blocked one around the convolutions",
+         [](const RunSettings& settings, const std::set<std::string>&) {
+             return std::vector<Remedy>{
+                 {"keep the activations channels-last (ember: switches.channels_last = true; PyTorch: "
+                  "model.to(memory_format=torch.channels_last) and the input likewise), which the convolutions take "
+                  "as they are",
+                  applied_if(settings.is_on("switches.channels_last"),
+                             "switches.channels_last is on: the reorders left are of the weights and gradients")}};
+         },
          kCpuReorderThresholdPercent},
         {"convolution and GEMM",
          {"im2col", "col2im", "conv2d_", "_conv_", "conv_fwd", "conv_bwd", "brgemm", "brg_conv", "sgemm", "dgemm",
           "gemm_kernel", "gemm"},
-         "convolutions and matrix products dominate: a convolution library that needs no im2col copy (oneDNN, as "
-         "PyTorch uses on the CPU), channels-last layout, or more GEMM threads when the loader leaves cores idle"},
-        {"BatchNorm", {"batchnorm"},
-         "BatchNorm's passes over the activations are memory-bound: channels-last loops, or fewer BatchNorm layers"},
-        {"pooling", {"pool2d", "maxpool", "avgpool"}, "pooling is memory-bound: channels-last loops help"},
-        {"activations", {"relu", "gelu", "sigmoid", "tanh"}, "fuse the activation into the op before it"},
-        {"zeroing and copying memory", {"memset", "memcpy", "memmove"},
-         "buffers are cleared or copied each step: set gradients to none instead of zeroing, reuse buffers"},
-        {"data decoding (zlib)", {"[libz", "inflate"},
-         "decoding compressed data: decode once and keep the data set in memory, or more loader workers"},
-        {"optimizer", {"optim::", "update_rules", "optimizer"}, "use the fused multi-tensor optimizer"},
+         "convolutions and matrix products dominate",
+         [](const RunSettings& settings, const std::set<std::string>& hot) {
+             const bool onednn = any_contains(hot, {"jit_", "dnnl", "onednn", "mkldnn"});
+             return std::vector<Remedy>{
+                 {"a convolution library that needs no im2col copy (oneDNN, as PyTorch uses on the CPU)",
+                  applied_if(onednn, "oneDNN's JIT kernels, no im2col, are the hot functions")},
+                 {"channels-last layout", applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")},
+                 {"more GEMM threads when the loader leaves cores idle", ""}};
+         }},
+        {"BatchNorm", {"batchnorm"}, "BatchNorm's passes over the activations are memory-bound",
+         [](const RunSettings& settings, const std::set<std::string>&) {
+             return std::vector<Remedy>{
+                 {"channels-last loops", applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")},
+                 {"fewer BatchNorm layers", ""}};
+         }},
+        {"pooling", {"pool2d", "maxpool", "avgpool"}, "pooling is memory-bound",
+         [](const RunSettings& settings, const std::set<std::string>&) {
+             return std::vector<Remedy>{{"channels-last loops",
+                                         applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")}};
+         }},
+        {"activations", {"relu", "gelu", "sigmoid", "tanh"}, "",
+         [](const RunSettings&, const std::set<std::string>&) {
+             return std::vector<Remedy>{{"fuse the activation into the op before it", ""}};
+         }},
+        {"zeroing and copying memory", {"memset", "memcpy", "memmove"}, "buffers are cleared or copied each step",
+         [](const RunSettings& settings, const std::set<std::string>&) {
+             return std::vector<Remedy>{{"set gradients to none instead of zeroing",
+                                         applied_if(settings.is_on("switches.grads_to_none"), "switches.grads_to_none is on")},
+                                        {"reuse buffers", ""}};
+         }},
+        {"data decoding (zlib)", {"[libz", "inflate"}, "decoding compressed data",
+         [](const RunSettings&, const std::set<std::string>&) {
+             return std::vector<Remedy>{{"decode once and keep the data set in memory", ""}, {"more loader workers", ""}};
+         }},
+        {"optimizer", {"optim::", "update_rules", "optimizer"}, "the optimizer's update",
+         [](const RunSettings& settings, const std::set<std::string>&) {
+             return std::vector<Remedy>{{"use the fused multi-tensor optimizer",
+                                         applied_if(settings.is_on("switches.fused_optimizer"), "switches.fused_optimizer is on")}};
+         }},
     };
     return families;
 }
@@ -69,10 +194,12 @@ const std::vector<CpuFamily>& cpu_families() {
 // Where a CPU-backend run spends its time, and whether backward is out of proportion.
 void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector<AdviceItem>& items) {
     auto per_step = [&](trace::TimeNs total) { return step_count > 0 ? total / step_count : total; };
+    const char* per = step_count > 0 ? "a step" : "over the run";
     const CpuProfile* cpu = inputs.cpu;
     if (cpu != nullptr && cpu->samples > 0) {
         // Each sample counts once, in the family of its innermost frame that has one.
         std::vector<std::int64_t> family_samples(cpu_families().size(), 0);
+        std::vector<std::set<std::string>> family_functions(cpu_families().size());
         for (const CpuFunctionRow& row : cpu->functions) {
             const std::string name = text::ascii_lowercase(row.function);
             for (std::size_t f = 0; f < cpu_families().size(); ++f) {
@@ -80,20 +207,24 @@ void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector
                 if (std::any_of(markers.begin(), markers.end(),
                                 [&](const char* marker) { return name.find(text::ascii_lowercase(marker)) != std::string::npos; })) {
                     family_samples[f] += row.self_samples;
+                    if (row.self_samples > 0) family_functions[f].insert(name);
                     break;
                 }
             }
         }
         for (std::size_t f = 0; f < family_samples.size(); ++f) {
+            const CpuFamily& family = cpu_families()[f];
             const double share = percent(family_samples[f], cpu->samples);
-            if (share < cpu_families()[f].threshold_percent) continue;
+            if (share < family.threshold_percent) continue;
             const bool timed = cpu->period_ns > 0;
-            items.push_back({"cpu_hotspot",
-                             fmt::format("{} takes {:.1f}% of the sampled CPU time ({} of {} samples{})",
-                                         cpu_families()[f].name, share, family_samples[f], cpu->samples,
-                                         timed ? ", " + milliseconds(cpu->cpu_ns(family_samples[f])) : ""),
-                             cpu_families()[f].advice,
-                             timed ? std::optional<trace::TimeNs>(per_step(cpu->cpu_ns(family_samples[f]))) : std::nullopt});
+            const trace::TimeNs time = timed ? cpu->cpu_ns(family_samples[f]) : 0;
+            items.push_back(advice_item(
+                "cpu_hotspot",
+                fmt::format("{} takes {:.1f}% of the sampled CPU time ({} of {} samples{})", family.name, share,
+                            family_samples[f], cpu->samples,
+                            timed ? fmt::format(", {}; {} {}", milliseconds(time), milliseconds(per_step(time)), per) : ""),
+                family.lead, family.remedies(inputs.settings, family_functions[f]),
+                timed ? std::optional<trace::TimeNs>(per_step(time)) : std::nullopt));
         }
         // Loader workers that barely run hold cores the compute could use.
         std::int64_t worker_samples = 0;
@@ -144,6 +275,8 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
     const std::vector<MemoryOperationRow>& memory = inputs.memory;
     const std::uint64_t dropped_records = inputs.dropped_records;
     std::vector<AdviceItem> items;
+    const RunSettings& settings = inputs.settings;
+    const bool graphs = settings.is_on("switches.cuda_graph");
 
     // Host-side waits are per step (the same on every device row of a step).
     std::int64_t wall = 0, dataloader = 0, allreduce = 0;
@@ -169,19 +302,29 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
                          "every number undercounts; record a shorter run or give the collector larger buffers", {}});
     }
     if (wall > 0 && percent(dataloader, wall) >= kDataloaderWaitThresholdPercent) {
-        items.push_back({"dataloader_wait",
-                         fmt::format("steps wait for data {:.1f}% of their wall time ({} of {} ns)", percent(dataloader, wall),
-                                     dataloader, wall),
-                         "use more data loader workers, pinned host memory for batches, and prefetch the next batch",
-                         per_step(dataloader)});
+        const std::optional<std::string> workers = settings.value("data.workers");
+        const std::optional<std::string> prefetch = settings.value("data.prefetch_factor");
+        items.push_back(advice_item(
+            "dataloader_wait",
+            fmt::format("steps wait for data {:.1f}% of their wall time ({} of {} ns)", percent(dataloader, wall), dataloader,
+                        wall),
+            "to have each batch ready when the step wants it",
+            {{workers ? fmt::format("more data loader workers (data.workers is {})", *workers) : "more data loader workers", ""},
+                 {"pinned host memory for batches", applied_if(settings.is_on("data.pin_memory"), "data.pin_memory is on")},
+                 {"prefetching the next batches",
+                  applied_if(prefetch && *prefetch != "0" && *prefetch != "1",
+                             fmt::format("data.prefetch_factor is {}", prefetch.value_or("")))}},
+            per_step(dataloader)));
     }
     if (wall > 0 && percent(allreduce, wall) >= kAllreduceWaitThresholdPercent) {
-        items.push_back({"allreduce_wait",
-                         fmt::format("steps wait for all-reduce {:.1f}% of their wall time ({} of {} ns)",
-                                     percent(allreduce, wall), allreduce, wall),
-                         "overlap gradient all-reduce with backward (bucketing) or send fewer bytes (compression, "
-                         "larger batches per step)",
-                         per_step(allreduce)});
+        items.push_back(advice_item(
+            "allreduce_wait",
+            fmt::format("steps wait for all-reduce {:.1f}% of their wall time ({} of {} ns)", percent(allreduce, wall),
+                        allreduce, wall),
+            "", {{"overlap gradient all-reduce with backward (bucketing)",
+                  applied_if(settings.is_on("distributed.overlap"), "distributed.overlap is on")},
+                 {"send fewer bytes (compression, larger batches per step)", ""}},
+            per_step(allreduce)));
     }
     std::int64_t pageable_count = 0, pageable_bytes = 0;
     for (const MemoryOperationRow& row : memory) {
@@ -191,12 +334,15 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
         }
     }
     if (pageable_count > 0) {
-        items.push_back({"pageable_copies",
-                         fmt::format("{} host-device copies ({} bytes) use pageable host memory", pageable_count,
-                                     pageable_bytes),
-                         "copy from pinned (page-locked) host memory: the copy engine reads it directly and the copy "
-                         "can run asynchronously",
-                         {}});
+        items.push_back(advice_item(
+            "pageable_copies",
+            fmt::format("{} host-device copies ({} bytes) use pageable host memory", pageable_count, pageable_bytes), "",
+            {{"copy from pinned (page-locked) host memory: the copy engine reads it directly and the copy can run "
+              "asynchronously",
+              applied_if(settings.is_on("data.pin_memory"),
+                         "data.pin_memory is on, so these are not the batches: evaluation, model loading, .item() and "
+                         "the like")}},
+            {}));
     }
 
     // Why the GPU waits: the idle breakdown of the GPU work (all streams of a rank).
@@ -220,14 +366,15 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
                 cause = fmt::format("; across its streams {:.0f}% of the gaps before GPU work were the host launching "
                                     "it only after the stream had run dry",
                                     percent(host_wait_total, idle_total));
-            items.push_back({"gpu_idle",
-                             fmt::format("GPU {} is idle {:.1f}% of step wall time ({} of {} ns, {} {}){}", device,
-                                         idle_percent, idle_ns, device_wall[device],
-                                         milliseconds(idle_ns / std::max<std::int64_t>(1, device_steps[device])), per,
-                                         cause),
-                             "the GPU waits for the host: look at the dataloader wait, CUDA API time and "
-                             "synchronizations inside steps; larger batches or CUDA graphs cut launch overhead",
-                             idle_ns / std::max<std::int64_t>(1, device_steps[device])});
+            items.push_back(advice_item(
+                "gpu_idle",
+                fmt::format("GPU {} is idle {:.1f}% of step wall time ({} of {} ns, {} {}){}", device, idle_percent, idle_ns,
+                            device_wall[device], milliseconds(idle_ns / std::max<std::int64_t>(1, device_steps[device])),
+                            per, cause),
+                "the GPU waits for the host (look at the dataloader wait, CUDA API time and synchronizations inside "
+                "steps); to cut launch overhead",
+                {{"larger batches", ""}, {"CUDA graphs", applied_if(graphs, "switches.cuda_graph is on")}},
+                idle_ns / std::max<std::int64_t>(1, device_steps[device])));
         }
     }
     if (activity.steps.empty()) {
@@ -247,16 +394,18 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
         const trace::TimeNs kernel_wait = idle_by_cause[rank.rank][1];
         if (rank.span_ns <= 0 || percent(kernel_wait, rank.span_ns) < kLaunchOverheadThresholdPercent) continue;
         const std::int64_t gaps = std::max<std::int64_t>(1, kernel_wait_gaps[rank.rank]);
-        items.push_back(
-            {"launch_overhead",
-             fmt::format("rank {}: {} gap{} shorter than {:.0f} us between back-to-back GPU work add up to {:.1f}% of "
-                         "the GPU span ({}, {:.1f} us each)",
-                         rank.rank, gaps, gaps == 1 ? "" : "s", static_cast<double>(inputs.kernel_wait_threshold_ns) / 1e3,
-                         percent(kernel_wait, rank.span_ns), milliseconds(kernel_wait),
-                         static_cast<double>(kernel_wait) / static_cast<double>(gaps) / 1e3),
-             "each kernel costs a launch: capture the step in a CUDA graph, fuse small elementwise kernels, or use "
-             "larger batches so each launch does more work",
-             per_step(kernel_wait)});
+        items.push_back(advice_item(
+            "launch_overhead",
+            fmt::format("rank {}: {} gap{} shorter than {:.0f} us between back-to-back GPU work add up to {:.1f}% of the "
+                        "GPU span ({}, {:.1f} us each)",
+                        rank.rank, gaps, gaps == 1 ? "" : "s", static_cast<double>(inputs.kernel_wait_threshold_ns) / 1e3,
+                        percent(kernel_wait, rank.span_ns), milliseconds(kernel_wait),
+                        static_cast<double>(kernel_wait) / static_cast<double>(gaps) / 1e3),
+            "each kernel costs a launch",
+            {{"capture the step in a CUDA graph", applied_if(graphs, "switches.cuda_graph is on")},
+             {"fuse small elementwise kernels", ""},
+             {"use larger batches so each launch does more work", ""}},
+            per_step(kernel_wait)));
     }
     // Communication the computation does not hide.
     for (const OverlapRow& rank : communication_overlap(inputs.gpu_work)) {
@@ -265,14 +414,15 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
         for (const TemporalRow& row : temporal_breakdown(inputs.gpu_work))
             if (row.rank == rank.rank) span = row.span_ns;
         if (span <= 0 || percent(exposed, span) < kExposedCommunicationThresholdPercent) continue;
-        items.push_back({"exposed_communication",
-                         fmt::format("rank {}: {:.1f}% of its communication ({}) runs with no computation beside it, "
-                                     "{:.1f}% of the GPU span",
-                                     rank.rank, 100.0 - rank.percent.value_or(0.0), milliseconds(exposed),
-                                     percent(exposed, span)),
-                         "start all-reduces during backward (gradient buckets) so they run under the remaining "
-                         "computation; fewer, larger buckets cut the per-collective cost",
-                         per_step(exposed)});
+        items.push_back(advice_item(
+            "exposed_communication",
+            fmt::format("rank {}: {:.1f}% of its communication ({}) runs with no computation beside it, {:.1f}% of the "
+                        "GPU span",
+                        rank.rank, 100.0 - rank.percent.value_or(0.0), milliseconds(exposed), percent(exposed, span)),
+            "", {{"start all-reduces during backward (gradient buckets) so they run under the remaining computation",
+                  applied_if(settings.is_on("distributed.overlap"), "distributed.overlap is on")},
+                 {"fewer, larger buckets cut the per-collective cost", ""}},
+            per_step(exposed)));
     }
     advise_cpu(inputs, step_count, items);
     rank_advice(items);

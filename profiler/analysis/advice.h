@@ -10,17 +10,32 @@
 #include "profiler/analysis/memory_summary.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ember::analysis {
 
+// What the run was set to do, where the trace says (ember's trainer records its settings
+// in run_metadata `train_config`, as TOML): a rule does not suggest a remedy the run
+// already applies. Empty for other traces: every remedy is named.
+struct RunSettings {
+    std::map<std::string, std::string> values;  // "switches.channels_last" -> "true"
+    bool known() const { return !values.empty(); }
+    std::optional<std::string> value(const std::string& key) const;
+    bool is_on(const std::string& key) const { return value(key) == "true"; }
+};
+// The settings of the run a trace recorded (run_metadata `train_config`).
+RunSettings run_settings(const store::TraceReader& reader);
+RunSettings parse_run_settings(std::string_view toml);
+
 struct AdviceItem {
     std::string topic;    // "dataloader_wait", "gpu_idle", "launch_overhead", "exposed_communication", ...
     std::string finding;  // what was measured
     std::string advice;   // what usually helps
-    // Time per step (per run for traces without steps) the advice could recover.
+    // Time per step (per run for traces without steps) the advice could recover; none
+    // when every remedy the rule knows is already applied.
     std::optional<trace::TimeNs> recoverable_ns;
 };
 
@@ -44,6 +59,7 @@ struct AdviceInputs {
     const CpuProfile* cpu = nullptr;           // sampled CPU stacks, when there are any
     trace::TimeNs forward_ns = 0;              // summed "forward" / "backward" NVTX ranges
     trace::TimeNs backward_ns = 0;
+    RunSettings settings;                      // what the run already applies
 };
 
 // Dropped records first (every other number undercounts), then by recoverable time,

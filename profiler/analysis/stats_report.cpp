@@ -398,6 +398,10 @@ Table advice_table(const std::vector<AdviceItem>& items) {
         row.emplace_back(item.advice);
     }
     table.empty_note = "nothing stands out: no wait or idle time above the thresholds of docs/stats.md";
+    if (!items.empty())
+        table.notes.push_back("Recoverable: the most each advice could win back per step (over the run where the trace "
+                              "has no steps): the waiting it would remove, or for a CPU hot spot the time its functions "
+                              "took; none where the run already applies every remedy named");
     return table;
 }
 
@@ -735,6 +739,7 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "advice")) {
         AdviceInputs inputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns};
         inputs.cpu = &cpu;
+        inputs.settings = run_settings(reader);
         for (const DurationSummaryRow& range : ranges) {
             if (range.name == nvtx::range::kForward) inputs.forward_ns += range.stats.total_ns;
             if (range.name == nvtx::range::kBackward) inputs.backward_ns += range.stats.total_ns;

@@ -55,6 +55,9 @@ int ember_collector_flush(void);
 int ember_collector_pause(void);
 int ember_collector_resume(void);
 int ember_collector_get_status(ember_collector_status* status);
+/* A key of the trace's run_metadata (e.g. the program's settings, so the analyses know
+ * what the run already applied); setting it again replaces the value. 0 on success. */
+int ember_collector_set_metadata(const char* key, const char* value);
 const char* ember_collector_last_error(void);
 
 #ifdef __cplusplus

@@ -43,6 +43,12 @@ done
 grep -q "Dataloader Wait" "$work/stats.out" || fail "no per-step dataloader wait column in ember stats"
 steps=$(awk '$NF == "step" && $9 == "push/pop" {print $3}' "$work/stats.out" | head -1)
 [ "$steps" = "60" ] || fail "expected 60 step ranges (6000 / 100), found '$steps'"
+# The trace keeps the run's settings (what the advice checks its remedies against).
+python3 - "$work/run.db" <<'PY' || fail "the trace holds no train_config with the run's settings"
+import sqlite3, sys
+row = sqlite3.connect(sys.argv[1]).execute("SELECT value FROM run_metadata WHERE key = 'train_config'").fetchone()
+assert row and "[model]" in row[0] and "name = 'mlp'" in row[0].replace('"', "'"), row
+PY
 
 # 3. Resume: a second epoch from the checkpoint continues at step 60.
 "$ember" train --model mlp --epochs 2 --train-limit 6000 --test-limit 1000 --batch-size 100 \
