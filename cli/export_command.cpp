@@ -1,4 +1,4 @@
-// export_command.cpp: `ember export FILE --format chrome|speedscope|folded|svg|csv`.
+// export_command.cpp: `ember export FILE --format chrome|perfetto|pprof|speedscope|folded|svg|csv`.
 // Every format streams; bad files and bad option values print one line and exit 2.
 #include "cli/commands.h"
 #include "cli/job_input.h"
@@ -7,6 +7,8 @@
 #include "profiler/export/csv_tables.h"
 #include "profiler/export/flamegraph_svg.h"
 #include "profiler/export/folded_stacks.h"
+#include "profiler/export/perfetto_trace.h"
+#include "profiler/export/pprof_profile.h"
 #include "profiler/export/speedscope.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
@@ -41,8 +43,9 @@ std::string default_output(const std::string& file, const std::string& suffix) {
 
 void run_export(const ExportCommandOptions& command) {
     const std::string& format = command.format;
-    if (format != "chrome" && format != "speedscope" && format != "folded" && format != "svg" && format != "csv") {
-        fail_command("export", "unknown format '" + format + "' (chrome, speedscope, folded, svg, csv)");
+    if (format != "chrome" && format != "perfetto" && format != "pprof" && format != "speedscope" &&
+        format != "folded" && format != "svg" && format != "csv") {
+        fail_command("export", "unknown format '" + format + "' (chrome, perfetto, pprof, speedscope, folded, svg, csv)");
     }
     auto stacks = exporting::parse_stack_source(command.stacks);
     if (!stacks) fail_command("export", "unknown stack source '" + command.stacks + "' (gpu, host, cpu)");
@@ -69,6 +72,8 @@ void run_export(const ExportCommandOptions& command) {
         } else {
             if (output.empty()) {
                 std::string suffix = format == "chrome"       ? ".chrome.json"
+                                     : format == "perfetto"   ? ".perfetto-trace"
+                                     : format == "pprof"      ? ".pb.gz"
                                      : format == "speedscope" ? ".speedscope.json"
                                      : format == "folded"     ? "." + command.stacks + ".folded"
                                      : format == "svg"        ? "." + command.stacks + ".svg"
@@ -77,6 +82,19 @@ void run_export(const ExportCommandOptions& command) {
             }
             exporting::OutputFile out(output);
             if (format == "chrome") exporting::export_chrome_trace(reader, out);
+            if (format == "perfetto") {
+                const exporting::PerfettoCounts counts = exporting::export_perfetto_trace(reader, out);
+                std::fprintf(stderr, "ember export: %lld tracks, %lld slices, %lld instants, %lld counter values, "
+                             "%lld slices with a flow\n", static_cast<long long>(counts.tracks),
+                             static_cast<long long>(counts.slices), static_cast<long long>(counts.instants),
+                             static_cast<long long>(counts.counter_values), static_cast<long long>(counts.flow_events));
+            }
+            if (format == "pprof") {
+                const exporting::PprofCounts counts = exporting::export_pprof(reader, out, command.idle);
+                std::fprintf(stderr, "ember export: %lld CPU samples as %lld stacks, %lld locations, %lld functions\n",
+                             static_cast<long long>(counts.samples), static_cast<long long>(counts.stacks),
+                             static_cast<long long>(counts.locations), static_cast<long long>(counts.functions));
+            }
             if (format == "speedscope") exporting::export_speedscope(reader, out, command.idle);
             if (format == "folded") exporting::write_folded(exporting::build_stacks(reader, *stacks, command.idle), out);
             if (format == "svg") {
@@ -101,12 +119,16 @@ void run_export(const ExportCommandOptions& command) {
 void add_export_command(CLI::App& app) {
     auto command = std::make_shared<ExportCommandOptions>();
     CLI::App* exporter = app.add_subcommand(
-        "export", "Write a trace as Chrome trace JSON (Perfetto), speedscope, folded stacks, an SVG flamegraph or CSV");
+        "export", "Write a trace as Perfetto's protobuf trace, Chrome trace JSON, a pprof profile, speedscope, folded "
+                  "stacks, an SVG flamegraph or CSV");
     exporter->add_option("files", command->files,
                          "trace: ember (.db), Kineto JSON, nsys SQLite export or Chrome trace (imported on the fly); "
                          "several rank files are one job, exported on the clocks their collectives align (needs -o)")
         ->required();
-    exporter->add_option("--format", command->format, "chrome, speedscope, folded, svg or csv")->required();
+    exporter->add_option("--format", command->format,
+                         "perfetto (protobuf trace for ui.perfetto.dev and trace_processor), chrome (JSON), pprof "
+                         "(CPU samples, gzipped profile.proto), speedscope, folded, svg or csv")
+        ->required();
     exporter->add_option("-o,--output", command->output,
                          "output path ('-' = stdout); default: FILE without .db plus a suffix; a directory for csv");
     exporter->add_option("--table", command->table,
@@ -116,7 +138,7 @@ void add_export_command(CLI::App& app) {
                          "folded/svg: gpu (NVTX range path + kernel, GPU ns; default), host (thread, ranges, API "
                          "calls, self ns) or cpu (sampled call stacks, CPU ns)");
     exporter->add_flag("--idle", command->idle,
-                       "cpu stacks (folded/svg --stacks cpu, speedscope's CPU samples): also the samples of threads "
+                       "cpu stacks (folded/svg --stacks cpu, speedscope's CPU samples, pprof): also the samples of threads "
                        "that were not running (asleep, blocked, waiting for the GIL)");
     add_strict_flag(exporter);
     exporter->callback([command] { run_export(*command); });

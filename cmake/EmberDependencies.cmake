@@ -18,6 +18,9 @@ find_package(tomlplusplus CONFIG REQUIRED) # tomlplusplus::tomlplusplus (trainer
 find_package(PNG REQUIRED)                # PNG::PNG
 find_package(ZLIB REQUIRED)               # ZLIB::ZLIB (gzip IDX files, gzip traces)
 find_package(simdjson CONFIG REQUIRED)    # simdjson::simdjson (the trace importers' streaming JSON)
+# Protocol Buffers (libprotobuf-dev, protobuf-compiler): the Perfetto and pprof exports
+# and TensorBoard event files, each from a schema file of ember's own (protobuf_generate).
+find_package(Protobuf REQUIRED)           # protobuf::libprotobuf, protobuf::protoc
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)  # PkgConfig::OPENBLAS
 # oneDNN (libdnnl-dev): the CPU backend's fast convolutions. Found by header and library:

@@ -28,8 +28,11 @@ PACKAGES=(
   libdnnl-dev
   # viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), headless display
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri
-  # export checks: xmllint for the SVG flamegraph, headless Chromium for the speedscope web test
-  libxml2-utils chromium
+  # Perfetto and pprof exports, TensorBoard event files: protobuf (library and protoc)
+  libprotobuf-dev protobuf-compiler
+  # export checks: xmllint for the SVG flamegraph, headless Chromium for the speedscope web
+  # test, Go's pprof (go tool pprof) for the pprof export
+  libxml2-utils chromium golang-go
   # test checks written in Python (the suite's time limits, the samples' plots)
   python3
   # SVG to PNG (rsvg-convert) for looking at the optimizer-comparison plot

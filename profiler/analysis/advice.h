@@ -59,7 +59,7 @@ struct AdviceInputs {
     const CpuProfile* cpu = nullptr;           // sampled CPU stacks, when there are any
     trace::TimeNs forward_ns = 0;              // summed "forward" / "backward" NVTX ranges
     trace::TimeNs backward_ns = 0;
-    RunSettings settings;                      // what the run already applies
+    RunSettings settings = {};                 // what the run already applies
 };
 
 // Dropped records first (every other number undercounts), then by recoverable time,

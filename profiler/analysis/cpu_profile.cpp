@@ -90,17 +90,13 @@ std::vector<Sample> read_samples(const store::TraceReader& reader, bool include_
     reader.for_each_stack_sample({}, [&](const trace::StackSample& sample) {
         // CPU time: a thread sampled while it slept or waited (the Python sampler reads
         // every thread, running or not) is not counted, unless asked.
-        if (sample.idle && !include_idle) return true;
+        if (!counts_as_cpu_time(sample, include_idle)) return true;
         samples.push_back({sample.time_ns, sample.thread_id, sample.stack_id});
         return true;
     });
     return samples;
 }
 
-trace::TimeNs sample_period(const store::TraceReader& reader) {
-    const std::optional<std::string> period = reader.metadata("cpu_sample_period_ns");
-    return period ? std::strtoll(period->c_str(), nullptr, 10) : 0;
-}
 
 // Whether a sampled stack runs on an OpenMP runtime's worker thread (GNU libgomp, LLVM's
 // libomp, Intel's libiomp5): the threads of a parallel region work for the thread that
@@ -236,7 +232,7 @@ std::vector<CpuRangeRow> samples_by_range(const std::vector<std::string>& paths)
 CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
     CpuProfile profile;
     profile.include_idle = include_idle;
-    profile.period_ns = sample_period(reader);
+    profile.period_ns = cpu_sample_period_ns(reader);
     const std::vector<Sample> samples = read_samples(reader, include_idle);
     profile.samples = static_cast<std::int64_t>(samples.size());
     if (samples.empty()) return profile;
@@ -348,7 +344,7 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
 
 StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
     StackTree tree;
-    const trace::TimeNs period = sample_period(reader);
+    const trace::TimeNs period = cpu_sample_period_ns(reader);
     StackCache stacks{reader, {}};
     const std::vector<Sample> samples = read_samples(reader, include_idle);
     if (samples.empty()) return tree;
@@ -375,5 +371,12 @@ StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
 }
 
 std::string cpu_frame_name(const trace::FrameInfo& frame) { return frame_name(frame); }
+
+trace::TimeNs cpu_sample_period_ns(const store::TraceReader& reader) {
+    const std::optional<std::string> period = reader.metadata("cpu_sample_period_ns");
+    return period ? std::strtoll(period->c_str(), nullptr, 10) : 0;
+}
+
+bool counts_as_cpu_time(const trace::StackSample& sample, bool include_idle) { return include_idle || !sample.idle; }
 
 }  // namespace ember::analysis

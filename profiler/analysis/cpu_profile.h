@@ -103,6 +103,14 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle = fal
 // of a module, "[JIT-generated code ...]" for one in no module.
 std::string cpu_frame_name(const trace::FrameInfo& frame);
 
+// The period each sample stands for (run_metadata "cpu_sample_period_ns"); 0 when the
+// file does not say.
+trace::TimeNs cpu_sample_period_ns(const store::TraceReader& reader);
+
+// Whether a sample is counted: a thread sampled while it was not running only with
+// `include_idle`.
+bool counts_as_cpu_time(const trace::StackSample& sample, bool include_idle);
+
 // Thread name, then the sampled frames outermost first; weight = CPU ns per sample
 // (1 per sample when the period is unknown).
 StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle = false);

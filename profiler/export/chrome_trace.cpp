@@ -2,6 +2,7 @@
 #include "profiler/export/chrome_trace.h"
 
 #include "profiler/analysis/sql_query.h"
+#include "profiler/export/collective_args.h"
 #include "profiler/export/json_text.h"
 
 #include "ember/version.h"
@@ -9,9 +10,7 @@
 #include <fmt/format.h>
 
 #include <iterator>
-#include <map>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -135,43 +134,19 @@ void write_tracks(const store::TraceReader& reader, ChromeWriter& w) {
     }
 }
 
-// Kineto's collective metadata of kernels and ranges (collective_calls), written back
-// under Kineto's own argument names so the export reads as PyTorch's profiler would.
-class CollectiveArgs {
-public:
-    explicit CollectiveArgs(const store::TraceReader& reader) : reader_(reader), calls_(reader.collective_calls()) {
-        for (const trace::CollectiveCall& call : calls_) by_event_[{call.on_stream, call.track_id, call.start_ns}] = &call;
-    }
-    // Appends `,"Collective name":...` for the event's call, if it has one.
-    void append(std::string& b, bool on_stream, std::uint32_t track, TimeNs start) const {
-        if (by_event_.empty()) return;
-        auto found = by_event_.find({on_stream, track, start});
-        if (found == by_event_.end()) return;
-        const trace::CollectiveCall& call = *found->second;
-        auto text = [&](const char* key, trace::StringId id) {
-            if (id == trace::kNoString) return;
+// Appends `,"Collective name":...` for the event's collective call, if it has one.
+void append_collective_args(std::string& b, const CollectiveArgs& collectives, bool on_stream, std::uint32_t track,
+                            TimeNs start) {
+    const trace::CollectiveCall* call = collectives.find(on_stream, track, start);
+    if (call == nullptr) return;
+    collectives.for_each_arg(
+        *call,
+        [&](std::string_view key, std::string_view value) {
             fmt::format_to(std::back_inserter(b), ",\"{}\":", key);
-            append_json_string(b, reader_.string(id));
-        };
-        auto number = [&](const char* key, std::int64_t value) {
-            if (value >= 0) fmt::format_to(std::back_inserter(b), ",\"{}\":{}", key, value);
-        };
-        text("Collective name", call.name_id);
-        text("Process Group Name", call.group_name_id);
-        text("Process Group Description", call.group_desc_id);
-        text("Process Group Ranks", call.group_ranks_id);
-        number("Group size", call.group_size);
-        number("Seq", call.sequence);
-        number("In msg nelems", call.in_elements);
-        number("Out msg nelems", call.out_elements);
-        text("dtype", call.dtype_id);
-    }
-
-private:
-    const store::TraceReader& reader_;
-    std::vector<trace::CollectiveCall> calls_;
-    std::map<std::tuple<bool, std::uint32_t, TimeNs>, const trace::CollectiveCall*> by_event_;
-};
+            append_json_string(b, value);
+        },
+        [&](std::string_view key, std::int64_t value) { fmt::format_to(std::back_inserter(b), ",\"{}\":{}", key, value); });
+}
 
 void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const CollectiveArgs& collectives) {
     store::EventQuery all;
@@ -183,7 +158,7 @@ void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const Col
                        "\"registers_per_thread\":{},\"shared_bytes\":{}",
                        k.correlation_id, l.grid_x, l.grid_y, l.grid_z, l.block_x, l.block_y, l.block_z,
                        l.registers_per_thread, l.static_shared_bytes + l.dynamic_shared_bytes);
-        collectives.append(w.buffer(), true, k.stream_id, k.start_ns);
+        append_collective_args(w.buffer(), collectives, true, k.stream_id, k.start_ns);
         w.buffer() += '}';
         w.end();
         return true;
@@ -232,7 +207,7 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
             fmt::format_to(std::back_inserter(b), ",\"args\":{{\"category\":{}", r.category);
             if (r.payload.kind == trace::PayloadKind::integer) fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.integer);
             if (r.payload.kind == trace::PayloadKind::real) fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.real);
-            collectives.append(b, false, r.thread_id, r.start_ns);
+            append_collective_args(b, collectives, false, r.thread_id, r.start_ns);
             b += '}';
         };
         if (r.depth >= 0) {

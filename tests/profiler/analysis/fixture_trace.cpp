@@ -28,6 +28,7 @@
 #include "tests/support/temp_path.h"
 
 #include <atomic>
+#include <vector>
 
 namespace ember::testing {
 
@@ -132,6 +133,29 @@ void write_fixture_trace(const std::string& path, FixtureOptions options) {
     mark.name_id = writer.intern("epoch done");
     writer.record_mark(mark);
 
+    if (options.with_cpu_samples) {
+        writer.set_metadata("cpu_sample_period_ns", "100");
+        FrameId main_frame = writer.intern_frame("main", "/bin/fixture", 0x1000);
+        FrameId train = writer.intern_frame("train_step(int)", "/bin/fixture", 0x1100);
+        FrameId gemm = writer.intern_frame("gemm_cpu(float const*, float*)", "/bin/fixture", 0x1200);
+        FrameId blas = writer.intern_frame("0x7f0000001000", "/usr/lib/libopenblas.so.0", 0x7f0000001000);
+        FrameId forward = writer.intern_frame("forward", "model.py", 0, 12);
+        FrameId sync = writer.intern_frame("cudaStreamSynchronize", "/usr/lib/libcudart.so.12", 0x7f0000002000);
+        FrameId decode = writer.intern_frame("decode_png(unsigned char const*)", "/bin/fixture", 0x1300);
+        auto sample = [&](ThreadId thread, TimeNs at, std::vector<FrameId> frames, bool idle = false) {
+            StackSample s;
+            s.time_ns = at;
+            s.thread_id = thread;
+            s.stack_id = writer.intern_stack(frames);
+            s.idle = idle;
+            writer.record_stack_sample(s);
+        };
+        for (TimeNs at : {1200, 1300, 1400}) sample(main_thread, at, {main_frame, train, gemm, blas});
+        for (TimeNs at : {1700, 1800}) sample(main_thread, at, {main_frame, train, forward, gemm});
+        sample(main_thread, 4360, {main_frame, train, sync});
+        sample(main_thread, 2000, {main_frame, train}, true);
+        for (TimeNs at : {1100, 1200}) sample(loader_thread, at, {decode});
+    }
     if (options.with_dropped_records) {
         writer.record_dropped({2000, writer.intern("cupti"), 0, 10});
         writer.record_dropped({4000, writer.intern("writer buffer full"), main_thread, 2});

@@ -6,7 +6,12 @@
 #include "profiler/export/csv_tables.h"
 #include "profiler/export/flamegraph_svg.h"
 #include "profiler/export/folded_stacks.h"
+#include "profiler/analysis/cpu_profile.h"
 #include "profiler/export/json_text.h"
+#include "profiler/export/perfetto_trace.h"
+#include "profiler/export/pprof_profile.h"
+#include "profiler/export/proto/perfetto_trace.pb.h"
+#include "profiler/export/proto/pprof_profile.pb.h"
 #include "profiler/export/speedscope.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
@@ -14,6 +19,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -464,6 +470,307 @@ TEST_F(Exports, CsvDirectoryHoldsEveryTable) {
     for (const char* table : kCsvTables) {
         EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(directory) / (std::string(table) + ".csv"))) << table;
     }
+}
+
+// --- Perfetto --------------------------------------------------------------------------
+
+struct DecodedSlice {
+    std::uint64_t track = 0;
+    std::uint64_t begin = 0, end = 0;
+    std::string name;
+    std::set<std::string> categories;
+    std::map<std::string, std::string> args;  // every value as text
+    std::vector<std::uint64_t> flows;
+};
+
+struct DecodedPerfetto {
+    std::map<std::uint64_t, perfetto::TrackDescriptor> tracks;
+    std::vector<DecodedSlice> slices;  // in begin order per track
+    int instants = 0;
+    int counter_values = 0;
+};
+
+// A Perfetto trace read back by the rules its consumers apply: every packet on one
+// trusted sequence whose first packet clears the incremental state; an interned id
+// defined (in its packet or an earlier one) before it is used; every event on a track
+// described before it; on each track, times that never go back and ends that close the
+// innermost open slice, none left open.
+DecodedPerfetto decode_perfetto(const std::string& bytes) {
+    perfetto::Trace trace;
+    EXPECT_TRUE(trace.ParseFromString(bytes));
+    DecodedPerfetto decoded;
+    std::map<std::uint64_t, std::string> names, categories, annotation_names;
+    std::map<std::uint64_t, std::vector<std::size_t>> open;  // track -> open slices
+    std::map<std::uint64_t, std::uint64_t> last_time;          // track -> last event time
+    for (int index = 0; index < trace.packet_size(); ++index) {
+        const perfetto::TracePacket& packet = trace.packet(index);
+        EXPECT_EQ(packet.trusted_packet_sequence_id(), 1u) << index;
+        if (index == 0) {
+            EXPECT_TRUE(packet.sequence_flags() & perfetto::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+        }
+        for (const auto& entry : packet.interned_data().event_names()) EXPECT_TRUE(names.emplace(entry.iid(), entry.name()).second);
+        for (const auto& entry : packet.interned_data().event_categories())
+            EXPECT_TRUE(categories.emplace(entry.iid(), entry.name()).second);
+        for (const auto& entry : packet.interned_data().debug_annotation_names())
+            EXPECT_TRUE(annotation_names.emplace(entry.iid(), entry.name()).second);
+        if (packet.has_track_descriptor()) {
+            const perfetto::TrackDescriptor& track = packet.track_descriptor();
+            EXPECT_NE(track.uuid(), 0u);
+            if (track.has_parent_uuid()) {
+                EXPECT_TRUE(decoded.tracks.count(track.parent_uuid())) << track.uuid();
+            }
+            EXPECT_TRUE(decoded.tracks.emplace(track.uuid(), track).second) << "track described twice: " << track.uuid();
+            continue;
+        }
+        if (!packet.has_track_event()) continue;
+        const perfetto::TrackEvent& event = packet.track_event();
+        EXPECT_TRUE(packet.sequence_flags() & perfetto::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+        EXPECT_TRUE(decoded.tracks.count(event.track_uuid())) << "event on an undescribed track " << event.track_uuid();
+        EXPECT_GE(packet.timestamp(), last_time[event.track_uuid()]) << "time goes back on track " << event.track_uuid();
+        last_time[event.track_uuid()] = packet.timestamp();
+        if (event.type() == perfetto::TrackEvent::TYPE_SLICE_BEGIN) {
+            DecodedSlice slice;
+            slice.track = event.track_uuid();
+            slice.begin = packet.timestamp();
+            EXPECT_TRUE(names.count(event.name_iid())) << "name iid " << event.name_iid() << " used before defined";
+            slice.name = names[event.name_iid()];
+            for (std::uint64_t iid : event.category_iids()) {
+                EXPECT_TRUE(categories.count(iid));
+                slice.categories.insert(categories[iid]);
+            }
+            for (const perfetto::DebugAnnotation& annotation : event.debug_annotations()) {
+                EXPECT_TRUE(annotation_names.count(annotation.name_iid()));
+                std::string value = annotation.has_string_value() ? annotation.string_value()
+                                    : annotation.has_int_value()  ? std::to_string(annotation.int_value())
+                                                                  : std::to_string(annotation.double_value());
+                slice.args[annotation_names[annotation.name_iid()]] = value;
+            }
+            slice.flows.assign(event.flow_ids().begin(), event.flow_ids().end());
+            open[slice.track].push_back(decoded.slices.size());
+            decoded.slices.push_back(std::move(slice));
+        } else if (event.type() == perfetto::TrackEvent::TYPE_SLICE_END) {
+            std::vector<std::size_t>& stack = open[event.track_uuid()];
+            EXPECT_FALSE(stack.empty()) << "end without begin on track " << event.track_uuid();
+            if (stack.empty()) continue;
+            decoded.slices[stack.back()].end = packet.timestamp();
+            stack.pop_back();
+        } else if (event.type() == perfetto::TrackEvent::TYPE_INSTANT) {
+            ++decoded.instants;
+        } else {
+            EXPECT_EQ(event.type(), perfetto::TrackEvent::TYPE_COUNTER);
+            EXPECT_TRUE(decoded.tracks[event.track_uuid()].has_counter());
+            ++decoded.counter_values;
+        }
+    }
+    for (const auto& [track, stack] : open) EXPECT_TRUE(stack.empty()) << "slices left open on track " << track;
+    return decoded;
+}
+
+TEST_F(Exports, PerfettoTraceFollowsTrackEventRulesAndHoldsTheFixture) {
+    PerfettoCounts counts;
+    DecodedPerfetto decoded =
+        decode_perfetto(exported([&](auto& reader, auto& out) { counts = export_perfetto_trace(reader, out); }));
+    std::map<std::string, int> by_category;
+    for (const DecodedSlice& slice : decoded.slices) {
+        for (const std::string& category : slice.categories) ++by_category[category];
+    }
+    // 6 kernels, 3 copies, 1 memset, 1 sync, 10 API calls, 9 push/pop ranges and the
+    // start/end "epoch"; the mark is an instant; two counter values.
+    expect_counts(by_category, {{"kernel", 6}, {"memcpy", 3}, {"memset", 1}, {"sync", 1}, {"cuda_api", 10}, {"nvtx", 10}});
+    EXPECT_EQ(decoded.slices.size(), 31u);
+    EXPECT_EQ(counts.slices, 31);
+    EXPECT_EQ(decoded.instants, 1);
+    EXPECT_EQ(decoded.counter_values, 2);
+    EXPECT_EQ(counts.tracks, static_cast<std::int64_t>(decoded.tracks.size()));
+
+    // Every GPU operation with a launching call (5 kernels, 3 copies, 1 memset) shares a
+    // flow id with an API call that began no later.
+    std::map<std::uint64_t, std::uint64_t> api_flow_begin;
+    for (const DecodedSlice& slice : decoded.slices) {
+        if (slice.categories.count("cuda_api")) {
+            for (std::uint64_t flow : slice.flows) api_flow_begin[flow] = slice.begin;
+        }
+    }
+    int linked = 0;
+    for (const DecodedSlice& slice : decoded.slices) {
+        if (!slice.categories.count("kernel") && !slice.categories.count("memcpy") && !slice.categories.count("memset")) continue;
+        for (std::uint64_t flow : slice.flows) {
+            auto found = api_flow_begin.find(flow);
+            ASSERT_NE(found, api_flow_begin.end()) << slice.name;
+            EXPECT_LE(found->second, slice.begin) << slice.name;
+            ++linked;
+        }
+    }
+    EXPECT_EQ(linked, 9);
+
+    // The first gemm, [1300, 1400) on stream 7 of GPU 0, with its launch shape.
+    bool found_gemm = false;
+    for (const DecodedSlice& slice : decoded.slices) {
+        if (slice.name != "gemm" || slice.begin != 1300) continue;
+        found_gemm = true;
+        EXPECT_EQ(slice.end, 1400u);
+        EXPECT_EQ(slice.args.at("grid"), "[128, 1, 1]");
+        const perfetto::TrackDescriptor& stream = decoded.tracks[slice.track];
+        EXPECT_EQ(stream.name(), "Stream 7 default");
+        EXPECT_EQ(decoded.tracks[stream.parent_uuid()].name(), "GPU 0 Fixture GPU");
+    }
+    EXPECT_TRUE(found_gemm);
+    // Push/pop ranges on their thread's track; the start/end range on a lane of the process.
+    for (const DecodedSlice& slice : decoded.slices) {
+        const perfetto::TrackDescriptor& track = decoded.tracks.at(slice.track);
+        if (slice.name == "forward") {
+            ASSERT_TRUE(track.has_thread());
+            EXPECT_EQ(track.thread().thread_name(), "main");
+            EXPECT_EQ(track.thread().pid(), 100);
+            EXPECT_EQ(track.thread().tid(), 100);
+            EXPECT_TRUE(slice.categories.count("ember"));
+        }
+        if (slice.name == "epoch") {
+            EXPECT_EQ(track.name(), "ranges");
+            EXPECT_EQ(slice.begin, 900u);
+            EXPECT_EQ(slice.end, 5100u);
+            EXPECT_TRUE(decoded.tracks[track.parent_uuid()].has_process());
+        }
+    }
+}
+
+// --- pprof -----------------------------------------------------------------------------
+
+std::string gunzip(const std::string& compressed) {
+    z_stream stream{};
+    EXPECT_EQ(inflateInit2(&stream, 15 + 32), Z_OK);
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+    stream.avail_in = static_cast<uInt>(compressed.size());
+    std::string out;
+    char buffer[1 << 14];
+    int status = Z_OK;
+    while (status == Z_OK) {
+        stream.next_out = reinterpret_cast<Bytef*>(buffer);
+        stream.avail_out = sizeof buffer;
+        status = inflate(&stream, Z_NO_FLUSH);
+        out.append(buffer, sizeof buffer - stream.avail_out);
+    }
+    EXPECT_EQ(status, Z_STREAM_END);
+    inflateEnd(&stream);
+    return out;
+}
+
+// Per function, as `pprof -top` counts them: flat = samples whose innermost frame it
+// is, cum = samples with it anywhere on the stack (once per sample).
+struct PprofFunctionTotals {
+    std::map<std::string, std::int64_t> flat, cum;
+    std::int64_t samples = 0;
+};
+
+PprofFunctionTotals pprof_totals(const pprof::Profile& profile) {
+    auto text = [&](std::int64_t index) { return profile.string_table(static_cast<int>(index)); };
+    std::map<std::uint64_t, std::string> function_name, location_function;
+    for (const pprof::Function& function : profile.function()) function_name[function.id()] = text(function.name());
+    for (const pprof::Location& location : profile.location()) {
+        EXPECT_EQ(location.line_size(), 1);
+        location_function[location.id()] = function_name[location.line(0).function_id()];
+    }
+    PprofFunctionTotals totals;
+    for (const pprof::Sample& sample : profile.sample()) {
+        EXPECT_EQ(sample.value_size(), profile.sample_type_size());
+        std::int64_t count = sample.value(0);
+        totals.samples += count;
+        std::set<std::string> seen;
+        for (int i = 0; i < sample.location_id_size(); ++i) {
+            const std::string& name = location_function[sample.location_id(i)];
+            if (i == 0) totals.flat[name] += count;
+            if (seen.insert(name).second) totals.cum[name] += count;
+        }
+    }
+    return totals;
+}
+
+TEST_F(Exports, PprofProfileHoldsTheCpuTablesSamples) {
+    const std::string path = folder_->path("samples.db");
+    ember::testing::FixtureOptions options;
+    options.with_cpu_samples = true;
+    ember::testing::write_fixture_trace(path, options);
+    store::TraceReader reader(path);
+    for (bool include_idle : {false, true}) {
+        const std::string out_path = folder_->path("samples.pb.gz");
+        PprofCounts counts;
+        {
+            OutputFile out(out_path);
+            counts = export_pprof(reader, out, include_idle);
+            out.close();
+        }
+        pprof::Profile profile;
+        ASSERT_TRUE(profile.ParseFromString(gunzip(read_file(out_path))));
+        ASSERT_GT(profile.string_table_size(), 0);
+        EXPECT_EQ(profile.string_table(0), "");
+        ASSERT_EQ(profile.sample_type_size(), 2);
+        EXPECT_EQ(profile.string_table(profile.sample_type(0).type()), "samples");
+        EXPECT_EQ(profile.string_table(profile.sample_type(1).type()), "cpu");
+        EXPECT_EQ(profile.string_table(profile.sample_type(1).unit()), "nanoseconds");
+        EXPECT_EQ(profile.period(), 100);
+        std::int64_t cpu_ns = 0;
+        for (const pprof::Sample& sample : profile.sample()) cpu_ns += sample.value(1);
+
+        const analysis::CpuProfile expected = analysis::cpu_profile(reader, include_idle);
+        const PprofFunctionTotals totals = pprof_totals(profile);
+        EXPECT_EQ(totals.samples, include_idle ? 9 : 8);
+        EXPECT_EQ(totals.samples, expected.samples);
+        EXPECT_EQ(counts.samples, expected.samples);
+        EXPECT_EQ(cpu_ns, expected.samples * 100);
+        // Native functions as the CPU tables name them; the Python frame is its function
+        // with its file and line.
+        for (const analysis::CpuFunctionRow& row : expected.functions) {
+            std::string name = row.function == "forward (model.py:12)" ? "forward" : row.function;
+            EXPECT_EQ(totals.flat.count(name) ? totals.flat.at(name) : 0, row.self_samples) << row.function;
+            EXPECT_EQ(totals.cum.count(name) ? totals.cum.at(name) : 0, row.total_samples) << row.function;
+        }
+        EXPECT_EQ(totals.flat.at("[waiting on GPU]"), 1);
+        EXPECT_EQ(totals.flat.at("[libopenblas.so.0]"), 3);
+        EXPECT_EQ(totals.cum.at("train_step"), include_idle ? 7 : 6);
+    }
+    // The Python frame: function "forward" in model.py at line 12; native frames at
+    // their address in their module's mapping; each sample labelled with its thread.
+    pprof::Profile profile;
+    {
+        const std::string out_path = folder_->path("samples.pb.gz");
+        OutputFile out(out_path);
+        export_pprof(reader, out);
+        out.close();
+        ASSERT_TRUE(profile.ParseFromString(gunzip(read_file(out_path))));
+    }
+    auto text = [&](std::int64_t index) { return profile.string_table(static_cast<int>(index)); };
+    std::map<std::uint64_t, const pprof::Function*> functions;
+    for (const pprof::Function& function : profile.function()) functions[function.id()] = &function;
+    std::map<std::uint64_t, std::string> mappings;
+    for (const pprof::Mapping& mapping : profile.mapping()) mappings[mapping.id()] = text(mapping.filename());
+    bool python_seen = false, blas_seen = false;
+    for (const pprof::Location& location : profile.location()) {
+        const pprof::Function& function = *functions.at(location.line(0).function_id());
+        if (text(function.name()) == "forward") {
+            python_seen = true;
+            EXPECT_EQ(text(function.filename()), "model.py");
+            EXPECT_EQ(location.line(0).line(), 12);
+        }
+        if (text(function.name()) == "[libopenblas.so.0]") {
+            blas_seen = true;
+            EXPECT_EQ(location.address(), 0x7f0000001000u);
+            EXPECT_EQ(mappings[location.mapping_id()], "/usr/lib/libopenblas.so.0");
+        }
+    }
+    EXPECT_TRUE(python_seen);
+    EXPECT_TRUE(blas_seen);
+    std::map<std::string, std::int64_t> by_thread;
+    for (const pprof::Sample& sample : profile.sample()) {
+        std::string thread;
+        std::int64_t tid = 0;
+        for (const pprof::Label& label : sample.label()) {
+            if (text(label.key()) == "thread") thread = text(label.str());
+            if (text(label.key()) == "tid") tid = label.num();
+        }
+        EXPECT_EQ(tid, thread == "main" ? 100 : 101) << thread;
+        by_thread[thread] += sample.value(0);
+    }
+    expect_counts(by_thread, {{"main", std::int64_t{6}}, {"loader", std::int64_t{2}}});
 }
 
 }  // namespace
