@@ -88,7 +88,7 @@ private:
 struct Options {
     std::string config_file;
     std::vector<std::string> overrides;
-    std::string model, optimizer, backend, precision, batch_size, profile, metrics, checkpoint_dir, resume,
+    std::string model, optimizer, backend, precision, batch_size, profile, metrics, tensorboard, checkpoint_dir, resume,
         data_root, data_source, png_dir;
     double lr = 0, imbalance = -1;
     int epochs = 0, workers = -1;
@@ -134,6 +134,7 @@ void apply_flags(const Options& o, train::TrainConfig& c) {
     if (!o.png_dir.empty()) c.png_dir = o.png_dir;
     if (!o.profile.empty()) c.profile_path = o.profile;
     if (!o.metrics.empty()) c.metrics_path = o.metrics;
+    if (!o.tensorboard.empty()) c.tensorboard_dir = o.tensorboard;
     if (!o.checkpoint_dir.empty()) c.checkpoint_dir = o.checkpoint_dir;
     if (o.checkpoint_every >= 0) set("output.checkpoint_every", std::to_string(o.checkpoint_every));
     if (!o.resume.empty()) c.resume = o.resume;
@@ -299,6 +300,10 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--cpu-sample-hz", o->cpu_sample_hz, "CPU stack sampling rate while profiling (0 = off)")
         ->capture_default_str();
     cmd->add_option("--metrics", o->metrics, "Write metrics as JSON lines to this file");
+    cmd->add_option("--tensorboard", o->tensorboard,
+                    "Write TensorBoard event files to this directory (tensorboard --logdir DIR): loss, learning "
+                    "rate, loss scale, throughput, dataloader and all-reduce wait per step; test accuracy and loss "
+                    "per epoch");
     cmd->add_option("--checkpoint-dir", o->checkpoint_dir, "Write checkpoints (last.ckpt) here");
     cmd->add_option("--checkpoint-every", o->checkpoint_every, "Steps between checkpoints (0 = at the end)");
     cmd->add_option("--resume", o->resume, "Resume from this checkpoint");

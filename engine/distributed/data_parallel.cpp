@@ -2,6 +2,8 @@
 // and averaging (data_parallel.h).
 #include "engine/distributed/data_parallel.h"
 
+#include "engine/distributed/collective_wait.h"
+
 #include "engine/core/cuda_check.h"
 #include "engine/core/nvtx.h"
 #include "engine/cuda/context.h"
@@ -140,7 +142,7 @@ void DataParallel::finish_gradients() {
             ++collectives_launched_;
         }
         {
-            nvtx::ScopedRange range(nvtx::range::kAllreduceWait, nvtx::Category::communication);
+            CollectiveWait wait(wait_seconds_);
             pending->wait();
         }
         const std::size_t shard_bytes = (shard.end - shard.begin) * sizeof(float);
@@ -158,7 +160,7 @@ void DataParallel::finish_gradients() {
     }
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
         {
-            nvtx::ScopedRange range(nvtx::range::kAllreduceWait, nvtx::Category::communication, buckets_[i].bytes());
+            CollectiveWait wait(wait_seconds_, buckets_[i].bytes());
             pending_[i]->wait();
         }
         pending_[i].reset();

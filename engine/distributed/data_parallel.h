@@ -81,6 +81,8 @@ public:
     const DataParallelOptions& options() const { return options_; }
     // Collectives launched so far (tests: none on accumulation micro-batches).
     int64_t collectives_launched() const { return collectives_launched_; }
+    // Seconds the host has waited for gradient collectives so far (allreduce/wait).
+    double wait_seconds() const { return wait_seconds_; }
 
 private:
     void launch_bucket(std::size_t index);
@@ -95,6 +97,7 @@ private:
     std::size_t next_bucket_ = 0;
     bool synchronizing_ = false;
     int64_t collectives_launched_ = 0;
+    double wait_seconds_ = 0;
     nn::FlatBuffer padded_gradients_, shard_gradients_;  // reduce_scatter scratch
 };
 

@@ -2,6 +2,8 @@
 // (sharded_optimizer.h).
 #include "engine/distributed/sharded_optimizer.h"
 
+#include "engine/distributed/collective_wait.h"
+
 #include "engine/core/cuda_check.h"
 #include "engine/core/nvtx.h"
 #include "engine/distributed/data_parallel.h"
@@ -101,7 +103,7 @@ void ShardedOptimizer::step(float* params, const float* grads, const optim::Step
         pending = communicator_.all_gather_async(own_slot, gathered, shard_size_, options.stream);
     }
     {
-        nvtx::ScopedRange range(nvtx::range::kAllreduceWait, nvtx::Category::communication);
+        CollectiveWait wait(wait_seconds_);
         pending->wait();
     }
     if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(params, gathered, flat_length_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));

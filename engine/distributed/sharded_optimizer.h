@@ -45,6 +45,8 @@ public:
     std::size_t shard_end() const { return shard_end_; }
     // The inner optimizer over this rank's shard (null when the shard holds no tensor).
     const optim::Optimizer* shard_optimizer() const { return inner_.get(); }
+    // Seconds the host has waited for the parameter all-gathers so far (allreduce/wait).
+    double wait_seconds() const { return wait_seconds_; }
 
     // As many state buffers as the unsharded optimizer (what a checkpoint holds); none
     // is held whole on this rank, so state_buffer() is null.
@@ -66,6 +68,7 @@ private:
     int64_t gathered_at_step_ = -1;
     std::size_t flat_length_ = 0, shard_begin_ = 0, shard_end_ = 0, shard_size_ = 0;
     nn::FlatBuffer gathered_;  // world * shard_size elements
+    double wait_seconds_ = 0;
 };
 
 }  // namespace ember::distributed

@@ -75,6 +75,7 @@ const std::vector<Field>& fields() {
         {"output", "checkpoint_every", &C::checkpoint_every, {}, 0},
         {"output", "resume", &C::resume},
         {"output", "metrics", &C::metrics_path},
+        {"output", "tensorboard", &C::tensorboard_dir},
         {"output", "profile", &C::profile_path},
         {"output", "progress", &C::progress},
     };

@@ -91,6 +91,7 @@ struct TrainConfig {
     std::int64_t checkpoint_every = 0; // steps between checkpoints (0 = only at the end)
     std::string resume;                // checkpoint file to resume from
     std::string metrics_path;          // JSONL metrics (empty = none)
+    std::string tensorboard_dir;       // TensorBoard event files (empty = none)
     std::string profile_path;          // record the run in-process to this trace file
     bool progress = true;              // a progress bar on a terminal, plain lines otherwise
 };

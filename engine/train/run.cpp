@@ -10,6 +10,7 @@
 #include "engine/core/nvtx.h"
 #include "engine/cpu/implementation.h"
 #include "engine/train/run_state.h"
+#include "engine/train/tensorboard.h"
 #include "engine/train/thread_split.h"
 
 #include <cuda_runtime_api.h>
@@ -236,6 +237,15 @@ TrainSummary train_epochs(RunState& run) {
                    {"batch_size", run.batch_size}, {"precision", config.precision},
                    {"optimizer", config.optimizer}, {"epochs", config.epochs}});
 
+    std::unique_ptr<TensorBoardWriter> tensorboard;
+    if (dist.is_root() && !config.tensorboard_dir.empty())
+        tensorboard = std::make_unique<TensorBoardWriter>(config.tensorboard_dir);
+    // Host seconds spent waiting for gradient and parameter collectives so far.
+    auto collective_wait_seconds = [&run] {
+        return (run.data_parallel ? run.data_parallel->wait_seconds() : 0.0) +
+               (run.sharded ? run.sharded->wait_seconds() : 0.0);
+    };
+
     if (dist.distributed()) dist.record_clock_anchor();  // `ember merge` aligns the rank files on these
     const double imbalance = dist.distributed() ? config.imbalance * dist.rank() / (dist.world_size() - 1) : 0.0;
     double last_step_seconds = 0;
@@ -264,8 +274,10 @@ TrainSummary train_epochs(RunState& run) {
         while (!stop && batch_index < run.steps_per_epoch) {
             int64_t step = trainer.steps();
             nvtx::ScopedRange step_range(nvtx::range::kStep, nvtx::Category::step, static_cast<uint64_t>(step));
+            const double loader_wait_before = train.wait_seconds();
             const data::Batch* b = train.next();
             if (!b) break;
+            const double loader_wait = train.wait_seconds() - loader_wait_before;
             ++batch_index;
             double lr = run.schedule->lr(step);
             run.optimizer->set_lr(lr);
@@ -275,8 +287,10 @@ TrainSummary train_epochs(RunState& run) {
                 spin_for(imbalance * last_step_seconds);
             }
             auto step_start = Clock::now();
+            const double collective_wait_before = collective_wait_seconds();
             nn::StepResult result = trainer.step(in.images, in.labels);
             last_step_seconds = seconds_between(step_start, Clock::now());
+            const double collective_wait = collective_wait_seconds() - collective_wait_before;
             thread_split.after_step(run, train, trainer.steps() - first_step, last_step_seconds);
             if (config.anomaly_check && !run.policy.needs_loss_scaling()) {  // fp16: the scaler owns overflow
                 std::vector<float> host(parameter_count);
@@ -320,6 +334,16 @@ TrainSummary train_epochs(RunState& run) {
                 metrics.write({{"type", "step"}, {"step", report.step}, {"epoch", epoch}, {"loss", result.loss},
                                {"lr", lr}, {"loss_scale", result.loss_scale},
                                {"images_per_second", report.images_per_second}, {"skipped", report.skipped}});
+            if (tensorboard) {
+                std::vector<std::pair<std::string, double>> scalars;
+                if (measured) scalars.emplace_back("train/loss", result.loss);
+                scalars.emplace_back("train/learning_rate", lr);
+                if (run.policy.needs_loss_scaling()) scalars.emplace_back("train/loss_scale", result.loss_scale);
+                scalars.emplace_back("train/images_per_second", batch_samples / std::max(last_step_seconds, 1e-9));
+                scalars.emplace_back("train/dataloader_wait_ms", loader_wait * 1e3);
+                if (dist.distributed()) scalars.emplace_back("train/allreduce_wait_ms", collective_wait * 1e3);
+                tensorboard->scalars(report.step, scalars);
+            }
 
             if (config.max_steps > 0 && trainer.steps() >= config.max_steps) stop = true;
             if (!config.checkpoint_dir.empty() && config.checkpoint_every > 0 &&
@@ -346,6 +370,12 @@ TrainSummary train_epochs(RunState& run) {
         er.eval_seconds = last_eval.seconds;
         nvtx::counter("test_accuracy", er.test_accuracy);
         observer.epoch(er);
+        if (tensorboard)
+            tensorboard->scalars(er.steps, {{"test/accuracy", er.test_accuracy},
+                                            {"test/loss", er.test_loss},
+                                            {"epoch/train_loss", er.train_loss},
+                                            {"epoch/images_per_second", er.images_per_second},
+                                            {"epoch/dataloader_wait_seconds", er.dataloader_wait_seconds}});
         metrics.write({{"type", "epoch"}, {"epoch", epoch}, {"step", er.steps}, {"train_loss", er.train_loss},
                        {"test_loss", er.test_loss}, {"test_accuracy", er.test_accuracy},
                        {"seconds", er.seconds}, {"images_per_second", er.images_per_second},
