@@ -34,6 +34,13 @@ ClassUnions class_unions(const RankGpuWork& rank) {
         unions.last_end_ns = first ? event.end_ns : std::max(unions.last_end_ns, event.end_ns);
         first = false;
     }
+    // HTA's stream synchronizations (hta only): GPU busy time of no class.
+    for (const GpuEvent& event : rank.stream_syncs) {
+        all.push_back({event.start_ns, event.end_ns});
+        unions.first_start_ns = first ? event.start_ns : std::min(unions.first_start_ns, event.start_ns);
+        unions.last_end_ns = first ? event.end_ns : std::max(unions.last_end_ns, event.end_ns);
+        first = false;
+    }
     for (int k = 0; k < kKernelClassCount; ++k) unions.by_class[k] = union_of(std::move(intervals[k]));
     unions.all = union_of(std::move(all));
     return unions;

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -198,12 +199,32 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
     read_table("kernels", GpuEventKind::kernel);
     read_table("memcpys", GpuEventKind::memcpy);
     read_table("memsets", GpuEventKind::memset);
+    // HTA's GPU work includes the synchronizations recorded on a stream (see gpu_work.h).
+    const std::optional<std::string> from_calls = reader.metadata(trace::kSynchronizationsFromCallsKey);
+    if (convention == Convention::hta && (!from_calls || std::strtoll(from_calls->c_str(), nullptr, 10) == 0)) {
+        SqlQuery query(reader.database(), reader.path(),
+                       "SELECT start_ns, end_ns, stream_id, correlation_id FROM synchronizations WHERE stream_id != 0");
+        while (query.next_row()) {
+            GpuEvent event;
+            event.start_ns = query.int64(0);
+            event.end_ns = query.int64(1);
+            const auto stream = streams.find(static_cast<trace::StreamId>(query.int64(2)));
+            const std::int32_t rank = stream == streams.end() ? ranks.single_rank : stream->second.second;
+            event.cuda_stream = stream == streams.end() ? 0 : stream->second.first;
+            event.correlation = static_cast<trace::CorrelationId>(query.int64(3));
+            event.kind = GpuEventKind::sync;
+            rank_work(rank).stream_syncs.push_back(event);
+        }
+    }
 
     // The launching calls of exactly these events.
     std::unordered_map<trace::CorrelationId, Launch> launches;
-    for (const auto& [rank, work] : by_rank)
+    for (const auto& [rank, work] : by_rank) {
         for (const GpuEvent& event : work.events)
             if (event.correlation != 0) launches.try_emplace(event.correlation);
+        for (const GpuEvent& event : work.stream_syncs)
+            if (event.correlation != 0) launches.try_emplace(event.correlation);
+    }
     if (!launches.empty()) {
         SqlQuery query(reader.database(), reader.path(),
                        "SELECT start_ns, end_ns, correlation_id, name_id FROM api_calls WHERE correlation_id != 0");
@@ -229,32 +250,36 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
         const bool filter_last_step = convention == Convention::hta && steps.size() >= 2;
         const bool linked_only = convention == Convention::tracelens || filter_last_step;
         // Filtered in place: a second vector of every event would double the memory.
-        std::size_t kept = 0;
-        for (GpuEvent& event : work.events) {
-            if (event.correlation != 0) {
-                auto found = launches.find(event.correlation);
-                if (found != launches.end() && found->second.found) {
-                    event.launch_start_ns = found->second.start_ns;
-                    event.launch_end_ns = found->second.end_ns;
-                    event.launch_name_id = found->second.name_id;
+        auto keep = [&](std::vector<GpuEvent>& events, bool counted) {
+            std::size_t kept = 0;
+            for (GpuEvent& event : events) {
+                if (event.correlation != 0) {
+                    auto found = launches.find(event.correlation);
+                    if (found != launches.end() && found->second.found) {
+                        event.launch_start_ns = found->second.start_ns;
+                        event.launch_end_ns = found->second.end_ns;
+                        event.launch_name_id = found->second.name_id;
+                    }
                 }
+                if (convention == Convention::hta) {
+                    round_like_hta(event.start_ns, event.end_ns);
+                    if (event.linked()) round_like_hta(event.launch_start_ns, event.launch_end_ns);
+                }
+                if (linked_only && !event.linked()) {
+                    if (counted) ++work.dropped_unlinked;
+                    continue;
+                }
+                if (filter_last_step && event.launch_start_ns >= last_step_start) {
+                    if (counted) ++work.dropped_after_last_step;
+                    continue;
+                }
+                events[kept++] = event;
             }
-            if (convention == Convention::hta) {
-                round_like_hta(event.start_ns, event.end_ns);
-                if (event.linked()) round_like_hta(event.launch_start_ns, event.launch_end_ns);
-            }
-            if (linked_only && !event.linked()) {
-                ++work.dropped_unlinked;
-                continue;
-            }
-            if (filter_last_step && event.launch_start_ns >= last_step_start) {
-                ++work.dropped_after_last_step;
-                continue;
-            }
-            work.events[kept++] = event;
-        }
-        work.events.resize(kept);
-        sort_by_start(work.events);
+            events.resize(kept);
+            sort_by_start(events);
+        };
+        keep(work.events, true);
+        keep(work.stream_syncs, false);
         result.push_back(std::move(work));
     }
     return result;

@@ -10,7 +10,14 @@
 //              step's start are kept (the last step is incomplete); Kineto's float
 //              microsecond times are rounded as HTA's parser rounds them
 //              (start = ceil(ts), end = floor(ts + dur), in double arithmetic), so
-//              every time is a whole microsecond.
+//              every time is a whole microsecond. HTA takes every event with a stream
+//              as GPU work: the CUDA synchronizations recorded on a stream (Kineto's
+//              cuda_sync "Stream Sync", "Stream Wait Event", ...; not the context
+//              syncs, which have none) are kept too, in stream_syncs, under the same
+//              rules. Its names for them match none of its kernel classes (OTHER):
+//              they are GPU busy time in the temporal breakdown and in no kernel type
+//              or idle-time stream. Synchronizations an import made from runtime calls
+//              (a Kineto trace without cuda_sync events) are not GPU records: left out.
 //   tb         the TensorBoard profiler plugin: as ember (its step breakdown has its
 //              own rules, step_breakdown.h).
 //   tracelens  TraceLens: only GPU events linked to a launching runtime/driver call.
@@ -41,7 +48,7 @@ inline constexpr int kKernelClassCount = 3;
 const char* kernel_class_name(KernelClass kind);
 KernelClass classify_kernel(std::string_view name);
 
-enum class GpuEventKind : std::uint8_t { kernel, memcpy, memset };
+enum class GpuEventKind : std::uint8_t { kernel, memcpy, memset, sync };
 
 inline constexpr trace::TimeNs kNoLaunch = INT64_MIN;
 
@@ -62,6 +69,7 @@ struct GpuEvent {
 struct RankGpuWork {
     std::int32_t rank = 0;
     std::vector<GpuEvent> events;  // by start time
+    std::vector<GpuEvent> stream_syncs;  // hta only: synchronizations on a stream, by start time
     // What the convention left out, so reports can say what they count.
     std::int64_t dropped_unlinked = 0;          // no launching call (tracelens, hta)
     std::int64_t dropped_after_last_step = 0;   // launched at or after the last step's start (hta)

@@ -118,6 +118,9 @@ struct ImportCounts {
     // the nearest range that contains them whole; push/pop NVTX never has any).
     std::int64_t ranges_not_nested = 0;
     std::int64_t nccl_kernels = 0;
+    // Synchronizations made from synchronizing runtime calls (a Kineto trace with no
+    // cuda_sync events): run_metadata trace::kSynchronizationsFromCallsKey.
+    std::int64_t synchronizations_from_calls = 0;
     // Kernels and host ranges with Kineto's collective metadata (process group, Seq).
     std::int64_t collective_calls = 0;
     // Events read but not stored, by reason ("flow event (links come from correlation ids)", ...).

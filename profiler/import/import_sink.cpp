@@ -557,6 +557,8 @@ void ImportSink::write_metadata(const std::string& path) {
     put_text(import_metadata_key::skipped_events, skipped);
     put_int(import_metadata_key::invalid_events, counts_.invalid_total());
     if (!counts_.invalid.empty()) put_text(import_metadata_key::invalid_summary, counts_.invalid_summary());
+    if (counts_.synchronizations_from_calls > 0)
+        put_int(trace::kSynchronizationsFromCallsKey, counts_.synchronizations_from_calls);
     if (!counts_.notes.empty()) {
         std::string notes;
         for (const std::string& line : counts_.notes) notes += (notes.empty() ? "" : "\n") + line;

@@ -127,6 +127,7 @@ public:
     // ImportOptions::strict): counted under `reason`, `where` kept for the first.
     void invalid(std::string_view reason, std::string where);
     void count_nccl_kernel() { ++counts_.nccl_kernels; }
+    void count_synchronizations_from_calls(std::int64_t count) { counts_.synchronizations_from_calls += count; }
 
     // Earliest start / latest end of anything recorded (the run's bounds by default).
     trace::TimeNs earliest_ns() const { return earliest_; }

@@ -353,6 +353,7 @@ private:
             wait.correlation_id = pending.call.correlation_id;
             wait.kind = pending.kind;
             sink_.sync(wait);
+            sink_.count_synchronizations_from_calls(1);
         }
         sink_.note(fmt::format("{} synchronizations from the synchronizing runtime calls (the trace has no cuda_sync "
                                "events)",

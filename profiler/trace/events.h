@@ -276,6 +276,11 @@ struct SyncEvent {
     bool operator==(const SyncEvent&) const = default;
 };
 
+// run_metadata key: how many of the file's synchronizations an import made from the
+// synchronizing runtime calls of a trace that records none (the call's own times; no
+// GPU record behind them). Absent or 0: every synchronization is a GPU record.
+inline constexpr const char* kSynchronizationsFromCallsKey = "import_synchronizations_from_calls";
+
 // A CUDA runtime/driver API call (cudaLaunchKernel, cudaMemcpyAsync, ...). Track: a thread.
 struct ApiEvent {
     TimeNs start_ns = 0;

@@ -17,6 +17,7 @@
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/launches.h"
 #include "profiler/analysis/stats_report.h"
+#include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <random>
@@ -341,6 +343,123 @@ TEST(HtaRounding, MicrosecondsAsPythonFloatEqualStrtodOfTheDecimalText) {
     // 1712195495519695.875 µs lies halfway between two doubles (0.25 apart there):
     // both round to the even one.
     EXPECT_EQ(microseconds_as_python_float(1'712'195'495'519'695'875), 1712195495519696.0);
+}
+
+// --- HTA and CUDA synchronizations ------------------------------------------------------
+
+// A Kineto trace (PyTorch 2.x) with cuda_sync events of every kind. Three
+// ProfilerSteps of 1000 µs; in each, at s + ...: gemm [20, 120) and relu [130, 330) on
+// stream 7, an NCCL all-reduce [40, 90) on stream 13; a Stream Wait Event on stream 13
+// [36, 38); the host's cudaStreamSynchronize [40, 335) with its Stream Sync on stream 7
+// [45, 332); an Event Sync [402, 417) and a Context Sync [502, 527), both on no stream
+// (-1). Every GPU event has its launching runtime call.
+std::string kineto_trace_with_syncs(bool with_cuda_sync_events) {
+    nlohmann::json events = nlohmann::json::array();
+    int correlation = 1000;
+    auto host = [&](const char* name, double ts, double dur, const char* cat, nlohmann::json args) {
+        events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", ts},
+                          {"dur", dur}, {"args", args}});
+    };
+    auto launch = [&](double ts, double kernel_ts, double kernel_dur, int stream, const char* kernel) {
+        ++correlation;
+        host("cudaLaunchKernel", ts, 5, "cuda_runtime", {{"cbid", 211}, {"correlation", correlation}});
+        events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", stream},
+                          {"ts", kernel_ts}, {"dur", kernel_dur},
+                          {"args", {{"device", 0}, {"stream", stream}, {"correlation", correlation}, {"context", 1}}}});
+    };
+    auto sync = [&](const char* kind, double ts, double dur, int stream, nlohmann::json extra) {
+        if (!with_cuda_sync_events) return;
+        nlohmann::json args = {{"cuda_sync_kind", kind}, {"stream", stream}, {"correlation", correlation},
+                               {"device", 0}, {"context", 1}};
+        args.update(extra);
+        events.push_back({{"ph", "X"}, {"cat", "cuda_sync"}, {"name", kind}, {"pid", 0}, {"tid", stream >= 0 ? stream : 7},
+                          {"ts", ts}, {"dur", dur}, {"args", args}});
+    };
+    const double t0 = 1'700'000'000'000.0;
+    for (int step = 0; step < 3; ++step) {
+        const double s = t0 + step * 1000;
+        host(("ProfilerStep#" + std::to_string(step + 1)).c_str(), s, 900, "user_annotation", nlohmann::json::object());
+        launch(s + 10, s + 20, 100, 7, "gemm_kernel");
+        launch(s + 20, s + 130, 200, 7, "relu_kernel");
+        launch(s + 30, s + 40, 50, 13, "ncclKernel_AllReduce");
+        ++correlation;
+        sync("Stream Wait Event", s + 36, 2, 13,
+             {{"wait_on_stream", 7}, {"wait_on_cuda_event_record_corr_id", correlation - 3}, {"wait_on_cuda_event_id", 5}});
+        host("cudaStreamWaitEvent", s + 35, 4, "cuda_runtime", {{"cbid", 146}, {"correlation", correlation}});
+        ++correlation;
+        host("cudaStreamSynchronize", s + 40, 295, "cuda_runtime", {{"cbid", 131}, {"correlation", correlation}});
+        sync("Stream Sync", s + 45, 287, 7, nlohmann::json::object());
+        ++correlation;
+        host("cudaEventSynchronize", s + 400, 20, "cuda_runtime", {{"cbid", 133}, {"correlation", correlation}});
+        sync("Event Sync", s + 402, 15, -1,
+             {{"wait_on_stream", 7}, {"wait_on_cuda_event_record_corr_id", 1}, {"wait_on_cuda_event_id", 5}});
+        ++correlation;
+        host("cudaDeviceSynchronize", s + 500, 30, "cuda_runtime", {{"cbid", 165}, {"correlation", correlation}});
+        sync("Context Sync", s + 502, 25, -1, nlohmann::json::object());
+    }
+    nlohmann::json trace = {{"schemaVersion", 1},
+                            {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100 80GB HBM3"}}}},
+                            {"distributedInfo", {{"rank", 0}, {"world_size", 1}, {"backend", "nccl"}}},
+                            {"traceEvents", events}};
+    return trace.dump();
+}
+
+std::vector<RankGpuWork> hta_work_of(const std::string& kineto_json, const std::string& stem) {
+    const std::string json_path = ember::testing::temporary_path(stem, ".json");
+    const std::string db_path = ember::testing::temporary_path(stem, ".db");
+    {
+        std::ofstream out(json_path);
+        out << kineto_json;
+    }
+    importing::import_file(json_path, db_path);
+    std::filesystem::remove(json_path);
+    std::vector<RankGpuWork> work;
+    {
+        store::TraceReader reader(db_path);
+        work = gpu_work(reader, Convention::hta);
+    }
+    std::filesystem::remove(db_path);
+    return work;
+}
+
+// Holistic Trace Analysis (its repository's HEAD of 2026-05-01, run with Debian's pandas
+// 1.5.3) on this trace: get_temporal_breakdown() gives idle 688 µs, compute 600 µs,
+// non-compute 24 µs, kernel time 1312 µs; get_gpu_kernel_breakdown() gives COMPUTATION
+// 500 µs and COMPUTATION overlapping COMMUNICATION 100 µs (the synchronizations in no
+// kernel type); get_idle_time_breakdown() gives stream 7 host_wait 690, kernel_wait 20,
+// stream 13 host_wait 950 µs (synchronizations left out by category). The last step is
+// dropped; the Stream Sync of each kept step covers the 10 µs between gemm and relu and
+// outlasts relu by 2 µs: 24 µs of non-compute busy time.
+TEST(GpuBreakdownHta, CountsStreamSynchronizationsAsHtaDoes) {
+    const std::vector<RankGpuWork> work = hta_work_of(kineto_trace_with_syncs(true), "hta-syncs");
+    ASSERT_EQ(work.size(), 1u);
+    EXPECT_EQ(work[0].stream_syncs.size(), 4u);  // Stream Wait Event and Stream Sync of steps 1 and 2
+    const TemporalRow temporal = temporal_breakdown(work).at(0);
+    EXPECT_EQ(temporal.span_ns, 1'312'000);
+    EXPECT_EQ(temporal.idle_ns, 688'000);
+    EXPECT_EQ(temporal.compute_ns, 600'000);
+    EXPECT_EQ(temporal.non_compute_ns, 24'000);
+    std::map<std::string, TimeNs> types;
+    for (const KernelTypeRow& row : kernel_type_breakdown(work)) types[row.kernel_type] = row.total_ns;
+    EXPECT_EQ(types, (std::map<std::string, TimeNs>{{"COMPUTATION", 500'000},
+                                                    {"COMPUTATION overlapping COMMUNICATION", 100'000}}));
+    std::map<std::pair<std::uint64_t, std::string>, TimeNs> idle;
+    for (const IdleRow& row : idle_breakdown(work, 30'000))
+        idle[{row.stream, idle_category_name(row.category)}] = row.idle_ns;
+    EXPECT_EQ(idle[std::make_pair(std::uint64_t{7}, std::string("host_wait"))], 690'000);
+    EXPECT_EQ(idle[std::make_pair(std::uint64_t{7}, std::string("kernel_wait"))], 20'000);
+    EXPECT_EQ(idle[std::make_pair(std::uint64_t{13}, std::string("host_wait"))], 950'000);
+}
+
+// Without cuda_sync events the import makes synchronizations from the runtime calls; they
+// are not GPU records, and HTA would see no synchronization at all.
+TEST(GpuBreakdownHta, LeavesOutSynchronizationsMadeFromCalls) {
+    const std::vector<RankGpuWork> work = hta_work_of(kineto_trace_with_syncs(false), "hta-no-syncs");
+    ASSERT_EQ(work.size(), 1u);
+    EXPECT_TRUE(work[0].stream_syncs.empty());
+    const TemporalRow temporal = temporal_breakdown(work).at(0);
+    EXPECT_EQ(temporal.span_ns, 1'310'000);  // gemm of step 1 to relu of step 2
+    EXPECT_EQ(temporal.non_compute_ns, 0);
 }
 
 }  // namespace
