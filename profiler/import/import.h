@@ -231,8 +231,14 @@ std::string user_cache_directory();
 // to beside_input or user_cache the way open_trace does).
 std::string cache_path_for(const std::string& input, CachePlace place);
 
+// The version of what the importers write, beyond the schema: raised whenever an import
+// of the same input would store something else, so a cached import by an older ember is
+// made again (trace_cache.cpp).
+inline constexpr int kImportVersion = 2;
+
 // Keys the importers add to run_metadata (docs/import.md).
 namespace import_metadata_key {
+inline constexpr const char* import_version = "import_version";  // kImportVersion
 inline constexpr const char* source_format = "import_source_format";
 inline constexpr const char* source_path = "import_source_path";            // absolute path
 inline constexpr const char* source_bytes = "import_source_bytes";

@@ -547,6 +547,7 @@ void ImportSink::write_metadata(const std::string& path) {
     put_int(store::metadata_key::clock_offset_to_wall_ns, run_.clock_offset_to_wall_ns);
     put_int(store::metadata_key::start_ns, run_.start_ns);
     put_int(store::metadata_key::end_ns, run_.end_ns);
+    put_int(import_metadata_key::import_version, kImportVersion);
     put_text(import_metadata_key::source_format, source_format_name(format_));
     put_text(import_metadata_key::source_path, absolute_input);
     put_int(import_metadata_key::source_bytes, input_bytes);

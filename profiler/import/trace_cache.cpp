@@ -90,8 +90,10 @@ bool cache_matches(const std::string& cache, const SourceStamp& stamp, bool stri
         invalid_summary = values[import_metadata_key::invalid_summary];
         const std::string invalid = values[import_metadata_key::invalid_events];
         if (strict && !invalid.empty() && invalid != "0") return false;
-        // An import by an older ember lacks what newer schemas hold (collective_calls): redo it.
+        // An import by an older ember lacks what newer schemas hold (collective_calls), or
+        // what newer importers write: redo it.
         return values[store::metadata_key::schema_version] == std::to_string(store::kSchemaVersion) &&
+               values[import_metadata_key::import_version] == std::to_string(kImportVersion) &&
                values[import_metadata_key::source_path] == stamp.absolute_path &&
                values[import_metadata_key::source_bytes] == std::to_string(stamp.bytes) &&
                values[import_metadata_key::source_mtime_ns] == std::to_string(stamp.mtime_ns);
