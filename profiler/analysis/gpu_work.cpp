@@ -173,11 +173,14 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
         work.rank = rank;
         return work;
     };
+    // HTA's GPU work includes the synchronizations recorded on a stream (see gpu_work.h),
+    // kept apart in stream_syncs.
     auto read_table = [&](const char* table, GpuEventKind kind) {
         const bool kernels = kind == GpuEventKind::kernel;
+        const bool syncs = kind == GpuEventKind::sync;
         SqlQuery query(reader.database(), reader.path(),
-                       std::string("SELECT start_ns, end_ns, stream_id, correlation_id") +
-                           (kernels ? ", name_id" : "") + " FROM " + table);
+                       std::string("SELECT start_ns, end_ns, stream_id, correlation_id") + (kernels ? ", name_id" : "") +
+                           " FROM " + table + (syncs ? " WHERE stream_id != 0" : ""));
         while (query.next_row()) {
             GpuEvent event;
             event.start_ns = query.int64(0);
@@ -193,29 +196,15 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
             } else {
                 event.kernel_class = KernelClass::memory;
             }
-            rank_work(rank).events.push_back(event);
+            (syncs ? rank_work(rank).stream_syncs : rank_work(rank).events).push_back(event);
         }
     };
     read_table("kernels", GpuEventKind::kernel);
     read_table("memcpys", GpuEventKind::memcpy);
     read_table("memsets", GpuEventKind::memset);
-    // HTA's GPU work includes the synchronizations recorded on a stream (see gpu_work.h).
     const std::optional<std::string> from_calls = reader.metadata(trace::kSynchronizationsFromCallsKey);
-    if (convention == Convention::hta && (!from_calls || std::strtoll(from_calls->c_str(), nullptr, 10) == 0)) {
-        SqlQuery query(reader.database(), reader.path(),
-                       "SELECT start_ns, end_ns, stream_id, correlation_id FROM synchronizations WHERE stream_id != 0");
-        while (query.next_row()) {
-            GpuEvent event;
-            event.start_ns = query.int64(0);
-            event.end_ns = query.int64(1);
-            const auto stream = streams.find(static_cast<trace::StreamId>(query.int64(2)));
-            const std::int32_t rank = stream == streams.end() ? ranks.single_rank : stream->second.second;
-            event.cuda_stream = stream == streams.end() ? 0 : stream->second.first;
-            event.correlation = static_cast<trace::CorrelationId>(query.int64(3));
-            event.kind = GpuEventKind::sync;
-            rank_work(rank).stream_syncs.push_back(event);
-        }
-    }
+    if (convention == Convention::hta && (!from_calls || std::strtoll(from_calls->c_str(), nullptr, 10) == 0))
+        read_table("synchronizations", GpuEventKind::sync);
 
     // The launching calls of exactly these events.
     std::unordered_map<trace::CorrelationId, Launch> launches;
