@@ -150,11 +150,22 @@ void RangeNester::emit_while_in_order(NextRangeId next_range_id, Emit emit) {
     early_emit_ = std::move(emit);
 }
 
+void RangeNester::emit_while_in_final_order(NextRangeId next_range_id, Emit emit) {
+    early_next_id_ = std::move(next_range_id);
+    early_emit_ = std::move(emit);
+    final_order_.on = true;
+}
+
 void RangeNester::add(const PendingRange& range) {
     PendingRange arrived = range;
     arrived.arrival = added_++;
-    // Emitted at once: kept nowhere else (renest_withdrawn() reads it back if need be).
-    if (early_emit_ && emit_early(arrived)) return;
+    // Emitted at once: kept nowhere else (renest_withdrawn() or renest_all() reads it
+    // back if need be).
+    if (final_order_.on) {
+        if (emit_in_final_order(arrived)) return;
+    } else if (early_emit_ && emit_early(arrived)) {
+        return;
+    }
     if (buffer_.size() >= max_buffered_) spill();
     buffer_.push_back(arrived);
 }
@@ -183,6 +194,32 @@ bool RangeNester::emit_early(const PendingRange& range) {
     }
     thread.emitted.last = id;
     ++thread.emitted.count;
+    return true;
+}
+
+// Where finish() would put it: after the last range emitted by nests_before, and on
+// its thread (a range of a thread sorted later waits for finish(), as finish() would
+// emit it after all of this thread's). Ids come from the same counter finish() uses,
+// in the same order, so they are the ones it would give.
+bool RangeNester::emit_in_final_order(const PendingRange& range) {
+    FinalOrder& order = final_order_;
+    if (order.withdrawn) return false;
+    if (order.emitted.count > 0) {
+        if (nests_before(range, order.last)) {
+            order.withdrawn = true;  // renest_all() nests everything, those emitted included
+            return false;
+        }
+        if (range.thread_id != order.last.thread_id) return false;
+    }
+    const trace::RangeId id = early_next_id_();
+    early_emit_(order.nesting.nest(range, id));
+    order.last = range;
+    if (order.emitted.count == 0) {
+        order.emitted.thread_id = range.thread_id;
+        order.emitted.first = id;
+    }
+    order.emitted.last = id;
+    ++order.emitted.count;
     return true;
 }
 
@@ -232,6 +269,13 @@ void RangeNester::for_each_sorted(const std::function<void(const PendingRange&)>
 }
 
 std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& emit) {
+    if (final_order_.on) {
+        if (final_order_.withdrawn) return 0;  // renest_all() does it all
+        // Every range collected sorts after those emitted (it is of a later thread).
+        StackSweep sweep(next_range_id, emit);
+        for_each_sorted([&](const PendingRange& range) { sweep.visit(range); });
+        return final_order_.nesting.not_nested() + sweep.not_nested();
+    }
     if (early_emit_) {
         // The buffer holds the ranges of withdrawn threads alone, from the one that came
         // out of order on: renest_withdrawn() nests them with the early ones.
@@ -295,6 +339,26 @@ std::int64_t RangeNester::renest_withdrawn(const EarlyRanges& early_of, const Ne
     });
     emit_early_ones_before(nullptr);
     return not_nested + nesting.not_nested();
+}
+
+// The early ranges came in nesting order and before any collected range of their
+// thread: numbered 0, 1, ... as their arrival, they sort with the collected ones (whose
+// arrival numbers are larger) where they arrived.
+void RangeNester::take_back_early(const std::function<bool(PendingRange&)>& early) {
+    PendingRange range;
+    std::uint64_t arrival = 0;
+    while (early(range)) {
+        range.thread_id = final_order_.emitted.thread_id;
+        range.arrival = arrival++;
+        if (buffer_.size() >= max_buffered_) spill();
+        buffer_.push_back(range);
+    }
+}
+
+std::int64_t RangeNester::renest_all(const NextRangeId& next_range_id, const Emit& emit) {
+    StackSweep sweep(next_range_id, emit);
+    for_each_sorted([&](const PendingRange& range) { sweep.visit(range); });
+    return sweep.not_nested();
 }
 
 }  // namespace ember::importing
