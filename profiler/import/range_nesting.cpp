@@ -154,6 +154,7 @@ void RangeNester::emit_while_in_final_order(NextRangeId next_range_id, Emit emit
     early_next_id_ = std::move(next_range_id);
     early_emit_ = std::move(emit);
     final_order_.on = true;
+    final_order_.hold = std::min(kHeldInFinalOrder, max_buffered_);
 }
 
 void RangeNester::add(const PendingRange& range) {
@@ -166,8 +167,12 @@ void RangeNester::add(const PendingRange& range) {
     } else if (early_emit_ && emit_early(arrived)) {
         return;
     }
+    collect(arrived);
+}
+
+void RangeNester::collect(const PendingRange& range) {
     if (buffer_.size() >= max_buffered_) spill();
-    buffer_.push_back(arrived);
+    buffer_.push_back(range);
 }
 
 // In nesting order means after the thread's previous range by nests_before: a later
@@ -197,23 +202,32 @@ bool RangeNester::emit_early(const PendingRange& range) {
     return true;
 }
 
-// Where finish() would put it: after the last range emitted by nests_before, and on
-// its thread (a range of a thread sorted later waits for finish(), as finish() would
-// emit it after all of this thread's). Ids come from the same counter finish() uses,
-// in the same order, so they are the ones it would give.
+// Where finish() would put it: after the last range taken by nests_before, and on its
+// thread (a range of a thread sorted later waits for finish(), as finish() would emit
+// it after all of this thread's). Ids come from the same counter finish() uses, in the
+// same order, so they are the ones it would give.
 bool RangeNester::emit_in_final_order(const PendingRange& range) {
     FinalOrder& order = final_order_;
     if (order.withdrawn) return false;
-    if (order.emitted.count > 0) {
+    if (order.emitted.count > 0 || !order.held.empty()) {
         if (nests_before(range, order.last)) {
-            order.withdrawn = true;  // renest_all() nests everything, those emitted included
+            // Nested at the end after all: those held join the others; those emitted
+            // are nested again by renest_all(). This one is collected by the caller.
+            order.withdrawn = true;
+            for (const PendingRange& held : order.held) collect(held);
+            std::vector<PendingRange>().swap(order.held);
             return false;
         }
         if (range.thread_id != order.last.thread_id) return false;
     }
+    order.last = range;
+    if (order.emitted.count == 0 && order.held.size() < order.hold) {
+        order.held.push_back(range);
+        return true;
+    }
+    emit_held();
     const trace::RangeId id = early_next_id_();
     early_emit_(order.nesting.nest(range, id));
-    order.last = range;
     if (order.emitted.count == 0) {
         order.emitted.thread_id = range.thread_id;
         order.emitted.first = id;
@@ -221,6 +235,21 @@ bool RangeNester::emit_in_final_order(const PendingRange& range) {
     order.emitted.last = id;
     ++order.emitted.count;
     return true;
+}
+
+void RangeNester::emit_held() {
+    FinalOrder& order = final_order_;
+    for (const PendingRange& range : order.held) {
+        const trace::RangeId id = early_next_id_();
+        early_emit_(order.nesting.nest(range, id));
+        if (order.emitted.count == 0) {
+            order.emitted.thread_id = range.thread_id;
+            order.emitted.first = id;
+        }
+        order.emitted.last = id;
+        ++order.emitted.count;
+    }
+    std::vector<PendingRange>().swap(order.held);
 }
 
 void RangeNester::spill() {
@@ -270,8 +299,11 @@ void RangeNester::for_each_sorted(const std::function<void(const PendingRange&)>
 
 std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& emit) {
     if (final_order_.on) {
-        if (final_order_.withdrawn) return 0;  // renest_all() does it all
-        // Every range collected sorts after those emitted (it is of a later thread).
+        if (early_withdrawn()) return 0;  // renest_all() does it all
+        // Every range collected sorts after those held and emitted (it is of a later
+        // thread), unless they were withdrawn before any was emitted: then it is the
+        // nesting at the end alone.
+        if (!final_order_.withdrawn) emit_held();
         StackSweep sweep(next_range_id, emit);
         for_each_sorted([&](const PendingRange& range) { sweep.visit(range); });
         return final_order_.nesting.not_nested() + sweep.not_nested();
@@ -350,8 +382,7 @@ void RangeNester::take_back_early(const std::function<bool(PendingRange&)>& earl
     while (early(range)) {
         range.thread_id = final_order_.emitted.thread_id;
         range.arrival = arrival++;
-        if (buffer_.size() >= max_buffered_) spill();
-        buffer_.push_back(range);
+        collect(range);
     }
 }
 

@@ -20,10 +20,13 @@
 // it is where finish() would put it, with the id finish() would give it (Kineto's
 // imports are compared with earlier ones row by row, ids included). That is the first
 // thread's ranges while they come in nesting order and no range of a thread sorted
-// before it comes; the others are collected and follow at finish(). Should a range
-// then come that sorts before those emitted, every early range is withdrawn at once
-// (early_withdrawn()), and renest_all() nests them with the rest, in the order and
-// with the ids finish() alone would have given.
+// before it comes; the others are collected and follow at finish(). The first such
+// ranges (up to kHeldInFinalOrder) are held, unnumbered, before any is emitted: a file
+// that turns out of order within them (the Python functions after the CPU ops of a
+// short trace) is nested at the end as if nothing had been emitted. Should a range come
+// that sorts before ranges already emitted, every early range is withdrawn at once
+// (early_withdrawn()), and renest_all() nests them with the rest, in the order and with
+// the ids finish() alone would have given.
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -119,12 +122,16 @@ public:
     std::int64_t renest_withdrawn(const EarlyRanges& early_of, const NextRangeId& next_range_id, const Emit& emit);
 
     // With emit_while_in_final_order(): the ranges emitted so far (one thread's, ids
-    // first..last), and whether they were withdrawn. The caller withdraws them with
-    // withdraw_early() when it hands a range id to a range of its own after them (a
-    // start/end range): finish() would have numbered them after it.
+    // first..last), and whether they were withdrawn (early_withdrawn(): emitted, then
+    // withdrawn). The caller calls withdraw_early() when it hands a range id to a range
+    // of its own (a start/end range): finish() would have numbered those emitted after
+    // it (ranges still held have no id yet and stay).
+    static constexpr std::size_t kHeldInFinalOrder = 65'536;
     const WithdrawnRanges& emitted_early() const { return final_order_.emitted; }
-    bool early_withdrawn() const { return final_order_.withdrawn; }
-    void withdraw_early() { final_order_.withdrawn = final_order_.emitted.count > 0; }
+    bool early_withdrawn() const { return final_order_.withdrawn && final_order_.emitted.count > 0; }
+    void withdraw_early() {
+        if (final_order_.emitted.count > 0) final_order_.withdrawn = true;
+    }
 
     // After finish(), when early_withdrawn(): take_back_early() takes the ranges emitted
     // early back (`early` hands them back one by one in the order they were emitted),
@@ -144,6 +151,8 @@ private:
     };
     bool emit_early(const PendingRange& range);  // false: the thread is (now) out of order
     bool emit_in_final_order(const PendingRange& range);  // false: collected (and maybe withdrawn)
+    void emit_held();                                      // numbers, nests and emits the held ranges
+    void collect(const PendingRange& range);               // into the sort buffer (spilled when full)
     void for_each_sorted(const std::function<void(const PendingRange&)>& visit);
     void spill();
     void remove_spill_files();
@@ -162,7 +171,9 @@ private:
     struct FinalOrder {
         bool on = false;
         bool withdrawn = false;
-        PendingRange last;  // the last range emitted
+        std::size_t hold = 0;           // ranges held before the first is emitted
+        std::vector<PendingRange> held;  // unnumbered yet; while nothing was emitted
+        PendingRange last;               // the last range held or emitted
         ThreadNesting nesting;
         WithdrawnRanges emitted;
     };

@@ -487,4 +487,59 @@ TEST(KinetoNesting, RangesWrittenEarlyHaveTheIdsOfNestingAtTheEnd) {
                     {5, "other_outer", 0, 0}, {6, "other_inner", 1, 5}}));
 }
 
+// The same with more ranges than are held before the first is written (1024 with the
+// smallest sort memory): those written are taken back, deleted and written again.
+TEST(KinetoNesting, RangesWrittenEarlyAndTakenBackHaveTheIdsOfNestingAtTheEnd) {
+    TempDir dir;
+    constexpr int kRanges = 2000;  // on thread 10, one every 10 µs; thread 20 has one in ten
+    auto x = [](std::string_view category, std::string_view name, int tid, int ts, int dur) {
+        return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":{},"ts":{},"dur":{}}})", category, name,
+                           tid, ts, dur);
+    };
+    auto import = [&](const std::string& name, const std::vector<std::string>& events) {
+        std::string json = R"({"schemaVersion":1,"traceEvents":[)";
+        for (std::size_t i = 0; i < events.size(); ++i) json += (i ? "," : "") + events[i];
+        json += "]}";
+        import_test::write_file(dir.path(name + ".json"), json);
+        importing::ImportOptions options;
+        options.range_sort_memory_bytes = 1;
+        return importing::import_file(dir.path(name + ".json"), dir.path(name + ".db"), options).counts;
+    };
+    std::vector<std::string> events;
+    for (int i = 0; i < kRanges; ++i) {
+        events.push_back(x("cpu_op", fmt::format("r{}", i), 10, 10 * i, 5));
+        if (i % 10 == 0) events.push_back(x("cpu_op", fmt::format("o{}", i), 20, 10 * i, 50));
+    }
+    using Rows = std::vector<std::tuple<trace::RangeId, std::string, std::int32_t, trace::RangeId>>;
+    // `first`: the id of r0; `step`: whether a step holds thread 10's ranges (id first - 1).
+    auto expected = [&](trace::RangeId first, bool step) {
+        Rows rows;
+        if (step) rows.emplace_back(first - 1, "train.py(7): step", 0, 0);
+        for (int i = 0; i < kRanges; ++i) rows.emplace_back(first + i, fmt::format("r{}", i), step ? 1 : 0, step ? first - 1 : 0);
+        for (int i = 0; i < kRanges / 10; ++i) rows.emplace_back(first + kRanges + i, fmt::format("o{}", 10 * i), 0, 0);
+        return rows;
+    };
+
+    import("in_order", events);
+    EXPECT_EQ(range_rows(dir.path("in_order.db")), expected(1, false));
+
+    std::vector<std::string> late = events;
+    late.push_back(x("python_function", "train.py(7): step", 10, 0, 10 * kRanges));
+    EXPECT_EQ(import("late", late).ranges, kRanges + kRanges / 10 + 1);
+    EXPECT_EQ(range_rows(dir.path("late.db")), expected(2, true));
+    EXPECT_EQ(import_test::count_rows(dir.path("late.db"),
+                                      "SELECT COUNT(*) FROM track_stats WHERE event_table = 'ranges' AND track_id = 1 "
+                                      "AND event_count = 2001 AND first_start_ns = 0 AND last_end_ns = 20000000"),
+              1);
+
+    std::vector<std::string> async = events;
+    const auto after_1500 = async.begin() + 1500 + 150;  // past r1499 and o1490
+    async.insert(after_1500, {R"({"ph":"b","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":2})",
+                              R"({"ph":"e","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":3})"});
+    import("async", async);
+    Rows with_async = expected(2, false);
+    with_async.insert(with_async.begin(), {1, "async", -1, 0});
+    EXPECT_EQ(range_rows(dir.path("async.db")), with_async);
+}
+
 }  // namespace
