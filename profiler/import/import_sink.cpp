@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <stdexcept>
 
 namespace ember::importing {
 
@@ -437,6 +438,22 @@ void sync_file(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+const store::EventTableInfo& ranges_table() {
+    for (const store::EventTableInfo& table : store::kEventTables) {
+        if (std::string_view(table.name) == "ranges") return table;
+    }
+    throw std::logic_error("kEventTables lists no ranges table");
+}
+
+store::Statement insert_range_statement(sqlite3* db, const std::string& path) {
+    return store::Statement(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
+                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+}
+
+}  // namespace
+
 // A thread whose range came out of order after some of its ranges were nested as they
 // came: those early rows are read back, nested with the thread's later ranges into new
 // rows, and deleted; the thread's track_stats row is counted anew from what stays.
@@ -452,8 +469,7 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
                            std::string("SELECT ") + store::kRangeColumns +
                                " FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 "
                                "ORDER BY range_id");
-    store::Statement insert(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
-                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    store::Statement insert = insert_range_statement(db, path);
     auto early_of = [&](const WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
         early.reset();
         early.bind(1, withdrawn.thread_id);
@@ -473,15 +489,11 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
     counts_.ranges_not_nested += nester_->renest_withdrawn(early_of, [&] { return next_id++; }, emit);
     early = {};
 
-    const store::EventTableInfo* ranges_table = nullptr;
-    for (const store::EventTableInfo& table : store::kEventTables) {
-        if (std::string_view(table.name) == "ranges") ranges_table = &table;
-    }
     store::Statement remove(db, path,
                             "DELETE FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0");
     store::Statement forget(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges' AND track_id = ?");
     store::Statement count(db, path,
-                           "INSERT INTO track_stats " + store::track_stats_select_sql(*ranges_table, "thread_id = ?"));
+                           "INSERT INTO track_stats " + store::track_stats_select_sql(ranges_table(), "thread_id = ?"));
     for (const WithdrawnRanges& withdrawn : withdrawn_threads) {
         remove.bind(1, withdrawn.thread_id);
         remove.bind(2, withdrawn.first);
@@ -529,8 +541,7 @@ void ImportSink::renest_all_ranges(sqlite3* db, const std::string& path) {
                          fmt::format("removing {} early ranges removed {}", early_ids.count, sqlite3_changes(db)));
     }
     counts_.ranges -= static_cast<std::int64_t>(early_ids.count);
-    store::Statement insert(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
-                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    store::Statement insert = insert_range_statement(db, path);
     auto emit = [&](const trace::RangeEvent& range) {
         store::bind_range_row(insert, 1, range);
         insert.step_done();
@@ -540,12 +551,8 @@ void ImportSink::renest_all_ranges(sqlite3* db, const std::string& path) {
     trace::RangeId next_id = static_cast<trace::RangeId>(start_end_ranges_) + 1;
     counts_.ranges_not_nested += nester_->renest_all([&] { return next_id++; }, emit);
 
-    const store::EventTableInfo* ranges_table = nullptr;
-    for (const store::EventTableInfo& table : store::kEventTables) {
-        if (std::string_view(table.name) == "ranges") ranges_table = &table;
-    }
     store::exec_sql(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges'");
-    store::exec_sql(db, path, ("INSERT INTO track_stats " + store::track_stats_select_sql(*ranges_table)).c_str());
+    store::exec_sql(db, path, ("INSERT INTO track_stats " + store::track_stats_select_sql(ranges_table())).c_str());
 }
 
 void ImportSink::write_metadata(const std::string& path) {

@@ -226,6 +226,17 @@ bool RangeNester::emit_in_final_order(const PendingRange& range) {
         return true;
     }
     emit_held();
+    emit_numbered(range);
+    return true;
+}
+
+void RangeNester::emit_held() {
+    for (const PendingRange& range : final_order_.held) emit_numbered(range);
+    std::vector<PendingRange>().swap(final_order_.held);
+}
+
+void RangeNester::emit_numbered(const PendingRange& range) {
+    FinalOrder& order = final_order_;
     const trace::RangeId id = early_next_id_();
     early_emit_(order.nesting.nest(range, id));
     if (order.emitted.count == 0) {
@@ -234,22 +245,6 @@ bool RangeNester::emit_in_final_order(const PendingRange& range) {
     }
     order.emitted.last = id;
     ++order.emitted.count;
-    return true;
-}
-
-void RangeNester::emit_held() {
-    FinalOrder& order = final_order_;
-    for (const PendingRange& range : order.held) {
-        const trace::RangeId id = early_next_id_();
-        early_emit_(order.nesting.nest(range, id));
-        if (order.emitted.count == 0) {
-            order.emitted.thread_id = range.thread_id;
-            order.emitted.first = id;
-        }
-        order.emitted.last = id;
-        ++order.emitted.count;
-    }
-    std::vector<PendingRange>().swap(order.held);
 }
 
 void RangeNester::spill() {

@@ -152,6 +152,7 @@ private:
     bool emit_early(const PendingRange& range);  // false: the thread is (now) out of order
     bool emit_in_final_order(const PendingRange& range);  // false: collected (and maybe withdrawn)
     void emit_held();                                      // numbers, nests and emits the held ranges
+    void emit_numbered(const PendingRange& range);         // with the next id, on the first thread
     void collect(const PendingRange& range);               // into the sort buffer (spilled when full)
     void for_each_sorted(const std::function<void(const PendingRange&)>& visit);
     void spill();
