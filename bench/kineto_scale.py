@@ -2,15 +2,18 @@
 """kineto_scale.py: a larger Kineto (PyTorch profiler) trace from a real one.
 
 The trace's events are repeated, copy after copy, each copy shifted past the end of the
-one before: times by the trace's span (rounded up to a whole millisecond, plus one),
-and every id that links events by the largest value that id takes in the trace plus one,
-so that copies never share one: correlation ids (GPU work, runtime calls and the "ac2g"
-flows, whose "id" is the correlation id), external ids, flow and async ids, Python ids
-and parent ids, record function ids, event indexes, autograd sequence numbers, and the
-step number of ProfilerStep#N. Metadata events ("ph": "M") and every top-level key but
-traceEvents are written once, as they were. Numbers keep the text they had in the
-source (Kineto writes times to the nanosecond: "ts": 1695767011349417.742), so an
-importer reads the same nanoseconds, shifted, in every copy.
+one before: times by the trace's span (rounded up to a whole millisecond, plus one), and
+every id that links events by the largest such id in the trace plus one, so that copies
+never share one: correlation ids (GPU work, runtime calls and the "ac2g" flows, whose
+"id" is the correlation id), external ids, flow and async ids, Python ids and parent
+ids, record function ids, event indexes and autograd sequence numbers. All of them move
+by the same shift, so an id that two kinds share (a flow's "id" and a kernel's
+"correlation", a CPU op's "External id" and a 2021 runtime call's "external id") stays
+shared. The step number of ProfilerStep#N moves past the largest step. Metadata events
+("ph": "M") and every top-level key but traceEvents are written once, as they were.
+Numbers keep the text they had in the source (Kineto writes times to the nanosecond:
+"ts": 1695767011349417.742), so an importer reads the same nanoseconds, shifted, in
+every copy.
 
   python3 bench/kineto_scale.py SOURCE.json[.gz] OUT.json --size-mb 2500
   python3 bench/kineto_scale.py SOURCE.json[.gz] OUT.json --copies 100
@@ -118,9 +121,13 @@ def main():
     shift = {"ts": (math.ceil((last - first) / 1000) + 1) * 1000}
     markers = []
     templates = [template_of(e, markers) for e in body]
+    # One shift for every id: the same number may be a flow's "id" and a kernel's
+    # "correlation", or a CPU op's "External id" and a runtime call's "external id".
     for marker in markers:
-        if marker.kind not in ("ts", "number"):
-            shift[marker.kind] = max(shift.get(marker.kind, 0), marker.value + 1)
+        if marker.kind == "step":
+            shift["step"] = max(shift.get("step", 0), marker.value + 1)
+        elif marker.kind not in ("ts", "number"):
+            shift["id"] = max(shift.get("id", 0), marker.value + 1)
     rendered = [number_text(m.value) if m.kind == "number" else None for m in markers]
 
     def render_copy(copy):
@@ -128,7 +135,7 @@ def main():
         for i, marker in enumerate(markers):
             if marker.kind == "number":
                 continue
-            moved = marker.value + copy * shift[marker.kind]
+            moved = marker.value + copy * shift[marker.kind if marker.kind in ("ts", "step") else "id"]
             if marker.kind == "ts":
                 values[i] = number_text(moved)
             elif marker.kind == "step":
