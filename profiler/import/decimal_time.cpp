@@ -42,10 +42,11 @@ constexpr std::uint64_t kPowersOfTen[] = {1ull,
                                           100000000000000000ull,
                                           1000000000000000000ull};
 
-// The shape nearly every trace time has: [-]digits[.digits], at most 18 digits in
-// all, no exponent, a shift of 0 to 18. Exact in 64 bits (10^18 x 9.2 would not be,
-// hence the bound on the result below). Returns false when `text` has another shape;
-// the general parser then decides (it gives the same value for this shape).
+// The shape nearly every trace time has: [-]digits[.digits], at most 19 digits in
+// all (below 10^19 < 2^64: Kineto's nanosecond times, "1712195495519703.772", have
+// 19), no exponent, a shift of 0 to 18. Exact in 64 bits (the result is bounded by
+// INT64_MAX below). Returns false when `text` has another shape; the general parser
+// then decides (it gives the same value for this shape).
 bool parse_plain_decimal(std::string_view text, int decimal_shift, std::int64_t& value) {
     if (decimal_shift < 0 || decimal_shift > 18) return false;
     const char* p = text.data();
@@ -62,7 +63,7 @@ bool parse_plain_decimal(std::string_view text, int decimal_shift, std::int64_t&
     while (p < end && static_cast<unsigned>(*p - '0') < 10) {
         mantissa = mantissa * 10 + static_cast<unsigned>(*p - '0');
         ++p;
-        if (++digits > 18) return false;
+        if (++digits > 19) return false;
     }
     if (p == integer_start) return false;
     if (p < end && *p == '.') {
@@ -72,7 +73,7 @@ bool parse_plain_decimal(std::string_view text, int decimal_shift, std::int64_t&
             mantissa = mantissa * 10 + static_cast<unsigned>(*p - '0');
             ++p;
             ++fraction_digits;
-            if (++digits > 18) return false;
+            if (++digits > 19) return false;
         }
         if (p == fraction_start) return false;
     }

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <stdexcept>
 
 namespace ember::importing {
 
@@ -132,11 +133,18 @@ ImportSink::ImportSink(const std::string& input, const std::string& temporary_ou
     nester_ = std::make_unique<RangeNester>(temporary_output_ + ".ranges", options.range_sort_memory_bytes);
     // A Chrome trace lists each thread's "X" events by start, parents first (Chrome's
     // own and ember's export do): nested as they come, they are written while the rest
-    // of the file is parsed. Kineto lists CPU ops before the annotations that hold
-    // them, and Nsight Systems' tables are unordered: those are nested at the end.
+    // of the file is parsed. A Kineto trace often lists one thread's CPU ops in that
+    // order too, but its annotations or Python functions may follow them, and several
+    // threads interleave: its ranges are written early only where they get the ids
+    // nesting at the end gives, so that its imports stay what they were, row by row.
+    // Nsight Systems' tables are unordered: those are nested at the end.
     if (format_ == SourceFormat::chrome) {
         nester_->emit_while_in_order([this] { return writer_->next_range_id(); },
                                      [this](const trace::RangeEvent& range) { emit_range(range); });
+    } else if (format_ == SourceFormat::kineto) {
+        ranges_in_final_order_ = true;
+        nester_->emit_while_in_final_order([this] { return writer_->next_range_id(); },
+                                           [this](const trace::RangeEvent& range) { emit_range(range); });
     }
 }
 
@@ -316,9 +324,22 @@ void ImportSink::nested_range(const PendingRange& range) {
 }
 
 void ImportSink::start_end_range(trace::RangeEvent event) {
-    event.range_id = writer_->next_range_id();
     event.depth = -1;
     event.parent_range_id = 0;
+    ++start_end_ranges_;
+    if (ranges_in_final_order_) {
+        // Nesting at the end numbers the nested ranges after every start/end range: any
+        // emitted before this one no longer have its ids. Once withdrawn, this range
+        // waits for renest_all_ranges() with the id it has without them.
+        nester_->withdraw_early();
+        if (nester_->early_withdrawn()) {
+            event.range_id = static_cast<trace::RangeId>(start_end_ranges_);
+            note_interval(event.start_ns, event.end_ns);
+            held_start_end_ranges_.push_back(event);
+            return;
+        }
+    }
+    event.range_id = writer_->next_range_id();
     record(&store::TraceWriter::record_range, event, "range", counts_.ranges);
 }
 
@@ -417,6 +438,22 @@ void sync_file(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+const store::EventTableInfo& ranges_table() {
+    for (const store::EventTableInfo& table : store::kEventTables) {
+        if (std::string_view(table.name) == "ranges") return table;
+    }
+    throw std::logic_error("kEventTables lists no ranges table");
+}
+
+store::Statement insert_range_statement(sqlite3* db, const std::string& path) {
+    return store::Statement(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
+                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+}
+
+}  // namespace
+
 // A thread whose range came out of order after some of its ranges were nested as they
 // came: those early rows are read back, nested with the thread's later ranges into new
 // rows, and deleted; the thread's track_stats row is counted anew from what stays.
@@ -432,8 +469,7 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
                            std::string("SELECT ") + store::kRangeColumns +
                                " FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 "
                                "ORDER BY range_id");
-    store::Statement insert(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
-                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    store::Statement insert = insert_range_statement(db, path);
     auto early_of = [&](const WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
         early.reset();
         early.bind(1, withdrawn.thread_id);
@@ -453,15 +489,11 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
     counts_.ranges_not_nested += nester_->renest_withdrawn(early_of, [&] { return next_id++; }, emit);
     early = {};
 
-    const store::EventTableInfo* ranges_table = nullptr;
-    for (const store::EventTableInfo& table : store::kEventTables) {
-        if (std::string_view(table.name) == "ranges") ranges_table = &table;
-    }
     store::Statement remove(db, path,
                             "DELETE FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0");
     store::Statement forget(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges' AND track_id = ?");
     store::Statement count(db, path,
-                           "INSERT INTO track_stats " + store::track_stats_select_sql(*ranges_table, "thread_id = ?"));
+                           "INSERT INTO track_stats " + store::track_stats_select_sql(ranges_table(), "thread_id = ?"));
     for (const WithdrawnRanges& withdrawn : withdrawn_threads) {
         remove.bind(1, withdrawn.thread_id);
         remove.bind(2, withdrawn.first);
@@ -478,6 +510,49 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
         count.bind(1, withdrawn.thread_id);
         count.step_done();
     }
+}
+
+// A Kineto import whose early ranges were withdrawn (a range came that sorts before
+// them, or a start/end range took an id after them): they are read back and deleted,
+// and every range is written as nesting at the end writes it: the start/end ranges
+// held back with the ids they had, then all nested ranges, numbered after them. The
+// ranges' track_stats rows are counted anew.
+void ImportSink::renest_all_ranges(sqlite3* db, const std::string& path) {
+    if (!ranges_in_final_order_ || !nester_->early_withdrawn()) return;
+    const WithdrawnRanges early_ids = nester_->emitted_early();
+    {
+        store::Statement early(db, path,
+                               std::string("SELECT ") + store::kRangeColumns +
+                                   " FROM ranges WHERE range_id BETWEEN ? AND ? ORDER BY range_id");
+        early.bind(1, early_ids.first);
+        early.bind(2, early_ids.last);
+        nester_->take_back_early([&early](PendingRange& range) {
+            if (!early.next_row()) return false;
+            range = pending_range_of(store::read_range_row(early));
+            return true;
+        });
+    }
+    store::Statement remove(db, path, "DELETE FROM ranges WHERE range_id BETWEEN ? AND ?");
+    remove.bind(1, early_ids.first);
+    remove.bind(2, early_ids.last);
+    remove.step_done();
+    if (static_cast<std::uint64_t>(sqlite3_changes(db)) != early_ids.count) {
+        throw TraceError(TraceErrorKind::io, path,
+                         fmt::format("removing {} early ranges removed {}", early_ids.count, sqlite3_changes(db)));
+    }
+    counts_.ranges -= static_cast<std::int64_t>(early_ids.count);
+    store::Statement insert = insert_range_statement(db, path);
+    auto emit = [&](const trace::RangeEvent& range) {
+        store::bind_range_row(insert, 1, range);
+        insert.step_done();
+        ++counts_.ranges;
+    };
+    for (const trace::RangeEvent& range : held_start_end_ranges_) emit(range);
+    trace::RangeId next_id = static_cast<trace::RangeId>(start_end_ranges_) + 1;
+    counts_.ranges_not_nested += nester_->renest_all([&] { return next_id++; }, emit);
+
+    store::exec_sql(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges'");
+    store::exec_sql(db, path, ("INSERT INTO track_stats " + store::track_stats_select_sql(ranges_table())).c_str());
 }
 
 void ImportSink::write_metadata(const std::string& path) {
@@ -526,6 +601,7 @@ void ImportSink::write_metadata(const std::string& path) {
 
     store::exec_sql(db, path, "BEGIN");
     renest_withdrawn_ranges(db, path);
+    renest_all_ranges(db, path);
     store::Statement put(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
     auto put_int = [&](const char* key, std::int64_t value) {
         put.bind_text(1, key);

@@ -148,6 +148,7 @@ private:
                 std::int64_t& count);
     void emit_range(const trace::RangeEvent& range);
     void renest_withdrawn_ranges(sqlite3* db, const std::string& path);
+    void renest_all_ranges(sqlite3* db, const std::string& path);
     void write_metadata(const std::string& path);
     void register_devices();
     void remove_temporary_files();
@@ -159,6 +160,9 @@ private:
     trace::RunInfo run_;
     std::unique_ptr<store::TraceWriter> writer_;
     std::unique_ptr<RangeNester> nester_;  // until the metadata is written (renest_withdrawn_ranges)
+    bool ranges_in_final_order_ = false;   // nester_ emits ranges early only with the ids of nesting at the end
+    std::uint64_t start_end_ranges_ = 0;
+    std::vector<trace::RangeEvent> held_start_end_ranges_;  // written by renest_all_ranges
     std::unordered_map<std::string, trace::StringId, TransparentStringHash, std::equal_to<>> strings_;
     std::unordered_map<IdPair, trace::ThreadId, IdPairHash> threads_;
     std::unordered_map<IdPair, std::string, IdPairHash> thread_names_;  // named before first use

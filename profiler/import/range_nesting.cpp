@@ -150,13 +150,29 @@ void RangeNester::emit_while_in_order(NextRangeId next_range_id, Emit emit) {
     early_emit_ = std::move(emit);
 }
 
+void RangeNester::emit_while_in_final_order(NextRangeId next_range_id, Emit emit) {
+    early_next_id_ = std::move(next_range_id);
+    early_emit_ = std::move(emit);
+    final_order_.on = true;
+    final_order_.hold = std::min(kHeldInFinalOrder, max_buffered_);
+}
+
 void RangeNester::add(const PendingRange& range) {
     PendingRange arrived = range;
     arrived.arrival = added_++;
-    // Emitted at once: kept nowhere else (renest_withdrawn() reads it back if need be).
-    if (early_emit_ && emit_early(arrived)) return;
+    // Emitted at once: kept nowhere else (renest_withdrawn() or renest_all() reads it
+    // back if need be).
+    if (final_order_.on) {
+        if (emit_in_final_order(arrived)) return;
+    } else if (early_emit_ && emit_early(arrived)) {
+        return;
+    }
+    collect(arrived);
+}
+
+void RangeNester::collect(const PendingRange& range) {
     if (buffer_.size() >= max_buffered_) spill();
-    buffer_.push_back(arrived);
+    buffer_.push_back(range);
 }
 
 // In nesting order means after the thread's previous range by nests_before: a later
@@ -184,6 +200,51 @@ bool RangeNester::emit_early(const PendingRange& range) {
     thread.emitted.last = id;
     ++thread.emitted.count;
     return true;
+}
+
+// Where finish() would put it: after the last range taken by nests_before, and on its
+// thread (a range of a thread sorted later waits for finish(), as finish() would emit
+// it after all of this thread's). Ids come from the same counter finish() uses, in the
+// same order, so they are the ones it would give.
+bool RangeNester::emit_in_final_order(const PendingRange& range) {
+    FinalOrder& order = final_order_;
+    if (order.withdrawn) return false;
+    if (order.emitted.count > 0 || !order.held.empty()) {
+        if (nests_before(range, order.last)) {
+            // Nested at the end after all: those held join the others; those emitted
+            // are nested again by renest_all(). This one is collected by the caller.
+            order.withdrawn = true;
+            for (const PendingRange& held : order.held) collect(held);
+            std::vector<PendingRange>().swap(order.held);
+            return false;
+        }
+        if (range.thread_id != order.last.thread_id) return false;
+    }
+    order.last = range;
+    if (order.emitted.count == 0 && order.held.size() < order.hold) {
+        order.held.push_back(range);
+        return true;
+    }
+    emit_held();
+    emit_numbered(range);
+    return true;
+}
+
+void RangeNester::emit_held() {
+    for (const PendingRange& range : final_order_.held) emit_numbered(range);
+    std::vector<PendingRange>().swap(final_order_.held);
+}
+
+void RangeNester::emit_numbered(const PendingRange& range) {
+    FinalOrder& order = final_order_;
+    const trace::RangeId id = early_next_id_();
+    early_emit_(order.nesting.nest(range, id));
+    if (order.emitted.count == 0) {
+        order.emitted.thread_id = range.thread_id;
+        order.emitted.first = id;
+    }
+    order.emitted.last = id;
+    ++order.emitted.count;
 }
 
 void RangeNester::spill() {
@@ -232,6 +293,16 @@ void RangeNester::for_each_sorted(const std::function<void(const PendingRange&)>
 }
 
 std::int64_t RangeNester::finish(const NextRangeId& next_range_id, const Emit& emit) {
+    if (final_order_.on) {
+        if (early_withdrawn()) return 0;  // renest_all() does it all
+        // Every range collected sorts after those held and emitted (it is of a later
+        // thread), unless they were withdrawn before any was emitted: then it is the
+        // nesting at the end alone.
+        if (!final_order_.withdrawn) emit_held();
+        StackSweep sweep(next_range_id, emit);
+        for_each_sorted([&](const PendingRange& range) { sweep.visit(range); });
+        return final_order_.nesting.not_nested() + sweep.not_nested();
+    }
     if (early_emit_) {
         // The buffer holds the ranges of withdrawn threads alone, from the one that came
         // out of order on: renest_withdrawn() nests them with the early ones.
@@ -295,6 +366,25 @@ std::int64_t RangeNester::renest_withdrawn(const EarlyRanges& early_of, const Ne
     });
     emit_early_ones_before(nullptr);
     return not_nested + nesting.not_nested();
+}
+
+// The early ranges came in nesting order and before any collected range of their
+// thread: numbered 0, 1, ... as their arrival, they sort with the collected ones (whose
+// arrival numbers are larger) where they arrived.
+void RangeNester::take_back_early(const std::function<bool(PendingRange&)>& early) {
+    PendingRange range;
+    std::uint64_t arrival = 0;
+    while (early(range)) {
+        range.thread_id = final_order_.emitted.thread_id;
+        range.arrival = arrival++;
+        collect(range);
+    }
+}
+
+std::int64_t RangeNester::renest_all(const NextRangeId& next_range_id, const Emit& emit) {
+    StackSweep sweep(next_range_id, emit);
+    for_each_sorted([&](const PendingRange& range) { sweep.visit(range); });
+    return sweep.not_nested();
 }
 
 }  // namespace ember::importing

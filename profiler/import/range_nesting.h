@@ -15,6 +15,18 @@
 // comes out of order is listed by withdrawn(): its later ranges are collected as above,
 // and renest_withdrawn() nests them with the early ones, which the caller reads back
 // from its output (and then deletes there).
+//
+// emit_while_in_final_order() keeps the ids too: a range is emitted at once only when
+// it is where finish() would put it, with the id finish() would give it (Kineto's
+// imports are compared with earlier ones row by row, ids included). That is the first
+// thread's ranges while they come in nesting order and no range of a thread sorted
+// before it comes; the others are collected and follow at finish(). The first such
+// ranges (up to kHeldInFinalOrder) are held, unnumbered, before any is emitted: a file
+// that turns out of order within them (the Python functions after the CPU ops of a
+// short trace) is nested at the end as if nothing had been emitted. Should a range come
+// that sorts before ranges already emitted, every early range is withdrawn at once
+// (early_withdrawn()), and renest_all() nests them with the rest, in the order and with
+// the ids finish() alone would have given.
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -83,6 +95,9 @@ public:
     // From now on, emit each thread's ranges as they are added while they arrive in
     // nesting order (see above). Call before the first add().
     void emit_while_in_order(NextRangeId next_range_id, Emit emit);
+    // From now on, emit ranges as they are added while they come in the order finish()
+    // emits them, with its ids (see above). Call before the first add().
+    void emit_while_in_final_order(NextRangeId next_range_id, Emit emit);
 
     void add(const PendingRange& range);  // arrival is assigned here
     std::uint64_t size() const { return added_; }
@@ -106,6 +121,26 @@ public:
     using EarlyRanges = std::function<std::function<bool(PendingRange&)>(const WithdrawnRanges&)>;
     std::int64_t renest_withdrawn(const EarlyRanges& early_of, const NextRangeId& next_range_id, const Emit& emit);
 
+    // With emit_while_in_final_order(): the ranges emitted so far (one thread's, ids
+    // first..last), and whether they were withdrawn (early_withdrawn(): emitted, then
+    // withdrawn). The caller calls withdraw_early() when it hands a range id to a range
+    // of its own (a start/end range): finish() would have numbered those emitted after
+    // it (ranges still held have no id yet and stay).
+    static constexpr std::size_t kHeldInFinalOrder = 65'536;
+    const WithdrawnRanges& emitted_early() const { return final_order_.emitted; }
+    bool early_withdrawn() const { return final_order_.withdrawn && final_order_.emitted.count > 0; }
+    void withdraw_early() {
+        if (final_order_.emitted.count > 0) final_order_.withdrawn = true;
+    }
+
+    // After finish(), when early_withdrawn(): take_back_early() takes the ranges emitted
+    // early back (`early` hands them back one by one in the order they were emitted),
+    // after which the caller removes them from its output; renest_all() then nests every
+    // range as finish() alone would have and emits it with an id from `next_range_id`.
+    // Returns the not-nested count.
+    void take_back_early(const std::function<bool(PendingRange&)>& early);
+    std::int64_t renest_all(const NextRangeId& next_range_id, const Emit& emit);
+
 private:
     struct EarlyThread {
         bool in_order = true;
@@ -115,6 +150,10 @@ private:
         WithdrawnRanges emitted;  // the ids given so far
     };
     bool emit_early(const PendingRange& range);  // false: the thread is (now) out of order
+    bool emit_in_final_order(const PendingRange& range);  // false: collected (and maybe withdrawn)
+    void emit_held();                                      // numbers, nests and emits the held ranges
+    void emit_numbered(const PendingRange& range);         // with the next id, on the first thread
+    void collect(const PendingRange& range);               // into the sort buffer (spilled when full)
     void for_each_sorted(const std::function<void(const PendingRange&)>& visit);
     void spill();
     void remove_spill_files();
@@ -130,6 +169,16 @@ private:
     trace::ThreadId early_cached_thread_ = 0;
     EarlyThread* early_cached_ = nullptr;
     std::vector<WithdrawnRanges> withdrawn_;
+    struct FinalOrder {
+        bool on = false;
+        bool withdrawn = false;
+        std::size_t hold = 0;           // ranges held before the first is emitted
+        std::vector<PendingRange> held;  // unnumbered yet; while nothing was emitted
+        PendingRange last;               // the last range held or emitted
+        ThreadNesting nesting;
+        WithdrawnRanges emitted;
+    };
+    FinalOrder final_order_;
 };
 
 }  // namespace ember::importing

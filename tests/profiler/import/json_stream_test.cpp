@@ -49,7 +49,7 @@ TEST(DecimalTime, MicrosecondTextIsExactNanoseconds) {
     EXPECT_EQ(value, std::numeric_limits<std::int64_t>::min());
 }
 
-// The 64-bit path for plain decimals ([-]digits[.digits], up to 18 digits) must give
+// The 64-bit path for plain decimals ([-]digits[.digits], up to 19 digits) must give
 // what the general 128-bit path gives; a leading space sends the same text down the
 // general path.
 TEST(DecimalTime, PlainDecimalsAgreeWithTheGeneralParser) {
@@ -79,6 +79,11 @@ TEST(DecimalTime, PlainDecimalsAgreeWithTheGeneralParser) {
     std::int64_t value = 0;
     ASSERT_TRUE(importing::parse_decimal_scaled("999999999999999999", 0, value));  // 18 digits: the plain path
     EXPECT_EQ(value, 999999999999999999);
+    ASSERT_TRUE(importing::parse_decimal_scaled("1712195495519703.772", 3, value));  // 19: Kineto's ns times
+    EXPECT_EQ(value, 1712195495519703772);
+    ASSERT_TRUE(importing::parse_decimal_scaled("1712195495519703.7725", 3, value));  // 20: the general path
+    EXPECT_EQ(value, 1712195495519703773);
+    EXPECT_FALSE(importing::parse_decimal_scaled("9999999999999999999", 0, value));  // 19 digits, past int64
     ASSERT_TRUE(importing::parse_decimal_scaled("-0.0005", 3, value));
     EXPECT_EQ(value, -1);
     ASSERT_TRUE(importing::parse_decimal_scaled("9223372036854.775807", 6, value));

@@ -4,8 +4,9 @@
 // ProfilerStep#N as ember's step, the DataLoader wait, NCCL on a "nccl" stream,
 // unlinked GPU events kept and counted, the top-level keys wherever they are, exact
 // nanoseconds, gzip, the 2021 category names, nesting that spills to disk, cuda_sync
-// events (and the synchronizing calls where there are none), and events that cannot be
-// placed skipped and named (refused under strict).
+// events (and the synchronizing calls where there are none), events that cannot be
+// placed skipped and named (refused under strict), and ranges written while the file is
+// read numbered and nested exactly as nesting at the end numbers and nests them.
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
@@ -19,6 +20,8 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <tuple>
+#include <vector>
 
 namespace {
 
@@ -398,6 +401,145 @@ TEST(KinetoNesting, SpilledRunsNestExactlyLikeMemory) {
     EXPECT_EQ(a.at("middle5").event.depth + a.at("inner5").event.depth, 3);
     // No spill file is left behind.
     EXPECT_EQ(dir.files(), (std::vector<std::string>{"many.json", "memory.db", "spilled.db"}));
+}
+
+// The ranges table as (id, name, depth, parent id), in id order.
+std::vector<std::tuple<trace::RangeId, std::string, std::int32_t, trace::RangeId>> range_rows(const std::string& path) {
+    store::TraceReader reader(path);
+    std::vector<std::tuple<trace::RangeId, std::string, std::int32_t, trace::RangeId>> rows;
+    for (const auto& range : all_events(reader, &store::TraceReader::for_each_range)) {
+        rows.emplace_back(range.range_id, std::string(reader.string(range.name_id)), range.depth,
+                          range.parent_range_id);
+    }
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
+// A Kineto file's ranges are written as they come only while they get the ids nesting
+// at the end gives (thread by thread in the order the threads were first seen, each
+// by start, the longer first; start/end ranges numbered before them all). The answers
+// below are that order, worked out by hand: the same whether the file lists the first
+// thread in order (its ranges written early, the other thread's at the end), lists a
+// range late that sorts before those written (all nested again at the end), or has an
+// async range take an id after some were written.
+TEST(KinetoNesting, RangesWrittenEarlyHaveTheIdsOfNestingAtTheEnd) {
+    TempDir dir;
+    auto x = [](std::string_view category, std::string_view name, int tid, int ts, int dur) {
+        return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":{},"ts":{},"dur":{}}})", category, name,
+                           tid, ts, dur);
+    };
+    const std::vector<std::string> in_order = {
+        x("cpu_op", "outer", 10, 0, 100), x("cpu_op", "other_outer", 20, 5, 75), x("cpu_op", "inner", 10, 10, 40),
+        x("cpu_op", "other_inner", 20, 20, 10), x("cpu_op", "inner2", 10, 60, 30),
+    };
+    auto import = [&](const std::string& name, std::vector<std::string> events) {
+        std::string json = R"({"schemaVersion":1,"traceEvents":[)";
+        for (std::size_t i = 0; i < events.size(); ++i) json += (i ? "," : "") + events[i];
+        json += "]}";
+        import_test::write_file(dir.path(name + ".json"), json);
+        return importing::import_file(dir.path(name + ".json"), dir.path(name + ".db")).counts;
+    };
+    using Rows = std::vector<std::tuple<trace::RangeId, std::string, std::int32_t, trace::RangeId>>;
+
+    // Thread 10 first and in order: written as it came; thread 20 at the end.
+    EXPECT_EQ(import("in_order", in_order).ranges, 5);
+    EXPECT_EQ(range_rows(dir.path("in_order.db")),
+              (Rows{{1, "outer", 0, 0}, {2, "inner", 1, 1}, {3, "inner2", 1, 1}, {4, "other_outer", 0, 0},
+                    {5, "other_inner", 1, 4}}));
+
+    // A Python function listed after the CPU ops it holds sorts before them all.
+    std::vector<std::string> late = in_order;
+    late.push_back(x("python_function", "train.py(7): step", 10, 0, 200));
+    EXPECT_EQ(import("late", late).ranges, 6);
+    const Rows late_rows{{1, "train.py(7): step", 0, 0}, {2, "outer", 1, 1}, {3, "inner", 2, 2}, {4, "inner2", 2, 2},
+                         {5, "other_outer", 0, 0}, {6, "other_inner", 1, 5}};
+    EXPECT_EQ(range_rows(dir.path("late.db")), late_rows);
+    // Its thread's track_stats row counts what stayed: 4 ranges, 0 to 200 µs.
+    EXPECT_EQ(import_test::count_rows(dir.path("late.db"),
+                                      "SELECT COUNT(*) FROM track_stats WHERE event_table = 'ranges' AND track_id = 1 "
+                                      "AND event_count = 4 AND first_start_ns = 0 AND last_end_ns = 200000 AND "
+                                      "max_duration_ns = 200000"),
+              1);
+    // The same ranges listed in nesting order from the start: the same table.
+    std::vector<std::string> early = late;
+    std::rotate(early.begin(), early.end() - 1, early.end());
+    import("early", early);
+    EXPECT_EQ(range_rows(dir.path("early.db")), late_rows);
+
+    // A thread seen first (by its runtime call) whose ranges come second.
+    std::vector<std::string> second_thread_first = in_order;
+    second_thread_first.insert(second_thread_first.begin(), x("cuda_runtime", "cudaLaunchKernel", 20, 1, 1));
+    import("second_thread_first", second_thread_first);
+    EXPECT_EQ(range_rows(dir.path("second_thread_first.db")),
+              (Rows{{1, "other_outer", 0, 0}, {2, "other_inner", 1, 1}, {3, "outer", 0, 0}, {4, "inner", 1, 3},
+                    {5, "inner2", 1, 3}}));
+
+    // An async range after two ranges were written: numbered first, as at the end.
+    std::vector<std::string> async = in_order;
+    for (const char* phase : {"e", "b"}) {
+        async.insert(async.begin() + 3,
+                     fmt::format(R"({{"ph":"{}","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":{}}})",
+                                 phase, *phase == 'b' ? 2 : 3));
+    }
+    EXPECT_EQ(import("async", async).ranges, 6);
+    EXPECT_EQ(range_rows(dir.path("async.db")),
+              (Rows{{1, "async", -1, 0}, {2, "outer", 0, 0}, {3, "inner", 1, 2}, {4, "inner2", 1, 2},
+                    {5, "other_outer", 0, 0}, {6, "other_inner", 1, 5}}));
+}
+
+// The same with more ranges than are held before the first is written (1024 with the
+// smallest sort memory): those written are taken back, deleted and written again.
+TEST(KinetoNesting, RangesWrittenEarlyAndTakenBackHaveTheIdsOfNestingAtTheEnd) {
+    TempDir dir;
+    constexpr int kRanges = 2000;  // on thread 10, one every 10 µs; thread 20 has one in ten
+    auto x = [](std::string_view category, std::string_view name, int tid, int ts, int dur) {
+        return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":{},"ts":{},"dur":{}}})", category, name,
+                           tid, ts, dur);
+    };
+    auto import = [&](const std::string& name, const std::vector<std::string>& events) {
+        std::string json = R"({"schemaVersion":1,"traceEvents":[)";
+        for (std::size_t i = 0; i < events.size(); ++i) json += (i ? "," : "") + events[i];
+        json += "]}";
+        import_test::write_file(dir.path(name + ".json"), json);
+        importing::ImportOptions options;
+        options.range_sort_memory_bytes = 1;
+        return importing::import_file(dir.path(name + ".json"), dir.path(name + ".db"), options).counts;
+    };
+    std::vector<std::string> events;
+    for (int i = 0; i < kRanges; ++i) {
+        events.push_back(x("cpu_op", fmt::format("r{}", i), 10, 10 * i, 5));
+        if (i % 10 == 0) events.push_back(x("cpu_op", fmt::format("o{}", i), 20, 10 * i, 50));
+    }
+    using Rows = std::vector<std::tuple<trace::RangeId, std::string, std::int32_t, trace::RangeId>>;
+    // `first`: the id of r0; `step`: whether a step holds thread 10's ranges (id first - 1).
+    auto expected = [&](trace::RangeId first, bool step) {
+        Rows rows;
+        if (step) rows.emplace_back(first - 1, "train.py(7): step", 0, 0);
+        for (int i = 0; i < kRanges; ++i) rows.emplace_back(first + i, fmt::format("r{}", i), step ? 1 : 0, step ? first - 1 : 0);
+        for (int i = 0; i < kRanges / 10; ++i) rows.emplace_back(first + kRanges + i, fmt::format("o{}", 10 * i), 0, 0);
+        return rows;
+    };
+
+    import("in_order", events);
+    EXPECT_EQ(range_rows(dir.path("in_order.db")), expected(1, false));
+
+    std::vector<std::string> late = events;
+    late.push_back(x("python_function", "train.py(7): step", 10, 0, 10 * kRanges));
+    EXPECT_EQ(import("late", late).ranges, kRanges + kRanges / 10 + 1);
+    EXPECT_EQ(range_rows(dir.path("late.db")), expected(2, true));
+    EXPECT_EQ(import_test::count_rows(dir.path("late.db"),
+                                      "SELECT COUNT(*) FROM track_stats WHERE event_table = 'ranges' AND track_id = 1 "
+                                      "AND event_count = 2001 AND first_start_ns = 0 AND last_end_ns = 20000000"),
+              1);
+
+    std::vector<std::string> async = events;
+    const auto after_1500 = async.begin() + 1500 + 150;  // past r1499 and o1490
+    async.insert(after_1500, {R"({"ph":"b","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":2})",
+                              R"({"ph":"e","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":3})"});
+    import("async", async);
+    Rows with_async = expected(2, false);
+    with_async.insert(with_async.begin(), {1, "async", -1, 0});
+    EXPECT_EQ(range_rows(dir.path("async.db")), with_async);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // collector would have seen, whatever order the ranges come in; emitting a thread's
 // ranges as they come (while they come in nesting order) changes only their ids: once
 // the ranges it withdrew are removed, the nesting is what nesting at the end gives,
-// range for range, with and without spilling to disk.
+// range for range, with and without spilling to disk. Emitting them while they come in
+// the order nesting at the end emits them (Kineto's imports) changes nothing at all:
+// the same ranges with the same ids, whatever comes, withdrawn or not.
 #include "profiler/import/range_nesting.h"
 #include "tests/support/temp_dir.h"
 
@@ -183,6 +185,132 @@ TEST(RangeNesting, EmittedAsTheyComeOrAtTheEndTheNestingIsTheSame) {
             }
         }
         EXPECT_GT(nest(sorted, false, 64 << 20, dir.path("x")).not_nested, 0);
+    }
+}
+
+// Every range as nesting leaves it, ids included, in id order; with `final_order`, as
+// an import does with ranges emitted early: start/end ranges taking ids (at the
+// positions `taken_at` of the input) withdraw them, and when they were withdrawn they
+// are read back in the order emitted, removed, and nested with the rest.
+struct Exact {
+    std::vector<std::tuple<trace::RangeId, trace::ThreadId, trace::TimeNs, trace::TimeNs, std::int32_t, trace::RangeId,
+                           trace::StringId>>
+        ranges;
+    std::int64_t not_nested = 0;
+    std::uint64_t early = 0;
+    bool withdrawn = false;
+};
+
+Exact nest_exactly(const std::vector<PendingRange>& input, bool final_order, const std::vector<std::size_t>& taken_at,
+                   std::size_t memory_bytes, const std::string& prefix) {
+    RangeNester nester(prefix, memory_bytes);
+    std::map<trace::RangeId, trace::RangeEvent> emitted;
+    trace::RangeId next = 1;
+    trace::RangeId other_ids = 0;  // ids taken by start/end ranges
+    auto next_id = [&] { return next++; };
+    auto emit = [&](const trace::RangeEvent& range) { EXPECT_TRUE(emitted.emplace(range.range_id, range).second); };
+    if (final_order) nester.emit_while_in_final_order(next_id, emit);
+    for (std::size_t i = 0; i < input.size(); ++i) {
+        if (std::find(taken_at.begin(), taken_at.end(), i) != taken_at.end()) {
+            // What ImportSink::start_end_range does: a held range takes the id it has
+            // without the early ones; otherwise the counter's.
+            ++other_ids;
+            if (final_order) nester.withdraw_early();
+            if (!final_order || !nester.early_withdrawn()) EXPECT_EQ(next_id(), other_ids);
+        }
+        nester.add(input[i]);
+    }
+    Exact exact;
+    exact.not_nested = nester.finish(next_id, emit);
+    if (final_order) {
+        exact.early = nester.emitted_early().count;
+        exact.withdrawn = nester.early_withdrawn();
+    }
+    if (exact.withdrawn) {
+        const importing::WithdrawnRanges early = nester.emitted_early();
+        auto it = emitted.lower_bound(early.first);
+        nester.take_back_early([&](PendingRange& range) {
+            if (it == emitted.end() || it->first > early.last) return false;
+            range = importing::pending_range_of(it->second);
+            ++it;
+            return true;
+        });
+        EXPECT_EQ(emitted.erase(emitted.find(early.first), emitted.upper_bound(early.last)), emitted.end());
+        EXPECT_EQ(emitted.size(), 0u);  // nothing else was emitted
+        trace::RangeId renumbered = other_ids + 1;
+        exact.not_nested = nester.renest_all([&] { return renumbered++; }, emit);
+    }
+    for (const auto& [id, range] : emitted) {
+        exact.ranges.emplace_back(id, range.thread_id, range.start_ns, range.end_ns, range.depth, range.parent_range_id,
+                                  range.name_id);
+    }
+    return exact;
+}
+
+TEST(RangeNesting, EmittedInFinalOrderTheRangesAndTheirIdsAreThoseOfTheEnd) {
+    test_support::TempDir dir;
+    std::mt19937 random(23);
+    for (int round = 0; round < 8; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        // Over 1024 a thread: more than are held before the first is emitted when the
+        // memory is 1 byte (1024 ranges), fewer than when it is 64 MiB (65,536).
+        std::vector<PendingRange> ranges = random_ranges(random, 3, 1100);
+        std::vector<PendingRange> sorted = ranges;
+        std::stable_sort(sorted.begin(), sorted.end(), [](const PendingRange& a, const PendingRange& b) {
+            return std::tie(a.thread_id, a.start_ns, b.end_ns) < std::tie(b.thread_id, b.start_ns, a.end_ns);
+        });
+        // The first thread first, in order, then the others interleaved (Kineto's CPU
+        // ops of several threads); the same with a later thread shuffled (stays early:
+        // collected anyway); the first thread's ties the other way from its middle on,
+        // or a range of it late; a thread sorted before the first one coming second;
+        // everything interleaved; all shuffled.
+        std::vector<PendingRange> first_then_rest, others;
+        for (const PendingRange& range : sorted) (range.thread_id == 1 ? first_then_rest : others).push_back(range);
+        for (const PendingRange& range : in_nesting_order(others, random)) first_then_rest.push_back(range);
+        std::vector<PendingRange> later_thread_shuffled = first_then_rest;
+        reorder_thread(later_thread_shuffled, 3,
+                       [&](std::vector<PendingRange>& r) { std::shuffle(r.begin(), r.end(), random); });
+        std::vector<PendingRange> first_thread_late = first_then_rest;
+        reorder_thread(first_thread_late, 1, [&](std::vector<PendingRange>& r) {
+            const auto middle = r.begin() + static_cast<long>(r.size() / 2);
+            std::rotate(middle, middle + 1, r.end());
+        });
+        std::vector<PendingRange> lower_thread_second = first_then_rest;
+        std::stable_partition(lower_thread_second.begin(), lower_thread_second.end(),
+                              [](const PendingRange& r) { return r.thread_id == 2; });
+        std::vector<PendingRange> interleaved = in_nesting_order(sorted, random);
+        std::vector<PendingRange> shuffled = sorted;
+        std::shuffle(shuffled.begin(), shuffled.end(), random);
+
+        const std::size_t n = sorted.size();
+        for (const std::vector<PendingRange>* input :
+             {&sorted, &first_then_rest, &later_thread_shuffled, &first_thread_late, &lower_thread_second, &interleaved,
+              &shuffled}) {
+            // Start/end ranges taking ids: none; before the first range (nothing emitted
+            // yet); in the middle and at the end (after ranges were emitted).
+            for (const std::vector<std::size_t>& taken_at :
+                 {std::vector<std::size_t>{}, std::vector<std::size_t>{0}, std::vector<std::size_t>{0, n / 2, n - 1}}) {
+                for (std::size_t memory : {std::size_t{64} << 20, std::size_t{1}}) {  // 1: spills every 1024 ranges
+                    const Exact at_end = nest_exactly(*input, false, taken_at, memory, dir.path("at_end"));
+                    const Exact early = nest_exactly(*input, true, taken_at, memory, dir.path("early"));
+                    ASSERT_EQ(at_end.ranges.size(), n);
+                    ASSERT_EQ(early.ranges, at_end.ranges);
+                    EXPECT_EQ(early.not_nested, at_end.not_nested);
+                    const bool undisturbed = taken_at.size() <= 1;
+                    const bool first_in_order =
+                        input == &sorted || input == &first_then_rest || input == &later_thread_shuffled;
+                    if (undisturbed && first_in_order) {
+                        EXPECT_FALSE(early.withdrawn);
+                        EXPECT_GT(early.early, n / 4);
+                    }
+                    // Withdrawn after some were emitted (taken back), or while all were
+                    // held (nothing to take back).
+                    const bool late = input == &first_thread_late || input == &lower_thread_second ||
+                                      (taken_at.size() > 1 && first_in_order);
+                    EXPECT_EQ(early.withdrawn, late && memory == 1);
+                }
+            }
+        }
     }
 }
 
