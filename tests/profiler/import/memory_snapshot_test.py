@@ -306,6 +306,17 @@ def main():
                 path = shutil.copy(os.path.join(folder, name), copies)
                 compare(ember, path, name)
 
+    # Two snapshots into one job file (ember merge's way): every device of each, its peaks kept.
+    first = write(work, "job_a.pickle", era_2_1(times=True), 4)
+    second = write(work, "job_b.pickle", era_2_0(), 4)
+    job = os.path.join(work, "job.db")
+    out = run([ember, "import", first, second, "-o", job])
+    check(out.returncode == 0, f"job import: {out.stderr}")
+    if out.returncode == 0:
+        got, _ = ember_peaks(ember, job)
+        expected = sorted(list(replay(load(first)).values()) + list(replay(load(second)).values()))
+        check(sorted(got.values()) == expected, f"job file: peaks {sorted(got.values())} != {expected}")
+
     if failures:
         print(f"{len(failures)} failures")
         return 1
