@@ -45,6 +45,8 @@ void print_file(const importing::ImportedFile& file) {
                counts.unlinked_gpu_events);
     if (counts.nccl_kernels > 0) fmt::print(", NCCL kernels {}", counts.nccl_kernels);
     if (counts.collective_calls > 0) fmt::print(", collective metadata (process groups) {}", counts.collective_calls);
+    if (counts.memory_events > 0 || counts.memory_blocks > 0)
+        fmt::print(", GPU memory events {}, allocator blocks {}", counts.memory_events, counts.memory_blocks);
     if (counts.ranges_not_nested > 0) fmt::print(", ranges not nested {}", counts.ranges_not_nested);
     fmt::print("\n");
     for (const auto& [reason, count] : counts.skipped) fmt::print("  not stored: {} x {}\n", count, reason);
@@ -55,7 +57,7 @@ void run_import(const ImportCommandOptions& command) {
     importing::ImportOptions options;
     auto format = importing::parse_source_format(command.format);
     if (!format || *format == importing::SourceFormat::ember)
-        fail_command("import", "unknown --format '" + command.format + "' (auto, kineto, nsys, nvprof, chrome)");
+        fail_command("import", "unknown --format '" + command.format + "' (auto, kineto, nsys, nvprof, chrome, memory_snapshot)");
     options.format = *format;
     if (command.kernel_names == "demangled") options.kernel_names = importing::KernelNameStyle::demangled;
     else if (command.kernel_names == "short") options.kernel_names = importing::KernelNameStyle::short_name;
@@ -94,7 +96,8 @@ void add_import_command(CLI::App& app) {
         ->required();
     cmd->add_option("-o,--output", command->output,
                     "output trace (default: the first input's name with .db, beside it)");
-    cmd->add_option("--format", command->format, "auto (default: from the content), kineto, nsys, nvprof or chrome");
+    cmd->add_option("--format", command->format,
+                    "auto (default: from the content), kineto, nsys, nvprof, chrome or memory_snapshot");
     cmd->add_option("--kernel-names", command->kernel_names,
                     "nsys and nvprof kernel names: demangled (default, as nsys stats), short or mangled");
     cmd->add_option("--rank", command->rank, "the rank of a single input (nsys exports record none)");

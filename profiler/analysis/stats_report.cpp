@@ -10,6 +10,7 @@
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/memory_summary.h"
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/python_gpu.h"
 #include "profiler/analysis/rank_summary.h"
 
@@ -714,6 +715,8 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "python_gpu"))
         for (Table& table : python_gpu_tables(python_gpu(reader), options.top > 0 ? options.top : 15))
             tables.push_back(std::move(table));
+    if (wanted(options, "gpu_memory"))
+        for (Table& table : gpu_memory_tables(gpu_memory(reader), run, options.top)) tables.push_back(std::move(table));
     // A trace without GPU activity: its GPU tables say so in one line each, and the
     // default text report says it once for all of them.
     if (!any_gpu_work && reader.event_count("kernels") == 0 && reader.event_count("memcpys") == 0) {

@@ -23,7 +23,7 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 inline constexpr const char* kReportNames[] = {
     "kernels",   "graphs",       "memory",  "api",     "nvtx",           "gpu_by_range", "steps",
     "ranks",     "collectives",  "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
-    "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "python_gpu", "advice",
+    "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "python_gpu", "gpu_memory", "advice",
 };
 // Printed when no report is named ("ranks" and "collectives" only for files of several
 // ranks; "graphs", not listed here, only for a file where GPU work ran from CUDA graphs).

@@ -84,6 +84,14 @@ SourceFormat detect_format(const std::string& path) {
         std::fclose(file);
     }
     if (got == sizeof head && std::memcmp(head, kSqliteMagic, sizeof head) == 0) return sqlite_format(path);
+    // A pickle: PROTO 2-5 (0x80 n), or protocol 0/1 opening a list or dict ("(l", "(d", "]", "}").
+    // Whether it is a memory snapshot ({segments, device_traces} or a list of segments) the
+    // importer checks once it has read it.
+    if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
+        return SourceFormat::memory_snapshot;
+    if (got >= 2 && ((head[0] == '(' && (head[1] == 'l' || head[1] == 'd')) ||
+                     ((head[0] == ']' || head[0] == '}') && (head[1] == 'q' || head[1] == '(' || head[1] == 'r'))))
+        return SourceFormat::memory_snapshot;
 
     // JSON, possibly gzip: the first MiB tells Kineto from plain Chrome. It is read
     // (inflated) 64 KiB at a time and the reading stops once the prefix decides: an

@@ -29,6 +29,7 @@ const char* source_format_name(SourceFormat format) {
         case SourceFormat::nsys: return "nsys";
         case SourceFormat::nvprof: return "nvprof";
         case SourceFormat::chrome: return "chrome";
+        case SourceFormat::memory_snapshot: return "memory_snapshot";
         case SourceFormat::ember: return "ember";
     }
     return "auto";
@@ -36,7 +37,7 @@ const char* source_format_name(SourceFormat format) {
 
 std::optional<SourceFormat> parse_source_format(std::string_view text) {
     for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::nvprof,
-                                SourceFormat::chrome,
+                                SourceFormat::chrome, SourceFormat::memory_snapshot,
                                 SourceFormat::ember}) {
         if (text == source_format_name(format)) return format;
     }
@@ -120,6 +121,7 @@ ImportedFile import_file(const std::string& input, const std::string& output, co
             case SourceFormat::chrome: import_chrome_json(sink); break;
             case SourceFormat::nsys: import_nsys_sqlite(sink); break;
             case SourceFormat::nvprof: import_nvprof_sqlite(sink); break;
+            case SourceFormat::memory_snapshot: import_memory_snapshot(sink); break;
             default: throw TraceError(TraceErrorKind::not_a_trace, input, "no importer for this format");
         }
         result.counts = sink.finish(output);
@@ -211,7 +213,8 @@ std::string default_output_path(const std::string& input) {
         strip(".pt.trace");
         stripped = true;
     }
-    stripped = strip(".sqlite") || strip(".sqlite3") || strip(".nvvp") || strip(".prof") || stripped;
+    stripped = strip(".sqlite") || strip(".sqlite3") || strip(".nvvp") || strip(".prof") || strip(".pickle") ||
+               strip(".pkl") || stripped;
     // An input already named .db keeps its name apart from the output's.
     if (!stripped && strip(".db")) return stem + ".ember.db";
     std::string output = stem + ".db";

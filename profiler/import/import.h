@@ -44,10 +44,11 @@ enum class SourceFormat {
     nsys,         // Nsight Systems SQLite export (`nsys export --type sqlite`)
     nvprof,       // nvprof database (`nvprof -o FILE.nvvp`)
     chrome,       // Chrome Trace Event JSON (Perfetto / chrome://tracing, `ember export --format chrome`)
+    memory_snapshot,  // PyTorch CUDA memory snapshot (`torch.cuda.memory._dump_snapshot`, a pickle)
     ember,        // already an ember trace
 };
 
-// "auto", "kineto", "nsys", "nvprof", "chrome", "ember".
+// "auto", "kineto", "nsys", "nvprof", "chrome", "memory_snapshot", "ember".
 const char* source_format_name(SourceFormat format);
 std::optional<SourceFormat> parse_source_format(std::string_view text);
 
@@ -57,7 +58,8 @@ std::optional<SourceFormat> parse_source_format(std::string_view text);
 // COMPOSITE_EVENTS / OSRT_API tables); gzip is looked
 // through; JSON with traceEvents is Kineto when it carries Kineto's markers
 // (schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, Kineto
-// categories) and Chrome otherwise. Never returns auto_detect. Throws TraceError:
+// categories) and Chrome otherwise; a pickle (0x80 and a protocol 2-5, or a protocol 0/1
+// list or dict) is a PyTorch memory snapshot. Never returns auto_detect. Throws TraceError:
 // not_found (cannot open), not_a_trace (none of these), truncated / corrupt (a gzip
 // that cannot be read far enough to tell).
 SourceFormat detect_format(const std::string& path);
@@ -123,6 +125,9 @@ struct ImportCounts {
     std::int64_t synchronizations_from_calls = 0;
     // Kernels and host ranges with Kineto's collective metadata (process group, Seq).
     std::int64_t collective_calls = 0;
+    // GPU memory: allocator events (memory_events) and blocks of its state (memory_blocks).
+    std::int64_t memory_events = 0;
+    std::int64_t memory_blocks = 0;
     // Events read but not stored, by reason ("flow event (links come from correlation ids)", ...).
     std::map<std::string, std::int64_t, std::less<>> skipped;
     // Events that break the format's rules, skipped (ImportOptions::strict refuses them):
@@ -143,7 +148,7 @@ struct ImportCounts {
 
     std::int64_t written() const {
         return kernels + memcpys + memsets + synchronizations + api_calls + ranges + marks + counter_samples + overheads +
-               stack_samples;
+               stack_samples + memory_events;
     }
     std::int64_t skipped_total() const;
 };

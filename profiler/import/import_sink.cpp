@@ -360,8 +360,9 @@ void ImportSink::collective_call(const trace::CollectiveCall& call) {
     ++counts_.collective_calls;
 }
 
-trace::FrameId ImportSink::frame(std::string_view function, std::string_view module, std::uint64_t address) {
-    return writer_->intern_frame(function, module, address);
+trace::FrameId ImportSink::frame(std::string_view function, std::string_view module, std::uint64_t address,
+                                 std::int32_t line) {
+    return writer_->intern_frame(function, module, address, line);
 }
 
 trace::StackId ImportSink::stack(std::span<const trace::FrameId> frames_outermost_first) {
@@ -371,6 +372,19 @@ trace::StackId ImportSink::stack(std::span<const trace::FrameId> frames_outermos
 void ImportSink::stack_sample(const trace::StackSample& sample) {
     record(&store::TraceWriter::record_stack_sample, sample, "stack sample", counts_.stack_samples);
 }
+
+void ImportSink::memory_event(const trace::MemoryEvent& event) {
+    if (!writer_->record_memory_event(event)) writer_refused("memory event");
+    note_interval(event.time_ns, event.time_ns);
+    ++counts_.memory_events;
+}
+
+void ImportSink::memory_block(const trace::MemoryBlock& block) {
+    if (!writer_->record_memory_block(block)) writer_refused("memory block");
+    ++counts_.memory_blocks;
+}
+
+void ImportSink::metadata(std::string_view key, std::string_view value) { writer_->set_metadata(key, value); }
 
 void ImportSink::note(std::string line) { counts_.notes.push_back(std::move(line)); }
 

@@ -117,11 +117,17 @@ public:
     void collective_call(const trace::CollectiveCall& call);
     // Sampled CPU call stacks: frames and stack nodes as the writer interns them
     // (intern_stack with the outermost frame first), then one sample per stack.
-    trace::FrameId frame(std::string_view function, std::string_view module, std::uint64_t address);
+    trace::FrameId frame(std::string_view function, std::string_view module, std::uint64_t address,
+                         std::int32_t line = -1);
     trace::StackId stack(std::span<const trace::FrameId> frames_outermost_first);
     void stack_sample(const trace::StackSample& sample);
+    // A caching allocator's events and the blocks of its state (PyTorch memory snapshots).
+    void memory_event(const trace::MemoryEvent& event);
+    void memory_block(const trace::MemoryBlock& block);
     // A line about the input as a whole (ImportCounts::notes, and run_metadata import_notes).
     void note(std::string line);
+    // A run_metadata key beyond the run's own (e.g. a snapshot's allocator settings).
+    void metadata(std::string_view key, std::string_view value);
     void skip(std::string_view reason, std::int64_t count = 1);
     // An event that breaks the format's rules, skipped (the importers throw instead under
     // ImportOptions::strict): counted under `reason`, `where` kept for the first.

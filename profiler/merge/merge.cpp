@@ -212,6 +212,12 @@ struct RankCopier {
                 *id = string(*id);
             writer.record_collective_call(call);
         }
+        // GPU memory: the allocator's events and state, on the rank's devices.
+        reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
+            writer.record_memory_event(remapped(event));
+            return true;
+        });
+        for (const trace::MemoryBlock& block : reader.memory_blocks()) writer.record_memory_block(remapped(block));
     }
 };
 

@@ -29,6 +29,8 @@ enum class RecordType : std::uint8_t {
     overhead,
     dropped,
     collective_call,
+    memory_event,
+    memory_block,
 };
 
 // The largest event, rounded up: every record has room for any event.
@@ -37,7 +39,7 @@ constexpr std::size_t kRecordPayloadBytes =
               sizeof(trace::SyncEvent), sizeof(trace::ApiEvent), sizeof(trace::RangeEvent),
               sizeof(trace::MarkEvent), sizeof(trace::CounterSample), sizeof(trace::StackSample),
               sizeof(trace::OverheadEvent), sizeof(trace::DroppedRecords),
-              sizeof(trace::CollectiveCall)});
+              sizeof(trace::CollectiveCall), sizeof(trace::MemoryEvent), sizeof(trace::MemoryBlock)});
 
 struct Record {
     RecordType type;

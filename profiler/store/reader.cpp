@@ -861,6 +861,88 @@ std::vector<CollectiveCall> TraceReader::collective_calls() const {
     return rows;
 }
 
+namespace {
+bool has_table(TraceReader::Impl& impl, const char* table);
+}  // namespace
+
+std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visit, std::optional<DeviceId> device) const {
+    if (!has_table(*impl_, kMemoryEventsTable)) return 0;
+    std::int64_t visited = 0;
+    std::string sql = "SELECT time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes "
+                      "FROM memory_events";
+    if (device) sql += " WHERE device_id = ?";
+    sql += " ORDER BY device_id, time_ns, rowid";
+    impl_->query(sql.c_str(),
+                 [&](Statement& s) {
+                     if (device) s.bind(1, static_cast<std::int64_t>(*device));
+                 },
+                 [&](Statement& s) {
+                     MemoryEvent e;
+                     e.time_ns = s.column_int64(0);
+                     e.device_id = as<DeviceId>(s, 1);
+                     e.action = static_cast<MemoryAction>(as<std::uint8_t>(s, 2));
+                     e.address = static_cast<std::uint64_t>(s.column_int64(3));
+                     e.bytes = s.column_int64(4);
+                     e.cuda_stream = static_cast<std::uint64_t>(s.column_int64(5));
+                     e.stack_id = as<StackId>(s, 6);
+                     e.device_free_bytes = s.column_int64(7);
+                     ++visited;
+                     return visit(e);
+                 });
+    return visited;
+}
+
+std::int64_t TraceReader::memory_event_count() const {
+    if (!has_table(*impl_, kMemoryEventsTable)) return 0;
+    std::int64_t count = 0;
+    impl_->query("SELECT COUNT(*) FROM memory_events", [](Statement&) {},
+                 [&](Statement& s) {
+                     count = s.column_int64(0);
+                     return false;
+                 });
+    return count;
+}
+
+std::vector<MemoryBlock> TraceReader::memory_blocks() const {
+    std::vector<MemoryBlock> rows;
+    if (!has_table(*impl_, kMemoryBlocksTable)) return rows;
+    impl_->query("SELECT time_ns, device_id, state, expandable_segment, small_pool, segment_address, segment_bytes, "
+                 "address, bytes, requested_bytes, cuda_stream, stack_id FROM memory_blocks "
+                 "ORDER BY device_id, segment_address, address, rowid",
+                 [](Statement&) {},
+                 [&](Statement& s) {
+                     MemoryBlock b;
+                     b.time_ns = s.column_int64(0);
+                     b.device_id = as<DeviceId>(s, 1);
+                     b.state = static_cast<MemoryBlockState>(as<std::uint8_t>(s, 2));
+                     b.expandable_segment = s.column_int64(3) != 0;
+                     b.small_pool = s.column_int64(4) != 0;
+                     b.segment_address = static_cast<std::uint64_t>(s.column_int64(5));
+                     b.segment_bytes = s.column_int64(6);
+                     b.address = static_cast<std::uint64_t>(s.column_int64(7));
+                     b.bytes = s.column_int64(8);
+                     b.requested_bytes = s.column_int64(9);
+                     b.cuda_stream = static_cast<std::uint64_t>(s.column_int64(10));
+                     b.stack_id = as<StackId>(s, 11);
+                     rows.push_back(b);
+                     return true;
+                 });
+    return rows;
+}
+
+namespace {
+bool has_table(TraceReader::Impl& impl, const char* table) {
+    bool present = false;
+    impl.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+               [&](Statement& s) { s.bind_text(1, table); },
+               [&](Statement&) {
+                   present = true;
+                   return false;
+               });
+    return present;
+}
+}  // namespace
+
 const std::vector<TrackSummary>& TraceReader::tracks() const { return impl_->tracks; }
 
 std::int64_t TraceReader::event_count(std::string_view table) const {

@@ -130,6 +130,14 @@ public:
     // Every row of collective_calls (Kineto's collective metadata), by start; empty for
     // a file older than schema version 4.
     std::vector<trace::CollectiveCall> collective_calls() const;
+    // GPU memory (schema 5; none in older files): allocator events by device, then time,
+    // then the order they were recorded in; `device` limits them to one device. Returns
+    // the number visited.
+    std::int64_t for_each_memory_event(const Visitor<trace::MemoryEvent>& visit,
+                                       std::optional<trace::DeviceId> device = std::nullopt) const;
+    std::int64_t memory_event_count() const;
+    // The allocator state's blocks, by device, segment address, then address.
+    std::vector<trace::MemoryBlock> memory_blocks() const;
 
     // Per-lane summaries (one per event table and track holding events).
     const std::vector<TrackSummary>& tracks() const;

@@ -23,7 +23,10 @@ namespace ember::store {
 // 4: collective_calls (Kineto's collective metadata of kernels and ranges). Only a table
 //    was added: older readers open version 4 files, and this reader reads the table as
 //    empty in older files.
-constexpr int kSchemaVersion = 4;
+// 5: memory_events and memory_blocks (a caching allocator's events and its state, from
+//    PyTorch memory snapshots). Only tables were added: older readers open version 5
+//    files, and this reader reads the tables as empty in older files ("no memory events").
+constexpr int kSchemaVersion = 5;
 constexpr int kOldestReadableSchemaVersion = 1;
 constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_reader_version
 
@@ -212,6 +215,30 @@ CREATE TABLE IF NOT EXISTS collective_calls (
   out_elements   INTEGER NOT NULL,
   dtype_id       INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS memory_events (
+  time_ns           INTEGER NOT NULL,
+  device_id         INTEGER NOT NULL,
+  action            INTEGER NOT NULL,
+  address           INTEGER NOT NULL,
+  bytes             INTEGER NOT NULL,
+  cuda_stream       INTEGER NOT NULL,
+  stack_id          INTEGER NOT NULL,
+  device_free_bytes INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memory_blocks (
+  time_ns            INTEGER NOT NULL,
+  device_id          INTEGER NOT NULL,
+  state              INTEGER NOT NULL,
+  expandable_segment INTEGER NOT NULL,
+  small_pool         INTEGER NOT NULL,
+  segment_address    INTEGER NOT NULL,
+  segment_bytes      INTEGER NOT NULL,
+  address            INTEGER NOT NULL,
+  bytes              INTEGER NOT NULL,
+  requested_bytes    INTEGER NOT NULL,
+  cuda_stream        INTEGER NOT NULL,
+  stack_id           INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS nvtx_categories (
   domain_id INTEGER NOT NULL,
   category  INTEGER NOT NULL,
@@ -336,6 +363,9 @@ inline constexpr const char* kRequiredTables[] = {
 inline constexpr const char* kNvtxCategoriesTable = "nvtx_categories";
 // Added in version 4.
 inline constexpr const char* kCollectiveCallsTable = "collective_calls";
+// Added in version 5.
+inline constexpr const char* kMemoryEventsTable = "memory_events";
+inline constexpr const char* kMemoryBlocksTable = "memory_blocks";
 
 // Keys of run_metadata.
 namespace metadata_key {

@@ -100,6 +100,18 @@ void bind_collective_call(Statement& s, int i, const CollectiveCall& e) {
     s.bind(i + 7, e.group_size); s.bind(i + 8, e.sequence); s.bind(i + 9, e.in_elements);
     s.bind(i + 10, e.out_elements); s.bind(i + 11, e.dtype_id);
 }
+void bind_memory_event(Statement& s, int i, const MemoryEvent& e) {
+    s.bind(i, e.time_ns); s.bind(i + 1, e.device_id); s.bind(i + 2, static_cast<std::int64_t>(e.action));
+    s.bind(i + 3, static_cast<std::int64_t>(e.address)); s.bind(i + 4, e.bytes);
+    s.bind(i + 5, static_cast<std::int64_t>(e.cuda_stream)); s.bind(i + 6, e.stack_id); s.bind(i + 7, e.device_free_bytes);
+}
+void bind_memory_block(Statement& s, int i, const MemoryBlock& e) {
+    s.bind(i, e.time_ns); s.bind(i + 1, e.device_id); s.bind(i + 2, static_cast<std::int64_t>(e.state));
+    s.bind(i + 3, e.expandable_segment ? 1 : 0); s.bind(i + 4, e.small_pool ? 1 : 0);
+    s.bind(i + 5, static_cast<std::int64_t>(e.segment_address)); s.bind(i + 6, e.segment_bytes);
+    s.bind(i + 7, static_cast<std::int64_t>(e.address)); s.bind(i + 8, e.bytes); s.bind(i + 9, e.requested_bytes);
+    s.bind(i + 10, static_cast<std::int64_t>(e.cuda_stream)); s.bind(i + 11, e.stack_id);
+}
 
 struct LaunchConfigHash {
     std::size_t operator()(const LaunchConfig& c) const {
@@ -267,6 +279,8 @@ struct TraceWriter::Impl {
     BatchInserter<OverheadEvent> overheads;
     BatchInserter<DroppedRecords> dropped_rows;
     BatchInserter<CollectiveCall> collective_calls;
+    BatchInserter<MemoryEvent> memory_events;
+    BatchInserter<MemoryBlock> memory_blocks;
     Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter,
         insert_frame, insert_stack, insert_launch_config, insert_metadata;
     Statement rename_stream, insert_category_name;
@@ -434,6 +448,13 @@ void TraceWriter::Impl::prepare_statements() {
                              "start_ns, track_id, on_stream, name_id, group_name_id, group_desc_id, group_ranks_id, "
                              "group_size, sequence, in_elements, out_elements, dtype_id",
                              12, bind_collective_call, kRowsPerStatement / 4);
+    memory_events.prepare(db, path, "memory_events",
+                          "time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes", 8,
+                          bind_memory_event, kRowsPerStatement / 2);
+    memory_blocks.prepare(db, path, "memory_blocks",
+                          "time_ns, device_id, state, expandable_segment, small_pool, segment_address, segment_bytes, "
+                          "address, bytes, requested_bytes, cuda_stream, stack_id",
+                          12, bind_memory_block, kRowsPerStatement / 4);
 
     insert_string = Statement(db, path, "INSERT INTO strings (string_id, value) VALUES (?, ?)");
     insert_process = Statement(db, path, "INSERT OR REPLACE INTO processes (pid, name_id) VALUES (?, ?)");
@@ -600,6 +621,8 @@ void TraceWriter::Impl::commit() {
     store_overflow_counts();
     dropped_rows.finish();
     collective_calls.finish();
+    memory_events.finish();
+    memory_blocks.finish();
     exec_sql(db, path, "COMMIT");
     transaction_open = false;
     if (options.index_while_writing) drop_indexes_of_disordered_tables();
@@ -748,6 +771,13 @@ void TraceWriter::Impl::dispatch(const Record& record) {
             return;
         }
         case RecordType::collective_call: collective_calls.add(record.load<CollectiveCall>()); return;
+        case RecordType::memory_event: {
+            auto e = record.load<MemoryEvent>();
+            note_time(e.time_ns);
+            memory_events.add(e);
+            return;
+        }
+        case RecordType::memory_block: memory_blocks.add(record.load<MemoryBlock>()); return;
     }
 }
 
@@ -1006,6 +1036,8 @@ void TraceWriter::Impl::close() {
     kernels = {}; memcpys = {}; memsets = {}; syncs = {}; api_calls = {}; ranges = {}; marks = {};
     counter_samples = {}; stack_samples = {}; overheads = {}; dropped_rows = {};
     collective_calls = {};
+    memory_events = {};
+    memory_blocks = {};
     insert_string = {}; insert_process = {}; insert_thread = {}; insert_device = {}; insert_stream = {};
     insert_counter = {}; insert_frame = {}; insert_stack = {}; insert_launch_config = {}; insert_metadata = {};
     rename_stream = {}; insert_category_name = {};
@@ -1207,6 +1239,8 @@ bool TraceWriter::record_dropped(const DroppedRecords& e) { return impl_->push(R
 bool TraceWriter::record_collective_call(const CollectiveCall& e) {
     return impl_->push(RecordType::collective_call, e);
 }
+bool TraceWriter::record_memory_event(const MemoryEvent& e) { return impl_->push(RecordType::memory_event, e); }
+bool TraceWriter::record_memory_block(const MemoryBlock& e) { return impl_->push(RecordType::memory_block, e); }
 
 void TraceWriter::flush() {
     Impl& impl = *impl_;

@@ -159,6 +159,9 @@ public:
     bool record_dropped(const trace::DroppedRecords& dropped);
     // Kineto's collective metadata of a kernel or range (stored in collective_calls).
     bool record_collective_call(const trace::CollectiveCall& call);
+    // A caching allocator's event (memory_events) and one block of its state (memory_blocks).
+    bool record_memory_event(const trace::MemoryEvent& event);
+    bool record_memory_block(const trace::MemoryBlock& block);
 
     // --- Lifetime -----------------------------------------------------------------
 

@@ -369,6 +369,97 @@ struct CollectiveCall {
     bool operator==(const CollectiveCall&) const = default;
 };
 
+// ---------------------------------------------------------------------------
+// [SECTION] GPU memory (a caching allocator's events and state; schema 5)
+// ---------------------------------------------------------------------------
+
+// What happened to device memory. Bytes are in use from `alloc` to `free_completed`
+// (a block freed on a stream is reused only once the stream's work is done:
+// `free_requested` marks the request); reserved from `segment_alloc`/`segment_map` to
+// `segment_free`/`segment_unmap`. The *_live_at_start kinds stand for memory that
+// was already allocated (reserved) when the trace began: PyTorch's trace is a ring
+// buffer, so a block freed in it with no `alloc`, or still allocated at the end with
+// no `alloc`, was allocated before it (memory_viz's "initially allocated").
+enum class MemoryAction : std::uint8_t {
+    unknown = 0,
+    alloc = 1,
+    free_requested = 2,
+    free_completed = 3,
+    segment_alloc = 4,          // cudaMalloc of a segment
+    segment_free = 5,           // cudaFree of a segment
+    segment_map = 6,            // pages mapped into an expandable segment
+    segment_unmap = 7,          // pages unmapped from one
+    snapshot = 8,               // a snapshot was taken (PyTorch 2.0: bytes = allocated then)
+    oom = 9,                    // an allocation failed: bytes = the request, device_free_bytes
+    live_at_start = 10,         // a block allocated before the trace began
+    segment_live_at_start = 11, // a segment reserved before the trace began
+};
+
+// The state of a block when the allocator's state was taken (MemoryBlock).
+enum class MemoryBlockState : std::uint8_t {
+    unknown = 0,
+    active_allocated = 1,     // in use
+    active_pending_free = 2,  // freed, waiting for its stream's work to finish
+    inactive = 3,             // free, cached by the allocator
+};
+
+// One allocator event. Track: the device (memory_events, by device then time).
+struct MemoryEvent {
+    TimeNs time_ns = 0;
+    DeviceId device_id = 0;
+    MemoryAction action = MemoryAction::unknown;
+    std::uint64_t address = 0;           // the block's (or segment's) address; 0 for oom/snapshot
+    std::int64_t bytes = 0;              // its size (oom: the request)
+    std::uint64_t cuda_stream = 0;       // the stream as the source names it (a cudaStream_t; 0 = default)
+    StackId stack_id = 0;                // where it was allocated/freed; 0 = unknown
+    std::int64_t device_free_bytes = -1; // oom: what the device had free; -1 otherwise
+    bool operator==(const MemoryEvent&) const = default;
+};
+
+// One block of the allocator's state at `time_ns` (a PyTorch snapshot's `segments`:
+// every block of every segment, free ones included).
+struct MemoryBlock {
+    TimeNs time_ns = 0;
+    DeviceId device_id = 0;
+    MemoryBlockState state = MemoryBlockState::unknown;
+    bool expandable_segment = false;
+    bool small_pool = false;             // the segment is of the small-block pool (under 1 MiB requests)
+    std::uint64_t segment_address = 0;
+    std::int64_t segment_bytes = 0;      // the whole segment (reserved)
+    std::uint64_t address = 0;
+    std::int64_t bytes = 0;              // the block's size
+    std::int64_t requested_bytes = 0;    // what its user asked for (<= bytes)
+    std::uint64_t cuda_stream = 0;
+    StackId stack_id = 0;                // where it was allocated; 0 = unknown
+    bool operator==(const MemoryBlock&) const = default;
+};
+
+inline const char* memory_action_name(MemoryAction a) {
+    switch (a) {
+        case MemoryAction::alloc: return "alloc";
+        case MemoryAction::free_requested: return "free_requested";
+        case MemoryAction::free_completed: return "free_completed";
+        case MemoryAction::segment_alloc: return "segment_alloc";
+        case MemoryAction::segment_free: return "segment_free";
+        case MemoryAction::segment_map: return "segment_map";
+        case MemoryAction::segment_unmap: return "segment_unmap";
+        case MemoryAction::snapshot: return "snapshot";
+        case MemoryAction::oom: return "oom";
+        case MemoryAction::live_at_start: return "live_at_start";
+        case MemoryAction::segment_live_at_start: return "segment_live_at_start";
+        default: return "unknown";
+    }
+}
+
+inline const char* memory_block_state_name(MemoryBlockState s) {
+    switch (s) {
+        case MemoryBlockState::active_allocated: return "active_allocated";
+        case MemoryBlockState::active_pending_free: return "active_pending_free";
+        case MemoryBlockState::inactive: return "inactive";
+        default: return "unknown";
+    }
+}
+
 // Time the collector itself spent (CUPTI buffer processing, writer commits, ...).
 struct OverheadEvent {
     TimeNs start_ns = 0;

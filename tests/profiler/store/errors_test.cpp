@@ -106,11 +106,13 @@ TEST(TraceStoreErrors, NewerSchemaIsRefusedNamingBothVersions) {
     ScratchDir dir;
     std::string path = dir.file("future.db");
     testing::write_sample_trace(path, 1);
-    run_sql(path, "UPDATE run_metadata SET value = 7 WHERE key = 'schema_version';"
-                  "UPDATE run_metadata SET value = 5 WHERE key = 'min_reader_version';");
+    // A file from a future ember that needs a reader newer than this one.
+    const int future = kSchemaVersion + 3, needs = kSchemaVersion + 1;
+    run_sql(path, "UPDATE run_metadata SET value = " + std::to_string(future) + " WHERE key = 'schema_version';" +
+                      "UPDATE run_metadata SET value = " + std::to_string(needs) + " WHERE key = 'min_reader_version';");
     std::string message = open_error(path, TraceErrorKind::version_too_new);
-    EXPECT_NE(message.find("version 7"), std::string::npos) << message;
-    EXPECT_NE(message.find(">= 5"), std::string::npos) << message;
+    EXPECT_NE(message.find("version " + std::to_string(future)), std::string::npos) << message;
+    EXPECT_NE(message.find(">= " + std::to_string(needs)), std::string::npos) << message;
     EXPECT_NE(message.find("version " + std::to_string(kSchemaVersion)), std::string::npos) << message;
 }
 

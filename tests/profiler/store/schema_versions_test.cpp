@@ -3,7 +3,8 @@
 // version 2 file, which lacks them, opens and reads them as 0; and a version 3 file
 // stays readable by a version 2 reader (min_reader_version unchanged, the old
 // column lists still select the same rows). Version 4's collective_calls table
-// survives a round trip, and a file without it reads it as empty.
+// survives a round trip, and a file without it reads it as empty. So do version 5's
+// memory_events and memory_blocks (a file without them: no memory events).
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
 #include "tests/profiler/store/test_support.h"
@@ -262,6 +263,79 @@ TEST(TraceSchemaVersions, CollectiveCallsRoundTrip) {
     run_sql(path, "DROP TABLE collective_calls;");
     TraceReader older(path);
     EXPECT_TRUE(older.collective_calls().empty());
+}
+
+// Version 5: a caching allocator's events and state.
+TEST(TraceSchemaVersions, MemoryEventsAndBlocksRoundTrip) {
+    ScratchDir dir;
+    std::string path = dir.file("v5.db");
+    std::vector<MemoryEvent> events;
+    MemoryBlock block;
+    {
+        RunInfo run;
+        TraceWriter writer(path, run, testing::quiet_options());
+        FrameId python = writer.intern_frame("forward", "model.py", 0, 21);
+        FrameId native = writer.intern_frame("at::empty", "", 0);
+        const FrameId frames[] = {python, native};
+        StackId stack = writer.intern_stack(frames);
+        MemoryEvent alloc;
+        alloc.time_ns = 2000;
+        alloc.device_id = 1;
+        alloc.action = MemoryAction::alloc;
+        alloc.address = 0x7f0000000000ull;
+        alloc.bytes = 1 << 20;
+        alloc.cuda_stream = 0x5555deadbeefull;
+        alloc.stack_id = stack;
+        MemoryEvent before = alloc;
+        before.time_ns = 1999;
+        before.action = MemoryAction::live_at_start;
+        before.address += 1 << 20;
+        before.stack_id = 0;
+        MemoryEvent oom;
+        oom.time_ns = 3000;
+        oom.device_id = 0;
+        oom.action = MemoryAction::oom;
+        oom.bytes = 1ll << 34;
+        oom.device_free_bytes = 12345;
+        for (const MemoryEvent& e : {alloc, before, oom}) EXPECT_TRUE(writer.record_memory_event(e));
+        events = {oom, before, alloc};  // by device, then time
+        block.time_ns = 3000;
+        block.device_id = 1;
+        block.state = MemoryBlockState::active_allocated;
+        block.expandable_segment = true;
+        block.segment_address = alloc.address;
+        block.segment_bytes = 2 << 20;
+        block.address = alloc.address;
+        block.bytes = 1 << 20;
+        block.requested_bytes = (1 << 20) - 512;
+        block.stack_id = stack;
+        EXPECT_TRUE(writer.record_memory_block(block));
+        writer.close();
+    }
+    TraceReader reader(path);
+    EXPECT_EQ(reader.schema_version(), kSchemaVersion);
+    std::vector<MemoryEvent> read;
+    reader.for_each_memory_event([&](const MemoryEvent& e) {
+        read.push_back(e);
+        return true;
+    });
+    EXPECT_EQ(read, events);
+    EXPECT_EQ(reader.memory_event_count(), 3);
+    std::int64_t on_device_1 = reader.for_each_memory_event([](const MemoryEvent&) { return true; }, 1);
+    EXPECT_EQ(on_device_1, 2);
+    ASSERT_EQ(reader.memory_blocks().size(), 1u);
+    EXPECT_EQ(reader.memory_blocks()[0], block);
+    const std::vector<FrameInfo> frames = reader.stack_frames(read[2].stack_id);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0].line, 21);
+    EXPECT_EQ(frames[1].function, "at::empty");
+
+    // An older file has no such tables: no memory events.
+    run_sql(path, "DROP TABLE memory_events; DROP TABLE memory_blocks;");
+    TraceReader older(path);
+    EXPECT_EQ(older.memory_event_count(), 0);
+    EXPECT_EQ(older.for_each_memory_event([](const MemoryEvent&) { return true; }), 0);
+    EXPECT_TRUE(older.memory_blocks().empty());
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 // input that caused it stays at /dev/shm/ember-import-fuzz-<pid>/input (or under the
 // temporary folder where there is no /dev/shm).
 //
-//   ember_import_fuzz [--format kineto|chrome|nsys|nvprof|all] [--cases N] [--seed S]
+//   ember_import_fuzz [--format kineto|chrome|nsys|nvprof|memory_snapshot|all] [--cases N] [--seed S]
 //                     [--real-traces DIR] [--only-case I] [--quiet] [--show-other]
 #include "profiler/export/chrome_trace.h"
 #include "profiler/store/reader.h"
@@ -116,7 +116,7 @@ std::string ember_chrome_export(const fs::path& folder, std::int64_t events) {
 }
 
 struct Corpus {
-    std::vector<std::string> kineto, chrome, nsys, nvprof;
+    std::vector<std::string> kineto, chrome, nsys, nvprof, pickle;
     std::vector<std::string> all_text;  // splice sources across formats
 };
 
@@ -150,7 +150,37 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
         corpus.nvprof.push_back(import_test::read_file(path));
         fs::remove(path);
     }
+    // A small memory snapshot of PyTorch 2.5's shape (written by Python's pickle, protocol 4:
+    // memo, shared frames): one segment of two blocks, two devices' traces (alloc, free,
+    // an OOM, a segment_map), one annotation.
+    corpus.pickle.push_back(std::string(
+        "\x80\x04\x95\xb2\x02\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08\x73\x65\x67\x6d\x65\x6e\x74\x73\x94\x5d\x94\x7d\x94\x28\x8c\x06\x64\x65\x76\x69\x63\x65\x94\x4b"
+        "\x00\x8c\x07\x61\x64\x64\x72\x65\x73\x73\x94\x8a\x06\x00\x00\x00\x00\x00\x7f\x8c\x0a\x74\x6f\x74\x61\x6c\x5f\x73\x69\x7a\x65\x94\x4a\x00\x00\x20\x00\x8c\x06\x73"
+        "\x74\x72\x65\x61\x6d\x94\x4b\x00\x8c\x0c\x73\x65\x67\x6d\x65\x6e\x74\x5f\x74\x79\x70\x65\x94\x8c\x05\x6c\x61\x72\x67\x65\x94\x8c\x0d\x69\x73\x5f\x65\x78\x70\x61"
+        "\x6e\x64\x61\x62\x6c\x65\x94\x89\x8c\x06\x62\x6c\x6f\x63\x6b\x73\x94\x5d\x94\x28\x7d\x94\x28\x68\x05\x8a\x06\x00\x00\x00\x00\x00\x7f\x8c\x04\x73\x69\x7a\x65\x94"
+        "\x4a\x00\x00\x10\x00\x8c\x0e\x72\x65\x71\x75\x65\x73\x74\x65\x64\x5f\x73\x69\x7a\x65\x94\x4a\x00\x00\x10\x00\x8c\x05\x73\x74\x61\x74\x65\x94\x8c\x10\x61\x63\x74"
+        "\x69\x76\x65\x5f\x61\x6c\x6c\x6f\x63\x61\x74\x65\x64\x94\x8c\x06\x66\x72\x61\x6d\x65\x73\x94\x5d\x94\x7d\x94\x28\x8c\x04\x6e\x61\x6d\x65\x94\x8c\x07\x66\x6f\x72"
+        "\x77\x61\x72\x64\x94\x8c\x08\x66\x69\x6c\x65\x6e\x61\x6d\x65\x94\x8c\x08\x6d\x6f\x64\x65\x6c\x2e\x70\x79\x94\x8c\x04\x6c\x69\x6e\x65\x94\x4b\x07\x75\x61\x75\x7d"
+        "\x94\x28\x68\x05\x8a\x06\x00\x00\x10\x00\x00\x7f\x68\x0e\x4a\x00\x00\x10\x00\x68\x0f\x4b\x00\x68\x10\x8c\x08\x69\x6e\x61\x63\x74\x69\x76\x65\x94\x68\x12\x5d\x94"
+        "\x75\x65\x75\x61\x8c\x0d\x64\x65\x76\x69\x63\x65\x5f\x74\x72\x61\x63\x65\x73\x94\x5d\x94\x28\x5d\x94\x28\x7d\x94\x28\x8c\x06\x61\x63\x74\x69\x6f\x6e\x94\x8c\x05"
+        "\x61\x6c\x6c\x6f\x63\x94\x8c\x04\x61\x64\x64\x72\x94\x8a\x06\x00\x00\x00\x00\x00\x7f\x68\x0e\x4a\x00\x00\x10\x00\x68\x07\x4b\x00\x8c\x07\x74\x69\x6d\x65\x5f\x75"
+        "\x73\x94\x4a\x01\x00\x01\x00\x68\x12\x68\x13\x75\x7d\x94\x28\x68\x21\x8c\x0e\x66\x72\x65\x65\x5f\x63\x6f\x6d\x70\x6c\x65\x74\x65\x64\x94\x68\x23\x8a\x06\x00\x00"
+        "\x00\x00\x00\x7f\x68\x0e\x4a\x00\x00\x10\x00\x68\x07\x4b\x00\x68\x24\x4a\x02\x00\x01\x00\x68\x12\x68\x13\x75\x7d\x94\x28\x68\x21\x68\x22\x68\x23\x8a\x06\x00\x00"
+        "\x00\x00\x00\x7f\x68\x0e\x4a\x00\x00\x10\x00\x68\x07\x4b\x00\x68\x24\x4a\x03\x00\x01\x00\x68\x12\x68\x13\x75\x7d\x94\x28\x68\x21\x8c\x03\x6f\x6f\x6d\x94\x68\x23"
+        "\x4b\x00\x68\x0e\x4a\x00\x00\x00\x10\x8c\x0b\x64\x65\x76\x69\x63\x65\x5f\x66\x72\x65\x65\x94\x4b\x05\x68\x07\x4b\x00\x68\x24\x4a\x04\x00\x01\x00\x68\x12\x68\x13"
+        "\x75\x65\x5d\x94\x7d\x94\x28\x68\x21\x8c\x0b\x73\x65\x67\x6d\x65\x6e\x74\x5f\x6d\x61\x70\x94\x68\x23\x4d\x00\x10\x68\x0e\x4b\x10\x68\x07\x4b\x00\x68\x24\x4a\x05"
+        "\x00\x01\x00\x75\x61\x65\x8c\x14\x65\x78\x74\x65\x72\x6e\x61\x6c\x5f\x61\x6e\x6e\x6f\x74\x61\x74\x69\x6f\x6e\x73\x94\x5d\x94\x28\x7d\x94\x28\x68\x04\x4b\x00\x68"
+        "\x15\x8c\x03\x66\x77\x64\x94\x8c\x05\x73\x74\x61\x67\x65\x94\x8c\x05\x53\x54\x41\x52\x54\x94\x68\x24\x4a\x01\x00\x01\x00\x75\x7d\x94\x28\x68\x04\x4b\x00\x68\x15"
+        "\x68\x31\x68\x32\x8c\x03\x45\x4e\x44\x94\x68\x24\x4a\x04\x00\x01\x00\x75\x65\x75\x2e",
+        701));
     if (!real_traces.empty() && fs::is_directory(real_traces)) {
+        // The real memory snapshots under 200 KB (every era but 2.1, whose file is 2.4 MB).
+        for (const char* name : {"albi2_thesis-text-to-SQL_dump_snapshot.pickle",
+                                 "silmont2000_assignment2-systems_mem_snapshot.pickle",
+                                 "Yiyi-philosophy_LLM-inference_oom_snapshot.pickle"}) {
+            std::string path = real_traces + "/memory-snapshots/" + name;
+            if (fs::exists(path)) corpus.pickle.push_back(import_test::read_file(path));
+        }
         // The smaller real nvprof database (schema 18: API calls and an NVTX range).
         std::string dslash = real_traces + "/nvprof/ZhangXin8069_qcu_mpi_dslash.nvvp";
         if (fs::exists(dslash)) corpus.nvprof.push_back(import_test::read_file(dslash));
@@ -367,6 +397,40 @@ const char* const kSqlValues[] = {"NULL", "-1", "0", "1", "2147483647", "4294967
                                   "9223372036854775807", "'text'", "1.5", "X'00ff'", "999999", "59", "60", "34",
                                   "75", "33", "39", "(start - 1000)", "(start + 1)", "''"};
 
+// A pickle mutated at the opcode level: bytes set, opcodes inserted (the refused ones
+// among them), ranges deleted or repeated, lengths and memo indexes made extreme, cuts.
+std::string pickle_case(const std::string& seed, Rng& rng) {
+    static const unsigned char kOpcodes[] = {'(', ')', ']', '}', 'a', 'e', 's', 'u', 't', 'l', 'd', '0', '1', '2', 'N',
+                                             0x88, 0x89, 'K', 'J', 'M', 0x8a, 0x8b, 'h', 'j', 'q', 'r', 0x94, 0x85,
+                                             0x86, 0x87, 0x8c, 'X', 'B', 'C', 'G', 'F', 'I', 'L', 'S', 'V', 'g', 'p',
+                                             'c', 0x93, 'R', 'b', 'i', 'o', 0x81, 0x92, 0x82, 'P', 'Q', 0x97, 0x8f,
+                                             0x95, '.', 0x80};
+    std::string bytes = seed;
+    const std::size_t mutations = 1 + rng.below(4);
+    for (std::size_t m = 0; m < mutations && !bytes.empty(); ++m) {
+        const std::size_t at = rng.below(bytes.size());
+        switch (rng.below(7)) {
+            case 0: bytes[at] = static_cast<char>(rng.below(256)); break;
+            case 1: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<char>(kOpcodes[rng.below(std::size(kOpcodes))])); break;
+            case 2: bytes.erase(at, 1 + rng.below(16)); break;
+            case 3: {
+                const std::size_t length = 1 + rng.below(std::min<std::size_t>(64, bytes.size() - at));
+                bytes.insert(at, bytes.substr(at, length));
+                break;
+            }
+            case 4: {  // an extreme 4-byte little-endian number (a length, a memo index)
+                static const std::uint32_t kValues[] = {0, 1, 0x7fffffff, 0x80000000, 0xffffffff, 0x10000};
+                const std::uint32_t value = kValues[rng.below(std::size(kValues))];
+                for (std::size_t k = 0; k < 4 && at + k < bytes.size(); ++k) bytes[at + k] = static_cast<char>(value >> (8 * k));
+                break;
+            }
+            case 5: bytes.resize(at); break;
+            default: bytes[at] = static_cast<char>(bytes[at] ^ (1 << rng.below(8))); break;
+        }
+    }
+    return bytes;
+}
+
 std::string nsys_case(const std::string& seed, Rng& rng, const fs::path& folder) {
     if (rng.chance(20)) {  // the file's bytes themselves
         std::string bytes = seed;
@@ -427,7 +491,9 @@ std::string error_class(const std::string& message) {
     for (const char* word : {"truncated gzip", "corrupt gzip", "truncated JSON", "malformed JSON", "malformed traceEvents",
                              "malformed value", "negative duration", "not a trace", "no traceEvents", "schema",
                              "has no column", "not in StringIds", "not in StringTable", "names no domain", "where an integer was expected",
-                             "malformed", "not a database", "SQLite", "closes nothing", "ends nothing"}) {
+                             "malformed", "not a database", "SQLite", "closes nothing", "ends nothing",
+                             "refused", "ends before its STOP", "unknown opcode", "stack underflow", "is not defined",
+                             "not a PyTorch memory snapshot", "cycle", "on a ", "MARK", "wider than 64 bits"}) {
         if (message.find(word) != std::string::npos) return word;
     }
     return "other";
@@ -457,7 +523,7 @@ int main(int argc, char** argv) {
         else if (arg == "--quiet") quiet = true;
         else if (arg == "--show-other") show_other = true;
         else {
-            std::fprintf(stderr, "usage: %s [--format kineto|chrome|nsys|nvprof|all] [--cases N] [--seed S] [--real-traces DIR] "
+            std::fprintf(stderr, "usage: %s [--format kineto|chrome|nsys|nvprof|memory_snapshot|all] [--cases N] [--seed S] [--real-traces DIR] "
                                  "[--only-case I] [--quiet] [--show-other]\n", argv[0]);
             return 2;
         }
@@ -473,7 +539,8 @@ int main(int argc, char** argv) {
     const Format formats[] = {{"kineto", import_fuzz::fuzz_kineto, &corpus.kineto},
                               {"chrome", import_fuzz::fuzz_chrome, &corpus.chrome},
                               {"nsys", import_fuzz::fuzz_nsys, &corpus.nsys},
-                              {"nvprof", import_fuzz::fuzz_nvprof, &corpus.nvprof}};
+                              {"nvprof", import_fuzz::fuzz_nvprof, &corpus.nvprof},
+                              {"memory_snapshot", import_fuzz::fuzz_memory_snapshot, &corpus.pickle}};
     for (std::size_t f = 0; f < std::size(formats); ++f) {
         const Format& current = formats[f];
         if (format != "all" && format != current.name) continue;
@@ -493,7 +560,10 @@ int main(int argc, char** argv) {
             rng.next();
             const std::string& base = (*current.seeds)[rng.below(current.seeds->size())];
             const bool sqlite = std::string(current.name) == "nsys" || std::string(current.name) == "nvprof";
-            std::string bytes = sqlite ? nsys_case(base, rng, folder) : json_case(base, rng, corpus);
+            const bool pickle = std::string(current.name) == "memory_snapshot";
+            std::string bytes = pickle   ? pickle_case(base, rng)
+                                : sqlite ? nsys_case(base, rng, folder)
+                                         : json_case(base, rng, corpus);
             current.target(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
             ++tally.cases;
             if (import_fuzz::last_succeeded()) {

@@ -70,6 +70,7 @@ int run(const std::uint8_t* data, std::size_t size, importing::SourceFormat form
                                   "counter_samples", "collector_overhead", "stack_samples"}) {
             stored += reader.event_count(table);
         }
+        stored += reader.memory_event_count();
         if (stored != imported.counts.written()) {
             finding("the report counts " + std::to_string(imported.counts.written()) + " events, the file holds " +
                     std::to_string(stored));
@@ -104,6 +105,9 @@ int fuzz_kineto(const std::uint8_t* data, std::size_t size) { return run(data, s
 int fuzz_chrome(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::chrome); }
 int fuzz_nsys(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::nsys); }
 int fuzz_nvprof(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::nvprof); }
+int fuzz_memory_snapshot(const std::uint8_t* data, std::size_t size) {
+    return run(data, size, importing::SourceFormat::memory_snapshot);
+}
 
 const std::string& last_outcome() { return g_outcome; }
 bool last_succeeded() { return g_succeeded; }

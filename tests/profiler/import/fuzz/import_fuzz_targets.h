@@ -19,6 +19,7 @@ int fuzz_kineto(const std::uint8_t* data, std::size_t size);
 int fuzz_chrome(const std::uint8_t* data, std::size_t size);
 int fuzz_nsys(const std::uint8_t* data, std::size_t size);
 int fuzz_nvprof(const std::uint8_t* data, std::size_t size);
+int fuzz_memory_snapshot(const std::uint8_t* data, std::size_t size);
 
 // What the last call did: "ok" or the TraceError message (for the driver's tallies).
 const std::string& last_outcome();

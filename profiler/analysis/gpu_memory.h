@@ -1,0 +1,91 @@
+// gpu_memory.h: where the GPU memory went (`ember stats --report gpu_memory`), from a
+// trace's memory_events and memory_blocks (a PyTorch memory snapshot's allocator
+// trace and state, profiler/import/memory_snapshot_importer.cpp).
+//
+// The replay, per device, in time order (events of one instant in the order they were
+// recorded):
+//   allocated += bytes at alloc and live_at_start, -= the block's bytes at its
+//                free_completed (not free_requested: the block is reused only when its
+//                stream's work is done);
+//   reserved  += bytes at segment_alloc, segment_map and segment_live_at_start,
+//                -= at segment_free and segment_unmap.
+// Memory allocated before the trace began is in it from the start (live_at_start, as
+// PyTorch's memory_viz counts "initially allocated" blocks). The peak is the first
+// moment the most was allocated; what was live then is grouped by the allocating
+// line (the innermost frame of the program's own Python code, python_gpu.h's
+// python_user_frame; else the innermost Python frame; else the innermost ATen kernel
+// or autograd function; else the innermost C++ frame outside the allocator) and by stack.
+#pragma once
+
+#include "profiler/analysis/report_table.h"
+#include "profiler/store/reader.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::analysis {
+
+// Live blocks sharing a place: an allocating line or a whole stack.
+struct GpuMemoryPlace {
+    std::string place;
+    std::int64_t blocks = 0;
+    std::int64_t bytes = 0;
+};
+
+struct GpuMemoryOom {
+    trace::TimeNs time_ns = 0;
+    std::int64_t request_bytes = 0;
+    std::int64_t device_free_bytes = -1;  // -1: not recorded
+    std::int64_t allocated_bytes = 0;     // live blocks then: none of them could be released
+    std::int64_t reserved_bytes = 0;
+    std::int64_t live_blocks = 0;
+    std::vector<GpuMemoryPlace> live_by_line;  // largest first
+};
+
+// Allocation churn in one step (or in the whole trace when it has no steps).
+struct GpuMemoryChurn {
+    std::string step;  // "ProfilerStep#3" / "step 3", or "(whole trace)", "(outside steps)"
+    std::int64_t allocs = 0;
+    std::int64_t alloc_bytes = 0;
+    std::int64_t frees = 0;
+    std::int64_t freed_bytes = 0;
+};
+
+struct GpuMemoryDevice {
+    trace::DeviceId device = 0;
+    std::int64_t events = 0;
+    std::int64_t peak_allocated_bytes = 0;
+    trace::TimeNs peak_allocated_ns = 0;
+    std::int64_t reserved_at_peak_bytes = 0;  // reserved when allocated peaked
+    std::int64_t peak_reserved_bytes = 0;
+    trace::TimeNs peak_reserved_ns = 0;
+    std::int64_t allocated_before_trace_bytes = 0;  // live_at_start
+    std::int64_t live_blocks_at_peak = 0;
+    std::string peak_step;   // the step holding the peak, "" when none
+    std::string peak_range;  // the innermost range holding it, "" when none
+    // The largest free (inactive) block of the allocator's state (memory_blocks); -1
+    // when the trace holds no state for this device.
+    std::int64_t largest_free_block_bytes = -1;
+    std::int64_t free_blocks_bytes = -1;           // all inactive blocks of that state
+    std::vector<GpuMemoryPlace> at_peak_by_line;   // largest first
+    std::vector<GpuMemoryPlace> at_peak_by_stack;  // largest first
+    std::vector<GpuMemoryChurn> churn;
+    std::vector<GpuMemoryOom> ooms;
+};
+
+struct GpuMemoryReport {
+    std::vector<GpuMemoryDevice> devices;  // by device; devices with memory events only
+};
+
+// Throws TraceError on a read failure.
+GpuMemoryReport gpu_memory(const store::TraceReader& reader);
+
+// The report's tables: "gpu_memory" (one row per device: peak_allocated_bytes,
+// peak_reserved_bytes, ...), then "gpu_memory_at_peak_by_line",
+// "gpu_memory_at_peak_by_stack", "gpu_memory_churn" and "gpu_memory_oom"; `top` rows of
+// each place table per device (0: 10). Times are from the trace's start.
+std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace::RunInfo& run,
+                                     std::size_t top);
+
+}  // namespace ember::analysis
