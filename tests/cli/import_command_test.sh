@@ -84,6 +84,22 @@ if [ -d "$shared/kineto" ]; then
   echo "$out" | grep -q "2 ranks in one job file" || fail "two ranks: $out"
   "$ember" import "$shared/nsys/saxpy_rank0.sqlite" -o "$work/saxpy.db" | grep -q "nsys, rank 0" || fail "nsys import"
   "$ember" stats "$work/saxpy.db" --report kernels | grep -q saxpy || fail "nsys kernels"
+  # Every trace of every kind opens with `ember stats` (copied: a reading command caches
+  # its import beside the input).
+  mkdir -p "$work/every"
+  opened=0
+  for file in "$shared"/*/*; do
+    case "$file" in */expected/*|*.nsys-stats|*.md) continue ;; esac
+    [ -f "$file" ] || continue
+    cp "$file" "$work/every/" || fail "copy $file"
+    copy="$work/every/$(basename "$file")"
+    "$ember" stats "$copy" > "$work/every.out" 2> "$work/every.err"
+    status=$?
+    [ $status = 0 ] || { cat "$work/every.err"; fail "ember stats $(basename "$file") exit $status"; }
+    rm -f "$copy" "$copy".ember-cache.db*
+    opened=$((opened + 1))
+  done
+  echo "every real trace opens with ember stats: $opened files"
 else
   echo "real traces: skipped ($shared is absent)"
 fi
