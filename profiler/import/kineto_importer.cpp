@@ -9,7 +9,8 @@
 //   -                cuda_sync                          synchronizations
 //   Operator         cpu_op, user_annotation,           ranges, nested by time on their thread, domain =
 //                    python_function                    the Kineto category
-//   -                cpu_instant_event "[memory]"       counters "memory allocated" / "memory reserved"
+//   -                cpu_instant_event "[memory]"       counters "memory allocated" / "memory reserved";
+//                                                       on a GPU also memory_events (see memory_sample)
 //   -                overhead                           collector_overhead
 // ProfilerStep#N becomes ember's step range ("step", category step, payload N) and
 // enumerate(DataLoader)...__next__ ember's "dataloader/wait" (category dataloader):
@@ -28,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 namespace ember::importing {
 
@@ -325,6 +327,81 @@ private:
         if (args.total_reserved) {
             sink_.counter_sample({sink_.counter("memory reserved", "bytes", device), time, static_cast<double>(*args.total_reserved)});
         }
+        if (device != trace::kNoDevice && args.bytes && args.memory_address) gpu_memory_event(device, time, args);
+    }
+
+    // A GPU "[memory]" event as the caching allocator's: an alloc ("Bytes" > 0) or a
+    // completed free ("Bytes" < 0) of the block at "Addr", and the reserved bytes' change
+    // since the device's previous event as a segment reserved or released. What was
+    // allocated before the trace began is put in at its start (finish_gpu_memory), so the
+    // replay of the events gives "Total Allocated" at every event.
+    void gpu_memory_event(trace::DeviceId device, trace::TimeNs time, const TraceEventArgs& args) {
+        GpuMemory& memory = gpu_memory_[device];
+        const std::int64_t bytes = *args.bytes;
+        const auto address = static_cast<std::uint64_t>(*args.memory_address);
+        if (!memory.seen) {
+            memory.seen = true;
+            memory.first_ns = time;
+            if (args.total_allocated) memory.allocated_before = *args.total_allocated - bytes;
+            if (args.total_reserved) memory.reserved_before = *args.total_reserved;
+            memory.last_reserved = memory.reserved_before;
+        }
+        memory.first_ns = std::min(memory.first_ns, time);
+        trace::MemoryEvent event;
+        event.time_ns = time;
+        event.device_id = device;
+        event.address = address;
+        if (bytes >= 0) {
+            event.action = trace::MemoryAction::alloc;
+            event.bytes = bytes;
+            memory.live.insert_or_assign(address, bytes);
+        } else {
+            event.action = trace::MemoryAction::free_completed;
+            event.bytes = -bytes;
+            // A block the trace never allocated was live when it began.
+            if (memory.live.erase(address) == 0) memory.live_at_start.emplace_back(address, -bytes);
+        }
+        sink_.memory_event(event);
+        if (args.total_reserved && *args.total_reserved != memory.last_reserved) {
+            trace::MemoryEvent segment;
+            segment.time_ns = time;
+            segment.device_id = device;
+            const std::int64_t change = *args.total_reserved - memory.last_reserved;
+            segment.action = change > 0 ? trace::MemoryAction::segment_alloc : trace::MemoryAction::segment_free;
+            segment.bytes = change > 0 ? change : -change;
+            sink_.memory_event(segment);
+            memory.last_reserved = *args.total_reserved;
+        }
+    }
+
+    // Memory allocated and reserved before each device's first "[memory]" event, 1 ns
+    // before it: the blocks the trace frees without allocating them, at their addresses,
+    // and the rest of what "Total Allocated" said was in use as one block at address 0.
+    void finish_gpu_memory() {
+        for (const auto& [device, memory] : gpu_memory_) {
+            trace::MemoryEvent event;
+            event.time_ns = memory.first_ns - 1;
+            event.device_id = device;
+            event.action = trace::MemoryAction::live_at_start;
+            std::int64_t known = 0;
+            for (const auto& [address, bytes] : memory.live_at_start) {
+                event.address = address;
+                event.bytes = bytes;
+                sink_.memory_event(event);
+                known += bytes;
+            }
+            if (memory.allocated_before > known) {
+                event.address = 0;
+                event.bytes = memory.allocated_before - known;
+                sink_.memory_event(event);
+            }
+            if (memory.reserved_before > 0) {
+                event.action = trace::MemoryAction::segment_live_at_start;
+                event.address = 0;
+                event.bytes = memory.reserved_before;
+                sink_.memory_event(event);
+            }
+        }
     }
 
     // Traces without cuda_sync events (Kineto before them, or recorded without): the
@@ -362,6 +439,7 @@ private:
 
     void finish_dialect() override {
         synchronizations_from_runtime_calls();
+        finish_gpu_memory();
         trace::RunInfo& run = sink_.run();
         const ImportOptions& options = sink_.options();
         run.rank = options.rank.value_or(distributed_rank_.value_or(0));
@@ -398,6 +476,17 @@ private:
     bool cuda_sync_seen_ = false;
     std::set<trace::DeviceId> gpu_devices_;
     std::set<std::pair<trace::StringId, std::uint32_t>> used_categories_;
+    // The "[memory]" events of each GPU (gpu_memory_event).
+    struct GpuMemory {
+        bool seen = false;
+        trace::TimeNs first_ns = 0;
+        std::int64_t allocated_before = 0;  // "Total Allocated" less the first event's own bytes
+        std::int64_t reserved_before = 0;   // the first event's "Total Reserved"
+        std::int64_t last_reserved = 0;
+        std::unordered_map<std::uint64_t, std::int64_t> live;               // blocks the trace allocated
+        std::vector<std::pair<std::uint64_t, std::int64_t>> live_at_start;  // freed, never allocated in it
+    };
+    std::map<trace::DeviceId, GpuMemory> gpu_memory_;
 };
 
 }  // namespace

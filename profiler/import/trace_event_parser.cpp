@@ -207,6 +207,7 @@ constexpr IntegerArgument kIntegerArguments[] = {
     {"context", &TraceEventArgs::context},
     {"category", &TraceEventArgs::nvtx_category},
     {"Device Id", &TraceEventArgs::memory_device_id},
+    {"Addr", &TraceEventArgs::memory_address},
     {"correlation", &TraceEventArgs::correlation},
     {"Device Type", &TraceEventArgs::memory_device_type},
     {"shared_bytes", &TraceEventArgs::shared_memory},

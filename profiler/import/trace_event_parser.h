@@ -46,6 +46,7 @@ struct TraceEventArgs {
     std::optional<std::int64_t> total_reserved;       // "Total Reserved"
     std::optional<std::int64_t> memory_device_id;     // "Device Id"
     std::optional<std::int64_t> memory_device_type;   // "Device Type" (1: CUDA)
+    std::optional<std::int64_t> memory_address;       // "Addr" (the block allocated or freed; "Bytes" < 0: freed)
     // Kineto's collective metadata (c10d's record_param_comms, copied onto the NCCL kernel).
     std::optional<std::int64_t> group_size;           // "Group size"
     std::optional<std::int64_t> in_elements;          // "In msg nelems"
