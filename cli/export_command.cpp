@@ -133,7 +133,8 @@ void add_export_command(CLI::App& app) {
                          "output path ('-' = stdout); default: FILE without .db plus a suffix; a directory for csv");
     exporter->add_option("--table", command->table,
                          "csv: one table (kernels, memcpys, memsets, synchronizations, api_calls, ranges, marks, "
-                         "counter_samples, dropped_records) instead of a directory of all");
+                         "counter_samples, dropped_records, collective_calls, memory_events, memory_blocks) instead of a "
+                         "directory of all");
     exporter->add_option("--stacks", command->stacks,
                          "folded/svg: gpu (NVTX range path + kernel, GPU ns; default), host (thread, ranges, API "
                          "calls, self ns) or cpu (sampled call stacks, CPU ns)");

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace ember::analysis {
@@ -467,6 +468,20 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
     }
     tables.push_back(std::move(oom));
     return tables;
+}
+
+void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit) {
+    std::optional<trace::DeviceId> device;
+    Replay replay;
+    reader.for_each_memory_event([&](const MemoryEvent& e) {
+        if (device != e.device_id) {
+            device = e.device_id;
+            replay = Replay{};
+        }
+        replay.apply(e);
+        visit(e.device_id, e.time_ns, replay.allocated, replay.reserved);
+        return true;
+    });
 }
 
 }  // namespace ember::analysis

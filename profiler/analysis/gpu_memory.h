@@ -21,6 +21,7 @@
 #include "profiler/store/reader.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,12 @@ struct GpuMemoryReport {
 
 // Throws TraceError on a read failure.
 GpuMemoryReport gpu_memory(const store::TraceReader& reader);
+
+// The replay above as a timeline: the allocated and reserved bytes of each device after
+// each of its memory events (by device, then time), for memory lanes in the exports.
+using MemoryTotalVisitor =
+    std::function<void(trace::DeviceId device, trace::TimeNs time, std::int64_t allocated, std::int64_t reserved)>;
+void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit);
 
 // The report's tables: "gpu_memory" (one row per device: peak_allocated_bytes,
 // peak_reserved_bytes, ...), then "gpu_memory_at_peak_by_line",

@@ -1,6 +1,7 @@
 // csv_tables.cpp: one writer per event table.
 #include "profiler/export/csv_tables.h"
 
+#include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/report_table.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <iterator>
 #include <system_error>
+#include <unordered_map>
+#include <vector>
 
 namespace ember::exporting {
 
@@ -27,6 +30,27 @@ std::string payload_text(const trace::Payload& payload) {
     if (payload.kind == trace::PayloadKind::real) return fmt::format("{}", payload.real);
     return "";
 }
+
+// A call stack as one field: frames innermost first, " <- " between them; a Python
+// frame as "function (file:line)". Each stack is spelled once.
+class StackText {
+public:
+    explicit StackText(const store::TraceReader& reader) : reader_(reader) {}
+    const std::string& of(trace::StackId stack) {
+        auto [found, inserted] = texts_.try_emplace(stack);
+        if (!inserted || stack == 0) return found->second;
+        std::vector<trace::FrameInfo> frames = reader_.stack_frames(stack);
+        for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
+            if (!found->second.empty()) found->second += " <- ";
+            found->second += frame->is_python() ? analysis::python_frame_name(*frame) : frame->function;
+        }
+        return found->second;
+    }
+
+private:
+    const store::TraceReader& reader_;
+    std::unordered_map<trace::StackId, std::string> texts_;
+};
 
 }  // namespace
 
@@ -138,6 +162,26 @@ void export_csv_table(const store::TraceReader& reader, std::string_view name, O
             }
             fmt::format_to(std::back_inserter(b), "{},{},{},{},", e.group_size, e.sequence, e.in_elements, e.out_elements);
             field(b, reader.string(e.dtype_id));
+            row_end();
+        }
+    } else if (name == "memory_events") {
+        b += "time_ns,device_id,action,address,bytes,cuda_stream,device_free_bytes,stack\r\n";
+        StackText stacks(reader);
+        reader.for_each_memory_event([&](const trace::MemoryEvent& e) {
+            fmt::format_to(std::back_inserter(b), "{},{},{},{},{},{},{},", e.time_ns, e.device_id,
+                           trace::memory_action_name(e.action), e.address, e.bytes, e.cuda_stream, e.device_free_bytes);
+            field(b, stacks.of(e.stack_id));
+            return row_end();
+        });
+    } else if (name == "memory_blocks") {
+        b += "time_ns,device_id,state,expandable_segment,small_pool,segment_address,segment_bytes,address,bytes,"
+             "requested_bytes,cuda_stream,stack\r\n";
+        StackText stacks(reader);
+        for (const trace::MemoryBlock& e : reader.memory_blocks()) {
+            fmt::format_to(std::back_inserter(b), "{},{},{},{},{},{},{},{},{},{},{},", e.time_ns, e.device_id,
+                           trace::memory_block_state_name(e.state), e.expandable_segment ? 1 : 0, e.small_pool ? 1 : 0,
+                           e.segment_address, e.segment_bytes, e.address, e.bytes, e.requested_bytes, e.cuda_stream);
+            field(b, stacks.of(e.stack_id));
             row_end();
         }
     } else {

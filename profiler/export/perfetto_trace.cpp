@@ -1,6 +1,7 @@
 // perfetto_trace.cpp: streaming writer of Perfetto TracePackets.
 #include "profiler/export/perfetto_trace.h"
 
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/collective_args.h"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -229,6 +231,7 @@ public:
         for (const trace::StreamInfo& stream : reader_.streams()) write_stream(stream);
         write_syncs();
         write_counters();
+        write_memory();
     }
 
 private:
@@ -370,16 +373,7 @@ private:
         for (const trace::CounterInfo& counter : reader_.counters()) {
             if (counter.device_id >= 0) devices.insert(counter.device_id);
         }
-        for (trace::DeviceId device : devices) {
-            const trace::DeviceInfo* info = reader_.device(device);
-            pb::TrackDescriptor descriptor;
-            descriptor.set_uuid(next_uuid_++);
-            descriptor.set_name(fmt::format("GPU {}{}{}", device, info != nullptr && !info->name.empty() ? " " : "",
-                                            info != nullptr ? info->name : ""));
-            descriptor.set_child_ordering(pb::TrackDescriptor::EXPLICIT);
-            writer_.track(descriptor);
-            device_uuid_[device] = descriptor.uuid();
-        }
+        for (trace::DeviceId device : devices) describe_device(device);
         int rank = 0;
         for (const trace::StreamInfo& stream : reader_.streams()) {
             pb::TrackDescriptor descriptor;
@@ -391,6 +385,35 @@ private:
             writer_.track(descriptor);
             stream_uuid_[stream.stream_id] = descriptor.uuid();
         }
+    }
+
+    std::uint64_t describe_device(trace::DeviceId device) {
+        const trace::DeviceInfo* info = reader_.device(device);
+        pb::TrackDescriptor descriptor;
+        descriptor.set_uuid(next_uuid_++);
+        descriptor.set_name(fmt::format("GPU {}{}{}", device, info != nullptr && !info->name.empty() ? " " : "",
+                                        info != nullptr ? info->name : ""));
+        descriptor.set_child_ordering(pb::TrackDescriptor::EXPLICIT);
+        writer_.track(descriptor);
+        device_uuid_[device] = descriptor.uuid();
+        return descriptor.uuid();
+    }
+
+    std::uint64_t counter_track(std::uint64_t parent, const std::string& name, const std::string& unit) {
+        pb::TrackDescriptor descriptor;
+        descriptor.set_uuid(next_uuid_++);
+        descriptor.set_parent_uuid(parent);
+        descriptor.set_name(name);
+        pb::CounterDescriptor& info = *descriptor.mutable_counter();
+        if (unit == "bytes") {
+            info.set_unit(pb::CounterDescriptor::UNIT_SIZE_BYTES);
+        } else if (unit == "ns") {
+            info.set_unit(pb::CounterDescriptor::UNIT_TIME_NS);
+        } else if (!unit.empty()) {
+            info.set_unit_name(unit);
+        }
+        writer_.track(descriptor);
+        return descriptor.uuid();
     }
 
     // A stream's kernels, copies and memsets.
@@ -484,21 +507,9 @@ private:
     void write_counters() {
         std::unordered_map<trace::CounterId, std::uint64_t> tracks;
         for (const trace::CounterInfo& counter : reader_.counters()) {
-            pb::TrackDescriptor descriptor;
-            descriptor.set_uuid(next_uuid_++);
-            descriptor.set_parent_uuid(counter.device_id >= 0 ? device_uuid_[counter.device_id]
-                                                              : process_uuid_[reader_.run().pid]);
-            descriptor.set_name(counter.name);
-            pb::CounterDescriptor& info = *descriptor.mutable_counter();
-            if (counter.unit == "bytes") {
-                info.set_unit(pb::CounterDescriptor::UNIT_SIZE_BYTES);
-            } else if (counter.unit == "ns") {
-                info.set_unit(pb::CounterDescriptor::UNIT_TIME_NS);
-            } else if (!counter.unit.empty()) {
-                info.set_unit_name(counter.unit);
-            }
-            writer_.track(descriptor);
-            tracks[counter.counter_id] = descriptor.uuid();
+            tracks[counter.counter_id] = counter_track(
+                counter.device_id >= 0 ? device_uuid_[counter.device_id] : process_uuid_[reader_.run().pid],
+                counter.name, counter.unit);
         }
         store::EventQuery all;
         reader_.for_each_counter_sample(all, [&](const trace::CounterSample& sample) {
@@ -508,6 +519,48 @@ private:
             writer_.commit();
             return true;
         });
+    }
+
+    // A memory lane per GPU from the allocator's events (analysis::for_each_memory_total):
+    // allocated and reserved bytes after each instant. Not for a device whose trace already
+    // has these totals as counters (Kineto's "memory allocated").
+    void write_memory() {
+        if (reader_.memory_event_count() == 0) return;
+        std::set<trace::DeviceId> has_counters;
+        for (const trace::CounterInfo& counter : reader_.counters()) {
+            if (counter.name == "memory allocated" && counter.device_id >= 0) has_counters.insert(counter.device_id);
+        }
+        struct Pending {
+            TimeNs time = 0;
+            std::int64_t allocated = 0, reserved = 0;
+            bool any = false;
+        } pending;
+        std::uint64_t allocated_track = 0, reserved_track = 0;
+        std::optional<trace::DeviceId> current;
+        auto flush = [&] {
+            if (!pending.any) return;
+            writer_.event(pb::TrackEvent::TYPE_COUNTER, allocated_track, pending.time)
+                .set_double_counter_value(static_cast<double>(pending.allocated));
+            writer_.commit();
+            writer_.event(pb::TrackEvent::TYPE_COUNTER, reserved_track, pending.time)
+                .set_double_counter_value(static_cast<double>(pending.reserved));
+            writer_.commit();
+            pending.any = false;
+        };
+        analysis::for_each_memory_total(reader_, [&](trace::DeviceId device, TimeNs time, std::int64_t allocated,
+                                                     std::int64_t reserved) {
+            if (has_counters.count(device)) return;
+            if (current != device || time != pending.time) flush();
+            if (current != device) {
+                current = device;
+                auto found = device_uuid_.find(device);
+                const std::uint64_t parent = found != device_uuid_.end() ? found->second : describe_device(device);
+                allocated_track = counter_track(parent, "GPU memory allocated", "bytes");
+                reserved_track = counter_track(parent, "GPU memory reserved", "bytes");
+            }
+            pending = {time, allocated, reserved, true};
+        });
+        flush();
     }
 
     const store::TraceReader& reader_;

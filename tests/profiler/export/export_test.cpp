@@ -410,7 +410,7 @@ TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
     const std::map<std::string, std::size_t> expected_rows = {
         {"kernels", 6}, {"memcpys", 3}, {"memsets", 1}, {"synchronizations", 1}, {"api_calls", 10},
         {"ranges", 10}, {"marks", 1},   {"counter_samples", 2}, {"dropped_records", 2},
-        {"collective_calls", 0}};
+        {"collective_calls", 0}, {"memory_events", 0}, {"memory_blocks", 0}};
     for (const char* table : kCsvTables) {
         auto rows = parse_csv(exported([table](auto& reader, auto& out) { export_csv_table(reader, table, out); }));
         ASSERT_FALSE(rows.empty()) << table;
@@ -632,6 +632,72 @@ TEST_F(Exports, PerfettoTraceFollowsTrackEventRulesAndHoldsTheFixture) {
             EXPECT_TRUE(decoded.tracks[track.parent_uuid()].has_process());
         }
     }
+}
+
+// A memory lane per GPU: the allocator's events replayed (live_at_start and alloc add,
+// free_completed takes its block's bytes, segments reserve), one value per instant.
+TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
+    const std::string path = folder_->path("memory.db");
+    {
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        store::TraceWriter writer(path, trace::RunInfo{}, options);
+        auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
+            trace::MemoryEvent e;
+            e.time_ns = time;
+            e.device_id = 0;
+            e.action = action;
+            e.address = address;
+            e.bytes = bytes;
+            writer.record_memory_event(e);
+        };
+        event(10, trace::MemoryAction::live_at_start, 0x100, 100);
+        event(20, trace::MemoryAction::segment_alloc, 0x1000, 200);
+        event(20, trace::MemoryAction::alloc, 0x200, 50);
+        event(30, trace::MemoryAction::free_requested, 0x200, 50);  // not yet free
+        event(40, trace::MemoryAction::free_completed, 0x200, 50);
+        event(40, trace::MemoryAction::alloc, 0x300, 70);           // the same instant: one value
+        event(50, trace::MemoryAction::segment_free, 0x1000, 200);
+        writer.close();
+    }
+    store::TraceReader reader(path);
+    const std::string out_path = folder_->path("memory.perfetto-trace");
+    {
+        OutputFile out(out_path);
+        export_perfetto_trace(reader, out);
+        out.close();
+    }
+    perfetto::Trace trace;
+    ASSERT_TRUE(trace.ParseFromString(read_file(out_path)));
+    std::map<std::uint64_t, std::string> names;
+    std::map<std::string, std::vector<std::pair<std::uint64_t, double>>> values;
+    for (const perfetto::TracePacket& packet : trace.packet()) {
+        if (packet.has_track_descriptor() && packet.track_descriptor().has_counter()) {
+            names[packet.track_descriptor().uuid()] = packet.track_descriptor().name();
+            EXPECT_EQ(packet.track_descriptor().counter().unit(), perfetto::CounterDescriptor::UNIT_SIZE_BYTES);
+        }
+        if (packet.has_track_event() && packet.track_event().type() == perfetto::TrackEvent::TYPE_COUNTER)
+            values[names.at(packet.track_event().track_uuid())].push_back(
+                {packet.timestamp(), packet.track_event().double_counter_value()});
+    }
+    using Series = std::vector<std::pair<std::uint64_t, double>>;
+    EXPECT_EQ(values["GPU memory allocated"], (Series{{10, 100}, {20, 150}, {30, 150}, {40, 170}, {50, 170}}));
+    EXPECT_EQ(values["GPU memory reserved"], (Series{{10, 0}, {20, 200}, {30, 200}, {40, 200}, {50, 0}}));
+
+    // The same events as CSV: one row each, in time order, actions by name.
+    const std::string csv_path = folder_->path("memory_events.csv");
+    {
+        OutputFile out(csv_path);
+        export_csv_table(reader, "memory_events", out);
+        out.close();
+    }
+    auto rows = parse_csv(read_file(csv_path));
+    ASSERT_EQ(rows.size(), 8u);
+    EXPECT_EQ(rows[0][2], "action");
+    EXPECT_EQ(rows[1], (std::vector<std::string>{"10", "0", "live_at_start", "256", "100", "0", "-1", ""}));
+    EXPECT_EQ(rows[4][2], "free_requested");
+    EXPECT_EQ(rows[7][2], "segment_free");
 }
 
 // --- pprof -----------------------------------------------------------------------------
