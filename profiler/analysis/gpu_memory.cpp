@@ -470,18 +470,21 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
     return tables;
 }
 
-void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit) {
+void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit,
+                           std::optional<trace::DeviceId> only) {
     std::optional<trace::DeviceId> device;
     Replay replay;
-    reader.for_each_memory_event([&](const MemoryEvent& e) {
-        if (device != e.device_id) {
-            device = e.device_id;
-            replay = Replay{};
-        }
-        replay.apply(e);
-        visit(e.device_id, e.time_ns, replay.allocated, replay.reserved);
-        return true;
-    });
+    reader.for_each_memory_event(
+        [&](const MemoryEvent& e) {
+            if (device != e.device_id) {
+                device = e.device_id;
+                replay = Replay{};
+            }
+            replay.apply(e);
+            visit(e.device_id, e.time_ns, replay.allocated, replay.reserved);
+            return true;
+        },
+        only);
 }
 
 }  // namespace ember::analysis

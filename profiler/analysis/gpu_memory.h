@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,8 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader);
 // each of its memory events (by device, then time), for memory lanes in the exports.
 using MemoryTotalVisitor =
     std::function<void(trace::DeviceId device, trace::TimeNs time, std::int64_t allocated, std::int64_t reserved)>;
-void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit);
+void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit,
+                           std::optional<trace::DeviceId> device = std::nullopt);
 
 // The report's tables: "gpu_memory" (one row per device: peak_allocated_bytes,
 // peak_reserved_bytes, ...), then "gpu_memory_at_peak_by_line",

@@ -892,6 +892,18 @@ std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visi
     return visited;
 }
 
+std::vector<std::pair<DeviceId, std::int64_t>> TraceReader::memory_event_devices() const {
+    std::vector<std::pair<DeviceId, std::int64_t>> devices;
+    if (!has_table(*impl_, kMemoryEventsTable)) return devices;
+    impl_->query("SELECT device_id, COUNT(*) FROM memory_events GROUP BY device_id ORDER BY device_id",
+                 [](Statement&) {},
+                 [&](Statement& s) {
+                     devices.emplace_back(as<DeviceId>(s, 0), s.column_int64(1));
+                     return true;
+                 });
+    return devices;
+}
+
 std::int64_t TraceReader::memory_event_count() const {
     if (!has_table(*impl_, kMemoryEventsTable)) return 0;
     std::int64_t count = 0;

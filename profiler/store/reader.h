@@ -136,6 +136,8 @@ public:
     std::int64_t for_each_memory_event(const Visitor<trace::MemoryEvent>& visit,
                                        std::optional<trace::DeviceId> device = std::nullopt) const;
     std::int64_t memory_event_count() const;
+    // The devices with memory events and how many each has, by device.
+    std::vector<std::pair<trace::DeviceId, std::int64_t>> memory_event_devices() const;
     // The allocator state's blocks, by device, segment address, then address.
     std::vector<trace::MemoryBlock> memory_blocks() const;
 

@@ -60,7 +60,7 @@ std::vector<LanePlacement> layout_lanes(const TraceModel& model, const std::vect
         LanePlacement placement;
         placement.lane = display.lane;
         placement.y = y;
-        if (lane.kind == LaneKind::counter) {
+        if (lane.plots_values()) {
             placement.rows_shown = 1;
             placement.height = display.collapsed ? metrics.row_height : metrics.counter_height;
         } else {

@@ -2,6 +2,7 @@
 // and the background loader that fills them (trace_model.h).
 #include "viewer/model/trace_model.h"
 
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/operation_names.h"
 
 #include <algorithm>
@@ -235,6 +236,13 @@ LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_p
                       (device && !device->name.empty() ? " " + device->name : "");
         names.title = "stream " + (info ? std::to_string(info->cuda_stream_id) : id) +
                       (info && !info->name.empty() ? " " + info->name : "");
+    } else if (kind == LaneKind::memory) {
+        names.device_id = static_cast<trace::DeviceId>(track_id);
+        const trace::DeviceInfo* device = reader.device(names.device_id);
+        names.group = rank_prefix + "GPU " + std::to_string(names.device_id) +
+                      (device && !device->name.empty() ? " " + device->name : "");
+        names.title = "memory";  // "allocated" / "reserved" added by create_lanes
+        names.unit = "bytes";
     } else {
         const trace::CounterInfo* info = reader.counter(track_id);
         names.device_id = info ? info->device_id : trace::kNoDevice;
@@ -323,6 +331,15 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
 
     for (const auto& [counter_id, count] : counter_events) {
         lanes_.push_back(new_lane(LaneKind::counter, trace::TrackKind::counter, counter_id, count));
+    }
+    // GPU memory from the allocator's events: allocated and reserved bytes per device.
+    for (const auto& [device, count] : reader.memory_event_devices()) {
+        for (bool reserved : {false, true}) {
+            auto lane = new_lane(LaneKind::memory, trace::TrackKind::counter, static_cast<std::uint32_t>(device), count);
+            lane->reserved_memory = reserved;
+            lane->title = reserved ? "memory reserved" : "memory allocated";
+            lanes_.push_back(std::move(lane));
+        }
     }
 }
 
@@ -546,7 +563,29 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         };
     };
 
-    if (lane.kind == LaneKind::counter) {
+    if (lane.kind == LaneKind::memory) {
+        // One point per instant: events of one time leave the last total.
+        lane.points.reserve(static_cast<std::size_t>(lane.expected_events));
+        analysis::for_each_memory_total(
+            reader,
+            [&](trace::DeviceId, trace::TimeNs time, std::int64_t allocated, std::int64_t reserved) {
+                const double value = static_cast<double>(lane.reserved_memory ? reserved : allocated);
+                if (!lane.points.empty() && lane.points.back().time_ns == time + shift) {
+                    lane.points.back().value = value;
+                } else {
+                    lane.points.push_back({time + shift, value});
+                }
+                count_event();
+            },
+            static_cast<trace::DeviceId>(lane.track_id));
+        if (!lane.points.empty()) {
+            lane.min_value = lane.max_value = lane.points[0].value;
+            for (const CounterPoint& point : lane.points) {
+                lane.min_value = std::min(lane.min_value, point.value);
+                lane.max_value = std::max(lane.max_value, point.value);
+            }
+        }
+    } else if (lane.kind == LaneKind::counter) {
         lane.points.reserve(static_cast<std::size_t>(lane.expected_events));
         reader.for_each_counter_sample(query, [&](const trace::CounterSample& sample) {
             lane.points.push_back({sample.time_ns + shift, sample.value});

@@ -39,7 +39,9 @@
 
 namespace ember::viewer {
 
-enum class LaneKind : std::uint8_t { thread = 0, stream = 1, counter = 2 };
+// memory: a GPU's allocated or reserved bytes over time, replayed from the file's memory
+// events (analysis::for_each_memory_total); drawn as a counter is.
+enum class LaneKind : std::uint8_t { thread = 0, stream = 1, counter = 2, memory = 3 };
 
 // What a row of a lane holds; decides its title and colors.
 enum class RowKind : std::uint8_t {
@@ -69,7 +71,7 @@ struct Row {
 struct Lane {
     LaneKind kind = LaneKind::thread;
     int file_index = 0;
-    std::uint32_t track_id = 0;          // ThreadId, StreamId or CounterId in its file
+    std::uint32_t track_id = 0;          // ThreadId, StreamId or CounterId in its file; memory: the DeviceId
     trace::DeviceId device_id = trace::kNoDevice;
     std::int64_t process_id = 0;         // thread lanes
     std::string group;                   // "rank 0 · process 1234 python", "rank 0 · GPU 0 H100"
@@ -85,7 +87,9 @@ struct Lane {
     double max_value = 0.0;
     std::atomic<bool> ready{false};
 
+    bool reserved_memory = false;        // memory lanes: reserved (else allocated) bytes
     std::int64_t event_count() const;    // events in rows + counter points
+    bool plots_values() const { return kind == LaneKind::counter || kind == LaneKind::memory; }
 };
 
 // A sampled CPU stack, kept for the CPU flamegraph.

@@ -88,7 +88,7 @@ void ViewerApp::update_run_diff() {
         // both runs' threads and streams fit one screen.
         for (LaneDisplay& display : lane_order_)
             if (display.lane >= 0 && display.lane < model_->lane_count() &&
-                model_->lane(display.lane).kind == LaneKind::counter)
+                model_->lane(display.lane).plots_values())
                 display.collapsed = true;
         if (!align_diff(diff_align_step_, false)) align_diff(-1, false);
     }

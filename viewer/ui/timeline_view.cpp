@@ -600,7 +600,7 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                       ImVec2(x0 + timeline_width, top + placement.height + metrics_.lane_gap * 0.5f),
                       colors::kLaneBackground);
         blended_layer(draw);
-        const float events_height = lane.kind == LaneKind::counter
+        const float events_height = lane.plots_values()
                                         ? placement.height
                                         : static_cast<float>(placement.rows_shown) * metrics_.row_height;
         lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + events_height});
@@ -619,7 +619,7 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
             draw->AddText(ImVec2(x0 + 6, top + 2), colors::rgb(140, 140, 150), "loading...");
             continue;
         }
-        if (lane.kind == LaneKind::counter) {
+        if (lane.plots_values()) {
             char range_text[96];
             std::snprintf(range_text, sizeof range_text, "%.4g .. %.4g %s", lane.min_value, lane.max_value,
                           lane.unit.c_str());

@@ -246,6 +246,57 @@ TEST(ModelFilesTest, RankPrefixForARankFileNotForAJobTrace) {
     std::filesystem::remove(job_file);
 }
 
+// A GPU's memory events become two lanes of that GPU, allocated and reserved bytes, one
+// point per instant: the replay of `ember stats --report gpu_memory`.
+TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
+    const std::string path = testing::temporary_trace_path("memory");
+    {
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        trace::RunInfo run;
+        run.start_ns = 0;
+        store::TraceWriter writer(path, run, options);
+        writer.register_device({1, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
+        auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
+            trace::MemoryEvent e;
+            e.time_ns = time;
+            e.device_id = 1;
+            e.action = action;
+            e.address = address;
+            e.bytes = bytes;
+            writer.record_memory_event(e);
+        };
+        event(10, trace::MemoryAction::segment_live_at_start, 0x1000, 400);
+        event(10, trace::MemoryAction::live_at_start, 0x100, 100);
+        event(20, trace::MemoryAction::alloc, 0x200, 50);
+        event(30, trace::MemoryAction::free_completed, 0x100, 100);
+        writer.close();
+    }
+    {
+        TraceModel model({path});
+        model.load_all();
+        const int allocated = find_lane(model, LaneKind::memory, "memory allocated");
+        const int reserved = find_lane(model, LaneKind::memory, "memory reserved");
+        ASSERT_GE(allocated, 0);
+        ASSERT_GE(reserved, 0);
+        const Lane& lane = model.lane(allocated);
+        EXPECT_EQ(lane.group, "GPU 1 Memory GPU");
+        EXPECT_EQ(lane.unit, "bytes");
+        EXPECT_TRUE(lane.plots_values());
+        ASSERT_EQ(lane.points.size(), 3u);  // 10, 20, 30
+        EXPECT_EQ(lane.points[0].value, 100);
+        EXPECT_EQ(lane.points[1].value, 150);
+        EXPECT_EQ(lane.points[2].value, 50);
+        EXPECT_EQ(lane.min_value, 50);
+        EXPECT_EQ(lane.max_value, 150);
+        ASSERT_EQ(model.lane(reserved).points.size(), 3u);
+        EXPECT_EQ(model.lane(reserved).points[2].value, 400);
+        EXPECT_EQ(lane.points[1].time_ns - lane.points[0].time_ns, 10);
+    }
+    std::filesystem::remove(path);
+}
+
 TEST(ModelFilesTest, ForeignFileIsRefusedWithItsName) {
     const std::string path = testing::temporary_trace_path("foreign");
     {
