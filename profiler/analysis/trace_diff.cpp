@@ -16,6 +16,7 @@
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/enum_names.h"
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/idle_gaps.h"
 #include "profiler/analysis/operation_names.h"
@@ -489,6 +490,12 @@ RunProfile profile_run(const store::TraceReader& reader, const DiffOptions& opti
     profile.steps = combine_ranks(std::move(steps_by_rank));
 
     read_name_tables(reader, ranks, options.rank, profile);  // no rank: every rank adds up
+    if (reader.memory_event_count() > 0) {
+        for (const GpuMemoryDevice& device : gpu_memory(reader).devices) {
+            if (options.rank && ranks.of_device(device.device) != *options.rank) continue;
+            profile.memory.push_back({device.device, device.peak_allocated_bytes, device.peak_reserved_bytes});
+        }
+    }
     return profile;
 }
 

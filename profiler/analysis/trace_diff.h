@@ -99,6 +99,13 @@ struct DiffOptions {
     trace::TimeNs kernel_wait_threshold_ns = 30'000;  // as `ember stats --kernel-wait-us`
 };
 
+// A device's GPU memory peaks (`ember stats --report gpu_memory`), for files with memory events.
+struct MemoryPeak {
+    trace::DeviceId device = 0;
+    std::int64_t allocated_bytes = 0;
+    std::int64_t reserved_bytes = 0;
+};
+
 struct RunProfile {
     std::string path;
     std::vector<std::int32_t> ranks;  // every rank of the file
@@ -112,6 +119,7 @@ struct RunProfile {
     std::vector<NameTotal> api;
     std::vector<NameTotal> cpu_functions;  // self time of sampled stacks; empty when not sampled
     bool cpu_sampled = false;
+    std::vector<MemoryPeak> memory;        // by device; empty without memory events
 
     std::array<trace::TimeNs, kStepCategoryCount> category_totals() const;
     trace::TimeNs step_total_ns() const;
@@ -175,6 +183,12 @@ struct NameDelta {
     trace::TimeNs delta_ns() const { return b_total_ns - a_total_ns; }
 };
 
+// One device's memory peaks in A and B (none: the run has no memory events there).
+struct MemoryPeakDelta {
+    trace::DeviceId device = 0;
+    std::optional<MemoryPeak> a, b;
+};
+
 struct TraceDiff {
     std::string a_path, b_path;
     std::string scope;
@@ -188,6 +202,7 @@ struct TraceDiff {
     // Sorted by |delta_ns|, largest first (ties by name).
     std::vector<NameDelta> kernels, ranges, api, cpu_functions;
     bool cpu_sampled = false;  // both runs have sampled CPU stacks
+    std::vector<MemoryPeakDelta> memory;  // by device, when either run has memory events
     // The change of the summed step time, B - A: what a table row's share is of. Only
     // when both runs compare the same number of steps of one rank (a job's totals add
     // ranks, its steps do not).

@@ -163,6 +163,13 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
     diff.api = diff_names(a.api, b.api);
     diff.cpu_sampled = a.cpu_sampled && b.cpu_sampled;
     if (diff.cpu_sampled) diff.cpu_functions = diff_names(a.cpu_functions, b.cpu_functions);
+    std::map<trace::DeviceId, MemoryPeakDelta> memory;
+    for (const MemoryPeak& peak : a.memory) memory[peak.device].a = peak;
+    for (const MemoryPeak& peak : b.memory) memory[peak.device].b = peak;
+    for (auto& [device, delta] : memory) {
+        delta.device = device;
+        diff.memory.push_back(delta);
+    }
 
     const bool one_rank = a.scope.rfind("rank ", 0) == 0 && b.scope.rfind("rank ", 0) == 0;
     if (diff.a_steps == diff.b_steps && one_rank) diff.total_step_change_ns = b.step_total_ns() - a.step_total_ns();

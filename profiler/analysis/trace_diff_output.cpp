@@ -35,6 +35,38 @@ Cell optional_real(std::optional<double> value) {
 }
 
 // Two rows per metric, A then B; the change, the noise band and the verdict on B's row.
+// GPU memory peaks per device (`ember stats --report gpu_memory`), A against B.
+Table memory_table(const TraceDiff& diff) {
+    Table table("gpu_memory", "GPU memory peaks per device (A vs B)",
+                {{"device", "Device", ColumnKind::integer},
+                 {"a_peak_allocated_bytes", "A Peak Allocated (B)", ColumnKind::integer},
+                 {"b_peak_allocated_bytes", "B Peak Allocated (B)", ColumnKind::integer},
+                 {"allocated_change_bytes", "Change (B)", ColumnKind::integer},
+                 {"allocated_change_percent", "Change %", ColumnKind::percent},
+                 {"a_peak_reserved_bytes", "A Peak Reserved (B)", ColumnKind::integer},
+                 {"b_peak_reserved_bytes", "B Peak Reserved (B)", ColumnKind::integer},
+                 {"reserved_change_bytes", "Change (B)", ColumnKind::integer}});
+    const Cell none = std::monostate{};
+    for (const MemoryPeakDelta& d : diff.memory) {
+        auto value = [&](const std::optional<MemoryPeak>& peak, bool reserved) -> Cell {
+            if (!peak) return none;
+            return reserved ? peak->reserved_bytes : peak->allocated_bytes;
+        };
+        const bool both = d.a && d.b;
+        std::optional<double> percent;
+        if (both && d.a->allocated_bytes > 0)
+            percent = 100.0 * static_cast<double>(d.b->allocated_bytes - d.a->allocated_bytes) /
+                      static_cast<double>(d.a->allocated_bytes);
+        table.rows.push_back({static_cast<std::int64_t>(d.device), value(d.a, false), value(d.b, false),
+                              both ? Cell(d.b->allocated_bytes - d.a->allocated_bytes) : none, optional_real(percent),
+                              value(d.a, true), value(d.b, true),
+                              both ? Cell(d.b->reserved_bytes - d.a->reserved_bytes) : none});
+    }
+    if (std::any_of(diff.memory.begin(), diff.memory.end(), [](const MemoryPeakDelta& d) { return !d.a || !d.b; }))
+        table.notes.push_back("an empty cell: that run has no GPU memory events on the device");
+    return table;
+}
+
 Table headline_table(const TraceDiff& diff) {
     Table table;
     table.key = "headline";
@@ -196,6 +228,7 @@ std::vector<Table> diff_tables(const TraceDiff& diff, std::size_t top) {
     if (diff.cpu_sampled)
         tables.push_back(names_table("cpu_functions", "CPU functions that moved most (sampled self time)",
                                      diff.cpu_functions, total_step_change(diff), a_total_ns, false, top, "(none)"));
+    if (!diff.memory.empty()) tables.push_back(memory_table(diff));
     return tables;
 }
 
@@ -230,6 +263,7 @@ nlohmann::json diff_json(const TraceDiff& diff, std::size_t top) {
     if (!document.contains("gpu_idle")) document["gpu_idle"] = nullptr;
     if (!document.contains("host_side")) document["host_side"] = nlohmann::json::array();
     if (!document.contains("cpu_functions")) document["cpu_functions"] = nullptr;
+    if (!document.contains("gpu_memory")) document["gpu_memory"] = nlohmann::json::array();
     return document;
 }
 

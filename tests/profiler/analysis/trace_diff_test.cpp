@@ -143,6 +143,55 @@ const analysis::NameDelta* find_name(const std::vector<analysis::NameDelta>& row
 // [SECTION] Names
 // ---------------------------------------------------------------------------
 
+// GPU memory peaks compared per device: B's activations no longer live at once.
+TEST(TraceDiffMemory, PeaksPerDeviceAreComparedAndInTheJson) {
+    auto write = [](const std::string& path, std::int64_t activation_bytes, bool second_device) {
+        trace::RunInfo run;
+        run.start_ns = 0;
+        store::TraceWriter writer(path, run, store::testing::quiet_options());
+        auto event = [&](trace::DeviceId device, TimeNs time, trace::MemoryAction action, std::uint64_t address,
+                         std::int64_t bytes) {
+            trace::MemoryEvent e;
+            e.time_ns = time;
+            e.device_id = device;
+            e.action = action;
+            e.address = address;
+            e.bytes = bytes;
+            writer.record_memory_event(e);
+        };
+        event(0, 10, trace::MemoryAction::segment_alloc, 0x1000, 1000);
+        event(0, 10, trace::MemoryAction::alloc, 0x100, 100);               // weights
+        event(0, 20, trace::MemoryAction::alloc, 0x200, activation_bytes);  // activations
+        event(0, 30, trace::MemoryAction::free_completed, 0x200, activation_bytes);
+        if (second_device) event(1, 10, trace::MemoryAction::alloc, 0x100, 7);
+        writer.close();
+    };
+    const std::string a_path = ember::testing::temporary_path("diff-memory-a", ".db");
+    const std::string b_path = ember::testing::temporary_path("diff-memory-b", ".db");
+    write(a_path, 400, true);
+    write(b_path, 150, false);
+    analysis::TraceDiff diff;
+    {
+        store::TraceReader a(a_path), b(b_path);
+        diff = analysis::diff_runs(analysis::profile_run(a), analysis::profile_run(b));
+    }
+    ASSERT_EQ(diff.memory.size(), 2u);
+    ASSERT_TRUE(diff.memory[0].a && diff.memory[0].b);
+    EXPECT_EQ(diff.memory[0].a->allocated_bytes, 500);
+    EXPECT_EQ(diff.memory[0].b->allocated_bytes, 250);
+    EXPECT_EQ(diff.memory[0].b->reserved_bytes, 1000);
+    EXPECT_EQ(diff.memory[1].device, 1);
+    EXPECT_TRUE(diff.memory[1].a && !diff.memory[1].b);  // only A used GPU 1
+    const nlohmann::json json = analysis::diff_json(diff);
+    ASSERT_EQ(json.at("gpu_memory").size(), 2u);
+    EXPECT_EQ(json["gpu_memory"][0]["allocated_change_bytes"], -250);
+    EXPECT_DOUBLE_EQ(json["gpu_memory"][0]["allocated_change_percent"].get<double>(), -50.0);
+    EXPECT_EQ(json["gpu_memory"][0]["reserved_change_bytes"], 0);
+    EXPECT_TRUE(json["gpu_memory"][1]["b_peak_allocated_bytes"].is_null());
+    std::filesystem::remove(a_path);
+    std::filesystem::remove(b_path);
+}
+
 TEST(TraceDiffNames, TemplatesCollapseAndLaunchNumbersGo) {
     using analysis::normalise_name;
     EXPECT_EQ(normalise_name("void gemm<float, 128, true>(float*, int)"), "void gemm<...>(float*, int)");
