@@ -470,6 +470,29 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
     return tables;
 }
 
+GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId device, trace::TimeNs time) {
+    Replay replay;
+    reader.for_each_memory_event(
+        [&](const MemoryEvent& e) {
+            if (e.time_ns > time) return false;
+            replay.apply(e);
+            return true;
+        },
+        device);
+    Places places(reader);
+    GpuMemoryAt at;
+    at.allocated_bytes = replay.allocated;
+    at.reserved_bytes = replay.reserved;
+    at.live_blocks = static_cast<std::int64_t>(replay.live.size());
+    at.by_line = grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+        return places.line_of(b.stack, b.before_trace);
+    });
+    at.by_stack = grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+        return places.stack_of(b.stack, b.before_trace);
+    });
+    return at;
+}
+
 void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit,
                            std::optional<trace::DeviceId> only) {
     std::optional<trace::DeviceId> device;

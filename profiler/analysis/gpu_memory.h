@@ -83,6 +83,17 @@ struct GpuMemoryReport {
 // Throws TraceError on a read failure.
 GpuMemoryReport gpu_memory(const store::TraceReader& reader);
 
+// What was live on `device` at `time`: the replay of its events up to and including
+// that instant (memory_viz's "active memory timeline" at a clicked time).
+struct GpuMemoryAt {
+    std::int64_t allocated_bytes = 0;
+    std::int64_t reserved_bytes = 0;
+    std::int64_t live_blocks = 0;
+    std::vector<GpuMemoryPlace> by_line;   // largest first
+    std::vector<GpuMemoryPlace> by_stack;  // largest first
+};
+GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId device, trace::TimeNs time);
+
 // The replay above as a timeline: the allocated and reserved bytes of each device after
 // each of its memory events (by device, then time), for memory lanes in the exports.
 using MemoryTotalVisitor =

@@ -3,6 +3,8 @@
 
 #include "viewer/model/view_state.h"
 
+#include "profiler/analysis/gpu_memory.h"
+
 #include <bit>
 #include <cstdio>
 
@@ -176,6 +178,36 @@ std::optional<EventRef> find_flow_partner(const TraceModel& model, const EventRe
         }
     }
     return std::nullopt;
+}
+
+std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane_index, trace::TimeNs time, std::size_t top) {
+    std::vector<DetailLine> lines;
+    if (lane_index < 0 || lane_index >= model.lane_count()) return lines;
+    const Lane& lane = model.lane(lane_index);
+    if (lane.kind != LaneKind::memory) return lines;
+    TraceFile& file = model.file(lane.file_index);
+    const trace::TimeNs file_time = time - file.shift_ns;
+    lines.push_back({"lane", lane.group + " / GPU memory"});
+    lines.push_back({"at", format_duration(static_cast<double>(time - model.begin_ns())) + " (trace time " +
+                               std::to_string(file_time) + " ns)"});
+    try {
+        const analysis::GpuMemoryAt at =
+            analysis::gpu_memory_at(*file.reader, static_cast<trace::DeviceId>(lane.track_id), file_time);
+        lines.push_back({"allocated", format_bytes(static_cast<double>(at.allocated_bytes)) + " in " +
+                                          std::to_string(at.live_blocks) + " live blocks"});
+        lines.push_back({"reserved", format_bytes(static_cast<double>(at.reserved_bytes))});
+        for (std::size_t i = 0; i < at.by_line.size() && i < top; ++i) {
+            const analysis::GpuMemoryPlace& place = at.by_line[i];
+            lines.push_back({"allocated at " + place.place,
+                             format_bytes(static_cast<double>(place.bytes)) + " in " + std::to_string(place.blocks) +
+                                 (place.blocks == 1 ? " block" : " blocks")});
+        }
+        if (at.by_line.size() > top)
+            lines.push_back({"...", std::to_string(at.by_line.size() - top) + " more allocating lines"});
+    } catch (const store::TraceError& error) {
+        lines.push_back({"error", error.what()});
+    }
+    return lines;
 }
 
 }  // namespace ember::viewer

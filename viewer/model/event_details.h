@@ -22,6 +22,10 @@ struct DetailLine {
 // Throws nothing: a reader failure becomes a line saying what failed.
 std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref);
 
+// A GPU memory lane clicked at model time `time`: the allocated and reserved bytes then
+// and the live blocks by allocating line, largest first (at most `top`).
+std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane, trace::TimeNs time, std::size_t top = 12);
+
 // API call -> the GPU work it launched; GPU work -> the API call that launched it.
 std::optional<EventRef> find_flow_partner(const TraceModel& model, const EventRef& ref);
 

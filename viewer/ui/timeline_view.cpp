@@ -725,6 +725,13 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
             select_event(hovered_, false);
         } else if (hovered_stack_.valid() && hovered_stack_item_.count == 1) {
             select_stack_box(hovered_stack_);
+        } else if (auto memory = std::find_if(lane_rects_.begin(), lane_rects_.end(),
+                                              [&](const LaneRect& r) {
+                                                  return mouse_x >= r.x0 && mouse_x < r.x1 && mouse_y >= r.y0 &&
+                                                         mouse_y < r.y1 && model_->lane(r.lane).kind == LaneKind::memory;
+                                              });
+                   memory != lane_rects_.end()) {
+            select_memory_time(memory->lane, view_.x_to_time(mouse_x - memory->x0));
         } else {
             selected_ = {};
             selected_stack_ = {};

@@ -92,6 +92,16 @@ void ViewerApp::select_event(const EventRef& ref, bool reveal) {
     if (reveal) reveal_event(ref);
 }
 
+void ViewerApp::select_memory_time(int lane, trace::TimeNs time) {
+    selected_ = {};
+    selected_stack_ = {};
+    flow_partner_.reset();
+    selected_details_.clear();
+    if (!model_) return;
+    for (const DetailLine& line : describe_memory_at(*model_, lane, time))
+        selected_details_.emplace_back(line.key, line.value);
+}
+
 void ViewerApp::select_stack_box(const StackBoxRef& ref) {
     selected_ = {};
     flow_partner_.reset();

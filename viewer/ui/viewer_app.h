@@ -195,6 +195,8 @@ private:
     bool event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const;
 
     void select_event(const EventRef& ref, bool reveal);
+    // A GPU memory lane clicked at `time`: what was live then, in the details panel.
+    void select_memory_time(int lane, trace::TimeNs time);
     void reveal_event(const EventRef& ref);
     void run_search(bool forward);
 

@@ -6,10 +6,12 @@
 #include "viewer/model/event_details.h"
 #include "viewer/model/lane_layout.h"
 #include "viewer/model/trace_model.h"
+#include "viewer/model/view_state.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 namespace ember::viewer {
 namespace {
@@ -293,6 +295,22 @@ TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
         ASSERT_EQ(model.lane(reserved).points.size(), 3u);
         EXPECT_EQ(model.lane(reserved).points[2].value, 400);
         EXPECT_EQ(lane.points[1].time_ns - lane.points[0].time_ns, 10);
+
+        // Clicked at 20: both blocks live, the one from before the trace the larger.
+        std::map<std::string, std::string> details;
+        for (const DetailLine& line : describe_memory_at(model, allocated, lane.points[1].time_ns))
+            details[line.key] = line.value;
+        EXPECT_EQ(details["allocated"], format_bytes(150) + " in 2 live blocks");
+        EXPECT_EQ(details["reserved"], format_bytes(400));
+        EXPECT_EQ(details["allocated at (allocated before the trace began)"], format_bytes(100) + " in 1 block");
+        EXPECT_EQ(details["allocated at (no stack recorded)"], format_bytes(50) + " in 1 block");
+        // At 30 the block from before the trace is freed.
+        details.clear();
+        for (const DetailLine& line : describe_memory_at(model, allocated, lane.points[2].time_ns))
+            details[line.key] = line.value;
+        EXPECT_EQ(details["allocated"], format_bytes(50) + " in 1 live blocks");
+        EXPECT_EQ(details.count("allocated at (allocated before the trace began)"), 0u);
+        EXPECT_TRUE(describe_memory_at(model, find_lane(model, LaneKind::counter, ""), 0).empty());
     }
     std::filesystem::remove(path);
 }
