@@ -150,15 +150,7 @@ TEST(TraceDiffMemory, PeaksPerDeviceAreComparedAndInTheJson) {
         run.start_ns = 0;
         store::TraceWriter writer(path, run, store::testing::quiet_options());
         auto event = [&](trace::DeviceId device, TimeNs time, trace::MemoryAction action, std::uint64_t address,
-                         std::int64_t bytes) {
-            trace::MemoryEvent e;
-            e.time_ns = time;
-            e.device_id = device;
-            e.action = action;
-            e.address = address;
-            e.bytes = bytes;
-            writer.record_memory_event(e);
-        };
+                         std::int64_t bytes) { store::testing::record_memory(writer, device, time, action, address, bytes); };
         event(0, 10, trace::MemoryAction::segment_alloc, 0x1000, 1000);
         event(0, 10, trace::MemoryAction::alloc, 0x100, 100);               // weights
         event(0, 20, trace::MemoryAction::alloc, 0x200, activation_bytes);  // activations

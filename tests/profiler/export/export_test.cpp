@@ -15,6 +15,7 @@
 #include "profiler/export/speedscope.h"
 #include "profiler/store/writer.h"
 #include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/profiler/store/test_support.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -644,13 +645,7 @@ TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
         options.close_at_exit = false;
         store::TraceWriter writer(path, trace::RunInfo{}, options);
         auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
-            trace::MemoryEvent e;
-            e.time_ns = time;
-            e.device_id = 0;
-            e.action = action;
-            e.address = address;
-            e.bytes = bytes;
-            writer.record_memory_event(e);
+            store::testing::record_memory(writer, 0, time, action, address, bytes);
         };
         event(10, trace::MemoryAction::live_at_start, 0x100, 100);
         event(20, trace::MemoryAction::segment_alloc, 0x1000, 200);

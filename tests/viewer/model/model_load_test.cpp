@@ -1,6 +1,7 @@
 // model_load_test.cpp: TraceModel loads every event of a fixture into the expected
 // lanes and rows, lays lanes out, lines up several files, and refuses foreign files.
 #include "profiler/store/writer.h"
+#include "tests/profiler/store/test_support.h"
 #include "tests/viewer/fixture_trace.h"
 #include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/event_details.h"
@@ -261,13 +262,7 @@ TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
         store::TraceWriter writer(path, run, options);
         writer.register_device({1, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
         auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
-            trace::MemoryEvent e;
-            e.time_ns = time;
-            e.device_id = 1;
-            e.action = action;
-            e.address = address;
-            e.bytes = bytes;
-            writer.record_memory_event(e);
+            store::testing::record_memory(writer, 1, time, action, address, bytes);
         };
         event(10, trace::MemoryAction::segment_live_at_start, 0x1000, 400);
         event(10, trace::MemoryAction::live_at_start, 0x100, 100);
