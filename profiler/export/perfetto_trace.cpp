@@ -194,6 +194,29 @@ private:
     std::vector<std::uint64_t> uuids_;
 };
 
+// The ends of slices placed on overlap lanes, written in time order: before a slice
+// begins at `time`, every end at or before it (so a lane's previous slice has ended).
+class PendingEnds {
+public:
+    explicit PendingEnds(PacketWriter& writer) : writer_(writer) {}
+    void add(TimeNs end, std::uint64_t track) {
+        heap_.emplace_back(end, track);
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    }
+    void write_until(TimeNs time) {
+        while (!heap_.empty() && heap_.front().first <= time) {
+            std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+            writer_.slice_end(heap_.back().second, heap_.back().first);
+            heap_.pop_back();
+        }
+    }
+    void write_all() { write_until(std::numeric_limits<TimeNs>::max()); }
+
+private:
+    PacketWriter& writer_;
+    std::vector<std::pair<TimeNs, std::uint64_t>> heap_;  // a min-heap of (end, track)
+};
+
 // Nested slices of one track from `query` rows (start_ns, end_ns, ...) ordered by start,
 // then end descending: `begin` writes a slice's begin packet (its end may be cut to the
 // enclosing slice's end) and returns true, or writes an instant and returns false; ends
@@ -332,19 +355,7 @@ private:
                                  "SELECT start_ns, end_ns, thread_id, name_id, domain_id, category, typeof(payload), "
                                  "payload FROM ranges WHERE depth < 0 ORDER BY start_ns, range_id");
         std::map<std::int64_t, OverlapLanes> lanes;  // by pid
-        struct End {
-            TimeNs at;
-            std::uint64_t track;
-            bool operator>(const End& other) const { return at > other.at; }
-        };
-        std::vector<End> pending;  // a min-heap of ends not yet written
-        auto flush_until = [&](TimeNs time) {
-            while (!pending.empty() && pending.front().at <= time) {
-                std::pop_heap(pending.begin(), pending.end(), std::greater<>());
-                writer_.slice_end(pending.back().track, pending.back().at);
-                pending.pop_back();
-            }
-        };
+        PendingEnds pending(writer_);
         while (query.next_row()) {
             TimeNs start = query.int64(0);
             TimeNs end = std::max(start, query.int64(1));
@@ -354,16 +365,15 @@ private:
             if (lane == lanes.end()) {
                 lane = lanes.emplace(pid, OverlapLanes(writer_, process_uuid_[pid], "ranges", next_uuid_)).first;
             }
-            flush_until(start);
+            pending.write_until(start);
             std::uint64_t track = lane->second.place(start, end);
             writer_.event(pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
             writer_.name(reader_.string(static_cast<trace::StringId>(query.int64(3))));
             range_args(static_cast<trace::StringId>(query.int64(4)), query.int64(5), query.text(6), query, 7);
             writer_.commit();
-            pending.push_back({end, track});
-            std::push_heap(pending.begin(), pending.end(), std::greater<>());
+            pending.add(end, track);
         }
-        flush_until(std::numeric_limits<TimeNs>::max());
+        pending.write_all();
     }
 
     void describe_devices() {
@@ -470,14 +480,7 @@ private:
                                  "SELECT start_ns, end_ns, stream_id, kind, correlation_id, cuda_event_id FROM "
                                  "synchronizations ORDER BY start_ns");
         std::map<trace::StreamId, OverlapLanes> lanes;
-        std::vector<std::pair<TimeNs, std::uint64_t>> pending;  // min-heap of (end, track)
-        auto flush_until = [&](TimeNs time) {
-            while (!pending.empty() && pending.front().first <= time) {
-                std::pop_heap(pending.begin(), pending.end(), std::greater<>());
-                writer_.slice_end(pending.back().second, pending.back().first);
-                pending.pop_back();
-            }
-        };
+        PendingEnds pending(writer_);
         while (query.next_row()) {
             TimeNs start = query.int64(0);
             TimeNs end = std::max(start, query.int64(1));
@@ -489,7 +492,7 @@ private:
                 std::string name = fmt::format("Synchronizations, stream {}", stream != nullptr ? stream->cuda_stream_id : 0);
                 lane = lanes.emplace(stream_id, OverlapLanes(writer_, parent, name, next_uuid_)).first;
             }
-            flush_until(start);
+            pending.write_until(start);
             std::uint64_t track = lane->second.place(start, end);
             writer_.event(pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
             writer_.name(trace::sync_kind_name(static_cast<trace::SyncKind>(query.int64(3))));
@@ -498,10 +501,9 @@ private:
             if (correlation != 0) writer_.arg("correlation_id", static_cast<std::int64_t>(correlation));
             if (query.int64(5) != 0) writer_.arg("cuda_event_id", query.int64(5));
             writer_.commit();
-            pending.emplace_back(end, track);
-            std::push_heap(pending.begin(), pending.end(), std::greater<>());
+            pending.add(end, track);
         }
-        flush_until(std::numeric_limits<TimeNs>::max());
+        pending.write_all();
     }
 
     void write_counters() {
