@@ -52,12 +52,6 @@ std::string read_process_name() {
     return name;
 }
 
-std::string host_name() {
-    char buffer[256] = {};
-    if (gethostname(buffer, sizeof buffer - 1) != 0) return "";
-    return buffer;
-}
-
 const char* environment(const char* name) {
     const char* value = std::getenv(name);
     return value && *value ? value : nullptr;
@@ -161,7 +155,7 @@ Session::Session(const SessionOptions& options)
     : options_(options), generation_(g_next_generation.fetch_add(1)), components_(std::make_unique<Components>()) {
     trace::RunInfo run;
     run.command_line = read_command_line();
-    run.host = host_name();
+    run.host = os::host_name();
     run.pid = ::getpid();
     RecordEnvironment record = read_record_environment();
     if (record.rank && record.world_size > 1) {

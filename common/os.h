@@ -1,6 +1,6 @@
 // os.h: the few operating-system readings every room of ember needs — elapsed time
-// on the steady clock, the kernel's id of the calling thread, CPU time of the process
-// and of the thread, fields of /proc/self/status, the load average, the CPUs of the
+// on the steady clock, the host name, the kernel's id of the calling thread, CPU time
+// of the process and of the thread, fields of /proc/self/status, the load average, the CPUs of the
 // affinity mask and the lines of /proc/PID/maps. Header-only
 // and dependency-free, so the engine, the collectors, the trace library, the viewer
 // and the benchmarks all share one copy (common/ is the one folder every room may
@@ -28,6 +28,12 @@ inline double seconds_between(SteadyClock::time_point start, SteadyClock::time_p
     return std::chrono::duration<double>(end - start).count();
 }
 inline double seconds_since(SteadyClock::time_point start) { return seconds_between(start, SteadyClock::now()); }
+
+// This machine's host name; "" when it cannot be read.
+inline std::string host_name() {
+    char buffer[256] = {};
+    return gethostname(buffer, sizeof buffer - 1) == 0 ? std::string(buffer) : std::string();
+}
 
 // The kernel's thread id (gettid), the id NVTX, CUPTI and /proc use for a thread.
 inline std::int64_t thread_id() { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }

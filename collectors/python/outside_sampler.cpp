@@ -2,6 +2,7 @@
 #include "collectors/python/outside_sampler.h"
 
 #include "collectors/python/native_stack.h"
+#include "common/os.h"
 #include "profiler/store/writer.h"
 
 #include <cerrno>
@@ -36,11 +37,6 @@ std::string command_line(pid_t pid) {
     for (char& c : text)
         if (c == '\0') c = ' ';
     return text;
-}
-
-std::string host_name() {
-    char buffer[256] = {};
-    return gethostname(buffer, sizeof buffer - 1) == 0 ? std::string(buffer) : std::string();
 }
 
 bool is_active(char state) { return state == 'R'; }
@@ -326,7 +322,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     auto open_writer = [&]() {
         trace::RunInfo run;
         run.command_line = command_line(options.pid);
-        run.host = host_name();
+        run.host = os::host_name();
         run.pid = options.pid;
         run.clock_name = "CLOCK_MONOTONIC";
         run.clock_offset_to_wall_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);

@@ -3,6 +3,8 @@
 
 #include "engine/train/tensorboard_event.pb.h"
 
+#include "common/os.h"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -34,10 +36,10 @@ double unix_seconds() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The event file's name carries the host, as TensorFlow's writer names it.
 std::string host_name() {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-    return name;
+    const std::string name = os::host_name();
+    return name.empty() ? "localhost" : name;
 }
 
 }  // namespace
