@@ -495,19 +495,32 @@ GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId devi
 
 void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit,
                            std::optional<trace::DeviceId> only) {
-    std::optional<trace::DeviceId> device;
+    struct Instant {
+        trace::DeviceId device = 0;
+        trace::TimeNs time = 0;
+        std::int64_t events = 0;
+    };
+    std::optional<Instant> open;  // the instant being replayed, not yet visited
     Replay replay;
+    bool go_on = true;
+    auto close = [&] {
+        if (open) go_on = visit(open->device, open->time, replay.allocated, replay.reserved, open->events);
+        return go_on;
+    };
     reader.for_each_memory_event(
         [&](const MemoryEvent& e) {
-            if (device != e.device_id) {
-                device = e.device_id;
-                replay = Replay{};
+            if (open && open->device == e.device_id && open->time == e.time_ns) {
+                ++open->events;
+            } else {
+                if (!close()) return false;
+                if (!open || open->device != e.device_id) replay = Replay{};
+                open = Instant{e.device_id, e.time_ns, 1};
             }
             replay.apply(e);
-            visit(e.device_id, e.time_ns, replay.allocated, replay.reserved);
             return true;
         },
         only);
+    if (go_on) close();
 }
 
 }  // namespace ember::analysis

@@ -94,10 +94,11 @@ struct GpuMemoryAt {
 };
 GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId device, trace::TimeNs time);
 
-// The replay above as a timeline: the allocated and reserved bytes of each device after
-// each of its memory events (by device, then time), for memory lanes in the exports.
-using MemoryTotalVisitor =
-    std::function<void(trace::DeviceId device, trace::TimeNs time, std::int64_t allocated, std::int64_t reserved)>;
+// The replay above as a timeline, for memory lanes: the allocated and reserved bytes of
+// each device after each instant that has memory events (by device, then time), with the
+// number of events at that instant. The visitor returns false to stop.
+using MemoryTotalVisitor = std::function<bool(trace::DeviceId device, trace::TimeNs time, std::int64_t allocated,
+                                              std::int64_t reserved, std::int64_t events)>;
 void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit,
                            std::optional<trace::DeviceId> device = std::nullopt);
 

@@ -532,27 +532,11 @@ private:
         for (const trace::CounterInfo& counter : reader_.counters()) {
             if (counter.name == "memory allocated" && counter.device_id >= 0) has_counters.insert(counter.device_id);
         }
-        struct Pending {
-            TimeNs time = 0;
-            std::int64_t allocated = 0, reserved = 0;
-            bool any = false;
-        } pending;
         std::uint64_t allocated_track = 0, reserved_track = 0;
         std::optional<trace::DeviceId> current;
-        auto flush = [&] {
-            if (!pending.any) return;
-            writer_.event(pb::TrackEvent::TYPE_COUNTER, allocated_track, pending.time)
-                .set_double_counter_value(static_cast<double>(pending.allocated));
-            writer_.commit();
-            writer_.event(pb::TrackEvent::TYPE_COUNTER, reserved_track, pending.time)
-                .set_double_counter_value(static_cast<double>(pending.reserved));
-            writer_.commit();
-            pending.any = false;
-        };
         analysis::for_each_memory_total(reader_, [&](trace::DeviceId device, TimeNs time, std::int64_t allocated,
-                                                     std::int64_t reserved) {
-            if (has_counters.count(device)) return;
-            if (current != device || time != pending.time) flush();
+                                                     std::int64_t reserved, std::int64_t) {
+            if (has_counters.count(device)) return true;
             if (current != device) {
                 current = device;
                 auto found = device_uuid_.find(device);
@@ -560,9 +544,14 @@ private:
                 allocated_track = counter_track(parent, "GPU memory allocated", "bytes");
                 reserved_track = counter_track(parent, "GPU memory reserved", "bytes");
             }
-            pending = {time, allocated, reserved, true};
+            writer_.event(pb::TrackEvent::TYPE_COUNTER, allocated_track, time)
+                .set_double_counter_value(static_cast<double>(allocated));
+            writer_.commit();
+            writer_.event(pb::TrackEvent::TYPE_COUNTER, reserved_track, time)
+                .set_double_counter_value(static_cast<double>(reserved));
+            writer_.commit();
+            return true;
         });
-        flush();
     }
 
     const store::TraceReader& reader_;

@@ -564,18 +564,16 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
     };
 
     if (lane.kind == LaneKind::memory) {
-        // One point per instant: events of one time leave the last total.
+        // One point per instant that has memory events.
         lane.points.reserve(static_cast<std::size_t>(lane.expected_events));
         analysis::for_each_memory_total(
             reader,
-            [&](trace::DeviceId, trace::TimeNs time, std::int64_t allocated, std::int64_t reserved) {
-                const double value = static_cast<double>(lane.reserved_memory ? reserved : allocated);
-                if (!lane.points.empty() && lane.points.back().time_ns == time + shift) {
-                    lane.points.back().value = value;
-                } else {
-                    lane.points.push_back({time + shift, value});
-                }
-                count_event();
+            [&](trace::DeviceId, trace::TimeNs time, std::int64_t allocated, std::int64_t reserved,
+                std::int64_t events) {
+                lane.points.push_back({time + shift, static_cast<double>(lane.reserved_memory ? reserved : allocated)});
+                bool go_on = true;
+                for (std::int64_t i = 0; i < events; ++i) go_on = count_event();
+                return go_on;
             },
             static_cast<trace::DeviceId>(lane.track_id));
         if (!lane.points.empty()) {
