@@ -25,22 +25,20 @@ ClassUnions class_unions(const RankGpuWork& rank) {
     ClassUnions unions;
     std::array<std::vector<Interval>, kKernelClassCount> intervals;
     std::vector<Interval> all;
-    all.reserve(rank.events.size());
+    all.reserve(rank.events.size() + rank.stream_syncs.size());
     bool first = true;
+    auto busy = [&](const GpuEvent& event) {
+        all.push_back({event.start_ns, event.end_ns});
+        unions.first_start_ns = first ? event.start_ns : std::min(unions.first_start_ns, event.start_ns);
+        unions.last_end_ns = first ? event.end_ns : std::max(unions.last_end_ns, event.end_ns);
+        first = false;
+    };
     for (const GpuEvent& event : rank.events) {
         intervals[static_cast<int>(event.kernel_class)].push_back({event.start_ns, event.end_ns});
-        all.push_back({event.start_ns, event.end_ns});
-        unions.first_start_ns = first ? event.start_ns : std::min(unions.first_start_ns, event.start_ns);
-        unions.last_end_ns = first ? event.end_ns : std::max(unions.last_end_ns, event.end_ns);
-        first = false;
+        busy(event);
     }
     // HTA's stream synchronizations (hta only): GPU busy time of no class.
-    for (const GpuEvent& event : rank.stream_syncs) {
-        all.push_back({event.start_ns, event.end_ns});
-        unions.first_start_ns = first ? event.start_ns : std::min(unions.first_start_ns, event.start_ns);
-        unions.last_end_ns = first ? event.end_ns : std::max(unions.last_end_ns, event.end_ns);
-        first = false;
-    }
+    for (const GpuEvent& event : rank.stream_syncs) busy(event);
     for (int k = 0; k < kKernelClassCount; ++k) unions.by_class[k] = union_of(std::move(intervals[k]));
     unions.all = union_of(std::move(all));
     return unions;
