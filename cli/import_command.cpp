@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/trace_input.h"
 #include "profiler/import/import.h"
+#include "profiler/job/import_job.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -65,14 +66,14 @@ void run_import(const ImportCommandOptions& command) {
     else fail_command("import", "unknown --kernel-names '" + command.kernel_names + "' (demangled, short, mangled)");
     if (command.rank && command.inputs.size() > 1) fail_command("import", "--rank applies to one input; a job's ranks come from its files");
     options.rank = command.rank;
-    options.one_job_file = !command.per_rank;
     if (command.strict && command.skip_invalid) fail_command("import", "--strict and --skip-invalid contradict each other");
     options.strict = command.strict;
     options.accept_unknown_nsys_schema = command.accept_unknown_nsys_schema;
     const std::string output = command.output.empty() ? importing::default_output_path(command.inputs.front())
                                                       : command.output;
     try {
-        const importing::ImportReport report = importing::import_trace(command.inputs, output, options);
+        const importing::ImportReport report = command.per_rank ? importing::import_trace(command.inputs, output, options)
+                                                                 : job::import_job_file(command.inputs, output, options);
         for (const importing::ImportedFile& file : report.files) print_file(file);
         if (report.merged) fmt::print("wrote {} ({} ranks in one job file)\n", output, report.files.size());
         else

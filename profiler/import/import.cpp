@@ -1,10 +1,9 @@
-// import.cpp: the entry points — one input into one file, several inputs into a
-// job file (through merge::merge_traces) or one file each.
+// import.cpp: the entry points — one input into one file, several inputs into one file
+// each (a job file of several inputs is profiler/job's import_job_file).
 #include "profiler/import/import.h"
 
 #include "profiler/import/import_sink.h"
 #include "profiler/import/importers.h"
-#include "profiler/merge/merge.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -70,11 +69,9 @@ std::string ImportCounts::invalid_summary() const {
 }
 
 namespace {
-
 std::atomic<std::uint64_t> g_temporary_serial{0};
+}  // namespace
 
-// A name beside `target` (or in `directory`) that no other import uses now, and that
-// no reader mistakes for a finished trace.
 std::string temporary_path(const std::string& target, const std::string& directory, const char* what) {
     std::filesystem::path path(target);
     std::filesystem::path folder = directory.empty() ? path.parent_path() : std::filesystem::path(directory);
@@ -91,6 +88,8 @@ std::uint64_t file_size(const std::string& path) {
     struct stat info {};
     return ::stat(path.c_str(), &info) == 0 ? static_cast<std::uint64_t>(info.st_size) : 0;
 }
+
+namespace {
 
 bool same_file(const std::string& a, const std::string& b) {
     std::error_code error;
@@ -147,55 +146,13 @@ ImportReport import_trace(const std::vector<std::string>& inputs, const std::str
         report.outputs.push_back(output);
         return report;
     }
-    if (!options.one_job_file) {
-        std::string stem = output;
-        if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".db") == 0) stem.resize(stem.size() - 3);
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-            std::string path = fmt::format("{}.rank{}.db", stem, i);
-            report.files.push_back(import_file(inputs[i], path, options));
-            report.outputs.push_back(path);
-        }
-        return report;
+    std::string stem = output;
+    if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".db") == 0) stem.resize(stem.size() - 3);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        std::string path = fmt::format("{}.rank{}.db", stem, i);
+        report.files.push_back(import_file(inputs[i], path, options));
+        report.outputs.push_back(path);
     }
-    // One job file: each input as an ember file (imported to a temporary), then merged
-    // into a temporary renamed onto `output`, so a failure leaves no job file behind.
-    struct Temporaries {
-        std::vector<std::string> paths;
-        ~Temporaries() {
-            for (const std::string& path : paths) remove_trace_files(path);
-        }
-    } temporaries;
-    std::vector<std::string> rank_files;
-    for (const std::string& input : inputs) {
-        SourceFormat format = options.format == SourceFormat::auto_detect ? detect_format(input) : options.format;
-        if (format == SourceFormat::ember) {
-            ImportedFile as_is;
-            as_is.input = input;
-            as_is.output = output;
-            as_is.format = format;
-            as_is.input_bytes = file_size(input);
-            report.files.push_back(as_is);
-            rank_files.push_back(input);
-            continue;
-        }
-        ImportOptions one = options;
-        one.format = format;
-        std::string path = temporary_path(output, options.temporary_directory, "rank");
-        temporaries.paths.push_back(path);
-        ImportedFile imported = import_file(input, path, one);
-        imported.output = output;
-        report.files.push_back(std::move(imported));
-        rank_files.push_back(path);
-    }
-    std::string job = temporary_path(output, options.temporary_directory, "merging");
-    temporaries.paths.push_back(job);
-    merge::merge_traces(rank_files, job);
-    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
-    if (std::rename(job.c_str(), output.c_str()) != 0) {
-        throw TraceError(TraceErrorKind::io, output, fmt::format("cannot move the job trace into place: {}", std::strerror(errno)));
-    }
-    report.outputs.push_back(output);
-    report.merged = true;
     return report;
 }
 

@@ -90,9 +90,6 @@ struct ImportOptions {
     // default, counted by reason with where the first was (ImportCounts::invalid); with
     // `strict` the first is an error naming the file and its offset.
     bool strict = false;
-    // Several inputs: one job file through merge::merge_traces (like `ember merge`),
-    // or one ember file per input (`<output without .db>.rank<i>.db`).
-    bool one_job_file = true;
     // Memory for sorting host ranges into their nesting before they spill to
     // temporary files (bounded memory for any input size).
     std::size_t range_sort_memory_bytes = 64u << 20;
@@ -178,14 +175,19 @@ struct ImportReport {
 // is already an ember trace is refused (nothing to import). Throws TraceError.
 ImportedFile import_file(const std::string& input, const std::string& output, const ImportOptions& options = {});
 
-// Inputs of one job (or one input): one input → import_file. Several → with
-// options.one_job_file, each is imported to a temporary ember file (ember traces are
-// used as they are) and merged into `output` with merge::merge_traces (ranks keep
-// the rank their file gives; files with the same or no rank are numbered in input
-// order); otherwise one ember file per input, "<output without .db>.rank<i>.db".
-// Throws TraceError; nothing is left at `output` on failure.
+// Inputs of one job (or one input): one input → import_file; several → one ember file
+// per input, "<output without .db>.rank<i>.db". (One job file of several inputs:
+// job::import_job_file, profiler/job/import_job.h.) Throws TraceError.
 ImportReport import_trace(const std::vector<std::string>& inputs, const std::string& output,
                           const ImportOptions& options = {});
+
+// A name beside `target` (or in `directory`) that no other import uses now, and that no
+// reader mistakes for a finished trace ("what" tells the temporaries of a run apart).
+std::string temporary_path(const std::string& target, const std::string& directory, const char* what);
+// Removes a trace file and its SQLite companions (-wal, -shm, -journal).
+void remove_trace_files(const std::string& path);
+// The size of a file in bytes; 0 when it cannot be read.
+std::uint64_t file_size(const std::string& path);
 
 // The output a command line would pick for `input`: the input's name without
 // .gz/.json/.sqlite/.nsys-rep (and a Kineto ".pt.trace"), then ".db" beside it.

@@ -7,9 +7,9 @@
 #include <GLFW/glfw3.h>
 #include <GL/glext.h>
 
-#include "profiler/import/import.h"
 #include "profiler/store/trace_error.h"
 #include "common/os.h"
+#include "viewer/model/open_inputs.h"
 #include "viewer/ui/png_writer.h"
 #include "viewer/ui/viewer_app.h"
 
@@ -529,16 +529,11 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
     try {
         // Kineto JSON, nsys SQLite exports and Chrome traces are imported (once,
         // cached) and shown like our own recordings.
-        ember::importing::OpenTraceOptions open_options;
-        open_options.import.strict = options.strict;
+        ember::viewer::OpenInputsOptions open_options;
+        open_options.strict = options.strict;
+        open_options.on_import = [](const std::string& line) { std::fprintf(stderr, "ember view: %s\n", line.c_str()); };
         const std::vector<std::string> inputs = options.files;
-        for (std::string& file : options.files) {
-            const std::string input = file;
-            open_options.on_import = [&](const ember::importing::OpenedTrace& opened) {
-                std::fprintf(stderr, "ember view: %s\n", ember::importing::describe_opened(input, opened).c_str());
-            };
-            file = ember::importing::open_as_ember_trace(input, open_options);
-        }
+        options.files = ember::viewer::open_inputs(inputs, open_options);
         if (options.files.size() >= 2 && !options.diff) {
             // Several rank files are one job: its overview, and the Timeline on the
             // clocks its collectives aligned (many ranks: the straggler and typical ones).

@@ -19,6 +19,7 @@
 #include "profiler/analysis/launches.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/import/import.h"
+#include "profiler/job/import_job.h"
 #include "profiler/store/reader.h"
 #include "tests/support/temp_path.h"
 
@@ -80,7 +81,7 @@ protected:
         const std::string output = test_support::unique_temp_path("ember-real-traces-" + name, ".db").string();
         std::vector<std::string> paths;
         for (const std::string& input : inputs) paths.push_back((kRoot / "kineto" / input).string());
-        importing::import_trace(paths, output);
+        job::import_job_file(paths, output);
         return imported_.emplace(name, output).first->second;
     }
     static const std::string& a100_pair() {

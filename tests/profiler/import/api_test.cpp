@@ -4,6 +4,7 @@
 // imported once into a cache keyed by path, size and modification time, then reused.
 #include "profiler/export/chrome_trace.h"
 #include "profiler/import/import.h"
+#include "profiler/job/import_job.h"
 #include "profiler/import/import_sink.h"
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_trace.h"
@@ -131,7 +132,7 @@ TEST(ImportApi, SeveralRanksGoIntoOneJobFile) {
     synth::SyntheticTraceOptions synthetic;
     synthetic.events = 3000;
     synth::write_synthetic_traces(dir.path("ember_rank.db"), synthetic);  // an ember trace joins as it is
-    importing::ImportReport report = importing::import_trace(
+    importing::ImportReport report = job::import_job_file(
         {dir.path("rank1.json"), dir.path("rank0.json.gz"), dir.path("ember_rank.db")}, dir.path("job.db"));
     EXPECT_TRUE(report.merged);
     ASSERT_EQ(report.files.size(), 3u);
@@ -149,9 +150,7 @@ TEST(ImportApi, SeveralRanksIntoOneFileEach) {
     TempDir dir;
     import_test::write_file(dir.path("a.json"), kineto_rank(0));
     import_test::write_file(dir.path("b.json"), kineto_rank(1));
-    importing::ImportOptions options;
-    options.one_job_file = false;
-    importing::ImportReport report = importing::import_trace({dir.path("a.json"), dir.path("b.json")}, dir.path("job.db"), options);
+    importing::ImportReport report = importing::import_trace({dir.path("a.json"), dir.path("b.json")}, dir.path("job.db"));
     EXPECT_FALSE(report.merged);
     EXPECT_EQ(report.outputs, (std::vector<std::string>{dir.path("job.rank0.db"), dir.path("job.rank1.db")}));
     EXPECT_EQ(store::TraceReader(dir.path("job.rank1.db")).run().rank, 1);
@@ -161,7 +160,7 @@ TEST(ImportApi, AFailedJobLeavesNoJobFile) {
     TempDir dir;
     import_test::write_file(dir.path("a.json"), kineto_rank(0));
     import_test::write_file(dir.path("b.json"), R"({"traceEvents": [{"ph": "X", "ts": true}]})");
-    EXPECT_THROW(importing::import_trace({dir.path("a.json"), dir.path("b.json")}, dir.path("job.db")), store::TraceError);
+    EXPECT_THROW(job::import_job_file({dir.path("a.json"), dir.path("b.json")}, dir.path("job.db")), store::TraceError);
     EXPECT_EQ(dir.files(), (std::vector<std::string>{"a.json", "b.json"}));
 }
 

@@ -9,6 +9,7 @@
 #include "profiler/analysis/duration_summary.h"
 #include "profiler/analysis/gpu_activity.h"
 #include "profiler/import/import.h"
+#include "profiler/job/import_job.h"
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/import_fixtures.h"
 #include "tests/profiler/import/import_steps.h"
@@ -179,7 +180,7 @@ TEST(NsysRealTrace, TwoRanksMergeIntoOneJobFileOnTheWallClock) {
     const std::string folder = import_test::real_traces_dir() + "/nsys";
     TempDir dir;
     importing::ImportOptions options;
-    importing::ImportReport report = importing::import_trace(
+    importing::ImportReport report = job::import_job_file(
         {folder + "/saxpy_rank0.sqlite", folder + "/saxpy_rank1.sqlite"}, dir.path("job.db"), options);
     EXPECT_TRUE(report.merged);
     store::TraceReader job(dir.path("job.db"));

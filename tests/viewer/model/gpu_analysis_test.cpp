@@ -23,6 +23,7 @@
 
 #include "profiler/analysis/rank_map.h"
 #include "profiler/import/import.h"
+#include "profiler/job/import_job.h"
 #include "tests/support/trace_builder.h"
 #include "tests/support/store.h"
 
@@ -498,7 +499,7 @@ TEST(GpuAnalysisRealTraces, A100JobTraceGapsAddUpPerStream) {
     if (!std::filesystem::exists(root / "kineto" / "a100_sampled_rank0.json.gz"))
         GTEST_SKIP() << root << " is absent (a fresh clone has no ../shared): no real traces";
     const std::string job = testing::temporary_trace_path("a100_job");
-    importing::import_trace({(root / "kineto" / "a100_sampled_rank0.json.gz").string(),
+    job::import_job_file({(root / "kineto" / "a100_sampled_rank0.json.gz").string(),
                              (root / "kineto" / "a100_sampled_rank1.json.gz").string()},
                             job);
     {
