@@ -46,6 +46,30 @@ for folder in engine profiler collectors viewer bench samples; do
     forbid "$folder" "$(includes 'cli')" "cli/ is the program: nothing includes it"
 done
 
+# Inside the trace library, each room includes only the rooms below it:
+#   job ─► analysis, merge, import ─► store ─► trace;  export ─► analysis ─► store.
+profiler_rule() {
+    local room=$1 allowed=$2 others
+    others=$(ls profiler | grep -vxE "$allowed|$room|CMakeLists.txt" | paste -sd'|')
+    [ -n "$others" ] && forbid "profiler/$room" "$(includes "profiler/($others)")" \
+        "profiler/$room may include only profiler/{$room,${allowed//|/,}}"
+}
+profiler_rule trace ''
+profiler_rule store 'trace'
+profiler_rule import 'store|trace'
+profiler_rule analysis 'store|trace'
+profiler_rule export 'analysis|store|trace'
+profiler_rule merge 'store|trace'
+profiler_rule synth 'store|trace'
+profiler_rule job 'analysis|merge|import|store|trace'
+
+# The viewer's model is tested without a window; the window only draws the model.
+forbid viewer/model "$(includes 'viewer/ui')" "viewer/model never includes viewer/ui"
+forbid viewer/ui "$(includes 'profiler/(import|merge|job|synth|export)')" \
+    "viewer/ui draws viewer/model: opening, importing and analysing traces happen in the model"
+# The benchmarks build their inputs themselves, never from the test suites.
+forbid bench "$(includes 'tests')" "bench/ never includes tests/: what both need lives in the room it belongs to"
+
 # Inside the engine, each room includes only the rooms below it.
 engine_rule() {
     local room=$1 allowed=$2 others
@@ -97,6 +121,14 @@ for folder in profiler/trace profiler/import profiler/analysis profiler/synth pr
     forbid_code "$folder" '(^|[^\\])"ProfilerStep#' "$contract_rule" '^profiler/import/detect_format\.cpp:'
     forbid_code "$folder" '(find_string|intern|ranges_named)\([^)]*"(step|ember|forward|backward|optimizer)"' "$contract_rule"
     forbid_code "$folder" 'name[A-Za-z_.]* *[!=]= *"(step|ember|forward|backward|optimizer)"' "$contract_rule"
+done
+
+# The analyses' vocabularies have one home each; the viewer and the exports use them.
+vocabulary_rule="the analyses' vocabularies (step_breakdown.h, idle_gaps.h, operation_names.h) have one home: use them, never a copy"
+for folder in viewer profiler/export; do
+    forbid_code "$folder" 'k[A-Za-z]*CategoryCount *= *[0-9]' "$vocabulary_rule"
+    forbid_code "$folder" '"(CPU Exec|DataLoader)"' "$vocabulary_rule"
+    forbid_code "$folder" '"(Memcpy|Memset) ' "$vocabulary_rule"
 done
 
 if [ "$violations" -gt 0 ]; then
