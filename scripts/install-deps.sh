@@ -8,8 +8,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # toolchain
-  build-essential cmake ninja-build pkg-config git
+  # toolchain; clang-format: the tree's formatting, checked by CTest architecture.format
+  build-essential cmake ninja-build pkg-config git clang-format
   # trace store
   libsqlite3-dev sqlite3
   # tests and benchmarks; Boost.Context: the kernel interpreter's fibers

@@ -186,16 +186,17 @@ Table step_breakdown_table(const std::vector<StepBreakdownRow>& rows, const Step
         {"start_ns", "Start", ColumnKind::time},
         {"end_ns", "End", ColumnKind::time},
         {"step_ns", "Duration", ColumnKind::time},
-        {"kernel_ns", "Kernel", ColumnKind::time},
-        {"memcpy_ns", "Memcpy", ColumnKind::time},
-        {"memset_ns", "Memset", ColumnKind::time},
-        {"communication_ns", "Communication", ColumnKind::time},
-        {"runtime_ns", "Runtime", ColumnKind::time},
-        {"dataloader_ns", "DataLoader", ColumnKind::time},
-        {"cpu_exec_ns", "CPU Exec", ColumnKind::time},
-        {"other_ns", "Other", ColumnKind::time},
-        {"kernel_percent", "Kernel (%)", ColumnKind::percent},
     };
+    // One column per category, titled by its name, keyed as its row field.
+    static constexpr const char* kKeys[kStepBreakdownCategoryCount] = {
+        "kernel_ns", "memcpy_ns", "memset_ns", "communication_ns", "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns"};
+    for (int category = 0; category < kStepBreakdownCategoryCount; ++category)
+        table.columns.push_back({kKeys[category],
+                                 step_breakdown_category_name(static_cast<StepBreakdownCategory>(category)),
+                                 ColumnKind::time});
+    table.columns.push_back({"kernel_percent",
+                             std::string(step_breakdown_category_name(StepBreakdownCategory::kernel)) + " (%)",
+                             ColumnKind::percent});
     for (const StepBreakdownRow& row : rows) {
         const trace::TimeNs span = row.end_ns - row.start_ns;
         table.rows.push_back({rank_cell(row.rank), row.step, row.start_ns, row.end_ns, span, row.kernel_ns, row.memcpy_ns, row.memset_ns,

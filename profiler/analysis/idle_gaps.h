@@ -15,6 +15,7 @@
 namespace ember::analysis {
 
 enum class IdleCategory : std::uint8_t { host_wait = 0, kernel_wait = 1, other = 2 };
+inline constexpr int kIdleCategoryCount = 3;  // idle_category_name (gpu_breakdown.h) names each
 
 // `launch_start_ns`: when the work that ended the gap was launched (the earliest of its
 // launching calls); nullopt when the file links no call to it.

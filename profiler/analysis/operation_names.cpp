@@ -15,13 +15,18 @@ std::string memcpy_operation_name(trace::MemcpyDirection direction) {
     }
 }
 
-std::optional<trace::MemcpyDirection> parse_direction_name(std::string_view text) {
-    for (trace::MemcpyDirection direction :
-         {trace::MemcpyDirection::unknown, trace::MemcpyDirection::host_to_device, trace::MemcpyDirection::device_to_host,
-          trace::MemcpyDirection::device_to_device, trace::MemcpyDirection::host_to_host,
-          trace::MemcpyDirection::peer_to_peer})
-        if (text == trace::direction_name(direction)) return direction;
-    return std::nullopt;
+std::string memcpy_display_name(trace::MemcpyDirection direction, trace::MemoryKind source,
+                                trace::MemoryKind destination) {
+    return memcpy_display_name(direction) + " (" + trace::memory_kind_name(source) + " -> " +
+           trace::memory_kind_name(destination) + ")";
+}
+
+std::string memcpy_display_name(trace::MemcpyDirection direction) {
+    return std::string("Memcpy ") + trace::direction_name(direction);
+}
+
+std::string memset_display_name(trace::MemoryKind kind) {
+    return std::string("Memset (") + trace::memory_kind_name(kind) + ")";
 }
 
 namespace {

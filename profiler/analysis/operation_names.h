@@ -1,7 +1,7 @@
 // operation_names.h: the names copies and memsets go by in every table of `ember stats`,
 // `ember diff` and the viewer's diff: Nsight Systems' "[CUDA memcpy HtoD]", ...,
-// "[CUDA memcpy Unknown]" and "[CUDA memset]"; and normalise_name, the name `ember diff`
-// and the viewer match two runs' operations by.
+// "[CUDA memcpy Unknown]" and "[CUDA memset]"; the names they are shown by on timelines;
+// and normalise_name, the name `ember diff` and the viewer match two runs' operations by.
 #pragma once
 
 #include "profiler/trace/events.h"
@@ -18,9 +18,14 @@ inline constexpr std::string_view kMemsetOperationName = "[CUDA memset]";
 // direction the file does not know.
 std::string memcpy_operation_name(trace::MemcpyDirection direction);
 
-// The direction trace::direction_name spells ("HtoD", ..., "unknown"); nullopt for
-// any other text.
-std::optional<trace::MemcpyDirection> parse_direction_name(std::string_view text);
+// What timelines and flame graphs show for a copy or a memset (the viewer, the Chrome and
+// speedscope exports): Kineto's "Memcpy HtoD (pinned -> device)" with the memory kinds,
+// "Memcpy HtoD" without them, "Memset (device)". Display text only: the tables match
+// operations by memcpy_operation_name / kMemsetOperationName, never by parsing these.
+std::string memcpy_display_name(trace::MemcpyDirection direction, trace::MemoryKind source,
+                                trace::MemoryKind destination);
+std::string memcpy_display_name(trace::MemcpyDirection direction);
+std::string memset_display_name(trace::MemoryKind kind);
 
 // The name two runs are matched by: every template argument list collapsed to "<...>"
 // ("gemm<float, 128>(float*)" -> "gemm<...>(float*)") and one trailing per-launch number

@@ -44,6 +44,13 @@
 
 namespace ember::analysis {
 
+const char* step_breakdown_category_name(StepBreakdownCategory category) {
+    static constexpr const char* kNames[kStepBreakdownCategoryCount] = {
+        "Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"};
+    const auto index = static_cast<std::size_t>(category);
+    return index < std::size(kNames) ? kNames[index] : "?";
+}
+
 // ---------------------------------------------------------------------------
 // [SECTION] Names and conventions
 // ---------------------------------------------------------------------------

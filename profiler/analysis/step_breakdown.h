@@ -33,6 +33,7 @@
 #include "profiler/analysis/range_roles.h"
 #include "profiler/store/reader.h"
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,14 @@ enum class StepConvention : std::uint8_t { ember, tb };
 // (tools without a step breakdown of their own) use ember's.
 StepConvention step_convention_for(Convention convention);
 const char* step_convention_name(StepConvention convention);  // "ember", "tb"
+
+// The eight categories, in priority order; step_breakdown_category_name gives the
+// plugin's column names ("Kernel", ..., "CPU Exec", "Other") every table and the viewer use.
+enum class StepBreakdownCategory : std::uint8_t {
+    kernel = 0, memcpy, memset, communication, runtime, dataloader, cpu_exec, other
+};
+inline constexpr int kStepBreakdownCategoryCount = 8;
+const char* step_breakdown_category_name(StepBreakdownCategory category);
 
 // One step of one rank. Times in ns; the eight categories add up to end_ns - start_ns.
 struct StepBreakdownRow {
@@ -62,6 +71,10 @@ struct StepBreakdownRow {
     trace::TimeNs dataloader_ns = 0;
     trace::TimeNs cpu_exec_ns = 0;
     trace::TimeNs other_ns = 0;
+    // The categories' times in StepBreakdownCategory order.
+    std::array<trace::TimeNs, kStepBreakdownCategoryCount> by_category() const {
+        return {kernel_ns, memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns, other_ns};
+    }
 };
 
 // What the convention did beyond the rows, so a report can say it.

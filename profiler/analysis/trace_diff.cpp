@@ -98,10 +98,10 @@ TimeNs DiffStep::gpu_busy_ns() const {
            parts[static_cast<int>(StepCategory::exposed_copies)];
 }
 
-std::array<TimeNs, kStepCategoryCount> RunProfile::category_totals() const {
-    std::array<TimeNs, kStepCategoryCount> totals{};
+std::array<TimeNs, kDiffCategoryCount> RunProfile::category_totals() const {
+    std::array<TimeNs, kDiffCategoryCount> totals{};
     for (const DiffStep& step : steps)
-        for (int c = 0; c < kStepCategoryCount; ++c) totals[c] += step.parts[c];
+        for (int c = 0; c < kDiffCategoryCount; ++c) totals[c] += step.parts[c];
     return totals;
 }
 
@@ -152,7 +152,7 @@ TimeNs measure_within(const IntervalUnion& u, TimeNs start, TimeNs end) {
 // One rank's whole timeline cut into the categories of StepCategory: disjoint unions
 // that together cover the line, so any window's parts add up to its length.
 struct RankTimeline {
-    std::array<IntervalUnion, kStepCategoryCount> parts;
+    std::array<IntervalUnion, kDiffCategoryCount> parts;
     // Pieces of parts[host_side], by top-level range name.
     std::vector<std::pair<std::string, IntervalUnion>> host_side_by_range;
 };
@@ -227,7 +227,7 @@ RankTimeline build_timeline(const RankGpuWork* work, const RankHostRanges& host,
 
     // The rest of the GPU's idle time, by the gap it lies in; before the first and after
     // the last GPU work there is no gap, only the host.
-    std::array<std::vector<Interval>, kStepCategoryCount> gaps;
+    std::array<std::vector<Interval>, kDiffCategoryCount> gaps;
     std::size_t cursor = 0;
     for (std::size_t i = 0; i + 1 < all.size(); ++i) {
         const StepCategory cause =
@@ -315,7 +315,7 @@ DiffStep measure_step(const RankTimeline& timeline, const Window& window, std::i
     step.rank = rank;
     step.start_ns = window.start_ns;
     step.end_ns = window.end_ns;
-    for (int c = 0; c < kStepCategoryCount; ++c)
+    for (int c = 0; c < kDiffCategoryCount; ++c)
         step.parts[c] = measure_within(timeline.parts[c], window.start_ns, window.end_ns);
     TimeNs named = 0;
     for (const auto& [name, piece] : timeline.host_side_by_range) {

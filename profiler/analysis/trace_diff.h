@@ -69,7 +69,7 @@ enum class StepCategory : std::uint8_t {
     idle_other,
     host_side,
 };
-inline constexpr int kStepCategoryCount = 8;
+inline constexpr int kDiffCategoryCount = static_cast<int>(StepCategory::host_side) + 1;
 const char* step_category_name(StepCategory category);  // "gpu_compute", ...
 
 // One step of the compared scope. Times in ns; parts add up to end_ns - start_ns.
@@ -78,7 +78,7 @@ struct DiffStep {
     std::int32_t rank = 0;   // the rank whose window this is (the slowest, for a whole job)
     trace::TimeNs start_ns = 0;
     trace::TimeNs end_ns = 0;
-    std::array<trace::TimeNs, kStepCategoryCount> parts{};
+    std::array<trace::TimeNs, kDiffCategoryCount> parts{};
     // host_side split by top-level range name ("(no range)" for time outside any).
     std::map<std::string, trace::TimeNs> host_side_by_range;
 
@@ -121,7 +121,7 @@ struct RunProfile {
     bool cpu_sampled = false;
     std::vector<MemoryPeak> memory;        // by device; empty without memory events
 
-    std::array<trace::TimeNs, kStepCategoryCount> category_totals() const;
+    std::array<trace::TimeNs, kDiffCategoryCount> category_totals() const;
     trace::TimeNs step_total_ns() const;
 };
 
@@ -194,7 +194,7 @@ struct TraceDiff {
     std::string scope;
     std::int64_t a_steps = 0, b_steps = 0;
     std::array<MetricComparison, 3> metrics;  // step, gpu_busy, span
-    std::vector<BreakdownDelta> breakdown;    // kStepCategoryCount rows, in category order
+    std::vector<BreakdownDelta> breakdown;    // kDiffCategoryCount rows, in category order
     std::vector<BreakdownDelta> host_side;    // host_side by top-level range; adds up to its row
     // The GPU's idle time: dataloader_wait + the three idle_* rows (when both runs have
     // GPU work). Moving GPU work later trades these among themselves, never their sum.

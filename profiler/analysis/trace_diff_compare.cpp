@@ -135,7 +135,7 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
 
     // The breakdown of the step time, and of its host-side part by top-level range.
     const auto a_totals = a.category_totals(), b_totals = b.category_totals();
-    for (int c = 0; c < kStepCategoryCount; ++c)
+    for (int c = 0; c < kDiffCategoryCount; ++c)
         diff.breakdown.push_back(breakdown_row(step_category_name(static_cast<StepCategory>(c)), a_totals[c], diff.a_steps,
                                                b_totals[c], diff.b_steps));
     if (a.has_gpu_work && b.has_gpu_work) {

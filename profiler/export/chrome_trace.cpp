@@ -1,6 +1,7 @@
 // chrome_trace.cpp: streaming Trace Event Format writer.
 #include "profiler/export/chrome_trace.h"
 
+#include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/collective_args.h"
 #include "profiler/export/json_text.h"
@@ -165,8 +166,7 @@ void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const Col
     });
     reader.for_each_memcpy(all, [&](const trace::MemcpyEvent& m) {
         w.complete(chrome_gpu_pid(m.device_id), m.stream_id,
-                   fmt::format("Memcpy {} ({} -> {})", trace::direction_name(m.direction),
-                               trace::memory_kind_name(m.source_kind), trace::memory_kind_name(m.destination_kind)),
+                   analysis::memcpy_display_name(m.direction, m.source_kind, m.destination_kind),
                    "memcpy", m.start_ns, m.end_ns);
         fmt::format_to(std::back_inserter(w.buffer()), ",\"args\":{{\"correlation_id\":{},\"bytes\":{}}}",
                        m.correlation_id, m.bytes);

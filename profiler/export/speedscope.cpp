@@ -5,6 +5,7 @@
 
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_time_by_range.h"
+#include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/json_text.h"
 #include "profiler/export/nested_events.h"
@@ -80,7 +81,7 @@ private:
 };
 
 std::string memcpy_name(std::int64_t direction) {
-    return std::string("Memcpy ") + trace::direction_name(static_cast<trace::MemcpyDirection>(direction));
+    return analysis::memcpy_display_name(static_cast<trace::MemcpyDirection>(direction));
 }
 
 }  // namespace

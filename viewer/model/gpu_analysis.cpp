@@ -31,9 +31,9 @@ const char* idle_category_meaning(IdleCategory category) {
 }
 
 const char* step_category_name(int category) {
-    static constexpr const char* kNames[kStepCategoryCount] = {"Kernel",  "Memcpy",     "Memset",   "Communication",
-                                                               "Runtime", "DataLoader", "CPU Exec", "Other"};
-    return category >= 0 && category < kStepCategoryCount ? kNames[category] : "?";
+    return category >= 0 && category < kStepCategoryCount
+               ? analysis::step_breakdown_category_name(static_cast<StepBreakdownCategory>(category))
+               : "?";
 }
 
 void StreamOverlay::add_gap(TimeNs start_ns, TimeNs end_ns, IdleCategory category) {
@@ -158,8 +158,7 @@ StepSplit step_split(const analysis::StepBreakdownRow& row, TimeNs shift) {
     step.step = row.step;
     step.start_ns = row.start_ns + shift;
     step.end_ns = row.end_ns + shift;
-    step.ns = {row.kernel_ns,  row.memcpy_ns,     row.memset_ns,   row.communication_ns,
-               row.runtime_ns, row.dataloader_ns, row.cpu_exec_ns, row.other_ns};
+    step.ns = row.by_category();
     return step;
 }
 

@@ -20,6 +20,7 @@
 
 #include "profiler/analysis/gpu_breakdown.h"
 #include "profiler/analysis/launches.h"
+#include "profiler/analysis/step_breakdown.h"
 #include "profiler/store/reader.h"
 #include "viewer/model/timeline_event.h"
 
@@ -33,7 +34,7 @@
 namespace ember::viewer {
 
 using analysis::IdleCategory;
-inline constexpr int kIdleCategoryCount = 3;  // host_wait, kernel_wait, other (IdleCategory order)
+using analysis::kIdleCategoryCount;
 
 // What a gap's category means, in a phrase for tooltips and the legend.
 const char* idle_category_meaning(IdleCategory category);
@@ -80,8 +81,9 @@ private:
 };
 
 // The per-step categories of step_breakdown.h, in its priority order.
-inline constexpr int kStepCategoryCount = 8;
-const char* step_category_name(int category);  // "Kernel", "Memcpy", ..., "Other"
+using analysis::StepBreakdownCategory;
+inline constexpr int kStepCategoryCount = analysis::kStepBreakdownCategoryCount;
+const char* step_category_name(int category);  // step_breakdown_category_name: "Kernel", ..., "Other"
 
 struct StepSplit {
     std::int64_t step = 0;             // the N of ProfilerStep#N, the training step, or its position

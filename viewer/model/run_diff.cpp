@@ -58,20 +58,15 @@ const std::vector<analysis::NameDelta>& diff_rows(const analysis::TraceDiff& dif
     return diff.kernels;
 }
 
-std::string diff_table_name(DiffTable table, std::string_view model_name) {
+std::string diff_table_name(const TraceModel& model, DiffTable table, std::uint32_t name_id) {
+    // Copies and memsets by the tables' names (the model knows each one's; its own
+    // display names are never parsed back), the rest normalised as `ember diff` does.
+    const std::string_view name = model.name(name_id);
     if (table == DiffTable::kernels) {
-        // The model names copies "Memcpy HtoD (Pinned)" and memsets "Memset (Device)"
-        // (trace_model.h, memcpy_name/memset_name); the diff names them by direction only.
-        constexpr std::string_view kMemcpy = "Memcpy ";
-        if (model_name.starts_with(kMemcpy)) {
-            std::string_view direction = model_name.substr(kMemcpy.size());
-            direction = direction.substr(0, direction.find(' '));
-            return analysis::memcpy_operation_name(
-                analysis::parse_direction_name(direction).value_or(trace::MemcpyDirection::unknown));
-        }
-        if (model_name.starts_with("Memset (")) return std::string(analysis::kMemsetOperationName);
+        const std::string_view operation = model.operation_name(name_id);
+        if (operation != name) return std::string(operation);
     }
-    return analysis::normalise_name(model_name);
+    return analysis::normalise_name(name);
 }
 
 void highlight_diff_row(EventSearch& search, const TraceModel& model, DiffTable table, const std::string& name) {
@@ -88,7 +83,7 @@ void highlight_diff_row(EventSearch& search, const TraceModel& model, DiffTable 
         // Decided once per distinct name, as the search does: a million events cost a
         // million bit tests, not a million normalisations.
         for (std::size_t id = 1; id < model.name_count(); ++id)
-            matching[id] = diff_table_name(table, model.name(static_cast<std::uint32_t>(id))) == name;
+            matching[id] = diff_table_name(model, table, static_cast<std::uint32_t>(id)) == name;
     }
     search.set_names(std::move(matching), row_kinds);
 }

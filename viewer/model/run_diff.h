@@ -47,9 +47,9 @@ const char* diff_table_title(DiffTable table);  // "Kernels and copies", ...
 const std::vector<analysis::NameDelta>& diff_rows(const analysis::TraceDiff& diff, DiffTable table);
 
 // The name a model name has in the diff's table: normalise_name(), and for GPU copies
-// the `ember stats memory` name the library uses ("Memcpy HtoD (Pinned)" ->
-// "[CUDA memcpy HtoD]", "Memset (Device)" -> "[CUDA memset]").
-std::string diff_table_name(DiffTable table, std::string_view model_name);
+// and memsets the tables' name the model keeps for them (TraceModel::operation_name:
+// "Memcpy HtoD (pinned -> device)" is "[CUDA memcpy HtoD]").
+std::string diff_table_name(const TraceModel& model, DiffTable table, std::uint32_t name_id);
 
 // Sets `search` to the events a click on the row `name` of `table` highlights: the
 // events of both files whose name is that row's name in the diff, in the rows that

@@ -3,7 +3,6 @@
 
 #include "viewer/model/lod.h"
 
-#include "common/nvtx_contract.h"
 #include "profiler/analysis/steps.h"
 #include "common/text.h"
 
@@ -21,7 +20,6 @@ bool is_stall_name(std::string_view name) {
 
 namespace {
 
-constexpr std::uint32_t kStepCategory = nvtx::number(nvtx::Category::step);
 
 class Accumulator {
 public:
@@ -91,7 +89,8 @@ Statistics collect(const TraceModel& model, const TimeRange* range) {
                         ranges.add(event, duration);
                         const std::string_view name = model.name(event.name_id);
                         if (is_stall_name(name)) stalls.add(event, duration);
-                        if (event.extra == kStepCategory || analysis::is_step_range_name(name))
+                        // What a step is, as every report decides it (steps.h: by name).
+                        if (analysis::is_step_range_name(name))
                             stats.steps.push_back({0, EventRef{lane_index, row_index, static_cast<std::uint32_t>(index)},
                                                    event.start_ns, event.duration_ns()});
                         break;

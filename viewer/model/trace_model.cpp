@@ -33,20 +33,6 @@ const char* event_kind_name(EventKind kind) {
     return "event";
 }
 
-std::string memcpy_name(trace::MemcpyDirection direction, trace::MemoryKind source,
-                        trace::MemoryKind destination) {
-    std::string text = std::string("Memcpy ") + trace::direction_name(direction);
-    if (direction == trace::MemcpyDirection::host_to_device)
-        text += std::string(" (") + trace::memory_kind_name(source) + ")";
-    else if (direction == trace::MemcpyDirection::device_to_host)
-        text += std::string(" (") + trace::memory_kind_name(destination) + ")";
-    return text;
-}
-
-std::string memset_name(trace::MemoryKind kind) {
-    return std::string("Memset (") + trace::memory_kind_name(kind) + ")";
-}
-
 std::int64_t Lane::event_count() const {
     std::int64_t count = static_cast<std::int64_t>(points.size());
     for (const Row& row : rows) count += static_cast<std::int64_t>(row.events.size());
@@ -133,12 +119,18 @@ TraceModel::TraceModel(const std::vector<std::string>& paths, const std::vector<
     // changes while the loader runs.
     for (int direction = 0; direction < kDirectionCount; ++direction)
         for (int source = 0; source < kMemoryKindCount; ++source)
-            for (int destination = 0; destination < kMemoryKindCount; ++destination)
-                memcpy_names_.push_back(intern(memcpy_name(static_cast<trace::MemcpyDirection>(direction),
-                                                           static_cast<trace::MemoryKind>(source),
-                                                           static_cast<trace::MemoryKind>(destination))));
-    for (int kind = 0; kind < kMemoryKindCount; ++kind)
-        memset_names_.push_back(intern(memset_name(static_cast<trace::MemoryKind>(kind))));
+            for (int destination = 0; destination < kMemoryKindCount; ++destination) {
+                const auto copy_direction = static_cast<trace::MemcpyDirection>(direction);
+                const std::uint32_t id = intern(analysis::memcpy_display_name(
+                    copy_direction, static_cast<trace::MemoryKind>(source), static_cast<trace::MemoryKind>(destination)));
+                memcpy_names_.push_back(id);
+                operation_names_.emplace(id, analysis::memcpy_operation_name(copy_direction));
+            }
+    for (int kind = 0; kind < kMemoryKindCount; ++kind) {
+        const std::uint32_t id = intern(analysis::memset_display_name(static_cast<trace::MemoryKind>(kind)));
+        memset_names_.push_back(id);
+        operation_names_.emplace(id, std::string(analysis::kMemsetOperationName));
+    }
     for (int kind = 0; kind < kSyncKindCount; ++kind)
         sync_names_.push_back(intern(trace::sync_kind_name(static_cast<trace::SyncKind>(kind))));
 
@@ -206,6 +198,11 @@ const TimelineEvent* TraceModel::event(const EventRef& ref) const {
     if (ref.row < 0 || ref.row >= static_cast<int>(owner.rows.size())) return nullptr;
     const Row& row = owner.rows[static_cast<std::size_t>(ref.row)];
     return ref.index < row.events.size() ? &row.events[ref.index] : nullptr;
+}
+
+std::string_view TraceModel::operation_name(std::uint32_t name_id) const {
+    auto found = operation_names_.find(name_id);
+    return found != operation_names_.end() ? std::string_view(found->second) : name(name_id);
 }
 
 std::int64_t TraceModel::find_name(std::string_view text) const {

@@ -236,6 +236,10 @@ public:
     std::size_t name_count() const { return names_.size(); }
     // Model name id of `text`, or -1 when no file has it.
     std::int64_t find_name(std::string_view text) const;
+    // The name the tables of `ember stats` and `ember diff` give the operation of
+    // `name_id`: "[CUDA memcpy HtoD]" for the model's "Memcpy HtoD (pinned -> device)",
+    // "[CUDA memset]" for a memset; the name itself for the rest.
+    std::string_view operation_name(std::uint32_t name_id) const;
 
     // --- Files and lanes -------------------------------------------------------------
     const std::vector<TraceFile>& files() const { return files_; }
@@ -341,15 +345,12 @@ private:
     std::vector<std::uint32_t> memcpy_names_;  // [direction][source][destination]
     std::vector<std::uint32_t> memset_names_;  // [memory kind]
     std::vector<std::uint32_t> sync_names_;    // [sync kind]
+    // The tables' name (operation_names.h) of each name id above that is a copy or memset.
+    std::unordered_map<std::uint32_t, std::string> operation_names_;
 };
 
 // Row bookkeeping (trace_model.cpp): non_overlapping, max_duration_ns and
 // running_max_end for events[from..] given those of events[..from) (from = 0: all).
 void update_row_stats(Row& row, std::size_t from);
-
-// Model names for GPU work that has no name in the file.
-std::string memcpy_name(trace::MemcpyDirection direction, trace::MemoryKind source,
-                        trace::MemoryKind destination);
-std::string memset_name(trace::MemoryKind kind);
 
 }  // namespace ember::viewer

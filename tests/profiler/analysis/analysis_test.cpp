@@ -431,11 +431,11 @@ TEST(OperationNames, CopiesAreNamedAsNsightSystemsNamesThem) {
     EXPECT_EQ(memcpy_operation_name(MemcpyDirection::unknown), "[CUDA memcpy Unknown]");
     EXPECT_EQ(memcpy_operation_name(static_cast<MemcpyDirection>(42)), "[CUDA memcpy Unknown]");
     EXPECT_EQ(kMemsetOperationName, "[CUDA memset]");
-    for (MemcpyDirection direction : {MemcpyDirection::unknown, MemcpyDirection::host_to_device,
-                                      MemcpyDirection::device_to_host, MemcpyDirection::device_to_device,
-                                      MemcpyDirection::host_to_host, MemcpyDirection::peer_to_peer})
-        EXPECT_EQ(parse_direction_name(trace::direction_name(direction)), direction);
-    EXPECT_EQ(parse_direction_name("Pinned"), std::nullopt);
+    // Shown as Kineto names them.
+    EXPECT_EQ(memcpy_display_name(MemcpyDirection::host_to_device, trace::MemoryKind::pinned, trace::MemoryKind::device),
+              "Memcpy HtoD (pinned -> device)");
+    EXPECT_EQ(memcpy_display_name(MemcpyDirection::device_to_host), "Memcpy DtoH");
+    EXPECT_EQ(memset_display_name(trace::MemoryKind::device), "Memset (device)");
 }
 
 }  // namespace

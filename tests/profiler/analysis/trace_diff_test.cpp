@@ -360,7 +360,7 @@ TEST(TraceDiffBreakdown, CpuRunsDiffedNameTheRangeThatGrew) {
     const analysis::TraceDiff diff = analysis::diff_runs(profile_of(a_path), profile_of(b_path));
     EXPECT_EQ(row_of(diff, StepCategory::host_side).delta_total_ns(), 3 * us(1500));
     EXPECT_DOUBLE_EQ(row_of(diff, StepCategory::host_side).delta_ns(), 1.5e6);
-    for (int c = 0; c < analysis::kStepCategoryCount; ++c)
+    for (int c = 0; c < analysis::kDiffCategoryCount; ++c)
         if (c != static_cast<int>(StepCategory::host_side)) {
             EXPECT_EQ(diff.breakdown[c].delta_total_ns(), 0) << c;
         }
@@ -578,7 +578,7 @@ TEST(TraceDiffRuns, JsonHasEverySectionWithItsKeys) {
     for (const char* key : {"headline", "breakdown", "gpu_idle", "host_side", "kernels", "ranges", "api", "notes"})
         EXPECT_TRUE(json.contains(key)) << key;
     EXPECT_EQ(json["headline"]["step"]["verdict"], "unchanged");
-    ASSERT_EQ(json["breakdown"].size(), static_cast<std::size_t>(analysis::kStepCategoryCount));
+    ASSERT_EQ(json["breakdown"].size(), static_cast<std::size_t>(analysis::kDiffCategoryCount));
     for (const nlohmann::json& row : json["breakdown"])
         for (const char* key : {"category", "a_ns", "b_ns", "delta_ns", "a_total_ns", "b_total_ns", "delta_total_ns"})
             EXPECT_TRUE(row.contains(key)) << key;
@@ -791,7 +791,7 @@ TEST_F(RealTraceDiff, OneKernelFamilyOneAndAHalfTimesLonger) {
 
     // The breakdown puts all of it in compute, and the steps grew by as much.
     EXPECT_EQ(row_of(diff, StepCategory::gpu_compute).delta_total_ns(), injected);
-    for (int c = 1; c < analysis::kStepCategoryCount; ++c)
+    for (int c = 1; c < analysis::kDiffCategoryCount; ++c)
         EXPECT_EQ(diff.breakdown[c].delta_total_ns(), 0) << analysis::step_category_name(static_cast<StepCategory>(c));
     ASSERT_TRUE(diff.total_step_change_ns);
     EXPECT_EQ(*diff.total_step_change_ns, injected);

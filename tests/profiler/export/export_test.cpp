@@ -689,8 +689,9 @@ TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
     }
     auto rows = parse_csv(read_file(csv_path));
     ASSERT_EQ(rows.size(), 8u);
-    EXPECT_EQ(rows[0][2], "action");
-    EXPECT_EQ(rows[1], (std::vector<std::string>{"10", "0", "live_at_start", "256", "100", "0", "-1", ""}));
+    EXPECT_EQ(rows[0], (std::vector<std::string>{"time_ns", "device_id", "action", "address", "bytes", "cuda_stream",
+                                                  "device_free_bytes", "thread_id", "stack"}));
+    EXPECT_EQ(rows[1], (std::vector<std::string>{"10", "0", "live_at_start", "256", "100", "0", "-1", "0", ""}));
     EXPECT_EQ(rows[4][2], "free_requested");
     EXPECT_EQ(rows[7][2], "segment_free");
 }

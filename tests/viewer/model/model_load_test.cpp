@@ -81,7 +81,8 @@ TEST_F(ModelLoadTest, StreamLaneMergesGpuWorkByStart) {
     const TimelineEvent& copy = copy_lane->rows[0].events[0];
     EXPECT_EQ(copy.kind, EventKind::memcpy);
     EXPECT_EQ(copy.value, 1u << 20);
-    EXPECT_EQ(model_->name(copy.name_id), "Memcpy HtoD (pinned)");
+    EXPECT_EQ(model_->name(copy.name_id), "Memcpy HtoD (pinned -> device)");
+    EXPECT_EQ(model_->operation_name(copy.name_id), "[CUDA memcpy HtoD]");
 }
 
 TEST_F(ModelLoadTest, DetailsAndFlowsComeFromTheFile) {
