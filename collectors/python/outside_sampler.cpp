@@ -24,21 +24,6 @@ namespace ember::collector::python {
 
 namespace {
 
-std::int64_t clock_ns(clockid_t clock) {
-    timespec now {};
-    clock_gettime(clock, &now);
-    return static_cast<std::int64_t>(now.tv_sec) * 1000000000ll + now.tv_nsec;
-}
-
-// /proc/PID/cmdline with spaces between the arguments.
-std::string command_line(pid_t pid) {
-    std::string text = read_proc_text("/proc/" + std::to_string(pid) + "/cmdline");
-    while (!text.empty() && text.back() == '\0') text.pop_back();
-    for (char& c : text)
-        if (c == '\0') c = ' ';
-    return text;
-}
-
 bool is_active(char state) { return state == 'R'; }
 
 // Exited: no such process, or a zombie waiting for its parent (ember record's child).
@@ -168,14 +153,14 @@ void dump_one(pid_t pid, PythonProcess* process, std::ostream& out, bool native)
         for (const PythonThread& thread : python)
             threads.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames), thread.name});
     }
-    out << "Process " << pid << ": " << command_line(pid) << "\n";
+    out << "Process " << pid << ": " << os::command_line(pid) << "\n";
     if (process) out << "Python v" << process->version().text() << " (" << process->binary() << ")\n";
     else out << "Native stacks only (not a CPython process)\n";
     for (const MixedThread& thread : threads) {
         const auto known = states.find(thread.tid);
         const char state = known != states.end() ? known->second : thread.tid ? thread_state(pid, thread.tid) : '?';
         out << "\nThread " << thread.tid << " (" << (is_active(state) ? "active" : "idle") << "): \""
-            << (!thread.name.empty() ? thread.name : thread.tid ? thread_name(pid, thread.tid) : std::string("?")) << "\"\n";
+            << (!thread.name.empty() ? thread.name : thread.tid ? os::thread_name(pid, thread.tid) : std::string("?")) << "\"\n";
         for (const MixedFrame& frame : thread.frames) write_frame(out, frame);
     }
 }
@@ -306,7 +291,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     }
 
     const std::int64_t period_ns = static_cast<std::int64_t>(1e9 / (options.hz > 0 ? options.hz : 100.0));
-    const std::int64_t start = clock_ns(CLOCK_MONOTONIC);
+    const std::int64_t start = os::monotonic_ns();
     std::unique_ptr<store::TraceWriter> writer;
     std::map<std::tuple<std::string, std::string, int>, trace::FrameId> frame_ids;
     std::vector<trace::FrameId> stack;
@@ -321,11 +306,11 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     };
     auto open_writer = [&]() {
         trace::RunInfo run;
-        run.command_line = command_line(options.pid);
+        run.command_line = os::command_line(options.pid);
         run.host = os::host_name();
         run.pid = options.pid;
         run.clock_name = "CLOCK_MONOTONIC";
-        run.clock_offset_to_wall_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+        run.clock_offset_to_wall_ns = os::monotonic_wall_offset_ns();
         run.start_ns = start;
         store::WriterOptions writer_options;
         writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
@@ -338,7 +323,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
         if (!writer) open_writer();
         if (target.process) note_python(*target.process);
         else result.native_only.push_back(pid);
-        writer->register_process({pid, thread_name(pid, pid)});
+        writer->register_process({pid, os::thread_name(pid, pid)});
         result.processes.push_back(pid);
     };
     if (!targets.empty()) adopt(options.pid, targets.begin()->second);
@@ -483,7 +468,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
     };
     for (;;) {
         if (options.stop && options.stop->load()) break;
-        const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
+        const std::int64_t now = os::monotonic_ns();
         if (now >= end) break;
         if (now < next_tick) {
             const std::int64_t wait = next_tick - now;
@@ -508,7 +493,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
             }
             continue;
         }
-        const std::int64_t time = clock_ns(CLOCK_MONOTONIC);
+        const std::int64_t time = os::monotonic_ns();
         const bool rename_check = time - last_rename_check >= 1'000'000'000;
         if (rename_check) last_rename_check = time;
         bool root_gone = false;
@@ -533,7 +518,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
             }
             for (MixedThread& thread : sampled) {
                 // threading.Thread.name where the thread has one, else the OS name.
-                auto name_of = [&] { return !thread.name.empty() ? thread.name : thread_name(pid, thread.tid); };
+                auto name_of = [&] { return !thread.name.empty() ? thread.name : os::thread_name(pid, thread.tid); };
                 auto known = target.thread_ids.find(thread.tid);
                 if (known == target.thread_ids.end()) {
                     const std::string name = name_of();
@@ -575,7 +560,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
             break;
         }
     }
-    const std::int64_t stop = clock_ns(CLOCK_MONOTONIC);
+    const std::int64_t stop = os::monotonic_ns();
     result.seconds = static_cast<double>(stop - start) / 1e9;
     if (writer) {
         writer->set_end_time(stop);
