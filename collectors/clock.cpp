@@ -131,7 +131,7 @@ bool HostClock::recheck_cross_cpu(std::int64_t max_cross_cpu_back_ns) {
     // Go on from where the TSC mapping is now: CLOCK_MONOTONIC plus the distance, never
     // below a value already handed out.
     const std::int64_t tsc_time = time_at(read_tsc());
-    const std::int64_t monotonic = monotonic_now_ns();
+    const std::int64_t monotonic = os::monotonic_ns();
     monotonic_offset_ns_.store(std::max<std::int64_t>(0, tsc_time - monotonic), std::memory_order_relaxed);
     source_.store(ClockSource::monotonic, std::memory_order_release);
     return true;
@@ -160,7 +160,7 @@ HostClock::Measurement HostClock::measure(int attempts, std::int64_t good_enough
     best.window_ticks = INT64_MAX;
     for (int attempt = 0; attempt < 100 && (attempt < attempts || best.window_ticks > good_enough_ticks); ++attempt) {
         std::int64_t before = read_tsc();
-        std::int64_t ns = monotonic_now_ns();
+        std::int64_t ns = os::monotonic_ns();
         std::int64_t after = read_tsc();
         if (after - before < best.window_ticks) {
             best.window_ticks = after - before;

@@ -35,6 +35,8 @@
 // reader never waits for a writer, even one it interrupted.
 #pragma once
 
+#include "common/os.h"
+
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -51,12 +53,6 @@ namespace ember::collector {
 
 // Products of a tick count and a 32.32 fixed-point rate need 128 bits.
 __extension__ using WideInt = __int128;
-
-inline std::int64_t monotonic_now_ns() {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return std::int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
-}
 
 inline std::int64_t read_tsc() {
 #if EMBER_COLLECTOR_HAS_TSC
@@ -159,7 +155,7 @@ public:
             }
         }
 #endif
-        return monotonic_now_ns() + monotonic_offset_ns_.load(std::memory_order_relaxed);
+        return os::monotonic_ns() + monotonic_offset_ns_.load(std::memory_order_relaxed);
     }
 
     // Times a re-anchoring measurement was refused because CLOCK_MONOTONIC and the
@@ -217,13 +213,8 @@ inline std::int64_t now_ns() { return g_process_clock.now_ns(); }
 
 inline const char* clock_name() { return g_process_clock.name(); }
 
-// Wall time minus now_ns(), for RunInfo::clock_offset_to_wall_ns.
-inline std::int64_t clock_offset_to_wall_ns() {
-    timespec wall;
-    std::int64_t before = now_ns();
-    clock_gettime(CLOCK_REALTIME, &wall);
-    std::int64_t after = now_ns();
-    return std::int64_t(wall.tv_sec) * 1000000000 + wall.tv_nsec - (before + (after - before) / 2);
-}
+// Wall time minus now_ns(), for RunInfo::clock_offset_to_wall_ns (the midpoint read of
+// os::wall_offset_ns).
+inline std::int64_t clock_offset_to_wall_ns() { return os::wall_offset_ns(now_ns); }
 
 }  // namespace ember::collector

@@ -13,6 +13,7 @@
 #include "collectors/cupti_collector.h"
 #include "collectors/session.h"
 #include "common/nvtx_contract.h"
+#include "common/text.h"
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -64,27 +65,10 @@ struct RegisteredString {
 
 Domain* as_domain(nvtxDomainHandle_t handle) { return reinterpret_cast<Domain*>(handle); }
 
-std::string utf8_from_wide(const wchar_t* text) {
+std::string utf8_from_wide(const wchar_t* wide) {
     std::string out;
-    if (!text) return out;
-    for (; *text; ++text) {
-        auto code = static_cast<std::uint32_t>(*text);
-        if (code < 0x80) {
-            out += static_cast<char>(code);
-        } else if (code < 0x800) {
-            out += static_cast<char>(0xC0 | (code >> 6));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        } else if (code < 0x10000) {
-            out += static_cast<char>(0xE0 | (code >> 12));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (code >> 18));
-            out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        }
-    }
+    if (!wide) return out;
+    for (; *wide; ++wide) text::append_utf8(out, static_cast<std::uint32_t>(*wide));
     return out;
 }
 

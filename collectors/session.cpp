@@ -18,7 +18,6 @@
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -35,22 +34,6 @@ namespace {
 std::atomic<Session*> g_session{nullptr};
 std::mutex g_lifecycle_mutex;
 std::atomic<std::uint32_t> g_next_generation{1};
-
-std::string read_command_line() {
-    std::ifstream file("/proc/self/cmdline", std::ios::binary);
-    std::string raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-    for (char& c : raw)
-        if (c == '\0') c = ' ';
-    return raw;
-}
-
-std::string read_process_name() {
-    std::ifstream file("/proc/self/comm");
-    std::string name;
-    std::getline(file, name);
-    return name;
-}
 
 const char* environment(const char* name) {
     const char* value = std::getenv(name);
@@ -154,7 +137,7 @@ struct Session::Components {
 Session::Session(const SessionOptions& options)
     : options_(options), generation_(g_next_generation.fetch_add(1)), components_(std::make_unique<Components>()) {
     trace::RunInfo run;
-    run.command_line = read_command_line();
+    run.command_line = os::command_line();
     run.host = os::host_name();
     run.pid = ::getpid();
     RecordEnvironment record = read_record_environment();
@@ -176,7 +159,7 @@ Session::Session(const SessionOptions& options)
     // a fork()ed child, which forgets the session, must not close its parent's file.
     writer_options.close_at_exit = false;
     writer_ = std::make_unique<store::TraceWriter>(options_.path, run, writer_options);
-    writer_->register_process({run.pid, read_process_name()});
+    writer_->register_process({run.pid, os::thread_name(::getpid(), ::getpid())});
     capturing_.store(!options_.paused);
     // Capture windows begin at 0 so GPU work queued before the file opened is kept.
     if (!options_.paused) capture_windows_.emplace_back(0, std::numeric_limits<trace::TimeNs>::max());
@@ -243,8 +226,7 @@ trace::ThreadId Session::thread_for_tid(std::int64_t tid) {
         info.name = pending->second;
         pending_thread_names_.erase(pending);
     } else {
-        std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
-        std::getline(comm, info.name);
+        info.name = os::thread_name(info.pid, static_cast<pid_t>(tid));
     }
     trace::ThreadId thread = writer_->register_thread(info);
     threads_by_tid_.emplace(tid, thread);

@@ -1,17 +1,23 @@
-// os.h: the few operating-system readings every room of ember needs — elapsed time
-// on the steady clock, the host name, the kernel's id of the calling thread, CPU time
-// of the process and of the thread, fields of /proc/self/status, the load average, the CPUs of the
-// affinity mask and the lines of /proc/PID/maps. Header-only
-// and dependency-free, so the engine, the collectors, the trace library, the viewer
-// and the benchmarks all share one copy (common/ is the one folder every room may
-// include; it includes nothing of ember).
+// os.h: the operating-system readings every room of ember needs — elapsed time on the
+// steady clock, CLOCK_MONOTONIC and the wall clock in ns and the offset between them,
+// the host name, a process's command line, thread names (the caller's and another
+// thread's), the kernel's id of the calling thread, CPU time of the process and of the
+// thread, fields of /proc/self/status, the load average, the CPUs of the affinity mask
+// and the lines of /proc/PID/maps. Header-only and dependency-free, so the engine, the
+// collectors, the trace library, the viewer and the benchmarks all share one copy
+// (common/ is the one folder every room may include; it includes nothing of ember).
+// tests/architecture/include_rules.sh fails on a clock_gettime, gethostname,
+// pthread_getname_np or /proc/.../comm or cmdline read anywhere else.
 #pragma once
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -29,10 +35,96 @@ inline double seconds_between(SteadyClock::time_point start, SteadyClock::time_p
 }
 inline double seconds_since(SteadyClock::time_point start) { return seconds_between(start, SteadyClock::now()); }
 
+inline std::int64_t clock_ns(clockid_t clock) {
+    timespec now{};
+    clock_gettime(clock, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1000000000ll + now.tv_nsec;
+}
+
+// CLOCK_MONOTONIC in ns: the time base of every trace ember records (~20-40 ns, vDSO).
+inline std::int64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+// The wall clock (CLOCK_REALTIME) in ns since the Unix epoch.
+inline std::int64_t wall_ns() { return clock_ns(CLOCK_REALTIME); }
+
+// Wall time minus `now()` (a clock on CLOCK_MONOTONIC's base, in ns), for
+// RunInfo::clock_offset_to_wall_ns: the wall clock is read between two readings of
+// `now` and set against their midpoint, so the offset errs by at most half the time
+// between them, whichever way the reads were scheduled.
+template <typename Now>
+std::int64_t wall_offset_ns(Now now) {
+    const std::int64_t before = now();
+    const std::int64_t wall = wall_ns();
+    const std::int64_t after = now();
+    return wall - (before + (after - before) / 2);
+}
+inline std::int64_t monotonic_wall_offset_ns() { return wall_offset_ns(monotonic_ns); }
+
 // This machine's host name; "" when it cannot be read.
 inline std::string host_name() {
     char buffer[256] = {};
     return gethostname(buffer, sizeof buffer - 1) == 0 ? std::string(buffer) : std::string();
+}
+
+// The whole of a /proc file (or any file) as bytes; "" when it cannot be opened, and
+// what was read before an error (a thread that exits under the read: ESRCH). Plain
+// read(2), never a stream that could throw.
+inline std::string read_file_text(const std::string& path) {
+    std::string text;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return text;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        text.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+    return text;
+}
+
+inline std::string proc_path(pid_t pid, const char* file) { return "/proc/" + std::to_string(pid) + "/" + file; }
+inline std::string proc_path(pid_t pid, pid_t tid, const char* file) {
+    return "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/" + file;
+}
+
+// A process's arguments, from /proc/PID/cmdline (NUL-separated); empty when the process
+// is gone or is a kernel thread. An empty argument stays an empty string.
+inline std::vector<std::string> command_line_arguments(pid_t pid) {
+    std::string text = read_file_text(proc_path(pid, "cmdline"));
+    std::vector<std::string> arguments;
+    if (text.empty()) return arguments;
+    if (text.back() != '\0') text.push_back('\0');  // a process that rewrote its arguments
+    std::size_t begin = 0;
+    for (std::size_t end; (end = text.find('\0', begin)) != std::string::npos; begin = end + 1)
+        arguments.push_back(text.substr(begin, end - begin));
+    return arguments;
+}
+
+// A process's command line as one text, its arguments joined by spaces (as ps shows
+// it); "" when unreadable. Trailing NULs are dropped, inner ones become spaces.
+inline std::string command_line(pid_t pid) {
+    std::string text = read_file_text(proc_path(pid, "cmdline"));
+    while (!text.empty() && text.back() == '\0') text.pop_back();
+    for (char& c : text)
+        if (c == '\0') c = ' ';
+    return text;
+}
+inline std::string command_line() { return command_line(::getpid()); }
+
+// The name of thread TID of process PID (/proc/PID/task/TID/comm, at most 15 bytes,
+// pthread_setname_np's or prctl's, else the program's); "" when it cannot be read.
+inline std::string thread_name(pid_t pid, pid_t tid) {
+    std::string name = read_file_text(proc_path(pid, tid, "comm"));
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+    return name;
+}
+
+// The calling thread's name (pthread_getname_np); "" when it cannot be read.
+inline std::string thread_name() {
+    char name[64] = {};
+    return pthread_getname_np(pthread_self(), name, sizeof name) == 0 ? std::string(name) : std::string();
 }
 
 // The kernel's thread id (gettid), the id NVTX, CUPTI and /proc use for a thread.

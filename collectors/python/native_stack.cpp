@@ -73,12 +73,6 @@ void pause_microseconds(long microseconds) {
     nanosleep(&pause, nullptr);
 }
 
-std::int64_t monotonic_ns() {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<std::int64_t>(now.tv_sec) * 1000000000ll + now.tv_nsec;
-}
-
 }  // namespace
 
 ThreadStop::ThreadStop(pid_t pid, std::chrono::milliseconds wait) : pid_(pid) {
@@ -97,12 +91,12 @@ ThreadStop::ThreadStop(pid_t pid, std::chrono::milliseconds wait) : pid_(pid) {
                          : "cannot stop its threads to unwind them: no thread left (exited)";
         return;
     }
-    const std::int64_t deadline = monotonic_ns() + std::chrono::nanoseconds(wait).count();
+    const std::int64_t deadline = os::monotonic_ns() + std::chrono::nanoseconds(wait).count();
     for (;;) {
         bool waiting = false;
         for (Seized& thread : seized_)
             if (!thread.stopped && !thread.gone && !poll(thread)) waiting = true;
-        if (!waiting || monotonic_ns() >= deadline) break;
+        if (!waiting || os::monotonic_ns() >= deadline) break;
         pause_microseconds(20);
     }
     for (const Seized& thread : seized_)
@@ -144,9 +138,9 @@ ThreadStop::~ThreadStop() {
     // A thread still on its way to the stop (in an uninterruptible system call) cannot
     // be detached before it gets there: wait for it, up to 10 s; past that the kernel
     // lets it go when ember exits.
-    const std::int64_t deadline = monotonic_ns() + 10'000'000'000ll;
+    const std::int64_t deadline = os::monotonic_ns() + 10'000'000'000ll;
     for (Seized& thread : seized_) {
-        while (!thread.stopped && !thread.gone && monotonic_ns() < deadline) {
+        while (!thread.stopped && !thread.gone && os::monotonic_ns() < deadline) {
             if (!poll(thread)) pause_microseconds(100);
         }
         if (thread.gone) continue;
@@ -207,7 +201,7 @@ struct NativeUnwinder::State {
         if (dwfl) dwfl_end(dwfl);
     }
     bool report() {
-        reported_ns = monotonic_ns();
+        reported_ns = os::monotonic_ns();
         dwfl_report_begin(dwfl);
         const int failed = dwfl_linux_proc_report(dwfl, pid);
         dwfl_report_end(dwfl, nullptr, nullptr);
@@ -319,7 +313,7 @@ bool NativeUnwinder::unwind_addresses(pid_t tid, std::vector<std::uint64_t>& add
     // are read again (at most once a second: JIT code is in no file either) and the
     // unwind starts over.
     if (result != 0 && !addresses.empty() && !dwfl_addrmodule(state.dwfl, addresses.back()) &&
-        monotonic_ns() - state.reported_ns > 1'000'000'000 && state.report()) {
+        os::monotonic_ns() - state.reported_ns > 1'000'000'000 && state.report()) {
         state.names.clear();
         result = segment(addresses);
     }

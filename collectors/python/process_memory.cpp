@@ -2,13 +2,13 @@
 // (process_memory.h).
 #include "collectors/python/process_memory.h"
 
+#include "common/os.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
-#include <fstream>
-#include <sstream>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -46,13 +46,7 @@ bool ProcessMemory::read_cached(std::uint64_t address, void* out, std::size_t si
     return true;
 }
 
-std::string read_proc_text(const std::string& path) {
-    std::ifstream file(path);
-    if (!file) return "";
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
-}
+std::string read_proc_text(const std::string& path) { return os::read_file_text(path); }
 
 namespace {
 
@@ -119,12 +113,6 @@ std::vector<pid_t> process_threads(pid_t pid) {
     }
     closedir(directory);
     return threads;
-}
-
-std::string thread_name(pid_t pid, pid_t tid) {
-    std::string name = read_proc_text("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
-    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
-    return name;
 }
 
 char thread_state(pid_t pid, pid_t tid) {

@@ -59,9 +59,6 @@ std::string read_proc_text(const std::string& path);
 // The OS thread ids of PID (/proc/PID/task).
 std::vector<pid_t> process_threads(pid_t pid);
 
-// /proc/PID/task/TID/comm without its newline.
-std::string thread_name(pid_t pid, pid_t tid);
-
 // From /proc/PID/task/TID/stat's state field: 'R' (running or runnable) is active,
 // anything else (S sleeping, D disk wait, T stopped, ...) idle. '?' when unreadable.
 char thread_state(pid_t pid, pid_t tid);

@@ -3,6 +3,7 @@
 
 #include "collectors/python/elf_lookup.h"
 #include "common/os.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -75,24 +76,6 @@ std::optional<PythonVersion> version_in_name(const std::string& path) {
 }
 
 bool is_libpython(const std::string& path) { return base_name(path).rfind("libpython", 0) == 0; }
-
-void append_utf8(std::string& out, std::uint32_t code) {
-    if (code < 0x80) {
-        out += static_cast<char>(code);
-    } else if (code < 0x800) {
-        out += static_cast<char>(0xc0 | (code >> 6));
-        out += static_cast<char>(0x80 | (code & 0x3f));
-    } else if (code < 0x10000) {
-        out += static_cast<char>(0xe0 | (code >> 12));
-        out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (code & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (code >> 18));
-        out += static_cast<char>(0x80 | ((code >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (code & 0x3f));
-    }
-}
 
 // The location table's varints (Objects/locations.md): 6 bits a byte, bit 6 = more.
 struct TableCursor {
@@ -189,7 +172,7 @@ PythonProcess::PythonProcess(pid_t pid) : memory_(pid) {
     char executable[4096] = {};
     const ssize_t length = readlink((proc + "/exe").c_str(), executable, sizeof executable - 1);
     const std::string exe_path = length > 0 ? std::string(executable, static_cast<std::size_t>(length)) : "";
-    const std::string command = thread_name(pid, pid);
+    const std::string command = os::thread_name(pid, pid);
 
     // The interpreter lives in libpython when the program loaded one, else in the executable.
     const std::vector<MappedObject> objects = mapped_objects(pid);
@@ -290,7 +273,7 @@ bool PythonProcess::read_string(std::uint64_t address, std::string& out) {
         if (kind == 1) code = static_cast<unsigned char>(raw[index]);
         else if (kind == 2) { std::uint16_t unit; std::memcpy(&unit, raw.data() + 2 * index, 2); code = unit; }
         else std::memcpy(&code, raw.data() + 4 * index, 4);
-        append_utf8(out, code);
+        text::append_utf8(out, code);
     }
     return true;
 }
@@ -495,9 +478,7 @@ bool PythonProcess::attribute(std::uint64_t object, const std::string& name, std
 
 // Thread.name (its `_name`), read again at most once a second per Thread object.
 std::string PythonProcess::thread_object_name(std::uint64_t thread_object) {
-    timespec now_spec{};
-    clock_gettime(CLOCK_MONOTONIC, &now_spec);
-    const std::int64_t now = static_cast<std::int64_t>(now_spec.tv_sec) * 1000000000ll + now_spec.tv_nsec;
+    const std::int64_t now = os::monotonic_ns();
     KnownName& known = thread_names_[thread_object];
     if (known.read_ns != 0 && now - known.read_ns < 1'000'000'000) return known.name;
     std::uint64_t name = 0;

@@ -130,12 +130,6 @@ struct StringHash {
     std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
 };
 
-std::string os_thread_name() {
-    char name[64] = {};
-    if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return {};
-    return name;
-}
-
 // Rows registered by any thread, written by the writer thread at its next pass.
 struct PendingRows {
     std::vector<std::pair<StringId, std::string>> strings;
@@ -547,7 +541,7 @@ ThreadId TraceWriter::Impl::register_this_thread() {
     ThreadInfo info;
     info.pid = ::getpid();
     info.tid = os::thread_id();
-    info.name = os_thread_name();
+    info.name = os::thread_name();
     ThreadId id;
     {
         std::lock_guard lock(registration_mutex);

@@ -131,6 +131,20 @@ for folder in viewer profiler/export; do
     forbid_code "$folder" '"(Memcpy|Memset) ' "$vocabulary_rule"
 done
 
+# The operating system's readings have one home, common/os.h: the clocks (and the offset
+# of the wall clock, read at the midpoint), the host name, a process's command line and
+# thread names are read there and nowhere else (copies drifted: a wall-clock offset
+# without the midpoint read, thread names read three ways). Comments may name the calls.
+# tests/ is left out on purpose: its checks read the OS themselves, so that os.h and the
+# collector's clock are compared with something other than themselves, and its test
+# programs (native_spin) spin in loops that include nothing of ember.
+os_rule="OS readings live in common/os.h (clocks, host name, command line, thread names): call it, never a copy"
+for folder in engine profiler collectors viewer cli bench samples; do
+    forbid_code "$folder" 'clock_gettime[[:space:]]*\(' "$os_rule"
+    forbid_code "$folder" 'gethostname[[:space:]]*\(|pthread_getname_np[[:space:]]*\(|PR_GET_NAME' "$os_rule"
+    forbid_code "$folder" '/(comm|cmdline)"' "$os_rule"
+done
+
 if [ "$violations" -gt 0 ]; then
     echo "include rules: $violations violation(s); docs/architecture.md gives the direction of every arrow" >&2
     exit 1

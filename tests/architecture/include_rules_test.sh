@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # include_rules_test.sh: the include-rule checker catches what it is for. A tree with
-# one planted violation per kind of rule (a re-declared NVTX category number and range
-# names spelled as literals among them) must fail with each named; the same tree without
+# one planted violation per kind of rule (a re-declared NVTX category number, range
+# names spelled as literals and OS readings outside common/os.h among them) must fail with each named; the same tree without
 # them, the contract named only in comments, messages and other uses of a word, passes.
 set -u
 checker=$(dirname "$0")/include_rules.sh
@@ -11,7 +11,9 @@ mkdir -p "$tree"/{engine/core,engine/ops,engine/nn,profiler/store,viewer/model,c
 echo '#include "engine/core/tensor.h"' >"$tree/engine/ops/fine.h"
 echo '#include "engine/ops/fine.h"' >"$tree/engine/nn/fine.cpp"
 echo '#include "profiler/store/reader.h"' >"$tree/viewer/model/fine.cpp"
-echo '#include <vector>' >"$tree/common/fine.h"
+printf '#include <vector>\n    clock_gettime(CLOCK_MONOTONIC, &now);\n    gethostname(name, sizeof name);\n' >"$tree/common/fine.h"
+printf '// os::monotonic_ns() is clock_gettime(CLOCK_MONOTONIC), os::thread_name reads /proc/PID/task/TID/comm\n' \
+    >"$tree/collectors/fine.cpp"
 mkdir -p "$tree"/{profiler/analysis,profiler/import}
 cat >"$tree/profiler/analysis/fine.cpp" <<'EOF'
 // Steps are "step" ranges; "dataloader/wait" is a stall (comments may say so).
@@ -41,6 +43,11 @@ echo '#include "viewer/ui/viewer_app.h"' >"$tree/viewer/model/bad_ui.cpp"
 echo '#include "profiler/import/import.h"' >"$tree/viewer/ui/bad_import.cpp"
 echo '#include "tests/engine/ops/test_util.h"' >"$tree/bench/bad_tests.cpp"
 echo '    return std::string("Memcpy ") + direction;' >"$tree/profiler/export/bad_copy_name.cpp"
+echo '    clock_gettime(CLOCK_REALTIME, &wall);' >"$tree/collectors/bad_clock.cpp"
+echo '    std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");' >"$tree/profiler/store/bad_comm.cpp"
+echo '    std::ifstream file("/proc/self/cmdline", std::ios::binary);' >"$tree/cli/bad_cmdline.cpp"
+echo '    if (gethostname(buffer, sizeof buffer) == 0) return buffer;' >"$tree/viewer/model/bad_host.cpp"
+echo '    pthread_getname_np(pthread_self(), name, sizeof name);' >"$tree/engine/core/bad_thread_name.cpp"
 output=$(bash "$checker" "$tree" 2>&1)
 status=$?
 echo "$output"
@@ -48,9 +55,11 @@ echo "$output"
 for planted in profiler/store/bad.cpp viewer/model/bad.cpp engine/ops/bad.h collectors/bad.cpp common/bad.h \
                engine/core/bad.cpp profiler/analysis/bad_category.cpp profiler/import/bad_name.cpp \
                viewer/model/bad_step.cpp profiler/export/bad_category.cpp profiler/merge/bad_step.cpp \
-               profiler/import/bad_room.cpp viewer/model/bad_ui.cpp viewer/ui/bad_import.cpp bench/bad_tests.cpp profiler/export/bad_copy_name.cpp; do
+               profiler/import/bad_room.cpp viewer/model/bad_ui.cpp viewer/ui/bad_import.cpp bench/bad_tests.cpp profiler/export/bad_copy_name.cpp \
+               collectors/bad_clock.cpp profiler/store/bad_comm.cpp cli/bad_cmdline.cpp viewer/model/bad_host.cpp \
+               engine/core/bad_thread_name.cpp; do
     grep -q "^$planted:" <<<"$output" || { echo "FAIL: $planted was not reported"; exit 1; }
 done
 # engine/core/bad.cpp breaks two rules (engine reaches up; nothing includes cli/).
-grep -q "17 violation" <<<"$output" || { echo "FAIL: expected 17 violations"; exit 1; }
+grep -q "22 violation" <<<"$output" || { echo "FAIL: expected 22 violations"; exit 1; }
 echo "PASS"

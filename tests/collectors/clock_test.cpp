@@ -44,14 +44,14 @@ struct Agreement {
 // on, ignoring brackets wider than 2 µs (the thread was preempted between the reads).
 Agreement compare_with_monotonic(HostClock& clock, double seconds, double settle_seconds = 0.0) {
     Agreement agreement;
-    std::int64_t begin = monotonic_now_ns();
+    std::int64_t begin = os::monotonic_ns();
     std::int64_t end = begin + static_cast<std::int64_t>(seconds * 1e9);
     std::int64_t settled = begin + static_cast<std::int64_t>(settle_seconds * 1e9);
     std::int64_t previous = clock.now_ns();
     for (;;) {
-        std::int64_t before = monotonic_now_ns();
+        std::int64_t before = os::monotonic_ns();
         std::int64_t value = clock.now_ns();
-        std::int64_t after = monotonic_now_ns();
+        std::int64_t after = os::monotonic_ns();
         if (value < previous) agreement.monotone = false;
         previous = value;
         if (after >= end) break;
@@ -198,7 +198,7 @@ TEST(CollectorClock, FallsBackToClockMonotonicWhenTheCoresDisagree) {
     const std::int64_t after = clock.now_ns();
     EXPECT_GE(after, before);
     // Still CLOCK_MONOTONIC's rate, within the few µs the TSC mapping had drifted.
-    const std::int64_t offset = clock.now_ns() - monotonic_now_ns();
+    const std::int64_t offset = clock.now_ns() - os::monotonic_ns();
     EXPECT_GE(offset, -kToleranceNs);
     EXPECT_LE(offset, kToleranceNs);
     const PingPong seen = ping_pong(clock, 20000);
@@ -233,9 +233,9 @@ TEST(CollectorClock, FallbackReadsClockMonotonic) {
     EXPECT_EQ(clock.start(ClockSource::monotonic), ClockSource::monotonic);
     EXPECT_STREQ(clock.name(), "CLOCK_MONOTONIC");
     for (int sample = 0; sample < 1000; ++sample) {
-        std::int64_t before = monotonic_now_ns();
+        std::int64_t before = os::monotonic_ns();
         std::int64_t value = clock.now_ns();
-        std::int64_t after = monotonic_now_ns();
+        std::int64_t after = os::monotonic_ns();
         ASSERT_LE(before, value);
         ASSERT_LE(value, after);
     }
