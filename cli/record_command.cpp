@@ -428,6 +428,10 @@ void add_record_command(CLI::App& app) {
     record->add_option("--sample-cpu", options->cpu_sample_hz, "CPU stack samples per second of CPU time (0 = off)");
     record->add_option("--nvml", options->nvml_hz, "GPU counter samples per second (default 20, 0 = off)");
     record->add_flag("--no-cuda", options->no_cuda, "do not trace CUDA (NVTX and host data only)");
+    // Passed to the recorded process as EMBER_RECORD_CUDA_MEMORY (collectors/session.cpp).
+    record->add_flag_callback("--cuda-memory", [] { setenv("EMBER_RECORD_CUDA_MEMORY", "1", 1); },
+                              "record every device memory allocation and free, and stream-ordered memory pools "
+                              "(CUPTI MEMORY2 / MEMORY_POOL records; read by `ember stats --report gpu_memory`)");
     record->add_flag("--no-socket", options->no_socket, "no control socket for `ember attach`");
     record->add_flag("-q,--quiet", options->quiet, "no collector messages and no summary");
     record->add_option("--pid", options->pid,

@@ -10,6 +10,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,8 @@ struct CuptiState {
     bool callbacks_registered = false;
     bool running = false;
     std::unordered_map<std::uintptr_t, std::string> stream_names;  // by CUstream handle, all process long
+    std::atomic<bool> memory{false};  // MEMORY2 and MEMORY_POOL records are on (--cuda-memory)
+    MemoryCallThreads memory_calls;   // the thread of each allocating or freeing call
 };
 
 CuptiState& state() {
@@ -93,6 +96,10 @@ const CUpti_ActivityKind kActivityKinds[] = {
     CUPTI_ACTIVITY_KIND_OVERHEAD,         CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
     CUPTI_ACTIVITY_KIND_STREAM,
 };
+
+// Device memory (--cuda-memory): every allocation and free, and stream-ordered pools.
+// Kept across pauses (a free needs its allocation for the totals to replay).
+const CUpti_ActivityKind kMemoryActivityKinds[] = {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY_POOL};
 
 std::string cupti_error(CUptiResult result) {
     const char* text = nullptr;
@@ -201,6 +208,11 @@ void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
         thread.generation = session->generation();
     }
     bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (call->callbackSite == CUPTI_API_ENTER && state().memory && allocates_or_frees_memory(call->functionName)) {
+        // The runtime call and the driver call it makes both: the memory record may
+        // carry either's correlation id.
+        state().memory_calls.note(call->correlationId, session->this_thread());
+    }
     if (call->callbackSite == CUPTI_API_ENTER) {
         const trace::StackId stack = python_stack_of_this_call(*session, thread);
         if (runtime) ++thread.runtime_depth;
@@ -337,7 +349,7 @@ bool cupti_start(Session& session) {
     {
         std::lock_guard lock(cupti.recorder_mutex);
         cupti.session = &session;
-        cupti.recorder = std::make_unique<ActivityRecorder>(session.writer());
+        cupti.recorder = std::make_unique<ActivityRecorder>(session.writer(), &cupti.memory_calls);
     }
     result = cuptiActivityRegisterTimestampCallback(cupti_timestamp);
     if (result != CUPTI_SUCCESS)
@@ -358,6 +370,18 @@ bool cupti_start(Session& session) {
         if (result != CUPTI_SUCCESS && (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_MEMCPY))
             session.say("cuptiActivityEnable(" + std::to_string(int(kind)) + "): " + cupti_error(result));
     }
+    if (session.options().trace_cuda_memory) {
+        bool enabled = true;
+        for (CUpti_ActivityKind kind : kMemoryActivityKinds) {
+            result = cuptiActivityEnable(kind);
+            if (result != CUPTI_SUCCESS) {
+                enabled = false;
+                session.say("GPU memory not recorded: cuptiActivityEnable(" + std::to_string(int(kind)) +
+                            "): " + cupti_error(result));
+            }
+        }
+        cupti.memory = enabled;
+    }
     cupti.running = true;
     apply_remembered_stream_names(cupti);
     return true;
@@ -373,6 +397,8 @@ void cupti_stop() {
     if (!cupti.running) return;
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     for (CUpti_ActivityKind kind : kActivityKinds) cuptiActivityDisable(kind);
+    for (CUpti_ActivityKind kind : kMemoryActivityKinds) cuptiActivityDisable(kind);
+    cupti.memory = false;
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (cupti.subscriber) cuptiUnsubscribe(cupti.subscriber);
     cupti.subscriber = nullptr;

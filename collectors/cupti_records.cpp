@@ -3,9 +3,11 @@
 
 #include "collectors/elf_symbols.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace ember::collector {
 
@@ -170,6 +172,119 @@ trace::DeviceInfo device_info(const CUpti_ActivityDevice5& record) {
 }
 
 // ---------------------------------------------------------------------------
+// [SECTION] Device memory
+// ---------------------------------------------------------------------------
+
+bool allocates_or_frees_memory(const char* api_name) {
+    if (!api_name) return false;
+    const std::string_view name(api_name);
+    auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
+    if (starts("cudaMalloc") || starts("cudaFree") || starts("cuMemAlloc") || starts("cuMemFree") ||
+        starts("cudaHostAlloc") || starts("cuMemHostAlloc"))
+        return true;
+    for (std::string_view pool : {"cudaMemPool", "cuMemPool"}) {
+        if (!starts(pool)) continue;
+        const std::string_view rest = name.substr(pool.size());
+        return rest.substr(0, 6) == "Create" || rest.substr(0, 7) == "Destroy" || rest.substr(0, 4) == "Trim";
+    }
+    return false;
+}
+
+void MemoryCallThreads::note(std::uint32_t correlation_id, trace::ThreadId thread) {
+    std::lock_guard lock(mutex_);
+    if (order_.size() >= kMaxPending) {
+        // Calls whose record never came (host memory freed by name, a failed call):
+        // forget the older half.
+        const std::size_t forget = order_.size() / 2;
+        for (std::size_t i = 0; i < forget; ++i) threads_.erase(order_[i]);
+        order_.erase(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(forget));
+    }
+    if (threads_.insert_or_assign(correlation_id, thread).second) order_.push_back(correlation_id);
+}
+
+trace::ThreadId MemoryCallThreads::take(std::uint32_t correlation_id) {
+    std::lock_guard lock(mutex_);
+    auto found = threads_.find(correlation_id);
+    if (found == threads_.end()) return 0;
+    const trace::ThreadId thread = found->second;
+    threads_.erase(found);
+    // order_ keeps the id until it is forgotten with the older half (erasing it from
+    // the middle would cost a scan per record).
+    return thread;
+}
+
+std::size_t MemoryCallThreads::pending() const {
+    std::lock_guard lock(mutex_);
+    return threads_.size();
+}
+
+void GpuMemoryRecords::resize_pool(std::vector<trace::MemoryEvent>& out, trace::TimeNs time, trace::DeviceId device,
+                                   std::uint64_t address, std::int64_t size, trace::ThreadId thread) {
+    std::int64_t& held = pool_sizes_[{device, address}];
+    if (size == held) return;
+    trace::MemoryEvent segment;
+    segment.time_ns = time;
+    segment.device_id = device;
+    segment.address = address;
+    segment.action = size > held ? trace::MemoryAction::segment_alloc : trace::MemoryAction::segment_free;
+    segment.bytes = size > held ? size - held : held - size;
+    segment.thread_id = thread;
+    out.push_back(segment);
+    held = size;
+}
+
+namespace {
+std::int64_t signed_bytes(std::uint64_t bytes) {
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(bytes, std::uint64_t{1} << 62));
+}
+}  // namespace
+
+std::vector<trace::MemoryEvent> GpuMemoryRecords::memory(const CUpti_ActivityMemory4& record, trace::ThreadId thread) {
+    std::vector<trace::MemoryEvent> out;
+    if (memory_kind_from_cupti(record.memoryKind) != trace::MemoryKind::device) return out;
+    const bool allocation = record.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+    if (!allocation && record.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) return out;
+    trace::MemoryEvent event;
+    event.time_ns = static_cast<trace::TimeNs>(record.timestamp);
+    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
+    event.action = allocation ? trace::MemoryAction::alloc : trace::MemoryAction::free_completed;
+    event.address = record.address;
+    event.bytes = signed_bytes(record.bytes);
+    event.cuda_stream = record.streamId == CUPTI_INVALID_STREAM_ID ? 0 : record.streamId;
+    event.thread_id = thread;
+    out.push_back(event);
+    switch (record.memoryPoolConfig.memoryPoolType) {
+        case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL:
+            resize_pool(out, event.time_ns, event.device_id, record.memoryPoolConfig.address,
+                        signed_bytes(record.memoryPoolConfig.pool.size), thread);
+            break;
+        case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED: break;  // reserved by the exporting process
+        default: {
+            trace::MemoryEvent segment = event;
+            segment.action = allocation ? trace::MemoryAction::segment_alloc : trace::MemoryAction::segment_free;
+            out.push_back(segment);
+            break;
+        }
+    }
+    return out;
+}
+
+std::vector<trace::MemoryEvent> GpuMemoryRecords::pool(const CUpti_ActivityMemoryPool3& record, trace::ThreadId thread) {
+    std::vector<trace::MemoryEvent> out;
+    if (record.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL || record.isManagedPool) return out;
+    std::int64_t size = 0;
+    switch (record.memoryPoolOperationType) {
+        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
+        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED: size = signed_bytes(record.size); break;
+        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED: size = 0; break;
+        default: return out;
+    }
+    resize_pool(out, static_cast<trace::TimeNs>(record.timestamp), static_cast<trace::DeviceId>(record.deviceId),
+                record.address, size, thread);
+    return out;
+}
+
+// ---------------------------------------------------------------------------
 // [SECTION] ActivityRecorder
 // ---------------------------------------------------------------------------
 
@@ -270,8 +385,29 @@ bool ActivityRecorder::record(const CUpti_Activity& record) {
             stream_priorities_[created.streamId] = created.priority;
             return false;
         }
+        case CUPTI_ACTIVITY_KIND_MEMORY2: {
+            const auto& memory = reinterpret_cast<const CUpti_ActivityMemory4&>(record);
+            // Taken whatever the memory kind, so host allocations' calls do not pile up.
+            const trace::ThreadId thread = memory_calls_ ? memory_calls_->take(memory.correlationId) : 0;
+            return record_memory_events(gpu_memory_.memory(memory, thread));
+        }
+        case CUPTI_ACTIVITY_KIND_MEMORY_POOL: {
+            const auto& pool = reinterpret_cast<const CUpti_ActivityMemoryPool3&>(record);
+            const trace::ThreadId thread = memory_calls_ ? memory_calls_->take(pool.correlationId) : 0;
+            return record_memory_events(gpu_memory_.pool(pool, thread));
+        }
         default: return false;
     }
+}
+
+bool ActivityRecorder::record_memory_events(const std::vector<trace::MemoryEvent>& events) {
+    bool recorded = false;
+    for (const trace::MemoryEvent& event : events) {
+        if (!writer_.record_memory_event(event)) continue;
+        recorded = true;
+        ++memory_events_;
+    }
+    return recorded;
 }
 
 }  // namespace ember::collector

@@ -12,9 +12,11 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace ember::collector {
 
@@ -35,17 +37,69 @@ trace::SyncEvent sync_event(const CUpti_ActivitySynchronization2& record, trace:
                             trace::StreamId stream);
 trace::DeviceInfo device_info(const CUpti_ActivityDevice5& record);
 
+// ---------------------------------------------------------------------------
+// Device memory: CUPTI_ACTIVITY_KIND_MEMORY2 and MEMORY_POOL -> memory_events
+// ---------------------------------------------------------------------------
+
+// Whether an API call of this name (CUPTI's functionName, "cudaMalloc_v3020") may make
+// a MEMORY2 or MEMORY_POOL record: an allocation, a free, a pool created, destroyed or
+// trimmed. The collector keeps the thread of those calls only.
+bool allocates_or_frees_memory(const char* api_name);
+
+// The thread of each memory API call, by correlation id, from the calling threads
+// (noted) to CUPTI's buffer thread (taken once, when the record arrives). Thread-safe.
+// Bounded: past kMaxPending calls whose record never came, the oldest are forgotten
+// (their records get thread 0).
+class MemoryCallThreads {
+public:
+    static constexpr std::size_t kMaxPending = 1 << 16;
+    void note(std::uint32_t correlation_id, trace::ThreadId thread);
+    // The thread noted for this call, forgotten as it is given; 0 when none was.
+    trace::ThreadId take(std::uint32_t correlation_id);
+    std::size_t pending() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::unordered_map<std::uint32_t, trace::ThreadId> threads_;
+    std::vector<std::uint32_t> order_;  // correlation ids in the order noted (for forgetting)
+};
+
+// MEMORY2 and MEMORY_POOL records -> memory_events of device memory (host, managed and
+// array memory make none):
+//  - an allocation -> alloc, a release -> free_completed, of `bytes` at `address`;
+//  - memory not from a stream-ordered pool (cudaMalloc, cuMemAlloc: memoryPoolType
+//    INVALID) is reserved from the driver as it is allocated: its alloc comes with a
+//    segment_alloc and its free with a segment_free of the same block;
+//  - a pool's reserved bytes are its size (memoryPoolConfig.pool.size of an allocation
+//    from it, `size` of a pool record): each change is a segment_alloc or segment_free at
+//    the pool's address; a destroyed pool releases all it held; a pool imported from
+//    another process reserves nothing here.
+// Stateful (each pool's last size); used from CUPTI's buffer thread only.
+class GpuMemoryRecords {
+public:
+    std::vector<trace::MemoryEvent> memory(const CUpti_ActivityMemory4& record, trace::ThreadId thread);
+    std::vector<trace::MemoryEvent> pool(const CUpti_ActivityMemoryPool3& record, trace::ThreadId thread);
+
+private:
+    void resize_pool(std::vector<trace::MemoryEvent>& out, trace::TimeNs time, trace::DeviceId device,
+                     std::uint64_t address, std::int64_t size, trace::ThreadId thread);
+    std::map<std::pair<trace::DeviceId, std::uint64_t>, std::int64_t> pool_sizes_;  // (device, pool address)
+};
+
 // Turns records into events in one file. Used from CUPTI's buffer-completion
 // thread only (not thread-safe).
 class ActivityRecorder {
 public:
-    explicit ActivityRecorder(store::TraceWriter& writer) : writer_(writer) {}
+    // `memory_calls`: where the threads of memory API calls are noted (null: thread 0).
+    explicit ActivityRecorder(store::TraceWriter& writer, MemoryCallThreads* memory_calls = nullptr)
+        : writer_(writer), memory_calls_(memory_calls) {}
 
     // One record of any kind; unknown kinds are ignored. Returns true when it
     // produced an event.
     bool record(const CUpti_Activity& record);
 
     std::uint64_t kernels() const { return kernels_; }
+    std::uint64_t memory_events() const { return memory_events_; }
 
     // nvtxNameCudaStream, resolved to CUPTI's id for the stream: names its row now if
     // it is written, else when it is. (Stream ids are matched across contexts, as
@@ -57,7 +111,12 @@ private:
     trace::DeviceId device_of_context(std::uint32_t context) const;
     trace::StringId kernel_name(const char* mangled);
 
+    bool record_memory_events(const std::vector<trace::MemoryEvent>& events);
+
     store::TraceWriter& writer_;
+    MemoryCallThreads* memory_calls_;
+    GpuMemoryRecords gpu_memory_;
+    std::uint64_t memory_events_ = 0;
     std::map<std::pair<std::uint32_t, std::uint32_t>, trace::StreamId> streams_;  // (context, stream)
     std::unordered_map<std::uint32_t, std::uint32_t> stream_priorities_;         // stream -> priority
     std::unordered_map<std::uint32_t, trace::DeviceId> context_devices_;

@@ -104,6 +104,7 @@ std::optional<SessionOptions> options_from_environment() {
     options.control_socket = flag_environment("EMBER_RECORD_SOCKET");
     options.quiet = flag_environment("EMBER_RECORD_QUIET");
     options.trace_cuda = !flag_environment("EMBER_RECORD_NO_CUDA");
+    options.trace_cuda_memory = flag_environment("EMBER_RECORD_CUDA_MEMORY");
     const char* call_sites = std::getenv("EMBER_RECORD_PYTHON_CALL_SITES");
     options.python_call_sites = !(call_sites && std::string(call_sites) == "0");
     return options;

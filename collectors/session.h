@@ -36,6 +36,10 @@ struct SessionOptions {
     std::string path;
     bool paused = false;
     bool trace_cuda = true;
+    // Every device memory allocation and free, and stream-ordered pools (CUPTI MEMORY2
+    // and MEMORY_POOL records -> memory_events): `ember record --cuda-memory`,
+    // EMBER_RECORD_CUDA_MEMORY=1.
+    bool trace_cuda_memory = false;
     bool trace_nvtx = true;
     double nvml_hz = 20.0;
     double cpu_sample_hz = 0.0;

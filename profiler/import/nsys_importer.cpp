@@ -35,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -102,6 +103,7 @@ public:
         read_run();
         read_devices();
         read_thread_names();
+        collect_memory_correlations();
         read_runtime("CUPTI_ACTIVITY_KIND_RUNTIME");
         read_runtime("CUPTI_ACTIVITY_KIND_DRIVER");
         read_kernels();
@@ -461,6 +463,10 @@ private:
             call.thread_id = thread_of(scan.maybe_integer(3));
             call.correlation_id = correlation_of(scan, 4);
             call.name_id = *name;
+            if (!memory_call_threads_.empty()) {
+                auto memory_call = memory_call_threads_.find(call.correlation_id);
+                if (memory_call != memory_call_threads_.end() && memory_call->second == 0) memory_call->second = call.thread_id;
+            }
             call.result = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
             sink_.api_call(call);
         }
@@ -924,49 +930,224 @@ private:
         }
     }
 
-    // CUDA_GPU_MEMORY_USAGE_EVENTS (nsys --cuda-memory-usage): one row per allocation or
-    // free of device memory -> the counter "CUDA memory allocated" (bytes) of the
-    // device, the running sum of allocations minus frees since the capture began (what
-    // was allocated before it is not known). memoryOperationType is read through
-    // ENUM_CUDA_DEV_MEM_EVENT_OPER when the file has it (a name with DEALLOC or FREE is
-    // a free), else 0 = allocation, 1 = free as nsys writes it.
-    void read_gpu_memory_usage() {
-        const char* table = "CUDA_GPU_MEMORY_USAGE_EVENTS";
-        if (!has_table(table)) return;
-        if (!readable(table, {"start", "deviceId", "bytes", "memoryOperationType"})) return;
-        std::map<std::int64_t, bool> frees = {{0, false}, {1, true}};
-        if (has_table("ENUM_CUDA_DEV_MEM_EVENT_OPER") &&
-            !missing_column("ENUM_CUDA_DEV_MEM_EVENT_OPER", {"id", "name"})) {
-            frees.clear();
-            TableScan names(db_, path_, "ENUM_CUDA_DEV_MEM_EVENT_OPER", {"id", "name"}, {});
-            while (names.next()) {
-                std::string name = names.maybe_text(1).value_or("");
-                for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-                frees[names.integer(0)] = name.find("DEALLOC") != std::string::npos || name.find("FREE") != std::string::npos;
+    // CUDA_GPU_MEMORY_USAGE_EVENTS (nsys --cuda-memory-usage=true): one row per allocation
+    // or free, and CUDA_GPU_MEMORY_POOL_EVENTS (a stream-ordered pool created, trimmed or
+    // destroyed) -> memory_events of device memory (memKind device or device static;
+    // host, managed and array memory are counted as skipped; the gpu_memory report and
+    // the viewer's memory lane replay them, so no counter is made of them):
+    //  - memoryOperationType (through ENUM_CUDA_DEV_MEM_EVENT_OPER where the file has it:
+    //    a name with DEALLOC or FREE is a free; else 0 = allocation, 1 = free): an
+    //    allocation -> alloc, a free -> free_completed, of `bytes` at `address`;
+    //  - memory not taken from a pool (localMemoryPoolAddress and importedMemoryPoolAddress
+    //    NULL or 0: cudaMalloc, cuMemAlloc) is reserved from the driver as it is
+    //    allocated: each such alloc also gives a segment_alloc, and its free a
+    //    segment_free, of the same block, so reserved = allocated for it;
+    //  - a pool's reserved memory is its localMemoryPoolSize, on rows of either table:
+    //    each change of it is a segment_alloc / segment_free at the pool's address, and
+    //    a pool destroyed releases what it held; memory of a pool imported from another
+    //    process is allocated here but reserved there;
+    //  - the thread is that of the runtime (else driver) call whose correlationId the row
+    //    names (0 when none matches), the stream `streamId` where the export has it;
+    //  - a free of a block the capture never allocated was allocated before it began:
+    //    live_at_start 1 ns before the device's first event (as Kineto's).
+    struct PoolEvent {
+        std::int64_t time = 0;
+        std::int64_t pid = 0;
+        trace::DeviceId device = 0;
+        std::uint64_t address = 0;
+        bool destroyed = false;
+        std::optional<std::int64_t> size;  // localMemoryPoolSize
+        trace::CorrelationId correlation = 0;
+    };
+
+    struct DeviceMemory {
+        std::int64_t first_ns = std::numeric_limits<std::int64_t>::max();
+        std::map<std::pair<std::int64_t, std::uint64_t>, std::int64_t> live;  // (pid, address) -> bytes
+        struct LiveAtStart {
+            std::uint64_t address = 0;
+            std::int64_t bytes = 0;
+            bool reserved_by_driver = false;  // not a pool's block: its segment was live too
+        };
+        std::vector<LiveAtStart> live_at_start;
+    };
+
+    static constexpr const char* kMemoryUsageTable = "CUDA_GPU_MEMORY_USAGE_EVENTS";
+    static constexpr const char* kMemoryPoolTable = "CUDA_GPU_MEMORY_POOL_EVENTS";
+
+    // The correlation ids the memory tables name, so read_runtime keeps the thread of
+    // those calls only (memory in proportion to the memory rows, not to the API calls).
+    void collect_memory_correlations() {
+        for (const char* table : {kMemoryUsageTable, kMemoryPoolTable}) {
+            if (!has_table(table)) continue;
+            TableScan scan(db_, path_, table, {}, {"correlationId"});
+            if (!scan.has(0)) continue;
+            while (scan.next()) {
+                trace::CorrelationId id = correlation_of(scan, 0);
+                if (id != 0) memory_call_threads_.emplace(id, trace::ThreadId{0});
             }
         }
-        TableScan scan(db_, path_, table, {"start", "deviceId", "bytes", "memoryOperationType"}, {}, "start");
-        std::map<trace::DeviceId, std::pair<trace::CounterId, std::int64_t>> totals;
+    }
+
+    trace::ThreadId memory_call_thread(trace::CorrelationId id) const {
+        auto found = memory_call_threads_.find(id);
+        return found == memory_call_threads_.end() ? 0 : found->second;
+    }
+
+    // A row's device memory kind: memKind through ENUM_CUDA_MEM_KIND (device and device
+    // static are device memory); a table without the column holds device memory only.
+    bool device_memory(const TableScan& scan, int column) const {
+        if (!scan.has(column)) return true;
+        return memory_kind(scan.maybe_integer(column)) == trace::MemoryKind::device;
+    }
+
+    std::vector<PoolEvent> read_pool_events() {
+        std::vector<PoolEvent> events;
+        if (!has_table(kMemoryPoolTable)) return events;
+        if (!readable(kMemoryPoolTable, {"start", "deviceId", "address", "operationType"})) return events;
+        std::map<std::int64_t, bool> destroys = {{2, true}};  // ENUM_CUDA_MEMPOOL_OPER as nsys writes it
+        if (has_table("ENUM_CUDA_MEMPOOL_OPER")) {
+            destroys.clear();
+            for (const auto& [id, text] : enum_labels("ENUM_CUDA_MEMPOOL_OPER"))
+                destroys[id] = text.find("DESTROY") != std::string::npos;
+        }
+        TableScan scan(db_, path_, kMemoryPoolTable, {"start", "globalPid", "deviceId", "address", "operationType"},
+                       {"localMemoryPoolSize", "correlationId"}, "start");
         while (scan.next()) {
-            const std::int64_t time = scan.integer(0);
-            if (!valid_interval(scan, time, time)) continue;
-            std::optional<std::uint64_t> bytes = byte_count(scan, 2);
-            if (!bytes) continue;
-            auto kind = frees.find(scan.integer(3));
-            if (kind == frees.end()) {
-                reject(scan, "unknown memory operation",
-                       fmt::format("memoryOperationType {} is neither an allocation nor a free", scan.integer(3)));
-                continue;
+            PoolEvent event;
+            event.time = scan.integer(0);
+            if (!valid_interval(scan, event.time, event.time)) continue;
+            std::optional<trace::DeviceId> device = device_ordinal(scan, scan.maybe_integer(2));
+            if (!device) continue;
+            event.pid = pid_of(scan.maybe_integer(1).value_or(0));
+            event.device = *device;
+            event.address = static_cast<std::uint64_t>(scan.maybe_integer(3).value_or(0));
+            auto destroy = destroys.find(scan.integer(4));
+            event.destroyed = destroy != destroys.end() && destroy->second;
+            event.size = scan.maybe_integer(5);
+            if (event.size && *event.size < 0) event.size.reset();
+            event.correlation = correlation_of(scan, 6);
+            events.push_back(event);
+        }
+        return events;
+    }
+
+    // A pool's reserved size is now `size` (nullopt: unknown, nothing changes; a
+    // destroyed pool holds nothing).
+    void pool_size(std::int64_t time, trace::DeviceId device, std::int64_t pid, std::uint64_t address,
+                   std::optional<std::int64_t> size, trace::ThreadId thread) {
+        if (!size) return;
+        std::int64_t& held = pool_sizes_[{pid, device, address}];
+        if (*size == held) return;
+        trace::MemoryEvent segment;
+        segment.time_ns = time;
+        segment.device_id = device;
+        segment.address = address;
+        segment.action = *size > held ? trace::MemoryAction::segment_alloc : trace::MemoryAction::segment_free;
+        segment.bytes = *size > held ? *size - held : held - *size;
+        segment.thread_id = thread;
+        sink_.memory_event(segment);
+        held = *size;
+    }
+
+    void pool_event(const PoolEvent& event, std::map<trace::DeviceId, DeviceMemory>& devices) {
+        DeviceMemory& memory = devices[event.device];
+        memory.first_ns = std::min(memory.first_ns, event.time);
+        const trace::ThreadId thread = memory_call_thread(event.correlation);
+        pool_size(event.time, event.device, event.pid, event.address,
+                  event.destroyed ? std::optional<std::int64_t>(0) : event.size, thread);
+    }
+
+    void read_gpu_memory_usage() {
+        std::vector<PoolEvent> pool_events = read_pool_events();
+        std::size_t next_pool_event = 0;
+        std::map<trace::DeviceId, DeviceMemory> devices;
+        auto pool_events_until = [&](std::int64_t time) {
+            for (; next_pool_event < pool_events.size() && pool_events[next_pool_event].time <= time; ++next_pool_event)
+                pool_event(pool_events[next_pool_event], devices);
+        };
+        if (has_table(kMemoryUsageTable) &&
+            readable(kMemoryUsageTable, {"start", "deviceId", "bytes", "memoryOperationType"})) {
+            std::map<std::int64_t, bool> frees = {{0, false}, {1, true}};
+            if (has_table("ENUM_CUDA_DEV_MEM_EVENT_OPER")) {
+                frees.clear();
+                for (const auto& [id, text] : enum_labels("ENUM_CUDA_DEV_MEM_EVENT_OPER"))
+                    frees[id] = text.find("DEALLOC") != std::string::npos || text.find("FREE") != std::string::npos;
             }
-            const auto device = static_cast<trace::DeviceId>(scan.integer(1));
-            auto found = totals.find(device);
-            if (found == totals.end()) {
-                found = totals.emplace(device, std::make_pair(sink_.counter("CUDA memory allocated", "bytes", device), 0)).first;
+            enum Column { start, device_id, bytes, operation, global_pid, address, mem_kind, correlation, stream,
+                          pool_address, pool_size_column, imported_pool };
+            TableScan scan(db_, path_, kMemoryUsageTable, {"start", "deviceId", "bytes", "memoryOperationType"},
+                           {"globalPid", "address", "memKind", "correlationId", "streamId", "localMemoryPoolAddress",
+                            "localMemoryPoolSize", "importedMemoryPoolAddress"},
+                           "start");
+            while (scan.next()) {
+                const std::int64_t time = scan.integer(start);
+                if (!valid_interval(scan, time, time)) continue;
+                std::optional<std::uint64_t> size = byte_count(scan, bytes);
+                if (!size) continue;
+                auto kind = frees.find(scan.integer(operation));
+                if (kind == frees.end()) {
+                    reject(scan, "unknown memory operation",
+                           fmt::format("memoryOperationType {} is neither an allocation nor a free", scan.integer(operation)));
+                    continue;
+                }
+                if (!device_memory(scan, mem_kind)) {
+                    sink_.skip("CUDA_GPU_MEMORY_USAGE_EVENTS rows of host or managed memory");
+                    continue;
+                }
+                std::optional<trace::DeviceId> device = device_ordinal(scan, scan.maybe_integer(device_id));
+                if (!device) continue;
+                pool_events_until(time);
+                const bool free = kind->second;
+                const std::int64_t pid = pid_of(scan.maybe_integer(global_pid).value_or(0));
+                const auto block_address = static_cast<std::uint64_t>(scan.maybe_integer(address).value_or(0));
+                const auto change = static_cast<std::int64_t>(std::min<std::uint64_t>(*size, kLargestTimeNs));
+                DeviceMemory& memory = devices[*device];
+                memory.first_ns = std::min(memory.first_ns, time);
+
+                trace::MemoryEvent event;
+                event.time_ns = time;
+                event.device_id = *device;
+                event.action = free ? trace::MemoryAction::free_completed : trace::MemoryAction::alloc;
+                event.address = block_address;
+                event.bytes = change;
+                event.cuda_stream = static_cast<std::uint64_t>(std::max<std::int64_t>(0, scan.maybe_integer(stream).value_or(0)));
+                event.thread_id = memory_call_thread(correlation_of(scan, correlation));
+                sink_.memory_event(event);
+                const std::int64_t pool = scan.maybe_integer(pool_address).value_or(0);
+                const std::int64_t imported = scan.maybe_integer(imported_pool).value_or(0);
+                if (free) {
+                    if (memory.live.erase({pid, block_address}) == 0)
+                        memory.live_at_start.push_back({block_address, change, pool == 0 && imported == 0});
+                } else {
+                    memory.live.insert_or_assign({pid, block_address}, change);
+                }
+                if (pool != 0) {
+                    pool_size(time, *device, pid, static_cast<std::uint64_t>(pool), scan.maybe_integer(pool_size_column),
+                              event.thread_id);
+                } else if (imported == 0) {
+                    trace::MemoryEvent segment = event;
+                    segment.action = free ? trace::MemoryAction::segment_free : trace::MemoryAction::segment_alloc;
+                    sink_.memory_event(segment);
+                }
             }
-            std::int64_t& total = found->second.second;
-            const auto change = static_cast<std::int64_t>(std::min<std::uint64_t>(*bytes, kLargestTimeNs));
-            total = kind->second ? total - change : total + change;
-            sink_.counter_sample({found->second.first, time, static_cast<double>(total)});
+        }
+        pool_events_until(std::numeric_limits<std::int64_t>::max());
+        // Blocks freed but never allocated in the capture were live when it began: at
+        // their addresses, 1 ns before the device's first event, with the segment a
+        // driver allocation reserved (a pool block's pool was sized by its own rows).
+        for (const auto& [device, memory] : devices) {
+            for (const DeviceMemory::LiveAtStart& block : memory.live_at_start) {
+                trace::MemoryEvent event;
+                event.time_ns = memory.first_ns - 1;
+                event.device_id = device;
+                event.action = trace::MemoryAction::live_at_start;
+                event.address = block.address;
+                event.bytes = block.bytes;
+                sink_.memory_event(event);
+                if (!block.reserved_by_driver) continue;
+                event.action = trace::MemoryAction::segment_live_at_start;
+                sink_.memory_event(event);
+            }
         }
     }
 
@@ -989,12 +1170,13 @@ private:
         static const std::set<std::string> kImported = {
             "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
             "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            "COMPOSITE_EVENTS", "OSRT_API", "SCHED_EVENTS", "CUDA_GPU_MEMORY_USAGE_EVENTS", "CUDA_GRAPH_EVENTS",
-            "CUDA_GRAPH_NODE_EVENTS"};
+            "COMPOSITE_EVENTS", "OSRT_API", "SCHED_EVENTS", "CUDA_GPU_MEMORY_USAGE_EVENTS", "CUDA_GPU_MEMORY_POOL_EVENTS",
+            "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS"};
         // OSRT_CALLCHAINS: the call stack of each OS runtime call (OSRT_API.callchainId);
         // ember keeps stacks only as CPU samples, so these are counted, not read.
         static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS", "SCHED_EVENTS", "OSRT_API",
                                                               "OSRT_CALLCHAINS", "CUDA_GPU_MEMORY_USAGE_EVENTS",
+                                                              "CUDA_GPU_MEMORY_POOL_EVENTS",
                                                               "GPU_METRICS", "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS",
                                                               "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
                                                               "NVTX_PAYLOAD_SCHEMAS", "UNIFIED_MEMORY_PAGE_FAULTS"};
@@ -1043,6 +1225,8 @@ private:
     std::map<std::int64_t, trace::MemcpyDirection> copy_directions_;
     std::map<std::int64_t, std::string> process_names_;
     std::set<std::int64_t> used_pids_;
+    std::unordered_map<trace::CorrelationId, trace::ThreadId> memory_call_threads_;  // correlation -> thread
+    std::map<std::tuple<std::int64_t, trace::DeviceId, std::uint64_t>, std::int64_t> pool_sizes_;  // (pid, device, pool)
     std::vector<CategoryName> category_names_;
     std::optional<std::int32_t> launcher_rank_, launcher_world_size_;
     std::string launcher_rank_source_;

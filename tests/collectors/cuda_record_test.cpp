@@ -2,7 +2,11 @@
 // holds exactly the program's GPU work: 10 saxpy kernels of <<<4096, 256>>>, one
 // pageable and one pinned 4 MiB HtoD copy, one pinned 4 MiB DtoH copy; every
 // kernel and copy correlates to its API call and starts after that call began
-// (blocking copies lie inside it); no record was dropped.
+// (blocking copies lie inside it); no record was dropped. With --cuda-memory, its two
+// cudaMalloc'd 4 MiB buffers are the device's whole memory history: the gpu_memory
+// report's peak is their sum, and each allocation is on the thread that called
+// cudaMalloc.
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/store/reader.h"
 #include "tests/collectors/subprocess.h"
 #include "tests/support/event_lists.h"
@@ -74,6 +78,43 @@ TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
     EXPECT_EQ(pageable_htod, 1);
     EXPECT_EQ(pinned_htod, 1);
     EXPECT_EQ(pinned_dtoh, 1);
+    std::remove(path.c_str());
+}
+
+TEST(CollectorCuda, CudaMemoryRecordsEveryAllocationAndFree) {
+    EMBER_REQUIRE_GPU();
+    const int elements = 1 << 20;
+    const std::int64_t bytes = std::int64_t(elements) * sizeof(float);
+    std::string path = test::temp_path("cuda_basics_memory.db");
+    std::string output;
+    int code = test::run({test::bin("ember"), "record", "--cuda-memory", "-o", path, "--",
+                          test::bin("sample_cuda_basics"), std::to_string(elements), "2"},
+                         &output, {}, 120.0);
+    ASSERT_EQ(code, 0) << output;
+    store::TraceReader reader(path);
+    ASSERT_TRUE(reader.complete());
+    // The hand replay: cudaMalloc(dx), cudaMalloc(dy), cudaFree(dx), cudaFree(dy); the
+    // pinned host buffer (cudaMallocHost) is not device memory.
+    std::vector<trace::MemoryEvent> events;
+    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
+        events.push_back(event);
+        return true;
+    });
+    int allocs = 0, frees = 0;
+    for (const trace::MemoryEvent& event : events) {
+        if (event.action == trace::MemoryAction::alloc) {
+            ++allocs;
+            EXPECT_EQ(event.bytes, bytes);
+            ASSERT_NE(event.thread_id, 0u) << "an allocation without the thread that called cudaMalloc";
+        }
+        if (event.action == trace::MemoryAction::free_completed) ++frees;
+    }
+    EXPECT_EQ(allocs, 2) << output;
+    EXPECT_EQ(frees, 2);
+    const analysis::GpuMemoryReport report = analysis::gpu_memory(reader);
+    ASSERT_EQ(report.devices.size(), 1u);
+    EXPECT_EQ(report.devices[0].peak_allocated_bytes, 2 * bytes);
+    EXPECT_EQ(report.devices[0].peak_reserved_bytes, 2 * bytes);  // cudaMalloc reserves what it allocates
     std::remove(path.c_str());
 }
 

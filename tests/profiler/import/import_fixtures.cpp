@@ -299,8 +299,9 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
         sql += fmt::format("INSERT INTO SCHED_EVENTS VALUES (5, 3, 1, {0}), (2050, 3, 0, {0}), (2060, 3, 1, {0}), "
                            "(2950, 3, 0, {0}), (2960, 3, 1, {0});",
                            main_thread);
-        // CUDA memory: 4 MiB and 1 MiB allocated, the 4 MiB freed (operation names
-        // through the enum table, as nsys writes them).
+        // CUDA memory: 4 MiB and 1 MiB of device memory allocated, the 4 MiB freed, and
+        // 1 MiB of pageable host memory (operation names through the enum table, as
+        // nsys writes them).
         sql += "CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);";
         sql += "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', "
                "'Allocation'), (1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
@@ -308,10 +309,10 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
                "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
                "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
                "correlationId INTEGER);";
-        sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (1000, {0}, 0, 1, 4096, 0, 4194304, 1, 0, "
-                           "NULL, 1), (1100, {0}, 0, 1, 8192, 0, 1048576, 1, 0, NULL, 2), (2500, {0}, 0, 1, 4096, 0, "
-                           "4194304, 1, 1, NULL, 3);",
-                           global_pid);
+        sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (1000, {0}, 0, 1, 4096, 0, 4194304, {1}, 0, "
+                           "NULL, 1), (1100, {0}, 0, 1, 8192, 0, 1048576, {1}, 0, NULL, 2), (2500, {0}, 0, 1, 4096, 0, "
+                           "4194304, {1}, 1, NULL, 3), (2600, {0}, 0, 1, 65536, 0, 1048576, {2}, 0, NULL, 4);",
+                           global_pid, device, pageable);
         sql += "CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, "
                "kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, "
                "unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";

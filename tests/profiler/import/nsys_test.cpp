@@ -7,6 +7,7 @@
 // side (sampled call chains, OS runtime calls) and files without CUDA tables.
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/duration_summary.h"
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
 #include "tests/profiler/import/event_lists.h"
@@ -15,7 +16,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <fmt/format.h>
 #include <map>
+#include <tuple>
+#include <vector>
 
 namespace {
 
@@ -285,22 +291,22 @@ TEST(Nsys, CpuSamplesKeepTheirCallChainsOutermostFirst) {
     EXPECT_EQ(by_function["pthread_mutex_lock"], std::make_pair(std::int64_t{1}, std::int64_t{1}));
 }
 
-// SCHED_EVENTS -> a 0/1 counter per thread; CUDA_GPU_MEMORY_USAGE_EVENTS -> the
-// device's allocated bytes, allocations minus frees.
-TEST(Nsys, SchedulingAndCudaMemoryUsageAreCounters) {
+// SCHED_EVENTS -> a 0/1 counter per thread; CUDA_GPU_MEMORY_USAGE_EVENTS -> memory
+// events of device memory only (cudaMalloc reserves what it allocates), on the thread
+// of the runtime call with the row's correlation id.
+TEST(Nsys, SchedulingIsACounterAndCudaMemoryUsageIsMemoryEvents) {
     TempDir dir;
     write_cpu_side_fixture(dir);
     importing::ImportedFile imported = importing::import_file(dir.path("r.sqlite"), dir.path("r.db"));
-    EXPECT_EQ(imported.counts.counter_samples, 8);
+    EXPECT_EQ(imported.counts.counter_samples, 5);
+    EXPECT_EQ(imported.counts.memory_events, 6);
     store::TraceReader reader(dir.path("r.db"));
     std::map<std::string, trace::CounterInfo> counters;
     for (const trace::CounterInfo& counter : reader.counters()) counters[counter.name] = counter;
     ASSERT_TRUE(counters.count("on CPU (tid 4242)"));
-    ASSERT_TRUE(counters.count("CUDA memory allocated"));
+    EXPECT_EQ(counters.size(), 1u);
     EXPECT_EQ(counters["on CPU (tid 4242)"].unit, "running");
     EXPECT_EQ(counters["on CPU (tid 4242)"].device_id, trace::kNoDevice);
-    EXPECT_EQ(counters["CUDA memory allocated"].unit, "bytes");
-    EXPECT_EQ(counters["CUDA memory allocated"].device_id, 0);
     std::map<trace::CounterId, std::vector<std::pair<trace::TimeNs, double>>> series;
     for (const trace::CounterSample& sample : all_events(reader, &store::TraceReader::for_each_counter_sample)) {
         series[sample.counter_id].emplace_back(sample.time_ns, sample.value);
@@ -308,8 +314,222 @@ TEST(Nsys, SchedulingAndCudaMemoryUsageAreCounters) {
     using Series = std::vector<std::pair<trace::TimeNs, double>>;
     EXPECT_EQ(series[counters["on CPU (tid 4242)"].counter_id],
               (Series{{5, 1.0}, {2050, 0.0}, {2060, 1.0}, {2950, 0.0}, {2960, 1.0}}));
-    EXPECT_EQ(series[counters["CUDA memory allocated"].counter_id],
-              (Series{{1000, 4194304.0}, {1100, 5242880.0}, {2500, 1048576.0}}));
+    using Event = std::tuple<trace::TimeNs, trace::MemoryAction, std::uint64_t, std::int64_t>;
+    std::vector<Event> events;
+    std::vector<trace::MemoryEvent> memory_events;
+    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
+        memory_events.push_back(event);
+        return true;
+    });
+    for (const trace::MemoryEvent& event : memory_events) {
+        events.emplace_back(event.time_ns, event.action, event.address, event.bytes);
+        EXPECT_EQ(event.device_id, 0);
+        ASSERT_NE(reader.thread(event.thread_id), nullptr);
+        EXPECT_EQ(reader.thread(event.thread_id)->tid, 4242);  // the cudaMalloc / cudaFree call's
+    }
+    std::sort(events.begin(), events.end());
+    using A = trace::MemoryAction;
+    EXPECT_EQ(events, (std::vector<Event>{{1000, A::alloc, 4096, 4194304},
+                                          {1000, A::segment_alloc, 4096, 4194304},
+                                          {1100, A::alloc, 8192, 1048576},
+                                          {1100, A::segment_alloc, 8192, 1048576},
+                                          {2500, A::free_completed, 4096, 4194304},
+                                          {2500, A::segment_free, 4096, 4194304}}));
+}
+
+// `nsys profile --cuda-memory-usage=true` of a program on two GPUs, two threads:
+// CUDA_GPU_MEMORY_USAGE_EVENTS and CUDA_GPU_MEMORY_POOL_EVENTS with the columns of an
+// nsys 2024-2025 export (streamId came in 2024; the layout before it lacks only that
+// column), and the ENUM_CUDA_DEV_MEM_EVENT_OPER / ENUM_CUDA_MEMPOOL_OPER /
+// ENUM_CUDA_MEM_KIND values of the real exports in ../shared/real-traces/nsys-versions.
+struct MemoryRow {
+    std::int64_t start;
+    int device;
+    std::uint64_t address;
+    std::int64_t bytes;
+    int mem_kind;   // ENUM_CUDA_MEM_KIND: 1 pinned, 2 device, 4 managed
+    int operation;  // ENUM_CUDA_DEV_MEM_EVENT_OPER: 0 allocation, 1 deallocation
+    int correlation;
+    std::uint64_t pool;       // localMemoryPoolAddress, 0 = NULL
+    std::int64_t pool_size;   // localMemoryPoolSize
+};
+
+const std::int64_t MiB = 1 << 20;
+const std::vector<MemoryRow> kMemoryRows = {
+    {1000, 0, 0xA00000, 4 * MiB, 2, 0, 11, 0, 0},          // cudaMalloc on thread A
+    {1100, 0, 0xB00000, 1 * MiB, 2, 0, 12, 0, 0},          // cudaMalloc on thread B
+    {1150, 0, 0x7000000, 64 * MiB, 1, 0, 13, 0, 0},        // cudaMallocHost: not device memory
+    {1200, 0, 0xC00000, 2 * MiB, 2, 0, 14, 0xC00000, 32 * MiB},  // cudaMallocAsync, the pool grows to 32 MiB
+    {1300, 0, 0xA00000, 4 * MiB, 2, 1, 15, 0, 0},          // cudaFree
+    {1400, 0, 0xD00000, 3 * MiB, 2, 1, 16, 0, 0},          // cudaFree of a block allocated before the capture
+    {1500, 0, 0xC00000, 2 * MiB, 2, 1, 17, 0xC00000, 32 * MiB},  // cudaFreeAsync: back into the pool
+    {2000, 1, 0xE00000, 8 * MiB, 2, 0, 18, 0, 0},          // cudaMalloc on GPU 1, never freed
+    {2100, 1, 0x9000000, 16 * MiB, 4, 0, 19, 0, 0},        // cudaMallocManaged: not device memory
+};
+
+void write_memory_usage_export(const std::string& path) {
+    const std::int64_t pid = 4242;
+    const std::int64_t global_pid = pid << 24;
+    const std::int64_t thread_a = global_pid | 4242, thread_b = global_pid | 4243;
+    std::string sql = "BEGIN;";
+    sql += "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);";
+    sql += "INSERT INTO StringIds VALUES (1, 'cudaMalloc_v3020'), (2, 'cudaFree_v3020'), (3, 'cudaMallocAsync_v11020'),"
+           "(4, 'cudaFreeAsync_v11020'), (5, 'cudaMallocHost_v3020'), (6, 'cudaMallocManaged_v6000'),"
+           "(7, 'cudaMemPoolTrimTo_v11020'), (8, 'cudaMemPoolDestroy_v11020'), (9, 'cudaMemPoolCreate_v11020');";
+    sql += "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT);";
+    sql += "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.13.2'), ('EXPORT_SCHEMA_VERSION_MAJOR', '3'),"
+           "('EXPORT_SCHEMA_VERSION_MINOR', '13');";
+    sql += "CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
+    sql += "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', 'Allocation'),"
+           "(1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
+    sql += "CREATE TABLE ENUM_CUDA_MEMPOOL_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
+    sql += "INSERT INTO ENUM_CUDA_MEMPOOL_OPER VALUES (0, 'CUDA_MEMPOOL_OPERATION_TYPE_INVALID', 'Invalid'),"
+           "(1, 'CUDA_MEMPOOL_OPERATION_TYPE_CREATED', 'Created'), (2, 'CUDA_MEMPOOL_OPERATION_TYPE_DESTROYED', 'Destroyed'),"
+           "(3, 'CUDA_MEMPOOL_OPERATION_TYPE_TRIMMED', 'Trimmed');";
+    sql += "CREATE TABLE ENUM_CUDA_MEMPOOL_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
+    sql += "INSERT INTO ENUM_CUDA_MEMPOOL_TYPE VALUES (0, 'CUDA_MEMPOOL_TYPE_INVALID', 'Invalid'),"
+           "(1, 'CUDA_MEMPOOL_TYPE_LOCAL', 'Local'), (2, 'CUDA_MEMPOOL_TYPE_IMPORTED', 'Imported');";
+    sql += "CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
+    sql += "INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),"
+           "(1, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'), (2, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),"
+           "(3, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'), (4, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),"
+           "(5, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
+           "(6, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static'), (7, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown');";
+    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER "
+           "NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, "
+           "callchainId INTEGER);";
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (990, 1010, 0, {0}, 11, 1, 0, NULL),"
+                       "(1090, 1110, 0, {1}, 12, 1, 0, NULL), (1140, 1160, 0, {0}, 13, 5, 0, NULL),"
+                       "(1190, 1210, 0, {1}, 14, 3, 0, NULL), (1290, 1310, 0, {0}, 15, 2, 0, NULL),"
+                       "(1390, 1410, 0, {0}, 16, 2, 0, NULL), (1490, 1510, 0, {1}, 17, 4, 0, NULL),"
+                       "(1990, 2010, 0, {0}, 18, 1, 0, NULL), (2090, 2110, 0, {0}, 19, 6, 0, NULL),"
+                       "(890, 910, 0, {1}, 20, 9, 0, NULL), (1590, 1610, 0, {1}, 21, 7, 0, NULL),"
+                       "(1690, 1710, 0, {1}, 22, 8, 0, NULL);",
+                       thread_a, thread_b);
+    sql += "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
+           "INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER "
+           "NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER, "
+           "streamId INTEGER, localMemoryPoolAddress INTEGER, localMemoryPoolReleaseThreshold INTEGER, "
+           "localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER, importedMemoryPoolAddress INTEGER, "
+           "importedMemoryPoolProcessId INTEGER);";
+    for (const MemoryRow& row : kMemoryRows) {
+        const bool pooled = row.pool != 0;
+        sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES ({}, {}, {}, 1, {}, 4198400, {}, {}, {}, NULL, "
+                           "{}, {}, {}, {}, {}, {}, NULL, NULL);",
+                           row.start, global_pid, row.device, row.address, row.bytes, row.mem_kind, row.operation,
+                           row.correlation, pooled ? "13" : "NULL", pooled ? std::to_string(row.pool) : "NULL",
+                           pooled ? "0" : "NULL", pooled ? std::to_string(row.pool_size) : "NULL",
+                           pooled ? "2097152" : "NULL");
+    }
+    sql += "CREATE TABLE CUDA_GPU_MEMORY_POOL_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
+           "INTEGER NOT NULL, address INTEGER NOT NULL, operationType INTEGER NOT NULL, poolType INTEGER NOT NULL, "
+           "correlationId INTEGER, minBytesToKeep INTEGER, localMemoryPoolReleaseThreshold INTEGER, "
+           "localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER);";
+    sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_POOL_EVENTS VALUES (900, {0}, 0, {1}, 1, 1, 20, NULL, 0, 0, 0),"
+                       "(1600, {0}, 0, {1}, 3, 1, 21, 0, 0, 0, 0), (1700, {0}, 0, {1}, 2, 1, 22, NULL, 0, 0, 0);",
+                       global_pid, 0xC00000);
+    sql += "COMMIT;";
+    import_test::exec_sql(path, sql);
+}
+
+// The hand replay of kMemoryRows and the pool rows, as a reader of the export would do
+// it: device memory only; a free of a block the capture never allocated counts from
+// the start; memory not from a pool is reserved as it is allocated; a pool reserves its
+// localMemoryPoolSize until trimmed (at 1600, to 0).
+struct Replay {
+    std::int64_t peak_allocated = 0, peak_reserved = 0;
+};
+std::map<int, Replay> replay_memory_rows() {
+    std::map<int, std::int64_t> allocated, reserved;
+    std::map<std::pair<int, std::uint64_t>, bool> live;
+    for (const MemoryRow& row : kMemoryRows) {  // blocks freed without an allocation
+        if (row.mem_kind != 2) continue;
+        if (row.operation == 0) live[{row.device, row.address}] = true;
+        else if (!live.erase({row.device, row.address})) {
+            allocated[row.device] += row.bytes;
+            reserved[row.device] += row.bytes;
+        }
+    }
+    std::map<int, Replay> out;
+    std::int64_t pool_size = 0;
+    for (const auto& [device, bytes] : allocated) out[device] = {bytes, reserved[device]};
+    for (const MemoryRow& row : kMemoryRows) {
+        if (row.mem_kind != 2) continue;
+        const std::int64_t sign = row.operation == 0 ? 1 : -1;
+        allocated[row.device] += sign * row.bytes;
+        if (row.pool == 0) {
+            reserved[row.device] += sign * row.bytes;
+        } else {
+            reserved[row.device] += row.pool_size - pool_size;
+            pool_size = row.pool_size;
+        }
+        Replay& replay = out[row.device];
+        replay.peak_allocated = std::max(replay.peak_allocated, allocated[row.device]);
+        replay.peak_reserved = std::max(replay.peak_reserved, reserved[row.device]);
+    }
+    return out;
+}
+
+TEST(Nsys, CudaMemoryUsageEventsReplayToTheirPeakPerDevice) {
+    TempDir dir;
+    write_memory_usage_export(dir.path("memory.sqlite"));
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("memory.sqlite"), dir.path("memory.db"), importing::SourceFormat::nsys);
+    // 7 device rows, 4 of them cudaMalloc/cudaFree with their segments, the pool grown and
+    // trimmed, and the block freed before being allocated, live at the start (with its segment).
+    EXPECT_EQ(imported.counts.memory_events, 7 + 5 + 2 + 2);
+    EXPECT_EQ(imported.counts.skipped.at("CUDA_GPU_MEMORY_USAGE_EVENTS rows of host or managed memory"), 2);
+    store::TraceReader reader(dir.path("memory.db"));
+    const analysis::GpuMemoryReport report = analysis::gpu_memory(reader);
+    const std::map<int, Replay> expected = replay_memory_rows();
+    ASSERT_EQ(report.devices.size(), expected.size());
+    for (const analysis::GpuMemoryDevice& device : report.devices) {
+        SCOPED_TRACE(device.device);
+        ASSERT_TRUE(expected.count(device.device));
+        EXPECT_EQ(device.peak_allocated_bytes, expected.at(device.device).peak_allocated);
+        EXPECT_EQ(device.peak_reserved_bytes, expected.at(device.device).peak_reserved);
+    }
+    EXPECT_EQ(expected.at(0).peak_allocated, 10 * MiB);  // 3 live at start + 4 + 1 + 2, at 1200
+    EXPECT_EQ(expected.at(0).peak_reserved, 40 * MiB);   // 3 + 4 + 1 + the pool's 32
+    EXPECT_EQ(report.devices[0].allocated_before_trace_bytes, 3 * MiB);
+    EXPECT_EQ(report.devices[0].peak_allocated_ns, 1200);
+
+    // Each allocation on the thread of the runtime call with its correlation id; the
+    // stream-ordered ones on their stream.
+    std::map<std::uint64_t, std::int64_t> tid_of_alloc;
+    std::vector<trace::MemoryEvent> memory_events;
+    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
+        memory_events.push_back(event);
+        return true;
+    });
+    for (const trace::MemoryEvent& event : memory_events) {
+        if (event.action != trace::MemoryAction::alloc) continue;
+        ASSERT_NE(reader.thread(event.thread_id), nullptr);
+        tid_of_alloc[event.address] = reader.thread(event.thread_id)->tid;
+        EXPECT_EQ(event.cuda_stream, event.address == 0xC00000 ? 13u : 0u);
+    }
+    EXPECT_EQ(tid_of_alloc, (std::map<std::uint64_t, std::int64_t>{
+                                {0xA00000, 4242}, {0xB00000, 4243}, {0xC00000, 4243}, {0xE00000, 4242}}));
+}
+
+TEST(Nsys, CudaMemoryUsageOfAnExportWithoutThePoolColumnsOrEnumTables) {
+    // The layout before 2024 (no streamId, pool columns as NULL) and no ENUM tables:
+    // nsys' own numbers (memKind 2 device, memoryOperationType 0/1).
+    TempDir dir;
+    std::string sql = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);";
+    sql += "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
+           "INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER "
+           "NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER);";
+    sql += "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (10, 0, 0, 1, 4096, 0, 100, 2, 0, NULL, NULL),"
+           "(20, 0, 0, 1, 8192, 0, 50, 2, 0, NULL, NULL), (30, 0, 0, 1, 4096, 0, 100, 2, 1, NULL, NULL),"
+           "(40, 0, 0, 1, 65536, 0, 1000, 1, 0, NULL, NULL);";
+    import_test::exec_sql(dir.path("old.sqlite"), sql);
+    import_test::import_detected(dir.path("old.sqlite"), dir.path("old.db"), importing::SourceFormat::nsys);
+    store::TraceReader reader(dir.path("old.db"));
+    const analysis::GpuMemoryReport report = analysis::gpu_memory(reader);
+    ASSERT_EQ(report.devices.size(), 1u);
+    EXPECT_EQ(report.devices[0].peak_allocated_bytes, 150);
+    EXPECT_EQ(report.devices[0].peak_reserved_bytes, 150);
 }
 
 TEST(Nsys, OsRuntimeCallsAreHostRangesOfTheirOwnDomain) {
