@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -96,6 +97,8 @@ TEST_F(GpuMemoryTest, PeaksWhenAndWhere) {
     EXPECT_EQ(d.at_peak_by_line[0].bytes, 20 * MiB);
     EXPECT_EQ(d.at_peak_by_line[0].blocks, 2);
     EXPECT_EQ(d.at_peak_by_line[1].place, "(allocated before the trace began)");
+    EXPECT_TRUE(d.at_peak_by_op.empty());  // no event names its thread
+    EXPECT_EQ(d.at_peak_by_line[0].largest_block_bytes, 16 * MiB);
     EXPECT_EQ(d.at_peak_by_stack[0].place,
               "<module> (/home/user/train.py:3);forward (/home/user/model.py:21);"
               "forward (/usr/lib/python3/dist-packages/torch/nn/linear.py:114)");
@@ -130,6 +133,145 @@ TEST_F(GpuMemoryTest, JsonRowsCarryTheDeviceAndItsPeaks) {
     EXPECT_EQ(row["peak_reserved_bytes"], 96 * MiB);
     EXPECT_EQ(row["peak_allocated_at_ns"], 120'000);
     EXPECT_EQ(document["reports"]["gpu_memory_oom"][0]["request_bytes"], 512 * MiB);
+}
+
+// Blocks allocated by named threads: each is the op's open on its thread then. Worked out
+// by hand from the ranges below (µs; depth in brackets):
+//   main:   ProfilerStep#1 [0,1000) (0); layer1 [100,300) (1); aten::linear [110,200) (2);
+//           aten::empty [120,130) (3); layer2 [300,600) (1); aten::empty [310,320) (2);
+//           layer3 [600,700) (1); aten::mm [600,650) (2); an async range [0,1000) (-1)
+//   loader: prefetch [50,900) (0)        idle: no ranges
+// allocations: 4 MiB before the trace; A 8 MiB at 125 main (inside aten::empty inside
+// aten::linear: aten::linear); B 2 MiB at 150 main (aten::linear); G 1 MiB at 300 main
+// (layer1 ended, layer2 began: layer2); C 16 MiB at 315 main (aten::empty under layer2:
+// layer2); D 1 MiB at 400 loader (prefetch); H 2 MiB at 600 main (layer3 and aten::mm
+// both begin: aten::mm); E 3 MiB at 700 idle (none open); F 5 MiB at 710, no thread.
+// The peak is at 710: 42 MiB in 9 blocks; B is freed at 800.
+class GpuMemoryOpsTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        path_ = test_support::unique_temp_path("gpu_memory_ops", ".db").string();
+        ember::testing::TraceBuilder b(path_, ember::testing::TraceBuilder::run_info(kOrigin));
+        store::TraceWriter& w = b.writer();
+        main_ = b.thread("main");
+        loader_ = b.thread("loader");
+        idle_ = b.thread("idle");
+        b.range(main_, "", "ProfilerStep#1", us(0), us(1000));
+        b.range(main_, "", "layer1", us(100), us(300), 0, 1);
+        b.range(main_, "", "aten::linear", us(110), us(200), 0, 2);
+        b.range(main_, "", "aten::empty", us(120), us(130), 0, 3);
+        b.range(main_, "", "layer2", us(300), us(600), 0, 1);
+        b.range(main_, "", "aten::empty", us(310), us(320), 0, 2);
+        b.range(main_, "", "aten::mm", us(600), us(650), 0, 2);  // recorded before its parent
+        b.range(main_, "", "layer3", us(600), us(700), 0, 1);
+        b.range(main_, "", "async", us(0), us(1000), 0, -1);
+        b.range(loader_, "", "prefetch", us(50), us(900));
+        auto event = [&](TimeNs time, MemoryAction action, std::uint64_t address, std::int64_t bytes,
+                         trace::ThreadId thread) {
+            trace::MemoryEvent e;
+            e.time_ns = time;
+            e.action = action;
+            e.address = address;
+            e.bytes = bytes;
+            e.thread_id = thread;
+            ASSERT_TRUE(w.record_memory_event(e));
+        };
+        event(us(1), MemoryAction::live_at_start, 0x10, 4 * MiB, 0);
+        event(us(125), MemoryAction::alloc, 0x100, 8 * MiB, main_);
+        event(us(150), MemoryAction::alloc, 0x200, 2 * MiB, main_);
+        event(us(300), MemoryAction::alloc, 0x700, 1 * MiB, main_);
+        event(us(315), MemoryAction::alloc, 0x300, 16 * MiB, main_);
+        event(us(400), MemoryAction::alloc, 0x400, 1 * MiB, loader_);
+        event(us(600), MemoryAction::alloc, 0x800, 2 * MiB, main_);
+        event(us(700), MemoryAction::alloc, 0x500, 3 * MiB, idle_);
+        event(us(710), MemoryAction::alloc, 0x600, 5 * MiB, 0);
+        event(us(800), MemoryAction::free_completed, 0x200, 2 * MiB, main_);
+        b.close();
+    }
+    void TearDown() override { std::filesystem::remove(path_); }
+
+    std::string path_;
+    trace::ThreadId main_ = 0, loader_ = 0, idle_ = 0;
+};
+
+TEST_F(GpuMemoryOpsTest, LiveAtThePeakByAllocatingOp) {
+    store::TraceReader reader(path_);
+    const analysis::GpuMemoryReport report = analysis::gpu_memory(reader);
+    ASSERT_EQ(report.devices.size(), 1u);
+    const analysis::GpuMemoryDevice& d = report.devices[0];
+    EXPECT_EQ(d.peak_allocated_bytes, 42 * MiB);
+    EXPECT_EQ(d.peak_allocated_ns, us(710));
+    EXPECT_EQ(d.live_blocks_at_peak, 9);
+    struct Want {
+        const char* place;
+        std::int64_t blocks, bytes, largest;
+    };
+    const Want want[] = {{"layer2", 2, 17 * MiB, 16 * MiB},
+                         {"aten::linear", 2, 10 * MiB, 8 * MiB},
+                         {analysis::kNoThreadRecorded, 1, 5 * MiB, 5 * MiB},
+                         {analysis::kAllocatedBeforeTrace, 1, 4 * MiB, 4 * MiB},
+                         {analysis::kNoOpOpen, 1, 3 * MiB, 3 * MiB},
+                         {"aten::mm", 1, 2 * MiB, 2 * MiB},
+                         {"prefetch", 1, 1 * MiB, 1 * MiB}};
+    ASSERT_EQ(d.at_peak_by_op.size(), std::size(want));
+    for (std::size_t i = 0; i < std::size(want); ++i) {
+        EXPECT_EQ(d.at_peak_by_op[i].place, want[i].place) << i;
+        EXPECT_EQ(d.at_peak_by_op[i].blocks, want[i].blocks) << want[i].place;
+        EXPECT_EQ(d.at_peak_by_op[i].bytes, want[i].bytes) << want[i].place;
+        EXPECT_EQ(d.at_peak_by_op[i].largest_block_bytes, want[i].largest) << want[i].place;
+    }
+}
+
+TEST_F(GpuMemoryOpsTest, EachLiveBlockNamesItsOpAsTheOneBlockLookupDoes) {
+    store::TraceReader reader(path_);
+    const analysis::GpuMemoryAt at = analysis::gpu_memory_at(reader, 0, us(900), 100);
+    EXPECT_EQ(at.allocated_bytes, 40 * MiB);  // B freed at 800
+    ASSERT_EQ(at.blocks.size(), 8u);
+    EXPECT_EQ(at.blocks[0].address, 0x300u);  // the largest first
+    EXPECT_EQ(at.blocks[0].op, "layer2");
+    EXPECT_EQ(at.blocks[0].alloc_ns, us(315));
+    EXPECT_EQ(at.blocks[0].thread_id, main_);
+    for (const analysis::GpuMemoryBlock& block : at.blocks) {
+        // The batch answer (one pass over the thread's ranges) and the single lookup
+        // (the ranges overlapping the instant) agree.
+        const std::optional<trace::RangeEvent> single = analysis::allocating_range(reader, block.thread_id, block.alloc_ns);
+        ASSERT_EQ(single.has_value(), block.op_range.has_value()) << block.address;
+        if (single) {
+            EXPECT_EQ(single->range_id, block.op_range->range_id) << block.address;
+            EXPECT_EQ(reader.string(single->name_id), block.op) << block.address;
+        }
+    }
+    EXPECT_FALSE(analysis::allocating_range(reader, idle_, us(700)));
+    // Only the helper open: it is the op.
+    EXPECT_EQ(reader.string(analysis::allocating_range(reader, main_, us(125))->name_id), "aten::linear");
+    std::set<std::string> ops;
+    for (const analysis::GpuMemoryPlace& place : at.by_op) ops.insert(place.place);
+    EXPECT_EQ(ops.count("aten::empty"), 0u);
+}
+
+TEST_F(GpuMemoryOpsTest, OpRowsInTextJsonAndCsv) {
+    store::TraceReader reader(path_);
+    analysis::StatsOptions options;
+    options.reports = {"gpu_memory"};
+    options.format = analysis::OutputFormat::json;
+    std::ostringstream json;
+    analysis::write_stats(json, reader, options);
+    const nlohmann::json document = nlohmann::json::parse(json.str());
+    const nlohmann::json& rows = document["reports"]["gpu_memory_at_peak_by_op"];
+    ASSERT_EQ(rows.size(), 7u);
+    EXPECT_EQ(rows[0]["place"], "layer2");
+    EXPECT_EQ(rows[0]["bytes"], 17 * MiB);
+    EXPECT_EQ(rows[0]["largest_block_bytes"], 16 * MiB);
+    EXPECT_EQ(document["reports"]["gpu_memory"][0]["peak_step"], "step 1");
+    options.format = analysis::OutputFormat::csv;
+    std::ostringstream csv;
+    analysis::write_stats(csv, reader, options);
+    EXPECT_NE(csv.str().find("# gpu_memory_at_peak_by_op"), std::string::npos) << csv.str();
+    EXPECT_NE(csv.str().find("aten::linear"), std::string::npos);
+    options.format = analysis::OutputFormat::text;
+    std::ostringstream text;
+    analysis::write_stats(text, reader, options);
+    EXPECT_NE(text.str().find("by allocating op"), std::string::npos) << text.str();
 }
 
 TEST(GpuMemory, ATraceWithoutMemoryEventsSaysSo) {
