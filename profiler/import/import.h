@@ -239,7 +239,7 @@ std::string cache_path_for(const std::string& input, CachePlace place);
 // The version of what the importers write, beyond the schema: raised whenever an import
 // of the same input would store something else, so a cached import by an older ember is
 // made again (trace_cache.cpp).
-inline constexpr int kImportVersion = 3;
+inline constexpr int kImportVersion = 4;
 
 // Keys the importers add to run_metadata (docs/import.md).
 namespace import_metadata_key {
