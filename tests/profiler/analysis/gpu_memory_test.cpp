@@ -1,6 +1,7 @@
 // The gpu_memory report (gpu_memory.h) on a hand-built trace whose answers are known:
 // two steps, memory allocated before the trace began, a block freed in one step and
 // its bytes released only at free_completed, segments, an OOM, and the allocator state.
+#include "profiler/analysis/advice.h"
 #include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/reader.h"
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -272,6 +274,155 @@ TEST_F(GpuMemoryOpsTest, OpRowsInTextJsonAndCsv) {
     std::ostringstream text;
     analysis::write_stats(text, reader, options);
     EXPECT_NE(text.str().find("by allocating op"), std::string::npos) << text.str();
+}
+
+// The advice the memory report leads to, by topic.
+std::map<std::string, std::vector<analysis::AdviceItem>> memory_advice(const std::string& path,
+                                                                       const analysis::RunSettings& settings = {}) {
+    store::TraceReader reader(path);
+    std::vector<analysis::AdviceItem> items;
+    analysis::advise_gpu_memory(analysis::gpu_memory(reader), settings, items);
+    std::map<std::string, std::vector<analysis::AdviceItem>> by_topic;
+    for (analysis::AdviceItem& item : items) by_topic[item.topic].push_back(std::move(item));
+    return by_topic;
+}
+
+TEST_F(GpuMemoryOpsTest, AdviceNamesTheOpHoldingMuchOfThePeak) {
+    // layer2 holds 17 of 42 MiB (40%) in 2 blocks, the largest 16 MiB: recomputing it
+    // would keep that block, so the peak would fall by about 1 MiB.
+    auto by_topic = memory_advice(path_);
+    ASSERT_EQ(by_topic["gpu_memory_holder"].size(), 1u);
+    const analysis::AdviceItem& item = by_topic["gpu_memory_holder"][0];
+    EXPECT_EQ(item.finding,
+              "on GPU 0, blocks allocated in `layer2` hold 40% of the allocated peak (17.0 MiB of 42.0 MiB, 2 blocks, "
+              "the largest 16.0 MiB)");
+    EXPECT_NE(item.advice.find("cut the peak by about 1.0 MiB"), std::string::npos) << item.advice;
+    EXPECT_NE(item.advice.find("activation checkpointing on that block"), std::string::npos) << item.advice;
+    EXPECT_FALSE(item.recoverable_ns);
+    EXPECT_EQ(by_topic.count("gpu_memory_fragmentation"), 0u);  // nothing reserved
+    EXPECT_EQ(by_topic.count("gpu_memory_oom"), 0u);
+    // A run that already checkpoints is told so.
+    analysis::RunSettings settings = analysis::parse_run_settings("[switches]\nactivation_checkpointing = true\n");
+    const analysis::AdviceItem applied = memory_advice(path_, settings)["gpu_memory_holder"].at(0);
+    EXPECT_NE(applied.advice.find("already"), std::string::npos) << applied.advice;
+    // Through `ember stats --report advice`.
+    store::TraceReader reader(path_);
+    analysis::StatsOptions options;
+    options.reports = {"advice"};
+    options.format = analysis::OutputFormat::json;
+    std::ostringstream out;
+    analysis::write_stats(out, reader, options);
+    EXPECT_NE(out.str().find("gpu_memory_holder"), std::string::npos) << out.str();
+}
+
+// A trace of device-0 memory events: (time µs, action, address, bytes, device free,
+// allocated by the thread "main" or by no thread named), and with `ops`, ops op0, op1, ...
+// of 10 µs each on "main", one after the other from 0.
+struct Ev {
+    TimeNs micros;
+    MemoryAction action;
+    std::uint64_t address;
+    std::int64_t bytes;
+    std::int64_t device_free = -1;
+    bool on_main = false;
+};
+std::string memory_trace(const char* name, std::initializer_list<Ev> events, int ops = 0) {
+    const std::string path = test_support::unique_temp_path(name, ".db").string();
+    ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kOrigin));
+    const trace::ThreadId main = b.thread("main");
+    for (int i = 0; i < ops; ++i) b.range(main, "", ("op" + std::to_string(i)).c_str(), us(10 * i), us(10 * i + 10));
+    for (const Ev& ev : events) {
+        trace::MemoryEvent e;
+        e.time_ns = us(ev.micros);
+        e.action = ev.action;
+        e.address = ev.address;
+        e.bytes = ev.bytes;
+        e.device_free_bytes = ev.device_free;
+        e.thread_id = ev.on_main ? main : 0;
+        EXPECT_TRUE(b.writer().record_memory_event(e));
+    }
+    b.close();
+    return path;
+}
+
+TEST(GpuMemoryAdvice, NoHolderAdviceWhenNoOpHoldsAQuarterOrItIsOneBlock) {
+    // Five ops of 2 blocks of 5 MiB each: 20% each.
+    const std::string spread = memory_trace(
+        "advice_spread",
+        {{1, MemoryAction::alloc, 0x1, 5 * MiB, -1, true}, {2, MemoryAction::alloc, 0x2, 5 * MiB, -1, true},
+         {11, MemoryAction::alloc, 0x3, 5 * MiB, -1, true}, {12, MemoryAction::alloc, 0x4, 5 * MiB, -1, true},
+         {21, MemoryAction::alloc, 0x5, 5 * MiB, -1, true}, {22, MemoryAction::alloc, 0x6, 5 * MiB, -1, true},
+         {31, MemoryAction::alloc, 0x7, 5 * MiB, -1, true}, {32, MemoryAction::alloc, 0x8, 5 * MiB, -1, true},
+         {41, MemoryAction::alloc, 0x9, 5 * MiB, -1, true}, {42, MemoryAction::alloc, 0xa, 5 * MiB, -1, true}},
+        5);
+    EXPECT_EQ(memory_advice(spread).count("gpu_memory_holder"), 0u);
+    std::filesystem::remove(spread);
+    // op0 holds 60 of 80 MiB, in one block: recomputation would still need it.
+    const std::string single = memory_trace("advice_single",
+                                            {{1, MemoryAction::alloc, 0x1, 60 * MiB, -1, true},
+                                             {11, MemoryAction::alloc, 0x2, 10 * MiB, -1, true},
+                                             {21, MemoryAction::alloc, 0x3, 10 * MiB, -1, true}},
+                                            3);
+    store::TraceReader reader(single);
+    EXPECT_EQ(analysis::gpu_memory(reader).devices.at(0).at_peak_by_op.at(0).place, "op0");
+    EXPECT_EQ(memory_advice(single).count("gpu_memory_holder"), 0u);
+    std::filesystem::remove(single);
+    // No stacks, no threads: every block is "(no stack recorded)", which names no place.
+    const std::string unnamed = memory_trace("advice_unnamed", {{1, MemoryAction::alloc, 0x1, 8 * MiB},
+                                                                {2, MemoryAction::alloc, 0x2, 8 * MiB}});
+    EXPECT_EQ(memory_advice(unnamed).count("gpu_memory_holder"), 0u);
+    std::filesystem::remove(unnamed);
+}
+
+TEST_F(GpuMemoryTest, AdviceByLineWhenNoThreadIsRecorded) {
+    // By line (no threads): model.py:21 holds 20 of 28 MiB in 2 blocks, the largest 16.
+    auto by_topic = memory_advice(path_);
+    ASSERT_EQ(by_topic["gpu_memory_holder"].size(), 1u);
+    EXPECT_NE(by_topic["gpu_memory_holder"][0].finding.find("`forward (/home/user/model.py:21)` hold 71%"),
+              std::string::npos)
+        << by_topic["gpu_memory_holder"][0].finding;
+    EXPECT_NE(by_topic["gpu_memory_holder"][0].advice.find("about 4.0 MiB"), std::string::npos);
+    // 68 MiB reserved and unused at the peak: 71% of it, but under 256 MiB.
+    EXPECT_EQ(by_topic.count("gpu_memory_fragmentation"), 0u);
+    // The OOM: 512 MiB asked, 3 MiB free on the device, 72 MiB reserved and unused
+    // (96 reserved, 24 allocated): 437 MiB short.
+    ASSERT_EQ(by_topic["gpu_memory_oom"].size(), 1u);
+    const analysis::AdviceItem& oom = by_topic["gpu_memory_oom"][0];
+    EXPECT_EQ(oom.finding,
+              "on GPU 0, an allocation of 512.0 MiB failed with 3.0 MiB free on the device; 24.0 MiB in 2 live "
+              "blocks, 96.0 MiB reserved; the most held by `forward (/home/user/model.py:21)` (16.0 MiB)");
+    EXPECT_NE(oom.advice.find("437.0 MiB more than was reserved-but-unused and free on the device"), std::string::npos)
+        << oom.advice;
+}
+
+TEST(GpuMemoryAdvice, ReservedButUnusedAtThePeak) {
+    // 1 GiB reserved, 256 MiB allocated at the peak: 768 MiB (75%) unused.
+    const std::string loose = memory_trace("advice_loose", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB},
+                                                            {2, MemoryAction::alloc, 0x1, 256 * MiB}});
+    auto by_topic = memory_advice(loose);
+    ASSERT_EQ(by_topic["gpu_memory_fragmentation"].size(), 1u);
+    EXPECT_EQ(by_topic["gpu_memory_fragmentation"][0].finding,
+              "on GPU 0, 768.0 MiB of the 1.0 GiB reserved at the allocated peak held no live block (75%)");
+    EXPECT_NE(by_topic["gpu_memory_fragmentation"][0].advice.find("expandable_segments:True"), std::string::npos);
+    std::filesystem::remove(loose);
+    // 1 GiB reserved, 800 MiB allocated: 224 MiB unused (22%): no advice.
+    const std::string tight = memory_trace("advice_tight", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB},
+                                                            {2, MemoryAction::alloc, 0x1, 800 * MiB}});
+    EXPECT_EQ(memory_advice(tight).count("gpu_memory_fragmentation"), 0u);
+    std::filesystem::remove(tight);
+}
+
+TEST(GpuMemoryAdvice, AnOomTheReservedMemoryCouldHaveServed) {
+    // 1 GiB reserved, 512 MiB live, 64 MiB asked: the memory was there, not in one piece.
+    const std::string path = memory_trace("advice_oom", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB},
+                                                         {2, MemoryAction::alloc, 0x1, 512 * MiB},
+                                                         {3, MemoryAction::oom, 0x0, 64 * MiB, 0}});
+    auto by_topic = memory_advice(path);
+    ASSERT_EQ(by_topic["gpu_memory_oom"].size(), 1u);
+    EXPECT_NE(by_topic["gpu_memory_oom"][0].advice.find("512.0 MiB reserved but unused, more than the request"),
+              std::string::npos)
+        << by_topic["gpu_memory_oom"][0].advice;
+    std::filesystem::remove(path);
 }
 
 TEST(GpuMemory, ATraceWithoutMemoryEventsSaysSo) {
