@@ -10,6 +10,7 @@
 // The app only draws what viewer/model computes.
 #pragma once
 
+#include "viewer/model/event_details.h"
 #include "viewer/model/flamegraph.h"
 #include "viewer/model/gpu_analysis.h"
 #include "viewer/model/job_overview.h"
@@ -228,6 +229,7 @@ private:
     EventRef selected_;
     std::optional<EventRef> flow_partner_;
     std::vector<std::pair<std::string, std::string>> selected_details_;
+    std::vector<LiveBlockLink> live_blocks_;  // a memory lane clicked: its largest live blocks
     EventRef hovered_;
     int hovered_fold_count_ = 0;
     // The idle gap (or bin of gaps) and the queue track under the pointer, last frame.
