@@ -107,6 +107,16 @@ void ViewerApp::select_memory_time(int lane, trace::TimeNs time) {
     live_blocks_ = live_blocks_at(*model_, lane, time);
 }
 
+bool ViewerApp::select_memory_at(trace::TimeNs from_start) {
+    if (!model_) return false;
+    for (int lane = 0; lane < model_->lane_count(); ++lane) {
+        if (model_->lane(lane).kind != LaneKind::memory || model_->lane(lane).reserved_memory) continue;
+        select_memory_time(lane, model_->begin_ns() + from_start);
+        return true;
+    }
+    return false;
+}
+
 void ViewerApp::select_stack_box(const StackBoxRef& ref) {
     selected_ = {};
     flow_partner_.reset();
@@ -382,12 +392,16 @@ void ViewerApp::draw_details_panel(float width, float height) {
             float key_width = 0.0f;
             for (const auto& detail : selected_details_)
                 key_width = std::max(key_width, ImGui::CalcTextSize(detail.first.c_str()).x);
+            // ...but at most half the panel: a long key ("allocated at" a Python line) wraps.
+            key_width = std::min(key_width, ImGui::GetContentRegionAvail().x * 0.5f);
             ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed, key_width);
             ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
             for (const auto& [key, value] : selected_details_) {
                 ImGui::TableNextRow();
                 ImGui::TableNextColumn();
-                ImGui::TextDisabled("%s", key.c_str());
+                ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+                ImGui::TextWrapped("%s", key.c_str());
+                ImGui::PopStyleColor();
                 ImGui::TableNextColumn();
                 ImGui::TextWrapped("%s", value.c_str());
             }
@@ -402,6 +416,7 @@ void ViewerApp::draw_details_panel(float width, float height) {
                 const LiveBlockLink& block = live_blocks_[index];
                 ImGui::PushID(static_cast<int>(index));
                 const std::string title = format_bytes(static_cast<double>(block.bytes)) + "  " + block.op;
+                if (index == 0) ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);  // the largest, opened
                 if (ImGui::TreeNode("block", "%s", title.c_str())) {
                     ImGui::TextDisabled("allocated at %s, %s", block.line.c_str(),
                                         format_duration(static_cast<double>(block.alloc_ns - model_->begin_ns())).c_str());

@@ -126,6 +126,9 @@ public:
     // the first match is selected and revealed (details, flow arrow). False when
     // nothing matches.
     bool search_and_select(const std::string& text);
+    // The first GPU memory lane (allocated bytes) clicked at `from_start` after the
+    // trace's start; false when there is none.
+    bool select_memory_at(trace::TimeNs from_start);
 
     // --- The job of several ranks (job_view.cpp) ---------------------------------------
     // The overview of every rank; the Job tab appears with it.
