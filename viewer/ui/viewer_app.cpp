@@ -418,8 +418,10 @@ void ViewerApp::draw_details_panel(float width, float height) {
                 const std::string title = format_bytes(static_cast<double>(block.bytes)) + "  " + block.op;
                 if (index == 0) ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);  // the largest, opened
                 if (ImGui::TreeNode("block", "%s", title.c_str())) {
-                    ImGui::TextDisabled("allocated at %s, %s", block.line.c_str(),
-                                        format_duration(static_cast<double>(block.alloc_ns - model_->begin_ns())).c_str());
+                    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+                    ImGui::TextWrapped("allocated at %s, %s", block.line.c_str(),
+                                       format_duration(static_cast<double>(block.alloc_ns - model_->begin_ns())).c_str());
+                    ImGui::PopStyleColor();
                     if (block.op_event && ImGui::Button("Go to allocating op")) go_to = block.op_event;
                     for (const std::string& frame : block.stack) ImGui::BulletText("%s", frame.c_str());
                     ImGui::TreePop();
