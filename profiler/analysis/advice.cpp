@@ -425,8 +425,118 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
             per_step(exposed)));
     }
     advise_cpu(inputs, step_count, items);
+    if (inputs.gpu_memory != nullptr) advise_gpu_memory(*inputs.gpu_memory, settings, items);
     rank_advice(items);
     return items;
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] GPU memory
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// "1.2 GiB", "300.0 MiB", "12.0 KiB", "512 B".
+std::string bytes_text(std::int64_t bytes) {
+    const double value = static_cast<double>(bytes);
+    if (bytes >= (1ll << 30)) return fmt::format("{:.1f} GiB", value / static_cast<double>(1ll << 30));
+    if (bytes >= (1ll << 20)) return fmt::format("{:.1f} MiB", value / static_cast<double>(1ll << 20));
+    if (bytes >= (1ll << 10)) return fmt::format("{:.1f} KiB", value / static_cast<double>(1ll << 10));
+    return fmt::format("{} B", bytes);
+}
+
+// A place that names an op or a line, not "(allocated before the trace began)" and the like.
+bool names_a_place(const std::string& place) { return !place.empty() && place.front() != '('; }
+
+}  // namespace
+
+void advise_gpu_memory(const GpuMemoryReport& report, const RunSettings& settings, std::vector<AdviceItem>& items) {
+    for (const GpuMemoryDevice& d : report.devices) {
+        // One op (or line, for a source that records no threads) holding much of the peak.
+        const bool by_op = !d.at_peak_by_op.empty();
+        const std::vector<GpuMemoryPlace>& places = by_op ? d.at_peak_by_op : d.at_peak_by_line;
+        for (const GpuMemoryPlace& place : places) {
+            if (!names_a_place(place.place)) continue;
+            const double share = percent(place.bytes, d.peak_allocated_bytes);
+            const std::int64_t cut = place.bytes - place.largest_block_bytes;
+            if (share >= kMemoryHolderThresholdPercent && cut > 0) {
+                const std::string finding = fmt::format(
+                    "on GPU {}, blocks allocated in `{}` hold {:.0f}% of the allocated peak ({} of {}, {} blocks, the "
+                    "largest {})",
+                    d.device, place.place, share, bytes_text(place.bytes), bytes_text(d.peak_allocated_bytes),
+                    place.blocks, bytes_text(place.largest_block_bytes));
+                const std::string lead = fmt::format(
+                    "if they are activations kept for backward, recomputing them would cut the peak by about {} (what "
+                    "`{}` holds at the peak less its largest block, which a recomputation still needs)",
+                    bytes_text(cut), place.place);
+                items.push_back(advice_item(
+                    "gpu_memory_holder", finding, lead,
+                    {{"activation checkpointing on that block",
+                      applied_if(settings.is_on("switches.activation_checkpointing"),
+                                 "switches.activation_checkpointing is on")}},
+                    std::nullopt));
+            }
+            break;  // the largest named place only: the places are largest first
+        }
+        // Reserved memory the allocator held but nothing used at the peak.
+        const std::int64_t unused = d.reserved_at_peak_bytes - d.peak_allocated_bytes;
+        if (unused >= kUnusedReservedThresholdBytes &&
+            percent(unused, d.reserved_at_peak_bytes) >= kUnusedReservedThresholdPercent) {
+            std::string finding = fmt::format(
+                "on GPU {}, {} of the {} reserved at the allocated peak held no live block ({:.0f}%)", d.device,
+                bytes_text(unused), bytes_text(d.reserved_at_peak_bytes), percent(unused, d.reserved_at_peak_bytes));
+            if (d.largest_free_block_bytes >= 0)
+                finding += fmt::format("; the allocator's state has {} free, the largest free block {}",
+                                       bytes_text(d.free_blocks_bytes), bytes_text(d.largest_free_block_bytes));
+            items.push_back(
+                {"gpu_memory_fragmentation", std::move(finding),
+                 "memory reserved in segments of the wrong sizes: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                 "lets a segment grow instead of reserving a new one per size, and fewer distinct tensor shapes "
+                 "(padding to a few sizes) let blocks be reused",
+                 std::nullopt});
+        }
+        // Out of memory: the request against what was free and what was held.
+        for (const GpuMemoryOom& oom : d.ooms) {
+            std::string finding =
+                fmt::format("on GPU {}, an allocation of {} failed", d.device, bytes_text(oom.request_bytes));
+            if (oom.device_free_bytes >= 0)
+                finding += fmt::format(" with {} free on the device", bytes_text(oom.device_free_bytes));
+            finding += fmt::format("; {} in {} live blocks, {} reserved", bytes_text(oom.allocated_bytes),
+                                   oom.live_blocks, bytes_text(oom.reserved_bytes));
+            const GpuMemoryPlace* largest = nullptr;
+            for (const GpuMemoryPlace& place : oom.live_by_line)
+                if (names_a_place(place.place)) {
+                    largest = &place;
+                    break;
+                }
+            if (largest != nullptr)
+                finding += fmt::format("; the most held by `{}` ({})", largest->place, bytes_text(largest->bytes));
+            const std::int64_t unused = oom.reserved_bytes - oom.allocated_bytes;
+            std::string advice;
+            if (unused >= oom.request_bytes)
+                advice = fmt::format(
+                    "the allocator held {} reserved but unused, more than the request, yet not in one piece: "
+                    "fragmentation; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or freeing cached blocks "
+                    "(torch.cuda.empty_cache()) before the large allocation",
+                    bytes_text(unused));
+            else if (oom.device_free_bytes >= 0 &&
+                     std::max<std::int64_t>(unused, 0) + oom.device_free_bytes >= oom.request_bytes)
+                advice = fmt::format(
+                    "reserved-but-unused ({}) and device-free ({}) memory together cover the request, neither "
+                    "alone: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets the allocator grow a segment "
+                    "into the free memory",
+                    bytes_text(std::max<std::int64_t>(unused, 0)), bytes_text(oom.device_free_bytes));
+            else
+                advice = fmt::format(
+                    "the live blocks leave no room: {} more than was reserved-but-unused{} would have been needed; "
+                    "a smaller batch, activation checkpointing, mixed precision, or freeing what the largest holder "
+                    "keeps",
+                    bytes_text(oom.request_bytes - std::max<std::int64_t>(unused, 0) -
+                               std::max<std::int64_t>(oom.device_free_bytes, 0)),
+                    oom.device_free_bytes >= 0 ? " and free on the device" : "");
+            items.push_back({"gpu_memory_oom", std::move(finding), std::move(advice), std::nullopt});
+        }
+    }
 }
 
 }  // namespace ember::analysis

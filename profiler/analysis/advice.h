@@ -6,6 +6,7 @@
 
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_activity.h"
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/memory_summary.h"
 
@@ -49,6 +50,12 @@ inline constexpr double kExposedCommunicationThresholdPercent = 5.0;
 inline constexpr double kCpuHotspotThresholdPercent = 15.0;        // an op family's share of the sampled CPU
 inline constexpr double kCpuReorderThresholdPercent = 5.0;         // layout reorders: overhead, not work
 inline constexpr double kBackwardForwardRatio = 3.0;               // backward slower than this many forwards
+// GPU memory (gpu_memory.h): one allocating op (else line) holding this share of the
+// allocated peak; reserved memory unused at the peak, as a share of the reserved bytes
+// then and in bytes.
+inline constexpr double kMemoryHolderThresholdPercent = 25.0;
+inline constexpr double kUnusedReservedThresholdPercent = 25.0;
+inline constexpr std::int64_t kUnusedReservedThresholdBytes = 256ll << 20;
 
 struct AdviceInputs {
     const GpuActivity& activity;
@@ -60,6 +67,7 @@ struct AdviceInputs {
     trace::TimeNs forward_ns = 0;              // summed "forward" / "backward" NVTX ranges
     trace::TimeNs backward_ns = 0;
     RunSettings settings = {};                 // what the run already applies
+    const GpuMemoryReport* gpu_memory = nullptr;  // the replay of memory events, when there are any
 };
 
 // Dropped records first (every other number undercounts), then by recoverable time,
@@ -72,6 +80,11 @@ std::vector<AdviceItem> advise(const GpuActivity& activity, const std::vector<Me
 // The CPU rules (op families in the sampled stacks, idle loader workers, the
 // backward/forward ratio), appended to `items`.
 void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector<AdviceItem>& items);
+
+// The GPU memory rules (one op holding much of the peak, reserved memory unused at the
+// peak, out-of-memory events), appended to `items`. They recover memory, not time: no
+// recoverable_ns.
+void advise_gpu_memory(const GpuMemoryReport& report, const RunSettings& settings, std::vector<AdviceItem>& items);
 
 // Puts items in the order advise() returns them.
 void rank_advice(std::vector<AdviceItem>& items);

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -27,7 +29,94 @@ struct LiveBlock {
     std::int64_t bytes = 0;
     trace::StackId stack = 0;
     bool before_trace = false;
+    trace::ThreadId thread = 0;
+    trace::TimeNs time = 0;
 };
+
+// The tensor-creation ops every allocation happens inside: never the op to name.
+bool is_allocation_helper(std::string_view name) {
+    static constexpr std::string_view kNames[] = {"aten::empty",     "aten::empty_strided",     "aten::empty_like",
+                                                  "aten::new_empty", "aten::new_empty_strided", "aten::resize_"};
+    return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
+// The allocating op among ranges of one thread: of those open at `time` (start <= time
+// < end, depth >= 0), the innermost (deepest, then latest started) that is not an
+// allocation helper, else the innermost.
+class OpPicker {
+  public:
+    explicit OpPicker(const store::TraceReader& reader) : reader_(reader) {}
+
+    template <typename Ranges>
+    std::optional<trace::RangeEvent> pick(const Ranges& ranges, trace::TimeNs time) {
+        const trace::RangeEvent* best = nullptr;
+        const trace::RangeEvent* best_helper = nullptr;
+        auto inner = [](const trace::RangeEvent* a, const trace::RangeEvent& b) {
+            return a == nullptr || b.depth > a->depth || (b.depth == a->depth && b.start_ns > a->start_ns);
+        };
+        for (const trace::RangeEvent& range : ranges) {
+            if (range.depth < 0 || range.start_ns > time || range.end_ns <= time) continue;
+            const trace::RangeEvent*& slot = helper(range.name_id) ? best_helper : best;
+            if (inner(slot, range)) slot = &range;
+        }
+        if (best != nullptr) return *best;
+        if (best_helper != nullptr) return *best_helper;
+        return std::nullopt;
+    }
+
+  private:
+    bool helper(trace::StringId name) {
+        auto found = helpers_.find(name);
+        if (found != helpers_.end()) return found->second;
+        return helpers_.emplace(name, is_allocation_helper(reader_.string(name))).first->second;
+    }
+    const store::TraceReader& reader_;
+    std::unordered_map<trace::StringId, bool> helpers_;
+};
+
+// allocating_range for many (thread, time) queries: one pass over each thread's ranges
+// in start order, keeping those that may still be open.
+std::vector<std::optional<trace::RangeEvent>> allocating_ranges(
+    const store::TraceReader& reader, const std::vector<std::pair<trace::ThreadId, trace::TimeNs>>& queries) {
+    std::vector<std::optional<trace::RangeEvent>> result(queries.size());
+    std::vector<std::size_t> order(queries.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return queries[a] < queries[b]; });
+    OpPicker picker(reader);
+    std::size_t at = 0;
+    while (at < order.size()) {
+        const trace::ThreadId thread = queries[order[at]].first;
+        std::size_t end = at;
+        while (end < order.size() && queries[order[end]].first == thread) ++end;
+        if (thread == 0) {
+            at = end;
+            continue;
+        }
+        std::vector<trace::RangeEvent> open;  // in start order; some may have ended
+        auto answer_before = [&](trace::TimeNs limit) {
+            for (; at < end && queries[order[at]].second < limit; ++at) {
+                const trace::TimeNs time = queries[order[at]].second;
+                while (!open.empty() && open.back().end_ns <= time) open.pop_back();
+                result[order[at]] = picker.pick(open, time);
+            }
+        };
+        store::EventQuery query;
+        query.track = thread;
+        const trace::TimeNs last = queries[order[end - 1]].second;
+        query.end_ns = last < std::numeric_limits<trace::TimeNs>::max() ? last + 1 : last;
+        reader.for_each_range(query, [&](const trace::RangeEvent& range) {
+            if (range.depth < 0) return true;
+            answer_before(range.start_ns);
+            if (at == end) return false;
+            while (!open.empty() && open.back().end_ns <= range.start_ns) open.pop_back();
+            open.push_back(range);
+            return true;
+        });
+        answer_before(std::numeric_limits<trace::TimeNs>::max());
+        at = end;
+    }
+    return result;
+}
 
 // Frames of the allocator, of tensor creation and of the stack capture itself,
 // skipped when a C++ stack has no Python frame to name its user (a name may start with
@@ -104,7 +193,7 @@ class Places {
     }
 
   private:
-    inline static const std::string kBefore = "(allocated before the trace began)";
+    inline static const std::string kBefore = kAllocatedBeforeTrace;
     inline static const std::string kUnknown = "(no stack recorded)";
     const store::TraceReader& reader_;
     std::unordered_map<trace::StackId, std::string> lines_, stacks_;
@@ -115,11 +204,12 @@ std::vector<GpuMemoryPlace> grouped(const std::unordered_map<std::uint64_t, Live
                                     Key key) {
     std::map<std::string, GpuMemoryPlace> by_place;
     for (const auto& [address, block] : live) {
-        const std::string& place = key(block);
+        const std::string& place = key(address, block);
         GpuMemoryPlace& row = by_place[place];
         row.place = place;
         ++row.blocks;
         row.bytes += block.bytes;
+        row.largest_block_bytes = std::max(row.largest_block_bytes, block.bytes);
     }
     std::vector<GpuMemoryPlace> rows;
     rows.reserve(by_place.size());
@@ -129,6 +219,45 @@ std::vector<GpuMemoryPlace> grouped(const std::unordered_map<std::uint64_t, Live
     });
     return rows;
 }
+
+// The allocating op of each live block that names its thread, by address.
+class BlockOps {
+  public:
+    BlockOps(const store::TraceReader& reader, const std::unordered_map<std::uint64_t, LiveBlock>& live)
+        : reader_(reader) {
+        std::vector<std::uint64_t> addresses;
+        std::vector<std::pair<trace::ThreadId, trace::TimeNs>> queries;
+        for (const auto& [address, block] : live) {
+            if (block.thread == 0) continue;
+            addresses.push_back(address);
+            queries.push_back({block.thread, block.time});
+        }
+        std::vector<std::optional<trace::RangeEvent>> ranges = allocating_ranges(reader, queries);
+        for (std::size_t i = 0; i < addresses.size(); ++i) ranges_.emplace(addresses[i], std::move(ranges[i]));
+    }
+
+    bool any() const { return !ranges_.empty(); }
+
+    std::optional<trace::RangeEvent> range(std::uint64_t address) const {
+        auto found = ranges_.find(address);
+        return found == ranges_.end() ? std::nullopt : found->second;
+    }
+
+    std::string name(std::uint64_t address, const LiveBlock& block) const {
+        if (block.thread == 0) return block.before_trace ? kAllocatedBeforeTrace : kNoThreadRecorded;
+        std::optional<trace::RangeEvent> open = range(address);
+        return open ? std::string(reader_.string(open->name_id)) : std::string(kNoOpOpen);
+    }
+
+    std::vector<GpuMemoryPlace> places(const std::unordered_map<std::uint64_t, LiveBlock>& live) const {
+        if (!any()) return {};
+        return grouped(live, [&](std::uint64_t address, const LiveBlock& b) { return name(address, b); });
+    }
+
+  private:
+    const store::TraceReader& reader_;
+    std::unordered_map<std::uint64_t, std::optional<trace::RangeEvent>> ranges_;
+};
 
 struct Step {
     trace::TimeNs start_ns = 0, end_ns = 0;
@@ -172,7 +301,7 @@ struct Replay {
                 if (!inserted)
                     allocated -=
                         it->second.bytes;  // allocated again without a free: the latest counts
-                it->second = {e.bytes, e.stack_id, e.action == MemoryAction::live_at_start};
+                it->second = {e.bytes, e.stack_id, e.action == MemoryAction::live_at_start, e.thread_id, e.time_ns};
                 allocated += e.bytes;
                 return;
             }
@@ -271,7 +400,7 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
                 oom.reserved_bytes = replay.reserved;
                 oom.live_blocks = static_cast<std::int64_t>(replay.live.size());
                 oom.live_by_line =
-                    grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+                    grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
                         return places.line_of(b.stack, b.before_trace);
                     });
                 device->ooms.push_back(std::move(oom));
@@ -307,12 +436,13 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
             },
             id);
         device.live_blocks_at_peak = static_cast<std::int64_t>(replay.live.size());
+        device.at_peak_by_op = BlockOps(reader, replay.live).places(replay.live);
         device.at_peak_by_line =
-            grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+            grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
                 return places.line_of(b.stack, b.before_trace);
             });
         device.at_peak_by_stack =
-            grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+            grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
                 return places.stack_of(b.stack, b.before_trace);
             });
         if (const Step* step = steps.empty() ? nullptr : step_at(steps, device.peak_allocated_ns))
@@ -391,16 +521,17 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
     tables.push_back(std::move(summary));
 
     auto place_table = [&](const char* key, const char* title, const char* place_title,
-                           std::vector<GpuMemoryPlace> GpuMemoryDevice::*member) {
+                           std::vector<GpuMemoryPlace> GpuMemoryDevice::*member, const char* empty_note) {
         Table table{key,
                     title,
                     {{"device", "Device", ColumnKind::integer},
                      {"place", place_title, ColumnKind::text},
                      {"blocks", "Blocks", ColumnKind::integer},
                      {"bytes", "Bytes", ColumnKind::integer},
-                     {"percent", "% Of Peak", ColumnKind::percent}},
+                     {"percent", "% Of Peak", ColumnKind::percent},
+                     {"largest_block_bytes", "Largest Block (B)", ColumnKind::integer}},
                     {},
-                    "nothing was allocated"};
+                    empty_note};
         for (const GpuMemoryDevice& d : report.devices) {
             const std::vector<GpuMemoryPlace>& rows = d.*member;
             for (std::size_t i = 0; i < rows.size() && i < limit; ++i) {
@@ -408,8 +539,8 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
                                            ? 100.0 * static_cast<double>(rows[i].bytes) /
                                                  static_cast<double>(d.peak_allocated_bytes)
                                            : 0.0;
-                table.rows.push_back({static_cast<std::int64_t>(d.device), rows[i].place,
-                                      rows[i].blocks, rows[i].bytes, percent});
+                table.rows.push_back({static_cast<std::int64_t>(d.device), rows[i].place, rows[i].blocks,
+                                      rows[i].bytes, percent, rows[i].largest_block_bytes});
             }
             if (rows.size() > limit)
                 table.notes.push_back(fmt::format("device {}: {} more places (--top N shows more)",
@@ -417,10 +548,14 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
         }
         tables.push_back(std::move(table));
     };
+    place_table("gpu_memory_at_peak_by_op", "Live at the allocated peak, by allocating op", "Allocating Op",
+                &GpuMemoryDevice::at_peak_by_op,
+                "no block live at the peak names the thread that allocated it (a PyTorch memory snapshot "
+                "records stacks: see the line and stack tables)");
     place_table("gpu_memory_at_peak_by_line", "Live at the allocated peak, by allocating line",
-                "Allocated At", &GpuMemoryDevice::at_peak_by_line);
+                "Allocated At", &GpuMemoryDevice::at_peak_by_line, "nothing was allocated");
     place_table("gpu_memory_at_peak_by_stack", "Live at the allocated peak, by stack",
-                "Stack (outermost first)", &GpuMemoryDevice::at_peak_by_stack);
+                "Stack (outermost first)", &GpuMemoryDevice::at_peak_by_stack, "nothing was allocated");
 
     Table churn{"gpu_memory_churn",
                 "Allocation churn",
@@ -470,7 +605,8 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
     return tables;
 }
 
-GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId device, trace::TimeNs time) {
+GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId device, trace::TimeNs time,
+                          std::size_t block_limit) {
     Replay replay;
     reader.for_each_memory_event(
         [&](const MemoryEvent& e) {
@@ -484,13 +620,56 @@ GpuMemoryAt gpu_memory_at(const store::TraceReader& reader, trace::DeviceId devi
     at.allocated_bytes = replay.allocated;
     at.reserved_bytes = replay.reserved;
     at.live_blocks = static_cast<std::int64_t>(replay.live.size());
-    at.by_line = grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+    const BlockOps ops(reader, replay.live);
+    at.by_op = ops.places(replay.live);
+    at.by_line = grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
         return places.line_of(b.stack, b.before_trace);
     });
-    at.by_stack = grouped(replay.live, [&](const LiveBlock& b) -> const std::string& {
+    at.by_stack = grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
         return places.stack_of(b.stack, b.before_trace);
     });
+    if (block_limit > 0) {
+        std::vector<std::pair<std::uint64_t, const LiveBlock*>> largest;
+        largest.reserve(replay.live.size());
+        for (const auto& [address, block] : replay.live) largest.push_back({address, &block});
+        const std::size_t kept = std::min(block_limit, largest.size());
+        std::partial_sort(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(kept), largest.end(),
+                          [](const auto& a, const auto& b) {
+                              return a.second->bytes != b.second->bytes ? a.second->bytes > b.second->bytes
+                                                                        : a.first < b.first;
+                          });
+        for (std::size_t i = 0; i < kept; ++i) {
+            const auto& [address, block] = largest[i];
+            GpuMemoryBlock row;
+            row.address = address;
+            row.bytes = block->bytes;
+            row.alloc_ns = block->time;
+            row.thread_id = block->thread;
+            row.stack_id = block->stack;
+            row.before_trace = block->before_trace;
+            row.line = places.line_of(block->stack, block->before_trace);
+            row.op = ops.name(address, *block);
+            row.op_range = ops.range(address);
+            at.blocks.push_back(std::move(row));
+        }
+    }
     return at;
+}
+
+std::optional<trace::RangeEvent> allocating_range(const store::TraceReader& reader, trace::ThreadId thread,
+                                                  trace::TimeNs time) {
+    if (thread == 0) return std::nullopt;
+    store::EventQuery query;
+    query.track = thread;
+    query.begin_ns = time;
+    query.end_ns = time < std::numeric_limits<trace::TimeNs>::max() ? time + 1 : time;
+    std::vector<trace::RangeEvent> open;
+    reader.for_each_range(query, [&](const trace::RangeEvent& range) {
+        open.push_back(range);
+        return true;
+    });
+    OpPicker picker(reader);
+    return picker.pick(open, time);
 }
 
 void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVisitor& visit,

@@ -715,8 +715,11 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     if (wanted(options, "python_gpu"))
         for (Table& table : python_gpu_tables(python_gpu(reader), options.top > 0 ? options.top : 15))
             tables.push_back(std::move(table));
+    // The memory replay, for its report and for the advice (empty without memory events).
+    std::optional<GpuMemoryReport> memory_report;
+    if (wanted(options, "gpu_memory") || wanted(options, "advice")) memory_report = gpu_memory(reader);
     if (wanted(options, "gpu_memory"))
-        for (Table& table : gpu_memory_tables(gpu_memory(reader), run, options.top)) tables.push_back(std::move(table));
+        for (Table& table : gpu_memory_tables(*memory_report, run, options.top)) tables.push_back(std::move(table));
     // A trace without GPU activity: its GPU tables say so in one line each, and the
     // default text report says it once for all of them.
     if (!any_gpu_work && reader.event_count("kernels") == 0 && reader.event_count("memcpys") == 0) {
@@ -743,6 +746,7 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         AdviceInputs inputs{activity, memory, reader.total_dropped(), work, options.kernel_wait_threshold_ns};
         inputs.cpu = &cpu;
         inputs.settings = run_settings(reader);
+        inputs.gpu_memory = memory_report ? &*memory_report : nullptr;
         for (const DurationSummaryRow& range : ranges) {
             if (range.name == nvtx::range::kForward) inputs.forward_ns += range.stats.total_ns;
             if (range.name == nvtx::range::kBackward) inputs.backward_ns += range.stats.total_ns;

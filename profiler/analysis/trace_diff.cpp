@@ -493,7 +493,25 @@ RunProfile profile_run(const store::TraceReader& reader, const DiffOptions& opti
     if (reader.memory_event_count() > 0) {
         for (const GpuMemoryDevice& device : gpu_memory(reader).devices) {
             if (options.rank && ranks.of_device(device.device) != *options.rank) continue;
-            profile.memory.push_back({device.device, device.peak_allocated_bytes, device.peak_reserved_bytes});
+            // Places named as the name tables name them, so the same op matches across runs.
+            auto normalised = [](const std::vector<GpuMemoryPlace>& places) {
+                std::map<std::string, GpuMemoryPlace> merged;
+                for (const GpuMemoryPlace& place : places) {
+                    const std::string name = place.place.empty() || place.place.front() == '('
+                                                 ? place.place
+                                                 : normalise_name(place.place);
+                    GpuMemoryPlace& row = merged[name];
+                    row.place = name;
+                    row.blocks += place.blocks;
+                    row.bytes += place.bytes;
+                    row.largest_block_bytes = std::max(row.largest_block_bytes, place.largest_block_bytes);
+                }
+                std::vector<GpuMemoryPlace> rows;
+                for (auto& [name, row] : merged) rows.push_back(std::move(row));
+                return rows;
+            };
+            profile.memory.push_back({device.device, device.peak_allocated_bytes, device.peak_reserved_bytes,
+                                      normalised(device.at_peak_by_op), normalised(device.at_peak_by_line)});
         }
     }
     return profile;

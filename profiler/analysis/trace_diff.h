@@ -37,6 +37,7 @@
 // that would widen a p10–p90 band of a short run.
 #pragma once
 
+#include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/operation_names.h"  // normalise_name: how two runs match names
 #include "profiler/analysis/report_table.h"
 #include "profiler/analysis/stats_report.h"
@@ -104,6 +105,9 @@ struct MemoryPeak {
     trace::DeviceId device = 0;
     std::int64_t allocated_bytes = 0;
     std::int64_t reserved_bytes = 0;
+    // What was live at the allocated peak, by allocating op (empty when no block names its
+    // thread) and by allocating line; places named through normalise_name.
+    std::vector<GpuMemoryPlace> by_op, by_line;
 };
 
 struct RunProfile {
@@ -189,6 +193,18 @@ struct MemoryPeakDelta {
     std::optional<MemoryPeak> a, b;
 };
 
+// One place's bytes live at a device's allocated peak in A and in B (0 where that run has
+// none live there), for a device both runs used: by allocating op when both runs name
+// the allocating threads, else by allocating line.
+struct MemoryPlaceDelta {
+    trace::DeviceId device = 0;
+    std::string by;  // "op" or "line"
+    std::string place;
+    std::int64_t a_bytes = 0, b_bytes = 0;
+    std::int64_t a_blocks = 0, b_blocks = 0;
+    std::int64_t change_bytes() const { return b_bytes - a_bytes; }
+};
+
 struct TraceDiff {
     std::string a_path, b_path;
     std::string scope;
@@ -203,6 +219,8 @@ struct TraceDiff {
     std::vector<NameDelta> kernels, ranges, api, cpu_functions;
     bool cpu_sampled = false;  // both runs have sampled CPU stacks
     std::vector<MemoryPeakDelta> memory;  // by device, when either run has memory events
+    // By device, then |change_bytes|, largest first (ties by place).
+    std::vector<MemoryPlaceDelta> memory_places;
     // The change of the summed step time, B - A: what a table row's share is of. Only
     // when both runs compare the same number of steps of one rank (a job's totals add
     // ranks, its steps do not).

@@ -169,6 +169,27 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
     for (auto& [device, delta] : memory) {
         delta.device = device;
         diff.memory.push_back(delta);
+        if (!delta.a || !delta.b) continue;
+        const bool by_op = !delta.a->by_op.empty() && !delta.b->by_op.empty();
+        std::map<std::string, MemoryPlaceDelta> places;
+        auto add = [&](const std::vector<GpuMemoryPlace>& rows, bool is_a) {
+            for (const GpuMemoryPlace& row : rows) {
+                MemoryPlaceDelta& place = places[row.place];
+                place.device = device;
+                place.by = by_op ? "op" : "line";
+                place.place = row.place;
+                (is_a ? place.a_bytes : place.b_bytes) += row.bytes;
+                (is_a ? place.a_blocks : place.b_blocks) += row.blocks;
+            }
+        };
+        add(by_op ? delta.a->by_op : delta.a->by_line, true);
+        add(by_op ? delta.b->by_op : delta.b->by_line, false);
+        std::vector<MemoryPlaceDelta> rows;
+        for (auto& [name, place] : places) rows.push_back(std::move(place));
+        std::stable_sort(rows.begin(), rows.end(), [](const MemoryPlaceDelta& x, const MemoryPlaceDelta& y) {
+            return std::llabs(x.change_bytes()) > std::llabs(y.change_bytes());
+        });
+        for (MemoryPlaceDelta& row : rows) diff.memory_places.push_back(std::move(row));
     }
 
     const bool one_rank = a.scope.rfind("rank ", 0) == 0 && b.scope.rfind("rank ", 0) == 0;

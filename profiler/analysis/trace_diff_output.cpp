@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace ember::analysis {
 
@@ -64,6 +65,33 @@ Table memory_table(const TraceDiff& diff) {
     }
     if (std::any_of(diff.memory.begin(), diff.memory.end(), [](const MemoryPeakDelta& d) { return !d.a || !d.b; }))
         table.notes.push_back("an empty cell: that run has no GPU memory events on the device");
+    return table;
+}
+
+// What was live at each device's allocated peak, A against B, largest changes first.
+Table memory_places_table(const TraceDiff& diff, std::size_t top) {
+    Table table("gpu_memory_at_peak", "Live at the allocated peak, by allocating op (or line), A vs B",
+                {{"device", "Device", ColumnKind::integer},
+                 {"by", "By", ColumnKind::text},
+                 {"place", "Allocated In", ColumnKind::text},
+                 {"a_bytes", "A Bytes", ColumnKind::integer},
+                 {"b_bytes", "B Bytes", ColumnKind::integer},
+                 {"change_bytes", "Change (B)", ColumnKind::integer},
+                 {"a_blocks", "A Blocks", ColumnKind::integer},
+                 {"b_blocks", "B Blocks", ColumnKind::integer}});
+    table.empty_note = "no device has memory events in both runs";
+    std::map<trace::DeviceId, std::size_t> shown, left;
+    for (const MemoryPlaceDelta& d : diff.memory_places) {
+        if (top > 0 && shown[d.device] >= top) {
+            ++left[d.device];
+            continue;
+        }
+        ++shown[d.device];
+        table.rows.push_back({static_cast<std::int64_t>(d.device), d.by, d.place, d.a_bytes, d.b_bytes,
+                              d.change_bytes(), d.a_blocks, d.b_blocks});
+    }
+    for (const auto& [device, count] : left)
+        table.notes.push_back(fmt::format("device {}: {} more places (--top N shows more)", device, count));
     return table;
 }
 
@@ -228,7 +256,10 @@ std::vector<Table> diff_tables(const TraceDiff& diff, std::size_t top) {
     if (diff.cpu_sampled)
         tables.push_back(names_table("cpu_functions", "CPU functions that moved most (sampled self time)",
                                      diff.cpu_functions, total_step_change(diff), a_total_ns, false, top, "(none)"));
-    if (!diff.memory.empty()) tables.push_back(memory_table(diff));
+    if (!diff.memory.empty()) {
+        tables.push_back(memory_table(diff));
+        tables.push_back(memory_places_table(diff, top));
+    }
     return tables;
 }
 
@@ -264,6 +295,7 @@ nlohmann::json diff_json(const TraceDiff& diff, std::size_t top) {
     if (!document.contains("host_side")) document["host_side"] = nlohmann::json::array();
     if (!document.contains("cpu_functions")) document["cpu_functions"] = nullptr;
     if (!document.contains("gpu_memory")) document["gpu_memory"] = nlohmann::json::array();
+    if (!document.contains("gpu_memory_at_peak")) document["gpu_memory_at_peak"] = nlohmann::json::array();
     return document;
 }
 

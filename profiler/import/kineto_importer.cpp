@@ -10,7 +10,9 @@
 //   Operator         cpu_op, user_annotation,           ranges, nested by time on their thread, domain =
 //                    python_function                    the Kineto category
 //   -                cpu_instant_event "[memory]"       counters "memory allocated" / "memory reserved";
-//                                                       on a GPU also memory_events (see memory_sample)
+//                                                       on a GPU also memory_events (see memory_sample),
+//                                                       on the thread of its pid/tid (the op open there
+//                                                       allocated it)
 //   -                overhead                           collector_overhead
 // ProfilerStep#N becomes ember's step range ("step", category step, payload N) and
 // enumerate(DataLoader)...__next__ ember's "dataloader/wait" (category dataloader):
@@ -327,7 +329,13 @@ private:
         if (args.total_reserved) {
             sink_.counter_sample({sink_.counter("memory reserved", "bytes", device), time, static_cast<double>(*args.total_reserved)});
         }
-        if (device != trace::kNoDevice && args.bytes && args.memory_address) gpu_memory_event(device, time, args);
+        if (device != trace::kNoDevice && args.bytes && args.memory_address) {
+            // The host thread that asked: the same ember thread as the ops of its pid/tid,
+            // so the range open there at `time` is the allocating op.
+            const trace::ThreadId thread =
+                event.pid.present && !event.pid.is_text && event.tid.present ? host_thread(event) : 0;
+            gpu_memory_event(device, time, args, thread);
+        }
     }
 
     // A GPU "[memory]" event as the caching allocator's: an alloc ("Bytes" > 0) or a
@@ -335,7 +343,8 @@ private:
     // since the device's previous event as a segment reserved or released. What was
     // allocated before the trace began is put in at its start (finish_gpu_memory), so the
     // replay of the events gives "Total Allocated" at every event.
-    void gpu_memory_event(trace::DeviceId device, trace::TimeNs time, const TraceEventArgs& args) {
+    void gpu_memory_event(trace::DeviceId device, trace::TimeNs time, const TraceEventArgs& args,
+                          trace::ThreadId thread) {
         GpuMemory& memory = gpu_memory_[device];
         const std::int64_t bytes = *args.bytes;
         const auto address = static_cast<std::uint64_t>(*args.memory_address);
@@ -351,6 +360,7 @@ private:
         event.time_ns = time;
         event.device_id = device;
         event.address = address;
+        event.thread_id = thread;
         if (bytes >= 0) {
             event.action = trace::MemoryAction::alloc;
             event.bytes = bytes;
@@ -366,6 +376,7 @@ private:
             trace::MemoryEvent segment;
             segment.time_ns = time;
             segment.device_id = device;
+            segment.thread_id = thread;
             const std::int64_t change = *args.total_reserved - memory.last_reserved;
             segment.action = change > 0 ? trace::MemoryAction::segment_alloc : trace::MemoryAction::segment_free;
             segment.bytes = change > 0 ? change : -change;

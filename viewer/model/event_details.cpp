@@ -4,7 +4,9 @@
 #include "viewer/model/view_state.h"
 
 #include "profiler/analysis/gpu_memory.h"
+#include "profiler/analysis/operation_names.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 
@@ -196,6 +198,14 @@ std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane_index, tr
         lines.push_back({"allocated", format_bytes(static_cast<double>(at.allocated_bytes)) + " in " +
                                           std::to_string(at.live_blocks) + " live blocks"});
         lines.push_back({"reserved", format_bytes(static_cast<double>(at.reserved_bytes))});
+        for (std::size_t i = 0; i < at.by_op.size() && i < top; ++i) {
+            const analysis::GpuMemoryPlace& place = at.by_op[i];
+            lines.push_back({"allocated in " + place.place,
+                             format_bytes(static_cast<double>(place.bytes)) + " in " + std::to_string(place.blocks) +
+                                 (place.blocks == 1 ? " block" : " blocks")});
+        }
+        if (at.by_op.size() > top)
+            lines.push_back({"... ", std::to_string(at.by_op.size() - top) + " more allocating ops"});
         for (std::size_t i = 0; i < at.by_line.size() && i < top; ++i) {
             const analysis::GpuMemoryPlace& place = at.by_line[i];
             lines.push_back({"allocated at " + place.place,
@@ -208,6 +218,56 @@ std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane_index, tr
         lines.push_back({"error", error.what()});
     }
     return lines;
+}
+
+std::optional<EventRef> find_range_event(const TraceModel& model, int file_index, const trace::RangeEvent& range) {
+    if (file_index < 0 || file_index >= static_cast<int>(model.files().size())) return std::nullopt;
+    const trace::TimeNs start = range.start_ns + model.files()[static_cast<std::size_t>(file_index)].shift_ns;
+    for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
+        const Lane& lane = model.lane(lane_index);
+        if (lane.file_index != file_index || lane.kind != LaneKind::thread || lane.track_id != range.thread_id ||
+            !lane.ready.load(std::memory_order_acquire))
+            continue;
+        for (int row_index = 0; row_index < static_cast<int>(lane.rows.size()); ++row_index) {
+            const Row& row = lane.rows[static_cast<std::size_t>(row_index)];
+            if (row.kind != RowKind::ranges && row.kind != RowKind::async_ranges) continue;
+            if (row.kind == RowKind::ranges && row.depth != range.depth) continue;
+            auto first = std::lower_bound(row.events.begin(), row.events.end(), start,
+                                          [](const TimelineEvent& e, trace::TimeNs t) { return e.start_ns < t; });
+            for (auto it = first; it != row.events.end() && it->start_ns == start; ++it)
+                if (it->kind == EventKind::range && it->link == range.range_id)
+                    return EventRef{lane_index, row_index, static_cast<std::uint32_t>(it - row.events.begin())};
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<LiveBlockLink> live_blocks_at(TraceModel& model, int lane_index, trace::TimeNs time, std::size_t top) {
+    std::vector<LiveBlockLink> links;
+    if (lane_index < 0 || lane_index >= model.lane_count() || top == 0) return links;
+    const Lane& lane = model.lane(lane_index);
+    if (lane.kind != LaneKind::memory) return links;
+    TraceFile& file = model.file(lane.file_index);
+    try {
+        const analysis::GpuMemoryAt at = analysis::gpu_memory_at(
+            *file.reader, static_cast<trace::DeviceId>(lane.track_id), time - file.shift_ns, top);
+        for (const analysis::GpuMemoryBlock& block : at.blocks) {
+            LiveBlockLink link;
+            link.address = block.address;
+            link.bytes = block.bytes;
+            link.alloc_ns = block.alloc_ns + file.shift_ns;
+            link.op = block.op;
+            link.line = block.line;
+            if (block.stack_id != 0)
+                for (const trace::FrameInfo& frame : file.reader->stack_frames(block.stack_id))
+                    link.stack.push_back(frame.is_python() ? analysis::python_frame_name(frame) : frame.function);
+            if (block.op_range) link.op_event = find_range_event(model, lane.file_index, *block.op_range);
+            links.push_back(std::move(link));
+        }
+    } catch (const store::TraceError&) {
+        links.clear();
+    }
+    return links;
 }
 
 }  // namespace ember::viewer

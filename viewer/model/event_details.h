@@ -26,6 +26,27 @@ std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref);
 // and the live blocks by allocating line, largest first (at most `top`).
 std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane, trace::TimeNs time, std::size_t top = 12);
 
+// A live block at a clicked time on a GPU memory lane, and where it leads: its
+// allocating op on the timeline (the range open on its thread when it was allocated,
+// analysis::allocating_range) and its stack.
+struct LiveBlockLink {
+    std::uint64_t address = 0;
+    std::int64_t bytes = 0;
+    trace::TimeNs alloc_ns = 0;       // model time
+    std::string op;                   // the allocating op, or "(no thread recorded)" and the like
+    std::string line;                 // the allocating line (as describe_memory_at's)
+    std::vector<std::string> stack;   // its frames, outermost first; empty without a stack
+    std::optional<EventRef> op_event; // the op's range on the timeline, when a lane holds it
+};
+
+// The `top` largest blocks live on memory lane `lane` at model time `time`, largest first.
+// Empty for a lane that is not a memory lane; throws nothing (a reader failure gives none).
+std::vector<LiveBlockLink> live_blocks_at(TraceModel& model, int lane, trace::TimeNs time, std::size_t top = 12);
+
+// The timeline event of `range`, a range of file `file_index` (its thread lane, the row of
+// its depth, by start and range id); none when no loaded lane holds it.
+std::optional<EventRef> find_range_event(const TraceModel& model, int file_index, const trace::RangeEvent& range);
+
 // API call -> the GPU work it launched; GPU work -> the API call that launched it.
 std::optional<EventRef> find_flow_partner(const TraceModel& model, const EventRef& ref);
 

@@ -215,7 +215,7 @@ struct ViewOptions {
     bool idle_samples = false, no_stacks = false;
     int stack_depth = 12;
     // --screenshot and what it shows.
-    std::string screenshot, view_name = "timeline", layout_path, select_text;
+    std::string screenshot, view_name = "timeline", layout_path, select_text, memory_at_text;
     std::optional<long long> step_number;
     // Several rank files: the Job tab.
     std::optional<long long> collective;
@@ -263,6 +263,9 @@ void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_option("--select", options.select_text,
                    "with --screenshot: select the first event whose name contains this text (details panel, flow "
                    "arrow to its launch or its GPU work)");
+    cli.add_option("--memory-at", options.memory_at_text,
+                   "with --screenshot: click the first GPU memory lane at this time from the trace's start (ns, or "
+                   "with us/ms/s): what was live then, the largest blocks with their op and stack");
     cli.add_flag("--idle-samples", options.idle_samples,
                  "thread lanes' sampled stacks include idle samples (dimmed), as `ember stats --idle`");
     cli.add_flag("--no-stacks", options.no_stacks, "no sampled stacks on the thread lanes");
@@ -328,6 +331,14 @@ int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
         std::fprintf(stderr, "ember view: --step %lld: the first rank has no such step (see --view breakdown)\n",
                      *options.step_number);
         return kExitBadFile;
+    }
+    if (!options.memory_at_text.empty()) {
+        const std::optional<double> at = parse_time(options.memory_at_text);
+        if (!at || !app.select_memory_at(static_cast<ember::trace::TimeNs>(*at))) {
+            std::fprintf(stderr, "ember view: --memory-at %s: %s\n", options.memory_at_text.c_str(),
+                         at ? "the trace has no GPU memory lane" : "expected a time, e.g. 1.5ms");
+            return kExitBadFile;
+        }
     }
     if (!options.select_text.empty()) {
         render_frame(window, app, false);  // lay the lanes out first

@@ -737,6 +737,7 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
             selected_stack_ = {};
             flow_partner_.reset();
             selected_details_.clear();
+            live_blocks_.clear();
         }
     }
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left) && dragging_pan_) {

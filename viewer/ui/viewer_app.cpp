@@ -48,6 +48,7 @@ void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
     hovered_stack_ = {};
     flow_partner_.reset();
     selected_details_.clear();
+    live_blocks_.clear();
     stats_.reset();
     stats_lanes_ready_ = -1;
     flame_dirty_ = true;
@@ -64,6 +65,7 @@ RefreshResult ViewerApp::apply_live_events(TraceDelta& delta) {
         selected_ = {};
         flow_partner_.reset();
         selected_details_.clear();
+        live_blocks_.clear();
         hovered_ = {};
         selected_stack_ = {};
         hovered_stack_ = {};
@@ -85,6 +87,7 @@ void ViewerApp::select_event(const EventRef& ref, bool reveal) {
     selected_ = ref;
     selected_stack_ = {};
     selected_details_.clear();
+    live_blocks_.clear();
     flow_partner_.reset();
     if (!model_ || model_->event(ref) == nullptr) return;
     for (const DetailLine& line : describe_event(*model_, ref)) selected_details_.emplace_back(line.key, line.value);
@@ -97,15 +100,28 @@ void ViewerApp::select_memory_time(int lane, trace::TimeNs time) {
     selected_stack_ = {};
     flow_partner_.reset();
     selected_details_.clear();
+    live_blocks_.clear();
     if (!model_) return;
     for (const DetailLine& line : describe_memory_at(*model_, lane, time))
         selected_details_.emplace_back(line.key, line.value);
+    live_blocks_ = live_blocks_at(*model_, lane, time);
+}
+
+bool ViewerApp::select_memory_at(trace::TimeNs from_start) {
+    if (!model_) return false;
+    for (int lane = 0; lane < model_->lane_count(); ++lane) {
+        if (model_->lane(lane).kind != LaneKind::memory || model_->lane(lane).reserved_memory) continue;
+        select_memory_time(lane, model_->begin_ns() + from_start);
+        return true;
+    }
+    return false;
 }
 
 void ViewerApp::select_stack_box(const StackBoxRef& ref) {
     selected_ = {};
     flow_partner_.reset();
     selected_details_.clear();
+    live_blocks_.clear();
     selected_stack_ = {};
     const SampleStackLane* stacks = model_ ? model_->sample_stacks(ref.lane) : nullptr;
     if (stacks == nullptr || ref.depth < 0 || ref.depth >= stacks->depth(ref.with_idle)) return;
@@ -196,6 +212,7 @@ void ViewerApp::handle_keys() {
         selected_ = {};
         flow_partner_.reset();
         selected_details_.clear();
+        live_blocks_.clear();
     }
 }
 
@@ -375,17 +392,44 @@ void ViewerApp::draw_details_panel(float width, float height) {
             float key_width = 0.0f;
             for (const auto& detail : selected_details_)
                 key_width = std::max(key_width, ImGui::CalcTextSize(detail.first.c_str()).x);
+            // ...but at most half the panel: a long key ("allocated at" a Python line) wraps.
+            key_width = std::min(key_width, ImGui::GetContentRegionAvail().x * 0.5f);
             ImGui::TableSetupColumn("key", ImGuiTableColumnFlags_WidthFixed, key_width);
             ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
             for (const auto& [key, value] : selected_details_) {
                 ImGui::TableNextRow();
                 ImGui::TableNextColumn();
-                ImGui::TextDisabled("%s", key.c_str());
+                ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+                ImGui::TextWrapped("%s", key.c_str());
+                ImGui::PopStyleColor();
                 ImGui::TableNextColumn();
                 ImGui::TextWrapped("%s", value.c_str());
             }
             ImGui::EndTable();
         }
+        // A memory lane clicked: each live block leads to its allocating op and its stack.
+        std::optional<EventRef> go_to;
+        if (!live_blocks_.empty()) {
+            ImGui::Spacing();
+            ImGui::TextUnformatted("Largest live blocks");
+            for (std::size_t index = 0; index < live_blocks_.size(); ++index) {
+                const LiveBlockLink& block = live_blocks_[index];
+                ImGui::PushID(static_cast<int>(index));
+                const std::string title = format_bytes(static_cast<double>(block.bytes)) + "  " + block.op;
+                if (index == 0) ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);  // the largest, opened
+                if (ImGui::TreeNode("block", "%s", title.c_str())) {
+                    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+                    ImGui::TextWrapped("allocated at %s, %s", block.line.c_str(),
+                                       format_duration(static_cast<double>(block.alloc_ns - model_->begin_ns())).c_str());
+                    ImGui::PopStyleColor();
+                    if (block.op_event && ImGui::Button("Go to allocating op")) go_to = block.op_event;
+                    for (const std::string& frame : block.stack) ImGui::BulletText("%s", frame.c_str());
+                    ImGui::TreePop();
+                }
+                ImGui::PopID();
+            }
+        }
+        if (go_to) select_event(*go_to, true);
         if (flow_partner_) {
             const TimelineEvent* partner = model_->event(*flow_partner_);
             if (partner && ImGui::Button("Go to flow partner")) select_event(*flow_partner_, true);

@@ -10,6 +10,7 @@
 // The app only draws what viewer/model computes.
 #pragma once
 
+#include "viewer/model/event_details.h"
 #include "viewer/model/flamegraph.h"
 #include "viewer/model/gpu_analysis.h"
 #include "viewer/model/job_overview.h"
@@ -125,6 +126,9 @@ public:
     // the first match is selected and revealed (details, flow arrow). False when
     // nothing matches.
     bool search_and_select(const std::string& text);
+    // The first GPU memory lane (allocated bytes) clicked at `from_start` after the
+    // trace's start; false when there is none.
+    bool select_memory_at(trace::TimeNs from_start);
 
     // --- The job of several ranks (job_view.cpp) ---------------------------------------
     // The overview of every rank; the Job tab appears with it.
@@ -228,6 +232,7 @@ private:
     EventRef selected_;
     std::optional<EventRef> flow_partner_;
     std::vector<std::pair<std::string, std::string>> selected_details_;
+    std::vector<LiveBlockLink> live_blocks_;  // a memory lane clicked: its largest live blocks
     EventRef hovered_;
     int hovered_fold_count_ = 0;
     // The idle gap (or bin of gaps) and the queue track under the pointer, last frame.

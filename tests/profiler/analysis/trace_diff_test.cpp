@@ -180,6 +180,69 @@ TEST(TraceDiffMemory, PeaksPerDeviceAreComparedAndInTheJson) {
     EXPECT_DOUBLE_EQ(json["gpu_memory"][0]["allocated_change_percent"].get<double>(), -50.0);
     EXPECT_EQ(json["gpu_memory"][0]["reserved_change_bytes"], 0);
     EXPECT_TRUE(json["gpu_memory"][1]["b_peak_allocated_bytes"].is_null());
+    // No thread names the allocations: by line, and no block has a stack.
+    ASSERT_EQ(diff.memory_places.size(), 1u);  // GPU 1 is not in both runs
+    EXPECT_EQ(diff.memory_places[0].by, "line");
+    EXPECT_EQ(diff.memory_places[0].place, "(no stack recorded)");
+    EXPECT_EQ(diff.memory_places[0].change_bytes(), -250);
+    std::filesystem::remove(a_path);
+    std::filesystem::remove(b_path);
+}
+
+// What was live at the peak, by allocating op, A against B: B holds less in layer2, adds
+// layer3, and its Block is another instance of the same module (matched by name).
+TEST(TraceDiffMemory, LiveAtThePeakByOpLargestChangesFirst) {
+    struct Holding {
+        const char* op;
+        std::int64_t bytes;
+    };
+    auto write = [](const std::string& path, std::initializer_list<Holding> holdings) {
+        ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(0));
+        const trace::ThreadId main = b.thread("main");
+        TimeNs at = 0;
+        std::uint64_t address = 0x100;
+        for (const Holding& holding : holdings) {
+            b.range(main, "", holding.op, at, at + 100);
+            trace::MemoryEvent e;
+            e.time_ns = at + 50;
+            e.action = trace::MemoryAction::alloc;
+            e.address = address++;
+            e.bytes = holding.bytes;
+            e.thread_id = main;
+            EXPECT_TRUE(b.writer().record_memory_event(e));
+            at += 100;
+        }
+        b.close();
+    };
+    const std::string a_path = ember::testing::temporary_path("diff-memory-ops-a", ".db");
+    const std::string b_path = ember::testing::temporary_path("diff-memory-ops-b", ".db");
+    write(a_path, {{"layer1", 100}, {"layer2", 400}, {"nn.Module: Block_3", 50}});
+    write(b_path, {{"layer1", 100}, {"layer2", 150}, {"nn.Module: Block_7", 80}, {"layer3", 30}});
+    analysis::TraceDiff diff;
+    {
+        store::TraceReader a(a_path), b(b_path);
+        diff = analysis::diff_runs(analysis::profile_run(a), analysis::profile_run(b));
+    }
+    struct Want {
+        const char* place;
+        std::int64_t a, b;
+    };
+    // |change| largest first; the two +30 in name order.
+    const Want want[] = {{"layer2", 400, 150}, {"layer3", 0, 30}, {"nn.Module: Block", 50, 80}, {"layer1", 100, 100}};
+    ASSERT_EQ(diff.memory_places.size(), std::size(want));
+    for (std::size_t i = 0; i < std::size(want); ++i) {
+        EXPECT_EQ(diff.memory_places[i].by, "op");
+        EXPECT_EQ(diff.memory_places[i].place, want[i].place) << i;
+        EXPECT_EQ(diff.memory_places[i].a_bytes, want[i].a) << want[i].place;
+        EXPECT_EQ(diff.memory_places[i].b_bytes, want[i].b) << want[i].place;
+    }
+    const nlohmann::json json = analysis::diff_json(diff);
+    ASSERT_EQ(json.at("gpu_memory_at_peak").size(), 4u);
+    EXPECT_EQ(json["gpu_memory_at_peak"][0]["place"], "layer2");
+    EXPECT_EQ(json["gpu_memory_at_peak"][0]["change_bytes"], -250);
+    std::ostringstream text;
+    analysis::write_diff(text, diff, {});
+    EXPECT_NE(text.str().find("by allocating op (or line), A vs B"), std::string::npos) << text.str();
     std::filesystem::remove(a_path);
     std::filesystem::remove(b_path);
 }

@@ -311,6 +311,92 @@ TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
     std::filesystem::remove(path);
 }
 
+// A block listed at a clicked time leads to its allocating op on the timeline (the range
+// open on its thread when it was allocated, past aten::empty) and to its stack.
+TEST(ModelMemoryTest, LiveBlocksLeadToTheirOpAndStack) {
+    const std::string path = testing::temporary_trace_path("memory_ops");
+    trace::RangeId layer2 = 0;
+    {
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        trace::RunInfo run;
+        run.start_ns = 0;
+        run.pid = 7;
+        store::TraceWriter writer(path, run, options);
+        writer.register_device({0, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
+        writer.register_process({7, "train"});
+        const trace::ThreadId main = writer.register_thread({0, 7, 70, "main"});
+        auto range = [&](const char* name, trace::TimeNs start, trace::TimeNs end, std::int32_t depth) {
+            trace::RangeEvent event;
+            event.range_id = writer.next_range_id();
+            event.start_ns = start;
+            event.end_ns = end;
+            event.thread_id = main;
+            event.name_id = writer.intern(name);
+            event.depth = depth;
+            EXPECT_TRUE(writer.record_range(event));
+            return event.range_id;
+        };
+        range("step", 0, 1000, 0);
+        range("layer1", 100, 200, 1);
+        layer2 = range("layer2", 200, 400, 1);
+        range("aten::empty", 250, 260, 2);
+        const trace::FrameId frames[] = {writer.intern_frame("<module>", "/home/user/train.py", 0, 3),
+                                         writer.intern_frame("forward", "/home/user/model.py", 0, 21)};
+        const trace::StackId stack = writer.intern_stack(frames);
+        auto alloc = [&](trace::TimeNs time, std::uint64_t address, std::int64_t bytes, trace::StackId at) {
+            trace::MemoryEvent e;
+            e.time_ns = time;
+            e.action = trace::MemoryAction::alloc;
+            e.address = address;
+            e.bytes = bytes;
+            e.thread_id = main;
+            e.stack_id = at;
+            EXPECT_TRUE(writer.record_memory_event(e));
+        };
+        alloc(150, 0x100, 10, 0);       // in layer1
+        alloc(255, 0x200, 300, stack);  // in aten::empty in layer2: layer2
+        alloc(500, 0x300, 20, 0);       // in step alone
+        writer.close();
+    }
+    {
+        TraceModel model({path});
+        model.load_all();
+        const int allocated = find_lane(model, LaneKind::memory, "memory allocated");
+        ASSERT_GE(allocated, 0);
+        // Model time of file time 600.
+        const trace::TimeNs at = 600 + model.files()[0].shift_ns;
+        const std::vector<LiveBlockLink> live = live_blocks_at(model, allocated, at, 2);
+        ASSERT_EQ(live.size(), 2u);  // the two largest of three
+        EXPECT_EQ(live[0].address, 0x200u);
+        EXPECT_EQ(live[0].bytes, 300);
+        EXPECT_EQ(live[0].op, "layer2");
+        EXPECT_EQ(live[0].line, "forward (/home/user/model.py:21)");
+        EXPECT_EQ(live[0].alloc_ns, 255 + model.files()[0].shift_ns);
+        EXPECT_EQ(live[0].stack, (std::vector<std::string>{"<module> (/home/user/train.py:3)",
+                                                           "forward (/home/user/model.py:21)"}));
+        ASSERT_TRUE(live[0].op_event);
+        const TimelineEvent* op = model.event(*live[0].op_event);
+        ASSERT_NE(op, nullptr);
+        EXPECT_EQ(op->kind, EventKind::range);
+        EXPECT_EQ(op->link, layer2);
+        EXPECT_EQ(model.name(op->name_id), "layer2");
+        EXPECT_EQ(op->start_ns, 200 + model.files()[0].shift_ns);
+        EXPECT_EQ(model.lane(live[0].op_event->lane).kind, LaneKind::thread);
+        EXPECT_EQ(live[1].op, "step");
+        EXPECT_TRUE(live[1].stack.empty());
+        // Not a memory lane: nothing.
+        EXPECT_TRUE(live_blocks_at(model, live[0].op_event->lane, at).empty());
+        // The clicked time's details list the ops too.
+        std::map<std::string, std::string> details;
+        for (const DetailLine& line : describe_memory_at(model, allocated, at)) details[line.key] = line.value;
+        EXPECT_EQ(details["allocated in layer2"], format_bytes(300) + " in 1 block");
+        EXPECT_EQ(details["allocated in layer1"], format_bytes(10) + " in 1 block");
+    }
+    std::filesystem::remove(path);
+}
+
 TEST(ModelFilesTest, ForeignFileIsRefusedWithItsName) {
     const std::string path = testing::temporary_trace_path("foreign");
     {

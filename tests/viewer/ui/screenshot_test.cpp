@@ -497,6 +497,44 @@ TEST_F(ScreenshotTest, JobViewShows1024RanksAndTheStragglerAtTheTop) {
     std::filesystem::remove_all(folder);
 }
 
+// A profiler trace with GPU [memory] events: a click on its memory lane lists the live
+// blocks in the details panel (the largest opened: its op, line and time).
+TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
+    const std::filesystem::path dir = testing::temporary_trace_path("memory_shot") + ".dir";
+    std::filesystem::create_directories(dir);
+    const std::string kineto = (dir / "memory.json").string();
+    {
+        std::ofstream out(kineto);
+        out << R"({"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 110, "dur": 10},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 300, "dur": 100},
+  {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 115,
+   "args": {"Addr": 4096, "Bytes": 8388608, "Total Allocated": 8388608, "Total Reserved": 20971520,
+            "Device Type": 1, "Device Id": 0}},
+  {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 310,
+   "args": {"Addr": 8192, "Bytes": 2097152, "Total Allocated": 10485760, "Total Reserved": 20971520,
+            "Device Type": 1, "Device Id": 0}}]})";
+    }
+    const std::string plain = (dir / "plain.png").string(), clicked = (dir / "clicked.png").string();
+    std::string output;
+    ASSERT_EQ(run(viewer(kineto + " --screenshot " + plain + " --size 1400x700"), &output), 0) << output;
+    ASSERT_EQ(run(viewer(kineto + " --screenshot " + clicked + " --size 1400x700 --memory-at 250us"), &output), 0)
+        << output;
+    Image before, after;
+    ASSERT_TRUE(read_png(plain, before));
+    ASSERT_TRUE(read_png(clicked, after));
+    ASSERT_EQ(before.rgba.size(), after.rgba.size());
+    int changed = 0;
+    for (int y = 0; y < after.height; ++y)
+        for (int x = 0; x < after.width; ++x) changed += before.pixel(x, y) != after.pixel(x, y) ? 1 : 0;
+    EXPECT_GT(changed, 2000);  // the details panel's lines and the live blocks
+    // A trace without memory events: a message, not a picture of something else.
+    EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --memory-at 1us"), &output), 2);
+    EXPECT_NE(output.find("no GPU memory lane"), std::string::npos) << output;
+    std::filesystem::remove_all(dir);
+}
+
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
     const std::string foreign = testing::temporary_trace_path("foreign");
     {
