@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 namespace ember::analysis {
@@ -378,9 +379,8 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
             }
             if (e.action == MemoryAction::alloc || e.action == MemoryAction::free_completed) {
                 const Step* step = steps.empty() ? nullptr : step_at(steps, e.time_ns);
-                const std::string name = steps.empty() ? "(whole trace)"
-                                         : step        ? step->name
-                                                       : "(outside steps)";
+                static const std::string kWholeTrace = "(whole trace)", kOutsideSteps = "(outside steps)";
+                const std::string& name = steps.empty() ? kWholeTrace : step ? step->name : kOutsideSteps;
                 GpuMemoryChurn& row = churn[name];
                 row.step = name;
                 if (e.action == MemoryAction::alloc) {
@@ -409,17 +409,17 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
         });
         close_device();
     }
-    // Churn rows in step order (the map ordered them by name).
+    // Churn rows in step order (the map ordered them by name): each name's first start,
+    // looked up once per row (rows outside every step last).
+    std::unordered_map<std::string_view, trace::TimeNs> first_start;
+    for (const Step& step : steps) first_start.try_emplace(step.name, step.start_ns);
+    const auto start_of = [&](const GpuMemoryChurn& row) {
+        auto found = first_start.find(row.step);
+        return found != first_start.end() ? found->second : std::numeric_limits<trace::TimeNs>::max();
+    };
     for (auto& [id, device] : devices) {
         std::stable_sort(device.churn.begin(), device.churn.end(),
-                         [&](const GpuMemoryChurn& a, const GpuMemoryChurn& b) {
-                             auto start = [&](const GpuMemoryChurn& row) {
-                                 for (const Step& step : steps)
-                                     if (step.name == row.step) return step.start_ns;
-                                 return std::numeric_limits<trace::TimeNs>::max();
-                             };
-                             return start(a) < start(b);
-                         });
+                         [&](const GpuMemoryChurn& a, const GpuMemoryChurn& b) { return start_of(a) < start_of(b); });
     }
 
     // Pass 2: what was live at each device's allocated peak.
