@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # include_rules_test.sh: the include-rule checker catches what it is for. A tree with
 # one planted violation per kind of rule (a re-declared NVTX category number and range
-# names spelled as literals among them) must fail with each named; the same tree without
-# them, the contract named only in comments, messages and other uses of a word, passes.
+# names spelled as literals among them, and copies of the contracts between programs:
+# the recording environment, the Chrome layout, a JSON escaper) must fail with each
+# named; the same tree without them, the contract named only in comments, messages and
+# other uses of a word, passes.
 set -u
 checker=$(dirname "$0")/include_rules.sh
 tree=$(mktemp -d)
@@ -20,6 +22,15 @@ constexpr std::uint32_t kCompute = nvtx::number(nvtx::Category::compute);
 const char* note = "no step ranges (\"step\", \"ProfilerStep#N\")";
 if (text == "step") return DiffMetric::step;
 EOF
+cat >"$tree/profiler/import/fine.cpp" <<'EOF'
+stamp.mtime_ns = static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+device = static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid));
+skipped += text::json_string(reason);
+EOF
+cat >"$tree/collectors/fine.cpp" <<'EOF'
+// ember record sets EMBER_RECORD_OUTPUT and the others (record_environment.h).
+if (const char* output = lookup(kRecordOutputVariable)) settings.output = output;
+EOF
 if ! bash "$checker" "$tree" >/dev/null; then
     echo "FAIL: a clean tree was refused"; bash "$checker" "$tree"; exit 1
 fi
@@ -35,15 +46,19 @@ echo '    auto step = reader.find_string("step");  // the steps' >"$tree/viewer/
 mkdir -p "$tree"/{profiler/export,profiler/merge}
 echo '    if (range.category == 3) return "loader";' >"$tree/profiler/export/bad_category.cpp"
 echo '    if (name == "step") ++steps;' >"$tree/profiler/merge/bad_step.cpp"
+echo '        setenv("EMBER_RECORD_OUTPUT", output.c_str(), 1);' >"$tree/cli/bad_record.cpp"
+echo "constexpr std::int64_t kGpuPidBase = 1'000'000'000ll;" >"$tree/profiler/import/bad_layout.cpp"
+echo '            out += fmt::format("\\u{:04x}", byte);' >"$tree/profiler/export/bad_json.cpp"
 output=$(bash "$checker" "$tree" 2>&1)
 status=$?
 echo "$output"
 [ "$status" -eq 1 ] || { echo "FAIL: exit $status, expected 1"; exit 1; }
 for planted in profiler/store/bad.cpp viewer/model/bad.cpp engine/ops/bad.h collectors/bad.cpp common/bad.h \
                engine/core/bad.cpp profiler/analysis/bad_category.cpp profiler/import/bad_name.cpp \
-               viewer/model/bad_step.cpp profiler/export/bad_category.cpp profiler/merge/bad_step.cpp; do
+               viewer/model/bad_step.cpp profiler/export/bad_category.cpp profiler/merge/bad_step.cpp \
+               cli/bad_record.cpp profiler/import/bad_layout.cpp profiler/export/bad_json.cpp; do
     grep -q "^$planted:" <<<"$output" || { echo "FAIL: $planted was not reported"; exit 1; }
 done
 # engine/core/bad.cpp breaks two rules (engine reaches up; nothing includes cli/).
-grep -q "12 violation" <<<"$output" || { echo "FAIL: expected 12 violations"; exit 1; }
+grep -q "15 violation" <<<"$output" || { echo "FAIL: expected 15 violations"; exit 1; }
 echo "PASS"
