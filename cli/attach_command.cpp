@@ -3,6 +3,7 @@
 // the control socket on). Talks to collectors/control_socket over the private
 // Unix-domain socket of that process.
 #include "collectors/control_socket.h"
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
@@ -33,12 +34,11 @@ void add_attach_command(CLI::App& app) {
     attach->add_option("--timeout-ms", options->timeout_ms, "how long to wait for the reply (default 5000)");
     attach->callback([options] {
         std::string reply, error;
-        if (!collector::control_request(options->pid, options->command, &reply, &error, options->timeout_ms)) {
-            std::fprintf(stderr, "ember attach: %s\n", error.c_str());
-            throw CLI::RuntimeError(1);
-        }
+        if (!collector::control_request(options->pid, options->command, &reply, &error, options->timeout_ms))
+            fail_at_run_time("attach", error);
+        // The process answered, and refused ("error ..."): the request failed there.
+        if (reply.rfind("ok", 0) != 0) fail_at_run_time("attach", reply);
         std::printf("%s\n", reply.c_str());
-        if (reply.rfind("ok", 0) != 0) throw CLI::RuntimeError(1);
     });
 }
 

@@ -1,6 +1,7 @@
 // baseline.cpp: see baseline.h.
 #include "cli/baseline.h"
 
+#include "cli/command_errors.h"
 #include "cli/trace_input.h"
 #include "profiler/store/trace_error.h"
 
@@ -21,17 +22,15 @@ Baseline load_baseline(const std::string& path, std::string_view command) {
     return baseline;
 }
 
-int print_baseline_diff(const analysis::RunProfile& baseline, const std::string& trace, std::string_view command) {
+void print_baseline_diff(const analysis::RunProfile& baseline, const std::string& trace, std::string_view command) {
     try {
         const analysis::TraceDiff diff = analysis::diff_runs(baseline, diff_side(trace, command));
         std::ostringstream text;
         analysis::write_diff(text, diff, {});
         std::cout << "\ncompared with the baseline (ember diff " << baseline.path << " " << trace << "):\n\n"
                   << text.str() << std::flush;
-        return 0;
     } catch (const store::TraceError& error) {
-        fmt::print(stderr, "ember {}: --baseline: {}\n", command, error.what());
-        return 2;
+        fail_command(command, std::string("--baseline: ") + error.what());
     }
 }
 

@@ -19,8 +19,8 @@ struct Baseline {
 };
 Baseline load_baseline(const std::string& path, std::string_view command);
 
-// Prints the diff of `trace` against the baseline (text, 15 rows per table). Returns 0,
-// or 2 after printing why when the run's trace cannot be read.
-int print_baseline_diff(const analysis::RunProfile& baseline, const std::string& trace, std::string_view command);
+// Prints the diff of `trace` against the baseline (text, 15 rows per table); fails the
+// command (fail_command: exit 2) when the run's trace cannot be read.
+void print_baseline_diff(const analysis::RunProfile& baseline, const std::string& trace, std::string_view command);
 
 }  // namespace ember::cli

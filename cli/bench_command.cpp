@@ -6,6 +6,7 @@
 #include "bench/store_bench.h"
 #include "bench/train_bench.h"
 #include "cli/baseline.h"
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
@@ -22,15 +23,16 @@ namespace ember::cli {
 
 namespace {
 
-// Runs one benchmark: a nonzero status, or an error it throws (printed with the
-// benchmark's name), becomes the command's exit status.
+// Runs one benchmark: a nonzero status (the harness's: 2 bad input, 1 a failure)
+// becomes the command's exit status; an error it throws is a failure at run time.
 void run_benchmark(const char* name, const std::function<int()>& benchmark) {
     int status = 0;
     try {
         status = benchmark();
+    } catch (const CLI::Error&) {
+        throw;  // fail_command and friends: already said
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "ember bench %s: %s\n", name, error.what());
-        status = 1;
+        fail_at_run_time(std::string("bench ") + name, error.what());
     }
     if (status != 0) throw CLI::RuntimeError(status);
 }
@@ -123,10 +125,7 @@ void add_train(CLI::App& bench) {
             Baseline saved;
             if (!baseline->empty()) {
                 saved = load_baseline(*baseline, "bench train");
-                if (!saved.profile) {
-                    std::fprintf(stderr, "ember bench train: %s\n", saved.error.c_str());
-                    return 2;
-                }
+                if (!saved.profile) fail_command("bench train", saved.error);
             }
             bool recorded = false;
             if (!trace.empty()) {
@@ -145,12 +144,12 @@ void add_train(CLI::App& bench) {
             }
             const int status = bench::run_train_bench(*options);
             if (status != 0 || trace.empty()) return status;
-            if (!recorded) {
-                std::fprintf(stderr, "ember bench train: the \"all on\" run was not recorded: %s\n", ember_collector_last_error());
-                return 1;
-            }
+            if (!recorded)
+                fail_at_run_time("bench train",
+                                 std::string("the \"all on\" run was not recorded: ") + ember_collector_last_error());
             std::printf("trace of \"all on\": %s\n", trace.c_str());
-            return saved.profile ? print_baseline_diff(*saved.profile, trace, "bench train") : 0;
+            if (saved.profile) print_baseline_diff(*saved.profile, trace, "bench train");
+            return 0;
         });
     });
 }

@@ -4,6 +4,7 @@
 #include "engine/data/data_error.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/prepare.h"
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
@@ -37,10 +38,7 @@ void run_prepare(const PrepareCommandOptions& options) {
         prepare.splits = {data::Split::test};
     for (data::Split split : prepare.splits) {
         std::string missing = data::fashion_mnist_missing(options.root, split);
-        if (!missing.empty()) {
-            fmt::print(stderr, "ember data prepare: {}\n", missing);
-            throw CLI::RuntimeError(1);
-        }
+        if (!missing.empty()) fail_command("data prepare", missing);
     }
     auto start = std::chrono::steady_clock::now();
     int64_t written = 0;
@@ -52,8 +50,7 @@ void run_prepare(const PrepareCommandOptions& options) {
             }
         });
     } catch (const std::exception& error) {
-        fmt::print(stderr, "ember data prepare: {}\n", error.what());
-        throw CLI::RuntimeError(1);
+        fail_at_run_time("data prepare", error.what());
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print("wrote {} PNG files under {} in {:.1f} s\n", written, options.out, seconds);

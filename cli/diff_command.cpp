@@ -24,9 +24,6 @@ namespace ember::cli {
 
 namespace {
 
-// What a failed gate exits with: distinct from 1 (a crash, an unexpected error) and 2
-// (bad input), so a CI step can tell a regression from a broken pipeline.
-constexpr int kSlowerExitCode = 4;
 
 struct DiffCommandOptions {
     std::vector<std::string> a, b;  // B: the second positional file, or the files after --vs
@@ -137,8 +134,10 @@ void run_diff(DiffCommandOptions command) {
     }
     std::cout << buffered.str() << std::flush;
     if (gate) {
+        // A failed gate exits 4, apart from 1 (a failure) and 2 (bad input), so that a CI
+        // step can tell a regression from a broken pipeline.
+        if (gate->failed) fail_diff_gate("diff", gate->reason);
         std::fprintf(stderr, "ember diff: %s\n", gate->reason.c_str());
-        if (gate->failed) throw CLI::RuntimeError(kSlowerExitCode);
     }
 }
 

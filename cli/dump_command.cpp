@@ -1,6 +1,7 @@
 // dump_command.cpp: `ember dump --pid PID`: every Python thread's current stack of a
 // running process, printed once; the process goes on (collectors/python/outside_sampler.h).
 // With --native, mixed stacks, and any program's native stacks when it is not CPython.
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 #include "collectors/python/outside_sampler.h"
 
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string>
 
 namespace ember::cli {
 
@@ -26,16 +28,12 @@ void add_dump_command(CLI::App& app) {
                    "mixed stacks: the native frames around the Python ones, or the native stacks alone of a program "
                    "that is not Python (the threads are stopped for the unwind, then resumed)");
     dump->callback([pid, subprocesses, native] {
-        if (*pid <= 0) {
-            std::fprintf(stderr, "ember dump: --pid must be a process id, not %d\n", *pid);
-            throw CLI::RuntimeError(2);
-        }
+        if (*pid <= 0) fail_command("dump", "--pid must be a process id, not " + std::to_string(*pid));
         std::ostringstream text;
         try {
             collector::python::write_dump(*pid, text, *subprocesses, *native);
         } catch (const collector::python::PythonReadError& error) {
-            std::fprintf(stderr, "ember dump: --pid %d: %s\n", *pid, error.what());
-            throw CLI::RuntimeError(2);
+            fail_command("dump", "--pid " + std::to_string(*pid) + ": " + error.what());
         }
         std::cout << text.str() << std::flush;
     });

@@ -2,6 +2,7 @@
 // engine_main.cpp: `ember-engine`, which `ember` runs for the engine's commands).
 #pragma once
 
+#include "cli/command_errors.h"
 #include "ember/version.h"
 
 #include <CLI/CLI.hpp>
@@ -24,8 +25,12 @@ inline void configure_root_app(CLI::App& app) {
 inline int run_root_app(CLI::App& app, int argc, char** argv) {
     try {
         app.parse(argc, argv);
+    } catch (const CLI::RuntimeError& e) {
+        return e.get_exit_code();  // the command said why (command_errors.h)
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // CLI11 prints the usage error (or the help, exit 0) and numbers its errors from
+        // 100; to the user every one of them is bad input.
+        return app.exit(e) == 0 ? 0 : kBadInputExitCode;
     }
     if (app.get_subcommands().empty()) std::fputs(app.help().c_str(), stdout);
     return 0;

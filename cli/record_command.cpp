@@ -22,6 +22,7 @@
 // that any program can be recorded, as with perf record.
 #include "cli/commands.h"
 #include "cli/trace_input.h"
+#include "collectors/launch.h"
 #include "collectors/python/outside_sampler.h"
 #include "profiler/store/reader.h"
 
@@ -42,9 +43,7 @@
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 namespace ember::cli {
 
@@ -52,13 +51,12 @@ namespace {
 
 struct RecordOptions {
     std::string output = "ember-record.db";
-    bool paused = false;
-    std::string children = "suffix";
-    double cpu_sample_hz = 0.0;
-    double nvml_hz = 20.0;
+    // What the library in CMD is told (its defaults are the contract's); output,
+    // children and the two flags below are filled in from the options.
+    collector::RecordSettings settings;
+    std::string children = collector::child_policy_name(collector::RecordSettings{}.children);
     bool no_cuda = false;
     bool no_socket = false;
-    bool quiet = false;
     int pid = 0;
     std::string duration;
     double python_hz = 100.0;
@@ -66,29 +64,6 @@ struct RecordOptions {
     bool native = false;
     std::vector<std::string> command;
 };
-
-volatile sig_atomic_t g_child_pid = 0;
-
-void forward_signal(int signal_number) {
-    if (g_child_pid > 0) kill(static_cast<pid_t>(g_child_pid), signal_number);
-}
-
-// libember_collector.so beside this executable's bin/ (build tree and install
-// tree alike), or where EMBER_COLLECTOR_LIBRARY says.
-std::string find_collector_library() {
-    if (const char* explicit_path = std::getenv("EMBER_COLLECTOR_LIBRARY"); explicit_path && *explicit_path)
-        return explicit_path;
-    std::error_code error;
-    std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
-    if (error) return "";
-    std::filesystem::path directory = executable.parent_path();
-    for (const std::filesystem::path& candidate :
-         {directory / "../lib/libember_collector.so", directory / "libember_collector.so",
-          directory / "../lib64/libember_collector.so"}) {
-        if (std::filesystem::exists(candidate, error)) return std::filesystem::weakly_canonical(candidate, error).string();
-    }
-    return "";
-}
 
 std::string stem_of(const std::string& output) {
     if (output.size() > 3 && output.compare(output.size() - 3, 3, ".db") == 0) return output.substr(0, output.size() - 3);
@@ -225,7 +200,7 @@ int run_record_pid(const RecordOptions& options) {
     for (int index = 0; index < 3; ++index) sigaction(stopping[index], &stop, &previous[index]);
     collector::python::OutsideRecordResult result;
     try {
-        if (!options.quiet)
+        if (!options.settings.quiet)
             std::fprintf(stderr, "ember record: sampling the %s stacks of process %d at %g Hz%s\n",
                          options.native ? "native (and Python)" : "Python", options.pid, options.python_hz,
                          options.duration.empty() ? " until Ctrl-C or its exit" : "");
@@ -242,7 +217,7 @@ int run_record_pid(const RecordOptions& options) {
     if (result.native_failures > 0)
         std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
                      static_cast<long long>(result.native_failures), result.native_error.c_str());
-    if (!options.quiet) {
+    if (!options.settings.quiet) {
         std::fprintf(stderr, "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",
                      static_cast<long long>(result.snapshots), result.seconds,
                      result.seconds > 0 ? static_cast<double>(result.snapshots) / result.seconds : 0.0,
@@ -256,7 +231,7 @@ int run_record_pid(const RecordOptions& options) {
                          result.native_only.size());
         print_summary(options.output);
     }
-    return result.error.empty() ? 0 : 1;
+    return result.error.empty() ? 0 : kRunTimeFailureExitCode;
 }
 
 int run_record(const RecordOptions& options) {
@@ -269,9 +244,9 @@ int run_record(const RecordOptions& options) {
         fail_command("record", "--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
     if (options.native && options.python_hz == 0)
         fail_command("record", "--native samples at the --python-hz rate: it needs --python-hz above 0");
-    if (options.children != "suffix" && options.children != "skip")
-        fail_command("record", "--children must be suffix or skip, not '" + options.children + "'");
-    std::string library = find_collector_library();
+    const std::optional<collector::ChildPolicy> children = collector::parse_child_policy(options.children);
+    if (!children) fail_command("record", "--children must be suffix or skip, not '" + options.children + "'");
+    std::string library = collector::find_collector_library();
     if (library.empty())
         fail_command("record", "libember_collector.so not found next to the ember executable; set EMBER_COLLECTOR_LIBRARY");
     std::string output = std::filesystem::absolute(options.output).string();
@@ -283,50 +258,35 @@ int run_record(const RecordOptions& options) {
     // sampler reads; unless the user set the variable. The maps the recorded processes
     // leave are removed at the end (those that were there before are not touched).
     const bool name_jit_kernels =
-        (options.cpu_sample_hz > 0 || (options.native && options.python_hz > 0)) && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
+        (options.settings.cpu_sample_hz > 0 || (options.native && options.python_hz > 0)) && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
     const std::set<std::string> perf_maps_before = name_jit_kernels ? perf_maps() : std::set<std::string>{};
 
     // With --native the sampler takes CMD as it is when it starts: a process that is not
-    // CPython is sampled at once. It starts once CMD has exec'd (the pipe closes on exec),
-    // so that ember's own forked copy is never taken for CMD.
-    int exec_pipe[2] = {-1, -1};
-    if (options.native && pipe2(exec_pipe, O_CLOEXEC) != 0) fail_command("record", std::string("pipe: ") + std::strerror(errno));
-    std::fflush(nullptr);
-    pid_t child = fork();
-    if (child < 0) fail_command("record", std::string("fork: ") + std::strerror(errno));
-    if (child == 0) {
-        if (exec_pipe[0] >= 0) close(exec_pipe[0]);
-        setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
-        setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
-        setenv("EMBER_RECORD_OUTPUT", output.c_str(), 1);
-        setenv("EMBER_RECORD_ROOT_PID", std::to_string(getpid()).c_str(), 1);
-        setenv("EMBER_RECORD_CHILDREN", options.children.c_str(), 1);
-        setenv("EMBER_RECORD_PAUSED", options.paused ? "1" : "0", 1);
-        setenv("EMBER_RECORD_CPU_HZ", std::to_string(options.cpu_sample_hz).c_str(), 1);
-        setenv("EMBER_RECORD_NVML_HZ", std::to_string(options.nvml_hz).c_str(), 1);
-        setenv("EMBER_RECORD_SOCKET", options.no_socket ? "0" : "1", 1);
-        setenv("EMBER_RECORD_NO_CUDA", options.no_cuda ? "1" : "0", 1);
-        setenv("EMBER_RECORD_QUIET", options.quiet ? "1" : "0", 1);
-        if (name_jit_kernels) {
-            // oneDNN's profiling flags: 1 VTune (its default), 2 the perf map.
-            setenv("ONEDNN_JIT_PROFILE", "3", 1);
-            setenv("DNNL_JIT_PROFILE", "3", 1);
-        }
-        std::vector<char*> arguments;
-        for (const std::string& argument : options.command) arguments.push_back(const_cast<char*>(argument.c_str()));
-        arguments.push_back(nullptr);
-        execvp(arguments[0], arguments.data());
-        std::fprintf(stderr, "ember record: cannot run %s: %s\n", arguments[0], std::strerror(errno));
-        _exit(127);
+    // CPython is sampled at once. It starts once CMD has exec'd, so that ember's own
+    // forked copy is never taken for CMD.
+    collector::LaunchOptions launch;
+    launch.command = options.command;
+    launch.collector_library = library;
+    launch.record = options.settings;
+    launch.record->output = output;
+    launch.record->children = *children;
+    launch.record->control_socket = !options.no_socket;
+    launch.record->trace_cuda = !options.no_cuda;
+    // No flag: EMBER_RECORD_PYTHON_CALL_SITES=0 in ember's own environment turns it off.
+    launch.record->python_call_sites = collector::RecordSettings::from_environment().python_call_sites;
+    if (name_jit_kernels) {
+        // oneDNN's profiling flags: 1 VTune (its default), 2 the perf map.
+        launch.environment = {{"ONEDNN_JIT_PROFILE", "3"}, {"DNNL_JIT_PROFILE", "3"}};
     }
-    g_child_pid = child;
-    if (exec_pipe[0] >= 0) {
-        close(exec_pipe[1]);
-        char ignored = 0;
-        while (read(exec_pipe[0], &ignored, 1) < 0 && errno == EINTR) {
-        }
-        close(exec_pipe[0]);
+    launch.wait_for_exec = options.native;
+    launch.name = "ember record";
+    std::optional<collector::LaunchedProgram> program;
+    try {
+        program.emplace(launch);
+    } catch (const collector::LaunchError& error) {
+        fail_at_run_time("record", error.what());
     }
+    const pid_t child = program->pid();
     // CMD's Python stacks, from outside, once it is a CPython process (it may never be).
     std::atomic<bool> stop_python{false};
     collector::python::OutsideRecordResult python_result;
@@ -349,34 +309,20 @@ int run_record(const RecordOptions& options) {
             }
         });
     }
-    struct sigaction forward {};
-    forward.sa_handler = forward_signal;
-    sigemptyset(&forward.sa_mask);
-    struct sigaction previous[3];
-    const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
-    for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &forward, &previous[index]);
-
-    int status = 0;
-    // With --native the sampler thread ptrace-stops CMD's threads for a moment at each
-    // tick, and a wait here would be told of (and take) those stops: wait only for the
-    // exit, without taking any report (WNOWAIT), then reap.
-    if (options.native && options.python_hz > 0) {
-        for (;;) {
-            siginfo_t info {};
-            if (waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) < 0) {
-                if (errno == EINTR) continue;
-                fail_command("record", std::string("waitid: ") + std::strerror(errno));
-            }
-            if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) break;
-            timespec pause{0, 1'000'000};  // a ptrace stop of the sampler's: it ends within a tick
-            nanosleep(&pause, nullptr);
+    int exit_code = 0;
+    std::string wait_error;
+    try {
+        exit_code = program->wait(options.native && options.python_hz > 0);
+    } catch (const collector::LaunchError& error) {
+        wait_error = error.what();
+    }
+    if (!wait_error.empty()) {
+        if (python_sampler.joinable()) {
+            stop_python.store(true);
+            python_sampler.join();
         }
+        fail_at_run_time("record", wait_error);
     }
-    while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR) fail_command("record", std::string("waitpid: ") + std::strerror(errno));
-    }
-    for (int index = 0; index < 3; ++index) sigaction(forwarded[index], &previous[index], nullptr);
-    g_child_pid = 0;
     if (python_sampler.joinable()) {
         stop_python.store(true);
         python_sampler.join();
@@ -385,7 +331,7 @@ int run_record(const RecordOptions& options) {
         if (python_result.native_failures > 0)
             std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
                          static_cast<long long>(python_result.native_failures), python_result.native_error.c_str());
-        if (!options.quiet && !python_result.processes.empty())
+        if (!options.settings.quiet && !python_result.processes.empty())
             std::fprintf(stderr, "ember record: %s of %zu process%s: %lld snapshots in %.2f s, %lld thread "
                                  "samples (%lld idle)\n",
                          python_result.native_only.empty() ? "Python stacks"
@@ -407,10 +353,9 @@ int run_record(const RecordOptions& options) {
         std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX and was not a "
                              "CPython process, or every process was skipped)%s\n",
                      options.native ? "" : "; --native samples any program's native stacks");
-    if (!options.quiet)
+    if (!options.settings.quiet)
         for (const std::string& file : files) print_summary(file);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return exit_code;
 }
 
 }  // namespace
@@ -421,19 +366,19 @@ void add_record_command(CLI::App& app) {
         "record", "Record a program: CUDA kernels, copies and API calls, NVTX ranges, GPU counters, CPU samples "
                   "(ember record -o run.db -- ./train --epochs 1)");
     record->add_option("-o,--output", options->output, "trace file to write (default ember-record.db)");
-    record->add_flag("--paused", options->paused, "open the file but capture nothing until `ember attach PID start` "
+    record->add_flag("--paused", options->settings.paused, "open the file but capture nothing until `ember attach PID start` "
                                                   "or cudaProfilerStart()");
     record->add_option("--children", options->children,
                        "child processes: suffix (own file FILE.pid<N>.db, the default) or skip");
-    record->add_option("--sample-cpu", options->cpu_sample_hz, "CPU stack samples per second of CPU time (0 = off)");
-    record->add_option("--nvml", options->nvml_hz, "GPU counter samples per second (default 20, 0 = off)");
+    record->add_option("--sample-cpu", options->settings.cpu_sample_hz, "CPU stack samples per second of CPU time (0 = off)");
+    record->add_option("--nvml", options->settings.nvml_hz, "GPU counter samples per second (default 20, 0 = off)");
     record->add_flag("--no-cuda", options->no_cuda, "do not trace CUDA (NVTX and host data only)");
-    // Passed to the recorded process as EMBER_RECORD_CUDA_MEMORY (collectors/session.cpp).
-    record->add_flag_callback("--cuda-memory", [] { setenv("EMBER_RECORD_CUDA_MEMORY", "1", 1); },
+    // Passed to the recorded process through RecordSettings (collectors/record_environment.h).
+    record->add_flag("--cuda-memory", options->settings.trace_cuda_memory,
                               "record every device memory allocation and free, and stream-ordered memory pools "
                               "(CUPTI MEMORY2 / MEMORY_POOL records; read by `ember stats --report gpu_memory`)");
     record->add_flag("--no-socket", options->no_socket, "no control socket for `ember attach`");
-    record->add_flag("-q,--quiet", options->quiet, "no collector messages and no summary");
+    record->add_flag("-q,--quiet", options->settings.quiet, "no collector messages and no summary");
     record->add_option("--pid", options->pid,
                        "sample the Python stacks (with --native, any program's native stacks) of this running process "
                        "from outside instead of running CMD");

@@ -1,6 +1,8 @@
 // run_beside.cpp: see run_beside.h.
 #include "cli/run_beside.h"
 
+#include "cli/command_errors.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -40,7 +42,7 @@ void run_beside(const std::string& program, const std::vector<std::string>& argu
     std::fprintf(stderr,
                  "ember %s: cannot run %s: %s\n  %s\n",
                  command, program.c_str(), std::strerror(errno), how_to_get);
-    std::exit(1);
+    std::exit(kRunTimeFailureExitCode);  // no throw: main.cpp runs ember-mpi before any command
 }
 
 void add_forwarded_command(CLI::App& app, const char* name, const char* description, const char* program,

@@ -1,5 +1,6 @@
 // synth_command.cpp: `ember synth -o FILE --events N [--ranks R] [--seed S]`,
 // deterministic training-shaped traces for tests and benchmarks.
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 #include "profiler/store/trace_error.h"
 #include "profiler/synth/synthetic_job.h"
@@ -71,11 +72,9 @@ void add_synth_command(CLI::App& app) {
             try {
                 truth = synth::write_synthetic_job(opts->output, options);
             } catch (const store::TraceError& error) {
-                std::fprintf(stderr, "ember synth: %s\n", error.what());
-                throw CLI::RuntimeError(store::kTraceErrorExitCode);
+                fail_command("synth", error.what());
             } catch (const std::invalid_argument& error) {
-                std::fprintf(stderr, "ember synth: %s\n", error.what());
-                throw CLI::RuntimeError(2);
+                fail_command("synth", error.what());
             }
             if (opts->quiet) return;
             const std::vector<std::string> paths = synth::synthetic_rank_paths(opts->output, opts->ranks);
@@ -99,11 +98,9 @@ void add_synth_command(CLI::App& app) {
         try {
             summaries = synth::write_synthetic_traces(opts->output, options);
         } catch (const store::TraceError& error) {
-            std::fprintf(stderr, "ember synth: %s\n", error.what());
-            throw CLI::RuntimeError(store::kTraceErrorExitCode);
+            fail_command("synth", error.what());
         } catch (const std::invalid_argument& error) {
-            std::fprintf(stderr, "ember synth: %s\n", error.what());
-            throw CLI::RuntimeError(2);
+            fail_command("synth", error.what());
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (opts->quiet) return;

@@ -38,9 +38,4 @@ analysis::RunProfile diff_side(const std::string& path, std::string_view command
     return run;
 }
 
-void fail_command(std::string_view command, std::string_view message) {
-    fmt::print(stderr, "ember {}: {}\n", command, message);
-    throw CLI::RuntimeError(store::kTraceErrorExitCode);
-}
-
 }  // namespace ember::cli

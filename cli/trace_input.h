@@ -5,6 +5,7 @@
 // the command says so once on stderr.
 #pragma once
 
+#include "cli/command_errors.h"
 #include "profiler/analysis/trace_diff.h"
 
 #include <CLI/CLI.hpp>
@@ -29,9 +30,5 @@ bool strict_import();
 // store::TraceError.
 analysis::RunProfile diff_side(const std::string& path, std::string_view command,
                                const analysis::DiffOptions& options = {});
-
-// Bad input to a reading command: "ember COMMAND: MESSAGE" on stderr, then exit 2
-// (store::kTraceErrorExitCode) through CLI11's error path.
-[[noreturn]] void fail_command(std::string_view command, std::string_view message);
 
 }  // namespace ember::cli

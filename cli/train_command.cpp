@@ -8,6 +8,7 @@
 #include "engine/train/config.h"
 #include "engine/train/run.h"
 #include "cli/baseline.h"
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 
 #include <ember/collector.h>
@@ -141,7 +142,7 @@ void apply_flags(const Options& o, train::TrainConfig& c) {
     if (o.no_progress) c.progress = false;
 }
 
-int run(const Options& o) {
+void run(const Options& o) {
     train::TrainConfig config;
     try {
         if (!o.config_file.empty()) train::load_toml_file(o.config_file, config);
@@ -149,8 +150,7 @@ int run(const Options& o) {
         for (const auto& assignment : o.overrides) train::apply_override(assignment, config);
         train::validate(config);
     } catch (const train::ConfigError& e) {
-        std::fprintf(stderr, "ember train: %s\n", e.what());
-        return 2;
+        fail_command("train", e.what());
     }
     // Under mpirun/srun every rank runs this; rank 0 speaks for the job and each rank
     // records its own trace (FILE.rank<r>.db, for `ember merge`).
@@ -158,14 +158,13 @@ int run(const Options& o) {
     try {
         launch = distributed::detect_launch_environment();
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "ember train: %s\n", e.what());
-        return 2;
+        fail_command("train", e.what());
     }
     const bool root = launch.rank == 0;
     if (o.print_config_only) {
         // Every setting, as TOML that `--config` reads back to the same run.
         if (root) std::printf("# ember train: effective configuration\n%s", train::to_toml(config).c_str());
-        return 0;
+        return;
     }
     if (root) {
         std::printf("settings: %s (--print-config shows every setting)\n", train::settings_line(config).c_str());
@@ -179,20 +178,13 @@ int run(const Options& o) {
 
     Baseline baseline;
     if (!o.baseline.empty()) {
-        if (config.profile_path.empty()) {
-            std::fprintf(stderr, "ember train: --baseline needs --profile FILE (the run to compare with it)\n");
-            return 2;
-        }
-        if (launch.distributed()) {
-            std::fprintf(stderr, "ember train: --baseline compares one process's run; under mpirun use ember merge "
-                                 "and ember diff on the rank files\n");
-            return 2;
-        }
+        if (config.profile_path.empty())
+            fail_command("train", "--baseline needs --profile FILE (the run to compare with it)");
+        if (launch.distributed())
+            fail_command("train", "--baseline compares one process's run; under mpirun use ember merge and ember "
+                                  "diff on the rank files");
         baseline = load_baseline(o.baseline, "train");
-        if (!baseline.profile) {
-            std::fprintf(stderr, "ember train: %s\n", baseline.error.c_str());
-            return 2;
-        }
+        if (!baseline.profile) fail_command("train", baseline.error);
     }
     bool profiling = !config.profile_path.empty();
     std::string jit_names_map;  // removed when the profile is written
@@ -204,11 +196,8 @@ int run(const Options& o) {
         ember_collector_options_init(&options);
         options.nvml_hz = o.nvml_hz;
         options.cpu_sample_hz = o.cpu_sample_hz;
-        if (ember_collector_start(config.profile_path.c_str(), &options) != 0) {
-            std::fprintf(stderr, "ember train: --profile %s: %s\n", config.profile_path.c_str(),
-                         ember_collector_last_error());
-            return 2;
-        }
+        if (ember_collector_start(config.profile_path.c_str(), &options) != 0)
+            fail_command("train", "--profile " + config.profile_path + ": " + ember_collector_last_error());
         // The run's settings, as TOML: what `ember stats` advice checks before suggesting
         // a remedy the run already applies.
         ember_collector_set_metadata("train_config", train::to_toml(config).c_str());
@@ -244,16 +233,14 @@ int run(const Options& o) {
         s = train::run_training(config, observer);
     } catch (const train::ConfigError& e) {
         stop_profiling();
-        std::fprintf(stderr, "ember train: %s\n", e.what());
-        return 2;
+        fail_command("train", e.what());
     } catch (const std::exception& e) {
         stop_profiling();
-        std::fprintf(stderr, "ember train: %s\n", e.what());
-        return 1;
+        fail_at_run_time("train", e.what());
     }
     if (!root) {
         stop_profiling();
-        return 0;
+        return;
     }
     std::printf("trained %s (%lld parameters) on %s: %lld steps, %lld images in %.1f s (%.0f img/s); "
                 "test accuracy %.4f, test loss %.4f%s\n",
@@ -262,8 +249,7 @@ int run(const Options& o) {
                 s.skipped_steps ? fmt::format(", {} fp16 steps skipped", s.skipped_steps).c_str() : "");
     if (!s.last_checkpoint.empty()) std::printf("checkpoint: %s\n", s.last_checkpoint.c_str());
     stop_profiling();
-    if (baseline.profile) return print_baseline_diff(*baseline.profile, config.profile_path, "train");
-    return 0;
+    if (baseline.profile) print_baseline_diff(*baseline.profile, config.profile_path, "train");
 }
 
 }  // namespace
@@ -310,10 +296,7 @@ void add_train_command(CLI::App& app) {
     cmd->add_flag("--no-progress", o->no_progress, "Plain progress lines even on a terminal");
     cmd->add_flag("--print-config", o->print_config_only,
                   "Print every setting as TOML (readable back with --config) and exit");
-    cmd->callback([o] {
-        int code = run(*o);
-        if (code != 0) throw CLI::RuntimeError(code);
-    });
+    cmd->callback([o] { run(*o); });
 }
 
 }  // namespace ember::cli

@@ -46,16 +46,6 @@ std::optional<int> first_integer_environment(std::initializer_list<const char*> 
     return std::nullopt;
 }
 
-double double_environment(const char* name, double fallback) {
-    const char* value = environment(name);
-    return value ? std::atof(value) : fallback;
-}
-
-bool flag_environment(const char* name) {
-    const char* value = environment(name);
-    return value && std::string(value) != "0";
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -63,11 +53,11 @@ bool flag_environment(const char* name) {
 // ---------------------------------------------------------------------------
 
 RecordEnvironment read_record_environment() {
+    const RecordSettings settings = RecordSettings::from_environment();
     RecordEnvironment result;
-    if (const char* output = environment("EMBER_RECORD_OUTPUT")) result.output = output;
-    if (const char* root = environment("EMBER_RECORD_ROOT_PID")) result.root_pid = std::atoll(root);
-    if (const char* children = environment("EMBER_RECORD_CHILDREN"))
-        result.children = std::string(children) == "skip" ? ChildPolicy::skip : ChildPolicy::suffix;
+    result.output = settings.output;
+    result.root_pid = settings.root_pid;
+    result.children = settings.children;
     for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
         if (const char* value = environment(name)) {
             result.rank = std::atoi(value);
@@ -98,15 +88,15 @@ std::optional<SessionOptions> options_from_environment() {
     SessionOptions options;
     options.path = *path;
     options.injected = true;
-    options.paused = flag_environment("EMBER_RECORD_PAUSED");
-    options.nvml_hz = double_environment("EMBER_RECORD_NVML_HZ", 20.0);
-    options.cpu_sample_hz = double_environment("EMBER_RECORD_CPU_HZ", 0.0);
-    options.control_socket = flag_environment("EMBER_RECORD_SOCKET");
-    options.quiet = flag_environment("EMBER_RECORD_QUIET");
-    options.trace_cuda = !flag_environment("EMBER_RECORD_NO_CUDA");
-    options.trace_cuda_memory = flag_environment("EMBER_RECORD_CUDA_MEMORY");
-    const char* call_sites = std::getenv("EMBER_RECORD_PYTHON_CALL_SITES");
-    options.python_call_sites = !(call_sites && std::string(call_sites) == "0");
+    const RecordSettings settings = RecordSettings::from_environment();
+    options.paused = settings.paused;
+    options.nvml_hz = settings.nvml_hz;
+    options.cpu_sample_hz = settings.cpu_sample_hz;
+    options.control_socket = settings.control_socket;
+    options.quiet = settings.quiet;
+    options.trace_cuda = settings.trace_cuda;
+    options.trace_cuda_memory = settings.trace_cuda_memory;
+    options.python_call_sites = settings.python_call_sites;
     return options;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "collectors/clock.h"
+#include "collectors/record_environment.h"
 #include "profiler/store/writer.h"
 
 #include <atomic>
@@ -26,12 +27,6 @@ namespace ember::collector {
 
 class PythonCallSites;
 
-// What child processes of a recorded program do (`ember record --children`).
-enum class ChildPolicy {
-    suffix,  // record into FILE with ".pid<N>" (or ".rank<N>" for MPI/NCCL ranks)
-    skip,    // do not record them
-};
-
 struct SessionOptions {
     std::string path;
     bool paused = false;
@@ -41,23 +36,24 @@ struct SessionOptions {
     // EMBER_RECORD_CUDA_MEMORY=1.
     bool trace_cuda_memory = false;
     bool trace_nvtx = true;
-    double nvml_hz = 20.0;
-    double cpu_sample_hz = 0.0;
+    double nvml_hz = kDefaultNvmlHz;
+    double cpu_sample_hz = kDefaultCpuSampleHz;
     bool control_socket = false;
     bool quiet = false;
     bool injected = false;  // started by `ember record` (environment), not by the C API
     // In a CPython process, each CUDA API call carries its Python stack
-    // (python_call_site.h); EMBER_RECORD_PYTHON_CALL_SITES=0 turns it off.
+    // (python_call_site.h); RecordSettings::python_call_sites off turns it off.
     bool python_call_sites = true;
 };
 
 // How the process that loaded the library learns it is being recorded: the
-// environment `ember record` sets. nullopt: not recorded (no EMBER_RECORD_OUTPUT,
-// or a child process under --children=skip).
+// environment `ember record` sets (record_environment.h), and the rank a launcher
+// gave it. options_from_environment: nullopt when not recorded (no output file, or a
+// child process under --children=skip).
 struct RecordEnvironment {
-    std::string output;          // EMBER_RECORD_OUTPUT
-    std::int64_t root_pid = 0;   // EMBER_RECORD_ROOT_PID: the process `ember record` started
-    ChildPolicy children = ChildPolicy::suffix;  // EMBER_RECORD_CHILDREN
+    std::string output;          // RecordSettings::output
+    std::int64_t root_pid = 0;   // RecordSettings::root_pid: the process `ember record` started
+    ChildPolicy children = ChildPolicy::suffix;  // RecordSettings::children
     std::optional<int> rank;     // RANK / OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID
     std::string rank_variable;   // the one of those that gave it
     int world_size = 1;          // WORLD_SIZE / OMPI_COMM_WORLD_SIZE / PMI_SIZE / SLURM_NTASKS

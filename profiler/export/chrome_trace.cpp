@@ -5,6 +5,7 @@
 #include "profiler/analysis/sql_query.h"
 #include "profiler/export/collective_args.h"
 #include "profiler/export/json_text.h"
+#include "profiler/trace/chrome_layout.h"
 
 #include "ember/version.h"
 
@@ -20,6 +21,7 @@ namespace ember::exporting {
 namespace {
 
 using trace::TimeNs;
+namespace chrome = trace::chrome;
 
 class ChromeWriter {
 public:
@@ -82,7 +84,7 @@ public:
     }
     std::int64_t pid_of_stream(trace::StreamId stream) const {
         const trace::StreamInfo* info = reader_.stream(stream);
-        return chrome_gpu_pid(info != nullptr ? info->device_id : 0);
+        return chrome::gpu_pid(info != nullptr ? info->device_id : 0);
     }
     TimeNs origin() const { return origin_; }
     std::string& buffer() { return out_.buffer(); }
@@ -95,10 +97,6 @@ private:
     std::unordered_map<trace::ThreadId, std::int64_t> thread_pid_;
 };
 
-// Track of synchronizations on a GPU process: apart from the stream's own lane,
-// because a host wait overlaps the stream's kernels.
-constexpr std::int64_t kSyncTidBase = 1'000'000'000ll;
-
 void write_tracks(const store::TraceReader& reader, ChromeWriter& w) {
     std::set<std::int64_t> host_pids;
     for (const trace::ThreadInfo& thread : reader.threads()) host_pids.insert(w.pid_of_thread(thread.thread_id));
@@ -106,7 +104,8 @@ void write_tracks(const store::TraceReader& reader, ChromeWriter& w) {
     for (std::int64_t pid : host_pids) {
         std::string name = fmt::format("process {}", pid);
         for (const trace::ProcessInfo& process : reader.processes()) {
-            if (process.pid == pid && !process.name.empty()) name = fmt::format("{} (pid {})", process.name, pid);
+            if (process.pid == pid && !process.name.empty())
+                name = fmt::format("{} ({} {})", process.name, chrome::kPidWord, pid);
         }
         w.metadata("process_name", pid, 0, name);
         w.sort_index("process_sort_index", pid, 0, 0);
@@ -114,24 +113,25 @@ void write_tracks(const store::TraceReader& reader, ChromeWriter& w) {
     for (const trace::ThreadInfo& thread : reader.threads()) {
         std::int64_t pid = w.pid_of_thread(thread.thread_id);
         w.metadata("thread_name", pid, thread.thread_id,
-                   fmt::format("{} (tid {})", thread.name.empty() ? "thread" : thread.name, thread.tid));
+                   fmt::format("{} ({} {})", thread.name.empty() ? "thread" : thread.name, chrome::kTidWord, thread.tid));
     }
     std::set<trace::DeviceId> devices;
     for (const trace::DeviceInfo& device : reader.devices()) devices.insert(device.device_id);
     for (const trace::StreamInfo& stream : reader.streams()) devices.insert(stream.device_id);
     for (trace::DeviceId device : devices) {
         const trace::DeviceInfo* info = reader.device(device);
-        w.metadata("process_name", chrome_gpu_pid(device), 0,
-                   fmt::format("GPU {}{}{}", device, info != nullptr && !info->name.empty() ? " " : "",
-                               info != nullptr ? info->name : ""));
-        w.sort_index("process_sort_index", chrome_gpu_pid(device), 0, 1 + device);
+        w.metadata("process_name", chrome::gpu_pid(device), 0,
+                   fmt::format("{}{}{}{}", chrome::kGpuProcessPrefix, device,
+                               info != nullptr && !info->name.empty() ? " " : "", info != nullptr ? info->name : ""));
+        w.sort_index("process_sort_index", chrome::gpu_pid(device), 0, 1 + device);
     }
     for (const trace::StreamInfo& stream : reader.streams()) {
-        std::int64_t pid = chrome_gpu_pid(stream.device_id);
+        std::int64_t pid = chrome::gpu_pid(stream.device_id);
         w.metadata("thread_name", pid, stream.stream_id,
-                   fmt::format("Stream {}{}{}", stream.cuda_stream_id, stream.name.empty() ? "" : " ", stream.name));
-        w.metadata("thread_name", pid, kSyncTidBase + stream.stream_id,
-                   fmt::format("Synchronizations, stream {}", stream.cuda_stream_id));
+                   fmt::format("{}{}{}{}", chrome::kStreamThreadPrefix, stream.cuda_stream_id,
+                               stream.name.empty() ? "" : " ", stream.name));
+        w.metadata("thread_name", pid, chrome::sync_tid(stream.stream_id),
+                   fmt::format("{}{}", chrome::kSyncThreadPrefix, stream.cuda_stream_id));
     }
 }
 
@@ -152,7 +152,8 @@ void append_collective_args(std::string& b, const CollectiveArgs& collectives, b
 void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const CollectiveArgs& collectives) {
     store::EventQuery all;
     reader.for_each_kernel(all, [&](const trace::KernelEvent& k) {
-        w.complete(chrome_gpu_pid(k.device_id), k.stream_id, reader.string(k.name_id), "kernel", k.start_ns, k.end_ns);
+        w.complete(chrome::gpu_pid(k.device_id), k.stream_id, reader.string(k.name_id), chrome::kKernelCategory,
+                   k.start_ns, k.end_ns);
         const trace::LaunchConfig& l = k.launch;
         fmt::format_to(std::back_inserter(w.buffer()),
                        ",\"args\":{{\"correlation_id\":{},\"grid\":[{},{},{}],\"block\":[{},{},{}],"
@@ -165,24 +166,24 @@ void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const Col
         return true;
     });
     reader.for_each_memcpy(all, [&](const trace::MemcpyEvent& m) {
-        w.complete(chrome_gpu_pid(m.device_id), m.stream_id,
+        w.complete(chrome::gpu_pid(m.device_id), m.stream_id,
                    analysis::memcpy_display_name(m.direction, m.source_kind, m.destination_kind),
-                   "memcpy", m.start_ns, m.end_ns);
+                   chrome::kMemcpyCategory, m.start_ns, m.end_ns);
         fmt::format_to(std::back_inserter(w.buffer()), ",\"args\":{{\"correlation_id\":{},\"bytes\":{}}}",
                        m.correlation_id, m.bytes);
         w.end();
         return true;
     });
     reader.for_each_memset(all, [&](const trace::MemsetEvent& m) {
-        w.complete(chrome_gpu_pid(m.device_id), m.stream_id, "Memset", "memset", m.start_ns, m.end_ns);
+        w.complete(chrome::gpu_pid(m.device_id), m.stream_id, "Memset", chrome::kMemsetCategory, m.start_ns, m.end_ns);
         fmt::format_to(std::back_inserter(w.buffer()), ",\"args\":{{\"correlation_id\":{},\"bytes\":{},\"value\":{}}}",
                        m.correlation_id, m.bytes, m.value);
         w.end();
         return true;
     });
     reader.for_each_sync(all, [&](const trace::SyncEvent& s) {
-        w.complete(chrome_gpu_pid(s.device_id), kSyncTidBase + s.stream_id, trace::sync_kind_name(s.kind), "sync",
-                   s.start_ns, s.end_ns);
+        w.complete(chrome::gpu_pid(s.device_id), chrome::sync_tid(s.stream_id), trace::sync_kind_name(s.kind),
+                   chrome::kSyncCategory, s.start_ns, s.end_ns);
         fmt::format_to(std::back_inserter(w.buffer()), ",\"args\":{{\"correlation_id\":{}}}", s.correlation_id);
         w.end();
         return true;
@@ -192,7 +193,8 @@ void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const Col
 void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const CollectiveArgs& collectives) {
     store::EventQuery all;
     reader.for_each_api_call(all, [&](const trace::ApiEvent& a) {
-        w.complete(w.pid_of_thread(a.thread_id), a.thread_id, reader.string(a.name_id), "cuda_api", a.start_ns, a.end_ns);
+        w.complete(w.pid_of_thread(a.thread_id), a.thread_id, reader.string(a.name_id), chrome::kCudaApiCategory,
+                   a.start_ns, a.end_ns);
         fmt::format_to(std::back_inserter(w.buffer()), ",\"args\":{{\"correlation_id\":{},\"result\":{}}}",
                        a.correlation_id, a.result);
         w.end();
@@ -200,7 +202,8 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
     });
     reader.for_each_range(all, [&](const trace::RangeEvent& r) {
         std::string_view domain = reader.string(r.domain_id);
-        std::string cat = domain.empty() ? std::string("nvtx") : "nvtx," + std::string(domain);
+        std::string cat = domain.empty() ? std::string(chrome::kNvtxCategory)
+                                         : std::string(chrome::kNvtxDomainCategoryPrefix) + std::string(domain);
         std::int64_t pid = w.pid_of_thread(r.thread_id);
         auto args = [&] {
             std::string& b = w.buffer();
@@ -231,20 +234,21 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
     reader.for_each_mark(all, [&](const trace::MarkEvent& m) {
         w.begin("i", w.pid_of_thread(m.thread_id), m.thread_id);
         w.name(reader.string(m.name_id));
-        w.category("nvtx");
+        w.category(chrome::kNvtxCategory);
         w.time("ts", m.time_ns - w.origin());
         w.buffer() += ",\"s\":\"t\"";
         w.end();
         return true;
     });
     reader.for_each_overhead(all, [&](const trace::OverheadEvent& o) {
-        w.complete(w.pid_of_thread(o.thread_id), o.thread_id, reader.string(o.name_id), "ember_overhead", o.start_ns, o.end_ns);
+        w.complete(w.pid_of_thread(o.thread_id), o.thread_id, reader.string(o.name_id), chrome::kOverheadCategory,
+                   o.start_ns, o.end_ns);
         w.end();
         return true;
     });
     reader.for_each_counter_sample(all, [&](const trace::CounterSample& c) {
         const trace::CounterInfo* info = reader.counter(c.counter_id);
-        std::int64_t pid = info != nullptr && info->device_id >= 0 ? chrome_gpu_pid(info->device_id) : reader.run().pid;
+        std::int64_t pid = info != nullptr && info->device_id >= 0 ? chrome::gpu_pid(info->device_id) : reader.run().pid;
         std::string counter_name = info != nullptr ? info->name : fmt::format("counter {}", c.counter_id);
         if (info != nullptr && !info->unit.empty()) counter_name += " (" + info->unit + ")";
         w.begin("C", pid, 0);
@@ -274,7 +278,7 @@ void write_flows(const store::TraceReader& reader, ChromeWriter& w) {
         w.time("ts", query.int64(1) - w.origin());
         fmt::format_to(std::back_inserter(w.buffer()), ",\"id\":{}", flow_id);
         w.end();
-        w.begin("f", chrome_gpu_pid(static_cast<trace::DeviceId>(query.int64(2))), query.int64(3));
+        w.begin("f", chrome::gpu_pid(query.int64(2)), query.int64(3));
         w.name("launch");
         w.category("flow");
         w.time("ts", query.int64(4) - w.origin());
@@ -288,7 +292,7 @@ void write_flows(const store::TraceReader& reader, ChromeWriter& w) {
 void export_chrome_trace(const store::TraceReader& reader, OutputFile& out) {
     std::string& b = out.buffer();
     b += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":";
-    append_json_string(b, std::string("ember ") + EMBER_VERSION_STRING);
+    append_json_string(b, std::string(chrome::kExporterPrefix) + " " + EMBER_VERSION_STRING);
     b += ",\"trace\":";
     append_json_string(b, reader.path());
     fmt::format_to(std::back_inserter(b), ",\"time_origin_ns\":{},\"dropped_records\":{}}},\"traceEvents\":[",

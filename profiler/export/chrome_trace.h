@@ -8,15 +8,13 @@
 // from the run start. Streams the file: memory stays flat for any trace size.
 #pragma once
 
+//
+// The layout (GPU pids, stream lanes, names, categories) is profiler/trace/chrome_layout.h,
+// which the Chrome importer reads back.
 #include "profiler/export/output_file.h"
 #include "profiler/store/reader.h"
 
-#include <cstdint>
-
 namespace ember::exporting {
-
-// pid of GPU `device` in the exported trace (host threads keep their OS pid).
-constexpr std::int64_t chrome_gpu_pid(std::int32_t device) { return 1'000'000'000ll + device; }
 
 void export_chrome_trace(const store::TraceReader& reader, OutputFile& out);
 

@@ -5,12 +5,13 @@
 // events start/end ranges, instants marks, "C" events counters. Files written by
 // `ember export --format chrome` (profiler/export/chrome_trace.cpp) come back as
 // what they were: categories "kernel", "memcpy", "memset", "sync", "cuda_api",
-// "nvtx[,DOMAIN]" and "ember_overhead"; GPUs are the processes with pid
-// 1000000000 + device, their threads the streams ("Stream N name"); the
-// otherData.time_origin_ns header restores absolute times. So synth -> export ->
-// import gives the same kernel, API and NVTX tables.
+// "nvtx[,DOMAIN]" and "ember_overhead"; GPUs are the processes with the GPU pids,
+// their threads the streams ("Stream N name"), as profiler/trace/chrome_layout.h lays
+// them out; the otherData.time_origin_ns header restores absolute times. So synth ->
+// export -> import gives the same kernel, API and NVTX tables.
 #include "profiler/import/importers.h"
 #include "profiler/import/json_trace_importer.h"
+#include "profiler/trace/chrome_layout.h"
 
 #include <fmt/format.h>
 
@@ -22,9 +23,7 @@ namespace ember::importing {
 
 namespace {
 
-// profiler/export/chrome_trace.h: chrome_gpu_pid(device) and the synchronization lanes.
-constexpr std::int64_t kGpuPidBase = 1'000'000'000ll;
-constexpr std::int64_t kSyncTidBase = 1'000'000'000ll;
+namespace chrome = trace::chrome;
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
@@ -76,39 +75,37 @@ private:
             time_shift_ns_ = *data.time_origin_ns;
             sink_.run().start_ns = *data.time_origin_ns;  // the exported run's start
         }
-        if (starts_with(data.exporter, "ember")) sink_.run().clock_name = "chrome trace (ember export)";
+        if (starts_with(data.exporter, chrome::kExporterPrefix)) sink_.run().clock_name = "chrome trace (ember export)";
     }
 
     // --- tracks --------------------------------------------------------------------------
 
-    static bool is_gpu_pid(std::int64_t pid) { return pid >= kGpuPidBase && pid < kGpuPidBase + 1'000'000; }
-
     void on_process_name(std::int64_t pid, std::string_view name) override {
-        if (is_gpu_pid(pid)) {
+        if (chrome::is_gpu_pid(pid)) {
             // "GPU 0 NVIDIA H100 80GB HBM3"
             trace::DeviceInfo device;
-            device.device_id = static_cast<trace::DeviceId>(pid - kGpuPidBase);
-            std::string prefix = fmt::format("GPU {}", device.device_id);
+            device.device_id = static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid));
+            std::string prefix = fmt::format("{}{}", chrome::kGpuProcessPrefix, device.device_id);
             std::string_view rest = starts_with(name, prefix) ? name.substr(prefix.size()) : name;
             if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
             device.name = std::string(rest);
             sink_.describe_device(device);
             return;
         }
-        auto [process, pid_in_name] = split_id_suffix(name, "pid");
+        auto [process, pid_in_name] = split_id_suffix(name, chrome::kPidWord);
         sink_.name_process(pid, process);
         if (first_host_pid_ == 0) first_host_pid_ = pid;
     }
 
     void on_thread_name(std::int64_t pid, std::int64_t tid, std::string_view name) override {
-        if (is_gpu_pid(pid)) {
-            if (tid >= kSyncTidBase) return;  // "Synchronizations, stream N": the stream's own name is enough
+        if (chrome::is_gpu_pid(pid)) {
+            if (chrome::is_sync_tid(tid)) return;  // "Synchronizations, stream N": the stream's own name is enough
             // "Stream 7 compute"
             GpuLane lane;
             lane.cuda_stream = static_cast<std::uint64_t>(std::max<std::int64_t>(tid, 0));
             std::string_view rest = name;
-            if (starts_with(rest, "Stream ")) {
-                rest.remove_prefix(7);
+            if (starts_with(rest, chrome::kStreamThreadPrefix)) {
+                rest.remove_prefix(chrome::kStreamThreadPrefix.size());
                 std::size_t digits = 0;
                 std::uint64_t number = 0;
                 while (digits < rest.size() && digits < 19 && rest[digits] >= '0' && rest[digits] <= '9') {
@@ -125,10 +122,11 @@ private:
                 lane.name = std::string(name);
             }
             gpu_lanes_[IdPair{pid, tid}] = lane;
-            if (!lane.name.empty()) sink_.name_stream(static_cast<trace::DeviceId>(pid - kGpuPidBase), lane.cuda_stream, lane.name);
+            if (!lane.name.empty())
+                sink_.name_stream(static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid)), lane.cuda_stream, lane.name);
             return;
         }
-        auto [thread, os_tid] = split_id_suffix(name, "tid");
+        auto [thread, os_tid] = split_id_suffix(name, chrome::kTidWord);
         if (os_tid) os_tids_[IdPair{pid, tid}] = *os_tid;
         sink_.name_thread(pid, os_tid.value_or(tid), thread);
     }
@@ -144,14 +142,14 @@ private:
     bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device) {
         std::int64_t pid = id_number(event.pid);
         std::int64_t tid = id_number(event.tid);
-        if (is_gpu_pid(pid)) {
-            device = static_cast<trace::DeviceId>(pid - kGpuPidBase);
-        } else if (event.args.device && *event.args.device >= 0 && *event.args.device < 1'000'000) {
+        if (chrome::is_gpu_pid(pid)) {
+            device = static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid));
+        } else if (event.args.device && *event.args.device >= 0 && *event.args.device < chrome::kDeviceLimit) {
             device = static_cast<trace::DeviceId>(*event.args.device);
         } else {
             device = 0;
         }
-        if (tid >= kSyncTidBase) tid -= kSyncTidBase;  // the synchronization lane of a stream
+        if (chrome::is_sync_tid(tid)) tid -= chrome::kSyncTidBase;  // the synchronization lane of a stream
         if (tid < 0) {
             return reject(item, "GPU event on an impossible stream",
                           fmt::format("GPU event \"{}\" is on stream {}", event.name, tid));
@@ -167,10 +165,10 @@ private:
     RangeStyle range_style(const TraceEventFields& event) override {
         RangeStyle style;
         std::string_view category = event.category;
-        if (category == "nvtx") {
+        if (category == chrome::kNvtxCategory) {
             style.domain_id = trace::kNoString;  // the default domain
-        } else if (starts_with(category, "nvtx,")) {
-            style.domain_id = sink_.intern(category.substr(5));
+        } else if (starts_with(category, chrome::kNvtxDomainCategoryPrefix)) {
+            style.domain_id = sink_.intern(category.substr(chrome::kNvtxDomainCategoryPrefix.size()));
         } else {
             style.domain_id = sink_.intern(category);
         }
@@ -185,30 +183,31 @@ private:
         if (!complete_interval(event, item, start, end)) return;
         std::string_view category = event.category;
         // The GPU lanes of the export: placed on their stream first (or rejected).
-        const bool gpu = category == "kernel" || category == "memcpy" || category == "memset" || category == "sync";
+        const bool gpu = category == chrome::kKernelCategory || category == chrome::kMemcpyCategory ||
+                         category == chrome::kMemsetCategory || category == chrome::kSyncCategory;
         trace::StreamId stream = 0;
         trace::DeviceId device = 0;
         if (gpu && !gpu_track(event, item, stream, device)) return;
-        if (category == "kernel") {
+        if (category == chrome::kKernelCategory) {
             trace::KernelEvent kernel = kernel_of(event, start, end, stream, device);
             if (is_nccl_kernel(event.name)) sink_.count_nccl_kernel();
             sink_.kernel(kernel);
             collective_call(event, kernel.start_ns, kernel.stream_id, true);
-        } else if (category == "memcpy") {
+        } else if (category == chrome::kMemcpyCategory) {
             trace::MemcpyEvent copy = memcpy_of(event, start, end, stream, device);
             sink_.memcpy(copy);
-        } else if (category == "memset") {
+        } else if (category == chrome::kMemsetCategory) {
             trace::MemsetEvent set = memset_of(event, start, end, stream, device);
             set.value = static_cast<std::uint32_t>(std::clamp<std::int64_t>(event.args.value.value_or(0), 0, 0xffffffffll));
             set.memory_kind = trace::MemoryKind::device;
             sink_.memset(set);
-        } else if (category == "sync") {
+        } else if (category == chrome::kSyncCategory) {
             trace::SyncEvent wait = sync_of(event, start, end, stream, device);
             wait.kind = sync_kind_from_name(event.name);
             sink_.sync(wait);
-        } else if (category == "cuda_api" || category == "cuda_runtime" || category == "cuda_driver") {
+        } else if (category == chrome::kCudaApiCategory || category == "cuda_runtime" || category == "cuda_driver") {
             sink_.api_call(api_call_of(event, start, end));
-        } else if (category == "ember_overhead") {
+        } else if (category == chrome::kOverheadCategory) {
             sink_.overhead({start, end, host_thread(event), sink_.intern(event.name)});
         } else {
             const trace::ThreadId thread = host_thread(event);
@@ -231,7 +230,8 @@ private:
         std::string full(name);
         if (key != "value") full += fmt::format(".{}", key);
         std::int64_t pid = id_number(event.pid);
-        trace::DeviceId device = is_gpu_pid(pid) ? static_cast<trace::DeviceId>(pid - kGpuPidBase) : trace::kNoDevice;
+        trace::DeviceId device =
+            chrome::is_gpu_pid(pid) ? static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid)) : trace::kNoDevice;
         return sink_.counter(full, unit, device);
     }
 

@@ -7,6 +7,7 @@
 //   [SECTION] Events
 //   [SECTION] Finishing: nesting, close, metadata, rename
 #include "profiler/import/import_sink.h"
+#include "common/json_string.h"
 
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
@@ -413,22 +414,6 @@ void ImportSink::register_devices() {
 
 namespace {
 
-std::string json_escaped(std::string_view text) {
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') {
-            out.push_back('\\');
-            out.push_back(c);
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-            out.push_back(c);
-        }
-    }
-    out.push_back('"');
-    return out;
-}
-
 std::int64_t single_count(sqlite3* db, const std::string& path, const char* sql) {
     store::Statement query(db, path, sql);
     std::int64_t value = 0;
@@ -600,7 +585,7 @@ void ImportSink::write_metadata(const std::string& path) {
     std::string skipped = "{";
     for (const auto& [reason, count] : counts_.skipped) {
         if (skipped.size() > 1) skipped += ',';
-        skipped += json_escaped(reason) + ":" + std::to_string(count);
+        skipped += text::json_string(reason) + ":" + std::to_string(count);
     }
     skipped += '}';
 

@@ -35,6 +35,7 @@
 // trace and not yet freed, and the segments mapped in it.
 #include "profiler/import/importers.h"
 #include "profiler/import/pickle_reader.h"
+#include "common/json_string.h"
 
 #include <fmt/format.h>
 
@@ -105,21 +106,7 @@ bool is_python_file(std::string_view file, std::int64_t line) {
 
 // A value as JSON text (run_metadata keeps allocator_settings and user_metadata so).
 void append_json(std::string& out, const Value& v, int depth = 0) {
-    auto quote = [&](std::string_view text) {
-        out.push_back('"');
-        for (char c : text) {
-            unsigned char u = static_cast<unsigned char>(c);
-            if (c == '"' || c == '\\') {
-                out.push_back('\\');
-                out.push_back(c);
-            } else if (u < 0x20) {
-                out += fmt::format("\\u{:04x}", u);
-            } else {
-                out.push_back(c);
-            }
-        }
-        out.push_back('"');
-    };
+    auto quote = [&](std::string_view string) { text::append_json_string(out, string); };
     if (depth > 32) {
         out += "null";
         return;

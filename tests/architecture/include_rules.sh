@@ -145,6 +145,27 @@ for folder in engine profiler collectors viewer cli bench samples; do
     forbid_code "$folder" '/(comm|cmdline)"' "$os_rule"
 done
 
+# Contracts between programs have one home each as well, and a copy fails here:
+# - the recording environment `ember record` sets for the collector library: its
+#   variable names only in collectors/record_environment.h;
+# - the Chrome layout shared by `ember export --format chrome` and the Chrome importer:
+#   the GPU pids and synchronization lanes (1e9 next to a pid or tid) only in
+#   profiler/trace/chrome_layout.h;
+# - JSON string escaping (a \u escape spelled out) only in common/json_string.h.
+record_rule="the recording environment lives in collectors/record_environment.h: use its names, never a copy"
+for folder in cli collectors profiler viewer bench engine samples tests; do
+    forbid_code "$folder" '"EMBER_RECORD_' "$record_rule" '^collectors/record_environment\.h:'
+done
+chrome_rule="the Chrome layout (GPU pids, synchronization lanes) lives in profiler/trace/chrome_layout.h: never a copy"
+for folder in profiler/trace profiler/export profiler/import cli viewer; do
+    forbid_code "$folder" "([Pp]id|[Tt]id)[^;]*1'?000'?000'?000|1'?000'?000'?000[^;]*([Pp]id|[Tt]id)" "$chrome_rule" \
+        '^profiler/trace/chrome_layout\.h:'
+done
+json_rule="JSON strings are escaped by common/json_string.h (or nlohmann::json): never a second escaper"
+for folder in common cli collectors profiler viewer bench engine; do
+    forbid_code "$folder" '\\\\u(\{|%|00)' "$json_rule" '^common/json_string\.h:'
+done
+
 if [ "$violations" -gt 0 ]; then
     echo "include rules: $violations violation(s); docs/architecture.md gives the direction of every arrow" >&2
     exit 1

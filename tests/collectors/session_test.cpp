@@ -60,6 +60,37 @@ TEST(CollectorOutputPath, RootChildrenAndRanks) {
     EXPECT_EQ(collector::resolve_output_path(environment, 100), std::nullopt);
 }
 
+// The library reads what `ember record` writes through the same code
+// (record_environment.h): every setting reaches the session's options.
+TEST(CollectorOutputPath, SessionOptionsAreWhatTheLauncherWrote) {
+    collector::RecordSettings settings;
+    settings.output = "/data/launched.db";
+    settings.root_pid = ::getpid();
+    settings.paused = true;
+    settings.cpu_sample_hz = 7.5;
+    settings.nvml_hz = 0.0;
+    settings.control_socket = false;
+    settings.trace_cuda = false;
+    settings.quiet = true;
+    settings.python_call_sites = false;
+    const auto variables = settings.to_environment();
+    for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
+    const std::optional<collector::SessionOptions> options = collector::options_from_environment();
+    for (const auto& [name, value] : variables) unsetenv(name.c_str());
+    ASSERT_TRUE(options.has_value());
+    EXPECT_EQ(options->path, "/data/launched.db");
+    EXPECT_TRUE(options->injected);
+    EXPECT_TRUE(options->paused);
+    EXPECT_EQ(options->cpu_sample_hz, 7.5);
+    EXPECT_EQ(options->nvml_hz, 0.0);
+    EXPECT_FALSE(options->control_socket);
+    EXPECT_FALSE(options->trace_cuda);
+    EXPECT_TRUE(options->quiet);
+    EXPECT_FALSE(options->python_call_sites);
+    // Nothing set: not recorded.
+    EXPECT_FALSE(collector::options_from_environment().has_value());
+}
+
 // Connects straight to the socket (no client-side directory check, which would
 // refuse first) and sends "start"; true when the server answers "error refused".
 bool raw_request_is_refused(const std::string& socket_path) {

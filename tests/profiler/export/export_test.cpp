@@ -8,6 +8,7 @@
 #include "profiler/export/folded_stacks.h"
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/export/json_text.h"
+#include "profiler/trace/chrome_layout.h"
 #include "profiler/export/perfetto_trace.h"
 #include "profiler/export/pprof_profile.h"
 #include "profiler/export/proto/perfetto_trace.pb.h"
@@ -154,7 +155,7 @@ TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
         const json& end = flow_ends[id][0];
         EXPECT_TRUE(encloses(start, "cuda_api")) << start;
         EXPECT_LE(start["ts"].get<double>(), end["ts"].get<double>()) << start;
-        EXPECT_EQ(end["pid"], chrome_gpu_pid(0));
+        EXPECT_EQ(end["pid"], trace::chrome::gpu_pid(0));
         EXPECT_TRUE(encloses(end, "kernel") || encloses(end, "memcpy") || encloses(end, "memset")) << end;
     }
     EXPECT_EQ(flow_ends.size(), flow_starts.size());
@@ -173,7 +174,7 @@ TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
         std::vector<double> ends;
         for (const Slice& slice : list) {
             while (!ends.empty() && ends.back() <= slice.ts + 1e-9) ends.pop_back();
-            if (!ends.empty() && track.first != chrome_gpu_pid(0)) {
+            if (!ends.empty() && track.first != trace::chrome::gpu_pid(0)) {
                 EXPECT_LE(slice.ts + slice.dur, ends.back() + 1e-9) << "overlapping slices on tid " << track.second;
             }
             ends.push_back(slice.ts + slice.dur);
