@@ -6,6 +6,7 @@
 
 #include "common/os.h"
 #include "engine/amp/loss_scaler.h"
+#include "engine/core/allocator.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/nvtx.h"
 #include "engine/cpu/implementation.h"
@@ -391,9 +392,16 @@ TrainSummary train_epochs(RunState& run) {
     summary.final_test_accuracy = last_eval.accuracy;
     summary.final_test_loss = last_eval.loss;
     summary.skipped_steps = trainer.optimizer_steps_skipped();
+    // The backend allocator's peaks (parameters, gradients, optimizer state, activations):
+    // what a trace of the run shows as the device's peak (`ember stats --report gpu_memory`).
+    const AllocatorStats memory = allocator_for(run.on_device ? Device::cuda : Device::cpu).stats();
+    summary.peak_allocated_bytes = static_cast<int64_t>(memory.peak_allocated_bytes);
+    summary.peak_reserved_bytes = static_cast<int64_t>(memory.peak_reserved_bytes);
     metrics.write({{"type", "summary"}, {"steps", summary.steps}, {"images", images}, {"seconds", train_seconds},
                    {"images_per_second", summary.images_per_second},
                    {"test_accuracy", summary.final_test_accuracy}, {"test_loss", summary.final_test_loss},
+                   {"peak_allocated_bytes", summary.peak_allocated_bytes},
+                   {"peak_reserved_bytes", summary.peak_reserved_bytes},
                    {"wall_seconds", seconds_between(run_start, Clock::now())}});
     return summary;
 }
