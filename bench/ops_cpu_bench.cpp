@@ -8,6 +8,7 @@
 //   --benchmark_report_aggregates_only=true
 // Threads: the fast paths use OpenBLAS's thread count (OPENBLAS_NUM_THREADS, default:
 // every core), as the reference GEMMs do.
+#include "engine/core/host_tensor.h"
 #include "engine/cpu/implementation.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/attention.h"
@@ -18,7 +19,6 @@
 #include "engine/ops/layernorm.h"
 #include "engine/ops/pooling.h"
 #include "engine/ops/softmax_cross_entropy.h"
-#include "tests/engine/ops/test_util.h"
 
 #include <benchmark/benchmark.h>
 
@@ -29,7 +29,7 @@ namespace {
 
 using namespace ember;
 using namespace ember::ops;
-using ember::test::HostTensor;
+using ember::HostTensor;
 
 constexpr DType f32 = DType::f32;
 constexpr int64_t kBatch = 128;
@@ -82,7 +82,7 @@ struct ConvBuffers {
         dx = HostTensor(f32, {kBatch, C, H, H}, layout);
         dw = HostTensor(f32, {K, C, R, R}, layout);
         std::mt19937 rng(1);
-        for (HostTensor* t : {&x, &w, &dy}) test::fill_random(*t, rng);
+        for (HostTensor* t : {&x, &w, &dy}) fill_random(*t, rng);
         flops = 2.0 * kBatch * K * C * R * R * P * P;
     }
 };
@@ -133,10 +133,10 @@ struct ActivationBuffers {
              {&gamma, &beta, &mean, &invstd, &running_mean, &running_var, &dgamma, &dbeta})
             *t = HostTensor(f32, {C});
         std::mt19937 rng(1);
-        test::fill_random(x, rng);
-        test::fill_random(dy, rng);
-        test::fill_value(gamma, 1.0);
-        test::fill_value(running_var, 1.0);
+        fill_random(x, rng);
+        fill_random(dy, rng);
+        fill_value(gamma, 1.0);
+        fill_value(running_var, 1.0);
     }
 };
 
@@ -202,7 +202,7 @@ void BM_ConvertLayout(benchmark::State& state) {
     HostTensor from(f32, {kBatch, 16, 28, 28}, to_nchw ? Layout::nhwc : Layout::nchw);
     HostTensor to(f32, {kBatch, 16, 28, 28}, to_nchw ? Layout::nchw : Layout::nhwc);
     std::mt19937 rng(1);
-    test::fill_random(from, rng);
+    fill_random(from, rng);
     for (auto _ : state) convert_layout_cpu(from, to);
 }
 BENCHMARK(BM_ConvertLayout)
@@ -217,7 +217,7 @@ void BM_LinearForwardBackward(benchmark::State& state) {
     HostTensor x(f32, {rows, in}), w(f32, {out, in}), bias(f32, {out}), y(f32, {rows, out});
     HostTensor dx(f32, {rows, in}), dw(f32, {out, in}), db(f32, {out});
     std::mt19937 rng(1);
-    for (HostTensor* t : {&x, &w, &bias}) test::fill_random(*t, rng);
+    for (HostTensor* t : {&x, &w, &bias}) fill_random(*t, rng);
     for (auto _ : state) {
         linear_forward_cpu(x, w, bias, y);
         linear_backward_cpu(x, w, y, dx, dw, db, GradWrite::store, GradWrite::store);
@@ -239,7 +239,7 @@ void BM_Attention(benchmark::State& state) {
     HostTensor scores(f32, {stack * tokens, tokens}), probabilities(f32, {stack * tokens, tokens});
     HostTensor merged(f32, {batch * tokens, heads * head_dim});
     std::mt19937 rng(1);
-    test::fill_random(qkv, rng);
+    fill_random(qkv, rng);
     for (auto _ : state) {
         HeadLayout layout{batch, tokens, heads, head_dim, 3, 0};
         for (int part = 0; part < 3; ++part) {
@@ -261,8 +261,8 @@ void BM_LayerNormForwardBackward(benchmark::State& state) {
         beta(f32, {dim});
     HostTensor mean(f32, {rows}), rstd(f32, {rows}), dgamma(f32, {dim}), dbeta(f32, {dim});
     std::mt19937 rng(1);
-    test::fill_random(x, rng);
-    test::fill_value(gamma, 1.0);
+    fill_random(x, rng);
+    fill_value(gamma, 1.0);
     for (auto _ : state) {
         layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f);
         layernorm_backward_cpu(x, y, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store,
@@ -276,7 +276,7 @@ void BM_Gelu(benchmark::State& state) {
     const int64_t rows = kBatch * 16, dim = 128;
     HostTensor x(f32, {rows, dim}), y(f32, {rows, dim}), dx(f32, {rows, dim});
     std::mt19937 rng(1);
-    test::fill_random(x, rng);
+    fill_random(x, rng);
     for (auto _ : state) {
         gelu_forward_cpu(x, y);
         gelu_backward_cpu(x, y, dx, GradWrite::store);
@@ -310,9 +310,9 @@ void BM_SmallCnnStep(benchmark::State& state) {
         dc1(f32, {kBatch, 32, 28, 28});
     HostTensor dw1(f32, {32, 1, 3, 3}), dw2(f32, {64, 32, 3, 3}), dfc(f32, {10, 3136}),
         dfcb(f32, {10});
-    for (HostTensor* t : {&x, &w1, &w2, &fc}) test::fill_random(*t, rng, -0.1, 0.1);
-    test::fill_value(g1, 1.0);
-    test::fill_value(g2, 1.0);
+    for (HostTensor* t : {&x, &w1, &w2, &fc}) fill_random(*t, rng, -0.1, 0.1);
+    fill_value(g1, 1.0);
+    fill_value(g2, 1.0);
     for (int i = 0; i < kBatch; ++i) targets.set(i, i % 10);
     for (auto _ : state) {
         conv2d_forward_cpu(x, w1, {}, c1, p);

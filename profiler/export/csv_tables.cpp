@@ -165,11 +165,12 @@ void export_csv_table(const store::TraceReader& reader, std::string_view name, O
             row_end();
         }
     } else if (name == "memory_events") {
-        b += "time_ns,device_id,action,address,bytes,cuda_stream,device_free_bytes,stack\r\n";
+        b += "time_ns,device_id,action,address,bytes,cuda_stream,device_free_bytes,thread_id,stack\r\n";
         StackText stacks(reader);
         reader.for_each_memory_event([&](const trace::MemoryEvent& e) {
-            fmt::format_to(std::back_inserter(b), "{},{},{},{},{},{},{},", e.time_ns, e.device_id,
-                           trace::memory_action_name(e.action), e.address, e.bytes, e.cuda_stream, e.device_free_bytes);
+            fmt::format_to(std::back_inserter(b), "{},{},{},{},{},{},{},{},", e.time_ns, e.device_id,
+                           trace::memory_action_name(e.action), e.address, e.bytes, e.cuda_stream, e.device_free_bytes,
+                           e.thread_id);
             field(b, stacks.of(e.stack_id));
             return row_end();
         });

@@ -120,6 +120,7 @@ struct TraceReader::Impl {
     // Schema 2's columns (absent from version 1 files: native frames, running samples).
     bool frames_have_line = false;
     bool samples_have_idle = false;
+    bool memory_events_have_thread = false;  // schema 6
     // Schema 3's columns (absent from version 1/2 files, read there as 0): the SELECT
     // column list of each table, chosen by check_tables().
     const char* kernel_columns = nullptr;
@@ -357,6 +358,7 @@ void TraceReader::Impl::check_tables() {
     memset_columns = has_column("memsets", "graph_id") && has_column("memsets", "graph_node_id")
                          ? kMemsetColumns : kMemsetColumnsVersion2;
     api_columns = has_column("api_calls", "stack_id") ? kApiColumns : kApiColumnsVersion2;
+    memory_events_have_thread = has_column("memory_events", "thread_id");
 }
 
 StringId TraceReader::Impl::check_string(std::int64_t id) const {
@@ -868,8 +870,9 @@ bool has_table(TraceReader::Impl& impl, const char* table);
 std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visit, std::optional<DeviceId> device) const {
     if (!has_table(*impl_, kMemoryEventsTable)) return 0;
     std::int64_t visited = 0;
-    std::string sql = "SELECT time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes "
-                      "FROM memory_events";
+    std::string sql = "SELECT time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes, ";
+    sql += impl_->memory_events_have_thread ? "thread_id" : "0";
+    sql += " FROM memory_events";
     if (device) sql += " WHERE device_id = ?";
     sql += " ORDER BY device_id, time_ns, rowid";
     impl_->query(sql.c_str(),
@@ -886,6 +889,7 @@ std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visi
                      e.cuda_stream = static_cast<std::uint64_t>(s.column_int64(5));
                      e.stack_id = as<StackId>(s, 6);
                      e.device_free_bytes = s.column_int64(7);
+                     e.thread_id = as<ThreadId>(s, 8);
                      ++visited;
                      return visit(e);
                  });

@@ -26,7 +26,10 @@ namespace ember::store {
 // 5: memory_events and memory_blocks (a caching allocator's events and its state, from
 //    PyTorch memory snapshots). Only tables were added: older readers open version 5
 //    files, and this reader reads the tables as empty in older files ("no memory events").
-constexpr int kSchemaVersion = 5;
+// 6: memory_events.thread_id (the thread that allocated or freed, so the range open on it
+//    is the allocating op). Only a column was added (DEFAULT 0): older readers open
+//    version 6 files, and this reader reads the column a version 5 file lacks as 0.
+constexpr int kSchemaVersion = 6;
 constexpr int kOldestReadableSchemaVersion = 1;
 constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_reader_version
 
@@ -223,7 +226,8 @@ CREATE TABLE IF NOT EXISTS memory_events (
   bytes             INTEGER NOT NULL,
   cuda_stream       INTEGER NOT NULL,
   stack_id          INTEGER NOT NULL,
-  device_free_bytes INTEGER NOT NULL
+  device_free_bytes INTEGER NOT NULL,
+  thread_id         INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS memory_blocks (
   time_ns            INTEGER NOT NULL,

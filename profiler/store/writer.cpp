@@ -104,6 +104,7 @@ void bind_memory_event(Statement& s, int i, const MemoryEvent& e) {
     s.bind(i, e.time_ns); s.bind(i + 1, e.device_id); s.bind(i + 2, static_cast<std::int64_t>(e.action));
     s.bind(i + 3, static_cast<std::int64_t>(e.address)); s.bind(i + 4, e.bytes);
     s.bind(i + 5, static_cast<std::int64_t>(e.cuda_stream)); s.bind(i + 6, e.stack_id); s.bind(i + 7, e.device_free_bytes);
+    s.bind(i + 8, e.thread_id);
 }
 void bind_memory_block(Statement& s, int i, const MemoryBlock& e) {
     s.bind(i, e.time_ns); s.bind(i + 1, e.device_id); s.bind(i + 2, static_cast<std::int64_t>(e.state));
@@ -449,7 +450,7 @@ void TraceWriter::Impl::prepare_statements() {
                              "group_size, sequence, in_elements, out_elements, dtype_id",
                              12, bind_collective_call, kRowsPerStatement / 4);
     memory_events.prepare(db, path, "memory_events",
-                          "time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes", 8,
+                          "time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes, thread_id", 9,
                           bind_memory_event, kRowsPerStatement / 2);
     memory_blocks.prepare(db, path, "memory_blocks",
                           "time_ns, device_id, state, expandable_segment, small_pool, segment_address, segment_bytes, "

@@ -413,6 +413,7 @@ struct MemoryEvent {
     std::uint64_t cuda_stream = 0;       // the stream as the source names it (a cudaStream_t; 0 = default)
     StackId stack_id = 0;                // where it was allocated/freed; 0 = unknown
     std::int64_t device_free_bytes = -1; // oom: what the device had free; -1 otherwise
+    ThreadId thread_id = 0;              // the thread that allocated/freed (its open range is the op); 0 = unknown
     bool operator==(const MemoryEvent&) const = default;
 };
 

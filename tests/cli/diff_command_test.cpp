@@ -3,8 +3,8 @@
 // the flag on bad input, and a real Kineto trace diffed with itself (skipped when
 // ../shared/real-traces is absent).
 #include "profiler/store/writer.h"
-#include "tests/profiler/analysis/fixture_trace.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/fixture_trace.h"
+#include "tests/support/store.h"
 #include "tests/support/trace_ranges.h"
 
 #include <gtest/gtest.h>

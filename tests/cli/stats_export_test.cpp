@@ -2,7 +2,7 @@
 // exit codes, the message on bad files (not a trace, truncated, written by a
 // future ember), and the files each export writes.
 #include "profiler/store/schema.h"
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

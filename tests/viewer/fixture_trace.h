@@ -6,7 +6,7 @@
 #pragma once
 
 #include "profiler/store/writer.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 #include "tests/support/temp_path.h"
 
 #include <cstdint>

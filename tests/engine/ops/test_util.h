@@ -2,6 +2,7 @@
 // random fills, and the finite-difference gradient check used by the op tests.
 #pragma once
 
+#include "engine/core/host_tensor.h"
 #include "engine/core/tensor.h"
 
 #include <cmath>
@@ -12,45 +13,9 @@
 
 namespace ember::test {
 
-// An owning host buffer of any dtype with a Tensor view over it.
-struct HostTensor {
-    std::vector<uint8_t> storage;
-    Tensor view;
-
-    HostTensor() = default;
-    HostTensor(DType dtype, std::initializer_list<int64_t> shape, Layout layout = Layout::nchw) {
-        view = make_tensor(nullptr, dtype, shape, Device::cpu, layout);
-        storage.assign(view.bytes() + 8, 0);
-        view.data = storage.data();
-    }
-    HostTensor(DType dtype, const std::vector<int64_t>& shape, Layout layout = Layout::nchw) {
-        view = make_tensor(nullptr, dtype, static_cast<int>(shape.size()), shape.data(), Device::cpu, layout);
-        storage.assign(view.bytes() + 8, 0);
-        view.data = storage.data();
-    }
-    HostTensor(const HostTensor& other) : storage(other.storage), view(other.view) {
-        view.data = storage.data();
-    }
-    HostTensor& operator=(const HostTensor& other) {
-        storage = other.storage;
-        view = other.view;
-        view.data = storage.data();
-        return *this;
-    }
-    int64_t numel() const { return view.numel(); }
-    double get(int64_t i) const { return load_as_double(view.data, view.dtype, i); }
-    void set(int64_t i, double v) { store_from_double(view.data, view.dtype, i, v); }
-    operator const Tensor&() const { return view; }
-};
-
-inline void fill_random(HostTensor& t, std::mt19937& rng, double low = -1.0, double high = 1.0) {
-    std::uniform_real_distribution<double> dist(low, high);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dist(rng));
-}
-
-inline void fill_value(HostTensor& t, double v) {
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v);
-}
+using ember::HostTensor;
+using ember::fill_random;
+using ember::fill_value;
 
 // sum_i weights[i] * y[i]: the scalar whose gradient wrt y is `weights`.
 inline double weighted_sum(const HostTensor& y, const HostTensor& weights) {

@@ -8,7 +8,7 @@
 #include "profiler/analysis/memory_summary.h"
 #include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/stats_report.h"
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,8 @@
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_job.h"
 #include "profiler/synth/synthetic_trace.h"
-#include "tests/profiler/analysis/fixture_trace.h"
-#include "tests/profiler/analysis/trace_builder.h"
+#include "tests/support/fixture_trace.h"
+#include "tests/support/trace_builder.h"
 #include "common/nvtx_contract.h"
 
 #include <gtest/gtest.h>

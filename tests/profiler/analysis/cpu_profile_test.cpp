@@ -7,7 +7,7 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/writer.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>

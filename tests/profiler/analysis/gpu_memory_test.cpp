@@ -4,7 +4,7 @@
 #include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/reader.h"
-#include "tests/profiler/analysis/trace_builder.h"
+#include "tests/support/trace_builder.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>

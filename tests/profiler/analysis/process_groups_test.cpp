@@ -16,7 +16,7 @@
 #include "profiler/import/import.h"
 #include "profiler/job/job.h"
 #include "profiler/store/reader.h"
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "profiler/analysis/python_gpu.h"
 #include "profiler/analysis/stats_report.h"
 #include "profiler/store/reader.h"
-#include "tests/profiler/analysis/trace_builder.h"
+#include "tests/support/trace_builder.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>

@@ -17,7 +17,7 @@
 #include "profiler/analysis/trace_diff.h"
 #include "profiler/import/import.h"
 #include "profiler/store/reader.h"
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 
 #include <gtest/gtest.h>
 

@@ -17,11 +17,11 @@
 #include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
-#include "tests/profiler/analysis/fixture_trace.h"
-#include "tests/profiler/analysis/trace_builder.h"
+#include "tests/support/fixture_trace.h"
+#include "tests/support/trace_builder.h"
 
 #include "profiler/import/import.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

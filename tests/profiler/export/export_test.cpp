@@ -14,8 +14,8 @@
 #include "profiler/export/proto/pprof_profile.pb.h"
 #include "profiler/export/speedscope.h"
 #include "profiler/store/writer.h"
-#include "tests/profiler/analysis/fixture_trace.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/fixture_trace.h"
+#include "tests/support/store.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // fixture_trace.cpp) to the path given, for script-driven tests (the speedscope
 // browser test and the `ember stats`/`ember export` command tests); with
 // --with-cpu-samples, also the fixture's CPU samples.
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 
 #include <cstdio>
 #include <cstring>

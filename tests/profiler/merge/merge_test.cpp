@@ -8,7 +8,7 @@
 #include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 #include "tests/support/trace_ranges.h"
 
 #include <gtest/gtest.h>

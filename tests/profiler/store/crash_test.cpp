@@ -3,7 +3,7 @@
 // events committed so far (commits every <= 250 ms); SIGTERM and exit() without
 // close() must leave every event recorded before them.
 #include "profiler/store/reader.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 
 #include <gtest/gtest.h>
 

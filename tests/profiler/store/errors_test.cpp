@@ -4,7 +4,7 @@
 // (and, for versions, both versions), never a crash.
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -3,7 +3,7 @@
 // return the same events as a brute-force filter over what was written.
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 #include "tests/support/event_lists.h"
 
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 // memory_events and memory_blocks (a file without them: no memory events).
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 #include "tests/support/event_lists.h"
 
 #include <gtest/gtest.h>
@@ -286,6 +286,7 @@ TEST(TraceSchemaVersions, MemoryEventsAndBlocksRoundTrip) {
         alloc.bytes = 1 << 20;
         alloc.cuda_stream = 0x5555deadbeefull;
         alloc.stack_id = stack;
+        alloc.thread_id = writer.register_thread({0, 4242, 4243, "main"});
         MemoryEvent before = alloc;
         before.time_ns = 1999;
         before.action = MemoryAction::live_at_start;
@@ -329,6 +330,22 @@ TEST(TraceSchemaVersions, MemoryEventsAndBlocksRoundTrip) {
     ASSERT_EQ(frames.size(), 2u);
     EXPECT_EQ(frames[0].line, 21);
     EXPECT_EQ(frames[1].function, "at::empty");
+
+    EXPECT_NE(read[2].thread_id, 0u);
+
+    // A version 5 file has no memory_events.thread_id: its events read as on an unknown thread.
+    run_sql(path, "ALTER TABLE memory_events DROP COLUMN thread_id;");
+    {
+        TraceReader version5(path);
+        std::vector<MemoryEvent> read5;
+        version5.for_each_memory_event(testing::collect_into(read5));
+        ASSERT_EQ(read5.size(), events.size());
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            MemoryEvent expected = events[i];
+            expected.thread_id = 0;
+            EXPECT_EQ(read5[i], expected);
+        }
+    }
 
     // An older file has no such tables: no memory events.
     run_sql(path, "DROP TABLE memory_events; DROP TABLE memory_blocks;");

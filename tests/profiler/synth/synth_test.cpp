@@ -4,7 +4,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
 #include "profiler/synth/synthetic_trace.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

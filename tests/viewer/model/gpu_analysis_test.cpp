@@ -23,8 +23,8 @@
 
 #include "profiler/analysis/rank_map.h"
 #include "profiler/import/import.h"
-#include "tests/profiler/analysis/trace_builder.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/trace_builder.h"
+#include "tests/support/store.h"
 
 #include <gtest/gtest.h>
 

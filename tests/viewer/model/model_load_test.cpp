@@ -1,7 +1,7 @@
 // model_load_test.cpp: TraceModel loads every event of a fixture into the expected
 // lanes and rows, lays lanes out, lines up several files, and refuses foreign files.
 #include "profiler/store/writer.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 #include "tests/viewer/fixture_trace.h"
 #include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/event_details.h"

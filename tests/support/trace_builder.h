@@ -7,7 +7,7 @@
 
 #include "profiler/import/gpu_activity.h"
 #include "profiler/store/writer.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,4 +1,4 @@
-// store_test_support.h: helpers shared by the trace store tests — a scratch
+// store.h: helpers shared by the tests that write and read traces — a scratch
 // directory per test and a small trace holding a few rows of every table, with
 // the exact events written so tests can compare what the reader returns.
 #pragma once

@@ -21,10 +21,10 @@
 //   corr 10 cudaLaunchKernel      [5200,5210)  relu  stream 1 [5300,5360)   60 ns
 //   (none)                                     nccl_allreduce stream 2 [4600,4700) 100 ns
 // Counter "gpu utilization" (%): 50 at 1000, 75 at 2000. Mark "epoch done" at 5050.
-#include "tests/profiler/analysis/fixture_trace.h"
+#include "tests/support/fixture_trace.h"
 
 #include "profiler/store/writer.h"
-#include "tests/profiler/store/test_support.h"
+#include "tests/support/store.h"
 #include "tests/support/temp_path.h"
 
 #include <atomic>
