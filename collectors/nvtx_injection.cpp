@@ -15,8 +15,8 @@
 // (or ended by its heap's reset or unregistering) a free_completed, a heap unregistered
 // a segment_free. The device is the heap's category in the "ember" domain
 // (common/nvtx_contract.h memory_category: -1 = host); heaps of other domains are
-// taken as CUDA device 0's. Each event's stack is the NVTX ranges open on the
-// allocating thread (outermost first). Heaps and regions are kept for the life of the
+// taken as CUDA device 0's. Each event's thread is the calling thread and its stack the
+// NVTX ranges open on it (outermost first). Heaps and regions are kept for the life of the
 // process, so a session that opens late starts from what is live then
 // (segment_live_at_start, live_at_start).
 #include "collectors/nvtx_injection.h"
@@ -519,12 +519,15 @@ trace::StackId range_stack(Session& session, ThreadState& state) {
 struct MemoryRecorder {
     Session* session = nullptr;
     trace::StackId stack = 0;
+    trace::ThreadId thread = 0;
 
     MemoryRecorder() {
         Session* open = current_session();
         if (!open || !open->options().trace_nvtx) return;
         session = open;
-        stack = range_stack(*open, thread_state(*open));
+        ThreadState& state = thread_state(*open);
+        stack = range_stack(*open, state);
+        thread = state.thread(*open);
     }
     void record(trace::MemoryAction action, trace::DeviceId device, std::uint64_t address, std::int64_t bytes) const {
         if (!session) return;
@@ -535,6 +538,7 @@ struct MemoryRecorder {
         event.address = address;
         event.bytes = bytes;
         event.stack_id = stack;
+        event.thread_id = thread;
         session->writer().record_memory_event(event);
     }
 };

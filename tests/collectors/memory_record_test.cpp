@@ -4,7 +4,7 @@
 // must become exactly the memory events listed here by hand: a heap is a segment, a
 // region a block, a heap reset or unregistering ends its regions; the device comes
 // from the heap's category in the "ember" domain (common/nvtx_contract.h); each event
-// carries the NVTX ranges open on its thread as its stack; a session that opens late
+// carries its thread and the NVTX ranges open on it as its stack; a session that opens late
 // starts from what is live. The gpu_memory report reads the peak the calls imply.
 #include "collectors/session.h"
 #include "common/nvtx_contract.h"
@@ -178,6 +178,19 @@ TEST(CollectorMemory, HeapsAndRegionsBecomeSegmentsAndBlocks) {
         {MemoryAction::segment_free, 2, 0x7000000, 0x10000, ""},
     };
     EXPECT_EQ(memory_events(path), expected);
+
+    // Every event names the calling thread, the one its ranges have.
+    store::TraceReader ranges_reader(path);
+    trace::ThreadId forward_thread = 0;
+    ranges_reader.for_each_range({}, [&](const trace::RangeEvent& range) {
+        if (ranges_reader.string(range.name_id) == "forward") forward_thread = range.thread_id;
+        return true;
+    });
+    ASSERT_NE(forward_thread, 0u);
+    ranges_reader.for_each_memory_event([&](const trace::MemoryEvent& e) {
+        EXPECT_EQ(e.thread_id, forward_thread) << trace::memory_action_name(e.action);
+        return true;
+    });
 
     // The report's peaks are the calls': 0x200 and 0x300 live together on the host.
     store::TraceReader reader(path);
