@@ -5,7 +5,8 @@
 // Optimizations that cannot apply to a backend or model are listed as such, not timed.
 // Beside the speed, each row has the peak allocated and reserved bytes of the training
 // device's caching allocator (device_allocator() or host_allocator(): parameters,
-// gradients, optimizer state, activations), emptied and reset before each variant.
+// gradients, optimizer state, activations) over its training steps, emptied and reset
+// before each variant.
 // With --target-accuracy, each variant also trains whole epochs until the test
 // accuracy reaches the target and reports the training time it took.
 // Under mpirun/srun every rank runs the same table (data parallel, one GPU per rank);
@@ -31,11 +32,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Times the steps after the warm-up.
+// Times the steps after the warm-up and keeps the allocator's statistics as of the
+// last step (the evaluation after it runs at its own, larger batch: not the row's).
 class TimingObserver : public train::TrainObserver {
 public:
-    explicit TimingObserver(int64_t warmup) : warmup_(warmup) {}
+    TimingObserver(int64_t warmup, const CachingAllocator* memory = nullptr) : warmup_(warmup), memory_(memory) {}
     void step(const train::StepReport& r) override {
+        if (memory_) training_memory_ = memory_->stats();
         if (r.step == warmup_) {
             start_ = Clock::now();
             images_ = 0;
@@ -50,9 +53,12 @@ public:
         return s > 0 ? images_ / s : 0;
     }
     const std::vector<train::EpochReport>& epochs() const { return epochs_; }
+    const AllocatorStats& training_memory() const { return training_memory_; }
 
 private:
     int64_t warmup_;
+    const CachingAllocator* memory_;
+    AllocatorStats training_memory_;
     int64_t images_ = 0;
     Clock::time_point start_, end_;
     std::vector<train::EpochReport> epochs_;
@@ -181,17 +187,16 @@ int run_train_bench(const TrainBenchOptions& o) {
             std::printf("%-36s %12s %8s %13s %13s  (%s)\n", v.name.c_str(), "-", "-", "-", "-", why.c_str());
             continue;
         }
-        TimingObserver timing(o.warmup);
+        TimingObserver timing(o.warmup, &memory);
         c.max_steps = o.warmup + o.steps;
         c.epochs = 1000;  // max_steps ends the run
         const bool recorded = baseline == 0 && o.around_all_on;  // the first row is "all on"
         // Each row's peaks are its own: the previous row's cached blocks go back first.
         memory.empty_cache();
         memory.reset_peak();
-        train::TrainSummary summary;
         try {
             if (recorded) o.around_all_on(true);
-            summary = train::run_training(c, timing);
+            train::run_training(c, timing);
             if (recorded) o.around_all_on(false);
         } catch (const std::exception& e) {
             if (recorded) o.around_all_on(false);
@@ -219,12 +224,14 @@ int run_train_bench(const TrainBenchOptions& o) {
             }
         }
         std::printf("%-36s %12.0f %7.2fx %13s %13s%s\n", v.name.c_str(), ips, baseline > 0 ? ips / baseline : 0.0,
-                    mebibytes(summary.peak_allocated_bytes).c_str(), mebibytes(summary.peak_reserved_bytes).c_str(),
+                    mebibytes(timing.training_memory().peak_allocated_bytes).c_str(),
+                    mebibytes(timing.training_memory().peak_reserved_bytes).c_str(),
                     accuracy_column.c_str());
         std::fflush(stdout);
     }
     std::printf("ratio: images/s of the variant over \"all on\" (below 1: the optimization helps)\n");
-    std::printf("peak alloc / peak reserved: the %s allocator's peaks during the variant's run (MiB)\n",
+    std::printf("peak alloc / peak reserved: the %s allocator's peaks over the variant's training steps (MiB;\n"
+                "evaluation, at its own batch of max(batch, 500), excluded)\n",
                 on_gpu ? "device" : "host (cpu backend)");
     return 0;
 }
