@@ -181,7 +181,7 @@ RawAllocator cuda_raw_allocator() {
         EMBER_CUDA_CHECK(err);
         return p;
     };
-    raw.release = [](void* p) { cudaFree(p); };  // also runs at exit, when failing is harmless
+    raw.release = [](void* p) { cudaFree(p); };  // a failed free has nothing left to protect
     int device = 0;
     if (cudaGetDevice(&device) != cudaSuccess) {
         cudaGetLastError();
@@ -196,8 +196,10 @@ CachingAllocator& device_allocator() {
     if (!available)
         throw std::runtime_error("device_allocator: no CUDA device (" +
                                  cuda_runtime_status().reason + "); use the cpu backend");
-    static CachingAllocator allocator(cuda_raw_allocator());
-    return allocator;
+    // Never destroyed: at exit its destructor would tell NVTX tools (whose own statics
+    // may be gone by then) about every cached segment; the process's end frees them.
+    static CachingAllocator* allocator = new CachingAllocator(cuda_raw_allocator());
+    return *allocator;
 }
 
 RawAllocator host_raw_allocator() {
@@ -212,8 +214,8 @@ RawAllocator host_raw_allocator() {
 }
 
 CachingAllocator& host_allocator() {
-    static CachingAllocator allocator(host_raw_allocator());
-    return allocator;
+    static CachingAllocator* allocator = new CachingAllocator(host_raw_allocator());  // as device_allocator()'s
+    return *allocator;
 }
 
 CachingAllocator& allocator_for(Device device) {

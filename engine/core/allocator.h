@@ -103,7 +103,8 @@ private:
 };
 
 // The process-wide device allocator (cudaMalloc/cudaFree on the current device).
-// Throws std::runtime_error naming the reason when no CUDA device is usable.
+// Throws std::runtime_error naming the reason when no CUDA device is usable. The
+// process-wide allocators live until the process ends (never destroyed).
 CachingAllocator& device_allocator();
 RawAllocator cuda_raw_allocator();
 

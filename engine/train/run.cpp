@@ -42,10 +42,21 @@ TrainSummary run_training(const TrainConfig& config, TrainObserver& observer) {
     // set before the CUDA context exists.
     if (run.config.sync_each_op) setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
     choose_backend(run);
-    build_model(run);
+    // The phases that allocate the run's long-lived memory (parameters, gradients,
+    // optimizer state) are ranges, so a profile attributes that memory to them.
+    {
+        nvtx::ScopedRange range("setup/model");
+        build_model(run);
+    }
     open_data(run);
-    build_optimizer(run);
-    build_step(run);
+    {
+        nvtx::ScopedRange range("setup/optimizer");
+        build_optimizer(run);
+    }
+    {
+        nvtx::ScopedRange range("setup/step");
+        build_step(run);
+    }
     resume(run);
     return train_epochs(run);
 }
