@@ -3,10 +3,15 @@
 // one turned off alone, in the same invocation; images/s of the timed steps (after a
 // warm-up) and the ratio to "all on" show what each optimization buys on this machine.
 // Optimizations that cannot apply to a backend or model are listed as such, not timed.
+// Beside the speed, each row has the peak allocated and reserved bytes of the training
+// device's caching allocator (device_allocator() or host_allocator(): parameters,
+// gradients, optimizer state, activations) over its training steps, emptied and reset
+// before each variant.
 // With --target-accuracy, each variant also trains whole epochs until the test
 // accuracy reaches the target and reports the training time it took.
 // Under mpirun/srun every rank runs the same table (data parallel, one GPU per rank);
 // rank 0 prints it, with the data-parallel rows (overlap off, ZeRO-1) timed too.
+#include "engine/core/allocator.h"
 #include "engine/core/device.h"
 #include "engine/distributed/launcher.h"
 #include "engine/train/config.h"
@@ -19,6 +24,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace ember::bench {
@@ -26,11 +32,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Times the steps after the warm-up.
+// Times the steps after the warm-up and keeps the allocator's statistics as of the
+// last step (the evaluation after it runs at its own, larger batch: not the row's).
 class TimingObserver : public train::TrainObserver {
 public:
-    explicit TimingObserver(int64_t warmup) : warmup_(warmup) {}
+    TimingObserver(int64_t warmup, const CachingAllocator* memory = nullptr) : warmup_(warmup), memory_(memory) {}
     void step(const train::StepReport& r) override {
+        if (memory_) training_memory_ = memory_->stats();
         if (r.step == warmup_) {
             start_ = Clock::now();
             images_ = 0;
@@ -45,9 +53,12 @@ public:
         return s > 0 ? images_ / s : 0;
     }
     const std::vector<train::EpochReport>& epochs() const { return epochs_; }
+    const AllocatorStats& training_memory() const { return training_memory_; }
 
 private:
     int64_t warmup_;
+    const CachingAllocator* memory_;
+    AllocatorStats training_memory_;
     int64_t images_ = 0;
     Clock::time_point start_, end_;
     std::vector<train::EpochReport> epochs_;
@@ -85,17 +96,23 @@ std::vector<Variant> variants() {
              return on_gpu ? needs("convolutions", {"cnn", "resnet"})(c, on_gpu) : std::string("needs a GPU");
          }},
         {"channels-last off (NCHW)", [](train::TrainConfig& c) { c.channels_last = false; },
-         [needs](const train::TrainConfig& c, bool on_gpu) {
-             // The CPU conv reads any layout through NCHW buffers: nothing to gain there.
-             return on_gpu ? needs("convolutions", {"cnn", "resnet", "transformer"})(c, on_gpu)
-                           : std::string("needs a GPU");
-         }},
+         // On the CPU too: the fast paths compute convolutions in nhwc, so an nchw model
+         // pays reorders around each (docs/performance.md, "Channels-last on the CPU backend").
+         needs("convolutions", {"cnn", "resnet", "transformer"})},
         {"AMP off (fp32)", [](train::TrainConfig& c) { c.precision = "fp32"; }, gpu_only},
         {"TF32 off", [](train::TrainConfig& c) { c.tf32 = false; }, gpu_only},
         {"conv bias before BN", [](train::TrainConfig& c) { c.conv_bias_before_bn = true; },
          needs("conv before BatchNorm", {"cnn", "resnet"})},
         {"grads set to none off", [](train::TrainConfig& c) { c.grads_to_none = false; },
          [](const train::TrainConfig&, bool) { return std::string(); }},
+        // Off in "all on" (it trades compute for memory): this row turns it on.
+        {"activation checkpointing on", [](train::TrainConfig& c) { c.activation_checkpointing = true; },
+         needs("residual or transformer blocks", {"resnet", "transformer"})},
+        {"batch size halved", [](train::TrainConfig& c) { c.batch_size = std::to_string(std::stoll(c.batch_size) / 2); },
+         [](const train::TrainConfig& c, bool) -> std::string {
+             if (c.batch_size == "max" || std::stoll(c.batch_size) < 2) return "needs a numeric batch size of 2 or more";
+             return "";
+         }},
         {"fused GELU off", [](train::TrainConfig& c) { c.fused_gelu = false; }, needs("GELU", {"transformer"})},
         {"fused LayerNorm off", [](train::TrainConfig& c) { c.fused_layernorm = false; },
          needs("LayerNorm", {"transformer"})},
@@ -128,7 +145,7 @@ train::TrainConfig all_on(const TrainBenchOptions& o, bool on_gpu) {
     c.data_source = on_gpu ? "gpu" : "idx";
     c.precision = on_gpu ? "bf16" : "fp32";
     c.cudnn_benchmark = true;
-    c.channels_last = on_gpu && o.model != "mlp";  // the models with convolutions
+    c.channels_last = o.model != "mlp";  // the models with convolutions
     c.tf32 = true;
     c.conv_bias_before_bn = false;
     c.grads_to_none = true;
@@ -140,6 +157,8 @@ train::TrainConfig all_on(const TrainBenchOptions& o, bool on_gpu) {
     c.progress = false;
     return c;
 }
+
+std::string mebibytes(int64_t bytes) { return fmt::format("{:.2f} MiB", double(bytes) / (1 << 20)); }
 
 // Prints on rank 0 only: every rank runs the table, one prints it.
 bool printing_rank() { return distributed::detect_launch_environment().rank == 0; }
@@ -156,21 +175,25 @@ int run_train_bench(const TrainBenchOptions& o) {
     std::printf("ember bench train: model %s, batch %s, %lld timed steps after %lld warm-up, backend %s\n",
                 o.model.c_str(), o.batch_size.c_str(), (long long)o.steps, (long long)o.warmup,
                 on_gpu ? "cuda" : "cpu (no CUDA device: GPU-only optimizations are listed, not timed)");
-    std::printf("%-36s %12s %8s %s\n", "variant", "images/s", "ratio",
+    std::printf("%-36s %12s %8s %13s %13s %s\n", "variant", "images/s", "ratio", "peak alloc", "peak reserved",
                 o.target_accuracy > 0 ? fmt::format("  time to {:.3f}", o.target_accuracy).c_str() : "");
+    CachingAllocator& memory = on_gpu ? device_allocator() : host_allocator();
     double baseline = 0;
     for (const Variant& v : variants()) {
         train::TrainConfig c = all_on(o, on_gpu);
         v.turn_off(c);
         std::string why = v.not_applicable(c, on_gpu);
         if (!why.empty()) {
-            std::printf("%-36s %12s %8s  (%s)\n", v.name.c_str(), "-", "-", why.c_str());
+            std::printf("%-36s %12s %8s %13s %13s  (%s)\n", v.name.c_str(), "-", "-", "-", "-", why.c_str());
             continue;
         }
-        TimingObserver timing(o.warmup);
+        TimingObserver timing(o.warmup, &memory);
         c.max_steps = o.warmup + o.steps;
         c.epochs = 1000;  // max_steps ends the run
         const bool recorded = baseline == 0 && o.around_all_on;  // the first row is "all on"
+        // Each row's peaks are its own: the previous row's cached blocks go back first.
+        memory.empty_cache();
+        memory.reset_peak();
         try {
             if (recorded) o.around_all_on(true);
             train::run_training(c, timing);
@@ -200,11 +223,16 @@ int run_train_bench(const TrainBenchOptions& o) {
                 }
             }
         }
-        std::printf("%-36s %12.0f %7.2fx%s\n", v.name.c_str(), ips, baseline > 0 ? ips / baseline : 0.0,
+        std::printf("%-36s %12.0f %7.2fx %13s %13s%s\n", v.name.c_str(), ips, baseline > 0 ? ips / baseline : 0.0,
+                    mebibytes(timing.training_memory().peak_allocated_bytes).c_str(),
+                    mebibytes(timing.training_memory().peak_reserved_bytes).c_str(),
                     accuracy_column.c_str());
         std::fflush(stdout);
     }
     std::printf("ratio: images/s of the variant over \"all on\" (below 1: the optimization helps)\n");
+    std::printf("peak alloc / peak reserved: the %s allocator's peaks over the variant's training steps (MiB;\n"
+                "evaluation, at its own batch of max(batch, 500), excluded)\n",
+                on_gpu ? "device" : "host (cpu backend)");
     return 0;
 }
 

@@ -247,6 +247,9 @@ void run(const Options& o) {
                 s.model.c_str(), (long long)s.parameters, s.device.c_str(), (long long)s.steps,
                 (long long)s.images, s.seconds, s.images_per_second, s.final_test_accuracy, s.final_test_loss,
                 s.skipped_steps ? fmt::format(", {} fp16 steps skipped", s.skipped_steps).c_str() : "");
+    std::printf("memory: peak allocated %lld bytes, peak reserved %lld bytes (the %s allocator)\n",
+                (long long)s.peak_allocated_bytes, (long long)s.peak_reserved_bytes,
+                s.backend == "cuda" ? "device" : "host");
     if (!s.last_checkpoint.empty()) std::printf("checkpoint: %s\n", s.last_checkpoint.c_str());
     stop_profiling();
     if (baseline.profile) print_baseline_diff(*baseline.profile, config.profile_path, "train");

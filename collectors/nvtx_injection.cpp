@@ -8,6 +8,17 @@
 // by the mark's text. Category names and CUDA stream names are kept for the life
 // of the process and handed to every session (streams: through the CUPTI part,
 // which writes stream rows).
+//
+// NVTX's memory extension (nvToolsExtMem.h) arrives through a second entry point,
+// InitializeInjectionNvtxExtension (module NVTX_EXT_MODULEID_MEM): a heap registered
+// becomes a segment_alloc, a region registered in it an alloc, a region unregistered
+// (or ended by its heap's reset or unregistering) a free_completed, a heap unregistered
+// a segment_free. The device is the heap's category in the "ember" domain
+// (common/nvtx_contract.h memory_category: -1 = host); heaps of other domains are
+// taken as CUDA device 0's. Each event's thread is the calling thread and its stack the
+// NVTX ranges open on it (outermost first). Heaps and regions are kept for the life of the
+// process, so a session that opens late starts from what is live then
+// (segment_live_at_start, live_at_start).
 #include "collectors/nvtx_injection.h"
 
 #include "collectors/cupti_collector.h"
@@ -16,15 +27,21 @@
 #include "common/text.h"
 
 #include <nvtx3/nvToolsExt.h>
+// The memory extension's types only: its implementation belongs to the program.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExtMem.h>
+#undef NVTX_NO_IMPL
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ember::collector {
@@ -35,6 +52,8 @@ constexpr std::uint32_t kCounterCategory = nvtx::number(nvtx::kCounterCategory);
 constexpr std::size_t kMaxCachedMessagesPerThread = 1 << 16;
 // Range ids a thread takes from the session at a time.
 constexpr std::uint64_t kRangeIdBlock = 1024;
+// The module of the frames that name NVTX ranges in memory events' stacks.
+constexpr std::string_view kRangeFrameModule = "[NVTX range]";
 
 // ---------------------------------------------------------------------------
 // [SECTION] Handles NVTX gives back to the program
@@ -85,6 +104,15 @@ struct OpenRange {
     trace::RangeEvent event;
     const Domain* domain = nullptr;
     bool recorded = false;  // capture was on when it opened
+    // The name as text, for the stacks of memory events: a registered string's (alive
+    // for the process) or `copied` (the slot's capacity is reused push after push).
+    std::string_view name;
+    std::string copied;
+    // This range as the innermost frame of a memory event's stack, on top of
+    // `memory_parent`; valid while memory_parent_set.
+    trace::StackId memory_stack = 0;
+    trace::StackId memory_parent = 0;
+    bool memory_parent_set = false;
 };
 
 // Everything an NVTX handler needs from its thread, reached through one thread_local.
@@ -194,6 +222,28 @@ std::string message_text(const nvtxEventAttributes_t& attributes) {
     }
 }
 
+// Keeps the text of a pushed range's name in its slot (OpenRange::name).
+void keep_name(OpenRange& open, const nvtxEventAttributes_t* attributes, const char* ascii, const wchar_t* unicode) {
+    open.memory_parent_set = false;
+    if (ascii) {
+        open.copied.assign(ascii);
+        open.name = open.copied;
+        return;
+    }
+    if (unicode) {
+        open.copied = utf8_from_wide(unicode);
+        open.name = open.copied;
+        return;
+    }
+    if (attributes_usable(attributes) && attributes->messageType == NVTX_MESSAGE_TYPE_REGISTERED &&
+        attributes->message.registered) {
+        open.name = reinterpret_cast<RegisteredString*>(attributes->message.registered)->text.text;
+        return;
+    }
+    open.copied = attributes_usable(attributes) ? message_text(*attributes) : std::string();
+    open.name = open.copied;
+}
+
 // Fills name, category, color and payload of a range or mark from whichever form
 // of message the program passed (describe() below handles the common case inline).
 template <typename Event>
@@ -261,6 +311,7 @@ int push_range(const Domain* domain, const nvtxEventAttributes_t* attributes, co
     state.depth = depth + 1;
     open.domain = domain;
     open.recorded = session->capturing();
+    keep_name(open, attributes, ascii, unicode);
     if (open.recorded) {
         // Every field is set: the slot holds an earlier range.
         trace::RangeEvent& event = open.event;
@@ -411,6 +462,194 @@ void name_category(const Domain* domain, std::uint32_t category, std::string nam
 // no CUDA header. The name waits for the stream's row (CUPTI's to write).
 void name_stream(void* stream, std::string name) {
     name_cuda_stream(reinterpret_cast<std::uintptr_t>(stream), name);
+}
+
+// ---------------------------------------------------------------------------
+// [SECTION] Memory: NVTX's memory extension (heaps and regions)
+// ---------------------------------------------------------------------------
+
+struct MemoryHeap {
+    trace::DeviceId device = 0;
+    std::uint64_t base = 0;
+    std::int64_t bytes = 0;  // 0: the process-wide heap (no segment of its own)
+    std::unordered_map<std::uint64_t, std::int64_t> regions;  // address -> bytes
+};
+
+// Every heap and region the program registered, kept while no session records too.
+// One mutex orders the events: a replay of them in time order is the allocator's.
+std::mutex g_memory_mutex;
+std::unordered_set<MemoryHeap*> g_heaps;
+std::unordered_map<std::uint64_t, MemoryHeap*> g_region_heaps;  // live region address -> its heap
+MemoryHeap g_process_wide_heap;  // NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE (null)
+
+// The NVTX ranges open on the calling thread as a stack, outermost first.
+trace::StackId range_stack(Session& session, ThreadState& state) {
+    trace::StackId stack = 0;
+    for (std::size_t index = 0; index < state.depth; ++index) {
+        OpenRange& open = state.stack[index];
+        if (open.name.empty()) continue;
+        if (!open.memory_parent_set || open.memory_parent != stack) {
+            const trace::FrameId frame = session.writer().intern_frame(open.name, kRangeFrameModule, 0);
+            open.memory_stack = session.writer().intern_stack(stack, frame);
+            open.memory_parent = stack;
+            open.memory_parent_set = true;
+        }
+        stack = open.memory_stack;
+    }
+    return stack;
+}
+
+// What one memory event needs from its thread; null session: nothing records.
+struct MemoryRecorder {
+    Session* session = nullptr;
+    trace::StackId stack = 0;
+    trace::ThreadId thread = 0;
+
+    MemoryRecorder() {
+        Session* open = current_session();
+        if (!open || !open->options().trace_nvtx) return;
+        session = open;
+        ThreadState& state = thread_state(*open);
+        stack = range_stack(*open, state);
+        thread = state.thread(*open);
+    }
+    void record(trace::MemoryAction action, trace::DeviceId device, std::uint64_t address, std::int64_t bytes) const {
+        if (!session) return;
+        trace::MemoryEvent event;
+        event.time_ns = now_ns();
+        event.device_id = device;
+        event.action = action;
+        event.address = address;
+        event.bytes = bytes;
+        event.stack_id = stack;
+        event.thread_id = thread;
+        session->writer().record_memory_event(event);
+    }
+};
+
+std::uint64_t address_of(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); }
+
+// The caller holds g_memory_mutex for these.
+MemoryHeap* known_heap(nvtxMemHeapHandle_t handle) {
+    if (handle == NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE) return &g_process_wide_heap;
+    auto* heap = reinterpret_cast<MemoryHeap*>(handle);
+    return g_heaps.count(heap) ? heap : nullptr;
+}
+
+void end_region(const MemoryRecorder& recorder, std::uint64_t address) {
+    auto found = g_region_heaps.find(address);
+    if (found == g_region_heaps.end()) return;  // unknown, or registered before a reset
+    MemoryHeap* heap = found->second;
+    g_region_heaps.erase(found);
+    auto region = heap->regions.find(address);
+    if (region == heap->regions.end()) return;
+    recorder.record(trace::MemoryAction::free_completed, heap->device, address, region->second);
+    heap->regions.erase(region);
+}
+
+void begin_region(const MemoryRecorder& recorder, MemoryHeap* heap, std::uint64_t address, std::int64_t bytes) {
+    end_region(recorder, address);  // registered again without unregistering: the latest counts
+    heap->regions[address] = bytes;
+    g_region_heaps[address] = heap;
+    recorder.record(trace::MemoryAction::alloc, heap->device, address, bytes);
+}
+
+void end_all_regions(const MemoryRecorder& recorder, MemoryHeap* heap) {
+    for (const auto& [address, bytes] : heap->regions) {
+        recorder.record(trace::MemoryAction::free_completed, heap->device, address, bytes);
+        g_region_heaps.erase(address);
+    }
+    heap->regions.clear();
+}
+
+nvtxMemHeapHandle_t NVTX_API handle_mem_heap_register(nvtxDomainHandle_t domain, const nvtxMemHeapDesc_t* desc) {
+    if (!desc || desc->structSize < offsetof(nvtxMemHeapDesc_t, messageType)) return nullptr;
+    auto* heap = new MemoryHeap;
+    int device = 0;
+    const Domain* owner = as_domain(domain);
+    if (owner && owner->is_ember && nvtx::memory_device(desc->category, device)) heap->device = device;
+    if (desc->type == NVTX_MEM_TYPE_VIRTUAL_ADDRESS && desc->typeSpecificDesc &&
+        desc->typeSpecificDescSize >= sizeof(nvtxMemVirtualRangeDesc_t)) {
+        const auto* range = static_cast<const nvtxMemVirtualRangeDesc_t*>(desc->typeSpecificDesc);
+        heap->base = address_of(range->ptr);
+        heap->bytes = static_cast<std::int64_t>(range->size);
+    }
+    MemoryRecorder recorder;
+    std::lock_guard lock(g_memory_mutex);
+    g_heaps.insert(heap);
+    recorder.record(trace::MemoryAction::segment_alloc, heap->device, heap->base, heap->bytes);
+    return reinterpret_cast<nvtxMemHeapHandle_t>(heap);
+}
+
+void NVTX_API handle_mem_heap_unregister(nvtxDomainHandle_t, nvtxMemHeapHandle_t handle) {
+    MemoryRecorder recorder;
+    std::lock_guard lock(g_memory_mutex);
+    MemoryHeap* heap = known_heap(handle);
+    if (!heap || heap == &g_process_wide_heap) return;
+    end_all_regions(recorder, heap);
+    recorder.record(trace::MemoryAction::segment_free, heap->device, heap->base, heap->bytes);
+    g_heaps.erase(heap);
+    delete heap;
+}
+
+void NVTX_API handle_mem_heap_reset(nvtxDomainHandle_t, nvtxMemHeapHandle_t handle) {
+    MemoryRecorder recorder;
+    std::lock_guard lock(g_memory_mutex);
+    if (MemoryHeap* heap = known_heap(handle)) end_all_regions(recorder, heap);
+}
+
+// The elements of a batch: `count` of at least `size` bytes each, `stride` apart.
+template <typename Element>
+const Element* element_at(const void* elements, std::size_t stride, std::size_t index) {
+    return reinterpret_cast<const Element*>(static_cast<const char*>(elements) + index * stride);
+}
+
+void NVTX_API handle_mem_regions_register(nvtxDomainHandle_t, const nvtxMemRegionsRegisterBatch_t* batch) {
+    if (!batch || batch->structSize < sizeof(nvtxMemRegionsRegisterBatch_t) || !batch->regionDescElements ||
+        batch->regionType != NVTX_MEM_TYPE_VIRTUAL_ADDRESS ||
+        batch->regionDescElementSize < sizeof(nvtxMemVirtualRangeDesc_t))
+        return;
+    MemoryRecorder recorder;
+    std::lock_guard lock(g_memory_mutex);
+    MemoryHeap* heap = known_heap(batch->heap);
+    for (std::size_t i = 0; i < batch->regionCount; ++i) {
+        const auto* range =
+            element_at<nvtxMemVirtualRangeDesc_t>(batch->regionDescElements, batch->regionDescElementSize, i);
+        // A region's handle is its address: unregistering by handle or by pointer is the same.
+        if (batch->regionHandleElementsOut)
+            batch->regionHandleElementsOut[i] = reinterpret_cast<nvtxMemRegionHandle_t>(const_cast<void*>(range->ptr));
+        if (heap) begin_region(recorder, heap, address_of(range->ptr), static_cast<std::int64_t>(range->size));
+    }
+}
+
+void NVTX_API handle_mem_regions_resize(nvtxDomainHandle_t, const nvtxMemRegionsResizeBatch_t* batch) {
+    if (!batch || batch->structSize < sizeof(nvtxMemRegionsResizeBatch_t) || !batch->regionDescElements ||
+        batch->regionType != NVTX_MEM_TYPE_VIRTUAL_ADDRESS ||
+        batch->regionDescElementSize < sizeof(nvtxMemVirtualRangeDesc_t))
+        return;
+    MemoryRecorder recorder;
+    std::lock_guard lock(g_memory_mutex);
+    for (std::size_t i = 0; i < batch->regionDescCount; ++i) {
+        const auto* range =
+            element_at<nvtxMemVirtualRangeDesc_t>(batch->regionDescElements, batch->regionDescElementSize, i);
+        auto found = g_region_heaps.find(address_of(range->ptr));
+        if (found == g_region_heaps.end()) continue;
+        // No resize action in the trace: the old size ends and the new one begins.
+        begin_region(recorder, found->second, address_of(range->ptr), static_cast<std::int64_t>(range->size));
+    }
+}
+
+void NVTX_API handle_mem_regions_unregister(nvtxDomainHandle_t, const nvtxMemRegionsUnregisterBatch_t* batch) {
+    if (!batch || batch->structSize < sizeof(nvtxMemRegionsUnregisterBatch_t) || !batch->refElements ||
+        batch->refElementSize < sizeof(nvtxMemRegionRef_t) ||
+        (batch->refType != NVTX_MEM_REGION_REF_TYPE_POINTER && batch->refType != NVTX_MEM_REGION_REF_TYPE_HANDLE))
+        return;
+    MemoryRecorder recorder;
+    std::lock_guard lock(g_memory_mutex);
+    for (std::size_t i = 0; i < batch->refCount; ++i) {
+        const auto* ref = element_at<nvtxMemRegionRef_t>(batch->refElements, batch->refElementSize, i);
+        end_region(recorder, address_of(ref->pointer));  // handles are addresses (see register)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -567,12 +806,52 @@ extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_tabl
     return 1;
 }
 
+extern "C" int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t* module) {
+    using namespace ember::collector;
+    if (!module || module->structSize < sizeof(nvtxExtModuleInfo_t)) return 0;
+    start_session_from_environment_once();
+    // Other extensions (payloads, counters) and other versions of this one are left to
+    // NVTX's no-ops.
+    if (module->moduleId != NVTX_EXT_MODULEID_MEM || module->compatId != NVTX_EXT_COMPATID_MEM) return 1;
+    for (std::size_t s = 0; s < module->segmentsCount; ++s) {
+        nvtxExtModuleSegment_t& segment = module->segments[s];
+        auto install_slot = [&segment](std::size_t slot, auto function) {
+            if (slot < segment.slotCount) segment.functionSlots[slot] = reinterpret_cast<intptr_t>(function);
+        };
+        install_slot(NVTX3EXT_CBID_nvtxMemHeapRegister, handle_mem_heap_register);
+        install_slot(NVTX3EXT_CBID_nvtxMemHeapUnregister, handle_mem_heap_unregister);
+        install_slot(NVTX3EXT_CBID_nvtxMemHeapReset, handle_mem_heap_reset);
+        install_slot(NVTX3EXT_CBID_nvtxMemRegionsRegister, handle_mem_regions_register);
+        install_slot(NVTX3EXT_CBID_nvtxMemRegionsResize, handle_mem_regions_resize);
+        install_slot(NVTX3EXT_CBID_nvtxMemRegionsUnregister, handle_mem_regions_unregister);
+    }
+    return 1;
+}
+
 namespace ember::collector {
 
 void nvtx_session_started(Session& session) {
-    std::lock_guard lock(g_category_mutex);
-    for (const CategoryName& named : g_category_names)
-        session.writer().name_nvtx_category(domain_id(session, named.domain), named.category, named.name);
+    {
+        std::lock_guard lock(g_category_mutex);
+        for (const CategoryName& named : g_category_names)
+            session.writer().name_nvtx_category(domain_id(session, named.domain), named.category, named.name);
+    }
+    // What the program's heaps hold as the session opens.
+    if (!session.options().trace_nvtx) return;
+    std::lock_guard lock(g_memory_mutex);
+    const trace::TimeNs time = now_ns();
+    auto live = [&](trace::MemoryAction action, trace::DeviceId device, std::uint64_t address, std::int64_t bytes) {
+        trace::MemoryEvent event;
+        event.time_ns = time;
+        event.device_id = device;
+        event.action = action;
+        event.address = address;
+        event.bytes = bytes;
+        session.writer().record_memory_event(event);
+    };
+    for (const MemoryHeap* heap : g_heaps) live(trace::MemoryAction::segment_live_at_start, heap->device, heap->base, heap->bytes);
+    for (const auto& [address, heap] : g_region_heaps)
+        live(trace::MemoryAction::live_at_start, heap->device, address, heap->regions.at(address));
 }
 
 }  // namespace ember::collector

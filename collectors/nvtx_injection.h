@@ -5,10 +5,12 @@
 // ember::collector compiles into the program (nvtx_static_injection.cpp). The tool
 // fills NVTX's callback tables with the handlers in nvtx_injection.cpp, which turn
 // ranges, marks, payloads, registered strings, thread, category and CUDA stream
-// names into trace events.
+// names into trace events; NVTX's memory extension (heaps, regions) into memory events.
 #pragma once
 
 #include <nvtx3/nvToolsExt.h>
+
+struct nvtxExtModuleInfo_t;
 
 namespace ember::collector {
 class Session;
@@ -21,4 +23,8 @@ extern "C" {
 // handlers stay installed for the life of the process, recording only while a
 // session captures.
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
+// The entry point of NVTX extensions (found the same two ways, the static hook being
+// InitializeInjectionNvtxExtension_fnptr): installs the memory extension's handlers
+// (heaps and regions -> memory_events). Returns 1.
+__attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t* module);
 }

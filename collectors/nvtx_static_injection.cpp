@@ -15,4 +15,11 @@ typedef int (*EmberNvtxInitializeInjection)(EmberNvtxGetExportTable get_export_t
 int InitializeInjectionNvtx2(EmberNvtxGetExportTable get_export_table);
 __attribute__((visibility("default"))) EmberNvtxInitializeInjection InitializeInjectionNvtx2_fnptr =
     InitializeInjectionNvtx2;
+// Extensions (the memory extension: nvtxMemHeapRegister, ...) look for their own hook,
+// InitializeInjectionNvtxExtension_fnptr (NvtxExtInitializeInjectionFunc_t).
+struct nvtxExtModuleInfo_t;
+typedef int (*EmberNvtxInitializeExtension)(nvtxExtModuleInfo_t* module);
+int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t* module);
+__attribute__((visibility("default"))) EmberNvtxInitializeExtension InitializeInjectionNvtxExtension_fnptr =
+    InitializeInjectionNvtxExtension;
 }

@@ -30,6 +30,30 @@ enum class Category : std::uint32_t {
 // payload = the value; the collector turns them into counter tracks.
 inline constexpr Category kCounterCategory = static_cast<Category>(100);
 
+// Heaps of NVTX's memory extension (nvtxMemHeapRegister) in the ember domain carry, as
+// their category, the memory they hold: kHostMemoryCategory for the CPU backend's host
+// memory, kDeviceMemoryCategory + N for CUDA device N (0..kMaxMemoryDevices-1). The
+// collector records their events on trace device -1 (host) or N.
+inline constexpr std::uint32_t kHostMemoryCategory = 200;
+inline constexpr std::uint32_t kDeviceMemoryCategory = 300;
+inline constexpr int kMaxMemoryDevices = 100;
+constexpr std::uint32_t memory_category(int device) {
+    return device < 0 ? kHostMemoryCategory : kDeviceMemoryCategory + static_cast<std::uint32_t>(device);
+}
+// The device a memory heap category names: -1 host, N a CUDA device; false for any
+// other number.
+constexpr bool memory_device(std::uint32_t category, int& device) {
+    if (category == kHostMemoryCategory) {
+        device = -1;
+        return true;
+    }
+    if (category >= kDeviceMemoryCategory && category < kDeviceMemoryCategory + kMaxMemoryDevices) {
+        device = static_cast<int>(category - kDeviceMemoryCategory);
+        return true;
+    }
+    return false;
+}
+
 // A category as the trace stores it (ranges.category).
 constexpr std::uint32_t number(Category category) { return static_cast<std::uint32_t>(category); }
 

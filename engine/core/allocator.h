@@ -2,11 +2,19 @@
 //   CachingAllocator  size-class bins over a raw allocate/free pair; freed blocks are
 //                     kept and reused, so after the first step no cudaMalloc happens.
 //                     The raw pair is injected: cudaMalloc/cudaFree for the device
-//                     (device_allocator()), anything else in tests.
+//                     (device_allocator()), aligned malloc for the CPU backend
+//                     (host_allocator()), anything else in tests.
 //   PinnedHostPool    page-locked host buffers (cudaHostAlloc) for fast H2D copies;
 //                     without a driver it falls back to pageable memory, pinned()==false.
 //   ActivationArena   a bump allocator over one buffer, reset at every step; its peak
-//                     is the activation memory a step needs.
+//                     is the activation memory a step needs. An arena made from a
+//                     CachingAllocator takes its buffer as one of that allocator's
+//                     segments and counts what it hands out as allocated there.
+//
+// What an allocator does is announced through NVTX's memory extension
+// (nvToolsExtMem.h, engine/core/nvtx.h): each raw block (segment) is a heap, each
+// block handed out a region of its heap, an arena's reset a heap reset. Any NVTX tool
+// sees it (ember's collector turns it into memory_events, docs/trace-schema.md).
 #pragma once
 
 #include "engine/core/tensor.h"
@@ -27,6 +35,11 @@ struct RawAllocator {
     std::string name;                                 // "cudaMalloc", "test", ...
     std::function<void*(std::size_t bytes)> allocate;  // returns nullptr or throws on failure
     std::function<void(void* ptr)> release;
+    // The memory NVTX is told the allocator's heaps hold: kHostMemory (the CPU
+    // backend's), a CUDA ordinal, or kNotAnnounced (a staging pool, tests).
+    static constexpr int kHostMemory = -1;
+    static constexpr int kNotAnnounced = -2;
+    int announced_device = kNotAnnounced;
 };
 
 struct AllocatorStats {
@@ -53,6 +66,16 @@ public:
     void free(void* ptr);
     // Gives every cached (free) block back to the raw allocator.
     void empty_cache();
+
+    // A raw segment for a caller that sub-allocates it itself (an ActivationArena):
+    // reserved at once, allocated only as the caller reports what it hands out.
+    // `name` names the heap for NVTX tools. Never cached: release_segment frees it.
+    void* allocate_segment(std::size_t bytes, const char* name);
+    void release_segment(void* segment);  // its sub-allocations end with it
+    // `bytes` at `ptr` of `segment` are in use now / nothing of `segment` is any more.
+    void note_sub_allocation(void* segment, const void* ptr, std::size_t bytes);
+    void note_segment_reset(void* segment);
+
     AllocatorStats stats() const;
     void reset_peak();
 
@@ -61,15 +84,27 @@ public:
     static std::size_t size_class(std::size_t bytes);
 
 private:
+    // One raw allocation: a cached block's (whole segment) or an arena's.
+    struct Segment {
+        std::size_t bytes = 0;
+        void* heap = nullptr;            // its NVTX heap (null: no tool, or not announced)
+        std::size_t sub_allocated = 0;   // an arena segment's bytes in use
+    };
+    void* raw_segment(std::size_t bytes, const char* name);  // the caller holds the lock
+    void release_raw_segment(void* ptr);                      // likewise
+    void release_cached();                                    // likewise
+
     RawAllocator raw_;
     mutable std::mutex mutex_;
     std::unordered_map<void*, std::size_t> live_;              // ptr -> class size
     std::map<std::size_t, std::vector<void*>> free_blocks_;    // class size -> cached blocks
+    std::unordered_map<void*, Segment> segments_;              // every raw allocation, by address
     AllocatorStats stats_;
 };
 
 // The process-wide device allocator (cudaMalloc/cudaFree on the current device).
-// Throws std::runtime_error naming the reason when no CUDA device is usable.
+// Throws std::runtime_error naming the reason when no CUDA device is usable. The
+// process-wide allocators live until the process ends (never destroyed).
 CachingAllocator& device_allocator();
 RawAllocator cuda_raw_allocator();
 
@@ -116,13 +151,19 @@ private:
 
 class ActivationArena {
 public:
-    // `base` is owned by the caller (typically one device_allocator() block).
+    // `base` is owned by the caller; nothing is counted anywhere.
     ActivationArena(void* base, std::size_t capacity, Device device);
+    // Takes a segment of `capacity` bytes from `allocator` (released by the destructor)
+    // and counts each allocation as allocated there until the next reset().
+    ActivationArena(CachingAllocator& allocator, std::size_t capacity, Device device, const char* name);
+    ~ActivationArena();
+    ActivationArena(const ActivationArena&) = delete;
+    ActivationArena& operator=(const ActivationArena&) = delete;
     // Bump-allocates; throws std::runtime_error with requested/used/capacity when full.
     void* allocate(std::size_t bytes, std::size_t alignment = 256);
     Tensor allocate_tensor(DType dtype, std::initializer_list<int64_t> shape,
                            Layout layout = Layout::nchw);
-    void reset() { used_ = 0; }  // at the start of every step
+    void reset();  // at the start of every step
     std::size_t used() const { return used_; }
     std::size_t peak() const { return peak_; }
     std::size_t capacity() const { return capacity_; }
@@ -132,6 +173,7 @@ private:
     char* base_;
     std::size_t capacity_;
     Device device_;
+    CachingAllocator* owner_ = nullptr;  // the allocator its buffer came from, if any
     std::size_t used_ = 0;
     std::size_t peak_ = 0;
 };

@@ -1,6 +1,8 @@
 #include "engine/core/nvtx.h"
 #include "common/os.h"
 
+#include <nvtx3/nvToolsExtMem.h>
+
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -83,5 +85,65 @@ void counter(const char* name, double value) { mark_value(name, value, kCounterC
 void name_thread(const char* name) {
     nvtxNameOsThreadA(static_cast<uint32_t>(os::thread_id()), name);
 }
+
+namespace memory {
+
+void* register_heap(const void* base, std::size_t bytes, int device, const char* name) {
+    nvtxMemVirtualRangeDesc_t range{};
+    range.size = bytes;
+    range.ptr = base;
+    nvtxMemHeapDesc_t desc{};
+    desc.extCompatID = NVTX_EXT_COMPATID_MEM;
+    desc.structSize = sizeof(desc);
+    desc.usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR;
+    desc.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    desc.typeSpecificDescSize = sizeof(range);
+    desc.typeSpecificDesc = &range;
+    desc.category = memory_category(device);
+    desc.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    desc.message.registered = registered(name);
+    return nvtxMemHeapRegister(domain(), &desc);
+}
+
+void unregister_heap(void* heap) {
+    if (heap) nvtxMemHeapUnregister(domain(), static_cast<nvtxMemHeapHandle_t>(heap));
+}
+
+void reset_heap(void* heap) {
+    if (heap) nvtxMemHeapReset(domain(), static_cast<nvtxMemHeapHandle_t>(heap));
+}
+
+void register_region(void* heap, const void* ptr, std::size_t bytes) {
+    if (!heap) return;
+    nvtxMemVirtualRangeDesc_t range{};
+    range.size = bytes;
+    range.ptr = ptr;
+    nvtxMemRegionHandle_t handle = nullptr;
+    nvtxMemRegionsRegisterBatch_t batch{};
+    batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+    batch.structSize = sizeof(batch);
+    batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    batch.heap = static_cast<nvtxMemHeapHandle_t>(heap);
+    batch.regionCount = 1;
+    batch.regionDescElementSize = sizeof(range);
+    batch.regionDescElements = &range;
+    batch.regionHandleElementsOut = &handle;
+    nvtxMemRegionsRegister(domain(), &batch);
+}
+
+void unregister_region(const void* ptr) {
+    nvtxMemRegionRef_t ref{};
+    ref.pointer = ptr;
+    nvtxMemRegionsUnregisterBatch_t batch{};
+    batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+    batch.structSize = sizeof(batch);
+    batch.refType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+    batch.refCount = 1;
+    batch.refElementSize = sizeof(ref);
+    batch.refElements = &ref;
+    nvtxMemRegionsUnregister(domain(), &batch);
+}
+
+}  // namespace memory
 
 }  // namespace ember::nvtx

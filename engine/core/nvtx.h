@@ -18,6 +18,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,5 +54,18 @@ void counter(const char* name, double value);
 
 // Names the calling OS thread for NVTX tools ("dataloader worker 2").
 void name_thread(const char* name);
+
+// The allocators' memory as NVTX's memory extension (nvToolsExtMem.h) describes it, in
+// the ember domain: a heap per raw segment (its category names the memory:
+// common/nvtx_contract.h memory_category(device), -1 = host), a region per block handed
+// out of it. Handles are the tool's; null when no tool listens (every call is then a
+// cheap no-op).
+namespace memory {
+void* register_heap(const void* base, std::size_t bytes, int device, const char* name);
+void unregister_heap(void* heap);
+void reset_heap(void* heap);  // every region of the heap ends
+void register_region(void* heap, const void* ptr, std::size_t bytes);
+void unregister_region(const void* ptr);
+}  // namespace memory
 
 }  // namespace ember::nvtx

@@ -39,8 +39,7 @@ Tensor ActivationPool::allocate(DType dtype, const TensorShape& shape) {
     if (current_ == chunks_.size()) {
         std::size_t capacity = std::max(chunk_bytes_, (bytes + 255) / 256 * 256);
         Chunk chunk;
-        chunk.memory = FlatBuffer(backend_, capacity, name_ + " chunk " + std::to_string(chunks_.size()));
-        chunk.arena = std::make_unique<ActivationArena>(chunk.memory.data(), capacity, backend_);
+        chunk.arena = std::make_unique<ActivationArena>(allocator_for(backend_), capacity, backend_, name_.c_str());
         chunks_.push_back(std::move(chunk));
         ++chunk_allocations_;
     }

@@ -3,7 +3,9 @@
 // pointer bump, nothing is freed inside a step. When a chunk is full the next one is
 // used (allocated once, on the first step that needs it), so after the first step the
 // same shapes land at the same addresses every step - what CUDA Graph replay needs.
-// peak_bytes() is the activation memory a step needed.
+// peak_bytes() is the activation memory a step needed. The chunks are segments of the
+// backend's caching allocator (allocator_for), which counts what the pool hands out as
+// allocated until the next reset: its peaks, and NVTX memory tools, see the activations.
 #pragma once
 
 #include "engine/core/allocator.h"
@@ -48,7 +50,6 @@ public:
 
 private:
     struct Chunk {
-        FlatBuffer memory;
         std::unique_ptr<ActivationArena> arena;
     };
     Device backend_;

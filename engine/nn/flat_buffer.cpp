@@ -14,23 +14,19 @@ namespace ember::nn {
 FlatBuffer::FlatBuffer(Device backend, std::size_t bytes, std::string name)
     : backend_(backend), bytes_(bytes), name_(std::move(name)) {
     if (bytes == 0) return;
-    if (backend == Device::cuda) {
-        data_ = device_allocator().allocate(bytes);
-    } else {
-        std::size_t rounded = (bytes + 255) / 256 * 256;
-        data_ = std::aligned_alloc(256, rounded);
-        if (!data_) throw std::runtime_error("out of host memory allocating " + name_ + " (" +
-                                             std::to_string(bytes) + " bytes)");
-        std::memset(data_, 0, rounded);
+    try {
+        data_ = allocator_for(backend).allocate(bytes);
+    } catch (const std::exception& e) {
+        throw std::runtime_error("allocating " + name_ + " (" + std::to_string(bytes) + " bytes): " + e.what());
     }
+    if (backend != Device::cuda) std::memset(data_, 0, bytes);
 }
 
 FlatBuffer::~FlatBuffer() { release(); }
 
 void FlatBuffer::release() {
     if (!data_) return;
-    if (backend_ == Device::cuda) device_allocator().free(data_);
-    else std::free(data_);
+    allocator_for(backend_).free(data_);
     data_ = nullptr;
 }
 

@@ -1,7 +1,8 @@
 // flat_buffer.h: one contiguous block of host or device memory that the engine owns
 // for the life of a model (the flat parameter / gradient / low-precision buffers and
-// the chunks of the activation pool). Device blocks come from the caching allocator,
-// host blocks are 256-byte aligned. Copies in and out name the buffer when they fail.
+// the optimizer's state). Blocks come from the backend's caching allocator
+// (allocator_for: device_allocator() or host_allocator()); host blocks start zeroed.
+// Copies in and out name the buffer when they fail.
 #pragma once
 
 #include "engine/core/allocator.h"

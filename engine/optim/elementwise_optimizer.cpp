@@ -5,6 +5,7 @@
 #include "engine/optim/low_precision.h"
 #include "engine/optim/optimizer_cuda.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -17,9 +18,13 @@ ElementwiseOptimizer::ElementwiseOptimizer(std::string name, OptimizerBackend ba
     : Optimizer(std::move(name), settings.base.kind, backend, lr, std::move(segments)),
       settings_(settings) {
     if (backend_ == OptimizerBackend::cpu) {
-        host_state_.resize(settings_.state_buffers);
-        for (int b = 0; b < settings_.state_buffers; ++b)
-            host_state_[b].assign(parameter_count_, b == 0 ? settings_.initial_state0 : 0.0f);
+        // The state lives in the CPU backend's allocator, so its peaks (and NVTX memory
+        // tools) see it as they see the CUDA updater's.
+        host_state_.reserve(settings_.state_buffers);
+        for (int b = 0; b < settings_.state_buffers; ++b) {
+            host_state_.emplace_back(host_allocator(), parameter_count_ * sizeof(float));
+            std::fill_n(host_state(b), parameter_count_, b == 0 ? settings_.initial_state0 : 0.0f);
+        }
         host_segment_norms_.assign(segments_.size(), 0.0f);
     } else {
         cuda_ = std::make_unique<CudaMultiTensorUpdater>(segments_, parameter_count_,
@@ -33,7 +38,11 @@ ElementwiseOptimizer::~ElementwiseOptimizer() = default;
 const float* ElementwiseOptimizer::state_buffer(int index) const {
     if (index < 0 || index >= settings_.state_buffers) return nullptr;
     if (cuda_) return cuda_->state(index);
-    return host_state_[index].data();
+    return host_state(index);
+}
+
+float* ElementwiseOptimizer::host_state(int index) const {
+    return static_cast<float*>(host_state_[static_cast<std::size_t>(index)].data());
 }
 
 UpdateParameters ElementwiseOptimizer::parameters_for_step(int64_t step, double mu_product) const {
@@ -72,7 +81,8 @@ OptimizerState ElementwiseOptimizer::export_state() const {
     if (cuda_) {
         cuda_->download(state.buffers, state.segment_norms);
     } else {
-        state.buffers = host_state_;
+        for (int b = 0; b < settings_.state_buffers; ++b)
+            state.buffers.emplace_back(host_state(b), host_state(b) + parameter_count_);
         state.segment_norms = host_segment_norms_;
     }
     if (kind_ != OptimizerKind::novograd) state.segment_norms.clear();
@@ -100,7 +110,8 @@ void ElementwiseOptimizer::import_state(const OptimizerState& state) {
     if (cuda_) {
         cuda_->upload(state.buffers, norms);
     } else {
-        host_state_ = state.buffers;
+        for (int b = 0; b < settings_.state_buffers; ++b)
+            std::copy(state.buffers[b].begin(), state.buffers[b].end(), host_state(b));
         host_segment_norms_ = norms;
     }
 }
@@ -129,7 +140,7 @@ void ElementwiseOptimizer::step_cpu(const UpdateParameters& base, float* params,
     if (options.skip_flag && *options.skip_flag != 0) return;
     UpdateParameters u = base;
     float* state[3] = {nullptr, nullptr, nullptr};
-    for (int b = 0; b < settings_.state_buffers; ++b) state[b] = host_state_[b].data();
+    for (int b = 0; b < settings_.state_buffers; ++b) state[b] = host_state(b);
     const int low_precision = (int)options.low_precision;
     const bool needs_norms = u.kind == OptimizerKind::lars || u.kind == OptimizerKind::lamb ||
                              u.kind == OptimizerKind::novograd;

@@ -4,6 +4,7 @@
 // backend: plain loops here for cpu, CudaMultiTensorUpdater for the CUDA backends.
 #pragma once
 
+#include "engine/core/allocator.h"
 #include "engine/optim/optimizer.h"
 
 #include <memory>
@@ -53,7 +54,8 @@ private:
     ElementwiseSettings settings_;
     double nadam_mu_product_ = 1.0;           // product of NAdam's mu_t so far
     double previous_nadam_mu_product_ = 1.0;  // for rewind_step()
-    std::vector<std::vector<float>> host_state_;
+    float* host_state(int index) const;  // parameter_count_ floats (cpu)
+    std::vector<Buffer> host_state_;        // from host_allocator()
     std::vector<float> host_segment_norms_;   // NovoGrad (cpu)
     std::unique_ptr<CudaMultiTensorUpdater> cuda_;
 };

@@ -5,7 +5,7 @@
 //                    launch for the optimizers that need per-segment norms)
 //   cuda_per_tensor  one launch per segment: the unfused baseline
 // Optimizer state lives in flat buffers of the same length, allocated once at
-// construction (host vectors for cpu, cudaMalloc for the CUDA backends).
+// construction (host_allocator() blocks for cpu, device_allocator() for the CUDA backends).
 //
 // State buffers per optimizer (state_buffer(i)):
 //   sgd       0 momentum buffer (when momentum != 0)

@@ -3,6 +3,7 @@
 // once per segment. The arithmetic is update_rules.h's, shared with the cpu path.
 #include "engine/optim/optimizer_cuda.h"
 
+#include "engine/core/allocator.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/launch.h"
 #include "engine/optim/low_precision.h"
@@ -182,7 +183,8 @@ CudaMultiTensorUpdater::CudaMultiTensorUpdater(const std::vector<ParameterSegmen
 
     const std::size_t bytes = parameter_count_ * sizeof(float);
     for (int b = 0; b < state_buffers_; ++b) {
-        EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&state_[b]), bytes));
+        // From the device allocator: its peaks, and NVTX memory tools, see the state.
+        state_[b] = bytes ? static_cast<float*>(device_allocator().allocate(bytes)) : nullptr;
         if (b == 0 && initial_state0 != 0.0f) {
             std::vector<float> initial(parameter_count_, initial_state0);
             EMBER_CUDA_CHECK(cudaMemcpy(state_[b], initial.data(), bytes, cudaMemcpyHostToDevice));
@@ -206,7 +208,8 @@ CudaMultiTensorUpdater::CudaMultiTensorUpdater(const std::vector<ParameterSegmen
 
 CudaMultiTensorUpdater::~CudaMultiTensorUpdater() {
     // No throwing from a destructor: a failed free here has nothing left to protect.
-    for (float* buffer : state_) cudaFree(buffer);
+    for (float* buffer : state_)
+        if (buffer) device_allocator().free(buffer);
     cudaFree(device_chunks_);
     cudaFree(device_segments_);
     cudaFree(partials_);

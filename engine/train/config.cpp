@@ -69,6 +69,7 @@ const std::vector<Field>& fields() {
         {"switches", "cuda_graph", &C::cuda_graph},
         {"switches", "tf32", &C::tf32},
         {"switches", "activation_checkpointing", &C::activation_checkpointing},
+        {"switches", "layer_ranges", &C::layer_ranges},
         {"switches", "anomaly_check", &C::anomaly_check},
         {"switches", "sync_each_op", &C::sync_each_op},
         {"output", "checkpoint_dir", &C::checkpoint_dir},

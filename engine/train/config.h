@@ -82,6 +82,7 @@ struct TrainConfig {
     bool cuda_graph = false;
     bool tf32 = true;
     bool activation_checkpointing = false;
+    bool layer_ranges = false;         // an NVTX range per layer inside forward/backward (profiles)
     // Debug aids, off by default as the canon advises.
     bool anomaly_check = false;        // NaN/Inf check after every step
     bool sync_each_op = false;         // synchronize after every op (serializes the GPU)

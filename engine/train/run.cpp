@@ -6,6 +6,7 @@
 
 #include "common/os.h"
 #include "engine/amp/loss_scaler.h"
+#include "engine/core/allocator.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/nvtx.h"
 #include "engine/cpu/implementation.h"
@@ -41,10 +42,21 @@ TrainSummary run_training(const TrainConfig& config, TrainObserver& observer) {
     // set before the CUDA context exists.
     if (run.config.sync_each_op) setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
     choose_backend(run);
-    build_model(run);
+    // The phases that allocate the run's long-lived memory (parameters, gradients,
+    // optimizer state) are ranges, so a profile attributes that memory to them.
+    {
+        nvtx::ScopedRange range("setup/model");
+        build_model(run);
+    }
     open_data(run);
-    build_optimizer(run);
-    build_step(run);
+    {
+        nvtx::ScopedRange range("setup/optimizer");
+        build_optimizer(run);
+    }
+    {
+        nvtx::ScopedRange range("setup/step");
+        build_step(run);
+    }
     resume(run);
     return train_epochs(run);
 }
@@ -391,9 +403,16 @@ TrainSummary train_epochs(RunState& run) {
     summary.final_test_accuracy = last_eval.accuracy;
     summary.final_test_loss = last_eval.loss;
     summary.skipped_steps = trainer.optimizer_steps_skipped();
+    // The backend allocator's peaks (parameters, gradients, optimizer state, activations):
+    // what a trace of the run shows as the device's peak (`ember stats --report gpu_memory`).
+    const AllocatorStats memory = allocator_for(run.on_device ? Device::cuda : Device::cpu).stats();
+    summary.peak_allocated_bytes = static_cast<int64_t>(memory.peak_allocated_bytes);
+    summary.peak_reserved_bytes = static_cast<int64_t>(memory.peak_reserved_bytes);
     metrics.write({{"type", "summary"}, {"steps", summary.steps}, {"images", images}, {"seconds", train_seconds},
                    {"images_per_second", summary.images_per_second},
                    {"test_accuracy", summary.final_test_accuracy}, {"test_loss", summary.final_test_loss},
+                   {"peak_allocated_bytes", summary.peak_allocated_bytes},
+                   {"peak_reserved_bytes", summary.peak_reserved_bytes},
                    {"wall_seconds", seconds_between(run_start, Clock::now())}});
     return summary;
 }

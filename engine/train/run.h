@@ -59,6 +59,11 @@ struct TrainSummary {
     double final_test_loss = 0.0;
     double best_test_accuracy = 0.0;
     std::string last_checkpoint;   // empty when none was written
+    // The backend's caching allocator (allocator_for: device_allocator() or
+    // host_allocator()) at the end of training: its peaks since the process began or
+    // its last reset_peak(), activations included.
+    int64_t peak_allocated_bytes = 0;
+    int64_t peak_reserved_bytes = 0;
 };
 
 class TrainObserver {

@@ -176,6 +176,7 @@ void build_model(RunState& run) {
     build.seed = config.seed;
     build.switches.fused_gelu = config.fused_gelu;
     build.switches.fused_layernorm = config.fused_layernorm;
+    build.switches.per_layer_nvtx = config.layer_ranges;
     build.channels_last = config.channels_last;
     run.model->build(build);
     if (config.activation_checkpointing) run.model->checkpoint_composite_layers(true);
