@@ -462,9 +462,10 @@ const store::EventTableInfo& ranges_table() {
 }
 
 store::Statement insert_range_statement(sqlite3* db, const std::string& path) {
-    return store::Statement(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
-                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    return store::Statement(db, path, store::insert_sql<trace::RangeEvent>());
 }
+
+std::string range_columns() { return store::column_list(store::kTable<trace::RangeEvent>); }
 
 }  // namespace
 
@@ -480,7 +481,7 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
     largest_id = {};
     // range_id is the rowid: the new rows lie past every early one the cursor reads.
     store::Statement early(db, path,
-                           std::string("SELECT ") + store::kRangeColumns +
+                           "SELECT " + range_columns() +
                                " FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 "
                                "ORDER BY range_id");
     store::Statement insert = insert_range_statement(db, path);
@@ -491,12 +492,12 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
         early.bind(3, withdrawn.last);
         return [&early](PendingRange& range) {
             if (!early.next_row()) return false;
-            range = pending_range_of(store::read_range_row(early));
+            range = pending_range_of(store::read_row<trace::RangeEvent>(early));
             return true;
         };
     };
     auto emit = [&](const trace::RangeEvent& range) {
-        store::bind_range_row(insert, 1, range);
+        store::bind_row(insert, 1, range);
         insert.step_done();
         ++counts_.ranges;
     };
@@ -536,13 +537,13 @@ void ImportSink::renest_all_ranges(sqlite3* db, const std::string& path) {
     const WithdrawnRanges early_ids = nester_->emitted_early();
     {
         store::Statement early(db, path,
-                               std::string("SELECT ") + store::kRangeColumns +
+                               "SELECT " + range_columns() +
                                    " FROM ranges WHERE range_id BETWEEN ? AND ? ORDER BY range_id");
         early.bind(1, early_ids.first);
         early.bind(2, early_ids.last);
         nester_->take_back_early([&early](PendingRange& range) {
             if (!early.next_row()) return false;
-            range = pending_range_of(store::read_range_row(early));
+            range = pending_range_of(store::read_row<trace::RangeEvent>(early));
             return true;
         });
     }
@@ -557,7 +558,7 @@ void ImportSink::renest_all_ranges(sqlite3* db, const std::string& path) {
     counts_.ranges -= static_cast<std::int64_t>(early_ids.count);
     store::Statement insert = insert_range_statement(db, path);
     auto emit = [&](const trace::RangeEvent& range) {
-        store::bind_range_row(insert, 1, range);
+        store::bind_row(insert, 1, range);
         insert.step_done();
         ++counts_.ranges;
     };

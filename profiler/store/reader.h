@@ -90,7 +90,7 @@ public:
     int schema_version() const;       // of the file
     int min_reader_version() const;   // of the file
     bool complete() const;            // closed cleanly (status "complete")
-    bool has_indexes() const;         // all kCreateIndexesSql indexes present
+    bool has_indexes() const;         // all declared indexes (tables.h) present
     // Any run_metadata value by key (RunInfo's and the extra ones writers set, e.g.
     // "cpu_sample_period_ns"); nullopt when the file has no such key.
     std::optional<std::string> metadata(std::string_view key) const;
