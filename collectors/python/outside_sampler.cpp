@@ -3,6 +3,7 @@
 
 #include "collectors/python/native_stack.h"
 #include "common/os.h"
+#include "profiler/store/schema.h"
 #include "profiler/store/writer.h"
 
 #include <cerrno>
@@ -330,7 +331,7 @@ OutsideRecordResult record_python_process(const OutsideRecordOptions& options) {
         store::WriterOptions writer_options;
         writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
         writer = std::make_unique<store::TraceWriter>(options.output, run, writer_options);
-        writer->set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
+        writer->set_metadata(store::metadata_key::cpu_sample_period_ns, std::to_string(period_ns));
         writer->set_metadata("python_sampling", options.native ? "outside (process_vm_readv), native stacks (ptrace, libdw)"
                                                                : "outside (process_vm_readv)");
     };

@@ -147,6 +147,9 @@ inline constexpr const char* clock_offset_to_wall_ns = "clock_offset_to_wall_ns"
 inline constexpr const char* start_ns = "start_ns";
 inline constexpr const char* end_ns = "end_ns";
 inline constexpr const char* status = "status";  // metadata_status: recording until a clean close
+// Set by the CPU samplers (native and Python): the period, in ns, each stack sample
+// stands for; absent when nothing was sampled at a fixed period.
+inline constexpr const char* cpu_sample_period_ns = "cpu_sample_period_ns";
 }  // namespace metadata_key
 
 namespace metadata_status {
@@ -154,9 +157,11 @@ inline constexpr const char* recording = "recording";
 inline constexpr const char* complete = "complete";
 }  // namespace metadata_status
 
-// The run_metadata rows of a run, as a writer opening a file puts them (end_ns 0,
-// status recording): every RunInfo field under its key, and the versions.
+// The run_metadata rows of a run, as a writer opening a file puts them: the versions,
+// ember_version, run_info_rows() with end_ns 0, and status recording.
 std::vector<MetadataRow> run_metadata_rows(const trace::RunInfo& run, int schema_version = kSchemaVersion,
                                            int min_reader_version = kMinReaderVersionWritten);
+// Every RunInfo field but ember_version, under its key (what an import replaces).
+std::vector<MetadataRow> run_info_rows(const trace::RunInfo& run);
 
 }  // namespace ember::store

@@ -105,16 +105,18 @@ trace::Payload column_payload(const Statement& s, int column) {
     }
 }
 
-Connection::Connection(const std::string& path, Mode mode) : path_(path) {
-    const int flags = mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+Connection::Connection(const std::string& path, Mode mode, std::string_view what) : path_(path) {
+    const int flags = mode == Mode::read_only    ? SQLITE_OPEN_READONLY
+                      : mode == Mode::read_write ? SQLITE_OPEN_READWRITE
+                                                 : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     const int result = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (result != SQLITE_OK) {
-        std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(result);
-        sqlite3_close(db_);
-        db_ = nullptr;
-        throw TraceError(error_kind_for(result), path, "cannot open: " + message);
+        struct Closer {
+            sqlite3* db;
+            ~Closer() { sqlite3_close(db); }
+        } closer{std::exchange(db_, nullptr)};
+        throw_sqlite_error(closer.db, path, what, result);
     }
-    sqlite3_extended_result_codes(db_, 1);
 }
 
 Connection::~Connection() { sqlite3_close(db_); }

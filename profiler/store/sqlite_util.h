@@ -32,8 +32,9 @@ void exec_sql(sqlite3* db, const std::string& path, const char* sql);
 // TraceError naming the file.
 class Connection {
 public:
-    enum class Mode { read_only, create };
-    Connection(const std::string& path, Mode mode);
+    enum class Mode { read_only, read_write, create };
+    // `what` begins the error message: "<path>: <what>: <SQLite's reason>".
+    Connection(const std::string& path, Mode mode, std::string_view what = "cannot open");
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
@@ -83,6 +84,7 @@ public:
     std::int64_t column_int64(int column) const { return sqlite3_column_int64(statement_, column); }
     double column_double(int column) const { return sqlite3_column_double(statement_, column); }
     int column_type(int column) const { return sqlite3_column_type(statement_, column); }
+    bool column_is_null(int column) const { return column_type(column) == SQLITE_NULL; }
     std::string column_text(int column) const;
     // The column's bytes as stored (a BLOB's; other types as SQLite converts them).
     std::string column_blob(int column) const;

@@ -75,25 +75,38 @@ std::string insert_sql(const TableInfo& table, std::string_view verb) {
     return sql + ")";
 }
 
-std::vector<MetadataRow> run_metadata_rows(const trace::RunInfo& run, int schema_version, int min_reader_version) {
-    auto integer = [](const char* key, std::int64_t value) { return MetadataRow{key, AnyValue::of_integer(value)}; };
-    auto text = [](const char* key, std::string value) { return MetadataRow{key, AnyValue::of_text(std::move(value))}; };
+namespace {
+MetadataRow integer_row(const char* key, std::int64_t value) { return {key, AnyValue::of_integer(value)}; }
+MetadataRow text_row(const char* key, std::string value) { return {key, AnyValue::of_text(std::move(value))}; }
+}  // namespace
+
+std::vector<MetadataRow> run_info_rows(const trace::RunInfo& run) {
     return {
-        integer(metadata_key::schema_version, schema_version),
-        integer(metadata_key::min_reader_version, min_reader_version),
-        text(metadata_key::ember_version, run.ember_version.empty() ? std::string(EMBER_VERSION_STRING) : run.ember_version),
-        text(metadata_key::command_line, run.command_line),
-        text(metadata_key::host, run.host),
-        integer(metadata_key::pid, run.pid),
-        integer(metadata_key::rank, run.rank),
-        integer(metadata_key::world_size, run.world_size),
-        text(metadata_key::rank_source, run.rank_source),
-        text(metadata_key::clock_name, run.clock_name),
-        integer(metadata_key::clock_offset_to_wall_ns, run.clock_offset_to_wall_ns),
-        integer(metadata_key::start_ns, run.start_ns),
-        integer(metadata_key::end_ns, 0),
-        text(metadata_key::status, metadata_status::recording),
+        text_row(metadata_key::command_line, run.command_line),
+        text_row(metadata_key::host, run.host),
+        integer_row(metadata_key::pid, run.pid),
+        integer_row(metadata_key::rank, run.rank),
+        integer_row(metadata_key::world_size, run.world_size),
+        text_row(metadata_key::rank_source, run.rank_source),
+        text_row(metadata_key::clock_name, run.clock_name),
+        integer_row(metadata_key::clock_offset_to_wall_ns, run.clock_offset_to_wall_ns),
+        integer_row(metadata_key::start_ns, run.start_ns),
+        integer_row(metadata_key::end_ns, run.end_ns),
     };
+}
+
+std::vector<MetadataRow> run_metadata_rows(const trace::RunInfo& run, int schema_version, int min_reader_version) {
+    trace::RunInfo opening = run;
+    opening.end_ns = 0;  // set at a clean close
+    std::vector<MetadataRow> rows = {
+        integer_row(metadata_key::schema_version, schema_version),
+        integer_row(metadata_key::min_reader_version, min_reader_version),
+        text_row(metadata_key::ember_version,
+                 run.ember_version.empty() ? std::string(EMBER_VERSION_STRING) : run.ember_version),
+    };
+    for (MetadataRow& row : run_info_rows(opening)) rows.push_back(std::move(row));
+    rows.push_back(text_row(metadata_key::status, metadata_status::recording));
+    return rows;
 }
 
 }  // namespace ember::store
