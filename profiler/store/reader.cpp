@@ -964,6 +964,21 @@ std::optional<RangeEvent> TraceReader::range(RangeId id) const {
     return event;
 }
 
+std::int64_t TraceReader::for_each_range_named(std::span<const StringId> names,
+                                              const Visitor<RangeEvent>& visit) const {
+    if (names.empty()) return 0;
+    std::string list;
+    for (StringId name : names) list += (list.empty() ? "" : ",") + std::to_string(name);
+    std::int64_t visited = 0;
+    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE name_id IN (" + list +
+                     ") ORDER BY start_ns, range_id",
+                 [](Statement&) {}, [&](Statement& s) {
+                     ++visited;
+                     return visit(read_row<RangeEvent>(s));
+                 });
+    return visited;
+}
+
 std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
     std::vector<RangeEvent> events;
     std::optional<RangeEvent> parent = range(id);
