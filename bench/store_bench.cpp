@@ -16,15 +16,17 @@
 #include "common/os.h"
 #include "profiler/store/reader.h"
 #include "profiler/store/schema.h"
+#include "profiler/store/sqlite_util.h"
+#include "profiler/store/tables.h"
 #include "profiler/store/writer.h"
 #include "profiler/synth/synthetic_trace.h"
 
-#include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -79,32 +81,13 @@ private:
 // the event arrives. Same tables and columns as TraceWriter writes.
 class PlainLoopSink : public synth::EventSink {
 public:
-    PlainLoopSink(const std::string& path, std::chrono::milliseconds commit_every) : path_(path), commit_every_(commit_every) {
-        std::filesystem::remove(path);
-        if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) fail("open");
+    PlainLoopSink(const std::string& path, std::chrono::milliseconds commit_every)
+        : db_((std::filesystem::remove(path), path), store::Connection::Mode::create), commit_every_(commit_every) {
         exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-        exec(store::kCreateTablesSql);
-        exec("INSERT INTO strings VALUES (0, '')");
-        kernel_ = prepare("INSERT INTO kernels VALUES (?,?,?,?,?,?,?,0,0)");
-        launch_config_ = prepare("INSERT INTO launch_configs VALUES (?,?,?,?,?,?,?,?,?,?)");
-        memcpy_ = prepare("INSERT INTO memcpys VALUES (?,?,?,?,?,?,?,?,?,?,0,0)");
-        memset_ = prepare("INSERT INTO memsets VALUES (?,?,?,?,?,?,?,?,0,0)");
-        sync_ = prepare("INSERT INTO synchronizations VALUES (?,?,?,?,?,?,?)");
-        api_ = prepare("INSERT INTO api_calls VALUES (?,?,?,?,?,?,0)");
-        range_ = prepare("INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-        mark_ = prepare("INSERT INTO marks VALUES (?,?,?,?,?,?,?)");
-        counter_ = prepare("INSERT INTO counter_samples VALUES (?,?,?)");
-        stack_sample_ = prepare("INSERT INTO stack_samples VALUES (?,?,?,?)");
-        overhead_ = prepare("INSERT INTO collector_overhead VALUES (?,?,?,?)");
-        string_ = prepare("INSERT INTO strings VALUES (?,?)");
+        exec(store::create_tables_sql());
+        insert<store::StringRow>({0, ""});
         if (commit_every_.count() > 0) exec("BEGIN");
         last_commit_ = Clock::now();
-    }
-    ~PlainLoopSink() override {
-        for (sqlite3_stmt* s : {kernel_, launch_config_, memcpy_, memset_, sync_, api_, range_, mark_, counter_,
-                                stack_sample_, overhead_, string_})
-            sqlite3_finalize(s);
-        sqlite3_close(db_);
     }
     void finish() {
         if (commit_every_.count() > 0) exec("COMMIT");
@@ -115,44 +98,34 @@ public:
         if (found != strings_.end()) return found->second;
         StringId id = static_cast<StringId>(strings_.size() + 1);
         strings_.emplace(std::string(text), id);
-        bind(string_, {id});
-        sqlite3_bind_text(string_, 2, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-        step(string_);
+        insert(store::StringRow{id, std::string(text)});
         return id;
     }
-    void register_process(const ProcessInfo& p) override {
-        exec(("INSERT OR REPLACE INTO processes VALUES (" + std::to_string(p.pid) + ", " + std::to_string(intern(p.name)) + ")").c_str());
-    }
+    void register_process(const ProcessInfo& p) override { insert(store::ProcessRow{p.pid, intern(p.name)}); }
     ThreadId register_thread(const ThreadInfo& t) override {
         ThreadId id = ++threads_;
-        exec(("INSERT INTO threads VALUES (" + std::to_string(id) + ", " + std::to_string(t.pid) + ", " +
-              std::to_string(t.tid) + ", " + std::to_string(intern(t.name)) + ")").c_str());
+        insert(store::ThreadRow{id, t.pid, t.tid, intern(t.name)});
         return id;
     }
     void register_device(const DeviceInfo& d) override {
-        exec(("INSERT OR REPLACE INTO devices VALUES (" + std::to_string(d.device_id) + ", " + std::to_string(intern(d.name)) +
-              ", " + std::to_string(intern(d.uuid)) + ", " + std::to_string(d.compute_capability_major) + ", " +
-              std::to_string(d.compute_capability_minor) + ", " + std::to_string(d.multiprocessor_count) + ", " +
-              std::to_string(d.memory_bytes) + ", " + std::to_string(d.memory_bandwidth_bytes_per_second) + ")").c_str());
+        insert(store::DeviceRow{d.device_id, intern(d.name), intern(d.uuid), d.compute_capability_major,
+                                d.compute_capability_minor, d.multiprocessor_count, d.memory_bytes,
+                                d.memory_bandwidth_bytes_per_second});
     }
     StreamId register_stream(const StreamInfo& s) override {
         StreamId id = ++streams_;
-        exec(("INSERT INTO streams VALUES (" + std::to_string(id) + ", " + std::to_string(s.device_id) + ", " +
-              std::to_string(s.context_id) + ", " + std::to_string(s.cuda_stream_id) + ", " + std::to_string(s.priority) +
-              ", " + std::to_string(intern(s.name)) + ")").c_str());
+        insert(store::StreamRow{id, s.device_id, s.context_id, s.cuda_stream_id, s.priority, intern(s.name)});
         return id;
     }
     CounterId register_counter(const CounterInfo& c) override {
         CounterId id = ++counters_;
-        exec(("INSERT INTO counters VALUES (" + std::to_string(id) + ", " + std::to_string(intern(c.name)) + ", " +
-              std::to_string(intern(c.unit)) + ", " + std::to_string(c.device_id) + ")").c_str());
+        insert(store::CounterRow{id, intern(c.name), intern(c.unit), c.device_id});
         return id;
     }
     FrameId intern_frame(std::string_view function, std::string_view module, std::uint64_t address) override {
         FrameId id = ++frames_;
         StringId function_id = intern(function), module_id = intern(module);
-        exec(("INSERT INTO frames VALUES (" + std::to_string(id) + ", " + std::to_string(function_id) + ", " +
-              std::to_string(module_id) + ", " + std::to_string(address) + ", -1)").c_str());  // line: native
+        insert(store::FrameRow{id, function_id, module_id, address, -1});  // line: native
         return id;
     }
     StackId intern_stack(std::span<const FrameId> frames) override {
@@ -162,8 +135,7 @@ public:
             auto found = stacks_.find(key);
             if (found == stacks_.end()) {
                 StackId id = static_cast<StackId>(stacks_.size() + 1);
-                exec(("INSERT INTO stacks VALUES (" + std::to_string(id) + ", " + std::to_string(parent) + ", " +
-                      std::to_string(frame) + ")").c_str());
+                insert(store::StackRow{id, parent, frame});
                 found = stacks_.emplace(key, id).first;
             }
             parent = found->second;
@@ -178,104 +150,55 @@ public:
                                          c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
         auto found = launch_configs_.find(key);
         if (found == launch_configs_.end()) {
-            std::int64_t id = static_cast<std::int64_t>(launch_configs_.size() + 1);
-            std::vector<std::int64_t> row = {id};
-            row.insert(row.end(), key.begin(), key.end());
-            bind(launch_config_, row);
-            step(launch_config_);
-            found = launch_configs_.emplace(key, id).first;
+            store::LaunchConfigRow row;
+            static_cast<LaunchConfig&>(row) = c;
+            row.launch_config_id = static_cast<LaunchConfigId>(launch_configs_.size() + 1);
+            insert(row);
+            found = launch_configs_.emplace(key, row.launch_config_id).first;
         }
-        bind(kernel_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
-                       e.name_id, found->second});
-        step(kernel_);
+        store::KernelRow row;
+        static_cast<KernelEvent&>(row) = e;
+        row.launch_config_id = found->second;
+        insert(row);
     }
-    void record_memcpy(const MemcpyEvent& e) override {
-        bind(memcpy_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
-                       static_cast<std::int64_t>(e.direction), static_cast<std::int64_t>(e.bytes),
-                       static_cast<std::int64_t>(e.source_kind), static_cast<std::int64_t>(e.destination_kind),
-                       e.peer_device_id});
-        step(memcpy_);
-    }
-    void record_memset(const MemsetEvent& e) override {
-        bind(memset_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
-                       static_cast<std::int64_t>(e.bytes), e.value, static_cast<std::int64_t>(e.memory_kind)});
-        step(memset_);
-    }
-    void record_sync(const SyncEvent& e) override {
-        bind(sync_, {e.start_ns, e.end_ns, e.device_id, e.stream_id, static_cast<std::int64_t>(e.correlation_id),
-                     static_cast<std::int64_t>(e.kind), static_cast<std::int64_t>(e.cuda_event_id)});
-        step(sync_);
-    }
-    void record_api_call(const ApiEvent& e) override {
-        bind(api_, {e.start_ns, e.end_ns, e.thread_id, static_cast<std::int64_t>(e.correlation_id), e.name_id, e.result});
-        step(api_);
-    }
-    void record_range(const RangeEvent& e) override {
-        bind(range_, {static_cast<std::int64_t>(e.range_id), e.start_ns, e.end_ns, e.thread_id, e.domain_id, e.name_id,
-                      e.category, e.color, e.depth, static_cast<std::int64_t>(e.parent_range_id)});
-        bind_payload(range_, 11, e.payload);
-        step(range_);
-    }
-    void record_mark(const MarkEvent& e) override {
-        bind(mark_, {e.time_ns, e.thread_id, e.domain_id, e.name_id, e.category, e.color});
-        bind_payload(mark_, 7, e.payload);
-        step(mark_);
-    }
-    void record_counter(const CounterSample& e) override {
-        bind(counter_, {e.counter_id, e.time_ns});
-        sqlite3_bind_double(counter_, 3, e.value);
-        step(counter_);
-    }
-    void record_stack_sample(const StackSample& e) override {
-        bind(stack_sample_, {e.time_ns, e.thread_id, e.stack_id, e.idle ? 1 : 0});
-        step(stack_sample_);
-    }
-    void record_overhead(const OverheadEvent& e) override {
-        bind(overhead_, {e.start_ns, e.end_ns, e.thread_id, e.name_id});
-        step(overhead_);
-    }
+    void record_memcpy(const MemcpyEvent& e) override { insert(e); }
+    void record_memset(const MemsetEvent& e) override { insert(e); }
+    void record_sync(const SyncEvent& e) override { insert(e); }
+    void record_api_call(const ApiEvent& e) override { insert(e); }
+    void record_range(const RangeEvent& e) override { insert(e); }
+    void record_mark(const MarkEvent& e) override { insert(e); }
+    void record_counter(const CounterSample& e) override { insert(e); }
+    void record_stack_sample(const StackSample& e) override { insert(e); }
+    void record_overhead(const OverheadEvent& e) override { insert(e); }
 
 private:
-    [[noreturn]] void fail(const char* what) {
-        throw store::TraceError(store::TraceErrorKind::io, path_, std::string(what) + ": " + sqlite3_errmsg(db_));
-    }
-    void exec(const char* sql) {
-        if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(sql);
-    }
-    sqlite3_stmt* prepare(const char* sql) {
-        sqlite3_stmt* statement = nullptr;
-        if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK) fail(sql);
-        return statement;
-    }
-    static void bind(sqlite3_stmt* s, std::initializer_list<std::int64_t> values) {
-        int i = 1;
-        for (std::int64_t v : values) sqlite3_bind_int64(s, i++, v);
-    }
-    static void bind(sqlite3_stmt* s, const std::vector<std::int64_t>& values) {
-        int i = 1;
-        for (std::int64_t v : values) sqlite3_bind_int64(s, i++, v);
-    }
-    static void bind_payload(sqlite3_stmt* s, int index, const Payload& p) {
-        if (p.kind == PayloadKind::integer) sqlite3_bind_int64(s, index, p.integer);
-        else if (p.kind == PayloadKind::real) sqlite3_bind_double(s, index, p.real);
-        else sqlite3_bind_null(s, index);
-    }
-    void step(sqlite3_stmt* s) {
-        if (sqlite3_step(s) != SQLITE_DONE) fail("insert");
-        sqlite3_reset(s);
+    void exec(const std::string& sql) { store::exec_sql(db_.get(), db_.path(), sql.c_str()); }
+    // One prepared single-row INSERT per table (its declared columns), executed at once.
+    template <typename Row>
+    void insert(const Row& row) {
+        static_assert(std::tuple_size_v<decltype(statements_)> == std::size(store::kTables));
+        static const std::size_t position = table_position<Row>();
+        store::Statement& statement = statements_[position];
+        if (!statement) statement = store::Statement(db_.get(), db_.path(), store::insert_sql<Row>());
+        store::bind_row(statement, 1, row);
+        statement.step_done();
         if (commit_every_.count() > 0 && (++rows_ & 1023) == 0 && Clock::now() - last_commit_ >= commit_every_) {
             exec("COMMIT; BEGIN");
             last_commit_ = Clock::now();
         }
     }
+    template <typename Row>
+    static std::size_t table_position() {
+        for (std::size_t i = 0; i < std::size(store::kTables); ++i)
+            if (std::string_view(store::kTables[i].name) == store::TableOf<Row>::name) return i;
+        return 0;
+    }
 
-    std::string path_;
+    store::Connection db_;
     std::chrono::milliseconds commit_every_;
-    sqlite3* db_ = nullptr;
-    sqlite3_stmt *kernel_, *launch_config_, *memcpy_, *memset_, *sync_, *api_, *range_, *mark_, *counter_,
-        *stack_sample_, *overhead_, *string_;
+    std::array<store::Statement, std::size(store::kTables)> statements_;
     std::map<std::string, StringId> strings_;
-    std::map<std::vector<std::int64_t>, std::int64_t> launch_configs_;
+    std::map<std::vector<std::int64_t>, LaunchConfigId> launch_configs_;
     std::map<std::pair<StackId, FrameId>, StackId> stacks_;
     ThreadId threads_ = 0;
     StreamId streams_ = 0;

@@ -7,6 +7,7 @@
 #include "collectors/elf_symbols.h"
 #include "collectors/perf_map.h"
 #include "collectors/session.h"
+#include "profiler/store/schema.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -417,7 +418,7 @@ bool CpuSampler::start(Session& session, double hz) {
     timer_settime(timer_, 0, &interval, nullptr);
     // Each sample stands for one period of the process's CPU time: readers turn sample
     // counts into CPU seconds with it.
-    session.writer().set_metadata("cpu_sample_period_ns", std::to_string(period_ns));
+    session.writer().set_metadata(store::metadata_key::cpu_sample_period_ns, std::to_string(period_ns));
     thread_ = std::thread([this, &session] {
         // The drain thread's own CPU would be sampled too; keep it out of the timer's way.
         sigset_t blocked;

@@ -9,6 +9,7 @@
 #include "collectors/python/sample_interning.h"
 #include "collectors/python/sample_timer.h"
 #include "common/os.h"
+#include "profiler/store/schema.h"
 #include "profiler/store/writer.h"
 
 #include <algorithm>
@@ -202,7 +203,7 @@ private:
         store::WriterOptions writer_options;
         writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
         writer_ = std::make_unique<store::TraceWriter>(options_.output, run, writer_options);
-        writer_->set_metadata("cpu_sample_period_ns", std::to_string(period_ns_));
+        writer_->set_metadata(store::metadata_key::cpu_sample_period_ns, std::to_string(period_ns_));
         writer_->set_metadata("python_sampling", options_.native ? "outside (process_vm_readv), native stacks (ptrace, libdw)"
                                                                  : "outside (process_vm_readv)");
     }

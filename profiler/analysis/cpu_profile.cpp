@@ -3,6 +3,7 @@
 
 #include "common/nvtx_contract.h"
 #include "profiler/analysis/python_gpu.h"
+#include "profiler/store/schema.h"
 #include "profiler/trace/step_names.h"
 
 #include <algorithm>
@@ -373,7 +374,7 @@ StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
 std::string cpu_frame_name(const trace::FrameInfo& frame) { return frame_name(frame); }
 
 trace::TimeNs cpu_sample_period_ns(const store::TraceReader& reader) {
-    const std::optional<std::string> period = reader.metadata("cpu_sample_period_ns");
+    const std::optional<std::string> period = reader.metadata(store::metadata_key::cpu_sample_period_ns);
     return period ? std::strtoll(period->c_str(), nullptr, 10) : 0;
 }
 

@@ -1,7 +1,7 @@
 // cuda_graphs.cpp: GPU work from CUDA graphs, grouped in SQL.
 #include "profiler/analysis/cuda_graphs.h"
 
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <fmt/format.h>
 
@@ -17,9 +17,9 @@ namespace {
 
 // Whether `table` has the column (a file from before schema 3 lacks graph_node_id).
 bool has_column(const store::TraceReader& reader, const char* table, const char* column) {
-    SqlQuery query(reader.database(), reader.path(),
+    store::Statement query(reader.database(), reader.path(),
                    fmt::format("SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name = '{}'", table, column));
-    return query.next_row() && query.int64(0) > 0;
+    return query.next_row() && query.column_int64(0) > 0;
 }
 
 double share(std::int64_t part, std::int64_t whole) {
@@ -31,10 +31,10 @@ double share(std::int64_t part, std::int64_t whole) {
 CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
     CudaGraphSummary summary;
     {
-        SqlQuery totals(reader.database(), reader.path(), "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
+        store::Statement totals(reader.database(), reader.path(), "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
         if (totals.next_row()) {
-            summary.kernels = totals.int64(0);
-            summary.kernel_ns = totals.int64(1);
+            summary.kernels = totals.column_int64(0);
+            summary.kernel_ns = totals.column_int64(1);
         }
     }
     // kind 0 kernel, 1 memcpy, 2 memset; the graph columns each table has.
@@ -53,15 +53,15 @@ CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
 
     std::map<trace::GraphId, CudaGraphRow> by_graph;
     std::map<trace::GraphId, std::set<std::int64_t>> nodes;
-    SqlQuery query(reader.database(), reader.path(), sql);
+    store::Statement query(reader.database(), reader.path(), sql);
     while (query.next_row()) {
-        const auto graph = static_cast<trace::GraphId>(query.int64(1));
-        const std::int64_t node = query.int64(2), duration = query.int64(3);
+        const auto graph = static_cast<trace::GraphId>(query.column_int64(1));
+        const std::int64_t node = query.column_int64(2), duration = query.column_int64(3);
         CudaGraphRow& row = by_graph[graph];
         row.graph_id = graph;
         row.gpu_ns += duration;
         if (node != 0) nodes[graph].insert(node);
-        switch (query.int64(0)) {
+        switch (query.column_int64(0)) {
             case 0:
                 ++row.kernels;
                 row.kernel_ns += duration;

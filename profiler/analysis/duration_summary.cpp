@@ -3,7 +3,7 @@
 #include "profiler/analysis/duration_summary.h"
 
 #include "profiler/analysis/operation_names.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <algorithm>
 #include <cmath>
@@ -77,9 +77,9 @@ struct GroupKey {
 
 std::map<GroupKey, DurationStats> grouped_stats(const store::TraceReader& reader, const char* sql) {
     std::map<GroupKey, std::vector<std::int64_t>> durations;
-    SqlQuery query(reader.database(), reader.path(), sql);
+    store::Statement query(reader.database(), reader.path(), sql);
     while (query.next_row()) {
-        durations[GroupKey{query.int64(0), query.int64(1), query.int64(2)}].push_back(query.int64(3));
+        durations[GroupKey{query.column_int64(0), query.column_int64(1), query.column_int64(2)}].push_back(query.column_int64(3));
     }
     std::map<GroupKey, DurationStats> stats;
     for (auto& [key, values] : durations) {

@@ -6,7 +6,7 @@
 #include "common/nvtx_contract.h"
 #include "profiler/analysis/communication.h"
 #include "profiler/analysis/rank_map.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 #include "profiler/analysis/steps.h"
 
 #include <algorithm>
@@ -65,13 +65,13 @@ private:
 // `keep` accepts (given the query, for a column beyond the third).
 template <typename OnInterval, typename Keep>
 void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval, Keep keep) {
-    SqlQuery query(reader.database(), reader.path(), sql);
+    store::Statement query(reader.database(), reader.path(), sql);
     std::optional<trace::DeviceId> device;
     trace::TimeNs start = 0, end = 0;
     while (query.next_row()) {
         if (!keep(query)) continue;
-        auto row_device = static_cast<trace::DeviceId>(query.int64(0));
-        trace::TimeNs row_start = query.int64(1), row_end = query.int64(2);
+        auto row_device = static_cast<trace::DeviceId>(query.column_int64(0));
+        trace::TimeNs row_start = query.column_int64(1), row_end = query.column_int64(2);
         if (device && *device == row_device && row_start <= end) {
             end = std::max(end, row_end);
             continue;
@@ -86,7 +86,7 @@ void for_each_union_interval(const store::TraceReader& reader, const char* sql, 
 
 template <typename OnInterval>
 void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval) {
-    for_each_union_interval(reader, sql, on_interval, [](const SqlQuery&) { return true; });
+    for_each_union_interval(reader, sql, on_interval, [](const store::Statement&) { return true; });
 }
 
 constexpr const char* kKernelsSql =
@@ -103,12 +103,11 @@ std::vector<Window> ranges_named(const store::TraceReader& reader, std::string_v
     std::vector<Window> windows;
     std::optional<trace::StringId> name_id = reader.find_string(name);
     if (!name_id) return windows;
-    SqlQuery query(reader.database(), reader.path(),
-                   "SELECT start_ns, end_ns, thread_id FROM ranges WHERE name_id = ? ORDER BY start_ns, range_id");
-    query.bind_int64(1, *name_id);
-    while (query.next_row()) {
-        windows.push_back({query.int64(0), query.int64(1), static_cast<trace::ThreadId>(query.int64(2))});
-    }
+    const trace::StringId names[] = {*name_id};
+    reader.for_each_range_named(names, [&](const trace::RangeEvent& range) {
+        windows.push_back({range.start_ns, range.end_ns, range.thread_id});
+        return true;
+    });
     return windows;
 }
 
@@ -163,10 +162,10 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
 
     std::vector<trace::DeviceId> devices;
     {
-        SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                        "SELECT device_id FROM kernels UNION SELECT device_id FROM memcpys "
                        "UNION SELECT device_id FROM memsets ORDER BY 1");
-        while (query.next_row()) devices.push_back(static_cast<trace::DeviceId>(query.int64(0)));
+        while (query.next_row()) devices.push_back(static_cast<trace::DeviceId>(query.column_int64(0)));
     }
     std::map<trace::DeviceId, std::vector<trace::TimeNs>> compute, communication, copies, active;
     for (trace::DeviceId device : devices) {
@@ -191,17 +190,17 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     // communication, every other kernel compute.
     std::unordered_set<trace::StringId> communication_names;
     {
-        SqlQuery query(reader.database(), reader.path(), "SELECT DISTINCT name_id FROM kernels");
+        store::Statement query(reader.database(), reader.path(), "SELECT DISTINCT name_id FROM kernels");
         while (query.next_row()) {
-            const auto name = static_cast<trace::StringId>(query.int64(0));
+            const auto name = static_cast<trace::StringId>(query.column_int64(0));
             if (is_communication_kernel(reader.string(name))) communication_names.insert(name);
         }
     }
-    auto is_communication = [&](const SqlQuery& row) {
-        return communication_names.count(static_cast<trace::StringId>(row.int64(3))) > 0;
+    auto is_communication = [&](const store::Statement& row) {
+        return communication_names.count(static_cast<trace::StringId>(row.column_int64(3))) > 0;
     };
     for_each_union_interval(reader, kKernelsSql, distribute_into(compute),
-                            [&](const SqlQuery& row) { return !is_communication(row); });
+                            [&](const store::Statement& row) { return !is_communication(row); });
     for_each_union_interval(reader, kKernelsSql, distribute_into(communication), is_communication);
     for_each_union_interval(reader, kCopiesSql, distribute_into(copies));
 

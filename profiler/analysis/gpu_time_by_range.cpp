@@ -4,7 +4,7 @@
 // open ranges in memory.
 #include "profiler/analysis/gpu_time_by_range.h"
 
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <algorithm>
 
@@ -32,11 +32,11 @@ GpuTimeByRange gpu_time_by_range(const store::TraceReader& reader) {
         result.total_gpu_ns += ns;
     };
 
-    SqlQuery launches(reader.database(), reader.path(),
+    store::Statement launches(reader.database(), reader.path(),
                       "SELECT a.thread_id, a.start_ns, k.name_id, k.end_ns - k.start_ns "
                       "FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
                       "WHERE k.correlation_id != 0 ORDER BY a.thread_id, a.start_ns");
-    SqlQuery ranges(reader.database(), reader.path(),
+    store::Statement ranges(reader.database(), reader.path(),
                     "SELECT thread_id, start_ns, end_ns, name_id FROM ranges WHERE depth >= 0 "
                     "ORDER BY thread_id, start_ns, depth");
     bool has_range = ranges.next_row();
@@ -44,37 +44,37 @@ GpuTimeByRange gpu_time_by_range(const store::TraceReader& reader) {
     std::int64_t current_thread = -1;
 
     while (launches.next_row()) {
-        std::int64_t thread = launches.int64(0);
-        std::int64_t launch_ns = launches.int64(1);
+        std::int64_t thread = launches.column_int64(0);
+        std::int64_t launch_ns = launches.column_int64(1);
         if (thread != current_thread) {
             open.clear();
             current_thread = thread;
         }
         while (has_range) {
-            std::int64_t range_thread = ranges.int64(0);
-            std::int64_t range_start = ranges.int64(1);
+            std::int64_t range_thread = ranges.column_int64(0);
+            std::int64_t range_start = ranges.column_int64(1);
             if (range_thread > thread || (range_thread == thread && range_start > launch_ns)) break;
             if (range_thread == thread) {
                 while (!open.empty() && open.back().end_ns <= range_start) open.pop_back();
                 std::uint32_t parent = open.empty() ? StackTree::kRoot : open.back().node;
-                std::string name(reader.string(static_cast<trace::StringId>(ranges.int64(3))));
-                open.push_back({ranges.int64(2), tree.child(parent, name)});
+                std::string name(reader.string(static_cast<trace::StringId>(ranges.column_int64(3))));
+                open.push_back({ranges.column_int64(2), tree.child(parent, name)});
             }
             has_range = ranges.next_row();
         }
         while (!open.empty() && open.back().end_ns <= launch_ns) open.pop_back();
         std::uint32_t node = open.empty() ? tree.child(StackTree::kRoot, kNoRangeName) : open.back().node;
-        attribute(node, static_cast<trace::StringId>(launches.int64(2)), 1, launches.int64(3));
+        attribute(node, static_cast<trace::StringId>(launches.column_int64(2)), 1, launches.column_int64(3));
     }
 
-    SqlQuery orphans(reader.database(), reader.path(),
+    store::Statement orphans(reader.database(), reader.path(),
                      "SELECT k.name_id, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k "
                      "WHERE k.correlation_id = 0 OR NOT EXISTS "
                      "(SELECT 1 FROM api_calls a WHERE a.correlation_id = k.correlation_id) "
                      "GROUP BY k.name_id ORDER BY k.name_id");
     while (orphans.next_row()) {
         std::uint32_t node = tree.child(StackTree::kRoot, kNoLaunchingCallName);
-        attribute(node, static_cast<trace::StringId>(orphans.int64(0)), orphans.int64(1), orphans.int64(2));
+        attribute(node, static_cast<trace::StringId>(orphans.column_int64(0)), orphans.column_int64(1), orphans.column_int64(2));
     }
     return result;
 }

@@ -11,7 +11,7 @@
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/rank_summary.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <algorithm>
 #include <cmath>
@@ -178,20 +178,20 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
     auto read_table = [&](const char* table, GpuEventKind kind) {
         const bool kernels = kind == GpuEventKind::kernel;
         const bool syncs = kind == GpuEventKind::sync;
-        SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                        std::string("SELECT start_ns, end_ns, stream_id, correlation_id") + (kernels ? ", name_id" : "") +
                            " FROM " + table + (syncs ? " WHERE stream_id != 0" : ""));
         while (query.next_row()) {
             GpuEvent event;
-            event.start_ns = query.int64(0);
-            event.end_ns = query.int64(1);
-            const auto stream = streams.find(static_cast<trace::StreamId>(query.int64(2)));
+            event.start_ns = query.column_int64(0);
+            event.end_ns = query.column_int64(1);
+            const auto stream = streams.find(static_cast<trace::StreamId>(query.column_int64(2)));
             const std::int32_t rank = stream == streams.end() ? ranks.single_rank : stream->second.second;
             event.cuda_stream = stream == streams.end() ? 0 : stream->second.first;
-            event.correlation = static_cast<trace::CorrelationId>(query.int64(3));
+            event.correlation = static_cast<trace::CorrelationId>(query.column_int64(3));
             event.kind = kind;
             if (kernels) {
-                event.name_id = static_cast<trace::StringId>(query.int64(4));
+                event.name_id = static_cast<trace::StringId>(query.column_int64(4));
                 event.kernel_class = class_of(event.name_id);
             } else {
                 event.kernel_class = KernelClass::memory;
@@ -215,12 +215,12 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
             if (event.correlation != 0) launches.try_emplace(event.correlation);
     }
     if (!launches.empty()) {
-        SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                        "SELECT start_ns, end_ns, correlation_id, name_id FROM api_calls WHERE correlation_id != 0");
         while (query.next_row()) {
-            auto found = launches.find(static_cast<trace::CorrelationId>(query.int64(2)));
+            auto found = launches.find(static_cast<trace::CorrelationId>(query.column_int64(2)));
             if (found == launches.end()) continue;
-            found->second = {query.int64(0), query.int64(1), static_cast<trace::StringId>(query.int64(3)), true};
+            found->second = {query.column_int64(0), query.column_int64(1), static_cast<trace::StringId>(query.column_int64(3)), true};
         }
     }
 

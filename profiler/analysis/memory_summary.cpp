@@ -1,7 +1,7 @@
 // memory_summary.cpp: memcpy and memset totals grouped in SQL.
 #include "profiler/analysis/memory_summary.h"
 
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <map>
 #include <utility>
@@ -49,27 +49,27 @@ std::vector<MemoryOperationRow> memory_summary(const store::TraceReader& reader)
     // (operation rank, memory kind) -> totals
     std::map<std::pair<int, int>, Totals> groups;
     {
-        SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                        "SELECT direction, source_kind, destination_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) "
                        "FROM memcpys GROUP BY direction, source_kind, destination_kind");
         while (query.next_row()) {
-            auto direction = static_cast<MemcpyDirection>(query.int64(0));
-            MemoryKind kind = described_kind(direction, static_cast<MemoryKind>(query.int64(1)),
-                                             static_cast<MemoryKind>(query.int64(2)));
+            auto direction = static_cast<MemcpyDirection>(query.column_int64(0));
+            MemoryKind kind = described_kind(direction, static_cast<MemoryKind>(query.column_int64(1)),
+                                             static_cast<MemoryKind>(query.column_int64(2)));
             Totals& totals = groups[{direction_rank(direction), static_cast<int>(kind)}];
-            totals.count += query.int64(3);
-            totals.bytes += query.int64(4);
-            totals.ns += query.int64(5);
+            totals.count += query.column_int64(3);
+            totals.bytes += query.column_int64(4);
+            totals.ns += query.column_int64(5);
         }
     }
     {
-        SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                        "SELECT memory_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) FROM memsets GROUP BY memory_kind");
         while (query.next_row()) {
-            Totals& totals = groups[{kMemsetRank, static_cast<int>(query.int64(0))}];
-            totals.count += query.int64(1);
-            totals.bytes += query.int64(2);
-            totals.ns += query.int64(3);
+            Totals& totals = groups[{kMemsetRank, static_cast<int>(query.column_int64(0))}];
+            totals.count += query.column_int64(1);
+            totals.bytes += query.column_int64(2);
+            totals.ns += query.column_int64(3);
         }
     }
     static constexpr MemcpyDirection kDirectionByRank[] = {

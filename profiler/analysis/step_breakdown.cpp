@@ -25,7 +25,7 @@
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/rank_summary.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 #include "common/text.h"
 
 #include <algorithm>
@@ -101,11 +101,6 @@ bool is_collective_op_name(std::string_view name) {
 // not read; the importer stores both kinds as API calls, and the name tells them apart.
 bool is_driver_call_name(std::string_view name) { return name.starts_with("cu") && !name.starts_with("cuda"); }
 
-// "3,7,12": ids for a SQL IN (...) list.
-void append_to_id_list(std::string& list, trace::StringId id) {
-    if (!list.empty()) list += ',';
-    list += std::to_string(id);
-}
 
 // ---------------------------------------------------------------------------
 // [SECTION] The plugin's float microseconds
@@ -306,17 +301,17 @@ std::map<std::int32_t, RankSteps> read_steps(const store::TraceReader& reader, c
 void add_whole_trace_steps(const store::TraceReader& reader, const RankMap& ranks,
                            std::map<std::int32_t, RankSteps>& steps) {
     std::map<std::int32_t, std::pair<TimeNs, TimeNs>> span;
-    SqlQuery query(reader.database(), reader.path(),
+    store::Statement query(reader.database(), reader.path(),
                    "SELECT thread_id, domain_id, MIN(start_ns), MAX(end_ns) FROM ranges GROUP BY thread_id, domain_id");
     while (query.next_row()) {
-        const std::string_view domain = reader.string(static_cast<trace::StringId>(query.int64(1)));
+        const std::string_view domain = reader.string(static_cast<trace::StringId>(query.column_int64(1)));
         const RangeSource source = range_source(domain);
         if (source == RangeSource::python_function || source == RangeSource::annotation) continue;
-        auto [entry, inserted] = span.try_emplace(ranks.of_thread(static_cast<trace::ThreadId>(query.int64(0))),
-                                                  query.int64(2), query.int64(3));
+        auto [entry, inserted] = span.try_emplace(ranks.of_thread(static_cast<trace::ThreadId>(query.column_int64(0))),
+                                                  query.column_int64(2), query.column_int64(3));
         if (!inserted) {
-            entry->second.first = std::min(entry->second.first, query.int64(2));
-            entry->second.second = std::max(entry->second.second, query.int64(3));
+            entry->second.first = std::min(entry->second.first, query.column_int64(2));
+            entry->second.second = std::max(entry->second.second, query.column_int64(3));
         }
     }
     for (const auto& [rank, extent] : span) {
@@ -370,36 +365,31 @@ public:
     void load(const store::TraceReader& reader, RoleBook& roles) {
         const std::vector<trace::StringId>& names = roles.collective_op_name_ids();
         if (names.empty()) return;
-        std::string list;
-        for (trace::StringId id : names) append_to_id_list(list, id);
         struct Found {
             trace::ThreadId thread;
             std::int32_t depth;
             CollectiveOp op;
         };
         std::vector<Found> found;
-        {
-            SqlQuery query(reader.database(), reader.path(),
-                           "SELECT thread_id, depth, start_ns, end_ns, domain_id FROM ranges WHERE name_id IN (" + list +
-                               ") ORDER BY thread_id, start_ns");
-            while (query.next_row()) {
-                if (roles.is_python_function_domain(static_cast<trace::StringId>(query.int64(4)))) continue;
-                found.push_back({static_cast<trace::ThreadId>(query.int64(0)), static_cast<std::int32_t>(query.int64(1)),
-                                 CollectiveOp{query.int64(2), query.int64(3), {}}});
-            }
-        }
-        SqlQuery nested(reader.database(), reader.path(),
+        reader.for_each_range_named(names, [&](const trace::RangeEvent& range) {
+            if (!roles.is_python_function_domain(range.domain_id))
+                found.push_back({range.thread_id, range.depth, CollectiveOp{range.start_ns, range.end_ns, {}}});
+            return true;
+        });
+        // By thread, then start (then range_id, the order they came in).
+        std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.thread < b.thread; });
+        store::Statement nested(reader.database(), reader.path(),
                         "SELECT start_ns, end_ns, domain_id FROM ranges WHERE thread_id = ?1 AND start_ns >= ?2 "
                         "AND start_ns < ?3 AND depth > ?4");
         for (Found& op : found) {
             nested.reset();
-            nested.bind_int64(1, op.thread);
-            nested.bind_int64(2, op.op.start_ns);
-            nested.bind_int64(3, op.op.end_ns);
-            nested.bind_int64(4, op.depth);
+            nested.bind(1, op.thread);
+            nested.bind(2, op.op.start_ns);
+            nested.bind(3, op.op.end_ns);
+            nested.bind(4, op.depth);
             while (nested.next_row()) {
-                if (roles.is_python_function_domain(static_cast<trace::StringId>(nested.int64(2)))) continue;
-                op.op.nested.emplace_back(nested.int64(0), nested.int64(1));
+                if (roles.is_python_function_domain(static_cast<trace::StringId>(nested.column_int64(2)))) continue;
+                op.op.nested.emplace_back(nested.column_int64(0), nested.column_int64(1));
             }
             by_thread_[op.thread].push_back(std::move(op.op));
         }
@@ -442,14 +432,14 @@ public:
     }
     bool done() const { return done_; }
     std::int64_t correlation() const { return correlation_; }
-    const SqlQuery& row() const { return query_; }
+    const store::Statement& row() const { return query_; }
     void advance() {
         done_ = !query_.next_row();
-        if (!done_) correlation_ = query_.int64(0);
+        if (!done_) correlation_ = query_.column_int64(0);
     }
 
 private:
-    SqlQuery query_;
+    store::Statement query_;
     bool done_ = false;
     std::int64_t correlation_ = 0;
 };
@@ -476,20 +466,20 @@ void read_launches(const store::TraceReader& reader, const RankMap& ranks, RoleB
         while (!calls.done() && calls.correlation() < event.correlation()) calls.advance();
         if (calls.done()) break;
         if (calls.correlation() == event.correlation()) {
-            const SqlQuery& call = calls.row();
-            const SqlQuery& work = event.row();
-            const auto thread = static_cast<trace::ThreadId>(call.int64(3));
-            const std::int32_t rank = ranks.of_stream(static_cast<trace::StreamId>(work.int64(3)));
+            const store::Statement& call = calls.row();
+            const store::Statement& work = event.row();
+            const auto thread = static_cast<trace::ThreadId>(call.column_int64(3));
+            const std::int32_t rank = ranks.of_stream(static_cast<trace::StreamId>(work.column_int64(3)));
             const bool launcher = ranks.of_thread(thread) == rank &&  // not an id reused by another rank
                                   !(convention == StepConvention::tb &&
-                                    roles.is_driver_call(static_cast<trace::StringId>(call.int64(4))));
+                                    roles.is_driver_call(static_cast<trace::StringId>(call.column_int64(4))));
             auto rank_steps = steps.find(rank);
             if (launcher) {
-                TimeNs call_start = call.int64(1), call_end = call.int64(2);
+                TimeNs call_start = call.column_int64(1), call_end = call.column_int64(2);
                 if (next == 0 && !collectives.empty() && collectives.launched_inside(thread, call_start, call_end))
                     collective_kernels.insert(static_cast<trace::CorrelationId>(event.correlation()));
                 if (rank_steps != steps.end()) {
-                    TimeNs gpu_start = work.int64(1), gpu_end = work.int64(2);
+                    TimeNs gpu_start = work.column_int64(1), gpu_end = work.column_int64(2);
                     clock.round(gpu_start, gpu_end);
                     clock.round(call_start, call_end);
                     const std::ptrdiff_t step = step_of_call(rank_steps->second, call_start, call_end, convention);
@@ -672,7 +662,7 @@ enum class EventTable : std::uint8_t { kernels, memcpys, memsets, api_calls, ran
 struct TrackCursor {
     EventTable table = EventTable::kernels;
     PrioritySweep* sweep = nullptr;
-    std::unique_ptr<SqlQuery> query;
+    std::unique_ptr<store::Statement> query;
     // The current row, rounded and classified.
     TimeNs raw_start_ns = 0;
     TimeNs start_ns = 0;
@@ -717,11 +707,11 @@ public:
             cursor->table = kind;
             cursor->sweep = &sweep->second;
             // Nothing starting after the last window matters (+1 µs: the tb rounding).
-            cursor->query = std::make_unique<SqlQuery>(
+            cursor->query = std::make_unique<store::Statement>(
                 reader.database(), reader.path(),
                 std::string(table->second.second) + " AND start_ns < ?2 ORDER BY start_ns");
-            cursor->query->bind_int64(1, track.track.id);
-            cursor->query->bind_int64(2, sweep->second.last_window_end() + 1000);
+            cursor->query->bind(1, track.track.id);
+            cursor->query->bind(2, sweep->second.last_window_end() + 1000);
             cursors_.push_back(std::move(cursor));
         }
     }
@@ -748,29 +738,29 @@ public:
 
 private:
     bool next(TrackCursor& cursor) {
-        SqlQuery& query = *cursor.query;
+        store::Statement& query = *cursor.query;
         if (!query.next_row()) return false;
-        cursor.raw_start_ns = query.int64(0);
+        cursor.raw_start_ns = query.column_int64(0);
         cursor.start_ns = cursor.raw_start_ns;
-        cursor.end_ns = query.int64(1);
+        cursor.end_ns = query.column_int64(1);
         clock_.round(cursor.start_ns, cursor.end_ns);
         switch (cursor.table) {
             case EventTable::kernels:
-                cursor.role = roles_.kernel(static_cast<trace::StringId>(query.int64(2)),
-                                            static_cast<trace::CorrelationId>(query.int64(3)), collective_kernels_);
+                cursor.role = roles_.kernel(static_cast<trace::StringId>(query.column_int64(2)),
+                                            static_cast<trace::CorrelationId>(query.column_int64(3)), collective_kernels_);
                 break;
             case EventTable::memcpys: cursor.role = memcpy_role; break;
             case EventTable::memsets: cursor.role = memset_role; break;
-            case EventTable::api_calls: cursor.role = roles_.api_call(static_cast<trace::StringId>(query.int64(2))); break;
+            case EventTable::api_calls: cursor.role = roles_.api_call(static_cast<trace::StringId>(query.column_int64(2))); break;
             case EventTable::ranges:
                 // ember: a range holding a whole step (a thread's main function, an epoch)
                 // is its context, not work done in it; it would mark every instant CPU Exec.
                 if (convention_ == StepConvention::ember && cursor.sweep->steps().spans_a_host_step(cursor.start_ns, cursor.end_ns))
                     cursor.role = ignored_role;
                 else
-                    cursor.role = roles_.range(static_cast<trace::StringId>(query.int64(2)),
-                                               static_cast<trace::StringId>(query.int64(3)),
-                                               static_cast<std::uint32_t>(query.int64(4)));
+                    cursor.role = roles_.range(static_cast<trace::StringId>(query.column_int64(2)),
+                                               static_cast<trace::StringId>(query.column_int64(3)),
+                                               static_cast<std::uint32_t>(query.column_int64(4)));
                 break;
         }
         return true;

@@ -88,7 +88,7 @@ public:
     std::vector<NameTotal> cpu_functions(bool& sampled) {
         NameTotals totals;
         sampled = false;
-        const std::optional<std::string> period_text = reader_.metadata("cpu_sample_period_ns");
+        const std::optional<std::string> period_text = reader_.metadata(store::metadata_key::cpu_sample_period_ns);
         const TimeNs period = period_text ? std::strtoll(period_text->c_str(), nullptr, 10) : 0;
         if (period <= 0 || reader_.event_count("stack_samples") == 0) return {};
         sampled = true;

@@ -2,7 +2,7 @@
 #include "profiler/export/chrome_trace.h"
 
 #include "profiler/analysis/operation_names.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 #include "profiler/export/collective_args.h"
 #include "profiler/export/json_text.h"
 #include "profiler/trace/chrome_layout.h"
@@ -262,7 +262,7 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
 
 // One flow per (API call, GPU operation) pair sharing a correlation id.
 void write_flows(const store::TraceReader& reader, ChromeWriter& w) {
-    analysis::SqlQuery query(reader.database(), reader.path(),
+    store::Statement query(reader.database(), reader.path(),
                              "SELECT a.thread_id, a.start_ns, g.device_id, g.stream_id, g.start_ns FROM api_calls a JOIN "
                              "(SELECT correlation_id, device_id, stream_id, start_ns FROM kernels UNION ALL "
                              "SELECT correlation_id, device_id, stream_id, start_ns FROM memcpys UNION ALL "
@@ -271,17 +271,17 @@ void write_flows(const store::TraceReader& reader, ChromeWriter& w) {
     std::int64_t flow_id = 0;
     while (query.next_row()) {
         ++flow_id;
-        auto thread = static_cast<trace::ThreadId>(query.int64(0));
+        auto thread = static_cast<trace::ThreadId>(query.column_int64(0));
         w.begin("s", w.pid_of_thread(thread), thread);
         w.name("launch");
         w.category("flow");
-        w.time("ts", query.int64(1) - w.origin());
+        w.time("ts", query.column_int64(1) - w.origin());
         fmt::format_to(std::back_inserter(w.buffer()), ",\"id\":{}", flow_id);
         w.end();
-        w.begin("f", chrome::gpu_pid(query.int64(2)), query.int64(3));
+        w.begin("f", chrome::gpu_pid(static_cast<trace::DeviceId>(query.column_int64(2))), query.column_int64(3));
         w.name("launch");
         w.category("flow");
-        w.time("ts", query.int64(4) - w.origin());
+        w.time("ts", query.column_int64(4) - w.origin());
         fmt::format_to(std::back_inserter(w.buffer()), ",\"id\":{},\"bp\":\"e\"", flow_id);
         w.end();
     }

@@ -4,7 +4,7 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/gpu_time_by_range.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 #include "profiler/export/nested_events.h"
 
 #include <fmt/format.h>
@@ -36,15 +36,15 @@ analysis::StackTree host_stacks(const store::TraceReader& reader) {
             std::int64_t children_ns;
         };
         std::vector<Frame> open;
-        analysis::SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                                  "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
                                  "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
                                  "ORDER BY 1, 2 DESC, 4");
-        query.bind_int64(1, thread.thread_id);
+        query.bind(1, thread.thread_id);
         for_each_nested_event(
             query,
-            [&reader](analysis::SqlQuery& row) {
-                return std::string(reader.string(static_cast<trace::StringId>(row.int64(2))));
+            [&reader](store::Statement& row) {
+                return std::string(reader.string(static_cast<trace::StringId>(row.column_int64(2))));
             },
             [&](const std::string& name, std::int64_t at) {
                 std::uint32_t parent = open.empty() ? thread_node : open.back().node;

@@ -6,7 +6,7 @@
 
 namespace ember::exporting {
 
-void for_each_nested_event(analysis::SqlQuery& query, const std::function<std::string(analysis::SqlQuery&)>& name_of,
+void for_each_nested_event(store::Statement& query, const std::function<std::string(store::Statement&)>& name_of,
                            const OpenEvent& open, const CloseEvent& close) {
     struct Open {
         std::int64_t end_ns;
@@ -14,8 +14,8 @@ void for_each_nested_event(analysis::SqlQuery& query, const std::function<std::s
     };
     std::vector<Open> stack;
     while (query.next_row()) {
-        std::int64_t start = query.int64(0);
-        std::int64_t end = query.int64(1);
+        std::int64_t start = query.column_int64(0);
+        std::int64_t end = query.column_int64(1);
         while (!stack.empty() && stack.back().end_ns <= start) {
             close(stack.back().name, stack.back().end_ns);
             stack.pop_back();

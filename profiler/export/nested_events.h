@@ -5,7 +5,7 @@
 // enclosing end, so the output nests even when the input does not.
 #pragma once
 
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <cstdint>
 #include <functional>
@@ -18,7 +18,7 @@ using CloseEvent = std::function<void(const std::string& name, std::int64_t at_n
 
 // `query` yields (start_ns, end_ns, ...) ordered by start ascending, end
 // descending; `name_of` gives an event's name from the current row.
-void for_each_nested_event(analysis::SqlQuery& query, const std::function<std::string(analysis::SqlQuery&)>& name_of,
+void for_each_nested_event(store::Statement& query, const std::function<std::string(store::Statement&)>& name_of,
                            const OpenEvent& open, const CloseEvent& close);
 
 }  // namespace ember::exporting

@@ -3,7 +3,7 @@
 
 #include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/operation_names.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 #include "profiler/export/collective_args.h"
 
 #include "profiler/export/proto/perfetto_trace.pb.h"
@@ -222,11 +222,11 @@ private:
 // enclosing slice's end) and returns true, or writes an instant and returns false; ends
 // are written as later starts pass them, so the track's times never go back.
 template <typename Begin>
-void nest_slices(analysis::SqlQuery& query, PacketWriter& writer, std::uint64_t track, const Begin& begin) {
+void nest_slices(store::Statement& query, PacketWriter& writer, std::uint64_t track, const Begin& begin) {
     std::vector<TimeNs> open_ends;
     while (query.next_row()) {
-        TimeNs start = query.int64(0);
-        TimeNs end = query.int64(1);
+        TimeNs start = query.column_int64(0);
+        TimeNs end = query.column_int64(1);
         while (!open_ends.empty() && open_ends.back() <= start) {
             writer.slice_end(track, open_ends.back());
             open_ends.pop_back();
@@ -294,7 +294,7 @@ private:
     // An NVTX range's or mark's categories ("nvtx" and its domain: Kineto's "cpu_op",
     // "user_annotation", ...) and arguments.
     void range_args(trace::StringId domain, std::int64_t category, std::string_view payload_type,
-                    const analysis::SqlQuery& row, int payload_column) {
+                    const store::Statement& row, int payload_column) {
         writer_.category("nvtx");
         if (domain != trace::kNoString) writer_.category(reader_.string(domain));
         if (category != 0) {
@@ -305,8 +305,8 @@ private:
                 writer_.arg_text("category", category_name);
             }
         }
-        if (payload_type == "integer") writer_.arg("payload", row.int64(payload_column));
-        if (payload_type == "real") writer_.arg_real("payload", row.real(payload_column));
+        if (payload_type == "integer") writer_.arg("payload", row.column_int64(payload_column));
+        if (payload_type == "real") writer_.arg_real("payload", row.column_double(payload_column));
     }
 
     void collective_args(bool on_stream, std::uint32_t track, TimeNs start) {
@@ -320,7 +320,7 @@ private:
     // A thread's API calls, push/pop ranges and collector overhead, nested, and its marks.
     void write_thread(const trace::ThreadInfo& thread) {
         std::uint64_t track = thread_uuid_[thread.thread_id];
-        analysis::SqlQuery query(
+        store::Statement query(
             reader_.database(), reader_.path(),
             "SELECT start_ns, end_ns, 0, name_id, range_id, domain_id, category, typeof(payload), payload FROM ranges "
             "WHERE thread_id = ?1 AND depth >= 0 UNION ALL "
@@ -328,19 +328,19 @@ private:
             "UNION ALL SELECT start_ns, end_ns, 2, name_id, 0, 0, 0, '', 0 FROM collector_overhead WHERE thread_id = ?1 "
             "UNION ALL SELECT time_ns, time_ns, 3, name_id, 0, domain_id, category, typeof(payload), payload FROM marks "
             "WHERE thread_id = ?1 ORDER BY 1, 2 DESC, 3");
-        query.bind_int64(1, thread.thread_id);
-        nest_slices(query, writer_, track, [&](const analysis::SqlQuery& row) {
-            TimeNs start = row.int64(0);
-            std::int64_t kind = row.int64(2);
+        query.bind(1, thread.thread_id);
+        nest_slices(query, writer_, track, [&](const store::Statement& row) {
+            TimeNs start = row.column_int64(0);
+            std::int64_t kind = row.column_int64(2);
             writer_.event(kind == 3 ? pb::TrackEvent::TYPE_INSTANT : pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
-            writer_.name(reader_.string(static_cast<trace::StringId>(row.int64(3))));
+            writer_.name(reader_.string(static_cast<trace::StringId>(row.column_int64(3))));
             if (kind == 0 || kind == 3) {
-                range_args(static_cast<trace::StringId>(row.int64(5)), row.int64(6), row.text(7), row, 8);
+                range_args(static_cast<trace::StringId>(row.column_int64(5)), row.column_int64(6), row.column_text(7), row, 8);
                 if (kind == 0) collective_args(false, thread.thread_id, start);
             } else if (kind == 1) {
                 writer_.category("cuda_api");
-                writer_.correlation(static_cast<trace::CorrelationId>(row.int64(4)));
-                writer_.arg("result", row.int64(5));
+                writer_.correlation(static_cast<trace::CorrelationId>(row.column_int64(4)));
+                writer_.arg("result", row.column_int64(5));
             } else {
                 writer_.category("ember_overhead");
             }
@@ -351,15 +351,15 @@ private:
 
     // Start/end ranges overlap anything: lanes of their process, in start order.
     void write_async_ranges() {
-        analysis::SqlQuery query(reader_.database(), reader_.path(),
+        store::Statement query(reader_.database(), reader_.path(),
                                  "SELECT start_ns, end_ns, thread_id, name_id, domain_id, category, typeof(payload), "
                                  "payload FROM ranges WHERE depth < 0 ORDER BY start_ns, range_id");
         std::map<std::int64_t, OverlapLanes> lanes;  // by pid
         PendingEnds pending(writer_);
         while (query.next_row()) {
-            TimeNs start = query.int64(0);
-            TimeNs end = std::max(start, query.int64(1));
-            const trace::ThreadInfo* thread = reader_.thread(static_cast<trace::ThreadId>(query.int64(2)));
+            TimeNs start = query.column_int64(0);
+            TimeNs end = std::max(start, query.column_int64(1));
+            const trace::ThreadInfo* thread = reader_.thread(static_cast<trace::ThreadId>(query.column_int64(2)));
             std::int64_t pid = thread != nullptr ? pid_of_thread(*thread) : reader_.run().pid;
             auto lane = lanes.find(pid);
             if (lane == lanes.end()) {
@@ -368,8 +368,8 @@ private:
             pending.write_until(start);
             std::uint64_t track = lane->second.place(start, end);
             writer_.event(pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
-            writer_.name(reader_.string(static_cast<trace::StringId>(query.int64(3))));
-            range_args(static_cast<trace::StringId>(query.int64(4)), query.int64(5), query.text(6), query, 7);
+            writer_.name(reader_.string(static_cast<trace::StringId>(query.column_int64(3))));
+            range_args(static_cast<trace::StringId>(query.column_int64(4)), query.column_int64(5), query.column_text(6), query, 7);
             writer_.commit();
             pending.add(end, track);
         }
@@ -429,7 +429,7 @@ private:
     // A stream's kernels, copies and memsets.
     void write_stream(const trace::StreamInfo& stream) {
         std::uint64_t track = stream_uuid_[stream.stream_id];
-        analysis::SqlQuery query(
+        store::Statement query(
             reader_.database(), reader_.path(),
             "SELECT start_ns, end_ns, 0, correlation_id, name_id, launch_config_id, 0, 0 FROM kernels "
             "WHERE stream_id = ?1 UNION ALL "
@@ -437,37 +437,37 @@ private:
             "WHERE stream_id = ?1 UNION ALL "
             "SELECT start_ns, end_ns, 2, correlation_id, memory_kind, bytes, value, 0 FROM memsets WHERE stream_id = ?1 "
             "ORDER BY 1, 2 DESC");
-        query.bind_int64(1, stream.stream_id);
-        nest_slices(query, writer_, track, [&](const analysis::SqlQuery& row) {
-            TimeNs start = row.int64(0);
-            std::int64_t kind = row.int64(2);
+        query.bind(1, stream.stream_id);
+        nest_slices(query, writer_, track, [&](const store::Statement& row) {
+            TimeNs start = row.column_int64(0);
+            std::int64_t kind = row.column_int64(2);
             writer_.event(pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
             if (kind == 0) {
-                writer_.name(reader_.string(static_cast<trace::StringId>(row.int64(4))));
+                writer_.name(reader_.string(static_cast<trace::StringId>(row.column_int64(4))));
                 writer_.category("kernel");
             } else if (kind == 1) {
-                writer_.name(analysis::memcpy_operation_name(static_cast<trace::MemcpyDirection>(row.int64(4))));
+                writer_.name(analysis::memcpy_operation_name(static_cast<trace::MemcpyDirection>(row.column_int64(4))));
                 writer_.category("memcpy");
             } else {
                 writer_.name(analysis::kMemsetOperationName);
                 writer_.category("memset");
             }
-            writer_.correlation(static_cast<trace::CorrelationId>(row.int64(3)));
+            writer_.correlation(static_cast<trace::CorrelationId>(row.column_int64(3)));
             if (kind == 0) {
-                const trace::LaunchConfig l = reader_.launch_config(static_cast<trace::LaunchConfigId>(row.int64(5)));
+                const trace::LaunchConfig l = reader_.launch_config(static_cast<trace::LaunchConfigId>(row.column_int64(5)));
                 writer_.arg_text("grid", fmt::format("[{}, {}, {}]", l.grid_x, l.grid_y, l.grid_z));
                 writer_.arg_text("block", fmt::format("[{}, {}, {}]", l.block_x, l.block_y, l.block_z));
                 writer_.arg("registers per thread", l.registers_per_thread);
                 writer_.arg("shared memory", l.static_shared_bytes + l.dynamic_shared_bytes);
                 collective_args(true, stream.stream_id, start);
             } else if (kind == 1) {
-                writer_.arg("bytes", row.int64(5));
-                writer_.arg_text("source", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.int64(6))));
-                writer_.arg_text("destination", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.int64(7))));
+                writer_.arg("bytes", row.column_int64(5));
+                writer_.arg_text("source", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(6))));
+                writer_.arg_text("destination", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(7))));
             } else {
-                writer_.arg("bytes", row.int64(5));
-                writer_.arg("value", row.int64(6));
-                writer_.arg_text("memory", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.int64(4))));
+                writer_.arg("bytes", row.column_int64(5));
+                writer_.arg("value", row.column_int64(6));
+                writer_.arg_text("memory", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(4))));
             }
             writer_.commit();
             return true;
@@ -476,15 +476,15 @@ private:
 
     // Host waits overlap each other (threads waiting at once): lanes per stream.
     void write_syncs() {
-        analysis::SqlQuery query(reader_.database(), reader_.path(),
+        store::Statement query(reader_.database(), reader_.path(),
                                  "SELECT start_ns, end_ns, stream_id, kind, correlation_id, cuda_event_id FROM "
                                  "synchronizations ORDER BY start_ns");
         std::map<trace::StreamId, OverlapLanes> lanes;
         PendingEnds pending(writer_);
         while (query.next_row()) {
-            TimeNs start = query.int64(0);
-            TimeNs end = std::max(start, query.int64(1));
-            auto stream_id = static_cast<trace::StreamId>(query.int64(2));
+            TimeNs start = query.column_int64(0);
+            TimeNs end = std::max(start, query.column_int64(1));
+            auto stream_id = static_cast<trace::StreamId>(query.column_int64(2));
             const trace::StreamInfo* stream = reader_.stream(stream_id);
             auto lane = lanes.find(stream_id);
             if (lane == lanes.end()) {
@@ -495,11 +495,11 @@ private:
             pending.write_until(start);
             std::uint64_t track = lane->second.place(start, end);
             writer_.event(pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
-            writer_.name(trace::sync_kind_name(static_cast<trace::SyncKind>(query.int64(3))));
+            writer_.name(trace::sync_kind_name(static_cast<trace::SyncKind>(query.column_int64(3))));
             writer_.category("sync");
-            auto correlation = static_cast<trace::CorrelationId>(query.int64(4));
+            auto correlation = static_cast<trace::CorrelationId>(query.column_int64(4));
             if (correlation != 0) writer_.arg("correlation_id", static_cast<std::int64_t>(correlation));
-            if (query.int64(5) != 0) writer_.arg("cuda_event_id", query.int64(5));
+            if (query.column_int64(5) != 0) writer_.arg("cuda_event_id", query.column_int64(5));
             writer_.commit();
             pending.add(end, track);
         }

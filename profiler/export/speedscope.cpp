@@ -6,7 +6,7 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/operation_names.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/sqlite_util.h"
 #include "profiler/export/json_text.h"
 #include "profiler/export/nested_events.h"
 
@@ -44,8 +44,8 @@ public:
 
     // Writes one evented profile named `name` from `query` (start, end, ...); an
     // empty lane writes nothing.
-    void evented(const std::string& name, analysis::SqlQuery& query,
-                 const std::function<std::string(analysis::SqlQuery&)>& name_of) {
+    void evented(const std::string& name, store::Statement& query,
+                 const std::function<std::string(store::Statement&)>& name_of) {
         bool started = false;
         std::int64_t first_at = 0, last_at = 0;
         auto event = [&](const char* type, const std::string& frame, std::int64_t at_ns) {
@@ -91,34 +91,34 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool i
     bool first_profile = true;
     std::int64_t origin = reader.run().start_ns;
     ProfileWriter profiles(out, frames, first_profile, origin);
-    auto string_column = [&reader](analysis::SqlQuery& row) {
-        return std::string(reader.string(static_cast<trace::StringId>(row.int64(2))));
+    auto string_column = [&reader](store::Statement& row) {
+        return std::string(reader.string(static_cast<trace::StringId>(row.column_int64(2))));
     };
 
     out.buffer() += "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"profiles\":[";
     for (const trace::ThreadInfo& thread : reader.threads()) {
-        analysis::SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                                  "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
                                  "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
                                  "ORDER BY 1, 2 DESC, 4");
-        query.bind_int64(1, thread.thread_id);
+        query.bind(1, thread.thread_id);
         profiles.evented(fmt::format("thread {} (tid {})", thread.name.empty() ? "?" : thread.name, thread.tid), query,
                          string_column);
     }
     for (const trace::StreamInfo& stream : reader.streams()) {
-        analysis::SqlQuery query(reader.database(), reader.path(),
+        store::Statement query(reader.database(), reader.path(),
                                  "SELECT start_ns, end_ns, name_id, 0 FROM kernels WHERE stream_id = ?1 "
                                  "UNION ALL SELECT start_ns, end_ns, direction, 1 FROM memcpys WHERE stream_id = ?1 "
                                  "UNION ALL SELECT start_ns, end_ns, 0, 2 FROM memsets WHERE stream_id = ?1 "
                                  "ORDER BY 1, 2 DESC, 4");
-        query.bind_int64(1, stream.stream_id);
+        query.bind(1, stream.stream_id);
         profiles.evented(
             fmt::format("GPU {} stream {}{}{}", stream.device_id, stream.cuda_stream_id, stream.name.empty() ? "" : " ",
                         stream.name),
-            query, [&reader](analysis::SqlQuery& row) {
-                switch (row.int64(3)) {
-                    case 0: return std::string(reader.string(static_cast<trace::StringId>(row.int64(2))));
-                    case 1: return memcpy_name(row.int64(2));
+            query, [&reader](store::Statement& row) {
+                switch (row.column_int64(3)) {
+                    case 0: return std::string(reader.string(static_cast<trace::StringId>(row.column_int64(2))));
+                    case 1: return memcpy_name(row.column_int64(2));
                     default: return std::string("Memset");
                 }
             });

@@ -28,13 +28,11 @@ trace::MemcpyDirection cupti_copy_direction(std::int64_t kind) {
 CuptiRows::CuptiRows(ImportSink& sink, std::string_view what, std::string_view time_origin)
     : sink_(sink), path_(sink.input()), what_(what), time_origin_(time_origin) {}
 
-CuptiRows::~CuptiRows() {
-    if (db_ != nullptr) sqlite3_close(db_);
-}
+CuptiRows::~CuptiRows() = default;
 
 void CuptiRows::open_database() {
-    const int result = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
-    if (result != SQLITE_OK) store::throw_sqlite_error(db_, path_, "cannot open " + what_, result);
+    connection_ = std::make_unique<store::Connection>(path_, store::Connection::Mode::read_only, "cannot open " + what_);
+    db_ = connection_->get();
     store::Statement list(db_, path_, "SELECT name FROM sqlite_master WHERE type = 'table'");
     while (list.next_row()) tables_.insert(list.column_text(0));
 }

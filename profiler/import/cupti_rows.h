@@ -7,11 +7,13 @@
 
 #include "profiler/import/import_sink.h"
 #include "profiler/import/sqlite_table_scan.h"
+#include "profiler/store/sqlite_util.h"
 
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -74,7 +76,8 @@ protected:
 
     ImportSink& sink_;
     std::string path_;
-    sqlite3* db_ = nullptr;
+    std::unique_ptr<store::Connection> connection_;  // the input, read-only
+    sqlite3* db_ = nullptr;                          // connection_'s, for the scans
     std::set<std::string> tables_;
     std::set<std::pair<std::int64_t, std::int64_t>> null_streams_;                   // (device, stream)
     std::map<std::pair<std::int64_t, std::int64_t>, std::int32_t> stream_priorities_;  // (context, stream)

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace ember::importing {
@@ -23,16 +24,14 @@ namespace {
 constexpr char kSqliteMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f', 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
 
 SourceFormat sqlite_format(const std::string& path) {
-    sqlite3* db = nullptr;
-    int result = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    struct Closer {
-        sqlite3* db;
-        ~Closer() { sqlite3_close(db); }
-    } closer{db};
-    if (result != SQLITE_OK) {
-        throw TraceError(TraceErrorKind::not_a_trace, path,
-                         fmt::format("cannot open as SQLite: {}", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(result)));
+    std::optional<store::Connection> connection;
+    try {
+        connection.emplace(path, store::Connection::Mode::read_only, "cannot open as SQLite");
+    } catch (const TraceError& error) {
+        throw TraceError(TraceErrorKind::not_a_trace, path, std::string(error.what()).substr(path.size() + 2));
     }
+    sqlite3* db = connection->get();
+    int result = SQLITE_OK;
     std::set<std::string> tables;
     sqlite3_stmt* statement = nullptr;
     result = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &statement, nullptr);

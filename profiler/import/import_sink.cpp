@@ -11,9 +11,9 @@
 
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
+#include "profiler/store/trace_editor.h"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <limits>
 #include <stdexcept>
 
@@ -414,17 +415,6 @@ void ImportSink::register_devices() {
 
 namespace {
 
-std::int64_t single_count(sqlite3* db, const std::string& path, const char* sql) {
-    store::Statement query(db, path, sql);
-    std::int64_t value = 0;
-    if (query.next_row()) value = query.column_int64(0);
-    return value;
-}
-
-}  // namespace
-
-namespace {
-
 // The file's data on disk before it is renamed into place.
 void sync_file(const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -437,77 +427,40 @@ void sync_file(const std::string& path) {
 
 }  // namespace
 
-namespace {
-
-const store::EventTableInfo& ranges_table() {
-    for (const store::EventTableInfo& table : store::kEventTables) {
-        if (std::string_view(table.name) == "ranges") return table;
-    }
-    throw std::logic_error("kEventTables lists no ranges table");
-}
-
-store::Statement insert_range_statement(sqlite3* db, const std::string& path) {
-    return store::Statement(db, path, std::string("INSERT INTO ranges (") + store::kRangeColumns +
-                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-}
-
-}  // namespace
-
 // A thread whose range came out of order after some of its ranges were nested as they
 // came: those early rows are read back, nested with the thread's later ranges into new
 // rows, and deleted; the thread's track_stats row is counted anew from what stays.
-void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
+void ImportSink::renest_withdrawn_ranges(store::TraceEditor& editor) {
     const std::vector<WithdrawnRanges>& withdrawn_threads = nester_->withdrawn();
     if (withdrawn_threads.empty()) return;
-    store::Statement largest_id(db, path, "SELECT COALESCE(MAX(range_id), 0) FROM ranges");
-    largest_id.next_row();
-    trace::RangeId next_id = static_cast<trace::RangeId>(largest_id.column_int64(0)) + 1;
-    largest_id = {};
+    trace::RangeId next_id = editor.largest_range_id() + 1;
     // range_id is the rowid: the new rows lie past every early one the cursor reads.
-    store::Statement early(db, path,
-                           std::string("SELECT ") + store::kRangeColumns +
-                               " FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0 "
-                               "ORDER BY range_id");
-    store::Statement insert = insert_range_statement(db, path);
+    std::optional<store::TraceEditor::RangeCursor> early;
     auto early_of = [&](const WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
-        early.reset();
-        early.bind(1, withdrawn.thread_id);
-        early.bind(2, withdrawn.first);
-        early.bind(3, withdrawn.last);
+        early.emplace(editor.ranges_by_id(withdrawn.first, withdrawn.last, withdrawn.thread_id, true));
         return [&early](PendingRange& range) {
-            if (!early.next_row()) return false;
-            range = pending_range_of(store::read_range_row(early));
+            trace::RangeEvent row;
+            if (!early->next(row)) return false;
+            range = pending_range_of(row);
             return true;
         };
     };
     auto emit = [&](const trace::RangeEvent& range) {
-        store::bind_range_row(insert, 1, range);
-        insert.step_done();
+        editor.insert_range(range);
         ++counts_.ranges;
     };
     counts_.ranges_not_nested += nester_->renest_withdrawn(early_of, [&] { return next_id++; }, emit);
-    early = {};
+    early.reset();
 
-    store::Statement remove(db, path,
-                            "DELETE FROM ranges WHERE thread_id = ? AND range_id BETWEEN ? AND ? AND depth >= 0");
-    store::Statement forget(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges' AND track_id = ?");
-    store::Statement count(db, path,
-                           "INSERT INTO track_stats " + store::track_stats_select_sql(ranges_table(), "thread_id = ?"));
     for (const WithdrawnRanges& withdrawn : withdrawn_threads) {
-        remove.bind(1, withdrawn.thread_id);
-        remove.bind(2, withdrawn.first);
-        remove.bind(3, withdrawn.last);
-        remove.step_done();
-        if (static_cast<std::uint64_t>(sqlite3_changes(db)) != withdrawn.count) {
-            throw TraceError(TraceErrorKind::io, path,
+        const std::int64_t removed = editor.delete_ranges(withdrawn.first, withdrawn.last, withdrawn.thread_id, true);
+        if (static_cast<std::uint64_t>(removed) != withdrawn.count) {
+            throw TraceError(TraceErrorKind::io, editor.path(),
                              fmt::format("removing {} early ranges of thread {} removed {}", withdrawn.count,
-                                         withdrawn.thread_id, sqlite3_changes(db)));
+                                         withdrawn.thread_id, removed));
         }
         counts_.ranges -= static_cast<std::int64_t>(withdrawn.count);
-        forget.bind(1, withdrawn.thread_id);
-        forget.step_done();
-        count.bind(1, withdrawn.thread_id);
-        count.step_done();
+        editor.recount_range_track_stats(withdrawn.thread_id);
     }
 }
 
@@ -516,70 +469,41 @@ void ImportSink::renest_withdrawn_ranges(sqlite3* db, const std::string& path) {
 // and every range is written as nesting at the end writes it: the start/end ranges
 // held back with the ids they had, then all nested ranges, numbered after them. The
 // ranges' track_stats rows are counted anew.
-void ImportSink::renest_all_ranges(sqlite3* db, const std::string& path) {
+void ImportSink::renest_all_ranges(store::TraceEditor& editor) {
     if (!ranges_in_final_order_ || !nester_->early_withdrawn()) return;
     const WithdrawnRanges early_ids = nester_->emitted_early();
     {
-        store::Statement early(db, path,
-                               std::string("SELECT ") + store::kRangeColumns +
-                                   " FROM ranges WHERE range_id BETWEEN ? AND ? ORDER BY range_id");
-        early.bind(1, early_ids.first);
-        early.bind(2, early_ids.last);
+        store::TraceEditor::RangeCursor early = editor.ranges_by_id(early_ids.first, early_ids.last, std::nullopt, false);
         nester_->take_back_early([&early](PendingRange& range) {
-            if (!early.next_row()) return false;
-            range = pending_range_of(store::read_range_row(early));
+            trace::RangeEvent row;
+            if (!early.next(row)) return false;
+            range = pending_range_of(row);
             return true;
         });
     }
-    store::Statement remove(db, path, "DELETE FROM ranges WHERE range_id BETWEEN ? AND ?");
-    remove.bind(1, early_ids.first);
-    remove.bind(2, early_ids.last);
-    remove.step_done();
-    if (static_cast<std::uint64_t>(sqlite3_changes(db)) != early_ids.count) {
-        throw TraceError(TraceErrorKind::io, path,
-                         fmt::format("removing {} early ranges removed {}", early_ids.count, sqlite3_changes(db)));
+    const std::int64_t removed = editor.delete_ranges(early_ids.first, early_ids.last, std::nullopt, false);
+    if (static_cast<std::uint64_t>(removed) != early_ids.count) {
+        throw TraceError(TraceErrorKind::io, editor.path(),
+                         fmt::format("removing {} early ranges removed {}", early_ids.count, removed));
     }
     counts_.ranges -= static_cast<std::int64_t>(early_ids.count);
-    store::Statement insert = insert_range_statement(db, path);
     auto emit = [&](const trace::RangeEvent& range) {
-        store::bind_range_row(insert, 1, range);
-        insert.step_done();
+        editor.insert_range(range);
         ++counts_.ranges;
     };
     for (const trace::RangeEvent& range : held_start_end_ranges_) emit(range);
     trace::RangeId next_id = static_cast<trace::RangeId>(start_end_ranges_) + 1;
     counts_.ranges_not_nested += nester_->renest_all([&] { return next_id++; }, emit);
-
-    store::exec_sql(db, path, "DELETE FROM track_stats WHERE event_table = 'ranges'");
-    store::exec_sql(db, path, ("INSERT INTO track_stats " + store::track_stats_select_sql(ranges_table())).c_str());
+    editor.recount_range_track_stats(std::nullopt);
 }
 
 void ImportSink::write_metadata(const std::string& path) {
-    sqlite3* db = nullptr;
-    int result = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    if (result != SQLITE_OK) {
-        std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(result);
-        sqlite3_close(db);
-        throw TraceError(TraceErrorKind::io, path, "cannot reopen the imported trace: " + message);
-    }
-    struct Closer {
-        sqlite3* db;
-        ~Closer() { sqlite3_close(db); }
-    } closer{db};
     // The file is still the import's temporary, renamed onto the output only after this
-    // commit and one fdatasync below: a crash before then leaves no output to repair,
-    // so no rollback journal (and its three syncs) is needed here.
-    store::exec_sql(db, path, "PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF");
-    // The writer built the correlation_id indexes: these are index lookups.
-    static constexpr const char* kLinkedSql =
-        "SELECT (SELECT COUNT(*) FROM kernels g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a "
-        "WHERE a.correlation_id = g.correlation_id)) + (SELECT COUNT(*) FROM memcpys g WHERE g.correlation_id != 0 AND "
-        "EXISTS (SELECT 1 FROM api_calls a WHERE a.correlation_id = g.correlation_id)) + (SELECT COUNT(*) FROM "
-        "memsets g WHERE g.correlation_id != 0 AND EXISTS (SELECT 1 FROM api_calls a WHERE a.correlation_id = "
-        "g.correlation_id))";
+    // commit and one fdatasync below.
+    store::TraceEditor editor(path);
     // Counted while the events went by; the query only where the ids were too large.
     std::optional<std::int64_t> linked = links_.linked();
-    counts_.flows = linked ? *linked : single_count(db, path, kLinkedSql);
+    counts_.flows = linked ? *linked : editor.linked_gpu_event_count();
     counts_.unlinked_gpu_events = counts_.kernels + counts_.memcpys + counts_.memsets - counts_.flows;
 
     std::string skipped = "{";
@@ -598,30 +522,11 @@ void ImportSink::write_metadata(const std::string& path) {
         input_mtime_ns = static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
     }
 
-    store::exec_sql(db, path, "BEGIN");
-    renest_withdrawn_ranges(db, path);
-    renest_all_ranges(db, path);
-    store::Statement put(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
-    auto put_int = [&](const char* key, std::int64_t value) {
-        put.bind_text(1, key);
-        put.bind(2, value);
-        put.step_done();
-    };
-    auto put_text = [&](const char* key, std::string_view value) {
-        put.bind_text(1, key);
-        put.bind_text(2, value);
-        put.step_done();
-    };
-    put_text(store::metadata_key::command_line, run_.command_line);
-    put_text(store::metadata_key::host, run_.host);
-    put_int(store::metadata_key::pid, run_.pid);
-    put_int(store::metadata_key::rank, run_.rank);
-    put_int(store::metadata_key::world_size, run_.world_size);
-    put_text(store::metadata_key::rank_source, run_.rank_source);
-    put_text(store::metadata_key::clock_name, run_.clock_name);
-    put_int(store::metadata_key::clock_offset_to_wall_ns, run_.clock_offset_to_wall_ns);
-    put_int(store::metadata_key::start_ns, run_.start_ns);
-    put_int(store::metadata_key::end_ns, run_.end_ns);
+    renest_withdrawn_ranges(editor);
+    renest_all_ranges(editor);
+    auto put_int = [&](const char* key, std::int64_t value) { editor.set_metadata(key, value); };
+    auto put_text = [&](const char* key, std::string_view value) { editor.set_metadata(key, value); };
+    editor.replace_run_info(run_);
     put_int(import_metadata_key::import_version, kImportVersion);
     put_text(import_metadata_key::source_format, source_format_name(format_));
     put_text(import_metadata_key::source_path, absolute_input);
@@ -640,7 +545,7 @@ void ImportSink::write_metadata(const std::string& path) {
         for (const std::string& line : counts_.notes) notes += (notes.empty() ? "" : "\n") + line;
         put_text(import_metadata_key::notes, notes);
     }
-    store::exec_sql(db, path, "COMMIT");
+    editor.commit();
     sync_file(path);
 }
 

@@ -23,7 +23,10 @@
 #include <utility>
 #include <vector>
 
-struct sqlite3;
+
+namespace ember::store {
+class TraceEditor;
+}  // namespace ember::store
 
 namespace ember::importing {
 
@@ -153,8 +156,8 @@ private:
     void record(bool (store::TraceWriter::*write)(const Event&), const Event& event, const char* what,
                 std::int64_t& count);
     void emit_range(const trace::RangeEvent& range);
-    void renest_withdrawn_ranges(sqlite3* db, const std::string& path);
-    void renest_all_ranges(sqlite3* db, const std::string& path);
+    void renest_withdrawn_ranges(store::TraceEditor& editor);
+    void renest_all_ranges(store::TraceEditor& editor);
     void write_metadata(const std::string& path);
     void register_devices();
     void remove_temporary_files();

@@ -11,7 +11,6 @@
 #include "profiler/store/schema.h"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,31 +71,17 @@ bool cache_matches(const std::string& cache, const SourceStamp& stamp, bool stri
     try {
         store::TraceReader reader(cache);
         if (!reader.complete()) return false;
-        std::map<std::string, std::string> values;
-        sqlite3_stmt* statement = nullptr;
-        if (sqlite3_prepare_v2(reader.database(), "SELECT key, CAST(value AS TEXT) FROM run_metadata", -1, &statement,
-                               nullptr) != SQLITE_OK) {
-            sqlite3_finalize(statement);
-            return false;
-        }
-        while (sqlite3_step(statement) == SQLITE_ROW) {
-            const unsigned char* key = sqlite3_column_text(statement, 0);
-            const unsigned char* value = sqlite3_column_text(statement, 1);
-            if (key != nullptr && value != nullptr) {
-                values[reinterpret_cast<const char*>(key)] = reinterpret_cast<const char*>(value);
-            }
-        }
-        sqlite3_finalize(statement);
-        invalid_summary = values[import_metadata_key::invalid_summary];
-        const std::string invalid = values[import_metadata_key::invalid_events];
+        auto values = [&](std::string_view key) { return reader.metadata(key).value_or(std::string()); };
+        invalid_summary = values(import_metadata_key::invalid_summary);
+        const std::string invalid = values(import_metadata_key::invalid_events);
         if (strict && !invalid.empty() && invalid != "0") return false;
         // An import by an older ember lacks what newer schemas hold (collective_calls), or
         // what newer importers write: redo it.
-        return values[store::metadata_key::schema_version] == std::to_string(store::kSchemaVersion) &&
-               values[import_metadata_key::import_version] == std::to_string(kImportVersion) &&
-               values[import_metadata_key::source_path] == stamp.absolute_path &&
-               values[import_metadata_key::source_bytes] == std::to_string(stamp.bytes) &&
-               values[import_metadata_key::source_mtime_ns] == std::to_string(stamp.mtime_ns);
+        return values(store::metadata_key::schema_version) == std::to_string(store::kSchemaVersion) &&
+               values(import_metadata_key::import_version) == std::to_string(kImportVersion) &&
+               values(import_metadata_key::source_path) == stamp.absolute_path &&
+               values(import_metadata_key::source_bytes) == std::to_string(stamp.bytes) &&
+               values(import_metadata_key::source_mtime_ns) == std::to_string(stamp.mtime_ns);
     } catch (const TraceError&) {
         return false;  // unreadable or foreign: import again over it
     }

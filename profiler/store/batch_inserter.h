@@ -1,10 +1,12 @@
 // batch_inserter.h: inserts rows of one table with a prepared multi-row INSERT
 // ("INSERT INTO t (...) VALUES (?,..),(?,..),..." for `rows_per_statement` rows),
 // which costs far less per row than one statement per row. The rows left over when
-// a transaction commits go through the one-row statement.
+// a transaction commits go through the one-row statement. Columns and binders come
+// from the table's declaration (tables.h).
 #pragma once
 
 #include "profiler/store/sqlite_util.h"
+#include "profiler/store/tables.h"
 
 #include <cstdint>
 #include <string>
@@ -15,23 +17,18 @@ namespace ember::store {
 template <typename Row>
 class BatchInserter {
 public:
-    // Binds one row's columns starting at parameter `first`.
-    using BindRow = void (*)(Statement& statement, int first, const Row& row);
-
     BatchInserter() = default;
 
-    void prepare(sqlite3* db, const std::string& path, const std::string& table,
-                 const std::string& columns, int column_count, BindRow bind, int rows_per_statement) {
-        bind_ = bind;
-        column_count_ = column_count;
-        rows_per_statement_ = rows_per_statement;
+    void prepare(sqlite3* db, const std::string& path, int rows_per_statement) {
+        const TableInfo& table = kTable<Row>;
+        column_count_ = static_cast<int>(table.columns.size());
         std::string one_row = "(?";
-        for (int i = 1; i < column_count; ++i) one_row += ",?";
+        for (int i = 1; i < column_count_; ++i) one_row += ",?";
         one_row += ")";
         // OR FAIL: a failing row would not undo the rows before it, so SQLite needs no
         // statement journal (a savepoint per statement: ~15% of the insert cost).
         // The writer binds only valid rows; an error still aborts the whole write.
-        std::string head = "INSERT OR FAIL INTO " + table + " (" + columns + ") VALUES ";
+        std::string head = std::string("INSERT OR FAIL INTO ") + table.name + " (" + column_list(table) + ") VALUES ";
         std::string many = head;
         for (int r = 0; r < rows_per_statement; ++r) many += (r ? "," : "") + one_row;
         single_ = Statement(db, path, head + one_row);
@@ -45,7 +42,7 @@ public:
         if (staged_count_ == staged_.size()) {
             int parameter = 1;
             for (const Row& staged : staged_) {
-                bind_(batch_, parameter, staged);
+                bind_row(batch_, parameter, staged);
                 parameter += column_count_;
             }
             batch_.step_done();
@@ -57,7 +54,7 @@ public:
     // Writes the staged rows (before a commit).
     void finish() {
         for (std::size_t i = 0; i < staged_count_; ++i) {
-            bind_(single_, 1, staged_[i]);
+            bind_row(single_, 1, staged_[i]);
             single_.step_done();
         }
         rows_written_ += staged_count_;
@@ -68,9 +65,7 @@ public:
     std::size_t staged() const { return staged_count_; }
 
 private:
-    BindRow bind_ = nullptr;
     int column_count_ = 0;
-    int rows_per_statement_ = 0;
     Statement single_;
     Statement batch_;
     std::vector<Row> staged_;

@@ -4,6 +4,7 @@
 
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
+#include "profiler/store/tables.h"
 
 #include <sys/stat.h>
 
@@ -79,26 +80,6 @@ void check_file_header(const std::string& path) {
                              std::to_string(page_count * page_size));
 }
 
-// SELECT column lists of the tables that gained columns in schema 3, and the same
-// lists for version 1/2 files (the new columns read as 0). Decoders below read by
-// position, so both lists of a table have the same length.
-constexpr const char* kKernelColumns =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id, graph_id, graph_node_id";
-constexpr const char* kKernelColumnsVersion2 =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id, 0, 0";
-constexpr const char* kMemcpyColumns =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, destination_kind, "
-    "peer_device_id, graph_id, graph_node_id";
-constexpr const char* kMemcpyColumnsVersion2 =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, destination_kind, "
-    "peer_device_id, 0, 0";
-constexpr const char* kMemsetColumns =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind, graph_id, graph_node_id";
-constexpr const char* kMemsetColumnsVersion2 =
-    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind, 0, 0";
-constexpr const char* kApiColumns = "start_ns, end_ns, thread_id, correlation_id, name_id, result, stack_id";
-constexpr const char* kApiColumnsVersion2 = "start_ns, end_ns, thread_id, correlation_id, name_id, result, 0";
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -117,16 +98,16 @@ struct TraceReader::Impl {
     int min_reader_version = 0;
     bool complete = false;
     bool has_indexes = false;
-    // Schema 2's columns (absent from version 1 files: native frames, running samples).
-    bool frames_have_line = false;
-    bool samples_have_idle = false;
-    bool memory_events_have_thread = false;  // schema 6
-    // Schema 3's columns (absent from version 1/2 files, read there as 0): the SELECT
-    // column list of each table, chosen by check_tables().
-    const char* kernel_columns = nullptr;
-    const char* memcpy_columns = nullptr;
-    const char* memset_columns = nullptr;
-    const char* api_columns = nullptr;
+    // The SELECT list of each declared table the file has: its declared columns in
+    // order, a column the file lacks (added by a later schema version) replaced by its
+    // declared default, so rows decode the same from every version. Set by check_tables().
+    std::map<std::string, std::string, std::less<>> select_lists;
+    const std::string& columns_of(const TableInfo& table) const;
+    template <typename Row>
+    const std::string& columns_of() const {
+        return columns_of(kTable<Row>);
+    }
+    bool has_table(const TableInfo& table) const { return select_lists.count(table.name) != 0; }
 
     std::vector<ProcessInfo> processes;
     std::vector<ThreadInfo> threads;
@@ -145,16 +126,6 @@ struct TraceReader::Impl {
     // The stacks and frames tables, read in bulk the first time a stack is asked for
     // (one scan each instead of two point queries per frame), and again from the
     // highest id seen when a stack or frame is not there yet (a file still growing).
-    struct StackRow {
-        StackId parent = 0;
-        FrameId frame = 0;
-    };
-    struct FrameRow {
-        StringId function = kNoString;
-        StringId module = kNoString;
-        std::uint64_t address = 0;
-        std::int32_t line = -1;
-    };
     std::mutex stack_rows_mutex;
     std::unordered_map<StackId, StackRow> stack_rows;
     std::unordered_map<FrameId, FrameRow> frame_rows;
@@ -308,7 +279,7 @@ void TraceReader::Impl::load_metadata() {
     run.clock_offset_to_wall_ns = integer(metadata_key::clock_offset_to_wall_ns, false);
     run.start_ns = integer(metadata_key::start_ns, false);
     run.end_ns = integer(metadata_key::end_ns, false);
-    complete = text(metadata_key::status) == "complete";
+    complete = text(metadata_key::status) == metadata_status::complete;
 }
 
 void TraceReader::Impl::check_version() const {
@@ -340,25 +311,31 @@ void TraceReader::Impl::check_tables() {
                              std::string("missing table '") + table + "' (trace schema version " +
                                  std::to_string(schema_version) + " requires it)");
     }
-    auto has_column = [&](const char* table, std::string_view column) {
-        bool found = false;
-        query(std::string("SELECT name FROM pragma_table_info('") + table + "')", [](Statement&) {}, [&](Statement& s) {
-            if (std::string_view(s.column_text(0)) == column) found = true;
-            return true;
-        });
-        return found;
-    };
-    frames_have_line = has_column("frames", "line");
-    samples_have_idle = has_column("stack_samples", "idle");
-    // Each schema 3 column on its own: a file may have been written by any mix.
-    kernel_columns = has_column("kernels", "graph_id") && has_column("kernels", "graph_node_id")
-                         ? kKernelColumns : kKernelColumnsVersion2;
-    memcpy_columns = has_column("memcpys", "graph_id") && has_column("memcpys", "graph_node_id")
-                         ? kMemcpyColumns : kMemcpyColumnsVersion2;
-    memset_columns = has_column("memsets", "graph_id") && has_column("memsets", "graph_node_id")
-                         ? kMemsetColumns : kMemsetColumnsVersion2;
-    api_columns = has_column("api_calls", "stack_id") ? kApiColumns : kApiColumnsVersion2;
-    memory_events_have_thread = has_column("memory_events", "thread_id");
+    select_lists.clear();
+    for (const TableInfo& table : kTables) {
+        if (!present.count(table.name)) continue;
+        std::set<std::string> columns;
+        query(std::string("SELECT name FROM pragma_table_info('") + table.name + "')", [](Statement&) {},
+              [&](Statement& s) {
+                  columns.insert(s.column_text(0));
+                  return true;
+              });
+        // Each later column on its own: a file may have been written by any mix.
+        std::string list;
+        for (const ColumnInfo& column : table.columns) {
+            if (!list.empty()) list += ", ";
+            const bool absent = !columns.count(column.name) && column.options.default_sql != nullptr;
+            list += absent ? column.options.default_sql : column.name;
+        }
+        select_lists[table.name] = list;
+    }
+}
+
+const std::string& TraceReader::Impl::columns_of(const TableInfo& table) const {
+    auto found = select_lists.find(table.name);
+    if (found == select_lists.end())
+        throw TraceError(TraceErrorKind::missing_table, path, std::string("missing table '") + table.name + "'");
+    return found->second;
 }
 
 StringId TraceReader::Impl::check_string(std::int64_t id) const {
@@ -390,106 +367,75 @@ void TraceReader::Impl::load_small_tables() {
     strings.assign(static_cast<std::size_t>(max_id) + 1, std::string());
     string_present.assign(static_cast<std::size_t>(max_id) + 1, false);
     string_present[0] = true;
-    query("SELECT string_id, value FROM strings WHERE string_id >= 0", [](Statement&) {}, [&](Statement& s) {
-        auto id = static_cast<std::size_t>(s.column_int64(0));
-        strings[id] = s.column_text(1);
-        string_present[id] = true;
-        return true;
-    });
+    query("SELECT " + columns_of<StringRow>() + " FROM strings WHERE string_id >= 0", [](Statement&) {},
+          [&](Statement& s) {
+              StringRow row = read_row<StringRow>(s);
+              strings[row.string_id] = std::move(row.value);
+              string_present[row.string_id] = true;
+              return true;
+          });
     string_lookup.reserve(strings.size());
     for (std::size_t id = 0; id < strings.size(); ++id)
         if (string_present[id]) string_lookup.emplace(strings[id], static_cast<StringId>(id));
     auto text = [&](std::int64_t id) { return strings[check_string(id)]; };
 
-    query("SELECT pid, name_id FROM processes ORDER BY pid", [](Statement&) {}, [&](Statement& s) {
-        processes.push_back({s.column_int64(0), text(s.column_int64(1))});
-        return true;
-    });
-    query("SELECT thread_id, pid, tid, name_id FROM threads ORDER BY thread_id", [](Statement&) {}, [&](Statement& s) {
-        threads.push_back({static_cast<ThreadId>(s.column_int64(0)), s.column_int64(1), s.column_int64(2),
-                           text(s.column_int64(3))});
-        return true;
-    });
-    query("SELECT device_id, name_id, uuid_id, compute_capability_major, compute_capability_minor, "
-          "multiprocessor_count, memory_bytes, memory_bandwidth_bytes_per_second FROM devices ORDER BY device_id",
-          [](Statement&) {}, [&](Statement& s) {
-              DeviceInfo d;
-              d.device_id = static_cast<DeviceId>(s.column_int64(0));
-              d.name = text(s.column_int64(1));
-              d.uuid = text(s.column_int64(2));
-              d.compute_capability_major = static_cast<std::int32_t>(s.column_int64(3));
-              d.compute_capability_minor = static_cast<std::int32_t>(s.column_int64(4));
-              d.multiprocessor_count = static_cast<std::int32_t>(s.column_int64(5));
-              d.memory_bytes = s.column_int64(6);
-              d.memory_bandwidth_bytes_per_second = s.column_double(7);
-              devices.push_back(d);
-              return true;
-          });
-    query("SELECT stream_id, device_id, context_id, cuda_stream_id, priority, name_id FROM streams ORDER BY stream_id",
-          [](Statement&) {}, [&](Statement& s) {
-              StreamInfo info;
-              info.stream_id = static_cast<StreamId>(s.column_int64(0));
-              info.device_id = static_cast<DeviceId>(s.column_int64(1));
-              info.context_id = static_cast<std::uint32_t>(s.column_int64(2));
-              info.cuda_stream_id = static_cast<std::uint64_t>(s.column_int64(3));
-              info.priority = static_cast<std::int32_t>(s.column_int64(4));
-              info.name = text(s.column_int64(5));
-              streams.push_back(info);
-              return true;
-          });
-    // Added to version 1 later: absent from older files.
-    bool has_category_names = false;
-    query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-          [](Statement& s) { s.bind_text(1, kNvtxCategoriesTable); },
-          [&](Statement&) {
-              has_category_names = true;
-              return false;
-          });
-    if (has_category_names)
-        query("SELECT domain_id, category, name_id FROM nvtx_categories ORDER BY domain_id, category",
+    // Every row of a small table, in key order.
+    auto each_row = [&]<typename Row>(const char* order_by, auto use) {
+        query("SELECT " + columns_of<Row>() + " FROM " + TableOf<Row>::name + " ORDER BY " + order_by,
               [](Statement&) {}, [&](Statement& s) {
-                  category_names.push_back({check_string(s.column_int64(0)),
-                                            static_cast<std::uint32_t>(s.column_int64(1)), text(s.column_int64(2))});
+                  use(read_row<Row>(s));
                   return true;
               });
-    query("SELECT counter_id, name_id, unit_id, device_id FROM counters ORDER BY counter_id", [](Statement&) {},
-          [&](Statement& s) {
-              counters.push_back({static_cast<CounterId>(s.column_int64(0)), text(s.column_int64(1)),
-                                  text(s.column_int64(2)), static_cast<DeviceId>(s.column_int64(3))});
-              return true;
-          });
-    query("SELECT launch_config_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-          "static_shared_bytes, dynamic_shared_bytes FROM launch_configs WHERE launch_config_id BETWEEN 0 AND 100000000",
+    };
+    each_row.operator()<ProcessRow>("pid", [&](const ProcessRow& row) { processes.push_back({row.pid, text(row.name_id)}); });
+    each_row.operator()<ThreadRow>("thread_id", [&](const ThreadRow& row) {
+        threads.push_back({row.thread_id, row.pid, row.tid, text(row.name_id)});
+    });
+    each_row.operator()<DeviceRow>("device_id", [&](const DeviceRow& row) {
+        devices.push_back({row.device_id, text(row.name_id), text(row.uuid_id), row.compute_capability_major,
+                           row.compute_capability_minor, row.multiprocessor_count, row.memory_bytes,
+                           row.memory_bandwidth_bytes_per_second});
+    });
+    each_row.operator()<StreamRow>("stream_id", [&](const StreamRow& row) {
+        streams.push_back(
+            {row.stream_id, row.device_id, row.context_id, row.cuda_stream_id, row.priority, text(row.name_id)});
+    });
+    // Added to version 1 later: absent from older files.
+    if (has_table(kTable<NvtxCategoryRow>))
+        each_row.operator()<NvtxCategoryRow>("domain_id, category", [&](const NvtxCategoryRow& row) {
+            category_names.push_back({check_string(row.domain_id), row.category, text(row.name_id)});
+        });
+    each_row.operator()<CounterRow>("counter_id", [&](const CounterRow& row) {
+        counters.push_back({row.counter_id, text(row.name_id), text(row.unit_id), row.device_id});
+    });
+    query("SELECT " + columns_of<LaunchConfigRow>() + " FROM launch_configs WHERE launch_config_id BETWEEN 0 AND 100000000",
           [](Statement&) {}, [&](Statement& s) {
-              auto id = static_cast<std::size_t>(s.column_int64(0));
-              if (id >= launch_configs.size()) launch_configs.resize(id + 1);
-              LaunchConfig& c = launch_configs[id];
-              std::uint32_t* fields[] = {&c.grid_x, &c.grid_y, &c.grid_z, &c.block_x, &c.block_y, &c.block_z,
-                                         &c.registers_per_thread, &c.static_shared_bytes, &c.dynamic_shared_bytes};
-              for (int i = 0; i < 9; ++i) *fields[i] = static_cast<std::uint32_t>(s.column_int64(i + 1));
+              LaunchConfigRow row = read_row<LaunchConfigRow>(s);
+              if (row.launch_config_id >= launch_configs.size()) launch_configs.resize(row.launch_config_id + 1);
+              launch_configs[row.launch_config_id] = row;
               return true;
           });
 }
 
 void TraceReader::Impl::load_track_stats() {
     auto add = [&](Statement& s) {
+        const TrackStatsRow row = read_row<TrackStatsRow>(s);
         TrackSummary summary;
-        summary.event_table = s.column_text(0);
+        summary.event_table = row.event_table;
         const EventTableInfo& info = table_info(summary.event_table);
         std::string_view track_column = info.track_column;
         summary.track.kind = track_column == "stream_id"    ? TrackKind::stream
                              : track_column == "counter_id" ? TrackKind::counter
                                                             : TrackKind::thread;
-        summary.track.id = static_cast<std::uint32_t>(s.column_int64(1));
-        summary.event_count = s.column_int64(2);
-        summary.first_start_ns = s.column_int64(3);
-        summary.last_end_ns = s.column_int64(4);
-        summary.max_duration_ns = s.column_int64(5);
+        summary.track.id = row.track_id;
+        summary.event_count = row.event_count;
+        summary.first_start_ns = row.first_start_ns;
+        summary.last_end_ns = row.last_end_ns;
+        summary.max_duration_ns = row.max_duration_ns;
         tracks.push_back(summary);
         return true;
     };
-    query("SELECT event_table, track_id, event_count, first_start_ns, last_end_ns, max_duration_ns FROM track_stats "
-          "ORDER BY event_table, track_id",
+    query("SELECT " + columns_of<TrackStatsRow>() + " FROM track_stats ORDER BY event_table, track_id",
           [](Statement&) {}, add);
     if (tracks.empty()) {
         // No track_stats: the writer did not close (killed). Compute them by scanning.
@@ -509,14 +455,8 @@ void TraceReader::Impl::detect_indexes() {
         return true;
     });
     int found = 0;
-    std::string_view sql = kCreateIndexesSql;
-    std::size_t at = 0;
-    const std::string_view marker = "IF NOT EXISTS ";
-    while ((at = sql.find(marker, at)) != std::string_view::npos) {
-        at += marker.size();
-        std::size_t end = sql.find(' ', at);
-        if (present.count(std::string(sql.substr(at, end - at)))) ++found;
-    }
+    for (const TableInfo& table : kTables)
+        for (const IndexInfo& index : table.indexes) found += static_cast<int>(present.count(index.name));
     has_indexes = found == kIndexCount;
 }
 
@@ -567,79 +507,15 @@ TraceReader::Impl::Window TraceReader::Impl::window_for(const EventTableInfo& ta
 }
 
 // ---------------------------------------------------------------------------
-// [SECTION] Row decoding (column lists match the SELECTs below)
+// [SECTION] Row decoding (read_row of tables.h; a kernel's launch config by its id)
 // ---------------------------------------------------------------------------
 
 namespace {
 
-constexpr const char* kSyncColumns = "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id";
-constexpr const char* kMarkColumns = "time_ns, thread_id, domain_id, name_id, category, color, payload";
-constexpr const char* kCounterColumns = "counter_id, time_ns, value";
-constexpr const char* kStackSampleColumns = "time_ns, thread_id, stack_id, idle";
-constexpr const char* kStackSampleColumnsVersion1 = "time_ns, thread_id, stack_id, 0";
-constexpr const char* kOverheadColumns = "start_ns, end_ns, thread_id, name_id";
-
-template <typename T>
-T as(const Statement& s, int column) {
-    return static_cast<T>(s.column_int64(column));
-}
-
 KernelEvent read_kernel(const Statement& s, const TraceReader& reader) {
-    KernelEvent e;
-    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
-    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3);
-    e.correlation_id = as<CorrelationId>(s, 4); e.name_id = as<StringId>(s, 5);
-    e.launch = reader.launch_config(as<LaunchConfigId>(s, 6));
-    e.graph_id = as<GraphId>(s, 7); e.graph_node_id = as<GraphNodeId>(s, 8);
-    return e;
-}
-MemcpyEvent read_memcpy(const Statement& s) {
-    MemcpyEvent e;
-    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
-    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
-    e.direction = as<MemcpyDirection>(s, 5); e.bytes = as<std::uint64_t>(s, 6);
-    e.source_kind = as<MemoryKind>(s, 7); e.destination_kind = as<MemoryKind>(s, 8);
-    e.peer_device_id = as<DeviceId>(s, 9);
-    e.graph_id = as<GraphId>(s, 10); e.graph_node_id = as<GraphNodeId>(s, 11);
-    return e;
-}
-MemsetEvent read_memset(const Statement& s) {
-    MemsetEvent e;
-    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
-    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
-    e.bytes = as<std::uint64_t>(s, 5); e.value = as<std::uint32_t>(s, 6); e.memory_kind = as<MemoryKind>(s, 7);
-    e.graph_id = as<GraphId>(s, 8); e.graph_node_id = as<GraphNodeId>(s, 9);
-    return e;
-}
-SyncEvent read_sync(const Statement& s) {
-    SyncEvent e;
-    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1);
-    e.device_id = as<DeviceId>(s, 2); e.stream_id = as<StreamId>(s, 3); e.correlation_id = as<CorrelationId>(s, 4);
-    e.kind = as<SyncKind>(s, 5); e.cuda_event_id = as<std::uint64_t>(s, 6);
-    return e;
-}
-ApiEvent read_api(const Statement& s) {
-    ApiEvent e;
-    e.start_ns = s.column_int64(0); e.end_ns = s.column_int64(1); e.thread_id = as<ThreadId>(s, 2);
-    e.correlation_id = as<CorrelationId>(s, 3); e.name_id = as<StringId>(s, 4); e.result = as<std::int32_t>(s, 5);
-    e.stack_id = as<StackId>(s, 6);
-    return e;
-}
-MarkEvent read_mark(const Statement& s) {
-    MarkEvent e;
-    e.time_ns = s.column_int64(0); e.thread_id = as<ThreadId>(s, 1); e.domain_id = as<StringId>(s, 2);
-    e.name_id = as<StringId>(s, 3); e.category = as<std::uint32_t>(s, 4); e.color = as<std::uint32_t>(s, 5);
-    e.payload = column_payload(s, 6);
-    return e;
-}
-CounterSample read_counter(const Statement& s) {
-    return CounterSample{as<CounterId>(s, 0), s.column_int64(1), s.column_double(2)};
-}
-StackSample read_stack_sample(const Statement& s) {
-    return StackSample{s.column_int64(0), as<ThreadId>(s, 1), as<StackId>(s, 2), s.column_int64(3) != 0};
-}
-OverheadEvent read_overhead(const Statement& s) {
-    return OverheadEvent{s.column_int64(0), s.column_int64(1), as<ThreadId>(s, 2), as<StringId>(s, 3)};
+    KernelRow row = read_row<KernelRow>(s);
+    row.launch = reader.launch_config(row.launch_config_id);
+    return row;
 }
 
 }  // namespace
@@ -732,23 +608,21 @@ LaunchConfig TraceReader::launch_config(LaunchConfigId id) const {
 }
 
 void TraceReader::Impl::read_stack_rows() {
-    query("SELECT stack_id, parent_stack_id, frame_id FROM stacks WHERE stack_id > ?",
+    query("SELECT " + columns_of<StackRow>() + " FROM stacks WHERE stack_id > ?",
           [&](Statement& s) { s.bind(1, stacks_read_to); }, [&](Statement& s) {
-              const std::int64_t id = s.column_int64(0);
-              stack_rows[static_cast<StackId>(id)] = {as<StackId>(s, 1), as<FrameId>(s, 2)};
-              stacks_read_to = std::max(stacks_read_to, id);
+              const StackRow row = read_row<StackRow>(s);
+              stack_rows[row.stack_id] = row;
+              stacks_read_to = std::max<std::int64_t>(stacks_read_to, row.stack_id);
               return true;
           });
 }
 
 void TraceReader::Impl::read_frame_rows() {
-    query(frames_have_line ? "SELECT frame_id, function_id, module_id, address, line FROM frames WHERE frame_id > ?"
-                           : "SELECT frame_id, function_id, module_id, address, -1 FROM frames WHERE frame_id > ?",
+    query("SELECT " + columns_of<FrameRow>() + " FROM frames WHERE frame_id > ?",
           [&](Statement& s) { s.bind(1, frames_read_to); }, [&](Statement& s) {
-              const std::int64_t id = s.column_int64(0);
-              frame_rows[static_cast<FrameId>(id)] = {as<StringId>(s, 1), as<StringId>(s, 2), as<std::uint64_t>(s, 3),
-                                                      static_cast<std::int32_t>(s.column_int64(4))};
-              frames_read_to = std::max(frames_read_to, id);
+              const FrameRow row = read_row<FrameRow>(s);
+              frame_rows[row.frame_id] = row;
+              frames_read_to = std::max<std::int64_t>(frames_read_to, row.frame_id);
               return true;
           });
 }
@@ -766,7 +640,7 @@ std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
             if (row == impl_->stack_rows.end())
                 throw TraceError(TraceErrorKind::bad_value, impl_->path, "unknown stack id " + std::to_string(node));
         }
-        const FrameId frame_id = row->second.frame;
+        const FrameId frame_id = row->second.frame_id;
         auto frame = impl_->frame_rows.find(frame_id);
         if (frame == impl_->frame_rows.end()) {
             impl_->read_frame_rows();
@@ -774,9 +648,9 @@ std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
         }
         // A stack row naming no frame row gives no frame, as the point query did.
         if (frame != impl_->frame_rows.end())
-            frames.push_back({frame_id, std::string(string(frame->second.function)),
-                              std::string(string(frame->second.module)), frame->second.address, frame->second.line});
-        node = row->second.parent;
+            frames.push_back({frame_id, std::string(string(frame->second.function_id)),
+                              std::string(string(frame->second.module_id)), frame->second.address, frame->second.line});
+        node = row->second.parent_stack_id;
     }
     std::reverse(frames.begin(), frames.end());
     return frames;
@@ -815,9 +689,9 @@ std::vector<std::pair<StringId, std::string>> TraceReader::strings_from(StringId
 
 std::vector<DroppedRecords> TraceReader::dropped_records() const {
     std::vector<DroppedRecords> rows;
-    impl_->query("SELECT time_ns, source_id, thread_id, count FROM dropped_records ORDER BY time_ns", [](Statement&) {},
-                 [&](Statement& s) {
-                     rows.push_back({s.column_int64(0), as<StringId>(s, 1), as<ThreadId>(s, 2), as<std::uint64_t>(s, 3)});
+    impl_->query("SELECT " + impl_->columns_of<DroppedRecords>() + " FROM dropped_records ORDER BY time_ns",
+                 [](Statement&) {}, [&](Statement& s) {
+                     rows.push_back(read_row<DroppedRecords>(s));
                      return true;
                  });
     return rows;
@@ -831,85 +705,47 @@ std::uint64_t TraceReader::total_dropped() const {
 
 std::vector<CollectiveCall> TraceReader::collective_calls() const {
     std::vector<CollectiveCall> rows;
-    bool present = false;
-    impl_->query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                 [](Statement& s) { s.bind_text(1, kCollectiveCallsTable); },
-                 [&](Statement&) {
-                     present = true;
-                     return false;
-                 });
-    if (!present) return rows;
-    impl_->query("SELECT start_ns, track_id, on_stream, name_id, group_name_id, group_desc_id, group_ranks_id, "
-                 "group_size, sequence, in_elements, out_elements, dtype_id FROM collective_calls "
-                 "ORDER BY start_ns, on_stream, track_id",
-                 [](Statement&) {},
-                 [&](Statement& s) {
-                     CollectiveCall row;
-                     row.start_ns = s.column_int64(0);
-                     row.track_id = as<std::uint32_t>(s, 1);
-                     row.on_stream = s.column_int64(2) != 0;
-                     row.name_id = as<StringId>(s, 3);
-                     row.group_name_id = as<StringId>(s, 4);
-                     row.group_desc_id = as<StringId>(s, 5);
-                     row.group_ranks_id = as<StringId>(s, 6);
-                     row.group_size = as<std::int32_t>(s, 7);
-                     row.sequence = s.column_int64(8);
-                     row.in_elements = s.column_int64(9);
-                     row.out_elements = s.column_int64(10);
-                     row.dtype_id = as<StringId>(s, 11);
-                     rows.push_back(row);
+    if (!impl_->has_table(kTable<CollectiveCall>)) return rows;
+    impl_->query("SELECT " + impl_->columns_of<CollectiveCall>() +
+                     " FROM collective_calls ORDER BY start_ns, on_stream, track_id",
+                 [](Statement&) {}, [&](Statement& s) {
+                     rows.push_back(read_row<CollectiveCall>(s));
                      return true;
                  });
     return rows;
 }
 
-namespace {
-bool has_table(TraceReader::Impl& impl, const char* table);
-}  // namespace
-
 std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visit, std::optional<DeviceId> device) const {
-    if (!has_table(*impl_, kMemoryEventsTable)) return 0;
+    if (!impl_->has_table(kTable<MemoryEvent>)) return 0;
     std::int64_t visited = 0;
-    std::string sql = "SELECT time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes, ";
-    sql += impl_->memory_events_have_thread ? "thread_id" : "0";
-    sql += " FROM memory_events";
+    std::string sql = "SELECT " + impl_->columns_of<MemoryEvent>() + " FROM memory_events";
     if (device) sql += " WHERE device_id = ?";
     sql += " ORDER BY device_id, time_ns, rowid";
-    impl_->query(sql.c_str(),
+    impl_->query(sql,
                  [&](Statement& s) {
                      if (device) s.bind(1, static_cast<std::int64_t>(*device));
                  },
                  [&](Statement& s) {
-                     MemoryEvent e;
-                     e.time_ns = s.column_int64(0);
-                     e.device_id = as<DeviceId>(s, 1);
-                     e.action = static_cast<MemoryAction>(as<std::uint8_t>(s, 2));
-                     e.address = static_cast<std::uint64_t>(s.column_int64(3));
-                     e.bytes = s.column_int64(4);
-                     e.cuda_stream = static_cast<std::uint64_t>(s.column_int64(5));
-                     e.stack_id = as<StackId>(s, 6);
-                     e.device_free_bytes = s.column_int64(7);
-                     e.thread_id = as<ThreadId>(s, 8);
                      ++visited;
-                     return visit(e);
+                     return visit(read_row<MemoryEvent>(s));
                  });
     return visited;
 }
 
 std::vector<std::pair<DeviceId, std::int64_t>> TraceReader::memory_event_devices() const {
     std::vector<std::pair<DeviceId, std::int64_t>> devices;
-    if (!has_table(*impl_, kMemoryEventsTable)) return devices;
+    if (!impl_->has_table(kTable<MemoryEvent>)) return devices;
     impl_->query("SELECT device_id, COUNT(*) FROM memory_events GROUP BY device_id ORDER BY device_id",
                  [](Statement&) {},
                  [&](Statement& s) {
-                     devices.emplace_back(as<DeviceId>(s, 0), s.column_int64(1));
+                     devices.emplace_back(static_cast<DeviceId>(s.column_int64(0)), s.column_int64(1));
                      return true;
                  });
     return devices;
 }
 
 std::int64_t TraceReader::memory_event_count() const {
-    if (!has_table(*impl_, kMemoryEventsTable)) return 0;
+    if (!impl_->has_table(kTable<MemoryEvent>)) return 0;
     std::int64_t count = 0;
     impl_->query("SELECT COUNT(*) FROM memory_events", [](Statement&) {},
                  [&](Statement& s) {
@@ -921,43 +757,16 @@ std::int64_t TraceReader::memory_event_count() const {
 
 std::vector<MemoryBlock> TraceReader::memory_blocks() const {
     std::vector<MemoryBlock> rows;
-    if (!has_table(*impl_, kMemoryBlocksTable)) return rows;
-    impl_->query("SELECT time_ns, device_id, state, expandable_segment, small_pool, segment_address, segment_bytes, "
-                 "address, bytes, requested_bytes, cuda_stream, stack_id FROM memory_blocks "
-                 "ORDER BY device_id, segment_address, address, rowid",
+    if (!impl_->has_table(kTable<MemoryBlock>)) return rows;
+    impl_->query("SELECT " + impl_->columns_of<MemoryBlock>() +
+                     " FROM memory_blocks ORDER BY device_id, segment_address, address, rowid",
                  [](Statement&) {},
                  [&](Statement& s) {
-                     MemoryBlock b;
-                     b.time_ns = s.column_int64(0);
-                     b.device_id = as<DeviceId>(s, 1);
-                     b.state = static_cast<MemoryBlockState>(as<std::uint8_t>(s, 2));
-                     b.expandable_segment = s.column_int64(3) != 0;
-                     b.small_pool = s.column_int64(4) != 0;
-                     b.segment_address = static_cast<std::uint64_t>(s.column_int64(5));
-                     b.segment_bytes = s.column_int64(6);
-                     b.address = static_cast<std::uint64_t>(s.column_int64(7));
-                     b.bytes = s.column_int64(8);
-                     b.requested_bytes = s.column_int64(9);
-                     b.cuda_stream = static_cast<std::uint64_t>(s.column_int64(10));
-                     b.stack_id = as<StackId>(s, 11);
-                     rows.push_back(b);
+                     rows.push_back(read_row<MemoryBlock>(s));
                      return true;
                  });
     return rows;
 }
-
-namespace {
-bool has_table(TraceReader::Impl& impl, const char* table) {
-    bool present = false;
-    impl.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-               [&](Statement& s) { s.bind_text(1, table); },
-               [&](Statement&) {
-                   present = true;
-                   return false;
-               });
-    return present;
-}
-}  // namespace
 
 const std::vector<TrackSummary>& TraceReader::tracks() const { return impl_->tracks; }
 
@@ -1067,74 +876,79 @@ struct VisitAccess {
 
 std::int64_t TraceReader::for_each_kernel(const EventQuery& q, const Visitor<KernelEvent>& visit) const {
     Impl& impl = *impl_;
-    return VisitAccess::run<KernelEvent>(impl, "kernels", impl.kernel_columns, q, visit,
+    return VisitAccess::run<KernelEvent>(impl, TableOf<KernelRow>::name, impl.columns_of<KernelRow>().c_str(), q, visit,
                                          [&](const Statement& s) { return read_kernel(s, *this); });
 }
+
+namespace {
+// for_each_* of an event type whose rows are the event struct itself.
+template <typename Event>
+std::int64_t visit_rows(TraceReader::Impl& impl, const EventQuery& q, const Visitor<Event>& visit) {
+    return VisitAccess::run<Event>(impl, TableOf<Event>::name, impl.columns_of<Event>().c_str(), q, visit,
+                                   [](const Statement& s) { return read_row<Event>(s); });
+}
+}  // namespace
+
 std::int64_t TraceReader::for_each_memcpy(const EventQuery& q, const Visitor<MemcpyEvent>& visit) const {
-    return VisitAccess::run<MemcpyEvent>(*impl_, "memcpys", impl_->memcpy_columns, q, visit, read_memcpy);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_memset(const EventQuery& q, const Visitor<MemsetEvent>& visit) const {
-    return VisitAccess::run<MemsetEvent>(*impl_, "memsets", impl_->memset_columns, q, visit, read_memset);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_sync(const EventQuery& q, const Visitor<SyncEvent>& visit) const {
-    return VisitAccess::run<SyncEvent>(*impl_, "synchronizations", kSyncColumns, q, visit, read_sync);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_api_call(const EventQuery& q, const Visitor<ApiEvent>& visit) const {
-    return VisitAccess::run<ApiEvent>(*impl_, "api_calls", impl_->api_columns, q, visit, read_api);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_range(const EventQuery& q, const Visitor<RangeEvent>& visit) const {
-    return VisitAccess::run<RangeEvent>(*impl_, "ranges", kRangeColumns, q, visit, read_range_row);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_mark(const EventQuery& q, const Visitor<MarkEvent>& visit) const {
-    return VisitAccess::run<MarkEvent>(*impl_, "marks", kMarkColumns, q, visit, read_mark);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_counter_sample(const EventQuery& q, const Visitor<CounterSample>& visit) const {
-    return VisitAccess::run<CounterSample>(*impl_, "counter_samples", kCounterColumns, q, visit, read_counter);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_stack_sample(const EventQuery& q, const Visitor<StackSample>& visit) const {
-    return VisitAccess::run<StackSample>(*impl_, "stack_samples",
-                                         impl_->samples_have_idle ? kStackSampleColumns : kStackSampleColumnsVersion1, q,
-                                         visit, read_stack_sample);
+    return visit_rows(*impl_, q, visit);
 }
 std::int64_t TraceReader::for_each_overhead(const EventQuery& q, const Visitor<OverheadEvent>& visit) const {
-    return VisitAccess::run<OverheadEvent>(*impl_, "collector_overhead", kOverheadColumns, q, visit, read_overhead);
+    return visit_rows(*impl_, q, visit);
 }
 
-std::vector<KernelEvent> TraceReader::kernels_by_correlation(CorrelationId id) const {
-    std::vector<KernelEvent> events;
-    impl_->query(std::string("SELECT ") + impl_->kernel_columns + " FROM kernels WHERE correlation_id = ? ORDER BY start_ns",
-                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     events.push_back(read_kernel(s, *this));
-                     return true;
-                 });
+namespace {
+// The rows of one table holding `correlation`, by start.
+template <typename Row, typename Decode>
+auto rows_by_correlation(TraceReader::Impl& impl, CorrelationId correlation, Decode decode) {
+    std::vector<decltype(decode(std::declval<const Statement&>()))> events;
+    impl.query("SELECT " + impl.columns_of<Row>() + " FROM " + TableOf<Row>::name +
+                   " WHERE correlation_id = ? ORDER BY start_ns",
+               [&](Statement& s) { s.bind(1, correlation); }, [&](Statement& s) {
+                   events.push_back(decode(s));
+                   return true;
+               });
     return events;
+}
+}  // namespace
+
+std::vector<KernelEvent> TraceReader::kernels_by_correlation(CorrelationId id) const {
+    return rows_by_correlation<KernelRow>(*impl_, id, [&](const Statement& s) { return read_kernel(s, *this); });
 }
 
 std::vector<MemcpyEvent> TraceReader::memcpys_by_correlation(CorrelationId id) const {
-    std::vector<MemcpyEvent> events;
-    impl_->query(std::string("SELECT ") + impl_->memcpy_columns + " FROM memcpys WHERE correlation_id = ? ORDER BY start_ns",
-                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     events.push_back(read_memcpy(s));
-                     return true;
-                 });
-    return events;
+    return rows_by_correlation<MemcpyEvent>(*impl_, id, [](const Statement& s) { return read_row<MemcpyEvent>(s); });
 }
 
 std::vector<MemsetEvent> TraceReader::memsets_by_correlation(CorrelationId id) const {
-    std::vector<MemsetEvent> events;
-    impl_->query(std::string("SELECT ") + impl_->memset_columns + " FROM memsets WHERE correlation_id = ? ORDER BY start_ns",
-                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     events.push_back(read_memset(s));
-                     return true;
-                 });
-    return events;
+    return rows_by_correlation<MemsetEvent>(*impl_, id, [](const Statement& s) { return read_row<MemsetEvent>(s); });
 }
 
 std::optional<ApiEvent> TraceReader::api_call_by_correlation(CorrelationId id) const {
     std::optional<ApiEvent> event;
-    impl_->query(std::string("SELECT ") + impl_->api_columns + " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
+    impl_->query("SELECT " + impl_->columns_of<ApiEvent>() + " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     event = read_api(s);
+                     event = read_row<ApiEvent>(s);
                      return false;
                  });
     return event;
@@ -1142,12 +956,27 @@ std::optional<ApiEvent> TraceReader::api_call_by_correlation(CorrelationId id) c
 
 std::optional<RangeEvent> TraceReader::range(RangeId id) const {
     std::optional<RangeEvent> event;
-    impl_->query(std::string("SELECT ") + kRangeColumns + " FROM ranges WHERE range_id = ?",
+    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE range_id = ?",
                  [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     event = read_range_row(s);
+                     event = read_row<RangeEvent>(s);
                      return false;
                  });
     return event;
+}
+
+std::int64_t TraceReader::for_each_range_named(std::span<const StringId> names,
+                                              const Visitor<RangeEvent>& visit) const {
+    if (names.empty()) return 0;
+    std::string list;
+    for (StringId name : names) list += (list.empty() ? "" : ",") + std::to_string(name);
+    std::int64_t visited = 0;
+    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE name_id IN (" + list +
+                     ") ORDER BY start_ns, range_id",
+                 [](Statement&) {}, [&](Statement& s) {
+                     ++visited;
+                     return visit(read_row<RangeEvent>(s));
+                 });
+    return visited;
 }
 
 std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
@@ -1156,7 +985,7 @@ std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
     if (!parent) return events;
     // Children lie on the parent's thread and start inside it: a scan of the
     // (thread_id, start_ns) index over the parent's interval, no index of its own.
-    impl_->query(std::string("SELECT ") + kRangeColumns +
+    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() +
                      " FROM ranges WHERE thread_id = ? AND start_ns >= ? AND start_ns < ? AND parent_range_id = ? "
                      "ORDER BY start_ns",
                  [&](Statement& s) {
@@ -1166,7 +995,7 @@ std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
                      s.bind(4, id);
                  },
                  [&](Statement& s) {
-                     events.push_back(read_range_row(s));
+                     events.push_back(read_row<RangeEvent>(s));
                      return true;
                  });
     return events;
@@ -1180,7 +1009,7 @@ void TraceReader::build_missing_indexes() {
     }
     exec_sql(impl.db, impl.path, "PRAGMA threads = 2");
     exec_sql(impl.db, impl.path, "BEGIN");
-    exec_sql(impl.db, impl.path, kCreateIndexesSql);
+    exec_sql(impl.db, impl.path, create_indexes_sql().c_str());
     exec_sql(impl.db, impl.path, "DELETE FROM track_stats");
     for (const EventTableInfo& table : kEventTables)
         exec_sql(impl.db, impl.path, ("INSERT INTO track_stats " + track_stats_select_sql(table)).c_str());

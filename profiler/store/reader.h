@@ -24,6 +24,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,7 +91,7 @@ public:
     int schema_version() const;       // of the file
     int min_reader_version() const;   // of the file
     bool complete() const;            // closed cleanly (status "complete")
-    bool has_indexes() const;         // all kCreateIndexesSql indexes present
+    bool has_indexes() const;         // all declared indexes (tables.h) present
     // Any run_metadata value by key (RunInfo's and the extra ones writers set, e.g.
     // "cpu_sample_period_ns"); nullopt when the file has no such key.
     std::optional<std::string> metadata(std::string_view key) const;
@@ -171,6 +172,9 @@ public:
     std::optional<trace::ApiEvent> api_call_by_correlation(trace::CorrelationId id) const;
 
     std::optional<trace::RangeEvent> range(trace::RangeId id) const;
+    // The ranges named one of `names` (on every thread), by start then range_id.
+    std::int64_t for_each_range_named(std::span<const trace::StringId> names,
+                                      const Visitor<trace::RangeEvent>& visit) const;
     // Direct children of a range (parent_range_id == id), in start order.
     std::vector<trace::RangeEvent> child_ranges(trace::RangeId id) const;
 

@@ -1,5 +1,6 @@
-// schema.h: the SQLite schema of an ember trace file, version by version.
-// docs/trace-schema.md documents every table and column; keep the two in step.
+// schema.h: the versions of an ember trace file, its event tables and its metadata keys.
+// The tables themselves are declared in tables.h; docs/trace-schema.md documents every
+// table and column (a test keeps it equal to the declarations).
 //
 // Compatibility rule. A file stores `schema_version` (what wrote it) and
 // `min_reader_version` (the oldest reader that understands it) in run_metadata.
@@ -9,9 +10,13 @@
 // older readers still open its files; a change that would be misread raises it.
 #pragma once
 
+#include "profiler/store/tables.h"
+
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember::store {
 
@@ -36,255 +41,16 @@ constexpr int kMinReaderVersionWritten = 1;  // what this writer puts in min_rea
 // PRAGMA application_id of every ember trace: "EMBR".
 constexpr std::int32_t kApplicationId = 0x454D4252;
 
-// Tables (one statement each, executed in order by the writer at open).
-inline constexpr const char* kCreateTablesSql = R"sql(
-CREATE TABLE IF NOT EXISTS run_metadata (
-  key   TEXT PRIMARY KEY,
-  value
-);
-CREATE TABLE IF NOT EXISTS strings (
-  string_id INTEGER PRIMARY KEY,
-  value     TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS processes (
-  pid     INTEGER PRIMARY KEY,
-  name_id INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS threads (
-  thread_id INTEGER PRIMARY KEY,
-  pid       INTEGER NOT NULL,
-  tid       INTEGER NOT NULL,
-  name_id   INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS devices (
-  device_id                          INTEGER PRIMARY KEY,
-  name_id                            INTEGER NOT NULL,
-  uuid_id                            INTEGER NOT NULL,
-  compute_capability_major           INTEGER NOT NULL,
-  compute_capability_minor           INTEGER NOT NULL,
-  multiprocessor_count               INTEGER NOT NULL,
-  memory_bytes                       INTEGER NOT NULL,
-  memory_bandwidth_bytes_per_second  REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS streams (
-  stream_id      INTEGER PRIMARY KEY,
-  device_id      INTEGER NOT NULL,
-  context_id     INTEGER NOT NULL,
-  cuda_stream_id INTEGER NOT NULL,
-  priority       INTEGER NOT NULL,
-  name_id        INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS counters (
-  counter_id INTEGER PRIMARY KEY,
-  name_id    INTEGER NOT NULL,
-  unit_id    INTEGER NOT NULL,
-  device_id  INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS launch_configs (
-  launch_config_id     INTEGER PRIMARY KEY,
-  grid_x               INTEGER NOT NULL,
-  grid_y               INTEGER NOT NULL,
-  grid_z               INTEGER NOT NULL,
-  block_x              INTEGER NOT NULL,
-  block_y              INTEGER NOT NULL,
-  block_z              INTEGER NOT NULL,
-  registers_per_thread INTEGER NOT NULL,
-  static_shared_bytes  INTEGER NOT NULL,
-  dynamic_shared_bytes INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS frames (
-  frame_id    INTEGER PRIMARY KEY,
-  function_id INTEGER NOT NULL,
-  module_id   INTEGER NOT NULL,
-  address     INTEGER NOT NULL,
-  line        INTEGER NOT NULL DEFAULT -1
-);
-CREATE TABLE IF NOT EXISTS stacks (
-  stack_id        INTEGER PRIMARY KEY,
-  parent_stack_id INTEGER NOT NULL,
-  frame_id        INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS kernels (
-  start_ns         INTEGER NOT NULL,
-  end_ns           INTEGER NOT NULL,
-  device_id        INTEGER NOT NULL,
-  stream_id        INTEGER NOT NULL,
-  correlation_id   INTEGER NOT NULL,
-  name_id          INTEGER NOT NULL,
-  launch_config_id INTEGER NOT NULL,
-  graph_id         INTEGER NOT NULL DEFAULT 0,
-  graph_node_id    INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS memcpys (
-  start_ns         INTEGER NOT NULL,
-  end_ns           INTEGER NOT NULL,
-  device_id        INTEGER NOT NULL,
-  stream_id        INTEGER NOT NULL,
-  correlation_id   INTEGER NOT NULL,
-  direction        INTEGER NOT NULL,
-  bytes            INTEGER NOT NULL,
-  source_kind      INTEGER NOT NULL,
-  destination_kind INTEGER NOT NULL,
-  peer_device_id   INTEGER NOT NULL,
-  graph_id         INTEGER NOT NULL DEFAULT 0,
-  graph_node_id    INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS memsets (
-  start_ns       INTEGER NOT NULL,
-  end_ns         INTEGER NOT NULL,
-  device_id      INTEGER NOT NULL,
-  stream_id      INTEGER NOT NULL,
-  correlation_id INTEGER NOT NULL,
-  bytes          INTEGER NOT NULL,
-  value          INTEGER NOT NULL,
-  memory_kind    INTEGER NOT NULL,
-  graph_id       INTEGER NOT NULL DEFAULT 0,
-  graph_node_id  INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS synchronizations (
-  start_ns       INTEGER NOT NULL,
-  end_ns         INTEGER NOT NULL,
-  device_id      INTEGER NOT NULL,
-  stream_id      INTEGER NOT NULL,
-  correlation_id INTEGER NOT NULL,
-  kind           INTEGER NOT NULL,
-  cuda_event_id  INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS api_calls (
-  start_ns       INTEGER NOT NULL,
-  end_ns         INTEGER NOT NULL,
-  thread_id      INTEGER NOT NULL,
-  correlation_id INTEGER NOT NULL,
-  name_id        INTEGER NOT NULL,
-  result         INTEGER NOT NULL,
-  stack_id       INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS ranges (
-  range_id        INTEGER PRIMARY KEY,
-  start_ns        INTEGER NOT NULL,
-  end_ns          INTEGER NOT NULL,
-  thread_id       INTEGER NOT NULL,
-  domain_id       INTEGER NOT NULL,
-  name_id         INTEGER NOT NULL,
-  category        INTEGER NOT NULL,
-  color           INTEGER NOT NULL,
-  depth           INTEGER NOT NULL,
-  parent_range_id INTEGER NOT NULL,
-  payload
-);
-CREATE TABLE IF NOT EXISTS marks (
-  time_ns   INTEGER NOT NULL,
-  thread_id INTEGER NOT NULL,
-  domain_id INTEGER NOT NULL,
-  name_id   INTEGER NOT NULL,
-  category  INTEGER NOT NULL,
-  color     INTEGER NOT NULL,
-  payload
-);
-CREATE TABLE IF NOT EXISTS counter_samples (
-  counter_id INTEGER NOT NULL,
-  time_ns    INTEGER NOT NULL,
-  value      REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS stack_samples (
-  time_ns   INTEGER NOT NULL,
-  thread_id INTEGER NOT NULL,
-  stack_id  INTEGER NOT NULL,
-  idle      INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS dropped_records (
-  time_ns   INTEGER NOT NULL,
-  source_id INTEGER NOT NULL,
-  thread_id INTEGER NOT NULL,
-  count     INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS collector_overhead (
-  start_ns  INTEGER NOT NULL,
-  end_ns    INTEGER NOT NULL,
-  thread_id INTEGER NOT NULL,
-  name_id   INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS collective_calls (
-  start_ns       INTEGER NOT NULL,
-  track_id       INTEGER NOT NULL,
-  on_stream      INTEGER NOT NULL,
-  name_id        INTEGER NOT NULL,
-  group_name_id  INTEGER NOT NULL,
-  group_desc_id  INTEGER NOT NULL,
-  group_ranks_id INTEGER NOT NULL,
-  group_size     INTEGER NOT NULL,
-  sequence       INTEGER NOT NULL,
-  in_elements    INTEGER NOT NULL,
-  out_elements   INTEGER NOT NULL,
-  dtype_id       INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS memory_events (
-  time_ns           INTEGER NOT NULL,
-  device_id         INTEGER NOT NULL,
-  action            INTEGER NOT NULL,
-  address           INTEGER NOT NULL,
-  bytes             INTEGER NOT NULL,
-  cuda_stream       INTEGER NOT NULL,
-  stack_id          INTEGER NOT NULL,
-  device_free_bytes INTEGER NOT NULL,
-  thread_id         INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS memory_blocks (
-  time_ns            INTEGER NOT NULL,
-  device_id          INTEGER NOT NULL,
-  state              INTEGER NOT NULL,
-  expandable_segment INTEGER NOT NULL,
-  small_pool         INTEGER NOT NULL,
-  segment_address    INTEGER NOT NULL,
-  segment_bytes      INTEGER NOT NULL,
-  address            INTEGER NOT NULL,
-  bytes              INTEGER NOT NULL,
-  requested_bytes    INTEGER NOT NULL,
-  cuda_stream        INTEGER NOT NULL,
-  stack_id           INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS nvtx_categories (
-  domain_id INTEGER NOT NULL,
-  category  INTEGER NOT NULL,
-  name_id   INTEGER NOT NULL,
-  PRIMARY KEY (domain_id, category)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS track_stats (
-  event_table     TEXT NOT NULL,
-  track_id        INTEGER NOT NULL,
-  event_count     INTEGER NOT NULL,
-  first_start_ns  INTEGER NOT NULL,
-  last_end_ns     INTEGER NOT NULL,
-  max_duration_ns INTEGER NOT NULL,
-  PRIMARY KEY (event_table, track_id)
-) WITHOUT ROWID;
-)sql";
+// The tables, their columns and indexes are declared in tables.h; create_tables_sql()
+// and create_indexes_sql() there give their CREATE statements. Indexes are built once
+// when the writer closes (inserting into indexed tables would halve a live recording's
+// write throughput), or filled as rows arrive by a writer fed from a file in time order
+// (WriterOptions::index_while_writing). A trace whose writer was killed may lack them;
+// the reader still answers every query, by scanning, and
+// TraceReader::build_missing_indexes() adds them.
 
-// Indexes, built once when the writer closes (inserting into indexed tables would
-// halve a live recording's write throughput), or filled as rows arrive by a writer
-// fed from a file in time order (WriterOptions::index_while_writing). A trace whose
-// writer was killed may lack them; the reader still answers every query, by
-// scanning, and TraceReader::build_missing_indexes() adds them.
-inline constexpr const char* kCreateIndexesSql = R"sql(
-CREATE INDEX IF NOT EXISTS kernels_by_stream_start ON kernels (stream_id, start_ns);
-CREATE INDEX IF NOT EXISTS kernels_by_correlation ON kernels (correlation_id);
-CREATE INDEX IF NOT EXISTS memcpys_by_stream_start ON memcpys (stream_id, start_ns);
-CREATE INDEX IF NOT EXISTS memcpys_by_correlation ON memcpys (correlation_id);
-CREATE INDEX IF NOT EXISTS memsets_by_stream_start ON memsets (stream_id, start_ns);
-CREATE INDEX IF NOT EXISTS memsets_by_correlation ON memsets (correlation_id);
-CREATE INDEX IF NOT EXISTS synchronizations_by_stream_start ON synchronizations (stream_id, start_ns);
-CREATE INDEX IF NOT EXISTS synchronizations_by_correlation ON synchronizations (correlation_id);
-CREATE INDEX IF NOT EXISTS api_calls_by_thread_start ON api_calls (thread_id, start_ns);
-CREATE INDEX IF NOT EXISTS api_calls_by_correlation ON api_calls (correlation_id);
-CREATE INDEX IF NOT EXISTS ranges_by_thread_start ON ranges (thread_id, start_ns);
-CREATE INDEX IF NOT EXISTS marks_by_thread_time ON marks (thread_id, time_ns);
-CREATE INDEX IF NOT EXISTS counter_samples_by_counter_time ON counter_samples (counter_id, time_ns);
-CREATE INDEX IF NOT EXISTS stack_samples_by_thread_time ON stack_samples (thread_id, time_ns);
-CREATE INDEX IF NOT EXISTS collector_overhead_by_thread_start ON collector_overhead (thread_id, start_ns);
-)sql";
-
-// Number of indexes in kCreateIndexesSql (the reader's has_indexes() counts them).
-constexpr int kIndexCount = 15;
+// Number of declared indexes (the reader's has_indexes() counts them).
+constexpr int kIndexCount = declared_index_count();
 
 // The event tables: their name, the column that says which track an event lies
 // on, and the columns holding its time (end_column == start_column for instants).
@@ -293,7 +59,7 @@ struct EventTableInfo {
     const char* track_column;
     const char* start_column;
     const char* end_column;
-    // Its indexes in kCreateIndexesSql: by (track, start), and by correlation_id
+    // Its declared indexes (tables.h): by (track, start), and by correlation_id
     // (nullptr where the table has none).
     const char* track_index;
     const char* correlation_index;
@@ -313,21 +79,14 @@ inline constexpr EventTableInfo kEventTables[] = {
     {"collector_overhead", "thread_id", "start_ns", "end_ns", "collector_overhead_by_thread_start", nullptr},
 };
 
-// Every index named above is one of kCreateIndexesSql's, on its table, and together
-// they are all kIndexCount of them.
+// Every index named above is one of its table's declared indexes, and together they
+// are all of them.
 constexpr bool names_an_index_of(const char* index, const char* table) {
     if (index == nullptr) return true;
-    const std::string_view sql(kCreateIndexesSql);
-    const std::string_view parts[] = {"CREATE INDEX IF NOT EXISTS ", index, " ON ", table, " ("};
-    for (std::size_t at = sql.find(parts[0]); at != std::string_view::npos; at = sql.find(parts[0], at + 1)) {
-        std::size_t pos = at;
-        bool whole = true;
-        for (std::string_view part : parts) {
-            whole = whole && sql.substr(pos, part.size()) == part;
-            pos += part.size();
-        }
-        if (whole) return true;
-    }
+    const TableInfo* info = find_table(table);
+    if (info == nullptr) return false;
+    for (const IndexInfo& declared : info->indexes)
+        if (std::string_view(declared.name) == index) return true;
     return false;
 }
 constexpr bool event_table_indexes_match() {
@@ -339,7 +98,7 @@ constexpr bool event_table_indexes_match() {
     }
     return named == kIndexCount;
 }
-static_assert(event_table_indexes_match(), "kEventTables' index names must be kCreateIndexesSql's");
+static_assert(event_table_indexes_match(), "kEventTables' index names must be the declared indexes (tables.h)");
 
 // SELECT computing the track_stats rows of one event table (columns in
 // track_stats order), ordered by track; `where`, if given, filters the rows.
@@ -352,24 +111,25 @@ inline std::string track_stats_select_sql(const EventTableInfo& table, std::stri
 }
 
 // Every table a version-1 file must have (the reader refuses a file missing one).
-inline constexpr const char* kRequiredTables[] = {
-    "run_metadata", "strings", "processes", "threads", "devices", "streams",
-    "counters", "launch_configs", "frames", "stacks", "kernels", "memcpys",
-    "memsets", "synchronizations", "api_calls", "ranges", "marks",
-    "counter_samples", "stack_samples", "dropped_records", "collector_overhead",
-    "track_stats",
-};
+constexpr std::size_t required_table_count() {
+    std::size_t count = 0;
+    for (const TableInfo& table : kTables) count += table.required;
+    return count;
+}
+inline constexpr auto kRequiredTables = [] {
+    std::array<const char*, required_table_count()> names{};
+    std::size_t next = 0;
+    for (const TableInfo& table : kTables)
+        if (table.required) names[next++] = table.name;
+    return names;
+}();
 
-// Tables added to version 1 after its first files were written: a reader finds
-// them absent in older files and reads them as empty (not in kRequiredTables).
-//   nvtx_categories: names given to NVTX categories (nvtxNameCategory,
-//                    nvtxDomainNameCategory), per domain.
-inline constexpr const char* kNvtxCategoriesTable = "nvtx_categories";
-// Added in version 4.
-inline constexpr const char* kCollectiveCallsTable = "collective_calls";
-// Added in version 5.
-inline constexpr const char* kMemoryEventsTable = "memory_events";
-inline constexpr const char* kMemoryBlocksTable = "memory_blocks";
+// Tables added after version 1's first files were written: a reader finds them absent
+// in older files and reads them as empty (not in kRequiredTables).
+inline constexpr const char* kNvtxCategoriesTable = TableOf<NvtxCategoryRow>::name;
+inline constexpr const char* kCollectiveCallsTable = TableOf<trace::CollectiveCall>::name;  // version 4
+inline constexpr const char* kMemoryEventsTable = TableOf<trace::MemoryEvent>::name;        // version 5
+inline constexpr const char* kMemoryBlocksTable = TableOf<trace::MemoryBlock>::name;        // version 5
 
 // Keys of run_metadata.
 namespace metadata_key {
@@ -386,7 +146,22 @@ inline constexpr const char* clock_name = "clock_name";
 inline constexpr const char* clock_offset_to_wall_ns = "clock_offset_to_wall_ns";
 inline constexpr const char* start_ns = "start_ns";
 inline constexpr const char* end_ns = "end_ns";
-inline constexpr const char* status = "status";  // "recording" until a clean close, then "complete"
+inline constexpr const char* status = "status";  // metadata_status: recording until a clean close
+// Set by the CPU samplers (native and Python): the period, in ns, each stack sample
+// stands for; absent when nothing was sampled at a fixed period.
+inline constexpr const char* cpu_sample_period_ns = "cpu_sample_period_ns";
 }  // namespace metadata_key
+
+namespace metadata_status {
+inline constexpr const char* recording = "recording";
+inline constexpr const char* complete = "complete";
+}  // namespace metadata_status
+
+// The run_metadata rows of a run, as a writer opening a file puts them: the versions,
+// ember_version, run_info_rows() with end_ns 0, and status recording.
+std::vector<MetadataRow> run_metadata_rows(const trace::RunInfo& run, int schema_version = kSchemaVersion,
+                                           int min_reader_version = kMinReaderVersionWritten);
+// Every RunInfo field but ember_version, under its key (what an import replaces).
+std::vector<MetadataRow> run_info_rows(const trace::RunInfo& run);
 
 }  // namespace ember::store

@@ -105,26 +105,33 @@ trace::Payload column_payload(const Statement& s, int column) {
     }
 }
 
-void bind_range_row(Statement& s, int i, const trace::RangeEvent& e) {
-    s.bind(i, e.range_id); s.bind(i + 1, e.start_ns); s.bind(i + 2, e.end_ns); s.bind(i + 3, e.thread_id);
-    s.bind(i + 4, e.domain_id); s.bind(i + 5, e.name_id); s.bind(i + 6, e.category); s.bind(i + 7, e.color);
-    s.bind(i + 8, e.depth); s.bind(i + 9, e.parent_range_id); bind_payload(s, i + 10, e.payload);
+Connection::Connection(const std::string& path, Mode mode, std::string_view what) : path_(path) {
+    const int flags = mode == Mode::read_only    ? SQLITE_OPEN_READONLY
+                      : mode == Mode::read_write ? SQLITE_OPEN_READWRITE
+                                                 : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    const int result = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    if (result != SQLITE_OK) {
+        struct Closer {
+            sqlite3* db;
+            ~Closer() { sqlite3_close(db); }
+        } closer{std::exchange(db_, nullptr)};
+        throw_sqlite_error(closer.db, path, what, result);
+    }
 }
 
-trace::RangeEvent read_range_row(const Statement& s) {
-    trace::RangeEvent e;
-    e.range_id = static_cast<trace::RangeId>(s.column_int64(0));
-    e.start_ns = s.column_int64(1);
-    e.end_ns = s.column_int64(2);
-    e.thread_id = static_cast<trace::ThreadId>(s.column_int64(3));
-    e.domain_id = static_cast<trace::StringId>(s.column_int64(4));
-    e.name_id = static_cast<trace::StringId>(s.column_int64(5));
-    e.category = static_cast<std::uint32_t>(s.column_int64(6));
-    e.color = static_cast<std::uint32_t>(s.column_int64(7));
-    e.depth = static_cast<std::int32_t>(s.column_int64(8));
-    e.parent_range_id = static_cast<trace::RangeId>(s.column_int64(9));
-    e.payload = column_payload(s, 10);
-    return e;
+Connection::~Connection() { sqlite3_close(db_); }
+
+void bind_any(Statement& s, int index, const AnyValue& value) {
+    if (value.is_integer) s.bind(index, value.integer);
+    else s.bind_text(index, value.text);
+}
+
+AnyValue column_any(const Statement& s, int column) {
+    AnyValue value;
+    value.is_integer = s.column_type(column) == SQLITE_INTEGER;
+    value.integer = s.column_int64(column);
+    value.text = s.column_text(column);
+    return value;
 }
 
 }  // namespace ember::store

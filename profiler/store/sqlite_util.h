@@ -1,7 +1,7 @@
 // sqlite_util.h: the few SQLite helpers the store shares — a prepared-statement
 // owner, calls that turn SQLite failures into TraceError naming the file, and the
-// codec of the columns more than one place writes or reads (a payload; a ranges row:
-// the writer, the reader, and an import that nests ranges again).
+// codec of the untyped columns (a payload, a metadata value). Rows are bound and read
+// through the table declarations of tables.h.
 #pragma once
 
 #include "profiler/store/trace_error.h"
@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ember::store {
 
@@ -24,6 +25,27 @@ TraceErrorKind error_kind_for(int sqlite_result);
 
 // Runs one or more SQL statements without results; throws on failure.
 void exec_sql(sqlite3* db, const std::string& path, const char* sql);
+
+// An SQLite connection, closed on destruction. The one way code outside the store
+// opens an SQLite file: another tool's database, read-only (Nsight Systems and nvprof
+// exports), or a scratch database (the store benchmark's plain loop). Throws
+// TraceError naming the file.
+class Connection {
+public:
+    enum class Mode { read_only, read_write, create };
+    // `what` begins the error message: "<path>: <what>: <SQLite's reason>".
+    Connection(const std::string& path, Mode mode, std::string_view what = "cannot open");
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    sqlite3* get() const { return db_; }
+    const std::string& path() const { return path_; }
+
+private:
+    sqlite3* db_ = nullptr;
+    std::string path_;
+};
 
 // A prepared statement, finalized on destruction. Bind/step/column helpers stay
 // inline and unchecked on the hot path; step_done() and next_row() check.
@@ -62,6 +84,7 @@ public:
     std::int64_t column_int64(int column) const { return sqlite3_column_int64(statement_, column); }
     double column_double(int column) const { return sqlite3_column_double(statement_, column); }
     int column_type(int column) const { return sqlite3_column_type(statement_, column); }
+    bool column_is_null(int column) const { return column_type(column) == SQLITE_NULL; }
     std::string column_text(int column) const;
     // The column's bytes as stored (a BLOB's; other types as SQLite converts them).
     std::string column_blob(int column) const;
@@ -76,12 +99,15 @@ private:
 void bind_payload(Statement& s, int index, const trace::Payload& payload);
 trace::Payload column_payload(const Statement& s, int column);
 
-// A ranges row, its columns in this order.
-inline constexpr const char* kRangeColumns =
-    "range_id, start_ns, end_ns, thread_id, domain_id, name_id, category, color, depth, parent_range_id, payload";
-// Binds the row's columns from parameter `first` on.
-void bind_range_row(Statement& s, int first, const trace::RangeEvent& range);
-// Reads the row from columns 0.. of a SELECT of kRangeColumns.
-trace::RangeEvent read_range_row(const Statement& s);
+// An untyped column's value (run_metadata.value): an integer, or text.
+struct AnyValue {
+    bool is_integer = false;
+    std::int64_t integer = 0;
+    std::string text;  // the value as text (an integer's decimal digits)
+    static AnyValue of_integer(std::int64_t value) { return {true, value, std::to_string(value)}; }
+    static AnyValue of_text(std::string value) { return {false, 0, std::move(value)}; }
+};
+void bind_any(Statement& s, int index, const AnyValue& value);
+AnyValue column_any(const Statement& s, int column);
 
 }  // namespace ember::store

@@ -8,6 +8,7 @@
 #include "profiler/store/event_ring.h"
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
+#include "profiler/store/tables.h"
 #include "profiler/store/writer_hooks.h"
 
 #include <pthread.h>
@@ -44,76 +45,6 @@ constexpr auto kMaxCommitInterval = std::chrono::milliseconds(250);
 
 std::atomic<std::uint64_t> g_next_writer_serial{1};
 
-// --- Row binders: one per table, column order as in the INSERT column lists below.
-
-struct KernelRow {
-    KernelEvent event;
-    LaunchConfigId launch_config_id;
-};
-
-void bind_kernel(Statement& s, int i, const KernelRow& row) {
-    const KernelEvent& e = row.event;
-    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
-    s.bind(i + 4, e.correlation_id); s.bind(i + 5, e.name_id); s.bind(i + 6, row.launch_config_id);
-    s.bind(i + 7, e.graph_id); s.bind(i + 8, e.graph_node_id);
-}
-void bind_memcpy(Statement& s, int i, const MemcpyEvent& e) {
-    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
-    s.bind(i + 4, e.correlation_id); s.bind(i + 5, static_cast<std::int32_t>(e.direction));
-    s.bind(i + 6, e.bytes); s.bind(i + 7, static_cast<std::int32_t>(e.source_kind));
-    s.bind(i + 8, static_cast<std::int32_t>(e.destination_kind)); s.bind(i + 9, e.peer_device_id);
-    s.bind(i + 10, e.graph_id); s.bind(i + 11, e.graph_node_id);
-}
-void bind_memset(Statement& s, int i, const MemsetEvent& e) {
-    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
-    s.bind(i + 4, e.correlation_id); s.bind(i + 5, e.bytes); s.bind(i + 6, e.value);
-    s.bind(i + 7, static_cast<std::int32_t>(e.memory_kind)); s.bind(i + 8, e.graph_id);
-    s.bind(i + 9, e.graph_node_id);
-}
-void bind_sync(Statement& s, int i, const SyncEvent& e) {
-    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.device_id); s.bind(i + 3, e.stream_id);
-    s.bind(i + 4, e.correlation_id); s.bind(i + 5, static_cast<std::int32_t>(e.kind)); s.bind(i + 6, e.cuda_event_id);
-}
-void bind_api_call(Statement& s, int i, const ApiEvent& e) {
-    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.correlation_id);
-    s.bind(i + 4, e.name_id); s.bind(i + 5, e.result); s.bind(i + 6, e.stack_id);
-}
-void bind_mark(Statement& s, int i, const MarkEvent& e) {
-    s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.domain_id); s.bind(i + 3, e.name_id);
-    s.bind(i + 4, e.category); s.bind(i + 5, e.color); bind_payload(s, i + 6, e.payload);
-}
-void bind_counter(Statement& s, int i, const CounterSample& e) {
-    s.bind(i, e.counter_id); s.bind(i + 1, e.time_ns); s.bind(i + 2, e.value);
-}
-void bind_stack_sample(Statement& s, int i, const StackSample& e) {
-    s.bind(i, e.time_ns); s.bind(i + 1, e.thread_id); s.bind(i + 2, e.stack_id); s.bind(i + 3, e.idle ? 1 : 0);
-}
-void bind_overhead(Statement& s, int i, const OverheadEvent& e) {
-    s.bind(i, e.start_ns); s.bind(i + 1, e.end_ns); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.name_id);
-}
-void bind_dropped(Statement& s, int i, const DroppedRecords& e) {
-    s.bind(i, e.time_ns); s.bind(i + 1, e.source_id); s.bind(i + 2, e.thread_id); s.bind(i + 3, e.count);
-}
-void bind_collective_call(Statement& s, int i, const CollectiveCall& e) {
-    s.bind(i, e.start_ns); s.bind(i + 1, e.track_id); s.bind(i + 2, e.on_stream ? 1 : 0); s.bind(i + 3, e.name_id);
-    s.bind(i + 4, e.group_name_id); s.bind(i + 5, e.group_desc_id); s.bind(i + 6, e.group_ranks_id);
-    s.bind(i + 7, e.group_size); s.bind(i + 8, e.sequence); s.bind(i + 9, e.in_elements);
-    s.bind(i + 10, e.out_elements); s.bind(i + 11, e.dtype_id);
-}
-void bind_memory_event(Statement& s, int i, const MemoryEvent& e) {
-    s.bind(i, e.time_ns); s.bind(i + 1, e.device_id); s.bind(i + 2, static_cast<std::int64_t>(e.action));
-    s.bind(i + 3, static_cast<std::int64_t>(e.address)); s.bind(i + 4, e.bytes);
-    s.bind(i + 5, static_cast<std::int64_t>(e.cuda_stream)); s.bind(i + 6, e.stack_id); s.bind(i + 7, e.device_free_bytes);
-    s.bind(i + 8, e.thread_id);
-}
-void bind_memory_block(Statement& s, int i, const MemoryBlock& e) {
-    s.bind(i, e.time_ns); s.bind(i + 1, e.device_id); s.bind(i + 2, static_cast<std::int64_t>(e.state));
-    s.bind(i + 3, e.expandable_segment ? 1 : 0); s.bind(i + 4, e.small_pool ? 1 : 0);
-    s.bind(i + 5, static_cast<std::int64_t>(e.segment_address)); s.bind(i + 6, e.segment_bytes);
-    s.bind(i + 7, static_cast<std::int64_t>(e.address)); s.bind(i + 8, e.bytes); s.bind(i + 9, e.requested_bytes);
-    s.bind(i + 10, static_cast<std::int64_t>(e.cuda_stream)); s.bind(i + 11, e.stack_id);
-}
-
 struct LaunchConfigHash {
     std::size_t operator()(const LaunchConfig& c) const {
         std::uint64_t h = 1469598103934665603ull;
@@ -138,8 +69,8 @@ struct PendingRows {
     std::vector<DeviceInfo> devices;
     std::vector<StreamInfo> streams;
     std::vector<CounterInfo> counters;
-    std::vector<std::pair<FrameId, std::array<std::uint64_t, 4>>> frames;  // function id, module id, address, line
-    std::vector<std::array<std::uint32_t, 3>> stacks;                      // stack, parent, frame
+    std::vector<FrameRow> frames;
+    std::vector<StackRow> stacks;
     std::vector<std::pair<std::string, std::string>> metadata;             // key, value (text)
     std::vector<std::pair<StreamId, std::string>> stream_names;           // renames of registered streams
     std::vector<std::tuple<StringId, std::uint32_t, std::string>> category_names;  // domain, category, name
@@ -302,6 +233,7 @@ struct TraceWriter::Impl {
     // --- setup ----------------------------------------------------------------------
     void open_database();
     void write_run_metadata();
+    void put_metadata(const MetadataRow& row);
     void prepare_statements();
 
     // --- registration -----------------------------------------------------------------
@@ -397,9 +329,9 @@ void TraceWriter::Impl::open_database() {
                           "PRAGMA user_version = " + std::to_string(kSchemaVersion) + ";";
     exec_sql(db, path, pragmas.c_str());
     exec_sql(db, path, "BEGIN");
-    exec_sql(db, path, kCreateTablesSql);
+    exec_sql(db, path, create_tables_sql().c_str());
     if (options.index_while_writing) {
-        exec_sql(db, path, kCreateIndexesSql);
+        exec_sql(db, path, create_indexes_sql().c_str());
         for (IndexOrder& order : index_order) order.indexed = true;
     }
     exec_sql(db, path, "INSERT INTO strings (string_id, value) VALUES (0, '')");
@@ -410,98 +342,44 @@ void TraceWriter::Impl::open_database() {
 }
 
 void TraceWriter::Impl::prepare_statements() {
-    kernels.prepare(db, path, "kernels",
-                    "start_ns, end_ns, device_id, stream_id, correlation_id, name_id, launch_config_id, graph_id, "
-                    "graph_node_id",
-                    9,
-                    bind_kernel, kRowsPerStatement);
-    memcpys.prepare(db, path, "memcpys",
-                    "start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, source_kind, "
-                    "destination_kind, peer_device_id, graph_id, graph_node_id",
-                    12, bind_memcpy, kRowsPerStatement);
-    memsets.prepare(db, path, "memsets",
-                    "start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, memory_kind, graph_id, "
-                    "graph_node_id",
-                    10,
-                    bind_memset, kRowsPerStatement);
-    syncs.prepare(db, path, "synchronizations",
-                  "start_ns, end_ns, device_id, stream_id, correlation_id, kind, cuda_event_id", 7, bind_sync,
-                  kRowsPerStatement);
-    api_calls.prepare(db, path, "api_calls", "start_ns, end_ns, thread_id, correlation_id, name_id, result, stack_id", 7,
-                      bind_api_call, kRowsPerStatement);
-    ranges.prepare(db, path, "ranges", kRangeColumns, 11, bind_range_row, kRowsPerStatement);
-    marks.prepare(db, path, "marks", "time_ns, thread_id, domain_id, name_id, category, color, payload", 7,
-                  bind_mark, kRowsPerStatement);
-    counter_samples.prepare(db, path, "counter_samples", "counter_id, time_ns, value", 3, bind_counter,
-                            kRowsPerStatement);
-    stack_samples.prepare(db, path, "stack_samples", "time_ns, thread_id, stack_id, idle", 4, bind_stack_sample,
-                          kRowsPerStatement);
-    overheads.prepare(db, path, "collector_overhead", "start_ns, end_ns, thread_id, name_id", 4, bind_overhead,
-                      kRowsPerStatement);
-    dropped_rows.prepare(db, path, "dropped_records", "time_ns, source_id, thread_id, count", 4, bind_dropped, 1);
-    collective_calls.prepare(db, path, "collective_calls",
-                             "start_ns, track_id, on_stream, name_id, group_name_id, group_desc_id, group_ranks_id, "
-                             "group_size, sequence, in_elements, out_elements, dtype_id",
-                             12, bind_collective_call, kRowsPerStatement / 4);
-    memory_events.prepare(db, path, "memory_events",
-                          "time_ns, device_id, action, address, bytes, cuda_stream, stack_id, device_free_bytes, thread_id", 9,
-                          bind_memory_event, kRowsPerStatement / 2);
-    memory_blocks.prepare(db, path, "memory_blocks",
-                          "time_ns, device_id, state, expandable_segment, small_pool, segment_address, segment_bytes, "
-                          "address, bytes, requested_bytes, cuda_stream, stack_id",
-                          12, bind_memory_block, kRowsPerStatement / 4);
+    kernels.prepare(db, path, kRowsPerStatement);
+    memcpys.prepare(db, path, kRowsPerStatement);
+    memsets.prepare(db, path, kRowsPerStatement);
+    syncs.prepare(db, path, kRowsPerStatement);
+    api_calls.prepare(db, path, kRowsPerStatement);
+    ranges.prepare(db, path, kRowsPerStatement);
+    marks.prepare(db, path, kRowsPerStatement);
+    counter_samples.prepare(db, path, kRowsPerStatement);
+    stack_samples.prepare(db, path, kRowsPerStatement);
+    overheads.prepare(db, path, kRowsPerStatement);
+    dropped_rows.prepare(db, path, 1);
+    collective_calls.prepare(db, path, kRowsPerStatement / 4);
+    memory_events.prepare(db, path, kRowsPerStatement / 2);
+    memory_blocks.prepare(db, path, kRowsPerStatement / 4);
 
-    insert_string = Statement(db, path, "INSERT INTO strings (string_id, value) VALUES (?, ?)");
-    insert_process = Statement(db, path, "INSERT OR REPLACE INTO processes (pid, name_id) VALUES (?, ?)");
-    insert_thread =
-        Statement(db, path, "INSERT OR REPLACE INTO threads (thread_id, pid, tid, name_id) VALUES (?, ?, ?, ?)");
-    insert_device = Statement(db, path,
-                              "INSERT OR REPLACE INTO devices (device_id, name_id, uuid_id, compute_capability_major, "
-                              "compute_capability_minor, multiprocessor_count, memory_bytes, "
-                              "memory_bandwidth_bytes_per_second) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    insert_stream = Statement(db, path,
-                              "INSERT OR REPLACE INTO streams (stream_id, device_id, context_id, cuda_stream_id, "
-                              "priority, name_id) VALUES (?, ?, ?, ?, ?, ?)");
-    insert_counter = Statement(
-        db, path, "INSERT OR REPLACE INTO counters (counter_id, name_id, unit_id, device_id) VALUES (?, ?, ?, ?)");
-    insert_frame = Statement(db, path,
-                             "INSERT INTO frames (frame_id, function_id, module_id, address, line) VALUES (?, ?, ?, ?, ?)");
-    insert_stack = Statement(db, path, "INSERT INTO stacks (stack_id, parent_stack_id, frame_id) VALUES (?, ?, ?)");
-    insert_launch_config = Statement(db, path,
-                                     "INSERT INTO launch_configs (launch_config_id, grid_x, grid_y, grid_z, block_x, "
-                                     "block_y, block_z, registers_per_thread, static_shared_bytes, "
-                                     "dynamic_shared_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert_metadata = Statement(db, path, "INSERT OR REPLACE INTO run_metadata (key, value) VALUES (?, ?)");
+    // Registrations of a thread, stream, ... may come again (a rename): the last wins.
+    insert_string = Statement(db, path, insert_sql<StringRow>());
+    insert_process = Statement(db, path, insert_sql<ProcessRow>("OR REPLACE"));
+    insert_thread = Statement(db, path, insert_sql<ThreadRow>("OR REPLACE"));
+    insert_device = Statement(db, path, insert_sql<DeviceRow>("OR REPLACE"));
+    insert_stream = Statement(db, path, insert_sql<StreamRow>("OR REPLACE"));
+    insert_counter = Statement(db, path, insert_sql<CounterRow>("OR REPLACE"));
+    insert_frame = Statement(db, path, insert_sql<FrameRow>());
+    insert_stack = Statement(db, path, insert_sql<StackRow>());
+    insert_launch_config = Statement(db, path, insert_sql<LaunchConfigRow>());
+    insert_metadata = Statement(db, path, insert_sql<MetadataRow>("OR REPLACE"));
     rename_stream = Statement(db, path, "UPDATE streams SET name_id = ? WHERE stream_id = ?");
-    insert_category_name = Statement(
-        db, path, "INSERT OR REPLACE INTO nvtx_categories (domain_id, category, name_id) VALUES (?, ?, ?)");
+    insert_category_name = Statement(db, path, insert_sql<NvtxCategoryRow>("OR REPLACE"));
 }
 
 void TraceWriter::Impl::write_run_metadata() {
-    auto put_int = [&](const char* key, std::int64_t value) {
-        insert_metadata.bind_text(1, key);
-        insert_metadata.bind(2, value);
-        insert_metadata.step_done();
-    };
-    auto put_text = [&](const char* key, const std::string& value) {
-        insert_metadata.bind_text(1, key);
-        insert_metadata.bind_text(2, value);
-        insert_metadata.step_done();
-    };
-    put_int(metadata_key::schema_version, kSchemaVersion);
-    put_int(metadata_key::min_reader_version, kMinReaderVersionWritten);
-    put_text(metadata_key::ember_version, run.ember_version.empty() ? std::string(EMBER_VERSION_STRING) : run.ember_version);
-    put_text(metadata_key::command_line, run.command_line);
-    put_text(metadata_key::host, run.host);
-    put_int(metadata_key::pid, run.pid);
-    put_int(metadata_key::rank, run.rank);
-    put_int(metadata_key::world_size, run.world_size);
-    put_text(metadata_key::rank_source, run.rank_source);
-    put_text(metadata_key::clock_name, run.clock_name);
-    put_int(metadata_key::clock_offset_to_wall_ns, run.clock_offset_to_wall_ns);
-    put_int(metadata_key::start_ns, run.start_ns);
-    put_int(metadata_key::end_ns, 0);
-    put_text(metadata_key::status, "recording");
+    for (const MetadataRow& row : run_metadata_rows(run, kSchemaVersion, kMinReaderVersionWritten))
+        put_metadata(row);
+}
+
+void TraceWriter::Impl::put_metadata(const MetadataRow& row) {
+    bind_row(insert_metadata, 1, row);
+    insert_metadata.step_done();
 }
 
 // ---------------------------------------------------------------------------
@@ -663,85 +541,37 @@ void TraceWriter::Impl::write_pending_rows() {
         std::swap(rows, pending);
         pending_nonempty.store(false, std::memory_order_relaxed);
     }
-    for (const auto& [id, text] : rows.strings) {
-        insert_string.bind(1, id);
-        insert_string.bind_text(2, text);
-        insert_string.step_done();
-    }
+    auto insert = [](Statement& statement, const auto& row) {
+        bind_row(statement, 1, row);
+        statement.step_done();
+    };
+    for (const auto& [id, text] : rows.strings) insert(insert_string, StringRow{id, text});
     auto intern_now = [&](const std::string& text) {
         std::lock_guard lock(registration_mutex);
         return intern_locked(text);
     };
     // Names registered along with processes/threads/... were interned by the caller.
-    for (const ProcessInfo& p : rows.processes) {
-        insert_process.bind(1, p.pid);
-        insert_process.bind(2, intern_now(p.name));
-        insert_process.step_done();
-    }
-    for (const ThreadInfo& t : rows.threads) {
-        insert_thread.bind(1, t.thread_id);
-        insert_thread.bind(2, t.pid);
-        insert_thread.bind(3, t.tid);
-        insert_thread.bind(4, intern_now(t.name));
-        insert_thread.step_done();
-    }
-    for (const DeviceInfo& d : rows.devices) {
-        insert_device.bind(1, d.device_id);
-        insert_device.bind(2, intern_now(d.name));
-        insert_device.bind(3, intern_now(d.uuid));
-        insert_device.bind(4, d.compute_capability_major);
-        insert_device.bind(5, d.compute_capability_minor);
-        insert_device.bind(6, d.multiprocessor_count);
-        insert_device.bind(7, d.memory_bytes);
-        insert_device.bind(8, d.memory_bandwidth_bytes_per_second);
-        insert_device.step_done();
-    }
-    for (const StreamInfo& s : rows.streams) {
-        insert_stream.bind(1, s.stream_id);
-        insert_stream.bind(2, s.device_id);
-        insert_stream.bind(3, s.context_id);
-        insert_stream.bind(4, s.cuda_stream_id);
-        insert_stream.bind(5, s.priority);
-        insert_stream.bind(6, intern_now(s.name));
-        insert_stream.step_done();
-    }
+    for (const ProcessInfo& p : rows.processes) insert(insert_process, ProcessRow{p.pid, intern_now(p.name)});
+    for (const ThreadInfo& t : rows.threads) insert(insert_thread, ThreadRow{t.thread_id, t.pid, t.tid, intern_now(t.name)});
+    for (const DeviceInfo& d : rows.devices)
+        insert(insert_device, DeviceRow{d.device_id, intern_now(d.name), intern_now(d.uuid), d.compute_capability_major,
+                                        d.compute_capability_minor, d.multiprocessor_count, d.memory_bytes,
+                                        d.memory_bandwidth_bytes_per_second});
+    for (const StreamInfo& s : rows.streams)
+        insert(insert_stream,
+               StreamRow{s.stream_id, s.device_id, s.context_id, s.cuda_stream_id, s.priority, intern_now(s.name)});
     for (const auto& [stream_id, name] : rows.stream_names) {  // after the rows they rename
         rename_stream.bind(1, intern_now(name));
         rename_stream.bind(2, stream_id);
         rename_stream.step_done();
     }
-    for (const auto& [domain_id, category, name] : rows.category_names) {
-        insert_category_name.bind(1, domain_id);
-        insert_category_name.bind(2, category);
-        insert_category_name.bind(3, intern_now(name));
-        insert_category_name.step_done();
-    }
-    for (const CounterInfo& c : rows.counters) {
-        insert_counter.bind(1, c.counter_id);
-        insert_counter.bind(2, intern_now(c.name));
-        insert_counter.bind(3, intern_now(c.unit));
-        insert_counter.bind(4, c.device_id);
-        insert_counter.step_done();
-    }
-    for (const auto& [frame_id, fields] : rows.frames) {
-        insert_frame.bind(1, frame_id);
-        insert_frame.bind(2, fields[0]);
-        insert_frame.bind(3, fields[1]);
-        insert_frame.bind(4, fields[2]);
-        insert_frame.bind(5, static_cast<std::int64_t>(fields[3]));
-        insert_frame.step_done();
-    }
-    for (const auto& stack : rows.stacks) {
-        insert_stack.bind(1, stack[0]);
-        insert_stack.bind(2, stack[1]);
-        insert_stack.bind(3, stack[2]);
-        insert_stack.step_done();
-    }
-    for (const auto& [key, value] : rows.metadata) {
-        insert_metadata.bind_text(1, key);
-        insert_metadata.bind_text(2, value);
-        insert_metadata.step_done();
-    }
+    for (const auto& [domain_id, category, name] : rows.category_names)
+        insert(insert_category_name, NvtxCategoryRow{domain_id, category, intern_now(name)});
+    for (const CounterInfo& c : rows.counters)
+        insert(insert_counter, CounterRow{c.counter_id, intern_now(c.name), intern_now(c.unit), c.device_id});
+    for (const FrameRow& frame : rows.frames) insert(insert_frame, frame);
+    for (const StackRow& stack : rows.stacks) insert(insert_stack, stack);
+    for (const auto& [key, value] : rows.metadata) put_metadata(MetadataRow{key, AnyValue::of_text(value)});
     rows_since_commit = true;
     // Interning a name above may have queued its string: write it in this pass.
     if (pending_nonempty.load(std::memory_order_acquire)) write_pending_rows();
@@ -795,17 +625,20 @@ void TraceWriter::Impl::store_kernel(const KernelEvent& kernel) {
     if (found == launch_config_ids.end()) {
         LaunchConfigId id = static_cast<LaunchConfigId>(launch_config_ids.size() + 1);
         const LaunchConfig& c = kernel.launch;
-        insert_launch_config.bind(1, id);
-        std::uint32_t values[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                                  c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
-        for (int i = 0; i < 9; ++i) insert_launch_config.bind(i + 2, values[i]);
+        LaunchConfigRow row;
+        static_cast<LaunchConfig&>(row) = c;
+        row.launch_config_id = id;
+        bind_row(insert_launch_config, 1, row);
         insert_launch_config.step_done();
         found = launch_config_ids.emplace(c, id).first;
     }
     note_time(kernel.end_ns);
     note_order(kKernelsTable, track_stats.add(kKernelsTable, kernel.stream_id, kernel.start_ns, kernel.end_ns),
                kernel.correlation_id);
-    kernels.add(KernelRow{kernel, found->second});
+    KernelRow row;
+    static_cast<KernelEvent&>(row) = kernel;
+    row.launch_config_id = found->second;
+    kernels.add(row);
 }
 
 void TraceWriter::Impl::note_order(EventTableIndex table, bool in_order, CorrelationId correlation) {
@@ -927,12 +760,8 @@ void TraceWriter::Impl::run_writer_thread() {
 void TraceWriter::Impl::finish_file() {
     TimeNs end = explicit_end_ns.load();
     if (end == 0) end = std::max(run.start_ns, latest_time == std::numeric_limits<TimeNs>::min() ? run.start_ns : latest_time);
-    insert_metadata.bind_text(1, metadata_key::end_ns);
-    insert_metadata.bind(2, end);
-    insert_metadata.step_done();
-    insert_metadata.bind_text(1, metadata_key::status);
-    insert_metadata.bind_text(2, "complete");
-    insert_metadata.step_done();
+    put_metadata(MetadataRow{metadata_key::end_ns, AnyValue::of_integer(end)});
+    put_metadata(MetadataRow{metadata_key::status, AnyValue::of_text(metadata_status::complete)});
     exec_sql(db, path, "COMMIT");
     transaction_open = false;
     commits.fetch_add(1, std::memory_order_relaxed);
@@ -969,18 +798,13 @@ void TraceWriter::Impl::build_indexes_and_track_stats() {
     exec_sql(db, path, "PRAGMA threads = 2");
     exec_sql(db, path, "PRAGMA cache_size = -16384");
     exec_sql(db, path, "BEGIN");
-    exec_sql(db, path, kCreateIndexesSql);
+    exec_sql(db, path, create_indexes_sql().c_str());
     exec_sql(db, path, "DELETE FROM track_stats");
-    Statement insert(db, path,
-                     "INSERT INTO track_stats (event_table, track_id, event_count, first_start_ns, last_end_ns, "
-                     "max_duration_ns) VALUES (?, ?, ?, ?, ?, ?)");
+    Statement insert(db, path, insert_sql<TrackStatsRow>());
     for (const auto& [key, stats] : track_stats.by_table_and_track) {
-        insert.bind_text(1, kEventTables[key >> 32].name);
-        insert.bind(2, static_cast<std::uint32_t>(key & 0xffffffffu));
-        insert.bind(3, stats.count);
-        insert.bind(4, stats.first_start);
-        insert.bind(5, stats.last_end);
-        insert.bind(6, stats.max_duration);
+        bind_row(insert, 1,
+                 TrackStatsRow{kEventTables[key >> 32].name, static_cast<std::uint32_t>(key & 0xffffffffu), stats.count,
+                               stats.first_start, stats.last_end, stats.max_duration});
         insert.step_done();
     }
     insert = {};
@@ -1182,8 +1006,7 @@ FrameId TraceWriter::intern_frame(std::string_view function, std::string_view mo
     FrameId id = impl_->next_frame_id++;
     StringId function_id = impl_->intern_locked(function);
     StringId module_id = impl_->intern_locked(module);
-    impl_->pending.frames.push_back(
-        {id, {function_id, module_id, address, static_cast<std::uint64_t>(static_cast<std::int64_t>(line))}});
+    impl_->pending.frames.push_back(FrameRow{id, function_id, module_id, address, line});
     impl_->mark_pending();
     return id;
 }
@@ -1195,7 +1018,7 @@ StackId TraceWriter::intern_stack(StackId parent, FrameId frame) {
     if (found != impl_->stack_ids.end()) return found->second;
     StackId id = impl_->next_stack_id++;
     impl_->stack_ids.emplace(key, id);
-    impl_->pending.stacks.push_back({id, parent, frame});
+    impl_->pending.stacks.push_back(StackRow{id, parent, frame});
     impl_->mark_pending();
     return id;
 }

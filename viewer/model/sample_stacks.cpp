@@ -1,9 +1,14 @@
 // sample_stacks.cpp: per-thread stack charts from CPU samples (sample_stacks.h).
 #include "viewer/model/sample_stacks.h"
 
+#include "profiler/store/reader.h"
+#include "profiler/store/schema.h"
 #include "viewer/model/trace_model.h"
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
+#include <string>
 
 namespace ember::viewer {
 
@@ -14,6 +19,14 @@ std::size_t SampleStackLane::memory_bytes() const {
     for (const std::vector<StackRow>* chart : {&active, &with_idle})
         for (const StackRow& row : *chart) bytes += sizeof(StackRow) + row.boxes.capacity() * sizeof(StackBox);
     return bytes;
+}
+
+TimeNs recorded_sample_period_ns(const store::TraceReader& reader) {
+    const std::optional<std::string> text = reader.metadata(store::metadata_key::cpu_sample_period_ns);
+    if (!text) return 0;
+    TimeNs period = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), period);
+    return error == std::errc() && end == text->data() + text->size() && period > 0 ? period : 0;
 }
 
 namespace {
@@ -82,11 +95,11 @@ void add_samples(const std::vector<StackSampleRef>& samples, const std::vector<T
 
 SampleStackLane build_sample_stack_lane(const std::vector<StackSampleRef>& samples,
                                         const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
-                                        TimeNs fallback_period_ns, bool with_idle) {
+                                        TimeNs fallback_period_ns, bool with_idle, TimeNs recorded_period_ns) {
     SampleStackLane lane;
     lane.samples = static_cast<std::int64_t>(samples.size());
     for (const StackSampleRef& sample : samples) lane.idle_samples += sample.idle ? 1 : 0;
-    lane.period_ns = sample_period(samples, fallback_period_ns);
+    lane.period_ns = recorded_period_ns > 0 ? recorded_period_ns : sample_period(samples, fallback_period_ns);
     // Where each sample's time ends: at the next sample, unless the thread went
     // unsampled for more than two periods.
     std::vector<TimeNs> ends(samples.size());

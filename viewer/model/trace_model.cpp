@@ -144,6 +144,7 @@ TraceModel::TraceModel(const std::vector<std::string>& paths, const std::vector<
         const store::TraceReader& reader = *file.reader;
         file.run = reader.run();
         file.complete = reader.complete();
+        file.sample_period_ns = recorded_sample_period_ns(reader);
         file.dropped_records = reader.total_dropped();
         file.threads = reader.threads();
         file.streams = reader.streams();
@@ -788,7 +789,8 @@ void TraceModel::build_sample_stacks(int file_index, const std::vector<trace::Th
         std::stable_sort(samples.begin(), samples.end(),
                          [](const StackSampleRef& a, const StackSampleRef& b) { return a.time_ns < b.time_ns; });
         sample_stacks_[index] = std::make_unique<SampleStackLane>(
-            build_sample_stack_lane(samples, file.stack_frames, kDefaultSamplePeriodNs, idle_stacks_));
+            build_sample_stack_lane(samples, file.stack_frames, kDefaultSamplePeriodNs, idle_stacks_,
+                                    file.sample_period_ns));
     }
 }
 

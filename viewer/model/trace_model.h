@@ -146,6 +146,9 @@ struct TraceFile {
     // "rank R", so its lanes take no file-level "rank N · " prefix.
     bool job_trace = false;
     std::vector<std::uint32_t> string_to_model;  // file StringId -> model name id
+    // The period each stack sample stands for, as its sampler recorded it (run_metadata
+    // cpu_sample_period_ns); 0 when the file does not say (the lanes measure it).
+    trace::TimeNs sample_period_ns = 0;
     // Filled by the loader (read after TraceModel::loaded()).
     std::vector<StackSampleRef> stack_samples;
     // Frames of each sampled stack, outermost first, as indexes into frame_names.

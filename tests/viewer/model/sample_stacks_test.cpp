@@ -91,6 +91,19 @@ TEST(SampleStacks, UnknownStacksAndLoneSamples) {
     EXPECT_EQ(empty.period_ns, kDefaultSamplePeriodNs);
 }
 
+TEST(SampleStacks, TheRecordedPeriodWinsOverTheMeasuredOne) {
+    // Samples 10 ns apart, but the sampler recorded 25 ns: a sample followed by 40 ns of
+    // silence (within two recorded periods) lasts until the next one, and the last one
+    // lasts one recorded period.
+    const std::vector<StackSampleRef> samples = {{0, 1, 1}, {10, 1, 1}, {20, 1, 1}, {60, 1, 2}};
+    const SampleStackLane measured = build_sample_stack_lane(samples, kStacks);
+    EXPECT_EQ(measured.period_ns, 10);
+    expect_row(measured.active[1], {{0, 30, 1, 3}, {60, 70, 2, 1}}, "measured");
+    const SampleStackLane recorded = build_sample_stack_lane(samples, kStacks, kDefaultSamplePeriodNs, true, 25);
+    EXPECT_EQ(recorded.period_ns, 25);
+    expect_row(recorded.active[1], {{0, 60, 1, 3}, {60, 85, 2, 1}}, "recorded");
+}
+
 TEST(SampleStacks, FoldingKeepsEveryBoxAndTheirExtent) {
     // 100000 samples, 1 us apart, whose leaf changes every sample: depth 0 is one box,
     // depth 1 100000 boxes of 1 us.
