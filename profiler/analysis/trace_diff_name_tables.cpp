@@ -5,6 +5,7 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/operation_names.h"
 #include "profiler/analysis/sql_query.h"
+#include "profiler/store/schema.h"
 
 #include <cstdlib>
 #include <map>

@@ -59,13 +59,15 @@ TEST(RecordEnvironment, EverySettingSurvivesTheRoundTrip) {
     settings.nvml_hz = 1.0 / 3.0;
     settings.control_socket = false;
     settings.trace_cuda = false;
+    settings.trace_cuda_memory = true;
     settings.quiet = true;
     settings.python_call_sites = false;
     std::map<std::string, std::string> variables;
     for (const auto& [name, value] : settings.to_environment()) variables[name] = value;
-    EXPECT_EQ(variables.size(), 10u);  // every variable, each once
+    EXPECT_EQ(variables.size(), 11u);  // every variable, each once
     EXPECT_EQ(variables[kRecordChildrenVariable], "skip");
     EXPECT_EQ(variables[kRecordNoCudaVariable], "1");
+    EXPECT_EQ(variables[kRecordCudaMemoryVariable], "1");
     EXPECT_EQ(RecordSettings::from_environment(lookup_in(variables)), settings);
     // The defaults survive too.
     variables.clear();
@@ -84,6 +86,7 @@ TEST(RecordEnvironment, AbsentOrEmptyVariablesReadAsTheDefaults) {
     EXPECT_EQ(read.cpu_sample_hz, 0.0);
     EXPECT_TRUE(read.control_socket);
     EXPECT_TRUE(read.trace_cuda);
+    EXPECT_FALSE(read.trace_cuda_memory);  // CUDA memory records only on request (--cuda-memory)
     EXPECT_EQ(read.children, ChildPolicy::suffix);
     const std::map<std::string, std::string> empty = {{kRecordNvmlHzVariable, ""}, {kRecordSocketVariable, ""}};
     EXPECT_EQ(RecordSettings::from_environment(lookup_in(empty)), RecordSettings{});
