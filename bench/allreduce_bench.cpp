@@ -35,10 +35,14 @@ std::size_t parse_bytes(const std::string& text) {
     const double value = std::stod(text, &used);
     std::string unit = text.substr(used);
     double scale = 1.0;
-    if (unit == "K" || unit == "KiB" || unit == "k") scale = 1024.0;
-    else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024.0;
-    else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
-    else if (!unit.empty() && unit != "B") throw std::invalid_argument("bench allreduce: unknown size unit in '" + text + "'");
+    if (unit == "K" || unit == "KiB" || unit == "k")
+        scale = 1024.0;
+    else if (unit == "M" || unit == "MiB")
+        scale = 1024.0 * 1024.0;
+    else if (unit == "G" || unit == "GiB")
+        scale = 1024.0 * 1024.0 * 1024.0;
+    else if (!unit.empty() && unit != "B")
+        throw std::invalid_argument("bench allreduce: unknown size unit in '" + text + "'");
     return static_cast<std::size_t>(value * scale);
 }
 
@@ -100,7 +104,8 @@ int run_allreduce_bench(const AllreduceBenchOptions& options) {
                 break;
             }
         // Large sizes take fewer iterations so the sweep stays short.
-        const int iterations = std::max(2, std::min(options.iterations, static_cast<int>((std::size_t{256} << 20) / bytes) + 2));
+        const int iterations =
+            std::max(2, std::min(options.iterations, static_cast<int>((std::size_t{256} << 20) / bytes) + 2));
         for (int i = 0; i < options.warmup && i < iterations; ++i) comm.allreduce_sum(buffer, count, stream);
         synchronize();
         comm.barrier();

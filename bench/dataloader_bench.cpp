@@ -87,8 +87,8 @@ void take_batches(Loader& loader, int64_t batches, const DataloaderBenchOptions&
 }
 
 // Runs `epochs` epochs of up to options.batches batches (all with --full-epoch).
-RowResult run_threaded(const std::shared_ptr<const data::Dataset>& dataset, int workers, bool pinned,
-                       bool persistent, int epochs, const DataloaderBenchOptions& options) {
+RowResult run_threaded(const std::shared_ptr<const data::Dataset>& dataset, int workers, bool pinned, bool persistent,
+                       int epochs, const DataloaderBenchOptions& options) {
     RowResult result;
     if (pinned && !data::cuda_usable()) {
         result.not_measured = "n/a (no CUDA device)";
@@ -104,8 +104,8 @@ RowResult run_threaded(const std::shared_ptr<const data::Dataset>& dataset, int 
     loader_options.augment = augment_options(options);
     auto sampler = std::make_shared<data::RandomSampler>(dataset->size(), options.seed);
     data::DataLoader loader(dataset, sampler, loader_options);
-    int64_t batches = options.full_epoch ? loader.batches_per_epoch()
-                                         : std::min(options.batches, loader.batches_per_epoch());
+    int64_t batches =
+        options.full_epoch ? loader.batches_per_epoch() : std::min(options.batches, loader.batches_per_epoch());
     auto start = Clock::now();
     for (int epoch = 0; epoch < epochs; ++epoch) {
         loader.start_epoch(epoch);
@@ -125,8 +125,8 @@ RowResult run_gpu_resident(const data::InMemoryDataset& dataset, const Dataloade
     auto sampler = std::make_shared<data::RandomSampler>(dataset.size(), options.seed);
     data::GpuResidentLoader loader(dataset, sampler, options.batch_size, false, augment_options(options));
     loader.start_epoch(0);
-    int64_t batches = options.full_epoch ? loader.batches_per_epoch()
-                                         : std::min(options.batches, loader.batches_per_epoch());
+    int64_t batches =
+        options.full_epoch ? loader.batches_per_epoch() : std::min(options.batches, loader.batches_per_epoch());
     auto start = Clock::now();
     take_batches(loader, batches, options, result);
     result.seconds = os::seconds_between(start, Clock::now());
@@ -136,8 +136,8 @@ RowResult run_gpu_resident(const data::InMemoryDataset& dataset, const Dataloade
 constexpr int64_t kTrainSamples = 60000;  // one Fashion-MNIST training epoch
 
 void print_header() {
-    fmt::print("| {:<13} | {:>7} | {:>6} | {:>9} | {:>6} | {:>11} | {:>10} | {:>9} |\n", "source", "workers",
-               "pinned", "samples/s", "stall", "epoch (60k)", "wait/batch", "step");
+    fmt::print("| {:<13} | {:>7} | {:>6} | {:>9} | {:>6} | {:>11} | {:>10} | {:>9} |\n", "source", "workers", "pinned",
+               "samples/s", "stall", "epoch (60k)", "wait/batch", "step");
     fmt::print("|{:-<15}|{:->9}|{:->8}|{:->11}|{:->8}|{:->13}|{:->12}|{:->11}|\n", "", "", "", "", "", "", "", "");
 }
 
@@ -158,8 +158,7 @@ RowResult median_of_runs(const DataloaderBenchOptions& options, Run run) {
     return runs[runs.size() / 2];
 }
 
-void print_row(const std::string& source, const std::string& workers, const std::string& pinned,
-               const RowResult& row) {
+void print_row(const std::string& source, const std::string& workers, const std::string& pinned, const RowResult& row) {
     if (!row.not_measured.empty()) {
         fmt::print("| {:<13} | {:>7} | {:>6} | {:<54} |\n", source, workers, pinned, row.not_measured);
         return;
@@ -208,11 +207,12 @@ int run_dataloader_bench(const DataloaderBenchOptions& options) {
     bool want_png = std::find(options.sources.begin(), options.sources.end(), "png") != options.sources.end();
     std::shared_ptr<data::ImageFolderDataset> png = want_png ? png_dataset(options, needed) : nullptr;
 
-    fmt::print("ember bench dataloader: batch {}, {} batches per row, step = {} {:.1f} ms, prefetch {}, "
-               "{} workers, augmentation {}\n",
-               options.batch_size, options.full_epoch ? std::string("all") : std::to_string(options.batches),
-               options.compute, options.compute_ms, options.prefetch_factor,
-               options.persistent ? "persistent" : "per-epoch", options.augment ? "crop 2 + flip + normalize" : "normalize");
+    fmt::print(
+        "ember bench dataloader: batch {}, {} batches per row, step = {} {:.1f} ms, prefetch {}, "
+        "{} workers, augmentation {}\n",
+        options.batch_size, options.full_epoch ? std::string("all") : std::to_string(options.batches), options.compute,
+        options.compute_ms, options.prefetch_factor, options.persistent ? "persistent" : "per-epoch",
+        options.augment ? "crop 2 + flip + normalize" : "normalize");
     fmt::print("median of {} run(s) per row; hardware threads: {}; CUDA device: {}\n", options.repeat,
                std::thread::hardware_concurrency(),
                data::cuda_usable() ? "yes" : "none (pinned and GPU-resident rows are n/a)");
@@ -222,11 +222,12 @@ int run_dataloader_bench(const DataloaderBenchOptions& options) {
     print_header();
     for (const std::string& source : options.sources) {
         if (source == "gpu") {
-            print_row("GPU-resident", "-", "-", median_of_runs(options, [&] { return run_gpu_resident(*train, options); }));
+            print_row("GPU-resident", "-", "-",
+                      median_of_runs(options, [&] { return run_gpu_resident(*train, options); }));
             continue;
         }
-        std::shared_ptr<const data::Dataset> dataset = source == "png" ? std::shared_ptr<const data::Dataset>(png)
-                                                                      : std::shared_ptr<const data::Dataset>(train);
+        std::shared_ptr<const data::Dataset> dataset =
+            source == "png" ? std::shared_ptr<const data::Dataset>(png) : std::shared_ptr<const data::Dataset>(train);
         std::string label = source == "png" ? "PNG folder" : "IDX in memory";
         for (int workers : options.workers)
             for (const std::string& pinned : options.pinned)

@@ -17,7 +17,9 @@
 
 namespace {
 
-std::string bench_path() { return "/tmp/ember_nvtx_bench_" + std::to_string(getpid()) + ".db"; }
+std::string bench_path() {
+    return "/tmp/ember_nvtx_bench_" + std::to_string(getpid()) + ".db";
+}
 
 void print_load_average(const char* when) {
     std::printf("load average %s: %s\n", when, ember::os::load_average().c_str());

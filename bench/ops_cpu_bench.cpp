@@ -37,11 +37,9 @@ constexpr int64_t kBatch = 128;
 // Wall time (the fast paths run on several threads), and the fastest repetition beside
 // the mean and median: on a shared machine the minimum is the least disturbed.
 void timing(benchmark::internal::Benchmark* b) {
-    b->UseRealTime()
-        ->Unit(benchmark::kMillisecond)
-        ->ComputeStatistics("min", [](const std::vector<double>& v) {
-            return *std::min_element(v.begin(), v.end());
-        });
+    b->UseRealTime()->Unit(benchmark::kMillisecond)->ComputeStatistics("min", [](const std::vector<double>& v) {
+        return *std::min_element(v.begin(), v.end());
+    });
 }
 
 // Argument 0 of every benchmark: 0 = reference loops, 1 = fast path.
@@ -70,8 +68,7 @@ struct ConvBuffers {
     double flops = 0;
     explicit ConvBuffers(const benchmark::State& state) {
         const Layout layout = state.range(1) ? Layout::nhwc : Layout::nchw;
-        const int64_t C = state.range(2), K = state.range(3), H = state.range(4),
-                      R = state.range(5);
+        const int64_t C = state.range(2), K = state.range(3), H = state.range(4), R = state.range(5);
         params.stride_h = params.stride_w = static_cast<int>(state.range(6));
         params.pad_h = params.pad_w = static_cast<int>(R / 2);
         const int64_t P = conv_output_size(H, R, params.stride_h, params.pad_h, 1);
@@ -91,8 +88,8 @@ void BM_ConvForward(benchmark::State& state) {
     cpu::ScopedOpImplementation scoped(implementation(state));
     ConvBuffers b(state);
     for (auto _ : state) conv2d_forward_cpu(b.x, b.w, {}, b.y, b.params);
-    state.counters["FLOP/s"] = benchmark::Counter(
-        b.flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+    state.counters["FLOP/s"] =
+        benchmark::Counter(b.flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_ConvForward)->Apply(conv_args);
 
@@ -129,8 +126,7 @@ struct ActivationBuffers {
         const Layout layout = state.range(1) ? Layout::nhwc : Layout::nchw;
         const int64_t C = state.range(2), H = state.range(3);
         for (HostTensor* t : {&x, &y, &dy, &dx}) *t = HostTensor(f32, {kBatch, C, H, H}, layout);
-        for (HostTensor* t :
-             {&gamma, &beta, &mean, &invstd, &running_mean, &running_var, &dgamma, &dbeta})
+        for (HostTensor* t : {&gamma, &beta, &mean, &invstd, &running_mean, &running_var, &dgamma, &dbeta})
             *t = HostTensor(f32, {C});
         std::mt19937 rng(1);
         fill_random(x, rng);
@@ -144,8 +140,7 @@ void BM_BatchNormForwardTrain(benchmark::State& state) {
     cpu::ScopedOpImplementation scoped(implementation(state));
     ActivationBuffers b(state);
     for (auto _ : state)
-        batchnorm_forward_train_cpu(b.x, b.gamma, b.beta, b.y, b.running_mean, b.running_var,
-                                    b.mean, b.invstd, {});
+        batchnorm_forward_train_cpu(b.x, b.gamma, b.beta, b.y, b.running_mean, b.running_var, b.mean, b.invstd, {});
 }
 BENCHMARK(BM_BatchNormForwardTrain)->Apply(activation_args);
 
@@ -154,8 +149,8 @@ void BM_BatchNormBackward(benchmark::State& state) {
     ActivationBuffers b(state);
     batchnorm_forward_train_cpu(b.x, b.gamma, b.beta, b.y, {}, {}, b.mean, b.invstd, {});
     for (auto _ : state)
-        batchnorm_backward_cpu(b.x, b.dy, b.gamma, b.mean, b.invstd, b.dx, b.dgamma, b.dbeta,
-                               GradWrite::store, GradWrite::store);
+        batchnorm_backward_cpu(b.x, b.dy, b.gamma, b.mean, b.invstd, b.dx, b.dgamma, b.dbeta, GradWrite::store,
+                               GradWrite::store);
 }
 BENCHMARK(BM_BatchNormBackward)->Apply(activation_args);
 
@@ -185,8 +180,7 @@ void BM_MaxPool(benchmark::State& state) {
     ActivationBuffers b(state);
     const Layout layout = state.range(1) ? Layout::nhwc : Layout::nchw;
     const int64_t C = state.range(2), H = state.range(3);
-    HostTensor pooled(f32, {kBatch, C, H / 2, H / 2}, layout),
-        argmax(DType::i32, {kBatch, C, H / 2, H / 2}, layout);
+    HostTensor pooled(f32, {kBatch, C, H / 2, H / 2}, layout), argmax(DType::i32, {kBatch, C, H / 2, H / 2}, layout);
     Pool2dParams p;
     for (auto _ : state) {
         maxpool2d_forward_cpu(b.x, pooled, argmax, p);
@@ -205,10 +199,7 @@ void BM_ConvertLayout(benchmark::State& state) {
     fill_random(from, rng);
     for (auto _ : state) convert_layout_cpu(from, to);
 }
-BENCHMARK(BM_ConvertLayout)
-    ->ArgsProduct({{0, 1}, {0, 1}})
-    ->ArgNames({"fast", "to_nchw"})
-    ->Apply(timing);
+BENCHMARK(BM_ConvertLayout)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"fast", "to_nchw"})->Apply(timing);
 
 // Arguments: implementation, rows, in, out (y[rows, out] = x[rows, in] W^T + b).
 void BM_LinearForwardBackward(benchmark::State& state) {
@@ -257,16 +248,14 @@ BENCHMARK(BM_Attention)->Arg(0)->Arg(1)->ArgName("fast")->Apply(timing);
 void BM_LayerNormForwardBackward(benchmark::State& state) {
     cpu::ScopedOpImplementation scoped(implementation(state));
     const int64_t rows = kBatch * 16, dim = 64;
-    HostTensor x(f32, {rows, dim}), y(f32, {rows, dim}), dx(f32, {rows, dim}), gamma(f32, {dim}),
-        beta(f32, {dim});
+    HostTensor x(f32, {rows, dim}), y(f32, {rows, dim}), dx(f32, {rows, dim}), gamma(f32, {dim}), beta(f32, {dim});
     HostTensor mean(f32, {rows}), rstd(f32, {rows}), dgamma(f32, {dim}), dbeta(f32, {dim});
     std::mt19937 rng(1);
     fill_random(x, rng);
     fill_value(gamma, 1.0);
     for (auto _ : state) {
         layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f);
-        layernorm_backward_cpu(x, y, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store,
-                               GradWrite::store);
+        layernorm_backward_cpu(x, y, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store, GradWrite::store);
     }
 }
 BENCHMARK(BM_LayerNormForwardBackward)->Arg(0)->Arg(1)->ArgName("fast")->Apply(timing);
@@ -292,24 +281,16 @@ void BM_SmallCnnStep(benchmark::State& state) {
     Conv2dParams p;
     p.pad_h = p.pad_w = 1;
     HostTensor x(f32, {kBatch, 1, 28, 28}), w1(f32, {32, 1, 3, 3}), w2(f32, {64, 32, 3, 3});
-    HostTensor c1(f32, {kBatch, 32, 28, 28}), b1(f32, {kBatch, 32, 28, 28}),
-        p1(f32, {kBatch, 32, 14, 14});
-    HostTensor c2(f32, {kBatch, 64, 14, 14}), b2(f32, {kBatch, 64, 14, 14}),
-        p2(f32, {kBatch, 64, 7, 7});
+    HostTensor c1(f32, {kBatch, 32, 28, 28}), b1(f32, {kBatch, 32, 28, 28}), p1(f32, {kBatch, 32, 14, 14});
+    HostTensor c2(f32, {kBatch, 64, 14, 14}), b2(f32, {kBatch, 64, 14, 14}), p2(f32, {kBatch, 64, 7, 7});
     HostTensor a1(DType::i32, {kBatch, 32, 14, 14}), a2(DType::i32, {kBatch, 64, 7, 7});
-    HostTensor fc(f32, {10, 3136}), fcb(f32, {10}), logits(f32, {kBatch, 10}),
-        losses(f32, {kBatch});
+    HostTensor fc(f32, {10, 3136}), fcb(f32, {10}), logits(f32, {kBatch, 10}), losses(f32, {kBatch});
     HostTensor dlogits(f32, {kBatch, 10}), targets(DType::i32, {kBatch});
-    HostTensor g1(f32, {32}), be1(f32, {32}), m1(f32, {32}), s1(f32, {32}), dg1(f32, {32}),
-        db1(f32, {32});
-    HostTensor g2(f32, {64}), be2(f32, {64}), m2(f32, {64}), s2(f32, {64}), dg2(f32, {64}),
-        db2(f32, {64});
-    HostTensor dp2(f32, {kBatch, 64, 7, 7}), db2x(f32, {kBatch, 64, 14, 14}),
-        dc2(f32, {kBatch, 64, 14, 14});
-    HostTensor dp1(f32, {kBatch, 32, 14, 14}), db1x(f32, {kBatch, 32, 28, 28}),
-        dc1(f32, {kBatch, 32, 28, 28});
-    HostTensor dw1(f32, {32, 1, 3, 3}), dw2(f32, {64, 32, 3, 3}), dfc(f32, {10, 3136}),
-        dfcb(f32, {10});
+    HostTensor g1(f32, {32}), be1(f32, {32}), m1(f32, {32}), s1(f32, {32}), dg1(f32, {32}), db1(f32, {32});
+    HostTensor g2(f32, {64}), be2(f32, {64}), m2(f32, {64}), s2(f32, {64}), dg2(f32, {64}), db2(f32, {64});
+    HostTensor dp2(f32, {kBatch, 64, 7, 7}), db2x(f32, {kBatch, 64, 14, 14}), dc2(f32, {kBatch, 64, 14, 14});
+    HostTensor dp1(f32, {kBatch, 32, 14, 14}), db1x(f32, {kBatch, 32, 28, 28}), dc1(f32, {kBatch, 32, 28, 28});
+    HostTensor dw1(f32, {32, 1, 3, 3}), dw2(f32, {64, 32, 3, 3}), dfc(f32, {10, 3136}), dfcb(f32, {10});
     for (HostTensor* t : {&x, &w1, &w2, &fc}) fill_random(*t, rng, -0.1, 0.1);
     fill_value(g1, 1.0);
     fill_value(g2, 1.0);
@@ -325,22 +306,18 @@ void BM_SmallCnnStep(benchmark::State& state) {
         maxpool2d_forward_cpu(b2, p2, a2, {});
         linear_forward_cpu(flatten(p2), fc, fcb, logits);
         softmax_cross_entropy_cpu(logits, targets, losses, dlogits, 1.0f / kBatch);
-        linear_backward_cpu(flatten(p2), fc, dlogits, flatten(dp2), dfc, dfcb, GradWrite::store,
-                            GradWrite::store);
+        linear_backward_cpu(flatten(p2), fc, dlogits, flatten(dp2), dfc, dfcb, GradWrite::store, GradWrite::store);
         maxpool2d_backward_cpu(dp2, a2, db2x, {}, GradWrite::store);
         relu_backward_cpu(b2, db2x, db2x, GradWrite::store);
-        batchnorm_backward_cpu(c2, db2x, g2, m2, s2, dc2, dg2, db2, GradWrite::store,
-                               GradWrite::store);
+        batchnorm_backward_cpu(c2, db2x, g2, m2, s2, dc2, dg2, db2, GradWrite::store, GradWrite::store);
         conv2d_backward_filter_cpu(p1, dc2, dw2, p, GradWrite::store);
         conv2d_backward_data_cpu(w2, dc2, dp1, p, GradWrite::store);
         maxpool2d_backward_cpu(dp1, a1, db1x, {}, GradWrite::store);
         relu_backward_cpu(b1, db1x, db1x, GradWrite::store);
-        batchnorm_backward_cpu(c1, db1x, g1, m1, s1, dc1, dg1, db1, GradWrite::store,
-                               GradWrite::store);
+        batchnorm_backward_cpu(c1, db1x, g1, m1, s1, dc1, dg1, db1, GradWrite::store, GradWrite::store);
         conv2d_backward_filter_cpu(x, dc1, dw1, p, GradWrite::store);
     }
-    state.counters["images/s"] =
-        benchmark::Counter(double(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["images/s"] = benchmark::Counter(double(kBatch), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_SmallCnnStep)->Arg(0)->Arg(1)->ArgName("fast")->Apply(timing);
 

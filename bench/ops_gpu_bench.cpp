@@ -26,8 +26,7 @@ CudaContext& context() {
     return ctx;
 }
 
-Tensor device_tensor(Buffer& buffer, DType dtype, std::initializer_list<int64_t> shape,
-                     Layout layout = Layout::nchw) {
+Tensor device_tensor(Buffer& buffer, DType dtype, std::initializer_list<int64_t> shape, Layout layout = Layout::nchw) {
     Tensor t = make_tensor(nullptr, dtype, shape, Device::cuda, layout);
     buffer = Buffer(device_allocator(), t.bytes());
     t.data = buffer.data();
@@ -55,8 +54,10 @@ void BM_Gelu(benchmark::State& state) {
     Tensor scratch = device_tensor(sb, DType::f32, {n});
     fill_cuda(context(), x, 0.5f);
     time_on_device(state, [&] {
-        if (fused) gelu_forward_cuda(context(), x, y);
-        else gelu_forward_unfused_cuda(context(), x, y, scratch);
+        if (fused)
+            gelu_forward_cuda(context(), x, y);
+        else
+            gelu_forward_unfused_cuda(context(), x, y, scratch);
     });
     state.SetBytesProcessed(state.iterations() * n * 8);  // the fused kernel's traffic
 }
@@ -79,11 +80,14 @@ void BM_Conv(benchmark::State& state) {
     Conv2dParams p;
     p.pad_h = p.pad_w = 1;
     time_on_device(state, [&] { conv2d_forward_cuda(context(), x, w, {}, y, p); });
-    state.counters["TFLOP/s"] = benchmark::Counter(2.0 * 64 * 64 * 64 * 9 * 56 * 56 / 1e12,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["TFLOP/s"] =
+        benchmark::Counter(2.0 * 64 * 64 * 64 * 9 * 56 * 56 / 1e12, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Conv)->ArgNames({"benchmark", "nhwc_bf16"})->ArgsProduct({{0, 1}, {0, 1}})
-    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Conv)
+    ->ArgNames({"benchmark", "nhwc_bf16"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // optimizer_bench.cpp: time of one optimizer step for every elementwise optimizer on
 // 1M and 11M parameters cut into segments of mixed sizes, on the cpu backend and,
 // where a device is present, the fused and per-tensor CUDA backends (with their
-// launch counts); then global-norm gradient clipping (cpu, and CUDA with a device). Usage: ember_optimizer_bench [--steps N] [--sizes 1000000,11000000]
+// launch counts); then global-norm gradient clipping (cpu, and CUDA with a device). Usage: ember_optimizer_bench
+// [--steps N] [--sizes 1000000,11000000]
 #include "common/os.h"
 #include "engine/core/cuda_check.h"
 #include "engine/core/device.h"
@@ -44,7 +45,9 @@ std::vector<ParameterSegment> make_segments(std::size_t count) {
 
 // CPU time of the calling thread: on a shared machine it counts only the time this
 // thread ran, which wall time does not (memory-bandwidth contention still shows).
-double thread_cpu_ms() { return ember::os::thread_cpu_seconds() * 1e3; }
+double thread_cpu_ms() {
+    return ember::os::thread_cpu_seconds() * 1e3;
+}
 
 struct Timing {
     double wall_ms;
@@ -84,8 +87,8 @@ int main(int argc, char** argv) {
     const bool have_device = ember::cuda_device_available();
     if (!have_device)
         std::printf("# no CUDA device (%s): cpu backend only\n", ember::cuda_runtime_status().reason.c_str());
-    std::printf("%-10s %10s %-16s %10s %10s %9s %10s\n", "optimizer", "params", "backend", "ms/step",
-                "cpu ms", "launches", "GB/s");
+    std::printf("%-10s %10s %-16s %10s %10s %9s %10s\n", "optimizer", "params", "backend", "ms/step", "cpu ms",
+                "launches", "GB/s");
 
     for (std::size_t count : sizes) {
         std::vector<ParameterSegment> segments = make_segments(count);
@@ -133,7 +136,8 @@ int main(int argc, char** argv) {
             double cpu_start = thread_cpu_ms();
             for (int s = 0; s < steps; ++s) clip_grad_norm_cpu(scratch.data(), count, 1e-3);
             double cpu_ms = (thread_cpu_ms() - cpu_start) / steps;
-            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
+            double ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
             std::printf("%-10s %10zu %-16s %10.3f %10.3f %9d %10.1f\n", "clip", count, "cpu", ms, cpu_ms, 0,
                         (double)count * 12.0 / (ms * 1e-3) / 1e9);
             if (have_device) {
@@ -143,7 +147,8 @@ int main(int argc, char** argv) {
                 start = std::chrono::steady_clock::now();
                 for (int s = 0; s < steps; ++s) clipper.clip(device_grads, 1e-3f);
                 EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-                ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
+                ms =
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
                 std::printf("%-10s %10zu %-16s %10.3f %10s %9d %10.1f\n", "clip", count, "cuda", ms, "-",
                             clipper.launches_per_clip(), (double)count * 12.0 / (ms * 1e-3) / 1e9);
             }

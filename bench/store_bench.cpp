@@ -50,7 +50,7 @@ using os::seconds_since;
 
 // Counts events and hands out ids: the generator's own cost.
 class CountingSink : public synth::EventSink {
-public:
+  public:
     StringId intern(std::string_view) override { return ++next_id_; }
     void register_process(const ProcessInfo&) override {}
     ThreadId register_thread(const ThreadInfo&) override { return ++next_id_; }
@@ -72,7 +72,7 @@ public:
     void record_overhead(const OverheadEvent& e) override { sum_ += e.start_ns; }
     std::int64_t checksum() const { return sum_; }
 
-private:
+  private:
     std::uint32_t next_id_ = 0;
     std::int64_t sum_ = 0;  // keeps the compiler from dropping the events
 };
@@ -80,7 +80,7 @@ private:
 // The plain loop: one prepared single-row INSERT per event, executed as soon as
 // the event arrives. Same tables and columns as TraceWriter writes.
 class PlainLoopSink : public synth::EventSink {
-public:
+  public:
     PlainLoopSink(const std::string& path, std::chrono::milliseconds commit_every)
         : db_((std::filesystem::remove(path), path), store::Connection::Mode::create), commit_every_(commit_every) {
         exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
@@ -146,8 +146,15 @@ public:
 
     void record_kernel(const KernelEvent& e) override {
         const LaunchConfig& c = e.launch;
-        std::vector<std::int64_t> key = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                                         c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes};
+        std::vector<std::int64_t> key = {c.grid_x,
+                                         c.grid_y,
+                                         c.grid_z,
+                                         c.block_x,
+                                         c.block_y,
+                                         c.block_z,
+                                         c.registers_per_thread,
+                                         c.static_shared_bytes,
+                                         c.dynamic_shared_bytes};
         auto found = launch_configs_.find(key);
         if (found == launch_configs_.end()) {
             store::LaunchConfigRow row;
@@ -171,7 +178,7 @@ public:
     void record_stack_sample(const StackSample& e) override { insert(e); }
     void record_overhead(const OverheadEvent& e) override { insert(e); }
 
-private:
+  private:
     void exec(const std::string& sql) { store::exec_sql(db_.get(), db_.path(), sql.c_str()); }
     // One prepared single-row INSERT per table (its declared columns), executed at once.
     template <typename Row>
@@ -213,9 +220,9 @@ private:
 
 struct PhaseResult {
     std::int64_t events = 0;
-    double seconds = 0;        // the measured part
-    double close_seconds = 0;  // TraceWriter: close() (indexes, track_stats)
-    double cpu_seconds = 0;    // user + system of the whole process
+    double seconds = 0;                    // the measured part
+    double close_seconds = 0;              // TraceWriter: close() (indexes, track_stats)
+    double cpu_seconds = 0;                // user + system of the whole process
     double writer_thread_cpu_seconds = 0;  // TraceWriter: its writer thread alone
     double max_commit_gap_ms = 0;
     double measured_cpu_seconds = 0;  // process CPU at the end of the measured part
@@ -383,42 +390,43 @@ int run_store_bench(const StoreBenchOptions& options) {
     std::vector<Row> rows = {
         {"generator only (no storage)", generator.events, generator.seconds, generator.measured_cpu_seconds,
          generator.measured_peak_rss_kib, generator.start_rss_kib},
-        {"baseline: 1 INSERT/row, autocommit", autocommit.events, autocommit.seconds,
-         autocommit.measured_cpu_seconds, autocommit.measured_peak_rss_kib, autocommit.start_rss_kib},
+        {"baseline: 1 INSERT/row, autocommit", autocommit.events, autocommit.seconds, autocommit.measured_cpu_seconds,
+         autocommit.measured_peak_rss_kib, autocommit.start_rss_kib},
         {"baseline: 1 INSERT/row, commit/250ms", batched.events, batched.seconds, batched.measured_cpu_seconds,
          batched.measured_peak_rss_kib, batched.start_rss_kib},
         {"TraceWriter, ingest (all committed)", writer.events, writer.seconds, writer.measured_cpu_seconds,
          writer.measured_peak_rss_kib, writer.start_rss_kib},
-        {"TraceWriter, incl. close (indexes)", writer.events, writer.seconds + writer.close_seconds,
-         writer.cpu_seconds, writer.peak_rss_kib, writer.start_rss_kib},
+        {"TraceWriter, incl. close (indexes)", writer.events, writer.seconds + writer.close_seconds, writer.cpu_seconds,
+         writer.peak_rss_kib, writer.start_rss_kib},
     };
-    std::printf("\n%-37s %10s %8s %12s %9s %8s %14s %11s\n", "variant", "events", "wall s", "events/s",
-                "vs autoc.", "CPU s", "events/CPU-s", "RSS growth");
+    std::printf("\n%-37s %10s %8s %12s %9s %8s %14s %11s\n", "variant", "events", "wall s", "events/s", "vs autoc.",
+                "CPU s", "events/CPU-s", "RSS growth");
     for (const Row& row : rows) {
         double rate = static_cast<double>(row.events) / row.seconds;
         double cpu_rate = static_cast<double>(row.events) / std::max(row.cpu_seconds, 1e-9);
-        std::printf("%-37s %10s %8.2f %12s %8.1fx %8.2f %14s %7ld MiB\n", row.name,
-                    with_commas(row.events).c_str(), row.seconds,
-                    with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate, row.cpu_seconds,
-                    with_commas(static_cast<std::int64_t>(cpu_rate)).c_str(),
+        std::printf("%-37s %10s %8.2f %12s %8.1fx %8.2f %14s %7ld MiB\n", row.name, with_commas(row.events).c_str(),
+                    row.seconds, with_commas(static_cast<std::int64_t>(rate)).c_str(), rate / baseline_rate,
+                    row.cpu_seconds, with_commas(static_cast<std::int64_t>(cpu_rate)).c_str(),
                     std::max(0L, row.rss_kib - row.start_rss_kib) / 1024);
     }
     std::printf("\nTraceWriter: %s events stored (%s given), close() %.2f s, longest gap between commits %.0f ms\n",
                 with_commas(stored).c_str(), with_commas(writer.events).c_str(), writer.close_seconds,
                 writer.max_commit_gap_ms);
-    std::printf("TraceWriter CPU: writer thread %.2f s (%s events per writer-thread CPU second), whole process "
-                "%.2f s incl. generator and close\n"
-                "CPU s: the process (generator + storage); wall rates need an otherwise idle machine; RSS "
-                "growth: peak resident set minus what the forked process inherited from ember\n",
-                writer.writer_thread_cpu_seconds,
-                with_commas(static_cast<std::int64_t>(static_cast<double>(writer.events) /
-                                                      std::max(writer.writer_thread_cpu_seconds, 1e-9)))
-                    .c_str(),
-                writer.cpu_seconds);
+    std::printf(
+        "TraceWriter CPU: writer thread %.2f s (%s events per writer-thread CPU second), whole process "
+        "%.2f s incl. generator and close\n"
+        "CPU s: the process (generator + storage); wall rates need an otherwise idle machine; RSS "
+        "growth: peak resident set minus what the forked process inherited from ember\n",
+        writer.writer_thread_cpu_seconds,
+        with_commas(static_cast<std::int64_t>(static_cast<double>(writer.events) /
+                                              std::max(writer.writer_thread_cpu_seconds, 1e-9)))
+            .c_str(),
+        writer.cpu_seconds);
     std::printf("load average at the end: %s\n", os::load_average().c_str());
-    std::printf("events/s counts every row of every event table; the autocommit baseline runs on the first %s "
-                "events of the same stream\n",
-                with_commas(autocommit.events).c_str());
+    std::printf(
+        "events/s counts every row of every event table; the autocommit baseline runs on the first %s "
+        "events of the same stream\n",
+        with_commas(autocommit.events).c_str());
     if (stored != writer.events) {
         std::fprintf(stderr, "ember bench store: %s holds %lld events, expected %lld\n", writer_path.c_str(),
                      static_cast<long long>(stored), static_cast<long long>(writer.events));

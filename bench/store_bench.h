@@ -9,8 +9,8 @@
 namespace ember::bench {
 
 struct StoreBenchOptions {
-    std::int64_t events = 2'000'000;          // written by TraceWriter and the 250 ms baseline
-    std::int64_t baseline_events = 200'000;   // the autocommit baseline (every row a transaction)
+    std::int64_t events = 2'000'000;         // written by TraceWriter and the 250 ms baseline
+    std::int64_t baseline_events = 200'000;  // the autocommit baseline (every row a transaction)
     std::uint64_t seed = 1;
     std::string directory;  // empty: a temporary directory
     bool keep = false;      // keep the trace files

@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 // Times the steps after the warm-up and keeps the allocator's statistics as of the
 // last step (the evaluation after it runs at its own, larger batch: not the row's).
 class TimingObserver : public train::TrainObserver {
-public:
+  public:
     TimingObserver(int64_t warmup, const CachingAllocator* memory = nullptr) : warmup_(warmup), memory_(memory) {}
     void step(const train::StepReport& r) override {
         if (memory_) training_memory_ = memory_->stats();
@@ -55,7 +55,7 @@ public:
     const std::vector<train::EpochReport>& epochs() const { return epochs_; }
     const AllocatorStats& training_memory() const { return training_memory_; }
 
-private:
+  private:
     int64_t warmup_;
     const CachingAllocator* memory_;
     AllocatorStats training_memory_;
@@ -71,7 +71,9 @@ struct Variant {
     std::function<std::string(const train::TrainConfig&, bool on_gpu)> not_applicable;
 };
 
-std::string gpu_only(const train::TrainConfig&, bool on_gpu) { return on_gpu ? "" : "needs a GPU"; }
+std::string gpu_only(const train::TrainConfig&, bool on_gpu) {
+    return on_gpu ? "" : "needs a GPU";
+}
 
 std::string distributed_only(const train::TrainConfig&, bool) {
     return distributed::detect_launch_environment().distributed() ? "" : "needs 2+ ranks (mpirun/srun)";
@@ -88,9 +90,18 @@ std::vector<Variant> variants() {
     return {
         {"all on", [](train::TrainConfig&) {}, [](const train::TrainConfig&, bool) { return std::string(); }},
         {"GPU-resident data off (IDX loader)", [](train::TrainConfig& c) { c.data_source = "idx"; }, gpu_only},
-        {"loader workers 0", [](train::TrainConfig& c) { c.data_source = "idx"; c.workers = 0; },
+        {"loader workers 0",
+         [](train::TrainConfig& c) {
+             c.data_source = "idx";
+             c.workers = 0;
+         },
          [](const train::TrainConfig&, bool) { return std::string(); }},
-        {"pinned memory off", [](train::TrainConfig& c) { c.data_source = "idx"; c.pin_memory = false; }, gpu_only},
+        {"pinned memory off",
+         [](train::TrainConfig& c) {
+             c.data_source = "idx";
+             c.pin_memory = false;
+         },
+         gpu_only},
         {"cudnn_benchmark off", [](train::TrainConfig& c) { c.cudnn_benchmark = false; },
          [needs](const train::TrainConfig& c, bool on_gpu) {
              return on_gpu ? needs("convolutions", {"cnn", "resnet"})(c, on_gpu) : std::string("needs a GPU");
@@ -108,15 +119,21 @@ std::vector<Variant> variants() {
         // Off in "all on" (it trades compute for memory): this row turns it on.
         {"activation checkpointing on", [](train::TrainConfig& c) { c.activation_checkpointing = true; },
          needs("residual or transformer blocks", {"resnet", "transformer"})},
-        {"batch size halved", [](train::TrainConfig& c) { c.batch_size = std::to_string(std::stoll(c.batch_size) / 2); },
+        {"batch size halved",
+         [](train::TrainConfig& c) { c.batch_size = std::to_string(std::stoll(c.batch_size) / 2); },
          [](const train::TrainConfig& c, bool) -> std::string {
-             if (c.batch_size == "max" || std::stoll(c.batch_size) < 2) return "needs a numeric batch size of 2 or more";
+             if (c.batch_size == "max" || std::stoll(c.batch_size) < 2)
+                 return "needs a numeric batch size of 2 or more";
              return "";
          }},
         {"fused GELU off", [](train::TrainConfig& c) { c.fused_gelu = false; }, needs("GELU", {"transformer"})},
         {"fused LayerNorm off", [](train::TrainConfig& c) { c.fused_layernorm = false; },
          needs("LayerNorm", {"transformer"})},
-        {"prefetch factor 1", [](train::TrainConfig& c) { c.data_source = "idx"; c.prefetch_factor = 1; },
+        {"prefetch factor 1",
+         [](train::TrainConfig& c) {
+             c.data_source = "idx";
+             c.prefetch_factor = 1;
+         },
          [](const train::TrainConfig&, bool) { return std::string(); }},
         {"fused optimizer off", [](train::TrainConfig& c) { c.fused_optimizer = false; }, gpu_only},
         {"CUDA Graph off", [](train::TrainConfig& c) { c.cuda_graph = false; }, gpu_only},
@@ -129,7 +146,8 @@ std::vector<Variant> variants() {
          }},
         // "all on" once more at the end: its ratio shows the run-to-run drift (warm-up,
         // machine load) that every other row carries too.
-        {"all on (repeated last)", [](train::TrainConfig&) {}, [](const train::TrainConfig&, bool) { return std::string(); }},
+        {"all on (repeated last)", [](train::TrainConfig&) {},
+         [](const train::TrainConfig&, bool) { return std::string(); }},
     };
 }
 
@@ -158,10 +176,14 @@ train::TrainConfig all_on(const TrainBenchOptions& o, bool on_gpu) {
     return c;
 }
 
-std::string mebibytes(int64_t bytes) { return fmt::format("{:.2f} MiB", double(bytes) / (1 << 20)); }
+std::string mebibytes(int64_t bytes) {
+    return fmt::format("{:.2f} MiB", double(bytes) / (1 << 20));
+}
 
 // Prints on rank 0 only: every rank runs the table, one prints it.
-bool printing_rank() { return distributed::detect_launch_environment().rank == 0; }
+bool printing_rank() {
+    return distributed::detect_launch_environment().rank == 0;
+}
 
 }  // namespace
 
@@ -189,7 +211,7 @@ int run_train_bench(const TrainBenchOptions& o) {
         }
         TimingObserver timing(o.warmup, &memory);
         c.max_steps = o.warmup + o.steps;
-        c.epochs = 1000;  // max_steps ends the run
+        c.epochs = 1000;                                         // max_steps ends the run
         const bool recorded = baseline == 0 && o.around_all_on;  // the first row is "all on"
         // Each row's peaks are its own: the previous row's cached blocks go back first.
         memory.empty_cache();
@@ -225,14 +247,14 @@ int run_train_bench(const TrainBenchOptions& o) {
         }
         std::printf("%-36s %12.0f %7.2fx %13s %13s%s\n", v.name.c_str(), ips, baseline > 0 ? ips / baseline : 0.0,
                     mebibytes(timing.training_memory().peak_allocated_bytes).c_str(),
-                    mebibytes(timing.training_memory().peak_reserved_bytes).c_str(),
-                    accuracy_column.c_str());
+                    mebibytes(timing.training_memory().peak_reserved_bytes).c_str(), accuracy_column.c_str());
         std::fflush(stdout);
     }
     std::printf("ratio: images/s of the variant over \"all on\" (below 1: the optimization helps)\n");
-    std::printf("peak alloc / peak reserved: the %s allocator's peaks over the variant's training steps (MiB;\n"
-                "evaluation, at its own batch of max(batch, 500), excluded)\n",
-                on_gpu ? "device" : "host (cpu backend)");
+    std::printf(
+        "peak alloc / peak reserved: the %s allocator's peaks over the variant's training steps (MiB;\n"
+        "evaluation, at its own batch of max(batch, 500), excluded)\n",
+        on_gpu ? "device" : "host (cpu backend)");
     return 0;
 }
 

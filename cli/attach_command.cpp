@@ -26,7 +26,8 @@ struct AttachOptions {
 
 void add_attach_command(CLI::App& app) {
     auto options = std::make_shared<AttachOptions>();
-    CLI::App* attach = app.add_subcommand("attach", "Control a recording process: start or stop capture, flush, status");
+    CLI::App* attach =
+        app.add_subcommand("attach", "Control a recording process: start or stop capture, flush, status");
     attach->add_option("pid", options->pid, "process id of the recorded program")->required();
     attach->add_option("command", options->command, "start, stop, flush or status")
         ->required()

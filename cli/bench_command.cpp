@@ -44,8 +44,9 @@ void add_store(CLI::App& bench) {
     command->add_option("--events", options->events, "Synthetic events written by TraceWriter and the 250 ms baseline")
         ->capture_default_str()
         ->check(CLI::Range(std::int64_t{1000}, std::int64_t{1'000'000'000}));
-    command->add_option("--baseline-events", options->baseline_events,
-                        "Events for the autocommit baseline (slow: every row is a transaction)")
+    command
+        ->add_option("--baseline-events", options->baseline_events,
+                     "Events for the autocommit baseline (slow: every row is a transaction)")
         ->capture_default_str()
         ->check(CLI::Range(std::int64_t{1000}, std::int64_t{1'000'000'000}));
     command->add_option("--seed", options->seed, "Synthetic trace seed")->capture_default_str();
@@ -72,11 +73,13 @@ void add_dataloader(CLI::App& bench) {
         ->capture_default_str();
     command->add_option("--batch-size", options->batch_size, "Samples per batch")->capture_default_str();
     command->add_option("--batches", options->batches, "Batches per row")->capture_default_str();
-    command->add_flag("--full-epoch", options->full_epoch, "Run whole epochs (469 batches of 128) instead of --batches");
+    command->add_flag("--full-epoch", options->full_epoch,
+                      "Run whole epochs (469 batches of 128) instead of --batches");
     command->add_option("--compute-ms", options->compute_ms, "Fixed compute load per batch (one training step), ms")
         ->capture_default_str();
-    command->add_option("--compute", options->compute,
-                        "How the step spends its time: sleep (host blocked on a GPU) or spin (CPU-bound step)")
+    command
+        ->add_option("--compute", options->compute,
+                     "How the step spends its time: sleep (host blocked on a GPU) or spin (CPU-bound step)")
         ->check(CLI::IsMember({"sleep", "spin"}))
         ->capture_default_str();
     command->add_option("--prefetch-factor", options->prefetch_factor, "Batches in flight per worker")
@@ -87,8 +90,9 @@ void add_dataloader(CLI::App& bench) {
     command->add_option("--repeat", options->repeat, "Runs per row; the median by samples/s is reported")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    command->add_option("--persistence-epochs", options->persistence_epochs,
-                        "Epochs for the persistent vs per-epoch workers table (0 = skip)")
+    command
+        ->add_option("--persistence-epochs", options->persistence_epochs,
+                     "Epochs for the persistent vs per-epoch workers table (0 = skip)")
         ->capture_default_str();
     command->callback(
         [options] { run_benchmark("dataloader", [&] { return bench::run_dataloader_bench(*options); }); });
@@ -156,9 +160,10 @@ void add_train(CLI::App& bench) {
 
 void add_allreduce(CLI::App& bench) {
     auto options = std::make_shared<bench::AllreduceBenchOptions>();
-    CLI::App* command = bench.add_subcommand(
-        "allreduce", "All-reduce bandwidth from 1 KiB to 1 GiB (algbw, busbw): NCCL on GPUs, MPI otherwise. "
-                     "Run under mpirun or srun.");
+    CLI::App* command =
+        bench.add_subcommand("allreduce",
+                             "All-reduce bandwidth from 1 KiB to 1 GiB (algbw, busbw): NCCL on GPUs, MPI otherwise. "
+                             "Run under mpirun or srun.");
     command->add_option("--min-bytes", options->min_bytes_text, "smallest size (1K, 4M, 1G ...)")
         ->capture_default_str();
     command->add_option("--max-bytes", options->max_bytes_text, "largest size")->capture_default_str();
@@ -169,8 +174,7 @@ void add_allreduce(CLI::App& bench) {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     command->add_option("--warmup", options->warmup, "untimed iterations per size")->capture_default_str();
-    command->callback(
-        [options] { run_benchmark("allreduce", [&] { return bench::run_allreduce_bench(*options); }); });
+    command->callback([options] { run_benchmark("allreduce", [&] { return bench::run_allreduce_bench(*options); }); });
 }
 
 }  // namespace

@@ -24,7 +24,6 @@ namespace ember::cli {
 
 namespace {
 
-
 struct DiffCommandOptions {
     std::vector<std::string> a, b;  // B: the second positional file, or the files after --vs
     std::string format = "text";
@@ -68,8 +67,9 @@ void run_diff(DiffCommandOptions command) {
     // `ember diff A B`: one file each; `ember diff A0 A1 ... --vs B0 B1 ...`: two jobs.
     if (command.b.empty()) {
         if (command.a.size() != 2)
-            fail_command("diff", "give two traces (ember diff A B), or two jobs' rank files (ember diff A0 A1 ... --vs "
-                                 "B0 B1 ...)");
+            fail_command("diff",
+                         "give two traces (ember diff A B), or two jobs' rank files (ember diff A0 A1 ... --vs "
+                         "B0 B1 ...)");
         command.b.assign(1, command.a[1]);
         command.a.resize(1);
     }
@@ -83,7 +83,8 @@ void run_diff(DiffCommandOptions command) {
     std::optional<double> threshold;
     if (!command.fail_if_slower.empty()) {
         threshold = analysis::parse_percent(command.fail_if_slower);
-        if (!threshold) fail_command("diff", "--fail-if-slower '" + command.fail_if_slower + "' is not a percentage (e.g. 5%)");
+        if (!threshold)
+            fail_command("diff", "--fail-if-slower '" + command.fail_if_slower + "' is not a percentage (e.g. 5%)");
     }
     if (!(command.kernel_wait_us >= 0)) fail_command("diff", "--kernel-wait-us must be >= 0");
     if (command.rank && *command.rank < 0) fail_command("diff", "--rank must be >= 0");
@@ -117,8 +118,10 @@ void run_diff(DiffCommandOptions command) {
             document["job_diff"].update(table.group_fields);
         }
         if (gate)
-            document["gate"] = {{"metric", command.metric}, {"threshold_percent", *threshold},
-                                {"failed", gate->failed}, {"reason", gate->reason}};
+            document["gate"] = {{"metric", command.metric},
+                                {"threshold_percent", *threshold},
+                                {"failed", gate->failed},
+                                {"reason", gate->reason}};
         buffered << document.dump(2) << '\n';
     } else {
         analysis::DiffOutputOptions output;
@@ -128,8 +131,10 @@ void run_diff(DiffCommandOptions command) {
         analysis::write_diff(buffered, diff, output);
         for (const analysis::Table& table : job_tables) {
             buffered << (*format == analysis::OutputFormat::csv ? "\r\n# job_diff\r\n" : "\n");
-            if (*format == analysis::OutputFormat::csv) analysis::write_csv(buffered, table, *unit);
-            else analysis::write_text(buffered, table, *unit);
+            if (*format == analysis::OutputFormat::csv)
+                analysis::write_csv(buffered, table, *unit);
+            else
+                analysis::write_text(buffered, table, *unit);
         }
     }
     std::cout << buffered.str() << std::flush;
@@ -146,18 +151,22 @@ void run_diff(DiffCommandOptions command) {
 void add_diff_command(CLI::App& app) {
     auto command = std::make_shared<DiffCommandOptions>();
     CLI::App* diff = app.add_subcommand(
-        "diff", "Why run B is slower than run A: step time and its noise, where the change went, the kernels, "
-                "ranges and calls that moved; --fail-if-slower gates CI (exit 4)");
-    const char* trace_help = "trace: an ember trace (.db), a PyTorch profiler (Kineto) JSON, an Nsight Systems SQLite "
-                             "export or a Chrome trace (imported on the fly, cached)";
+        "diff",
+        "Why run B is slower than run A: step time and its noise, where the change went, the kernels, "
+        "ranges and calls that moved; --fail-if-slower gates CI (exit 4)");
+    const char* trace_help =
+        "trace: an ember trace (.db), a PyTorch profiler (Kineto) JSON, an Nsight Systems SQLite "
+        "export or a Chrome trace (imported on the fly, cached)";
     diff->add_option("a", command->a,
                      std::string("the baseline ") + trace_help +
                          "; with --vs, every rank file of the baseline job (then A is these files, B those after --vs)")
         ->required();
     diff->add_option("--vs", command->b, "the job compared with A: its rank files (several files are one job)");
     diff->add_option("--format", command->format, "text (default), csv or json");
-    diff->add_option("--time-unit", command->time_unit, "text and CSV: ns, us, ms (default) or s; JSON *_ns members are ns");
-    diff->add_option("--top", command->top, "rows of each name table in text and CSV (default 15, 0 = all; JSON has all)");
+    diff->add_option("--time-unit", command->time_unit,
+                     "text and CSV: ns, us, ms (default) or s; JSON *_ns members are ns");
+    diff->add_option("--top", command->top,
+                     "rows of each name table in text and CSV (default 15, 0 = all; JSON has all)");
     diff->add_option("--rank", command->rank,
                      "compare this rank of job files (default: the whole job, each step its slowest rank)");
     diff->add_option("--fail-if-slower", command->fail_if_slower,

@@ -18,8 +18,7 @@ void add_doctor_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("doctor", kDoctorDescription);
     cmd->add_flag("--json", opts->json, "Print the report as JSON");
-    cmd->add_option("--data-root", opts->data_root, "Where the Fashion-MNIST IDX files live")
-        ->capture_default_str();
+    cmd->add_option("--data-root", opts->data_root, "Where the Fashion-MNIST IDX files live")->capture_default_str();
     cmd->callback([opts] {
         Environment env = probe_environment(opts->data_root);
         std::string out = opts->json ? environment_json(env) : environment_text(env);

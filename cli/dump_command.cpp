@@ -22,8 +22,9 @@ void add_dump_command(CLI::App& app) {
     CLI::App* dump = app.add_subcommand(
         "dump", "Print every Python thread's current stack of a running process, once (ember dump --pid 4242)");
     dump->add_option("--pid", *pid, "the process to read (CPython 3.8 to 3.13)")->required();
-    dump->add_flag("--subprocesses", *subprocesses,
-                   "also every CPython process descended from it (with --native, every process), each under its own pid");
+    dump->add_flag(
+        "--subprocesses", *subprocesses,
+        "also every CPython process descended from it (with --native, every process), each under its own pid");
     dump->add_flag("--native", *native,
                    "mixed stacks: the native frames around the Python ones, or the native stacks alone of a program "
                    "that is not Python (the threads are stopped for the unwind, then resumed)");

@@ -35,15 +35,14 @@ std::int64_t idx_item_count(const std::string& path, std::string& problem) {
     int got = gzread(f, header, sizeof header);
     gzclose(f);
     if (got != (int)sizeof header) {
-        problem = path + ": truncated IDX header (" + std::to_string(got < 0 ? 0 : got) +
-                  " of 8 bytes)";
+        problem = path + ": truncated IDX header (" + std::to_string(got < 0 ? 0 : got) + " of 8 bytes)";
         return -1;
     }
     // IDX: two zero bytes, a type code (0x08 = unsigned byte), the dimension count,
     // then big-endian 32-bit sizes; the first size is the item count.
     if (header[0] != 0 || header[1] != 0 || header[2] != 0x08 || header[3] < 1 || header[3] > 3) {
-        problem = fmt::format("{}: not an IDX ubyte file (magic {:02x}{:02x}{:02x}{:02x})", path,
-                              header[0], header[1], header[2], header[3]);
+        problem = fmt::format("{}: not an IDX ubyte file (magic {:02x}{:02x}{:02x}{:02x})", path, header[0], header[1],
+                              header[2], header[3]);
         return -1;
     }
     return (std::int64_t(header[4]) << 24) | (header[5] << 16) | (header[6] << 8) | header[7];
@@ -60,8 +59,8 @@ DatasetStatus probe_dataset(const std::string& root) {
     if (problem.empty()) s.test_images = idx_item_count(root + "/t10k-images-idx3-ubyte.gz", problem);
     if (problem.empty()) s.test_labels = idx_item_count(root + "/t10k-labels-idx1-ubyte.gz", problem);
     if (problem.empty() && (s.train_images != s.train_labels || s.test_images != s.test_labels))
-        problem = fmt::format("image/label counts differ: train {}/{}, test {}/{}", s.train_images,
-                              s.train_labels, s.test_images, s.test_labels);
+        problem = fmt::format("image/label counts differ: train {}/{}, test {}/{}", s.train_images, s.train_labels,
+                              s.test_images, s.test_labels);
     s.installed = problem.empty();
     s.problem = problem;
     return s;
@@ -89,8 +88,7 @@ DisplayStatus probe_display() {
         // A local display ":N" has a socket; a remote one (host:N) is taken on trust.
         std::string s = x;
         if (!s.empty() && s[0] == ':') {
-            std::string num = s.substr(1, s.find('.') == std::string::npos ? std::string::npos
-                                                                           : s.find('.') - 1);
+            std::string num = s.substr(1, s.find('.') == std::string::npos ? std::string::npos : s.find('.') - 1);
             d.available = fs::exists("/tmp/.X11-unix/X" + num);
         } else {
             d.available = true;
@@ -110,7 +108,9 @@ std::string mpi_library_version() {
     return cut == std::string::npos ? s : s.substr(0, cut);
 }
 
-std::string mib(std::size_t bytes) { return fmt::format("{:.1f} GiB", bytes / 1073741824.0); }
+std::string mib(std::size_t bytes) {
+    return fmt::format("{:.1f} GiB", bytes / 1073741824.0);
+}
 
 }  // namespace
 
@@ -146,26 +146,21 @@ Environment probe_environment(const std::string& dataset_root) {
 
 std::string environment_text(const Environment& e) {
     std::string out;
-    auto line = [&](const char* key, const std::string& value) {
-        out += fmt::format("{:<15}{}\n", key, value);
-    };
-    line("ember", fmt::format("{} ({}, CUDA architectures {})", e.ember_version, e.build_type,
-                              e.cuda_architectures));
-    line("CUDA toolkit", fmt::format("{} (built with), runtime {}",
-                                     cuda_version_string(e.cuda_toolkit_version),
+    auto line = [&](const char* key, const std::string& value) { out += fmt::format("{:<15}{}\n", key, value); };
+    line("ember", fmt::format("{} ({}, CUDA architectures {})", e.ember_version, e.build_type, e.cuda_architectures));
+    line("CUDA toolkit", fmt::format("{} (built with), runtime {}", cuda_version_string(e.cuda_toolkit_version),
                                      cuda_version_string(e.cuda.runtime_version)));
     line("NVIDIA driver", e.cuda.driver_version
                               ? fmt::format("supports CUDA {}", cuda_version_string(e.cuda.driver_version))
                               : std::string("none: no NVIDIA driver is installed"));
     if (e.devices.empty()) {
-        line("GPUs", "no CUDA device: " + e.cuda.reason +
-                         "; training falls back to the CPU backend");
+        line("GPUs", "no CUDA device: " + e.cuda.reason + "; training falls back to the CPU backend");
     } else {
         for (const auto& d : e.devices)
             line(d.index == 0 ? "GPUs" : "",
-                 fmt::format("[{}] {}, compute capability {}.{}, {}, {} SMs, {:.0f} GB/s peak",
-                             d.index, d.name, d.compute_major, d.compute_minor,
-                             mib(d.total_memory_bytes), d.sm_count, d.peak_memory_bandwidth_gbs()));
+                 fmt::format("[{}] {}, compute capability {}.{}, {}, {} SMs, {:.0f} GB/s peak", d.index, d.name,
+                             d.compute_major, d.compute_minor, mib(d.total_memory_bytes), d.sm_count,
+                             d.peak_memory_bandwidth_gbs()));
     }
     line("cuDNN", e.cudnn_version + " (headers " + e.cudnn_header_version + ")");
     line("NCCL", e.nccl_version);
@@ -177,8 +172,8 @@ std::string environment_text(const Environment& e) {
         line("Fashion-MNIST", fmt::format("{}: {} train / {} test images", e.fashion_mnist.root,
                                           e.fashion_mnist.train_images, e.fashion_mnist.test_images));
     else
-        line("Fashion-MNIST", "not installed (" + e.fashion_mnist.problem +
-                                  "); install with: apt-get install dataset-fashion-mnist");
+        line("Fashion-MNIST",
+             "not installed (" + e.fashion_mnist.problem + "); install with: apt-get install dataset-fashion-mnist");
     if (e.display.available)
         line("Display", e.display.name + ": `ember view` can open a window");
     else
@@ -190,13 +185,11 @@ std::string environment_text(const Environment& e) {
 
 std::string environment_json(const Environment& e) {
     nlohmann::json j;
-    j["ember"] = {{"version", e.ember_version},
-                  {"build_type", e.build_type},
-                  {"cuda_architectures", e.cuda_architectures}};
+    j["ember"] = {
+        {"version", e.ember_version}, {"build_type", e.build_type}, {"cuda_architectures", e.cuda_architectures}};
     j["cuda"] = {{"toolkit", cuda_version_string(e.cuda_toolkit_version)},
                  {"runtime", cuda_version_string(e.cuda.runtime_version)},
-                 {"driver", e.cuda.driver_version ? cuda_version_string(e.cuda.driver_version)
-                                                  : std::string("none")},
+                 {"driver", e.cuda.driver_version ? cuda_version_string(e.cuda.driver_version) : std::string("none")},
                  {"device_count", e.cuda.device_count},
                  {"reason", e.cuda.reason}};
     j["gpus"] = nlohmann::json::array();
@@ -218,9 +211,7 @@ std::string environment_json(const Environment& e) {
                           {"train_images", e.fashion_mnist.train_images},
                           {"test_images", e.fashion_mnist.test_images},
                           {"problem", e.fashion_mnist.problem}};
-    j["display"] = {{"available", e.display.available},
-                    {"name", e.display.name},
-                    {"xvfb_run", e.display.xvfb_run}};
+    j["display"] = {{"available", e.display.available}, {"name", e.display.name}, {"xvfb_run", e.display.xvfb_run}};
     return j.dump(2) + "\n";
 }
 

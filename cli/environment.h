@@ -22,7 +22,7 @@ struct DatasetStatus {
 
 struct DisplayStatus {
     bool available = false;
-    std::string name;    // $DISPLAY or $WAYLAND_DISPLAY
+    std::string name;       // $DISPLAY or $WAYLAND_DISPLAY
     bool xvfb_run = false;  // xvfb-run on PATH: headless screenshots possible
 };
 
@@ -33,7 +33,7 @@ struct Environment {
     int cuda_toolkit_version = 0;  // CUDART_VERSION the build used
     CudaRuntimeStatus cuda;
     std::vector<DeviceInfo> devices;
-    std::string cudnn_version;     // library, as loaded
+    std::string cudnn_version;  // library, as loaded
     std::string cudnn_header_version;
     std::string nccl_version;
     std::string cupti_version;

@@ -36,7 +36,7 @@ struct ExportCommandOptions {
 // is named like its import would be (x + suffix).
 std::string default_output(const std::string& file, const std::string& suffix) {
     std::filesystem::path path(std::filesystem::path(file).extension() == ".db" ? file
-                                                                                 : importing::default_output_path(file));
+                                                                                : importing::default_output_path(file));
     if (path.extension() == ".db") path.replace_extension();
     return path.string() + suffix;
 }
@@ -45,7 +45,8 @@ void run_export(const ExportCommandOptions& command) {
     const std::string& format = command.format;
     if (format != "chrome" && format != "perfetto" && format != "pprof" && format != "speedscope" &&
         format != "folded" && format != "svg" && format != "csv") {
-        fail_command("export", "unknown format '" + format + "' (chrome, perfetto, pprof, speedscope, folded, svg, csv)");
+        fail_command("export",
+                     "unknown format '" + format + "' (chrome, perfetto, pprof, speedscope, folded, svg, csv)");
     }
     auto stacks = exporting::parse_stack_source(command.stacks);
     if (!stacks) fail_command("export", "unknown stack source '" + command.stacks + "' (gpu, host, cpu)");
@@ -84,10 +85,12 @@ void run_export(const ExportCommandOptions& command) {
             if (format == "chrome") exporting::export_chrome_trace(reader, out);
             if (format == "perfetto") {
                 const exporting::PerfettoCounts counts = exporting::export_perfetto_trace(reader, out);
-                std::fprintf(stderr, "ember export: %lld tracks, %lld slices, %lld instants, %lld counter values, "
-                             "%lld slices with a flow\n", static_cast<long long>(counts.tracks),
-                             static_cast<long long>(counts.slices), static_cast<long long>(counts.instants),
-                             static_cast<long long>(counts.counter_values), static_cast<long long>(counts.flow_events));
+                std::fprintf(stderr,
+                             "ember export: %lld tracks, %lld slices, %lld instants, %lld counter values, "
+                             "%lld slices with a flow\n",
+                             static_cast<long long>(counts.tracks), static_cast<long long>(counts.slices),
+                             static_cast<long long>(counts.instants), static_cast<long long>(counts.counter_values),
+                             static_cast<long long>(counts.flow_events));
             }
             if (format == "pprof") {
                 const exporting::PprofCounts counts = exporting::export_pprof(reader, out, command.idle);
@@ -96,7 +99,8 @@ void run_export(const ExportCommandOptions& command) {
                              static_cast<long long>(counts.locations), static_cast<long long>(counts.functions));
             }
             if (format == "speedscope") exporting::export_speedscope(reader, out, command.idle);
-            if (format == "folded") exporting::write_folded(exporting::build_stacks(reader, *stacks, command.idle), out);
+            if (format == "folded")
+                exporting::write_folded(exporting::build_stacks(reader, *stacks, command.idle), out);
             if (format == "svg") {
                 exporting::FlamegraphOptions options;
                 options.title = std::string(*stacks == exporting::StackSource::gpu   ? "GPU time by NVTX range: "
@@ -119,28 +123,33 @@ void run_export(const ExportCommandOptions& command) {
 void add_export_command(CLI::App& app) {
     auto command = std::make_shared<ExportCommandOptions>();
     CLI::App* exporter = app.add_subcommand(
-        "export", "Write a trace as Perfetto's protobuf trace, Chrome trace JSON, a pprof profile, speedscope, folded "
-                  "stacks, an SVG flamegraph or CSV");
-    exporter->add_option("files", command->files,
-                         "trace: ember (.db), Kineto JSON, nsys SQLite export or Chrome trace (imported on the fly); "
-                         "several rank files are one job, exported on the clocks their collectives align (needs -o)")
+        "export",
+        "Write a trace as Perfetto's protobuf trace, Chrome trace JSON, a pprof profile, speedscope, folded "
+        "stacks, an SVG flamegraph or CSV");
+    exporter
+        ->add_option("files", command->files,
+                     "trace: ember (.db), Kineto JSON, nsys SQLite export or Chrome trace (imported on the fly); "
+                     "several rank files are one job, exported on the clocks their collectives align (needs -o)")
         ->required();
-    exporter->add_option("--format", command->format,
-                         "perfetto (protobuf trace for ui.perfetto.dev and trace_processor), chrome (JSON), pprof "
-                         "(CPU samples, gzipped profile.proto), speedscope, folded, svg or csv")
+    exporter
+        ->add_option("--format", command->format,
+                     "perfetto (protobuf trace for ui.perfetto.dev and trace_processor), chrome (JSON), pprof "
+                     "(CPU samples, gzipped profile.proto), speedscope, folded, svg or csv")
         ->required();
     exporter->add_option("-o,--output", command->output,
                          "output path ('-' = stdout); default: FILE without .db plus a suffix; a directory for csv");
-    exporter->add_option("--table", command->table,
-                         "csv: one table (kernels, memcpys, memsets, synchronizations, api_calls, ranges, marks, "
-                         "counter_samples, dropped_records, collective_calls, memory_events, memory_blocks) instead of a "
-                         "directory of all");
+    exporter->add_option(
+        "--table", command->table,
+        "csv: one table (kernels, memcpys, memsets, synchronizations, api_calls, ranges, marks, "
+        "counter_samples, dropped_records, collective_calls, memory_events, memory_blocks) instead of a "
+        "directory of all");
     exporter->add_option("--stacks", command->stacks,
                          "folded/svg: gpu (NVTX range path + kernel, GPU ns; default), host (thread, ranges, API "
                          "calls, self ns) or cpu (sampled call stacks, CPU ns)");
-    exporter->add_flag("--idle", command->idle,
-                       "cpu stacks (folded/svg --stacks cpu, speedscope's CPU samples, pprof): also the samples of threads "
-                       "that were not running (asleep, blocked, waiting for the GIL)");
+    exporter->add_flag(
+        "--idle", command->idle,
+        "cpu stacks (folded/svg --stacks cpu, speedscope's CPU samples, pprof): also the samples of threads "
+        "that were not running (asleep, blocked, waiting for the GIL)");
     add_strict_flag(exporter);
     exporter->callback([command] { run_export(*command); });
 }

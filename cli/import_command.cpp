@@ -35,12 +35,13 @@ struct ImportCommandOptions {
 
 void print_file(const importing::ImportedFile& file) {
     const importing::ImportCounts& counts = file.counts;
-    fmt::print("{} ({}, rank {} of {}): {} events in {:.2f} s\n", file.input, importing::source_format_name(file.format),
-               file.rank, file.world_size, counts.written(), file.seconds);
-    fmt::print("  kernels {}, memcpys {}, memsets {}, syncs {}, CUDA API calls {}, host ranges {}, marks {}, "
-               "counter samples {}, CPU stack samples {}\n",
-               counts.kernels, counts.memcpys, counts.memsets, counts.synchronizations, counts.api_calls, counts.ranges,
-               counts.marks, counts.counter_samples, counts.stack_samples);
+    fmt::print("{} ({}, rank {} of {}): {} events in {:.2f} s\n", file.input,
+               importing::source_format_name(file.format), file.rank, file.world_size, counts.written(), file.seconds);
+    fmt::print(
+        "  kernels {}, memcpys {}, memsets {}, syncs {}, CUDA API calls {}, host ranges {}, marks {}, "
+        "counter samples {}, CPU stack samples {}\n",
+        counts.kernels, counts.memcpys, counts.memsets, counts.synchronizations, counts.api_calls, counts.ranges,
+        counts.marks, counts.counter_samples, counts.stack_samples);
     for (const std::string& note : counts.notes) fmt::print("  note: {}\n", note);
     fmt::print("  GPU events linked to their launch {}, without a launching call {} (kept)", counts.flows,
                counts.unlinked_gpu_events);
@@ -58,24 +59,33 @@ void run_import(const ImportCommandOptions& command) {
     importing::ImportOptions options;
     auto format = importing::parse_source_format(command.format);
     if (!format || *format == importing::SourceFormat::ember)
-        fail_command("import", "unknown --format '" + command.format + "' (auto, kineto, nsys, nvprof, chrome, memory_snapshot)");
+        fail_command("import",
+                     "unknown --format '" + command.format + "' (auto, kineto, nsys, nvprof, chrome, memory_snapshot)");
     options.format = *format;
-    if (command.kernel_names == "demangled") options.kernel_names = importing::KernelNameStyle::demangled;
-    else if (command.kernel_names == "short") options.kernel_names = importing::KernelNameStyle::short_name;
-    else if (command.kernel_names == "mangled") options.kernel_names = importing::KernelNameStyle::mangled;
-    else fail_command("import", "unknown --kernel-names '" + command.kernel_names + "' (demangled, short, mangled)");
-    if (command.rank && command.inputs.size() > 1) fail_command("import", "--rank applies to one input; a job's ranks come from its files");
+    if (command.kernel_names == "demangled")
+        options.kernel_names = importing::KernelNameStyle::demangled;
+    else if (command.kernel_names == "short")
+        options.kernel_names = importing::KernelNameStyle::short_name;
+    else if (command.kernel_names == "mangled")
+        options.kernel_names = importing::KernelNameStyle::mangled;
+    else
+        fail_command("import", "unknown --kernel-names '" + command.kernel_names + "' (demangled, short, mangled)");
+    if (command.rank && command.inputs.size() > 1)
+        fail_command("import", "--rank applies to one input; a job's ranks come from its files");
     options.rank = command.rank;
-    if (command.strict && command.skip_invalid) fail_command("import", "--strict and --skip-invalid contradict each other");
+    if (command.strict && command.skip_invalid)
+        fail_command("import", "--strict and --skip-invalid contradict each other");
     options.strict = command.strict;
     options.accept_unknown_nsys_schema = command.accept_unknown_nsys_schema;
-    const std::string output = command.output.empty() ? importing::default_output_path(command.inputs.front())
-                                                      : command.output;
+    const std::string output =
+        command.output.empty() ? importing::default_output_path(command.inputs.front()) : command.output;
     try {
-        const importing::ImportReport report = command.per_rank ? importing::import_trace(command.inputs, output, options)
-                                                                 : job::import_job_file(command.inputs, output, options);
+        const importing::ImportReport report = command.per_rank
+                                                   ? importing::import_trace(command.inputs, output, options)
+                                                   : job::import_job_file(command.inputs, output, options);
         for (const importing::ImportedFile& file : report.files) print_file(file);
-        if (report.merged) fmt::print("wrote {} ({} ranks in one job file)\n", output, report.files.size());
+        if (report.merged)
+            fmt::print("wrote {} ({} ranks in one job file)\n", output, report.files.size());
         else
             for (const std::string& written : report.outputs) fmt::print("wrote {}\n", written);
     } catch (const store::TraceError& error) {
@@ -88,8 +98,9 @@ void run_import(const ImportCommandOptions& command) {
 void add_import_command(CLI::App& app) {
     auto command = std::make_shared<ImportCommandOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "import", "Turn PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports, nvprof databases and Chrome "
-                  "traces into ember traces (the reading commands also import on the fly)");
+        "import",
+        "Turn PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports, nvprof databases and Chrome "
+        "traces into ember traces (the reading commands also import on the fly)");
     cmd->add_option("files", command->inputs,
                     "inputs (plain or .gz JSON, nsys `export --type sqlite` files, nvprof .nvvp/.prof files); several "
                     "inputs of one job "

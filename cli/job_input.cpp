@@ -28,9 +28,15 @@ std::string quiet_ember_trace_for(const std::string& path, std::atomic<std::int6
 
 }  // namespace
 
-void set_job_exchange(analysis::CollectiveExchange* exchange) { g_exchange = exchange; }
-analysis::CollectiveExchange* job_exchange() { return g_exchange; }
-bool prints_output() { return g_exchange == nullptr || g_exchange->process() == 0; }
+void set_job_exchange(analysis::CollectiveExchange* exchange) {
+    g_exchange = exchange;
+}
+analysis::CollectiveExchange* job_exchange() {
+    return g_exchange;
+}
+bool prints_output() {
+    return g_exchange == nullptr || g_exchange->process() == 0;
+}
 
 Job read_job(const std::vector<std::string>& files, std::string_view command) {
     Job job;

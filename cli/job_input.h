@@ -17,7 +17,7 @@
 namespace ember::cli {
 
 struct Job {
-    std::vector<std::string> files;   // as given, in command-line order
+    std::vector<std::string> files;  // as given, in command-line order
     analysis::JobCollectives collectives;
 };
 

@@ -13,7 +13,8 @@
 namespace {
 
 constexpr const char* kEngine = "ember-engine";
-constexpr const char* kEngineHint = "ember-engine is built with ember (target ember_engine_cli) and installed beside it";
+constexpr const char* kEngineHint =
+    "ember-engine is built with ember (target ember_engine_cli) and installed beside it";
 
 // One of several processes that mpirun (Open MPI, MPICH) or srun started.
 bool launched_as_several_mpi_processes() {

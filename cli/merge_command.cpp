@@ -51,8 +51,7 @@ void run_merge(const MergeOptions& options) {
         merge_options.placements = job::rank_placements(options.inputs, job.collectives);
         const merge::MergeResult result = merge::merge_traces(traces, options.output, merge_options);
         for (const merge::RankAlignment& rank : result.ranks)
-            fmt::print("rank {}: {} shifted by {:+.6f} ms ({})\n", rank.rank, rank.path, rank.shift_ns / 1e6,
-                       rank.how);
+            fmt::print("rank {}: {} shifted by {:+.6f} ms ({})\n", rank.rank, rank.path, rank.shift_ns / 1e6, rank.how);
         fmt::print("wrote {} ({} ranks)\n", options.output, result.ranks.size());
         print_job_summary(job.collectives);
     } catch (const store::TraceError& error) {
@@ -65,10 +64,16 @@ void run_merge(const MergeOptions& options) {
 void add_merge_command(CLI::App& app) {
     auto options = std::make_shared<MergeOptions>();
     CLI::App* command = app.add_subcommand(
-        "merge", "One job trace from the per-rank files of a distributed run, the ranks' clocks aligned on their "
-                 "collectives (clock anchors or the wall clock where there are none)");
+        "merge",
+        "One job trace from the per-rank files of a distributed run, the ranks' clocks aligned on their "
+        "collectives (clock anchors or the wall clock where there are none)");
     command->add_option("-o,--output", options->output, "the merged trace file")->required();
-    command->add_option("files", options->inputs, "per-rank trace files (ember traces, or Kineto JSON / nsys SQLite / Chrome traces, imported on the fly)")->required()->check(CLI::ExistingFile);
+    command
+        ->add_option(
+            "files", options->inputs,
+            "per-rank trace files (ember traces, or Kineto JSON / nsys SQLite / Chrome traces, imported on the fly)")
+        ->required()
+        ->check(CLI::ExistingFile);
     add_strict_flag(command);
     command->callback([options] { run_merge(*options); });
 }

@@ -28,7 +28,7 @@ void check(int code, const char* what) {
 
 // The exchange of the job analysis over MPI_COMM_WORLD.
 class MpiExchange : public ember::analysis::CollectiveExchange {
-public:
+  public:
     MpiExchange() {
         check(MPI_Comm_rank(MPI_COMM_WORLD, &process_), "MPI_Comm_rank");
         check(MPI_Comm_size(MPI_COMM_WORLD, &processes_), "MPI_Comm_size");
@@ -58,7 +58,7 @@ public:
     int process() const override { return process_; }
     int processes() const override { return processes_; }
 
-private:
+  private:
     int process_ = 0;
     int processes_ = 1;
 };

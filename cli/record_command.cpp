@@ -66,12 +66,15 @@ struct RecordOptions {
 };
 
 std::string stem_of(const std::string& output) {
-    if (output.size() > 3 && output.compare(output.size() - 3, 3, ".db") == 0) return output.substr(0, output.size() - 3);
+    if (output.size() > 3 && output.compare(output.size() - 3, 3, ".db") == 0)
+        return output.substr(0, output.size() - 3);
     return output;
 }
 
 // Where the Python samples of `ember record -- CMD` are written while CMD runs.
-std::string python_side_file(const std::string& output) { return stem_of(output) + ".python.db"; }
+std::string python_side_file(const std::string& output) {
+    return stem_of(output) + ".python.db";
+}
 
 // The files this recording produced: FILE, FILE-stem.pid<N>.db, FILE-stem.rank<N>.db,
 // FILE-stem.python.db.
@@ -122,7 +125,8 @@ void remove_perf_maps(const std::vector<std::string>& files, const std::set<std:
 void print_summary(const std::string& path) {
     try {
         store::TraceReader reader(path);
-        std::fprintf(stderr, "ember record: %s%s: %lld kernels, %lld memcpys, %lld memsets, %lld API calls, "
+        std::fprintf(stderr,
+                     "ember record: %s%s: %lld kernels, %lld memcpys, %lld memsets, %lld API calls, "
                      "%lld NVTX ranges, %lld marks, %lld counter samples, %lld CPU samples, %llu dropped\n",
                      path.c_str(), reader.complete() ? "" : " (not closed cleanly)",
                      static_cast<long long>(reader.event_count("kernels")),
@@ -141,7 +145,9 @@ void print_summary(const std::string& path) {
 
 std::atomic<bool> g_stop_sampling{false};
 
-void stop_sampling(int) { g_stop_sampling.store(true); }
+void stop_sampling(int) {
+    g_stop_sampling.store(true);
+}
 
 // "10s", "500ms", "2m", "1h" or plain seconds; nullopt when malformed.
 std::optional<std::chrono::nanoseconds> parse_duration(const std::string& text) {
@@ -150,10 +156,14 @@ std::optional<std::chrono::nanoseconds> parse_duration(const std::string& text) 
     if (end == text.c_str() || !(value > 0)) return std::nullopt;
     const std::string unit(end);
     double seconds = value;
-    if (unit == "ms") seconds = value / 1e3;
-    else if (unit == "m" || unit == "min") seconds = value * 60;
-    else if (unit == "h") seconds = value * 3600;
-    else if (!unit.empty() && unit != "s") return std::nullopt;
+    if (unit == "ms")
+        seconds = value / 1e3;
+    else if (unit == "m" || unit == "min")
+        seconds = value * 60;
+    else if (unit == "h")
+        seconds = value * 3600;
+    else if (!unit.empty() && unit != "s")
+        return std::nullopt;
     return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
 }
 
@@ -162,8 +172,10 @@ int run_record_pid(const RecordOptions& options) {
     if (!options.command.empty()) fail_command("record", "--pid records a running process: give no command after --");
     if (options.pid <= 0) fail_command("record", "--pid must be a process id, not " + std::to_string(options.pid));
     if (!(options.python_hz > 0) || options.python_hz > 10000)
-        fail_command("record", "--python-hz must be above 0 (with --pid, sampling is all there is to record) and at most "
-                               "10000, not " + std::to_string(options.python_hz));
+        fail_command("record",
+                     "--python-hz must be above 0 (with --pid, sampling is all there is to record) and at most "
+                     "10000, not " +
+                         std::to_string(options.python_hz));
     collector::python::OutsideRecordOptions sampling;
     sampling.pid = options.pid;
     sampling.output = options.output;
@@ -187,7 +199,8 @@ int run_record_pid(const RecordOptions& options) {
     if (!options.duration.empty()) {
         const auto duration = parse_duration(options.duration);
         if (!duration)
-            fail_command("record", "--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
+            fail_command("record",
+                         "--duration must be a length such as 10s, 500ms or 2m, not '" + options.duration + "'");
         sampling.duration = *duration;
     }
     g_stop_sampling.store(false);
@@ -212,13 +225,14 @@ int run_record_pid(const RecordOptions& options) {
     for (int index = 0; index < 3; ++index) sigaction(stopping[index], &previous[index], nullptr);
     if (result.processes.empty())
         fail_command("record", "--pid " + std::to_string(options.pid) + ": " + root_error +
-                     ", and no CPython process descending from it could be read while sampling");
+                                   ", and no CPython process descending from it could be read while sampling");
     if (!result.error.empty()) std::fprintf(stderr, "ember record: stopped early: %s\n", result.error.c_str());
     if (result.native_failures > 0)
         std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
                      static_cast<long long>(result.native_failures), result.native_error.c_str());
     if (!options.settings.quiet) {
-        std::fprintf(stderr, "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",
+        std::fprintf(stderr,
+                     "ember record: %lld snapshots in %.2f s (%.1f per second), %lld thread samples (%lld idle)%s\n",
                      static_cast<long long>(result.snapshots), result.seconds,
                      result.seconds > 0 ? static_cast<double>(result.snapshots) / result.seconds : 0.0,
                      static_cast<long long>(result.samples), static_cast<long long>(result.idle_samples),
@@ -241,14 +255,16 @@ int run_record(const RecordOptions& options) {
     if (!options.duration.empty())
         fail_command("record", "--duration goes with --pid (a recorded command runs until it exits)");
     if (options.python_hz < 0 || options.python_hz > 10000)
-        fail_command("record", "--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
+        fail_command("record",
+                     "--python-hz must be between 0 (off) and 10000, not " + std::to_string(options.python_hz));
     if (options.native && options.python_hz == 0)
         fail_command("record", "--native samples at the --python-hz rate: it needs --python-hz above 0");
     const std::optional<collector::ChildPolicy> children = collector::parse_child_policy(options.children);
     if (!children) fail_command("record", "--children must be suffix or skip, not '" + options.children + "'");
     std::string library = collector::find_collector_library();
     if (library.empty())
-        fail_command("record", "libember_collector.so not found next to the ember executable; set EMBER_COLLECTOR_LIBRARY");
+        fail_command("record",
+                     "libember_collector.so not found next to the ember executable; set EMBER_COLLECTOR_LIBRARY");
     std::string output = std::filesystem::absolute(options.output).string();
     // Files of an earlier recording with the same name would be reported as ours.
     for (const std::string& stale : recorded_files(output)) std::filesystem::remove(stale);
@@ -257,8 +273,9 @@ int run_record(const RecordOptions& options) {
     // backend) is asked to name its JIT kernels in /tmp/perf-PID.map, which the
     // sampler reads; unless the user set the variable. The maps the recorded processes
     // leave are removed at the end (those that were there before are not touched).
-    const bool name_jit_kernels =
-        (options.settings.cpu_sample_hz > 0 || (options.native && options.python_hz > 0)) && std::getenv("ONEDNN_JIT_PROFILE") == nullptr && std::getenv("DNNL_JIT_PROFILE") == nullptr;
+    const bool name_jit_kernels = (options.settings.cpu_sample_hz > 0 || (options.native && options.python_hz > 0)) &&
+                                  std::getenv("ONEDNN_JIT_PROFILE") == nullptr &&
+                                  std::getenv("DNNL_JIT_PROFILE") == nullptr;
     const std::set<std::string> perf_maps_before = name_jit_kernels ? perf_maps() : std::set<std::string>{};
 
     // With --native the sampler takes CMD as it is when it starts: a process that is not
@@ -332,15 +349,16 @@ int run_record(const RecordOptions& options) {
             std::fprintf(stderr, "ember record: --native: %lld snapshots have Python frames only: %s\n",
                          static_cast<long long>(python_result.native_failures), python_result.native_error.c_str());
         if (!options.settings.quiet && !python_result.processes.empty())
-            std::fprintf(stderr, "ember record: %s of %zu process%s: %lld snapshots in %.2f s, %lld thread "
-                                 "samples (%lld idle)\n",
-                         python_result.native_only.empty() ? "Python stacks"
-                         : python_result.native_only.size() == python_result.processes.size()
-                             ? "native stacks"
-                             : "stacks (Python and native)",
-                         python_result.processes.size(), python_result.processes.size() == 1 ? "" : "es",
-                         static_cast<long long>(python_result.snapshots), python_result.seconds,
-                         static_cast<long long>(python_result.samples), static_cast<long long>(python_result.idle_samples));
+            std::fprintf(
+                stderr,
+                "ember record: %s of %zu process%s: %lld snapshots in %.2f s, %lld thread "
+                "samples (%lld idle)\n",
+                python_result.native_only.empty()                                    ? "Python stacks"
+                : python_result.native_only.size() == python_result.processes.size() ? "native stacks"
+                                                                                     : "stacks (Python and native)",
+                python_result.processes.size(), python_result.processes.size() == 1 ? "" : "es",
+                static_cast<long long>(python_result.snapshots), python_result.seconds,
+                static_cast<long long>(python_result.samples), static_cast<long long>(python_result.idle_samples));
         std::error_code error;
         // A program that wrote no trace of its own (no CUDA, no NVTX): its Python samples are FILE.
         if (std::filesystem::exists(python_file, error) && !std::filesystem::exists(output, error))
@@ -350,8 +368,9 @@ int run_record(const RecordOptions& options) {
     std::vector<std::string> files = recorded_files(output);
     if (name_jit_kernels) remove_perf_maps(files, perf_maps_before);
     if (files.empty())
-        std::fprintf(stderr, "ember record: no trace written (the program never used CUDA or NVTX and was not a "
-                             "CPython process, or every process was skipped)%s\n",
+        std::fprintf(stderr,
+                     "ember record: no trace written (the program never used CUDA or NVTX and was not a "
+                     "CPython process, or every process was skipped)%s\n",
                      options.native ? "" : "; --native samples any program's native stacks");
     if (!options.settings.quiet)
         for (const std::string& file : files) print_summary(file);
@@ -363,36 +382,41 @@ int run_record(const RecordOptions& options) {
 void add_record_command(CLI::App& app) {
     auto options = std::make_shared<RecordOptions>();
     CLI::App* record = app.add_subcommand(
-        "record", "Record a program: CUDA kernels, copies and API calls, NVTX ranges, GPU counters, CPU samples "
-                  "(ember record -o run.db -- ./train --epochs 1)");
+        "record",
+        "Record a program: CUDA kernels, copies and API calls, NVTX ranges, GPU counters, CPU samples "
+        "(ember record -o run.db -- ./train --epochs 1)");
     record->add_option("-o,--output", options->output, "trace file to write (default ember-record.db)");
-    record->add_flag("--paused", options->settings.paused, "open the file but capture nothing until `ember attach PID start` "
-                                                  "or cudaProfilerStart()");
+    record->add_flag("--paused", options->settings.paused,
+                     "open the file but capture nothing until `ember attach PID start` "
+                     "or cudaProfilerStart()");
     record->add_option("--children", options->children,
                        "child processes: suffix (own file FILE.pid<N>.db, the default) or skip");
-    record->add_option("--sample-cpu", options->settings.cpu_sample_hz, "CPU stack samples per second of CPU time (0 = off)");
+    record->add_option("--sample-cpu", options->settings.cpu_sample_hz,
+                       "CPU stack samples per second of CPU time (0 = off)");
     record->add_option("--nvml", options->settings.nvml_hz, "GPU counter samples per second (default 20, 0 = off)");
     record->add_flag("--no-cuda", options->no_cuda, "do not trace CUDA (NVTX and host data only)");
     // Passed to the recorded process through RecordSettings (collectors/record_environment.h).
     record->add_flag("--cuda-memory", options->settings.trace_cuda_memory,
-                              "record every device memory allocation and free, and stream-ordered memory pools "
-                              "(CUPTI MEMORY2 / MEMORY_POOL records; read by `ember stats --report gpu_memory`)");
+                     "record every device memory allocation and free, and stream-ordered memory pools "
+                     "(CUPTI MEMORY2 / MEMORY_POOL records; read by `ember stats --report gpu_memory`)");
     record->add_flag("--no-socket", options->no_socket, "no control socket for `ember attach`");
     record->add_flag("-q,--quiet", options->settings.quiet, "no collector messages and no summary");
     record->add_option("--pid", options->pid,
                        "sample the Python stacks (with --native, any program's native stacks) of this running process "
                        "from outside instead of running CMD");
-    record->add_option("--duration", options->duration, "with --pid: how long to sample (10s, 500ms, 2m; default until "
-                                                        "Ctrl-C or the process exits)");
+    record->add_option("--duration", options->duration,
+                       "with --pid: how long to sample (10s, 500ms, 2m; default until "
+                       "Ctrl-C or the process exits)");
     record->add_option("--python-hz", options->python_hz,
                        "Python stack samples per second, read from outside (default 100; 0 = off for a CMD)");
     record->add_flag("--subprocesses", options->subprocesses,
                      "sample the Python stacks of the processes it starts too (DataLoader workers, multiprocessing, "
                      "torchrun's ranks), each as its own process");
-    record->add_flag("--native", options->native,
-                     "mixed stacks: the native frames (C extensions, torch's C++, oneDNN, BLAS) around the Python ones, "
-                     "and the native stacks alone of a program that is not Python; the threads are stopped (ptrace) "
-                     "for each unwind, then resumed");
+    record->add_flag(
+        "--native", options->native,
+        "mixed stacks: the native frames (C extensions, torch's C++, oneDNN, BLAS) around the Python ones, "
+        "and the native stacks alone of a program that is not Python; the threads are stopped (ptrace) "
+        "for each unwind, then resumed");
     record->add_option("command", options->command, "the program and its arguments, after --");
     record->callback([options] {
         int code = run_record(*options);

@@ -37,11 +37,12 @@ void run_beside(const std::string& program, const std::vector<std::string>& argu
     for (std::string& argument : owned) argv.push_back(argument.data());
     argv.push_back(nullptr);
     std::fflush(stdout);
-    if (beside) execv(path.c_str(), argv.data());
-    else execvp(path.c_str(), argv.data());
-    std::fprintf(stderr,
-                 "ember %s: cannot run %s: %s\n  %s\n",
-                 command, program.c_str(), std::strerror(errno), how_to_get);
+    if (beside)
+        execv(path.c_str(), argv.data());
+    else
+        execvp(path.c_str(), argv.data());
+    std::fprintf(stderr, "ember %s: cannot run %s: %s\n  %s\n", command, program.c_str(), std::strerror(errno),
+                 how_to_get);
     std::exit(kRunTimeFailureExitCode);  // no throw: main.cpp runs ember-mpi before any command
 }
 

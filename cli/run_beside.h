@@ -18,8 +18,8 @@ namespace ember::cli {
 // Replaces this process with `program` (found beside the running `ember`, else on
 // PATH) given `arguments` (argv[0] is added). Never returns: on failure it prints why
 // and `how_to_get` the program, and exits with 1.
-[[noreturn]] void run_beside(const std::string& program, const std::vector<std::string>& arguments,
-                             const char* command, const char* how_to_get);
+[[noreturn]] void run_beside(const std::string& program, const std::vector<std::string>& arguments, const char* command,
+                             const char* how_to_get);
 
 // A subcommand of `ember` whose every argument (--help included) belongs to `program`,
 // which is run with `name` followed by them.

@@ -76,8 +76,8 @@ void run_stats(const StatsCommandOptions& command) {
             // run on one job file of them, on the clocks the collectives aligned.
             const Job job = read_job(command.files, "stats");
             const bool collectives_only =
-                !options.reports.empty() &&
-                std::all_of(options.reports.begin(), options.reports.end(), [](const std::string& r) { return r == "collectives"; });
+                !options.reports.empty() && std::all_of(options.reports.begin(), options.reports.end(),
+                                                        [](const std::string& r) { return r == "collectives"; });
             if (collectives_only) {
                 analysis::ReportHeader header;
                 header.files = command.files;
@@ -101,20 +101,25 @@ void run_stats(const StatsCommandOptions& command) {
 
 void add_stats_command(CLI::App& app) {
     auto command = std::make_shared<StatsCommandOptions>();
-    CLI::App* stats = app.add_subcommand("stats", "Summaries of a trace: kernels, memory copies, CUDA API calls, NVTX "
-                                                  "ranges, GPU time per range, training steps, GPU busy, advice");
-    stats->add_option("files", command->files,
-                      "traces: ember traces (.db), PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports or "
-                      "Chrome traces (imported on the fly, cached); several files are the ranks of one job")
+    CLI::App* stats = app.add_subcommand("stats",
+                                         "Summaries of a trace: kernels, memory copies, CUDA API calls, NVTX "
+                                         "ranges, GPU time per range, training steps, GPU busy, advice");
+    stats
+        ->add_option("files", command->files,
+                     "traces: ember traces (.db), PyTorch profiler (Kineto) JSON, Nsight Systems SQLite exports or "
+                     "Chrome traces (imported on the fly, cached); several files are the ranks of one job")
         ->required();
     std::string report_list;
-    for (const char* report : analysis::kReportNames) report_list += std::string(report_list.empty() ? "" : ", ") + report;
+    for (const char* report : analysis::kReportNames)
+        report_list += std::string(report_list.empty() ? "" : ", ") + report;
     stats->add_option("--report", command->reports,
                       "comma-separated reports; default: the GPU and host summaries, steps, the GPU breakdowns "
-                      "and advice. All: " + report_list);
+                      "and advice. All: " +
+                          report_list);
     stats->add_option("--format", command->format, "text (default), csv or json");
     stats->add_option("--time-unit", command->time_unit, "ns (default), us, ms or s");
-    stats->add_option("--sort", command->sort, "kernels/api/nvtx order: total (default), instances, avg, med, min, max, name");
+    stats->add_option("--sort", command->sort,
+                      "kernels/api/nvtx order: total (default), instances, avg, med, min, max, name");
     stats->add_option("--top", command->top, "keep the first N rows of kernels/api/nvtx/gpu_by_range (0 = all)");
     stats->add_option("--gaps", command->gaps, "number of longest GPU idle gaps to list (default 5)");
     stats->add_flag("--all-steps", command->all_steps,

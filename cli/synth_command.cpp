@@ -31,8 +31,9 @@ void add_synth_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
-        "synth", "Write a deterministic, training-shaped synthetic trace (steps, NVTX ranges, kernels on several "
-                 "streams, copies, all-reduce, counters)");
+        "synth",
+        "Write a deterministic, training-shaped synthetic trace (steps, NVTX ranges, kernels on several "
+        "streams, copies, all-reduce, counters)");
     cmd->add_option("-o,--output", opts->output,
                     "Trace file to write; with --ranks R > 1, FILE.rank0.db ... (a trailing .db is dropped first)")
         ->required();
@@ -47,7 +48,8 @@ void add_synth_command(CLI::App& app) {
     cmd->add_flag("--job", opts->job,
                   "A data-parallel job whose answer is known: every rank's collectives coupled, each rank's wait "
                   "computed and printed (implied by --straggler and --clock-skew-ms)");
-    cmd->add_option("--straggler", opts->straggler, "With --ranks: this rank computes --straggler-ms longer every step");
+    cmd->add_option("--straggler", opts->straggler,
+                    "With --ranks: this rank computes --straggler-ms longer every step");
     cmd->add_option("--straggler-ms", opts->straggler_ms, "The straggler's extra compute per step, ms")
         ->capture_default_str();
     cmd->add_option("--clock-skew-ms", opts->clock_skew_ms,
@@ -84,7 +86,8 @@ void add_synth_command(CLI::App& app) {
                             static_cast<long long>(t.arrived_last), static_cast<double>(t.clock_offset_ns) / 1e6,
                             paths[static_cast<std::size_t>(t.rank)].c_str());
             if (opts->straggler >= 0)
-                std::printf("straggler: rank %d (+%.3f ms of compute every step)\n", opts->straggler, opts->straggler_ms);
+                std::printf("straggler: rank %d (+%.3f ms of compute every step)\n", opts->straggler,
+                            opts->straggler_ms);
             else
                 std::printf("no straggler\n");
             return;

@@ -20,7 +20,9 @@ void add_strict_flag(CLI::App* command) {
         "and counting them");
 }
 
-bool strict_import() { return g_strict; }
+bool strict_import() {
+    return g_strict;
+}
 
 std::string ember_trace_for(const std::string& path, std::string_view command) {
     importing::OpenTraceOptions options;
@@ -31,7 +33,8 @@ std::string ember_trace_for(const std::string& path, std::string_view command) {
     return importing::open_as_ember_trace(path, options);
 }
 
-analysis::RunProfile diff_side(const std::string& path, std::string_view command, const analysis::DiffOptions& options) {
+analysis::RunProfile diff_side(const std::string& path, std::string_view command,
+                               const analysis::DiffOptions& options) {
     store::TraceReader reader(ember_trace_for(path, command));
     analysis::RunProfile run = analysis::profile_run(reader, options);
     run.path = path;

@@ -33,7 +33,7 @@ std::string clock_text(double seconds) {
 }
 
 class ConsoleObserver : public train::TrainObserver {
-public:
+  public:
     ConsoleObserver(bool progress, int epochs) : bar_(progress && isatty(STDERR_FILENO)), epochs_(epochs) {}
 
     void info(const std::string& line) override {
@@ -60,22 +60,24 @@ public:
         // Plain lines: about ten per epoch, and the last step.
         int64_t every = std::max<int64_t>(1, r.batches_per_epoch / 10);
         if (r.batch % every == 0 || r.step == r.total_steps)
-            std::fprintf(stderr, "step %lld/%lld  epoch %lld  batch %lld/%lld  loss %.4f  lr %.3g  %.0f img/s  ETA %s\n",
-                         (long long)r.step, (long long)r.total_steps, (long long)r.epoch + 1,
-                         (long long)r.batch, (long long)r.batches_per_epoch, last_loss_, r.lr,
-                         r.images_per_second, clock_text(r.eta_seconds).c_str());
+            std::fprintf(stderr,
+                         "step %lld/%lld  epoch %lld  batch %lld/%lld  loss %.4f  lr %.3g  %.0f img/s  ETA %s\n",
+                         (long long)r.step, (long long)r.total_steps, (long long)r.epoch + 1, (long long)r.batch,
+                         (long long)r.batches_per_epoch, last_loss_, r.lr, r.images_per_second,
+                         clock_text(r.eta_seconds).c_str());
     }
 
     void epoch(const train::EpochReport& r) override {
         clear_bar();
-        std::printf("epoch %lld: train loss %.4f | test loss %.4f, test accuracy %.4f | %.1f s, %.0f img/s, "
-                    "dataloader wait %.2f s\n",
-                    (long long)r.epoch + 1, r.train_loss, r.test_loss, r.test_accuracy, r.seconds,
-                    r.images_per_second, r.dataloader_wait_seconds);
+        std::printf(
+            "epoch %lld: train loss %.4f | test loss %.4f, test accuracy %.4f | %.1f s, %.0f img/s, "
+            "dataloader wait %.2f s\n",
+            (long long)r.epoch + 1, r.train_loss, r.test_loss, r.test_accuracy, r.seconds, r.images_per_second,
+            r.dataloader_wait_seconds);
         std::fflush(stdout);
     }
 
-private:
+  private:
     void clear_bar() {
         if (bar_shown_) std::fputs("\r\033[K", stderr);
         bar_shown_ = false;
@@ -181,8 +183,9 @@ void run(const Options& o) {
         if (config.profile_path.empty())
             fail_command("train", "--baseline needs --profile FILE (the run to compare with it)");
         if (launch.distributed())
-            fail_command("train", "--baseline compares one process's run; under mpirun use ember merge and ember "
-                                  "diff on the rank files");
+            fail_command("train",
+                         "--baseline compares one process's run; under mpirun use ember merge and ember "
+                         "diff on the rank files");
         baseline = load_baseline(o.baseline, "train");
         if (!baseline.profile) fail_command("train", baseline.error);
     }
@@ -242,11 +245,12 @@ void run(const Options& o) {
         stop_profiling();
         return;
     }
-    std::printf("trained %s (%lld parameters) on %s: %lld steps, %lld images in %.1f s (%.0f img/s); "
-                "test accuracy %.4f, test loss %.4f%s\n",
-                s.model.c_str(), (long long)s.parameters, s.device.c_str(), (long long)s.steps,
-                (long long)s.images, s.seconds, s.images_per_second, s.final_test_accuracy, s.final_test_loss,
-                s.skipped_steps ? fmt::format(", {} fp16 steps skipped", s.skipped_steps).c_str() : "");
+    std::printf(
+        "trained %s (%lld parameters) on %s: %lld steps, %lld images in %.1f s (%.0f img/s); "
+        "test accuracy %.4f, test loss %.4f%s\n",
+        s.model.c_str(), (long long)s.parameters, s.device.c_str(), (long long)s.steps, (long long)s.images, s.seconds,
+        s.images_per_second, s.final_test_accuracy, s.final_test_loss,
+        s.skipped_steps ? fmt::format(", {} fp16 steps skipped", s.skipped_steps).c_str() : "");
     std::printf("memory: peak allocated %lld bytes, peak reserved %lld bytes (the %s allocator)\n",
                 (long long)s.peak_allocated_bytes, (long long)s.peak_reserved_bytes,
                 s.backend == "cuda" ? "device" : "host");

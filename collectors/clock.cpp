@@ -51,8 +51,9 @@ std::int64_t ticks_for(std::int64_t ns, std::int64_t rate) {
     return static_cast<std::int64_t>((static_cast<WideInt>(ns) << 32) / rate);
 }
 
-void reset_lock_in_child() { g_process_clock.after_fork_in_child(); }
-
+void reset_lock_in_child() {
+    g_process_clock.after_fork_in_child();
+}
 
 }  // namespace
 
@@ -243,8 +244,8 @@ std::int64_t HostClock::reanchor_and_read(std::int64_t tsc) {
                     current_rate, now.tsc + ticks_for(kRetryNs, current_rate));
         } else {
             // CLOCK_MONOTONIC's rate over the last period (it follows NTP's adjustments).
-            std::int64_t measured_rate = static_cast<std::int64_t>(
-                (static_cast<WideInt>(now.ns - last_ns_) << 32) / (now.tsc - last_tsc_));
+            std::int64_t measured_rate =
+                static_cast<std::int64_t>((static_cast<WideInt>(now.ns - last_ns_) << 32) / (now.tsc - last_tsc_));
             if (measured_rate <= 0) measured_rate = current_rate;
             std::int64_t ours = time_at(now.tsc);
             std::int64_t error = now.ns - ours;  // > 0: the mapping runs behind

@@ -71,12 +71,12 @@ enum class ClockSource : std::uint32_t {
 };
 
 class HostClock {
-public:
+  public:
     // One segment of the TSC -> CLOCK_MONOTONIC mapping.
     struct Segment {
-        std::atomic<std::int64_t> tsc{0};    // where the segment begins
-        std::atomic<std::int64_t> ns{0};     // its time there
-        std::atomic<std::int64_t> rate{0};   // ns per tick, fixed point (32 fraction bits)
+        std::atomic<std::int64_t> tsc{0};      // where the segment begins
+        std::atomic<std::int64_t> ns{0};       // its time there
+        std::atomic<std::int64_t> rate{0};     // ns per tick, fixed point (32 fraction bits)
         std::atomic<std::int64_t> end_tsc{0};  // re-anchor when a read passes this
     };
     static constexpr int kSegments = 8;
@@ -108,8 +108,7 @@ public:
     // `max_cross_cpu_back_ns` is the disagreement past which the TSC is refused (tests
     // set it below zero to take the fallback on any machine).
     ClockSource start(ClockSource wanted, std::int64_t reanchor_period_ns = 100'000'000,
-                      double initial_rate_error_ppm = 0.0,
-                      std::int64_t max_cross_cpu_back_ns = kMaxCrossCpuBackNs);
+                      double initial_rate_error_ppm = 0.0, std::int64_t max_cross_cpu_back_ns = kMaxCrossCpuBackNs);
     ClockSource source() const { return source_.load(std::memory_order_acquire); }
     // "CLOCK_MONOTONIC" or "CLOCK_MONOTONIC (TSC)" for RunInfo::clock_name.
     const char* name() const;
@@ -161,13 +160,21 @@ public:
     // Times a re-anchoring measurement was refused because CLOCK_MONOTONIC and the
     // TSC could not be read close together (the thread was preempted), and times the
     // mapping was found more than 1 ms behind and jumped forward.
-    std::uint64_t refused_measurements() const { return refused_measurements_.load(); }
-    std::uint64_t forward_jumps() const { return forward_jumps_.load(); }
-    std::uint64_t reanchors() const { return sequence_.load(); }
+    std::uint64_t refused_measurements() const {
+        return refused_measurements_.load();
+    }
+    std::uint64_t forward_jumps() const {
+        return forward_jumps_.load();
+    }
+    std::uint64_t reanchors() const {
+        return sequence_.load();
+    }
     // A fork()ed child may inherit the re-anchoring lock held by a thread it lacks.
-    void after_fork_in_child() { reanchor_lock_.store(false); }
+    void after_fork_in_child() {
+        reanchor_lock_.store(false);
+    }
 
-private:
+  private:
     struct Measurement {
         std::int64_t tsc = 0;
         std::int64_t ns = 0;
@@ -209,12 +216,18 @@ extern HostClock g_process_clock;
 // timestamp; until then now_ns() reads CLOCK_MONOTONIC (the same time base).
 void start_process_clock();
 
-inline std::int64_t now_ns() { return g_process_clock.now_ns(); }
+inline std::int64_t now_ns() {
+    return g_process_clock.now_ns();
+}
 
-inline const char* clock_name() { return g_process_clock.name(); }
+inline const char* clock_name() {
+    return g_process_clock.name();
+}
 
 // Wall time minus now_ns(), for RunInfo::clock_offset_to_wall_ns (the midpoint read of
 // os::wall_offset_ns).
-inline std::int64_t clock_offset_to_wall_ns() { return os::wall_offset_ns(now_ns); }
+inline std::int64_t clock_offset_to_wall_ns() {
+    return os::wall_offset_ns(now_ns);
+}
 
 }  // namespace ember::collector

@@ -18,7 +18,9 @@ namespace ember::collector {
 
 namespace control_detail {
 
-std::string system_error(const std::string& what) { return what + ": " + std::strerror(errno); }
+std::string system_error(const std::string& what) {
+    return what + ": " + std::strerror(errno);
+}
 
 bool fill_address(const std::string& path, sockaddr_un& address, std::string* error) {
     std::memset(&address, 0, sizeof address);

@@ -38,9 +38,8 @@ std::string handle_control_command(Session& session, const std::string& command)
     }
     if (command == "status") {
         store::WriterStats stats = session.writer().stats();
-        return std::string("ok ") + (session.capturing() ? "capturing" : "paused") + " file=" +
-               session.options().path + " events=" + std::to_string(stats.events_recorded) +
-               " dropped=" + std::to_string(stats.events_dropped) +
+        return std::string("ok ") + (session.capturing() ? "capturing" : "paused") + " file=" + session.options().path +
+               " events=" + std::to_string(stats.events_recorded) + " dropped=" + std::to_string(stats.events_dropped) +
                " cupti_dropped=" + std::to_string(session.cupti_dropped());
     }
     return "error unknown command '" + command + "' (start, stop, flush, status)";
@@ -82,8 +81,8 @@ void ControlServer::serve(Session& session) {
         ucred peer{};
         socklen_t length = sizeof peer;
         if (getsockopt(client, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 || peer.uid != getuid()) {
-            session.say("control socket: refused a connection from uid " + std::to_string(peer.uid) +
-                        " (pid " + std::to_string(peer.pid) + ")");
+            session.say("control socket: refused a connection from uid " + std::to_string(peer.uid) + " (pid " +
+                        std::to_string(peer.pid) + ")");
             write_all(client, "error refused: not the recording user\n");
             close(client);
             continue;

@@ -24,13 +24,13 @@ bool check_private_directory(const std::string& path, std::string* error);
 std::string control_socket_path(const std::string& directory, long pid);
 
 class ControlServer {
-public:
+  public:
     ~ControlServer() { stop(); }
     bool start(Session& session, std::string* error);
     void stop();
     const std::string& path() const { return path_; }
 
-private:
+  private:
     void serve(Session& session);
     std::string path_;
     int listener_ = -1;

@@ -107,7 +107,8 @@ struct FaultGuard {
 };
 constexpr int kFaultGuards = 64;
 FaultGuard g_fault_guards[kFaultGuards];
-struct sigaction g_previous_segv {}, g_previous_bus {};
+struct sigaction g_previous_segv {
+}, g_previous_bus{};
 std::atomic<bool> g_fault_handler_installed{false};
 
 void on_fault(int signal, siginfo_t* info, void* context) {
@@ -213,12 +214,18 @@ bool follows_an_indirect_call(std::uintptr_t address) {
         if ((modrm & 0x38) != 0x10) return false;
         const int mod = modrm >> 6, rm = modrm & 7;
         switch (length) {
-            case 2: return mod == 3 || (mod == 0 && rm != 4 && rm != 5);  // call reg / call [reg]
-            case 3: return (mod == 0 && rm == 4) || (mod == 1 && rm != 4);  // [sib] / [reg+disp8]
-            case 4: return mod == 1 && rm == 4;                             // [sib+disp8]
-            case 6: return (mod == 2 && rm != 4) || (mod == 0 && rm == 5);  // [reg+disp32] / [rip+disp32]
-            case 7: return mod == 2 && rm == 4;                             // [sib+disp32]
-            default: return false;
+            case 2:
+                return mod == 3 || (mod == 0 && rm != 4 && rm != 5);  // call reg / call [reg]
+            case 3:
+                return (mod == 0 && rm == 4) || (mod == 1 && rm != 4);  // [sib] / [reg+disp8]
+            case 4:
+                return mod == 1 && rm == 4;  // [sib+disp8]
+            case 6:
+                return (mod == 2 && rm != 4) || (mod == 0 && rm == 5);  // [reg+disp32] / [rip+disp32]
+            case 7:
+                return mod == 2 && rm == 4;  // [sib+disp32]
+            default:
+                return false;
         }
     };
     return call_form(5, 2) || call_form(4, 3) || call_form(3, 4) || call_form(1, 6) || call_form(0, 7);
@@ -368,9 +375,12 @@ std::string hex_address(std::uintptr_t address) {
 }  // namespace
 
 CpuSampler::CpuSampler()
-    : symbols_(std::make_unique<ElfSymbolizer>()), jit_names_(std::make_unique<PerfMap>(PerfMap::path_for_this_process())) {}
+    : symbols_(std::make_unique<ElfSymbolizer>()),
+      jit_names_(std::make_unique<PerfMap>(PerfMap::path_for_this_process())) {}
 
-CpuSampler::~CpuSampler() { stop(); }
+CpuSampler::~CpuSampler() {
+    stop();
+}
 
 bool CpuSampler::start(Session& session, double hz) {
     // The first backtrace() loads libgcc's unwinder (it allocates): do it here,
@@ -384,9 +394,12 @@ bool CpuSampler::start(Session& session, double hz) {
     std::uintptr_t probe = 0;
     const std::uintptr_t source = 42;
     const bool can_read = read_memory(reinterpret_cast<std::uintptr_t>(&source), &probe, sizeof probe) && probe == 42;
-    if (can_read) install_fault_handler();
-    else session.say("CPU samples in JIT-generated code keep their one frame: process_vm_readv is refused here "
-                     "(a seccomp filter?)");
+    if (can_read)
+        install_fault_handler();
+    else
+        session.say(
+            "CPU samples in JIT-generated code keep their one frame: process_vm_readv is refused here "
+            "(a seccomp filter?)");
     g_recover_jit.store(can_read);
 
     struct sigaction action {};
@@ -400,7 +413,7 @@ bool CpuSampler::start(Session& session, double hz) {
         session.say("CPU sampling disabled: sigaction(SIGPROF) failed");
         return false;
     }
-    sigevent event {};
+    sigevent event{};
     event.sigev_notify = SIGEV_SIGNAL;
     event.sigev_signo = SIGPROF;
     if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &event, &timer_) != 0) {
@@ -410,7 +423,7 @@ bool CpuSampler::start(Session& session, double hz) {
     }
     timer_created_ = true;
     auto period_ns = static_cast<std::int64_t>(1e9 / hz);
-    itimerspec interval {};
+    itimerspec interval{};
     interval.it_interval.tv_sec = period_ns / 1000000000;
     interval.it_interval.tv_nsec = period_ns % 1000000000;
     interval.it_value = interval.it_interval;

@@ -27,14 +27,14 @@ class ElfSymbolizer;
 class PerfMap;
 
 class CpuSampler {
-public:
+  public:
     CpuSampler();
     ~CpuSampler();
     bool start(Session& session, double hz);
     void stop();
     std::uint64_t samples_written() const { return samples_written_; }
 
-private:
+  private:
     void drain(Session& session);
     std::thread thread_;
     std::mutex mutex_;
@@ -42,9 +42,9 @@ private:
     bool stop_requested_ = false;
     bool timer_created_ = false;
     timer_t timer_{};
-    struct sigaction previous_{};
-    std::unique_ptr<ElfSymbolizer> symbols_;  // used by the drain thread only
-    std::unique_ptr<PerfMap> jit_names_;      // /tmp/perf-PID.map: names of JIT code (drain thread)
+    struct sigaction previous_ {};
+    std::unique_ptr<ElfSymbolizer> symbols_;                    // used by the drain thread only
+    std::unique_ptr<PerfMap> jit_names_;                        // /tmp/perf-PID.map: names of JIT code (drain thread)
     std::unordered_map<std::uintptr_t, std::uint32_t> frames_;  // address -> FrameId
     std::uint64_t samples_written_ = 0;
 };

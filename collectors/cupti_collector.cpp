@@ -91,9 +91,14 @@ CuptiState& state() {
 }
 
 const CUpti_ActivityKind kActivityKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-    CUPTI_ACTIVITY_KIND_MEMSET,           CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,         CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_OVERHEAD,
+    CUPTI_ACTIVITY_KIND_DEVICE,
+    CUPTI_ACTIVITY_KIND_CONTEXT,
     CUPTI_ACTIVITY_KIND_STREAM,
 };
 
@@ -107,7 +112,9 @@ std::string cupti_error(CUptiResult result) {
     return text ? text : "CUPTI error " + std::to_string(int(result));
 }
 
-std::uint64_t CUPTIAPI cupti_timestamp() { return static_cast<std::uint64_t>(now_ns()); }
+std::uint64_t CUPTIAPI cupti_timestamp() {
+    return static_cast<std::uint64_t>(now_ns());
+}
 
 // ---------------------------------------------------------------------------
 // [SECTION] Activity buffers
@@ -135,9 +142,15 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::
                     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
                         start = reinterpret_cast<CUpti_ActivityKernel10*>(record)->start;
                         break;
-                    case CUPTI_ACTIVITY_KIND_MEMCPY: start = reinterpret_cast<CUpti_ActivityMemcpy6*>(record)->start; break;
-                    case CUPTI_ACTIVITY_KIND_MEMSET: start = reinterpret_cast<CUpti_ActivityMemset4*>(record)->start; break;
-                    default: start = 0; break;
+                    case CUPTI_ACTIVITY_KIND_MEMCPY:
+                        start = reinterpret_cast<CUpti_ActivityMemcpy6*>(record)->start;
+                        break;
+                    case CUPTI_ACTIVITY_KIND_MEMSET:
+                        start = reinterpret_cast<CUpti_ActivityMemset4*>(record)->start;
+                        break;
+                    default:
+                        start = 0;
+                        break;
                 }
                 if (start != 0 && !session->captured_at(static_cast<trace::TimeNs>(start))) continue;
                 cupti.recorder->record(*record);
@@ -236,7 +249,9 @@ void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
     event.stack_id = open.stack_id;
     auto name = thread.names.find(call->functionName);
     if (name == thread.names.end())
-        name = thread.names.emplace(call->functionName, session->writer().intern(call->functionName ? call->functionName : "")).first;
+        name = thread.names
+                   .emplace(call->functionName, session->writer().intern(call->functionName ? call->functionName : ""))
+                   .first;
     event.name_id = name->second;
     if (call->functionReturnValue) event.result = *static_cast<const int*>(call->functionReturnValue);
     session->writer().record_api_call(event);
@@ -336,8 +351,9 @@ bool cupti_start(Session& session) {
     if (result != CUPTI_SUCCESS) {
         cupti.subscriber = nullptr;
         if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-            session.say("another tool holds CUPTI (the PyTorch profiler, Nsight, ...): "
-                        "no CUDA activity in this file; NVTX and host data are still recorded");
+            session.say(
+                "another tool holds CUPTI (the PyTorch profiler, Nsight, ...): "
+                "no CUDA activity in this file; NVTX and host data are still recorded");
         else
             session.say("CUDA tracing disabled: cuptiSubscribe: " + cupti_error(result));
         return false;
@@ -367,7 +383,8 @@ bool cupti_start(Session& session) {
     }
     for (CUpti_ActivityKind kind : kActivityKinds) {
         result = cuptiActivityEnable(kind);
-        if (result != CUPTI_SUCCESS && (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_MEMCPY))
+        if (result != CUPTI_SUCCESS &&
+            (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_MEMCPY))
             session.say("cuptiActivityEnable(" + std::to_string(int(kind)) + "): " + cupti_error(result));
     }
     if (session.options().trace_cuda_memory) {

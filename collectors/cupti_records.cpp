@@ -13,57 +13,86 @@ namespace ember::collector {
 
 trace::MemoryKind memory_kind_from_cupti(std::uint32_t cupti_memory_kind) {
     switch (cupti_memory_kind) {
-        case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return trace::MemoryKind::pageable;
-        case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return trace::MemoryKind::pinned;
+        case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+            return trace::MemoryKind::pageable;
+        case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+            return trace::MemoryKind::pinned;
         case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-        case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return trace::MemoryKind::device;
+        case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+            return trace::MemoryKind::device;
         case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-        case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return trace::MemoryKind::managed;
-        case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return trace::MemoryKind::array;
-        default: return trace::MemoryKind::unknown;
+        case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+            return trace::MemoryKind::managed;
+        case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+            return trace::MemoryKind::array;
+        default:
+            return trace::MemoryKind::unknown;
     }
 }
 
 trace::MemcpyDirection direction_from_cupti(std::uint32_t cupti_copy_kind) {
     switch (cupti_copy_kind) {
         case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return trace::MemcpyDirection::host_to_device;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+            return trace::MemcpyDirection::host_to_device;
         case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return trace::MemcpyDirection::device_to_host;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+            return trace::MemcpyDirection::device_to_host;
         case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
         case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
         case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return trace::MemcpyDirection::device_to_device;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return trace::MemcpyDirection::host_to_host;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return trace::MemcpyDirection::peer_to_peer;
-        default: return trace::MemcpyDirection::unknown;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+            return trace::MemcpyDirection::device_to_device;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+            return trace::MemcpyDirection::host_to_host;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+            return trace::MemcpyDirection::peer_to_peer;
+        default:
+            return trace::MemcpyDirection::unknown;
     }
 }
 
 trace::SyncKind sync_kind_from_cupti(CUpti_ActivitySynchronizationType type) {
     switch (type) {
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return trace::SyncKind::event_synchronize;
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return trace::SyncKind::stream_wait_event;
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return trace::SyncKind::stream_synchronize;
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return trace::SyncKind::context_synchronize;
-        default: return trace::SyncKind::unknown;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+            return trace::SyncKind::event_synchronize;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+            return trace::SyncKind::stream_wait_event;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+            return trace::SyncKind::stream_synchronize;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+            return trace::SyncKind::context_synchronize;
+        default:
+            return trace::SyncKind::unknown;
     }
 }
 
-std::string demangle(const char* name) { return demangle_symbol(name); }
+std::string demangle(const char* name) {
+    return demangle_symbol(name);
+}
 
 const char* overhead_name(CUpti_ActivityOverheadKind kind) {
     switch (kind) {
-        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver compiler";
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "cupti buffer flush";
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "cupti instrumentation";
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "cupti resource";
-        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "module loading";
-        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy function loading";
-        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command buffer full";
-        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "cupti buffer request";
-        case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: return "unified memory activity init";
-        default: return "cupti overhead";
+        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+            return "driver compiler";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+            return "cupti buffer flush";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+            return "cupti instrumentation";
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+            return "cupti resource";
+        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
+            return "module loading";
+        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
+            return "lazy function loading";
+        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
+            return "command buffer full";
+        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
+            return "cupti buffer request";
+        case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT:
+            return "unified memory activity init";
+        default:
+            return "cupti overhead";
     }
 }
 
@@ -160,8 +189,8 @@ trace::DeviceInfo device_info(const CUpti_ActivityDevice5& record) {
     char uuid[64];
     const auto* bytes = reinterpret_cast<const unsigned char*>(record.uuid.bytes);
     std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                  bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-                  bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+                  bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                  bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
     info.uuid = uuid;
     info.compute_capability_major = static_cast<std::int32_t>(record.computeCapabilityMajor);
     info.compute_capability_minor = static_cast<std::int32_t>(record.computeCapabilityMinor);
@@ -258,7 +287,8 @@ std::vector<trace::MemoryEvent> GpuMemoryRecords::memory(const CUpti_ActivityMem
             resize_pool(out, event.time_ns, event.device_id, record.memoryPoolConfig.address,
                         signed_bytes(record.memoryPoolConfig.pool.size), thread);
             break;
-        case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED: break;  // reserved by the exporting process
+        case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED:
+            break;  // reserved by the exporting process
         default: {
             trace::MemoryEvent segment = event;
             segment.action = allocation ? trace::MemoryAction::segment_alloc : trace::MemoryAction::segment_free;
@@ -269,15 +299,21 @@ std::vector<trace::MemoryEvent> GpuMemoryRecords::memory(const CUpti_ActivityMem
     return out;
 }
 
-std::vector<trace::MemoryEvent> GpuMemoryRecords::pool(const CUpti_ActivityMemoryPool3& record, trace::ThreadId thread) {
+std::vector<trace::MemoryEvent> GpuMemoryRecords::pool(const CUpti_ActivityMemoryPool3& record,
+                                                       trace::ThreadId thread) {
     std::vector<trace::MemoryEvent> out;
     if (record.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL || record.isManagedPool) return out;
     std::int64_t size = 0;
     switch (record.memoryPoolOperationType) {
         case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
-        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED: size = signed_bytes(record.size); break;
-        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED: size = 0; break;
-        default: return out;
+        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED:
+            size = signed_bytes(record.size);
+            break;
+        case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+            size = 0;
+            break;
+        default:
+            return out;
     }
     resize_pool(out, static_cast<trace::TimeNs>(record.timestamp), static_cast<trace::DeviceId>(record.deviceId),
                 record.address, size, thread);
@@ -359,8 +395,9 @@ bool ActivityRecorder::record(const CUpti_Activity& record) {
             const auto& overhead = reinterpret_cast<const CUpti_ActivityOverhead3&>(record);
             auto name = overhead_names_.find(overhead.overheadKind);
             if (name == overhead_names_.end())
-                name = overhead_names_.emplace(overhead.overheadKind, writer_.intern(overhead_name(overhead.overheadKind)))
-                           .first;
+                name =
+                    overhead_names_.emplace(overhead.overheadKind, writer_.intern(overhead_name(overhead.overheadKind)))
+                        .first;
             trace::OverheadEvent event;
             event.start_ns = static_cast<trace::TimeNs>(overhead.start);
             event.end_ns = static_cast<trace::TimeNs>(overhead.end);
@@ -396,7 +433,8 @@ bool ActivityRecorder::record(const CUpti_Activity& record) {
             const trace::ThreadId thread = memory_calls_ ? memory_calls_->take(pool.correlationId) : 0;
             return record_memory_events(gpu_memory_.pool(pool, thread));
         }
-        default: return false;
+        default:
+            return false;
     }
 }
 

@@ -51,14 +51,14 @@ bool allocates_or_frees_memory(const char* api_name);
 // Bounded: past kMaxPending calls whose record never came, the oldest are forgotten
 // (their records get thread 0).
 class MemoryCallThreads {
-public:
+  public:
     static constexpr std::size_t kMaxPending = 1 << 16;
     void note(std::uint32_t correlation_id, trace::ThreadId thread);
     // The thread noted for this call, forgotten as it is given; 0 when none was.
     trace::ThreadId take(std::uint32_t correlation_id);
     std::size_t pending() const;
 
-private:
+  private:
     mutable std::mutex mutex_;
     std::unordered_map<std::uint32_t, trace::ThreadId> threads_;
     std::vector<std::uint32_t> order_;  // correlation ids in the order noted (for forgetting)
@@ -76,11 +76,11 @@ private:
 //    another process reserves nothing here.
 // Stateful (each pool's last size); used from CUPTI's buffer thread only.
 class GpuMemoryRecords {
-public:
+  public:
     std::vector<trace::MemoryEvent> memory(const CUpti_ActivityMemory4& record, trace::ThreadId thread);
     std::vector<trace::MemoryEvent> pool(const CUpti_ActivityMemoryPool3& record, trace::ThreadId thread);
 
-private:
+  private:
     void resize_pool(std::vector<trace::MemoryEvent>& out, trace::TimeNs time, trace::DeviceId device,
                      std::uint64_t address, std::int64_t size, trace::ThreadId thread);
     std::map<std::pair<trace::DeviceId, std::uint64_t>, std::int64_t> pool_sizes_;  // (device, pool address)
@@ -89,7 +89,7 @@ private:
 // Turns records into events in one file. Used from CUPTI's buffer-completion
 // thread only (not thread-safe).
 class ActivityRecorder {
-public:
+  public:
     // `memory_calls`: where the threads of memory API calls are noted (null: thread 0).
     explicit ActivityRecorder(store::TraceWriter& writer, MemoryCallThreads* memory_calls = nullptr)
         : writer_(writer), memory_calls_(memory_calls) {}
@@ -106,7 +106,7 @@ public:
     // the priorities below are: CUPTI numbers streams process-wide in practice.)
     void name_stream(std::uint32_t stream_id, const std::string& name);
 
-private:
+  private:
     trace::StreamId stream(std::uint32_t device, std::uint32_t context, std::uint32_t stream_id);
     trace::DeviceId device_of_context(std::uint32_t context) const;
     trace::StringId kernel_name(const char* mangled);
@@ -118,7 +118,7 @@ private:
     GpuMemoryRecords gpu_memory_;
     std::uint64_t memory_events_ = 0;
     std::map<std::pair<std::uint32_t, std::uint32_t>, trace::StreamId> streams_;  // (context, stream)
-    std::unordered_map<std::uint32_t, std::uint32_t> stream_priorities_;         // stream -> priority
+    std::unordered_map<std::uint32_t, std::uint32_t> stream_priorities_;          // stream -> priority
     std::unordered_map<std::uint32_t, trace::DeviceId> context_devices_;
     std::unordered_map<std::uint32_t, std::uint32_t> null_streams_;  // context -> its NULL stream id
     std::unordered_map<std::uint32_t, std::string> stream_names_;    // stream -> name given by NVTX

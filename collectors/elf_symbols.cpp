@@ -26,7 +26,7 @@ namespace {
 
 // A read-only private mapping of a whole file; unmapped when destroyed.
 class MappedFile {
-public:
+  public:
     MappedFile() = default;
     ~MappedFile() {
         if (data_) munmap(data_, size_);
@@ -52,11 +52,9 @@ public:
     const unsigned char* bytes() const { return static_cast<const unsigned char*>(data_); }
     std::size_t size() const { return size_; }
     // [offset, offset + length) lies inside the file.
-    bool holds(std::uint64_t offset, std::uint64_t length) const {
-        return offset <= size_ && length <= size_ - offset;
-    }
+    bool holds(std::uint64_t offset, std::uint64_t length) const { return offset <= size_ && length <= size_ - offset; }
 
-private:
+  private:
     void* data_ = nullptr;
     std::size_t size_ = 0;
 };
@@ -177,7 +175,8 @@ struct ElfSymbolizer::ElfFile {
         read_function_symbols(image, SHT_DYNSYM, symbols);
         if (!has_symtab) {
             std::string id = build_id(image);
-            if (id.size() > 2 && debug_image.open("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug"))
+            if (id.size() > 2 &&
+                debug_image.open("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug"))
                 read_function_symbols(debug_image, SHT_SYMTAB, symbols);
         }
         // By address; among symbols at one address the sized one first (aliases of
@@ -218,7 +217,9 @@ struct ElfSymbolizer::ElfFile {
     }
 };
 
-std::string demangle_symbol(const char* name) { return text::demangled(name); }
+std::string demangle_symbol(const char* name) {
+    return text::demangled(name);
+}
 
 ElfSymbolizer::ElfSymbolizer() = default;
 ElfSymbolizer::ElfSymbolizer(pid_t pid) : pid_(pid) {}
@@ -246,8 +247,9 @@ void ElfSymbolizer::read_maps() {
 
 const ElfSymbolizer::Mapping* ElfSymbolizer::mapping_for(std::uintptr_t address) {
     auto find = [&]() -> const Mapping* {
-        auto after = std::upper_bound(mappings_.begin(), mappings_.end(), address,
-                                      [](std::uintptr_t value, const Mapping& mapping) { return value < mapping.start; });
+        auto after =
+            std::upper_bound(mappings_.begin(), mappings_.end(), address,
+                             [](std::uintptr_t value, const Mapping& mapping) { return value < mapping.start; });
         if (after == mappings_.begin()) return nullptr;
         --after;
         return address < after->end ? &*after : nullptr;

@@ -37,7 +37,7 @@ struct ResolvedFrame {
 };
 
 class ElfSymbolizer {
-public:
+  public:
     ElfSymbolizer();
     // The code of process PID (its memory is not read: only its maps and files).
     explicit ElfSymbolizer(pid_t pid);
@@ -51,7 +51,7 @@ public:
 
     struct ElfFile;  // elf_symbols.cpp: one mapped file's segments and symbols
 
-private:
+  private:
     struct Mapping {
         std::uintptr_t start = 0;
         std::uintptr_t end = 0;

@@ -126,7 +126,9 @@ LaunchedProgram::LaunchedProgram(const LaunchOptions& options) {
     }
 }
 
-LaunchedProgram::~LaunchedProgram() { restore_signals(); }
+LaunchedProgram::~LaunchedProgram() {
+    restore_signals();
+}
 
 void LaunchedProgram::forward_signals() {
     g_forward_to = pid_;
@@ -140,7 +142,8 @@ void LaunchedProgram::forward_signals() {
 
 void LaunchedProgram::restore_signals() {
     if (!forwarding_) return;
-    for (int index = 0; index < kForwardedCount; ++index) sigaction(kForwardedSignals[index], &g_previous[index], nullptr);
+    for (int index = 0; index < kForwardedCount; ++index)
+        sigaction(kForwardedSignals[index], &g_previous[index], nullptr);
     g_forward_to = 0;
     forwarding_ = false;
 }

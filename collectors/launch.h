@@ -20,7 +20,7 @@ namespace ember::collector {
 
 // A program could not be started (pipe, fork); the message names the call.
 class LaunchError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -49,7 +49,7 @@ struct LaunchOptions {
 // it from the start until wait() returns (the previous handlers are then restored).
 // A program that cannot be executed exits 127, as in a shell.
 class LaunchedProgram {
-public:
+  public:
     // Throws LaunchError; std::invalid_argument for an empty command.
     explicit LaunchedProgram(const LaunchOptions& options);
     // Restores the signal handlers; a program not waited for goes on running.
@@ -67,7 +67,7 @@ public:
     // returns the same status.
     int wait(bool traced_by_another_thread = false);
 
-private:
+  private:
     void forward_signals();
     void restore_signals();
 

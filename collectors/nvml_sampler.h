@@ -14,13 +14,13 @@ namespace ember::collector {
 class Session;
 
 class NvmlSampler {
-public:
+  public:
     ~NvmlSampler() { stop(); }
     // false when NVML is absent or has no device (one line said).
     bool start(Session& session, double hz);
     void stop();
 
-private:
+  private:
     void run(Session& session, double hz);
     std::thread thread_;
     std::mutex mutex_;

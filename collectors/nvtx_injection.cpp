@@ -82,7 +82,9 @@ struct RegisteredString {
     InternedText text;
 };
 
-Domain* as_domain(nvtxDomainHandle_t handle) { return reinterpret_cast<Domain*>(handle); }
+Domain* as_domain(nvtxDomainHandle_t handle) {
+    return reinterpret_cast<Domain*>(handle);
+}
 
 std::string utf8_from_wide(const wchar_t* wide) {
     std::string out;
@@ -118,7 +120,7 @@ struct OpenRange {
 // Everything an NVTX handler needs from its thread, reached through one thread_local.
 struct ThreadState {
     std::uint32_t generation = 0;
-    trace::ThreadId thread_id = 0;  // 0 until the thread first records
+    trace::ThreadId thread_id = 0;     // 0 until the thread first records
     trace::RangeId next_range_id = 0;  // this thread's block of ids: [next, limit)
     trace::RangeId range_id_limit = 0;
     // Open push/pop ranges, innermost last: the first `depth` entries. Entries past
@@ -196,12 +198,18 @@ trace::Payload payload_of(const nvtxEventAttributes_t& attributes) {
     switch (attributes.payloadType) {
         case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
             return trace::Payload::of_integer(static_cast<std::int64_t>(attributes.payload.ullValue));
-        case NVTX_PAYLOAD_TYPE_INT64: return trace::Payload::of_integer(attributes.payload.llValue);
-        case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return trace::Payload::of_integer(attributes.payload.uiValue);
-        case NVTX_PAYLOAD_TYPE_INT32: return trace::Payload::of_integer(attributes.payload.iValue);
-        case NVTX_PAYLOAD_TYPE_DOUBLE: return trace::Payload::of_real(attributes.payload.dValue);
-        case NVTX_PAYLOAD_TYPE_FLOAT: return trace::Payload::of_real(attributes.payload.fValue);
-        default: return {};
+        case NVTX_PAYLOAD_TYPE_INT64:
+            return trace::Payload::of_integer(attributes.payload.llValue);
+        case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+            return trace::Payload::of_integer(attributes.payload.uiValue);
+        case NVTX_PAYLOAD_TYPE_INT32:
+            return trace::Payload::of_integer(attributes.payload.iValue);
+        case NVTX_PAYLOAD_TYPE_DOUBLE:
+            return trace::Payload::of_real(attributes.payload.dValue);
+        case NVTX_PAYLOAD_TYPE_FLOAT:
+            return trace::Payload::of_real(attributes.payload.fValue);
+        default:
+            return {};
     }
 }
 
@@ -212,13 +220,16 @@ bool attributes_usable(const nvtxEventAttributes_t* attributes) {
 // The message of an event as text (counter marks are named by it).
 std::string message_text(const nvtxEventAttributes_t& attributes) {
     switch (attributes.messageType) {
-        case NVTX_MESSAGE_TYPE_ASCII: return attributes.message.ascii ? attributes.message.ascii : "";
-        case NVTX_MESSAGE_TYPE_UNICODE: return utf8_from_wide(attributes.message.unicode);
+        case NVTX_MESSAGE_TYPE_ASCII:
+            return attributes.message.ascii ? attributes.message.ascii : "";
+        case NVTX_MESSAGE_TYPE_UNICODE:
+            return utf8_from_wide(attributes.message.unicode);
         case NVTX_MESSAGE_TYPE_REGISTERED:
             if (attributes.message.registered)
                 return reinterpret_cast<RegisteredString*>(attributes.message.registered)->text.text;
             return "";
-        default: return "";
+        default:
+            return "";
     }
 }
 
@@ -247,8 +258,9 @@ void keep_name(OpenRange& open, const nvtxEventAttributes_t* attributes, const c
 // Fills name, category, color and payload of a range or mark from whichever form
 // of message the program passed (describe() below handles the common case inline).
 template <typename Event>
-__attribute__((noinline)) void describe_any(Session& session, ThreadState& state, const nvtxEventAttributes_t* attributes,
-                                            const char* ascii, const wchar_t* unicode, Event& event) {
+__attribute__((noinline)) void describe_any(Session& session, ThreadState& state,
+                                            const nvtxEventAttributes_t* attributes, const char* ascii,
+                                            const wchar_t* unicode, Event& event) {
     if (ascii) {
         event.name_id = intern_message(session, state, ascii);
         return;
@@ -272,7 +284,8 @@ __attribute__((noinline)) void describe_any(Session& session, ThreadState& state
         case NVTX_MESSAGE_TYPE_UNICODE:
             event.name_id = intern_message(session, state, utf8_from_wide(attributes->message.unicode));
             break;
-        default: break;
+        default:
+            break;
     }
 }
 
@@ -471,7 +484,7 @@ void name_stream(void* stream, std::string name) {
 struct MemoryHeap {
     trace::DeviceId device = 0;
     std::uint64_t base = 0;
-    std::int64_t bytes = 0;  // 0: the process-wide heap (no segment of its own)
+    std::int64_t bytes = 0;                                   // 0: the process-wide heap (no segment of its own)
     std::unordered_map<std::uint64_t, std::int64_t> regions;  // address -> bytes
 };
 
@@ -480,7 +493,7 @@ struct MemoryHeap {
 std::mutex g_memory_mutex;
 std::unordered_set<MemoryHeap*> g_heaps;
 std::unordered_map<std::uint64_t, MemoryHeap*> g_region_heaps;  // live region address -> its heap
-MemoryHeap g_process_wide_heap;  // NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE (null)
+MemoryHeap g_process_wide_heap;                                 // NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE (null)
 
 // The NVTX ranges open on the calling thread as a stack, outermost first.
 trace::StackId range_stack(Session& session, ThreadState& state) {
@@ -527,7 +540,9 @@ struct MemoryRecorder {
     }
 };
 
-std::uint64_t address_of(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); }
+std::uint64_t address_of(const void* pointer) {
+    return reinterpret_cast<std::uintptr_t>(pointer);
+}
 
 // The caller holds g_memory_mutex for these.
 MemoryHeap* known_heap(nvtxMemHeapHandle_t handle) {
@@ -656,41 +671,68 @@ void NVTX_API handle_mem_regions_unregister(nvtxDomainHandle_t, const nvtxMemReg
 // [SECTION] The NVTX entry points (C signatures NVTX calls)
 // ---------------------------------------------------------------------------
 
-void NVTX_API handle_mark_ex(const nvtxEventAttributes_t* attributes) { mark(nullptr, attributes, nullptr, nullptr); }
-void NVTX_API handle_mark_a(const char* message) { mark(nullptr, nullptr, message, nullptr); }
-void NVTX_API handle_mark_w(const wchar_t* message) { mark(nullptr, nullptr, nullptr, message); }
+void NVTX_API handle_mark_ex(const nvtxEventAttributes_t* attributes) {
+    mark(nullptr, attributes, nullptr, nullptr);
+}
+void NVTX_API handle_mark_a(const char* message) {
+    mark(nullptr, nullptr, message, nullptr);
+}
+void NVTX_API handle_mark_w(const wchar_t* message) {
+    mark(nullptr, nullptr, nullptr, message);
+}
 nvtxRangeId_t NVTX_API handle_range_start_ex(const nvtxEventAttributes_t* attributes) {
     return start_range(nullptr, attributes, nullptr, nullptr);
 }
-nvtxRangeId_t NVTX_API handle_range_start_a(const char* message) { return start_range(nullptr, nullptr, message, nullptr); }
-nvtxRangeId_t NVTX_API handle_range_start_w(const wchar_t* message) { return start_range(nullptr, nullptr, nullptr, message); }
-void NVTX_API handle_range_end(nvtxRangeId_t id) { end_range(id); }
+nvtxRangeId_t NVTX_API handle_range_start_a(const char* message) {
+    return start_range(nullptr, nullptr, message, nullptr);
+}
+nvtxRangeId_t NVTX_API handle_range_start_w(const wchar_t* message) {
+    return start_range(nullptr, nullptr, nullptr, message);
+}
+void NVTX_API handle_range_end(nvtxRangeId_t id) {
+    end_range(id);
+}
 int NVTX_API handle_range_push_ex(const nvtxEventAttributes_t* attributes) {
     return push_range(nullptr, attributes, nullptr, nullptr);
 }
-int NVTX_API handle_range_push_a(const char* message) { return push_range(nullptr, nullptr, message, nullptr); }
-int NVTX_API handle_range_push_w(const wchar_t* message) { return push_range(nullptr, nullptr, nullptr, message); }
-int NVTX_API handle_range_pop() { return pop_range(nullptr); }
+int NVTX_API handle_range_push_a(const char* message) {
+    return push_range(nullptr, nullptr, message, nullptr);
+}
+int NVTX_API handle_range_push_w(const wchar_t* message) {
+    return push_range(nullptr, nullptr, nullptr, message);
+}
+int NVTX_API handle_range_pop() {
+    return pop_range(nullptr);
+}
 void NVTX_API handle_name_category_a(std::uint32_t category, const char* name) {
     name_category(nullptr, category, name ? name : "");
 }
 void NVTX_API handle_name_category_w(std::uint32_t category, const wchar_t* name) {
     name_category(nullptr, category, utf8_from_wide(name));
 }
-void NVTX_API handle_name_os_thread_a(std::uint32_t tid, const char* name) { name_thread(tid, name ? name : ""); }
-void NVTX_API handle_name_os_thread_w(std::uint32_t tid, const wchar_t* name) { name_thread(tid, utf8_from_wide(name)); }
+void NVTX_API handle_name_os_thread_a(std::uint32_t tid, const char* name) {
+    name_thread(tid, name ? name : "");
+}
+void NVTX_API handle_name_os_thread_w(std::uint32_t tid, const wchar_t* name) {
+    name_thread(tid, utf8_from_wide(name));
+}
 
 void NVTX_API handle_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
     mark(as_domain(domain), attributes, nullptr, nullptr);
 }
-nvtxRangeId_t NVTX_API handle_domain_range_start_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+nvtxRangeId_t NVTX_API handle_domain_range_start_ex(nvtxDomainHandle_t domain,
+                                                    const nvtxEventAttributes_t* attributes) {
     return start_range(as_domain(domain), attributes, nullptr, nullptr);
 }
-void NVTX_API handle_domain_range_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end_range(id); }
+void NVTX_API handle_domain_range_end(nvtxDomainHandle_t, nvtxRangeId_t id) {
+    end_range(id);
+}
 int NVTX_API handle_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
     return push_range(as_domain(domain), attributes, nullptr, nullptr);
 }
-int NVTX_API handle_domain_range_pop(nvtxDomainHandle_t domain) { return pop_range(as_domain(domain)); }
+int NVTX_API handle_domain_range_pop(nvtxDomainHandle_t domain) {
+    return pop_range(as_domain(domain));
+}
 nvtxResourceHandle_t NVTX_API handle_domain_resource_create(nvtxDomainHandle_t, nvtxResourceAttributes_t*) {
     return nullptr;
 }
@@ -703,8 +745,12 @@ void NVTX_API handle_domain_name_category_w(nvtxDomainHandle_t domain, std::uint
 }
 
 // nvtxNameCuStream (driver module) and nvtxNameCudaStream (runtime module).
-void NVTX_API handle_name_stream_a(void* stream, const char* name) { name_stream(stream, name ? name : ""); }
-void NVTX_API handle_name_stream_w(void* stream, const wchar_t* name) { name_stream(stream, utf8_from_wide(name)); }
+void NVTX_API handle_name_stream_a(void* stream, const char* name) {
+    name_stream(stream, name ? name : "");
+}
+void NVTX_API handle_name_stream_w(void* stream, const wchar_t* name) {
+    name_stream(stream, utf8_from_wide(name));
+}
 
 // Registered strings and domains live as long as the process (NVTX has no
 // unregister; domains are few).
@@ -849,7 +895,8 @@ void nvtx_session_started(Session& session) {
         event.bytes = bytes;
         session.writer().record_memory_event(event);
     };
-    for (const MemoryHeap* heap : g_heaps) live(trace::MemoryAction::segment_live_at_start, heap->device, heap->base, heap->bytes);
+    for (const MemoryHeap* heap : g_heaps)
+        live(trace::MemoryAction::segment_live_at_start, heap->device, heap->base, heap->bytes);
     for (const auto& [address, heap] : g_region_heaps)
         live(trace::MemoryAction::live_at_start, heap->device, address, heap->regions.at(address));
 }

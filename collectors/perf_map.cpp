@@ -11,7 +11,9 @@ namespace ember::collector {
 
 PerfMap::PerfMap(std::string path) : path_(std::move(path)) {}
 
-std::string PerfMap::path_for_this_process() { return "/tmp/perf-" + std::to_string(getpid()) + ".map"; }
+std::string PerfMap::path_for_this_process() {
+    return "/tmp/perf-" + std::to_string(getpid()) + ".map";
+}
 
 namespace {
 

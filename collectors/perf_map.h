@@ -16,7 +16,7 @@
 namespace ember::collector {
 
 class PerfMap {
-public:
+  public:
     explicit PerfMap(std::string path);
     // The map of this process: /tmp/perf-<getpid()>.map.
     static std::string path_for_this_process();
@@ -26,7 +26,7 @@ public:
     // may reuse memory for a new function).
     std::string find(std::uintptr_t address);
 
-private:
+  private:
     struct Entry {
         std::uintptr_t start = 0, end = 0;
         std::size_t order = 0;  // line number: later lines win

@@ -140,8 +140,10 @@ bool PythonCallSites::read_chain(std::uint64_t thread_state, PythonCallSiteCache
     std::uint64_t frame = word_at(state, layout_.tstate_frame);
     if (layout_.frame_through_cframe && frame != 0) {
         const std::uint64_t cframe = frame;
-        if (through_cframe && cframe == cache.cframe && whole > 1) frame = word_at(state + offsets[1], 0);
-        else if (!memory.read_cached(cframe + layout_.cframe_current_frame, &frame, sizeof frame)) return false;
+        if (through_cframe && cframe == cache.cframe && whole > 1)
+            frame = word_at(state + offsets[1], 0);
+        else if (!memory.read_cached(cframe + layout_.cframe_current_frame, &frame, sizeof frame))
+            return false;
         cache.cframe = cframe;
     }
 
@@ -186,7 +188,9 @@ trace::StackId PythonCallSites::resolve(std::uint64_t pthread_id, std::size_t fr
             auto key = std::make_tuple(frame->function, frame->file, frame->line);
             auto found = frame_ids_.find(key);
             if (found == frame_ids_.end())
-                found = frame_ids_.emplace(std::move(key), writer_.intern_frame(frame->function, frame->file, 0, frame->line)).first;
+                found = frame_ids_
+                            .emplace(std::move(key), writer_.intern_frame(frame->function, frame->file, 0, frame->line))
+                            .first;
             stack.push_back(found->second);
         }
         return writer_.intern_stack(stack);

@@ -63,7 +63,7 @@ struct PythonCallSiteCache {
 };
 
 class PythonCallSites {
-public:
+  public:
     // Reads process `pid` (the collector passes its own) whose `_PyRuntime` is at
     // `runtime_address`; stacks become rows of `writer`. Throws python::PythonReadError
     // when it is not a readable CPython 3.8-3.13.
@@ -91,15 +91,15 @@ public:
     bool refused() const { return refused_.load(std::memory_order_relaxed); }
 
     struct Counts {
-        std::uint64_t calls = 0;        // stack_of calls
-        std::uint64_t same_as_last = 0; // the thread's previous call site again
-        std::uint64_t known = 0;        // found in the thread's cache
-        std::uint64_t resolved = 0;     // read by a snapshot
-        std::uint64_t unknown = 0;      // stack 0 (no frames, or unreadable)
+        std::uint64_t calls = 0;         // stack_of calls
+        std::uint64_t same_as_last = 0;  // the thread's previous call site again
+        std::uint64_t known = 0;         // found in the thread's cache
+        std::uint64_t resolved = 0;      // read by a snapshot
+        std::uint64_t unknown = 0;       // stack 0 (no frames, or unreadable)
     };
     Counts counts() const;
 
-private:
+  private:
     // The (code, instruction) chain of a thread state; false when unreadable.
     bool read_chain(std::uint64_t thread_state, PythonCallSiteCache& cache, std::uint64_t& pthread_id);
     // The names and lines of the thread's stack, by a snapshot; 0 when it cannot be

@@ -15,11 +15,15 @@ std::string exact_number(double value) {
     return text;
 }
 
-const char* flag(bool on) { return on ? "1" : "0"; }
+const char* flag(bool on) {
+    return on ? "1" : "0";
+}
 
 }  // namespace
 
-const char* child_policy_name(ChildPolicy policy) { return policy == ChildPolicy::skip ? "skip" : "suffix"; }
+const char* child_policy_name(ChildPolicy policy) {
+    return policy == ChildPolicy::skip ? "skip" : "suffix";
+}
 
 std::optional<ChildPolicy> parse_child_policy(std::string_view text) {
     if (text == "suffix") return ChildPolicy::suffix;

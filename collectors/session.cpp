@@ -347,10 +347,10 @@ void Session::stop() {
     if (parts.cupti_running) cupti_stop();  // forced flush: every GPU record reaches the writer
     if (python_call_sites_) {
         const PythonCallSites::Counts counts = python_call_sites_->counts();
-        say("Python stacks of " + std::to_string(counts.calls) + " CUDA API calls: " +
-            std::to_string(counts.same_as_last + counts.known) + " from a call site seen before, " +
-            std::to_string(counts.resolved) + " read anew, " + std::to_string(counts.unknown) +
-            " without one (no Python frames on the thread, or unreadable)" +
+        say("Python stacks of " + std::to_string(counts.calls) +
+            " CUDA API calls: " + std::to_string(counts.same_as_last + counts.known) +
+            " from a call site seen before, " + std::to_string(counts.resolved) + " read anew, " +
+            std::to_string(counts.unknown) + " without one (no Python frames on the thread, or unreadable)" +
             (python_call_sites_->refused() ? "; process_vm_readv was refused, so the rest had none" : ""));
     }
     if (parts.cpu) parts.cpu->stop();
@@ -372,13 +372,17 @@ void Session::stop() {
 // [SECTION] Lifecycle
 // ---------------------------------------------------------------------------
 
-Session* current_session() { return g_session.load(std::memory_order_acquire); }
+Session* current_session() {
+    return g_session.load(std::memory_order_acquire);
+}
 
 namespace {
 
 // A child made by fork() without exec has the parent's session but none of its
 // threads: it must not record into (or, at exit, try to close) the parent's file.
-void forget_session_in_forked_child() { g_session.store(nullptr, std::memory_order_release); }
+void forget_session_in_forked_child() {
+    g_session.store(nullptr, std::memory_order_release);
+}
 
 void stop_session_at_exit() {
     std::string error;
@@ -389,15 +393,15 @@ void stop_session_at_exit() {
 
 Session& start_session(const SessionOptions& options) {
     std::lock_guard lock(g_lifecycle_mutex);
-    if (g_session.load()) throw std::runtime_error("a recording session is already open (" +
-                                                   g_session.load()->options().path + ")");
+    if (g_session.load())
+        throw std::runtime_error("a recording session is already open (" + g_session.load()->options().path + ")");
     auto* session = new Session(options);  // never freed: see session.h
     g_session.store(session, std::memory_order_release);
     nvtx_session_started(*session);  // after publishing: a name given meanwhile is not missed
     // Registered after the writer's own exit hook, so it runs first: GPU records
     // still in CUPTI's buffers reach the writer before it closes.
-    static bool exit_hook = (std::atexit(stop_session_at_exit),
-                             pthread_atfork(nullptr, nullptr, forget_session_in_forked_child), true);
+    static bool exit_hook =
+        (std::atexit(stop_session_at_exit), pthread_atfork(nullptr, nullptr, forget_session_in_forked_child), true);
     (void)exit_hook;
     session->start_components();
     session->say("recording to " + options.path + (options.paused ? " (paused)" : ""));

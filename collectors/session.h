@@ -51,12 +51,12 @@ struct SessionOptions {
 // gave it. options_from_environment: nullopt when not recorded (no output file, or a
 // child process under --children=skip).
 struct RecordEnvironment {
-    std::string output;          // RecordSettings::output
-    std::int64_t root_pid = 0;   // RecordSettings::root_pid: the process `ember record` started
+    std::string output;                          // RecordSettings::output
+    std::int64_t root_pid = 0;                   // RecordSettings::root_pid: the process `ember record` started
     ChildPolicy children = ChildPolicy::suffix;  // RecordSettings::children
-    std::optional<int> rank;     // RANK / OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID
-    std::string rank_variable;   // the one of those that gave it
-    int world_size = 1;          // WORLD_SIZE / OMPI_COMM_WORLD_SIZE / PMI_SIZE / SLURM_NTASKS
+    std::optional<int> rank;                     // RANK / OMPI_COMM_WORLD_RANK / PMI_RANK / SLURM_PROCID
+    std::string rank_variable;                   // the one of those that gave it
+    int world_size = 1;                          // WORLD_SIZE / OMPI_COMM_WORLD_SIZE / PMI_SIZE / SLURM_NTASKS
 };
 RecordEnvironment read_record_environment();
 std::optional<SessionOptions> options_from_environment();
@@ -67,7 +67,7 @@ std::optional<SessionOptions> options_from_environment();
 std::optional<std::string> resolve_output_path(const RecordEnvironment& environment, std::int64_t pid);
 
 class Session {
-public:
+  public:
     explicit Session(const SessionOptions& options);
     ~Session();
 
@@ -115,7 +115,7 @@ public:
     void start_components();
     void stop();
 
-private:
+  private:
     SessionOptions options_;
     std::unique_ptr<store::TraceWriter> writer_;
     std::uint32_t generation_;
@@ -131,7 +131,7 @@ private:
     std::unordered_map<std::string, trace::CounterId> counters_;
     bool stopped_ = false;
     PythonCallSites* python_call_sites_ = nullptr;  // owned by components_
-    struct Components;  // session.cpp: CUPTI, NVML, CPU sampler, control socket, flusher
+    struct Components;                              // session.cpp: CUPTI, NVML, CPU sampler, control socket, flusher
     std::unique_ptr<Components> components_;
 };
 

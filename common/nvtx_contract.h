@@ -55,26 +55,35 @@ constexpr bool memory_device(std::uint32_t category, int& device) {
 }
 
 // A category as the trace stores it (ranges.category).
-constexpr std::uint32_t number(Category category) { return static_cast<std::uint32_t>(category); }
+constexpr std::uint32_t number(Category category) {
+    return static_cast<std::uint32_t>(category);
+}
 
 // The name a trace gives the category (nvtx_categories.name): "step", "compute", ...;
 // empty for none and for numbers outside the contract.
 constexpr std::string_view category_name(Category category) {
     switch (category) {
-        case Category::none: return {};
-        case Category::step: return "step";
-        case Category::compute: return "compute";
-        case Category::dataloader: return "dataloader";
-        case Category::communication: return "communication";
-        case Category::checkpoint: return "checkpoint";
-        case Category::evaluation: return "evaluation";
+        case Category::none:
+            return {};
+        case Category::step:
+            return "step";
+        case Category::compute:
+            return "compute";
+        case Category::dataloader:
+            return "dataloader";
+        case Category::communication:
+            return "communication";
+        case Category::checkpoint:
+            return "checkpoint";
+        case Category::evaluation:
+            return "evaluation";
     }
     return {};
 }
 
 // The well-known range names: what `ember stats`, `ember diff` and the viewer look for.
 namespace range {
-inline constexpr std::string_view kStep = "step";              // one training step (payload: its number)
+inline constexpr std::string_view kStep = "step";  // one training step (payload: its number)
 inline constexpr std::string_view kForward = "forward";
 inline constexpr std::string_view kBackward = "backward";
 inline constexpr std::string_view kOptimizer = "optimizer";

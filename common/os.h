@@ -33,7 +33,9 @@ using SteadyClock = std::chrono::steady_clock;
 inline double seconds_between(SteadyClock::time_point start, SteadyClock::time_point end) {
     return std::chrono::duration<double>(end - start).count();
 }
-inline double seconds_since(SteadyClock::time_point start) { return seconds_between(start, SteadyClock::now()); }
+inline double seconds_since(SteadyClock::time_point start) {
+    return seconds_between(start, SteadyClock::now());
+}
 
 inline std::int64_t clock_ns(clockid_t clock) {
     timespec now{};
@@ -42,10 +44,14 @@ inline std::int64_t clock_ns(clockid_t clock) {
 }
 
 // CLOCK_MONOTONIC in ns: the time base of every trace ember records (~20-40 ns, vDSO).
-inline std::int64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+inline std::int64_t monotonic_ns() {
+    return clock_ns(CLOCK_MONOTONIC);
+}
 
 // The wall clock (CLOCK_REALTIME) in ns since the Unix epoch.
-inline std::int64_t wall_ns() { return clock_ns(CLOCK_REALTIME); }
+inline std::int64_t wall_ns() {
+    return clock_ns(CLOCK_REALTIME);
+}
 
 // Wall time minus `now()` (a clock on CLOCK_MONOTONIC's base, in ns), for
 // RunInfo::clock_offset_to_wall_ns: the wall clock is read between two readings of
@@ -58,7 +64,9 @@ std::int64_t wall_offset_ns(Now now) {
     const std::int64_t after = now();
     return wall - (before + (after - before) / 2);
 }
-inline std::int64_t monotonic_wall_offset_ns() { return wall_offset_ns(monotonic_ns); }
+inline std::int64_t monotonic_wall_offset_ns() {
+    return wall_offset_ns(monotonic_ns);
+}
 
 // This machine's host name; "" when it cannot be read.
 inline std::string host_name() {
@@ -84,7 +92,9 @@ inline std::string read_file_text(const std::string& path) {
     return text;
 }
 
-inline std::string proc_path(pid_t pid, const char* file) { return "/proc/" + std::to_string(pid) + "/" + file; }
+inline std::string proc_path(pid_t pid, const char* file) {
+    return "/proc/" + std::to_string(pid) + "/" + file;
+}
 inline std::string proc_path(pid_t pid, pid_t tid, const char* file) {
     return "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/" + file;
 }
@@ -111,7 +121,9 @@ inline std::string command_line(pid_t pid) {
         if (c == '\0') c = ' ';
     return text;
 }
-inline std::string command_line() { return command_line(::getpid()); }
+inline std::string command_line() {
+    return command_line(::getpid());
+}
 
 // The name of thread TID of process PID (/proc/PID/task/TID/comm, at most 15 bytes,
 // pthread_setname_np's or prctl's, else the program's); "" when it cannot be read.
@@ -128,7 +140,9 @@ inline std::string thread_name() {
 }
 
 // The kernel's thread id (gettid), the id NVTX, CUPTI and /proc use for a thread.
-inline std::int64_t thread_id() { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
+inline std::int64_t thread_id() {
+    return static_cast<std::int64_t>(::syscall(SYS_gettid));
+}
 
 // CPU time (user + system) of the whole process so far, all threads (0 if the clock
 // is unavailable).
@@ -158,7 +172,9 @@ inline long proc_status_kib(const char* field) {
     std::fclose(file);
     return kib;
 }
-inline long peak_rss_kib() { return proc_status_kib("VmHWM"); }
+inline long peak_rss_kib() {
+    return proc_status_kib("VmHWM");
+}
 
 // "1.23 0.98 0.50 (1, 5, 15 min)" from /proc/loadavg, or "unknown": other work on the
 // machine skews wall-clock measurements, so benchmarks print it beside their numbers.

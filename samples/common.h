@@ -9,14 +9,13 @@
 
 // Exits 1 naming the file, line and call unless `expr` returns `ok`; `describe` turns
 // the status into the library's message (cudaGetErrorString, cudnnGetErrorString, ...).
-#define SAMPLE_CHECK_STATUS(expr, ok, describe)                                       \
-    do {                                                                              \
-        const auto sample_status_ = (expr);                                           \
-        if (sample_status_ != (ok)) {                                                 \
-            std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, \
-                         describe(sample_status_));                                   \
-            std::exit(1);                                                             \
-        }                                                                             \
+#define SAMPLE_CHECK_STATUS(expr, ok, describe)                                                                  \
+    do {                                                                                                         \
+        const auto sample_status_ = (expr);                                                                      \
+        if (sample_status_ != (ok)) {                                                                            \
+            std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, describe(sample_status_)); \
+            std::exit(1);                                                                                        \
+        }                                                                                                        \
     } while (0)
 
 #define SAMPLE_CHECK(expr) SAMPLE_CHECK_STATUS(expr, cudaSuccess, cudaGetErrorString)

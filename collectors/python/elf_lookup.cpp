@@ -31,12 +31,15 @@ bool read_object_symbols(const std::string& path, ElfObjectSymbols& out) {
     ::close(descriptor);
     if (mapped == MAP_FAILED) return false;
     const auto* bytes = static_cast<const unsigned char*>(mapped);
-    auto holds = [size](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
+    auto holds = [size](std::uint64_t offset, std::uint64_t length) {
+        return offset <= size && length <= size - offset;
+    };
     bool ok = false;
     const auto* header = reinterpret_cast<const Elf64_Ehdr*>(bytes);
     if (std::memcmp(header->e_ident, ELFMAG, SELFMAG) == 0 && header->e_ident[EI_CLASS] == ELFCLASS64) {
         ok = true;
-        if (header->e_phentsize == sizeof(Elf64_Phdr) && holds(header->e_phoff, std::uint64_t(header->e_phnum) * sizeof(Elf64_Phdr))) {
+        if (header->e_phentsize == sizeof(Elf64_Phdr) &&
+            holds(header->e_phoff, std::uint64_t(header->e_phnum) * sizeof(Elf64_Phdr))) {
             const auto* segments = reinterpret_cast<const Elf64_Phdr*>(bytes + header->e_phoff);
             bool first = true;
             for (std::uint32_t index = 0; index < header->e_phnum; ++index) {
@@ -51,17 +54,19 @@ bool read_object_symbols(const std::string& path, ElfObjectSymbols& out) {
         const auto* sections = sections_fit ? reinterpret_cast<const Elf64_Shdr*>(bytes + header->e_shoff) : nullptr;
         for (std::uint32_t index = 0; sections && index < header->e_shnum; ++index) {
             const Elf64_Shdr& table = sections[index];
-            if ((table.sh_type != SHT_SYMTAB && table.sh_type != SHT_DYNSYM) || table.sh_entsize != sizeof(Elf64_Sym)) continue;
+            if ((table.sh_type != SHT_SYMTAB && table.sh_type != SHT_DYNSYM) || table.sh_entsize != sizeof(Elf64_Sym))
+                continue;
             if (table.sh_link >= header->e_shnum || !holds(table.sh_offset, table.sh_size)) continue;
             const Elf64_Shdr& strings = sections[table.sh_link];
-            if (strings.sh_type != SHT_STRTAB || strings.sh_size == 0 || !holds(strings.sh_offset, strings.sh_size)) continue;
+            if (strings.sh_type != SHT_STRTAB || strings.sh_size == 0 || !holds(strings.sh_offset, strings.sh_size))
+                continue;
             const char* names = reinterpret_cast<const char*>(bytes + strings.sh_offset);
             if (names[strings.sh_size - 1] != '\0') continue;
             const auto* symbols = reinterpret_cast<const Elf64_Sym*>(bytes + table.sh_offset);
             for (std::uint64_t at = 0; at < table.sh_size / sizeof(Elf64_Sym); ++at) {
                 const Elf64_Sym& symbol = symbols[at];
-                if (ELF64_ST_TYPE(symbol.st_info) != STT_OBJECT || symbol.st_shndx == SHN_UNDEF || symbol.st_value == 0 ||
-                    symbol.st_name >= strings.sh_size)
+                if (ELF64_ST_TYPE(symbol.st_info) != STT_OBJECT || symbol.st_shndx == SHN_UNDEF ||
+                    symbol.st_value == 0 || symbol.st_name >= strings.sh_size)
                     continue;
                 const std::string_view name(names + symbol.st_name);
                 for (std::string_view wanted : kWanted)

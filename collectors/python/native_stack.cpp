@@ -26,12 +26,15 @@ namespace ember::collector::python {
 
 bool is_eval_frame(std::string_view function) {
     constexpr std::string_view kEval = "_PyEval_EvalFrameDefault";
-    return function.substr(0, kEval.size()) == kEval && (function.size() == kEval.size() || function[kEval.size()] == '.');
+    return function.substr(0, kEval.size()) == kEval &&
+           (function.size() == kEval.size() || function[kEval.size()] == '.');
 }
 
 namespace {
 
-MixedFrame from_python(const PythonFrame& frame) { return {frame.function, frame.file, std::max(frame.line, 0), 0}; }
+MixedFrame from_python(const PythonFrame& frame) {
+    return {frame.function, frame.file, std::max(frame.line, 0), 0};
+}
 
 }  // namespace
 
@@ -110,8 +113,8 @@ ThreadStop::ThreadStop(pid_t pid, std::chrono::milliseconds wait) : pid_(pid) {
 // ember record's own wait for CMD.
 bool ThreadStop::poll(Seized& thread) {
     siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(thread.tid), &info, WSTOPPED | WNOHANG | __WALL) == 0 && info.si_pid == thread.tid &&
-        (info.si_code == CLD_TRAPPED || info.si_code == CLD_STOPPED)) {
+    if (waitid(P_PID, static_cast<id_t>(thread.tid), &info, WSTOPPED | WNOHANG | __WALL) == 0 &&
+        info.si_pid == thread.tid && (info.si_code == CLD_TRAPPED || info.si_code == CLD_STOPPED)) {
         // PTRACE_EVENT_STOP: our interrupt (or a group stop); otherwise a signal on its
         // way to the thread, held by us: delivered when we let go.
         if ((info.si_status >> 8) != PTRACE_EVENT_STOP) thread.signal = info.si_status & 0x7f;
@@ -130,9 +133,13 @@ bool ThreadStop::poll(Seized& thread) {
     return false;
 }
 
-bool ThreadStop::stopped(pid_t tid) const { return std::find(stopped_.begin(), stopped_.end(), tid) != stopped_.end(); }
+bool ThreadStop::stopped(pid_t tid) const {
+    return std::find(stopped_.begin(), stopped_.end(), tid) != stopped_.end();
+}
 
-std::size_t ThreadStop::stopped_count() const { return stopped_.size(); }
+std::size_t ThreadStop::stopped_count() const {
+    return stopped_.size();
+}
 
 ThreadStop::~ThreadStop() {
     // A thread still on its way to the stop (in an uninterruptible system call) cannot
@@ -195,8 +202,7 @@ struct NativeUnwinder::State {
     std::vector<std::uint64_t>* addresses = nullptr;
     std::int64_t reported_ns = 0;  // when the maps were last read
 
-    explicit State(pid_t id)
-        : pid(id), memory(id), symbols(id), perf_map("/tmp/perf-" + std::to_string(id) + ".map") {}
+    explicit State(pid_t id) : pid(id), memory(id), symbols(id), perf_map("/tmp/perf-" + std::to_string(id) + ".map") {}
     ~State() {
         if (dwfl) dwfl_end(dwfl);
     }
@@ -237,7 +243,9 @@ namespace {
 
 using UnwindState = NativeUnwinder::State;
 
-pid_t no_thread_list(Dwfl*, void*, void**) { return 0; }
+pid_t no_thread_list(Dwfl*, void*, void**) {
+    return 0;
+}
 
 bool any_thread(Dwfl*, pid_t, void* state, void** thread_argument) {
     *thread_argument = state;
@@ -255,7 +263,8 @@ bool initial_registers(Dwfl_Thread* thread, void* state) {
     return true;
 }
 
-const Dwfl_Thread_Callbacks kThreadCallbacks = {no_thread_list, any_thread, read_word, initial_registers, nullptr, nullptr};
+const Dwfl_Thread_Callbacks kThreadCallbacks = {no_thread_list,    any_thread, read_word,
+                                                initial_registers, nullptr,    nullptr};
 
 int collect_frame(Dwfl_Frame* frame, void* state) {
     auto* unwinding = static_cast<UnwindState*>(state);
@@ -278,8 +287,8 @@ NativeUnwinder::NativeUnwinder(pid_t pid) : state_(std::make_unique<State>(pid))
         throw PythonReadError("process " + std::to_string(pid) + ": cannot read its mapped files (/proc/" +
                               std::to_string(pid) + "/maps)");
     if (!dwfl_attach_state(state_->dwfl, nullptr, pid, &kThreadCallbacks, state_.get()))
-        throw PythonReadError("process " + std::to_string(pid) + ": cannot unwind its native stacks (libdw: " +
-                              std::string(dwfl_errmsg(-1)) + ")");
+        throw PythonReadError("process " + std::to_string(pid) +
+                              ": cannot unwind its native stacks (libdw: " + std::string(dwfl_errmsg(-1)) + ")");
 }
 
 NativeUnwinder::~NativeUnwinder() = default;
@@ -370,7 +379,8 @@ bool NativeUnwinder::unwind_addresses(pid_t tid, std::vector<std::uint64_t>& add
         state.registers[7] = best_registers[0];
         state.registers[16] = best_registers[1];
         const std::size_t room = kMaxNativeFrames - addresses.size();
-        addresses.insert(addresses.end(), best.begin(), best.begin() + static_cast<std::ptrdiff_t>(std::min(room, best.size())));
+        addresses.insert(addresses.end(), best.begin(),
+                         best.begin() + static_cast<std::ptrdiff_t>(std::min(room, best.size())));
         result = best_result;
     }
     if (addresses.empty()) {
@@ -428,7 +438,8 @@ bool mixed_snapshot(PythonProcess& process, NativeUnwinder& unwinder, std::vecto
     };
     for (const PythonThread& thread : python) {
         if (thread.tid == 0) continue;  // not told apart: left out, as without --native
-        MixedThread mixed{thread.tid, thread.thread_id, true, merge_stacks(thread.frames, named(thread.tid)), thread.name};
+        MixedThread mixed{thread.tid, thread.thread_id, true, merge_stacks(thread.frames, named(thread.tid)),
+                          thread.name};
         native.erase(thread.tid);
         threads.push_back(std::move(mixed));
     }

@@ -58,7 +58,7 @@ std::vector<MixedFrame> merge_stacks(const std::vector<PythonFrame>& python, con
 
 // The threads of a process, stopped while this lives.
 class ThreadStop {
-public:
+  public:
     // Seizes and interrupts every thread of PID, then waits up to `wait` for them to
     // stop. Threads that could not be seized (exited, or refused) are left running; when
     // none could be seized, error() says why (naming the ptrace rule on EPERM).
@@ -72,7 +72,7 @@ public:
     const std::vector<pid_t>& stopped_threads() const { return stopped_; }
     const std::string& error() const { return error_; }
 
-private:
+  private:
     struct Seized {
         pid_t tid = 0;
         bool stopped = false;
@@ -87,7 +87,7 @@ private:
 };
 
 class NativeUnwinder {
-public:
+  public:
     // Throws PythonReadError when libdw cannot take the process (gone, not 64-bit x86).
     explicit NativeUnwinder(pid_t pid);
     ~NativeUnwinder();
@@ -104,13 +104,13 @@ public:
 
     struct State;  // native_stack.cpp
 
-private:
+  private:
     std::unique_ptr<State> state_;
 };
 
 struct MixedThread {
     pid_t tid = 0;
-    std::uint64_t thread_id = 0;    // threading.get_ident(); 0 for a thread with no Python state
+    std::uint64_t thread_id = 0;  // threading.get_ident(); 0 for a thread with no Python state
     bool has_python = false;
     std::vector<MixedFrame> frames;  // innermost first
     std::string name;                // threading.Thread.name ("" when none: the OS name applies)

@@ -51,8 +51,10 @@ namespace {
 // "function (libfoo.so.1)" for a native frame, "function (file:line)" for a Python one.
 void write_frame(std::ostream& out, const MixedFrame& frame) {
     out << "    " << frame.function << " (";
-    if (frame.is_python()) out << frame.file << ":" << frame.line << ")\n";
-    else out << (frame.file.empty() ? std::string("?") : frame.file.substr(frame.file.rfind('/') + 1)) << ")\n";
+    if (frame.is_python())
+        out << frame.file << ":" << frame.line << ")\n";
+    else
+        out << (frame.file.empty() ? std::string("?") : frame.file.substr(frame.file.rfind('/') + 1)) << ")\n";
 }
 
 // `process` null: a process that is not CPython, dumped with --native (native stacks only).
@@ -65,7 +67,8 @@ void dump_one(pid_t pid, PythonProcess* process, std::ostream& out, bool native)
     for (pid_t tid : process_threads(pid)) states[tid] = thread_state(pid, tid);
     if (!process) {
         NativeUnwinder unwinder(pid);
-        if (!native_snapshot(pid, unwinder, threads, error)) throw PythonReadError("process " + std::to_string(pid) + ": " + error);
+        if (!native_snapshot(pid, unwinder, threads, error))
+            throw PythonReadError("process " + std::to_string(pid) + ": " + error);
     } else if (native) {
         NativeUnwinder unwinder(pid);
         if (!mixed_snapshot(*process, unwinder, threads, error)) throw PythonReadError(error);
@@ -76,13 +79,18 @@ void dump_one(pid_t pid, PythonProcess* process, std::ostream& out, bool native)
             threads.push_back({thread.tid, thread.thread_id, true, python_only(thread.frames), thread.name});
     }
     out << "Process " << pid << ": " << os::command_line(pid) << "\n";
-    if (process) out << "Python v" << process->version().text() << " (" << process->binary() << ")\n";
-    else out << "Native stacks only (not a CPython process)\n";
+    if (process)
+        out << "Python v" << process->version().text() << " (" << process->binary() << ")\n";
+    else
+        out << "Native stacks only (not a CPython process)\n";
     for (const MixedThread& thread : threads) {
         const auto known = states.find(thread.tid);
         const char state = known != states.end() ? known->second : thread.tid ? thread_state(pid, thread.tid) : '?';
         out << "\nThread " << thread.tid << " (" << (is_active(state) ? "active" : "idle") << "): \""
-            << (!thread.name.empty() ? thread.name : thread.tid ? os::thread_name(pid, thread.tid) : std::string("?")) << "\"\n";
+            << (!thread.name.empty() ? thread.name
+                : thread.tid         ? os::thread_name(pid, thread.tid)
+                                     : std::string("?"))
+            << "\"\n";
         for (const MixedFrame& frame : thread.frames) write_frame(out, frame);
     }
 }
@@ -125,10 +133,10 @@ void write_dump(pid_t pid, std::ostream& out, bool subprocesses, bool native) {
             // a descendant that is not CPython (without --native), or exited meanwhile: left out
         }
     }
-    if (!any) throw PythonReadError(root_error + (native ? " (and no process descending from it could be read)"
-                                                         : " (and no CPython process descends from it)"));
+    if (!any)
+        throw PythonReadError(root_error + (native ? " (and no process descending from it could be read)"
+                                                   : " (and no CPython process descends from it)"));
 }
-
 
 namespace {
 
@@ -136,10 +144,13 @@ namespace {
 // adopted (CPython, or any with --native), takes every process's samples, and is
 // closed at the end. Frames and threads are written once each (sample_interning.h).
 class TraceOutput {
-public:
+  public:
     TraceOutput(const OutsideRecordOptions& options, std::int64_t start_ns, std::int64_t period_ns,
                 OutsideRecordResult& result)
-        : options_(options), start_ns_(start_ns), period_ns_(period_ns), result_(result),
+        : options_(options),
+          start_ns_(start_ns),
+          period_ns_(period_ns),
+          result_(result),
           frames_([this](const MixedFrame& frame) {
               return writer_->intern_frame(frame.function, frame.file, 0, frame.line);
           }) {}
@@ -147,8 +158,10 @@ public:
     // A process to sample from now on.
     void adopt(pid_t pid, SampledProcess& target) {
         if (!writer_) open();
-        if (target.process) note_python(*target.process);
-        else result_.native_only.push_back(pid);
+        if (target.process)
+            note_python(*target.process);
+        else
+            result_.native_only.push_back(pid);
         writer_->register_process({pid, os::thread_name(pid, pid)});
         result_.processes.push_back(pid);
     }
@@ -191,7 +204,7 @@ public:
         writer_->close();
     }
 
-private:
+  private:
     void open() {
         trace::RunInfo run;
         run.command_line = os::command_line(options_.pid);
@@ -204,8 +217,9 @@ private:
         writer_options.overflow = store::OverflowPolicy::block;  // the sampler is ours to slow, not the target
         writer_ = std::make_unique<store::TraceWriter>(options_.output, run, writer_options);
         writer_->set_metadata(store::metadata_key::cpu_sample_period_ns, std::to_string(period_ns_));
-        writer_->set_metadata("python_sampling", options_.native ? "outside (process_vm_readv), native stacks (ptrace, libdw)"
-                                                                 : "outside (process_vm_readv)");
+        writer_->set_metadata("python_sampling", options_.native
+                                                     ? "outside (process_vm_readv), native stacks (ptrace, libdw)"
+                                                     : "outside (process_vm_readv)");
     }
 
     void note_python(PythonProcess& process) {

@@ -43,9 +43,9 @@ std::vector<pid_t> descendant_processes(pid_t pid);
 
 struct OutsideRecordOptions {
     pid_t pid = 0;
-    std::string output;             // trace file to write (replaced)
-    double hz = 100.0;              // snapshots per second of wall time
-    std::chrono::nanoseconds duration{0};  // 0: until `stop` or the process exits
+    std::string output;                       // trace file to write (replaced)
+    double hz = 100.0;                        // snapshots per second of wall time
+    std::chrono::nanoseconds duration{0};     // 0: until `stop` or the process exits
     const std::atomic<bool>* stop = nullptr;  // set from elsewhere (a signal) to end early
     // Follow the processes PID starts (DataLoader workers, multiprocessing, torchrun's
     // ranks): /proc is scanned for descendants about every 50 ms, and each one that is
@@ -67,8 +67,8 @@ struct OutsideRecordOptions {
 };
 
 struct OutsideRecordResult {
-    std::int64_t snapshots = 0;        // taken
-    std::int64_t samples = 0;          // thread stacks written (active and idle)
+    std::int64_t snapshots = 0;  // taken
+    std::int64_t samples = 0;    // thread stacks written (active and idle)
     std::int64_t idle_samples = 0;
     std::int64_t torn_threads = 0;     // a thread's stack changed under the reader: left out once
     std::int64_t late_ticks = 0;       // ticks skipped because a snapshot overran its period
@@ -76,17 +76,17 @@ struct OutsideRecordResult {
     std::string native_error;          // the first such failure's reason
     double seconds = 0.0;              // recording length
     bool process_exited = false;
-    std::vector<pid_t> processes;      // the processes sampled (PID first when it was one)
-    std::vector<pid_t> native_only;    // --native: those of them that are not CPython (native stacks alone)
-    std::string error;                 // why it stopped early ("" otherwise)
+    std::vector<pid_t> processes;    // the processes sampled (PID first when it was one)
+    std::vector<pid_t> native_only;  // --native: those of them that are not CPython (native stacks alone)
+    std::string error;               // why it stopped early ("" otherwise)
 };
 
 // Samples PID's Python stacks into a trace until the duration passes, `stop` is set or
 // the process exits (with `subprocesses`, those of its CPython descendants too; the file
-// is created when the first CPython process is found; with `native`, any process): each sample is one thread's stack at one instant, with the OS
-// thread, its name (threading.Thread.name, else the OS name), and whether it was running (/proc/PID/task/TID/stat state R) or
-// idle. Frames are Python frames (function, co_filename, line). Throws PythonReadError
-// when the process cannot be read at all (nothing is written then).
+// is created when the first CPython process is found; with `native`, any process): each sample is one thread's stack at
+// one instant, with the OS thread, its name (threading.Thread.name, else the OS name), and whether it was running
+// (/proc/PID/task/TID/stat state R) or idle. Frames are Python frames (function, co_filename, line). Throws
+// PythonReadError when the process cannot be read at all (nothing is written then).
 OutsideRecordResult record_python_process(const OutsideRecordOptions& options);
 
 }  // namespace ember::collector::python

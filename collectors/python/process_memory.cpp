@@ -46,7 +46,9 @@ bool ProcessMemory::read_cached(std::uint64_t address, void* out, std::size_t si
     return true;
 }
 
-std::string read_proc_text(const std::string& path) { return os::read_file_text(path); }
+std::string read_proc_text(const std::string& path) {
+    return os::read_file_text(path);
+}
 
 namespace {
 
@@ -82,24 +84,29 @@ std::string refusal_reason(pid_t pid, int error) {
     if (!privileged && target_uid >= 0 && target_uid != own_uid)
         return who + " runs as uid " + std::to_string(target_uid) + ", ember as uid " + std::to_string(own_uid) +
                ": ptrace rules allow reading another user's process only with CAP_SYS_PTRACE (run as that user or as "
-               "root) (" + call + ")";
+               "root) (" +
+               call + ")";
     const std::string scope_text = read_proc_text("/proc/sys/kernel/yama/ptrace_scope");
     const int scope = scope_text.empty() ? -1 : std::atoi(scope_text.c_str());
     if (scope == 3)
         return "/proc/sys/kernel/yama/ptrace_scope is 3: no process may read another's memory, whatever its "
-               "privileges (" + call + ")";
+               "privileges (" +
+               call + ")";
     if (scope == 2 && !privileged)
         return "/proc/sys/kernel/yama/ptrace_scope is 2: only a process with CAP_SYS_PTRACE may read another's memory "
-               "(run as root, or set it to 0) (" + call + ")";
+               "(run as root, or set it to 0) (" +
+               call + ")";
     if (scope == 1 && !privileged)
         return "/proc/sys/kernel/yama/ptrace_scope is 1: only an ancestor of " + who +
                " (or a process with CAP_SYS_PTRACE) may read its memory; record it from the start (ember record -- CMD), "
-               "run as root, or set ptrace_scope to 0 (" + call + ")";
+               "run as root, or set ptrace_scope to 0 (" +
+               call + ")";
     return who + ": reading its memory was refused although the uid matches and ptrace_scope allows it (" +
            (scope < 0 ? std::string("no yama") : "ptrace_scope " + std::to_string(scope)) +
            (privileged ? ", CAP_SYS_PTRACE held" : ", no CAP_SYS_PTRACE") +
            "): a seccomp filter (a container's default profile) or a security module refuses it, or the target is "
-           "not dumpable (" + call + ")";
+           "not dumpable (" +
+           call + ")";
 }
 
 std::vector<pid_t> process_threads(pid_t pid) {

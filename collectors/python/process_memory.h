@@ -16,7 +16,7 @@
 namespace ember::collector::python {
 
 class ProcessMemory {
-public:
+  public:
     explicit ProcessMemory(pid_t pid) : pid_(pid) {}
 
     pid_t pid() const { return pid_; }
@@ -40,7 +40,7 @@ public:
     bool read_cached(std::uint64_t address, void* out, std::size_t size);
     void forget_pages() { pages_.clear(); }
 
-private:
+  private:
     static constexpr std::uint64_t kPage = 4096;
     pid_t pid_;
     int last_errno_ = 0;

@@ -45,7 +45,9 @@ namespace {
 pid_t parent_of(pid_t pid) {
     const std::string stat = read_proc_text("/proc/" + std::to_string(pid) + "/stat");
     const std::size_t close_paren = stat.rfind(')');
-    return close_paren == std::string::npos ? 0 : static_cast<pid_t>(std::atol(stat.c_str() + std::min(stat.size(), close_paren + 4)));
+    return close_paren == std::string::npos
+               ? 0
+               : static_cast<pid_t>(std::atol(stat.c_str() + std::min(stat.size(), close_paren + 4)));
 }
 
 }  // namespace
@@ -68,7 +70,8 @@ bool native_snapshot(pid_t pid, NativeUnwinder& unwinder, std::vector<MixedThrea
         ThreadStop stop(pid);
         stopped = stop.stopped_count() > 0;
         if (!stopped)
-            error = stop.error().empty() ? "no thread of process " + std::to_string(pid) + " could be stopped" : stop.error();
+            error = stop.error().empty() ? "no thread of process " + std::to_string(pid) + " could be stopped"
+                                         : stop.error();
         std::string ignored;  // a thread that cannot be unwound is left out of this sample
         for (pid_t tid : stop.stopped_threads()) unwinder.unwind_addresses(tid, addresses[tid], ignored);
     }
@@ -111,7 +114,8 @@ char SampledProcess::state(pid_t pid, pid_t tid) {
     return close_paren == std::string_view::npos || close_paren + 2 >= stat.size() ? '?' : stat[close_paren + 2];
 }
 
-bool SampledProcess::snapshot(pid_t pid, std::vector<MixedThread>& out, std::string& error, OutsideRecordResult& counts) {
+bool SampledProcess::snapshot(pid_t pid, std::vector<MixedThread>& out, std::string& error,
+                              OutsideRecordResult& counts) {
     if (unwinder) {
         states_.clear();
         for (pid_t tid : process_threads(pid)) states_[tid] = state(pid, tid);

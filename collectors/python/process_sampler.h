@@ -21,7 +21,9 @@
 namespace ember::collector::python {
 
 // 'R' (running or runnable) is active; any other state is idle.
-inline bool is_active(char state) { return state == 'R'; }
+inline bool is_active(char state) {
+    return state == 'R';
+}
 
 // Exited: no such process, or a zombie waiting for its parent (ember record's child).
 bool process_gone(pid_t pid);
@@ -60,7 +62,7 @@ struct Pending {
 // One process being sampled. Each thread's /proc stat file stays open and is read
 // again with pread for its state at every sample (one system call, not three).
 class SampledProcess {
-public:
+  public:
     std::unique_ptr<PythonProcess> process;    // null: not CPython, sampled with --native alone
     std::unique_ptr<NativeUnwinder> unwinder;  // --native
     Pending probe;                             // a native-only process: when to look for CPython in it again
@@ -85,14 +87,14 @@ public:
     // with --native, else read now.
     char sample_state(pid_t pid, pid_t tid);
 
-private:
+  private:
     std::map<pid_t, int> stat_files_;
     std::map<pid_t, char> states_;  // --native: each thread's state before the stop
     std::vector<PythonThread> python_;
 };
 
 class ProcessDiscovery {
-public:
+  public:
     // What discovery reports: a process adopted for sampling, and a native-only one
     // that turned out to be CPython.
     using Adopt = std::function<void(pid_t, SampledProcess&)>;
@@ -115,7 +117,7 @@ public:
 
     std::map<pid_t, SampledProcess>& targets() { return targets_; }
 
-private:
+  private:
     void scan();
     void scan_pending();
     void probe_native_only();

@@ -109,7 +109,8 @@ std::optional<PythonLayout> layout_from_debug_offsets(const unsigned char* block
     layout.tstate_thread_id = field(block, 192);
     layout.tstate_native_thread_id = field(block, 200);
     layout.tstate_size = largest({layout.tstate_next, layout.tstate_interp, layout.tstate_frame,
-                                  layout.tstate_thread_id, *layout.tstate_native_thread_id}) + 8;
+                                  layout.tstate_thread_id, *layout.tstate_native_thread_id}) +
+                         8;
     layout.interpreter_frames = true;
     layout.frame_back = field(block, 232);
     layout.frame_code = field(block, 240);  // f_executable
@@ -124,7 +125,8 @@ std::optional<PythonLayout> layout_from_debug_offsets(const unsigned char* block
     layout.code_firstlineno = field(block, 312);
     layout.code_adaptive = field(block, 344);
     layout.code_size = largest({layout.code_filename, layout.code_name, *layout.code_qualname, layout.code_linetable,
-                                layout.code_firstlineno}) + 8;
+                                layout.code_firstlineno}) +
+                       8;
     layout.line_table = LineTable::locations;
     layout.object_type = field(block, 360);
     layout.bytes_size = field(block, 520);

@@ -22,9 +22,9 @@ struct PythonVersion {
 
 // How a frame's line is found from its code object's line table.
 enum class LineTable {
-    lnotab,    // 3.8, 3.9: co_lnotab, (byte offset delta, line delta) pairs; f_lasti in bytes
-    linetable, // 3.10: co_linetable, (byte delta, line delta) pairs, -128 = no line; f_lasti in code units
-    locations, // 3.11+: co_linetable, the location table (PEP 657)
+    lnotab,     // 3.8, 3.9: co_lnotab, (byte offset delta, line delta) pairs; f_lasti in bytes
+    linetable,  // 3.10: co_linetable, (byte delta, line delta) pairs, -128 = no line; f_lasti in code units
+    locations,  // 3.11+: co_linetable, the location table (PEP 657)
 };
 
 struct PythonLayout {
@@ -39,17 +39,17 @@ struct PythonLayout {
     std::uint64_t tstate_interp = 0;
     // 3.8-3.10: the frame object; 3.11-3.12: the _PyCFrame pointer; 3.13: the frame.
     std::uint64_t tstate_frame = 0;
-    bool frame_through_cframe = false;   // 3.11, 3.12
+    bool frame_through_cframe = false;  // 3.11, 3.12
     std::uint64_t cframe_current_frame = 0;
-    std::uint64_t tstate_thread_id = 0;  // pthread_t
+    std::uint64_t tstate_thread_id = 0;                    // pthread_t
     std::optional<std::uint64_t> tstate_native_thread_id;  // 3.11+
     // Frames: PyFrameObject (3.8-3.10) or _PyInterpreterFrame (3.11+)
     bool interpreter_frames = false;
     std::uint64_t frame_size = 0;
-    std::uint64_t frame_back = 0;   // f_back / previous
-    std::uint64_t frame_code = 0;   // f_code / f_executable
-    std::uint64_t frame_lasti = 0;  // 3.8-3.10: int f_lasti
-    std::uint64_t frame_instr = 0;  // 3.11+: prev_instr / instr_ptr
+    std::uint64_t frame_back = 0;              // f_back / previous
+    std::uint64_t frame_code = 0;              // f_code / f_executable
+    std::uint64_t frame_lasti = 0;             // 3.8-3.10: int f_lasti
+    std::uint64_t frame_instr = 0;             // 3.11+: prev_instr / instr_ptr
     std::optional<std::uint64_t> frame_owner;  // 3.11+ (char)
     // 3.11: bool is_entry, set on the first frame a C-level _PyEval_EvalFrameDefault
     // call runs (3.12+ mark that place with a frame owned by the C stack instead).
@@ -65,7 +65,7 @@ struct PythonLayout {
     // threading's Thread._bootstrap frame, for the thread's name.
     std::uint64_t frame_locals = 0;
     // PyCodeObject
-    std::uint64_t code_size = 0;    // bytes read at once
+    std::uint64_t code_size = 0;  // bytes read at once
     std::uint64_t code_filename = 0;
     std::uint64_t code_name = 0;
     std::optional<std::uint64_t> code_qualname;  // 3.11+

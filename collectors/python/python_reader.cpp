@@ -54,9 +54,12 @@ std::vector<MappedObject> mapped_objects(pid_t pid) {
         const std::string& path = entry.path;
         if (path.empty() || path[0] != '/' || entry.offset != 0) continue;
         const std::uint64_t start = entry.start;
-        auto known = std::find_if(objects.begin(), objects.end(), [&](const MappedObject& o) { return o.path == path; });
-        if (known == objects.end()) objects.push_back({path, start});
-        else known->base = std::min(known->base, start);
+        auto known =
+            std::find_if(objects.begin(), objects.end(), [&](const MappedObject& o) { return o.path == path; });
+        if (known == objects.end())
+            objects.push_back({path, start});
+        else
+            known->base = std::min(known->base, start);
     }
     return objects;
 }
@@ -75,7 +78,9 @@ std::optional<PythonVersion> version_in_name(const std::string& path) {
     return PythonVersion{std::stoi(match[1]), std::stoi(match[2]), -1};
 }
 
-bool is_libpython(const std::string& path) { return base_name(path).rfind("libpython", 0) == 0; }
+bool is_libpython(const std::string& path) {
+    return base_name(path).rfind("libpython", 0) == 0;
+}
 
 // The location table's varints (Objects/locations.md): 6 bits a byte, bit 6 = more.
 struct TableCursor {
@@ -217,20 +222,24 @@ PythonProcess::PythonProcess(pid_t pid) : memory_(pid) {
         if (std::memcmp(block, kDebugOffsetsCookie, sizeof kDebugOffsetsCookie) == 0) {
             version_ = debug_offsets_version(block);
         } else if (py_version != 0 && memory_.read_value(py_version, hex) && (hex >> 24) == 3) {
-            version_ = {static_cast<int>(hex >> 24), static_cast<int>((hex >> 16) & 0xff), static_cast<int>((hex >> 8) & 0xff)};
+            version_ = {static_cast<int>(hex >> 24), static_cast<int>((hex >> 16) & 0xff),
+                        static_cast<int>((hex >> 8) & 0xff)};
         } else if (named) {
             version_ = *named;
         } else {
-            throw PythonReadError("process " + std::to_string(pid) + " (" + command + "): cannot tell the Python version of " +
-                                  binary_ + " (no _Py_DebugOffsets, no Py_Version symbol, no version in its name)");
+            throw PythonReadError("process " + std::to_string(pid) + " (" + command +
+                                  "): cannot tell the Python version of " + binary_ +
+                                  " (no _Py_DebugOffsets, no Py_Version symbol, no version in its name)");
         }
         std::optional<PythonLayout> layout =
             version_.minor >= 13 ? layout_from_debug_offsets(block) : builtin_layout(version_);
         if (!layout)
-            throw PythonReadError("process " + std::to_string(pid) + " (" + command + ") runs Python " + version_.text() +
+            throw PythonReadError("process " + std::to_string(pid) + " (" + command + ") runs Python " +
+                                  version_.text() +
                                   ", which ember cannot read (CPython 3.8 to 3.13, without free threading)");
         if (code_type_ == 0 || unicode_type_ == 0 || bytes_type_ == 0)
-            throw PythonReadError(binary_ + " has _PyRuntime but not PyCode_Type/PyUnicode_Type/PyBytes_Type in its "
+            throw PythonReadError(binary_ +
+                                  " has _PyRuntime but not PyCode_Type/PyUnicode_Type/PyBytes_Type in its "
                                   "symbol tables");
         layout_ = *layout;
         return;
@@ -242,8 +251,10 @@ PythonProcess::PythonProcess(pid_t pid) : memory_(pid) {
         throw PythonReadError("process " + std::to_string(pid) + " (" + command + "): no _PyRuntime symbol in " +
                               (candidates.empty() ? exe_path : candidates.front().path) +
                               " (a Python built without symbols, or stripped)");
-    throw PythonReadError("process " + std::to_string(pid) + " (" + command + ") is not a CPython process: no libpython "
-                          "mapped and no _PyRuntime symbol in " + (exe_path.empty() ? std::string("its executable") : exe_path));
+    throw PythonReadError("process " + std::to_string(pid) + " (" + command +
+                          ") is not a CPython process: no libpython "
+                          "mapped and no _PyRuntime symbol in " +
+                          (exe_path.empty() ? std::string("its executable") : exe_path));
 }
 
 PythonProcess::~PythonProcess() = default;
@@ -270,9 +281,14 @@ bool PythonProcess::read_string(std::uint64_t address, std::string& out) {
     out.clear();
     for (std::uint64_t index = 0; index < length; ++index) {
         std::uint32_t code = 0;
-        if (kind == 1) code = static_cast<unsigned char>(raw[index]);
-        else if (kind == 2) { std::uint16_t unit; std::memcpy(&unit, raw.data() + 2 * index, 2); code = unit; }
-        else std::memcpy(&code, raw.data() + 4 * index, 4);
+        if (kind == 1)
+            code = static_cast<unsigned char>(raw[index]);
+        else if (kind == 2) {
+            std::uint16_t unit;
+            std::memcpy(&unit, raw.data() + 2 * index, 2);
+            code = unit;
+        } else
+            std::memcpy(&code, raw.data() + 4 * index, 4);
         text::append_utf8(out, code);
     }
     return true;
@@ -280,7 +296,8 @@ bool PythonProcess::read_string(std::uint64_t address, std::string& out) {
 
 bool PythonProcess::read_bytes(std::uint64_t address, std::string& out) {
     unsigned char header[64] = {};
-    if (address == 0 || layout_.bytes_data > sizeof header || !memory_.read(address, header, layout_.bytes_data)) return false;
+    if (address == 0 || layout_.bytes_data > sizeof header || !memory_.read(address, header, layout_.bytes_data))
+        return false;
     if (word_at(header, layout_.object_type) != bytes_type_) return false;
     const std::uint64_t size = word_at(header, layout_.bytes_size);
     if (size > kMaxTableBytes) return false;
@@ -290,7 +307,8 @@ bool PythonProcess::read_bytes(std::uint64_t address, std::string& out) {
 
 const PythonProcess::CodeInfo* PythonProcess::code_info(std::uint64_t code) {
     unsigned char header[512] = {};
-    if (code == 0 || layout_.code_size > sizeof header || !memory_.read_cached(code, header, layout_.code_size)) return nullptr;
+    if (code == 0 || layout_.code_size > sizeof header || !memory_.read_cached(code, header, layout_.code_size))
+        return nullptr;
     if (word_at(header, layout_.object_type) != code_type_) return nullptr;
     const std::uint64_t name = word_at(header, layout_.code_qualname ? *layout_.code_qualname : layout_.code_name);
     const std::uint64_t file = word_at(header, layout_.code_filename);
@@ -312,7 +330,8 @@ const PythonProcess::CodeInfo* PythonProcess::code_info(std::uint64_t code) {
         constexpr std::uint64_t kTupleItems = 24;  // PyTupleObject's ob_item
         std::uint64_t first = 0;
         std::string argument;
-        if (memory_.read_pointer(word_at(header, layout_.code_varnames) + kTupleItems, first) && read_string(first, argument))
+        if (memory_.read_pointer(word_at(header, layout_.code_varnames) + kTupleItems, first) &&
+            read_string(first, argument))
             info->first_argument = argument == "self" ? 1 : argument == "cls" ? 2 : 0;
     }
     entry = std::move(info);
@@ -325,8 +344,10 @@ const PythonProcess::CodeInfo* PythonProcess::code_info(std::uint64_t code) {
 std::string PythonProcess::class_of_first_argument(std::uint64_t frame, int kind) {
     std::uint64_t object = 0, type = 0, name = 0;
     if (!memory_.read_cached(frame + *layout_.frame_localsplus, &object, sizeof object) || object == 0) return "";
-    if (kind == 2) type = object;
-    else if (!memory_.read_cached(object + layout_.object_type, &type, sizeof type)) return "";
+    if (kind == 2)
+        type = object;
+    else if (!memory_.read_cached(object + layout_.object_type, &type, sizeof type))
+        return "";
     if (type == 0 || !memory_.read_cached(type + layout_.type_name, &name, sizeof name) || name == 0) return "";
     char text[128] = {};
     if (!memory_.read_cached(name, text, sizeof text - 1) && !memory_.read(name, text, 32)) return "";
@@ -376,8 +397,7 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
             if (const std::string owner = class_of_first_argument(frame, code->first_argument); !owner.empty())
                 function = owner + "." + function;
         PythonFrame entry{std::move(function), code->file, line_of(*code, instruction_byte)};
-        entry.entry = !layout_.interpreter_frames ||
-                      (layout_.frame_is_entry && block[*layout_.frame_is_entry] != 0);
+        entry.entry = !layout_.interpreter_frames || (layout_.frame_is_entry && block[*layout_.frame_is_entry] != 0);
         frames.push_back(std::move(entry));
         outermost = frame;
         frame = back;
@@ -402,7 +422,8 @@ bool PythonProcess::read_stack(std::uint64_t frame, std::vector<PythonFrame>& fr
 bool PythonProcess::dict_item(std::uint64_t keys, std::uint64_t values, std::uint64_t dict, const std::string& name,
                               std::uint64_t& value) {
     constexpr std::uint64_t kDictKeys = 32, kDictValues = 40;  // PyDictObject's ma_keys, ma_values (3.8-3.13)
-    if (dict != 0 && (!memory_.read_pointer(dict + kDictKeys, keys) || !memory_.read_pointer(dict + kDictValues, values)))
+    if (dict != 0 &&
+        (!memory_.read_pointer(dict + kDictKeys, keys) || !memory_.read_pointer(dict + kDictValues, values)))
         return false;
     unsigned char header[40] = {};
     if (keys == 0 || !memory_.read_cached(keys, header, sizeof header)) return false;
@@ -428,8 +449,10 @@ bool PythonProcess::dict_item(std::uint64_t keys, std::uint64_t values, std::uin
         if (!memory_.read_cached(entries + index * entry_size, entry, entry_size)) return false;
         const std::uint64_t key_object = word_at(entry, key_at);
         if (key_object == 0 || !read_string(key_object, key) || key != name) continue;
-        if (values == 0) value = word_at(entry, value_at);
-        else if (!memory_.read_pointer(values_start + index * 8, value)) return false;
+        if (values == 0)
+            value = word_at(entry, value_at);
+        else if (!memory_.read_pointer(values_start + index * 8, value))
+            return false;
         return value != 0;
     }
     return false;
@@ -442,7 +465,7 @@ bool PythonProcess::dict_item(std::uint64_t keys, std::uint64_t values, std::uin
 // object in 3.13).
 bool PythonProcess::attribute(std::uint64_t object, const std::string& name, std::uint64_t& value) {
     constexpr std::uint64_t kTypeBasicSize = 32, kTypeFlags = 168, kTypeDictOffset = 288;  // PyTypeObject, 3.8-3.13
-    constexpr std::uint64_t kManagedDict = 1u << 4, kInlineValues = 1u << 2;              // Py_TPFLAGS_*
+    constexpr std::uint64_t kManagedDict = 1u << 4, kInlineValues = 1u << 2;               // Py_TPFLAGS_*
     std::uint64_t type = 0, flags = 0;
     if (object == 0 || !memory_.read_pointer(object + layout_.object_type, type) || type == 0 ||
         !memory_.read_pointer(type + kTypeFlags, flags))
@@ -468,7 +491,8 @@ bool PythonProcess::attribute(std::uint64_t object, const std::string& name, std
         if (!memory_.read_pointer(object - 32, values) || values == 0) return false;
     } else if (version_.minor >= 13 && (flags & kInlineValues)) {
         std::uint64_t basic_size = 0;
-        if (!memory_.read_pointer(type + kTypeBasicSize, basic_size) || basic_size == 0 || basic_size > 4096) return false;
+        if (!memory_.read_pointer(type + kTypeBasicSize, basic_size) || basic_size == 0 || basic_size > 4096)
+            return false;
         values = object + basic_size;
     } else {
         return false;
@@ -543,8 +567,9 @@ bool PythonProcess::snapshot(std::vector<PythonThread>& threads, std::string& er
             if (word_at(state, layout_.tstate_interp) != interpreter) break;  // changed under us
             PythonThread entry;
             entry.thread_id = word_at(state, layout_.tstate_thread_id);
-            entry.tid = layout_.tstate_native_thread_id ? static_cast<pid_t>(word_at(state, *layout_.tstate_native_thread_id))
-                                                        : os_thread_of(entry.thread_id);
+            entry.tid = layout_.tstate_native_thread_id
+                            ? static_cast<pid_t>(word_at(state, *layout_.tstate_native_thread_id))
+                            : os_thread_of(entry.thread_id);
             std::uint64_t frame = word_at(state, layout_.tstate_frame);
             bool readable = true;
             if (layout_.frame_through_cframe && frame != 0)

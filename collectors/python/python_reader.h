@@ -28,14 +28,15 @@
 namespace ember::collector::python {
 
 class PythonReadError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 struct PythonFrame {
-    std::string function;  // co_qualname (3.11+); before, co_name, as "Class.name" when its first argument is self or cls
-    std::string file;      // co_filename as the interpreter knows it
-    int line = 0;          // 0 when the line table has no line for the instruction
+    std::string
+        function;      // co_qualname (3.11+); before, co_name, as "Class.name" when its first argument is self or cls
+    std::string file;  // co_filename as the interpreter knows it
+    int line = 0;      // 0 when the line table has no line for the instruction
     // The outermost frame of one C-level call of the interpreter's eval loop
     // (_PyEval_EvalFrameDefault): every frame before 3.11 (one call per frame); 3.11's
     // is_entry frames; 3.12+, the frame just inside an entry frame owned by the C stack.
@@ -44,9 +45,9 @@ struct PythonFrame {
 };
 
 struct PythonThread {
-    pid_t tid = 0;                     // OS thread id; 0 when it could not be told
-    std::uint64_t thread_id = 0;       // threading.get_ident() (pthread_t)
-    std::vector<PythonFrame> frames;   // innermost first; empty for a thread outside Python code
+    pid_t tid = 0;                    // OS thread id; 0 when it could not be told
+    std::uint64_t thread_id = 0;      // threading.get_ident() (pthread_t)
+    std::vector<PythonFrame> frames;  // innermost first; empty for a thread outside Python code
     // threading.Thread.name of a thread that threading started (read from the Thread
     // object, `self` of its outermost frame, Thread._bootstrap); "" for the main thread
     // and threads started otherwise (callers fall back to the OS name).
@@ -54,7 +55,7 @@ struct PythonThread {
 };
 
 class PythonProcess {
-public:
+  public:
     // Throws PythonReadError: the process is gone, its memory may not be read (naming
     // the ptrace rule), it is not CPython, its version is not supported, or the binary
     // has no `_PyRuntime` symbol.
@@ -73,7 +74,7 @@ public:
     // read are left out of `threads`.
     bool snapshot(std::vector<PythonThread>& threads, std::string& error);
 
-private:
+  private:
     struct CodeInfo {
         std::string function;
         std::string file;

@@ -20,7 +20,7 @@
 namespace ember::collector::python {
 
 class FrameInterner {
-public:
+  public:
     // Writes a frame not seen before and returns its id.
     using Intern = std::function<trace::FrameId(const MixedFrame&)>;
     explicit FrameInterner(Intern intern) : intern_(std::move(intern)) {}
@@ -41,14 +41,14 @@ public:
 
     std::size_t size() const { return ids_.size(); }  // distinct frames written
 
-private:
+  private:
     Intern intern_;
     std::map<std::tuple<std::string, std::string, int>, trace::FrameId> ids_;
     std::vector<trace::FrameId> stack_;
 };
 
 class ThreadNames {
-public:
+  public:
     using Register = std::function<trace::ThreadId(pid_t tid, const std::string& name)>;
     using Rename = std::function<void(trace::ThreadId, const std::string& name)>;
 
@@ -74,7 +74,7 @@ public:
         return known->second;
     }
 
-private:
+  private:
     std::map<pid_t, trace::ThreadId> ids_;
     std::map<pid_t, std::string> names_;
 };

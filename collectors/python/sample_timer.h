@@ -13,7 +13,7 @@
 namespace ember::collector::python {
 
 class SampleTimer {
-public:
+  public:
     // The period of `hz` snapshots a second (100 Hz when `hz` is not positive).
     static std::int64_t period_of(double hz) { return static_cast<std::int64_t>(1e9 / (hz > 0 ? hz : 100.0)); }
 
@@ -51,7 +51,7 @@ public:
     std::int64_t next_tick_ns() const { return next_tick_ns_; }
     std::int64_t late_ticks() const { return late_ticks_; }  // ticks skipped because a snapshot overran
 
-private:
+  private:
     // Uniform in [-period/5, period/5] (xorshift64: the same sequence for the same start).
     std::int64_t jitter() {
         random_ ^= random_ << 13;

@@ -7,9 +7,12 @@ namespace ember::amp {
 
 const char* precision_name(Precision precision) {
     switch (precision) {
-        case Precision::fp32: return "fp32";
-        case Precision::fp16: return "fp16";
-        case Precision::bf16: return "bf16";
+        case Precision::fp32:
+            return "fp32";
+        case Precision::fp16:
+            return "fp16";
+        case Precision::bf16:
+            return "bf16";
     }
     return "?";
 }

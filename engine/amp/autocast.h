@@ -17,8 +17,8 @@ namespace ember::amp {
 
 enum class Precision : uint8_t { fp32 = 0, fp16 = 1, bf16 = 2 };
 
-const char* precision_name(Precision precision);       // "fp32", "fp16", "bf16"
-Precision parse_precision(const std::string& name);    // throws std::invalid_argument naming it
+const char* precision_name(Precision precision);     // "fp32", "fp16", "bf16"
+Precision parse_precision(const std::string& name);  // throws std::invalid_argument naming it
 
 struct AutocastPolicy {
     Precision precision = Precision::fp32;

@@ -30,7 +30,7 @@ struct LossScalerState {
 };
 
 class DynamicLossScaler {
-public:
+  public:
     explicit DynamicLossScaler(const LossScalerOptions& options = {});
 
     double scale() const { return state_.scale; }
@@ -43,7 +43,7 @@ public:
     // Records one step's outcome; returns true when the step was applied (no overflow).
     bool update(bool found_inf);
 
-private:
+  private:
     LossScalerOptions options_;
     LossScalerState state_;
 };
@@ -53,7 +53,7 @@ bool all_finite_cpu(const float* values, std::size_t n);
 
 // Device-side inf/NaN detection over a flat gradient buffer.
 class DeviceOverflowCheck {
-public:
+  public:
     DeviceOverflowCheck();  // cudaMalloc of one int32 flag; throws ember::CudaError without a device
     ~DeviceOverflowCheck();
     DeviceOverflowCheck(const DeviceOverflowCheck&) = delete;
@@ -64,7 +64,7 @@ public:
     const int32_t* device_flag() const { return flag_; }
     bool read_flag(void* stream) const;  // synchronizes the stream
 
-private:
+  private:
     int32_t* flag_ = nullptr;
 };
 

@@ -17,7 +17,9 @@ __global__ void find_non_finite(const float* values, std::size_t n, int32_t* fla
 }
 }  // namespace
 
-DeviceOverflowCheck::DeviceOverflowCheck() { EMBER_CUDA_CHECK(cudaMalloc(&flag_, sizeof(int32_t))); }
+DeviceOverflowCheck::DeviceOverflowCheck() {
+    EMBER_CUDA_CHECK(cudaMalloc(&flag_, sizeof(int32_t)));
+}
 
 DeviceOverflowCheck::~DeviceOverflowCheck() {
     if (flag_) cudaFree(flag_);
@@ -28,8 +30,7 @@ void DeviceOverflowCheck::check(const float* values, std::size_t n, void* stream
     EMBER_CUDA_CHECK(cudaMemsetAsync(flag_, 0, sizeof(int32_t), s));
     if (n == 0) return;
     const int threads = 256;
-    const unsigned blocks =
-        cuda::grid_stride_blocks(static_cast<int64_t>((n + threads - 1) / threads), 1024);
+    const unsigned blocks = cuda::grid_stride_blocks(static_cast<int64_t>((n + threads - 1) / threads), 1024);
     EMBER_LAUNCH(find_non_finite, blocks, threads, 0, s)(values, n, flag_);
     EMBER_CUDA_CHECK_LAUNCH();
 }

@@ -23,7 +23,7 @@ namespace {
 constexpr char kMagic[8] = {'E', 'M', 'B', 'E', 'R', 'C', 'K', 'P'};
 
 class Writer {
-public:
+  public:
     void append(const void* data, std::size_t size) {
         const std::size_t at = bytes.size();
         bytes.resize(at + size);
@@ -41,8 +41,9 @@ public:
 };
 
 class Reader {
-public:
-    Reader(const uint8_t* data, std::size_t size, std::string path) : data_(data), size_(size), path_(std::move(path)) {}
+  public:
+    Reader(const uint8_t* data, std::size_t size, std::string path)
+        : data_(data), size_(size), path_(std::move(path)) {}
     template <class T>
     T get(const char* field) {
         need(sizeof(T), field);
@@ -53,8 +54,8 @@ public:
     }
     std::string get_string(const char* field) {
         uint32_t length = get<uint32_t>(field);
-        if (length > 4096) throw CheckpointError(path_ + ": field " + field + " is corrupt (length " +
-                                                 std::to_string(length) + ")");
+        if (length > 4096)
+            throw CheckpointError(path_ + ": field " + field + " is corrupt (length " + std::to_string(length) + ")");
         need(length, field);
         std::string s(reinterpret_cast<const char*>(data_ + offset_), length);
         offset_ += length;
@@ -62,7 +63,7 @@ public:
     }
     std::size_t offset() const { return offset_; }
 
-private:
+  private:
     void need(std::size_t n, const char* field) {
         if (offset_ + n > size_)
             throw CheckpointError(path_ + ": file truncated in the header (field " + std::string(field) + ")");
@@ -166,25 +167,32 @@ void copy_out(const void* source, bool device, std::size_t bytes, std::vector<ui
     std::size_t at = out.size();
     out.resize(at + bytes);
     if (bytes == 0) return;
-    if (device) EMBER_CUDA_CHECK(cudaMemcpy(out.data() + at, source, bytes, cudaMemcpyDeviceToHost));
-    else std::memcpy(out.data() + at, source, bytes);
+    if (device)
+        EMBER_CUDA_CHECK(cudaMemcpy(out.data() + at, source, bytes, cudaMemcpyDeviceToHost));
+    else
+        std::memcpy(out.data() + at, source, bytes);
 }
 
 void copy_in(void* target, bool device, const uint8_t* source, std::size_t bytes) {
     if (bytes == 0) return;
-    if (device) EMBER_CUDA_CHECK(cudaMemcpy(target, source, bytes, cudaMemcpyHostToDevice));
-    else std::memcpy(target, source, bytes);
+    if (device)
+        EMBER_CUDA_CHECK(cudaMemcpy(target, source, bytes, cudaMemcpyHostToDevice));
+    else
+        std::memcpy(target, source, bytes);
 }
 
 void fsync_directory(const std::filesystem::path& directory) {
     int fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) throw CheckpointError("cannot open directory " + directory.string() + " to fsync: " + std::strerror(errno));
+    if (fd < 0)
+        throw CheckpointError("cannot open directory " + directory.string() + " to fsync: " + std::strerror(errno));
     int status = ::fsync(fd);
     ::close(fd);
-    if (status != 0) throw CheckpointError("fsync of directory " + directory.string() + " failed: " + std::strerror(errno));
+    if (status != 0)
+        throw CheckpointError("fsync of directory " + directory.string() + " failed: " + std::strerror(errno));
 }
 
-void write_atomically(const std::string& path, const std::vector<uint8_t>& header, const std::vector<uint8_t>& payload) {
+void write_atomically(const std::string& path, const std::vector<uint8_t>& header,
+                      const std::vector<uint8_t>& payload) {
     const std::filesystem::path target(path);
     const std::string temporary = path + ".tmp." + std::to_string(::getpid());
     int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -222,8 +230,8 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& heade
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, nn::Model& model, const optim::Optimizer& optimizer,
-                     nn::Trainer& trainer, const TrainingPosition& position) {
+void save_checkpoint(const std::string& path, nn::Model& model, const optim::Optimizer& optimizer, nn::Trainer& trainer,
+                     const TrainingPosition& position) {
     nvtx::ScopedRange range("checkpoint/save", nvtx::Category::checkpoint);
     nn::ParameterStore& store = model.parameters();
     const bool device = model.backend() == Device::cuda;
@@ -292,9 +300,9 @@ TrainingPosition load_checkpoint(const std::string& path, nn::Model& model, opti
 
     // Everything is checked before anything is restored.
     if (h.model_name != model.name() || h.parameter_count != store.parameter_count())
-        throw CheckpointError(path + ": checkpoint model '" + h.model_name + "' (" + with_separators(h.parameter_count) +
-                              " parameters) does not match '" + model.name() + "' (" +
-                              with_separators(store.parameter_count()) + ")");
+        throw CheckpointError(path + ": checkpoint model '" + h.model_name + "' (" +
+                              with_separators(h.parameter_count) + " parameters) does not match '" + model.name() +
+                              "' (" + with_separators(store.parameter_count()) + ")");
     if (h.layout_hash != store.layout_hash() || h.flat_length != store.flat_length() ||
         h.state_length != store.state_length())
         throw CheckpointError(path + ": parameter layout of model '" + model.name() +
@@ -309,12 +317,13 @@ TrainingPosition load_checkpoint(const std::string& path, nn::Model& model, opti
                               std::to_string(h.optimizer_state_length) + ", this one " +
                               std::to_string(optimizer.state_buffer_count()) + " of " +
                               std::to_string(optimizer.parameter_count()) + " (different hyper-parameters?)");
-    const uint64_t expected_payload = (h.flat_length + h.state_length +
-                                       uint64_t(h.optimizer_state_buffers) * h.optimizer_state_length +
-                                       h.optimizer_segment_norms) * sizeof(float);
+    const uint64_t expected_payload =
+        (h.flat_length + h.state_length + uint64_t(h.optimizer_state_buffers) * h.optimizer_state_length +
+         h.optimizer_segment_norms) *
+        sizeof(float);
     if (h.payload_bytes != expected_payload)
-        throw CheckpointError(path + ": payload size " + std::to_string(h.payload_bytes) + " does not match the header (" +
-                              std::to_string(expected_payload) + " bytes expected)");
+        throw CheckpointError(path + ": payload size " + std::to_string(h.payload_bytes) +
+                              " does not match the header (" + std::to_string(expected_payload) + " bytes expected)");
     if (file.size() - payload_offset != h.payload_bytes)
         throw CheckpointError(path + ": CRC mismatch: file truncated or corrupt (payload is " +
                               std::to_string(file.size() - payload_offset) + " bytes, header says " +

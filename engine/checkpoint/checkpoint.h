@@ -33,8 +33,8 @@ constexpr uint32_t kFormatVersion = 1;
 // Fields the trainer owns and the engine only carries.
 struct TrainingPosition {
     int64_t epoch = 0;
-    uint64_t rng_state = 0;      // e.g. the augmentation generator's state
-    int64_t sampler_epoch = 0;   // data loader position
+    uint64_t rng_state = 0;     // e.g. the augmentation generator's state
+    int64_t sampler_epoch = 0;  // data loader position
     int64_t sampler_index = 0;
 };
 
@@ -60,12 +60,12 @@ struct CheckpointHeader {
 };
 
 class CheckpointError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
-void save_checkpoint(const std::string& path, nn::Model& model, const optim::Optimizer& optimizer,
-                     nn::Trainer& trainer, const TrainingPosition& position = {});
+void save_checkpoint(const std::string& path, nn::Model& model, const optim::Optimizer& optimizer, nn::Trainer& trainer,
+                     const TrainingPosition& position = {});
 
 // Verifies the whole file, then restores parameters, running statistics, optimizer
 // state and step, trainer step and loss scaler. Returns the trainer-owned position.

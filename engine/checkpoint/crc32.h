@@ -8,6 +8,8 @@
 namespace ember::checkpoint {
 
 uint32_t crc32_update(uint32_t crc, const void* data, std::size_t bytes);
-inline uint32_t crc32(const void* data, std::size_t bytes) { return crc32_update(0, data, bytes); }
+inline uint32_t crc32(const void* data, std::size_t bytes) {
+    return crc32_update(0, data, bytes);
+}
 
 }  // namespace ember::checkpoint

@@ -140,8 +140,7 @@ void CachingAllocator::release_segment(void* segment) {
 void CachingAllocator::note_sub_allocation(void* segment, const void* ptr, std::size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = segments_.find(segment);
-    if (it == segments_.end())
-        throw std::invalid_argument(raw_.name + ": a sub-allocation in an unknown segment");
+    if (it == segments_.end()) throw std::invalid_argument(raw_.name + ": a sub-allocation in an unknown segment");
     it->second.sub_allocated += bytes;
     stats_.allocated_bytes += bytes;
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
@@ -194,8 +193,8 @@ RawAllocator cuda_raw_allocator() {
 CachingAllocator& device_allocator() {
     static const bool available = cuda_device_available();
     if (!available)
-        throw std::runtime_error("device_allocator: no CUDA device (" +
-                                 cuda_runtime_status().reason + "); use the cpu backend");
+        throw std::runtime_error("device_allocator: no CUDA device (" + cuda_runtime_status().reason +
+                                 "); use the cpu backend");
     // Never destroyed: at exit its destructor would tell NVTX tools (whose own statics
     // may be gone by then) about every cached segment; the process's end frees them.
     static CachingAllocator* allocator = new CachingAllocator(cuda_raw_allocator());
@@ -205,9 +204,7 @@ CachingAllocator& device_allocator() {
 RawAllocator host_raw_allocator() {
     RawAllocator raw;
     raw.name = "aligned_alloc";
-    raw.allocate = [](std::size_t bytes) -> void* {
-        return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    };
+    raw.allocate = [](std::size_t bytes) -> void* { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); };
     raw.release = [](void* p) { std::free(p); };
     raw.announced_device = RawAllocator::kHostMemory;
     return raw;
@@ -229,8 +226,7 @@ Buffer::~Buffer() {
     if (allocator_) allocator_->free(data_);
 }
 
-Buffer::Buffer(Buffer&& other) noexcept
-    : allocator_(other.allocator_), data_(other.data_), bytes_(other.bytes_) {
+Buffer::Buffer(Buffer&& other) noexcept : allocator_(other.allocator_), data_(other.data_), bytes_(other.bytes_) {
     other.allocator_ = nullptr;
     other.data_ = nullptr;
     other.bytes_ = 0;
@@ -262,8 +258,7 @@ PinnedHostPool::PinnedHostPool() {
         raw.release = [](void* p) { cudaFreeHost(p); };
     } else {
         pinned_ = false;
-        fallback_reason_ = "no CUDA device (" + cuda_runtime_status().reason +
-                           "): host buffers are pageable";
+        fallback_reason_ = "no CUDA device (" + cuda_runtime_status().reason + "): host buffers are pageable";
         raw = host_raw_allocator();
     }
     // Staging buffers, not a backend's memory: not announced to NVTX tools.
@@ -271,14 +266,17 @@ PinnedHostPool::PinnedHostPool() {
     cache_ = std::make_unique<CachingAllocator>(std::move(raw));
 }
 
-void* PinnedHostPool::allocate(std::size_t bytes) { return cache_->allocate(bytes); }
-void PinnedHostPool::free(void* ptr) { cache_->free(ptr); }
+void* PinnedHostPool::allocate(std::size_t bytes) {
+    return cache_->allocate(bytes);
+}
+void PinnedHostPool::free(void* ptr) {
+    cache_->free(ptr);
+}
 
 ActivationArena::ActivationArena(void* base, std::size_t capacity, Device device)
     : base_(static_cast<char*>(base)), capacity_(capacity), device_(device) {}
 
-ActivationArena::ActivationArena(CachingAllocator& allocator, std::size_t capacity, Device device,
-                                 const char* name)
+ActivationArena::ActivationArena(CachingAllocator& allocator, std::size_t capacity, Device device, const char* name)
     : base_(static_cast<char*>(allocator.allocate_segment(capacity, name))),
       capacity_(capacity),
       device_(device),
@@ -300,17 +298,15 @@ void ActivationArena::reset() {
 void* ActivationArena::allocate(std::size_t bytes, std::size_t alignment) {
     std::size_t start = (used_ + alignment - 1) / alignment * alignment;
     if (start + bytes > capacity_)
-        throw std::runtime_error("ActivationArena: out of space: requested " +
-                                 std::to_string(bytes) + " bytes with " + std::to_string(used_) +
-                                 " of " + std::to_string(capacity_) + " used");
+        throw std::runtime_error("ActivationArena: out of space: requested " + std::to_string(bytes) + " bytes with " +
+                                 std::to_string(used_) + " of " + std::to_string(capacity_) + " used");
     used_ = start + bytes;
     peak_ = std::max(peak_, used_);
     if (owner_) owner_->note_sub_allocation(base_, base_ + start, bytes);
     return base_ + start;
 }
 
-Tensor ActivationArena::allocate_tensor(DType dtype, std::initializer_list<int64_t> shape,
-                                        Layout layout) {
+Tensor ActivationArena::allocate_tensor(DType dtype, std::initializer_list<int64_t> shape, Layout layout) {
     Tensor t = make_tensor(nullptr, dtype, shape, device_, layout);
     t.data = allocate(t.bytes());
     return t;

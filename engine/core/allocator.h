@@ -32,7 +32,7 @@
 namespace ember {
 
 struct RawAllocator {
-    std::string name;                                 // "cudaMalloc", "test", ...
+    std::string name;                                  // "cudaMalloc", "test", ...
     std::function<void*(std::size_t bytes)> allocate;  // returns nullptr or throws on failure
     std::function<void(void* ptr)> release;
     // The memory NVTX is told the allocator's heaps hold: kHostMemory (the CPU
@@ -43,18 +43,18 @@ struct RawAllocator {
 };
 
 struct AllocatorStats {
-    std::size_t allocated_bytes = 0;       // handed out and not yet freed (rounded sizes)
-    std::size_t reserved_bytes = 0;        // obtained from the raw allocator and not released
+    std::size_t allocated_bytes = 0;  // handed out and not yet freed (rounded sizes)
+    std::size_t reserved_bytes = 0;   // obtained from the raw allocator and not released
     std::size_t peak_allocated_bytes = 0;
     std::size_t peak_reserved_bytes = 0;
-    uint64_t raw_allocations = 0;          // e.g. number of cudaMalloc calls
+    uint64_t raw_allocations = 0;  // e.g. number of cudaMalloc calls
     uint64_t raw_releases = 0;
-    uint64_t requests = 0;                 // allocate() calls
-    uint64_t cache_hits = 0;               // requests served from a cached block
+    uint64_t requests = 0;    // allocate() calls
+    uint64_t cache_hits = 0;  // requests served from a cached block
 };
 
 class CachingAllocator {
-public:
+  public:
     explicit CachingAllocator(RawAllocator raw);
     ~CachingAllocator();  // releases every block (live ones too: owners must be gone)
     CachingAllocator(const CachingAllocator&) = delete;
@@ -83,22 +83,22 @@ public:
     // two (at most 25% waste). Blocks are reused only within their class.
     static std::size_t size_class(std::size_t bytes);
 
-private:
+  private:
     // One raw allocation: a cached block's (whole segment) or an arena's.
     struct Segment {
         std::size_t bytes = 0;
-        void* heap = nullptr;            // its NVTX heap (null: no tool, or not announced)
-        std::size_t sub_allocated = 0;   // an arena segment's bytes in use
+        void* heap = nullptr;           // its NVTX heap (null: no tool, or not announced)
+        std::size_t sub_allocated = 0;  // an arena segment's bytes in use
     };
     void* raw_segment(std::size_t bytes, const char* name);  // the caller holds the lock
-    void release_raw_segment(void* ptr);                      // likewise
-    void release_cached();                                    // likewise
+    void release_raw_segment(void* ptr);                     // likewise
+    void release_cached();                                   // likewise
 
     RawAllocator raw_;
     mutable std::mutex mutex_;
-    std::unordered_map<void*, std::size_t> live_;              // ptr -> class size
-    std::map<std::size_t, std::vector<void*>> free_blocks_;    // class size -> cached blocks
-    std::unordered_map<void*, Segment> segments_;              // every raw allocation, by address
+    std::unordered_map<void*, std::size_t> live_;            // ptr -> class size
+    std::map<std::size_t, std::vector<void*>> free_blocks_;  // class size -> cached blocks
+    std::unordered_map<void*, Segment> segments_;            // every raw allocation, by address
     AllocatorStats stats_;
 };
 
@@ -116,7 +116,7 @@ CachingAllocator& allocator_for(Device device);
 
 // A typed owner of one caching-allocator block; frees on destruction.
 class Buffer {
-public:
+  public:
     Buffer() = default;
     Buffer(CachingAllocator& allocator, std::size_t bytes);
     ~Buffer();
@@ -127,14 +127,14 @@ public:
     void* data() const { return data_; }
     std::size_t bytes() const { return bytes_; }
 
-private:
+  private:
     CachingAllocator* allocator_ = nullptr;
     void* data_ = nullptr;
     std::size_t bytes_ = 0;
 };
 
 class PinnedHostPool {
-public:
+  public:
     PinnedHostPool();  // tries cudaHostAlloc; falls back to pageable memory
     void* allocate(std::size_t bytes);
     void free(void* ptr);
@@ -143,14 +143,14 @@ public:
     AllocatorStats stats() const { return cache_->stats(); }
     void empty_cache() { cache_->empty_cache(); }
 
-private:
+  private:
     bool pinned_ = false;
     std::string fallback_reason_;
     std::unique_ptr<CachingAllocator> cache_;
 };
 
 class ActivationArena {
-public:
+  public:
     // `base` is owned by the caller; nothing is counted anywhere.
     ActivationArena(void* base, std::size_t capacity, Device device);
     // Takes a segment of `capacity` bytes from `allocator` (released by the destructor)
@@ -161,15 +161,14 @@ public:
     ActivationArena& operator=(const ActivationArena&) = delete;
     // Bump-allocates; throws std::runtime_error with requested/used/capacity when full.
     void* allocate(std::size_t bytes, std::size_t alignment = 256);
-    Tensor allocate_tensor(DType dtype, std::initializer_list<int64_t> shape,
-                           Layout layout = Layout::nchw);
+    Tensor allocate_tensor(DType dtype, std::initializer_list<int64_t> shape, Layout layout = Layout::nchw);
     void reset();  // at the start of every step
     std::size_t used() const { return used_; }
     std::size_t peak() const { return peak_; }
     std::size_t capacity() const { return capacity_; }
     Device device() const { return device_; }
 
-private:
+  private:
     char* base_;
     std::size_t capacity_;
     Device device_;

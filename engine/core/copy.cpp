@@ -20,8 +20,7 @@ void copy_tensor(const Tensor& src, const Tensor& dst, cudaStream_t stream) {
     }
     cudaMemcpyKind kind = src.device == Device::cpu
                               ? cudaMemcpyHostToDevice
-                              : (dst.device == Device::cpu ? cudaMemcpyDeviceToHost
-                                                           : cudaMemcpyDeviceToDevice);
+                              : (dst.device == Device::cpu ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
     EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.bytes(), kind, stream));
 }
 

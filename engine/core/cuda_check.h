@@ -10,11 +10,11 @@
 namespace ember {
 
 class CudaError : public std::runtime_error {
-public:
+  public:
     CudaError(cudaError_t code, const std::string& what) : std::runtime_error(what), code_(code) {}
     cudaError_t code() const { return code_; }
 
-private:
+  private:
     cudaError_t code_;
 };
 
@@ -22,10 +22,10 @@ private:
 
 }  // namespace ember
 
-#define EMBER_CUDA_CHECK(expr)                                                 \
-    do {                                                                       \
-        cudaError_t ember_cuda_status_ = (expr);                               \
-        if (ember_cuda_status_ != cudaSuccess)                                 \
+#define EMBER_CUDA_CHECK(expr)                                                        \
+    do {                                                                              \
+        cudaError_t ember_cuda_status_ = (expr);                                      \
+        if (ember_cuda_status_ != cudaSuccess)                                        \
             ::ember::throw_cuda_error(ember_cuda_status_, #expr, __FILE__, __LINE__); \
     } while (0)
 

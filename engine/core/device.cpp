@@ -9,8 +9,8 @@
 namespace ember {
 
 void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line) {
-    throw CudaError(code, std::string(expr) + " failed at " + file + ":" + std::to_string(line) +
-                              ": " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")");
+    throw CudaError(code, std::string(expr) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                              cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")");
 }
 
 std::string cuda_version_string(int version) {

@@ -13,7 +13,7 @@ struct CudaRuntimeStatus {
     int runtime_version = 0;  // e.g. 13000 for CUDA 13.0
     int driver_version = 0;   // 0 when no driver is installed
     int device_count = 0;
-    std::string reason;       // why device_count is 0, empty otherwise
+    std::string reason;  // why device_count is 0, empty otherwise
 };
 
 struct DeviceInfo {

@@ -31,19 +31,25 @@ enum class Device : uint8_t { cpu = 0, cuda = 1 };
 
 EMBER_HD inline std::size_t dtype_size(DType t) {
     switch (t) {
-        case DType::f32: return 4;
-        case DType::f16: return 2;
-        case DType::bf16: return 2;
-        case DType::i32: return 4;
-        case DType::u8: return 1;
-        case DType::f64: return 8;
+        case DType::f32:
+            return 4;
+        case DType::f16:
+            return 2;
+        case DType::bf16:
+            return 2;
+        case DType::i32:
+            return 4;
+        case DType::u8:
+            return 1;
+        case DType::f64:
+            return 8;
     }
     return 0;
 }
 
-const char* dtype_name(DType t);    // "f32", "f16", ...
-const char* layout_name(Layout l);  // "nchw", "nhwc"
-const char* device_name(Device d);  // "cpu", "cuda"
+const char* dtype_name(DType t);               // "f32", "f16", ...
+const char* layout_name(Layout l);             // "nchw", "nhwc"
+const char* device_name(Device d);             // "cpu", "cuda"
 Device parse_device(const std::string& name);  // "cpu" | "cuda"; throws std::invalid_argument otherwise
 
 EMBER_HD inline uint32_t float_bits(float f) {
@@ -66,7 +72,9 @@ EMBER_HD inline uint16_t float_to_bf16_bits(float f) {
     return static_cast<uint16_t>(u >> 16);
 }
 
-EMBER_HD inline float bf16_bits_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+EMBER_HD inline float bf16_bits_to_float(uint16_t b) {
+    return bits_float(uint32_t(b) << 16);
+}
 
 // float -> IEEE binary16 bits, round to nearest even, with subnormals, overflow to
 // infinity and NaN preserved.
@@ -76,8 +84,8 @@ EMBER_HD inline uint16_t float_to_f16_bits(float f) {
     x &= 0x7fffffffu;
     if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
     if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to inf
-    if (x < 0x38800000u) {                                                // below 2^-14: subnormal
-        if (x <= 0x33000000u) return static_cast<uint16_t>(sign);       // <= 2^-25 rounds to 0
+    if (x < 0x38800000u) {                                               // below 2^-14: subnormal
+        if (x <= 0x33000000u) return static_cast<uint16_t>(sign);        // <= 2^-25 rounds to 0
         uint32_t exponent = x >> 23;
         uint32_t mantissa = (x & 0x7fffffu) | 0x800000u;
         uint32_t shift = 126u - exponent;
@@ -115,24 +123,42 @@ EMBER_HD inline float round_to_dtype(float v, DType t) {
 // accept several activation dtypes while computing in fp32 (the AMP policy).
 EMBER_HD inline float load_as_float(const void* data, DType t, int64_t i) {
     switch (t) {
-        case DType::f32: return static_cast<const float*>(data)[i];
-        case DType::f16: return f16_bits_to_float(static_cast<const uint16_t*>(data)[i]);
-        case DType::bf16: return bf16_bits_to_float(static_cast<const uint16_t*>(data)[i]);
-        case DType::i32: return static_cast<float>(static_cast<const int32_t*>(data)[i]);
-        case DType::u8: return static_cast<float>(static_cast<const uint8_t*>(data)[i]);
-        case DType::f64: return static_cast<float>(static_cast<const double*>(data)[i]);
+        case DType::f32:
+            return static_cast<const float*>(data)[i];
+        case DType::f16:
+            return f16_bits_to_float(static_cast<const uint16_t*>(data)[i]);
+        case DType::bf16:
+            return bf16_bits_to_float(static_cast<const uint16_t*>(data)[i]);
+        case DType::i32:
+            return static_cast<float>(static_cast<const int32_t*>(data)[i]);
+        case DType::u8:
+            return static_cast<float>(static_cast<const uint8_t*>(data)[i]);
+        case DType::f64:
+            return static_cast<float>(static_cast<const double*>(data)[i]);
     }
     return 0.0f;
 }
 
 EMBER_HD inline void store_from_float(void* data, DType t, int64_t i, float v) {
     switch (t) {
-        case DType::f32: static_cast<float*>(data)[i] = v; return;
-        case DType::f16: static_cast<uint16_t*>(data)[i] = float_to_f16_bits(v); return;
-        case DType::bf16: static_cast<uint16_t*>(data)[i] = float_to_bf16_bits(v); return;
-        case DType::i32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); return;
-        case DType::u8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v); return;
-        case DType::f64: static_cast<double*>(data)[i] = v; return;
+        case DType::f32:
+            static_cast<float*>(data)[i] = v;
+            return;
+        case DType::f16:
+            static_cast<uint16_t*>(data)[i] = float_to_f16_bits(v);
+            return;
+        case DType::bf16:
+            static_cast<uint16_t*>(data)[i] = float_to_bf16_bits(v);
+            return;
+        case DType::i32:
+            static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);
+            return;
+        case DType::u8:
+            static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v);
+            return;
+        case DType::f64:
+            static_cast<double*>(data)[i] = v;
+            return;
     }
 }
 

@@ -27,9 +27,7 @@ struct HostTensor {
         storage.assign(view.bytes() + 8, 0);
         view.data = storage.data();
     }
-    HostTensor(const HostTensor& other) : storage(other.storage), view(other.view) {
-        view.data = storage.data();
-    }
+    HostTensor(const HostTensor& other) : storage(other.storage), view(other.view) { view.data = storage.data(); }
     HostTensor& operator=(const HostTensor& other) {
         storage = other.storage;
         view = other.view;

@@ -30,14 +30,11 @@
 // A reference to this block's instance of the variable, allocated (and poisoned) the
 // first time a thread of the block reaches the declaration; every access is watched
 // for races between barriers.
-#define EMBER_SHARED(type, name, ...)                                                         \
-    static ::ember::cuda_interpreter::SharedDeclaration ember_shared_declaration_##name{    \
-        #name, __FILE__, __LINE__};                                                         \
-    auto& name =                                                                            \
-        ::ember::cuda_interpreter::shared_variable<type __VA_ARGS__>(ember_shared_declaration_##name)
+#define EMBER_SHARED(type, name, ...)                                                                               \
+    static ::ember::cuda_interpreter::SharedDeclaration ember_shared_declaration_##name{#name, __FILE__, __LINE__}; \
+    auto& name = ::ember::cuda_interpreter::shared_variable<type __VA_ARGS__>(ember_shared_declaration_##name)
 
-#define EMBER_SHARED_DYNAMIC(type, name) \
-    type* const name = ::ember::cuda_interpreter::dynamic_shared<type>()
+#define EMBER_SHARED_DYNAMIC(type, name) type* const name = ::ember::cuda_interpreter::dynamic_shared<type>()
 
 #elif defined(__CUDACC__)
 

@@ -12,8 +12,8 @@ namespace ember::nvtx {
 nvtxDomainHandle_t domain() {
     static nvtxDomainHandle_t handle = [] {
         nvtxDomainHandle_t d = nvtxDomainCreateA(std::string(kDomain).c_str());
-        for (Category category : {Category::step, Category::compute, Category::dataloader,
-                                  Category::communication, Category::checkpoint, Category::evaluation})
+        for (Category category : {Category::step, Category::compute, Category::dataloader, Category::communication,
+                                  Category::checkpoint, Category::evaluation})
             nvtxDomainNameCategoryA(d, number(category), std::string(category_name(category)).c_str());
         // The contract names no counter category (category_name() is empty for it);
         // tools that show category names see "counter".
@@ -60,13 +60,14 @@ ScopedRange::ScopedRange(const char* name, Category category, uint64_t payload) 
     nvtxDomainRangePushEx(domain(), &a);
 }
 
-ScopedRange::ScopedRange(std::string_view name, Category category)
-    : ScopedRange(std::string(name).c_str(), category) {}
+ScopedRange::ScopedRange(std::string_view name, Category category) : ScopedRange(std::string(name).c_str(), category) {}
 
 ScopedRange::ScopedRange(std::string_view name, Category category, uint64_t payload)
     : ScopedRange(std::string(name).c_str(), category, payload) {}
 
-ScopedRange::~ScopedRange() { nvtxDomainRangePop(domain()); }
+ScopedRange::~ScopedRange() {
+    nvtxDomainRangePop(domain());
+}
 
 void mark(const char* name, Category category) {
     nvtxEventAttributes_t a = attributes(name, category);
@@ -80,7 +81,9 @@ void mark_value(const char* name, double value, Category category) {
     nvtxDomainMarkEx(domain(), &a);
 }
 
-void counter(const char* name, double value) { mark_value(name, value, kCounterCategory); }
+void counter(const char* name, double value) {
+    mark_value(name, value, kCounterCategory);
+}
 
 void name_thread(const char* name) {
     nvtxNameOsThreadA(static_cast<uint32_t>(os::thread_id()), name);

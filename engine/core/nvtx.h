@@ -33,7 +33,7 @@ nvtxStringHandle_t registered(const char* name);
 
 // Push/pop range on the calling thread; RAII so early returns and exceptions pop.
 class ScopedRange {
-public:
+  public:
     explicit ScopedRange(const char* name, Category category = Category::none);
     ScopedRange(const char* name, Category category, uint64_t payload);
     // The contract's well-known names (range::kStep, range::kDataloaderWait, ...).

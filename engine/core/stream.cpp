@@ -11,7 +11,9 @@ Stream::Stream(bool non_blocking) {
     stream_.reset(stream);
 }
 
-void Stream::synchronize() const { EMBER_CUDA_CHECK(cudaStreamSynchronize(get())); }
+void Stream::synchronize() const {
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(get()));
+}
 
 Event::Event(bool timing) {
     cudaEvent_t event = nullptr;
@@ -19,8 +21,12 @@ Event::Event(bool timing) {
     event_.reset(event);
 }
 
-void Event::record(cudaStream_t stream) { EMBER_CUDA_CHECK(cudaEventRecord(get(), stream)); }
-void Event::synchronize() const { EMBER_CUDA_CHECK(cudaEventSynchronize(get())); }
+void Event::record(cudaStream_t stream) {
+    EMBER_CUDA_CHECK(cudaEventRecord(get(), stream));
+}
+void Event::synchronize() const {
+    EMBER_CUDA_CHECK(cudaEventSynchronize(get()));
+}
 
 bool Event::query() const {
     cudaError_t err = cudaEventQuery(get());

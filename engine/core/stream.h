@@ -19,19 +19,19 @@ struct CudaHandleDestroy {
 };
 
 class Stream {
-public:
+  public:
     // non_blocking: does not synchronize with the legacy default stream.
     explicit Stream(bool non_blocking = true);
 
     cudaStream_t get() const { return stream_.get(); }
     void synchronize() const;
 
-private:
+  private:
     std::unique_ptr<CUstream_st, CudaHandleDestroy<cudaStreamDestroy>> stream_;
 };
 
 class Event {
-public:
+  public:
     // timing=false creates a cheaper event usable only for ordering.
     explicit Event(bool timing = true);
 
@@ -44,7 +44,7 @@ public:
 
     static float elapsed_ms(const Event& start, const Event& end);
 
-private:
+  private:
     std::unique_ptr<CUevent_st, CudaHandleDestroy<cudaEventDestroy>> event_;
 };
 

@@ -35,7 +35,9 @@ struct Tensor {
     bool defined() const { return data != nullptr; }
 
     template <class T>
-    T* as() const { return static_cast<T*>(data); }
+    T* as() const {
+        return static_cast<T*>(data);
+    }
 
     // 4-D index (n, c, h, w) -> element offset, honouring the layout.
     int64_t offset4(int64_t n, int64_t c, int64_t h, int64_t w) const {
@@ -51,10 +53,10 @@ struct Tensor {
 };
 
 // A view of `data` with the given logical shape (1..4 dims).
-Tensor make_tensor(void* data, DType dtype, std::initializer_list<int64_t> shape,
-                   Device device = Device::cpu, Layout layout = Layout::nchw);
-Tensor make_tensor(void* data, DType dtype, int rank, const int64_t* shape,
-                   Device device = Device::cpu, Layout layout = Layout::nchw);
+Tensor make_tensor(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device = Device::cpu,
+                   Layout layout = Layout::nchw);
+Tensor make_tensor(void* data, DType dtype, int rank, const int64_t* shape, Device device = Device::cpu,
+                   Layout layout = Layout::nchw);
 
 // Same buffer, new shape with equal element count. Reshaping a 4-D nhwc tensor
 // would reorder elements, so it is refused (convert the layout first).

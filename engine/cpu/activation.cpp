@@ -107,8 +107,7 @@ void gelu_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& dx, Grad
     }
     for (int64_t i = 0, end = x.numel(); i < end; ++i) {
         double v = cpu::get(x, i);
-        double grad = x.dtype == DType::f64 ? gelu_grad_double(v)
-                                            : gelu_tanh_grad(static_cast<float>(v));
+        double grad = x.dtype == DType::f64 ? gelu_grad_double(v) : gelu_tanh_grad(static_cast<float>(v));
         cpu::write(dx, i, cpu::get(dy, i) * grad, write);
     }
 }

@@ -37,23 +37,26 @@ void move_heads_cpu(const Tensor& rows, const Tensor& heads, const HeadLayout& l
         const int64_t blocks = l.batch * l.heads * l.tokens, dh = l.head_dim;
         float* row_data = rows.as<float>();
         float* head_data = heads.as<float>();
-        cpu::parallel_for(blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, dh)), [&](int64_t begin, int64_t end) {
-            for (int64_t block = begin; block < end; ++block) {
-                float* head = head_data + block * dh;
-                float* row = row_data + row_index(l, block * dh);
-                if (to_heads)
-                    std::copy(row, row + dh, head);
-                else
-                    std::copy(head, head + dh, row);
-            }
-        });
+        cpu::parallel_for(blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, dh)),
+                          [&](int64_t begin, int64_t end) {
+                              for (int64_t block = begin; block < end; ++block) {
+                                  float* head = head_data + block * dh;
+                                  float* row = row_data + row_index(l, block * dh);
+                                  if (to_heads)
+                                      std::copy(row, row + dh, head);
+                                  else
+                                      std::copy(head, head + dh, row);
+                              }
+                          });
         return;
     }
     const int64_t n = heads.numel();
     for (int64_t i = 0; i < n; ++i) {
         int64_t r = row_index(l, i);
-        if (to_heads) store_from_double(heads.data, heads.dtype, i, load_as_double(rows.data, rows.dtype, r));
-        else store_from_double(rows.data, rows.dtype, r, load_as_double(heads.data, heads.dtype, i));
+        if (to_heads)
+            store_from_double(heads.data, heads.dtype, i, load_as_double(rows.data, rows.dtype, r));
+        else
+            store_from_double(rows.data, rows.dtype, r, load_as_double(heads.data, heads.dtype, i));
     }
 }
 
@@ -63,19 +66,21 @@ void softmax_rows_cpu(const Tensor& s, const Tensor& p) {
     if (cpu::fast_f32({&s, &p})) {
         const float* scores = s.as<float>();
         float* probabilities = p.as<float>();
-        cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)), [&](int64_t begin, int64_t end) {
-            std::vector<double> row(static_cast<std::size_t>(cols));
-            for (int64_t r = begin; r < end; ++r) {
-                double max_value = -INFINITY;
-                for (int64_t c = 0; c < cols; ++c) {
-                    row[c] = scores[r * cols + c];
-                    max_value = std::max(max_value, row[c]);
-                }
-                double sum = 0.0;
-                for (int64_t c = 0; c < cols; ++c) sum += (row[c] = std::exp(row[c] - max_value));
-                for (int64_t c = 0; c < cols; ++c) probabilities[r * cols + c] = static_cast<float>(row[c] / sum);
-            }
-        });
+        cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)),
+                          [&](int64_t begin, int64_t end) {
+                              std::vector<double> row(static_cast<std::size_t>(cols));
+                              for (int64_t r = begin; r < end; ++r) {
+                                  double max_value = -INFINITY;
+                                  for (int64_t c = 0; c < cols; ++c) {
+                                      row[c] = scores[r * cols + c];
+                                      max_value = std::max(max_value, row[c]);
+                                  }
+                                  double sum = 0.0;
+                                  for (int64_t c = 0; c < cols; ++c) sum += (row[c] = std::exp(row[c] - max_value));
+                                  for (int64_t c = 0; c < cols; ++c)
+                                      probabilities[r * cols + c] = static_cast<float>(row[c] / sum);
+                              }
+                          });
         return;
     }
     std::vector<double> row(static_cast<std::size_t>(cols));
@@ -97,15 +102,16 @@ void softmax_rows_backward_cpu(const Tensor& p, const Tensor& dp, const Tensor& 
     if (cpu::fast_f32({&p, &dp, &ds})) {
         const float *probabilities = p.as<float>(), *grad_p = dp.as<float>();
         float* grad_s = ds.as<float>();
-        cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)), [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) {
-                const float *pr = probabilities + r * cols, *gr = grad_p + r * cols;
-                double dot = 0.0;
-                for (int64_t c = 0; c < cols; ++c) dot += double(pr[c]) * double(gr[c]);
-                for (int64_t c = 0; c < cols; ++c)
-                    grad_s[r * cols + c] = static_cast<float>(static_cast<double>(scale) * pr[c] * (gr[c] - dot));
-            }
-        });
+        cpu::parallel_for(
+            rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)), [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                    const float *pr = probabilities + r * cols, *gr = grad_p + r * cols;
+                    double dot = 0.0;
+                    for (int64_t c = 0; c < cols; ++c) dot += double(pr[c]) * double(gr[c]);
+                    for (int64_t c = 0; c < cols; ++c)
+                        grad_s[r * cols + c] = static_cast<float>(static_cast<double>(scale) * pr[c] * (gr[c] - dot));
+                }
+            });
         return;
     }
     for (int64_t r = 0; r < rows; ++r) {

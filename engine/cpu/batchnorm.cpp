@@ -30,16 +30,14 @@ BnShape check_bn(const char* op, const Tensor& x, const Tensor& y) {
 
 void check_channel_param(const char* op, const Tensor& t, const char* name, int64_t c) {
     cpu::check_float_cpu(t, op, name);
-    require(t.numel() == c, op, std::string(name) + " must have C=" + std::to_string(c) +
-                                    " elements: " + t.describe());
+    require(t.numel() == c, op, std::string(name) + " must have C=" + std::to_string(c) + " elements: " + t.describe());
 }
 
 // nchw f32 (or any rank-4 f32 nchw tensor): channel c of image n is one contiguous
 // plane, so the loops below run over plain pointers.
 bool fast_nchw(std::initializer_list<const Tensor*> tensors) {
     for (const Tensor* t : tensors)
-        if (t->defined() && (t->dtype != DType::f32 || t->rank != 4 || t->layout != Layout::nchw))
-            return false;
+        if (t->defined() && (t->dtype != DType::f32 || t->rank != 4 || t->layout != Layout::nchw)) return false;
     return true;
 }
 
@@ -95,7 +93,9 @@ void plane_gradient_sums(const float* dy, const float* x, int64_t n, float centr
 // Channels-last tensors (nhwc, and every (N,C) tensor) hold rows of C contiguous
 // channel values, one row per (n, h, w). Their loops below walk the rows and keep
 // per-channel double accumulators, with the generic path's formulas, for every dtype.
-bool channels_innermost(const Tensor& x) { return x.rank == 2 || x.layout == Layout::nhwc; }
+bool channels_innermost(const Tensor& x) {
+    return x.rank == 2 || x.layout == Layout::nhwc;
+}
 
 struct ChannelRows {
     int64_t rows, channels;
@@ -118,9 +118,8 @@ std::vector<double> load_channels(const Tensor& t, int64_t channels) {
 // of one slice [c_begin, c_end). The running sums live in a local buffer: slices of
 // neighbouring channels on two threads would otherwise write one cache line (8x slower
 // in the backward pass at 16 channels).
-void channel_sums_f32(const float* __restrict v, int64_t rows, int64_t C, int64_t c_begin,
-                      int64_t c_end, const double* __restrict centre, bool squares,
-                      double* __restrict sums) {
+void channel_sums_f32(const float* __restrict v, int64_t rows, int64_t C, int64_t c_begin, int64_t c_end,
+                      const double* __restrict centre, bool squares, double* __restrict sums) {
     std::vector<double> local(static_cast<std::size_t>(c_end - c_begin));
     std::copy(sums + c_begin, sums + c_end, local.begin());
     double* __restrict acc = local.data();  // acc[c - c_begin]
@@ -139,9 +138,9 @@ void channel_sums_f32(const float* __restrict v, int64_t rows, int64_t C, int64_
 
 // sum_dy[c] += sum of dy, sum_dy_centred[c] += sum of dy (x - centre[c]), over rows,
 // for the channels of one slice (local running sums, as above).
-void gradient_sums_f32(const float* __restrict dy, const float* __restrict x, int64_t rows,
-                       int64_t C, int64_t c_begin, int64_t c_end, const double* __restrict centre,
-                       double* __restrict sum_dy, double* __restrict sum_dy_centred) {
+void gradient_sums_f32(const float* __restrict dy, const float* __restrict x, int64_t rows, int64_t C, int64_t c_begin,
+                       int64_t c_end, const double* __restrict centre, double* __restrict sum_dy,
+                       double* __restrict sum_dy_centred) {
     const std::size_t slice = static_cast<std::size_t>(c_end - c_begin);
     std::vector<double> local_dy(slice), local_centred(slice);
     std::copy(sum_dy + c_begin, sum_dy + c_end, local_dy.begin());
@@ -162,11 +161,12 @@ void gradient_sums_f32(const float* __restrict dy, const float* __restrict x, in
 // then reads every row for a few of its channels).
 constexpr int64_t kChannelGrain = 4;
 // Row slices of the elementwise passes: at least ~16k values per thread.
-int64_t row_grain(int64_t C) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)); }
+int64_t row_grain(int64_t C) {
+    return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C));
+}
 
 // y = x scale[c] + shift[c] over rows of C.
-void scale_shift_rows_f32(const float* x, float* y, int64_t rows, int64_t C, const float* scale,
-                          const float* shift) {
+void scale_shift_rows_f32(const float* x, float* y, int64_t rows, int64_t C, const float* scale, const float* shift) {
     cpu::for_slices(rows, row_grain(C), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             for (int64_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * scale[c] + shift[c];
@@ -176,9 +176,9 @@ void scale_shift_rows_f32(const float* x, float* y, int64_t rows, int64_t C, con
 // Channel c's batch statistics after a training forward: mean and 1/std saved for the
 // backward pass, and folded into the running statistics (when kept) with the unbiased
 // variance, as torch.nn.BatchNorm2d does.
-void record_channel_stats(int64_t c, double mean, double squares, double count, double invstd,
-                          const Tensor& save_mean, const Tensor& save_invstd, const Tensor& running_mean,
-                          const Tensor& running_var, double momentum) {
+void record_channel_stats(int64_t c, double mean, double squares, double count, double invstd, const Tensor& save_mean,
+                          const Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var,
+                          double momentum) {
     cpu::set(save_mean, c, mean);
     cpu::set(save_invstd, c, invstd);
     if (!running_mean.defined()) return;
@@ -187,9 +187,8 @@ void record_channel_stats(int64_t c, double mean, double squares, double count, 
     cpu::set(running_var, c, (1 - momentum) * cpu::get(running_var, c) + momentum * unbiased);
 }
 
-void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                            const Tensor& y, const Tensor& running_mean,
-                            const Tensor& running_var, const Tensor& save_mean,
+void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                            const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
                             const Tensor& save_invstd, const BatchNormParams& params) {
     const auto [rows, C] = channel_rows(x);
     const double count = double(rows);
@@ -205,30 +204,27 @@ void forward_train_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& 
         const double invstd = 1.0 / std::sqrt(var + params.eps);
         scale[c] = static_cast<float>(cpu::get(gamma, c) * invstd);
         shift[c] = static_cast<float>(cpu::get(beta, c) - mean[c] * invstd * cpu::get(gamma, c));
-        record_channel_stats(c, mean[c], squares[c], count, invstd, save_mean, save_invstd, running_mean,
-                             running_var, params.momentum);
+        record_channel_stats(c, mean[c], squares[c], count, invstd, save_mean, save_invstd, running_mean, running_var,
+                             params.momentum);
     }
     scale_shift_rows_f32(x.as<float>(), y.as<float>(), rows, C, scale.data(), shift.data());
 }
 
-void forward_eval_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                           const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
-                           const BatchNormParams& params) {
+void forward_eval_rows_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                           const Tensor& running_var, const Tensor& y, const BatchNormParams& params) {
     const auto [rows, C] = channel_rows(x);
     std::vector<float> scale(C), shift(C);
     for (int64_t c = 0; c < C; ++c) {
         const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
         scale[c] = static_cast<float>(cpu::get(gamma, c) * invstd);
-        shift[c] = static_cast<float>(cpu::get(beta, c) -
-                                      cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
+        shift[c] = static_cast<float>(cpu::get(beta, c) - cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
     }
     scale_shift_rows_f32(x.as<float>(), y.as<float>(), rows, C, scale.data(), shift.data());
 }
 
-void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                       const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx,
-                       const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
-                       GradWrite param_write) {
+void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                       const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                       GradWrite input_write, GradWrite param_write) {
     const auto [rows, C] = channel_rows(x);
     const double count = double(rows);
     const float* in = x.as<float>();
@@ -236,8 +232,7 @@ void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma,
     std::vector<double> centre(C), sum_dy(C, 0.0), sum_dy_centred(C, 0.0);
     for (int64_t c = 0; c < C; ++c) centre[c] = cpu::get(save_mean, c);
     cpu::for_slices(C, kChannelGrain, [&](int64_t c_begin, int64_t c_end) {
-        gradient_sums_f32(grad_out, in, rows, C, c_begin, c_end, centre.data(), sum_dy.data(),
-                          sum_dy_centred.data());
+        gradient_sums_f32(grad_out, in, rows, C, c_begin, c_end, centre.data(), sum_dy.data(), sum_dy_centred.data());
     });
     // dx = scale (count dy - sum_dy - xhat sum_dy_xhat) = a dy + b x + k, per channel.
     std::vector<float> a(C), b(C), k(C);
@@ -256,16 +251,14 @@ void backward_rows_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma,
     cpu::for_slices(rows, row_grain(C), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             for (int64_t c = 0; c < C; ++c)
-                grad_in[r * C + c] = write_grad(
-                    grad_in[r * C + c], a[c] * grad_out[r * C + c] + b[c] * in[r * C + c] + k[c],
-                    input_write);
+                grad_in[r * C + c] = write_grad(grad_in[r * C + c],
+                                                a[c] * grad_out[r * C + c] + b[c] * in[r * C + c] + k[c], input_write);
     });
 }
 
 void forward_train_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
-                        const Tensor& running_mean, const Tensor& running_var,
-                        const Tensor& save_mean, const Tensor& save_invstd,
-                        const BatchNormParams& params) {
+                        const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
+                        const Tensor& save_invstd, const BatchNormParams& params) {
     const auto [rows, C] = channel_rows(x);
     const double count = double(rows);
     std::vector<double> row(C), sum(C, 0.0), squares(C, 0.0), mean(C), invstd(C);
@@ -297,9 +290,8 @@ void forward_train_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta
     }
 }
 
-void forward_eval_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                       const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
-                       const BatchNormParams& params) {
+void forward_eval_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& y, const BatchNormParams& params) {
     const auto [rows, C] = channel_rows(x);
     const std::vector<double> mean = load_channels(running_mean, C), b = load_channels(beta, C);
     std::vector<double> scale(C), row(C);
@@ -313,8 +305,8 @@ void forward_eval_rows(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 }
 
 void backward_rows(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
-                   const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
-                   const Tensor& dbeta, GradWrite input_write, GradWrite param_write) {
+                   const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                   GradWrite input_write, GradWrite param_write) {
     const auto [rows, C] = channel_rows(x);
     const double count = double(rows);
     const std::vector<double> mean = load_channels(save_mean, C), invstd = load_channels(save_invstd, C);
@@ -349,14 +341,13 @@ void backward_rows(const Tensor& x, const Tensor& dy, const Tensor& gamma, const
 
 }  // namespace
 
-void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                 const Tensor& y, const Tensor& running_mean,
-                                 const Tensor& running_var, const Tensor& save_mean,
+void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                                 const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
                                  const Tensor& save_invstd, const BatchNormParams& params) {
     const char* op = "batchnorm_forward_train_cpu";
     BnShape s = check_bn(op, x, y);
-    for (auto [t, name] : {std::pair{gamma, "gamma"}, {beta, "beta"}, {save_mean, "save_mean"},
-                           {save_invstd, "save_invstd"}})
+    for (auto [t, name] :
+         {std::pair{gamma, "gamma"}, {beta, "beta"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"}})
         check_channel_param(op, t, name, s.c);
     const double count = double(s.n * s.spatial);
     if (fast_nchw({&x, &y})) {
@@ -369,8 +360,8 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
                 }
                 const double mean = sum / count;
                 for (int64_t n = 0; n < s.n; ++n)
-                    squares += plane_sum(x.as<float>() + (n * s.c + c) * s.spatial, s.spatial,
-                                         static_cast<float>(mean), true);
+                    squares +=
+                        plane_sum(x.as<float>() + (n * s.c + c) * s.spatial, s.spatial, static_cast<float>(mean), true);
                 const double var = squares / count;
                 const double invstd = 1.0 / std::sqrt(var + params.eps);
                 const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
@@ -380,20 +371,18 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
                     float* out = y.as<float>() + (n * s.c + c) * s.spatial;
                     for (int64_t i = 0; i < s.spatial; ++i) out[i] = in[i] * scale + shift;
                 }
-                record_channel_stats(c, mean, squares, count, invstd, save_mean, save_invstd, running_mean,
-                                     running_var, params.momentum);
+                record_channel_stats(c, mean, squares, count, invstd, save_mean, save_invstd, running_mean, running_var,
+                                     params.momentum);
             }
         });
         return;
     }
     if (channels_innermost(x) && cpu::all_f32({&x, &y})) {
-        forward_train_rows_f32(x, gamma, beta, y, running_mean, running_var, save_mean,
-                               save_invstd, params);
+        forward_train_rows_f32(x, gamma, beta, y, running_mean, running_var, save_mean, save_invstd, params);
         return;
     }
     if (channels_innermost(x)) {
-        forward_train_rows(x, gamma, beta, y, running_mean, running_var, save_mean, save_invstd,
-                           params);
+        forward_train_rows(x, gamma, beta, y, running_mean, running_var, save_mean, save_invstd, params);
         return;
     }
     for (int64_t c = 0; c < s.c; ++c) {
@@ -415,26 +404,25 @@ void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Ten
                 int64_t off = cpu::channel_offset(x, n, c, i);
                 cpu::set(y, off, (cpu::get(x, off) - mean) * invstd * g + b);
             }
-        record_channel_stats(c, mean, squares, count, invstd, save_mean, save_invstd, running_mean,
-                             running_var, params.momentum);
+        record_channel_stats(c, mean, squares, count, invstd, save_mean, save_invstd, running_mean, running_var,
+                             params.momentum);
     }
 }
 
-void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                const Tensor& running_mean, const Tensor& running_var,
-                                const Tensor& y, const BatchNormParams& params) {
+void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                                const Tensor& running_var, const Tensor& y, const BatchNormParams& params) {
     const char* op = "batchnorm_forward_eval_cpu";
     BnShape s = check_bn(op, x, y);
-    for (auto [t, name] : {std::pair{gamma, "gamma"}, {beta, "beta"},
-                           {running_mean, "running_mean"}, {running_var, "running_var"}})
+    for (auto [t, name] :
+         {std::pair{gamma, "gamma"}, {beta, "beta"}, {running_mean, "running_mean"}, {running_var, "running_var"}})
         check_channel_param(op, t, name, s.c);
     if (fast_nchw({&x, &y})) {
         cpu::for_slices(s.c, 1, [&](int64_t c_begin, int64_t c_end) {
             for (int64_t c = c_begin; c < c_end; ++c) {
                 const double invstd = 1.0 / std::sqrt(cpu::get(running_var, c) + params.eps);
                 const float scale = static_cast<float>(cpu::get(gamma, c) * invstd);
-                const float shift = static_cast<float>(cpu::get(beta, c) -
-                                                       cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
+                const float shift =
+                    static_cast<float>(cpu::get(beta, c) - cpu::get(running_mean, c) * invstd * cpu::get(gamma, c));
                 for (int64_t n = 0; n < s.n; ++n) {
                     const float* in = x.as<float>() + (n * s.c + c) * s.spatial;
                     float* out = y.as<float>() + (n * s.c + c) * s.spatial;
@@ -464,14 +452,16 @@ void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tens
     }
 }
 
-void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx,
-                            const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
-                            GradWrite param_write) {
+void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                            const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                            GradWrite input_write, GradWrite param_write) {
     const char* op = "batchnorm_backward_cpu";
     BnShape s = check_bn(op, x, dy);
-    for (auto [t, name] : {std::pair{gamma, "gamma"}, {save_mean, "save_mean"},
-                           {save_invstd, "save_invstd"}, {dgamma, "dgamma"}, {dbeta, "dbeta"}})
+    for (auto [t, name] : {std::pair{gamma, "gamma"},
+                           {save_mean, "save_mean"},
+                           {save_invstd, "save_invstd"},
+                           {dgamma, "dgamma"},
+                           {dbeta, "dbeta"}})
         check_channel_param(op, t, name, s.c);
     if (dx.defined()) check_bn(op, x, dx);
     const double count = double(s.n * s.spatial);
@@ -486,8 +476,8 @@ void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
                         prefetch_plane_start(x.as<float>() + ((n + 1) * s.c + c) * s.spatial, s.spatial);
                     }
                     plane_gradient_sums(dy.as<float>() + (n * s.c + c) * s.spatial,
-                                        x.as<float>() + (n * s.c + c) * s.spatial, s.spatial,
-                                        static_cast<float>(mean), sum_dy, sum_dy_centred);
+                                        x.as<float>() + (n * s.c + c) * s.spatial, s.spatial, static_cast<float>(mean),
+                                        sum_dy, sum_dy_centred);
                 }
                 const double sum_dy_xhat = sum_dy_centred * invstd;
                 cpu::write(dgamma, c, sum_dy_xhat, param_write);
@@ -510,13 +500,11 @@ void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
         return;
     }
     if (channels_innermost(x) && cpu::all_f32({&x, &dy, &dx})) {
-        backward_rows_f32(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, input_write,
-                          param_write);
+        backward_rows_f32(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, input_write, param_write);
         return;
     }
     if (channels_innermost(x)) {
-        backward_rows(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, input_write,
-                      param_write);
+        backward_rows(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, input_write, param_write);
         return;
     }
     for (int64_t c = 0; c < s.c; ++c) {

@@ -34,13 +34,13 @@ ConvShape check_conv(const char* op, const Tensor& x, const Tensor& weight, cons
     require(x.layout == weight.layout && x.layout == y.layout, op, "x, weight and y layouts differ");
     require(weight.shape[1] == x.shape[1], op,
             "weight channels differ from x: " + weight.describe() + " vs " + x.describe());
-    ConvShape s{x.shape[0], x.shape[1], x.shape[2], x.shape[3], weight.shape[0], weight.shape[2],
-                weight.shape[3], 0, 0};
+    ConvShape s{x.shape[0],      x.shape[1],      x.shape[2], x.shape[3], weight.shape[0],
+                weight.shape[2], weight.shape[3], 0,          0};
     s.p = conv_output_size(s.h, s.r, params.stride_h, params.pad_h, params.dilation_h);
     s.q = conv_output_size(s.w, s.s, params.stride_w, params.pad_w, params.dilation_w);
     require(y.shape[0] == s.n && y.shape[1] == s.k && y.shape[2] == s.p && y.shape[3] == s.q, op,
-            "output must be [" + std::to_string(s.n) + "," + std::to_string(s.k) + "," +
-                std::to_string(s.p) + "," + std::to_string(s.q) + "]: " + y.describe());
+            "output must be [" + std::to_string(s.n) + "," + std::to_string(s.k) + "," + std::to_string(s.p) + "," +
+                std::to_string(s.q) + "]: " + y.describe());
     return s;
 }
 
@@ -51,7 +51,7 @@ struct ColumnRange {
 };
 
 inline ColumnRange valid_columns(int64_t offset, int64_t stride, int64_t pad, int64_t W, int64_t Q) {
-    const int64_t low = pad - offset;  // q * stride >= low
+    const int64_t low = pad - offset;           // q * stride >= low
     const int64_t high = W - 1 + pad - offset;  // q * stride <= high
     int64_t begin = low > 0 ? (low + stride - 1) / stride : 0;
     int64_t end = high < 0 ? 0 : std::min(Q, high / stride + 1);
@@ -105,20 +105,18 @@ void col2im_add(const T* col, const ConvShape& s, const Conv2dParams& pr, T* ima
 }
 
 // C[m,n] = alpha op(A) op(B) + beta C, row-major, float or double.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-          float beta, float* c) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta, float* c) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
+                ta ? m : k, b, tb ? k : n, beta, c, n);
 }
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, const double* b,
-          double beta, double* c) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, 1.0, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, const double* b, double beta, double* c) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
+                ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
 template <class T>
-void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
-             const Conv2dParams& params, const ConvShape& s) {
+void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y, const Conv2dParams& params,
+             const ConvShape& s) {
     std::vector<T> xs = cpu::load_nchw<T>(x), ws = cpu::load_nchw<T>(weight);
     std::vector<T> ys(static_cast<std::size_t>(y.numel()));
     const int64_t crs = s.c * s.r * s.s, pq = s.p * s.q;
@@ -137,8 +135,8 @@ void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Te
 }
 
 template <class T>
-void backward_data(const Tensor& weight, const Tensor& dy, const Tensor& dx,
-                   const Conv2dParams& params, GradWrite write, const ConvShape& s) {
+void backward_data(const Tensor& weight, const Tensor& dy, const Tensor& dx, const Conv2dParams& params,
+                   GradWrite write, const ConvShape& s) {
     std::vector<T> ws = cpu::load_nchw<T>(weight), dys = cpu::load_nchw<T>(dy);
     std::vector<T> dxs(static_cast<std::size_t>(dx.numel()), T(0));
     const int64_t crs = s.c * s.r * s.s, pq = s.p * s.q;
@@ -152,8 +150,8 @@ void backward_data(const Tensor& weight, const Tensor& dy, const Tensor& dx,
 }
 
 template <class T>
-void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight,
-                     const Conv2dParams& params, GradWrite write, const ConvShape& s) {
+void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight, const Conv2dParams& params,
+                     GradWrite write, const ConvShape& s) {
     std::vector<T> xs = cpu::load_nchw<T>(x), dys = cpu::load_nchw<T>(dy);
     const int64_t crs = s.c * s.r * s.s, pq = s.p * s.q;
     std::vector<T> dws(static_cast<std::size_t>(s.k * crs), T(0));
@@ -171,8 +169,8 @@ void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight,
 namespace {
 
 // The checks every twin makes, fast or reference.
-ConvShape check_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const Tensor& y, const Conv2dParams& params) {
+ConvShape check_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                        const Conv2dParams& params) {
     ConvShape s = check_conv(op, x, weight, y, params);
     if (bias.defined()) {
         cpu::check_float_cpu(bias, op, "bias");
@@ -210,15 +208,13 @@ void conv2d_forward_reference_cpu(const Tensor& x, const Tensor& weight, const T
 void conv2d_backward_data_reference_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
                                         const Conv2dParams& params, GradWrite write) {
     ConvShape s = check_conv("conv2d_backward_data_cpu", dx, weight, dy, params);
-    in_compute_type(dx.dtype,
-                    [&](auto zero) { backward_data<decltype(zero)>(weight, dy, dx, params, write, s); });
+    in_compute_type(dx.dtype, [&](auto zero) { backward_data<decltype(zero)>(weight, dy, dx, params, write, s); });
 }
 
 void conv2d_backward_filter_reference_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
                                           const Conv2dParams& params, GradWrite write) {
     ConvShape s = check_conv("conv2d_backward_filter_cpu", x, dweight, dy, params);
-    in_compute_type(x.dtype,
-                    [&](auto zero) { backward_filter<decltype(zero)>(x, dy, dweight, params, write, s); });
+    in_compute_type(x.dtype, [&](auto zero) { backward_filter<decltype(zero)>(x, dy, dweight, params, write, s); });
 }
 
 namespace {
@@ -247,15 +243,15 @@ void conv2d_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bia
     cpu::onednn_conv2d_forward(x, weight, bias, y, params);
 }
 
-void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
-                              const Conv2dParams& params, GradWrite write) {
+void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx, const Conv2dParams& params,
+                              GradWrite write) {
     if (!fast_path({&weight, &dy, &dx})) return conv2d_backward_data_reference_cpu(weight, dy, dx, params, write);
     check_conv("conv2d_backward_data_cpu", dx, weight, dy, params);
     cpu::onednn_conv2d_backward_data(weight, dy, dx, params, write);
 }
 
-void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
-                                const Conv2dParams& params, GradWrite write) {
+void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight, const Conv2dParams& params,
+                                GradWrite write) {
     if (!fast_path({&x, &dy, &dweight})) return conv2d_backward_filter_reference_cpu(x, dy, dweight, params, write);
     check_conv("conv2d_backward_filter_cpu", x, dweight, dy, params);
     cpu::onednn_conv2d_backward_filter(x, dy, dweight, params, write);
@@ -282,7 +278,8 @@ void conv2d_backward_bias_cpu(const Tensor& dy, const Tensor& dbias, GradWrite w
             }
     }
     float* out = dbias.as<float>();
-    for (int64_t k = 0; k < K; ++k) out[k] = static_cast<float>(write == GradWrite::accumulate ? out[k] + sums[k] : sums[k]);
+    for (int64_t k = 0; k < K; ++k)
+        out[k] = static_cast<float>(write == GradWrite::accumulate ? out[k] + sums[k] : sums[k]);
 }
 
 }  // namespace ember::ops

@@ -26,8 +26,12 @@ inline void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
     require(same_shape(a, b), op, "shapes differ: " + a.describe() + " vs " + b.describe());
 }
 
-inline double get(const Tensor& t, int64_t i) { return load_as_double(t.data, t.dtype, i); }
-inline void set(const Tensor& t, int64_t i, double v) { store_from_double(t.data, t.dtype, i, v); }
+inline double get(const Tensor& t, int64_t i) {
+    return load_as_double(t.data, t.dtype, i);
+}
+inline void set(const Tensor& t, int64_t i, double v) {
+    store_from_double(t.data, t.dtype, i, v);
+}
 inline void write(const Tensor& t, int64_t i, double v, ops::GradWrite mode) {
     if (mode == ops::GradWrite::accumulate) v += get(t, i);
     set(t, i, v);
@@ -61,8 +65,7 @@ inline void load_row(const Tensor& t, int64_t first, int64_t count, double* out)
 
 // Writes (store or +=) `count` doubles to consecutive elements of t from `first`,
 // rounding as write() does: the old value is added in double, then stored.
-inline void store_row(const Tensor& t, int64_t first, int64_t count, const double* values,
-                      ops::GradWrite mode) {
+inline void store_row(const Tensor& t, int64_t first, int64_t count, const double* values, ops::GradWrite mode) {
     if (t.dtype == DType::f32) {
         float* out = t.as<float>() + first;
         if (mode == ops::GradWrite::accumulate)
@@ -100,8 +103,7 @@ std::vector<T> load_nchw(const Tensor& t) {
     for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c)
             for (int64_t h = 0; h < H; ++h)
-                for (int64_t w = 0; w < W; ++w)
-                    out[i++] = static_cast<T>(get(t, t.offset4(n, c, h, w)));
+                for (int64_t w = 0; w < W; ++w) out[i++] = static_cast<T>(get(t, t.offset4(n, c, h, w)));
     return out;
 }
 
@@ -138,8 +140,7 @@ void store_nchw(const std::vector<T>& values, const Tensor& t, ops::GradWrite mo
     for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c)
             for (int64_t h = 0; h < H; ++h)
-                for (int64_t w = 0; w < W; ++w)
-                    write(t, t.offset4(n, c, h, w), static_cast<double>(values[i++]), mode);
+                for (int64_t w = 0; w < W; ++w) write(t, t.offset4(n, c, h, w), static_cast<double>(values[i++]), mode);
 }
 
 }  // namespace ember::cpu

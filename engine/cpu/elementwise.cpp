@@ -93,9 +93,8 @@ void fill_cpu(const Tensor& t, float value) {
     cpu::check_float_cpu(t, "fill_cpu", "t");
     if (cpu::fast_f32({&t})) {
         float* out = t.as<float>();
-        cpu::parallel_for(t.numel(), cpu::kElementGrain, [&](int64_t begin, int64_t end) {
-            std::fill(out + begin, out + end, value);
-        });
+        cpu::parallel_for(t.numel(), cpu::kElementGrain,
+                          [&](int64_t begin, int64_t end) { std::fill(out + begin, out + end, value); });
         return;
     }
     for (int64_t i = 0, end = t.numel(); i < end; ++i) cpu::set(t, i, value);

@@ -6,8 +6,7 @@ namespace ember::ops {
 namespace {
 
 void check_embedding(const char* op, const Tensor& ids, const Tensor& table, const Tensor& rows) {
-    require(ids.defined() && ids.dtype == DType::i32 && ids.device == Device::cpu, op,
-            "ids must be a cpu i32 tensor");
+    require(ids.defined() && ids.dtype == DType::i32 && ids.device == Device::cpu, op, "ids must be a cpu i32 tensor");
     cpu::check_float_cpu(table, op, "table");
     cpu::check_float_cpu(rows, op, "rows");
     require(table.rank == 2, op, "table must be [V, D]: " + table.describe());
@@ -31,8 +30,7 @@ void embedding_forward_cpu(const Tensor& ids, const Tensor& table, const Tensor&
     }
 }
 
-void embedding_backward_cpu(const Tensor& ids, const Tensor& dout, const Tensor& dtable,
-                            GradWrite write) {
+void embedding_backward_cpu(const Tensor& ids, const Tensor& dout, const Tensor& dtable, GradWrite write) {
     check_embedding("embedding_backward_cpu", ids, dtable, dout);
     const int64_t D = dtable.shape[1];
     if (write == GradWrite::store)

@@ -31,14 +31,12 @@ double gelu_double(double x) {
 
 }  // namespace
 
-GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c,
-                           const GemmArgs& args) {
+GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args) {
     require(a.dtype == b.dtype, op, "A and B dtypes differ: " + a.describe() + ", " + b.describe());
     for (const Tensor* t : {&a, &b, &c})
         require(!(t->rank == 4 && t->layout == Layout::nhwc), op,
                 "operands are read as row-major matrices; convert channels-last first: " + t->describe());
-    require(c.dtype == a.dtype || c.dtype == DType::f32, op,
-            "C must be f32 or A's dtype: " + c.describe());
+    require(c.dtype == a.dtype || c.dtype == DType::f32, op, "C must be f32 or A's dtype: " + c.describe());
     const int64_t m = args.transpose_a ? a.cols() : a.rows();
     const int64_t k = args.transpose_a ? a.rows() : a.cols();
     const int64_t kb = args.transpose_b ? b.cols() : b.rows();
@@ -96,8 +94,8 @@ void gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const
 
     if (a.dtype == DType::f64) {
         if (m > 0 && n > 0)
-            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, args.alpha, a.as<double>(), a.cols(),
-                        b.as<double>(), b.cols(), args.beta, c.as<double>(), n);
+            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, args.alpha, a.as<double>(), a.cols(), b.as<double>(), b.cols(),
+                        args.beta, c.as<double>(), n);
         epilogue(c.as<double>());
         return;
     }
@@ -116,8 +114,7 @@ void gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const
         c_ptr = c_wide.data();
     }
     if (m > 0 && n > 0)
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, args.alpha, a_ptr, a.cols(), b_ptr, b.cols(),
-                    args.beta, c_ptr, n);
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, args.alpha, a_ptr, a.cols(), b_ptr, b.cols(), args.beta, c_ptr, n);
     epilogue(c_ptr);
     if (c.dtype != DType::f32)
         for (int64_t i = 0, end = c.numel(); i < end; ++i) store_from_float(c.data, c.dtype, i, c_ptr[i]);
@@ -133,14 +130,13 @@ GemmArgs linear_forward_args(const char* op, const Tensor& bias, bool gelu, cons
     return args;
 }
 
-void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
-                        bool gelu, const Tensor& pre_activation) {
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y, bool gelu,
+                        const Tensor& pre_activation) {
     gemm_cpu(x, weight, y, linear_forward_args("linear_forward_cpu", bias, gelu, pre_activation));
 }
 
 void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
-                         const Tensor& dweight, const Tensor& dbias, GradWrite input_write,
-                         GradWrite param_write) {
+                         const Tensor& dweight, const Tensor& dbias, GradWrite input_write, GradWrite param_write) {
     if (dx.defined()) {
         GemmArgs args;  // dx[M,K] = dy[M,N] W[N,K]
         args.beta = input_write == GradWrite::accumulate ? 1.0f : 0.0f;

@@ -34,8 +34,7 @@ OpImplementation op_implementation();
 // Sets the implementation for a scope (tests, benchmarks) and restores the previous one.
 class ScopedOpImplementation {
   public:
-    explicit ScopedOpImplementation(OpImplementation implementation)
-        : previous_(op_implementation()) {
+    explicit ScopedOpImplementation(OpImplementation implementation) : previous_(op_implementation()) {
         set_op_implementation(implementation);
     }
     ~ScopedOpImplementation() { set_op_implementation(previous_); }
@@ -63,17 +62,15 @@ std::string name_jit_kernels_for_profilers();
 namespace ember::ops {
 
 // The plain loops behind the fast paths (same arguments as the ops::<op>_cpu twins).
-void conv2d_forward_reference_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                  const Tensor& y, const Conv2dParams& params);
+void conv2d_forward_reference_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                                  const Conv2dParams& params);
 void conv2d_backward_data_reference_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
                                         const Conv2dParams& params, GradWrite write);
 void conv2d_backward_filter_reference_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
                                           const Conv2dParams& params, GradWrite write);
 void conv2d_backward_bias_reference_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write);
-void gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c,
-                        const GemmArgs& args = {});
-void batched_gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c,
-                                const BatchedGemmShape& shape);
+void gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args = {});
+void batched_gemm_reference_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& shape);
 void bias_backward_reference_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write);
 
 }  // namespace ember::ops

@@ -20,8 +20,7 @@ void check_ln_params(const char* op, const Tensor& x, std::initializer_list<std:
     for (auto& [t, name] : params) {
         cpu::check_float_cpu(t, op, name);
         require(t.numel() == expected, op,
-                std::string(name) + " must have " + std::to_string(expected) + " elements: " +
-                    t.describe());
+                std::string(name) + " must have " + std::to_string(expected) + " elements: " + t.describe());
     }
 }
 
@@ -37,8 +36,9 @@ void check_input_pair(const char* op, const Tensor& x, const Tensor& other, cons
 void check_scratch(const char* op, const Tensor& scratch, int64_t expected) {
     require(scratch.defined() && scratch.device == Device::cpu &&
                 (scratch.dtype == DType::f32 || scratch.dtype == DType::f64) && scratch.numel() >= expected,
-            op, "scratch must be a cpu f32 or f64 tensor with at least " + std::to_string(expected) +
-                    " elements" + (scratch.defined() ? ": " + scratch.describe() : ""));
+            op,
+            "scratch must be a cpu f32 or f64 tensor with at least " + std::to_string(expected) + " elements" +
+                (scratch.defined() ? ": " + scratch.describe() : ""));
 }
 
 // A [count] slice of the scratch tensor starting at element `offset`.
@@ -68,8 +68,7 @@ void row_rstd(const Tensor& x, const Tensor& mean, int64_t rows, int64_t C, floa
     }
 }
 
-void normalize(const Tensor& x, const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t C,
-               const Tensor& xhat) {
+void normalize(const Tensor& x, const Tensor& mean, const Tensor& rstd, int64_t rows, int64_t C, const Tensor& xhat) {
     for (int64_t i = 0; i < rows * C; ++i)
         cpu::set(xhat, i, layernorm_normalize(cpu::get(x, i), cpu::get(mean, i / C), cpu::get(rstd, i / C)));
 }
@@ -86,8 +85,8 @@ void column_sum(const Tensor& in, int64_t rows, int64_t C, const Tensor& out, Gr
     for (int64_t c = 0; c < C; ++c) cpu::write(out, c, sums[c], write);
 }
 
-void forward_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
-                 const Tensor& save_mean, const Tensor& save_rstd, float eps, int64_t rows, int64_t C) {
+void forward_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                 const Tensor& save_rstd, float eps, int64_t rows, int64_t C) {
     const float *in = x.as<float>(), *g = gamma.as<float>(), *b = beta.as<float>();
     float *out = y.as<float>(), *means = save_mean.as<float>(), *rstds = save_rstd.as<float>();
     cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / C), [&](int64_t begin, int64_t end) {
@@ -102,8 +101,7 @@ void forward_f32(const Tensor& x, const Tensor& gamma, const Tensor& beta, const
                 squares += d * d;
             }
             const double rstd = 1.0 / std::sqrt(squares / double(C) + eps);
-            for (int64_t c = 0; c < C; ++c)
-                out[r * C + c] = static_cast<float>((row[c] - mean) * rstd * g[c] + b[c]);
+            for (int64_t c = 0; c < C; ++c) out[r * C + c] = static_cast<float>((row[c] - mean) * rstd * g[c] + b[c]);
             means[r] = static_cast<float>(mean);
             rstds[r] = static_cast<float>(rstd);
         }
@@ -155,19 +153,18 @@ void backward_f32(const Tensor& x, const Tensor& dy, const Tensor& gamma, const 
         }
         for (int64_t c = c_begin; c < c_end; ++c) {
             const bool accumulate = param_write == GradWrite::accumulate;
-            dgamma_out[c] = static_cast<float>(accumulate ? dgamma_out[c] + dgamma_sum[c - c_begin]
-                                                          : dgamma_sum[c - c_begin]);
-            dbeta_out[c] = static_cast<float>(accumulate ? dbeta_out[c] + dbeta_sum[c - c_begin]
-                                                         : dbeta_sum[c - c_begin]);
+            dgamma_out[c] =
+                static_cast<float>(accumulate ? dgamma_out[c] + dgamma_sum[c - c_begin] : dgamma_sum[c - c_begin]);
+            dbeta_out[c] =
+                static_cast<float>(accumulate ? dbeta_out[c] + dbeta_sum[c - c_begin] : dbeta_sum[c - c_begin]);
         }
     });
 }
 
 }  // namespace
 
-void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                           const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
-                           float eps) {
+void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                           const Tensor& save_mean, const Tensor& save_rstd, float eps) {
     const char* op = "layernorm_forward_cpu";
     check_input_pair(op, x, y, "y");
     const int64_t rows = x.rows(), C = x.cols();
@@ -187,17 +184,15 @@ void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& b
         }
         const double rstd = 1.0 / std::sqrt(squares / double(C) + eps);
         for (int64_t c = 0; c < C; ++c)
-            cpu::set(y, base + c,
-                     (cpu::get(x, base + c) - mean) * rstd * cpu::get(gamma, c) + cpu::get(beta, c));
+            cpu::set(y, base + c, (cpu::get(x, base + c) - mean) * rstd * cpu::get(gamma, c) + cpu::get(beta, c));
         cpu::set(save_mean, r, mean);
         cpu::set(save_rstd, r, rstd);
     }
 }
 
-void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
-                            const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
-                            GradWrite param_write) {
+void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                            const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                            GradWrite input_write, GradWrite param_write) {
     const char* op = "layernorm_backward_cpu";
     check_input_pair(op, x, dy, "dy");
     const int64_t rows = x.rows(), C = x.cols();
@@ -208,8 +203,7 @@ void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
         cpu::check_same_shape(x, dx, op);
     }
     if (cpu::fast_f32({&x, &dy, &gamma, &save_mean, &save_rstd, &dx, &dgamma, &dbeta}) && C > 0)
-        return backward_f32(x, dy, gamma, save_mean, save_rstd, dx, dgamma, dbeta, input_write, param_write,
-                            rows, C);
+        return backward_f32(x, dy, gamma, save_mean, save_rstd, dx, dgamma, dbeta, input_write, param_write, rows, C);
     std::vector<double> dgamma_sum(static_cast<std::size_t>(C), 0.0), dbeta_sum(dgamma_sum);
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t base = r * C;
@@ -241,9 +235,8 @@ void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gam
 
 // ---- unfused --------------------------------------------------------------------------
 
-void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                   const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
-                                   const Tensor& scratch, float eps) {
+void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                                   const Tensor& save_mean, const Tensor& save_rstd, const Tensor& scratch, float eps) {
     const char* op = "layernorm_forward_unfused_cpu";
     check_input_pair(op, x, y, "y");
     const int64_t rows = x.rows(), C = x.cols(), n = rows * C;
@@ -258,10 +251,10 @@ void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const T
         cpu::set(y, i, layernorm_affine(cpu::get(xhat, i), cpu::get(gamma, i % C), cpu::get(beta, i % C)));
 }
 
-void layernorm_backward_unfused_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                    const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
-                                    const Tensor& dgamma, const Tensor& dbeta, const Tensor& scratch,
-                                    GradWrite input_write, GradWrite param_write) {
+void layernorm_backward_unfused_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                                    const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
+                                    const Tensor& dbeta, const Tensor& scratch, GradWrite input_write,
+                                    GradWrite param_write) {
     const char* op = "layernorm_backward_unfused_cpu";
     check_input_pair(op, x, dy, "dy");
     const int64_t rows = x.rows(), C = x.cols(), n = rows * C;

@@ -30,8 +30,7 @@ namespace {
 
 OpImplementation implementation_from_environment() {
     const char* value = std::getenv("EMBER_CPU_REFERENCE");
-    return value != nullptr && std::strcmp(value, "1") == 0 ? OpImplementation::reference
-                                                            : OpImplementation::fast;
+    return value != nullptr && std::strcmp(value, "1") == 0 ? OpImplementation::reference : OpImplementation::fast;
 }
 
 std::atomic<OpImplementation>& current_implementation() {
@@ -168,8 +167,8 @@ dnnl::stream& cpu_stream() {
 }
 
 void rethrow(const char* call, const std::string& what, const dnnl::error& error) {
-    throw std::runtime_error(std::string("oneDNN ") + call + " (" + what + "): " + error.what() +
-                             " (status " + std::to_string(static_cast<int>(error.status)) + ")");
+    throw std::runtime_error(std::string("oneDNN ") + call + " (" + what + "): " + error.what() + " (status " +
+                             std::to_string(static_cast<int>(error.status)) + ")");
 }
 
 namespace {
@@ -201,20 +200,17 @@ void* scratch(ScratchSlot slot, std::size_t bytes) {
 dnnl::memory::desc activation_desc(const Tensor& t) {
     using tag = dnnl::memory::format_tag;
     const bool same_in_both_layouts = t.shape[1] == 1 || t.shape[2] * t.shape[3] == 1;
-    return dnnl::memory::desc(
-        {t.shape[0], t.shape[1], t.shape[2], t.shape[3]}, dnnl::memory::data_type::f32,
-        t.layout == Layout::nhwc || same_in_both_layouts ? tag::nhwc : tag::nchw);
+    return dnnl::memory::desc({t.shape[0], t.shape[1], t.shape[2], t.shape[3]}, dnnl::memory::data_type::f32,
+                              t.layout == Layout::nhwc || same_in_both_layouts ? tag::nhwc : tag::nchw);
 }
 
 dnnl::memory::desc channels_last_desc(const dnnl::memory::desc& activation) {
-    return dnnl::memory::desc(activation.dims(), activation.data_type(),
-                              dnnl::memory::format_tag::nhwc);
+    return dnnl::memory::desc(activation.dims(), activation.data_type(), dnnl::memory::format_tag::nhwc);
 }
 
 dnnl::memory::desc filter_desc(const Tensor& t) {
     using tag = dnnl::memory::format_tag;
-    return dnnl::memory::desc({t.shape[0], t.shape[1], t.shape[2], t.shape[3]},
-                              dnnl::memory::data_type::f32,
+    return dnnl::memory::desc({t.shape[0], t.shape[1], t.shape[2], t.shape[3]}, dnnl::memory::data_type::f32,
                               t.layout == Layout::nhwc ? tag::ohwi : tag::oihw);
 }
 
@@ -226,17 +222,13 @@ dnnl::memory::desc with_any_format(const dnnl::memory::desc& desc) {
     return dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::any);
 }
 
-Staged::Staged(const dnnl::memory::desc& user_desc, const dnnl::memory::desc& compute_desc,
-               bool inbound, bool outbound)
+Staged::Staged(const dnnl::memory::desc& user_desc, const dnnl::memory::desc& compute_desc, bool inbound, bool outbound)
     : user(user_desc), compute(compute_desc) {
     if (!reordered()) return;
     try {
         if (inbound)
-            to_compute = dnnl::reorder(
-                dnnl::reorder::primitive_desc(cpu_engine(), user, cpu_engine(), compute));
-        if (outbound)
-            to_user = dnnl::reorder(
-                dnnl::reorder::primitive_desc(cpu_engine(), compute, cpu_engine(), user));
+            to_compute = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), user, cpu_engine(), compute));
+        if (outbound) to_user = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), compute, cpu_engine(), user));
     } catch (const dnnl::error& e) {
         rethrow("reorder::primitive_desc", "between the caller's and the primitive's formats", e);
     }
@@ -274,9 +266,8 @@ void Staged::out(dnnl::memory computed, void* data) const {
 void execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
              std::unordered_map<int, dnnl::memory> arguments) {
     if (scratchpad.get_size() > 0)
-        arguments.emplace(DNNL_ARG_SCRATCHPAD,
-                          dnnl::memory(scratchpad, cpu_engine(),
-                                       scratch(ScratchSlot::scratchpad, scratchpad.get_size())));
+        arguments.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, cpu_engine(),
+                                                            scratch(ScratchSlot::scratchpad, scratchpad.get_size())));
     cpu::thread_team();
     primitive.execute(cpu_stream(), arguments);
 }

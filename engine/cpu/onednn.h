@@ -66,8 +66,7 @@ struct Staged {
     std::optional<dnnl::reorder> to_compute, to_user;
 
     Staged() = default;
-    Staged(const dnnl::memory::desc& user_desc, const dnnl::memory::desc& compute_desc,
-           bool inbound, bool outbound);
+    Staged(const dnnl::memory::desc& user_desc, const dnnl::memory::desc& compute_desc, bool inbound, bool outbound);
     bool reordered() const { return user != compute; }
     // The data in the compute format: `data` itself, or a scratch copy reordered from it.
     dnnl::memory in(void* data, ScratchSlot slot) const;

@@ -54,8 +54,8 @@ struct ConvKeyHash {
     std::size_t operator()(const ConvKey& key) const {
         return onednn::hash_fields({key.n, key.c, key.h, key.w, key.k, key.r, key.s, key.p, key.q, key.stride_h,
                                     key.stride_w, key.pad_h, key.pad_w, key.dilation_h, key.dilation_w,
-                                    static_cast<int64_t>(key.layout), key.bias,
-                                    static_cast<int64_t>(key.direction), key.threads});
+                                    static_cast<int64_t>(key.layout), key.bias, static_cast<int64_t>(key.direction),
+                                    key.threads});
     }
 };
 
@@ -72,15 +72,13 @@ struct ConvPlan {
 };
 
 std::string describe(const ConvKey& key) {
-    return "x [" + std::to_string(key.n) + "," + std::to_string(key.c) + "," +
-           std::to_string(key.h) + "," + std::to_string(key.w) + "] " +
-           (key.layout == Layout::nhwc ? "nhwc" : "nchw") + ", weight [" + std::to_string(key.k) +
-           "," + std::to_string(key.c) + "," + std::to_string(key.r) + "," + std::to_string(key.s) +
-           "], y [" + std::to_string(key.n) + "," + std::to_string(key.k) + "," +
-           std::to_string(key.p) + "," + std::to_string(key.q) + "], stride " +
-           std::to_string(key.stride_h) + "x" + std::to_string(key.stride_w) + ", pad " +
-           std::to_string(key.pad_h) + "x" + std::to_string(key.pad_w) + ", dilation " +
-           std::to_string(key.dilation_h) + "x" + std::to_string(key.dilation_w) +
+    return "x [" + std::to_string(key.n) + "," + std::to_string(key.c) + "," + std::to_string(key.h) + "," +
+           std::to_string(key.w) + "] " + (key.layout == Layout::nhwc ? "nhwc" : "nchw") + ", weight [" +
+           std::to_string(key.k) + "," + std::to_string(key.c) + "," + std::to_string(key.r) + "," +
+           std::to_string(key.s) + "], y [" + std::to_string(key.n) + "," + std::to_string(key.k) + "," +
+           std::to_string(key.p) + "," + std::to_string(key.q) + "], stride " + std::to_string(key.stride_h) + "x" +
+           std::to_string(key.stride_w) + ", pad " + std::to_string(key.pad_h) + "x" + std::to_string(key.pad_w) +
+           ", dilation " + std::to_string(key.dilation_h) + "x" + std::to_string(key.dilation_w) +
            (key.bias ? ", bias" : "") + ", " + std::to_string(key.threads) + " threads";
 }
 
@@ -93,8 +91,7 @@ void adopt(ConvPlan& plan, const PrimitiveDesc& desc) {
 }
 
 std::unique_ptr<ConvPlan> make_plan(const ConvKey& key, const dnnl::memory::desc& x_user,
-                                    const dnnl::memory::desc& w_user,
-                                    const dnnl::memory::desc& y_user) {
+                                    const dnnl::memory::desc& w_user, const dnnl::memory::desc& y_user) {
     using dnnl::memory;
     const memory::desc x_compute = onednn::channels_last_desc(x_user);
     const memory::desc y_compute = onednn::channels_last_desc(y_user);
@@ -106,27 +103,24 @@ std::unique_ptr<ConvPlan> make_plan(const ConvKey& key, const dnnl::memory::desc
     const memory::dims strides{key.stride_h, key.stride_w};
     const memory::dims dilates{key.dilation_h - 1, key.dilation_w - 1};
     const memory::dims pad_left{key.pad_h, key.pad_w};
-    auto right_padding = [](int64_t in, int64_t out, int64_t kernel, int stride, int pad,
-                            int dilation) {
+    auto right_padding = [](int64_t in, int64_t out, int64_t kernel, int stride, int pad, int dilation) {
         return std::max<int64_t>(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in - pad);
     };
-    const memory::dims pad_right{
-        right_padding(key.h, key.p, key.r, key.stride_h, key.pad_h, key.dilation_h),
-        right_padding(key.w, key.q, key.s, key.stride_w, key.pad_w, key.dilation_w)};
+    const memory::dims pad_right{right_padding(key.h, key.p, key.r, key.stride_h, key.pad_h, key.dilation_h),
+                                 right_padding(key.w, key.q, key.s, key.stride_w, key.pad_w, key.dilation_w)};
     dnnl::primitive_attr attributes;
     attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     auto plan = std::make_unique<ConvPlan>();
     const char* call = "convolution_forward::primitive_desc";
     try {
-        dnnl::convolution_forward::desc forward_desc(
-            dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x_compute,
-            w_any, bias_desc, y_compute, strides, dilates, pad_left, pad_right);
-        dnnl::convolution_forward::primitive_desc forward(forward_desc, attributes,
-                                                          onednn::cpu_engine());
+        dnnl::convolution_forward::desc forward_desc(dnnl::prop_kind::forward_training,
+                                                     dnnl::algorithm::convolution_direct, x_compute, w_any, bias_desc,
+                                                     y_compute, strides, dilates, pad_left, pad_right);
+        dnnl::convolution_forward::primitive_desc forward(forward_desc, attributes, onednn::cpu_engine());
         // A backward direction's primitive descriptor, with the forward one as its hint.
         auto backward_desc = [&]<class Backward>(std::type_identity<Backward>) {
-            typename Backward::desc desc(dnnl::algorithm::convolution_direct, x_compute, w_any, y_compute,
-                                         strides, dilates, pad_left, pad_right);
+            typename Backward::desc desc(dnnl::algorithm::convolution_direct, x_compute, w_any, y_compute, strides,
+                                         dilates, pad_left, pad_right);
             return typename Backward::primitive_desc(desc, attributes, onednn::cpu_engine(), forward);
         };
         switch (key.direction) {
@@ -162,20 +156,18 @@ std::unique_ptr<ConvPlan> make_plan(const ConvKey& key, const dnnl::memory::desc
 }
 
 // Plans live for the process: a model has a handful of convolution shapes.
-const ConvPlan& plan_for(const ConvKey& key, const Tensor& x, const Tensor& weight,
-                         const Tensor& y) {
+const ConvPlan& plan_for(const ConvKey& key, const Tensor& x, const Tensor& weight, const Tensor& y) {
     static std::mutex mutex;
     static std::unordered_map<ConvKey, std::unique_ptr<ConvPlan>, ConvKeyHash> plans;
     std::lock_guard<std::mutex> lock(mutex);
     auto found = plans.find(key);
     if (found != plans.end()) return *found->second;
-    auto plan = make_plan(key, onednn::activation_desc(x), onednn::filter_desc(weight),
-                          onednn::activation_desc(y));
+    auto plan = make_plan(key, onednn::activation_desc(x), onednn::filter_desc(weight), onednn::activation_desc(y));
     return *plans.emplace(key, std::move(plan)).first->second;
 }
 
-ConvKey conv_key(const Tensor& x, const Tensor& weight, const Tensor& y,
-                 const ops::Conv2dParams& params, bool bias, Direction direction) {
+ConvKey conv_key(const Tensor& x, const Tensor& weight, const Tensor& y, const ops::Conv2dParams& params, bool bias,
+                 Direction direction) {
     return {x.shape[0],
             x.shape[1],
             x.shape[2],
@@ -203,8 +195,7 @@ template <class Run>
 void write_output(const Staged& staged, void* data, int64_t count, ops::GradWrite write, Run run) {
     void* destination = data;
     if (write == ops::GradWrite::accumulate)
-        destination = onednn::scratch(ScratchSlot::accumulation,
-                                      static_cast<std::size_t>(count) * sizeof(float));
+        destination = onednn::scratch(ScratchSlot::accumulation, static_cast<std::size_t>(count) * sizeof(float));
     dnnl::memory target = staged.target(destination, ScratchSlot::result);
     run(target);
     staged.out(target, destination);
@@ -241,10 +232,8 @@ Tensor subsample_tensor(int64_t n, int64_t c, int64_t p, int64_t q, Layout layou
 
 // The pixels a strided 1x1 convolution reads: x [N, C, H, W] -> [N, C, P, Q] in x's
 // layout, zero where the padding is read.
-Tensor gather_subsample(const Tensor& x, const ops::Conv2dParams& params, int64_t p_size,
-                        int64_t q_size) {
-    const int64_t n_size = x.shape[0], c_size = x.shape[1], h_size = x.shape[2],
-                  w_size = x.shape[3];
+Tensor gather_subsample(const Tensor& x, const ops::Conv2dParams& params, int64_t p_size, int64_t q_size) {
+    const int64_t n_size = x.shape[0], c_size = x.shape[1], h_size = x.shape[2], w_size = x.shape[3];
     Tensor sub = subsample_tensor(n_size, c_size, p_size, q_size, x.layout);
     const float* in = x.as<float>();
     float* out = sub.as<float>();
@@ -282,10 +271,9 @@ Tensor gather_subsample(const Tensor& x, const ops::Conv2dParams& params, int64_
 
 // The inverse: dx from the subsample's gradient, zero (store) or unchanged (accumulate)
 // at the pixels the convolution never reads.
-void scatter_subsample(const Tensor& sub, const Tensor& dx, const ops::Conv2dParams& params,
-                       ops::GradWrite write) {
-    const int64_t c_size = dx.shape[1], h_size = dx.shape[2], w_size = dx.shape[3],
-                  p_size = sub.shape[2], q_size = sub.shape[3];
+void scatter_subsample(const Tensor& sub, const Tensor& dx, const ops::Conv2dParams& params, ops::GradWrite write) {
+    const int64_t c_size = dx.shape[1], h_size = dx.shape[2], w_size = dx.shape[3], p_size = sub.shape[2],
+                  q_size = sub.shape[3];
     const bool accumulate = write == ops::GradWrite::accumulate;
     // The subsample pixel that dx pixel (h, w) is, or -1.
     auto source_index = [](int64_t x, int stride, int pad, int64_t size) -> int64_t {
@@ -332,33 +320,32 @@ void scatter_subsample(const Tensor& sub, const Tensor& dx, const ops::Conv2dPar
     }
 }
 
-ops::Conv2dParams unit_stride() { return {}; }
+ops::Conv2dParams unit_stride() {
+    return {};
+}
 
 }  // namespace
 
-void onednn_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                           const Tensor& y, const ops::Conv2dParams& params) {
+void onednn_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                           const ops::Conv2dParams& params) {
     if (is_strided_pointwise(weight, params))
-        return onednn_conv2d_forward(gather_subsample(x, params, y.shape[2], y.shape[3]), weight,
-                                     bias, y, unit_stride());
+        return onednn_conv2d_forward(gather_subsample(x, params, y.shape[2], y.shape[3]), weight, bias, y,
+                                     unit_stride());
     const ConvKey key = conv_key(x, weight, y, params, bias.defined(), Direction::forward);
     const ConvPlan& plan = plan_for(key, x, weight, y);
     try {
         dnnl::memory x_memory = plan.activation.in(x.data, ScratchSlot::activation);
         dnnl::memory w_memory = plan.filter.in(weight.data, ScratchSlot::filter);
-        write_output(
-            plan.output, y.data, y.numel(), ops::GradWrite::store, [&](dnnl::memory& y_memory) {
-                std::unordered_map<int, dnnl::memory> arguments{{DNNL_ARG_SRC, x_memory},
-                                                                {DNNL_ARG_WEIGHTS, w_memory},
-                                                                {DNNL_ARG_DST, y_memory}};
-                if (bias.defined())
-                    arguments.emplace(DNNL_ARG_BIAS, dnnl::memory(onednn::vector_desc(key.k),
-                                                                  onednn::cpu_engine(), bias.data));
-                onednn::execute(plan.primitive, plan.scratchpad, std::move(arguments));
-            });
+        write_output(plan.output, y.data, y.numel(), ops::GradWrite::store, [&](dnnl::memory& y_memory) {
+            std::unordered_map<int, dnnl::memory> arguments{
+                {DNNL_ARG_SRC, x_memory}, {DNNL_ARG_WEIGHTS, w_memory}, {DNNL_ARG_DST, y_memory}};
+            if (bias.defined())
+                arguments.emplace(DNNL_ARG_BIAS,
+                                  dnnl::memory(onednn::vector_desc(key.k), onednn::cpu_engine(), bias.data));
+            onednn::execute(plan.primitive, plan.scratchpad, std::move(arguments));
+        });
     } catch (const dnnl::error& e) {
-        onednn::rethrow("convolution_forward::execute", describe(key) + ", " + plan.implementation,
-                        e);
+        onednn::rethrow("convolution_forward::execute", describe(key) + ", " + plan.implementation, e);
     }
 }
 
@@ -376,37 +363,32 @@ void onednn_conv2d_backward_data(const Tensor& weight, const Tensor& dy, const T
         dnnl::memory dy_memory = plan.gradient.in(dy.data, ScratchSlot::gradient);
         dnnl::memory w_memory = plan.filter.in(weight.data, ScratchSlot::filter);
         write_output(plan.output, dx.data, dx.numel(), write, [&](dnnl::memory& dx_memory) {
-            onednn::execute(plan.primitive, plan.scratchpad,
-                            {{DNNL_ARG_DIFF_DST, dy_memory},
-                             {DNNL_ARG_WEIGHTS, w_memory},
-                             {DNNL_ARG_DIFF_SRC, dx_memory}});
+            onednn::execute(
+                plan.primitive, plan.scratchpad,
+                {{DNNL_ARG_DIFF_DST, dy_memory}, {DNNL_ARG_WEIGHTS, w_memory}, {DNNL_ARG_DIFF_SRC, dx_memory}});
         });
     } catch (const dnnl::error& e) {
-        onednn::rethrow("convolution_backward_data::execute",
-                        describe(key) + ", " + plan.implementation, e);
+        onednn::rethrow("convolution_backward_data::execute", describe(key) + ", " + plan.implementation, e);
     }
 }
 
 void onednn_conv2d_backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dweight,
                                    const ops::Conv2dParams& params, ops::GradWrite write) {
     if (is_strided_pointwise(dweight, params))
-        return onednn_conv2d_backward_filter(gather_subsample(x, params, dy.shape[2], dy.shape[3]),
-                                             dy, dweight, unit_stride(), write);
+        return onednn_conv2d_backward_filter(gather_subsample(x, params, dy.shape[2], dy.shape[3]), dy, dweight,
+                                             unit_stride(), write);
     const ConvKey key = conv_key(x, dweight, dy, params, false, Direction::backward_weights);
     const ConvPlan& plan = plan_for(key, x, dweight, dy);
     try {
         dnnl::memory x_memory = plan.activation.in(x.data, ScratchSlot::activation);
         dnnl::memory dy_memory = plan.gradient.in(dy.data, ScratchSlot::gradient);
-        write_output(plan.filter, dweight.data, dweight.numel(), write,
-                     [&](dnnl::memory& dw_memory) {
-                         onednn::execute(plan.primitive, plan.scratchpad,
-                                         {{DNNL_ARG_SRC, x_memory},
-                                          {DNNL_ARG_DIFF_DST, dy_memory},
-                                          {DNNL_ARG_DIFF_WEIGHTS, dw_memory}});
-                     });
+        write_output(plan.filter, dweight.data, dweight.numel(), write, [&](dnnl::memory& dw_memory) {
+            onednn::execute(
+                plan.primitive, plan.scratchpad,
+                {{DNNL_ARG_SRC, x_memory}, {DNNL_ARG_DIFF_DST, dy_memory}, {DNNL_ARG_DIFF_WEIGHTS, dw_memory}});
+        });
     } catch (const dnnl::error& e) {
-        onednn::rethrow("convolution_backward_weights::execute",
-                        describe(key) + ", " + plan.implementation, e);
+        onednn::rethrow("convolution_backward_weights::execute", describe(key) + ", " + plan.implementation, e);
     }
 }
 

@@ -26,41 +26,38 @@
 
 namespace ember::cpu {
 
-void fast_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const ops::GemmArgs& args,
-               int64_t m, int64_t n, int64_t k) {
+void fast_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const ops::GemmArgs& args, int64_t m, int64_t n,
+               int64_t k) {
     thread_team();
     const dnnl_status_t status =
-        dnnl_sgemm(args.transpose_a ? 'T' : 'N', args.transpose_b ? 'T' : 'N', m, n, k, args.alpha,
-                   a.as<float>(), a.cols(), b.as<float>(), b.cols(), args.beta, c.as<float>(), n);
+        dnnl_sgemm(args.transpose_a ? 'T' : 'N', args.transpose_b ? 'T' : 'N', m, n, k, args.alpha, a.as<float>(),
+                   a.cols(), b.as<float>(), b.cols(), args.beta, c.as<float>(), n);
     if (status != dnnl_success)
-        throw std::runtime_error(
-            "oneDNN dnnl_sgemm (" + std::string(args.transpose_a ? "A^T " : "A ") + a.describe() +
-            (args.transpose_b ? " x B^T " : " x B ") + b.describe() + " -> C " + c.describe() +
-            "): status " + std::to_string(static_cast<int>(status)));
+        throw std::runtime_error("oneDNN dnnl_sgemm (" + std::string(args.transpose_a ? "A^T " : "A ") + a.describe() +
+                                 (args.transpose_b ? " x B^T " : " x B ") + b.describe() + " -> C " + c.describe() +
+                                 "): status " + std::to_string(static_cast<int>(status)));
     if (args.epilogue == ops::Epilogue::none) return;
     // The reference's epilogue in float: c + bias rounds the same whether the sum is
     // formed in double or float, and GELU reads that rounded value either way.
     const float* bias = args.bias.as<float>();
     float* values = c.as<float>();
     const bool gelu = args.epilogue == ops::Epilogue::bias_gelu;
-    float* pre_activation =
-        gelu && args.pre_activation.defined() ? args.pre_activation.as<float>() : nullptr;
-    parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)),
-                 [&](int64_t begin, int64_t end) {
-                     for (int64_t row = begin; row < end; ++row) {
-                         float* out = values + row * n;
-                         float* pre = pre_activation ? pre_activation + row * n : nullptr;
-                         if (!gelu) {
-                             for (int64_t col = 0; col < n; ++col) out[col] += bias[col];
-                             continue;
-                         }
-                         for (int64_t col = 0; col < n; ++col) {
-                             const float v = out[col] + bias[col];
-                             if (pre) pre[col] = v;
-                             out[col] = ops::gelu_tanh(v);
-                         }
-                     }
-                 });
+    float* pre_activation = gelu && args.pre_activation.defined() ? args.pre_activation.as<float>() : nullptr;
+    parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+            float* out = values + row * n;
+            float* pre = pre_activation ? pre_activation + row * n : nullptr;
+            if (!gelu) {
+                for (int64_t col = 0; col < n; ++col) out[col] += bias[col];
+                continue;
+            }
+            for (int64_t col = 0; col < n; ++col) {
+                const float v = out[col] + bias[col];
+                if (pre) pre[col] = v;
+                out[col] = ops::gelu_tanh(v);
+            }
+        }
+    });
 }
 
 void fast_bias_backward(const Tensor& dy, const Tensor& dbias, ops::GradWrite write) {
@@ -75,8 +72,7 @@ void fast_bias_backward(const Tensor& dy, const Tensor& dbias, ops::GradWrite wr
             for (int64_t col = begin; col < end; ++col) sums[col - begin] += row[col];
         }
         for (int64_t col = begin; col < end; ++col) {
-            const double total = write == ops::GradWrite::accumulate ? out[col] + sums[col - begin]
-                                                                     : sums[col - begin];
+            const double total = write == ops::GradWrite::accumulate ? out[col] + sums[col - begin] : sums[col - begin];
             out[col] = static_cast<float>(total);
         }
     });
@@ -106,25 +102,23 @@ struct MatmulPlan {
 };
 
 std::string describe(const MatmulKey& key) {
-    return std::to_string(key.count) + " x [" + std::to_string(key.m) + "," +
-           std::to_string(key.k) + "]" + (key.transpose_a ? " (A stored transposed)" : "") +
-           " x [" + std::to_string(key.k) + "," + std::to_string(key.n) + "]" +
-           (key.transpose_b ? " (B stored transposed)" : "") + ", alpha " +
+    return std::to_string(key.count) + " x [" + std::to_string(key.m) + "," + std::to_string(key.k) + "]" +
+           (key.transpose_a ? " (A stored transposed)" : "") + " x [" + std::to_string(key.k) + "," +
+           std::to_string(key.n) + "]" + (key.transpose_b ? " (B stored transposed)" : "") + ", alpha " +
            std::to_string(key.alpha);
 }
 
 std::unique_ptr<MatmulPlan> make_plan(const MatmulKey& key) {
     using dnnl::memory;
     // Row-major stacks; a transposed operand is the same buffer read with swapped strides.
-    const memory::dims a_strides = key.transpose_a ? memory::dims{key.m * key.k, 1, key.m}
-                                                   : memory::dims{key.m * key.k, key.k, 1};
-    const memory::dims b_strides = key.transpose_b ? memory::dims{key.k * key.n, 1, key.k}
-                                                   : memory::dims{key.k * key.n, key.n, 1};
+    const memory::dims a_strides =
+        key.transpose_a ? memory::dims{key.m * key.k, 1, key.m} : memory::dims{key.m * key.k, key.k, 1};
+    const memory::dims b_strides =
+        key.transpose_b ? memory::dims{key.k * key.n, 1, key.k} : memory::dims{key.k * key.n, key.n, 1};
     auto plan = std::make_unique<MatmulPlan>();
     plan->a = memory::desc({key.count, key.m, key.k}, memory::data_type::f32, a_strides);
     plan->b = memory::desc({key.count, key.k, key.n}, memory::data_type::f32, b_strides);
-    plan->c = memory::desc({key.count, key.m, key.n}, memory::data_type::f32,
-                           memory::dims{key.m * key.n, key.n, 1});
+    plan->c = memory::desc({key.count, key.m, key.n}, memory::data_type::f32, memory::dims{key.m * key.n, key.n, 1});
     try {
         dnnl::primitive_attr attributes;
         attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -151,8 +145,7 @@ const MatmulPlan& plan_for(const MatmulKey& key) {
 
 }  // namespace
 
-void onednn_batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c,
-                         const ops::BatchedGemmShape& shape) {
+void onednn_batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const ops::BatchedGemmShape& shape) {
     const MatmulKey key{shape.count,       shape.m,           shape.n,     shape.k,
                         shape.transpose_a, shape.transpose_b, shape.alpha, thread_team()};
     const MatmulPlan& plan = plan_for(key);

@@ -20,16 +20,15 @@ void check_pool(const char* op, const Tensor& x, const Tensor& y, const Pool2dPa
     require(x.rank == 4 && y.rank == 4, op, "input and output must be 4-D");
     int64_t out_h = (x.shape[2] + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
     int64_t out_w = (x.shape[3] + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
-    require(y.shape[0] == x.shape[0] && y.shape[1] == x.shape[1] && y.shape[2] == out_h &&
-                y.shape[3] == out_w,
-            op, "output must be [" + std::to_string(x.shape[0]) + "," + std::to_string(x.shape[1]) +
-                    "," + std::to_string(out_h) + "," + std::to_string(out_w) + "]: " + y.describe());
+    require(y.shape[0] == x.shape[0] && y.shape[1] == x.shape[1] && y.shape[2] == out_h && y.shape[3] == out_w, op,
+            "output must be [" + std::to_string(x.shape[0]) + "," + std::to_string(x.shape[1]) + "," +
+                std::to_string(out_h) + "," + std::to_string(out_w) + "]: " + y.describe());
 }
 
 void check_argmax(const char* op, const Tensor& argmax, const Tensor& y) {
-    require(argmax.defined() && argmax.dtype == DType::i32 && argmax.device == Device::cpu &&
-                argmax.numel() == y.numel(),
-            op, "argmax must be a cpu i32 tensor shaped like the output");
+    require(
+        argmax.defined() && argmax.dtype == DType::i32 && argmax.device == Device::cpu && argmax.numel() == y.numel(),
+        op, "argmax must be a cpu i32 tensor shaped like the output");
 }
 
 // Channels-last (nhwc) pooling: every (n, h, w) holds a row of C contiguous channel
@@ -48,18 +47,17 @@ struct Window {
 };
 
 Window clipped_window(const Pool2dParams& p, int64_t oh, int64_t ow, int64_t H, int64_t W) {
-    return {std::max<int64_t>(oh * p.stride_h - p.pad_h, 0),
-            std::min<int64_t>(oh * p.stride_h - p.pad_h + p.kernel_h, H),
-            std::max<int64_t>(ow * p.stride_w - p.pad_w, 0),
-            std::min<int64_t>(ow * p.stride_w - p.pad_w + p.kernel_w, W)};
+    return {
+        std::max<int64_t>(oh * p.stride_h - p.pad_h, 0), std::min<int64_t>(oh * p.stride_h - p.pad_h + p.kernel_h, H),
+        std::max<int64_t>(ow * p.stride_w - p.pad_w, 0), std::min<int64_t>(ow * p.stride_w - p.pad_w + p.kernel_w, W)};
 }
 
 // Folds one input row of C channels into the running maxima: only a strictly greater
 // value replaces (ties keep the earlier index). The index select is written as a bit
 // mask because the compiler turns `greater ? position : indices[c]` into a branch
 // around the store, which does not vectorize; the buffers never overlap.
-void max_update(const float* __restrict row, float* __restrict maxima, int32_t* __restrict indices,
-                int64_t C, int32_t position) {
+void max_update(const float* __restrict row, float* __restrict maxima, int32_t* __restrict indices, int64_t C,
+                int32_t position) {
     for (int64_t c = 0; c < C; ++c) {
         const float value = row[c], current = maxima[c];
         const int32_t take_new = -static_cast<int32_t>(value > current);  // all ones or zero
@@ -70,8 +68,7 @@ void max_update(const float* __restrict row, float* __restrict maxima, int32_t* 
 
 // f32 nhwc max pooling with plain pointers: float maxima and i32 indices side by
 // side, so the per-channel select vectorizes.
-void maxpool_forward_nhwc_f32(const Tensor& x, const Tensor& y, const Tensor& argmax,
-                              const Pool2dParams& p) {
+void maxpool_forward_nhwc_f32(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dParams& p) {
     const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
     const int64_t P = y.shape[2], Q = y.shape[3];
     const float* in = x.as<float>();
@@ -93,8 +90,8 @@ void maxpool_forward_nhwc_f32(const Tensor& x, const Tensor& y, const Tensor& ar
                                   static_cast<int32_t>(win.h_begin * W + win.w_begin));
                         for (int64_t h = win.h_begin; h < win.h_end; ++h)
                             for (int64_t w = win.w_begin; w < win.w_end; ++w) {
-                                max_update(in + ((n * H + h) * W + w) * C, best.data(), best_index.data(),
-                                           C, static_cast<int32_t>(h * W + w));
+                                max_update(in + ((n * H + h) * W + w) * C, best.data(), best_index.data(), C,
+                                           static_cast<int32_t>(h * W + w));
                             }
                     }
                     std::copy(best.begin(), best.end(), y.as<float>() + out);
@@ -103,8 +100,7 @@ void maxpool_forward_nhwc_f32(const Tensor& x, const Tensor& y, const Tensor& ar
     });
 }
 
-void maxpool_forward_nhwc(const Tensor& x, const Tensor& y, const Tensor& argmax,
-                          const Pool2dParams& p) {
+void maxpool_forward_nhwc(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dParams& p) {
     const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
     const int64_t P = y.shape[2], Q = y.shape[3];
     std::vector<double> best(C), row(C);
@@ -141,8 +137,7 @@ void maxpool_forward_nhwc(const Tensor& x, const Tensor& y, const Tensor& argmax
 
 // f32 nhwc max-pool backward: each output row of C gradients adds straight into the
 // winning input positions (as the f32 nchw planes do).
-void maxpool_backward_nhwc_f32(const Tensor& dy, const Tensor& argmax, const Tensor& dx,
-                               GradWrite write) {
+void maxpool_backward_nhwc_f32(const Tensor& dy, const Tensor& argmax, const Tensor& dx, GradWrite write) {
     const int64_t N = dx.shape[0], C = dx.shape[1], image = dx.shape[2] * dx.shape[3] * C;
     const int64_t outputs = dy.shape[2] * dy.shape[3];
     cpu::for_slices(N, 1, [&](int64_t first_image, int64_t end_image) {
@@ -160,8 +155,7 @@ void maxpool_backward_nhwc_f32(const Tensor& dy, const Tensor& argmax, const Ten
 
 // Gradients are summed per image in a double buffer (overlapping windows add), then
 // written once; the buffer is one image, so it stays in cache.
-void maxpool_backward_nhwc(const Tensor& dy, const Tensor& argmax, const Tensor& dx,
-                           GradWrite write) {
+void maxpool_backward_nhwc(const Tensor& dy, const Tensor& argmax, const Tensor& dx, GradWrite write) {
     const int64_t N = dx.shape[0], C = dx.shape[1], image = dx.shape[2] * dx.shape[3] * C;
     const int64_t outputs = dy.shape[2] * dy.shape[3];
     std::vector<double> grad(static_cast<std::size_t>(image)), grad_row(C);
@@ -200,8 +194,7 @@ void avgpool_forward_nhwc(const Tensor& x, const Tensor& y, const Pool2dParams& 
     });
 }
 
-void avgpool_backward_nhwc(const Tensor& dy, const Tensor& dx, const Pool2dParams& p,
-                           GradWrite write) {
+void avgpool_backward_nhwc(const Tensor& dy, const Tensor& dx, const Pool2dParams& p, GradWrite write) {
     const int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3];
     const int64_t P = dy.shape[2], Q = dy.shape[3], image = H * W * C;
     const double divisor = double(p.kernel_h) * p.kernel_w;
@@ -229,8 +222,8 @@ void avgpool_backward_nhwc(const Tensor& dy, const Tensor& dx, const Pool2dParam
 // them). The tie-breaking select is spelled as std::max and a bit mask, as max_update
 // does: written as two `greater ? :` selects, the compiler turned them into a branch
 // that mispredicts half the time once this loop sat inside the slice lambda (3x slower).
-void maxpool_plane_f32(const float* in, int64_t H, int64_t W, Pool2dParams q, float* out, int32_t* index,
-                       int64_t P, int64_t Q) {
+void maxpool_plane_f32(const float* in, int64_t H, int64_t W, Pool2dParams q, float* out, int32_t* index, int64_t P,
+                       int64_t Q) {
     for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
             // The window clipped to the image; the first element seeds the maximum and
@@ -260,8 +253,7 @@ void maxpool_plane_f32(const float* in, int64_t H, int64_t W, Pool2dParams q, fl
 
 }  // namespace
 
-void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argmax,
-                           const Pool2dParams& p) {
+void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dParams& p) {
     const char* op = "maxpool2d_forward_cpu";
     check_pool(op, x, y, p);
     check_argmax(op, argmax, y);
@@ -308,8 +300,8 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
                 }
 }
 
-void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor& dx,
-                            const Pool2dParams& p, GradWrite write) {
+void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor& dx, const Pool2dParams& p,
+                            GradWrite write) {
     const char* op = "maxpool2d_backward_cpu";
     check_pool(op, dx, dy, p);
     check_argmax(op, argmax, dy);
@@ -394,8 +386,7 @@ void avgpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Pool2dParams&
                 }
 }
 
-void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dParams& p,
-                            GradWrite write) {
+void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dParams& p, GradWrite write) {
     check_pool("avgpool2d_backward_cpu", dx, dy, p);
     if (all_nhwc({&dy, &dx})) {
         avgpool_backward_nhwc(dy, dx, p, write);

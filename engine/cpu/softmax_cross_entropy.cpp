@@ -11,15 +11,15 @@
 
 namespace ember::ops {
 
-void softmax_cross_entropy_cpu(const Tensor& logits, const Tensor& targets, const Tensor& losses,
-                               const Tensor& dlogits, float grad_scale) {
+void softmax_cross_entropy_cpu(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits,
+                               float grad_scale) {
     const char* op = "softmax_cross_entropy_cpu";
     cpu::check_float_cpu(logits, op, "logits");
     cpu::check_float_cpu(losses, op, "losses");
     const int64_t rows = logits.rows(), classes = logits.cols();
-    require(targets.defined() && targets.dtype == DType::i32 && targets.device == Device::cpu &&
-                targets.numel() == rows,
-            op, "targets must be a cpu i32 tensor with one entry per row");
+    require(
+        targets.defined() && targets.dtype == DType::i32 && targets.device == Device::cpu && targets.numel() == rows,
+        op, "targets must be a cpu i32 tensor with one entry per row");
     require(losses.numel() == rows, op, "losses must have one entry per row");
     if (dlogits.defined()) {
         cpu::check_float_cpu(dlogits, op, "dlogits");
@@ -28,8 +28,8 @@ void softmax_cross_entropy_cpu(const Tensor& logits, const Tensor& targets, cons
     for (int64_t r = 0; r < rows; ++r) {
         const int32_t target = targets.as<int32_t>()[r];
         require(target >= 0 && target < classes, op,
-                "target " + std::to_string(target) + " of row " + std::to_string(r) +
-                    " is outside [0, " + std::to_string(classes) + ")");
+                "target " + std::to_string(target) + " of row " + std::to_string(r) + " is outside [0, " +
+                    std::to_string(classes) + ")");
         const int64_t base = r * classes;
         double max_value = cpu::get(logits, base);
         for (int64_t v = 1; v < classes; ++v) max_value = std::max(max_value, cpu::get(logits, base + v));

@@ -10,8 +10,8 @@ __global__ void relu_forward_kernel(const void* x, DType xt, void* y, DType yt, 
     EMBER_GRID_STRIDE(i, n) store_from_float(y, yt, i, relu(load_as_float(x, xt, i)));
 }
 
-__global__ void relu_backward_kernel(const void* y, DType yt, const void* dy, DType dyt, void* dx,
-                                     DType dxt, int64_t n, GradWrite write) {
+__global__ void relu_backward_kernel(const void* y, DType yt, const void* dy, DType dyt, void* dx, DType dxt, int64_t n,
+                                     GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
         float v = load_as_float(dy, dyt, i) * relu_grad(load_as_float(y, yt, i));
         float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
@@ -23,8 +23,8 @@ __global__ void gelu_forward_tensor_kernel(const void* x, DType xt, void* y, DTy
     EMBER_GRID_STRIDE(i, n) store_from_float(y, yt, i, gelu_tanh(load_as_float(x, xt, i)));
 }
 
-__global__ void gelu_backward_tensor_kernel(const void* x, DType xt, const void* dy, DType dyt,
-                                            void* dx, DType dxt, int64_t n, GradWrite write) {
+__global__ void gelu_backward_tensor_kernel(const void* x, DType xt, const void* dy, DType dyt, void* dx, DType dxt,
+                                            int64_t n, GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
         float v = load_as_float(dy, dyt, i) * gelu_tanh_grad(load_as_float(x, xt, i));
         float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
@@ -69,41 +69,36 @@ void check_pointwise(const char* op, const Tensor& in, const Tensor& out) {
 void relu_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y) {
     check_pointwise("relu_forward_cuda", x, y);
     const int64_t n = x.numel();
-    EMBER_LAUNCH(relu_forward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, y.data, y.dtype, n);
+    EMBER_LAUNCH(relu_forward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, y.data, y.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void relu_backward_cuda(CudaContext& ctx, const Tensor& y, const Tensor& dy, const Tensor& dx,
-                        GradWrite write) {
+void relu_backward_cuda(CudaContext& ctx, const Tensor& y, const Tensor& dy, const Tensor& dx, GradWrite write) {
     check_pointwise("relu_backward_cuda", y, dx);
     check_pointwise("relu_backward_cuda", dy, dx);
     const int64_t n = dx.numel();
-    EMBER_LAUNCH(relu_backward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        y.data, y.dtype, dy.data, dy.dtype, dx.data, dx.dtype, n, write);
+    EMBER_LAUNCH(relu_backward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(y.data, y.dtype, dy.data, dy.dtype, dx.data, dx.dtype,
+                                                                  n, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 void gelu_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y) {
     check_pointwise("gelu_forward_cuda", x, y);
     const int64_t n = x.numel();
-    EMBER_LAUNCH(gelu_forward_tensor_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, y.data, y.dtype, n);
+    EMBER_LAUNCH(gelu_forward_tensor_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, y.data, y.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void gelu_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx,
-                        GradWrite write) {
+void gelu_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx, GradWrite write) {
     check_pointwise("gelu_backward_cuda", x, dx);
     check_pointwise("gelu_backward_cuda", dy, dx);
     const int64_t n = x.numel();
-    EMBER_LAUNCH(gelu_backward_tensor_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, dy.data, dy.dtype, dx.data, dx.dtype, n, write);
+    EMBER_LAUNCH(gelu_backward_tensor_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, dy.data, dy.dtype, dx.data,
+                                                                         dx.dtype, n, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void gelu_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y,
-                               const Tensor& scratch) {
+void gelu_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, const Tensor& scratch) {
     const char* op = "gelu_forward_unfused_cuda";
     check_pointwise(op, x, y);
     require(scratch.defined() && scratch.dtype == DType::f32 && scratch.device == Device::cuda &&

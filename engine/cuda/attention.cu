@@ -11,8 +11,8 @@ namespace ember::ops {
 
 namespace {
 
-__global__ void move_heads_kernel(const void* src, DType src_type, void* dst, DType dst_type, int64_t n,
-                                  HeadLayout l, bool to_heads) {
+__global__ void move_heads_kernel(const void* src, DType src_type, void* dst, DType dst_type, int64_t n, HeadLayout l,
+                                  bool to_heads) {
     int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
     if (i >= n) return;
     int64_t e = i % l.head_dim;
@@ -21,8 +21,10 @@ __global__ void move_heads_kernel(const void* src, DType src_type, void* dst, DT
     int64_t b = i / (l.head_dim * l.tokens * l.heads);
     int64_t d = l.heads * l.head_dim;
     int64_t r = (b * l.tokens + t) * (l.parts * d) + l.part * d + h * l.head_dim + e;
-    if (to_heads) store_from_float(dst, dst_type, i, load_as_float(src, src_type, r));
-    else store_from_float(dst, dst_type, r, load_as_float(src, src_type, i));
+    if (to_heads)
+        store_from_float(dst, dst_type, i, load_as_float(src, src_type, r));
+    else
+        store_from_float(dst, dst_type, r, load_as_float(src, src_type, i));
 }
 
 __device__ float warp_max(float v) {
@@ -34,8 +36,7 @@ __device__ float warp_sum(float v) {
     return v;
 }
 
-__global__ void softmax_rows_kernel(const void* s, DType s_type, void* p, DType p_type, int64_t rows,
-                                    int64_t cols) {
+__global__ void softmax_rows_kernel(const void* s, DType s_type, void* p, DType p_type, int64_t rows, int64_t cols) {
     int64_t row = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y;
     if (row >= rows) return;
     int lane = threadIdx.x;
@@ -67,18 +68,15 @@ __global__ void softmax_rows_backward_kernel(const void* p, DType p_type, const 
 
 }  // namespace
 
-void move_heads_cuda(CudaContext& ctx, const Tensor& rows, const Tensor& heads, const HeadLayout& l,
-                     bool to_heads) {
+void move_heads_cuda(CudaContext& ctx, const Tensor& rows, const Tensor& heads, const HeadLayout& l, bool to_heads) {
     const int64_t n = heads.numel();
     if (n == 0) return;
     const int threads = 256;
     const unsigned blocks = static_cast<unsigned>((n + threads - 1) / threads);
     if (to_heads)
-        EMBER_LAUNCH(move_heads_kernel, blocks, threads, 0, ctx.stream)(
-            rows.data, rows.dtype, heads.data, heads.dtype, n, l, true);
+        EMBER_LAUNCH(move_heads_kernel, blocks, threads, 0, ctx.stream)(rows.data, rows.dtype, heads.data, heads.dtype, n, l, true);
     else
-        EMBER_LAUNCH(move_heads_kernel, blocks, threads, 0, ctx.stream)(
-            heads.data, heads.dtype, rows.data, rows.dtype, n, l, false);
+        EMBER_LAUNCH(move_heads_kernel, blocks, threads, 0, ctx.stream)(heads.data, heads.dtype, rows.data, rows.dtype, n, l, false);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -87,19 +85,16 @@ void softmax_rows_cuda(CudaContext& ctx, const Tensor& s, const Tensor& p) {
     if (rows == 0) return;
     dim3 block(32, 8);
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-    EMBER_LAUNCH(softmax_rows_kernel, blocks, block, 0, ctx.stream)(
-        s.data, s.dtype, p.data, p.dtype, rows, s.cols());
+    EMBER_LAUNCH(softmax_rows_kernel, blocks, block, 0, ctx.stream)(s.data, s.dtype, p.data, p.dtype, rows, s.cols());
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void softmax_rows_backward_cuda(CudaContext& ctx, const Tensor& p, const Tensor& dp, const Tensor& ds,
-                                float scale) {
+void softmax_rows_backward_cuda(CudaContext& ctx, const Tensor& p, const Tensor& dp, const Tensor& ds, float scale) {
     const int64_t rows = p.rows();
     if (rows == 0) return;
     dim3 block(32, 8);
     const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-    EMBER_LAUNCH(softmax_rows_backward_kernel, blocks, block, 0, ctx.stream)(
-        p.data, p.dtype, dp.data, dp.dtype, ds.data, ds.dtype, rows, p.cols(), scale);
+    EMBER_LAUNCH(softmax_rows_backward_kernel, blocks, block, 0, ctx.stream)(p.data, p.dtype, dp.data, dp.dtype, ds.data, ds.dtype, rows, p.cols(), scale);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -75,15 +75,13 @@ __global__ void bn_partial_nchw_kernel(BnTerms terms, BnGeometry g, int groups, 
 constexpr int kTileChannels = 32;
 constexpr int kTileRows = 8;
 
-__global__ void bn_partial_channels_last_kernel(BnTerms terms, BnGeometry g, int groups,
-                                                float2* partial) {
+__global__ void bn_partial_channels_last_kernel(BnTerms terms, BnGeometry g, int groups, float2* partial) {
     EMBER_SHARED(float2, tile, [kTileRows][kTileChannels + 1]);
     const int64_t c = int64_t(blockIdx.x) * kTileChannels + threadIdx.x;
     const int64_t rows = g.n * g.spatial;
     float first = 0.0f, second = 0.0f;
     if (c < g.c)
-        for (int64_t r = int64_t(blockIdx.y) * kTileRows + threadIdx.y; r < rows;
-             r += int64_t(groups) * kTileRows) {
+        for (int64_t r = int64_t(blockIdx.y) * kTileRows + threadIdx.y; r < rows; r += int64_t(groups) * kTileRows) {
             float2 t = bn_terms(terms, r * g.c + c, c);
             first += t.x;
             second += t.y;
@@ -107,7 +105,7 @@ struct BnFinish {
     float* save_invstd;
     float* running_mean;  // nullptr: no running statistics
     float* running_var;
-    float2* totals;       // gradients pass: (sum dy, sum dy xhat) kept for the dx pass
+    float2* totals;  // gradients pass: (sum dy, sum dy xhat) kept for the dx pass
     float* dgamma;
     float* dbeta;
     GradWrite param_write;
@@ -140,8 +138,7 @@ __global__ void bn_finish_kernel(const float2* partial, int groups, int64_t C, B
 }
 
 // Runs one reduction pass and its finish step. Partials live in the context workspace.
-void reduce_channels(CudaContext& ctx, const BnGeometry& g, const BnTerms& terms, BnFinish finish,
-                     const char* op) {
+void reduce_channels(CudaContext& ctx, const BnGeometry& g, const BnTerms& terms, BnFinish finish, const char* op) {
     const std::size_t per_group = std::size_t(g.c) * sizeof(float2);
     const std::size_t reserved = per_group;  // room for `totals` after the partials
     require(ctx.workspace != nullptr && ctx.workspace_bytes >= per_group + reserved, op,
@@ -152,32 +149,30 @@ void reduce_channels(CudaContext& ctx, const BnGeometry& g, const BnTerms& terms
     if (g.channels_innermost) {
         const int64_t tiles = (g.c + kTileChannels - 1) / kTileChannels;
         const int64_t row_blocks = (g.n * g.spatial + kTileRows - 1) / kTileRows;
-        groups = static_cast<int>(std::min<int64_t>({row_blocks, std::max<int64_t>(1, 1024 / tiles),
-                                                     int64_t(max_groups), 65535}));
+        groups = static_cast<int>(
+            std::min<int64_t>({row_blocks, std::max<int64_t>(1, 1024 / tiles), int64_t(max_groups), 65535}));
         groups = std::max(groups, 1);
         dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
         dim3 block(kTileChannels, kTileRows);
         EMBER_LAUNCH(bn_partial_channels_last_kernel, grid, block, 0, ctx.stream)(terms, g, groups, partial);
     } else {
-        groups = static_cast<int>(std::min<int64_t>({g.n, std::max<int64_t>(1, 1024 / g.c),
-                                                     int64_t(max_groups), 65535}));
+        groups =
+            static_cast<int>(std::min<int64_t>({g.n, std::max<int64_t>(1, 1024 / g.c), int64_t(max_groups), 65535}));
         groups = std::max(groups, 1);
         dim3 grid(static_cast<unsigned>(g.c), static_cast<unsigned>(groups));
         EMBER_LAUNCH(bn_partial_nchw_kernel, grid, cuda::kThreads, 0, ctx.stream)(terms, g, groups, partial);
     }
     EMBER_CUDA_CHECK_LAUNCH();
-    finish.totals = reinterpret_cast<float2*>(static_cast<char*>(ctx.workspace) +
-                                              ctx.workspace_bytes - reserved);
-    EMBER_LAUNCH(bn_finish_kernel, cuda::grid_for(g.c), cuda::kThreads, 0, ctx.stream)(
-        partial, groups, g.c, finish);
+    finish.totals = reinterpret_cast<float2*>(static_cast<char*>(ctx.workspace) + ctx.workspace_bytes - reserved);
+    EMBER_LAUNCH(bn_finish_kernel, cuda::grid_for(g.c), cuda::kThreads, 0, ctx.stream)(partial, groups, g.c, finish);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 // y = gamma (x - mean) invstd + beta; `invstd_is_var` makes it read a variance and
 // invert it (eval mode reads running_var).
-__global__ void bn_apply_kernel(const void* x, DType x_type, void* y, DType y_type, BnGeometry g,
-                                const float* mean, const float* scale_source, bool invstd_is_var,
-                                float eps, const float* gamma, const float* beta) {
+__global__ void bn_apply_kernel(const void* x, DType x_type, void* y, DType y_type, BnGeometry g, const float* mean,
+                                const float* scale_source, bool invstd_is_var, float eps, const float* gamma,
+                                const float* beta) {
     const int64_t total = g.n * g.c * g.spatial;
     EMBER_GRID_STRIDE(i, total) {
         const int64_t c = channel_of(g, i);
@@ -191,23 +186,23 @@ __global__ void bn_apply_kernel(const void* x, DType x_type, void* y, DType y_ty
 // false) or from the running variance (evaluation, true).
 void apply(CudaContext& ctx, const BnGeometry& g, const Tensor& x, const Tensor& y, const Tensor& mean,
            const Tensor& scale_source, bool invstd_is_var, const Tensor& gamma, const Tensor& beta, float eps) {
-    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, y.data, y.dtype, g, mean.as<float>(), scale_source.as<float>(), invstd_is_var, eps,
-        gamma.as<float>(), beta.as<float>());
+    EMBER_LAUNCH(bn_apply_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, y.data, y.dtype, g, mean.as<float>(),
+                                                             scale_source.as<float>(), invstd_is_var, eps,
+                                                             gamma.as<float>(), beta.as<float>());
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 // dx = gamma invstd / M (M dy - sum(dy) - xhat sum(dy xhat)), with the sums in `totals`.
 __global__ void bn_dx_kernel(const void* x, DType x_type, const void* dy, DType dy_type, BnGeometry g,
-                             const float* gamma, const float* mean, const float* invstd,
-                             const float2* totals, void* dx, DType dx_type, GradWrite write) {
+                             const float* gamma, const float* mean, const float* invstd, const float2* totals, void* dx,
+                             DType dx_type, GradWrite write) {
     const int64_t total = g.n * g.c * g.spatial;
     const float count = float(g.n * g.spatial);
     EMBER_GRID_STRIDE(i, total) {
         const int64_t c = channel_of(g, i);
         const float xhat = (load_as_float(x, x_type, i) - mean[c]) * invstd[c];
-        const float v = gamma[c] * invstd[c] / count *
-                        (count * load_as_float(dy, dy_type, i) - totals[c].x - xhat * totals[c].y);
+        const float v =
+            gamma[c] * invstd[c] / count * (count * load_as_float(dy, dy_type, i) - totals[c].x - xhat * totals[c].y);
         const float old_value = write == GradWrite::accumulate ? load_as_float(dx, dx_type, i) : 0.0f;
         store_from_float(dx, dx_type, i, write_grad(old_value, v, write));
     }
@@ -215,10 +210,9 @@ __global__ void bn_dx_kernel(const void* x, DType x_type, const void* dy, DType 
 
 }  // namespace
 
-void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                                  const Tensor& beta, const Tensor& y, const Tensor& running_mean,
-                                  const Tensor& running_var, const Tensor& save_mean,
-                                  const Tensor& save_invstd, const BatchNormParams& params) {
+void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& y, const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& save_mean, const Tensor& save_invstd, const BatchNormParams& params) {
     const char* op = "batchnorm_forward_train_cuda";
     BnGeometry g = geometry(op, x, y);
     cuda::check_f32_cuda(op, g.c,
@@ -242,30 +236,32 @@ void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tenso
     apply(ctx, g, x, y, save_mean, save_invstd, false, gamma, beta, params.eps);
 }
 
-void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                                 const Tensor& beta, const Tensor& running_mean,
-                                 const Tensor& running_var, const Tensor& y,
+void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
                                  const BatchNormParams& params) {
     const char* op = "batchnorm_forward_eval_cuda";
     BnGeometry g = geometry(op, x, y);
-    cuda::check_f32_cuda(op, g.c,
-                         {{gamma, "gamma"}, {beta, "beta"}, {running_mean, "running_mean"}, {running_var, "running_var"}});
+    cuda::check_f32_cuda(
+        op, g.c, {{gamma, "gamma"}, {beta, "beta"}, {running_mean, "running_mean"}, {running_var, "running_var"}});
     if (x.numel() == 0) return;
     apply(ctx, g, x, y, running_mean, running_var, true, gamma, beta, params.eps);
 }
 
-void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                             const Tensor& gamma, const Tensor& save_mean,
-                             const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
+void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
                              const Tensor& dbeta, GradWrite input_write, GradWrite param_write) {
     const char* op = "batchnorm_backward_cuda";
     BnGeometry g = geometry(op, x, dy);
     if (dx.defined()) geometry(op, x, dx);
-    cuda::check_f32_cuda(op, g.c, {{gamma, "gamma"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"},
-                                   {dgamma, "dgamma"}, {dbeta, "dbeta"}});
+    cuda::check_f32_cuda(op, g.c,
+                         {{gamma, "gamma"},
+                          {save_mean, "save_mean"},
+                          {save_invstd, "save_invstd"},
+                          {dgamma, "dgamma"},
+                          {dbeta, "dbeta"}});
     if (x.numel() == 0) return;
-    BnTerms terms{BnPass::gradients, x.data,          x.dtype, dy.data, dy.dtype,
-                  save_mean.as<float>(), save_invstd.as<float>()};
+    BnTerms terms{BnPass::gradients,      x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(),
+                  save_invstd.as<float>()};
     BnFinish finish{};
     finish.pass = BnPass::gradients;
     finish.dgamma = dgamma.as<float>();
@@ -273,11 +269,11 @@ void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     finish.param_write = param_write;
     reduce_channels(ctx, g, terms, finish, op);
     if (!dx.defined()) return;
-    const float2* totals = reinterpret_cast<const float2*>(
-        static_cast<const char*>(ctx.workspace) + ctx.workspace_bytes - std::size_t(g.c) * sizeof(float2));
-    EMBER_LAUNCH(bn_dx_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, dy.data, dy.dtype, g, gamma.as<float>(), save_mean.as<float>(),
-        save_invstd.as<float>(), totals, dx.data, dx.dtype, input_write);
+    const float2* totals = reinterpret_cast<const float2*>(static_cast<const char*>(ctx.workspace) +
+                                                           ctx.workspace_bytes - std::size_t(g.c) * sizeof(float2));
+    EMBER_LAUNCH(bn_dx_kernel, cuda::grid_for(x.numel()), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, dy.data, dy.dtype, g, gamma.as<float>(),
+                                                          save_mean.as<float>(), save_invstd.as<float>(), totals,
+                                                          dx.data, dx.dtype, input_write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -27,15 +27,15 @@ inline ColumnGrid column_grid(const CudaContext& ctx, int64_t rows, int64_t C, s
             "the context workspace is too small for the column partial sums");
     const int64_t tiles = (C + kThreads - 1) / kThreads;
     ColumnGrid g;
-    g.groups = static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
-                              int64_t(ctx.workspace_bytes / per_group), 65535})));
+    g.groups =
+        static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({rows, std::max<int64_t>(1, 1024 / tiles),
+                                                                 int64_t(ctx.workspace_bytes / per_group), 65535})));
     g.grid = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(g.groups));
     return g;
 }
 
 // out[c] (=|+=) sum over rows of in[r, c] (conv_bias.cu).
-void column_sums(CudaContext& ctx, const char* op, const void* in, DType in_type, int64_t rows, int64_t C,
-                 float* out, ops::GradWrite write);
+void column_sums(CudaContext& ctx, const char* op, const void* in, DType in_type, int64_t rows, int64_t C, float* out,
+                 ops::GradWrite write);
 
 }  // namespace ember::cuda

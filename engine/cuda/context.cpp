@@ -12,14 +12,14 @@
 namespace ember {
 
 void throw_cublas_error(int status, const char* expr, const char* file, int line) {
-    throw std::runtime_error(std::string(expr) + " failed at " + file + ":" + std::to_string(line) +
-                             ": " + cublasGetStatusName(static_cast<cublasStatus_t>(status)) +
-                             " (" + cublasGetStatusString(static_cast<cublasStatus_t>(status)) + ")");
+    throw std::runtime_error(std::string(expr) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                             cublasGetStatusName(static_cast<cublasStatus_t>(status)) + " (" +
+                             cublasGetStatusString(static_cast<cublasStatus_t>(status)) + ")");
 }
 
 void throw_cudnn_error(int status, const char* expr, const char* file, int line) {
-    throw std::runtime_error(std::string(expr) + " failed at " + file + ":" + std::to_string(line) +
-                             ": " + cudnnGetErrorString(static_cast<cudnnStatus_t>(status)));
+    throw std::runtime_error(std::string(expr) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                             cudnnGetErrorString(static_cast<cudnnStatus_t>(status)));
 }
 
 CudaContext::CudaContext(const CudaContextOptions& options)
@@ -34,8 +34,7 @@ CudaContext::CudaContext(const CudaContextOptions& options)
                                  "); use the cpu backend");
     EMBER_CUBLAS_CHECK(cublasCreate(&cublas));
     EMBER_CUBLAS_CHECK(cublasSetStream(cublas, stream));
-    EMBER_CUBLAS_CHECK(cublasSetMathMode(
-        cublas, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+    EMBER_CUBLAS_CHECK(cublasSetMathMode(cublas, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
     EMBER_CUBLAS_CHECK(cublasLtCreate(&cublaslt));
     EMBER_CUDNN_CHECK(cudnnCreate(&cudnn));
     EMBER_CUDNN_CHECK(cudnnSetStream(cudnn, stream));
@@ -49,6 +48,8 @@ CudaContext::~CudaContext() {
     if (cublas) cublasDestroy(cublas);
 }
 
-void CudaContext::synchronize() const { EMBER_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+void CudaContext::synchronize() const {
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 }  // namespace ember

@@ -20,11 +20,11 @@ namespace ember {
 class ConvAlgoCache;
 
 struct CudaContextOptions {
-    bool cudnn_benchmark = false;        // time conv algorithms on first use of each shape
-    bool allow_tf32 = false;             // f32 GEMM/conv may use TF32 tensor cores
-    bool deterministic = false;          // only cuDNN algorithms that give the same bits every run
+    bool cudnn_benchmark = false;  // time conv algorithms on first use of each shape
+    bool allow_tf32 = false;       // f32 GEMM/conv may use TF32 tensor cores
+    bool deterministic = false;    // only cuDNN algorithms that give the same bits every run
     std::size_t workspace_bytes = 64u << 20;
-    cudaStream_t stream = nullptr;       // nullptr: the default stream
+    cudaStream_t stream = nullptr;  // nullptr: the default stream
 };
 
 struct CudaContext {
@@ -33,16 +33,16 @@ struct CudaContext {
     CudaContext(const CudaContext&) = delete;
     CudaContext& operator=(const CudaContext&) = delete;
 
-    cudaStream_t stream = nullptr;       // bound to the handles at construction: do not reassign
+    cudaStream_t stream = nullptr;  // bound to the handles at construction: do not reassign
     cublasHandle_t cublas = nullptr;
     cublasLtHandle_t cublaslt = nullptr;
     cudnnHandle_t cudnn = nullptr;
-    void* workspace = nullptr;           // from device_allocator(), once; cuBLASLt, cuDNN and
-                                         // BatchNorm's per-channel partial sums use it in stream order
+    void* workspace = nullptr;  // from device_allocator(), once; cuBLASLt, cuDNN and
+                                // BatchNorm's per-channel partial sums use it in stream order
     std::size_t workspace_bytes = 0;
-    bool cudnn_benchmark = false;        // may be flipped between steps
+    bool cudnn_benchmark = false;  // may be flipped between steps
     bool allow_tf32 = false;
-    bool deterministic = false;          // may be flipped between steps, like cudnn_benchmark
+    bool deterministic = false;  // may be flipped between steps, like cudnn_benchmark
     std::unique_ptr<ConvAlgoCache> conv_algorithms;
 
     void synchronize() const;
@@ -54,18 +54,16 @@ struct CudaContext {
 
 }  // namespace ember
 
-#define EMBER_CUBLAS_CHECK(expr)                                                  \
-    do {                                                                          \
-        cublasStatus_t ember_cublas_status_ = (expr);                             \
-        if (ember_cublas_status_ != CUBLAS_STATUS_SUCCESS)                        \
-            ::ember::throw_cublas_error(static_cast<int>(ember_cublas_status_), #expr, __FILE__, \
-                                        __LINE__);                                \
+#define EMBER_CUBLAS_CHECK(expr)                                                                            \
+    do {                                                                                                    \
+        cublasStatus_t ember_cublas_status_ = (expr);                                                       \
+        if (ember_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                  \
+            ::ember::throw_cublas_error(static_cast<int>(ember_cublas_status_), #expr, __FILE__, __LINE__); \
     } while (0)
 
-#define EMBER_CUDNN_CHECK(expr)                                                   \
-    do {                                                                          \
-        cudnnStatus_t ember_cudnn_status_ = (expr);                               \
-        if (ember_cudnn_status_ != CUDNN_STATUS_SUCCESS)                          \
-            ::ember::throw_cudnn_error(static_cast<int>(ember_cudnn_status_), #expr, __FILE__, \
-                                       __LINE__);                                 \
+#define EMBER_CUDNN_CHECK(expr)                                                                           \
+    do {                                                                                                  \
+        cudnnStatus_t ember_cudnn_status_ = (expr);                                                       \
+        if (ember_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                                  \
+            ::ember::throw_cudnn_error(static_cast<int>(ember_cudnn_status_), #expr, __FILE__, __LINE__); \
     } while (0)

@@ -21,10 +21,14 @@ namespace {
 
 cudnnDataType_t cudnn_type(DType t) {
     switch (t) {
-        case DType::f32: return CUDNN_DATA_FLOAT;
-        case DType::f16: return CUDNN_DATA_HALF;
-        case DType::bf16: return CUDNN_DATA_BFLOAT16;
-        default: break;
+        case DType::f32:
+            return CUDNN_DATA_FLOAT;
+        case DType::f16:
+            return CUDNN_DATA_HALF;
+        case DType::bf16:
+            return CUDNN_DATA_BFLOAT16;
+        default:
+            break;
     }
     throw std::invalid_argument(std::string("conv2d_cuda: unsupported dtype ") + dtype_name(t));
 }
@@ -41,8 +45,8 @@ struct ConvDescriptors {
     ConvAlgoKey key{};
     bool strict_fp32 = false;
 
-    ConvDescriptors(CudaContext& ctx, ConvDirection direction, const Tensor& x_t,
-                    const Tensor& w_t, const Tensor& y_t, const Conv2dParams& p) {
+    ConvDescriptors(CudaContext& ctx, ConvDirection direction, const Tensor& x_t, const Tensor& w_t, const Tensor& y_t,
+                    const Conv2dParams& p) {
         const char* op = "conv2d_cuda";
         for (const Tensor* t : {&x_t, &w_t, &y_t})
             require(t->defined() && t->device == Device::cuda && t->rank == 4, op,
@@ -67,19 +71,18 @@ struct ConvDescriptors {
                                                      int(y_t.shape[2]), int(y_t.shape[3])));
         EMBER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, format, int(w_t.shape[0]), int(w_t.shape[1]),
                                                      int(w_t.shape[2]), int(w_t.shape[3])));
-        EMBER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, p.pad_h, p.pad_w, p.stride_h, p.stride_w,
-                                                          p.dilation_h, p.dilation_w,
-                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        EMBER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h,
+                                                          p.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         strict_fp32 = x_t.dtype == DType::f32 && !ctx.allow_tf32;
-        cudnnMathType_t math = strict_fp32 ? CUDNN_FMA_MATH
+        cudnnMathType_t math = strict_fp32               ? CUDNN_FMA_MATH
                                : x_t.dtype == DType::f32 ? CUDNN_DEFAULT_MATH
                                                          : CUDNN_TENSOR_OP_MATH;
         EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
         key.direction = direction;
         key.benchmark = ctx.cudnn_benchmark;
         key.deterministic = ctx.deterministic;
-        key.fields = {x_t.shape[0], x_t.shape[1], x_t.shape[2], x_t.shape[3], w_t.shape[0], w_t.shape[2],
-                      w_t.shape[3], p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h,
+        key.fields = {x_t.shape[0], x_t.shape[1],       x_t.shape[2],        x_t.shape[3], w_t.shape[0], w_t.shape[2],
+                      w_t.shape[3], p.stride_h,         p.stride_w,          p.pad_h,      p.pad_w,      p.dilation_h,
                       p.dilation_w, int64_t(x_t.dtype), int64_t(x_t.layout), int64_t(math)};
     }
     ~ConvDescriptors() {
@@ -97,8 +100,8 @@ struct ConvDescriptors {
 // CUDNN_DETERMINISTIC (some backward-filter algorithms add partial sums with atomics,
 // so two runs differ in the last bits).
 template <class Perf>
-ConvAlgoChoice pick(const std::vector<Perf>& results, int count, std::size_t workspace_limit,
-                    bool timed, bool deterministic, const char* what) {
+ConvAlgoChoice pick(const std::vector<Perf>& results, int count, std::size_t workspace_limit, bool timed,
+                    bool deterministic, const char* what) {
     for (int i = 0; i < count; ++i) {
         if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace_limit) continue;
         if (deterministic && results[i].determinism != CUDNN_DETERMINISTIC) continue;
@@ -109,9 +112,8 @@ ConvAlgoChoice pick(const std::vector<Perf>& results, int count, std::size_t wor
         choice.tensor_ops = results[i].mathType == CUDNN_TENSOR_OP_MATH;
         return choice;
     }
-    throw std::runtime_error(std::string(what) + ": cuDNN found no usable " +
-                             (deterministic ? "deterministic " : "") + "algorithm within " +
-                             std::to_string(workspace_limit) + " workspace bytes");
+    throw std::runtime_error(std::string(what) + ": cuDNN found no usable " + (deterministic ? "deterministic " : "") +
+                             "algorithm within " + std::to_string(workspace_limit) + " workspace bytes");
 }
 
 // Scratch output for cudnnFind*Ex, which writes its output while timing: the real
@@ -123,8 +125,8 @@ struct FindScratch {
 
 void apply_math_type(const ConvDescriptors& d, const ConvAlgoChoice& choice) {
     if (d.strict_fp32) return;  // stays CUDNN_FMA_MATH: no TF32 sneaking in
-    EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        d.conv, choice.tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH));
+    EMBER_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(d.conv, choice.tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_DEFAULT_MATH));
 }
 
 // The algorithm for d's shape: from the cache, or searched once and cached. The search
@@ -146,8 +148,8 @@ const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& 
         } else {
             get(algo_count, &count, results.data());
         }
-        ctx.conv_algorithms->insert(d.key, pick(results, count, ctx.workspace_bytes, ctx.cudnn_benchmark,
-                                                       ctx.deterministic, what));
+        ctx.conv_algorithms->insert(
+            d.key, pick(results, count, ctx.workspace_bytes, ctx.cudnn_benchmark, ctx.deterministic, what));
         cached = ctx.conv_algorithms->find(d.key);
     }
     apply_math_type(d, *cached);
@@ -156,68 +158,65 @@ const ConvAlgoChoice& choose_algorithm(CudaContext& ctx, const ConvDescriptors& 
 
 }  // namespace
 
-void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                         const Tensor& y, const Conv2dParams& params) {
+void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                         const Conv2dParams& params) {
     ConvDescriptors d(ctx, ConvDirection::forward, x, weight, y, params);
     const ConvAlgoChoice& chosen = choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
         ctx, d, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, y.bytes(), "conv2d_forward_cuda",
         [&](void* scratch, int n, int* count, cudnnConvolutionFwdAlgoPerf_t* results) {
-            EMBER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                ctx.cudnn, d.x, x.data, d.w, weight.data, d.conv, d.y, scratch, n, count, results,
-                ctx.workspace, ctx.workspace_bytes));
+            EMBER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn, d.x, x.data, d.w, weight.data, d.conv,
+                                                                     d.y, scratch, n, count, results, ctx.workspace,
+                                                                     ctx.workspace_bytes));
         },
         [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* results) {
-            EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, d.x, d.w, d.conv, d.y, n,
-                                                                     count, results));
+            EMBER_CUDNN_CHECK(
+                cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, d.x, d.w, d.conv, d.y, n, count, results));
         });
     const float alpha = 1.0f, beta = 0.0f;
-    EMBER_CUDNN_CHECK(cudnnConvolutionForward(
-        ctx.cudnn, &alpha, d.x, x.data, d.w, weight.data, d.conv,
-        static_cast<cudnnConvolutionFwdAlgo_t>(chosen.algorithm), ctx.workspace,
-        ctx.workspace_bytes, &beta, d.y, y.data));
+    EMBER_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, &alpha, d.x, x.data, d.w, weight.data, d.conv,
+                                              static_cast<cudnnConvolutionFwdAlgo_t>(chosen.algorithm), ctx.workspace,
+                                              ctx.workspace_bytes, &beta, d.y, y.data));
     if (bias.defined()) conv_bias_add_cuda(ctx, bias, y);
 }
 
-void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Tensor& dy,
-                               const Tensor& dx, const Conv2dParams& params, GradWrite write) {
+void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                               const Conv2dParams& params, GradWrite write) {
     ConvDescriptors d(ctx, ConvDirection::backward_data, dx, weight, dy, params);
     const ConvAlgoChoice& chosen = choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
         ctx, d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, dx.bytes(), "conv2d_backward_data_cuda",
         [&](void* scratch, int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* results) {
-            EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                ctx.cudnn, d.w, weight.data, d.y, dy.data, d.conv, d.x, scratch, n, count, results,
-                ctx.workspace, ctx.workspace_bytes));
+            EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.cudnn, d.w, weight.data, d.y, dy.data,
+                                                                          d.conv, d.x, scratch, n, count, results,
+                                                                          ctx.workspace, ctx.workspace_bytes));
         },
         [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* results) {
-            EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn, d.w, d.y, d.conv, d.x,
-                                                                          n, count, results));
+            EMBER_CUDNN_CHECK(
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn, d.w, d.y, d.conv, d.x, n, count, results));
         });
     const float alpha = 1.0f, beta = write == GradWrite::accumulate ? 1.0f : 0.0f;
-    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        ctx.cudnn, &alpha, d.w, weight.data, d.y, dy.data, d.conv,
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(chosen.algorithm), ctx.workspace,
-        ctx.workspace_bytes, &beta, d.x, dx.data));
+    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &alpha, d.w, weight.data, d.y, dy.data, d.conv,
+                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(chosen.algorithm),
+                                                   ctx.workspace, ctx.workspace_bytes, &beta, d.x, dx.data));
 }
 
-void conv2d_backward_filter_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                                 const Tensor& dweight, const Conv2dParams& params, GradWrite write) {
+void conv2d_backward_filter_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dweight,
+                                 const Conv2dParams& params, GradWrite write) {
     ConvDescriptors d(ctx, ConvDirection::backward_filter, x, dweight, dy, params);
     const ConvAlgoChoice& chosen = choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
         ctx, d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, dweight.bytes(), "conv2d_backward_filter_cuda",
         [&](void* scratch, int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
-            EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                ctx.cudnn, d.x, x.data, d.y, dy.data, d.conv, d.w, scratch, n, count, results,
-                ctx.workspace, ctx.workspace_bytes));
+            EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.cudnn, d.x, x.data, d.y, dy.data,
+                                                                            d.conv, d.w, scratch, n, count, results,
+                                                                            ctx.workspace, ctx.workspace_bytes));
         },
         [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
-            EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn, d.x, d.y, d.conv,
-                                                                            d.w, n, count, results));
+            EMBER_CUDNN_CHECK(
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn, d.x, d.y, d.conv, d.w, n, count, results));
         });
     const float alpha = 1.0f, beta = write == GradWrite::accumulate ? 1.0f : 0.0f;
-    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        ctx.cudnn, &alpha, d.x, x.data, d.y, dy.data, d.conv,
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(chosen.algorithm), ctx.workspace,
-        ctx.workspace_bytes, &beta, d.w, dweight.data));
+    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn, &alpha, d.x, x.data, d.y, dy.data, d.conv,
+                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(chosen.algorithm),
+                                                     ctx.workspace, ctx.workspace_bytes, &beta, d.w, dweight.data));
 }
 
 }  // namespace ember::ops

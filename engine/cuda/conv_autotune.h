@@ -27,14 +27,14 @@ struct ConvAlgoKey {
 };
 
 struct ConvAlgoChoice {
-    int algorithm = 0;            // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+    int algorithm = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
     std::size_t workspace_bytes = 0;
-    float time_ms = -1.0f;        // measured by Find (benchmark), -1 for heuristics
-    bool tensor_ops = false;      // math type CUDNN_TENSOR_OP_MATH
+    float time_ms = -1.0f;    // measured by Find (benchmark), -1 for heuristics
+    bool tensor_ops = false;  // math type CUDNN_TENSOR_OP_MATH
 };
 
 class ConvAlgoCache {
-public:
+  public:
     const ConvAlgoChoice* find(const ConvAlgoKey& key) const {
         auto it = entries_.find(key);
         return it == entries_.end() ? nullptr : &it->second;
@@ -45,7 +45,7 @@ public:
     void count_search() { ++searches_; }
     void clear() { entries_.clear(); }
 
-private:
+  private:
     std::map<ConvAlgoKey, ConvAlgoChoice> entries_;
     uint64_t searches_ = 0;
 };

@@ -22,13 +22,14 @@ inline unsigned grid_for(int64_t n) {
     return grid_stride_blocks((n + kThreads - 1) / kThreads, 65535LL * 8);
 }
 
-inline bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+inline bool is_float(DType t) {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
 
 inline void check_float_cuda(const Tensor& t, const char* op, const char* name) {
     require(t.defined(), op, std::string(name) + " is undefined");
     require(t.device == Device::cuda, op, std::string(name) + " must be a cuda tensor: " + t.describe());
-    require(is_float(t.dtype), op,
-            std::string(name) + " must be f32, f16 or bf16 on cuda: " + t.describe());
+    require(is_float(t.dtype), op, std::string(name) + " must be f32, f16 or bf16 on cuda: " + t.describe());
 }
 
 inline void check_f32_cuda(const Tensor& t, const char* op, const char* name, int64_t numel) {
@@ -44,13 +45,12 @@ inline void check_f32_cuda(const char* op, int64_t numel,
     for (const auto& [t, name] : tensors) check_f32_cuda(t, op, name, numel);
 }
 
-#define EMBER_GRID_STRIDE(i, n)                                                        \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);         \
-         i += (int64_t)gridDim.x * blockDim.x)
+#define EMBER_GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 // Element offset of (n, c, spatial s) for a (N,C) or (N,C,H,W) tensor, either layout.
-__device__ __forceinline__ int64_t channel_offset(int rank, bool nhwc, int64_t n, int64_t c,
-                                                  int64_t s, int64_t C, int64_t spatial) {
+__device__ __forceinline__ int64_t channel_offset(int rank, bool nhwc, int64_t n, int64_t c, int64_t s, int64_t C,
+                                                  int64_t spatial) {
     if (rank == 2) return n * C + c;
     return nhwc ? (n * spatial + s) * C + c : (n * C + c) * spatial + s;
 }

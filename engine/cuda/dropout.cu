@@ -5,8 +5,8 @@
 namespace ember::ops {
 namespace {
 
-__global__ void dropout_forward_kernel(const void* x, DType xt, void* y, DType yt, uint8_t* mask,
-                                       int64_t n, DropoutParams params, float scale) {
+__global__ void dropout_forward_kernel(const void* x, DType xt, void* y, DType yt, uint8_t* mask, int64_t n,
+                                       DropoutParams params, float scale) {
     EMBER_GRID_STRIDE(i, n) {
         bool keep = dropout_keep(params.seed, params.offset + static_cast<uint64_t>(i), params.p);
         mask[i] = keep ? 1 : 0;
@@ -14,8 +14,8 @@ __global__ void dropout_forward_kernel(const void* x, DType xt, void* y, DType y
     }
 }
 
-__global__ void dropout_backward_kernel(const void* dy, DType dyt, const uint8_t* mask, void* dx,
-                                        DType dxt, int64_t n, float scale, GradWrite write) {
+__global__ void dropout_backward_kernel(const void* dy, DType dyt, const uint8_t* mask, void* dx, DType dxt, int64_t n,
+                                        float scale, GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
         float v = mask[i] ? load_as_float(dy, dyt, i) * scale : 0.0f;
         float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
@@ -24,9 +24,8 @@ __global__ void dropout_backward_kernel(const void* dy, DType dyt, const uint8_t
 }
 
 void check_mask(const char* op, const Tensor& mask, int64_t n) {
-    require(mask.defined() && mask.dtype == DType::u8 && mask.device == Device::cuda &&
-                mask.numel() == n,
-            op, "mask must be a cuda u8 tensor with one entry per element");
+    require(mask.defined() && mask.dtype == DType::u8 && mask.device == Device::cuda && mask.numel() == n, op,
+            "mask must be a cuda u8 tensor with one entry per element");
 }
 
 }  // namespace
@@ -40,21 +39,22 @@ void dropout_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, co
     check_mask(op, mask, x.numel());
     require(params.p >= 0.0f && params.p < 1.0f, op, "p must be in [0, 1)");
     const int64_t n = x.numel();
-    EMBER_LAUNCH(dropout_forward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, y.data, y.dtype, mask.as<uint8_t>(), n, params, 1.0f / (1.0f - params.p));
+    EMBER_LAUNCH(dropout_forward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, y.data, y.dtype,
+                                                                    mask.as<uint8_t>(), n, params,
+                                                                    1.0f / (1.0f - params.p));
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void dropout_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& mask, const Tensor& dx,
-                           float p, GradWrite write) {
+void dropout_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& mask, const Tensor& dx, float p,
+                           GradWrite write) {
     const char* op = "dropout_backward_cuda";
     cuda::check_float_cuda(dy, op, "dy");
     cuda::check_float_cuda(dx, op, "dx");
     require(dy.numel() == dx.numel(), op, "dy and dx sizes differ");
     check_mask(op, mask, dx.numel());
     const int64_t n = dx.numel();
-    EMBER_LAUNCH(dropout_backward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        dy.data, dy.dtype, mask.as<uint8_t>(), dx.data, dx.dtype, n, 1.0f / (1.0f - p), write);
+    EMBER_LAUNCH(dropout_backward_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(dy.data, dy.dtype, mask.as<uint8_t>(), dx.data,
+                                                                     dx.dtype, n, 1.0f / (1.0f - p), write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,8 +17,8 @@ __global__ void accumulate_kernel(const void* src, DType st, void* dst, DType dt
     }
 }
 
-__global__ void convert_layout_kernel(const void* src, DType st, bool src_nhwc, void* dst, DType dt,
-                                      bool dst_nhwc, int64_t N, int64_t C, int64_t H, int64_t W) {
+__global__ void convert_layout_kernel(const void* src, DType st, bool src_nhwc, void* dst, DType dt, bool dst_nhwc,
+                                      int64_t N, int64_t C, int64_t H, int64_t W) {
     EMBER_GRID_STRIDE(i, N * C * H * W) {
         int64_t w = i % W, h = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
         int64_t from = src_nhwc ? ((n * H + h) * W + w) * C + c : i;
@@ -45,8 +45,7 @@ void add_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& 
     require(a.numel() == b.numel() && a.numel() == out.numel(), op, "sizes differ");
     require(a.layout == b.layout && a.layout == out.layout, op, "layouts differ");
     const int64_t n = out.numel();
-    EMBER_LAUNCH(add_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        a.data, a.dtype, b.data, b.dtype, out.data, out.dtype, n);
+    EMBER_LAUNCH(add_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(a.data, a.dtype, b.data, b.dtype, out.data, out.dtype, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -56,8 +55,7 @@ void accumulate_grad_cuda(CudaContext& ctx, const Tensor& src, const Tensor& dst
     cuda::check_float_cuda(dst, op, "dst");
     require(src.numel() == dst.numel(), op, "sizes differ");
     const int64_t n = dst.numel();
-    EMBER_LAUNCH(accumulate_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        src.data, src.dtype, dst.data, dst.dtype, n, write);
+    EMBER_LAUNCH(accumulate_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(src.data, src.dtype, dst.data, dst.dtype, n, write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -71,23 +69,22 @@ void convert_layout_cuda(CudaContext& ctx, const Tensor& src, const Tensor& dst)
     cuda::check_float_cuda(dst, op, "dst");
     require(src.rank == 4 && same_shape(src, dst), op, "needs two 4-D tensors of one logical shape");
     const int64_t n = src.numel();
-    EMBER_LAUNCH(convert_layout_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(
-        src.data, src.dtype, src.layout == Layout::nhwc, dst.data, dst.dtype, dst.layout == Layout::nhwc,
-        src.shape[0], src.shape[1], src.shape[2], src.shape[3]);
+    EMBER_LAUNCH(convert_layout_kernel, cuda::grid_for(n), cuda::kThreads, 0, ctx.stream)(src.data, src.dtype, src.layout == Layout::nhwc,
+                                                                   dst.data, dst.dtype, dst.layout == Layout::nhwc,
+                                                                   src.shape[0], src.shape[1], src.shape[2],
+                                                                   src.shape[3]);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 void fill_cuda(CudaContext& ctx, const Tensor& t, float value) {
     cuda::check_float_cuda(t, "fill_cuda", "t");
-    EMBER_LAUNCH(fill_kernel, cuda::grid_for(t.numel()), cuda::kThreads, 0, ctx.stream)(
-        t.data, t.dtype, t.numel(), value);
+    EMBER_LAUNCH(fill_kernel, cuda::grid_for(t.numel()), cuda::kThreads, 0, ctx.stream)(t.data, t.dtype, t.numel(), value);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 void scale_cuda(CudaContext& ctx, const Tensor& t, float factor) {
     cuda::check_float_cuda(t, "scale_cuda", "t");
-    EMBER_LAUNCH(scale_tensor_kernel, cuda::grid_for(t.numel()), cuda::kThreads, 0, ctx.stream)(
-        t.data, t.dtype, t.numel(), factor);
+    EMBER_LAUNCH(scale_tensor_kernel, cuda::grid_for(t.numel()), cuda::kThreads, 0, ctx.stream)(t.data, t.dtype, t.numel(), factor);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

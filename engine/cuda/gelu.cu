@@ -10,15 +10,13 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void gelu_forward_kernel(const float* __restrict__ in, float* __restrict__ out,
-                                    std::size_t n) {
+__global__ void gelu_forward_kernel(const float* __restrict__ in, float* __restrict__ out, std::size_t n) {
     for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
          i += (std::size_t)gridDim.x * blockDim.x)
         out[i] = gelu_tanh(in[i]);
 }
 
-__global__ void gelu_backward_kernel(const float* __restrict__ in,
-                                     const float* __restrict__ grad_out,
+__global__ void gelu_backward_kernel(const float* __restrict__ in, const float* __restrict__ grad_out,
                                      float* __restrict__ grad_in, std::size_t n) {
     for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
          i += (std::size_t)gridDim.x * blockDim.x)
@@ -26,8 +24,7 @@ __global__ void gelu_backward_kernel(const float* __restrict__ in,
 }
 
 unsigned grid_for(std::size_t n) {
-    return cuda::grid_stride_blocks(static_cast<int64_t>((n + kThreads - 1) / kThreads),
-                                    65535LL * 8);
+    return cuda::grid_stride_blocks(static_cast<int64_t>((n + kThreads - 1) / kThreads), 65535LL * 8);
 }
 
 }  // namespace
@@ -37,10 +34,8 @@ void gelu_forward_cuda(const float* in, float* out, std::size_t n, void* stream)
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void gelu_backward_cuda(const float* in, const float* grad_out, float* grad_in, std::size_t n,
-                        void* stream) {
-    EMBER_LAUNCH(gelu_backward_kernel, grid_for(n), kThreads, 0, (cudaStream_t)stream)(
-        in, grad_out, grad_in, n);
+void gelu_backward_cuda(const float* in, const float* grad_out, float* grad_in, std::size_t n, void* stream) {
+    EMBER_LAUNCH(gelu_backward_kernel, grid_for(n), kThreads, 0, (cudaStream_t)stream)(in, grad_out, grad_in, n);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -13,9 +13,8 @@
 namespace ember::ops {
 namespace {
 
-__global__ void layernorm_forward_kernel(const void* x, DType xt, const float* gamma,
-                                         const float* beta, void* y, DType yt, float* save_mean,
-                                         float* save_rstd, int64_t C, float eps) {
+__global__ void layernorm_forward_kernel(const void* x, DType xt, const float* gamma, const float* beta, void* y,
+                                         DType yt, float* save_mean, float* save_rstd, int64_t C, float eps) {
     const int64_t base = blockIdx.x * C;
     float sum = 0.0f;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) sum += load_as_float(x, xt, base + c);
@@ -34,9 +33,8 @@ __global__ void layernorm_forward_kernel(const void* x, DType xt, const float* g
     }
 }
 
-__global__ void layernorm_backward_dx_kernel(const void* x, DType xt, const void* dy, DType dyt,
-                                             const float* gamma, const float* save_mean,
-                                             const float* save_rstd, void* dx, DType dxt,
+__global__ void layernorm_backward_dx_kernel(const void* x, DType xt, const void* dy, DType dyt, const float* gamma,
+                                             const float* save_mean, const float* save_rstd, void* dx, DType dxt,
                                              int64_t C, GradWrite write) {
     const int64_t row = blockIdx.x, base = row * C;
     const float mean = save_mean[row], rstd = save_rstd[row];
@@ -61,8 +59,8 @@ __global__ void layernorm_backward_dx_kernel(const void* x, DType xt, const void
 // dgamma/dbeta, stage 1: block (column tile, group) sums rows group, group + groups, ...
 // for 256 neighbouring columns (coalesced), into partials in the context workspace.
 __global__ void layernorm_param_partials_kernel(const void* x, DType xt, const void* dy, DType dyt,
-                                                const float* save_mean, const float* save_rstd,
-                                                int64_t rows, int64_t C, int groups, float2* partial) {
+                                                const float* save_mean, const float* save_rstd, int64_t rows, int64_t C,
+                                                int groups, float2* partial) {
     const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float sum_dy = 0.0f, sum_dy_xhat = 0.0f;
@@ -75,8 +73,8 @@ __global__ void layernorm_param_partials_kernel(const void* x, DType xt, const v
 }
 
 // Stage 2: one thread per column adds the groups in order (deterministic) and writes.
-__global__ void layernorm_param_finish_kernel(const float2* partial, int groups, int64_t C,
-                                              float* dgamma, float* dbeta, GradWrite write) {
+__global__ void layernorm_param_finish_kernel(const float2* partial, int groups, int64_t C, float* dgamma, float* dbeta,
+                                              GradWrite write) {
     EMBER_GRID_STRIDE(c, C) {
         float sum_dy = 0.0f, sum_dy_xhat = 0.0f;
         for (int group = 0; group < groups; ++group) {
@@ -100,8 +98,7 @@ __global__ void row_mean_kernel(const void* in, DType in_type, int64_t C, float*
 }
 
 // rstd[row] = 1/sqrt(mean((x - mean)^2) + eps) (one block per row).
-__global__ void row_rstd_kernel(const void* x, DType xt, const float* mean, int64_t C, float eps,
-                                float* rstd) {
+__global__ void row_rstd_kernel(const void* x, DType xt, const float* mean, int64_t C, float eps, float* rstd) {
     const int64_t base = blockIdx.x * C;
     const float row_mean_value = mean[blockIdx.x];
     float squares = 0.0f;
@@ -113,24 +110,25 @@ __global__ void row_rstd_kernel(const void* x, DType xt, const float* mean, int6
     if (threadIdx.x == 0) rstd[blockIdx.x] = layernorm_rstd(total / float(C), eps);
 }
 
-__global__ void normalize_kernel(const void* x, DType xt, const float* mean, const float* rstd, int64_t n,
-                                 int64_t C, float* xhat) {
+__global__ void normalize_kernel(const void* x, DType xt, const float* mean, const float* rstd, int64_t n, int64_t C,
+                                 float* xhat) {
     EMBER_GRID_STRIDE(i, n) {
         xhat[i] = layernorm_normalize(load_as_float(x, xt, i), mean[i / C], rstd[i / C]);
     }
 }
 
-__global__ void affine_kernel(const float* xhat, const float* gamma, const float* beta, int64_t n, int64_t C,
-                              void* y, DType yt) {
+__global__ void affine_kernel(const float* xhat, const float* gamma, const float* beta, int64_t n, int64_t C, void* y,
+                              DType yt) {
     EMBER_GRID_STRIDE(i, n) {
         store_from_float(y, yt, i, layernorm_affine(xhat[i], gamma[i % C], beta[i % C]));
     }
 }
 
 // out[i] = a[i] * b[i % period] (period = C: times gamma; period = n: elementwise).
-__global__ void multiply_kernel(const void* a, DType at, const float* b, int64_t n, int64_t period,
-                                float* out) {
-    EMBER_GRID_STRIDE(i, n) { out[i] = load_as_float(a, at, i) * b[i % period]; }
+__global__ void multiply_kernel(const void* a, DType at, const float* b, int64_t n, int64_t period, float* out) {
+    EMBER_GRID_STRIDE(i, n) {
+        out[i] = load_as_float(a, at, i) * b[i % period];
+    }
 }
 
 __global__ void input_grad_kernel(const float* g, const float* xhat, const float* rstd, const float* mean_g,
@@ -147,15 +145,15 @@ __global__ void input_grad_kernel(const float* g, const float* xhat, const float
 void check_scratch_cuda(const char* op, const Tensor& scratch, int64_t expected) {
     require(scratch.defined() && scratch.device == Device::cuda && scratch.dtype == DType::f32 &&
                 scratch.numel() >= expected,
-            op, "scratch must be a cuda f32 tensor with at least " + std::to_string(expected) + " elements" +
-                    (scratch.defined() ? ": " + scratch.describe() : ""));
+            op,
+            "scratch must be a cuda f32 tensor with at least " + std::to_string(expected) + " elements" +
+                (scratch.defined() ? ": " + scratch.describe() : ""));
 }
 
 }  // namespace
 
-void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                            const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                            const Tensor& save_rstd, float eps) {
+void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                            const Tensor& save_mean, const Tensor& save_rstd, float eps) {
     const char* op = "layernorm_forward_cuda";
     cuda::check_float_cuda(x, op, "x");
     cuda::check_float_cuda(y, op, "y");
@@ -164,16 +162,14 @@ void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gam
     cuda::check_f32_cuda(op, C, {{gamma, "gamma"}, {beta, "beta"}});
     cuda::check_f32_cuda(op, rows, {{save_mean, "save_mean"}, {save_rstd, "save_rstd"}});
     if (rows == 0) return;
-    EMBER_LAUNCH(layernorm_forward_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, gamma.as<float>(), beta.as<float>(), y.data, y.dtype, save_mean.as<float>(),
-        save_rstd.as<float>(), C, eps);
+    EMBER_LAUNCH(layernorm_forward_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, gamma.as<float>(), beta.as<float>(), y.data,
+                                                   y.dtype, save_mean.as<float>(), save_rstd.as<float>(), C, eps);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                             const Tensor& gamma, const Tensor& save_mean, const Tensor& save_rstd,
-                             const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                             GradWrite input_write, GradWrite param_write) {
+void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
+                             const Tensor& dbeta, GradWrite input_write, GradWrite param_write) {
     const char* op = "layernorm_backward_cuda";
     cuda::check_float_cuda(x, op, "x");
     cuda::check_float_cuda(dy, op, "dy");
@@ -189,27 +185,25 @@ void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy
     // as the CPU twin writes them: the column sums below run for any row count.
     if (dx.defined() && rows > 0) {
         const unsigned row_blocks = static_cast<unsigned>(rows);
-        EMBER_LAUNCH(layernorm_backward_dx_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(
-            x.data, x.dtype, dy.data, dy.dtype, gamma.as<float>(), save_mean.as<float>(),
-            save_rstd.as<float>(), dx.data, dx.dtype, C, input_write);
+        EMBER_LAUNCH(layernorm_backward_dx_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, dy.data, dy.dtype, gamma.as<float>(), save_mean.as<float>(),
+                                 save_rstd.as<float>(), dx.data, dx.dtype, C, input_write);
         EMBER_CUDA_CHECK_LAUNCH();
     }
     const cuda::ColumnGrid g = cuda::column_grid(ctx, rows, C, sizeof(float2), op);
     float2* partial = static_cast<float2*>(ctx.workspace);
-    EMBER_LAUNCH(layernorm_param_partials_kernel, g.grid, cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C, g.groups,
-        partial);
+    EMBER_LAUNCH(layernorm_param_partials_kernel, g.grid, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, dy.data, dy.dtype, save_mean.as<float>(), save_rstd.as<float>(), rows, C,
+                             g.groups, partial);
     EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(layernorm_param_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(
-        partial, g.groups, C, dgamma.as<float>(), dbeta.as<float>(), param_write);
+    EMBER_LAUNCH(layernorm_param_finish_kernel, cuda::grid_for(C), cuda::kThreads, 0, ctx.stream)(partial, g.groups, C, dgamma.as<float>(),
+                                                                           dbeta.as<float>(), param_write);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
 // ---- unfused --------------------------------------------------------------------------
 
-void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                                    const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                                    const Tensor& save_rstd, const Tensor& scratch, float eps) {
+void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
+                                    const Tensor& scratch, float eps) {
     const char* op = "layernorm_forward_unfused_cuda";
     cuda::check_float_cuda(x, op, "x");
     cuda::check_float_cuda(y, op, "y");
@@ -225,22 +219,18 @@ void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Ten
     const unsigned row_blocks = static_cast<unsigned>(rows), grid = cuda::grid_for(n);
     EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, C, mean);
     EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(row_rstd_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, mean, C, eps, rstd);
+    EMBER_LAUNCH(row_rstd_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, mean, C, eps, rstd);
     EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(normalize_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, mean, rstd, n, C, xhat);
+    EMBER_LAUNCH(normalize_kernel, grid, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, mean, rstd, n, C, xhat);
     EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(affine_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        xhat, gamma.as<float>(), beta.as<float>(), n, C, y.data, y.dtype);
+    EMBER_LAUNCH(affine_kernel, grid, cuda::kThreads, 0, ctx.stream)(xhat, gamma.as<float>(), beta.as<float>(), n, C, y.data, y.dtype);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
-void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                                     const Tensor& gamma, const Tensor& save_mean,
-                                     const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
-                                     const Tensor& dbeta, const Tensor& scratch, GradWrite input_write,
-                                     GradWrite param_write) {
+void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta, const Tensor& scratch,
+                                     GradWrite input_write, GradWrite param_write) {
     const char* op = "layernorm_backward_unfused_cuda";
     cuda::check_float_cuda(x, op, "x");
     cuda::check_float_cuda(dy, op, "dy");
@@ -265,27 +255,21 @@ void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Te
     float* mean_g_xhat = mean_g + rows;
     const float* rstd = save_rstd.as<float>();
     const unsigned row_blocks = static_cast<unsigned>(rows), grid = cuda::grid_for(n);
-    EMBER_LAUNCH(normalize_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        x.data, x.dtype, save_mean.as<float>(), rstd, n, C, xhat);
+    EMBER_LAUNCH(normalize_kernel, grid, cuda::kThreads, 0, ctx.stream)(x.data, x.dtype, save_mean.as<float>(), rstd, n, C, xhat);
     EMBER_CUDA_CHECK_LAUNCH();
     if (dx.defined()) {
-        EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-            dy.data, dy.dtype, gamma.as<float>(), n, C, g);
+        EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(dy.data, dy.dtype, gamma.as<float>(), n, C, g);
         EMBER_CUDA_CHECK_LAUNCH();
         EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(g, DType::f32, C, mean_g);
         EMBER_CUDA_CHECK_LAUNCH();
-        EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-            g, DType::f32, xhat, n, n, product);
+        EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(g, DType::f32, xhat, n, n, product);
         EMBER_CUDA_CHECK_LAUNCH();
-        EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(
-            product, DType::f32, C, mean_g_xhat);
+        EMBER_LAUNCH(row_mean_kernel, row_blocks, cuda::kThreads, 0, ctx.stream)(product, DType::f32, C, mean_g_xhat);
         EMBER_CUDA_CHECK_LAUNCH();
-        EMBER_LAUNCH(input_grad_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-            g, xhat, rstd, mean_g, mean_g_xhat, n, C, dx.data, dx.dtype, input_write);
+        EMBER_LAUNCH(input_grad_kernel, grid, cuda::kThreads, 0, ctx.stream)(g, xhat, rstd, mean_g, mean_g_xhat, n, C, dx.data, dx.dtype, input_write);
         EMBER_CUDA_CHECK_LAUNCH();
     }
-    EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(
-        dy.data, dy.dtype, xhat, n, n, product);
+    EMBER_LAUNCH(multiply_kernel, grid, cuda::kThreads, 0, ctx.stream)(dy.data, dy.dtype, xhat, n, n, product);
     EMBER_CUDA_CHECK_LAUNCH();
     cuda::column_sums(ctx, op, product, DType::f32, rows, C, dgamma.as<float>(), param_write);
     cuda::column_sums(ctx, op, dy.data, dy.dtype, rows, C, dbeta.as<float>(), param_write);

@@ -9,9 +9,8 @@
 namespace ember::ops {
 namespace {
 
-__global__ void softmax_cross_entropy_kernel(const void* logits, DType lt, const int32_t* targets,
-                                             float* losses, void* dlogits, DType dt,
-                                             int64_t classes, float grad_scale) {
+__global__ void softmax_cross_entropy_kernel(const void* logits, DType lt, const int32_t* targets, float* losses,
+                                             void* dlogits, DType dt, int64_t classes, float grad_scale) {
     const int64_t row = blockIdx.x;
     const int64_t base = row * classes;
     float local_max = -INFINITY;
@@ -34,14 +33,14 @@ __global__ void softmax_cross_entropy_kernel(const void* logits, DType lt, const
 
 }  // namespace
 
-void softmax_cross_entropy_cuda(CudaContext& ctx, const Tensor& logits, const Tensor& targets,
-                                const Tensor& losses, const Tensor& dlogits, float grad_scale) {
+void softmax_cross_entropy_cuda(CudaContext& ctx, const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                                const Tensor& dlogits, float grad_scale) {
     const char* op = "softmax_cross_entropy_cuda";
     cuda::check_float_cuda(logits, op, "logits");
     const int64_t rows = logits.rows(), classes = logits.cols();
-    require(targets.defined() && targets.dtype == DType::i32 && targets.device == Device::cuda &&
-                targets.numel() == rows,
-            op, "targets must be a cuda i32 tensor with one entry per row");
+    require(
+        targets.defined() && targets.dtype == DType::i32 && targets.device == Device::cuda && targets.numel() == rows,
+        op, "targets must be a cuda i32 tensor with one entry per row");
     cuda::check_f32_cuda(losses, op, "losses", rows);
     if (dlogits.defined()) {
         cuda::check_float_cuda(dlogits, op, "dlogits");
@@ -50,9 +49,9 @@ void softmax_cross_entropy_cuda(CudaContext& ctx, const Tensor& logits, const Te
     if (rows == 0) return;
     // Targets are not range-checked on the device (that would need a sync); the CPU
     // twin checks them, and out-of-range values read garbage here.
-    EMBER_LAUNCH(softmax_cross_entropy_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(
-        logits.data, logits.dtype, targets.as<int32_t>(), losses.as<float>(),
-        dlogits.defined() ? dlogits.data : nullptr, dlogits.dtype, classes, grad_scale);
+    EMBER_LAUNCH(softmax_cross_entropy_kernel, static_cast<unsigned>(rows), cuda::kThreads, 0, ctx.stream)(logits.data, logits.dtype, targets.as<int32_t>(), losses.as<float>(),
+                                                   dlogits.defined() ? dlogits.data : nullptr, dlogits.dtype, classes,
+                                                   grad_scale);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

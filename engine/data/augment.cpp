@@ -10,7 +10,8 @@ void augment_sample_cpu(const uint8_t* source, int channels, int height, int wid
     for (int c = 0; c < channels; ++c)
         for (int y = 0; y < height; ++y)
             for (int x = 0; x < width; ++x)
-                *out++ = augmented_pixel(source, height, width, c, y, x, t, options.crop_padding, options.mean, inv_std);
+                *out++ =
+                    augmented_pixel(source, height, width, c, y, x, t, options.crop_padding, options.mean, inv_std);
 }
 
 }  // namespace ember::data

@@ -13,9 +13,9 @@
 namespace ember::data {
 
 struct AugmentOptions {
-    int crop_padding = 0;       // random crop: pad by this many zero pixels, crop back to size; 0 = off
+    int crop_padding = 0;          // random crop: pad by this many zero pixels, crop back to size; 0 = off
     bool horizontal_flip = false;  // flip left-right with probability 1/2
-    float mean = 0.0f;          // output = (pixel/255 - mean) / std
+    float mean = 0.0f;             // output = (pixel/255 - mean) / std
     float std = 1.0f;
     uint64_t seed = 0;
 };

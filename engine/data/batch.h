@@ -18,10 +18,10 @@ struct Batch {
     int64_t size = 0;   // samples in this batch (the last one may be short)
     ImageShape shape;   // of one sample; images hold size * shape.pixels() floats
 
-    const float* images = nullptr;    // host [size, C, H, W]; nullptr for GPU-resident batches
-    const int32_t* labels = nullptr;  // host [size]
+    const float* images = nullptr;            // host [size, C, H, W]; nullptr for GPU-resident batches
+    const int32_t* labels = nullptr;          // host [size]
     const int64_t* sample_indices = nullptr;  // host [size]: which data set samples, in order
-    bool pinned = false;              // host arrays are page-locked
+    bool pinned = false;                      // host arrays are page-locked
 
     // Device copies (nullptr when the loader does not copy to a device). Written on the
     // loader's own stream: the consumer makes its stream wait on `ready` before reading

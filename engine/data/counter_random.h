@@ -33,6 +33,8 @@ EMBER_DATA_HD inline uint32_t random_below(uint64_t word, uint32_t bound) {
 }
 
 // Uniform double in [0, 1) from the top 53 bits.
-EMBER_DATA_HD inline double random_unit(uint64_t word) { return double(word >> 11) * (1.0 / 9007199254740992.0); }
+EMBER_DATA_HD inline double random_unit(uint64_t word) {
+    return double(word >> 11) * (1.0 / 9007199254740992.0);
+}
 
 }  // namespace ember::data

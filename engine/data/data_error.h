@@ -10,7 +10,7 @@
 namespace ember::data {
 
 class DataError : public std::runtime_error {
-public:
+  public:
     static constexpr int64_t kNoSample = -1;
 
     // what() reads "<path>: sample <index>: <problem>" (or "<path>: <problem>").
@@ -20,7 +20,7 @@ public:
     int64_t sample_index() const { return sample_index_; }
     const std::string& problem() const { return problem_; }
 
-private:
+  private:
     std::string path_;
     int64_t sample_index_;
     std::string problem_;

@@ -17,7 +17,7 @@ struct ImageShape {
 };
 
 class Dataset {
-public:
+  public:
     virtual ~Dataset() = default;
     virtual int64_t size() const = 0;
     virtual ImageShape shape() const = 0;

@@ -19,11 +19,15 @@ std::string prefer_gzip(const std::string& root, const std::string& name) {
     return base.string();
 }
 
-const char* file_prefix(Split split) { return split == Split::train ? "train" : "t10k"; }
+const char* file_prefix(Split split) {
+    return split == Split::train ? "train" : "t10k";
+}
 
 }  // namespace
 
-const char* split_name(Split split) { return split == Split::train ? "train" : "test"; }
+const char* split_name(Split split) {
+    return split == Split::train ? "train" : "test";
+}
 
 const std::array<const char*, kFashionMnistClasses>& fashion_mnist_class_names() {
     static const std::array<const char*, kFashionMnistClasses> names = {
@@ -45,7 +49,8 @@ std::string fashion_mnist_missing(const std::string& root, Split split) {
         if (!std::filesystem::is_regular_file(path, error))
             return "Fashion-MNIST not found: " + path +
                    " is missing. Install it with `sudo apt-get install dataset-fashion-mnist` (files land in " +
-                   kFashionMnistDefaultRoot + ") or pass a data root (--root, --data-root) holding the four *-ubyte.gz files.";
+                   kFashionMnistDefaultRoot +
+                   ") or pass a data root (--root, --data-root) holding the four *-ubyte.gz files.";
     }
     return {};
 }
@@ -62,8 +67,9 @@ InMemoryDataset load_idx_pair(const std::string& images_path, const std::string&
     for (int64_t i = 0; i < labels.count; ++i) {
         int value = labels.labels[size_t(i)];
         if (value >= num_classes)
-            throw DataError(labels_path, i,
-                            "label " + std::to_string(value) + " out of range [0, " + std::to_string(num_classes) + ")");
+            throw DataError(
+                labels_path, i,
+                "label " + std::to_string(value) + " out of range [0, " + std::to_string(num_classes) + ")");
         label_values[size_t(i)] = value;
     }
     ImageShape shape{1, images.rows, images.columns};

@@ -19,9 +19,9 @@ namespace ember::data {
 namespace {
 
 // One thread per output pixel; grid-stride so any batch size fits any grid.
-__global__ void gather_augment_kernel(const uint8_t* pixels, const int32_t* labels, int channels, int height,
-                                      int width, const int64_t* indices, int64_t count, AugmentOptions options,
-                                      int64_t epoch, float* out_images, int32_t* out_labels) {
+__global__ void gather_augment_kernel(const uint8_t* pixels, const int32_t* labels, int channels, int height, int width,
+                                      const int64_t* indices, int64_t count, AugmentOptions options, int64_t epoch,
+                                      float* out_images, int32_t* out_labels) {
     const int64_t per_sample = int64_t(channels) * height * width;
     const int64_t total = count * per_sample;
     const float inv_std = 1.0f / options.std;
@@ -59,9 +59,9 @@ void gather_augment_cuda(const uint8_t* pixels, const int32_t* labels, ImageShap
     if (total == 0) return;
     const int threads = 256;
     const unsigned blocks = cuda::grid_stride_blocks((total + threads - 1) / threads, 65535 * 8);
-    EMBER_LAUNCH(gather_augment_kernel, blocks, threads, 0, stream)(
-        pixels, labels, shape.channels, shape.height, shape.width, indices, count, options, epoch,
-        out_images, out_labels);
+    EMBER_LAUNCH(gather_augment_kernel, blocks, threads, 0, stream)(pixels, labels, shape.channels, shape.height,
+                                                                    shape.width, indices, count, options, epoch,
+                                                                    out_images, out_labels);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -87,7 +87,10 @@ struct GpuResidentLoader::State {
 
 GpuResidentLoader::GpuResidentLoader(const InMemoryDataset& dataset, std::shared_ptr<const Sampler> sampler,
                                      int64_t batch_size, bool drop_last, AugmentOptions augment)
-    : sampler_(std::move(sampler)), batch_size_(batch_size), drop_last_(drop_last), augment_(augment),
+    : sampler_(std::move(sampler)),
+      batch_size_(batch_size),
+      drop_last_(drop_last),
+      augment_(augment),
       shape_(dataset.shape()) {
     if (!cuda_usable())
         throw std::runtime_error("GPU-resident data: no CUDA device (" + cuda_runtime_status().reason + ")");
@@ -97,8 +100,8 @@ GpuResidentLoader::GpuResidentLoader(const InMemoryDataset& dataset, std::shared
     state_->pixels = DeviceBuffer(pixel_bytes);
     state_->labels = DeviceBuffer(size_t(dataset.size()) * sizeof(int32_t));
     EMBER_CUDA_CHECK(cudaMemcpy(state_->pixels.data(), dataset.pixels(), pixel_bytes, cudaMemcpyHostToDevice));
-    EMBER_CUDA_CHECK(cudaMemcpy(state_->labels.data(), dataset.labels().data(), size_t(dataset.size()) * sizeof(int32_t),
-                                cudaMemcpyHostToDevice));
+    EMBER_CUDA_CHECK(cudaMemcpy(state_->labels.data(), dataset.labels().data(),
+                                size_t(dataset.size()) * sizeof(int32_t), cudaMemcpyHostToDevice));
     for (State::Slot& slot : state_->slots) {
         slot.host_indices = HostBuffer(size_t(batch_size_) * sizeof(int64_t), true);
         slot.indices = DeviceBuffer(size_t(batch_size_) * sizeof(int64_t));
@@ -111,7 +114,9 @@ GpuResidentLoader::~GpuResidentLoader() {
     if (state_) cudaStreamSynchronize(state_->stream.get());
 }
 
-size_t GpuResidentLoader::resident_bytes() const { return state_->pixels.bytes() + state_->labels.bytes(); }
+size_t GpuResidentLoader::resident_bytes() const {
+    return state_->pixels.bytes() + state_->labels.bytes();
+}
 
 int64_t GpuResidentLoader::batches_per_epoch() const {
     const int64_t length = sampler_->length();
@@ -150,11 +155,10 @@ const Batch* GpuResidentLoader::next() {
         }
         {
             nvtx::ScopedRange augment(nvtx::range::kDataloaderAugment, nvtx::Category::dataloader);
-            gather_augment_cuda(static_cast<const uint8_t*>(state_->pixels.data()),
-                                static_cast<const int32_t*>(state_->labels.data()), shape_,
-                                static_cast<const int64_t*>(slot.indices.data()), count, augment_, epoch_,
-                                static_cast<float*>(slot.images.data()), static_cast<int32_t*>(slot.labels.data()),
-                                stream);
+            gather_augment_cuda(
+                static_cast<const uint8_t*>(state_->pixels.data()), static_cast<const int32_t*>(state_->labels.data()),
+                shape_, static_cast<const int64_t*>(slot.indices.data()), count, augment_, epoch_,
+                static_cast<float*>(slot.images.data()), static_cast<int32_t*>(slot.labels.data()), stream);
         }
         EMBER_CUDA_CHECK(cudaEventRecord(slot.ready.get(), stream));
         slot.ready_pending = true;

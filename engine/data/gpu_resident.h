@@ -33,7 +33,7 @@ void gather_augment_cuda(const uint8_t* pixels, const int32_t* labels, ImageShap
                          int32_t* out_labels, CUstream_st* stream);
 
 class GpuResidentLoader {
-public:
+  public:
     // Uploads the data set. Throws std::runtime_error("... no CUDA device ...") without one.
     GpuResidentLoader(const InMemoryDataset& dataset, std::shared_ptr<const Sampler> sampler, int64_t batch_size,
                       bool drop_last, AugmentOptions augment);
@@ -53,7 +53,7 @@ public:
     size_t resident_bytes() const;
     LoaderStats stats() const { return stats_; }
 
-private:
+  private:
     struct State;
     std::unique_ptr<State> state_;
     std::shared_ptr<const Sampler> sampler_;

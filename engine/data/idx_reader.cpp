@@ -75,14 +75,15 @@ std::vector<uint32_t> read_header(gzFile file, const std::string& path, uint32_t
     uint32_t magic = big_endian(magic_bytes);
     if (magic != expected_magic)
         throw DataError(path, DataError::kNoSample,
-                        "wrong magic number " + hex(magic) + ", expected " + hex(expected_magic) + " (IDX unsigned-byte " +
-                            kind + "); is this the right file?");
+                        "wrong magic number " + hex(magic) + ", expected " + hex(expected_magic) +
+                            " (IDX unsigned-byte " + kind + "); is this the right file?");
     int dimensions = magic_bytes[3];
     std::vector<uint32_t> sizes(size_t(dimensions), 0);
     for (int d = 0; d < dimensions; ++d) {
         uint8_t size_bytes[4];
         if (read_some(file, path, size_bytes, 4) != 4)
-            throw DataError(path, DataError::kNoSample, "IDX header ends inside the dimension sizes" + short_read_reason(file));
+            throw DataError(path, DataError::kNoSample,
+                            "IDX header ends inside the dimension sizes" + short_read_reason(file));
         sizes[size_t(d)] = big_endian(size_bytes);
     }
     return sizes;
@@ -102,8 +103,9 @@ void read_records(gzFile file, const std::string& path, uint8_t* out, int64_t co
     }
     uint8_t extra = 0;
     if (read_some(file, path, &extra, 1) != 0)
-        throw DataError(path, count, "trailing data after the " + std::to_string(count) + " " + kind +
-                                         " the header promises (count mismatch?)");
+        throw DataError(
+            path, count,
+            "trailing data after the " + std::to_string(count) + " " + kind + " the header promises (count mismatch?)");
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ ImageFolderDataset::ImageFolderDataset(const std::string& root, ImageFolderOptio
         for (const fs::directory_entry& entry : fs::directory_iterator(class_dir, error)) {
             if (!entry.is_regular_file()) continue;
             std::string extension = entry.path().extension().string();
-            std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+            std::transform(extension.begin(), extension.end(), extension.begin(),
+                           [](unsigned char c) { return char(std::tolower(c)); });
             if (extension == ".png") class_files.push_back(entry.path().string());
         }
         if (error) throw DataError(class_dir.string(), DataError::kNoSample, "cannot list: " + error.message());

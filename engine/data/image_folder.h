@@ -24,7 +24,7 @@ struct ImageFolderOptions {
 };
 
 class ImageFolderDataset : public Dataset {
-public:
+  public:
     // Scans root; throws DataError when root is missing, has no class folders, or has no PNG.
     explicit ImageFolderDataset(const std::string& root, ImageFolderOptions options = {});
 
@@ -38,7 +38,7 @@ public:
     const std::vector<std::string>& class_names() const { return class_names_; }
     const std::string& file(int64_t index) const { return files_.at(size_t(index)); }
 
-private:
+  private:
     std::string root_;
     ImageShape shape_;
     std::vector<std::string> class_names_;

@@ -16,15 +16,14 @@ InMemoryDataset::InMemoryDataset(ImageShape shape, int num_classes, std::vector<
       labels_(std::move(labels)),
       description_(std::move(description)) {
     if (int64_t(pixels_.size()) != int64_t(labels_.size()) * shape_.pixels())
-        throw std::invalid_argument("InMemoryDataset '" + description_ + "': " +
-                                    std::to_string(pixels_.size()) + " pixel bytes for " +
-                                    std::to_string(labels_.size()) + " labels of " +
+        throw std::invalid_argument("InMemoryDataset '" + description_ + "': " + std::to_string(pixels_.size()) +
+                                    " pixel bytes for " + std::to_string(labels_.size()) + " labels of " +
                                     std::to_string(shape_.pixels()) + " pixels each");
     for (size_t i = 0; i < labels_.size(); ++i)
         if (labels_[i] < 0 || labels_[i] >= num_classes_)
-            throw DataError(description_, int64_t(i),
-                            "label " + std::to_string(labels_[i]) + " out of range [0, " +
-                                std::to_string(num_classes_) + ")");
+            throw DataError(
+                description_, int64_t(i),
+                "label " + std::to_string(labels_[i]) + " out of range [0, " + std::to_string(num_classes_) + ")");
 }
 
 int32_t InMemoryDataset::label(int64_t index) const {

@@ -11,11 +11,11 @@
 namespace ember::data {
 
 class InMemoryDataset : public Dataset {
-public:
+  public:
     InMemoryDataset() = default;
     // pixels.size() must be labels.size() * shape.pixels(); every label in [0, num_classes).
-    InMemoryDataset(ImageShape shape, int num_classes, std::vector<uint8_t> pixels,
-                    std::vector<int32_t> labels, std::string description);
+    InMemoryDataset(ImageShape shape, int num_classes, std::vector<uint8_t> pixels, std::vector<int32_t> labels,
+                    std::string description);
 
     int64_t size() const override { return int64_t(labels_.size()); }
     ImageShape shape() const override { return shape_; }
@@ -28,7 +28,7 @@ public:
     const std::vector<int32_t>& labels() const { return labels_; }
     const uint8_t* image(int64_t index) const { return pixels_.data() + index * shape_.pixels(); }
 
-private:
+  private:
     ImageShape shape_;
     int num_classes_ = 0;
     std::vector<uint8_t> pixels_;

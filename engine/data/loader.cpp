@@ -32,14 +32,14 @@ struct DataLoader::CopyStream {
 };
 
 struct DataLoader::Slot {
-    HostBuffer images;                 // float [batch_size, C, H, W]
-    HostBuffer labels;                 // int32 [batch_size]
-    std::vector<int64_t> indices;      // data set indices of the batch
-    std::vector<uint8_t> decoded;      // uint8 [batch_size, C, H, W] before augmentation
+    HostBuffer images;             // float [batch_size, C, H, W]
+    HostBuffer labels;             // int32 [batch_size]
+    std::vector<int64_t> indices;  // data set indices of the batch
+    std::vector<uint8_t> decoded;  // uint8 [batch_size, C, H, W] before augmentation
     DeviceBuffer device_images;
     DeviceBuffer device_labels;
-    std::unique_ptr<Event> copied;     // recorded after the H2D copy
-    std::unique_ptr<Event> released;   // recorded on the consumer's stream by release()
+    std::unique_ptr<Event> copied;    // recorded after the H2D copy
+    std::unique_ptr<Event> released;  // recorded on the consumer's stream by release()
     bool copy_pending = false;
     bool release_recorded = false;
     int index = 0;  // position in slots_, reported as Batch::slot
@@ -97,12 +97,13 @@ DataLoader::~DataLoader() {
     if (copy_stream_) cudaStreamSynchronize(copy_stream_->stream.get());  // copies may still read staging memory
 }
 
-bool DataLoader::pinned() const { return slots_.front()->images.pinned(); }
+bool DataLoader::pinned() const {
+    return slots_.front()->images.pinned();
+}
 
 int64_t DataLoader::batches_per_epoch() const {
     int64_t length = sampler_->length();
-    return options_.drop_last ? length / options_.batch_size
-                              : (length + options_.batch_size - 1) / options_.batch_size;
+    return options_.drop_last ? length / options_.batch_size : (length + options_.batch_size - 1) / options_.batch_size;
 }
 
 LoaderStats DataLoader::stats() const {
@@ -219,8 +220,9 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
         for (int64_t i = 0; i < count; ++i) {
             int32_t label = dataset_->read(indices[size_t(i)], slot.decoded.data() + i * pixels);
             if (label < 0 || label >= num_classes)
-                throw DataError(dataset_->describe(), indices[size_t(i)],
-                                "label " + std::to_string(label) + " out of range [0, " + std::to_string(num_classes) + ")");
+                throw DataError(
+                    dataset_->describe(), indices[size_t(i)],
+                    "label " + std::to_string(label) + " out of range [0, " + std::to_string(num_classes) + ")");
             labels[i] = label;
         }
     }
@@ -231,8 +233,14 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
                                options_.augment, epoch, indices[size_t(i)], images + i * pixels);
     }
     Batch& batch = slot.batch;
-    batch = Batch{.epoch = epoch, .index = batch_number, .size = count, .shape = shape_, .images = images,
-                  .labels = labels, .sample_indices = slot.indices.data(), .pinned = slot.images.pinned(),
+    batch = Batch{.epoch = epoch,
+                  .index = batch_number,
+                  .size = count,
+                  .shape = shape_,
+                  .images = images,
+                  .labels = labels,
+                  .sample_indices = slot.indices.data(),
+                  .pinned = slot.images.pinned(),
                   .slot = slot.index};
     if (copy_to_device_) {
         nvtx::ScopedRange h2d(nvtx::range::kDataloaderH2d, kCategory);
@@ -254,8 +262,7 @@ void DataLoader::fill(Slot& slot, int64_t epoch, int64_t batch_number, const std
 const Batch* DataLoader::next() {
     std::unique_lock<std::mutex> lock(mutex_);
     if (epoch_error_) std::rethrow_exception(epoch_error_);
-    if (!epoch_started_)
-        throw std::logic_error("DataLoader::next() before start_epoch()");
+    if (!epoch_started_) throw std::logic_error("DataLoader::next() before start_epoch()");
     if (next_consume_ >= int64_t(batches_.size())) {
         epoch_active_ = false;
         lock.unlock();

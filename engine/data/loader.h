@@ -47,15 +47,15 @@ struct LoaderOptions {
 };
 
 struct LoaderStats {
-    int64_t batches = 0;         // batches returned by next()
-    double wait_seconds = 0.0;   // time next() spent waiting (the dataloader/wait ranges)
-    int64_t worker_starts = 0;   // worker threads started so far (persistent vs not)
-    int64_t batches_filled = 0;  // batches decoded and augmented (by workers or next())
+    int64_t batches = 0;            // batches returned by next()
+    double wait_seconds = 0.0;      // time next() spent waiting (the dataloader/wait ranges)
+    int64_t worker_starts = 0;      // worker threads started so far (persistent vs not)
+    int64_t batches_filled = 0;     // batches decoded and augmented (by workers or next())
     double fill_cpu_seconds = 0.0;  // CPU time those took, on whichever thread filled them
 };
 
 class DataLoader {
-public:
+  public:
     // Throws std::invalid_argument for bad options (batch_size <= 0, workers < 0, ...).
     DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<const Sampler> sampler, LoaderOptions options);
     ~DataLoader();
@@ -84,7 +84,7 @@ public:
     // Why a requested feature is off (no CUDA device: no pinned memory, no H2D); empty if none.
     const std::string& fallback_note() const { return fallback_note_; }
 
-private:
+  private:
     struct Slot;
     enum class SlotState { free, filling, ready, failed, in_use };
 

@@ -33,7 +33,9 @@ std::vector<int64_t> iota(int64_t size) {
 
 }  // namespace
 
-std::vector<int64_t> SequentialSampler::epoch_indices(int64_t) const { return iota(size_); }
+std::vector<int64_t> SequentialSampler::epoch_indices(int64_t) const {
+    return iota(size_);
+}
 
 std::vector<int64_t> RandomSampler::epoch_indices(int64_t epoch) const {
     std::vector<int64_t> values = iota(size_);
@@ -122,7 +124,8 @@ std::vector<int64_t> DistributedSampler::epoch_indices(int64_t epoch) const {
     return mine;
 }
 
-std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& indices, int64_t batch_size, bool drop_last) {
+std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& indices, int64_t batch_size,
+                                               bool drop_last) {
     if (batch_size <= 0) throw std::invalid_argument("batch_size must be > 0");
     std::vector<std::vector<int64_t>> batches;
     for (size_t start = 0; start < indices.size(); start += size_t(batch_size)) {

@@ -11,7 +11,7 @@
 namespace ember::data {
 
 class Sampler {
-public:
+  public:
     virtual ~Sampler() = default;
     // The indices of one epoch, in visiting order.
     virtual std::vector<int64_t> epoch_indices(int64_t epoch) const = 0;
@@ -21,35 +21,35 @@ public:
 
 // 0, 1, ..., size-1.
 class SequentialSampler : public Sampler {
-public:
+  public:
     explicit SequentialSampler(int64_t size) : size_(size) {}
     std::vector<int64_t> epoch_indices(int64_t epoch) const override;
     int64_t length() const override { return size_; }
 
-private:
+  private:
     int64_t size_;
 };
 
 // A permutation of 0..size-1 (Fisher-Yates), a new one each epoch.
 class RandomSampler : public Sampler {
-public:
+  public:
     RandomSampler(int64_t size, uint64_t seed) : size_(size), seed_(seed) {}
     std::vector<int64_t> epoch_indices(int64_t epoch) const override;
     int64_t length() const override { return size_; }
 
-private:
+  private:
     int64_t size_;
     uint64_t seed_;
 };
 
 // A permutation of the given indices (e.g. a validation split).
 class SubsetRandomSampler : public Sampler {
-public:
+  public:
     SubsetRandomSampler(std::vector<int64_t> indices, uint64_t seed) : indices_(std::move(indices)), seed_(seed) {}
     std::vector<int64_t> epoch_indices(int64_t epoch) const override;
     int64_t length() const override { return int64_t(indices_.size()); }
 
-private:
+  private:
     std::vector<int64_t> indices_;
     uint64_t seed_;
 };
@@ -57,14 +57,14 @@ private:
 // num_samples indices drawn with probability weight[i] / sum(weights). With replacement:
 // independent draws (inverse CDF); without: a weighted permutation prefix (keys u^(1/w)).
 class WeightedRandomSampler : public Sampler {
-public:
+  public:
     // Throws std::invalid_argument for negative/non-finite weights, all zero, or
     // num_samples > number of positive weights without replacement.
     WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement, uint64_t seed);
     std::vector<int64_t> epoch_indices(int64_t epoch) const override;
     int64_t length() const override { return num_samples_; }
 
-private:
+  private:
     std::vector<double> weights_;
     std::vector<double> cumulative_;
     int64_t num_samples_;
@@ -77,12 +77,12 @@ private:
 // drop_last the order is padded by repeating its start so every rank gets ceil(N/W)
 // samples; with drop_last the tail is cut to floor(N/W) per rank.
 class DistributedSampler : public Sampler {
-public:
+  public:
     DistributedSampler(int64_t size, int rank, int world_size, bool shuffle, uint64_t seed, bool drop_last);
     std::vector<int64_t> epoch_indices(int64_t epoch) const override;
     int64_t length() const override { return per_rank_; }
 
-private:
+  private:
     int64_t size_;
     int rank_;
     int world_size_;

@@ -41,6 +41,8 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
     data_.reset(data);
 }
 
-void DeviceFree::operator()(void* data) const { cudaFree(data); }
+void DeviceFree::operator()(void* data) const {
+    cudaFree(data);
+}
 
 }  // namespace ember::data

@@ -24,7 +24,7 @@ struct DeviceFree {
 };
 
 class HostBuffer {
-public:
+  public:
     HostBuffer() = default;
     // pinned requested but no CUDA driver/device: falls back to pageable (pinned() = false).
     HostBuffer(size_t bytes, bool pinned);
@@ -33,20 +33,20 @@ public:
     size_t bytes() const { return bytes_; }
     bool pinned() const { return data_.get_deleter().pinned; }
 
-private:
+  private:
     std::unique_ptr<void, HostFree> data_;
     size_t bytes_ = 0;
 };
 
 class DeviceBuffer {
-public:
+  public:
     DeviceBuffer() = default;
     explicit DeviceBuffer(size_t bytes);  // throws CudaError
 
     void* data() const { return data_.get(); }
     size_t bytes() const { return bytes_; }
 
-private:
+  private:
     std::unique_ptr<void, DeviceFree> data_;
     size_t bytes_ = 0;
 };

@@ -12,7 +12,7 @@
 namespace ember::distributed {
 
 class CollectiveWait {
-public:
+  public:
     // bytes: the NVTX payload (the collective's size), when known.
     explicit CollectiveWait(double& total_seconds, std::optional<std::uint64_t> bytes = std::nullopt)
         : range_(bytes ? nvtx::ScopedRange(nvtx::range::kAllreduceWait, nvtx::Category::communication, *bytes)
@@ -24,7 +24,7 @@ public:
     CollectiveWait(const CollectiveWait&) = delete;
     CollectiveWait& operator=(const CollectiveWait&) = delete;
 
-private:
+  private:
     nvtx::ScopedRange range_;
     double& total_seconds_;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

@@ -14,7 +14,7 @@
 namespace ember::distributed {
 
 class PendingCollective {
-public:
+  public:
     virtual ~PendingCollective() = default;
     virtual void wait() = 0;
     // Drives progress without blocking (MPI progresses nonblocking collectives only
@@ -23,7 +23,7 @@ public:
 };
 
 class Communicator {
-public:
+  public:
     virtual ~Communicator() = default;
     int rank() const { return rank_; }
     int world_size() const { return world_size_; }
@@ -35,8 +35,8 @@ public:
     virtual std::unique_ptr<PendingCollective> reduce_scatter_sum_async(const float* send, float* receive,
                                                                         std::size_t count, void* stream) = 0;
     // receive holds world_size * count elements: block r is rank r's send.
-    virtual std::unique_ptr<PendingCollective> all_gather_async(const float* send, float* receive,
-                                                                std::size_t count, void* stream) = 0;
+    virtual std::unique_ptr<PendingCollective> all_gather_async(const float* send, float* receive, std::size_t count,
+                                                                void* stream) = 0;
     virtual void broadcast(void* data, std::size_t bytes, int root, void* stream) = 0;
     virtual void barrier() = 0;
 
@@ -50,7 +50,7 @@ public:
         all_gather_async(send, receive, count, stream)->wait();
     }
 
-protected:
+  protected:
     Communicator(int rank, int world_size) : rank_(rank), world_size_(world_size) {}
     int rank_;
     int world_size_;

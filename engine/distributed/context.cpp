@@ -32,14 +32,16 @@ Context::Context(const LaunchEnvironment& environment, std::unique_ptr<Communica
     : environment_(environment), communicator_(std::move(communicator)) {}
 
 Communicator& Context::communicator() {
-    if (!communicator_) throw std::logic_error("dist: a single process has no communicator (launch with mpirun or srun)");
+    if (!communicator_)
+        throw std::logic_error("dist: a single process has no communicator (launch with mpirun or srun)");
     return *communicator_;
 }
 
 void Context::record_clock_anchor() {
     if (!communicator_) return;
     communicator_->barrier();
-    nvtx::mark_value(nvtx::range::kClockAnchor.data(), static_cast<double>(anchors_recorded_++), nvtx::Category::communication);
+    nvtx::mark_value(nvtx::range::kClockAnchor.data(), static_cast<double>(anchors_recorded_++),
+                     nvtx::Category::communication);
 }
 
 }  // namespace ember::distributed

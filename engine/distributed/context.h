@@ -21,7 +21,7 @@
 namespace ember::distributed {
 
 class Context {
-public:
+  public:
     explicit Context(Device backend, bool force_mpi = false);
     Context(const LaunchEnvironment& environment, std::unique_ptr<Communicator> communicator);
 
@@ -43,7 +43,7 @@ public:
     // intervals (e.g. every epoch) so drift can be corrected. No-op for a single process.
     void record_clock_anchor();
 
-private:
+  private:
     LaunchEnvironment environment_;
     std::unique_ptr<Communicator> communicator_;
     int64_t anchors_recorded_ = 0;

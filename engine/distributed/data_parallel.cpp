@@ -45,7 +45,8 @@ std::vector<GradientBucket> plan_gradient_buckets(const std::vector<nn::Paramete
 
 Shard shard_of(std::size_t flat_length, int rank, int world_size) {
     Shard shard;
-    const std::size_t size = (flat_length + static_cast<std::size_t>(world_size) - 1) / static_cast<std::size_t>(world_size);
+    const std::size_t size =
+        (flat_length + static_cast<std::size_t>(world_size) - 1) / static_cast<std::size_t>(world_size);
     shard.padded_size = size;
     shard.begin = std::min(flat_length, size * static_cast<std::size_t>(rank));
     shard.end = std::min(flat_length, shard.begin + size);
@@ -75,7 +76,9 @@ DataParallel::~DataParallel() {
         if (pending) pending->wait();
 }
 
-void* DataParallel::stream() const { return model_.context().cuda ? model_.context().cuda->stream : nullptr; }
+void* DataParallel::stream() const {
+    return model_.context().cuda ? model_.context().cuda->stream : nullptr;
+}
 
 void DataParallel::broadcast_parameters() {
     nn::ParameterStore& store = model_.parameters();
@@ -115,8 +118,7 @@ void DataParallel::layer_gradients_ready(std::size_t layer_index) {
 
 void DataParallel::scale_gradients(std::size_t begin, std::size_t end, float factor) {
     float* gradients = model_.parameters().gradients_f32();
-    Tensor view = make_tensor(gradients + begin, DType::f32, {static_cast<int64_t>(end - begin)},
-                              model_.backend());
+    Tensor view = make_tensor(gradients + begin, DType::f32, {static_cast<int64_t>(end - begin)}, model_.backend());
     ops::scale(model_.context(), view, factor);
 }
 
@@ -130,9 +132,11 @@ void DataParallel::finish_gradients() {
         const std::size_t flat_bytes = store.flat_length() * sizeof(float);
         const bool cuda = model_.backend() == Device::cuda;
         cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream());
-        if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(padded_gradients_.data(), store.gradients_f32(), flat_bytes,
-                                                   cudaMemcpyDeviceToDevice, cuda_stream));
-        else std::memcpy(padded_gradients_.data(), store.gradients_f32(), flat_bytes);
+        if (cuda)
+            EMBER_CUDA_CHECK(cudaMemcpyAsync(padded_gradients_.data(), store.gradients_f32(), flat_bytes,
+                                             cudaMemcpyDeviceToDevice, cuda_stream));
+        else
+            std::memcpy(padded_gradients_.data(), store.gradients_f32(), flat_bytes);
         std::unique_ptr<PendingCollective> pending;
         {
             nvtx::ScopedRange range(nvtx::range::kAllreduceBucket, nvtx::Category::communication, flat_bytes);
@@ -147,9 +151,11 @@ void DataParallel::finish_gradients() {
         }
         const std::size_t shard_bytes = (shard.end - shard.begin) * sizeof(float);
         if (shard_bytes > 0) {
-            if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(store.gradients_f32() + shard.begin, shard_gradients_.data(),
-                                                       shard_bytes, cudaMemcpyDeviceToDevice, cuda_stream));
-            else std::memcpy(store.gradients_f32() + shard.begin, shard_gradients_.data(), shard_bytes);
+            if (cuda)
+                EMBER_CUDA_CHECK(cudaMemcpyAsync(store.gradients_f32() + shard.begin, shard_gradients_.data(),
+                                                 shard_bytes, cudaMemcpyDeviceToDevice, cuda_stream));
+            else
+                std::memcpy(store.gradients_f32() + shard.begin, shard_gradients_.data(), shard_bytes);
             scale_gradients(shard.begin, shard.end, inverse_world);
         }
         return;

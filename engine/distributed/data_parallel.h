@@ -64,7 +64,7 @@ struct Shard {
 Shard shard_of(std::size_t flat_length, int rank, int world_size);
 
 class DataParallel final : public nn::GradientSynchronizer {
-public:
+  public:
     DataParallel(nn::Model& model, Communicator& communicator, const DataParallelOptions& options = {});
     ~DataParallel() override;
 
@@ -84,7 +84,7 @@ public:
     // Seconds the host has waited for gradient collectives so far (allreduce/wait).
     double wait_seconds() const { return wait_seconds_; }
 
-private:
+  private:
     void launch_bucket(std::size_t index);
     void scale_gradients(std::size_t begin, std::size_t end, float factor);
     void* stream() const;

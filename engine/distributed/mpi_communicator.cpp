@@ -17,7 +17,8 @@ void check_mpi(int code, const char* call) {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    throw std::runtime_error(std::string("mpi: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+    throw std::runtime_error(std::string("mpi: ") + call +
+                             " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 int checked_count(std::size_t count, const char* call) {
@@ -34,7 +35,7 @@ void finalize_mpi_at_exit() {
 }
 
 class MpiPending final : public PendingCollective {
-public:
+  public:
     explicit MpiPending(MPI_Request request) : request_(request) {}
     ~MpiPending() override {
         if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);  // never leave a request dangling
@@ -46,12 +47,12 @@ public:
         return done != 0;
     }
 
-private:
+  private:
     MPI_Request request_;
 };
 
 class MpiCommunicator final : public Communicator {
-public:
+  public:
     MpiCommunicator(int rank, int world_size) : Communicator(rank, world_size) {}
     const char* engine_name() const override { return "mpi"; }
 

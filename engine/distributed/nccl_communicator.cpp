@@ -21,19 +21,19 @@ void check_nccl(ncclResult_t result, const char* call) {
 }
 
 class NcclPending final : public PendingCollective {
-public:
+  public:
     NcclPending(cudaEvent_t done, cudaStream_t caller) : done_(done), caller_(caller) {}
     ~NcclPending() override { cudaEventDestroy(done_); }
     void wait() override { EMBER_CUDA_CHECK(cudaStreamWaitEvent(caller_, done_, 0)); }
     bool test() override { return cudaEventQuery(done_) == cudaSuccess; }
 
-private:
+  private:
     cudaEvent_t done_;
     cudaStream_t caller_;
 };
 
 class NcclCommunicator final : public Communicator {
-public:
+  public:
     NcclCommunicator(int rank, int world_size) : Communicator(rank, world_size) {
         ncclUniqueId id;
         if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -80,7 +80,7 @@ public:
         EMBER_CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
     }
 
-private:
+  private:
     // The communication stream waits for everything the caller's stream enqueued so far.
     cudaStream_t follow(void* stream) {
         cudaStream_t caller = static_cast<cudaStream_t>(stream);

@@ -33,8 +33,8 @@ std::vector<optim::ParameterSegment> clip_to_shard(const std::vector<optim::Para
 }
 
 optim::OptimizerKind kind_of(const std::string& name) {
-    static const char* names[] = {"sgd", "adagrad", "adadelta", "rmsprop", "adam", "adamw",
-                                  "nadam", "adamax", "lamb", "lars", "novograd", "lbfgs"};
+    static const char* names[] = {"sgd",   "adagrad", "adadelta", "rmsprop", "adam",     "adamw",
+                                  "nadam", "adamax",  "lamb",     "lars",    "novograd", "lbfgs"};
     for (int i = 0; i < 12; ++i)
         if (name == names[i]) return static_cast<optim::OptimizerKind>(i);
     throw std::invalid_argument("zero-1: unknown optimizer '" + name + "'");
@@ -50,14 +50,17 @@ ShardedOptimizer::ShardedOptimizer(const std::string& name, const optim::Hyperpa
                                    const std::vector<optim::ParameterSegment>& segments, std::size_t flat_length,
                                    optim::OptimizerBackend backend, Communicator& communicator)
     : optim::Optimizer(name, kind_of(name), backend, lr_of(hyperparameters), segments),
-      communicator_(communicator), flat_length_(flat_length) {
+      communicator_(communicator),
+      flat_length_(flat_length) {
     const optim::OptimizerKind kind = kind_of(name);
     if (kind == optim::OptimizerKind::lamb || kind == optim::OptimizerKind::lars ||
         kind == optim::OptimizerKind::novograd || kind == optim::OptimizerKind::lbfgs)
-        throw std::invalid_argument("zero-1: " + name + " needs whole tensors (per-tensor norms or a line search); "
+        throw std::invalid_argument("zero-1: " + name +
+                                    " needs whole tensors (per-tensor norms or a line search); "
                                     "use an elementwise optimizer (sgd, adam, adamw, ...)");
     if (flat_length < parameter_count_)
-        throw std::invalid_argument("zero-1: flat length " + std::to_string(flat_length) + " is shorter than the segments");
+        throw std::invalid_argument("zero-1: flat length " + std::to_string(flat_length) +
+                                    " is shorter than the segments");
     const Shard shard = shard_of(flat_length, communicator.rank(), communicator.world_size());
     shard_begin_ = shard.begin;
     shard_end_ = shard.end;
@@ -68,10 +71,12 @@ ShardedOptimizer::ShardedOptimizer(const std::string& name, const optim::Hyperpa
     // How many state buffers this kind keeps, known on every rank (a rank whose shard
     // holds no tensor has no inner optimizer to ask).
     const std::vector<optim::ParameterSegment> probe_segment = {{0, 1, 0, "probe"}};
-    state_buffer_count_ =
-        optim::make_optimizer(name, hyperparameters, probe_segment, optim::OptimizerBackend::cpu)->export_state().buffers.size();
+    state_buffer_count_ = optim::make_optimizer(name, hyperparameters, probe_segment, optim::OptimizerBackend::cpu)
+                              ->export_state()
+                              .buffers.size();
     const Device buffer_backend = backend == optim::OptimizerBackend::cpu ? Device::cpu : Device::cuda;
-    gathered_ = nn::FlatBuffer(buffer_backend, shard_size_ * static_cast<std::size_t>(communicator.world_size()) * sizeof(float),
+    gathered_ = nn::FlatBuffer(buffer_backend,
+                               shard_size_ * static_cast<std::size_t>(communicator.world_size()) * sizeof(float),
                                "zero-1 gathered parameters");
 }
 
@@ -94,8 +99,11 @@ void ShardedOptimizer::step(float* params, const float* grads, const optim::Step
     float* own_slot = gathered + static_cast<std::size_t>(communicator_.rank()) * shard_size_;
     const std::size_t own_bytes = (shard_end_ - shard_begin_) * sizeof(float);
     if (own_bytes > 0) {
-        if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(own_slot, params + shard_begin_, own_bytes, cudaMemcpyDeviceToDevice, stream));
-        else std::memcpy(own_slot, params + shard_begin_, own_bytes);
+        if (cuda)
+            EMBER_CUDA_CHECK(
+                cudaMemcpyAsync(own_slot, params + shard_begin_, own_bytes, cudaMemcpyDeviceToDevice, stream));
+        else
+            std::memcpy(own_slot, params + shard_begin_, own_bytes);
     }
     std::unique_ptr<PendingCollective> pending;
     {
@@ -106,8 +114,11 @@ void ShardedOptimizer::step(float* params, const float* grads, const optim::Step
         CollectiveWait wait(wait_seconds_);
         pending->wait();
     }
-    if (cuda) EMBER_CUDA_CHECK(cudaMemcpyAsync(params, gathered, flat_length_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    else std::memcpy(params, gathered, flat_length_ * sizeof(float));
+    if (cuda)
+        EMBER_CUDA_CHECK(
+            cudaMemcpyAsync(params, gathered, flat_length_ * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    else
+        std::memcpy(params, gathered, flat_length_ * sizeof(float));
     if (options.low_precision_params) {
         // Each rank's shard of the 16-bit copy to every rank: one broadcast per rank
         // (the float all-gather cannot carry 16-bit shards of odd length).
@@ -151,8 +162,8 @@ void ShardedOptimizer::gather_state(void* stream) {
         }
         // The shards sit in rank order, each shard_size_ long: gathered index = flat index.
         if (cuda) {
-            EMBER_CUDA_CHECK(cudaMemcpyAsync(own_slot, padded.data(), shard_size_ * sizeof(float), cudaMemcpyHostToDevice,
-                                             cuda_stream));
+            EMBER_CUDA_CHECK(cudaMemcpyAsync(own_slot, padded.data(), shard_size_ * sizeof(float),
+                                             cudaMemcpyHostToDevice, cuda_stream));
             EMBER_CUDA_CHECK(cudaStreamSynchronize(cuda_stream));
         } else {
             std::memcpy(own_slot, padded.data(), shard_size_ * sizeof(float));
@@ -168,7 +179,8 @@ void ShardedOptimizer::gather_state(void* stream) {
         } else {
             std::memcpy(everything.data(), gathered, everything.size() * sizeof(float));
         }
-        full.buffers[buffer].assign(everything.begin(), everything.begin() + static_cast<std::ptrdiff_t>(parameter_count_));
+        full.buffers[buffer].assign(everything.begin(),
+                                    everything.begin() + static_cast<std::ptrdiff_t>(parameter_count_));
     }
     gathered_state_ = std::move(full);
     gathered_at_step_ = step_count_;
@@ -176,8 +188,9 @@ void ShardedOptimizer::gather_state(void* stream) {
 
 optim::OptimizerState ShardedOptimizer::export_state() const {
     if (gathered_at_step_ != step_count_)
-        throw std::logic_error("zero-1: the optimizer state is sharded across ranks; call gather_state() on every "
-                               "rank before exporting it");
+        throw std::logic_error(
+            "zero-1: the optimizer state is sharded across ranks; call gather_state() on every "
+            "rank before exporting it");
     return gathered_state_;
 }
 

@@ -30,7 +30,7 @@
 namespace ember::distributed {
 
 class ShardedOptimizer final : public optim::Optimizer {
-public:
+  public:
     // segments/flat_length: the model's (ParameterStore::segments(), flat_length()).
     ShardedOptimizer(const std::string& name, const optim::Hyperparameters& hyperparameters,
                      const std::vector<optim::ParameterSegment>& segments, std::size_t flat_length,
@@ -60,10 +60,10 @@ public:
     optim::OptimizerState export_state() const override;
     void import_state(const optim::OptimizerState& state) override;
 
-private:
+  private:
     Communicator& communicator_;
     std::unique_ptr<optim::Optimizer> inner_;
-    std::size_t state_buffer_count_ = 0;   // of this optimizer kind (inner_ may be null)
+    std::size_t state_buffer_count_ = 0;  // of this optimizer kind (inner_ may be null)
     optim::OptimizerState gathered_state_;
     int64_t gathered_at_step_ = -1;
     std::size_t flat_length_ = 0, shard_begin_ = 0, shard_end_ = 0, shard_size_ = 0;

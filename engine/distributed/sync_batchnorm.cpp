@@ -26,7 +26,8 @@ ChannelView view_of(const Tensor& x, const char* what) {
     if (x.device != Device::cpu || x.dtype != DType::f32)
         throw std::invalid_argument(std::string("SyncBatchNorm ") + what +
                                     ": runs on the cpu backend with f32 tensors only (a CUDA version is not "
-                                    "written yet), got " + x.describe());
+                                    "written yet), got " +
+                                    x.describe());
     ChannelView v;
     v.samples = x.shape[0];
     v.channels = x.shape[1];
@@ -42,9 +43,9 @@ void write(float* target, double value, ops::GradWrite mode) {
 }  // namespace
 
 void BatchNormSync::forward_train(const Tensor& x, const Tensor& gamma_tensor, const Tensor& beta_tensor,
-                                  const Tensor& y, const Tensor& running_mean_tensor,
-                                  const Tensor& running_var_tensor, const Tensor& save_mean,
-                                  const Tensor& save_invstd, const ops::BatchNormParams& params) {
+                                  const Tensor& y, const Tensor& running_mean_tensor, const Tensor& running_var_tensor,
+                                  const Tensor& save_mean, const Tensor& save_invstd,
+                                  const ops::BatchNormParams& params) {
     const ChannelView v = view_of(x, "forward");
     view_of(save_mean, "statistics");
     const float* in = x.as<float>();
@@ -143,13 +144,16 @@ void BatchNormSync::backward(const Tensor& x, const Tensor& dy, const Tensor& ga
     }
 }
 
-SyncBatchNorm::SyncBatchNorm(std::string name, int64_t channels, Communicator& communicator, float momentum,
-                             float eps)
+SyncBatchNorm::SyncBatchNorm(std::string name, int64_t channels, Communicator& communicator, float momentum, float eps)
     : Layer(name), norm_(name, channels, momentum, eps), sync_(communicator) {}
 
-nn::TensorShape SyncBatchNorm::output_shape(const nn::TensorShape& input) const { return norm_.output_shape(input); }
+nn::TensorShape SyncBatchNorm::output_shape(const nn::TensorShape& input) const {
+    return norm_.output_shape(input);
+}
 
-void SyncBatchNorm::register_parameters(nn::ParameterStore& store) { norm_.register_parameters(store); }
+void SyncBatchNorm::register_parameters(nn::ParameterStore& store) {
+    norm_.register_parameters(store);
+}
 
 Tensor SyncBatchNorm::forward(nn::RunContext& ctx, const Tensor& x) {
     nn::BatchNormSynchronizer* previous = ctx.batchnorm_sync;

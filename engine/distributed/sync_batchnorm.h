@@ -28,7 +28,7 @@
 namespace ember::distributed {
 
 class BatchNormSync final : public nn::BatchNormSynchronizer {
-public:
+  public:
     explicit BatchNormSync(Communicator& communicator) : communicator_(communicator) {}
     void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                        const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
@@ -37,12 +37,12 @@ public:
                   const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                   ops::GradWrite input_write, ops::GradWrite param_write) override;
 
-private:
+  private:
     Communicator& communicator_;
 };
 
 class SyncBatchNorm : public nn::Layer {
-public:
+  public:
     SyncBatchNorm(std::string name, int64_t channels, Communicator& communicator, float momentum = 0.1f,
                   float eps = 1e-5f);
     const char* kind() const override { return "sync_batchnorm"; }
@@ -51,7 +51,7 @@ public:
     Tensor forward(nn::RunContext& ctx, const Tensor& x) override;
     Tensor backward(nn::RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     nn::BatchNorm norm_;
     BatchNormSync sync_;
 };

@@ -59,7 +59,9 @@ std::size_t ActivationPool::used_bytes() const {
     return used;
 }
 
-std::size_t ActivationPool::peak_bytes() const { return peak_; }
+std::size_t ActivationPool::peak_bytes() const {
+    return peak_;
+}
 
 std::size_t ActivationPool::reserved_bytes() const {
     std::size_t reserved = 0;

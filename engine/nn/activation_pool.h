@@ -31,13 +31,11 @@ TensorShape shape_of(const Tensor& t);
 TensorShape make_shape(std::initializer_list<int64_t> dims);
 
 class ActivationPool {
-public:
+  public:
     ActivationPool(Device backend, std::size_t chunk_bytes, std::string name);
 
     Tensor allocate(DType dtype, const TensorShape& shape);
-    Tensor allocate(DType dtype, std::initializer_list<int64_t> dims) {
-        return allocate(dtype, make_shape(dims));
-    }
+    Tensor allocate(DType dtype, std::initializer_list<int64_t> dims) { return allocate(dtype, make_shape(dims)); }
     void reset();
 
     std::size_t used_bytes() const;      // now
@@ -48,7 +46,7 @@ public:
     // True when the last allocate() had to create a chunk (CUDA Graph capture refuses).
     uint64_t chunk_allocations() const { return chunk_allocations_; }
 
-private:
+  private:
     struct Chunk {
         std::unique_ptr<ActivationArena> arena;
     };

@@ -94,9 +94,8 @@ Tensor ReLU::forward(RunContext& ctx, const Tensor& x) {
 }
 
 Tensor ReLU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
-    return activation_backward(ctx, dy, need_input_grad, [&](const Tensor& dx) {
-        ops::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store);
-    });
+    return activation_backward(ctx, dy, need_input_grad,
+                               [&](const Tensor& dx) { ops::relu_backward(ctx, y_, dy, dx, ops::GradWrite::store); });
 }
 
 // ---- GELU ---------------------------------------------------------------------------
@@ -114,15 +113,13 @@ Tensor GELU::forward(RunContext& ctx, const Tensor& x) {
 }
 
 Tensor GELU::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
-    return activation_backward(ctx, dy, need_input_grad, [&](const Tensor& dx) {
-        ops::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store);
-    });
+    return activation_backward(ctx, dy, need_input_grad,
+                               [&](const Tensor& dx) { ops::gelu_backward(ctx, x_, dy, dx, ops::GradWrite::store); });
 }
 
 // ---- Dropout ------------------------------------------------------------------------
 
-Dropout::Dropout(std::string name, float p, uint64_t stream_id)
-    : Layer(std::move(name)), p_(p), stream_id_(stream_id) {
+Dropout::Dropout(std::string name, float p, uint64_t stream_id) : Layer(std::move(name)), p_(p), stream_id_(stream_id) {
     if (!(p >= 0.0f && p < 1.0f)) layer_error(*this, "p must be in [0, 1), got " + std::to_string(p));
 }
 

@@ -9,7 +9,7 @@ namespace ember::nn {
 // bound 1/sqrt(K) for W and b). With gelu=true, y = gelu(linear(x)) - fused into the
 // GEMM epilogue, or the unfused chain when ctx.switches.fused_gelu is off.
 class Linear : public Layer {
-public:
+  public:
     Linear(std::string name, int64_t in_features, int64_t out_features, bool bias = true, bool gelu = false);
     const char* kind() const override { return gelu_ ? "linear_gelu" : "linear"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -17,7 +17,7 @@ public:
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     int64_t in_, out_;
     bool has_bias_, gelu_;
     ParameterRef weight_, bias_;
@@ -25,40 +25,40 @@ private:
 };
 
 class ReLU : public Layer {
-public:
+  public:
     explicit ReLU(std::string name) : Layer(std::move(name)) {}
     const char* kind() const override { return "relu"; }
     TensorShape output_shape(const TensorShape& input) const override { return input; }
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     Tensor y_;
 };
 
 class GELU : public Layer {
-public:
+  public:
     explicit GELU(std::string name) : Layer(std::move(name)) {}
     const char* kind() const override { return "gelu"; }
     TensorShape output_shape(const TensorShape& input) const override { return input; }
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     Tensor x_;
 };
 
 // Inverted dropout; identity in evaluation. Each instance draws from its own stream
 // (stream_id) of the model's counter-based generator, advanced every step.
 class Dropout : public Layer {
-public:
+  public:
     Dropout(std::string name, float p, uint64_t stream_id);
     const char* kind() const override { return "dropout"; }
     TensorShape output_shape(const TensorShape& input) const override { return input; }
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     float p_;
     uint64_t stream_id_;
     Tensor mask_;
@@ -67,14 +67,14 @@ private:
 // (N,C,H,W) -> (N, C*H*W) in nn.Flatten's order: a view of an nchw input; a
 // channels-last input is reordered to nchw first (and its gradient back).
 class Flatten : public Layer {
-public:
+  public:
     explicit Flatten(std::string name) : Layer(std::move(name)) {}
     const char* kind() const override { return "flatten"; }
     TensorShape output_shape(const TensorShape& input) const override;
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     TensorShape input_shape_;
     Layout input_layout_ = Layout::nchw;
 };

@@ -12,7 +12,7 @@
 namespace ember::nn {
 
 class BatchNormSynchronizer {
-public:
+  public:
     virtual ~BatchNormSynchronizer() = default;
     // As ops::batchnorm_forward_train, with mean and variance over every rank's batch.
     // A collective: every rank calls it for the same layers in the same order.

@@ -134,7 +134,8 @@ Tensor BatchNorm::forward(RunContext& ctx, const Tensor& x) {
         ctx.batchnorm_sync->forward_train(x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_,
                                           params_);
     else
-        ops::batchnorm_forward_train(ctx, x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_, params_);
+        ops::batchnorm_forward_train(ctx, x, gamma, beta, y, running_mean, running_var, save_mean_, save_invstd_,
+                                     params_);
     x_ = x;
     return y;
 }
@@ -233,8 +234,8 @@ BasicBlock::BasicBlock(std::string name, int64_t in_channels, int64_t out_channe
       bn2_(name + ".bn2", out_channels),
       relu1_(name + ".relu1") {
     if (stride != 1 || in_channels != out_channels) {
-        shortcut_conv_ = std::make_unique<Conv2d>(name + ".shortcut.conv", in_channels, out_channels, 1, stride, 0,
-                                                  conv_bias);
+        shortcut_conv_ =
+            std::make_unique<Conv2d>(name + ".shortcut.conv", in_channels, out_channels, 1, stride, 0, conv_bias);
         shortcut_bn_ = std::make_unique<BatchNorm>(name + ".shortcut.bn", out_channels);
     }
 }

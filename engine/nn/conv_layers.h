@@ -17,16 +17,15 @@ namespace ember::nn {
 // A conv that feeds BatchNorm is built without bias (the BN shift makes it redundant);
 // the models keep that switchable so its cost can be measured.
 class Conv2d : public Layer {
-public:
-    Conv2d(std::string name, int64_t in_channels, int64_t out_channels, int kernel, int stride, int padding,
-           bool bias);
+  public:
+    Conv2d(std::string name, int64_t in_channels, int64_t out_channels, int kernel, int stride, int padding, bool bias);
     const char* kind() const override { return "conv2d"; }
     TensorShape output_shape(const TensorShape& input) const override;
     void register_parameters(ParameterStore& store) override;
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     // The filter in the order a conv over `layout` activations reads (KCRS or KRSC).
     Tensor filter_in_layout(RunContext& ctx, Layout layout);
 
@@ -41,7 +40,7 @@ private:
 // nn.BatchNorm2d over (N,C,H,W), or BatchNorm1d over (N,C). gamma=1, beta=0,
 // running_mean=0, running_var=1; statistics in fp32 whatever the activation dtype.
 class BatchNorm : public Layer {
-public:
+  public:
     BatchNorm(std::string name, int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
     const char* kind() const override { return "batchnorm"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -49,7 +48,7 @@ public:
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     int64_t channels_;
     ops::BatchNormParams params_;
     ParameterRef gamma_, beta_, running_mean_, running_var_;
@@ -57,14 +56,14 @@ private:
 };
 
 class MaxPool2d : public Layer {
-public:
+  public:
     MaxPool2d(std::string name, int kernel, int stride);
     const char* kind() const override { return "maxpool2d"; }
     TensorShape output_shape(const TensorShape& input) const override;
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     ops::Pool2dParams params_;
     TensorShape input_shape_;
     Layout input_layout_ = Layout::nchw;
@@ -73,14 +72,14 @@ private:
 
 // (N,C,H,W) -> (N,C): the mean over H and W.
 class GlobalAvgPool : public Layer {
-public:
+  public:
     explicit GlobalAvgPool(std::string name) : Layer(std::move(name)) {}
     const char* kind() const override { return "global_avg_pool"; }
     TensorShape output_shape(const TensorShape& input) const override;
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     TensorShape input_shape_;
     Layout input_layout_ = Layout::nchw;
 };
@@ -88,7 +87,7 @@ private:
 // ResNet basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where the
 // shortcut is the identity or, when the stride or width changes, conv1x1 + BN.
 class BasicBlock : public Layer {
-public:
+  public:
     BasicBlock(std::string name, int64_t in_channels, int64_t out_channels, int stride, bool conv_bias);
     const char* kind() const override { return "basic_block"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -96,7 +95,7 @@ public:
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     Conv2d conv1_, conv2_;
     BatchNorm bn1_, bn2_;
     ReLU relu1_;

@@ -11,7 +11,7 @@
 namespace ember::nn {
 
 class CudaGraph {
-public:
+  public:
     CudaGraph() = default;
     ~CudaGraph();
     CudaGraph(const CudaGraph&) = delete;
@@ -25,7 +25,7 @@ public:
     long replays() const { return replays_; }
     int updates_in_place() const { return updates_in_place_; }
 
-private:
+  private:
     cudaGraphExec_t exec_ = nullptr;
     int captures_ = 0;
     int updates_in_place_ = 0;

@@ -22,7 +22,9 @@ FlatBuffer::FlatBuffer(Device backend, std::size_t bytes, std::string name)
     if (backend != Device::cuda) std::memset(data_, 0, bytes);
 }
 
-FlatBuffer::~FlatBuffer() { release(); }
+FlatBuffer::~FlatBuffer() {
+    release();
+}
 
 void FlatBuffer::release() {
     if (!data_) return;
@@ -53,7 +55,8 @@ void FlatBuffer::zero(void* stream) {
     if (!data_) return;
     if (backend_ == Device::cuda)
         EMBER_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, static_cast<cudaStream_t>(stream)));
-    else std::memset(data_, 0, bytes_);
+    else
+        std::memset(data_, 0, bytes_);
 }
 
 namespace {
@@ -61,20 +64,19 @@ namespace {
 // A host copy of `bytes` into or out of a buffer of `capacity` on `backend`. cudaMemcpy
 // runs on the legacy stream, which does not order against non-blocking streams: wait
 // for all device work first (uploads and downloads are rare).
-void copy_host(Device backend, void* to, const void* from, std::size_t bytes, std::size_t capacity,
-               cudaMemcpyKind kind, const std::string& name) {
+void copy_host(Device backend, void* to, const void* from, std::size_t bytes, std::size_t capacity, cudaMemcpyKind kind,
+               const std::string& name) {
     if (bytes > capacity) {
         const bool upload = kind == cudaMemcpyHostToDevice;
         throw std::out_of_range((upload ? "upload of " : "download of ") + std::to_string(bytes) +
-                                (upload ? " bytes into " : " bytes from ") + name + " of " +
-                                std::to_string(capacity));
+                                (upload ? " bytes into " : " bytes from ") + name + " of " + std::to_string(capacity));
     }
     if (bytes == 0) return;
     if (backend == Device::cuda) {
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
         EMBER_CUDA_CHECK(cudaMemcpy(to, from, bytes, kind));
-    }
-    else std::memcpy(to, from, bytes);
+    } else
+        std::memcpy(to, from, bytes);
 }
 
 }  // namespace

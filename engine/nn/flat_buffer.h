@@ -14,7 +14,7 @@
 namespace ember::nn {
 
 class FlatBuffer {
-public:
+  public:
     FlatBuffer() = default;
     FlatBuffer(Device backend, std::size_t bytes, std::string name);
     ~FlatBuffer();
@@ -32,7 +32,7 @@ public:
     void upload(const void* host, std::size_t bytes);    // host -> this (synchronous)
     void download(void* host, std::size_t bytes) const;  // this -> host (synchronous)
 
-private:
+  private:
     void release();
     Device backend_ = Device::cpu;
     void* data_ = nullptr;

@@ -20,7 +20,7 @@ struct GradientRange {
 };
 
 class GradientSynchronizer {
-public:
+  public:
     virtual ~GradientSynchronizer() = default;
     virtual void begin_backward(bool synchronize) = 0;
     virtual void layer_gradients_ready(std::size_t layer_index) = 0;

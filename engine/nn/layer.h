@@ -17,7 +17,7 @@
 namespace ember::nn {
 
 class Layer {
-public:
+  public:
     explicit Layer(std::string name) : name_(std::move(name)) {}
     virtual ~Layer() = default;
     Layer(const Layer&) = delete;
@@ -39,7 +39,7 @@ public:
     // and runs its forward again inside backward.
     bool checkpointed = false;
 
-protected:
+  protected:
     std::string name_;
 };
 

@@ -30,8 +30,8 @@ void Model::build(const BuildOptions& options) {
     parameters_.allocate(options.backend, options.master_dtype, low);
     parameters_.initialize(options.seed);
     pool_ = std::make_unique<ActivationPool>(options.backend, options.pool_chunk_bytes, "activations");
-    recompute_pool_ = std::make_unique<ActivationPool>(options.backend, options.pool_chunk_bytes / 4,
-                                                       "recomputed activations");
+    recompute_pool_ =
+        std::make_unique<ActivationPool>(options.backend, options.pool_chunk_bytes / 4, "recomputed activations");
     context_.backend = options.backend;
     context_.cuda = options.cuda;
     context_.pool = pool_.get();
@@ -160,7 +160,9 @@ std::size_t Model::activation_bytes() const {
     return (pool_ ? pool_->peak_bytes() : 0) + (recompute_pool_ ? recompute_pool_->peak_bytes() : 0);
 }
 
-std::size_t Model::recompute_bytes() const { return recompute_pool_ ? recompute_pool_->peak_bytes() : 0; }
+std::size_t Model::recompute_bytes() const {
+    return recompute_pool_ ? recompute_pool_->peak_bytes() : 0;
+}
 
 void Model::reset_activation_peak() {
     if (pool_) pool_->reset_peak();

@@ -47,7 +47,7 @@ struct LossOutput {
 };
 
 class Model {
-public:
+  public:
     Model(std::string name, LayerList layers, TensorShape sample_shape);
     ~Model();
 
@@ -100,7 +100,7 @@ public:
     // One line per layer: name, kind, output shape; then the parameter count.
     std::string summary(int64_t batch) const;
 
-private:
+  private:
     std::string name_;
     LayerList layers_;
     TensorShape sample_shape_;

@@ -11,7 +11,9 @@ namespace ember::nn {
 
 namespace {
 
-TensorShape sample_shape(const ModelOptions& o) { return make_shape({o.channels, o.image_size, o.image_size}); }
+TensorShape sample_shape(const ModelOptions& o) {
+    return make_shape({o.channels, o.image_size, o.image_size});
+}
 
 std::unique_ptr<Model> make_mlp(const ModelOptions& o) {
     LayerList layers;

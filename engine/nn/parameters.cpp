@@ -14,7 +14,9 @@ namespace ember::nn {
 namespace {
 constexpr std::size_t kSegmentAlignment = 64;  // elements: 256 bytes of f32
 
-std::size_t align_up(std::size_t n) { return (n + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment; }
+std::size_t align_up(std::size_t n) {
+    return (n + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
+}
 
 ParameterEntry make_entry(const std::string& name, std::initializer_list<int64_t> shape, ParameterInit init) {
     ParameterEntry e;
@@ -67,7 +69,8 @@ ParameterRef ParameterStore::add_state(const std::string& name, std::initializer
 void ParameterStore::allocate(Device backend, DType master_dtype, DType low_precision) {
     if (allocated_) throw std::logic_error("ParameterStore::allocate called twice");
     if (master_dtype != DType::f32 && master_dtype != DType::f64)
-        throw std::invalid_argument(std::string("master parameters must be f32 or f64, not ") + dtype_name(master_dtype));
+        throw std::invalid_argument(std::string("master parameters must be f32 or f64, not ") +
+                                    dtype_name(master_dtype));
     if (master_dtype == DType::f64 && backend != Device::cpu)
         throw std::invalid_argument("f64 parameters exist on the cpu backend only (gradient checks)");
     backend_ = backend;
@@ -145,10 +148,9 @@ Tensor ParameterStore::state(ParameterRef ref) const {
 
 void ParameterStore::refresh_low_precision(void* stream) {
     if (!low_precision_copy_.data() || flat_length_ == 0) return;
-    Tensor source = make_tensor(master_.data(), master_dtype_, {static_cast<int64_t>(flat_length_)},
-                                backend_);
-    Tensor target = make_tensor(low_precision_copy_.data(), low_precision_, {static_cast<int64_t>(flat_length_)},
-                                backend_);
+    Tensor source = make_tensor(master_.data(), master_dtype_, {static_cast<int64_t>(flat_length_)}, backend_);
+    Tensor target =
+        make_tensor(low_precision_copy_.data(), low_precision_, {static_cast<int64_t>(flat_length_)}, backend_);
     if (backend_ == Device::cpu) {
         ops::cast_cpu(source, target);
     } else {

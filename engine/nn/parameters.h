@@ -44,12 +44,11 @@ struct ParameterEntry {
 };
 
 class ParameterStore {
-public:
+  public:
     // Trained tensors (gradient, optimizer) and non-trained state (running stats).
-    ParameterRef add_parameter(const std::string& name, std::initializer_list<int64_t> shape,
-                               ParameterInit init, bool no_weight_decay = false);
-    ParameterRef add_state(const std::string& name, std::initializer_list<int64_t> shape,
-                           ParameterInit init);
+    ParameterRef add_parameter(const std::string& name, std::initializer_list<int64_t> shape, ParameterInit init,
+                               bool no_weight_decay = false);
+    ParameterRef add_state(const std::string& name, std::initializer_list<int64_t> shape, ParameterInit init);
 
     // Lays out and allocates the buffers. low_precision: f16/bf16 for AMP, f32 = none.
     void allocate(Device backend, DType master_dtype, DType low_precision);
@@ -69,7 +68,7 @@ public:
     void refresh_low_precision(void* stream = nullptr);
 
     std::size_t parameter_count() const { return parameter_count_; }  // sum of lengths
-    std::size_t flat_length() const { return flat_length_; }           // incl. alignment gaps
+    std::size_t flat_length() const { return flat_length_; }          // incl. alignment gaps
     std::size_t state_length() const { return state_length_; }
     const std::vector<ParameterEntry>& parameters() const { return parameters_; }
     const std::vector<ParameterEntry>& states() const { return states_; }
@@ -85,10 +84,10 @@ public:
     FlatBuffer& gradients() { return gradients_; }
     FlatBuffer& low_precision() { return low_precision_copy_; }
     FlatBuffer& state_buffer() { return state_; }
-    float* master_f32() const;     // throws unless the master dtype is f32
+    float* master_f32() const;  // throws unless the master dtype is f32
     float* gradients_f32() const;
 
-private:
+  private:
     Tensor view(void* base, DType dtype, const ParameterEntry& entry) const;
     std::vector<ParameterEntry> parameters_;
     std::vector<ParameterEntry> states_;
@@ -103,13 +102,13 @@ private:
 // The deterministic generator behind initialization (and anything else seeded in nn):
 // splitmix64, so a seed gives the same numbers on every platform.
 class SplitMix64 {
-public:
+  public:
     explicit SplitMix64(uint64_t seed) : state_(seed) {}
     uint64_t next();
     double uniform01() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
     uint64_t state() const { return state_; }
 
-private:
+  private:
     uint64_t state_;
 };
 

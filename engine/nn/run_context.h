@@ -20,14 +20,14 @@ struct LayerSwitches {
 
 // An ops::OpContext (backend and CUDA context), so layers call ops::<name>(ctx, ...).
 struct RunContext : ops::OpContext {
-    ActivationPool* pool = nullptr;    // temporaries of the current layer
+    ActivationPool* pool = nullptr;  // temporaries of the current layer
     ParameterStore* parameters = nullptr;
     DType activation_dtype = DType::f32;  // between layers (f16/bf16 under AMP, f64 in grad checks)
     bool training = true;
-    bool recomputing = false;          // activation checkpointing: forward again inside backward
+    bool recomputing = false;  // activation checkpointing: forward again inside backward
     ops::GradWrite parameter_write = ops::GradWrite::accumulate;
     uint64_t dropout_seed = 0;
-    uint64_t dropout_offset = 0;       // advanced by the model every step
+    uint64_t dropout_offset = 0;  // advanced by the model every step
     LayerSwitches switches;
     // Set by data-parallel runs with SyncBatchNorm (engine/dist): BatchNorm layers then
     // compute training statistics over every rank's batch.

@@ -50,13 +50,13 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, const TrainerOptions
     if (store.master_dtype() != DType::f32)
         throw std::invalid_argument("trainer: training needs f32 master parameters");
     if (options.autocast.compute_dtype() != model.context().activation_dtype)
-        throw std::invalid_argument(std::string("trainer: precision ") + amp::precision_name(options.autocast.precision) +
-                                    " does not match the model's activation dtype " +
-                                    dtype_name(model.context().activation_dtype));
+        throw std::invalid_argument(
+            std::string("trainer: precision ") + amp::precision_name(options.autocast.precision) +
+            " does not match the model's activation dtype " + dtype_name(model.context().activation_dtype));
     if (optimizer.parameter_count() > store.flat_length())
         throw std::invalid_argument("trainer: optimizer " + optimizer.name() + " covers " +
-                                    std::to_string(optimizer.parameter_count()) + " parameters, model " +
-                                    model.name() + " has " + std::to_string(store.flat_length()));
+                                    std::to_string(optimizer.parameter_count()) + " parameters, model " + model.name() +
+                                    " has " + std::to_string(store.flat_length()));
     if (options.accumulation_steps < 1) throw std::invalid_argument("trainer: accumulation_steps must be >= 1");
     const bool cuda = model.backend() == Device::cuda;
     if ((optimizer.backend() == optim::OptimizerBackend::cpu) == cuda)
@@ -82,8 +82,7 @@ Trainer::Trainer(Model& model, optim::Optimizer& optimizer, const TrainerOptions
         model.set_gradients_ready_callback([sync](std::size_t layer) { sync->layer_gradients_ready(layer); });
     }
     if (cuda && options.autocast.needs_loss_scaling()) overflow_check_ = std::make_unique<amp::DeviceOverflowCheck>();
-    if (cuda && options.clip_grad_norm > 0)
-        clipper_ = std::make_unique<optim::GradientClipper>(store.flat_length());
+    if (cuda && options.clip_grad_norm > 0) clipper_ = std::make_unique<optim::GradientClipper>(store.flat_length());
 }
 
 Trainer::~Trainer() {
@@ -91,7 +90,7 @@ Trainer::~Trainer() {
 }
 
 void Trainer::run_micro_batches(const Tensor& images, const Tensor& labels, double loss_scale,
-                                  bool first_writes_store) {
+                                bool first_writes_store) {
     ParameterStore& store = model_.parameters();
     if (!first_writes_store) store.gradients().zero(stream_of(model_));
     const int64_t batch = images.shape[0];
@@ -106,8 +105,7 @@ void Trainer::run_micro_batches(const Tensor& images, const Tensor& labels, doub
         ops::accumulate_grad(model_.context(), out.losses, batch_slice(all_losses, m * micro, micro),
                              ops::GradWrite::store);
         if (options_.gradient_sync) options_.gradient_sync->begin_backward(m == options_.accumulation_steps - 1);
-        model_.backward(out.dlogits, first_writes_store && m == 0 ? ops::GradWrite::store
-                                                                  : ops::GradWrite::accumulate);
+        model_.backward(out.dlogits, first_writes_store && m == 0 ? ops::GradWrite::store : ops::GradWrite::accumulate);
     }
 }
 
@@ -123,8 +121,10 @@ void Trainer::enqueue_step(const Tensor& images, const Tensor& labels, double lo
     const bool scaled = options_.autocast.needs_loss_scaling();
     float grad_scale = scaled ? static_cast<float>(1.0 / loss_scale) : 1.0f;
     if (scaled) {
-        if (cuda) overflow_check_->check(grads, n, ctx.cuda->stream);
-        else cpu_overflow_ = !amp::all_finite_cpu(grads, n);
+        if (cuda)
+            overflow_check_->check(grads, n, ctx.cuda->stream);
+        else
+            cpu_overflow_ = !amp::all_finite_cpu(grads, n);
     }
     nvtx::ScopedRange range(nvtx::range::kOptimizer, nvtx::Category::compute);
     if (options_.clip_grad_norm > 0) {
@@ -133,11 +133,13 @@ void Trainer::enqueue_step(const Tensor& images, const Tensor& labels, double lo
             ops::scale(ctx, flat, grad_scale);
             grad_scale = 1.0f;
         }
-        const GradientRange owned = options_.gradient_sync ? options_.gradient_sync->final_gradients(n)
-                                                           : GradientRange{0, n};
+        const GradientRange owned =
+            options_.gradient_sync ? options_.gradient_sync->final_gradients(n) : GradientRange{0, n};
         if (owned.begin == 0 && owned.end == n) {
-            if (cuda) clipper_->clip(grads, static_cast<float>(options_.clip_grad_norm), ctx.cuda->stream);
-            else optim::clip_grad_norm_cpu(grads, n, options_.clip_grad_norm);
+            if (cuda)
+                clipper_->clip(grads, static_cast<float>(options_.clip_grad_norm), ctx.cuda->stream);
+            else
+                optim::clip_grad_norm_cpu(grads, n, options_.clip_grad_norm);
         } else {
             // ZeRO-1: this rank's shard only, with the norm over every rank's shard.
             GradientSynchronizer* sync = options_.gradient_sync;
@@ -149,8 +151,8 @@ void Trainer::enqueue_step(const Tensor& images, const Tensor& labels, double lo
                 clipper_->clip_sharded(grads + owned.begin, owned.end - owned.begin,
                                        static_cast<float>(options_.clip_grad_norm), stream, sum_over_ranks);
             else
-                optim::clip_grad_norm_sharded_cpu(grads + owned.begin, owned.end - owned.begin,
-                                                  options_.clip_grad_norm, sum_over_ranks);
+                optim::clip_grad_norm_sharded_cpu(grads + owned.begin, owned.end - owned.begin, options_.clip_grad_norm,
+                                                  sum_over_ranks);
         }
     }
     optim::StepOptions step_options;
@@ -228,10 +230,10 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
             graph_labels_ = FlatBuffer(Device::cuda, labels.bytes(), "graph input labels");
             captured_key_.clear();
         }
-        EMBER_CUDA_CHECK(cudaMemcpyAsync(graph_images_.data(), images.data, images.bytes(),
-                                         cudaMemcpyDeviceToDevice, stream));
-        EMBER_CUDA_CHECK(cudaMemcpyAsync(graph_labels_.data(), labels.data, labels.bytes(),
-                                         cudaMemcpyDeviceToDevice, stream));
+        EMBER_CUDA_CHECK(
+            cudaMemcpyAsync(graph_images_.data(), images.data, images.bytes(), cudaMemcpyDeviceToDevice, stream));
+        EMBER_CUDA_CHECK(
+            cudaMemcpyAsync(graph_labels_.data(), labels.data, labels.bytes(), cudaMemcpyDeviceToDevice, stream));
         Tensor static_images = images, static_labels = labels;
         static_images.data = graph_images_.data();
         static_labels.data = graph_labels_.data();
@@ -249,13 +251,15 @@ StepResult Trainer::step(const Tensor& images, const Tensor& labels) {
     }
 
     if (scaled) {
-        bool found_inf = model_.backend() == Device::cuda ? overflow_check_->read_flag(stream_of(model_))
-                                                           : cpu_overflow_;
+        bool found_inf =
+            model_.backend() == Device::cuda ? overflow_check_->read_flag(stream_of(model_)) : cpu_overflow_;
         if (found_inf && model_.backend() == Device::cuda) {
             // rewind_step() undoes the last host-side step() call; a pure replay made
             // none, so only its count advance is undone.
-            if (replayed_without_step_call) set_optimizer_step_count(optimizer_, optimizer_.step_count() - 1);
-            else optimizer_.rewind_step();
+            if (replayed_without_step_call)
+                set_optimizer_step_count(optimizer_, optimizer_.step_count() - 1);
+            else
+                optimizer_.rewind_step();
         }
         result.applied = loss_scaler_.update(found_inf);
         nvtx::counter("loss_scale", loss_scaler_.scale());

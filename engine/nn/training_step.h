@@ -32,12 +32,12 @@ class GradientClipper;
 namespace ember::nn {
 
 struct TrainerOptions {
-    amp::AutocastPolicy autocast;     // must agree with the model's activation dtype
+    amp::AutocastPolicy autocast;  // must agree with the model's activation dtype
     amp::LossScalerOptions loss_scaler;
-    int accumulation_steps = 1;       // micro-batches per optimizer step
+    int accumulation_steps = 1;  // micro-batches per optimizer step
     bool grads_set_to_none = true;
     bool cuda_graph = false;
-    double clip_grad_norm = 0.0;      // 0: off
+    double clip_grad_norm = 0.0;  // 0: off
     // Reading the loss synchronizes host and device; a launch-bound cuda loop reads it
     // every n-th step only (StepResult::loss is NaN on the others).
     int loss_read_interval = 1;
@@ -60,7 +60,7 @@ struct EvaluationResult {
 };
 
 class Trainer {
-public:
+  public:
     Trainer(Model& model, optim::Optimizer& optimizer, const TrainerOptions& options);
     ~Trainer();
 
@@ -77,11 +77,10 @@ public:
     const TrainerOptions& options() const { return options_; }
     int64_t optimizer_steps_skipped() const { return loss_scaler_.skipped_steps(); }
 
-private:
+  private:
     // Everything the step enqueues; host work depends only on captured-state inputs.
     void enqueue_step(const Tensor& images, const Tensor& labels, double loss_scale);
-    void run_micro_batches(const Tensor& images, const Tensor& labels, double loss_scale,
-                             bool first_writes_store);
+    void run_micro_batches(const Tensor& images, const Tensor& labels, double loss_scale, bool first_writes_store);
     double read_mean_loss(int64_t samples);
     std::vector<uint8_t> graph_key(double loss_scale) const;
 

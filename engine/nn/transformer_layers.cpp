@@ -12,7 +12,9 @@ namespace ember::nn {
 
 namespace {
 // Scores and probabilities stay in fp32 under AMP (f64 in gradient checks).
-DType score_dtype(DType activation) { return activation == DType::f64 ? DType::f64 : DType::f32; }
+DType score_dtype(DType activation) {
+    return activation == DType::f64 ? DType::f64 : DType::f32;
+}
 
 Tensor in_dtype(RunContext& ctx, const Tensor& t, DType dtype) {
     if (t.dtype == dtype) return t;
@@ -25,8 +27,11 @@ Tensor in_dtype(RunContext& ctx, const Tensor& t, DType dtype) {
 // ---- PatchEmbedding -----------------------------------------------------------------
 
 PatchEmbedding::PatchEmbedding(std::string name, int64_t channels, int64_t image_size, int patch, int64_t dim)
-    : Layer(name), conv_(name + ".proj", channels, dim, patch, patch, 0, true), dim_(dim),
-      grid_(image_size / patch), tokens_(grid_ * grid_) {
+    : Layer(name),
+      conv_(name + ".proj", channels, dim, patch, patch, 0, true),
+      dim_(dim),
+      grid_(image_size / patch),
+      tokens_(grid_ * grid_) {
     if (image_size % patch != 0) layer_error(*this, "image size must be a multiple of the patch size");
 }
 
@@ -41,8 +46,8 @@ TensorShape PatchEmbedding::output_shape(const TensorShape& input) const {
 void PatchEmbedding::register_parameters(ParameterStore& store) {
     conv_.register_parameters(store);
     // ViT initializes the position table with a small spread (std 0.02).
-    position_ = store.add_parameter(name_ + ".position", {tokens_, dim_},
-                                    ParameterInit::uniform(0.02 * std::sqrt(3.0)), true);
+    position_ =
+        store.add_parameter(name_ + ".position", {tokens_, dim_}, ParameterInit::uniform(0.02 * std::sqrt(3.0)), true);
 }
 
 Tensor PatchEmbedding::position_ids(RunContext& ctx, int64_t batch) {
@@ -108,7 +113,9 @@ void LayerNorm::register_parameters(ParameterStore& store) {
 // The unfused chain's intermediates are f32 as on cuda; f64 activations (the CPU
 // gradient checks) keep them in f64 so finite differences can check that path too.
 namespace {
-DType layernorm_scratch_dtype(const Tensor& x) { return x.dtype == DType::f64 ? DType::f64 : DType::f32; }
+DType layernorm_scratch_dtype(const Tensor& x) {
+    return x.dtype == DType::f64 ? DType::f64 : DType::f32;
+}
 }  // namespace
 
 Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
@@ -122,8 +129,8 @@ Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
     if (ctx.switches.fused_layernorm) {
         ops::layernorm_forward(ctx, x, gamma, beta, y, mean, rstd, eps_);
     } else {
-        Tensor scratch = ctx.allocate(layernorm_scratch_dtype(x),
-                                      make_shape({ops::layernorm_forward_unfused_scratch(rows, dim_)}));
+        Tensor scratch =
+            ctx.allocate(layernorm_scratch_dtype(x), make_shape({ops::layernorm_forward_unfused_scratch(rows, dim_)}));
         ops::layernorm_forward_unfused(ctx, x, gamma, beta, y, mean, rstd, scratch, eps_);
     }
     if (ctx.training) {
@@ -156,8 +163,13 @@ Tensor LayerNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
 // ---- SelfAttention ------------------------------------------------------------------
 
 SelfAttention::SelfAttention(std::string name, int64_t dim, int64_t heads, int64_t tokens)
-    : Layer(name), dim_(dim), heads_(heads), tokens_(tokens), head_dim_(heads > 0 ? dim / heads : 0),
-      qkv_(name + ".qkv", dim, 3 * dim), proj_(name + ".proj", dim, dim) {
+    : Layer(name),
+      dim_(dim),
+      heads_(heads),
+      tokens_(tokens),
+      head_dim_(heads > 0 ? dim / heads : 0),
+      qkv_(name + ".qkv", dim, 3 * dim),
+      proj_(name + ".proj", dim, dim) {
     if (heads <= 0 || dim % heads != 0) layer_error(*this, "dim must be a multiple of the head count");
 }
 
@@ -215,11 +227,11 @@ Tensor SelfAttention::backward(RunContext& ctx, const Tensor& dy, bool need_inpu
     ops::move_heads(ctx, d_merged, d_out, ops::HeadLayout{batch, T, heads_, dh, 1, 0}, true);
     Tensor d_probabilities = ctx.allocate(sd, make_shape({stack * T, T}));
     Tensor dv = ctx.allocate(act, head_shape);
-    ops::batched_gemm(ctx, d_out, v_, d_probabilities, {stack, T, T, dh, false, true});     // dP = dO V^T
+    ops::batched_gemm(ctx, d_out, v_, d_probabilities, {stack, T, T, dh, false, true});         // dP = dO V^T
     ops::batched_gemm(ctx, probabilities_compute_, d_out, dv, {stack, T, dh, T, true, false});  // dV = P^T dO
     Tensor d_scores = ctx.allocate(sd, make_shape({stack * T, T}));
     ops::softmax_rows_backward(ctx, probabilities_, d_probabilities, d_scores,
-                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh))));
+                               static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh))));
     Tensor d_scores_compute = in_dtype(ctx, d_scores, act);
     Tensor dq = ctx.allocate(act, head_shape), dk = ctx.allocate(act, head_shape);
     ops::batched_gemm(ctx, d_scores_compute, k_, dq, {stack, T, dh, T});               // dQ = dS K
@@ -236,8 +248,11 @@ Tensor SelfAttention::backward(RunContext& ctx, const Tensor& dy, bool need_inpu
 // ---- TransformerBlock ---------------------------------------------------------------
 
 TransformerBlock::TransformerBlock(std::string name, int64_t dim, int64_t heads, int64_t tokens, int64_t mlp_hidden)
-    : Layer(name), ln1_(name + ".ln1", dim), ln2_(name + ".ln2", dim),
-      attention_(name + ".attention", dim, heads, tokens), fc1_(name + ".fc1", dim, mlp_hidden, true, true),
+    : Layer(name),
+      ln1_(name + ".ln1", dim),
+      ln2_(name + ".ln2", dim),
+      attention_(name + ".attention", dim, heads, tokens),
+      fc1_(name + ".fc1", dim, mlp_hidden, true, true),
       fc2_(name + ".fc2", mlp_hidden, dim) {}
 
 TensorShape TransformerBlock::output_shape(const TensorShape& input) const {

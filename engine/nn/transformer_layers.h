@@ -15,7 +15,7 @@ namespace ember::nn {
 // [B,1,H,W] -> [B*T, D] with T = (H/p)(W/p): conv p x p stride p, channels-last
 // reorder (token-major), plus position embedding rows.
 class PatchEmbedding : public Layer {
-public:
+  public:
     PatchEmbedding(std::string name, int64_t channels, int64_t image_size, int patch, int64_t dim);
     const char* kind() const override { return "patch_embedding"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -24,7 +24,7 @@ public:
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
     int64_t tokens() const { return tokens_; }
 
-private:
+  private:
     Tensor position_ids(RunContext& ctx, int64_t batch);
     Conv2d conv_;
     Layout conv_layout_ = Layout::nchw;  // of the last forward's conv output
@@ -38,7 +38,7 @@ private:
 // nn.LayerNorm over the last dim of [rows, D]: the fused op, or the unfused kernel
 // chain (engine/ops/layernorm.h) when ctx.switches.fused_layernorm is off.
 class LayerNorm : public Layer {
-public:
+  public:
     LayerNorm(std::string name, int64_t dim, float eps = 1e-5f);
     const char* kind() const override { return "layernorm"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -46,7 +46,7 @@ public:
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     int64_t dim_;
     float eps_;
     ParameterRef gamma_, beta_;
@@ -56,7 +56,7 @@ private:
 // Multi-head self-attention over T tokens: qkv = x Wqkv^T + b; per head
 // P = softmax(Q K^T / sqrt(dh)), O = P V; out = concat(O) Wo^T + bo.
 class SelfAttention : public Layer {
-public:
+  public:
     SelfAttention(std::string name, int64_t dim, int64_t heads, int64_t tokens);
     const char* kind() const override { return "self_attention"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -64,7 +64,7 @@ public:
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     int64_t dim_, heads_, tokens_, head_dim_;
     Linear qkv_, proj_;
     Tensor q_, k_, v_, probabilities_, probabilities_compute_;
@@ -73,7 +73,7 @@ private:
 
 // Pre-norm block: h = x + attn(ln1(x)); out = h + fc2(gelu(fc1(ln2(h)))).
 class TransformerBlock : public Layer {
-public:
+  public:
     TransformerBlock(std::string name, int64_t dim, int64_t heads, int64_t tokens, int64_t mlp_hidden);
     const char* kind() const override { return "transformer_block"; }
     TensorShape output_shape(const TensorShape& input) const override;
@@ -81,7 +81,7 @@ public:
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     LayerNorm ln1_, ln2_;
     SelfAttention attention_;
     Linear fc1_, fc2_;  // fc1 carries the GELU
@@ -89,14 +89,14 @@ private:
 
 // [B*T, D] -> [B, D]: the mean over each sample's T tokens.
 class TokenMeanPool : public Layer {
-public:
+  public:
     TokenMeanPool(std::string name, int64_t tokens) : Layer(std::move(name)), tokens_(tokens) {}
     const char* kind() const override { return "token_mean_pool"; }
     TensorShape output_shape(const TensorShape& input) const override;
     Tensor forward(RunContext& ctx, const Tensor& x) override;
     Tensor backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) override;
 
-private:
+  private:
     int64_t tokens_;
     TensorShape input_shape_;
 };

@@ -29,7 +29,6 @@ void softmax_rows_cuda(CudaContext& ctx, const Tensor& scores, const Tensor& pro
 
 // dscores = scale * p * (dp - sum(dp * p))  (scale folds in 1/sqrt(dh))
 void softmax_rows_backward_cpu(const Tensor& p, const Tensor& dp, const Tensor& ds, float scale);
-void softmax_rows_backward_cuda(CudaContext& ctx, const Tensor& p, const Tensor& dp, const Tensor& ds,
-                                float scale);
+void softmax_rows_backward_cuda(CudaContext& ctx, const Tensor& p, const Tensor& dp, const Tensor& ds, float scale);
 
 }  // namespace ember::ops

@@ -23,34 +23,28 @@ EMBER_HD inline float batchnorm_apply(float x, float mean, float invstd, float g
 }
 
 // save_mean/save_invstd [C] keep the batch statistics for backward.
-void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                 const Tensor& y, const Tensor& running_mean,
-                                 const Tensor& running_var, const Tensor& save_mean,
+void batchnorm_forward_train_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                                 const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
                                  const Tensor& save_invstd, const BatchNormParams& params);
-void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                                  const Tensor& beta, const Tensor& y, const Tensor& running_mean,
-                                  const Tensor& running_var, const Tensor& save_mean,
-                                  const Tensor& save_invstd, const BatchNormParams& params);
+void batchnorm_forward_train_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& y, const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& save_mean, const Tensor& save_invstd, const BatchNormParams& params);
 
 // Normalizes with the running statistics.
-void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                const Tensor& running_mean, const Tensor& running_var,
-                                const Tensor& y, const BatchNormParams& params);
-void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                                 const Tensor& beta, const Tensor& running_mean,
-                                 const Tensor& running_var, const Tensor& y,
+void batchnorm_forward_eval_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                                const Tensor& running_var, const Tensor& y, const BatchNormParams& params);
+void batchnorm_forward_eval_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
                                  const BatchNormParams& params);
 
 // Training-mode backward:
 //   dx = gamma invstd / M (M dy - sum(dy) - xhat sum(dy xhat)), M = N*H*W
 //   dgamma = sum(dy xhat), dbeta = sum(dy)
-void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx,
-                            const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
-                            GradWrite param_write);
-void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                             const Tensor& gamma, const Tensor& save_mean,
-                             const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
+void batchnorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                            const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                            GradWrite input_write, GradWrite param_write);
+void batchnorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dx, const Tensor& dgamma,
                              const Tensor& dbeta, GradWrite input_write, GradWrite param_write);
 
 }  // namespace ember::ops

@@ -22,27 +22,25 @@ inline int64_t conv_output_size(int64_t in, int64_t kernel, int stride, int pad,
 }
 
 // y = conv(x, weight) (+ bias[K], f32 or y's dtype; may be undefined)
-void conv2d_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const Tensor& y, const Conv2dParams& params);
-void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,
-                         const Tensor& bias, const Tensor& y, const Conv2dParams& params);
+void conv2d_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                        const Conv2dParams& params);
+void conv2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                         const Conv2dParams& params);
 
 // dx = conv_transpose(dy, weight)
-void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx,
-                              const Conv2dParams& params, GradWrite write);
-void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Tensor& dy,
-                               const Tensor& dx, const Conv2dParams& params, GradWrite write);
+void conv2d_backward_data_cpu(const Tensor& weight, const Tensor& dy, const Tensor& dx, const Conv2dParams& params,
+                              GradWrite write);
+void conv2d_backward_data_cuda(CudaContext& ctx, const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                               const Conv2dParams& params, GradWrite write);
 
 // dweight = correlation of x with dy
-void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight,
-                                const Conv2dParams& params, GradWrite write);
-void conv2d_backward_filter_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                                 const Tensor& dweight, const Conv2dParams& params,
-                                 GradWrite write);
+void conv2d_backward_filter_cpu(const Tensor& x, const Tensor& dy, const Tensor& dweight, const Conv2dParams& params,
+                                GradWrite write);
+void conv2d_backward_filter_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dweight,
+                                 const Conv2dParams& params, GradWrite write);
 
 // dbias[K] (f32) = sum of dy over N, P, Q
 void conv2d_backward_bias_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write);
-void conv2d_backward_bias_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dbias,
-                               GradWrite write);
+void conv2d_backward_bias_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dbias, GradWrite write);
 
 }  // namespace ember::ops

@@ -24,19 +24,17 @@ EMBER_HD inline bool dropout_keep(uint64_t seed, uint64_t counter, float p) {
 }
 
 struct DropoutParams {
-    float p = 0.5f;        // probability of dropping
+    float p = 0.5f;  // probability of dropping
     uint64_t seed = 0;
-    uint64_t offset = 0;   // advance per step so every step draws a fresh mask
+    uint64_t offset = 0;  // advance per step so every step draws a fresh mask
 };
 
-void dropout_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& mask,
-                         const DropoutParams& params);
+void dropout_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& mask, const DropoutParams& params);
 void dropout_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, const Tensor& mask,
                           const DropoutParams& params);
 // dx = dy * mask / (1 - p)
-void dropout_backward_cpu(const Tensor& dy, const Tensor& mask, const Tensor& dx, float p,
-                          GradWrite write);
-void dropout_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& mask,
-                           const Tensor& dx, float p, GradWrite write);
+void dropout_backward_cpu(const Tensor& dy, const Tensor& mask, const Tensor& dx, float p, GradWrite write);
+void dropout_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& mask, const Tensor& dx, float p,
+                           GradWrite write);
 
 }  // namespace ember::ops

@@ -13,8 +13,7 @@ void add_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& 
 
 // dst = src (store) or dst += src (accumulate); shapes equal, dtypes may differ.
 void accumulate_grad_cpu(const Tensor& src, const Tensor& dst, GradWrite write);
-void accumulate_grad_cuda(CudaContext& ctx, const Tensor& src, const Tensor& dst,
-                          GradWrite write);
+void accumulate_grad_cuda(CudaContext& ctx, const Tensor& src, const Tensor& dst, GradWrite write);
 
 // dst = src converted to dst's dtype (round to nearest even for f16/bf16).
 void cast_cpu(const Tensor& src, const Tensor& dst);

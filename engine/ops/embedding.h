@@ -8,13 +8,11 @@
 namespace ember::ops {
 
 void embedding_forward_cpu(const Tensor& ids, const Tensor& table, const Tensor& out);
-void embedding_forward_cuda(CudaContext& ctx, const Tensor& ids, const Tensor& table,
-                            const Tensor& out);
+void embedding_forward_cuda(CudaContext& ctx, const Tensor& ids, const Tensor& table, const Tensor& out);
 
 // store: dtable is zeroed first, then every row added; accumulate: added to dtable.
-void embedding_backward_cpu(const Tensor& ids, const Tensor& dout, const Tensor& dtable,
-                            GradWrite write);
-void embedding_backward_cuda(CudaContext& ctx, const Tensor& ids, const Tensor& dout,
-                             const Tensor& dtable, GradWrite write);
+void embedding_backward_cpu(const Tensor& ids, const Tensor& dout, const Tensor& dtable, GradWrite write);
+void embedding_backward_cuda(CudaContext& ctx, const Tensor& ids, const Tensor& dout, const Tensor& dtable,
+                             GradWrite write);
 
 }  // namespace ember::ops

@@ -33,7 +33,6 @@ void gelu_backward_cpu(const float* in, const float* grad_out, float* grad_in, s
 
 // CUDA: device pointers; launched on `stream` (a cudaStream_t, 0 = default).
 void gelu_forward_cuda(const float* in, float* out, std::size_t n, void* stream);
-void gelu_backward_cuda(const float* in, const float* grad_out, float* grad_in, std::size_t n,
-                        void* stream);
+void gelu_backward_cuda(const float* in, const float* grad_out, float* grad_in, std::size_t n, void* stream);
 
 }  // namespace ember::ops

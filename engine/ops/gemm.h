@@ -20,19 +20,18 @@ enum class Epilogue : uint8_t {
 };
 
 struct GemmArgs {
-    bool transpose_a = false;   // use A^T
-    bool transpose_b = false;   // use B^T
+    bool transpose_a = false;  // use A^T
+    bool transpose_b = false;  // use B^T
     float alpha = 1.0f;
-    float beta = 0.0f;          // C = alpha op(A) op(B) + beta C  (before the epilogue)
+    float beta = 0.0f;  // C = alpha op(A) op(B) + beta C  (before the epilogue)
     Epilogue epilogue = Epilogue::none;
-    Tensor bias;                // [N], dtype of C, when the epilogue has a bias
-    Tensor pre_activation;      // [M,N], dtype of C: C + bias before GELU (for backward); optional
+    Tensor bias;            // [N], dtype of C, when the epilogue has a bias
+    Tensor pre_activation;  // [M,N], dtype of C: C + bias before GELU (for backward); optional
 };
 
 // C[M,N] = epilogue(alpha op(A)[M,K] op(B)[K,N] + beta C)
 void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args = {});
-void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
-               const GemmArgs& args = {});
+void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args = {});
 
 // The checks both GEMMs make once each has checked its operands' device and dtype: A
 // and B share a dtype, no operand is channels-last, C is f32 or A's dtype, the inner
@@ -41,8 +40,7 @@ void gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const Tensor&
 struct GemmSizes {
     int64_t m, n, k;
 };
-GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c,
-                           const GemmArgs& args);
+GemmSizes check_gemm_sizes(const char* op, const Tensor& a, const Tensor& b, const Tensor& c, const GemmArgs& args);
 
 // nn.Linear's forward as a GEMM of x and weight^T: the bias epilogue when there is a
 // bias, bias+GELU when gelu (which needs one; throws naming `op` otherwise).
@@ -50,23 +48,20 @@ GemmArgs linear_forward_args(const char* op, const Tensor& bias, bool gelu, cons
 
 // nn.Linear: y[M,N] = x[M,K] weight[N,K]^T (+ bias[N]) (then GELU when gelu=true,
 // saving pre_activation[M,N] if given). bias may be an undefined Tensor.
-void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const Tensor& y, bool gelu = false, const Tensor& pre_activation = {});
-void linear_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,
-                         const Tensor& bias, const Tensor& y, bool gelu = false,
-                         const Tensor& pre_activation = {});
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y, bool gelu = false,
+                        const Tensor& pre_activation = {});
+void linear_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
+                         bool gelu = false, const Tensor& pre_activation = {});
 
 // Given dy (the gradient of the linear output, i.e. after GELU backward if any):
 //   dx[M,K] = dy weight             (skipped when dx is undefined)
 //   dweight[N,K] = dy^T x
 //   dbias[N] = column sums of dy    (skipped when dbias is undefined)
 // input_write applies to dx, param_write to dweight and dbias.
-void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy,
-                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
-                         GradWrite input_write, GradWrite param_write);
-void linear_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight,
-                          const Tensor& dy, const Tensor& dx, const Tensor& dweight,
-                          const Tensor& dbias, GradWrite input_write, GradWrite param_write);
+void linear_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                         const Tensor& dweight, const Tensor& dbias, GradWrite input_write, GradWrite param_write);
+void linear_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
+                          const Tensor& dweight, const Tensor& dbias, GradWrite input_write, GradWrite param_write);
 
 // dbias[N] (f32) = sum over rows of dy[M,N] (any float dtype), fp32 accumulation.
 void bias_backward_cpu(const Tensor& dy, const Tensor& dbias, GradWrite write);
@@ -89,8 +84,8 @@ void batched_gemm_cuda(CudaContext& ctx, const Tensor& a, const Tensor& b, const
 // Both twins check the stacks' sizes against the shape.
 inline void check_batched_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemmShape& s) {
     require(a.numel() == s.count * s.m * s.k && b.numel() == s.count * s.k * s.n && c.numel() == s.count * s.m * s.n,
-            "batched_gemm", "stack sizes do not match the shape: " + a.describe() + ", " + b.describe() + ", " +
-                                c.describe());
+            "batched_gemm",
+            "stack sizes do not match the shape: " + a.describe() + ", " + b.describe() + ", " + c.describe());
 }
 
 }  // namespace ember::ops

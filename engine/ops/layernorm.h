@@ -23,8 +23,12 @@
 namespace ember::ops {
 
 // 1 / sqrt(var + eps): the CPU reference calls the double form, kernels the float one.
-inline double layernorm_rstd(double variance, double eps) { return 1.0 / std::sqrt(variance + eps); }
-EMBER_HD inline float layernorm_rstd(float variance, float eps) { return 1.0f / sqrtf(variance + eps); }
+inline double layernorm_rstd(double variance, double eps) {
+    return 1.0 / std::sqrt(variance + eps);
+}
+EMBER_HD inline float layernorm_rstd(float variance, float eps) {
+    return 1.0f / sqrtf(variance + eps);
+}
 
 template <class Real>
 EMBER_HD inline Real layernorm_normalize(Real x, Real mean, Real rstd) {
@@ -41,46 +45,45 @@ EMBER_HD inline Real layernorm_input_grad(Real g, Real xhat, Real rstd, Real mea
 }
 
 // save_mean/save_rstd [rows] keep the row statistics for backward.
-void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                           const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
-                           float eps = 1e-5f);
-void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                            const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                            const Tensor& save_rstd, float eps = 1e-5f);
+void layernorm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                           const Tensor& save_mean, const Tensor& save_rstd, float eps = 1e-5f);
+void layernorm_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                            const Tensor& save_mean, const Tensor& save_rstd, float eps = 1e-5f);
 
 // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma
 // dgamma = sum_rows(dy xhat), dbeta = sum_rows(dy)
-void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                            const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
-                            const Tensor& dgamma, const Tensor& dbeta, GradWrite input_write,
-                            GradWrite param_write);
-void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                             const Tensor& gamma, const Tensor& save_mean, const Tensor& save_rstd,
-                             const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                             GradWrite input_write, GradWrite param_write);
+void layernorm_backward_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                            const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                            GradWrite input_write, GradWrite param_write);
+void layernorm_backward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
+                             const Tensor& dbeta, GradWrite input_write, GradWrite param_write);
 
 // ---- unfused -------------------------------------------------------------------------
 // Same arguments and results as the fused ops plus `scratch`: an f32 tensor (f32 or f64
 // on CPU) with at least the element count below; its contents are overwritten.
-inline int64_t layernorm_forward_unfused_scratch(int64_t rows, int64_t C) { return rows * C; }  // xhat
+inline int64_t layernorm_forward_unfused_scratch(int64_t rows, int64_t C) {
+    return rows * C;
+}  // xhat
 // xhat, g, a product, mean(g), mean(g*xhat)
-inline int64_t layernorm_backward_unfused_scratch(int64_t rows, int64_t C) { return 3 * rows * C + 2 * rows; }
+inline int64_t layernorm_backward_unfused_scratch(int64_t rows, int64_t C) {
+    return 3 * rows * C + 2 * rows;
+}
 
-void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                   const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
-                                   const Tensor& scratch, float eps = 1e-5f);
-void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma,
-                                    const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                                    const Tensor& save_rstd, const Tensor& scratch, float eps = 1e-5f);
+void layernorm_forward_unfused_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                                   const Tensor& save_mean, const Tensor& save_rstd, const Tensor& scratch,
+                                   float eps = 1e-5f);
+void layernorm_forward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    const Tensor& y, const Tensor& save_mean, const Tensor& save_rstd,
+                                    const Tensor& scratch, float eps = 1e-5f);
 // dx may be undefined (then only dgamma/dbeta are computed).
-void layernorm_backward_unfused_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                    const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
-                                    const Tensor& dgamma, const Tensor& dbeta, const Tensor& scratch,
-                                    GradWrite input_write, GradWrite param_write);
-void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy,
-                                     const Tensor& gamma, const Tensor& save_mean,
-                                     const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
-                                     const Tensor& dbeta, const Tensor& scratch, GradWrite input_write,
-                                     GradWrite param_write);
+void layernorm_backward_unfused_cpu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& save_mean,
+                                    const Tensor& save_rstd, const Tensor& dx, const Tensor& dgamma,
+                                    const Tensor& dbeta, const Tensor& scratch, GradWrite input_write,
+                                    GradWrite param_write);
+void layernorm_backward_unfused_cuda(CudaContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& save_mean, const Tensor& save_rstd, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta, const Tensor& scratch,
+                                     GradWrite input_write, GradWrite param_write);
 
 }  // namespace ember::ops

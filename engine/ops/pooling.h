@@ -15,22 +15,19 @@ struct Pool2dParams {
     int pad_h = 0, pad_w = 0;
 };
 
-void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argmax,
-                           const Pool2dParams& params);
-void maxpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y,
-                            const Tensor& argmax, const Pool2dParams& params);
+void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dParams& params);
+void maxpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, const Tensor& argmax,
+                            const Pool2dParams& params);
 // dx gets dy routed to the saved argmax positions (scatter; overlapping windows add).
-void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor& dx,
-                            const Pool2dParams& params, GradWrite write);
-void maxpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& argmax,
-                             const Tensor& dx, const Pool2dParams& params, GradWrite write);
+void maxpool2d_backward_cpu(const Tensor& dy, const Tensor& argmax, const Tensor& dx, const Pool2dParams& params,
+                            GradWrite write);
+void maxpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& argmax, const Tensor& dx,
+                             const Pool2dParams& params, GradWrite write);
 
 void avgpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Pool2dParams& params);
-void avgpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y,
-                            const Pool2dParams& params);
-void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dParams& params,
-                            GradWrite write);
-void avgpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dx,
-                             const Pool2dParams& params, GradWrite write);
+void avgpool2d_forward_cuda(CudaContext& ctx, const Tensor& x, const Tensor& y, const Pool2dParams& params);
+void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dParams& params, GradWrite write);
+void avgpool2d_backward_cuda(CudaContext& ctx, const Tensor& dy, const Tensor& dx, const Pool2dParams& params,
+                             GradWrite write);
 
 }  // namespace ember::ops

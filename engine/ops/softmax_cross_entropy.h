@@ -13,10 +13,10 @@
 
 namespace ember::ops {
 
-void softmax_cross_entropy_cpu(const Tensor& logits, const Tensor& targets, const Tensor& losses,
-                               const Tensor& dlogits, float grad_scale);
-void softmax_cross_entropy_cuda(CudaContext& ctx, const Tensor& logits, const Tensor& targets,
-                                const Tensor& losses, const Tensor& dlogits, float grad_scale);
+void softmax_cross_entropy_cpu(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits,
+                               float grad_scale);
+void softmax_cross_entropy_cuda(CudaContext& ctx, const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                                const Tensor& dlogits, float grad_scale);
 
 // Mean of the per-sample losses (host-side; copies from the device for cuda tensors).
 double mean_loss(const Tensor& losses);

@@ -24,7 +24,7 @@ double clip_grad_norm_sharded_cpu(float* shard_grads, std::size_t count, double 
 
 // Device workspace for clip_grad_norm_cuda: cudaMalloc'd once, reused every step.
 class GradientClipper {
-public:
+  public:
     explicit GradientClipper(std::size_t count);  // throws ember::CudaError without a device
     ~GradientClipper();
     GradientClipper(const GradientClipper&) = delete;
@@ -42,7 +42,7 @@ public:
     float read_total_norm() const;  // copies it to the host (synchronises)
     int launches_per_clip() const { return 2; }
 
-private:
+  private:
     std::size_t count_ = 0;
     int blocks_ = 0;
     double* partials_ = nullptr;

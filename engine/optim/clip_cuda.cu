@@ -39,9 +39,8 @@ __global__ void clip_sum_squares_kernel(const float* __restrict__ grads, std::si
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-__global__ void clip_scale_kernel(float* __restrict__ grads, std::size_t count,
-                                  const double* __restrict__ partials, int partial_count,
-                                  float max_norm, float* __restrict__ total_norm_out) {
+__global__ void clip_scale_kernel(float* __restrict__ grads, std::size_t count, const double* __restrict__ partials,
+                                  int partial_count, float max_norm, float* __restrict__ total_norm_out) {
     EMBER_SHARED(double, shared, [kThreads / 32]);
     double sum = 0.0;
     for (int k = threadIdx.x; k < partial_count; k += blockDim.x) sum += partials[k];
@@ -79,8 +78,7 @@ __global__ void clip_scale_by_sum_kernel(float* __restrict__ grads, std::size_t 
 }  // namespace
 
 GradientClipper::GradientClipper(std::size_t count) : count_(count) {
-    blocks_ = (int)cuda::grid_stride_blocks(static_cast<int64_t>((count + kThreads - 1) / kThreads),
-                                            kClipBlocks);
+    blocks_ = (int)cuda::grid_stride_blocks(static_cast<int64_t>((count + kThreads - 1) / kThreads), kClipBlocks);
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&partials_), blocks_ * sizeof(double)));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&total_norm_), sizeof(float)));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&shard_sum_), sizeof(float)));
@@ -96,8 +94,7 @@ void GradientClipper::clip(float* grads, float max_norm, void* stream) {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     EMBER_LAUNCH(clip_sum_squares_kernel, blocks_, kThreads, 0, s)(grads, count_, partials_);
     EMBER_CUDA_CHECK_LAUNCH();
-    EMBER_LAUNCH(clip_scale_kernel, blocks_, kThreads, 0, s)(
-        grads, count_, partials_, blocks_, max_norm, total_norm_);
+    EMBER_LAUNCH(clip_scale_kernel, blocks_, kThreads, 0, s)(grads, count_, partials_, blocks_, max_norm, total_norm_);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 
@@ -110,8 +107,8 @@ void GradientClipper::clip_sharded(float* shard_grads, std::size_t count, float 
     EMBER_LAUNCH(clip_finish_sum_kernel, 1, kThreads, 0, s)(partials_, blocks_, shard_sum_);
     EMBER_CUDA_CHECK_LAUNCH();
     sum_over_ranks(shard_sum_, 1);
-    EMBER_LAUNCH(clip_scale_by_sum_kernel, blocks_, kThreads, 0, s)(
-        shard_grads, count, shard_sum_, max_norm, total_norm_);
+    EMBER_LAUNCH(clip_scale_by_sum_kernel, blocks_, kThreads, 0, s)(shard_grads, count, shard_sum_, max_norm,
+                                                                    total_norm_);
     EMBER_CUDA_CHECK_LAUNCH();
 }
 

@@ -13,10 +13,8 @@
 namespace ember::optim {
 
 ElementwiseOptimizer::ElementwiseOptimizer(std::string name, OptimizerBackend backend, double lr,
-                                           std::vector<ParameterSegment> segments,
-                                           ElementwiseSettings settings)
-    : Optimizer(std::move(name), settings.base.kind, backend, lr, std::move(segments)),
-      settings_(settings) {
+                                           std::vector<ParameterSegment> segments, ElementwiseSettings settings)
+    : Optimizer(std::move(name), settings.base.kind, backend, lr, std::move(segments)), settings_(settings) {
     if (backend_ == OptimizerBackend::cpu) {
         // The state lives in the CPU backend's allocator, so its peaks (and NVTX memory
         // tools) see it as they see the CUDA updater's.
@@ -27,8 +25,7 @@ ElementwiseOptimizer::ElementwiseOptimizer(std::string name, OptimizerBackend ba
         }
         host_segment_norms_.assign(segments_.size(), 0.0f);
     } else {
-        cuda_ = std::make_unique<CudaMultiTensorUpdater>(segments_, parameter_count_,
-                                                         settings_.state_buffers,
+        cuda_ = std::make_unique<CudaMultiTensorUpdater>(segments_, parameter_count_, settings_.state_buffers,
                                                          settings_.initial_state0);
     }
 }
@@ -60,8 +57,7 @@ UpdateParameters ElementwiseOptimizer::parameters_for_step(int64_t step, double 
     if (u.kind == OptimizerKind::nadam) {
         const double beta1 = u.beta1;
         const double mu = beta1 * (1.0 - 0.5 * std::pow(0.96, t * settings_.momentum_decay));
-        const double mu_next =
-            beta1 * (1.0 - 0.5 * std::pow(0.96, (t + 1.0) * settings_.momentum_decay));
+        const double mu_next = beta1 * (1.0 - 0.5 * std::pow(0.96, (t + 1.0) * settings_.momentum_decay));
         const double product = mu_product * mu;
         u.nadam_grad_coefficient = (float)(lr_ * (1.0 - mu) / (1.0 - product));
         u.nadam_momentum_coefficient = (float)(lr_ * mu_next / (1.0 - product * mu_next));
@@ -90,9 +86,7 @@ OptimizerState ElementwiseOptimizer::export_state() const {
 }
 
 void ElementwiseOptimizer::import_state(const OptimizerState& state) {
-    auto mismatch = [&](const std::string& what) {
-        throw std::invalid_argument(name_ + ": import_state: " + what);
-    };
+    auto mismatch = [&](const std::string& what) { throw std::invalid_argument(name_ + ": import_state: " + what); };
     if ((int)state.buffers.size() != settings_.state_buffers)
         mismatch(std::to_string(state.buffers.size()) + " state buffers given, " +
                  std::to_string(settings_.state_buffers) + " expected");
@@ -122,28 +116,26 @@ void ElementwiseOptimizer::step(float* params, const float* grads, const StepOpt
     previous_nadam_mu_product_ = nadam_mu_product_;
     if (u.kind == OptimizerKind::nadam) {
         const double t = (double)step_count_;
-        nadam_mu_product_ *=
-            (double)u.beta1 * (1.0 - 0.5 * std::pow(0.96, t * settings_.momentum_decay));
+        nadam_mu_product_ *= (double)u.beta1 * (1.0 - 0.5 * std::pow(0.96, t * settings_.momentum_decay));
     }
     u.grad_scale = options.grad_scale;
     if (backend_ == OptimizerBackend::cpu) {
         step_cpu(u, params, grads, options);
         last_step_launches_ = 0;
     } else {
-        last_step_launches_ = cuda_->step(u, backend_ == OptimizerBackend::cuda_fused, params,
-                                          grads, options);
+        last_step_launches_ = cuda_->step(u, backend_ == OptimizerBackend::cuda_fused, params, grads, options);
     }
 }
 
-void ElementwiseOptimizer::step_cpu(const UpdateParameters& base, float* params,
-                                    const float* grads, const StepOptions& options) {
+void ElementwiseOptimizer::step_cpu(const UpdateParameters& base, float* params, const float* grads,
+                                    const StepOptions& options) {
     if (options.skip_flag && *options.skip_flag != 0) return;
     UpdateParameters u = base;
     float* state[3] = {nullptr, nullptr, nullptr};
     for (int b = 0; b < settings_.state_buffers; ++b) state[b] = host_state(b);
     const int low_precision = (int)options.low_precision;
-    const bool needs_norms = u.kind == OptimizerKind::lars || u.kind == OptimizerKind::lamb ||
-                             u.kind == OptimizerKind::novograd;
+    const bool needs_norms =
+        u.kind == OptimizerKind::lars || u.kind == OptimizerKind::lamb || u.kind == OptimizerKind::novograd;
 
     const std::size_t segment_count = segments_.size();
     std::vector<double> grad_squares(segment_count, 0.0), param_squares(segment_count, 0.0),
@@ -165,8 +157,8 @@ void ElementwiseOptimizer::step_cpu(const UpdateParameters& base, float* params,
         u.phase = 1;
         for (std::size_t s = 0; s < segment_count; ++s) {
             const ParameterSegment& seg = segments_[s];
-            SegmentFactors f = segment_factors(u, seg.flags, grad_squares[s], param_squares[s],
-                                               0.0, global_grad_squares, 0.0f);
+            SegmentFactors f =
+                segment_factors(u, seg.flags, grad_squares[s], param_squares[s], 0.0, global_grad_squares, 0.0f);
             for (std::size_t i = seg.offset; i < seg.offset + seg.length; ++i) {
                 update_element(u, f, i, params, grads, state[0], state[1], state[2]);
                 update_squares[s] += (double)state[2][i] * state[2][i];
@@ -177,9 +169,8 @@ void ElementwiseOptimizer::step_cpu(const UpdateParameters& base, float* params,
 
     for (std::size_t s = 0; s < segment_count; ++s) {
         const ParameterSegment& seg = segments_[s];
-        SegmentFactors f = segment_factors(u, seg.flags, grad_squares[s], param_squares[s],
-                                           update_squares[s], global_grad_squares,
-                                           host_segment_norms_[s]);
+        SegmentFactors f = segment_factors(u, seg.flags, grad_squares[s], param_squares[s], update_squares[s],
+                                           global_grad_squares, host_segment_norms_[s]);
         for (std::size_t i = seg.offset; i < seg.offset + seg.length; ++i) {
             update_element(u, f, i, params, grads, state[0], state[1], state[2]);
             if (low_precision) store_low_precision(options.low_precision_params, i, params[i], low_precision);

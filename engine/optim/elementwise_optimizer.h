@@ -16,7 +16,7 @@ class CudaMultiTensorUpdater;
 
 // Hyper-parameters fixed for the optimizer's life beyond what UpdateParameters holds.
 struct ElementwiseSettings {
-    UpdateParameters base;     // kind, eps, betas, weight decay, flags ...
+    UpdateParameters base;        // kind, eps, betas, weight decay, flags ...
     bool bias_correction = true;  // LAMB / NovoGrad (Apex); always on for the Adam family
     double lr_decay = 0.0;        // Adagrad
     double momentum_decay = 0.0;  // NAdam
@@ -25,9 +25,9 @@ struct ElementwiseSettings {
 };
 
 class ElementwiseOptimizer : public Optimizer {
-public:
-    ElementwiseOptimizer(std::string name, OptimizerBackend backend, double lr,
-                         std::vector<ParameterSegment> segments, ElementwiseSettings settings);
+  public:
+    ElementwiseOptimizer(std::string name, OptimizerBackend backend, double lr, std::vector<ParameterSegment> segments,
+                         ElementwiseSettings settings);
     ~ElementwiseOptimizer() override;
 
     using Optimizer::step;
@@ -43,19 +43,16 @@ public:
     UpdateParameters parameters_for_step(int64_t step, double mu_product) const;
     // Exactly the scalars the next step() will pass to its kernels (grad_scale aside):
     // a CUDA-graph replay of a captured step is valid only while these are equal.
-    UpdateParameters next_step_parameters() const {
-        return parameters_for_step(step_count_ + 1, nadam_mu_product_);
-    }
+    UpdateParameters next_step_parameters() const { return parameters_for_step(step_count_ + 1, nadam_mu_product_); }
 
-private:
-    void step_cpu(const UpdateParameters& u, float* params, const float* grads,
-                  const StepOptions& options);
+  private:
+    void step_cpu(const UpdateParameters& u, float* params, const float* grads, const StepOptions& options);
 
     ElementwiseSettings settings_;
     double nadam_mu_product_ = 1.0;           // product of NAdam's mu_t so far
     double previous_nadam_mu_product_ = 1.0;  // for rewind_step()
-    float* host_state(int index) const;  // parameter_count_ floats (cpu)
-    std::vector<Buffer> host_state_;        // from host_allocator()
+    float* host_state(int index) const;       // parameter_count_ floats (cpu)
+    std::vector<Buffer> host_state_;          // from host_allocator()
     std::vector<float> host_segment_norms_;   // NovoGrad (cpu)
     std::unique_ptr<CudaMultiTensorUpdater> cuda_;
 };

@@ -14,8 +14,7 @@ void HyperparameterReader::fail(const std::string& field, const std::string& why
     throw std::invalid_argument(optimizer_ + ": hyper-parameter '" + field + "' " + why);
 }
 
-double HyperparameterReader::number(const std::string& field, double fallback, double min,
-                                    double max) {
+double HyperparameterReader::number(const std::string& field, double fallback, double min, double max) {
     read_.insert(field);
     auto it = values_.find(field);
     if (it == values_.end()) return fallback;

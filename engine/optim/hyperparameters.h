@@ -12,7 +12,7 @@ namespace ember::optim {
 using Hyperparameters = std::map<std::string, double>;
 
 class HyperparameterReader {
-public:
+  public:
     HyperparameterReader(std::string optimizer, const Hyperparameters& values);
 
     // The value of `field` or `fallback`; throws std::invalid_argument naming the
@@ -25,7 +25,7 @@ public:
 
     [[noreturn]] void fail(const std::string& field, const std::string& why) const;
 
-private:
+  private:
     std::string optimizer_;
     const Hyperparameters& values_;
     std::set<std::string> read_;

@@ -24,8 +24,8 @@ double max_abs(const std::vector<double>& a) {
 
 // Minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to the bounds
 // (default: the interval between the points); the midpoint when the cubic has none.
-double cubic_interpolate(double x1, double f1, double g1, double x2, double f2, double g2,
-                         bool has_bounds = false, double lower = 0.0, double upper = 0.0) {
+double cubic_interpolate(double x1, double f1, double g1, double x2, double f2, double g2, bool has_bounds = false,
+                         double lower = 0.0, double upper = 0.0) {
     double xmin_bound = has_bounds ? lower : std::min(x1, x2);
     double xmax_bound = has_bounds ? upper : std::max(x1, x2);
     double d1 = g1 + g2 - 3.0 * (f1 - f2) / (x1 - x2);
@@ -42,8 +42,7 @@ double cubic_interpolate(double x1, double f1, double g1, double x2, double f2, 
 }  // namespace
 
 Lbfgs::Lbfgs(double lr, std::vector<ParameterSegment> segments, LbfgsSettings settings)
-    : Optimizer("lbfgs", OptimizerKind::lbfgs, OptimizerBackend::cpu, lr, std::move(segments)),
-      settings_(settings) {}
+    : Optimizer("lbfgs", OptimizerKind::lbfgs, OptimizerBackend::cpu, lr, std::move(segments)), settings_(settings) {}
 
 void Lbfgs::step(float*, const float*, const StepOptions&) {
     throw std::logic_error("lbfgs: step needs a closure that recomputes loss and gradients");
@@ -57,9 +56,8 @@ void Lbfgs::import_state(const OptimizerState&) {
     throw std::logic_error("lbfgs: import_state is not supported (the curvature history is not exported)");
 }
 
-double Lbfgs::evaluate_along(float* params, float* grads, const Closure& closure,
-                             const std::vector<double>& x, double t, const std::vector<double>& d,
-                             std::vector<double>& gradient_out) {
+double Lbfgs::evaluate_along(float* params, float* grads, const Closure& closure, const std::vector<double>& x,
+                             double t, const std::vector<double>& d, std::vector<double>& gradient_out) {
     for (std::size_t i = 0; i < x.size(); ++i) params[i] = (float)(x[i] + t * d[i]);
     double loss = closure();
     ++function_evaluations_;
@@ -68,9 +66,9 @@ double Lbfgs::evaluate_along(float* params, float* grads, const Closure& closure
     return loss;
 }
 
-double Lbfgs::strong_wolfe(float* params, float* grads, const Closure& closure,
-                           const std::vector<double>& x, double& t, const std::vector<double>& d,
-                           double loss, std::vector<double>& gradient, double gtd, int& evaluations) {
+double Lbfgs::strong_wolfe(float* params, float* grads, const Closure& closure, const std::vector<double>& x, double& t,
+                           const std::vector<double>& d, double loss, std::vector<double>& gradient, double gtd,
+                           int& evaluations) {
     const double c1 = 1e-4, c2 = 0.9;
     const int max_line_search = 25;
     const double d_norm = max_abs(d);
@@ -138,8 +136,7 @@ double Lbfgs::strong_wolfe(float* params, float* grads, const Closure& closure,
     int high = bracket.size() > 1 ? 1 - low : 0;
     while (!done && iteration < max_line_search) {
         if (std::fabs(bracket[1] - bracket[0]) * d_norm < settings_.tolerance_change) break;
-        t = cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1],
-                              bracket_gtd[1]);
+        t = cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1]);
         const double upper = std::max(bracket[0], bracket[1]);
         const double lower = std::min(bracket[0], bracket[1]);
         const double eps = 0.1 * (upper - lower);
@@ -261,8 +258,8 @@ double Lbfgs::step(float* params, float* grads, const Closure& closure, const St
         bool optimal = false;
         if (settings_.strong_wolfe) {
             std::vector<double> x(params, params + n);
-            loss = strong_wolfe(params, grads, closure, x, step_length_, direction_, loss, gradient,
-                                gtd, line_search_evaluations);
+            loss = strong_wolfe(params, grads, closure, x, step_length_, direction_, loss, gradient, gtd,
+                                line_search_evaluations);
             for (std::size_t i = 0; i < n; ++i) params[i] = (float)(x[i] + step_length_ * direction_[i]);
             optimal = max_abs(gradient) <= settings_.tolerance_grad;
         } else {

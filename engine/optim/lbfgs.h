@@ -22,29 +22,27 @@ struct LbfgsSettings {
 };
 
 class Lbfgs : public Optimizer {
-public:
+  public:
     Lbfgs(double lr, std::vector<ParameterSegment> segments, LbfgsSettings settings);
 
     // Without a closure there is nothing L-BFGS can do: throws std::logic_error.
     void step(float* params, const float* grads, const StepOptions& options = {}) override;
     // Returns the loss of the first closure evaluation, as torch does.
-    double step(float* params, float* grads, const Closure& closure,
-                const StepOptions& options = {}) override;
+    double step(float* params, float* grads, const Closure& closure, const StepOptions& options = {}) override;
 
     OptimizerState export_state() const override;
     void import_state(const OptimizerState& state) override;
 
     int function_evaluations() const { return function_evaluations_; }
 
-private:
+  private:
     // Loss and gradient at x + t d (parameters restored to x afterwards).
-    double evaluate_along(float* params, float* grads, const Closure& closure,
-                          const std::vector<double>& x, double t, const std::vector<double>& d,
-                          std::vector<double>& gradient_out);
+    double evaluate_along(float* params, float* grads, const Closure& closure, const std::vector<double>& x, double t,
+                          const std::vector<double>& d, std::vector<double>& gradient_out);
     // torch's _strong_wolfe: returns the loss at the accepted step; updates t, gradient.
-    double strong_wolfe(float* params, float* grads, const Closure& closure,
-                        const std::vector<double>& x, double& t, const std::vector<double>& d,
-                        double loss, std::vector<double>& gradient, double gtd, int& evaluations);
+    double strong_wolfe(float* params, float* grads, const Closure& closure, const std::vector<double>& x, double& t,
+                        const std::vector<double>& d, double loss, std::vector<double>& gradient, double gtd,
+                        int& evaluations);
 
     LbfgsSettings settings_;
     // State kept between steps, as in torch: direction, step, history, previous gradient.

@@ -21,8 +21,7 @@ std::size_t validate_segments(const std::vector<ParameterSegment>& segments) {
     std::vector<const ParameterSegment*> sorted;
     std::size_t count = 0;
     for (const auto& s : segments) {
-        if (s.length == 0)
-            throw std::invalid_argument("optimizer: segment '" + s.name + "' has length 0");
+        if (s.length == 0) throw std::invalid_argument("optimizer: segment '" + s.name + "' has length 0");
         sorted.push_back(&s);
         count = std::max(count, s.offset + s.length);
     }
@@ -30,8 +29,8 @@ std::size_t validate_segments(const std::vector<ParameterSegment>& segments) {
               [](const ParameterSegment* a, const ParameterSegment* b) { return a->offset < b->offset; });
     for (std::size_t i = 1; i < sorted.size(); ++i)
         if (sorted[i - 1]->offset + sorted[i - 1]->length > sorted[i]->offset)
-            throw std::invalid_argument("optimizer: segments '" + sorted[i - 1]->name + "' and '" +
-                                        sorted[i]->name + "' overlap");
+            throw std::invalid_argument("optimizer: segments '" + sorted[i - 1]->name + "' and '" + sorted[i]->name +
+                                        "' overlap");
     return count;
 }
 
@@ -45,9 +44,12 @@ OptimizerBackend parse_optimizer_backend(std::string_view name) {
 
 const char* optimizer_backend_name(OptimizerBackend backend) {
     switch (backend) {
-    case OptimizerBackend::cpu: return "cpu";
-    case OptimizerBackend::cuda_fused: return "cuda_fused";
-    case OptimizerBackend::cuda_per_tensor: return "cuda_per_tensor";
+        case OptimizerBackend::cpu:
+            return "cpu";
+        case OptimizerBackend::cuda_fused:
+            return "cuda_fused";
+        case OptimizerBackend::cuda_per_tensor:
+            return "cuda_per_tensor";
     }
     return "?";
 }
@@ -58,8 +60,7 @@ Optimizer::Optimizer(std::string name, OptimizerKind kind, OptimizerBackend back
     parameter_count_ = validate_segments(segments_);
 }
 
-double Optimizer::step(float* params, float* grads, const Closure& closure,
-                       const StepOptions& options) {
+double Optimizer::step(float* params, float* grads, const Closure& closure, const StepOptions& options) {
     double loss = closure();
     step(params, grads, options);
     return loss;
@@ -83,9 +84,8 @@ void Optimizer::rewind_step() {
 }
 
 const std::vector<std::string>& optimizer_names() {
-    static const std::vector<std::string> names = {"sgd",   "adagrad", "adadelta", "rmsprop",
-                                                   "adam",  "adamw",   "nadam",    "adamax",
-                                                   "lamb",  "lars",    "novograd", "lbfgs"};
+    static const std::vector<std::string> names = {"sgd",   "adagrad", "adadelta", "rmsprop", "adam",     "adamw",
+                                                   "nadam", "adamax",  "lamb",     "lars",    "novograd", "lbfgs"};
     return names;
 }
 
@@ -110,10 +110,8 @@ float read_grad_averaging(HyperparameterReader& r, const UpdateParameters& u) {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
-                                          const Hyperparameters& hyperparameters,
-                                          std::vector<ParameterSegment> segments,
-                                          OptimizerBackend backend) {
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const Hyperparameters& hyperparameters,
+                                          std::vector<ParameterSegment> segments, OptimizerBackend backend) {
     HyperparameterReader r(name, hyperparameters);
     ElementwiseSettings s;
     UpdateParameters& u = s.base;
@@ -130,8 +128,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
         l.strong_wolfe = r.flag("strong_wolfe", false);
         r.reject_unknown();
         if (backend != OptimizerBackend::cpu)
-            r.fail("backend", std::string("is ") + optimizer_backend_name(backend) +
-                                  ", lbfgs runs on cpu only");
+            r.fail("backend", std::string("is ") + optimizer_backend_name(backend) + ", lbfgs runs on cpu only");
         return std::make_unique<Lbfgs>(lr, std::move(segments), l);
     }
 

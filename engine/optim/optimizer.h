@@ -81,7 +81,7 @@ struct OptimizerState {
 };
 
 class Optimizer {
-public:
+  public:
     virtual ~Optimizer() = default;
     Optimizer(const Optimizer&) = delete;
     Optimizer& operator=(const Optimizer&) = delete;
@@ -93,8 +93,7 @@ public:
     // gradients into `grads`; returns the loss. Elementwise optimizers call it once and
     // step; L-BFGS calls it as often as its line search needs. Returns the first loss.
     using Closure = std::function<double()>;
-    virtual double step(float* params, float* grads, const Closure& closure,
-                        const StepOptions& options = {});
+    virtual double step(float* params, float* grads, const Closure& closure, const StepOptions& options = {});
 
     // Forgets the last step (see StepOptions::skip_flag): bias corrections resume from
     // the previous count. One level only.
@@ -121,7 +120,7 @@ public:
     virtual OptimizerState export_state() const;
     virtual void import_state(const OptimizerState& state);
 
-protected:
+  protected:
     Optimizer(std::string name, OptimizerKind kind, OptimizerBackend backend, double lr,
               std::vector<ParameterSegment> segments);
 
@@ -140,10 +139,8 @@ protected:
 // not given take torch.optim's (Apex's for lamb/novograd) defaults; an unknown name,
 // unknown hyper-parameter or invalid value throws std::invalid_argument naming it.
 // lbfgs supports the cpu backend only.
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name,
-                                          const Hyperparameters& hyperparameters,
-                                          std::vector<ParameterSegment> segments,
-                                          OptimizerBackend backend);
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const Hyperparameters& hyperparameters,
+                                          std::vector<ParameterSegment> segments, OptimizerBackend backend);
 
 // The names make_optimizer accepts, in a stable order.
 const std::vector<std::string>& optimizer_names();

@@ -51,11 +51,10 @@ __device__ T block_sum(T value, T* shared) {
 // while it writes norms_latest — fixed buffers, so a captured CUDA graph replays
 // correctly, and no block reads a value another block of the same launch writes.
 __global__ void optimizer_reduce_kernel(const OptimizerChunk* __restrict__ chunks,
-                                        const OptimizerSegmentEntry* __restrict__ segments,
-                                        int chunk_begin, int chunk_end, const float* __restrict__ params,
+                                        const OptimizerSegmentEntry* __restrict__ segments, int chunk_begin,
+                                        int chunk_end, const float* __restrict__ params,
                                         const float* __restrict__ grads, float* __restrict__ partials,
-                                        const float* __restrict__ norms_latest,
-                                        float* __restrict__ norms_previous) {
+                                        const float* __restrict__ norms_latest, float* __restrict__ norms_previous) {
     EMBER_SHARED(float, shared, [kThreads / 32]);
     for (int c = chunk_begin + blockIdx.x; c < chunk_end; c += gridDim.x) {
         const OptimizerChunk chunk = chunks[c];
@@ -94,8 +93,8 @@ struct UpdateBuffers {
 };
 
 __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk* __restrict__ chunks,
-                                        const OptimizerSegmentEntry* __restrict__ segments,
-                                        int chunk_begin, int chunk_end, UpdateBuffers b) {
+                                        const OptimizerSegmentEntry* __restrict__ segments, int chunk_begin,
+                                        int chunk_end, UpdateBuffers b) {
     EMBER_SHARED(double, shared_double, [kThreads / 32]);
     EMBER_SHARED(float, shared_float, [kThreads / 32]);
     EMBER_SHARED(SegmentFactors, factors);
@@ -108,8 +107,8 @@ __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk
         const OptimizerSegmentEntry segment = segments[chunk.segment];
         double grad_squares = 0.0, param_squares = 0.0, update_squares = 0.0, global_squares = 0.0;
         if (b.needs_norms) {
-            for (int k = segment.first_chunk + threadIdx.x;
-                 k < segment.first_chunk + segment.chunk_count; k += blockDim.x) {
+            for (int k = segment.first_chunk + threadIdx.x; k < segment.first_chunk + segment.chunk_count;
+                 k += blockDim.x) {
                 grad_squares += b.partials[3 * k];
                 param_squares += b.partials[3 * k + 1];
                 if (u.kind == OptimizerKind::lamb && u.phase == 2) update_squares += b.partials[3 * k + 2];
@@ -123,8 +122,8 @@ __global__ void optimizer_update_kernel(UpdateParameters u, const OptimizerChunk
         }
         if (threadIdx.x == 0) {
             const float previous = b.norms_previous ? b.norms_previous[chunk.segment] : 0.0f;
-            factors = segment_factors(u, segment.flags, grad_squares, param_squares, update_squares,
-                                      global_squares, previous);
+            factors = segment_factors(u, segment.flags, grad_squares, param_squares, update_squares, global_squares,
+                                      previous);
         }
         __syncthreads();
         const SegmentFactors f = factors;
@@ -157,8 +156,7 @@ unsigned blocks_for(int chunks) {
 }  // namespace
 
 CudaMultiTensorUpdater::CudaMultiTensorUpdater(const std::vector<ParameterSegment>& segments,
-                                               std::size_t parameter_count, int state_buffers,
-                                               float initial_state0)
+                                               std::size_t parameter_count, int state_buffers, float initial_state0)
     : parameter_count_(parameter_count), state_buffers_(state_buffers) {
     std::vector<OptimizerChunk> chunks;
     std::vector<OptimizerSegmentEntry> entries;
@@ -193,11 +191,11 @@ CudaMultiTensorUpdater::CudaMultiTensorUpdater(const std::vector<ParameterSegmen
         }
     }
     EMBER_CUDA_CHECK(cudaMalloc(&device_chunks_, chunks.size() * sizeof(OptimizerChunk)));
-    EMBER_CUDA_CHECK(cudaMemcpy(device_chunks_, chunks.data(), chunks.size() * sizeof(OptimizerChunk),
-                                cudaMemcpyHostToDevice));
+    EMBER_CUDA_CHECK(
+        cudaMemcpy(device_chunks_, chunks.data(), chunks.size() * sizeof(OptimizerChunk), cudaMemcpyHostToDevice));
     EMBER_CUDA_CHECK(cudaMalloc(&device_segments_, entries.size() * sizeof(OptimizerSegmentEntry)));
-    EMBER_CUDA_CHECK(cudaMemcpy(device_segments_, entries.data(),
-                                entries.size() * sizeof(OptimizerSegmentEntry), cudaMemcpyHostToDevice));
+    EMBER_CUDA_CHECK(cudaMemcpy(device_segments_, entries.data(), entries.size() * sizeof(OptimizerSegmentEntry),
+                                cudaMemcpyHostToDevice));
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&partials_), chunks.size() * 3 * sizeof(float)));
     EMBER_CUDA_CHECK(cudaMemset(partials_, 0, chunks.size() * 3 * sizeof(float)));
     for (auto& norms : segment_norms_) {
@@ -220,29 +218,29 @@ void CudaMultiTensorUpdater::download(std::vector<std::vector<float>>& buffers,
                                       std::vector<float>& segment_norms) const {
     buffers.assign(state_buffers_, std::vector<float>(parameter_count_));
     for (int b = 0; b < state_buffers_; ++b)
-        EMBER_CUDA_CHECK(cudaMemcpy(buffers[b].data(), state_[b], parameter_count_ * sizeof(float),
-                                    cudaMemcpyDeviceToHost));
+        EMBER_CUDA_CHECK(
+            cudaMemcpy(buffers[b].data(), state_[b], parameter_count_ * sizeof(float), cudaMemcpyDeviceToHost));
     segment_norms.resize(segment_count_);
-    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms.data(), segment_norms_[kNormsLatest],
-                                segment_count_ * sizeof(float), cudaMemcpyDeviceToHost));
+    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms.data(), segment_norms_[kNormsLatest], segment_count_ * sizeof(float),
+                                cudaMemcpyDeviceToHost));
 }
 
 void CudaMultiTensorUpdater::upload(const std::vector<std::vector<float>>& buffers,
                                     const std::vector<float>& segment_norms) {
     for (int b = 0; b < state_buffers_; ++b)
-        EMBER_CUDA_CHECK(cudaMemcpy(state_[b], buffers[b].data(), parameter_count_ * sizeof(float),
-                                    cudaMemcpyHostToDevice));
-    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms_[kNormsLatest], segment_norms.data(),
-                                segment_count_ * sizeof(float), cudaMemcpyHostToDevice));
+        EMBER_CUDA_CHECK(
+            cudaMemcpy(state_[b], buffers[b].data(), parameter_count_ * sizeof(float), cudaMemcpyHostToDevice));
+    EMBER_CUDA_CHECK(cudaMemcpy(segment_norms_[kNormsLatest], segment_norms.data(), segment_count_ * sizeof(float),
+                                cudaMemcpyHostToDevice));
 }
 
-int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* params,
-                                 const float* grads, const StepOptions& options) {
+int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* params, const float* grads,
+                                 const StepOptions& options) {
     cudaStream_t stream = static_cast<cudaStream_t>(options.stream);
     const auto* chunks = static_cast<const OptimizerChunk*>(device_chunks_);
     const auto* segments = static_cast<const OptimizerSegmentEntry*>(device_segments_);
-    const bool needs_norms = u.kind == OptimizerKind::lars || u.kind == OptimizerKind::lamb ||
-                             u.kind == OptimizerKind::novograd;
+    const bool needs_norms =
+        u.kind == OptimizerKind::lars || u.kind == OptimizerKind::lamb || u.kind == OptimizerKind::novograd;
 
     UpdateBuffers b;
     b.params = params;
@@ -263,14 +261,15 @@ int CudaMultiTensorUpdater::step(const UpdateParameters& u, bool fused, float* p
     auto reduce = [&](int begin, int end) {
         const bool novograd = u.kind == OptimizerKind::novograd;
         EMBER_LAUNCH(optimizer_reduce_kernel, blocks_for(end - begin), kThreads, 0, stream)(
-            chunks, segments, begin, end, params, grads, partials_,
-            novograd ? segment_norms_[kNormsLatest] : nullptr, segment_norms_[kNormsPrevious]);
+                                                  chunks, segments, begin, end, params, grads, partials_,
+                                                  novograd ? segment_norms_[kNormsLatest] : nullptr,
+                                                  segment_norms_[kNormsPrevious]);
         EMBER_CUDA_CHECK_LAUNCH();
         ++launches;
     };
     auto update = [&](const UpdateParameters& phase, int begin, int end) {
-        EMBER_LAUNCH(optimizer_update_kernel, blocks_for(end - begin), kThreads, 0, stream)(
-            phase, chunks, segments, begin, end, b);
+        EMBER_LAUNCH(optimizer_update_kernel, blocks_for(end - begin), kThreads, 0, stream)(phase, chunks, segments,
+                                                                                            begin, end, b);
         EMBER_CUDA_CHECK_LAUNCH();
         ++launches;
     };

@@ -23,18 +23,17 @@ namespace ember::optim {
 constexpr std::size_t kOptimizerChunkElements = 16384;
 
 class CudaMultiTensorUpdater {
-public:
+  public:
     // cudaMalloc's the state buffers (state 0 filled with initial_state0, others 0),
     // the tables and the partial sums. Throws ember::CudaError without a device.
-    CudaMultiTensorUpdater(const std::vector<ParameterSegment>& segments,
-                           std::size_t parameter_count, int state_buffers, float initial_state0);
+    CudaMultiTensorUpdater(const std::vector<ParameterSegment>& segments, std::size_t parameter_count,
+                           int state_buffers, float initial_state0);
     ~CudaMultiTensorUpdater();
     CudaMultiTensorUpdater(const CudaMultiTensorUpdater&) = delete;
     CudaMultiTensorUpdater& operator=(const CudaMultiTensorUpdater&) = delete;
 
     // One step on device pointers; returns the number of kernel launches made.
-    int step(const UpdateParameters& u, bool fused, float* params, const float* grads,
-             const StepOptions& options);
+    int step(const UpdateParameters& u, bool fused, float* params, const float* grads, const StepOptions& options);
 
     const float* state(int index) const { return state_[index]; }
 
@@ -42,7 +41,7 @@ public:
     void download(std::vector<std::vector<float>>& buffers, std::vector<float>& segment_norms) const;
     void upload(const std::vector<std::vector<float>>& buffers, const std::vector<float>& segment_norms);
 
-private:
+  private:
     std::size_t parameter_count_ = 0;
     int state_buffers_ = 0;
     float* state_[3] = {nullptr, nullptr, nullptr};
@@ -52,7 +51,7 @@ private:
     std::vector<int> segment_chunk_count_;
     void* device_chunks_ = nullptr;    // OptimizerChunk[chunk_count_]
     void* device_segments_ = nullptr;  // OptimizerSegmentEntry[segments]
-    float* partials_ = nullptr;       // 3 per chunk: grad^2, param^2, update^2
+    float* partials_ = nullptr;        // 3 per chunk: grad^2, param^2, update^2
     // NovoGrad's per-segment norms: [kNormsPrevious] read by the update kernel,
     // [kNormsLatest] written by it (see optimizer_reduce_kernel).
     static constexpr int kNormsPrevious = 0;

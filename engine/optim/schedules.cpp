@@ -19,11 +19,11 @@ namespace {
 
 // A schedule with a closed form in the step: the formula, its parameters captured.
 class ClosedFormSchedule : public LrSchedule {
-public:
+  public:
     explicit ClosedFormSchedule(std::function<double(int64_t)> formula) : formula_(std::move(formula)) {}
     double lr(int64_t step) const override { return formula_(step); }
 
-private:
+  private:
     std::function<double(int64_t)> formula_;
 };
 
@@ -39,15 +39,14 @@ double cosine_annealed(double base, double eta_min, int64_t into, int64_t period
 
 // LinearLR: base * (start + (end - start) min(step, total) / total)
 std::unique_ptr<LrSchedule> linear_schedule(double base, double start, double end, int64_t total) {
-    return closed_form([=](int64_t step) {
-        return base * (start + (end - start) * (double)std::min(step, total) / (double)total);
-    });
+    return closed_form(
+        [=](int64_t step) { return base * (start + (end - start) * (double)std::min(step, total) / (double)total); });
 }
 
 // OneCycleLR: warm from max_lr/div_factor to max_lr over pct_start of the steps, then
 // anneal to initial/final_div_factor (three_phase: back to initial first).
 class OneCycleSchedule : public LrSchedule {
-public:
+  public:
     OneCycleSchedule(const ScheduleConfig& c) : total_(c.total_steps), cosine_(c.anneal_strategy == "cos") {
         const double max_lr = c.max_lr > 0.0 ? c.max_lr : c.base_lr;
         const double initial = max_lr / c.div_factor;
@@ -62,8 +61,9 @@ public:
         }
     }
     double lr(int64_t step) const override {
-        if (step > total_) throw std::out_of_range("schedule onecycle: step " + std::to_string(step) +
-                                                   " is past total_steps " + std::to_string(total_));
+        if (step > total_)
+            throw std::out_of_range("schedule onecycle: step " + std::to_string(step) + " is past total_steps " +
+                                    std::to_string(total_));
         double start_step = 0.0;
         for (std::size_t i = 0; i < phases_.size(); ++i) {
             const Phase& phase = phases_[i];
@@ -76,7 +76,7 @@ public:
         return phases_.back().end_lr;
     }
 
-private:
+  private:
     struct Phase {
         double end_step, start_lr, end_lr;
     };
@@ -90,14 +90,14 @@ private:
 };
 
 class SequentialSchedule : public LrSchedule {
-public:
+  public:
     SequentialSchedule(std::unique_ptr<LrSchedule> first, std::unique_ptr<LrSchedule> second, int64_t milestone)
         : first_(std::move(first)), second_(std::move(second)), milestone_(milestone) {}
     double lr(int64_t step) const override {
         return step < milestone_ ? first_->lr(step) : second_->lr(step - milestone_);
     }
 
-private:
+  private:
     std::unique_ptr<LrSchedule> first_, second_;
     int64_t milestone_;
 };
@@ -123,8 +123,7 @@ std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
             return base * std::pow(gamma, (double)(step / step_size));
         });
     } else if (n == "multistep") {  // MultiStepLR: base * gamma^(number of milestones <= step)
-        if (!std::is_sorted(c.milestones.begin(), c.milestones.end()))
-            fail(n, "milestones", "must be increasing");
+        if (!std::is_sorted(c.milestones.begin(), c.milestones.end())) fail(n, "milestones", "must be increasing");
         schedule = closed_form([base, milestones = c.milestones, gamma = c.gamma](int64_t step) {
             auto passed = std::upper_bound(milestones.begin(), milestones.end(), step) - milestones.begin();
             return base * std::pow(gamma, (double)passed);
@@ -182,15 +181,15 @@ std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
     return make_sequential_schedule(std::move(warmup), std::move(schedule), c.warmup_steps);
 }
 
-ReduceOnPlateau::ReduceOnPlateau(double initial_lr, PlateauConfig config) : config_(std::move(config)), lr_(initial_lr) {
+ReduceOnPlateau::ReduceOnPlateau(double initial_lr, PlateauConfig config)
+    : config_(std::move(config)), lr_(initial_lr) {
     if (config_.mode != "min" && config_.mode != "max") fail("plateau", "mode", "must be min or max");
     if (config_.threshold_mode != "rel" && config_.threshold_mode != "abs")
         fail("plateau", "threshold_mode", "must be rel or abs");
     if (!(config_.factor < 1.0 && config_.factor >= 0.0)) fail("plateau", "factor", "must be in [0, 1)");
     if (config_.patience < 0) fail("plateau", "patience", "must be >= 0");
     if (config_.cooldown < 0) fail("plateau", "cooldown", "must be >= 0");
-    best_ = config_.mode == "min" ? std::numeric_limits<double>::infinity()
-                                  : -std::numeric_limits<double>::infinity();
+    best_ = config_.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
 }
 
 bool ReduceOnPlateau::is_better(double value) const {

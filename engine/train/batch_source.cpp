@@ -17,7 +17,7 @@ namespace {
 // data::GpuResidentLoader); each source adds its description.
 template <class Loader>
 class LoaderSource : public BatchSource {
-public:
+  public:
     template <class... LoaderArgs>
     explicit LoaderSource(int64_t samples, LoaderArgs&&... args)
         : samples_(samples), loader_(std::forward<LoaderArgs>(args)...) {}
@@ -29,29 +29,28 @@ public:
     double wait_seconds() const override { return loader_.stats().wait_seconds; }
     data::LoaderStats loader_stats() const override { return loader_.stats(); }
 
-protected:
+  protected:
     int64_t samples_;
     Loader loader_;
 };
 
 class ThreadedSource : public LoaderSource<data::DataLoader> {
-public:
+  public:
     ThreadedSource(std::shared_ptr<const data::Dataset> dataset, std::shared_ptr<const data::Sampler> sampler,
                    data::LoaderOptions options, std::string description)
-        : LoaderSource(sampler->length(), std::move(dataset), sampler, options),
-          description_(std::move(description)) {}
+        : LoaderSource(sampler->length(), std::move(dataset), sampler, options), description_(std::move(description)) {}
     std::string describe() const override {
         return description_ + (loader_.pinned() ? ", pinned" : ", pageable") +
                (loader_.copies_to_device() ? ", copied to the device on its own stream" : "");
     }
     const std::string& fallback_note() const { return loader_.fallback_note(); }
 
-private:
+  private:
     std::string description_;
 };
 
 class ResidentSource : public LoaderSource<data::GpuResidentLoader> {
-public:
+  public:
     ResidentSource(const data::InMemoryDataset& dataset, std::shared_ptr<const data::Sampler> sampler,
                    int64_t batch_size, bool drop_last, data::AugmentOptions augment)
         : LoaderSource(sampler->length(), dataset, sampler, batch_size, drop_last, augment) {}
@@ -63,8 +62,7 @@ public:
 
 data::InMemoryDataset load_split(const TrainConfig& config, data::Split split) {
     std::string missing = data::fashion_mnist_missing(config.data_root, split);
-    if (!missing.empty())
-        throw ConfigError(missing);
+    if (!missing.empty()) throw ConfigError(missing);
     return data::load_fashion_mnist(config.data_root, split);
 }
 
@@ -76,8 +74,7 @@ std::vector<int64_t> first_n(int64_t n) {
 
 }  // namespace
 
-DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, bool on_device, int rank,
-                              int world_size) {
+DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, bool on_device, int rank, int world_size) {
     DataSources sources;
     data::AugmentOptions normalize;
     normalize.mean = data::kFashionMnistMean;
@@ -110,8 +107,8 @@ DataSources make_data_sources(const TrainConfig& config, int64_t batch_size, boo
         auto test_set = load_split(config, data::Split::test);
         sources.train = std::make_unique<ResidentSource>(train_set, train_sampler_for(train_set.size()), batch_size,
                                                          config.drop_last, train_augment);
-        sources.test = std::make_unique<ResidentSource>(test_set, test_sampler_for(test_set.size()), eval_batch,
-                                                        false, normalize);
+        sources.test =
+            std::make_unique<ResidentSource>(test_set, test_sampler_for(test_set.size()), eval_batch, false, normalize);
         return sources;
     }
 

@@ -16,7 +16,7 @@ struct CUstream_st;
 namespace ember::train {
 
 class BatchSource {
-public:
+  public:
     virtual ~BatchSource() = default;
     virtual void start_epoch(int64_t epoch) = 0;
     virtual const data::Batch* next() = 0;  // nullptr at the end of the epoch

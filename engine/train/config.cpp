@@ -13,9 +13,8 @@
 namespace ember::train {
 namespace {
 
-using Member = std::variant<std::string TrainConfig::*, int TrainConfig::*,
-                            std::int64_t TrainConfig::*, std::uint64_t TrainConfig::*,
-                            double TrainConfig::*, bool TrainConfig::*>;
+using Member = std::variant<std::string TrainConfig::*, int TrainConfig::*, std::int64_t TrainConfig::*,
+                            std::uint64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*>;
 
 struct Field {
     const char* section;
@@ -143,8 +142,7 @@ std::string describe(const Value& v) {
 void check_range(const Field& f, double x, const std::string& where) {
     if (x < f.min || x > f.max) {
         std::ostringstream os;
-        os << where << f.section << "." << f.key << " = " << x << " is out of range [" << f.min
-           << ", " << f.max << "]";
+        os << where << f.section << "." << f.key << " = " << x << " is out of range [" << f.min << ", " << f.max << "]";
         throw ConfigError(os.str());
     }
 }
@@ -160,25 +158,32 @@ void assign(const Field& f, const Value& value, TrainConfig& c, const std::strin
             using T = std::remove_reference_t<decltype(c.*member)>;
             if constexpr (std::is_same_v<T, std::string>) {
                 std::string s;
-                if (auto p = std::get_if<std::string>(&value)) s = *p;
-                else if (auto i = std::get_if<std::int64_t>(&value)) s = std::to_string(*i);
-                else wrong("a string");
+                if (auto p = std::get_if<std::string>(&value))
+                    s = *p;
+                else if (auto i = std::get_if<std::int64_t>(&value))
+                    s = std::to_string(*i);
+                else
+                    wrong("a string");
                 if (!f.choices.empty() &&
-                    std::none_of(f.choices.begin(), f.choices.end(),
-                                 [&](const char* choice) { return s == choice; })) {
+                    std::none_of(f.choices.begin(), f.choices.end(), [&](const char* choice) { return s == choice; })) {
                     std::string list;
                     for (const char* choice : f.choices) list += (list.empty() ? "" : ", ") + std::string(choice);
                     throw ConfigError(where + name + " = \"" + s + "\" is not one of: " + list);
                 }
                 c.*member = s;
             } else if constexpr (std::is_same_v<T, bool>) {
-                if (auto b = std::get_if<bool>(&value)) c.*member = *b;
-                else wrong("true or false");
+                if (auto b = std::get_if<bool>(&value))
+                    c.*member = *b;
+                else
+                    wrong("true or false");
             } else if constexpr (std::is_same_v<T, double>) {
                 double x = 0;
-                if (auto d = std::get_if<double>(&value)) x = *d;
-                else if (auto i = std::get_if<std::int64_t>(&value)) x = double(*i);
-                else wrong("a number");
+                if (auto d = std::get_if<double>(&value))
+                    x = *d;
+                else if (auto i = std::get_if<std::int64_t>(&value))
+                    x = double(*i);
+                else
+                    wrong("a number");
                 check_range(f, x, where);
                 c.*member = x;
             } else {
@@ -191,8 +196,8 @@ void assign(const Field& f, const Value& value, TrainConfig& c, const std::strin
         f.member);
 }
 
-void set_key(const std::string& section, const std::string& key, const Value& value,
-             TrainConfig& c, const std::string& where) {
+void set_key(const std::string& section, const std::string& key, const Value& value, TrainConfig& c,
+             const std::string& where) {
     if (const Field* f = find_field(section, key)) {
         if (section == "optimizer" && key == "name") {
             // A different optimizer does not inherit the previous one's hyper-parameters.
@@ -243,23 +248,26 @@ void load_table(const toml::table& root, const std::string& source, TrainConfig&
         std::string section(section_key.str());
         const toml::table* table = section_node.as_table();
         if (!table)
-            throw ConfigError(location(source, section_node.source()) + "'" + section +
-                              "' must be a table like [" + section + "]");
-        bool known_section = is_parameter_section(section) ||
-                             std::any_of(fields().begin(), fields().end(),
-                                         [&](const Field& f) { return section == f.section; });
-        if (!known_section)
-            throw ConfigError(location(source, section_node.source()) + "unknown section [" +
+            throw ConfigError(location(source, section_node.source()) + "'" + section + "' must be a table like [" +
                               section + "]");
+        bool known_section =
+            is_parameter_section(section) ||
+            std::any_of(fields().begin(), fields().end(), [&](const Field& f) { return section == f.section; });
+        if (!known_section)
+            throw ConfigError(location(source, section_node.source()) + "unknown section [" + section + "]");
         for (int pass = 0; pass < 2; ++pass) {
             for (const auto& [k, node] : *table) {
                 std::string key(k.str());
                 if ((key == "name") != (pass == 0)) continue;
                 Value value;
-                if (auto s = node.value<std::string>(); s && node.is_string()) value = *s;
-                else if (node.is_integer()) value = *node.value<std::int64_t>();
-                else if (node.is_floating_point()) value = *node.value<double>();
-                else if (node.is_boolean()) value = *node.value<bool>();
+                if (auto s = node.value<std::string>(); s && node.is_string())
+                    value = *s;
+                else if (node.is_integer())
+                    value = *node.value<std::int64_t>();
+                else if (node.is_floating_point())
+                    value = *node.value<double>();
+                else if (node.is_boolean())
+                    value = *node.value<bool>();
                 else
                     throw ConfigError(location(source, node.source()) + section + "." + key +
                                       " has an unsupported type (arrays and tables are not used)");
@@ -363,20 +371,19 @@ void apply_override(const std::string& assignment, TrainConfig& c) {
         throw ConfigError("--set " + assignment + ": expected section.key=value (e.g. train.epochs=3)");
     std::string section = assignment.substr(0, dot);
     std::string key = assignment.substr(dot + 1, eq - dot - 1);
-    set_key(section, key, parse_override_value(assignment.substr(eq + 1)), c,
-            "--set " + assignment + ": ");
+    set_key(section, key, parse_override_value(assignment.substr(eq + 1)), c, "--set " + assignment + ": ");
 }
 
 void validate(const TrainConfig& c) {
     if (c.data_source == "png" && c.png_dir.empty())
-        throw ConfigError("data.source = \"png\" needs data.png_dir (write one with "
-                          "`ember data prepare fashion-mnist --format png --out DIR`)");
+        throw ConfigError(
+            "data.source = \"png\" needs data.png_dir (write one with "
+            "`ember data prepare fashion-mnist --format png --out DIR`)");
     if (c.batch_size != "max") {
         char* end = nullptr;
         long long b = std::strtoll(c.batch_size.c_str(), &end, 10);
         if (c.batch_size.empty() || *end != '\0' || b < 1 || b > 65536)
-            throw ConfigError("data.batch_size = \"" + c.batch_size +
-                              "\" must be an integer in [1, 65536] or \"max\"");
+            throw ConfigError("data.batch_size = \"" + c.batch_size + "\" must be an integer in [1, 65536] or \"max\"");
     }
     if (c.data_source == "gpu" && c.backend == "cpu")
         throw ConfigError("data.source = \"gpu\" needs train.backend = \"cuda\" or \"auto\"");
@@ -415,7 +422,8 @@ std::string settings_line(const TrainConfig& c) {
         return text.empty() ? std::string() : " (" + text + ")";
     };
     std::string line = c.model + ", " + c.optimizer + parameters("optimizer", c.optimizer_params);
-    if (c.schedule != "constant" && !c.schedule.empty()) line += ", " + c.schedule + parameters("schedule", c.schedule_params);
+    if (c.schedule != "constant" && !c.schedule.empty())
+        line += ", " + c.schedule + parameters("schedule", c.schedule_params);
     line += ", batch " + c.batch_size + ", " + std::to_string(c.epochs) + (c.epochs == 1 ? " epoch" : " epochs");
     if (c.max_steps > 0) line += " (at most " + std::to_string(c.max_steps) + " steps)";
     line += ", " + c.precision + ", backend " + c.backend + ", " + std::to_string(c.workers) +

@@ -16,7 +16,7 @@
 namespace ember::train {
 
 class ConfigError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -33,30 +33,30 @@ struct TrainConfig {
     int prefetch_factor = 2;
     bool pin_memory = true;
     bool persistent_workers = true;
-    bool augment = false;             // random crop (pad 2) + horizontal flip
+    bool augment = false;  // random crop (pad 2) + horizontal flip
     bool drop_last = true;
-    std::int64_t train_limit = 0;     // use the first N training images (0 = all 60,000)
-    std::int64_t test_limit = 0;      // evaluate on the first N test images (0 = all 10,000)
+    std::int64_t train_limit = 0;  // use the first N training images (0 = all 60,000)
+    std::int64_t test_limit = 0;   // evaluate on the first N test images (0 = all 10,000)
 
     // [train]
     int epochs = 1;
-    std::int64_t max_steps = 0;       // stop after N optimizer steps (0 = no limit)
+    std::int64_t max_steps = 0;  // stop after N optimizer steps (0 = no limit)
     std::uint64_t seed = 0;
-    std::string backend = "auto";     // auto | cpu | cuda
-    std::string precision = "fp32";   // fp32 | fp16 | bf16 (AMP)
-    int grad_accumulation = 1;        // micro-batches per optimizer step
-    double clip_grad_norm = 0.0;      // 0 = no clipping
+    std::string backend = "auto";    // auto | cpu | cuda
+    std::string precision = "fp32";  // fp32 | fp16 | bf16 (AMP)
+    int grad_accumulation = 1;       // micro-batches per optimizer step
+    double clip_grad_norm = 0.0;     // 0 = no clipping
     bool deterministic = false;
     // Distributed runs: rank r does imbalance * r / (world - 1) of a step's compute
     // again, busy, before each step (shows one slow rank making the others wait).
     double imbalance = 0.0;
 
     // [distributed]: data-parallel runs under mpirun/srun (docs/distributed.md).
-    double bucket_mb = 25.0;          // gradient bucket size, MiB
-    double first_bucket_mb = 1.0;     // the first bucket (last layers): small, so communication starts early
-    bool overlap = true;              // all-reduce each bucket during backward (false: all after backward)
-    int zero = 0;                     // 1 = ZeRO-1: reduce-scatter, sharded optimizer state, all-gather
-    bool sync_batchnorm = false;      // BatchNorm statistics over every rank's batch (cpu backend)
+    double bucket_mb = 25.0;       // gradient bucket size, MiB
+    double first_bucket_mb = 1.0;  // the first bucket (last layers): small, so communication starts early
+    bool overlap = true;           // all-reduce each bucket during backward (false: all after backward)
+    int zero = 0;                  // 1 = ZeRO-1: reduce-scatter, sharded optimizer state, all-gather
+    bool sync_batchnorm = false;   // BatchNorm statistics over every rank's batch (cpu backend)
 
     // [optimizer]: name plus its hyper-parameters, checked by the optimizer itself.
     std::string optimizer = "sgd";
@@ -69,7 +69,7 @@ struct TrainConfig {
     // integers, printed back the way they were written (the maps hold numbers).
     std::set<std::string> boolean_parameters;
     std::set<std::string> integer_parameters;
-    std::int64_t warmup_steps = 0;    // linear warm-up before the schedule
+    std::int64_t warmup_steps = 0;  // linear warm-up before the schedule
 
     // [switches]: each optimization of the tuning canon, on by default where it helps.
     bool cudnn_benchmark = true;
@@ -82,19 +82,19 @@ struct TrainConfig {
     bool cuda_graph = false;
     bool tf32 = true;
     bool activation_checkpointing = false;
-    bool layer_ranges = false;         // an NVTX range per layer inside forward/backward (profiles)
+    bool layer_ranges = false;  // an NVTX range per layer inside forward/backward (profiles)
     // Debug aids, off by default as the canon advises.
-    bool anomaly_check = false;        // NaN/Inf check after every step
-    bool sync_each_op = false;         // synchronize after every op (serializes the GPU)
+    bool anomaly_check = false;  // NaN/Inf check after every step
+    bool sync_each_op = false;   // synchronize after every op (serializes the GPU)
 
     // [output]
-    std::string checkpoint_dir;        // empty = no checkpoints
-    std::int64_t checkpoint_every = 0; // steps between checkpoints (0 = only at the end)
-    std::string resume;                // checkpoint file to resume from
-    std::string metrics_path;          // JSONL metrics (empty = none)
-    std::string tensorboard_dir;       // TensorBoard event files (empty = none)
-    std::string profile_path;          // record the run in-process to this trace file
-    bool progress = true;              // a progress bar on a terminal, plain lines otherwise
+    std::string checkpoint_dir;         // empty = no checkpoints
+    std::int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at the end)
+    std::string resume;                 // checkpoint file to resume from
+    std::string metrics_path;           // JSONL metrics (empty = none)
+    std::string tensorboard_dir;        // TensorBoard event files (empty = none)
+    std::string profile_path;           // record the run in-process to this trace file
+    bool progress = true;               // a progress bar on a terminal, plain lines otherwise
 };
 
 // Reads `path` over `config`. Throws ConfigError "FILE:LINE:COL: ..." on a TOML syntax

@@ -123,7 +123,7 @@ void spin_for(double seconds) {
 }
 
 class MetricsFile {
-public:
+  public:
     explicit MetricsFile(const std::string& path) : path_(path) {
         if (path.empty()) return;
         out_.open(path, std::ios::out | std::ios::trunc);
@@ -136,7 +136,7 @@ public:
         if (!out_) throw std::runtime_error("writing metrics to " + path_ + " failed");
     }
 
-private:
+  private:
     std::string path_;
     std::ofstream out_;
 };
@@ -172,7 +172,7 @@ std::string save_checkpoint(RunState& run, int64_t epoch, int64_t batch_in_epoch
 // of the run. A trial, not a formula alone: other work on the machine can make a larger
 // team slower (its threads spin waiting for one that was preempted).
 class ThreadSplitProbe {
-public:
+  public:
     void after_step(RunState& run, const BatchSource& train, int64_t steps_done, double compute_seconds) {
         if (run.cpu_cores == 0 || phase_ == Phase::done) return;
         const auto now = std::chrono::steady_clock::now();
@@ -205,13 +205,13 @@ public:
             const int keep = trial_seconds < 0.97 * start_seconds_ ? split_.compute_threads : start_threads_;
             if (keep != split_.compute_threads) cpu::set_compute_threads(keep);
             finish(run, keep,
-                   fmt::format("; tried: {:.1f} ms a step with {} compute thread{}, {:.1f} ms with {}", trial_seconds * 1e3,
-                               split_.compute_threads, split_.compute_threads == 1 ? "" : "s", start_seconds_ * 1e3,
-                               start_threads_));
+                   fmt::format("; tried: {:.1f} ms a step with {} compute thread{}, {:.1f} ms with {}",
+                               trial_seconds * 1e3, split_.compute_threads, split_.compute_threads == 1 ? "" : "s",
+                               start_seconds_ * 1e3, start_threads_));
         }
     }
 
-private:
+  private:
     static constexpr int64_t kFirst = 2, kWindow = 8, kTrial = 5;
     enum class Phase { measuring, trying, done };
 
@@ -244,10 +244,15 @@ TrainSummary train_epochs(RunState& run) {
     const std::size_t parameter_count = parameters.parameter_count();
 
     MetricsFile metrics(dist.is_root() ? config.metrics_path : std::string());
-    metrics.write({{"type", "config"}, {"model", config.model}, {"backend", summary.backend},
-                   {"device", summary.device}, {"parameters", summary.parameters},
-                   {"batch_size", run.batch_size}, {"precision", config.precision},
-                   {"optimizer", config.optimizer}, {"epochs", config.epochs}});
+    metrics.write({{"type", "config"},
+                   {"model", config.model},
+                   {"backend", summary.backend},
+                   {"device", summary.device},
+                   {"parameters", summary.parameters},
+                   {"batch_size", run.batch_size},
+                   {"precision", config.precision},
+                   {"optimizer", config.optimizer},
+                   {"epochs", config.epochs}});
 
     std::unique_ptr<TensorBoardWriter> tensorboard;
     if (dist.is_root() && !config.tensorboard_dir.empty())
@@ -308,8 +313,10 @@ TrainSummary train_epochs(RunState& run) {
                 std::vector<float> host(parameter_count);
                 parameters.gradients().download(host.data(), parameter_count * sizeof(float));
                 if (!amp::all_finite_cpu(host.data(), parameter_count))
-                    throw std::runtime_error(fmt::format("anomaly check: a gradient is NaN or Inf at step {} "
-                                                         "(epoch {}, batch {})", step, epoch, batch_index));
+                    throw std::runtime_error(
+                        fmt::format("anomaly check: a gradient is NaN or Inf at step {} "
+                                    "(epoch {}, batch {})",
+                                    step, epoch, batch_index));
             }
             int64_t batch_samples = b->size;
             train.release(b, consumer);
@@ -343,9 +350,14 @@ TrainSummary train_epochs(RunState& run) {
             if (run.policy.needs_loss_scaling()) nvtx::counter("loss_scale", result.loss_scale);
             observer.step(report);
             if (measured)
-                metrics.write({{"type", "step"}, {"step", report.step}, {"epoch", epoch}, {"loss", result.loss},
-                               {"lr", lr}, {"loss_scale", result.loss_scale},
-                               {"images_per_second", report.images_per_second}, {"skipped", report.skipped}});
+                metrics.write({{"type", "step"},
+                               {"step", report.step},
+                               {"epoch", epoch},
+                               {"loss", result.loss},
+                               {"lr", lr},
+                               {"loss_scale", result.loss_scale},
+                               {"images_per_second", report.images_per_second},
+                               {"skipped", report.skipped}});
             if (tensorboard) {
                 std::vector<std::pair<std::string, double>> scalars;
                 if (measured) scalars.emplace_back("train/loss", result.loss);
@@ -388,9 +400,14 @@ TrainSummary train_epochs(RunState& run) {
                                             {"epoch/train_loss", er.train_loss},
                                             {"epoch/images_per_second", er.images_per_second},
                                             {"epoch/dataloader_wait_seconds", er.dataloader_wait_seconds}});
-        metrics.write({{"type", "epoch"}, {"epoch", epoch}, {"step", er.steps}, {"train_loss", er.train_loss},
-                       {"test_loss", er.test_loss}, {"test_accuracy", er.test_accuracy},
-                       {"seconds", er.seconds}, {"images_per_second", er.images_per_second},
+        metrics.write({{"type", "epoch"},
+                       {"epoch", epoch},
+                       {"step", er.steps},
+                       {"train_loss", er.train_loss},
+                       {"test_loss", er.test_loss},
+                       {"test_accuracy", er.test_accuracy},
+                       {"seconds", er.seconds},
+                       {"images_per_second", er.images_per_second},
                        {"dataloader_wait_seconds", er.dataloader_wait_seconds}});
         summary.best_test_accuracy = std::max(summary.best_test_accuracy, er.test_accuracy);
     }
@@ -408,9 +425,13 @@ TrainSummary train_epochs(RunState& run) {
     const AllocatorStats memory = allocator_for(run.on_device ? Device::cuda : Device::cpu).stats();
     summary.peak_allocated_bytes = static_cast<int64_t>(memory.peak_allocated_bytes);
     summary.peak_reserved_bytes = static_cast<int64_t>(memory.peak_reserved_bytes);
-    metrics.write({{"type", "summary"}, {"steps", summary.steps}, {"images", images}, {"seconds", train_seconds},
+    metrics.write({{"type", "summary"},
+                   {"steps", summary.steps},
+                   {"images", images},
+                   {"seconds", train_seconds},
                    {"images_per_second", summary.images_per_second},
-                   {"test_accuracy", summary.final_test_accuracy}, {"test_loss", summary.final_test_loss},
+                   {"test_accuracy", summary.final_test_accuracy},
+                   {"test_loss", summary.final_test_loss},
                    {"peak_allocated_bytes", summary.peak_allocated_bytes},
                    {"peak_reserved_bytes", summary.peak_reserved_bytes},
                    {"wall_seconds", seconds_between(run_start, Clock::now())}});

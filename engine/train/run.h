@@ -15,50 +15,50 @@
 namespace ember::train {
 
 struct StepReport {
-    int64_t step = 0;              // optimizer steps done, this one included
-    int64_t total_steps = 0;       // planned for the whole run
-    int64_t epoch = 0;             // 0-based
-    int64_t batch = 0;             // batches done in this epoch
+    int64_t step = 0;         // optimizer steps done, this one included
+    int64_t total_steps = 0;  // planned for the whole run
+    int64_t epoch = 0;        // 0-based
+    int64_t batch = 0;        // batches done in this epoch
     int64_t batches_per_epoch = 0;
-    int64_t images = 0;            // samples in this step
-    bool loss_measured = false;    // the loss is read back only every few steps on a GPU
-    double loss = 0.0;             // mean loss of the last measured batch
+    int64_t images = 0;          // samples in this step
+    bool loss_measured = false;  // the loss is read back only every few steps on a GPU
+    double loss = 0.0;           // mean loss of the last measured batch
     double lr = 0.0;
     double images_per_second = 0.0;  // over the epoch so far
     double elapsed_seconds = 0.0;
     double eta_seconds = 0.0;
     double loss_scale = 1.0;
-    bool skipped = false;          // fp16 overflow: step skipped
+    bool skipped = false;  // fp16 overflow: step skipped
 };
 
 struct EpochReport {
     int64_t epoch = 0;
-    int64_t steps = 0;             // total optimizer steps so far
-    double train_loss = 0.0;       // mean over the measured batches of the epoch
+    int64_t steps = 0;        // total optimizer steps so far
+    double train_loss = 0.0;  // mean over the measured batches of the epoch
     double train_accuracy = 0.0;
     double test_loss = 0.0;
     double test_accuracy = 0.0;
-    double seconds = 0.0;          // training time of the epoch (evaluation excluded)
+    double seconds = 0.0;  // training time of the epoch (evaluation excluded)
     double images_per_second = 0.0;
     double dataloader_wait_seconds = 0.0;
     double eval_seconds = 0.0;
 };
 
 struct TrainSummary {
-    std::string backend;           // "cpu" or "cuda"
-    std::string device;            // GPU name, or "cpu"
+    std::string backend;  // "cpu" or "cuda"
+    std::string device;   // GPU name, or "cpu"
     std::string model;
     int64_t parameters = 0;
     int64_t batch_size = 0;
     int64_t steps = 0;
     int64_t images = 0;
     int64_t skipped_steps = 0;
-    double seconds = 0.0;          // training time, evaluation excluded
+    double seconds = 0.0;  // training time, evaluation excluded
     double images_per_second = 0.0;
     double final_test_accuracy = 0.0;
     double final_test_loss = 0.0;
     double best_test_accuracy = 0.0;
-    std::string last_checkpoint;   // empty when none was written
+    std::string last_checkpoint;  // empty when none was written
     // The backend's caching allocator (allocator_for: device_allocator() or
     // host_allocator()) at the end of training: its peaks since the process began or
     // its last reset_peak(), activations included.
@@ -67,7 +67,7 @@ struct TrainSummary {
 };
 
 class TrainObserver {
-public:
+  public:
     virtual ~TrainObserver() = default;
     virtual void info(const std::string& line) {}
     virtual void step(const StepReport& report) {}

@@ -35,27 +35,47 @@ optim::ScheduleConfig schedule_config(const TrainConfig& c, double base_lr, int6
     s.total_iters = after_warmup;
     for (const auto& [key, value] : c.schedule_params) {
         auto integer = [&] { return static_cast<int64_t>(std::llround(value)); };
-        if (key == "gamma") s.gamma = value;
-        else if (key == "step_size") s.step_size = integer();
-        else if (key.rfind("milestone", 0) == 0) s.milestones.push_back(integer());
-        else if (key == "total_iters") s.total_iters = integer();
-        else if (key == "power") s.power = value;
-        else if (key == "t_max") s.t_max = integer();
-        else if (key == "eta_min") s.eta_min = value;
-        else if (key == "t_0") s.t_0 = integer();
-        else if (key == "t_mult") s.t_mult = integer();
-        else if (key == "start_factor") s.start_factor = value;
-        else if (key == "end_factor") s.end_factor = value;
-        else if (key == "max_lr") s.max_lr = value;
-        else if (key == "total_steps") s.total_steps = integer();
-        else if (key == "pct_start") s.pct_start = value;
-        else if (key == "anneal_linear") s.anneal_strategy = value != 0 ? "linear" : "cos";
-        else if (key == "div_factor") s.div_factor = value;
-        else if (key == "final_div_factor") s.final_div_factor = value;
-        else if (key == "three_phase") s.three_phase = value != 0;
-        else if (key == "warmup_start_factor") s.warmup_start_factor = value;
+        if (key == "gamma")
+            s.gamma = value;
+        else if (key == "step_size")
+            s.step_size = integer();
+        else if (key.rfind("milestone", 0) == 0)
+            s.milestones.push_back(integer());
+        else if (key == "total_iters")
+            s.total_iters = integer();
+        else if (key == "power")
+            s.power = value;
+        else if (key == "t_max")
+            s.t_max = integer();
+        else if (key == "eta_min")
+            s.eta_min = value;
+        else if (key == "t_0")
+            s.t_0 = integer();
+        else if (key == "t_mult")
+            s.t_mult = integer();
+        else if (key == "start_factor")
+            s.start_factor = value;
+        else if (key == "end_factor")
+            s.end_factor = value;
+        else if (key == "max_lr")
+            s.max_lr = value;
+        else if (key == "total_steps")
+            s.total_steps = integer();
+        else if (key == "pct_start")
+            s.pct_start = value;
+        else if (key == "anneal_linear")
+            s.anneal_strategy = value != 0 ? "linear" : "cos";
+        else if (key == "div_factor")
+            s.div_factor = value;
+        else if (key == "final_div_factor")
+            s.final_div_factor = value;
+        else if (key == "three_phase")
+            s.three_phase = value != 0;
+        else if (key == "warmup_start_factor")
+            s.warmup_start_factor = value;
         else
-            throw ConfigError("schedule." + key + " is not a schedule field (gamma, step_size, milestone1.., "
+            throw ConfigError("schedule." + key +
+                              " is not a schedule field (gamma, step_size, milestone1.., "
                               "total_iters, power, t_max, eta_min, t_0, t_mult, start_factor, end_factor, "
                               "max_lr, total_steps, pct_start, anneal_linear, div_factor, "
                               "final_div_factor, three_phase, warmup_start_factor)");
@@ -145,8 +165,9 @@ void choose_backend(RunState& run) {
         config.cuda_graph = false;
     }
     if (config.channels_last && config.model == "mlp")
-        observer.info("switches.channels_last: the mlp has no convolutions; its input is reordered to nhwc and "
-                      "back at the flatten (no gain, results unchanged)");
+        observer.info(
+            "switches.channels_last: the mlp has no convolutions; its input is reordered to nhwc and "
+            "back at the flatten (no gain, results unchanged)");
 
     run.summary.backend = run.on_device ? "cuda" : "cpu";
     run.summary.device = run.on_device ? cuda_devices().at(0).name : "cpu";
@@ -200,12 +221,16 @@ void open_data(RunState& run) {
                               run.summary.device, run.batch_size, config.precision));
     observer.info("train data: " + run.data.train->describe());
     if (run.batch_size % config.grad_accumulation != 0)
-        throw ConfigError(fmt::format("data.batch_size = {} does not divide into train.grad_accumulation = {} "
-                                      "micro-batches", run.batch_size, config.grad_accumulation));
+        throw ConfigError(
+            fmt::format("data.batch_size = {} does not divide into train.grad_accumulation = {} "
+                        "micro-batches",
+                        run.batch_size, config.grad_accumulation));
     run.steps_per_epoch = run.data.train->batches_per_epoch();
     if (run.steps_per_epoch <= 0)
-        throw ConfigError(fmt::format("an epoch holds no batch of {}: the training set is smaller than one batch "
-                                      "(data.train_limit, data.batch_size, data.drop_last)", run.batch_size));
+        throw ConfigError(
+            fmt::format("an epoch holds no batch of {}: the training set is smaller than one batch "
+                        "(data.train_limit, data.batch_size, data.drop_last)",
+                        run.batch_size));
     run.total_steps = run.steps_per_epoch * config.epochs;
     if (config.max_steps > 0) run.total_steps = std::min(run.total_steps, config.max_steps);
 }
@@ -214,9 +239,9 @@ void build_optimizer(RunState& run) {
     const TrainConfig& config = run.config;
     nn::ParameterStore& parameters = run.model->parameters();
     const optim::OptimizerBackend optimizer_backend =
-        !run.on_device ? optim::OptimizerBackend::cpu
-                       : (config.fused_optimizer ? optim::OptimizerBackend::cuda_fused
-                                                 : optim::OptimizerBackend::cuda_per_tensor);
+        !run.on_device
+            ? optim::OptimizerBackend::cpu
+            : (config.fused_optimizer ? optim::OptimizerBackend::cuda_fused : optim::OptimizerBackend::cuda_per_tensor);
     const bool zero_one = config.zero == 1 && run.dist->distributed();
     if (config.zero == 1 && !run.dist->distributed())
         run.observer->info("distributed.zero = 1 shards the optimizer across ranks: a single process keeps it whole");
@@ -238,11 +263,13 @@ void build_optimizer(RunState& run) {
                                                   optimizer_backend);
         }
     } catch (const std::invalid_argument& e) {
-        throw ConfigError(std::string(zero_one ? "[optimizer] with distributed.zero = 1: " : "[optimizer] ") + e.what());
+        throw ConfigError(std::string(zero_one ? "[optimizer] with distributed.zero = 1: " : "[optimizer] ") +
+                          e.what());
     }
     if (run.optimizer->kind() == optim::OptimizerKind::lbfgs)
-        throw ConfigError("optimizer.name = \"lbfgs\" is for small full-batch problems "
-                          "(see samples/train_mlp_cpu), not mini-batch training");
+        throw ConfigError(
+            "optimizer.name = \"lbfgs\" is for small full-batch problems "
+            "(see samples/train_mlp_cpu), not mini-batch training");
     try {
         run.schedule = optim::make_schedule(schedule_config(config, run.optimizer->lr(), run.total_steps));
     } catch (const std::invalid_argument& e) {
@@ -288,8 +315,9 @@ void build_step(RunState& run) {
         observer.info("distributed.sync_batchnorm: a single process already normalizes over its whole batch");
     if (config.sync_batchnorm && dist.distributed()) {
         if (run.on_device)
-            throw ConfigError("distributed.sync_batchnorm = true runs on the cpu backend only for now (the CUDA "
-                              "version is not written); set it to false or train.backend = \"cpu\"");
+            throw ConfigError(
+                "distributed.sync_batchnorm = true runs on the cpu backend only for now (the CUDA "
+                "version is not written); set it to false or train.backend = \"cpu\"");
         run.batchnorm_sync = std::make_unique<distributed::BatchNormSync>(dist.communicator());
         run.model->context().batchnorm_sync = run.batchnorm_sync.get();
         observer.info("SyncBatchNorm: batch statistics over all ranks");

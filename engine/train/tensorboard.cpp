@@ -59,12 +59,13 @@ TensorBoardWriter::TensorBoardWriter(const std::string& directory) {
     std::error_code error;
     std::filesystem::create_directories(directory, error);
     if (error) throw std::runtime_error("output.tensorboard: cannot create " + directory + ": " + error.message());
-    path_ = (std::filesystem::path(directory) /
-             fmt::format("events.out.tfevents.{}.{}.{}.0", static_cast<std::int64_t>(unix_seconds()), host_name(),
-                         static_cast<long>(getpid())))
+    path_ = (std::filesystem::path(directory) / fmt::format("events.out.tfevents.{}.{}.{}.0",
+                                                            static_cast<std::int64_t>(unix_seconds()), host_name(),
+                                                            static_cast<long>(getpid())))
                 .string();
     file_ = std::fopen(path_.c_str(), "wb");
-    if (file_ == nullptr) throw std::runtime_error("output.tensorboard: cannot write " + path_ + ": " + std::strerror(errno));
+    if (file_ == nullptr)
+        throw std::runtime_error("output.tensorboard: cannot write " + path_ + ": " + std::strerror(errno));
     tensorboard::Event first;
     first.set_wall_time(unix_seconds());
     first.set_file_version("brain.Event:2");

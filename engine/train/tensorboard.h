@@ -24,7 +24,7 @@ std::uint32_t crc32c(std::string_view data);
 std::uint32_t masked_crc32c(std::string_view data);
 
 class TensorBoardWriter {
-public:
+  public:
     // Creates `directory` (and its parents) and a new event file in it; throws
     // std::runtime_error naming the path when either cannot be made.
     explicit TensorBoardWriter(const std::string& directory);
@@ -37,7 +37,7 @@ public:
 
     const std::string& path() const { return path_; }
 
-private:
+  private:
     void write_record(const std::string& data);
 
     std::string path_;

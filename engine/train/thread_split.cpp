@@ -13,7 +13,9 @@ constexpr double kMargin = 1.25;
 constexpr double kSharedBelowCores = 0.1;
 }  // namespace
 
-int initial_compute_threads(int cores, int workers) { return std::max(1, cores - std::max(0, workers)); }
+int initial_compute_threads(int cores, int workers) {
+    return std::max(1, cores - std::max(0, workers));
+}
 
 ThreadSplit measured_thread_split(int cores, int workers, int measured_threads, double fill_cpu_seconds_per_batch,
                                   double compute_seconds_per_step) {
@@ -36,8 +38,8 @@ ThreadSplit measured_thread_split(int cores, int workers, int measured_threads, 
     split.explanation = fmt::format(
         "the loader takes {:.3g} ms of CPU a batch against {:.3g} ms of compute a step ({:.1f}% of a core at {} "
         "compute thread{}): {}",
-        fill_cpu_seconds_per_batch * 1e3, compute_seconds_per_step * 1e3,
-        100.0 * split.loader_cores_needed / kMargin, split.compute_threads, split.compute_threads == 1 ? "" : "s",
+        fill_cpu_seconds_per_batch * 1e3, compute_seconds_per_step * 1e3, 100.0 * split.loader_cores_needed / kMargin,
+        split.compute_threads, split.compute_threads == 1 ? "" : "s",
         reserved == 0 ? std::string("its workers can share the cores")
                       : fmt::format("{} core{} for its {} worker{}", reserved, reserved == 1 ? "" : "s", workers,
                                     workers == 1 ? "" : "s"));

@@ -20,7 +20,9 @@ double percent(std::int64_t part, std::int64_t whole) {
     return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-std::string milliseconds(trace::TimeNs ns) { return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6); }
+std::string milliseconds(trace::TimeNs ns) {
+    return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+}
 
 }  // namespace
 
@@ -45,7 +47,8 @@ RunSettings parse_run_settings(std::string_view toml) {
         at = end + 1;
         auto trim = [](std::string_view text) {
             while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-            while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+            while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
+                text.remove_suffix(1);
             return text;
         };
         line = trim(line);
@@ -82,7 +85,8 @@ struct Remedy {
 // `none_left` when it applies every one.
 std::string with_remedies(std::string_view lead, const std::vector<Remedy>& remedies, bool& none_left) {
     std::vector<std::string> open, applied;
-    for (const Remedy& remedy : remedies) (remedy.applied.empty() ? open : applied).push_back(remedy.applied.empty() ? remedy.text : remedy.applied);
+    for (const Remedy& remedy : remedies)
+        (remedy.applied.empty() ? open : applied).push_back(remedy.applied.empty() ? remedy.text : remedy.applied);
     auto join = [](const std::vector<std::string>& list, const char* last) {
         std::string text;
         for (std::size_t i = 0; i < list.size(); ++i)
@@ -100,14 +104,16 @@ std::string with_remedies(std::string_view lead, const std::vector<Remedy>& reme
 
 // An AdviceItem whose advice is a lead and its remedies; no recoverable time when the
 // run already applies every remedy.
-AdviceItem advice_item(std::string topic, std::string finding, std::string_view lead, const std::vector<Remedy>& remedies,
-                       std::optional<trace::TimeNs> recoverable) {
+AdviceItem advice_item(std::string topic, std::string finding, std::string_view lead,
+                       const std::vector<Remedy>& remedies, std::optional<trace::TimeNs> recoverable) {
     bool none_left = false;
     std::string advice = with_remedies(lead, remedies, none_left);
     return {std::move(topic), std::move(finding), std::move(advice), none_left ? std::nullopt : recoverable};
 }
 
-std::string applied_if(bool on, std::string how) { return on ? std::move(how) : std::string(); }
+std::string applied_if(bool on, std::string how) {
+    return on ? std::move(how) : std::string();
+}
 
 // Op families a CPU profile's hot functions belong to, with what usually helps each.
 struct CpuFamily {
@@ -123,7 +129,8 @@ struct CpuFamily {
 
 bool any_contains(const std::set<std::string>& names, std::initializer_list<const char*> needles) {
     return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
-        return std::any_of(needles.begin(), needles.end(), [&](const char* needle) { return name.find(needle) != std::string::npos; });
+        return std::any_of(needles.begin(), needles.end(),
+                           [&](const char* needle) { return name.find(needle) != std::string::npos; });
     });
 }
 
@@ -132,7 +139,8 @@ const std::vector<CpuFamily>& cpu_families() {
         // Before the convolutions: oneDNN names its reorder kernels "jit_uni_reorder_kernel_f32",
         // its other JIT kernels by what they compute ("jit_avx512_common_conv_bwd_weights_kernel_f32",
         // "jit_brgemm_kernel_t").
-        {"layout reordering (oneDNN)", {"reorder"},
+        {"layout reordering (oneDNN)",
+         {"reorder"},
          "oneDNN converts tensors between the framework's layout and its own blocked one around the convolutions",
          [](const RunSettings& settings, const std::set<std::string>&) {
              return std::vector<Remedy>{
@@ -152,38 +160,54 @@ const std::vector<CpuFamily>& cpu_families() {
              return std::vector<Remedy>{
                  {"a convolution library that needs no im2col copy (oneDNN, as PyTorch uses on the CPU)",
                   applied_if(onednn, "oneDNN's JIT kernels, no im2col, are the hot functions")},
-                 {"channels-last layout", applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")},
+                 {"channels-last layout",
+                  applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")},
                  {"more GEMM threads when the loader leaves cores idle", ""}};
          }},
-        {"BatchNorm", {"batchnorm"}, "BatchNorm's passes over the activations are memory-bound",
+        {"BatchNorm",
+         {"batchnorm"},
+         "BatchNorm's passes over the activations are memory-bound",
          [](const RunSettings& settings, const std::set<std::string>&) {
-             return std::vector<Remedy>{
-                 {"channels-last loops", applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")},
-                 {"fewer BatchNorm layers", ""}};
+             return std::vector<Remedy>{{"channels-last loops", applied_if(settings.is_on("switches.channels_last"),
+                                                                           "switches.channels_last is on")},
+                                        {"fewer BatchNorm layers", ""}};
          }},
-        {"pooling", {"pool2d", "maxpool", "avgpool"}, "pooling is memory-bound",
+        {"pooling",
+         {"pool2d", "maxpool", "avgpool"},
+         "pooling is memory-bound",
          [](const RunSettings& settings, const std::set<std::string>&) {
-             return std::vector<Remedy>{{"channels-last loops",
-                                         applied_if(settings.is_on("switches.channels_last"), "switches.channels_last is on")}};
+             return std::vector<Remedy>{{"channels-last loops", applied_if(settings.is_on("switches.channels_last"),
+                                                                           "switches.channels_last is on")}};
          }},
-        {"activations", {"relu", "gelu", "sigmoid", "tanh"}, "",
+        {"activations",
+         {"relu", "gelu", "sigmoid", "tanh"},
+         "",
          [](const RunSettings&, const std::set<std::string>&) {
              return std::vector<Remedy>{{"fuse the activation into the op before it", ""}};
          }},
-        {"zeroing and copying memory", {"memset", "memcpy", "memmove"}, "buffers are cleared or copied each step",
+        {"zeroing and copying memory",
+         {"memset", "memcpy", "memmove"},
+         "buffers are cleared or copied each step",
          [](const RunSettings& settings, const std::set<std::string>&) {
-             return std::vector<Remedy>{{"set gradients to none instead of zeroing",
-                                         applied_if(settings.is_on("switches.grads_to_none"), "switches.grads_to_none is on")},
-                                        {"reuse buffers", ""}};
+             return std::vector<Remedy>{
+                 {"set gradients to none instead of zeroing",
+                  applied_if(settings.is_on("switches.grads_to_none"), "switches.grads_to_none is on")},
+                 {"reuse buffers", ""}};
          }},
-        {"data decoding (zlib)", {"[libz", "inflate"}, "decoding compressed data",
+        {"data decoding (zlib)",
+         {"[libz", "inflate"},
+         "decoding compressed data",
          [](const RunSettings&, const std::set<std::string>&) {
-             return std::vector<Remedy>{{"decode once and keep the data set in memory", ""}, {"more loader workers", ""}};
+             return std::vector<Remedy>{{"decode once and keep the data set in memory", ""},
+                                        {"more loader workers", ""}};
          }},
-        {"optimizer", {"optim::", "update_rules", "optimizer"}, "the optimizer's update",
+        {"optimizer",
+         {"optim::", "update_rules", "optimizer"},
+         "the optimizer's update",
          [](const RunSettings& settings, const std::set<std::string>&) {
-             return std::vector<Remedy>{{"use the fused multi-tensor optimizer",
-                                         applied_if(settings.is_on("switches.fused_optimizer"), "switches.fused_optimizer is on")}};
+             return std::vector<Remedy>{
+                 {"use the fused multi-tensor optimizer",
+                  applied_if(settings.is_on("switches.fused_optimizer"), "switches.fused_optimizer is on")}};
          }},
     };
     return families;
@@ -204,8 +228,9 @@ void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector
             const std::string name = text::ascii_lowercase(row.function);
             for (std::size_t f = 0; f < cpu_families().size(); ++f) {
                 const auto& markers = cpu_families()[f].markers;
-                if (std::any_of(markers.begin(), markers.end(),
-                                [&](const char* marker) { return name.find(text::ascii_lowercase(marker)) != std::string::npos; })) {
+                if (std::any_of(markers.begin(), markers.end(), [&](const char* marker) {
+                        return name.find(text::ascii_lowercase(marker)) != std::string::npos;
+                    })) {
                     family_samples[f] += row.self_samples;
                     if (row.self_samples > 0) family_functions[f].insert(name);
                     break;
@@ -220,9 +245,10 @@ void advise_cpu(const AdviceInputs& inputs, std::int64_t step_count, std::vector
             const trace::TimeNs time = timed ? cpu->cpu_ns(family_samples[f]) : 0;
             items.push_back(advice_item(
                 "cpu_hotspot",
-                fmt::format("{} takes {:.1f}% of the sampled CPU time ({} of {} samples{})", family.name, share,
-                            family_samples[f], cpu->samples,
-                            timed ? fmt::format(", {}; {} {}", milliseconds(time), milliseconds(per_step(time)), per) : ""),
+                fmt::format(
+                    "{} takes {:.1f}% of the sampled CPU time ({} of {} samples{})", family.name, share,
+                    family_samples[f], cpu->samples,
+                    timed ? fmt::format(", {}; {} {}", milliseconds(time), milliseconds(per_step(time)), per) : ""),
                 family.lead, family.remedies(inputs.settings, family_functions[f]),
                 timed ? std::optional<trace::TimeNs>(per_step(time)) : std::nullopt));
         }
@@ -298,33 +324,37 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
     const char* per = step_count > 0 ? "per step" : "over the run";
 
     if (dropped_records > 0) {
-        items.push_back({"dropped_records", fmt::format("{} records were dropped while recording", dropped_records),
-                         "every number undercounts; record a shorter run or give the collector larger buffers", {}});
+        items.push_back({"dropped_records",
+                         fmt::format("{} records were dropped while recording", dropped_records),
+                         "every number undercounts; record a shorter run or give the collector larger buffers",
+                         {}});
     }
     if (wall > 0 && percent(dataloader, wall) >= kDataloaderWaitThresholdPercent) {
         const std::optional<std::string> workers = settings.value("data.workers");
         const std::optional<std::string> prefetch = settings.value("data.prefetch_factor");
         items.push_back(advice_item(
             "dataloader_wait",
-            fmt::format("steps wait for data {:.1f}% of their wall time ({} of {} ns)", percent(dataloader, wall), dataloader,
-                        wall),
+            fmt::format("steps wait for data {:.1f}% of their wall time ({} of {} ns)", percent(dataloader, wall),
+                        dataloader, wall),
             "to have each batch ready when the step wants it",
-            {{workers ? fmt::format("more data loader workers (data.workers is {})", *workers) : "more data loader workers", ""},
-                 {"pinned host memory for batches", applied_if(settings.is_on("data.pin_memory"), "data.pin_memory is on")},
-                 {"prefetching the next batches",
-                  applied_if(prefetch && *prefetch != "0" && *prefetch != "1",
-                             fmt::format("data.prefetch_factor is {}", prefetch.value_or("")))}},
+            {{workers ? fmt::format("more data loader workers (data.workers is {})", *workers)
+                      : "more data loader workers",
+              ""},
+             {"pinned host memory for batches", applied_if(settings.is_on("data.pin_memory"), "data.pin_memory is on")},
+             {"prefetching the next batches",
+              applied_if(prefetch && *prefetch != "0" && *prefetch != "1",
+                         fmt::format("data.prefetch_factor is {}", prefetch.value_or("")))}},
             per_step(dataloader)));
     }
     if (wall > 0 && percent(allreduce, wall) >= kAllreduceWaitThresholdPercent) {
-        items.push_back(advice_item(
-            "allreduce_wait",
-            fmt::format("steps wait for all-reduce {:.1f}% of their wall time ({} of {} ns)", percent(allreduce, wall),
-                        allreduce, wall),
-            "", {{"overlap gradient all-reduce with backward (bucketing)",
-                  applied_if(settings.is_on("distributed.overlap"), "distributed.overlap is on")},
-                 {"send fewer bytes (compression, larger batches per step)", ""}},
-            per_step(allreduce)));
+        items.push_back(advice_item("allreduce_wait",
+                                    fmt::format("steps wait for all-reduce {:.1f}% of their wall time ({} of {} ns)",
+                                                percent(allreduce, wall), allreduce, wall),
+                                    "",
+                                    {{"overlap gradient all-reduce with backward (bucketing)",
+                                      applied_if(settings.is_on("distributed.overlap"), "distributed.overlap is on")},
+                                     {"send fewer bytes (compression, larger batches per step)", ""}},
+                                    per_step(allreduce)));
     }
     std::int64_t pageable_count = 0, pageable_bytes = 0;
     for (const MemoryOperationRow& row : memory) {
@@ -336,7 +366,8 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
     if (pageable_count > 0) {
         items.push_back(advice_item(
             "pageable_copies",
-            fmt::format("{} host-device copies ({} bytes) use pageable host memory", pageable_count, pageable_bytes), "",
+            fmt::format("{} host-device copies ({} bytes) use pageable host memory", pageable_count, pageable_bytes),
+            "",
             {{"copy from pinned (page-locked) host memory: the copy engine reads it directly and the copy can run "
               "asynchronously",
               applied_if(settings.is_on("data.pin_memory"),
@@ -363,14 +394,15 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
         if (idle_percent >= kGpuIdleThresholdPercent) {
             std::string cause;
             if (idle_total > 0)
-                cause = fmt::format("; across its streams {:.0f}% of the gaps before GPU work were the host launching "
-                                    "it only after the stream had run dry",
-                                    percent(host_wait_total, idle_total));
+                cause = fmt::format(
+                    "; across its streams {:.0f}% of the gaps before GPU work were the host launching "
+                    "it only after the stream had run dry",
+                    percent(host_wait_total, idle_total));
             items.push_back(advice_item(
                 "gpu_idle",
-                fmt::format("GPU {} is idle {:.1f}% of step wall time ({} of {} ns, {} {}){}", device, idle_percent, idle_ns,
-                            device_wall[device], milliseconds(idle_ns / std::max<std::int64_t>(1, device_steps[device])),
-                            per, cause),
+                fmt::format("GPU {} is idle {:.1f}% of step wall time ({} of {} ns, {} {}){}", device, idle_percent,
+                            idle_ns, device_wall[device],
+                            milliseconds(idle_ns / std::max<std::int64_t>(1, device_steps[device])), per, cause),
                 "the GPU waits for the host (look at the dataloader wait, CUDA API time and synchronizations inside "
                 "steps); to cut launch overhead",
                 {{"larger batches", ""}, {"CUDA graphs", applied_if(graphs, "switches.cuda_graph is on")}},
@@ -396,11 +428,12 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
         const std::int64_t gaps = std::max<std::int64_t>(1, kernel_wait_gaps[rank.rank]);
         items.push_back(advice_item(
             "launch_overhead",
-            fmt::format("rank {}: {} gap{} shorter than {:.0f} us between back-to-back GPU work add up to {:.1f}% of the "
-                        "GPU span ({}, {:.1f} us each)",
-                        rank.rank, gaps, gaps == 1 ? "" : "s", static_cast<double>(inputs.kernel_wait_threshold_ns) / 1e3,
-                        percent(kernel_wait, rank.span_ns), milliseconds(kernel_wait),
-                        static_cast<double>(kernel_wait) / static_cast<double>(gaps) / 1e3),
+            fmt::format(
+                "rank {}: {} gap{} shorter than {:.0f} us between back-to-back GPU work add up to {:.1f}% of the "
+                "GPU span ({}, {:.1f} us each)",
+                rank.rank, gaps, gaps == 1 ? "" : "s", static_cast<double>(inputs.kernel_wait_threshold_ns) / 1e3,
+                percent(kernel_wait, rank.span_ns), milliseconds(kernel_wait),
+                static_cast<double>(kernel_wait) / static_cast<double>(gaps) / 1e3),
             "each kernel costs a launch",
             {{"capture the step in a CUDA graph", applied_if(graphs, "switches.cuda_graph is on")},
              {"fuse small elementwise kernels", ""},
@@ -419,9 +452,10 @@ std::vector<AdviceItem> advise(const AdviceInputs& inputs) {
             fmt::format("rank {}: {:.1f}% of its communication ({}) runs with no computation beside it, {:.1f}% of the "
                         "GPU span",
                         rank.rank, 100.0 - rank.percent.value_or(0.0), milliseconds(exposed), percent(exposed, span)),
-            "", {{"start all-reduces during backward (gradient buckets) so they run under the remaining computation",
-                  applied_if(settings.is_on("distributed.overlap"), "distributed.overlap is on")},
-                 {"fewer, larger buckets cut the per-collective cost", ""}},
+            "",
+            {{"start all-reduces during backward (gradient buckets) so they run under the remaining computation",
+              applied_if(settings.is_on("distributed.overlap"), "distributed.overlap is on")},
+             {"fewer, larger buckets cut the per-collective cost", ""}},
             per_step(exposed)));
     }
     advise_cpu(inputs, step_count, items);
@@ -446,7 +480,9 @@ std::string bytes_text(std::int64_t bytes) {
 }
 
 // A place that names an op or a line, not "(allocated before the trace began)" and the like.
-bool names_a_place(const std::string& place) { return !place.empty() && place.front() != '('; }
+bool names_a_place(const std::string& place) {
+    return !place.empty() && place.front() != '(';
+}
 
 }  // namespace
 
@@ -469,12 +505,11 @@ void advise_gpu_memory(const GpuMemoryReport& report, const RunSettings& setting
                     "if they are activations kept for backward, recomputing them would cut the peak by about {} (what "
                     "`{}` holds at the peak less its largest block, which a recomputation still needs)",
                     bytes_text(cut), place.place);
-                items.push_back(advice_item(
-                    "gpu_memory_holder", finding, lead,
-                    {{"activation checkpointing on that block",
-                      applied_if(settings.is_on("switches.activation_checkpointing"),
-                                 "switches.activation_checkpointing is on")}},
-                    std::nullopt));
+                items.push_back(advice_item("gpu_memory_holder", finding, lead,
+                                            {{"activation checkpointing on that block",
+                                              applied_if(settings.is_on("switches.activation_checkpointing"),
+                                                         "switches.activation_checkpointing is on")}},
+                                            std::nullopt));
             }
             break;  // the largest named place only: the places are largest first
         }

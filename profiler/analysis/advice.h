@@ -44,12 +44,12 @@ struct AdviceItem {
 inline constexpr double kDataloaderWaitThresholdPercent = 10.0;
 inline constexpr double kAllreduceWaitThresholdPercent = 10.0;
 inline constexpr double kGpuIdleThresholdPercent = 20.0;
-inline constexpr double kLowBusyThresholdPercent = 50.0;          // runs without step ranges
-inline constexpr double kLaunchOverheadThresholdPercent = 5.0;     // kernel_wait gaps of the GPU span
+inline constexpr double kLowBusyThresholdPercent = 50.0;        // runs without step ranges
+inline constexpr double kLaunchOverheadThresholdPercent = 5.0;  // kernel_wait gaps of the GPU span
 inline constexpr double kExposedCommunicationThresholdPercent = 5.0;
-inline constexpr double kCpuHotspotThresholdPercent = 15.0;        // an op family's share of the sampled CPU
-inline constexpr double kCpuReorderThresholdPercent = 5.0;         // layout reorders: overhead, not work
-inline constexpr double kBackwardForwardRatio = 3.0;               // backward slower than this many forwards
+inline constexpr double kCpuHotspotThresholdPercent = 15.0;  // an op family's share of the sampled CPU
+inline constexpr double kCpuReorderThresholdPercent = 5.0;   // layout reorders: overhead, not work
+inline constexpr double kBackwardForwardRatio = 3.0;         // backward slower than this many forwards
 // GPU memory (gpu_memory.h): one allocating op (else line) holding this share of the
 // allocated peak; reserved memory unused at the peak, as a share of the reserved bytes
 // then and in bytes.
@@ -63,10 +63,10 @@ struct AdviceInputs {
     std::uint64_t dropped_records = 0;
     const std::vector<RankGpuWork>& gpu_work;  // may be empty (no breakdown asked for)
     trace::TimeNs kernel_wait_threshold_ns = 30'000;
-    const CpuProfile* cpu = nullptr;           // sampled CPU stacks, when there are any
-    trace::TimeNs forward_ns = 0;              // summed "forward" / "backward" NVTX ranges
+    const CpuProfile* cpu = nullptr;  // sampled CPU stacks, when there are any
+    trace::TimeNs forward_ns = 0;     // summed "forward" / "backward" NVTX ranges
     trace::TimeNs backward_ns = 0;
-    RunSettings settings = {};                 // what the run already applies
+    RunSettings settings = {};                    // what the run already applies
     const GpuMemoryReport* gpu_memory = nullptr;  // the replay of memory events, when there are any
 };
 

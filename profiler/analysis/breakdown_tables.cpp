@@ -14,7 +14,9 @@ Cell percent_of(trace::TimeNs part, trace::TimeNs whole) {
     return 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
-Cell rank_cell(std::int32_t rank) { return static_cast<std::int64_t>(rank); }
+Cell rank_cell(std::int32_t rank) {
+    return static_cast<std::int64_t>(rank);
+}
 
 }  // namespace
 
@@ -25,7 +27,8 @@ std::string no_gpu_work_note(const store::TraceReader& reader) {
 }
 
 Table temporal_table(const std::vector<RankGpuWork>& work) {
-    Table table{"temporal", "Temporal breakdown (GPU time from the first to the last GPU event of each rank)", {}, {}, {}};
+    Table table{
+        "temporal", "Temporal breakdown (GPU time from the first to the last GPU event of each rank)", {}, {}, {}};
     table.columns = {
         {"rank", "Rank", ColumnKind::integer},
         {"span_ns", "Span", ColumnKind::time},
@@ -56,21 +59,19 @@ std::vector<Table> kernel_type_tables(const store::TraceReader& reader, const st
     std::map<std::int32_t, trace::TimeNs> rank_total;
     for (const KernelTypeRow& row : rows) rank_total[row.rank] += row.total_ns;
     for (const KernelTypeRow& row : rows)
-        types.rows.push_back({rank_cell(row.rank), row.kernel_type, row.total_ns, percent_of(row.total_ns, rank_total[row.rank])});
+        types.rows.push_back(
+            {rank_cell(row.rank), row.kernel_type, row.total_ns, percent_of(row.total_ns, rank_total[row.rank])});
 
     Table names{"kernel_types_top", fmt::format("Longest-running kernels of each type (top {})", top), {}, {}, {}};
     names.columns = {
-        {"rank", "Rank", ColumnKind::integer},
-        {"kernel_type", "Kernel Type", ColumnKind::text},
-        {"total_ns", "Total Time", ColumnKind::time},
-        {"instances", "Instances", ColumnKind::integer},
-        {"min_ns", "Min", ColumnKind::time},
-        {"max_ns", "Max", ColumnKind::time},
+        {"rank", "Rank", ColumnKind::integer},        {"kernel_type", "Kernel Type", ColumnKind::text},
+        {"total_ns", "Total Time", ColumnKind::time}, {"instances", "Instances", ColumnKind::integer},
+        {"min_ns", "Min", ColumnKind::time},          {"max_ns", "Max", ColumnKind::time},
         {"name", "Name", ColumnKind::text},
     };
     for (const TopKernelRow& row : top_kernels_by_type(reader, work, top))
-        names.rows.push_back({rank_cell(row.rank), row.kernel_type, row.total_ns, row.instances, row.min_ns, row.max_ns,
-                              row.name});
+        names.rows.push_back(
+            {rank_cell(row.rank), row.kernel_type, row.total_ns, row.instances, row.min_ns, row.max_ns, row.name});
     return {std::move(types), std::move(names)};
 }
 
@@ -95,14 +96,13 @@ Table idle_breakdown_table(const std::vector<RankGpuWork>& work, trace::TimeNs k
     Table table{"idle_breakdown",
                 fmt::format("GPU idle time per stream (kernel_wait: gaps under {} us between back-to-back work)",
                             static_cast<double>(kernel_wait_threshold_ns) / 1e3),
-                {}, {}, {}};
+                {},
+                {},
+                {}};
     table.columns = {
-        {"rank", "Rank", ColumnKind::integer},
-        {"stream", "Stream", ColumnKind::integer},
-        {"category", "Category", ColumnKind::text},
-        {"idle_ns", "Idle", ColumnKind::time},
-        {"gaps", "Gaps", ColumnKind::integer},
-        {"idle_percent", "Of Stream Idle (%)", ColumnKind::percent},
+        {"rank", "Rank", ColumnKind::integer},      {"stream", "Stream", ColumnKind::integer},
+        {"category", "Category", ColumnKind::text}, {"idle_ns", "Idle", ColumnKind::time},
+        {"gaps", "Gaps", ColumnKind::integer},      {"idle_percent", "Of Stream Idle (%)", ColumnKind::percent},
     };
     for (const IdleRow& row : idle_breakdown(work, kernel_wait_threshold_ns)) {
         Cell ratio = row.ratio ? Cell{100.0 * *row.ratio} : Cell{std::monostate{}};
@@ -114,8 +114,11 @@ Table idle_breakdown_table(const std::vector<RankGpuWork>& work, trace::TimeNs k
 
 Table launches_table(const store::TraceReader& reader, const std::vector<RankGpuWork>& work, std::size_t top,
                      const LaunchOptions& options) {
-    Table table{"launches", "Kernel launches: CPU time of the launching call and the delay until the GPU runs the work",
-                {}, {}, {}};
+    Table table{"launches",
+                "Kernel launches: CPU time of the launching call and the delay until the GPU runs the work",
+                {},
+                {},
+                {}};
     table.columns = {
         {"rank", "Rank", ColumnKind::integer},
         {"launches", "Launches", ColumnKind::integer},
@@ -179,17 +182,18 @@ Table step_breakdown_table(const std::vector<StepBreakdownRow>& rows, const Step
                 std::string("Step time by category (each instant counted once: Kernel > Memcpy > Memset > "
                             "Communication > Runtime > DataLoader > CPU Exec > Other; ") +
                     step_convention_name(convention) + " convention)",
-                {}, {}, {}};
+                {},
+                {},
+                {}};
     table.columns = {
-        {"rank", "Rank", ColumnKind::integer},
-        {"step", "Step", ColumnKind::integer},
-        {"start_ns", "Start", ColumnKind::time},
-        {"end_ns", "End", ColumnKind::time},
+        {"rank", "Rank", ColumnKind::integer},     {"step", "Step", ColumnKind::integer},
+        {"start_ns", "Start", ColumnKind::time},   {"end_ns", "End", ColumnKind::time},
         {"step_ns", "Duration", ColumnKind::time},
     };
     // One column per category, titled by its name, keyed as its row field.
     static constexpr const char* kKeys[kStepBreakdownCategoryCount] = {
-        "kernel_ns", "memcpy_ns", "memset_ns", "communication_ns", "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns"};
+        "kernel_ns",  "memcpy_ns",     "memset_ns",   "communication_ns",
+        "runtime_ns", "dataloader_ns", "cpu_exec_ns", "other_ns"};
     for (int category = 0; category < kStepBreakdownCategoryCount; ++category)
         table.columns.push_back({kKeys[category],
                                  step_breakdown_category_name(static_cast<StepBreakdownCategory>(category)),
@@ -199,9 +203,9 @@ Table step_breakdown_table(const std::vector<StepBreakdownRow>& rows, const Step
                              ColumnKind::percent});
     for (const StepBreakdownRow& row : rows) {
         const trace::TimeNs span = row.end_ns - row.start_ns;
-        table.rows.push_back({rank_cell(row.rank), row.step, row.start_ns, row.end_ns, span, row.kernel_ns, row.memcpy_ns, row.memset_ns,
-                              row.communication_ns, row.runtime_ns, row.dataloader_ns, row.cpu_exec_ns, row.other_ns,
-                              percent_of(row.kernel_ns, span)});
+        table.rows.push_back({rank_cell(row.rank), row.step, row.start_ns, row.end_ns, span, row.kernel_ns,
+                              row.memcpy_ns, row.memset_ns, row.communication_ns, row.runtime_ns, row.dataloader_ns,
+                              row.cpu_exec_ns, row.other_ns, percent_of(row.kernel_ns, span)});
     }
     if (rows.empty()) table.empty_note = "no step ranges (\"step\", ProfilerStep#N) in this trace";
     std::string note;

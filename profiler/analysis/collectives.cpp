@@ -28,7 +28,8 @@ using trace::TimeNs;
 
 std::int64_t RankCollectives::collective_count() const {
     std::int64_t count = 0;
-    for (const CommunicatorOps& communicator : communicators) count += static_cast<std::int64_t>(communicator.ops.size());
+    for (const CommunicatorOps& communicator : communicators)
+        count += static_cast<std::int64_t>(communicator.ops.size());
     return count;
 }
 
@@ -51,8 +52,8 @@ namespace {
 // The communicators of one rank while its file is read: by local track (a StreamId or
 // a ThreadId), and by process group where the trace names it.
 struct RankReading {
-    std::map<std::uint32_t, CommunicatorOps> streams;  // communication kernels
-    std::map<std::uint32_t, CommunicatorOps> threads;  // host calls
+    std::map<std::uint32_t, CommunicatorOps> streams;      // communication kernels
+    std::map<std::uint32_t, CommunicatorOps> threads;      // host calls
     std::map<std::string, CommunicatorOps> stream_groups;  // kernels of a named process group
     // Host calls: each op's process group, when a range in it names one (parallel to ops).
     std::map<std::uint32_t, std::vector<const trace::CollectiveCall*>> thread_calls;
@@ -89,7 +90,8 @@ std::string compact_ranks(const std::vector<std::int32_t>& ranks) {
     for (std::size_t i = 0; i < ranks.size();) {
         std::size_t j = i;
         while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-        text += (text.empty() ? "" : ",") + (j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]));
+        text +=
+            (text.empty() ? "" : ",") + (j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]));
         i = j + 1;
     }
     if (text.size() <= 48) return text;
@@ -188,16 +190,16 @@ std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, 
         RankCollectives& collectives = result[rank];
         collectives.path = path.empty() ? reader.path() : path;
         collectives.rank = rank;
-        collectives.rank_from = ranks.job                    ? "job file"
-                                : !run.rank_source.empty()   ? run.rank_source
-                                : run.world_size > 1         ? "run metadata"
-                                                             : "";
+        collectives.rank_from = ranks.job                  ? "job file"
+                                : !run.rank_source.empty() ? run.rank_source
+                                : run.world_size > 1       ? "run metadata"
+                                                           : "";
         collectives.clock_offset_to_wall_ns = run.clock_offset_to_wall_ns;
         collectives.world_size = ranks.job ? static_cast<std::int32_t>(ranks.ranks.size()) : run.world_size;
         // A recorder that knew the wall clock gave an offset; Kineto without
         // baseTimeNanoseconds stamps Unix time itself.
-        collectives.wall_clock_known = run.clock_offset_to_wall_ns != 0 ||
-                                       run.clock_name.find("Unix epoch") != std::string::npos;
+        collectives.wall_clock_known =
+            run.clock_offset_to_wall_ns != 0 || run.clock_name.find("Unix epoch") != std::string::npos;
         collectives.first_ns = std::numeric_limits<TimeNs>::max();
         collectives.last_ns = std::numeric_limits<TimeNs>::min();
     }
@@ -211,7 +213,8 @@ std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, 
     // Kineto's collective metadata, by the kernel or range it describes.
     const std::vector<trace::CollectiveCall> calls = reader.collective_calls();
     std::map<std::tuple<bool, std::uint32_t, TimeNs>, const trace::CollectiveCall*> call_of;
-    for (const trace::CollectiveCall& call : calls) call_of.emplace(std::tuple(call.on_stream, call.track_id, call.start_ns), &call);
+    for (const trace::CollectiveCall& call : calls)
+        call_of.emplace(std::tuple(call.on_stream, call.track_id, call.start_ns), &call);
     auto find_call = [&](bool on_stream, std::uint32_t track, TimeNs start) -> const trace::CollectiveCall* {
         if (call_of.empty()) return nullptr;
         auto found = call_of.find(std::tuple(on_stream, track, start));
@@ -358,7 +361,7 @@ std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, 
 namespace {
 
 class Bytes {
-public:
+  public:
     void put(std::int64_t value) { data_.append(reinterpret_cast<const char*>(&value), sizeof value); }
     void put(double value) { data_.append(reinterpret_cast<const char*>(&value), sizeof value); }
     void put(const std::string& text) {
@@ -367,12 +370,12 @@ public:
     }
     std::string take() { return std::move(data_); }
 
-private:
+  private:
     std::string data_;
 };
 
 class BytesReader {
-public:
+  public:
     explicit BytesReader(const std::string& data) : data_(data) {}
     std::int64_t int64() { return read<std::int64_t>(); }
     double real() { return read<double>(); }
@@ -385,7 +388,7 @@ public:
     }
     bool done() const { return at_ == data_.size(); }
 
-private:
+  private:
     template <typename T>
     T read() {
         need(sizeof(T));
@@ -402,7 +405,7 @@ private:
 };
 
 class LocalExchange : public CollectiveExchange {
-public:
+  public:
     std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
     int process() const override { return 0; }
     int processes() const override { return 1; }
@@ -472,7 +475,8 @@ std::string encode_reference(const std::vector<RankCollectives>& shard) {
                 entry.rank = &rank;
                 entry.ops = &communicator;
             }
-            if (!communicator.ops.empty()) entry.first_index = std::min(entry.first_index, communicator.ops.front().index);
+            if (!communicator.ops.empty())
+                entry.first_index = std::min(entry.first_index, communicator.ops.front().index);
             entry.members = std::max(entry.members, communicator.members);
         }
     }
@@ -619,7 +623,8 @@ std::string encode_clocks(const std::vector<RankClock>& fallbacks, const std::ve
     }
     bytes.put(static_cast<std::int64_t>(edges.size()));
     for (const ClockEdge& edge : edges)
-        for (std::int64_t value : {std::int64_t{edge.rank}, std::int64_t{edge.member}, edge.offset_ns, edge.collectives})
+        for (std::int64_t value :
+             {std::int64_t{edge.rank}, std::int64_t{edge.member}, edge.offset_ns, edge.collectives})
             bytes.put(value);
     return bytes.take();
 }
@@ -740,14 +745,14 @@ struct Summary {
         total_wait += other.total_wait;
     }
     void put(Bytes& bytes) const {
-        for (std::int64_t value : {ranks, first_arrival, last_arrival, last_rank, runner_up, first_end, last_end, longest,
-                                   kind, host, total_wait})
+        for (std::int64_t value : {ranks, first_arrival, last_arrival, last_rank, runner_up, first_end, last_end,
+                                   longest, kind, host, total_wait})
             bytes.put(value);
     }
     static Summary get(BytesReader& in) {
         Summary s;
-        for (std::int64_t* field : {&s.ranks, &s.first_arrival, &s.last_arrival, &s.last_rank, &s.runner_up, &s.first_end,
-                                    &s.last_end, &s.longest, &s.kind, &s.host, &s.total_wait})
+        for (std::int64_t* field : {&s.ranks, &s.first_arrival, &s.last_arrival, &s.last_rank, &s.runner_up,
+                                    &s.first_end, &s.last_end, &s.longest, &s.kind, &s.host, &s.total_wait})
             *field = in.int64();
         return s;
     }
@@ -788,9 +793,9 @@ void put_row(Bytes& bytes, const RankWaitRow& row, const RankClock& clock) {
     bytes.put(std::int64_t{row.rank});
     bytes.put(row.path);
     bytes.put(row.rank_from);
-    for (std::int64_t value : {row.collectives, row.wait_ns, row.transfer_ns, row.steps, row.step_ns, row.arrived_last,
-                               row.median_lateness_ns, std::int64_t{row.host_arrivals}, std::int64_t{row.world_size},
-                               row.wall_start_ns})
+    for (std::int64_t value :
+         {row.collectives, row.wait_ns, row.transfer_ns, row.steps, row.step_ns, row.arrived_last,
+          row.median_lateness_ns, std::int64_t{row.host_arrivals}, std::int64_t{row.world_size}, row.wall_start_ns})
         bytes.put(value);
     bytes.put(row.wait_percent);
     bytes.put(static_cast<std::int64_t>(row.step_waits.size()));
@@ -861,7 +866,8 @@ void attribute_held_back(JobCollectives& job, const std::vector<Inheritance>& in
         if (found != inherited_at.end() && margin > 0) {
             auto previous = shares.find({found->second->previous_key, found->second->previous_index});
             if (previous != shares.end()) {
-                inherited = static_cast<double>(std::min(found->second->inherited_ns, margin)) / static_cast<double>(margin);
+                inherited =
+                    static_cast<double>(std::min(found->second->inherited_ns, margin)) / static_cast<double>(margin);
                 for (const auto& [rank, fraction] : previous->second) share[rank] += inherited * fraction;
             }
         }
@@ -903,9 +909,9 @@ void name_straggler(JobCollectives& job, std::int64_t collectives_with_a_last) {
     job.straggler = top.rank;
     job.recoverable_ns = recoverable;
     job.straggler_waits_ns = waits_at[top.rank];
-    const double share = collectives_with_a_last > 0
-                             ? 100.0 * static_cast<double>(top.arrived_last) / static_cast<double>(collectives_with_a_last)
-                             : 0.0;
+    const double share = collectives_with_a_last > 0 ? 100.0 * static_cast<double>(top.arrived_last) /
+                                                           static_cast<double>(collectives_with_a_last)
+                                                     : 0.0;
     job.straggler_evidence = fmt::format(
         "rank {} arrived last at {} of the {} collectives that had a clear last rank ({:.0f}%; the next rank {} "
         "times), {:.3f} ms after the first rank at the median; the other ranks waited {:.3f} ms at those "
@@ -1073,15 +1079,18 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         }
         // Where it arrived last having waited at its previous collective, that much of its
         // lateness was another rank's: the previous collective's last rank held it back.
-        std::sort(arrived.begin(), arrived.end(), [](const Arrived& a, const Arrived& b) { return a.arrival < b.arrival; });
+        std::sort(arrived.begin(), arrived.end(),
+                  [](const Arrived& a, const Arrived& b) { return a.arrival < b.arrival; });
         for (std::size_t i = 1; i < arrived.size(); ++i) {
             const Summary& summary = *arrived[i].summary;
             if (last_rank_of(summary) != rank.rank || arrived[i - 1].wait <= 0) continue;
             const TimeNs inherited = std::min(summary.last_arrival - summary.runner_up, arrived[i - 1].wait);
-            inheritances.push_back({*arrived[i].key, arrived[i].index, *arrived[i - 1].key, arrived[i - 1].index, inherited});
+            inheritances.push_back(
+                {*arrived[i].key, arrived[i].index, *arrived[i - 1].key, arrived[i - 1].index, inherited});
         }
         row.median_lateness_ns = median_of(std::move(lateness));
-        row.wait_percent = row.step_ns > 0 ? 100.0 * static_cast<double>(row.wait_ns) / static_cast<double>(row.step_ns) : 0.0;
+        row.wait_percent =
+            row.step_ns > 0 ? 100.0 * static_cast<double>(row.wait_ns) / static_cast<double>(row.step_ns) : 0.0;
         rows.push_back(std::move(row));
     }
     Bytes rows_out;
@@ -1126,9 +1135,12 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         }
         wait_totals = merge_summaries(wait_parts);
     }
-    std::sort(job.ranks.begin(), job.ranks.end(), [](const RankWaitRow& a, const RankWaitRow& b) { return a.rank < b.rank; });
-    std::sort(job.clocks.begin(), job.clocks.end(), [](const RankClock& a, const RankClock& b) { return a.rank < b.rank; });
-    job.host_arrivals = std::any_of(job.ranks.begin(), job.ranks.end(), [](const RankWaitRow& r) { return r.host_arrivals; });
+    std::sort(job.ranks.begin(), job.ranks.end(),
+              [](const RankWaitRow& a, const RankWaitRow& b) { return a.rank < b.rank; });
+    std::sort(job.clocks.begin(), job.clocks.end(),
+              [](const RankClock& a, const RankClock& b) { return a.rank < b.rank; });
+    job.host_arrivals =
+        std::any_of(job.ranks.begin(), job.ranks.end(), [](const RankWaitRow& r) { return r.host_arrivals; });
 
     std::int64_t single_rank = 0, partial_ranks = 0, collectives_with_a_last = 0;
     const auto rank_count = static_cast<std::int64_t>(job.ranks.size());
@@ -1147,7 +1159,8 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
             if (s.ranks < members) ++partial_ranks;
             CollectiveRow row;
             row.communicator = key;
-            row.index = static_cast<std::int64_t>(k) + (found == reference.communicators.end() ? 0 : found->second.first_index);
+            row.index =
+                static_cast<std::int64_t>(k) + (found == reference.communicators.end() ? 0 : found->second.first_index);
             row.kind = static_cast<CollectiveKind>(s.kind);
             row.ranks = static_cast<std::int32_t>(s.ranks);
             row.members = static_cast<std::int32_t>(members);
@@ -1164,22 +1177,25 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
         }
     }
     std::sort(job.collectives.begin(), job.collectives.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
-        return std::tie(a.first_arrival_ns, a.communicator, a.index) < std::tie(b.first_arrival_ns, b.communicator, b.index);
+        return std::tie(a.first_arrival_ns, a.communicator, a.index) <
+               std::tie(b.first_arrival_ns, b.communicator, b.index);
     });
     job.matched = static_cast<std::int64_t>(job.collectives.size());
     job.residual_median_ns = residual_median;
     job.residual_max_ns = residual_max;
     if (all_kind_mismatches > 0)
-        job.unmatched.push_back({"its kind differs from the collective of the same number on its communicator's "
-                                 "lowest rank (counted per rank)",
-                                 all_kind_mismatches});
+        job.unmatched.push_back(
+            {"its kind differs from the collective of the same number on its communicator's "
+             "lowest rank (counted per rank)",
+             all_kind_mismatches});
     if (single_rank > 0)
-        job.unmatched.push_back({"only one rank ran it (a rank's trace is shorter, sampled, or the communicator "
-                                 "has one member here)",
-                                 single_rank});
+        job.unmatched.push_back(
+            {"only one rank ran it (a rank's trace is shorter, sampled, or the communicator "
+             "has one member here)",
+             single_rank});
     if (partial_ranks > 0)
-        job.unmatched.push_back({"matched on fewer than its communicator's ranks (some ranks' traces lack it)",
-                                 partial_ranks});
+        job.unmatched.push_back(
+            {"matched on fewer than its communicator's ranks (some ranks' traces lack it)", partial_ranks});
     // Files that are hardly one job.
     std::set<std::int32_t> world_sizes;
     std::int64_t earliest = std::numeric_limits<std::int64_t>::max(), latest = std::numeric_limits<std::int64_t>::min();
@@ -1198,9 +1214,10 @@ JobCollectives analyze_job(std::vector<RankCollectives> shard, CollectiveExchang
     }
     constexpr std::int64_t kHour = 3'600'000'000'000;
     if (earliest < latest && latest - earliest > kHour)
-        job.warnings.push_back(fmt::format("the files were recorded {:.1f} hours apart (their wall clocks): they may "
-                                           "not be ranks of one job",
-                                           static_cast<double>(latest - earliest) / static_cast<double>(kHour)));
+        job.warnings.push_back(
+            fmt::format("the files were recorded {:.1f} hours apart (their wall clocks): they may "
+                        "not be ranks of one job",
+                        static_cast<double>(latest - earliest) / static_cast<double>(kHour)));
     attribute_held_back(job, all_inheritances);
     name_straggler(job, collectives_with_a_last);
     job.reference_ranks = typical_ranks(job);
@@ -1227,7 +1244,8 @@ struct Window {
 // from its arrival at its previous collective (any communicator) to its arrival at this
 // one: the work it did between two collectives. (From the previous collective's end
 // would charge the straggler with work the other ranks did while they waited for it.)
-std::vector<Window> windows_before(const RankCollectives& rank, const std::map<std::string, std::set<std::int64_t>>& late) {
+std::vector<Window> windows_before(const RankCollectives& rank,
+                                   const std::map<std::string, std::set<std::int64_t>>& late) {
     struct Timed {
         TimeNs start, end;
         bool late;
@@ -1250,8 +1268,8 @@ std::vector<Window> windows_before(const RankCollectives& rank, const std::map<s
 
 TimeNs overlap_with(const std::vector<Window>& windows, TimeNs start, TimeNs end) {
     TimeNs total = 0;
-    auto first = std::upper_bound(windows.begin(), windows.end(), start,
-                                  [](TimeNs t, const Window& w) { return t < w.end; });
+    auto first =
+        std::upper_bound(windows.begin(), windows.end(), start, [](TimeNs t, const Window& w) { return t < w.end; });
     for (auto it = first; it != windows.end() && it->start < end; ++it)
         total += std::max<TimeNs>(0, std::min(end, it->end) - std::max(start, it->start));
     return total;

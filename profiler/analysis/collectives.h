@@ -77,9 +77,9 @@ struct CollectiveOp {
 
 // The collectives of one communicator of one rank, in issue order.
 struct CommunicatorOps {
-    std::string key;    // the same on every rank: "pg 0 (default_pg) ranks 0-7", "stream #0", "host #0"
-    std::string where;  // this rank's own: "device 0 stream 17", "thread 1234 (main)"
-    bool host = false;  // arrivals are host calls
+    std::string key;           // the same on every rank: "pg 0 (default_pg) ranks 0-7", "stream #0", "host #0"
+    std::string where;         // this rank's own: "device 0 stream 17", "thread 1234 (main)"
+    bool host = false;         // arrivals are host calls
     std::int32_t members = 0;  // its ranks (the process group's size); 0: every rank of the job
     std::vector<CollectiveOp> ops;
 };
@@ -90,13 +90,13 @@ struct RankCollectives {
     std::string rank_from;  // how the rank is known: "run metadata", "job file", ...
     std::int64_t clock_offset_to_wall_ns = 0;
     std::int32_t world_size = 1;                    // as its file records it
-    bool wall_clock_known = false;  // time + clock_offset_to_wall_ns is Unix time
+    bool wall_clock_known = false;                  // time + clock_offset_to_wall_ns is Unix time
     std::map<std::int64_t, trace::TimeNs> anchors;  // clock/anchor sequence -> time
     std::vector<CommunicatorOps> communicators;
     std::int64_t steps = 0;
-    trace::TimeNs step_ns = 0;                   // summed length of its steps (steps.h)
+    trace::TimeNs step_ns = 0;                                          // summed length of its steps (steps.h)
     std::vector<std::pair<trace::TimeNs, trace::TimeNs>> step_windows;  // its steps, in start order
-    trace::TimeNs first_ns = 0, last_ns = 0;     // its traced span
+    trace::TimeNs first_ns = 0, last_ns = 0;                            // its traced span
 
     std::int64_t collective_count() const;
     bool host_arrivals() const;  // some communicator is host calls
@@ -109,7 +109,7 @@ std::vector<RankCollectives> rank_collectives(const store::TraceReader& reader, 
 
 // How the shards of ranks of one job talk (one process: nothing to exchange).
 class CollectiveExchange {
-public:
+  public:
     virtual ~CollectiveExchange() = default;
     // Every process's `mine`, in process order; the same on every process.
     virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
@@ -128,18 +128,18 @@ struct CollectiveRow {
     std::string communicator;
     std::int64_t index = 0;  // k: its number in its communicator (CollectiveOp::index)
     CollectiveKind kind = CollectiveKind::unknown;
-    std::int32_t ranks = 0;  // ranks that ran it
-    std::int32_t members = 0;  // ranks of its communicator (the job's ranks unless a process group says)
+    std::int32_t ranks = 0;              // ranks that ran it
+    std::int32_t members = 0;            // ranks of its communicator (the job's ranks unless a process group says)
     trace::TimeNs first_arrival_ns = 0;  // aligned, on the reference rank's clock
     trace::TimeNs last_arrival_ns = 0;
-    std::int32_t last_rank = -1;         // arrived last (by more than the clocks' residual); -1 on a tie
+    std::int32_t last_rank = -1;             // arrived last (by more than the clocks' residual); -1 on a tie
     trace::TimeNs runner_up_arrival_ns = 0;  // the latest arrival but the last rank's
     // What the last rank held the others back: had it arrived with the next-latest,
     // each other rank would have waited (last - runner-up) less: (ranks - 1) times that.
     trace::TimeNs held_back_ns = 0;
-    trace::TimeNs end_spread_ns = 0;     // latest - earliest end, aligned
-    trace::TimeNs total_wait_ns = 0;     // summed over the ranks
-    trace::TimeNs longest_ns = 0;        // the longest kernel (or call) of it
+    trace::TimeNs end_spread_ns = 0;  // latest - earliest end, aligned
+    trace::TimeNs total_wait_ns = 0;  // summed over the ranks
+    trace::TimeNs longest_ns = 0;     // the longest kernel (or call) of it
 };
 
 struct RankWaitRow {
@@ -150,8 +150,8 @@ struct RankWaitRow {
     trace::TimeNs wait_ns = 0;
     trace::TimeNs transfer_ns = 0;
     std::int64_t steps = 0;
-    trace::TimeNs step_ns = 0;     // its steps' summed length, or its span without steps
-    double wait_percent = 0.0;     // wait_ns / step_ns * 100
+    trace::TimeNs step_ns = 0;  // its steps' summed length, or its span without steps
+    double wait_percent = 0.0;  // wait_ns / step_ns * 100
     std::int64_t arrived_last = 0;
     trace::TimeNs median_lateness_ns = 0;
     // What its lateness cost the others: the held-back time of the collectives it arrived
@@ -159,7 +159,7 @@ struct RankWaitRow {
     // to whoever held it back there). Summed, the job's held-back time.
     trace::TimeNs held_back_ns = 0;
     bool host_arrivals = false;
-    std::int32_t world_size = 1;   // as its file records it
+    std::int32_t world_size = 1;     // as its file records it
     std::int64_t wall_start_ns = 0;  // its first event on the wall clock (0: unknown)
     // Its wait per step (steps.h's steps of the rank, in start order): the waits of the
     // collectives it arrived at inside each step. What the steps report shows.
@@ -182,14 +182,14 @@ struct ActivityRow {
 };
 
 struct JobCollectives {
-    std::vector<RankWaitRow> ranks;      // by rank
-    std::vector<RankClock> clocks;       // by rank
+    std::vector<RankWaitRow> ranks;          // by rank
+    std::vector<RankClock> clocks;           // by rank
     std::vector<CollectiveRow> collectives;  // by first arrival
     std::vector<UnmatchedCount> unmatched;
-    std::int64_t matched = 0;            // collectives run by two or more ranks
+    std::int64_t matched = 0;                                   // collectives run by two or more ranks
     trace::TimeNs residual_median_ns = 0, residual_max_ns = 0;  // end spreads
     std::optional<std::int32_t> straggler;
-    std::string straggler_evidence;      // one sentence with the numbers
+    std::string straggler_evidence;  // one sentence with the numbers
     // The others' waits at the collectives the straggler was last to, and what of them
     // its lateness caused (held_back_ns summed): the time to win back by balancing it.
     trace::TimeNs straggler_waits_ns = 0;
@@ -219,8 +219,8 @@ JobCollectives job_collectives(const store::TraceReader& reader, std::size_t act
 // the typical rank's time. `readers` hold the straggler and reference ranks (each file read once);
 // a job file may hold all of them. `job_rank[i]`, when given, turns reader i's own rank
 // numbers into the job's (files numbered by command-line order).
-std::vector<ActivityRow> straggler_activity(const std::vector<const store::TraceReader*>& readers,
-                                            const JobCollectives& job, std::size_t top = 10,
-                                            const std::vector<std::map<std::int32_t, std::int32_t>>* job_rank = nullptr);
+std::vector<ActivityRow> straggler_activity(
+    const std::vector<const store::TraceReader*>& readers, const JobCollectives& job, std::size_t top = 10,
+    const std::vector<std::map<std::int32_t, std::int32_t>>* job_rank = nullptr);
 
 }  // namespace ember::analysis

@@ -64,15 +64,17 @@ Table ranks_table(const JobCollectives& job) {
     fields["residual_max_ns"] = job.residual_max_ns;
     fields["arrivals"] = job.host_arrivals ? "host calls" : "kernels";
     nlohmann::json unmatched = nlohmann::json::array();
-    for (const UnmatchedCount& count : job.unmatched) unmatched.push_back({{"reason", count.reason}, {"count", count.count}});
+    for (const UnmatchedCount& count : job.unmatched)
+        unmatched.push_back({{"reason", count.reason}, {"count", count.count}});
     fields["unmatched"] = std::move(unmatched);
     fields["warnings"] = job.warnings;
     table.group_fields = std::move(fields);
 
     for (const std::string& warning : job.warnings) table.notes.push_back("warning: " + warning);
     if (job.ranks.size() == 1)
-        table.notes.push_back("one rank: collectives are matched across the ranks of a job; give every rank's file "
-                              "(ember stats rank0.db rank1.db ...) or a job file (ember merge)");
+        table.notes.push_back(
+            "one rank: collectives are matched across the ranks of a job; give every rank's file "
+            "(ember stats rank0.db rank1.db ...) or a job file (ember merge)");
     if (!job.ranks.empty()) {
         if (job.straggler) {
             table.notes.push_back("straggler: " + job.straggler_evidence + ".");
@@ -90,10 +92,11 @@ Table ranks_table(const JobCollectives& job) {
                 job.residual_median_ns / 1e3, job.residual_max_ns / 1e3));
         // The same collective ends within microseconds on every rank; ends a millisecond
         // apart say the k-th collectives matched are not one operation.
-        const bool point_to_point = std::any_of(job.collectives.begin(), job.collectives.end(), [](const CollectiveRow& row) {
-            return row.kind == CollectiveKind::send_recv || row.kind == CollectiveKind::send ||
-                   row.kind == CollectiveKind::recv;
-        });
+        const bool point_to_point =
+            std::any_of(job.collectives.begin(), job.collectives.end(), [](const CollectiveRow& row) {
+                return row.kind == CollectiveKind::send_recv || row.kind == CollectiveKind::send ||
+                       row.kind == CollectiveKind::recv;
+            });
         if (job.residual_median_ns > 1'000'000)
             table.notes.push_back(fmt::format(
                 "warning: matched collectives should end within microseconds of each other, and these end {:.3f} ms "
@@ -103,11 +106,12 @@ Table ranks_table(const JobCollectives& job) {
                 job.residual_median_ns / 1e6,
                 point_to_point ? ", or point-to-point sends and receives between different pairs of ranks" : ""));
         for (const UnmatchedCount& count : job.unmatched)
-            table.notes.push_back(fmt::format("not matched: {} collective{}: {}", count.count, count.count == 1 ? "" : "s",
-                                              count.reason));
+            table.notes.push_back(fmt::format("not matched: {} collective{}: {}", count.count,
+                                              count.count == 1 ? "" : "s", count.reason));
         std::vector<std::string> sources;
         for (const RankWaitRow& row : job.ranks)
-            if (std::find(sources.begin(), sources.end(), row.rank_from) == sources.end()) sources.push_back(row.rank_from);
+            if (std::find(sources.begin(), sources.end(), row.rank_from) == sources.end())
+                sources.push_back(row.rank_from);
         std::string known;
         for (const std::string& source : sources) known += (known.empty() ? "" : ", ") + source;
         table.notes.push_back("ranks from: " + known);
@@ -128,10 +132,8 @@ Table doing_instead_table(const JobCollectives& job) {
                 {}};
     table.group = kGroup;
     table.columns = {
-        {"what", "What", ColumnKind::text},
-        {"straggler_ns", "Straggler", ColumnKind::time},
-        {"typical_ns", "Typical", ColumnKind::time},
-        {"extra_ns", "Extra", ColumnKind::time},
+        {"what", "What", ColumnKind::text},          {"straggler_ns", "Straggler", ColumnKind::time},
+        {"typical_ns", "Typical", ColumnKind::time}, {"extra_ns", "Extra", ColumnKind::time},
         {"name", "Name", ColumnKind::text},
     };
     table.empty_note = job.straggler ? "nothing in its kernels or ranges ran clearly longer than on the typical ranks "
@@ -200,8 +202,9 @@ nlohmann::json job_summary(const JobCollectives& job) {
 }
 
 std::string straggler_text(const JobCollectives& job) {
-    return job.straggler ? fmt::format("rank {} (holding the others back {:.3f} ms)", *job.straggler, job.recoverable_ns / 1e6)
-                         : std::string("none");
+    return job.straggler
+               ? fmt::format("rank {} (holding the others back {:.3f} ms)", *job.straggler, job.recoverable_ns / 1e6)
+               : std::string("none");
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ std::string letters_of(std::string_view text) {
     letters.reserve(text.size());
     for (char c : text) {
         const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) && !(letters.empty() && std::isdigit(u))) letters.push_back(static_cast<char>(std::tolower(u)));
+        if (std::isalnum(u) && !(letters.empty() && std::isdigit(u)))
+            letters.push_back(static_cast<char>(std::tolower(u)));
     }
     return letters;
 }
@@ -64,11 +65,15 @@ std::optional<CollectiveKind> kind_by_prefix(std::string_view text) {
     return std::nullopt;
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+}
 
 }  // namespace
 
-const char* collective_kind_name(CollectiveKind kind) { return name_in(kCollectiveKindNames, kind, "unknown"); }
+const char* collective_kind_name(CollectiveKind kind) {
+    return name_in(kCollectiveKindNames, kind, "unknown");
+}
 
 std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
     return value_in(kCollectiveKindNames, name);
@@ -106,7 +111,8 @@ std::optional<CollectiveKind> collective_kind_of_operation(std::string_view name
     if (starts_with(name, "MPI_")) {
         std::string_view call = name.substr(4);
         if (call == "Bcast" || call == "Ibcast") return CollectiveKind::broadcast;
-        if (call.size() > 1 && call[0] == 'I' && std::islower(static_cast<unsigned char>(call[1]))) call.remove_prefix(1);
+        if (call.size() > 1 && call[0] == 'I' && std::islower(static_cast<unsigned char>(call[1])))
+            call.remove_prefix(1);
         return kind_by_prefix(call);
     }
     // NCCL's own NVTX ranges: "ncclAllReduce", "ncclSend" (not ncclGroupStart, ncclCommInit...).

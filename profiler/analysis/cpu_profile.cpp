@@ -40,8 +40,10 @@ std::string without_parameters(const std::string& function) {
         } else if (function[i] == '(') {
             int depth = 0;  // skip the balanced group
             for (; i < function.size(); ++i) {
-                if (function[i] == '(') ++depth;
-                else if (function[i] == ')' && --depth == 0) break;
+                if (function[i] == '(')
+                    ++depth;
+                else if (function[i] == ')' && --depth == 0)
+                    break;
             }
             if (i < function.size()) ++i;
         } else {
@@ -97,7 +99,6 @@ std::vector<Sample> read_samples(const store::TraceReader& reader, bool include_
     });
     return samples;
 }
-
 
 // Whether a sampled stack runs on an OpenMP runtime's worker thread (GNU libgomp, LLVM's
 // libomp, Intel's libiomp5): the threads of a parallel region work for the thread that
@@ -224,7 +225,8 @@ std::vector<CpuRangeRow> samples_by_range(const std::vector<std::string>& paths)
     for (const std::string& path : paths) ++counts[path.empty() ? "(no range)" : path];
     std::vector<CpuRangeRow> rows;
     for (const auto& [path, count] : counts) rows.push_back({path, count});
-    std::stable_sort(rows.begin(), rows.end(), [](const CpuRangeRow& a, const CpuRangeRow& b) { return a.samples > b.samples; });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const CpuRangeRow& a, const CpuRangeRow& b) { return a.samples > b.samples; });
     return rows;
 }
 
@@ -307,7 +309,8 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
     }
     // Threads never sampled ran too little to be caught: they are there with 0.
     for (const trace::ThreadInfo& thread : reader.threads())
-        if (!per_thread.count(thread.thread_id)) profile.threads.push_back({thread.thread_id, thread.tid, thread.name, 0});
+        if (!per_thread.count(thread.thread_id))
+            profile.threads.push_back({thread.thread_id, thread.tid, thread.name, 0});
     std::stable_sort(profile.threads.begin(), profile.threads.end(),
                      [](const CpuThreadRow& a, const CpuThreadRow& b) { return a.samples > b.samples; });
     const std::vector<std::string> paths = sample_range_paths(reader, stacks, samples);
@@ -327,7 +330,8 @@ CpuProfile cpu_profile(const store::TraceReader& reader, bool include_idle) {
             ++range_samples[range];
             if (!innermost_line[index]) continue;
             CpuRangeLineRow& row = per_range_line[{range, innermost_line[index]->location}];
-            if (row.location.empty()) row = {range, innermost_line[index]->location, innermost_line[index]->function, 0};
+            if (row.location.empty())
+                row = {range, innermost_line[index]->location, innermost_line[index]->function, 0};
             ++row.samples;
         }
         for (auto& [key, row] : per_range_line) profile.lines_by_range.push_back(row);
@@ -363,7 +367,8 @@ StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
             continue;
         }
         // "[waiting on GPU: gemm]": the sample split over the work waited for.
-        if (wait->waited_for.empty()) tree.add_weight(tree.child(node, waiting_on_gpu_frame(kNoGpuWorkRecorded)), weight);
+        if (wait->waited_for.empty())
+            tree.add_weight(tree.child(node, waiting_on_gpu_frame(kNoGpuWorkRecorded)), weight);
         for (const GpuWorkShare& share : wait->waited_for)
             tree.add_weight(tree.child(node, waiting_on_gpu_frame(share.name)),
                             static_cast<std::int64_t>(std::llround(static_cast<double>(weight) * share.share)));
@@ -371,13 +376,17 @@ StackTree cpu_stack_tree(const store::TraceReader& reader, bool include_idle) {
     return tree;
 }
 
-std::string cpu_frame_name(const trace::FrameInfo& frame) { return frame_name(frame); }
+std::string cpu_frame_name(const trace::FrameInfo& frame) {
+    return frame_name(frame);
+}
 
 trace::TimeNs cpu_sample_period_ns(const store::TraceReader& reader) {
     const std::optional<std::string> period = reader.metadata(store::metadata_key::cpu_sample_period_ns);
     return period ? std::strtoll(period->c_str(), nullptr, 10) : 0;
 }
 
-bool counts_as_cpu_time(const trace::StackSample& sample, bool include_idle) { return include_idle || !sample.idle; }
+bool counts_as_cpu_time(const trace::StackSample& sample, bool include_idle) {
+    return include_idle || !sample.idle;
+}
 
 }  // namespace ember::analysis

@@ -66,7 +66,7 @@ struct CpuRangeLineRow {
 
 // CPU samples inside GPU waits, per waiting line and the GPU work waited for.
 struct CpuGpuWaitRow {
-    std::string location;    // the sample's call site (python_gpu.h call_site_of): "file:line"
+    std::string location;  // the sample's call site (python_gpu.h call_site_of): "file:line"
     std::string function;
     std::string waited_for;  // a kernel, "[CUDA memcpy DtoH]", or "(no GPU work recorded)"
     double samples = 0;      // each sample split over the work by overlap
@@ -81,17 +81,17 @@ struct CpuThreadRow {
 
 struct CpuProfile {
     std::int64_t samples = 0;
-    trace::TimeNs period_ns = 0;  // 0 when the file does not say
+    trace::TimeNs period_ns = 0;            // 0 when the file does not say
     std::vector<CpuFunctionRow> functions;  // by self samples, most first
     // Most first. A sample is charged to the innermost range open on its thread; one on
     // an OpenMP team thread without ranges of its own (stack through libgomp/libomp/
     // libiomp5), to the range open then on its process's thread with the most ranges.
     std::vector<CpuRangeRow> by_range;
-    std::vector<CpuThreadRow> threads;      // most first; threads of the file never sampled last, with 0
-    std::vector<CpuLineRow> lines;          // Python lines by self samples, most first; empty without Python frames
+    std::vector<CpuThreadRow> threads;  // most first; threads of the file never sampled last, with 0
+    std::vector<CpuLineRow> lines;      // Python lines by self samples, most first; empty without Python frames
     std::vector<CpuRangeLineRow> lines_by_range;  // by range (most samples first), then samples; empty without ranges
-    std::int64_t gpu_wait_samples = 0;        // samples inside a GPU wait
-    std::vector<CpuGpuWaitRow> gpu_waits;     // most samples first; empty without waits
+    std::int64_t gpu_wait_samples = 0;            // samples inside a GPU wait
+    std::vector<CpuGpuWaitRow> gpu_waits;         // most samples first; empty without waits
     bool include_idle = false;
     trace::TimeNs cpu_ns(std::int64_t sample_count) const { return sample_count * period_ns; }
 };

@@ -17,8 +17,9 @@ namespace {
 
 // Whether `table` has the column (a file from before schema 3 lacks graph_node_id).
 bool has_column(const store::TraceReader& reader, const char* table, const char* column) {
-    store::Statement query(reader.database(), reader.path(),
-                   fmt::format("SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name = '{}'", table, column));
+    store::Statement query(
+        reader.database(), reader.path(),
+        fmt::format("SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name = '{}'", table, column));
     return query.next_row() && query.column_int64(0) > 0;
 }
 
@@ -31,7 +32,8 @@ double share(std::int64_t part, std::int64_t whole) {
 CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
     CudaGraphSummary summary;
     {
-        store::Statement totals(reader.database(), reader.path(), "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
+        store::Statement totals(reader.database(), reader.path(),
+                                "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
         if (totals.next_row()) {
             summary.kernels = totals.column_int64(0);
             summary.kernel_ns = totals.column_int64(1);
@@ -43,9 +45,10 @@ CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
     for (const char* table : {"kernels", "memcpys", "memsets"}) {
         if (has_column(reader, table, "graph_id") && has_column(reader, table, "graph_node_id")) {
             if (!sql.empty()) sql += " UNION ALL ";
-            sql += fmt::format("SELECT {}, graph_id, graph_node_id, end_ns - start_ns FROM {} WHERE graph_id != 0 OR "
-                               "graph_node_id != 0",
-                               kind, table);
+            sql += fmt::format(
+                "SELECT {}, graph_id, graph_node_id, end_ns - start_ns FROM {} WHERE graph_id != 0 OR "
+                "graph_node_id != 0",
+                kind, table);
         }
         ++kind;
     }
@@ -68,8 +71,12 @@ CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
                 ++summary.graph_kernels;
                 summary.graph_kernel_ns += duration;
                 break;
-            case 1: ++row.memcpys; break;
-            default: ++row.memsets; break;
+            case 1:
+                ++row.memcpys;
+                break;
+            default:
+                ++row.memsets;
+                break;
         }
         ++summary.graph_operations;
     }
@@ -89,10 +96,11 @@ Table cuda_graphs_table(const CudaGraphSummary& summary) {
     if (summary.any()) {
         std::int64_t graphs = 0;
         for (const CudaGraphRow& row : summary.graphs) graphs += row.graph_id != 0 ? 1 : 0;
-        table.title = fmt::format("CUDA graphs: {} of {} kernels ({:.1f}% of kernel time) ran from {}", summary.graph_kernels,
-                                  summary.kernels, share(summary.graph_kernel_ns, summary.kernel_ns),
-                                  graphs > 0 ? fmt::format("{} graph{}", graphs, graphs == 1 ? "" : "s")
-                                             : std::string("graphs (their ids not recorded)"));
+        table.title =
+            fmt::format("CUDA graphs: {} of {} kernels ({:.1f}% of kernel time) ran from {}", summary.graph_kernels,
+                        summary.kernels, share(summary.graph_kernel_ns, summary.kernel_ns),
+                        graphs > 0 ? fmt::format("{} graph{}", graphs, graphs == 1 ? "" : "s")
+                                   : std::string("graphs (their ids not recorded)"));
     } else {
         table.title = "CUDA graphs";
         table.empty_note = "no kernel, copy or memset ran from a CUDA graph";

@@ -21,18 +21,18 @@ struct CudaGraphRow {
     std::int64_t kernels = 0;
     std::int64_t memcpys = 0;
     std::int64_t memsets = 0;
-    std::int64_t nodes = 0;     // distinct graph_node_id values among them
-    std::int64_t gpu_ns = 0;    // their summed GPU time (kernels, copies, memsets)
-    std::int64_t kernel_ns = 0; // the kernels' part of it
+    std::int64_t nodes = 0;      // distinct graph_node_id values among them
+    std::int64_t gpu_ns = 0;     // their summed GPU time (kernels, copies, memsets)
+    std::int64_t kernel_ns = 0;  // the kernels' part of it
 };
 
 struct CudaGraphSummary {
-    std::int64_t kernels = 0;              // every kernel of the trace
-    std::int64_t kernel_ns = 0;            // and their summed time
-    std::int64_t graph_kernels = 0;        // those that ran from a graph
+    std::int64_t kernels = 0;        // every kernel of the trace
+    std::int64_t kernel_ns = 0;      // and their summed time
+    std::int64_t graph_kernels = 0;  // those that ran from a graph
     std::int64_t graph_kernel_ns = 0;
-    std::int64_t graph_operations = 0;     // kernels, copies and memsets from graphs
-    std::vector<CudaGraphRow> graphs;      // most GPU time first, then by graph id
+    std::int64_t graph_operations = 0;  // kernels, copies and memsets from graphs
+    std::vector<CudaGraphRow> graphs;   // most GPU time first, then by graph id
     bool any() const { return graph_operations > 0; }
 };
 

@@ -22,8 +22,9 @@ DurationStats summarize_durations(std::vector<std::int64_t>& durations) {
     stats.min_ns = durations.front();
     stats.max_ns = durations.back();
     stats.average_ns = static_cast<double>(stats.total_ns) / static_cast<double>(n);
-    stats.median_ns = n % 2 == 1 ? static_cast<double>(durations[n / 2])
-                                 : (static_cast<double>(durations[n / 2 - 1]) + static_cast<double>(durations[n / 2])) / 2.0;
+    stats.median_ns = n % 2 == 1
+                          ? static_cast<double>(durations[n / 2])
+                          : (static_cast<double>(durations[n / 2 - 1]) + static_cast<double>(durations[n / 2])) / 2.0;
     if (n > 1) {
         double squares = 0.0;
         for (std::int64_t d : durations) {
@@ -49,13 +50,20 @@ std::optional<SummarySort> parse_summary_sort(std::string_view text) {
 void sort_and_cut(std::vector<DurationSummaryRow>& rows, SummarySort sort, std::size_t top) {
     auto key = [sort](const DurationSummaryRow& row) -> double {
         switch (sort) {
-            case SummarySort::total: return static_cast<double>(row.stats.total_ns);
-            case SummarySort::instances: return static_cast<double>(row.stats.instances);
-            case SummarySort::average: return row.stats.average_ns;
-            case SummarySort::median: return row.stats.median_ns;
-            case SummarySort::min: return static_cast<double>(row.stats.min_ns);
-            case SummarySort::max: return static_cast<double>(row.stats.max_ns);
-            case SummarySort::name: return 0.0;
+            case SummarySort::total:
+                return static_cast<double>(row.stats.total_ns);
+            case SummarySort::instances:
+                return static_cast<double>(row.stats.instances);
+            case SummarySort::average:
+                return row.stats.average_ns;
+            case SummarySort::median:
+                return row.stats.median_ns;
+            case SummarySort::min:
+                return static_cast<double>(row.stats.min_ns);
+            case SummarySort::max:
+                return static_cast<double>(row.stats.max_ns);
+            case SummarySort::name:
+                return 0.0;
         }
         return 0.0;
     };
@@ -79,7 +87,8 @@ std::map<GroupKey, DurationStats> grouped_stats(const store::TraceReader& reader
     std::map<GroupKey, std::vector<std::int64_t>> durations;
     store::Statement query(reader.database(), reader.path(), sql);
     while (query.next_row()) {
-        durations[GroupKey{query.column_int64(0), query.column_int64(1), query.column_int64(2)}].push_back(query.column_int64(3));
+        durations[GroupKey{query.column_int64(0), query.column_int64(1), query.column_int64(2)}].push_back(
+            query.column_int64(3));
     }
     std::map<GroupKey, DurationStats> stats;
     for (auto& [key, values] : durations) {
@@ -93,7 +102,8 @@ void fill_percent(std::vector<DurationSummaryRow>& rows) {
     std::int64_t grand_total = 0;
     for (const auto& row : rows) grand_total += row.stats.total_ns;
     for (auto& row : rows) {
-        row.time_percent = grand_total > 0 ? 100.0 * static_cast<double>(row.stats.total_ns) / static_cast<double>(grand_total) : 0.0;
+        row.time_percent =
+            grand_total > 0 ? 100.0 * static_cast<double>(row.stats.total_ns) / static_cast<double>(grand_total) : 0.0;
     }
 }
 
@@ -158,7 +168,8 @@ std::vector<DurationSummaryRow> memory_time_summary(const store::TraceReader& re
 }
 
 std::vector<DurationSummaryRow> memory_size_summary(const store::TraceReader& reader) {
-    return memory_rows(reader, "SELECT direction, 0, 0, bytes FROM memcpys UNION ALL SELECT -1, 0, 0, bytes FROM memsets");
+    return memory_rows(reader,
+                       "SELECT direction, 0, 0, bytes FROM memcpys UNION ALL SELECT -1, 0, 0, bytes FROM memsets");
 }
 
 }  // namespace ember::analysis

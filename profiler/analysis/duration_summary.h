@@ -38,7 +38,8 @@ struct DurationSummaryRow {
 };
 
 enum class SummarySort { total, instances, average, median, min, max, name };
-std::optional<SummarySort> parse_summary_sort(std::string_view text);  // "total", "instances", "avg", "med", "min", "max", "name"
+std::optional<SummarySort> parse_summary_sort(
+    std::string_view text);  // "total", "instances", "avg", "med", "min", "max", "name"
 
 // Sorts rows (largest first for numbers; ties and `name` by name ascending) and
 // keeps the first `top` (0 = all). time_percent is computed before the cut.

@@ -38,7 +38,7 @@ trace::TimeNs overlap(trace::TimeNs a_start, trace::TimeNs a_end, trace::TimeNs 
 // 0..i, so steps that end before an interval are skipped for good even when
 // steps overlap one another.
 class StepDistributor {
-public:
+  public:
     explicit StepDistributor(const std::vector<Window>& steps) : steps_(steps) {
         trace::TimeNs latest = std::numeric_limits<trace::TimeNs>::min();
         for (const Window& step : steps_) {
@@ -54,7 +54,7 @@ public:
         }
     }
 
-private:
+  private:
     const std::vector<Window>& steps_;
     std::vector<trace::TimeNs> reach_;
     std::size_t first_ = 0;
@@ -151,7 +151,8 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     std::vector<Window> steps;
     {
         std::vector<StepRange> ordered;
-        for (const auto& [rank, ranges] : step_ranges(reader, ranks)) ordered.insert(ordered.end(), ranges.begin(), ranges.end());
+        for (const auto& [rank, ranges] : step_ranges(reader, ranks))
+            ordered.insert(ordered.end(), ranges.begin(), ranges.end());
         std::sort(ordered.begin(), ordered.end(), [](const StepRange& a, const StepRange& b) {
             return std::tie(a.start_ns, a.range_id) < std::tie(b.start_ns, b.range_id);
         });
@@ -163,8 +164,8 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     std::vector<trace::DeviceId> devices;
     {
         store::Statement query(reader.database(), reader.path(),
-                       "SELECT device_id FROM kernels UNION SELECT device_id FROM memcpys "
-                       "UNION SELECT device_id FROM memsets ORDER BY 1");
+                               "SELECT device_id FROM kernels UNION SELECT device_id FROM memcpys "
+                               "UNION SELECT device_id FROM memsets ORDER BY 1");
         while (query.next_row()) devices.push_back(static_cast<trace::DeviceId>(query.column_int64(0)));
     }
     std::map<trace::DeviceId, std::vector<trace::TimeNs>> compute, communication, copies, active;
@@ -178,13 +179,14 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     StepDistributor distributor(steps);
     auto distribute_into = [&](std::map<trace::DeviceId, std::vector<trace::TimeNs>>& totals) {
         std::optional<trace::DeviceId> current;
-        return [&totals, &distributor, current](trace::DeviceId device, trace::TimeNs start, trace::TimeNs end) mutable {
-            if (current != device) {
-                distributor.restart();
-                current = device;
-            }
-            distributor.add(start, end, totals[device]);
-        };
+        return
+            [&totals, &distributor, current](trace::DeviceId device, trace::TimeNs start, trace::TimeNs end) mutable {
+                if (current != device) {
+                    distributor.restart();
+                    current = device;
+                }
+                distributor.add(start, end, totals[device]);
+            };
     };
     // Kernels split by communication.h's one definition: collective kernels are
     // communication, every other kernel compute.

@@ -66,9 +66,9 @@ struct DeviceBusy {
 };
 
 struct GpuActivity {
-    std::vector<StepBreakdown> steps;     // by step, then device
-    std::vector<DeviceBusy> devices;      // by device id
-    std::vector<IdleGap> longest_gaps;    // longest first (ties: earlier first), all devices
+    std::vector<StepBreakdown> steps;   // by step, then device
+    std::vector<DeviceBusy> devices;    // by device id
+    std::vector<IdleGap> longest_gaps;  // longest first (ties: earlier first), all devices
 };
 
 // `gap_count`: how many of the longest idle gaps to keep.

@@ -91,7 +91,8 @@ std::vector<KernelTypeRow> kernel_type_breakdown(const std::vector<RankGpuWork>&
             std::string name;
             for (int k = 0; k < kKernelClassCount; ++k)
                 if (mask & (1 << k))
-                    name += (name.empty() ? "" : " overlapping ") + std::string(kernel_class_name(static_cast<KernelClass>(k)));
+                    name += (name.empty() ? "" : " overlapping ") +
+                            std::string(kernel_class_name(static_cast<KernelClass>(k)));
             rank_rows.push_back({rank.rank, name, by_mask[mask]});
         }
         std::stable_sort(rank_rows.begin(), rank_rows.end(),
@@ -115,7 +116,7 @@ std::vector<TopKernelRow> top_kernels_by_type(const store::TraceReader& reader, 
             if (row.instances == 0) {
                 row.rank = rank.rank;
                 row.kernel_type = kernel_class_name(event.kernel_class);
-                row.name = event.kind == GpuEventKind::kernel ? std::string(reader.string(event.name_id))
+                row.name = event.kind == GpuEventKind::kernel   ? std::string(reader.string(event.name_id))
                            : event.kind == GpuEventKind::memcpy ? "memcpy"
                                                                 : "memset";
                 row.min_ns = row.max_ns = duration;
@@ -172,7 +173,7 @@ template <typename Visit, typename First>
 void for_each_stream_gap(const std::vector<RankGpuWork>& work, trace::TimeNs threshold_ns, Visit visit, First first) {
     for (const RankGpuWork& rank : work) {
         std::unordered_map<std::uint64_t, trace::TimeNs> previous_end;  // by stream
-        for (const GpuEvent& event : rank.events) {  // by start: per stream, in start order too
+        for (const GpuEvent& event : rank.events) {                     // by start: per stream, in start order too
             auto [found, inserted] = previous_end.try_emplace(event.cuda_stream, event.end_ns);
             if (inserted) {
                 first(rank.rank, event.cuda_stream);

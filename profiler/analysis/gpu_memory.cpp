@@ -165,8 +165,7 @@ class Places {
         for (auto it = frames.rbegin(); it != frames.rend() && place.empty(); ++it)
             if (it->is_python()) place = python_frame_name(*it);
         for (auto it = frames.rbegin(); it != frames.rend() && place.empty(); ++it)
-            if (is_operation_frame(it->function) && !is_allocator_frame(it->function))
-                place = it->function;
+            if (is_operation_frame(it->function) && !is_allocator_frame(it->function)) place = it->function;
         for (auto it = frames.rbegin(); it != frames.rend() && place.empty(); ++it)
             if (!is_allocator_frame(it->function)) place = it->function;
         if (place.empty() && !frames.empty()) place = frames.back().function;
@@ -201,8 +200,7 @@ class Places {
 };
 
 template <typename Key>
-std::vector<GpuMemoryPlace> grouped(const std::unordered_map<std::uint64_t, LiveBlock>& live,
-                                    Key key) {
+std::vector<GpuMemoryPlace> grouped(const std::unordered_map<std::uint64_t, LiveBlock>& live, Key key) {
     std::map<std::string, GpuMemoryPlace> by_place;
     for (const auto& [address, block] : live) {
         const std::string& place = key(address, block);
@@ -269,14 +267,13 @@ std::vector<Step> all_steps(const store::TraceReader& reader) {
     std::vector<Step> steps;
     for (const auto& [rank, ranges] : step_ranges(reader, rank_map(reader))) {
         for (const StepRange& range : ranges) {
-            Step step{range.start_ns, range.end_ns,
-                      range.number ? fmt::format("step {}", *range.number)
-                                   : fmt::format("step at {} ns", range.start_ns)};
+            Step step{
+                range.start_ns, range.end_ns,
+                range.number ? fmt::format("step {}", *range.number) : fmt::format("step at {} ns", range.start_ns)};
             steps.push_back(std::move(step));
         }
     }
-    std::sort(steps.begin(), steps.end(),
-              [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
+    std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
     return steps;
 }
 
@@ -299,9 +296,7 @@ struct Replay {
             case MemoryAction::alloc:
             case MemoryAction::live_at_start: {
                 auto [it, inserted] = live.try_emplace(e.address);
-                if (!inserted)
-                    allocated -=
-                        it->second.bytes;  // allocated again without a free: the latest counts
+                if (!inserted) allocated -= it->second.bytes;  // allocated again without a free: the latest counts
                 it->second = {e.bytes, e.stack_id, e.action == MemoryAction::live_at_start, e.thread_id, e.time_ns};
                 allocated += e.bytes;
                 return;
@@ -338,8 +333,7 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
 
     // Pass 1: peaks, churn, OOMs, per device.
     std::map<trace::DeviceId, GpuMemoryDevice> devices;
-    std::map<trace::DeviceId, std::int64_t>
-        peak_index;  // events of the device up to and including the peak
+    std::map<trace::DeviceId, std::int64_t> peak_index;  // events of the device up to and including the peak
     {
         trace::DeviceId current = -1;
         bool started = false;
@@ -365,8 +359,7 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
             ++index;
             ++device->events;
             replay.apply(e);
-            if (e.action == MemoryAction::live_at_start)
-                device->allocated_before_trace_bytes += e.bytes;
+            if (e.action == MemoryAction::live_at_start) device->allocated_before_trace_bytes += e.bytes;
             if (replay.allocated > device->peak_allocated_bytes) {
                 device->peak_allocated_bytes = replay.allocated;
                 device->peak_allocated_ns = e.time_ns;
@@ -399,10 +392,9 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
                 oom.allocated_bytes = replay.allocated;
                 oom.reserved_bytes = replay.reserved;
                 oom.live_blocks = static_cast<std::int64_t>(replay.live.size());
-                oom.live_by_line =
-                    grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
-                        return places.line_of(b.stack, b.before_trace);
-                    });
+                oom.live_by_line = grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
+                    return places.line_of(b.stack, b.before_trace);
+                });
                 device->ooms.push_back(std::move(oom));
             }
             return true;
@@ -437,14 +429,12 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
             id);
         device.live_blocks_at_peak = static_cast<std::int64_t>(replay.live.size());
         device.at_peak_by_op = BlockOps(reader, replay.live).places(replay.live);
-        device.at_peak_by_line =
-            grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
-                return places.line_of(b.stack, b.before_trace);
-            });
-        device.at_peak_by_stack =
-            grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
-                return places.stack_of(b.stack, b.before_trace);
-            });
+        device.at_peak_by_line = grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
+            return places.line_of(b.stack, b.before_trace);
+        });
+        device.at_peak_by_stack = grouped(replay.live, [&](std::uint64_t, const LiveBlock& b) -> const std::string& {
+            return places.stack_of(b.stack, b.before_trace);
+        });
         if (const Step* step = steps.empty() ? nullptr : step_at(steps, device.peak_allocated_ns))
             device.peak_step = step->name;
         store::EventQuery query;
@@ -464,11 +454,9 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
     for (const trace::MemoryBlock& block : reader.memory_blocks()) {
         GpuMemoryDevice& device = devices[block.device_id];
         device.device = block.device_id;
-        if (device.largest_free_block_bytes < 0)
-            device.largest_free_block_bytes = device.free_blocks_bytes = 0;
+        if (device.largest_free_block_bytes < 0) device.largest_free_block_bytes = device.free_blocks_bytes = 0;
         if (block.state == trace::MemoryBlockState::inactive) {
-            device.largest_free_block_bytes =
-                std::max(device.largest_free_block_bytes, block.bytes);
+            device.largest_free_block_bytes = std::max(device.largest_free_block_bytes, block.bytes);
             device.free_blocks_bytes += block.bytes;
         }
     }
@@ -476,8 +464,7 @@ GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
     return report;
 }
 
-std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace::RunInfo& run,
-                                     std::size_t top) {
+std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace::RunInfo& run, std::size_t top) {
     const std::size_t limit = top > 0 ? top : 10;
     auto since_start = [&](trace::TimeNs t) -> std::int64_t { return t - run.start_ns; };
     auto optional_bytes = [](std::int64_t bytes) -> Cell {
@@ -486,38 +473,35 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
     };
     std::vector<Table> tables;
 
-    Table summary{
-        "gpu_memory",
-        "GPU memory by device (allocated = requested bytes of live blocks; reserved = segments)",
-        {{"device", "Device", ColumnKind::integer},
-         {"peak_allocated_bytes", "Peak Allocated (B)", ColumnKind::integer},
-         {"peak_allocated_at_ns", "At", ColumnKind::time},
-         {"peak_step", "Step", ColumnKind::text},
-         {"peak_range", "Range", ColumnKind::text},
-         {"live_blocks_at_peak", "Live Blocks", ColumnKind::integer},
-         {"peak_reserved_bytes", "Peak Reserved (B)", ColumnKind::integer},
-         {"peak_reserved_at_ns", "At", ColumnKind::time},
-         {"reserved_at_peak_bytes", "Reserved At Peak (B)", ColumnKind::integer},
-         {"fragmentation_bytes", "Reserved - Allocated At Peak (B)", ColumnKind::integer},
-         {"largest_free_block_bytes", "Largest Free Block (B)", ColumnKind::integer},
-         {"allocated_before_trace_bytes", "Allocated Before Trace (B)", ColumnKind::integer},
-         {"events", "Events", ColumnKind::integer},
-         {"ooms", "OOMs", ColumnKind::integer}},
-        {},
-        "no GPU memory events or allocator state in this trace (a PyTorch memory snapshot has "
-        "them)"};
+    Table summary{"gpu_memory",
+                  "GPU memory by device (allocated = requested bytes of live blocks; reserved = segments)",
+                  {{"device", "Device", ColumnKind::integer},
+                   {"peak_allocated_bytes", "Peak Allocated (B)", ColumnKind::integer},
+                   {"peak_allocated_at_ns", "At", ColumnKind::time},
+                   {"peak_step", "Step", ColumnKind::text},
+                   {"peak_range", "Range", ColumnKind::text},
+                   {"live_blocks_at_peak", "Live Blocks", ColumnKind::integer},
+                   {"peak_reserved_bytes", "Peak Reserved (B)", ColumnKind::integer},
+                   {"peak_reserved_at_ns", "At", ColumnKind::time},
+                   {"reserved_at_peak_bytes", "Reserved At Peak (B)", ColumnKind::integer},
+                   {"fragmentation_bytes", "Reserved - Allocated At Peak (B)", ColumnKind::integer},
+                   {"largest_free_block_bytes", "Largest Free Block (B)", ColumnKind::integer},
+                   {"allocated_before_trace_bytes", "Allocated Before Trace (B)", ColumnKind::integer},
+                   {"events", "Events", ColumnKind::integer},
+                   {"ooms", "OOMs", ColumnKind::integer}},
+                  {},
+                  "no GPU memory events or allocator state in this trace (a PyTorch memory snapshot has "
+                  "them)"};
     for (const GpuMemoryDevice& d : report.devices) {
-        summary.rows.push_back(
-            {static_cast<std::int64_t>(d.device), d.peak_allocated_bytes,
-             since_start(d.peak_allocated_ns), d.peak_step.empty() ? std::string("-") : d.peak_step,
-             d.peak_range.empty() ? std::string("-") : d.peak_range, d.live_blocks_at_peak,
-             d.peak_reserved_bytes, since_start(d.peak_reserved_ns), d.reserved_at_peak_bytes,
-             d.reserved_at_peak_bytes - d.peak_allocated_bytes,
-             optional_bytes(d.largest_free_block_bytes), d.allocated_before_trace_bytes, d.events,
-             static_cast<std::int64_t>(d.ooms.size())});
+        summary.rows.push_back({static_cast<std::int64_t>(d.device), d.peak_allocated_bytes,
+                                since_start(d.peak_allocated_ns), d.peak_step.empty() ? std::string("-") : d.peak_step,
+                                d.peak_range.empty() ? std::string("-") : d.peak_range, d.live_blocks_at_peak,
+                                d.peak_reserved_bytes, since_start(d.peak_reserved_ns), d.reserved_at_peak_bytes,
+                                d.reserved_at_peak_bytes - d.peak_allocated_bytes,
+                                optional_bytes(d.largest_free_block_bytes), d.allocated_before_trace_bytes, d.events,
+                                static_cast<std::int64_t>(d.ooms.size())});
     }
-    summary.notes.push_back(
-        "largest free block: of the allocator's state when the snapshot was taken");
+    summary.notes.push_back("largest free block: of the allocator's state when the snapshot was taken");
     tables.push_back(std::move(summary));
 
     auto place_table = [&](const char* key, const char* title, const char* place_title,
@@ -535,16 +519,15 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
         for (const GpuMemoryDevice& d : report.devices) {
             const std::vector<GpuMemoryPlace>& rows = d.*member;
             for (std::size_t i = 0; i < rows.size() && i < limit; ++i) {
-                const double percent = d.peak_allocated_bytes > 0
-                                           ? 100.0 * static_cast<double>(rows[i].bytes) /
-                                                 static_cast<double>(d.peak_allocated_bytes)
-                                           : 0.0;
-                table.rows.push_back({static_cast<std::int64_t>(d.device), rows[i].place, rows[i].blocks,
-                                      rows[i].bytes, percent, rows[i].largest_block_bytes});
+                const double percent = d.peak_allocated_bytes > 0 ? 100.0 * static_cast<double>(rows[i].bytes) /
+                                                                        static_cast<double>(d.peak_allocated_bytes)
+                                                                  : 0.0;
+                table.rows.push_back({static_cast<std::int64_t>(d.device), rows[i].place, rows[i].blocks, rows[i].bytes,
+                                      percent, rows[i].largest_block_bytes});
             }
             if (rows.size() > limit)
-                table.notes.push_back(fmt::format("device {}: {} more places (--top N shows more)",
-                                                  d.device, rows.size() - limit));
+                table.notes.push_back(
+                    fmt::format("device {}: {} more places (--top N shows more)", d.device, rows.size() - limit));
         }
         tables.push_back(std::move(table));
     };
@@ -552,10 +535,10 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
                 &GpuMemoryDevice::at_peak_by_op,
                 "no block live at the peak names the thread that allocated it (a PyTorch memory snapshot "
                 "records stacks: see the line and stack tables)");
-    place_table("gpu_memory_at_peak_by_line", "Live at the allocated peak, by allocating line",
-                "Allocated At", &GpuMemoryDevice::at_peak_by_line, "nothing was allocated");
-    place_table("gpu_memory_at_peak_by_stack", "Live at the allocated peak, by stack",
-                "Stack (outermost first)", &GpuMemoryDevice::at_peak_by_stack, "nothing was allocated");
+    place_table("gpu_memory_at_peak_by_line", "Live at the allocated peak, by allocating line", "Allocated At",
+                &GpuMemoryDevice::at_peak_by_line, "nothing was allocated");
+    place_table("gpu_memory_at_peak_by_stack", "Live at the allocated peak, by stack", "Stack (outermost first)",
+                &GpuMemoryDevice::at_peak_by_stack, "nothing was allocated");
 
     Table churn{"gpu_memory_churn",
                 "Allocation churn",
@@ -569,8 +552,8 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
                 "no allocations in the trace"};
     for (const GpuMemoryDevice& d : report.devices)
         for (const GpuMemoryChurn& row : d.churn)
-            churn.rows.push_back({static_cast<std::int64_t>(d.device), row.step, row.allocs,
-                                  row.alloc_bytes, row.frees, row.freed_bytes});
+            churn.rows.push_back({static_cast<std::int64_t>(d.device), row.step, row.allocs, row.alloc_bytes, row.frees,
+                                  row.freed_bytes});
     tables.push_back(std::move(churn));
 
     Table oom{"gpu_memory_oom",
@@ -588,13 +571,11 @@ std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace:
               "no out-of-memory event"};
     for (const GpuMemoryDevice& d : report.devices) {
         for (const GpuMemoryOom& o : d.ooms) {
-            const std::size_t shown =
-                std::max<std::size_t>(1, std::min(limit, o.live_by_line.size()));
+            const std::size_t shown = std::max<std::size_t>(1, std::min(limit, o.live_by_line.size()));
             for (std::size_t i = 0; i < shown; ++i) {
                 const bool any = i < o.live_by_line.size();
-                oom.rows.push_back({static_cast<std::int64_t>(d.device), since_start(o.time_ns),
-                                    o.request_bytes, optional_bytes(o.device_free_bytes),
-                                    o.allocated_bytes, o.reserved_bytes,
+                oom.rows.push_back({static_cast<std::int64_t>(d.device), since_start(o.time_ns), o.request_bytes,
+                                    optional_bytes(o.device_free_bytes), o.allocated_bytes, o.reserved_bytes,
                                     any ? o.live_by_line[i].place : std::string("(none live)"),
                                     any ? o.live_by_line[i].blocks : std::int64_t{0},
                                     any ? o.live_by_line[i].bytes : std::int64_t{0}});

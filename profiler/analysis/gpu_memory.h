@@ -86,7 +86,7 @@ struct GpuMemoryDevice {
     // The largest free (inactive) block of the allocator's state (memory_blocks); -1
     // when the trace holds no state for this device.
     std::int64_t largest_free_block_bytes = -1;
-    std::int64_t free_blocks_bytes = -1;           // all inactive blocks of that state
+    std::int64_t free_blocks_bytes = -1;  // all inactive blocks of that state
     // By allocating op: empty when no block live at the peak names its thread (a PyTorch
     // memory snapshot); blocks without one are "(no thread recorded)".
     std::vector<GpuMemoryPlace> at_peak_by_op;     // largest first
@@ -111,9 +111,9 @@ struct GpuMemoryBlock {
     trace::ThreadId thread_id = 0;  // 0: not recorded
     trace::StackId stack_id = 0;    // 0: no stack
     bool before_trace = false;
-    std::string line;                          // its allocating line (as by_line)
-    std::string op;                            // its allocating op (as by_op)
-    std::optional<trace::RangeEvent> op_range; // the range naming that op, when one was open
+    std::string line;                           // its allocating line (as by_line)
+    std::string op;                             // its allocating op (as by_op)
+    std::optional<trace::RangeEvent> op_range;  // the range naming that op, when one was open
 };
 
 // What was live on `device` at `time`: the replay of its events up to and including
@@ -143,7 +143,6 @@ void for_each_memory_total(const store::TraceReader& reader, const MemoryTotalVi
 // peak_reserved_bytes, ...), then "gpu_memory_at_peak_by_op", "gpu_memory_at_peak_by_line",
 // "gpu_memory_at_peak_by_stack", "gpu_memory_churn" and "gpu_memory_oom"; `top` rows of
 // each place table per device (0: 10). Times are from the trace's start.
-std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace::RunInfo& run,
-                                     std::size_t top);
+std::vector<Table> gpu_memory_tables(const GpuMemoryReport& report, const trace::RunInfo& run, std::size_t top);
 
 }  // namespace ember::analysis

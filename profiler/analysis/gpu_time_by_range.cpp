@@ -33,12 +33,12 @@ GpuTimeByRange gpu_time_by_range(const store::TraceReader& reader) {
     };
 
     store::Statement launches(reader.database(), reader.path(),
-                      "SELECT a.thread_id, a.start_ns, k.name_id, k.end_ns - k.start_ns "
-                      "FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
-                      "WHERE k.correlation_id != 0 ORDER BY a.thread_id, a.start_ns");
+                              "SELECT a.thread_id, a.start_ns, k.name_id, k.end_ns - k.start_ns "
+                              "FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
+                              "WHERE k.correlation_id != 0 ORDER BY a.thread_id, a.start_ns");
     store::Statement ranges(reader.database(), reader.path(),
-                    "SELECT thread_id, start_ns, end_ns, name_id FROM ranges WHERE depth >= 0 "
-                    "ORDER BY thread_id, start_ns, depth");
+                            "SELECT thread_id, start_ns, end_ns, name_id FROM ranges WHERE depth >= 0 "
+                            "ORDER BY thread_id, start_ns, depth");
     bool has_range = ranges.next_row();
     std::vector<OpenRange> open;
     std::int64_t current_thread = -1;
@@ -68,13 +68,14 @@ GpuTimeByRange gpu_time_by_range(const store::TraceReader& reader) {
     }
 
     store::Statement orphans(reader.database(), reader.path(),
-                     "SELECT k.name_id, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k "
-                     "WHERE k.correlation_id = 0 OR NOT EXISTS "
-                     "(SELECT 1 FROM api_calls a WHERE a.correlation_id = k.correlation_id) "
-                     "GROUP BY k.name_id ORDER BY k.name_id");
+                             "SELECT k.name_id, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k "
+                             "WHERE k.correlation_id = 0 OR NOT EXISTS "
+                             "(SELECT 1 FROM api_calls a WHERE a.correlation_id = k.correlation_id) "
+                             "GROUP BY k.name_id ORDER BY k.name_id");
     while (orphans.next_row()) {
         std::uint32_t node = tree.child(StackTree::kRoot, kNoLaunchingCallName);
-        attribute(node, static_cast<trace::StringId>(orphans.column_int64(0)), orphans.column_int64(1), orphans.column_int64(2));
+        attribute(node, static_cast<trace::StringId>(orphans.column_int64(0)), orphans.column_int64(1),
+                  orphans.column_int64(2));
     }
     return result;
 }

@@ -16,7 +16,7 @@
 namespace ember::analysis {
 
 // Names of the top-level stacks that collect kernels with no range.
-inline constexpr const char* kNoRangeName = "(no range)";                  // launched outside every range
+inline constexpr const char* kNoRangeName = "(no range)";                   // launched outside every range
 inline constexpr const char* kNoLaunchingCallName = "(no launching call)";  // no API call with its correlation id
 
 struct GpuTimeByRange {

@@ -42,11 +42,17 @@ constexpr EnumName<KernelClass> kKernelClassNames[] = {
 
 }  // namespace
 
-std::optional<Convention> parse_convention(std::string_view text) { return value_in(kConventionNames, text); }
+std::optional<Convention> parse_convention(std::string_view text) {
+    return value_in(kConventionNames, text);
+}
 
-const char* convention_name(Convention convention) { return name_in(kConventionNames, convention, "ember"); }
+const char* convention_name(Convention convention) {
+    return name_in(kConventionNames, convention, "ember");
+}
 
-const char* kernel_class_name(KernelClass kind) { return name_in(kKernelClassNames, kind, "COMPUTATION"); }
+const char* kernel_class_name(KernelClass kind) {
+    return name_in(kKernelClassNames, kind, "COMPUTATION");
+}
 
 KernelClass classify_kernel(std::string_view name) {
     auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
@@ -64,8 +70,8 @@ KernelClass classify_kernel(std::string_view name) {
 static double decimal_microseconds_by_text(std::int64_t ns) {
     char text[40];
     const bool negative = ns < 0;
-    const unsigned long long magnitude = negative ? 0ull - static_cast<unsigned long long>(ns)
-                                                  : static_cast<unsigned long long>(ns);
+    const unsigned long long magnitude =
+        negative ? 0ull - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
     std::snprintf(text, sizeof(text), "%s%llu.%03llu", negative ? "-" : "", magnitude / 1000, magnitude % 1000);
     return std::strtod(text, nullptr);
 }
@@ -110,7 +116,6 @@ void round_like_hta(trace::TimeNs& start_ns, trace::TimeNs& end_ns) {
 // ---------------------------------------------------------------------------
 // [SECTION] Ranks
 // ---------------------------------------------------------------------------
-
 
 // Orders `events` by start time, equal starts keeping their present order (what
 // std::stable_sort gives), by sorting (start, index) pairs and then moving each event
@@ -179,8 +184,9 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
         const bool kernels = kind == GpuEventKind::kernel;
         const bool syncs = kind == GpuEventKind::sync;
         store::Statement query(reader.database(), reader.path(),
-                       std::string("SELECT start_ns, end_ns, stream_id, correlation_id") + (kernels ? ", name_id" : "") +
-                           " FROM " + table + (syncs ? " WHERE stream_id != 0" : ""));
+                               std::string("SELECT start_ns, end_ns, stream_id, correlation_id") +
+                                   (kernels ? ", name_id" : "") + " FROM " + table +
+                                   (syncs ? " WHERE stream_id != 0" : ""));
         while (query.next_row()) {
             GpuEvent event;
             event.start_ns = query.column_int64(0);
@@ -215,12 +221,14 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
             if (event.correlation != 0) launches.try_emplace(event.correlation);
     }
     if (!launches.empty()) {
-        store::Statement query(reader.database(), reader.path(),
-                       "SELECT start_ns, end_ns, correlation_id, name_id FROM api_calls WHERE correlation_id != 0");
+        store::Statement query(
+            reader.database(), reader.path(),
+            "SELECT start_ns, end_ns, correlation_id, name_id FROM api_calls WHERE correlation_id != 0");
         while (query.next_row()) {
             auto found = launches.find(static_cast<trace::CorrelationId>(query.column_int64(2)));
             if (found == launches.end()) continue;
-            found->second = {query.column_int64(0), query.column_int64(1), static_cast<trace::StringId>(query.column_int64(3)), true};
+            found->second = {query.column_int64(0), query.column_int64(1),
+                             static_cast<trace::StringId>(query.column_int64(3)), true};
         }
     }
 

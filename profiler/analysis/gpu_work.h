@@ -57,7 +57,7 @@ struct GpuEvent {
     trace::TimeNs end_ns = 0;
     trace::TimeNs launch_start_ns = kNoLaunch;  // the launching API call, when the file has it
     trace::TimeNs launch_end_ns = kNoLaunch;
-    std::uint64_t cuda_stream = 0;              // as recorded (Kineto's stream tid, CUPTI's streamId)
+    std::uint64_t cuda_stream = 0;  // as recorded (Kineto's stream tid, CUPTI's streamId)
     trace::CorrelationId correlation = 0;
     trace::StringId name_id = trace::kNoString;         // kernels: the kernel name
     trace::StringId launch_name_id = trace::kNoString;  // "cudaLaunchKernel", ...
@@ -68,12 +68,12 @@ struct GpuEvent {
 
 struct RankGpuWork {
     std::int32_t rank = 0;
-    std::vector<GpuEvent> events;  // by start time
+    std::vector<GpuEvent> events;        // by start time
     std::vector<GpuEvent> stream_syncs;  // hta only: synchronizations on a stream, by start time
     // What the convention left out, so reports can say what they count.
-    std::int64_t dropped_unlinked = 0;          // no launching call (tracelens, hta)
-    std::int64_t dropped_after_last_step = 0;   // launched at or after the last step's start (hta)
-    std::int64_t profiler_steps = 0;            // step ranges of the rank
+    std::int64_t dropped_unlinked = 0;         // no launching call (tracelens, hta)
+    std::int64_t dropped_after_last_step = 0;  // launched at or after the last step's start (hta)
+    std::int64_t profiler_steps = 0;           // step ranges of the rank
 };
 
 // GPU work per rank, ordered by rank. A job trace (`ember merge`) holds one rank per

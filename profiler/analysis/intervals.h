@@ -52,8 +52,10 @@ inline IntervalUnion intersection(const IntervalUnion& a, const IntervalUnion& b
         const trace::TimeNs start = std::max(a[i].start_ns, b[j].start_ns);
         const trace::TimeNs end = std::min(a[i].end_ns, b[j].end_ns);
         if (start < end) result.push_back({start, end});
-        if (a[i].end_ns < b[j].end_ns) ++i;
-        else ++j;
+        if (a[i].end_ns < b[j].end_ns)
+            ++i;
+        else
+            ++j;
     }
     return result;
 }

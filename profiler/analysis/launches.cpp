@@ -24,7 +24,7 @@ std::vector<LaunchRow> launch_statistics(const store::TraceReader& reader, const
             LaunchRow& row = by_name[key];
             if (row.launches == 0) {
                 row.rank = rank.rank;
-                row.name = event.kind == GpuEventKind::kernel ? std::string(reader.string(event.name_id))
+                row.name = event.kind == GpuEventKind::kernel   ? std::string(reader.string(event.name_id))
                            : event.kind == GpuEventKind::memcpy ? "memcpy"
                                                                 : "memset";
             }

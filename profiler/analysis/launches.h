@@ -43,14 +43,14 @@ struct LaunchRow {
     std::int32_t rank = 0;
     std::string name;  // kernel name; "memcpy" / "memset" for copies
     std::int64_t launches = 0;
-    trace::TimeNs launch_total_ns = 0;   // summed CPU duration of the launching calls
+    trace::TimeNs launch_total_ns = 0;  // summed CPU duration of the launching calls
     trace::TimeNs launch_max_ns = 0;
-    trace::TimeNs delay_total_ns = 0;    // summed launch delay
+    trace::TimeNs delay_total_ns = 0;  // summed launch delay
     trace::TimeNs delay_max_ns = 0;
     trace::TimeNs gpu_total_ns = 0;
-    std::int64_t short_kernels = 0;      // runs shorter than their launch
-    std::int64_t launch_outliers = 0;    // launch longer than the runtime cutoff
-    std::int64_t delay_outliers = 0;     // delay longer than the delay cutoff
+    std::int64_t short_kernels = 0;    // runs shorter than their launch
+    std::int64_t launch_outliers = 0;  // launch longer than the runtime cutoff
+    std::int64_t delay_outliers = 0;   // delay longer than the delay cutoff
 };
 // Per rank and name, by summed launch time, longest first.
 std::vector<LaunchRow> launch_statistics(const store::TraceReader& reader, const std::vector<RankGpuWork>& work,

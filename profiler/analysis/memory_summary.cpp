@@ -17,23 +17,33 @@ using trace::MemoryKind;
 MemoryKind described_kind(MemcpyDirection direction, MemoryKind source, MemoryKind destination) {
     switch (direction) {
         case MemcpyDirection::host_to_device:
-        case MemcpyDirection::host_to_host: return source;
-        case MemcpyDirection::device_to_host: return destination;
+        case MemcpyDirection::host_to_host:
+            return source;
+        case MemcpyDirection::device_to_host:
+            return destination;
         case MemcpyDirection::device_to_device:
-        case MemcpyDirection::peer_to_peer: return MemoryKind::device;
-        default: return source;
+        case MemcpyDirection::peer_to_peer:
+            return MemoryKind::device;
+        default:
+            return source;
     }
 }
 
 // Report order of directions (enum order puts "unknown" first).
 int direction_rank(MemcpyDirection direction) {
     switch (direction) {
-        case MemcpyDirection::host_to_device: return 0;
-        case MemcpyDirection::device_to_host: return 1;
-        case MemcpyDirection::device_to_device: return 2;
-        case MemcpyDirection::host_to_host: return 3;
-        case MemcpyDirection::peer_to_peer: return 4;
-        default: return 5;
+        case MemcpyDirection::host_to_device:
+            return 0;
+        case MemcpyDirection::device_to_host:
+            return 1;
+        case MemcpyDirection::device_to_device:
+            return 2;
+        case MemcpyDirection::host_to_host:
+            return 3;
+        case MemcpyDirection::peer_to_peer:
+            return 4;
+        default:
+            return 5;
     }
 }
 
@@ -49,9 +59,10 @@ std::vector<MemoryOperationRow> memory_summary(const store::TraceReader& reader)
     // (operation rank, memory kind) -> totals
     std::map<std::pair<int, int>, Totals> groups;
     {
-        store::Statement query(reader.database(), reader.path(),
-                       "SELECT direction, source_kind, destination_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) "
-                       "FROM memcpys GROUP BY direction, source_kind, destination_kind");
+        store::Statement query(
+            reader.database(), reader.path(),
+            "SELECT direction, source_kind, destination_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) "
+            "FROM memcpys GROUP BY direction, source_kind, destination_kind");
         while (query.next_row()) {
             auto direction = static_cast<MemcpyDirection>(query.column_int64(0));
             MemoryKind kind = described_kind(direction, static_cast<MemoryKind>(query.column_int64(1)),
@@ -63,8 +74,9 @@ std::vector<MemoryOperationRow> memory_summary(const store::TraceReader& reader)
         }
     }
     {
-        store::Statement query(reader.database(), reader.path(),
-                       "SELECT memory_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) FROM memsets GROUP BY memory_kind");
+        store::Statement query(
+            reader.database(), reader.path(),
+            "SELECT memory_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) FROM memsets GROUP BY memory_kind");
         while (query.next_row()) {
             Totals& totals = groups[{kMemsetRank, static_cast<int>(query.column_int64(0))}];
             totals.count += query.column_int64(1);
@@ -84,7 +96,8 @@ std::vector<MemoryOperationRow> memory_summary(const store::TraceReader& reader)
         row.total_bytes = totals.bytes;
         row.total_ns = totals.ns;
         // bytes per ns is exactly GB/s.
-        row.bandwidth_gb_per_s = totals.ns > 0 ? static_cast<double>(totals.bytes) / static_cast<double>(totals.ns) : 0.0;
+        row.bandwidth_gb_per_s =
+            totals.ns > 0 ? static_cast<double>(totals.bytes) / static_cast<double>(totals.ns) : 0.0;
         rows.push_back(std::move(row));
     }
     return rows;

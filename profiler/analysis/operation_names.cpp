@@ -11,7 +11,8 @@ std::string memcpy_operation_name(trace::MemcpyDirection direction) {
         case trace::MemcpyDirection::host_to_host:
         case trace::MemcpyDirection::peer_to_peer:
             return std::string("[CUDA memcpy ") + trace::direction_name(direction) + "]";
-        default: return "[CUDA memcpy Unknown]";
+        default:
+            return "[CUDA memcpy Unknown]";
     }
 }
 
@@ -34,15 +35,21 @@ namespace {
 bool is_identifier_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':';
 }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex_digit(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_hex_digit(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 // The '>' closing the template argument list opened at `open`, or npos.
 std::size_t closing_angle(std::string_view name, std::size_t open) {
     int depth = 0;
     for (std::size_t i = open; i < name.size(); ++i) {
-        if (name[i] == '<') ++depth;
-        else if (name[i] == '>' && --depth == 0) return i;
+        if (name[i] == '<')
+            ++depth;
+        else if (name[i] == '>' && --depth == 0)
+            return i;
     }
     return std::string_view::npos;
 }

@@ -27,12 +27,31 @@ std::string_view base_api_name(std::string_view name) {
 
 constexpr std::array<std::string_view, 24> kSynchronizingCalls = {
     // runtime
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol",
-    "cudaMemcpyPeer", "cudaMemcpyFromArray", "cudaMemcpy2DFromArray",
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaThreadSynchronize",
+    "cudaMemcpy",
+    "cudaMemcpy2D",
+    "cudaMemcpy3D",
+    "cudaMemcpyFromSymbol",
+    "cudaMemcpyToSymbol",
+    "cudaMemcpyPeer",
+    "cudaMemcpyFromArray",
+    "cudaMemcpy2DFromArray",
     // driver
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyDtoH",
-    "cuMemcpyHtoD", "cuMemcpyDtoD", "cuMemcpy2D", "cuMemcpy3D", "cuMemcpyPeer", "cuMemcpyAtoH", "cuMemcpy2DUnaligned",
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "cuMemcpy",
+    "cuMemcpyDtoH",
+    "cuMemcpyHtoD",
+    "cuMemcpyDtoD",
+    "cuMemcpy2D",
+    "cuMemcpy3D",
+    "cuMemcpyPeer",
+    "cuMemcpyAtoH",
+    "cuMemcpy2DUnaligned",
 };
 
 bool is_async_copy(std::string_view name) {
@@ -53,15 +72,18 @@ struct GpuOperation {
 std::vector<GpuOperation> gpu_operations(const store::TraceReader& reader) {
     std::vector<GpuOperation> operations;
     reader.for_each_kernel({}, [&](const trace::KernelEvent& e) {
-        operations.push_back({e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, std::string(reader.string(e.name_id))});
+        operations.push_back(
+            {e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, std::string(reader.string(e.name_id))});
         return true;
     });
     reader.for_each_memcpy({}, [&](const trace::MemcpyEvent& e) {
-        operations.push_back({e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, memcpy_operation_name(e.direction)});
+        operations.push_back(
+            {e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, memcpy_operation_name(e.direction)});
         return true;
     });
     reader.for_each_memset({}, [&](const trace::MemsetEvent& e) {
-        operations.push_back({e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, std::string(kMemsetOperationName)});
+        operations.push_back(
+            {e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, std::string(kMemsetOperationName)});
         return true;
     });
     std::sort(operations.begin(), operations.end(),
@@ -94,7 +116,8 @@ std::vector<GpuWorkShare> work_during(const std::vector<GpuOperation>& operation
     }
     std::vector<GpuWorkShare> shares;
     for (const auto& [name, time] : overlap) shares.push_back({name, time / total});
-    std::stable_sort(shares.begin(), shares.end(), [](const GpuWorkShare& a, const GpuWorkShare& b) { return a.share > b.share; });
+    std::stable_sort(shares.begin(), shares.end(),
+                     [](const GpuWorkShare& a, const GpuWorkShare& b) { return a.share > b.share; });
     return shares;
 }
 
@@ -104,7 +127,8 @@ struct StackFrames {
     std::unordered_map<trace::StackId, CallSite> sites;
     const CallSite& site(trace::StackId stack) {
         auto [found, inserted] = sites.try_emplace(stack);
-        if (inserted) found->second = stack == 0 ? CallSite{kNoPythonStack, ""} : call_site_of(reader.stack_frames(stack));
+        if (inserted)
+            found->second = stack == 0 ? CallSite{kNoPythonStack, ""} : call_site_of(reader.stack_frames(stack));
         return found->second;
     }
 };
@@ -126,7 +150,8 @@ bool python_user_frame(const trace::FrameInfo& frame) {
     if (!frame.is_python()) return false;
     const std::string& file = frame.module;
     if (file.empty() || file[0] == '<') return false;
-    if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos) return false;
+    if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos)
+        return false;
     const std::size_t lib = file.find("/lib/python");
     return lib == std::string::npos;
 }
@@ -169,10 +194,13 @@ GpuWaits::GpuWaits(const store::TraceReader& reader) : reader_(reader) {
         const trace::MemcpyEvent* made = copy == copies.end() ? nullptr : &copy->second;
         if (!known->second && !waits_for_gpu(reader.string(call.name_id), made)) return true;
         if (call.end_ns <= call.start_ns) return true;
-        waits_.push_back({call.thread_id, call.start_ns, call.end_ns, std::string(reader.string(call.name_id)), call.stack_id, {}});
+        waits_.push_back(
+            {call.thread_id, call.start_ns, call.end_ns, std::string(reader.string(call.name_id)), call.stack_id, {}});
         WaitScope scope;
-        if (auto sync = scopes.find(call.correlation_id); sync != scopes.end()) scope = sync->second;
-        else if (made) scope = {true, made->device_id, made->stream_id};
+        if (auto sync = scopes.find(call.correlation_id); sync != scopes.end())
+            scope = sync->second;
+        else if (made)
+            scope = {true, made->device_id, made->stream_id};
         wait_scopes.push_back(scope);
         return true;
     });
@@ -182,13 +210,15 @@ GpuWaits::GpuWaits(const store::TraceReader& reader) : reader_(reader) {
     trace::TimeNs longest = 0;
     for (const GpuOperation& op : operations) longest = std::max(longest, op.end_ns - op.start_ns);
     for (std::size_t index = 0; index < waits_.size(); ++index)
-        waits_[index].waited_for = work_during(operations, longest, waits_[index].start_ns, waits_[index].end_ns, wait_scopes[index]);
+        waits_[index].waited_for =
+            work_during(operations, longest, waits_[index].start_ns, waits_[index].end_ns, wait_scopes[index]);
 
     // By OS thread and start; a wait inside another (a runtime call and the driver call
     // it made, both imported) is left to the outer one.
     std::vector<std::size_t> order(waits_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return waits_[a].start_ns < waits_[b].start_ns; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return waits_[a].start_ns < waits_[b].start_ns; });
     for (std::size_t index : order) {
         std::vector<std::size_t>& list = by_thread_[key_of(waits_[index].thread_id)];
         if (!list.empty() && waits_[list.back()].end_ns >= waits_[index].end_ns) continue;
@@ -262,7 +292,8 @@ PythonGpuReport python_gpu(const store::TraceReader& reader) {
     }
     for (auto& [site, row] : sites) {
         for (const auto& [name, time] : work_of_site[site]) row.top_work.emplace_back(name, time);
-        std::stable_sort(row.top_work.begin(), row.top_work.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+        std::stable_sort(row.top_work.begin(), row.top_work.end(),
+                         [](const auto& a, const auto& b) { return a.second > b.second; });
         if (row.top_work.size() > 3) row.top_work.resize(3);
         report.sites.push_back(std::move(row));
     }

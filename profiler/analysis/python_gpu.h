@@ -74,41 +74,43 @@ inline constexpr const char* kNoGpuWorkRecorded = "(no GPU work recorded)";
 // The CPU profile's frame for samples inside a wait; the flamegraph's names the work:
 // "[waiting on GPU: <work>]" (waiting_on_gpu_frame).
 inline constexpr const char* kWaitingOnGpuFrame = "[waiting on GPU]";
-inline std::string waiting_on_gpu_frame(std::string_view work) { return "[waiting on GPU: " + std::string(work) + "]"; }
+inline std::string waiting_on_gpu_frame(std::string_view work) {
+    return "[waiting on GPU: " + std::string(work) + "]";
+}
 
 struct GpuWait {
     trace::ThreadId thread_id = 0;
     trace::TimeNs start_ns = 0;
     trace::TimeNs end_ns = 0;
     std::string api;
-    trace::StackId stack_id = 0;              // the call's Python stack, 0 = unknown
-    std::vector<GpuWorkShare> waited_for;     // most first; empty: no GPU work overlapped the wait
+    trace::StackId stack_id = 0;           // the call's Python stack, 0 = unknown
+    std::vector<GpuWorkShare> waited_for;  // most first; empty: no GPU work overlapped the wait
 };
 
 // Every wait of a file, by thread, to ask which (if any) a sample fell in.
 class GpuWaits {
-public:
+  public:
     explicit GpuWaits(const store::TraceReader& reader);
     // The wait thread `thread` (any thread of the same OS thread) was in at `time`, or null.
     const GpuWait* at(trace::ThreadId thread, trace::TimeNs time) const;
     const std::vector<GpuWait>& all() const { return waits_; }
     bool empty() const { return waits_.empty(); }
 
-private:
+  private:
     using ThreadKey = std::pair<std::int64_t, std::int64_t>;  // (pid, tid), or (-1, thread id) when the tid is unknown
     ThreadKey key_of(trace::ThreadId thread) const;
     static ThreadKey merged_key(const ThreadKey& key);  // the pid without ember merge's 10^9 moves
     const store::TraceReader& reader_;
     std::vector<GpuWait> waits_;
-    std::map<ThreadKey, std::vector<std::size_t>> by_thread_;  // indices into waits_, by start; none nested
+    std::map<ThreadKey, std::vector<std::size_t>> by_thread_;    // indices into waits_, by start; none nested
     std::map<ThreadKey, std::vector<ThreadKey>> by_merged_key_;  // merged_key -> the keys in by_thread_
 };
 
 struct PythonGpuSiteRow {
     CallSite site;
-    trace::TimeNs gpu_ns = 0;    // summed duration of the work launched from the site
-    std::int64_t operations = 0;  // kernels, copies and memsets
-    std::int64_t calls = 0;       // API calls from the site that launched any
+    trace::TimeNs gpu_ns = 0;                                     // summed duration of the work launched from the site
+    std::int64_t operations = 0;                                  // kernels, copies and memsets
+    std::int64_t calls = 0;                                       // API calls from the site that launched any
     std::vector<std::pair<std::string, trace::TimeNs>> top_work;  // by GPU time, most first (3 at most)
 };
 

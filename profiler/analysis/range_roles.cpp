@@ -21,9 +21,12 @@ RangeRole RangeRoles::of_name(trace::StringId name) {
     auto [found, inserted] = name_roles_.try_emplace(name, RangeRole::work);
     if (inserted) {
         const std::string_view text = reader_.string(name);
-        if (is_step_range_name(text)) found->second = RangeRole::step;
-        else if (is_dataloader_wait_name(text)) found->second = RangeRole::dataloader_wait;
-        else if (collective_kind_of_operation(text)) found->second = RangeRole::communication;
+        if (is_step_range_name(text))
+            found->second = RangeRole::step;
+        else if (is_dataloader_wait_name(text))
+            found->second = RangeRole::dataloader_wait;
+        else if (collective_kind_of_operation(text))
+            found->second = RangeRole::communication;
     }
     return found->second;
 }
@@ -40,9 +43,9 @@ bool RangeRoles::is_communication_category(trace::StringId domain, std::uint32_t
     auto [found, inserted] = communication_categories_.try_emplace(key, false);
     if (inserted) {
         constexpr std::uint32_t kCommunication = nvtx::number(nvtx::Category::communication);
-        found->second = (ember_domain_ && domain == *ember_domain_ && category == kCommunication) ||
-                        reader_.nvtx_category_name(domain, category) ==
-                            nvtx::category_name(nvtx::Category::communication);
+        found->second =
+            (ember_domain_ && domain == *ember_domain_ && category == kCommunication) ||
+            reader_.nvtx_category_name(domain, category) == nvtx::category_name(nvtx::Category::communication);
     }
     return found->second;
 }

@@ -29,7 +29,7 @@ enum class RangeRole : std::uint8_t { work, step, dataloader_wait, communication
 // The roles of one trace's ranges, each decided once per distinct name and category (a
 // trace repeats a few thousand names millions of times).
 class RangeRoles {
-public:
+  public:
     explicit RangeRoles(const store::TraceReader& reader);
 
     RangeRole of(trace::StringId domain, trace::StringId name, std::uint32_t category);
@@ -37,7 +37,7 @@ public:
     RangeRole of_name(trace::StringId name);
     bool is_communication_category(trace::StringId domain, std::uint32_t category);
 
-private:
+  private:
     const store::TraceReader& reader_;
     std::optional<trace::StringId> ember_domain_;
     std::unordered_map<trace::StringId, RangeRole> name_roles_;

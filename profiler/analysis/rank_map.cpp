@@ -21,12 +21,14 @@ RankMap rank_map(const store::TraceReader& reader) {
             if (found != process_rank.end()) map.thread_rank[thread.thread_id] = found->second;
         }
         for (const trace::DeviceInfo& device : reader.devices())
-            if (std::optional<std::int32_t> rank = rank_of_device_name(device.name)) map.device_rank[device.device_id] = *rank;
+            if (std::optional<std::int32_t> rank = rank_of_device_name(device.name))
+                map.device_rank[device.device_id] = *rank;
         for (const auto& [pid, rank] : process_rank) map.ranks.insert(rank);
     } else {
         map.ranks.insert(map.single_rank);
     }
-    for (const trace::StreamInfo& stream : reader.streams()) map.stream_rank[stream.stream_id] = map.of_device(stream.device_id);
+    for (const trace::StreamInfo& stream : reader.streams())
+        map.stream_rank[stream.stream_id] = map.of_device(stream.device_id);
     return map;
 }
 

@@ -24,7 +24,7 @@ struct RankMap {
     std::int32_t of_device(trace::DeviceId device) const { return find_or_single(device_rank, device); }
     std::int32_t of_stream(trace::StreamId stream) const { return find_or_single(stream_rank, stream); }
 
-private:
+  private:
     template <class Map, class Key>
     std::int32_t find_or_single(const Map& map, Key key) const {
         auto found = map.find(key);

@@ -31,9 +31,13 @@ std::optional<std::int32_t> leading_rank(std::string_view text, std::string_view
 
 }  // namespace
 
-std::optional<std::int32_t> rank_of_process_name(std::string_view name) { return leading_rank(name, ""); }
+std::optional<std::int32_t> rank_of_process_name(std::string_view name) {
+    return leading_rank(name, "");
+}
 
-std::optional<std::int32_t> rank_of_device_name(std::string_view name) { return leading_rank(name, ": "); }
+std::optional<std::int32_t> rank_of_device_name(std::string_view name) {
+    return leading_rank(name, ": ");
+}
 
 RankSummary rank_summary(const store::TraceReader& reader, const JobCollectives* job) {
     RankSummary summary;

@@ -51,7 +51,7 @@ struct RankTimes {
 };
 
 struct RankSummary {
-    std::vector<RankTimes> ranks;    // by rank
+    std::vector<RankTimes> ranks;          // by rank
     std::optional<std::size_t> straggler;  // index into ranks; see above for when it is set
     // Summed all-reduce wait of every rank but the straggler (with collectives: the
     // others' waits at the collectives it arrived last to).

@@ -21,16 +21,24 @@ constexpr EnumName<TimeUnit> kTimeUnitNames[] = {
 
 }  // namespace
 
-std::optional<TimeUnit> parse_time_unit(std::string_view text) { return value_in(kTimeUnitNames, text); }
+std::optional<TimeUnit> parse_time_unit(std::string_view text) {
+    return value_in(kTimeUnitNames, text);
+}
 
-const char* time_unit_name(TimeUnit unit) { return name_in(kTimeUnitNames, unit, "ns"); }
+const char* time_unit_name(TimeUnit unit) {
+    return name_in(kTimeUnitNames, unit, "ns");
+}
 
 double nanoseconds_per(TimeUnit unit) {
     switch (unit) {
-        case TimeUnit::ns: return 1.0;
-        case TimeUnit::us: return 1e3;
-        case TimeUnit::ms: return 1e6;
-        case TimeUnit::s: return 1e9;
+        case TimeUnit::ns:
+            return 1.0;
+        case TimeUnit::us:
+            return 1e3;
+        case TimeUnit::ms:
+            return 1e6;
+        case TimeUnit::s:
+            return 1e9;
     }
     return 1.0;
 }
@@ -43,7 +51,9 @@ double as_double(const Cell& cell) {
     return 0.0;
 }
 
-bool is_numeric(ColumnKind kind) { return kind != ColumnKind::text; }
+bool is_numeric(ColumnKind kind) {
+    return kind != ColumnKind::text;
+}
 
 std::string column_title(const Column& column, TimeUnit unit) {
     if (column.kind == ColumnKind::time) return column.title + " (" + time_unit_name(unit) + ")";
@@ -67,8 +77,10 @@ std::string format_cell(const Cell& cell, ColumnKind kind, TimeUnit unit) {
                 return fmt::format("{:.1f}", as_double(cell));
             }
             return fmt::format("{:.3f}", as_double(cell) / nanoseconds_per(unit));
-        case ColumnKind::percent: return fmt::format("{:.1f}", as_double(cell));
-        case ColumnKind::bandwidth: return fmt::format("{:.3f}", as_double(cell));
+        case ColumnKind::percent:
+            return fmt::format("{:.1f}", as_double(cell));
+        case ColumnKind::bandwidth:
+            return fmt::format("{:.3f}", as_double(cell));
     }
     return {};
 }
@@ -107,9 +119,12 @@ void write_text(std::ostream& out, const Table& table, TimeUnit unit) {
             bool right = is_numeric(table.columns[c].kind);
             std::string padding(widths[c] - fields[c].size(), ' ');
             line += ' ';
-            if (right && !header) line += padding + fields[c];
-            else if (right && header) line += padding + fields[c];
-            else line += last ? fields[c] : fields[c] + padding;
+            if (right && !header)
+                line += padding + fields[c];
+            else if (right && header)
+                line += padding + fields[c];
+            else
+                line += last ? fields[c] : fields[c] + padding;
             if (!last) line += ' ';
         }
         while (!line.empty() && line.back() == ' ') line.pop_back();

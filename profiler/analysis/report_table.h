@@ -46,7 +46,10 @@ struct Table {
     Table() = default;
     Table(std::string key_, std::string title_, std::vector<Column> columns_ = {},
           std::vector<std::vector<Cell>> rows_ = {}, std::string empty_note_ = {})
-        : key(std::move(key_)), title(std::move(title_)), columns(std::move(columns_)), rows(std::move(rows_)),
+        : key(std::move(key_)),
+          title(std::move(title_)),
+          columns(std::move(columns_)),
+          rows(std::move(rows_)),
           empty_note(std::move(empty_note_)) {}
 
     std::string key;    // report name ("kernels"), the JSON member

@@ -12,7 +12,7 @@
 namespace ember::analysis {
 
 class SqlQuery : public store::Statement {
-public:
+  public:
     using Statement::Statement;
 
     void bind_int64(int index, std::int64_t value) { bind(index, value); }

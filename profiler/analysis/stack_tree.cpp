@@ -5,7 +5,9 @@
 
 namespace ember::analysis {
 
-StackTree::StackTree() { nodes_.emplace_back(); }
+StackTree::StackTree() {
+    nodes_.emplace_back();
+}
 
 std::uint32_t StackTree::child(std::uint32_t parent, const std::string& name) {
     auto [position, inserted] = edges_.try_emplace({parent, name}, static_cast<std::uint32_t>(nodes_.size()));

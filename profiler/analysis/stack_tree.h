@@ -12,12 +12,12 @@
 namespace ember::analysis {
 
 class StackTree {
-public:
+  public:
     struct Node {
         std::uint32_t parent = 0;
         std::string name;
-        std::int64_t self_weight = 0;  // weight of stacks ending exactly here
-        std::uint32_t depth = 0;       // root 0, its children 1, ...
+        std::int64_t self_weight = 0;         // weight of stacks ending exactly here
+        std::uint32_t depth = 0;              // root 0, its children 1, ...
         std::vector<std::uint32_t> children;  // in creation order
     };
 
@@ -38,7 +38,7 @@ public:
     // Names from the root's child down to `id`.
     std::vector<std::string> path(std::uint32_t id) const;
 
-private:
+  private:
     struct EdgeHash {
         std::size_t operator()(const std::pair<std::uint32_t, std::string>& edge) const {
             return std::hash<std::string>()(edge.second) * 31u + edge.first;

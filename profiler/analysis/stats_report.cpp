@@ -42,10 +42,14 @@ namespace {
 Table duration_table(std::string key, std::string title, const std::vector<DurationSummaryRow>& rows, bool nvtx) {
     Table table{std::move(key), std::move(title), {}, {}, {}};
     table.columns = {
-        {"time_percent", "Time (%)", ColumnKind::percent}, {"total", "Total Time", ColumnKind::time},
-        {"instances", "Instances", ColumnKind::integer},   {"avg", "Avg", ColumnKind::time},
-        {"med", "Med", ColumnKind::time},                  {"min", "Min", ColumnKind::time},
-        {"max", "Max", ColumnKind::time},                  {"stddev", "StdDev", ColumnKind::time},
+        {"time_percent", "Time (%)", ColumnKind::percent},
+        {"total", "Total Time", ColumnKind::time},
+        {"instances", "Instances", ColumnKind::integer},
+        {"avg", "Avg", ColumnKind::time},
+        {"med", "Med", ColumnKind::time},
+        {"min", "Min", ColumnKind::time},
+        {"max", "Max", ColumnKind::time},
+        {"stddev", "StdDev", ColumnKind::time},
     };
     if (nvtx) {
         table.columns.push_back({"style", "Style", ColumnKind::text});
@@ -53,9 +57,8 @@ Table duration_table(std::string key, std::string title, const std::vector<Durat
     }
     table.columns.push_back({"name", "Name", ColumnKind::text});
     for (const DurationSummaryRow& row : rows) {
-        std::vector<Cell> cells = {row.time_percent,      row.stats.total_ns,  row.stats.instances,
-                                   row.stats.average_ns,  row.stats.median_ns, row.stats.min_ns,
-                                   row.stats.max_ns,      row.stats.stddev_ns};
+        std::vector<Cell> cells = {row.time_percent,    row.stats.total_ns, row.stats.instances, row.stats.average_ns,
+                                   row.stats.median_ns, row.stats.min_ns,   row.stats.max_ns,    row.stats.stddev_ns};
         if (nvtx) {
             cells.emplace_back(row.style);
             cells.emplace_back(row.domain);
@@ -74,18 +77,20 @@ std::vector<DurationSummaryRow> sorted(std::vector<DurationSummaryRow> rows, con
 Table memory_table(const std::vector<MemoryOperationRow>& rows) {
     Table table{"memory", "GPU memory operations", {}, {}, {}};
     table.columns = {
-        {"operation", "Operation", ColumnKind::text},  {"memory", "Memory", ColumnKind::text},
-        {"count", "Count", ColumnKind::integer},        {"total_bytes", "Total Bytes", ColumnKind::integer},
-        {"total", "Total Time", ColumnKind::time},      {"bandwidth_gb_per_s", "Bandwidth (GB/s)", ColumnKind::bandwidth},
+        {"operation", "Operation", ColumnKind::text}, {"memory", "Memory", ColumnKind::text},
+        {"count", "Count", ColumnKind::integer},      {"total_bytes", "Total Bytes", ColumnKind::integer},
+        {"total", "Total Time", ColumnKind::time},    {"bandwidth_gb_per_s", "Bandwidth (GB/s)", ColumnKind::bandwidth},
     };
     for (const MemoryOperationRow& row : rows) {
-        table.rows.push_back({row.operation, row.memory, row.count, row.total_bytes, row.total_ns, row.bandwidth_gb_per_s});
+        table.rows.push_back(
+            {row.operation, row.memory, row.count, row.total_bytes, row.total_ns, row.bandwidth_gb_per_s});
     }
     return table;
 }
 
 Table gpu_by_range_table(const std::vector<GpuTimeByRangeRow>& rows, std::size_t top) {
-    Table table{"gpu_by_range", "GPU time per NVTX range (kernels, innermost range of the launching thread)", {}, {}, {}};
+    Table table{
+        "gpu_by_range", "GPU time per NVTX range (kernels, innermost range of the launching thread)", {}, {}, {}};
     table.columns = {
         {"gpu_percent", "GPU Time (%)", ColumnKind::percent},
         {"gpu_time", "GPU Time", ColumnKind::time},
@@ -123,11 +128,19 @@ Table steps_table(const GpuActivity& activity, const trace::RunInfo& run, bool c
                                    [](const StepBreakdown& step) { return step.rank >= 0; });
     if (ranks) table.columns.insert(table.columns.begin() + 1, {"rank", "Rank", ColumnKind::integer});
     for (const StepBreakdown& step : activity.steps) {
-        double idle_percent = step.wall_ns > 0 ? 100.0 * static_cast<double>(step.gpu_idle_ns) / static_cast<double>(step.wall_ns) : 0.0;
-        std::vector<Cell> cells = {step.step_index, device_cell(step.device_id), step.start_ns - run.start_ns, step.wall_ns,
-                                   step.gpu_compute_ns, step.communication_ns, step.copies_ns, step.dataloader_wait_ns,
+        double idle_percent =
+            step.wall_ns > 0 ? 100.0 * static_cast<double>(step.gpu_idle_ns) / static_cast<double>(step.wall_ns) : 0.0;
+        std::vector<Cell> cells = {step.step_index,
+                                   device_cell(step.device_id),
+                                   step.start_ns - run.start_ns,
+                                   step.wall_ns,
+                                   step.gpu_compute_ns,
+                                   step.communication_ns,
+                                   step.copies_ns,
+                                   step.dataloader_wait_ns,
                                    step.allreduce_wait_ns,
-                                   step.gpu_idle_ns, idle_percent};
+                                   step.gpu_idle_ns,
+                                   idle_percent};
         if (collective_waits) cells.push_back(step.collective_wait_ns);
         if (ranks) cells.insert(cells.begin() + 1, Cell{static_cast<std::int64_t>(step.rank)});
         table.rows.push_back(std::move(cells));
@@ -145,9 +158,8 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
     };
     std::vector<Group> groups;
     for (const StepBreakdown& step : activity.steps) {
-        auto found = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-            return g.rank == step.rank && g.device == step.device_id;
-        });
+        auto found = std::find_if(groups.begin(), groups.end(),
+                                  [&](const Group& g) { return g.rank == step.rank && g.device == step.device_id; });
         if (found == groups.end()) found = groups.insert(groups.end(), Group{step.rank, step.device_id, {}});
         found->steps.push_back(&step);
     }
@@ -158,20 +170,25 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
         return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
     };
     const bool ranks = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.rank >= 0; });
-    Table summary{"steps_summary", "Training steps in brief (NVTX \"step\" ranges; medians over the steps)", {}, {}, {}};
-    summary.columns = {{"device", "Device", ColumnKind::integer},  {"steps", "Steps", ColumnKind::integer},
-                       {"wall_median", "Wall Med", ColumnKind::time}, {"wall_min", "Wall Min", ColumnKind::time},
-                       {"wall_p90", "Wall P90", ColumnKind::time},    {"wall_max", "Wall Max", ColumnKind::time},
+    Table summary{
+        "steps_summary", "Training steps in brief (NVTX \"step\" ranges; medians over the steps)", {}, {}, {}};
+    summary.columns = {{"device", "Device", ColumnKind::integer},
+                       {"steps", "Steps", ColumnKind::integer},
+                       {"wall_median", "Wall Med", ColumnKind::time},
+                       {"wall_min", "Wall Min", ColumnKind::time},
+                       {"wall_p90", "Wall P90", ColumnKind::time},
+                       {"wall_max", "Wall Max", ColumnKind::time},
                        {"gpu_compute_median", "GPU Compute Med", ColumnKind::time},
                        {"communication_median", "Communication Med", ColumnKind::time},
                        {"copies_median", "Copies Med", ColumnKind::time},
                        {"dataloader_wait_median", "Dataloader Wait Med", ColumnKind::time},
                        {"allreduce_wait_median", "All-reduce Wait Med", ColumnKind::time},
                        {"gpu_idle_median", "GPU Idle Med", ColumnKind::time}};
-    if (collective_waits) summary.columns.push_back({"collective_wait_median", "Collective Wait Med", ColumnKind::time});
+    if (collective_waits)
+        summary.columns.push_back({"collective_wait_median", "Collective Wait Med", ColumnKind::time});
     if (ranks) summary.columns.insert(summary.columns.begin(), {"rank", "Rank", ColumnKind::integer});
-    Table slow{"slowest_steps", "Slowest steps and what made each slow (its largest excess over the median step)",
-               {}, {}, {}};
+    Table slow{
+        "slowest_steps", "Slowest steps and what made each slow (its largest excess over the median step)", {}, {}, {}};
     slow.columns = {{"step", "Step", ColumnKind::integer},
                     {"device", "Device", ColumnKind::integer},
                     {"wall", "Wall", ColumnKind::time},
@@ -196,13 +213,21 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
         const std::size_t n = sorted_wall.size();
         const trace::TimeNs p90 = sorted_wall[std::min(n - 1, static_cast<std::size_t>(std::ceil(0.9 * n)) - 1)];
         const trace::TimeNs median_wall = median_of(wall), median_compute = median_of(compute),
-                            median_communication = median_of(communication),
-                            median_copies = median_of(copies), median_dataloader = median_of(dataloader),
-                            median_allreduce = median_of(allreduce), median_idle = median_of(idle);
-        std::vector<Cell> row = {device_cell(group.device), static_cast<std::int64_t>(n), median_wall,
-                                 sorted_wall.front(), p90, sorted_wall.back(), median_compute, median_communication,
+                            median_communication = median_of(communication), median_copies = median_of(copies),
+                            median_dataloader = median_of(dataloader), median_allreduce = median_of(allreduce),
+                            median_idle = median_of(idle);
+        std::vector<Cell> row = {device_cell(group.device),
+                                 static_cast<std::int64_t>(n),
+                                 median_wall,
+                                 sorted_wall.front(),
+                                 p90,
+                                 sorted_wall.back(),
+                                 median_compute,
+                                 median_communication,
                                  median_copies,
-                                 median_dataloader, median_allreduce, median_idle};
+                                 median_dataloader,
+                                 median_allreduce,
+                                 median_idle};
         if (ranks) row.insert(row.begin(), Cell{static_cast<std::int64_t>(group.rank)});
         const trace::TimeNs median_collective = median_of(collective);
         if (collective_waits) row.push_back(median_collective);
@@ -234,8 +259,9 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
             }
             const auto largest = std::max_element(excess.begin(), excess.end(),
                                                   [](const auto& a, const auto& b) { return a.second < b.second; });
-            std::string cause = largest->second > 0 ? fmt::format("{} +{:.3f} ms", largest->first, largest->second / 1e6)
-                                                    : std::string("host time outside the measured parts");
+            std::string cause = largest->second > 0
+                                    ? fmt::format("{} +{:.3f} ms", largest->first, largest->second / 1e6)
+                                    : std::string("host time outside the measured parts");
             // The first step of a run pays once for what later steps reuse.
             const bool first = std::none_of(group.steps.begin(), group.steps.end(), [&](const StepBreakdown* other) {
                 return other->start_ns < step.start_ns;
@@ -249,11 +275,12 @@ std::vector<Table> step_summary_tables(const GpuActivity& activity, std::size_t 
     }
     summary.empty_note = "no NVTX \"step\" ranges in this trace";
     // Without a GPU the device and GPU columns say nothing: leave them out.
-    const bool gpu = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.device != trace::kNoDevice; });
+    const bool gpu =
+        std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.device != trace::kNoDevice; });
     if (!gpu) {
         for (Table* table : {&summary, &slow})
-            for (const char* key : {"device", "gpu_compute_median", "communication_median", "copies_median",
-                                    "gpu_idle_median"}) {
+            for (const char* key :
+                 {"device", "gpu_compute_median", "communication_median", "copies_median", "gpu_idle_median"}) {
                 auto column = std::find_if(table->columns.begin(), table->columns.end(),
                                            [&](const Column& c) { return c.key == key; });
                 if (column == table->columns.end()) continue;
@@ -270,7 +297,9 @@ Table ranks_table(const RankSummary& summary) {
     Table table{"ranks",
                 summary.from_collectives ? "Ranks (compute, wait in collectives, straggler: the collectives report's)"
                                          : "Ranks (compute, all-reduce wait, straggler)",
-                {}, {}, {}};
+                {},
+                {},
+                {}};
     table.columns = {
         {"rank", "Rank", ColumnKind::integer},
         {"steps", "Steps", ColumnKind::integer},
@@ -283,9 +312,9 @@ Table ranks_table(const RankSummary& summary) {
         table.columns.push_back({"arrived_last", "Arrived Last", ColumnKind::integer});
     }
     // ember's `allreduce/wait` ranges: only where some rank has them, beside the collectives.
-    const bool nvtx_waits = !summary.from_collectives ||
-                            std::any_of(summary.ranks.begin(), summary.ranks.end(),
-                                        [](const RankTimes& rank) { return rank.allreduce_wait_ns > 0; });
+    const bool nvtx_waits =
+        !summary.from_collectives || std::any_of(summary.ranks.begin(), summary.ranks.end(),
+                                                 [](const RankTimes& rank) { return rank.allreduce_wait_ns > 0; });
     if (nvtx_waits) {
         table.columns.push_back({"allreduce_wait", "All-reduce Wait", ColumnKind::time});
         table.columns.push_back({"allreduce_wait_percent", "All-reduce Wait (%)", ColumnKind::percent});
@@ -314,8 +343,9 @@ Table ranks_table(const RankSummary& summary) {
         table.rows.push_back(std::move(row));
     }
     if (std::any_of(summary.ranks.begin(), summary.ranks.end(), [](const RankTimes& r) { return r.compute_from_gpu; }))
-        table.notes.push_back("compute: the union of each rank's kernels that are not communication, where a file has "
-                              "no ember compute ranges");
+        table.notes.push_back(
+            "compute: the union of each rank's kernels that are not communication, where a file has "
+            "no ember compute ranges");
     if (summary.straggler && !summary.straggler_evidence.empty())
         table.notes.push_back("straggler: " + summary.straggler_evidence + ".");
     else if (!summary.straggler && summary.from_collectives && summary.ranks.size() >= 2)
@@ -334,13 +364,15 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
     if (percent < kAllreduceWaitThresholdPercent) return std::nullopt;
     const RankTimes& slow = summary.ranks[*summary.straggler];
     const trace::TimeNs per_step = summary.ranks[*summary.straggler].steps > 0
-                                       ? summary.others_wait_ns / std::max<std::int64_t>(1, summary.ranks[*summary.straggler].steps) /
+                                       ? summary.others_wait_ns /
+                                             std::max<std::int64_t>(1, summary.ranks[*summary.straggler].steps) /
                                              static_cast<std::int64_t>(summary.ranks.size() - 1)
                                        : summary.others_wait_ns;
     const std::string where = summary.from_collectives
-                                  ? fmt::format("waiting in collectives because it came late (it arrived last to {} "
-                                                "of them)",
-                                                slow.arrived_last)
+                                  ? fmt::format(
+                                        "waiting in collectives because it came late (it arrived last to {} "
+                                        "of them)",
+                                        slow.arrived_last)
                                   : fmt::format("in {} for it", nvtx::range::kAllreduceWait);
     return AdviceItem{
         "straggler",
@@ -355,9 +387,9 @@ std::optional<AdviceItem> straggler_advice(const RankSummary& summary) {
 Table gpu_busy_table(const GpuActivity& activity) {
     Table table{"gpu_busy", "GPU busy over the run", {}, {}, {}};
     table.columns = {
-        {"device", "Device", ColumnKind::integer},          {"window", "Window", ColumnKind::time},
-        {"busy", "Busy", ColumnKind::time},                 {"busy_percent", "Busy (%)", ColumnKind::percent},
-        {"idle", "Idle", ColumnKind::time},                 {"idle_gaps", "Idle Gaps", ColumnKind::integer},
+        {"device", "Device", ColumnKind::integer}, {"window", "Window", ColumnKind::time},
+        {"busy", "Busy", ColumnKind::time},        {"busy_percent", "Busy (%)", ColumnKind::percent},
+        {"idle", "Idle", ColumnKind::time},        {"idle_gaps", "Idle Gaps", ColumnKind::integer},
     };
     for (const DeviceBusy& device : activity.devices) {
         trace::TimeNs window = device.window_end_ns - device.window_start_ns;
@@ -393,16 +425,19 @@ Table advice_table(const std::vector<AdviceItem>& items) {
     for (const AdviceItem& item : items) {
         std::vector<Cell>& row = table.rows.emplace_back();
         row.emplace_back(item.topic);
-        if (item.recoverable_ns) row.emplace_back(*item.recoverable_ns);
-        else row.emplace_back(std::monostate{});
+        if (item.recoverable_ns)
+            row.emplace_back(*item.recoverable_ns);
+        else
+            row.emplace_back(std::monostate{});
         row.emplace_back(item.finding);
         row.emplace_back(item.advice);
     }
     table.empty_note = "nothing stands out: no wait or idle time above the thresholds of docs/stats.md";
     if (!items.empty())
-        table.notes.push_back("Recoverable: the most each advice could win back per step (over the run where the trace "
-                              "has no steps): the waiting it would remove, or for a CPU hot spot the time its functions "
-                              "took; none where the run already applies every remedy named");
+        table.notes.push_back(
+            "Recoverable: the most each advice could win back per step (over the run where the trace "
+            "has no steps): the waiting it would remove, or for a CPU hot spot the time its functions "
+            "took; none where the run already applies every remedy named");
     return table;
 }
 
@@ -421,8 +456,11 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     auto measure_cells = [&]<typename Count>(std::vector<Cell>& cells, Count samples) {
         cells.emplace_back(share(static_cast<double>(samples)));
         if (!timed) return;
-        if constexpr (std::is_integral_v<Count>) cells.emplace_back(profile.cpu_ns(samples));
-        else cells.emplace_back(static_cast<std::int64_t>(std::llround(samples * static_cast<double>(profile.period_ns))));
+        if constexpr (std::is_integral_v<Count>)
+            cells.emplace_back(profile.cpu_ns(samples));
+        else
+            cells.emplace_back(
+                static_cast<std::int64_t>(std::llround(samples * static_cast<double>(profile.period_ns))));
     };
     Table functions{"cpu_functions",
                     fmt::format("CPU hot functions ({} stack samples{}{})", profile.samples,
@@ -430,9 +468,13 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
                                                     profile.include_idle ? "a thread's time" : "CPU time")
                                       : "",
                                 profile.include_idle ? ", idle threads' samples included" : ""),
-                    {}, {}, {}};
-    measure_columns(functions, {"self_percent", "Self (%)", ColumnKind::percent}, {"self_ns", "Self", ColumnKind::time});
-    measure_columns(functions, {"total_percent", "Total (%)", ColumnKind::percent}, {"total_ns", "Total", ColumnKind::time});
+                    {},
+                    {},
+                    {}};
+    measure_columns(functions, {"self_percent", "Self (%)", ColumnKind::percent},
+                    {"self_ns", "Self", ColumnKind::time});
+    measure_columns(functions, {"total_percent", "Total (%)", ColumnKind::percent},
+                    {"total_ns", "Total", ColumnKind::time});
     functions.columns.push_back({"self_samples", "Self Samples", ColumnKind::integer});
     functions.columns.push_back({"function", "Function", ColumnKind::text});
     std::size_t shown = 0;
@@ -446,7 +488,12 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
         cells.emplace_back(row.function);
     }
     functions.empty_note = "no CPU stack samples (ember train --profile samples them; ember record --sample-cpu HZ)";
-    Table ranges{"cpu_by_range", "CPU time per NVTX range (innermost range open on the sampled thread; for an OpenMP team thread, on the thread leading the team)", {}, {}, {}};
+    Table ranges{
+        "cpu_by_range",
+        "CPU time per NVTX range (innermost range open on the sampled thread; for an OpenMP team thread, on the thread leading the team)",
+        {},
+        {},
+        {}};
     measure_columns(ranges, {"percent", "CPU (%)", ColumnKind::percent}, {"cpu_ns", "CPU", ColumnKind::time});
     ranges.columns.push_back({"samples", "Samples", ColumnKind::integer});
     ranges.columns.push_back({"range", "Range", ColumnKind::text});
@@ -476,9 +523,15 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     tables.push_back(std::move(functions));
     // Python lines, as line_profiler shows them (with no decorators).
     if (!profile.lines.empty()) {
-        Table lines{"python_lines", "Python hot lines (innermost Python frame of each sample: self; anywhere on the stack: total)", {}, {}, {}};
-        measure_columns(lines, {"self_percent", "Self (%)", ColumnKind::percent}, {"self_ns", "Self", ColumnKind::time});
-        measure_columns(lines, {"total_percent", "Total (%)", ColumnKind::percent}, {"total_ns", "Total", ColumnKind::time});
+        Table lines{"python_lines",
+                    "Python hot lines (innermost Python frame of each sample: self; anywhere on the stack: total)",
+                    {},
+                    {},
+                    {}};
+        measure_columns(lines, {"self_percent", "Self (%)", ColumnKind::percent},
+                        {"self_ns", "Self", ColumnKind::time});
+        measure_columns(lines, {"total_percent", "Total (%)", ColumnKind::percent},
+                        {"total_ns", "Total", ColumnKind::time});
         lines.columns.push_back({"line", "Line", ColumnKind::text});
         lines.columns.push_back({"function", "Function", ColumnKind::text});
         shown = 0;
@@ -496,8 +549,11 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     if (!profile.gpu_waits.empty()) {
         Table waits{"cpu_gpu_waits",
                     fmt::format("CPU samples waiting on the GPU ({} samples inside a synchronizing CUDA call, "
-                                "split over the GPU work that ran during the wait)", profile.gpu_wait_samples),
-                    {}, {}, {}};
+                                "split over the GPU work that ran during the wait)",
+                                profile.gpu_wait_samples),
+                    {},
+                    {},
+                    {}};
         measure_columns(waits, {"percent", "Share (%)", ColumnKind::percent}, {"ns", "Time", ColumnKind::time});
         waits.columns.push_back({"samples", "Samples", ColumnKind::percent});
         waits.columns.push_back({"line", "Waiting Line", ColumnKind::text});
@@ -517,7 +573,11 @@ std::vector<Table> cpu_tables(const CpuProfile& profile, std::size_t top) {
     }
     tables.push_back(std::move(ranges));
     if (!profile.lines_by_range.empty()) {
-        Table per_range{"python_lines_by_range", "Python hot lines per NVTX range (the innermost range open on the sampled thread)", {}, {}, {}};
+        Table per_range{"python_lines_by_range",
+                        "Python hot lines per NVTX range (the innermost range open on the sampled thread)",
+                        {},
+                        {},
+                        {}};
         measure_columns(per_range, {"percent", "Share (%)", ColumnKind::percent}, {"ns", "Time", ColumnKind::time});
         per_range.columns.push_back({"range", "Range", ColumnKind::text});
         per_range.columns.push_back({"line", "Line", ColumnKind::text});
@@ -542,27 +602,36 @@ std::vector<Table> python_gpu_tables(const PythonGpuReport& report, std::size_t 
     Table sites{"python_gpu_sites",
                 "GPU time per Python call site (the innermost frame of the program's own code on the launching "
                 "CUDA call's Python stack)",
-                {}, {}, {}};
+                {},
+                {},
+                {}};
     sites.columns = {
-        {"percent", "GPU (%)", ColumnKind::percent},    {"gpu_ns", "GPU Time", ColumnKind::time},
-        {"operations", "Operations", ColumnKind::integer}, {"calls", "Calls", ColumnKind::integer},
-        {"line", "Line", ColumnKind::text},             {"function", "Function", ColumnKind::text},
+        {"percent", "GPU (%)", ColumnKind::percent},
+        {"gpu_ns", "GPU Time", ColumnKind::time},
+        {"operations", "Operations", ColumnKind::integer},
+        {"calls", "Calls", ColumnKind::integer},
+        {"line", "Line", ColumnKind::text},
+        {"function", "Function", ColumnKind::text},
         {"top_work", "Top Operations", ColumnKind::text},
     };
     for (const PythonGpuSiteRow& row : report.sites) {
         if (top > 0 && sites.rows.size() >= top) break;
         std::string work;
         for (const auto& [name, ns] : row.top_work)
-            work += fmt::format("{}{} ({:.0f}%)", work.empty() ? "" : ", ", name,
-                                row.gpu_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(row.gpu_ns) : 0.0);
-        sites.rows.push_back({report.gpu_ns > 0 ? 100.0 * static_cast<double>(row.gpu_ns) / static_cast<double>(report.gpu_ns) : 0.0,
-                              row.gpu_ns, row.operations, row.calls, row.site.location, row.site.function, work});
+            work +=
+                fmt::format("{}{} ({:.0f}%)", work.empty() ? "" : ", ", name,
+                            row.gpu_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(row.gpu_ns) : 0.0);
+        sites.rows.push_back(
+            {report.gpu_ns > 0 ? 100.0 * static_cast<double>(row.gpu_ns) / static_cast<double>(report.gpu_ns) : 0.0,
+             row.gpu_ns, row.operations, row.calls, row.site.location, row.site.function, work});
     }
     sites.empty_note = "no GPU work with a launching CUDA call in this file";
     Table waits{"python_gpu_waits",
                 "Host waits on the GPU per Python call site (time inside synchronizing CUDA calls, split over the GPU "
                 "work that ran during each wait)",
-                {}, {}, {}};
+                {},
+                {},
+                {}};
     waits.columns = {
         {"wait_ns", "Wait Time", ColumnKind::time}, {"waits", "Waits", ColumnKind::integer},
         {"line", "Line", ColumnKind::text},         {"function", "Function", ColumnKind::text},
@@ -579,8 +648,10 @@ std::vector<Table> python_gpu_tables(const PythonGpuReport& report, std::size_t 
     tables.push_back(std::move(waits));
     if (!report.has_call_stacks) {
         Table note{"python_gpu_note", "Python call sites", {}, {}, {}};
-        note.empty_note = "no CUDA API call in this file carries a call stack (ember record gives them one when the "
-                          "recorded program is CPython): every call site reads \"" + std::string(kNoPythonStack) + "\"";
+        note.empty_note =
+            "no CUDA API call in this file carries a call stack (ember record gives them one when the "
+            "recorded program is CPython): every call site reads \"" +
+            std::string(kNoPythonStack) + "\"";
         tables.push_back(std::move(note));
     }
     return tables;
@@ -611,7 +682,7 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     // steps and advice reports share one analysis.
     std::optional<JobCollectives> own_job;
     if (!job && (collectives_named || (several_ranks && (wanted(options, "ranks") || wanted(options, "collectives") ||
-                                                        wanted(options, "advice") || wanted(options, "steps"))))) {
+                                                         wanted(options, "advice") || wanted(options, "steps"))))) {
         own_job = job_collectives(reader);
         job = &*own_job;
     }
@@ -640,7 +711,8 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         tables.push_back(duration_table("kernels", "GPU kernels", sorted(kernel_summary(reader), options), false));
     }
     // CUDA graphs: asked for by name, or in the default report where GPU work ran from one.
-    const bool graphs_named = std::find(options.reports.begin(), options.reports.end(), "graphs") != options.reports.end();
+    const bool graphs_named =
+        std::find(options.reports.begin(), options.reports.end(), "graphs") != options.reports.end();
     if (graphs_named || options.reports.empty()) {
         const CudaGraphSummary graphs = cuda_graph_summary(reader);
         if (graphs_named || graphs.any()) tables.push_back(cuda_graphs_table(graphs));
@@ -668,7 +740,8 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
         ranks = rank_summary(reader, job);
     if (ranks_named || (options.reports.empty() && ranks.ranks.size() >= 2)) tables.push_back(ranks_table(ranks));
     if (job && (collectives_named || (options.reports.empty() && job->ranks.size() >= 2))) {
-        for (Table& table : collectives_tables(*job, options.top > 0 ? options.top : 10, options.format == OutputFormat::text))
+        for (Table& table :
+             collectives_tables(*job, options.top > 0 ? options.top : 10, options.format == OutputFormat::text))
             tables.push_back(std::move(table));
     }
     // The GPU breakdowns share one pass over the GPU work, under the chosen conventions.
@@ -678,7 +751,8 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
                                wanted(options, "gpu_timeline") || wanted(options, "advice");
     std::vector<RankGpuWork> work;
     if (need_gpu_work) work = gpu_work(reader, options.like);
-    const bool any_gpu_work = std::any_of(work.begin(), work.end(), [](const RankGpuWork& rank) { return !rank.events.empty(); });
+    const bool any_gpu_work =
+        std::any_of(work.begin(), work.end(), [](const RankGpuWork& rank) { return !rank.events.empty(); });
     auto add = [&](Table table) {
         if (table.rows.empty() && !any_gpu_work) table.empty_note = no_gpu_work_note(reader);
         tables.push_back(std::move(table));
@@ -723,9 +797,9 @@ std::vector<Table> build_stats_tables(const store::TraceReader& reader, const St
     // A trace without GPU activity: its GPU tables say so in one line each, and the
     // default text report says it once for all of them.
     if (!any_gpu_work && reader.event_count("kernels") == 0 && reader.event_count("memcpys") == 0) {
-        const std::vector<std::string> gpu_keys = {"kernels", "memory", "api", "gpu_by_range", "temporal",
-                                                   "kernel_types", "overlap", "idle_breakdown", "launches",
-                                                   "queue", "gpu_timeline", "gpu_busy", "idle_gaps"};
+        const std::vector<std::string> gpu_keys = {
+            "kernels",        "memory",   "api",   "gpu_by_range", "temporal", "kernel_types", "overlap",
+            "idle_breakdown", "launches", "queue", "gpu_timeline", "gpu_busy", "idle_gaps"};
         auto is_gpu = [&](const Table& table) {
             return table.rows.empty() && std::find(gpu_keys.begin(), gpu_keys.end(), table.key) != gpu_keys.end();
         };
@@ -806,8 +880,10 @@ void write_tables(std::ostream& out, const std::vector<Table>& tables, const Rep
         }
         case OutputFormat::json: {
             nlohmann::json document = nlohmann::json::object();
-            if (header.files.size() == 1) document["file"] = header.files.front();
-            else document["files"] = header.files;
+            if (header.files.size() == 1)
+                document["file"] = header.files.front();
+            else
+                document["files"] = header.files;
             document["time_unit"] = time_unit_name(options.time_unit);
             document["dropped_records"] = header.dropped_records;
             document["warnings"] = nlohmann::json::array();

@@ -21,15 +21,15 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 
 // Report names, in print order.
 inline constexpr const char* kReportNames[] = {
-    "kernels",   "graphs",       "memory",  "api",     "nvtx",           "gpu_by_range", "steps",
-    "ranks",     "collectives",  "temporal",     "kernel_types", "overlap",    "idle_breakdown", "launches", "queue",
-    "step_breakdown", "gpu_timeline", "gpu_busy",  "idle_gaps", "cpu",    "python_gpu", "gpu_memory", "advice",
+    "kernels",      "graphs",   "memory",       "api",     "nvtx",           "gpu_by_range", "steps",  "ranks",
+    "collectives",  "temporal", "kernel_types", "overlap", "idle_breakdown", "launches",     "queue",  "step_breakdown",
+    "gpu_timeline", "gpu_busy", "idle_gaps",    "cpu",     "python_gpu",     "gpu_memory",   "advice",
 };
 // Printed when no report is named ("ranks" and "collectives" only for files of several
 // ranks; "graphs", not listed here, only for a file where GPU work ran from CUDA graphs).
 inline constexpr const char* kDefaultReportNames[] = {
-    "kernels", "memory", "api", "nvtx", "gpu_by_range", "steps", "ranks", "collectives", "temporal", "kernel_types", "overlap",
-    "idle_breakdown", "gpu_busy", "idle_gaps", "cpu", "advice",
+    "kernels",  "memory",       "api",     "nvtx",           "gpu_by_range", "steps",     "ranks", "collectives",
+    "temporal", "kernel_types", "overlap", "idle_breakdown", "gpu_busy",     "idle_gaps", "cpu",   "advice",
 };
 bool is_report_name(std::string_view name);
 
@@ -46,7 +46,7 @@ struct StatsOptions {
     Convention like = Convention::ember;
     trace::TimeNs kernel_wait_threshold_ns = 30'000;  // idle_breakdown's kernel_wait bound
     std::size_t kernels_per_type = 5;                 // kernel_types_top rows per class
-    bool include_idle = false;  // cpu: also the samples of threads that were not running (--idle)
+    bool include_idle = false;                        // cpu: also the samples of threads that were not running (--idle)
 };
 
 // The selected reports as tables, in kReportNames order. With no report named, the

@@ -85,7 +85,6 @@ enum Role : std::uint8_t {
 constexpr int kActiveRoles = 7;  // kernel .. cpu_exec: the ones an event can make active
 constexpr int kRoles = 8;        // with other
 
-
 // The host operations the plugin files under Communication (torch_tb_profiler's
 // NcclOpNameSet and GlooOpNameSet, compared by exact name).
 constexpr std::string_view kCollectiveOpNames[] = {
@@ -93,14 +92,16 @@ constexpr std::string_view kCollectiveOpNames[] = {
     "gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather", "gloo:reduce_scatter"};
 
 bool is_collective_op_name(std::string_view name) {
-    return std::find(std::begin(kCollectiveOpNames), std::end(kCollectiveOpNames), name) != std::end(kCollectiveOpNames);
+    return std::find(std::begin(kCollectiveOpNames), std::end(kCollectiveOpNames), name) !=
+           std::end(kCollectiveOpNames);
 }
 
 // CUDA driver calls (cuLaunchKernel, cuMemcpyHtoDAsync, ...) as opposed to runtime calls
 // (cudaLaunchKernel, ...). Kineto files them as cuda_driver, a category the plugin does
 // not read; the importer stores both kinds as API calls, and the name tells them apart.
-bool is_driver_call_name(std::string_view name) { return name.starts_with("cu") && !name.starts_with("cuda"); }
-
+bool is_driver_call_name(std::string_view name) {
+    return name.starts_with("cu") && !name.starts_with("cuda");
+}
 
 // ---------------------------------------------------------------------------
 // [SECTION] The plugin's float microseconds
@@ -114,7 +115,7 @@ bool is_driver_call_name(std::string_view name) { return name.starts_with("cu") 
 // [ns(float(ts)), ns(float(ts) + float(dur))]. Whole-microsecond times (2021 Kineto)
 // are exact doubles and pass unchanged.
 class PluginClock {
-public:
+  public:
     explicit PluginClock(bool active) : active_(active) {}
     bool active() const { return active_; }
 
@@ -126,7 +127,7 @@ public:
         end_ns = nearest_ns(start_us + duration_us);
     }
 
-private:
+  private:
     // The double Python's json module makes of the decimal text ns / 1000 (exact in
     // decimal), i.e. the double nearest to it: strtod rounds correctly.
     static double python_float_us(TimeNs ns) {
@@ -168,7 +169,7 @@ RangeSource range_source(std::string_view domain) {
 // The roles of every kind of event under one convention, each decided once per
 // distinct name (a trace repeats a few thousand names millions of times).
 class RoleBook {
-public:
+  public:
     RoleBook(const store::TraceReader& reader, StepConvention convention)
         : reader_(reader), convention_(convention), roles_(reader) {
         for (std::string_view name : kCollectiveOpNames)
@@ -209,7 +210,7 @@ public:
         return found->second;
     }
 
-private:
+  private:
     RangeSource source_of(trace::StringId domain) {
         auto [found, inserted] = sources_.try_emplace(domain, RangeSource::op);
         if (inserted) found->second = range_source(reader_.string(domain));
@@ -227,10 +228,14 @@ private:
             return cpu_exec_role;
         }
         switch (roles_.of_name(name_id)) {
-            case RangeRole::step: return ignored_role;  // the steps themselves
-            case RangeRole::dataloader_wait: return dataloader_role;
-            case RangeRole::communication: return communication_role;
-            default: return cpu_exec_role;
+            case RangeRole::step:
+                return ignored_role;  // the steps themselves
+            case RangeRole::dataloader_wait:
+                return dataloader_role;
+            case RangeRole::communication:
+                return communication_role;
+            default:
+                return cpu_exec_role;
         }
     }
 
@@ -264,13 +269,13 @@ struct StepLaunches {
 };
 
 struct RankSteps {
-    std::vector<HostStep> host;              // by start (ties: file order)
-    std::vector<TimeNs> host_end_reach;      // running max of host ends, for the tb lookup
+    std::vector<HostStep> host;          // by start (ties: file order)
+    std::vector<TimeNs> host_end_reach;  // running max of host ends, for the tb lookup
     TimeNs shortest_host_step_ns = kForever;
-    std::vector<StepLaunches> launches;      // per host step
-    std::vector<std::int64_t> numbers;       // per window
+    std::vector<StepLaunches> launches;  // per host step
+    std::vector<std::int64_t> numbers;   // per window
     std::vector<TimeNs> window_start, window_end;
-    std::vector<TimeNs> window_end_reach;    // running max of window ends
+    std::vector<TimeNs> window_end_reach;  // running max of window ends
 
     // Does [start, end) hold a whole host step (the first step starting inside it)?
     bool spans_a_host_step(TimeNs start, TimeNs end) const {
@@ -301,8 +306,9 @@ std::map<std::int32_t, RankSteps> read_steps(const store::TraceReader& reader, c
 void add_whole_trace_steps(const store::TraceReader& reader, const RankMap& ranks,
                            std::map<std::int32_t, RankSteps>& steps) {
     std::map<std::int32_t, std::pair<TimeNs, TimeNs>> span;
-    store::Statement query(reader.database(), reader.path(),
-                   "SELECT thread_id, domain_id, MIN(start_ns), MAX(end_ns) FROM ranges GROUP BY thread_id, domain_id");
+    store::Statement query(
+        reader.database(), reader.path(),
+        "SELECT thread_id, domain_id, MIN(start_ns), MAX(end_ns) FROM ranges GROUP BY thread_id, domain_id");
     while (query.next_row()) {
         const std::string_view domain = reader.string(static_cast<trace::StringId>(query.column_int64(1)));
         const RangeSource source = range_source(domain);
@@ -361,7 +367,7 @@ struct CollectiveOp {
 };
 
 class CollectiveOps {
-public:
+  public:
     void load(const store::TraceReader& reader, RoleBook& roles) {
         const std::vector<trace::StringId>& names = roles.collective_op_name_ids();
         if (names.empty()) return;
@@ -377,10 +383,12 @@ public:
             return true;
         });
         // By thread, then start (then range_id, the order they came in).
-        std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.thread < b.thread; });
-        store::Statement nested(reader.database(), reader.path(),
-                        "SELECT start_ns, end_ns, domain_id FROM ranges WHERE thread_id = ?1 AND start_ns >= ?2 "
-                        "AND start_ns < ?3 AND depth > ?4");
+        std::stable_sort(found.begin(), found.end(),
+                         [](const Found& a, const Found& b) { return a.thread < b.thread; });
+        store::Statement nested(
+            reader.database(), reader.path(),
+            "SELECT start_ns, end_ns, domain_id FROM ranges WHERE thread_id = ?1 AND start_ns >= ?2 "
+            "AND start_ns < ?3 AND depth > ?4");
         for (Found& op : found) {
             nested.reset();
             nested.bind(1, op.thread);
@@ -412,7 +420,7 @@ public:
         return false;
     }
 
-private:
+  private:
     std::map<trace::ThreadId, std::vector<CollectiveOp>> by_thread_;
 };
 
@@ -425,7 +433,7 @@ private:
 // 10 M-event synthetic trace.) A correlation id held by several calls (never in one
 // process) links to the first of them.
 class CorrelationCursor {
-public:
+  public:
     CorrelationCursor(const store::TraceReader& reader, const std::string& sql)
         : query_(reader.database(), reader.path(), sql) {
         advance();
@@ -438,15 +446,15 @@ public:
         if (!done_) correlation_ = query_.column_int64(0);
     }
 
-private:
+  private:
     store::Statement query_;
     bool done_ = false;
     std::int64_t correlation_ = 0;
 };
 
 void read_launches(const store::TraceReader& reader, const RankMap& ranks, RoleBook& roles, StepConvention convention,
-                   const PluginClock& clock, const CollectiveOps& collectives,
-                   std::map<std::int32_t, RankSteps>& steps, std::unordered_set<trace::CorrelationId>& collective_kernels) {
+                   const PluginClock& clock, const CollectiveOps& collectives, std::map<std::int32_t, RankSteps>& steps,
+                   std::unordered_set<trace::CorrelationId>& collective_kernels) {
     CorrelationCursor calls(reader,
                             "SELECT correlation_id, start_ns, end_ns, thread_id, name_id FROM api_calls "
                             "WHERE correlation_id != 0 ORDER BY correlation_id");
@@ -591,7 +599,8 @@ void build_windows(const store::TraceReader& reader, const RankMap& ranks, RoleB
     }
     for (std::size_t i = 0; i < steps.window_start.size(); ++i) {
         steps.numbers.push_back(steps.host[i].number.value_or(static_cast<std::int64_t>(i)));
-        steps.window_end_reach.push_back(std::max(i == 0 ? kNever : steps.window_end_reach.back(), steps.window_end[i]));
+        steps.window_end_reach.push_back(
+            std::max(i == 0 ? kNever : steps.window_end_reach.back(), steps.window_end[i]));
     }
 }
 
@@ -605,7 +614,7 @@ void build_windows(const store::TraceReader& reader, const RankMap& ranks, RoleB
 // category's active part of [a, b) is a prefix, and the priorities split [a, b) into at
 // most eight pieces, each credited to the windows it overlaps.
 class PrioritySweep {
-public:
+  public:
     explicit PrioritySweep(const RankSteps& steps) : steps_(steps), totals_(steps.window_start.size()) {
         reach_.fill(kNever);
         cursor_ = steps.window_start.empty() ? kForever : steps.window_start.front();
@@ -623,7 +632,7 @@ public:
 
     const std::vector<std::array<TimeNs, kRoles>>& totals() const { return totals_; }
 
-private:
+  private:
     void advance_to(TimeNs until) {
         const TimeNs until_in_steps = std::min(until, last_window_end());
         TimeNs covered = cursor_;
@@ -671,16 +680,19 @@ struct TrackCursor {
 };
 
 class TrackMerger {
-public:
+  public:
     TrackMerger(const store::TraceReader& reader, const RankMap& ranks, RoleBook& roles, StepConvention convention,
                 const PluginClock& clock, std::map<std::int32_t, PrioritySweep>& sweeps,
                 const std::unordered_set<trace::CorrelationId>& collective_kernels)
         : roles_(roles), convention_(convention), clock_(clock), collective_kernels_(collective_kernels) {
         static const std::map<std::string, std::pair<EventTable, const char*>, std::less<>> kTables = {
-            {"kernels", {EventTable::kernels, "SELECT start_ns, end_ns, name_id, correlation_id FROM kernels WHERE stream_id = ?1"}},
+            {"kernels",
+             {EventTable::kernels,
+              "SELECT start_ns, end_ns, name_id, correlation_id FROM kernels WHERE stream_id = ?1"}},
             {"memcpys", {EventTable::memcpys, "SELECT start_ns, end_ns FROM memcpys WHERE stream_id = ?1"}},
             {"memsets", {EventTable::memsets, "SELECT start_ns, end_ns FROM memsets WHERE stream_id = ?1"}},
-            {"api_calls", {EventTable::api_calls, "SELECT start_ns, end_ns, name_id FROM api_calls WHERE thread_id = ?1"}},
+            {"api_calls",
+             {EventTable::api_calls, "SELECT start_ns, end_ns, name_id FROM api_calls WHERE thread_id = ?1"}},
             {"ranges",
              {EventTable::ranges,
               "SELECT start_ns, end_ns, domain_id, name_id, category FROM ranges WHERE thread_id = ?1"}},
@@ -697,9 +709,11 @@ public:
             auto table = kTables.find(track.event_table);
             if (table == kTables.end() || track.event_count == 0) continue;
             const EventTable kind = table->second.first;
-            if (kind == EventTable::ranges && convention == StepConvention::ember && !driving_threads.count(track.track.id))
+            if (kind == EventTable::ranges && convention == StepConvention::ember &&
+                !driving_threads.count(track.track.id))
                 continue;
-            const bool on_stream = kind == EventTable::kernels || kind == EventTable::memcpys || kind == EventTable::memsets;
+            const bool on_stream =
+                kind == EventTable::kernels || kind == EventTable::memcpys || kind == EventTable::memsets;
             const std::int32_t rank = on_stream ? ranks.of_stream(track.track.id) : ranks.of_thread(track.track.id);
             auto sweep = sweeps.find(rank);
             if (sweep == sweeps.end() || sweep->second.last_window_end() == kNever) continue;
@@ -736,7 +750,7 @@ public:
         }
     }
 
-private:
+  private:
     bool next(TrackCursor& cursor) {
         store::Statement& query = *cursor.query;
         if (!query.next_row()) return false;
@@ -746,16 +760,24 @@ private:
         clock_.round(cursor.start_ns, cursor.end_ns);
         switch (cursor.table) {
             case EventTable::kernels:
-                cursor.role = roles_.kernel(static_cast<trace::StringId>(query.column_int64(2)),
-                                            static_cast<trace::CorrelationId>(query.column_int64(3)), collective_kernels_);
+                cursor.role =
+                    roles_.kernel(static_cast<trace::StringId>(query.column_int64(2)),
+                                  static_cast<trace::CorrelationId>(query.column_int64(3)), collective_kernels_);
                 break;
-            case EventTable::memcpys: cursor.role = memcpy_role; break;
-            case EventTable::memsets: cursor.role = memset_role; break;
-            case EventTable::api_calls: cursor.role = roles_.api_call(static_cast<trace::StringId>(query.column_int64(2))); break;
+            case EventTable::memcpys:
+                cursor.role = memcpy_role;
+                break;
+            case EventTable::memsets:
+                cursor.role = memset_role;
+                break;
+            case EventTable::api_calls:
+                cursor.role = roles_.api_call(static_cast<trace::StringId>(query.column_int64(2)));
+                break;
             case EventTable::ranges:
                 // ember: a range holding a whole step (a thread's main function, an epoch)
                 // is its context, not work done in it; it would mark every instant CPU Exec.
-                if (convention_ == StepConvention::ember && cursor.sweep->steps().spans_a_host_step(cursor.start_ns, cursor.end_ns))
+                if (convention_ == StepConvention::ember &&
+                    cursor.sweep->steps().spans_a_host_step(cursor.start_ns, cursor.end_ns))
                     cursor.role = ignored_role;
                 else
                     cursor.role = roles_.range(static_cast<trace::StringId>(query.column_int64(2)),

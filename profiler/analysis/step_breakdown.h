@@ -50,7 +50,14 @@ const char* step_convention_name(StepConvention convention);  // "ember", "tb"
 // The eight categories, in priority order; step_breakdown_category_name gives the
 // plugin's column names ("Kernel", ..., "CPU Exec", "Other") every table and the viewer use.
 enum class StepBreakdownCategory : std::uint8_t {
-    kernel = 0, memcpy, memset, communication, runtime, dataloader, cpu_exec, other
+    kernel = 0,
+    memcpy,
+    memset,
+    communication,
+    runtime,
+    dataloader,
+    cpu_exec,
+    other
 };
 inline constexpr int kStepBreakdownCategoryCount = 8;
 const char* step_breakdown_category_name(StepBreakdownCategory category);
@@ -60,8 +67,8 @@ struct StepBreakdownRow {
     // The step's number: the N of ProfilerStep#N / the integer payload of ember's "step"
     // range (the training step), else the step's position on its rank (0, 1, ...).
     std::int64_t step = 0;
-    std::int32_t rank = 0;            // RunInfo::rank, or R of a job trace's "rank R"
-    trace::TimeNs start_ns = 0;       // the stretched window
+    std::int32_t rank = 0;       // RunInfo::rank, or R of a job trace's "rank R"
+    trace::TimeNs start_ns = 0;  // the stretched window
     trace::TimeNs end_ns = 0;
     trace::TimeNs kernel_ns = 0;
     trace::TimeNs memcpy_ns = 0;
@@ -79,8 +86,8 @@ struct StepBreakdownRow {
 
 // What the convention did beyond the rows, so a report can say it.
 struct StepBreakdownNotes {
-    std::int64_t tail_steps_dropped = 0;  // tb: trailing steps left out (all ranks)
-    bool whole_trace_as_one_step = false; // tb: no step ranges, one step "0" per rank
+    std::int64_t tail_steps_dropped = 0;   // tb: trailing steps left out (all ranks)
+    bool whole_trace_as_one_step = false;  // tb: no step ranges, one step "0" per rank
 };
 
 // Rows by rank, then window start. Throws TraceError on a read failure.

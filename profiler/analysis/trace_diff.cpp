@@ -51,14 +51,10 @@ using trace::TimeNs;
 namespace {
 
 constexpr EnumName<StepCategory> kStepCategoryNames[] = {
-    {StepCategory::gpu_compute, "gpu_compute"},
-    {StepCategory::exposed_communication, "exposed_communication"},
-    {StepCategory::exposed_copies, "exposed_copies"},
-    {StepCategory::dataloader_wait, "dataloader_wait"},
-    {StepCategory::idle_host_wait, "idle_host_wait"},
-    {StepCategory::idle_kernel_wait, "idle_kernel_wait"},
-    {StepCategory::idle_other, "idle_other"},
-    {StepCategory::host_side, "host_side"},
+    {StepCategory::gpu_compute, "gpu_compute"},       {StepCategory::exposed_communication, "exposed_communication"},
+    {StepCategory::exposed_copies, "exposed_copies"}, {StepCategory::dataloader_wait, "dataloader_wait"},
+    {StepCategory::idle_host_wait, "idle_host_wait"}, {StepCategory::idle_kernel_wait, "idle_kernel_wait"},
+    {StepCategory::idle_other, "idle_other"},         {StepCategory::host_side, "host_side"},
 };
 
 constexpr EnumName<DiffMetric> kDiffMetricNames[] = {
@@ -82,15 +78,25 @@ constexpr EnumName<NameStatus> kNameStatusNames[] = {
 
 }  // namespace
 
-const char* step_category_name(StepCategory category) { return name_in(kStepCategoryNames, category, "host_side"); }
+const char* step_category_name(StepCategory category) {
+    return name_in(kStepCategoryNames, category, "host_side");
+}
 
-std::optional<DiffMetric> parse_diff_metric(std::string_view text) { return value_in(kDiffMetricNames, text); }
+std::optional<DiffMetric> parse_diff_metric(std::string_view text) {
+    return value_in(kDiffMetricNames, text);
+}
 
-const char* diff_metric_name(DiffMetric metric) { return name_in(kDiffMetricNames, metric, "step"); }
+const char* diff_metric_name(DiffMetric metric) {
+    return name_in(kDiffMetricNames, metric, "step");
+}
 
-const char* verdict_name(Verdict verdict) { return name_in(kVerdictNames, verdict, "unchanged"); }
+const char* verdict_name(Verdict verdict) {
+    return name_in(kVerdictNames, verdict, "unchanged");
+}
 
-const char* name_status_name(NameStatus status) { return name_in(kNameStatusNames, status, ""); }
+const char* name_status_name(NameStatus status) {
+    return name_in(kNameStatusNames, status, "");
+}
 
 TimeNs DiffStep::gpu_busy_ns() const {
     return parts[static_cast<int>(StepCategory::gpu_compute)] +
@@ -116,7 +122,6 @@ TimeNs RunProfile::step_total_ns() const {
 // ---------------------------------------------------------------------------
 
 namespace {
-
 
 // The steps of a rank, in start order (steps.h).
 using HostStep = StepRange;
@@ -177,9 +182,12 @@ StepCategory gap_cause(const std::vector<GpuEvent>& events, std::size_t& cursor,
     }
     switch (idle_gap_cause(linked ? std::optional(earliest_launch) : std::nullopt, gap_start, next_start,
                            kernel_wait_threshold_ns)) {
-        case IdleCategory::host_wait: return StepCategory::idle_host_wait;
-        case IdleCategory::kernel_wait: return StepCategory::idle_kernel_wait;
-        case IdleCategory::other: break;
+        case IdleCategory::host_wait:
+            return StepCategory::idle_host_wait;
+        case IdleCategory::kernel_wait:
+            return StepCategory::idle_kernel_wait;
+        case IdleCategory::other:
+            break;
     }
     return StepCategory::idle_other;
 }
@@ -192,9 +200,9 @@ struct HostRange {
 };
 
 struct RankHostRanges {
-    std::vector<Interval> communication;   // driving threads, GPU or not
+    std::vector<Interval> communication;  // driving threads, GPU or not
     std::vector<Interval> dataloader_wait;
-    std::vector<HostRange> top_level;      // the step thread's outermost work, disjoint
+    std::vector<HostRange> top_level;  // the step thread's outermost work, disjoint
 };
 
 RankTimeline build_timeline(const RankGpuWork* work, const RankHostRanges& host, TimeNs kernel_wait_threshold_ns) {
@@ -254,7 +262,7 @@ RankTimeline build_timeline(const RankGpuWork* work, const RankHostRanges& host,
 // The ranges of one rank's driving threads (those that hold steps or make CUDA calls)
 // that the breakdown reads, and the step thread's top-level ranges.
 class HostRangeReader {
-public:
+  public:
     explicit HostRangeReader(const store::TraceReader& reader) : reader_(reader), roles_(reader) {}
 
     RankHostRanges read(const std::vector<trace::ThreadId>& driving_threads, trace::ThreadId step_thread,
@@ -287,7 +295,7 @@ public:
         return host;
     }
 
-private:
+  private:
     const std::string& normalised(trace::StringId name) {
         auto [found, inserted] = names_.try_emplace(name);
         if (inserted) found->second = normalise_name(reader_.string(name));
@@ -344,12 +352,12 @@ std::vector<DiffStep> combine_ranks(std::map<std::int32_t, std::vector<DiffStep>
     }
     std::vector<DiffStep> steps;
     for (auto& [key, step] : slowest) steps.push_back(std::move(step));
-    std::stable_sort(steps.begin(), steps.end(), [](const DiffStep& a, const DiffStep& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(steps.begin(), steps.end(),
+                     [](const DiffStep& a, const DiffStep& b) { return a.start_ns < b.start_ns; });
     return steps;
 }
 
 }  // namespace
-
 
 // ---------------------------------------------------------------------------
 // [SECTION] profile_run
@@ -389,7 +397,8 @@ std::map<std::int32_t, trace::ThreadId> step_threads(const store::TraceReader& r
 
 // The threads of each rank whose ranges say where its step time went.
 std::map<std::int32_t, std::vector<trace::ThreadId>> driving_threads(
-    const store::TraceReader& reader, const RankMap& ranks, const std::map<std::int32_t, std::vector<HostStep>>& host_steps,
+    const store::TraceReader& reader, const RankMap& ranks,
+    const std::map<std::int32_t, std::vector<HostStep>>& host_steps,
     const std::map<std::int32_t, trace::ThreadId>& step_thread) {
     std::map<std::int32_t, std::set<trace::ThreadId>> threads;
     for (const auto& [rank, steps] : host_steps)
@@ -462,16 +471,19 @@ RunProfile profile_run(const store::TraceReader& reader, const DiffOptions& opti
     const RankMap ranks = rank_map(reader);
     profile.ranks.assign(ranks.ranks.begin(), ranks.ranks.end());
     if (options.rank && !ranks.ranks.count(*options.rank))
-        throw store::TraceError(store::TraceErrorKind::bad_value, reader.path(),
-                                "has no rank " + std::to_string(*options.rank) + " (ranks: " + rank_list(ranks.ranks) + ")");
-    profile.scope = options.rank ? "rank " + std::to_string(*options.rank)
+        throw store::TraceError(
+            store::TraceErrorKind::bad_value, reader.path(),
+            "has no rank " + std::to_string(*options.rank) + " (ranks: " + rank_list(ranks.ranks) + ")");
+    profile.scope = options.rank              ? "rank " + std::to_string(*options.rank)
                     : ranks.ranks.size() == 1 ? "rank " + std::to_string(*ranks.ranks.begin())
                                               : "whole job (" + std::to_string(ranks.ranks.size()) + " ranks)";
 
-    const std::map<std::int32_t, std::vector<Window>> windows = step_windows(reader, ranks, options.rank, profile.has_step_ranges);
+    const std::map<std::int32_t, std::vector<Window>> windows =
+        step_windows(reader, ranks, options.rank, profile.has_step_ranges);
     const std::map<std::int32_t, std::vector<HostStep>> host_steps = step_ranges(reader, ranks);
     const std::map<std::int32_t, trace::ThreadId> step_thread = step_threads(reader, ranks, host_steps);
-    const std::map<std::int32_t, std::vector<trace::ThreadId>> threads = driving_threads(reader, ranks, host_steps, step_thread);
+    const std::map<std::int32_t, std::vector<trace::ThreadId>> threads =
+        driving_threads(reader, ranks, host_steps, step_thread);
     const std::vector<RankGpuWork> work = gpu_work(reader, Convention::ember);
     HostRangeReader host_ranges(reader);
 
@@ -497,9 +509,8 @@ RunProfile profile_run(const store::TraceReader& reader, const DiffOptions& opti
             auto normalised = [](const std::vector<GpuMemoryPlace>& places) {
                 std::map<std::string, GpuMemoryPlace> merged;
                 for (const GpuMemoryPlace& place : places) {
-                    const std::string name = place.place.empty() || place.place.front() == '('
-                                                 ? place.place
-                                                 : normalise_name(place.place);
+                    const std::string name =
+                        place.place.empty() || place.place.front() == '(' ? place.place : normalise_name(place.place);
                     GpuMemoryPlace& row = merged[name];
                     row.place = name;
                     row.blocks += place.blocks;

@@ -75,8 +75,8 @@ const char* step_category_name(StepCategory category);  // "gpu_compute", ...
 
 // One step of the compared scope. Times in ns; parts add up to end_ns - start_ns.
 struct DiffStep {
-    std::int64_t step = 0;   // the step number (step_breakdown.h), or 0 for a whole trace
-    std::int32_t rank = 0;   // the rank whose window this is (the slowest, for a whole job)
+    std::int64_t step = 0;  // the step number (step_breakdown.h), or 0 for a whole trace
+    std::int32_t rank = 0;  // the rank whose window this is (the slowest, for a whole job)
     trace::TimeNs start_ns = 0;
     trace::TimeNs end_ns = 0;
     std::array<trace::TimeNs, kDiffCategoryCount> parts{};
@@ -123,7 +123,7 @@ struct RunProfile {
     std::vector<NameTotal> api;
     std::vector<NameTotal> cpu_functions;  // self time of sampled stacks; empty when not sampled
     bool cpu_sampled = false;
-    std::vector<MemoryPeak> memory;        // by device; empty without memory events
+    std::vector<MemoryPeak> memory;  // by device; empty without memory events
 
     std::array<trace::TimeNs, kDiffCategoryCount> category_totals() const;
     trace::TimeNs step_total_ns() const;
@@ -217,7 +217,7 @@ struct TraceDiff {
     std::optional<BreakdownDelta> gpu_idle;
     // Sorted by |delta_ns|, largest first (ties by name).
     std::vector<NameDelta> kernels, ranges, api, cpu_functions;
-    bool cpu_sampled = false;  // both runs have sampled CPU stacks
+    bool cpu_sampled = false;             // both runs have sampled CPU stacks
     std::vector<MemoryPeakDelta> memory;  // by device, when either run has memory events
     // By device, then |change_bytes|, largest first (ties by place).
     std::vector<MemoryPlaceDelta> memory_places;

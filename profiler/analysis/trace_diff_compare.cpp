@@ -16,7 +16,6 @@ namespace ember::analysis {
 
 using trace::TimeNs;
 
-
 // ---------------------------------------------------------------------------
 // [SECTION] Comparing two runs
 // ---------------------------------------------------------------------------
@@ -45,7 +44,8 @@ MetricStats stats_of(std::vector<TimeNs> values) {
     for (TimeNs value : values) deviations.push_back(std::fabs(static_cast<double>(value) - stats.median_ns));
     std::sort(deviations.begin(), deviations.end());
     const std::size_t middle = deviations.size() / 2;
-    stats.mad_ns = deviations.size() % 2 == 1 ? deviations[middle] : (deviations[middle - 1] + deviations[middle]) / 2.0;
+    stats.mad_ns =
+        deviations.size() % 2 == 1 ? deviations[middle] : (deviations[middle - 1] + deviations[middle]) / 2.0;
     long double sum = 0;
     for (TimeNs value : values) sum += value;
     stats.mean_ns = static_cast<double>(sum / static_cast<long double>(values.size()));
@@ -63,14 +63,18 @@ MetricComparison compare_metric(DiffMetric metric, std::vector<TimeNs> a, std::v
     if (comparison.a.median_ns > 0) comparison.delta_percent = comparison.delta_ns / comparison.a.median_ns * 100.0;
     // One value per run (span) has no spread: only the threshold can judge it.
     if (metric != DiffMetric::span) comparison.noise_ns = 2.0 * std::max(comparison.a.mad_ns, comparison.b.mad_ns);
-    if (comparison.delta_ns == 0.0) comparison.verdict = Verdict::unchanged;
-    else if (std::fabs(comparison.delta_ns) <= comparison.noise_ns) comparison.verdict = Verdict::noise;
-    else comparison.verdict = comparison.delta_ns > 0 ? Verdict::slower : Verdict::faster;
+    if (comparison.delta_ns == 0.0)
+        comparison.verdict = Verdict::unchanged;
+    else if (std::fabs(comparison.delta_ns) <= comparison.noise_ns)
+        comparison.verdict = Verdict::noise;
+    else
+        comparison.verdict = comparison.delta_ns > 0 ? Verdict::slower : Verdict::faster;
     return comparison;
 }
 
 // A row from its two totals; its per-step means divide by each run's step count.
-BreakdownDelta breakdown_row(std::string name, TimeNs a_total, std::int64_t a_steps, TimeNs b_total, std::int64_t b_steps) {
+BreakdownDelta breakdown_row(std::string name, TimeNs a_total, std::int64_t a_steps, TimeNs b_total,
+                             std::int64_t b_steps) {
     BreakdownDelta row;
     row.name = std::move(name);
     row.a_total_ns = a_total;
@@ -97,7 +101,7 @@ std::vector<NameDelta> diff_names(const std::vector<NameTotal>& a, const std::ve
     add_side(b, &NameDelta::b_total_ns, &NameDelta::b_instances);
     std::vector<NameDelta> rows;
     for (auto& [key, delta] : merged) {
-        delta.status = delta.a_instances == 0 ? NameStatus::appeared
+        delta.status = delta.a_instances == 0   ? NameStatus::appeared
                        : delta.b_instances == 0 ? NameStatus::disappeared
                                                 : NameStatus::both;
         rows.push_back(std::move(delta));
@@ -125,23 +129,25 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
             if (!run.steps.empty()) values.push_back(run.span_ns);
             return values;
         }
-        for (const DiffStep& step : run.steps) values.push_back(metric == DiffMetric::step ? step.length_ns() : step.gpu_busy_ns());
+        for (const DiffStep& step : run.steps)
+            values.push_back(metric == DiffMetric::step ? step.length_ns() : step.gpu_busy_ns());
         return values;
     };
     for (DiffMetric metric : {DiffMetric::step, DiffMetric::gpu_busy, DiffMetric::span}) {
         const bool available = metric != DiffMetric::gpu_busy || (a.has_gpu_work && b.has_gpu_work);
-        diff.metrics[static_cast<int>(metric)] = compare_metric(metric, values(a, metric), values(b, metric), available);
+        diff.metrics[static_cast<int>(metric)] =
+            compare_metric(metric, values(a, metric), values(b, metric), available);
     }
 
     // The breakdown of the step time, and of its host-side part by top-level range.
     const auto a_totals = a.category_totals(), b_totals = b.category_totals();
     for (int c = 0; c < kDiffCategoryCount; ++c)
-        diff.breakdown.push_back(breakdown_row(step_category_name(static_cast<StepCategory>(c)), a_totals[c], diff.a_steps,
-                                               b_totals[c], diff.b_steps));
+        diff.breakdown.push_back(breakdown_row(step_category_name(static_cast<StepCategory>(c)), a_totals[c],
+                                               diff.a_steps, b_totals[c], diff.b_steps));
     if (a.has_gpu_work && b.has_gpu_work) {
         TimeNs a_idle = 0, b_idle = 0;
-        for (StepCategory c : {StepCategory::dataloader_wait, StepCategory::idle_host_wait, StepCategory::idle_kernel_wait,
-                               StepCategory::idle_other}) {
+        for (StepCategory c : {StepCategory::dataloader_wait, StepCategory::idle_host_wait,
+                               StepCategory::idle_kernel_wait, StepCategory::idle_other}) {
             a_idle += a_totals[static_cast<int>(c)];
             b_idle += b_totals[static_cast<int>(c)];
         }
@@ -154,9 +160,10 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
         for (const auto& [name, time] : step.host_side_by_range) host_ranges[name].second += time;
     for (const auto& [name, totals] : host_ranges)
         diff.host_side.push_back(breakdown_row(name, totals.first, diff.a_steps, totals.second, diff.b_steps));
-    std::stable_sort(diff.host_side.begin(), diff.host_side.end(), [](const BreakdownDelta& x, const BreakdownDelta& y) {
-        return std::fabs(x.delta_ns()) > std::fabs(y.delta_ns());
-    });
+    std::stable_sort(diff.host_side.begin(), diff.host_side.end(),
+                     [](const BreakdownDelta& x, const BreakdownDelta& y) {
+                         return std::fabs(x.delta_ns()) > std::fabs(y.delta_ns());
+                     });
 
     diff.kernels = diff_names(a.kernels, b.kernels);
     diff.ranges = diff_names(a.ranges, b.ranges);
@@ -196,7 +203,9 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
     if (diff.a_steps == diff.b_steps && one_rank) diff.total_step_change_ns = b.step_total_ns() - a.step_total_ns();
 
     if (!a.has_step_ranges || !b.has_step_ranges)
-        diff.notes.push_back(std::string(!a.has_step_ranges && !b.has_step_ranges ? "neither run has" : !a.has_step_ranges ? "A has no" : "B has no") +
+        diff.notes.push_back(std::string(!a.has_step_ranges && !b.has_step_ranges ? "neither run has"
+                                         : !a.has_step_ranges                     ? "A has no"
+                                                                                  : "B has no") +
                              " step ranges: such a run is one step, from its first event to its last");
     if (diff.a_steps != diff.b_steps)
         diff.notes.push_back("A has " + std::to_string(diff.a_steps) + " steps, B " + std::to_string(diff.b_steps) +
@@ -204,7 +213,8 @@ TraceDiff diff_runs(const RunProfile& a, const RunProfile& b) {
     else if (!one_rank)
         diff.notes.push_back("name tables add every rank; their shares of the step-time change need --rank N");
     if (a.cpu_sampled != b.cpu_sampled)
-        diff.notes.push_back(std::string("only ") + (a.cpu_sampled ? "A" : "B") + " has sampled CPU stacks: no CPU function table");
+        diff.notes.push_back(std::string("only ") + (a.cpu_sampled ? "A" : "B") +
+                             " has sampled CPU stacks: no CPU function table");
     return diff;
 }
 
@@ -235,8 +245,8 @@ GateResult check_gate(const TraceDiff& diff, DiffMetric metric, double max_slowe
     const bool beyond_threshold = m.delta_ns > 0 && percent > max_slower_percent;
     const bool beyond_noise = m.delta_ns > m.noise_ns;
     result.failed = beyond_threshold && beyond_noise;
-    const std::string change = fmt::format("{} median {:+.3f} ms ({:+.2f}%)", diff_metric_name(metric), m.delta_ns / 1e6,
-                                           m.delta_percent.value_or(0.0));
+    const std::string change = fmt::format("{} median {:+.3f} ms ({:+.2f}%)", diff_metric_name(metric),
+                                           m.delta_ns / 1e6, m.delta_percent.value_or(0.0));
     const std::string noise = fmt::format("noise band ±{:.3f} ms", m.noise_ns / 1e6);
     if (result.failed)
         result.reason = fmt::format("FAIL: B is slower: {}, beyond the {}% threshold and the {}", change,

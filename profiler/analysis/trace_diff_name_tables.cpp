@@ -20,7 +20,7 @@ namespace {
 
 // Totals by (domain, normalised name), filled from GROUP BY rows.
 class NameTotals {
-public:
+  public:
     void add(const std::string& domain, const std::string& name, TimeNs total, std::int64_t instances) {
         NameTotal& row = rows_[{domain, name}];
         row.domain = domain;
@@ -34,24 +34,26 @@ public:
         return rows;
     }
 
-private:
+  private:
     std::map<std::pair<std::string, std::string>, NameTotal> rows_;
 };
 
 class NameTableReader {
-public:
+  public:
     NameTableReader(const store::TraceReader& reader, const RankMap& ranks, std::optional<std::int32_t> rank)
         : reader_(reader), ranks_(ranks), rank_(rank) {}
 
     std::vector<NameTotal> gpu_operations() {
         NameTotals totals;
-        SqlQuery kernels(reader_.database(), reader_.path(),
-                         "SELECT name_id, stream_id, SUM(end_ns - start_ns), COUNT(*) FROM kernels GROUP BY name_id, stream_id");
+        SqlQuery kernels(
+            reader_.database(), reader_.path(),
+            "SELECT name_id, stream_id, SUM(end_ns - start_ns), COUNT(*) FROM kernels GROUP BY name_id, stream_id");
         while (kernels.next_row())
             if (stream_in_scope(kernels.int64(1)))
                 totals.add("", normalised(kernels.int64(0)), kernels.int64(2), kernels.int64(3));
-        SqlQuery copies(reader_.database(), reader_.path(),
-                        "SELECT direction, stream_id, SUM(end_ns - start_ns), COUNT(*) FROM memcpys GROUP BY direction, stream_id");
+        SqlQuery copies(
+            reader_.database(), reader_.path(),
+            "SELECT direction, stream_id, SUM(end_ns - start_ns), COUNT(*) FROM memcpys GROUP BY direction, stream_id");
         while (copies.next_row())
             if (stream_in_scope(copies.int64(1)))
                 totals.add("", memcpy_name(copies.int64(0)), copies.int64(2), copies.int64(3));
@@ -65,10 +67,12 @@ public:
 
     std::vector<NameTotal> api_calls() {
         NameTotals totals;
-        SqlQuery query(reader_.database(), reader_.path(),
-                       "SELECT name_id, thread_id, SUM(end_ns - start_ns), COUNT(*) FROM api_calls GROUP BY name_id, thread_id");
+        SqlQuery query(
+            reader_.database(), reader_.path(),
+            "SELECT name_id, thread_id, SUM(end_ns - start_ns), COUNT(*) FROM api_calls GROUP BY name_id, thread_id");
         while (query.next_row())
-            if (thread_in_scope(query.int64(1))) totals.add("", normalised(query.int64(0)), query.int64(2), query.int64(3));
+            if (thread_in_scope(query.int64(1)))
+                totals.add("", normalised(query.int64(0)), query.int64(2), query.int64(3));
         return totals.rows();
     }
 
@@ -97,14 +101,15 @@ public:
                        "SELECT stack_id, thread_id, COUNT(*) FROM stack_samples GROUP BY stack_id, thread_id");
         while (query.next_row()) {
             if (!thread_in_scope(query.int64(1))) continue;
-            const std::vector<trace::FrameInfo> frames = reader_.stack_frames(static_cast<trace::StackId>(query.int64(0)));
+            const std::vector<trace::FrameInfo> frames =
+                reader_.stack_frames(static_cast<trace::StackId>(query.int64(0)));
             const std::string name = frames.empty() ? "(empty stack)" : frame_name(frames.back());
             totals.add("", name, query.int64(2) * period, query.int64(2));
         }
         return totals.rows();
     }
 
-private:
+  private:
     bool stream_in_scope(std::int64_t stream) const {
         return !rank_ || ranks_.of_stream(static_cast<trace::StreamId>(stream)) == *rank_;
     }

@@ -11,7 +11,6 @@ namespace ember::analysis {
 
 using trace::TimeNs;
 
-
 // ---------------------------------------------------------------------------
 // [SECTION] Output
 // ---------------------------------------------------------------------------
@@ -99,11 +98,11 @@ Table headline_table(const TraceDiff& diff) {
     Table table;
     table.key = "headline";
     table.title = "A vs B over their steps (" + diff.scope + "): median, p10-p90 and median absolute deviation";
-    table.columns = {{"metric", "Metric", ColumnKind::text},        {"run", "Run", ColumnKind::text},
-                     {"median_ns", "Median", ColumnKind::time},     {"p10_ns", "p10", ColumnKind::time},
-                     {"p90_ns", "p90", ColumnKind::time},           {"mad_ns", "MAD", ColumnKind::time},
-                     {"delta_ns", "Change", ColumnKind::time},      {"delta_percent", "Change %", ColumnKind::percent},
-                     {"noise_ns", "Noise +/-", ColumnKind::time},   {"verdict", "Verdict", ColumnKind::text}};
+    table.columns = {{"metric", "Metric", ColumnKind::text},      {"run", "Run", ColumnKind::text},
+                     {"median_ns", "Median", ColumnKind::time},   {"p10_ns", "p10", ColumnKind::time},
+                     {"p90_ns", "p90", ColumnKind::time},         {"mad_ns", "MAD", ColumnKind::time},
+                     {"delta_ns", "Change", ColumnKind::time},    {"delta_percent", "Change %", ColumnKind::percent},
+                     {"noise_ns", "Noise +/-", ColumnKind::time}, {"verdict", "Verdict", ColumnKind::text}};
     const Cell none = std::monostate{};
     for (const MetricComparison& m : diff.metrics) {
         const std::string metric = diff_metric_name(m.metric);
@@ -135,8 +134,9 @@ Table breakdown_table(const std::string& key, const std::string& title, const st
                      {"b_total_ns", "B total", ColumnKind::time},
                      {"delta_total_ns", "Total change", ColumnKind::time}};
     for (const BreakdownDelta& row : rows)
-        table.rows.push_back({row.name, row.a_ns, row.b_ns, row.delta_ns(), share_of(row.delta_ns(), mean_change, mean_step_ns),
-                              row.a_total_ns, row.b_total_ns, row.delta_total_ns()});
+        table.rows.push_back({row.name, row.a_ns, row.b_ns, row.delta_ns(),
+                              share_of(row.delta_ns(), mean_change, mean_step_ns), row.a_total_ns, row.b_total_ns,
+                              row.delta_total_ns()});
     return table;
 }
 
@@ -167,11 +167,10 @@ Table names_table(const std::string& key, const std::string& title, const std::v
         if (top != 0 && table.rows.size() == top) break;
         std::vector<Cell> cells{row.name};
         if (with_domain) cells.push_back(row.domain);
-        for (Cell cell : std::initializer_list<Cell>{std::string(name_status_name(row.status)), row.a_total_ns,
-                                                     row.b_total_ns, row.delta_ns(),
-                                                     share_of(static_cast<double>(row.delta_ns()), change, total_step_ns),
-                                                     row.a_instances, row.b_instances, mean(row.a_total_ns, row.a_instances),
-                                                     mean(row.b_total_ns, row.b_instances)})
+        for (Cell cell : std::initializer_list<Cell>{
+                 std::string(name_status_name(row.status)), row.a_total_ns, row.b_total_ns, row.delta_ns(),
+                 share_of(static_cast<double>(row.delta_ns()), change, total_step_ns), row.a_instances, row.b_instances,
+                 mean(row.a_total_ns, row.a_instances), mean(row.b_total_ns, row.b_instances)})
             cells.push_back(std::move(cell));
         table.rows.push_back(std::move(cells));
     }
@@ -206,10 +205,12 @@ void write_biggest_moves(std::ostream& out, const TraceDiff& diff, TimeUnit unit
     for (const BreakdownDelta& row : diff.breakdown)
         if (category == nullptr || std::fabs(row.delta_ns()) > std::fabs(category->delta_ns())) category = &row;
     if (category != nullptr && category->delta_total_ns() != 0)
-        lines.push_back(fmt::format("  {:<14}{} {:+.3f} {} per step", "breakdown", category->name, category->delta_ns() / per,
-                                    unit_name));
-    const std::pair<const char*, const std::vector<NameDelta>*> tables[] = {
-        {"kernels", &diff.kernels}, {"ranges", &diff.ranges}, {"api", &diff.api}, {"cpu_functions", &diff.cpu_functions}};
+        lines.push_back(fmt::format("  {:<14}{} {:+.3f} {} per step", "breakdown", category->name,
+                                    category->delta_ns() / per, unit_name));
+    const std::pair<const char*, const std::vector<NameDelta>*> tables[] = {{"kernels", &diff.kernels},
+                                                                            {"ranges", &diff.ranges},
+                                                                            {"api", &diff.api},
+                                                                            {"cpu_functions", &diff.cpu_functions}};
     for (const auto& [label, rows] : tables) {
         // The step ranges only repeat the headline.
         auto first = std::find_if(rows->begin(), rows->end(), [](const NameDelta& row) {
@@ -217,7 +218,8 @@ void write_biggest_moves(std::ostream& out, const TraceDiff& diff, TimeUnit unit
         });
         if (first == rows->end() || first->delta_ns() == 0) continue;
         const NameDelta& row = *first;
-        const std::string status = row.status == NameStatus::both ? "" : std::string(" (") + name_status_name(row.status) + ")";
+        const std::string status =
+            row.status == NameStatus::both ? "" : std::string(" (") + name_status_name(row.status) + ")";
         std::string name = row.name.size() > 80 ? row.name.substr(0, 77) + "..." : row.name;
         lines.push_back(fmt::format("  {:<14}{} {:+.3f} {} in total{}", label, name,
                                     static_cast<double>(row.delta_ns()) / per, unit_name, status));
@@ -242,7 +244,8 @@ std::vector<Table> diff_tables(const TraceDiff& diff, std::size_t top) {
     tables.push_back(breakdown_table("breakdown", "Where the step time went (mean per step; rows add up to the step)",
                                      "category", diff.breakdown, change, a_step_ns));
     if (diff.gpu_idle)
-        tables.push_back(breakdown_table("gpu_idle", "GPU idle: dataloader_wait + idle_host_wait + idle_kernel_wait + idle_other",
+        tables.push_back(breakdown_table("gpu_idle",
+                                         "GPU idle: dataloader_wait + idle_host_wait + idle_kernel_wait + idle_other",
                                          "category", {*diff.gpu_idle}, change, a_step_ns));
     if (!diff.host_side.empty())
         tables.push_back(breakdown_table("host_side", "Host-side time by top-level range (mean per step)", "range",
@@ -289,8 +292,10 @@ nlohmann::json diff_json(const TraceDiff& diff, std::size_t top) {
     }
     document["headline"] = std::move(headline);
     for (const Table& table : diff_tables(diff, top))
-        if (table.key == "gpu_idle") document[table.key] = to_json(table, TimeUnit::ns).at(0);
-        else if (table.key != "headline") document[table.key] = to_json(table, TimeUnit::ns);
+        if (table.key == "gpu_idle")
+            document[table.key] = to_json(table, TimeUnit::ns).at(0);
+        else if (table.key != "headline")
+            document[table.key] = to_json(table, TimeUnit::ns);
     if (!document.contains("gpu_idle")) document["gpu_idle"] = nullptr;
     if (!document.contains("host_side")) document["host_side"] = nlohmann::json::array();
     if (!document.contains("cpu_functions")) document["cpu_functions"] = nullptr;
@@ -310,11 +315,14 @@ void write_diff(std::ostream& out, const TraceDiff& diff, const DiffOutputOption
                 const double unit = nanoseconds_per(options.time_unit);
                 const char* unit_name = time_unit_name(options.time_unit);
                 out << "\nStep time: B is ";
-                if (step.verdict == Verdict::unchanged) out << "unchanged";
-                else if (step.verdict == Verdict::noise) out << "within the noise";
-                else out << (step.verdict == Verdict::slower ? "slower" : "faster");
-                out << fmt::format(" (median {:.3f} -> {:.3f} {}, {:+.3f} {}", step.a.median_ns / unit, step.b.median_ns / unit,
-                                   unit_name, step.delta_ns / unit, unit_name);
+                if (step.verdict == Verdict::unchanged)
+                    out << "unchanged";
+                else if (step.verdict == Verdict::noise)
+                    out << "within the noise";
+                else
+                    out << (step.verdict == Verdict::slower ? "slower" : "faster");
+                out << fmt::format(" (median {:.3f} -> {:.3f} {}, {:+.3f} {}", step.a.median_ns / unit,
+                                   step.b.median_ns / unit, unit_name, step.delta_ns / unit, unit_name);
                 if (step.delta_percent) out << fmt::format(", {:+.1f}%", *step.delta_percent);
                 out << fmt::format("; noise band +/-{:.3f} {})\n", step.noise_ns / unit, unit_name);
             }
@@ -336,7 +344,9 @@ void write_diff(std::ostream& out, const TraceDiff& diff, const DiffOutputOption
             }
             break;
         }
-        case OutputFormat::json: out << diff_json(diff, 0).dump(2) << '\n'; break;
+        case OutputFormat::json:
+            out << diff_json(diff, 0).dump(2) << '\n';
+            break;
     }
 }
 

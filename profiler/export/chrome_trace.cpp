@@ -24,7 +24,7 @@ using trace::TimeNs;
 namespace chrome = trace::chrome;
 
 class ChromeWriter {
-public:
+  public:
     ChromeWriter(const store::TraceReader& reader, OutputFile& out) : reader_(reader), out_(out) {
         origin_ = reader.run().start_ns;
         for (const trace::ThreadInfo& thread : reader.threads()) {
@@ -89,7 +89,7 @@ public:
     TimeNs origin() const { return origin_; }
     std::string& buffer() { return out_.buffer(); }
 
-private:
+  private:
     const store::TraceReader& reader_;
     OutputFile& out_;
     TimeNs origin_ = 0;
@@ -112,8 +112,9 @@ void write_tracks(const store::TraceReader& reader, ChromeWriter& w) {
     }
     for (const trace::ThreadInfo& thread : reader.threads()) {
         std::int64_t pid = w.pid_of_thread(thread.thread_id);
-        w.metadata("thread_name", pid, thread.thread_id,
-                   fmt::format("{} ({} {})", thread.name.empty() ? "thread" : thread.name, chrome::kTidWord, thread.tid));
+        w.metadata(
+            "thread_name", pid, thread.thread_id,
+            fmt::format("{} ({} {})", thread.name.empty() ? "thread" : thread.name, chrome::kTidWord, thread.tid));
     }
     std::set<trace::DeviceId> devices;
     for (const trace::DeviceInfo& device : reader.devices()) devices.insert(device.device_id);
@@ -146,7 +147,9 @@ void append_collective_args(std::string& b, const CollectiveArgs& collectives, b
             fmt::format_to(std::back_inserter(b), ",\"{}\":", key);
             append_json_string(b, value);
         },
-        [&](std::string_view key, std::int64_t value) { fmt::format_to(std::back_inserter(b), ",\"{}\":{}", key, value); });
+        [&](std::string_view key, std::int64_t value) {
+            fmt::format_to(std::back_inserter(b), ",\"{}\":{}", key, value);
+        });
 }
 
 void write_gpu_work(const store::TraceReader& reader, ChromeWriter& w, const CollectiveArgs& collectives) {
@@ -208,8 +211,10 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
         auto args = [&] {
             std::string& b = w.buffer();
             fmt::format_to(std::back_inserter(b), ",\"args\":{{\"category\":{}", r.category);
-            if (r.payload.kind == trace::PayloadKind::integer) fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.integer);
-            if (r.payload.kind == trace::PayloadKind::real) fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.real);
+            if (r.payload.kind == trace::PayloadKind::integer)
+                fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.integer);
+            if (r.payload.kind == trace::PayloadKind::real)
+                fmt::format_to(std::back_inserter(b), ",\"payload\":{}", r.payload.real);
             append_collective_args(b, collectives, false, r.thread_id, r.start_ns);
             b += '}';
         };
@@ -248,7 +253,8 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
     });
     reader.for_each_counter_sample(all, [&](const trace::CounterSample& c) {
         const trace::CounterInfo* info = reader.counter(c.counter_id);
-        std::int64_t pid = info != nullptr && info->device_id >= 0 ? chrome::gpu_pid(info->device_id) : reader.run().pid;
+        std::int64_t pid =
+            info != nullptr && info->device_id >= 0 ? chrome::gpu_pid(info->device_id) : reader.run().pid;
         std::string counter_name = info != nullptr ? info->name : fmt::format("counter {}", c.counter_id);
         if (info != nullptr && !info->unit.empty()) counter_name += " (" + info->unit + ")";
         w.begin("C", pid, 0);
@@ -263,11 +269,11 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
 // One flow per (API call, GPU operation) pair sharing a correlation id.
 void write_flows(const store::TraceReader& reader, ChromeWriter& w) {
     store::Statement query(reader.database(), reader.path(),
-                             "SELECT a.thread_id, a.start_ns, g.device_id, g.stream_id, g.start_ns FROM api_calls a JOIN "
-                             "(SELECT correlation_id, device_id, stream_id, start_ns FROM kernels UNION ALL "
-                             "SELECT correlation_id, device_id, stream_id, start_ns FROM memcpys UNION ALL "
-                             "SELECT correlation_id, device_id, stream_id, start_ns FROM memsets) g "
-                             "ON g.correlation_id = a.correlation_id WHERE a.correlation_id != 0");
+                           "SELECT a.thread_id, a.start_ns, g.device_id, g.stream_id, g.start_ns FROM api_calls a JOIN "
+                           "(SELECT correlation_id, device_id, stream_id, start_ns FROM kernels UNION ALL "
+                           "SELECT correlation_id, device_id, stream_id, start_ns FROM memcpys UNION ALL "
+                           "SELECT correlation_id, device_id, stream_id, start_ns FROM memsets) g "
+                           "ON g.correlation_id = a.correlation_id WHERE a.correlation_id != 0");
     std::int64_t flow_id = 0;
     while (query.next_row()) {
         ++flow_id;

@@ -16,7 +16,7 @@
 namespace ember::exporting {
 
 class CollectiveArgs {
-public:
+  public:
     explicit CollectiveArgs(const store::TraceReader& reader);
 
     // The call of the kernel (on_stream: track is its StreamId) or range (track is its
@@ -28,7 +28,7 @@ public:
     // Each known field of `call`, in Kineto's order, under Kineto's key.
     void for_each_arg(const trace::CollectiveCall& call, const Text& text, const Number& number) const;
 
-private:
+  private:
     const store::TraceReader& reader_;
     std::vector<trace::CollectiveCall> calls_;
     std::map<std::tuple<bool, std::uint32_t, trace::TimeNs>, const trace::CollectiveCall*> by_event_;

@@ -23,7 +23,9 @@ bool is_csv_table(std::string_view name) {
 
 namespace {
 
-void field(std::string& b, std::string_view text) { b += analysis::csv_field(text); }
+void field(std::string& b, std::string_view text) {
+    b += analysis::csv_field(text);
+}
 
 std::string payload_text(const trace::Payload& payload) {
     if (payload.kind == trace::PayloadKind::integer) return std::to_string(payload.integer);
@@ -34,7 +36,7 @@ std::string payload_text(const trace::Payload& payload) {
 // A call stack as one field: frames innermost first, " <- " between them; a Python
 // frame as "function (file:line)". Each stack is spelled once.
 class StackText {
-public:
+  public:
     explicit StackText(const store::TraceReader& reader) : reader_(reader) {}
     const std::string& of(trace::StackId stack) {
         auto [found, inserted] = texts_.try_emplace(stack);
@@ -47,7 +49,7 @@ public:
         return found->second;
     }
 
-private:
+  private:
     const store::TraceReader& reader_;
     std::unordered_map<trace::StackId, std::string> texts_;
 };
@@ -70,8 +72,9 @@ void export_csv_table(const store::TraceReader& reader, std::string_view name, O
                            e.device_id, e.stream_id, e.correlation_id);
             field(b, reader.string(e.name_id));
             const trace::LaunchConfig& l = e.launch;
-            fmt::format_to(std::back_inserter(b), ",{},{},{},{},{},{},{},{},{}", l.grid_x, l.grid_y, l.grid_z, l.block_x,
-                           l.block_y, l.block_z, l.registers_per_thread, l.static_shared_bytes, l.dynamic_shared_bytes);
+            fmt::format_to(std::back_inserter(b), ",{},{},{},{},{},{},{},{},{}", l.grid_x, l.grid_y, l.grid_z,
+                           l.block_x, l.block_y, l.block_z, l.registers_per_thread, l.static_shared_bytes,
+                           l.dynamic_shared_bytes);
             return row_end();
         });
     } else if (name == "memcpys") {
@@ -111,7 +114,8 @@ void export_csv_table(const store::TraceReader& reader, std::string_view name, O
             return row_end();
         });
     } else if (name == "ranges") {
-        b += "range_id,start_ns,end_ns,duration_ns,thread_id,domain,name,category,color,depth,parent_range_id,payload\r\n";
+        b +=
+            "range_id,start_ns,end_ns,duration_ns,thread_id,domain,name,category,color,depth,parent_range_id,payload\r\n";
         reader.for_each_range(all, [&](const trace::RangeEvent& e) {
             fmt::format_to(std::back_inserter(b), "{},{},{},{},{},", e.range_id, e.start_ns, e.end_ns,
                            e.end_ns - e.start_ns, e.thread_id);
@@ -155,12 +159,14 @@ void export_csv_table(const store::TraceReader& reader, std::string_view name, O
         b += "start_ns,track,track_id,collective,group_name,group_description,group_ranks,group_size,sequence,"
              "in_elements,out_elements,dtype\r\n";
         for (const trace::CollectiveCall& e : reader.collective_calls()) {
-            fmt::format_to(std::back_inserter(b), "{},{},{},", e.start_ns, e.on_stream ? "stream" : "thread", e.track_id);
+            fmt::format_to(std::back_inserter(b), "{},{},{},", e.start_ns, e.on_stream ? "stream" : "thread",
+                           e.track_id);
             for (trace::StringId id : {e.name_id, e.group_name_id, e.group_desc_id, e.group_ranks_id}) {
                 field(b, reader.string(id));
                 b += ',';
             }
-            fmt::format_to(std::back_inserter(b), "{},{},{},{},", e.group_size, e.sequence, e.in_elements, e.out_elements);
+            fmt::format_to(std::back_inserter(b), "{},{},{},{},", e.group_size, e.sequence, e.in_elements,
+                           e.out_elements);
             field(b, reader.string(e.dtype_id));
             row_end();
         }
@@ -196,7 +202,8 @@ void export_csv_directory(const store::TraceReader& reader, const std::string& d
     std::error_code error;
     std::filesystem::create_directories(directory, error);
     if (error) {
-        throw store::TraceError(store::TraceErrorKind::io, directory, "cannot create the directory: " + error.message());
+        throw store::TraceError(store::TraceErrorKind::io, directory,
+                                "cannot create the directory: " + error.message());
     }
     for (const char* table : kCsvTables) {
         OutputFile out((std::filesystem::path(directory) / (std::string(table) + ".csv")).string());

@@ -12,8 +12,8 @@
 namespace ember::exporting {
 
 inline constexpr const char* kCsvTables[] = {
-    "kernels", "memcpys", "memsets", "synchronizations", "api_calls", "ranges", "marks", "counter_samples",
-    "dropped_records", "collective_calls", "memory_events", "memory_blocks",
+    "kernels", "memcpys",         "memsets",         "synchronizations", "api_calls",     "ranges",
+    "marks",   "counter_samples", "dropped_records", "collective_calls", "memory_events", "memory_blocks",
 };
 bool is_csv_table(std::string_view name);
 

@@ -14,15 +14,27 @@ std::string xml_escape(std::string_view text) {
     escaped.reserve(text.size());
     for (char c : text) {
         switch (c) {
-            case '&': escaped += "&amp;"; break;
-            case '<': escaped += "&lt;"; break;
-            case '>': escaped += "&gt;"; break;
-            case '"': escaped += "&quot;"; break;
-            case '\'': escaped += "&apos;"; break;
+            case '&':
+                escaped += "&amp;";
+                break;
+            case '<':
+                escaped += "&lt;";
+                break;
+            case '>':
+                escaped += "&gt;";
+                break;
+            case '"':
+                escaped += "&quot;";
+                break;
+            case '\'':
+                escaped += "&apos;";
+                break;
             default:
                 // XML 1.0 forbids most control characters, even escaped.
-                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') escaped += ' ';
-                else escaped += c;
+                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+                    escaped += ' ';
+                else
+                    escaped += c;
         }
     }
     return escaped;
@@ -93,17 +105,18 @@ void write_flamegraph_svg(const analysis::StackTree& stacks, const FlamegraphOpt
     double height = kHeaderHeight + (max_depth + 1) * options.frame_height + 2 * kMargin;
     double image_width = options.width + 2 * kMargin;
     std::string& b = out.buffer();
-    fmt::format_to(std::back_inserter(b),
-                   "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{:.4f}\" height=\"{:.4f}\" "
-                   "viewBox=\"0 0 {:.4f} {:.4f}\" data-width=\"{:.4f}\" data-margin=\"{:.4f}\" data-total=\"{}\" "
-                   "font-family=\"monospace\" font-size=\"12\">\n"
-                   "<style>g.frame:hover rect {{ stroke: black; stroke-width: 0.5; }} g.frame {{ cursor: pointer; }}</style>\n"
-                   "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"rgb(250,250,240)\"/>\n"
-                   "<text x=\"{:.4f}\" y=\"24\" font-size=\"16\">{}</text>\n"
-                   "<text id=\"reset\" x=\"{:.4f}\" y=\"24\" text-anchor=\"end\" style=\"cursor: pointer\">Reset zoom</text>\n",
-                   image_width, height, image_width, height, options.width, kMargin, total, kMargin,
-                   xml_escape(options.title), image_width - kMargin);
+    fmt::format_to(
+        std::back_inserter(b),
+        "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{:.4f}\" height=\"{:.4f}\" "
+        "viewBox=\"0 0 {:.4f} {:.4f}\" data-width=\"{:.4f}\" data-margin=\"{:.4f}\" data-total=\"{}\" "
+        "font-family=\"monospace\" font-size=\"12\">\n"
+        "<style>g.frame:hover rect {{ stroke: black; stroke-width: 0.5; }} g.frame {{ cursor: pointer; }}</style>\n"
+        "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"rgb(250,250,240)\"/>\n"
+        "<text x=\"{:.4f}\" y=\"24\" font-size=\"16\">{}</text>\n"
+        "<text id=\"reset\" x=\"{:.4f}\" y=\"24\" text-anchor=\"end\" style=\"cursor: pointer\">Reset zoom</text>\n",
+        image_width, height, image_width, height, options.width, kMargin, total, kMargin, xml_escape(options.title),
+        image_width - kMargin);
 
     // Lay out children left to right inside their parent, depth-first.
     std::vector<double> x(stacks.size(), 0.0);
@@ -126,10 +139,10 @@ void write_flamegraph_svg(const analysis::StackTree& stacks, const FlamegraphOpt
                        "<title>{} ({} {}, {:.2f}%)</title>"
                        "<rect x=\"{:.4f}\" y=\"{:.4f}\" width=\"{:.4f}\" height=\"{:.4f}\" fill=\"{}\" rx=\"2\"/>"
                        "<text x=\"{:.4f}\" y=\"{:.4f}\">{}</text></g>\n",
-                       node, node == analysis::StackTree::kRoot ? -1 : static_cast<std::int64_t>(info.parent), info.depth,
-                       inclusive[node], x[node], width, escaped, escaped, inclusive[node], xml_escape(options.unit), share,
-                       kMargin + x[node], y, width, options.frame_height - 1, frame_color(name), kMargin + x[node] + 3,
-                       y + options.frame_height - 5, xml_escape(label));
+                       node, node == analysis::StackTree::kRoot ? -1 : static_cast<std::int64_t>(info.parent),
+                       info.depth, inclusive[node], x[node], width, escaped, escaped, inclusive[node],
+                       xml_escape(options.unit), share, kMargin + x[node], y, width, options.frame_height - 1,
+                       frame_color(name), kMargin + x[node] + 3, y + options.frame_height - 5, xml_escape(label));
         out.maybe_flush();
         double child_x = x[node];
         for (std::uint32_t child : info.children) {

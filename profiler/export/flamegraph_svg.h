@@ -16,7 +16,7 @@ namespace ember::exporting {
 struct FlamegraphOptions {
     std::string title = "Flame graph";
     std::string unit = "ns";
-    double width = 1200.0;        // pixels of the root frame
+    double width = 1200.0;  // pixels of the root frame
     double frame_height = 17.0;
 };
 

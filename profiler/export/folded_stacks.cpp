@@ -28,8 +28,9 @@ namespace {
 analysis::StackTree host_stacks(const store::TraceReader& reader) {
     analysis::StackTree tree;
     for (const trace::ThreadInfo& thread : reader.threads()) {
-        std::uint32_t thread_node = tree.child(analysis::StackTree::kRoot,
-                                               fmt::format("thread {} (tid {})", thread.name.empty() ? "?" : thread.name, thread.tid));
+        std::uint32_t thread_node =
+            tree.child(analysis::StackTree::kRoot,
+                       fmt::format("thread {} (tid {})", thread.name.empty() ? "?" : thread.name, thread.tid));
         struct Frame {
             std::uint32_t node;
             std::int64_t start_ns;
@@ -37,9 +38,9 @@ analysis::StackTree host_stacks(const store::TraceReader& reader) {
         };
         std::vector<Frame> open;
         store::Statement query(reader.database(), reader.path(),
-                                 "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
-                                 "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
-                                 "ORDER BY 1, 2 DESC, 4");
+                               "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
+                               "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
+                               "ORDER BY 1, 2 DESC, 4");
         query.bind(1, thread.thread_id);
         for_each_nested_event(
             query,

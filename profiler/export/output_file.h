@@ -10,7 +10,7 @@
 namespace ember::exporting {
 
 class OutputFile {
-public:
+  public:
     // "-" writes to stdout. Throws TraceError when the file cannot be created.
     explicit OutputFile(const std::string& path);
     ~OutputFile();  // closes without throwing; call close() to see errors
@@ -35,7 +35,7 @@ public:
     void close();
     const std::string& path() const { return path_; }
 
-private:
+  private:
     static constexpr std::size_t kFlushBytes = 1 << 20;
     std::string path_;
     std::FILE* file_ = nullptr;

@@ -40,7 +40,7 @@ void append_varint(std::string& out, std::uint64_t value) {
 // Strings interned on the packet sequence: ids from 1, each sent once with the first
 // packet that uses it.
 class Interner {
-public:
+  public:
     // The id of `text`; `is_new` says whether this packet must carry its definition.
     std::uint64_t id(std::string_view text, bool& is_new) {
         auto found = ids_.find(text);
@@ -54,7 +54,7 @@ public:
         return next;
     }
 
-private:
+  private:
     struct Hash {
         using is_transparent = void;
         std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
@@ -63,7 +63,7 @@ private:
 };
 
 class PacketWriter {
-public:
+  public:
     PacketWriter(OutputFile& out, TimeNs time_shift) : out_(out), time_shift_(time_shift) {}
 
     PerfettoCounts& counts() { return counts_; }
@@ -110,7 +110,9 @@ public:
     }
     void arg(std::string_view key, std::int64_t value) { annotation(key).set_int_value(value); }
     void arg_real(std::string_view key, double value) { annotation(key).set_double_value(value); }
-    void arg_text(std::string_view key, std::string_view value) { annotation(key).set_string_value(std::string(value)); }
+    void arg_text(std::string_view key, std::string_view value) {
+        annotation(key).set_string_value(std::string(value));
+    }
     void correlation(trace::CorrelationId id) {
         if (id == 0) return;
         pb::TrackEvent& event = *packet_.mutable_track_event();
@@ -125,7 +127,7 @@ public:
         write();
     }
 
-private:
+  private:
     pb::DebugAnnotation& annotation(std::string_view key) {
         bool is_new = false;
         std::uint64_t id = annotation_names_.id(key, is_new);
@@ -141,7 +143,8 @@ private:
     // One Trace.packet field (number 1, length-delimited) per packet.
     void write() {
         packet_.set_trusted_packet_sequence_id(kSequenceId);
-        if (first_) packet_.set_sequence_flags(packet_.sequence_flags() | pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+        if (first_)
+            packet_.set_sequence_flags(packet_.sequence_flags() | pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
         first_ = false;
         bytes_.clear();
         packet_.AppendToString(&bytes_);
@@ -164,7 +167,7 @@ private:
 // Lanes for intervals that may overlap each other: each interval goes to the first lane
 // free at its start, and a lane's track is described when it is first used.
 class OverlapLanes {
-public:
+  public:
     OverlapLanes(PacketWriter& writer, std::uint64_t parent, std::string name, std::uint64_t& next_uuid)
         : writer_(writer), parent_(parent), name_(std::move(name)), next_uuid_(next_uuid) {}
 
@@ -185,7 +188,7 @@ public:
         return uuids_[lane];
     }
 
-private:
+  private:
     PacketWriter& writer_;
     std::uint64_t parent_ = 0;
     std::string name_;
@@ -197,7 +200,7 @@ private:
 // The ends of slices placed on overlap lanes, written in time order: before a slice
 // begins at `time`, every end at or before it (so a lane's previous slice has ended).
 class PendingEnds {
-public:
+  public:
     explicit PendingEnds(PacketWriter& writer) : writer_(writer) {}
     void add(TimeNs end, std::uint64_t track) {
         heap_.emplace_back(end, track);
@@ -212,7 +215,7 @@ public:
     }
     void write_all() { write_until(std::numeric_limits<TimeNs>::max()); }
 
-private:
+  private:
     PacketWriter& writer_;
     std::vector<std::pair<TimeNs, std::uint64_t>> heap_;  // a min-heap of (end, track)
 };
@@ -242,7 +245,7 @@ void nest_slices(store::Statement& query, PacketWriter& writer, std::uint64_t tr
 }
 
 class PerfettoExport {
-public:
+  public:
     PerfettoExport(const store::TraceReader& reader, PacketWriter& writer)
         : reader_(reader), writer_(writer), collectives_(reader) {}
 
@@ -257,7 +260,7 @@ public:
         write_memory();
     }
 
-private:
+  private:
     std::int64_t pid_of_thread(const trace::ThreadInfo& thread) const {
         return thread.pid != 0 ? thread.pid : reader_.run().pid;
     }
@@ -335,7 +338,8 @@ private:
             writer_.event(kind == 3 ? pb::TrackEvent::TYPE_INSTANT : pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
             writer_.name(reader_.string(static_cast<trace::StringId>(row.column_int64(3))));
             if (kind == 0 || kind == 3) {
-                range_args(static_cast<trace::StringId>(row.column_int64(5)), row.column_int64(6), row.column_text(7), row, 8);
+                range_args(static_cast<trace::StringId>(row.column_int64(5)), row.column_int64(6), row.column_text(7),
+                           row, 8);
                 if (kind == 0) collective_args(false, thread.thread_id, start);
             } else if (kind == 1) {
                 writer_.category("cuda_api");
@@ -352,8 +356,8 @@ private:
     // Start/end ranges overlap anything: lanes of their process, in start order.
     void write_async_ranges() {
         store::Statement query(reader_.database(), reader_.path(),
-                                 "SELECT start_ns, end_ns, thread_id, name_id, domain_id, category, typeof(payload), "
-                                 "payload FROM ranges WHERE depth < 0 ORDER BY start_ns, range_id");
+                               "SELECT start_ns, end_ns, thread_id, name_id, domain_id, category, typeof(payload), "
+                               "payload FROM ranges WHERE depth < 0 ORDER BY start_ns, range_id");
         std::map<std::int64_t, OverlapLanes> lanes;  // by pid
         PendingEnds pending(writer_);
         while (query.next_row()) {
@@ -369,7 +373,8 @@ private:
             std::uint64_t track = lane->second.place(start, end);
             writer_.event(pb::TrackEvent::TYPE_SLICE_BEGIN, track, start);
             writer_.name(reader_.string(static_cast<trace::StringId>(query.column_int64(3))));
-            range_args(static_cast<trace::StringId>(query.column_int64(4)), query.column_int64(5), query.column_text(6), query, 7);
+            range_args(static_cast<trace::StringId>(query.column_int64(4)), query.column_int64(5), query.column_text(6),
+                       query, 7);
             writer_.commit();
             pending.add(end, track);
         }
@@ -389,8 +394,8 @@ private:
             pb::TrackDescriptor descriptor;
             descriptor.set_uuid(next_uuid_++);
             descriptor.set_parent_uuid(device_uuid_[stream.device_id]);
-            descriptor.set_name(fmt::format("Stream {}{}{}", stream.cuda_stream_id, stream.name.empty() ? "" : " ",
-                                            stream.name));
+            descriptor.set_name(
+                fmt::format("Stream {}{}{}", stream.cuda_stream_id, stream.name.empty() ? "" : " ", stream.name));
             descriptor.set_sibling_order_rank(rank++);
             writer_.track(descriptor);
             stream_uuid_[stream.stream_id] = descriptor.uuid();
@@ -454,7 +459,8 @@ private:
             }
             writer_.correlation(static_cast<trace::CorrelationId>(row.column_int64(3)));
             if (kind == 0) {
-                const trace::LaunchConfig l = reader_.launch_config(static_cast<trace::LaunchConfigId>(row.column_int64(5)));
+                const trace::LaunchConfig l =
+                    reader_.launch_config(static_cast<trace::LaunchConfigId>(row.column_int64(5)));
                 writer_.arg_text("grid", fmt::format("[{}, {}, {}]", l.grid_x, l.grid_y, l.grid_z));
                 writer_.arg_text("block", fmt::format("[{}, {}, {}]", l.block_x, l.block_y, l.block_z));
                 writer_.arg("registers per thread", l.registers_per_thread);
@@ -462,12 +468,15 @@ private:
                 collective_args(true, stream.stream_id, start);
             } else if (kind == 1) {
                 writer_.arg("bytes", row.column_int64(5));
-                writer_.arg_text("source", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(6))));
-                writer_.arg_text("destination", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(7))));
+                writer_.arg_text("source",
+                                 trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(6))));
+                writer_.arg_text("destination",
+                                 trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(7))));
             } else {
                 writer_.arg("bytes", row.column_int64(5));
                 writer_.arg("value", row.column_int64(6));
-                writer_.arg_text("memory", trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(4))));
+                writer_.arg_text("memory",
+                                 trace::memory_kind_name(static_cast<trace::MemoryKind>(row.column_int64(4))));
             }
             writer_.commit();
             return true;
@@ -477,8 +486,8 @@ private:
     // Host waits overlap each other (threads waiting at once): lanes per stream.
     void write_syncs() {
         store::Statement query(reader_.database(), reader_.path(),
-                                 "SELECT start_ns, end_ns, stream_id, kind, correlation_id, cuda_event_id FROM "
-                                 "synchronizations ORDER BY start_ns");
+                               "SELECT start_ns, end_ns, stream_id, kind, correlation_id, cuda_event_id FROM "
+                               "synchronizations ORDER BY start_ns");
         std::map<trace::StreamId, OverlapLanes> lanes;
         PendingEnds pending(writer_);
         while (query.next_row()) {
@@ -489,7 +498,8 @@ private:
             auto lane = lanes.find(stream_id);
             if (lane == lanes.end()) {
                 std::uint64_t parent = device_uuid_[stream != nullptr ? stream->device_id : 0];
-                std::string name = fmt::format("Synchronizations, stream {}", stream != nullptr ? stream->cuda_stream_id : 0);
+                std::string name =
+                    fmt::format("Synchronizations, stream {}", stream != nullptr ? stream->cuda_stream_id : 0);
                 lane = lanes.emplace(stream_id, OverlapLanes(writer_, parent, name, next_uuid_)).first;
             }
             pending.write_until(start);
@@ -517,7 +527,8 @@ private:
         reader_.for_each_counter_sample(all, [&](const trace::CounterSample& sample) {
             auto found = tracks.find(sample.counter_id);
             if (found == tracks.end()) return true;
-            writer_.event(pb::TrackEvent::TYPE_COUNTER, found->second, sample.time_ns).set_double_counter_value(sample.value);
+            writer_.event(pb::TrackEvent::TYPE_COUNTER, found->second, sample.time_ns)
+                .set_double_counter_value(sample.value);
             writer_.commit();
             return true;
         });

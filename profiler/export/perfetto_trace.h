@@ -32,10 +32,10 @@ namespace ember::exporting {
 // What an export wrote.
 struct PerfettoCounts {
     std::int64_t tracks = 0;
-    std::int64_t slices = 0;          // TYPE_SLICE_BEGIN events (each has its end)
+    std::int64_t slices = 0;  // TYPE_SLICE_BEGIN events (each has its end)
     std::int64_t instants = 0;
     std::int64_t counter_values = 0;
-    std::int64_t flow_events = 0;     // slices carrying a flow id
+    std::int64_t flow_events = 0;  // slices carrying a flow id
 };
 
 PerfettoCounts export_perfetto_trace(const store::TraceReader& reader, OutputFile& out);

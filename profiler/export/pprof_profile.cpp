@@ -22,7 +22,7 @@ namespace {
 namespace pb = ember::pprof;
 
 class ProfileBuilder {
-public:
+  public:
     explicit ProfileBuilder(pb::Profile& profile) : profile_(profile) { profile_.add_string_table(""); }
 
     std::int64_t string(const std::string& text) {
@@ -61,7 +61,7 @@ public:
         return location.id();
     }
 
-private:
+  private:
     std::uint64_t function(const std::string& name, const std::string& system_name, const std::string& file) {
         auto key = std::make_tuple(name, system_name, file);
         auto found = functions_.find(key);
@@ -125,7 +125,8 @@ void write_gzip(const std::string& bytes, OutputFile& out) {
         out.write(std::string_view(chunk.data(), chunk.size() - stream.avail_out));
     } while (status == Z_OK);
     deflateEnd(&stream);
-    if (status != Z_STREAM_END) throw store::TraceError(store::TraceErrorKind::io, out.path(), "gzip compression failed");
+    if (status != Z_STREAM_END)
+        throw store::TraceError(store::TraceErrorKind::io, out.path(), "gzip compression failed");
 }
 
 }  // namespace
@@ -169,7 +170,8 @@ PprofCounts export_pprof(const store::TraceReader& reader, OutputFile& out, bool
         auto [found, inserted] = stack_locations.try_emplace(stack);
         if (inserted) {
             std::vector<trace::FrameInfo> frames = reader.stack_frames(stack);
-            for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) found->second.push_back(builder.location(*frame));
+            for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame)
+                found->second.push_back(builder.location(*frame));
         }
         pb::Sample& sample = *profile.add_sample();
         if (waiting) sample.add_location_id(builder.synthetic_location(analysis::kWaitingOnGpuFrame));

@@ -23,8 +23,8 @@ namespace ember::exporting {
 
 // What an export wrote.
 struct PprofCounts {
-    std::int64_t samples = 0;       // trace samples counted (the sum of the "samples" values)
-    std::int64_t stacks = 0;        // pprof samples (distinct stack and thread)
+    std::int64_t samples = 0;  // trace samples counted (the sum of the "samples" values)
+    std::int64_t stacks = 0;   // pprof samples (distinct stack and thread)
     std::int64_t locations = 0;
     std::int64_t functions = 0;
 };

@@ -24,7 +24,7 @@ namespace ember::exporting {
 namespace {
 
 class FrameTable {
-public:
+  public:
     std::size_t index(const std::string& name) {
         auto [position, inserted] = indices_.try_emplace(name, names_.size());
         if (inserted) names_.push_back(name);
@@ -32,13 +32,13 @@ public:
     }
     const std::vector<std::string>& names() const { return names_; }
 
-private:
+  private:
     std::unordered_map<std::string, std::size_t> indices_;
     std::vector<std::string> names_;
 };
 
 class ProfileWriter {
-public:
+  public:
     ProfileWriter(OutputFile& out, FrameTable& frames, bool& first_profile, std::int64_t origin)
         : out_(out), frames_(frames), first_profile_(first_profile), origin_(origin) {}
 
@@ -70,10 +70,12 @@ public:
         for_each_nested_event(
             query, name_of, [&](const std::string& frame, std::int64_t at) { event("O", frame, at); },
             [&](const std::string& frame, std::int64_t at) { event("C", frame, at); });
-        if (started) fmt::format_to(std::back_inserter(out_.buffer()), "],\"startValue\":{},\"endValue\":{}}}", first_at, last_at);
+        if (started)
+            fmt::format_to(std::back_inserter(out_.buffer()), "],\"startValue\":{},\"endValue\":{}}}", first_at,
+                           last_at);
     }
 
-private:
+  private:
     OutputFile& out_;
     FrameTable& frames_;
     bool& first_profile_;
@@ -98,28 +100,31 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool i
     out.buffer() += "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"profiles\":[";
     for (const trace::ThreadInfo& thread : reader.threads()) {
         store::Statement query(reader.database(), reader.path(),
-                                 "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
-                                 "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
-                                 "ORDER BY 1, 2 DESC, 4");
+                               "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
+                               "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
+                               "ORDER BY 1, 2 DESC, 4");
         query.bind(1, thread.thread_id);
         profiles.evented(fmt::format("thread {} (tid {})", thread.name.empty() ? "?" : thread.name, thread.tid), query,
                          string_column);
     }
     for (const trace::StreamInfo& stream : reader.streams()) {
         store::Statement query(reader.database(), reader.path(),
-                                 "SELECT start_ns, end_ns, name_id, 0 FROM kernels WHERE stream_id = ?1 "
-                                 "UNION ALL SELECT start_ns, end_ns, direction, 1 FROM memcpys WHERE stream_id = ?1 "
-                                 "UNION ALL SELECT start_ns, end_ns, 0, 2 FROM memsets WHERE stream_id = ?1 "
-                                 "ORDER BY 1, 2 DESC, 4");
+                               "SELECT start_ns, end_ns, name_id, 0 FROM kernels WHERE stream_id = ?1 "
+                               "UNION ALL SELECT start_ns, end_ns, direction, 1 FROM memcpys WHERE stream_id = ?1 "
+                               "UNION ALL SELECT start_ns, end_ns, 0, 2 FROM memsets WHERE stream_id = ?1 "
+                               "ORDER BY 1, 2 DESC, 4");
         query.bind(1, stream.stream_id);
         profiles.evented(
             fmt::format("GPU {} stream {}{}{}", stream.device_id, stream.cuda_stream_id, stream.name.empty() ? "" : " ",
                         stream.name),
             query, [&reader](store::Statement& row) {
                 switch (row.column_int64(3)) {
-                    case 0: return std::string(reader.string(static_cast<trace::StringId>(row.column_int64(2))));
-                    case 1: return memcpy_name(row.column_int64(2));
-                    default: return std::string("Memset");
+                    case 0:
+                        return std::string(reader.string(static_cast<trace::StringId>(row.column_int64(2))));
+                    case 1:
+                        return memcpy_name(row.column_int64(2));
+                    default:
+                        return std::string("Memset");
                 }
             });
     }
@@ -132,8 +137,8 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool i
         first_profile = false;
         b += "\"type\":\"sampled\",\"name\":";
         append_json_string(b, name);
-        fmt::format_to(std::back_inserter(b), ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":{},\"samples\":[",
-                       total);
+        fmt::format_to(std::back_inserter(b),
+                       ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":{},\"samples\":[", total);
         std::vector<std::int64_t> weights;
         bool first_sample = true;
         for (std::uint32_t node = 1; node < tree.size(); ++node) {
@@ -151,7 +156,8 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool i
             out.maybe_flush();
         }
         b += "],\"weights\":[";
-        for (std::size_t i = 0; i < weights.size(); ++i) fmt::format_to(std::back_inserter(b), "{}{}", i ? "," : "", weights[i]);
+        for (std::size_t i = 0; i < weights.size(); ++i)
+            fmt::format_to(std::back_inserter(b), "{}{}", i ? "," : "", weights[i]);
         b += "]}";
     };
     // GPU time by NVTX range: stacks are range paths ending in kernel names.

@@ -25,7 +25,9 @@ namespace {
 
 namespace chrome = trace::chrome;
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+}
 
 // "main (tid 10000)" -> ("main", 10000); "python train.py (pid 10000)" likewise with "pid".
 std::pair<std::string_view, std::optional<std::int64_t>> split_id_suffix(std::string_view text, std::string_view word) {
@@ -57,10 +59,10 @@ trace::SyncKind sync_kind_from_name(std::string_view name) {
 }
 
 class ChromeImporter final : public JsonTraceImporter {
-public:
+  public:
     explicit ChromeImporter(ImportSink& sink) : JsonTraceImporter(sink) {}
 
-private:
+  private:
     struct GpuLane {
         std::uint64_t cuda_stream = 0;
         std::string name;
@@ -123,7 +125,8 @@ private:
             }
             gpu_lanes_[IdPair{pid, tid}] = lane;
             if (!lane.name.empty())
-                sink_.name_stream(static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid)), lane.cuda_stream, lane.name);
+                sink_.name_stream(static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid)), lane.cuda_stream,
+                                  lane.name);
             return;
         }
         auto [thread, os_tid] = split_id_suffix(name, chrome::kTidWord);
@@ -139,7 +142,8 @@ private:
         return sink_.thread(pid, os != os_tids_.end() ? os->second : tid);
     }
 
-    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device) {
+    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream,
+                   trace::DeviceId& device) {
         std::int64_t pid = id_number(event.pid);
         std::int64_t tid = id_number(event.tid);
         if (chrome::is_gpu_pid(pid)) {
@@ -155,7 +159,8 @@ private:
                           fmt::format("GPU event \"{}\" is on stream {}", event.name, tid));
         }
         auto lane = gpu_lanes_.find(IdPair{pid, tid});
-        std::uint64_t cuda_stream = lane != gpu_lanes_.end() ? lane->second.cuda_stream : static_cast<std::uint64_t>(tid);
+        std::uint64_t cuda_stream =
+            lane != gpu_lanes_.end() ? lane->second.cuda_stream : static_cast<std::uint64_t>(tid);
         stream = sink_.stream(device, cuda_stream);
         return true;
     }
@@ -198,7 +203,8 @@ private:
             sink_.memcpy(copy);
         } else if (category == chrome::kMemsetCategory) {
             trace::MemsetEvent set = memset_of(event, start, end, stream, device);
-            set.value = static_cast<std::uint32_t>(std::clamp<std::int64_t>(event.args.value.value_or(0), 0, 0xffffffffll));
+            set.value =
+                static_cast<std::uint32_t>(std::clamp<std::int64_t>(event.args.value.value_or(0), 0, 0xffffffffll));
             set.memory_kind = trace::MemoryKind::device;
             sink_.memset(set);
         } else if (category == chrome::kSyncCategory) {

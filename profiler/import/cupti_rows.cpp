@@ -12,16 +12,22 @@ namespace ember::importing {
 trace::MemcpyDirection cupti_copy_direction(std::int64_t kind) {
     switch (kind) {
         case 1:
-        case 3: return trace::MemcpyDirection::host_to_device;
+        case 3:
+            return trace::MemcpyDirection::host_to_device;
         case 2:
-        case 4: return trace::MemcpyDirection::device_to_host;
+        case 4:
+            return trace::MemcpyDirection::device_to_host;
         case 5:
         case 6:
         case 7:
-        case 8: return trace::MemcpyDirection::device_to_device;
-        case 9: return trace::MemcpyDirection::host_to_host;
-        case 10: return trace::MemcpyDirection::peer_to_peer;
-        default: return trace::MemcpyDirection::unknown;
+        case 8:
+            return trace::MemcpyDirection::device_to_device;
+        case 9:
+            return trace::MemcpyDirection::host_to_host;
+        case 10:
+            return trace::MemcpyDirection::peer_to_peer;
+        default:
+            return trace::MemcpyDirection::unknown;
     }
 }
 
@@ -31,7 +37,8 @@ CuptiRows::CuptiRows(ImportSink& sink, std::string_view what, std::string_view t
 CuptiRows::~CuptiRows() = default;
 
 void CuptiRows::open_database() {
-    connection_ = std::make_unique<store::Connection>(path_, store::Connection::Mode::read_only, "cannot open " + what_);
+    connection_ =
+        std::make_unique<store::Connection>(path_, store::Connection::Mode::read_only, "cannot open " + what_);
     db_ = connection_->get();
     store::Statement list(db_, path_, "SELECT name FROM sqlite_master WHERE type = 'table'");
     while (list.next_row()) tables_.insert(list.column_text(0));
@@ -49,7 +56,8 @@ bool CuptiRows::valid_interval(const TableScan& scan, std::int64_t start, std::i
                       fmt::format("start {} / end {} lies beyond ±146 years of {}", start, end, time_origin_));
     }
     if (end >= start) return true;
-    return reject(scan, "negative duration", fmt::format("end {} lies before start {} (negative duration)", end, start));
+    return reject(scan, "negative duration",
+                  fmt::format("end {} lies before start {} (negative duration)", end, start));
 }
 
 std::optional<std::uint64_t> CuptiRows::byte_count(const TableScan& scan, int column) {
@@ -82,8 +90,9 @@ trace::LaunchConfig CuptiRows::launch_of(const TableScan& scan, int first) {
     return launch;
 }
 
-std::optional<std::pair<trace::DeviceId, trace::StreamId>> CuptiRows::gpu_track(const TableScan& scan, int device_column,
-                                                                                  int stream_column, int context_column) {
+std::optional<std::pair<trace::DeviceId, trace::StreamId>> CuptiRows::gpu_track(const TableScan& scan,
+                                                                                int device_column, int stream_column,
+                                                                                int context_column) {
     const std::int64_t device = scan.integer(device_column);
     const std::int64_t stream = scan.integer(stream_column);
     if (device < 0 || device > 1'000'000 || stream < 0) {
@@ -97,9 +106,9 @@ std::optional<std::pair<trace::DeviceId, trace::StreamId>> CuptiRows::gpu_track(
     const std::int64_t context = scan.maybe_integer(context_column).value_or(0);
     auto priority = stream_priorities_.find({context, stream});
     if (priority == stream_priorities_.end()) priority = stream_priorities_.find({kAnyContext, stream});
-    const trace::StreamId id = sink_.stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream),
-                                            static_cast<std::uint32_t>(context),
-                                            priority != stream_priorities_.end() ? priority->second : 0);
+    const trace::StreamId id =
+        sink_.stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream),
+                     static_cast<std::uint32_t>(context), priority != stream_priorities_.end() ? priority->second : 0);
     if (null_streams_.count(key))
         sink_.name_stream(static_cast<trace::DeviceId>(device), static_cast<std::uint64_t>(stream), "default");
     streams_.emplace(key, id);

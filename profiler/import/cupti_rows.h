@@ -27,11 +27,11 @@ namespace ember::importing {
 trace::MemcpyDirection cupti_copy_direction(std::int64_t kind);
 
 class CuptiRows {
-public:
+  public:
     CuptiRows(const CuptiRows&) = delete;
     CuptiRows& operator=(const CuptiRows&) = delete;
 
-protected:
+  protected:
     // `what`: the file as messages name it ("the Nsight Systems export"); `time_origin`:
     // what its timestamps count from ("the session start", "1970").
     CuptiRows(ImportSink& sink, std::string_view what, std::string_view time_origin);
@@ -53,7 +53,7 @@ protected:
     // The ember stream of a GPU row's device and stream (created once; the context gives
     // the stream's priority, the null stream is named "default"). nullopt: rejected.
     std::optional<std::pair<trace::DeviceId, trace::StreamId>> gpu_track(const TableScan& scan, int device_column,
-                                                                          int stream_column, int context_column);
+                                                                         int stream_column, int context_column);
 
     // The optional columns graphId (at `graph_column`) and graphNodeId (the next one) of a
     // kernel, copy or memset run from a CUDA graph. 0, NULL, a negative id or a graphId
@@ -79,11 +79,11 @@ protected:
     std::unique_ptr<store::Connection> connection_;  // the input, read-only
     sqlite3* db_ = nullptr;                          // connection_'s, for the scans
     std::set<std::string> tables_;
-    std::set<std::pair<std::int64_t, std::int64_t>> null_streams_;                   // (device, stream)
+    std::set<std::pair<std::int64_t, std::int64_t>> null_streams_;                     // (device, stream)
     std::map<std::pair<std::int64_t, std::int64_t>, std::int32_t> stream_priorities_;  // (context, stream)
-    std::map<std::pair<std::int64_t, std::int64_t>, trace::StreamId> streams_;       // (device, stream)
+    std::map<std::pair<std::int64_t, std::int64_t>, trace::StreamId> streams_;         // (device, stream)
 
-private:
+  private:
     std::string what_;
     std::string time_origin_;
 };

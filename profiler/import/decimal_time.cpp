@@ -20,7 +20,9 @@ Wide power_of_ten(int exponent) {
     return value;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 constexpr std::uint64_t kPowersOfTen[] = {1ull,
                                           10ull,
@@ -107,8 +109,8 @@ bool parse_decimal_scaled(std::string_view text, int decimal_shift, std::int64_t
         ++i;
     }
     Wide mantissa = 0;
-    int digits = 0;         // significant digits held in mantissa
-    long exponent10 = 0;    // value = mantissa * 10^exponent10
+    int digits = 0;       // significant digits held in mantissa
+    long exponent10 = 0;  // value = mantissa * 10^exponent10
     bool any_digit = false;
     auto take_digit = [&](int d, bool fraction) {
         any_digit = true;
@@ -175,14 +177,15 @@ bool parse_decimal_scaled(std::string_view text, int decimal_shift, std::int64_t
                                 : static_cast<Wide>(std::numeric_limits<std::int64_t>::max());
     if (magnitude > limit) return false;
     if (negative) {
-        value = magnitude == limit ? std::numeric_limits<std::int64_t>::min()
-                                   : -static_cast<std::int64_t>(magnitude);
+        value = magnitude == limit ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(magnitude);
     } else {
         value = static_cast<std::int64_t>(magnitude);
     }
     return true;
 }
 
-bool parse_microseconds_as_ns(std::string_view text, std::int64_t& ns) { return parse_decimal_scaled(text, 3, ns); }
+bool parse_microseconds_as_ns(std::string_view text, std::int64_t& ns) {
+    return parse_decimal_scaled(text, 3, ns);
+}
 
 }  // namespace ember::importing

@@ -43,8 +43,9 @@ SourceFormat sqlite_format(const std::string& path) {
     }
     sqlite3_finalize(statement);
     if (result != SQLITE_DONE) {
-        throw TraceError(result == SQLITE_CORRUPT || result == SQLITE_NOTADB ? TraceErrorKind::corrupt : TraceErrorKind::io,
-                         path, fmt::format("cannot list the tables of this SQLite file: {}", sqlite3_errmsg(db)));
+        throw TraceError(
+            result == SQLITE_CORRUPT || result == SQLITE_NOTADB ? TraceErrorKind::corrupt : TraceErrorKind::io, path,
+            fmt::format("cannot list the tables of this SQLite file: {}", sqlite3_errmsg(db)));
     }
     if (tables.count("run_metadata")) {
         std::int64_t application_id = 0;
@@ -69,7 +70,9 @@ SourceFormat sqlite_format(const std::string& path) {
                      "an SQLite file that is neither an ember trace, an Nsight Systems export nor an nvprof database");
 }
 
-bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view needle) {
+    return text.find(needle) != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -78,7 +81,8 @@ SourceFormat detect_format(const std::string& path) {
     std::size_t got = 0;
     {
         std::FILE* file = std::fopen(path.c_str(), "rb");
-        if (file == nullptr) throw TraceError(TraceErrorKind::not_found, path, fmt::format("cannot open: {}", std::strerror(errno)));
+        if (file == nullptr)
+            throw TraceError(TraceErrorKind::not_found, path, fmt::format("cannot open: {}", std::strerror(errno)));
         got = std::fread(head, 1, sizeof head, file);
         std::fclose(file);
     }
@@ -118,7 +122,8 @@ SourceFormat detect_format(const std::string& path) {
     }
     if (start >= prefix.size() || (prefix[start] != '{' && prefix[start] != '[')) {
         std::string hint;
-        if (path.size() > 9 && (path.compare(path.size() - 9, 9, ".nsys-rep") == 0 || path.compare(path.size() - 6, 6, ".qdrep") == 0)) {
+        if (path.size() > 9 &&
+            (path.compare(path.size() - 9, 9, ".nsys-rep") == 0 || path.compare(path.size() - 6, 6, ".qdrep") == 0)) {
             hint = "; export an Nsight Systems report first: nsys export --type sqlite FILE";
         }
         throw TraceError(TraceErrorKind::not_a_trace, path,
@@ -126,11 +131,20 @@ SourceFormat detect_format(const std::string& path) {
                                      "database) nor JSON (Kineto, Chrome){}",
                                      hint));
     }
-    static constexpr std::string_view kKinetoMarkers[] = {
-        "\"schemaVersion\"", "\"deviceProperties\"", "\"distributedInfo\"", "\"baseTimeNanoseconds\"",
-        "PyTorch Profiler",  "\"cuda_runtime\"",     "\"cpu_op\"",          "\"python_function\"",
-        "\"user_annotation\"", "\"gpu_memcpy\"",      "\"ac2g\"",            "\"External id\"",
-        "\"external id\"",   "ProfilerStep#"};
+    static constexpr std::string_view kKinetoMarkers[] = {"\"schemaVersion\"",
+                                                          "\"deviceProperties\"",
+                                                          "\"distributedInfo\"",
+                                                          "\"baseTimeNanoseconds\"",
+                                                          "PyTorch Profiler",
+                                                          "\"cuda_runtime\"",
+                                                          "\"cpu_op\"",
+                                                          "\"python_function\"",
+                                                          "\"user_annotation\"",
+                                                          "\"gpu_memcpy\"",
+                                                          "\"ac2g\"",
+                                                          "\"External id\"",
+                                                          "\"external id\"",
+                                                          "ProfilerStep#"};
     // Each step searches its new bytes and the 31 before them (a marker cut between
     // two steps is still found); a marker ends the reading, the window ends at 1 MiB.
     constexpr std::size_t kOverlap = 31;

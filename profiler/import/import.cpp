@@ -23,21 +23,28 @@ using store::TraceErrorKind;
 
 const char* source_format_name(SourceFormat format) {
     switch (format) {
-        case SourceFormat::auto_detect: return "auto";
-        case SourceFormat::kineto: return "kineto";
-        case SourceFormat::nsys: return "nsys";
-        case SourceFormat::nvprof: return "nvprof";
-        case SourceFormat::chrome: return "chrome";
-        case SourceFormat::memory_snapshot: return "memory_snapshot";
-        case SourceFormat::ember: return "ember";
+        case SourceFormat::auto_detect:
+            return "auto";
+        case SourceFormat::kineto:
+            return "kineto";
+        case SourceFormat::nsys:
+            return "nsys";
+        case SourceFormat::nvprof:
+            return "nvprof";
+        case SourceFormat::chrome:
+            return "chrome";
+        case SourceFormat::memory_snapshot:
+            return "memory_snapshot";
+        case SourceFormat::ember:
+            return "ember";
     }
     return "auto";
 }
 
 std::optional<SourceFormat> parse_source_format(std::string_view text) {
-    for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::nvprof,
-                                SourceFormat::chrome, SourceFormat::memory_snapshot,
-                                SourceFormat::ember}) {
+    for (SourceFormat format :
+         {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::nvprof,
+          SourceFormat::chrome, SourceFormat::memory_snapshot, SourceFormat::ember}) {
         if (text == source_format_name(format)) return format;
     }
     return std::nullopt;
@@ -75,8 +82,8 @@ std::atomic<std::uint64_t> g_temporary_serial{0};
 std::string temporary_path(const std::string& target, const std::string& directory, const char* what) {
     std::filesystem::path path(target);
     std::filesystem::path folder = directory.empty() ? path.parent_path() : std::filesystem::path(directory);
-    std::string name = fmt::format(".{}.{}-{}-{}.tmp", path.filename().string(), what, ::getpid(),
-                                   g_temporary_serial.fetch_add(1));
+    std::string name =
+        fmt::format(".{}.{}-{}-{}.tmp", path.filename().string(), what, ::getpid(), g_temporary_serial.fetch_add(1));
     return (folder / name).string();
 }
 
@@ -116,12 +123,23 @@ ImportedFile import_file(const std::string& input, const std::string& output, co
     try {
         ImportSink sink(input, temporary, format, options);
         switch (format) {
-            case SourceFormat::kineto: import_kineto_json(sink); break;
-            case SourceFormat::chrome: import_chrome_json(sink); break;
-            case SourceFormat::nsys: import_nsys_sqlite(sink); break;
-            case SourceFormat::nvprof: import_nvprof_sqlite(sink); break;
-            case SourceFormat::memory_snapshot: import_memory_snapshot(sink); break;
-            default: throw TraceError(TraceErrorKind::not_a_trace, input, "no importer for this format");
+            case SourceFormat::kineto:
+                import_kineto_json(sink);
+                break;
+            case SourceFormat::chrome:
+                import_chrome_json(sink);
+                break;
+            case SourceFormat::nsys:
+                import_nsys_sqlite(sink);
+                break;
+            case SourceFormat::nvprof:
+                import_nvprof_sqlite(sink);
+                break;
+            case SourceFormat::memory_snapshot:
+                import_memory_snapshot(sink);
+                break;
+            default:
+                throw TraceError(TraceErrorKind::not_a_trace, input, "no importer for this format");
         }
         result.counts = sink.finish(output);
         result.rank = sink.run().rank;
@@ -138,7 +156,8 @@ ImportedFile import_file(const std::string& input, const std::string& output, co
     return result;
 }
 
-ImportReport import_trace(const std::vector<std::string>& inputs, const std::string& output, const ImportOptions& options) {
+ImportReport import_trace(const std::vector<std::string>& inputs, const std::string& output,
+                          const ImportOptions& options) {
     if (inputs.empty()) throw TraceError(TraceErrorKind::io, output, "import: no input files");
     ImportReport report;
     if (inputs.size() == 1) {

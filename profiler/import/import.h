@@ -39,13 +39,13 @@ namespace ember::importing {
 // ---------------------------------------------------------------------------
 
 enum class SourceFormat {
-    auto_detect,  // look at the content
-    kineto,       // PyTorch profiler / Kineto JSON (`*.pt.trace.json[.gz]`)
-    nsys,         // Nsight Systems SQLite export (`nsys export --type sqlite`)
-    nvprof,       // nvprof database (`nvprof -o FILE.nvvp`)
-    chrome,       // Chrome Trace Event JSON (Perfetto / chrome://tracing, `ember export --format chrome`)
+    auto_detect,      // look at the content
+    kineto,           // PyTorch profiler / Kineto JSON (`*.pt.trace.json[.gz]`)
+    nsys,             // Nsight Systems SQLite export (`nsys export --type sqlite`)
+    nvprof,           // nvprof database (`nvprof -o FILE.nvvp`)
+    chrome,           // Chrome Trace Event JSON (Perfetto / chrome://tracing, `ember export --format chrome`)
     memory_snapshot,  // PyTorch CUDA memory snapshot (`torch.cuda.memory._dump_snapshot`, a pickle)
-    ember,        // already an ember trace
+    ember,            // already an ember trace
 };
 
 // "auto", "kineto", "nsys", "nvprof", "chrome", "memory_snapshot", "ember".
@@ -70,9 +70,9 @@ SourceFormat detect_format(const std::string& path);
 
 // Which of Nsight Systems' kernel names becomes the kernel name.
 enum class KernelNameStyle {
-    demangled,  // "saxpy(double *, double *, double *, double, int)" (nsys stats' default)
-    short_name, // "saxpy"
-    mangled,    // "_Z5saxpyPdS_S_di" (falls back to demangled when absent)
+    demangled,   // "saxpy(double *, double *, double *, double, int)" (nsys stats' default)
+    short_name,  // "saxpy"
+    mangled,     // "_Z5saxpyPdS_S_di" (falls back to demangled when absent)
 };
 
 struct ImportOptions {
@@ -103,8 +103,8 @@ struct ImportCounts {
     std::int64_t memcpys = 0;
     std::int64_t memsets = 0;
     std::int64_t synchronizations = 0;
-    std::int64_t api_calls = 0;   // CUDA runtime and driver calls
-    std::int64_t ranges = 0;      // host ranges (NVTX, CPU ops, annotations, Python functions)
+    std::int64_t api_calls = 0;  // CUDA runtime and driver calls
+    std::int64_t ranges = 0;     // host ranges (NVTX, CPU ops, annotations, Python functions)
     std::int64_t marks = 0;
     std::int64_t counter_samples = 0;
     std::int64_t overheads = 0;
@@ -144,8 +144,8 @@ struct ImportCounts {
     std::vector<std::string> notes;
 
     std::int64_t written() const {
-        return kernels + memcpys + memsets + synchronizations + api_calls + ranges + marks + counter_samples + overheads +
-               stack_samples + memory_events;
+        return kernels + memcpys + memsets + synchronizations + api_calls + ranges + marks + counter_samples +
+               overheads + stack_samples + memory_events;
     }
     std::int64_t skipped_total() const;
 };
@@ -162,9 +162,9 @@ struct ImportedFile {
 };
 
 struct ImportReport {
-    std::vector<ImportedFile> files;     // one per input, in input order
-    std::vector<std::string> outputs;    // the files written: one job file, or one per input
-    bool merged = false;                 // several inputs went into one job file
+    std::vector<ImportedFile> files;   // one per input, in input order
+    std::vector<std::string> outputs;  // the files written: one job file, or one per input
+    bool merged = false;               // several inputs went into one job file
 };
 
 // ---------------------------------------------------------------------------
@@ -204,10 +204,10 @@ enum class CachePlace {
 };
 
 struct OpenedTrace {
-    std::string path;          // an ember trace to open with store::TraceReader
+    std::string path;  // an ember trace to open with store::TraceReader
     SourceFormat format = SourceFormat::ember;
-    bool imported = false;     // imported now
-    bool reused = false;       // a valid cached import was found
+    bool imported = false;               // imported now
+    bool reused = false;                 // a valid cached import was found
     std::optional<ImportedFile> import;  // set when imported
     std::string invalid_summary;  // what the import skipped (ImportCounts::invalid_summary), imported now or reused
 };
@@ -247,16 +247,16 @@ inline constexpr int kImportVersion = 4;
 namespace import_metadata_key {
 inline constexpr const char* import_version = "import_version";  // kImportVersion
 inline constexpr const char* source_format = "import_source_format";
-inline constexpr const char* source_path = "import_source_path";            // absolute path
+inline constexpr const char* source_path = "import_source_path";  // absolute path
 inline constexpr const char* source_bytes = "import_source_bytes";
 inline constexpr const char* source_mtime_ns = "import_source_mtime_ns";
 inline constexpr const char* unlinked_gpu_events = "import_unlinked_gpu_events";
 inline constexpr const char* linked_gpu_events = "import_linked_gpu_events";
-inline constexpr const char* skipped_events = "import_skipped_events";      // JSON object: reason -> count
+inline constexpr const char* skipped_events = "import_skipped_events";  // JSON object: reason -> count
 inline constexpr const char* ranges_not_nested = "import_ranges_not_nested";
-inline constexpr const char* notes = "import_notes";                        // ImportCounts::notes, one per line
-inline constexpr const char* invalid_events = "import_invalid_events";      // ImportCounts::invalid_total()
-inline constexpr const char* invalid_summary = "import_invalid_summary";    // ImportCounts::invalid_summary()
+inline constexpr const char* notes = "import_notes";                      // ImportCounts::notes, one per line
+inline constexpr const char* invalid_events = "import_invalid_events";    // ImportCounts::invalid_total()
+inline constexpr const char* invalid_summary = "import_invalid_summary";  // ImportCounts::invalid_summary()
 }  // namespace import_metadata_key
 
 }  // namespace ember::importing

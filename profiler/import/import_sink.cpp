@@ -226,7 +226,9 @@ trace::ThreadId ImportSink::thread(std::int64_t pid, std::int64_t tid) {
     });
 }
 
-bool ImportSink::has_thread(std::int64_t pid, std::int64_t tid) const { return threads_.count(IdPair{pid, tid}) != 0; }
+bool ImportSink::has_thread(std::int64_t pid, std::int64_t tid) const {
+    return threads_.count(IdPair{pid, tid}) != 0;
+}
 
 void ImportSink::name_thread(std::int64_t pid, std::int64_t tid, std::string_view name) {
     remember_name(threads_, thread_names_, IdPair{pid, tid}, name,
@@ -258,9 +260,13 @@ void ImportSink::name_stream(trace::DeviceId device, std::uint64_t stream_number
                   [&](trace::StreamId id, std::string_view text) { writer_->set_stream_name(id, text); });
 }
 
-void ImportSink::describe_device(const trace::DeviceInfo& device) { devices_[device.device_id] = device; }
+void ImportSink::describe_device(const trace::DeviceInfo& device) {
+    devices_[device.device_id] = device;
+}
 
-void ImportSink::name_process(std::int64_t pid, std::string_view name) { processes_[pid] = std::string(name); }
+void ImportSink::name_process(std::int64_t pid, std::string_view name) {
+    processes_[pid] = std::string(name);
+}
 
 trace::CounterId ImportSink::counter(std::string_view name, std::string_view unit, trace::DeviceId device) {
     auto key = std::make_tuple(std::string(name), std::string(unit), device);
@@ -386,9 +392,13 @@ void ImportSink::memory_block(const trace::MemoryBlock& block) {
     ++counts_.memory_blocks;
 }
 
-void ImportSink::metadata(std::string_view key, std::string_view value) { writer_->set_metadata(key, value); }
+void ImportSink::metadata(std::string_view key, std::string_view value) {
+    writer_->set_metadata(key, value);
+}
 
-void ImportSink::note(std::string line) { counts_.notes.push_back(std::move(line)); }
+void ImportSink::note(std::string line) {
+    counts_.notes.push_back(std::move(line));
+}
 
 void ImportSink::skip(std::string_view reason, std::int64_t count) {
     auto found = counts_.skipped.find(reason);
@@ -401,7 +411,8 @@ void ImportSink::skip(std::string_view reason, std::int64_t count) {
 
 void ImportSink::invalid(std::string_view reason, std::string where) {
     auto found = counts_.invalid.find(reason);
-    if (found == counts_.invalid.end()) found = counts_.invalid.emplace(std::string(reason), ImportCounts::Invalid{0, std::move(where)}).first;
+    if (found == counts_.invalid.end())
+        found = counts_.invalid.emplace(std::string(reason), ImportCounts::Invalid{0, std::move(where)}).first;
     ++found->second.count;
 }
 
@@ -449,7 +460,8 @@ void ImportSink::renest_withdrawn_ranges(store::TraceEditor& editor) {
         editor.insert_range(range);
         ++counts_.ranges;
     };
-    counts_.ranges_not_nested += nester_->renest_withdrawn(early_of, [&] { return next_id++; }, emit);
+    counts_.ranges_not_nested += nester_->renest_withdrawn(
+        early_of, [&] { return next_id++; }, emit);
     early.reset();
 
     for (const WithdrawnRanges& withdrawn : withdrawn_threads) {
@@ -473,7 +485,8 @@ void ImportSink::renest_all_ranges(store::TraceEditor& editor) {
     if (!ranges_in_final_order_ || !nester_->early_withdrawn()) return;
     const WithdrawnRanges early_ids = nester_->emitted_early();
     {
-        store::TraceEditor::RangeCursor early = editor.ranges_by_id(early_ids.first, early_ids.last, std::nullopt, false);
+        store::TraceEditor::RangeCursor early =
+            editor.ranges_by_id(early_ids.first, early_ids.last, std::nullopt, false);
         nester_->take_back_early([&early](PendingRange& range) {
             trace::RangeEvent row;
             if (!early.next(row)) return false;
@@ -573,9 +586,9 @@ ImportCounts ImportSink::finish(const std::string& output) {
     // A stale -wal beside the output would be replayed into the new file: remove it first.
     for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
     if (std::rename(temporary_output_.c_str(), output.c_str()) != 0) {
-        throw TraceError(TraceErrorKind::io, output,
-                         fmt::format("cannot move the imported trace {} into place: {}", temporary_output_,
-                                     std::strerror(errno)));
+        throw TraceError(
+            TraceErrorKind::io, output,
+            fmt::format("cannot move the imported trace {} into place: {}", temporary_output_, std::strerror(errno)));
     }
     for (const char* suffix : {"-wal", "-shm"}) std::remove((temporary_output_ + suffix).c_str());
     finished_ = true;

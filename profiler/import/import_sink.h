@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace ember::store {
 class TraceEditor;
 }  // namespace ember::store
@@ -56,14 +55,14 @@ struct TransparentStringHash {
 // arrive. More than 256 pages (18 MiB), or more than 255 GPU events on one id, leaves
 // the count to the query (linked() is empty).
 class LinkTally {
-public:
+  public:
     LinkTally();
     ~LinkTally();
     void api_call(std::uint64_t correlation_id);
     void gpu_event(std::uint64_t correlation_id);
     std::optional<std::int64_t> linked() const;
 
-private:
+  private:
     struct Page;
     Page* page_of(std::uint64_t correlation_id);
     std::unordered_map<std::uint64_t, std::unique_ptr<Page>> pages_;
@@ -73,7 +72,7 @@ private:
 };
 
 class ImportSink {
-public:
+  public:
     // Writes to `temporary_output` (created beside the output by the caller); `input`
     // names the source in messages and metadata.
     ImportSink(const std::string& input, const std::string& temporary_output, SourceFormat format,
@@ -147,7 +146,7 @@ public:
     // keys, and renames the temporary file onto `output`. Returns the counts.
     ImportCounts finish(const std::string& output);
 
-private:
+  private:
     void note_interval(trace::TimeNs start, trace::TimeNs end);
     [[noreturn]] void writer_refused(const char* what);
     // Writes one event through `write` (TraceWriter::record_kernel, ...), widens the

@@ -112,9 +112,10 @@ std::string_view InputStream::inflate_chunk() {
             }
             if (zs.avail_in == 0) continue;
             if (*zs.next_in != 0x1f) {
-                throw TraceError(TraceErrorKind::corrupt, path_,
-                                 fmt::format("corrupt gzip stream: unexpected bytes after the compressed data at byte {}",
-                                             compressed_position()));
+                throw TraceError(
+                    TraceErrorKind::corrupt, path_,
+                    fmt::format("corrupt gzip stream: unexpected bytes after the compressed data at byte {}",
+                                compressed_position()));
             }
             inflateReset(&zs);
             inflater_->member_done = false;
@@ -162,7 +163,9 @@ std::string_view InputStream::next_chunk() {
 
 namespace {
 
-bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_json_space(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 std::string printable(int c) {
     if (c < 0) return "the end of the input";
@@ -172,7 +175,8 @@ std::string printable(int c) {
 
 }  // namespace
 
-JsonTraceScanner::JsonTraceScanner(InputStream& input, std::vector<std::string> wanted_keys, std::size_t max_value_bytes)
+JsonTraceScanner::JsonTraceScanner(InputStream& input, std::vector<std::string> wanted_keys,
+                                   std::size_t max_value_bytes)
     : input_(input), wanted_keys_(std::move(wanted_keys)), max_value_bytes_(max_value_bytes) {}
 
 bool JsonTraceScanner::fill() {
@@ -218,8 +222,9 @@ void JsonTraceScanner::end_events_at_end_of_input() {
 }
 
 void JsonTraceScanner::fail_truncated(const std::string& what) const {
-    throw TraceError(TraceErrorKind::truncated, input_.path(),
-                     fmt::format("truncated JSON: the input ends at {} {}", input_.describe_offset(offset_here()), what));
+    throw TraceError(
+        TraceErrorKind::truncated, input_.path(),
+        fmt::format("truncated JSON: the input ends at {} {}", input_.describe_offset(offset_here()), what));
 }
 
 void JsonTraceScanner::expect(char wanted, const char* context) {
@@ -320,7 +325,8 @@ bool JsonTraceScanner::next(JsonItem& item) {
                     state_ = State::done;
                 } else {
                     --pos_;
-                    fail_malformed(fmt::format("expected ',' or '}}' after the value of \"{}\", found {}", key_, printable(c)));
+                    fail_malformed(
+                        fmt::format("expected ',' or '}}' after the value of \"{}\", found {}", key_, printable(c)));
                 }
                 break;
             }
@@ -422,7 +428,7 @@ struct ContainerScan {
         return nullptr;
     }
 
-private:
+  private:
     struct Masks {
         std::uint64_t quote = 0, backslash = 0, open = 0, close = 0;
     };
@@ -437,10 +443,18 @@ private:
             const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i));
             const __m128i folded = _mm_or_si128(v, case_bit);
             const int shift = 16 * i;
-            m.quote |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)))) << shift;
-            m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))) << shift;
-            m.open |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
-            m.close |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)))) << shift;
+            m.quote |=
+                static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote))))
+                << shift;
+            m.backslash |=
+                static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash))))
+                << shift;
+            m.open |=
+                static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open))))
+                << shift;
+            m.close |=
+                static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close))))
+                << shift;
         }
 #else
         for (int i = 0; i < 64; ++i) {
@@ -532,7 +546,8 @@ void JsonTraceScanner::scan_value(bool keep, JsonItem& item) {
                                          "trace event)",
                                          input_.describe_offset(start_offset), max_value_bytes_));
         }
-        if (carry_.size() < carried + n + kJsonPadding) carry_.resize(std::max(carry_.size() * 2, carried + n + kJsonPadding));
+        if (carry_.size() < carried + n + kJsonPadding)
+            carry_.resize(std::max(carry_.size() * 2, carried + n + kJsonPadding));
         std::memcpy(carry_.data() + carried, from, n);
         carried += n;
     };
@@ -615,7 +630,7 @@ struct ScanAhead::Batch {
         JsonItem::Kind kind = JsonItem::Kind::trace_event;
         std::size_t text_at = 0;  // in text
         std::size_t size = 0;
-        std::size_t key_at = 0;   // in keys (top-level values only)
+        std::size_t key_at = 0;  // in keys (top-level values only)
         std::size_t key_size = 0;
         std::uint64_t offset = 0;
         std::uint64_t index = 0;
@@ -623,9 +638,9 @@ struct ScanAhead::Batch {
     std::vector<char> text;  // each element's text, then kJsonPadding spaces
     std::string keys;
     std::vector<Entry> entries;
-    bool last = false;               // nothing follows this batch
-    bool saw_trace_events = false;   // (on the last batch)
-    std::exception_ptr error;        // (on the last batch) what the scanner threw
+    bool last = false;              // nothing follows this batch
+    bool saw_trace_events = false;  // (on the last batch)
+    std::exception_ptr error;       // (on the last batch) what the scanner threw
 };
 
 struct ScanAhead::Shared {

@@ -27,7 +27,7 @@ namespace ember::importing {
 constexpr std::size_t kJsonPadding = 64;
 
 class InputStream {
-public:
+  public:
     // Opens `path`; throws TraceError (not_found) when it cannot be read.
     explicit InputStream(const std::string& path, std::size_t chunk_bytes = 4u << 20);
     ~InputStream();
@@ -45,7 +45,7 @@ public:
     // "byte N" or "decompressed byte N" for error messages.
     std::string describe_offset(std::uint64_t offset) const;
 
-private:
+  private:
     std::size_t read_compressed();
     std::string_view inflate_chunk();
 
@@ -72,16 +72,16 @@ private:
 struct JsonItem {
     enum class Kind { trace_event, top_level_value };
     Kind kind = Kind::trace_event;
-    std::string_view key;        // top-level key (raw text between the quotes)
+    std::string_view key;  // top-level key (raw text between the quotes)
     const char* data = nullptr;
     std::size_t size = 0;
-    std::uint64_t offset = 0;    // decompressed byte offset of the value's first byte
-    std::uint64_t index = 0;     // 0-based element number within traceEvents
+    std::uint64_t offset = 0;  // decompressed byte offset of the value's first byte
+    std::uint64_t index = 0;   // 0-based element number within traceEvents
     std::string_view text() const { return {data, size}; }
 };
 
 class JsonTraceScanner {
-public:
+  public:
     // `wanted_keys`: top-level keys (other than traceEvents) whose values to hand
     // out; every other key's value is skipped without being held.
     JsonTraceScanner(InputStream& input, std::vector<std::string> wanted_keys,
@@ -95,16 +95,16 @@ public:
     // Whether a traceEvents array (or a top-level array) was found.
     bool saw_trace_events() const { return saw_trace_events_; }
 
-private:
+  private:
     enum class State { start, object_key, after_value, events_element, after_element, done };
 
-    bool fill();                   // next chunk into [pos_, end_); false at EOF
-    int peek_significant();        // next non-space byte (not consumed), -1 at EOF
+    bool fill();             // next chunk into [pos_, end_); false at EOF
+    int peek_significant();  // next non-space byte (not consumed), -1 at EOF
     void expect(char wanted, const char* context);
     [[noreturn]] void fail_malformed(const std::string& what) const;
     [[noreturn]] void fail_truncated(const std::string& what) const;
-    void close_events();                 // after traceEvents' ']'
-    void end_events_at_end_of_input();   // the input ended inside traceEvents
+    void close_events();                // after traceEvents' ']'
+    void end_events_at_end_of_input();  // the input ended inside traceEvents
     std::uint64_t offset_here() const;
     void read_key();
     // Scans one JSON value starting at pos_; keeps its text when `keep`.
@@ -133,7 +133,7 @@ private:
 // JsonTraceScanner::next would, in the same order, and rethrows the scanner's error
 // where the scanner would have thrown it (after every element before it).
 class ScanAhead {
-public:
+  public:
     ScanAhead(InputStream& input, std::vector<std::string> wanted_keys, std::size_t batch_bytes = 1u << 20,
               std::size_t max_batches = 4);
     // Stops the scanning thread (it may be blocked on a full queue) and joins it.
@@ -145,7 +145,7 @@ public:
     // Valid once next() returned false.
     bool saw_trace_events() const { return saw_trace_events_; }
 
-private:
+  private:
     struct Batch;
     struct Shared;
     void scan(std::vector<std::string> wanted_keys);

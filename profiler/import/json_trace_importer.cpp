@@ -29,7 +29,8 @@ namespace {
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
     }
     return true;
 }
@@ -131,10 +132,12 @@ void JsonTraceImporter::run() {
                                 "not a trace: the JSON has no traceEvents array");
     }
     for (const auto& [thread, open] : open_durations_) {
-        if (!open.empty()) sink_.skip("\"B\" event never ended (\"E\" missing)", static_cast<std::int64_t>(open.size()));
+        if (!open.empty())
+            sink_.skip("\"B\" event never ended (\"E\" missing)", static_cast<std::int64_t>(open.size()));
     }
     for (const auto& [key, open] : open_async_) {
-        if (!open.empty()) sink_.skip("async range never ended (\"e\" missing)", static_cast<std::int64_t>(open.size()));
+        if (!open.empty())
+            sink_.skip("async range never ended (\"e\" missing)", static_cast<std::int64_t>(open.size()));
     }
     finish_dialect();
 }
@@ -157,7 +160,8 @@ trace::ThreadId JsonTraceImporter::host_thread(const TraceEventFields& event) {
 bool JsonTraceImporter::reject(const JsonItem& item, std::string_view reason, const std::string& detail) {
     std::string where =
         fmt::format("traceEvents element #{} at {}: {}", item.index, input_.describe_offset(item.offset), detail);
-    if (sink_.options().strict) throw store::TraceError(store::TraceErrorKind::bad_value, input_.path(), std::move(where));
+    if (sink_.options().strict)
+        throw store::TraceError(store::TraceErrorKind::bad_value, input_.path(), std::move(where));
     sink_.invalid(reason, std::move(where));
     return false;
 }
@@ -295,7 +299,8 @@ void JsonTraceImporter::end_duration(const TraceEventFields& event, const JsonIt
     open.pop_back();
     trace::TimeNs end = event_time(event.ts_ns);
     if (end < begun.start_ns) {
-        reject(item, "negative duration", fmt::format("an \"E\" event ends {} ns before its \"B\"", begun.start_ns - end));
+        reject(item, "negative duration",
+               fmt::format("an \"E\" event ends {} ns before its \"B\"", begun.start_ns - end));
         return;
     }
     PendingRange range;
@@ -341,7 +346,8 @@ void JsonTraceImporter::async_event(const TraceEventFields& event, const JsonIte
     if (found->second.empty()) open_async_.erase(found);
     trace::TimeNs end = event_time(event.ts_ns);
     if (end < begun.start_ns) {
-        reject(item, "negative duration", fmt::format("an async end lies {} ns before its begin", begun.start_ns - end));
+        reject(item, "negative duration",
+               fmt::format("an async end lies {} ns before its begin", begun.start_ns - end));
         return;
     }
     trace::RangeEvent range;
@@ -402,8 +408,9 @@ void JsonTraceImporter::metadata(const TraceEventFields& event) {
 }
 
 trace::CorrelationId JsonTraceImporter::correlation_of(const TraceEventFields& event) {
-    return event.args.correlation && *event.args.correlation > 0 ? static_cast<trace::CorrelationId>(*event.args.correlation)
-                                                                 : 0;
+    return event.args.correlation && *event.args.correlation > 0
+               ? static_cast<trace::CorrelationId>(*event.args.correlation)
+               : 0;
 }
 
 trace::ApiEvent JsonTraceImporter::api_call_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
@@ -413,12 +420,13 @@ trace::ApiEvent JsonTraceImporter::api_call_of(const TraceEventFields& event, tr
     call.thread_id = host_thread(event);
     call.correlation_id = correlation_of(event);
     call.name_id = sink_.intern(event.name);
-    call.result = static_cast<std::int32_t>(std::clamp<std::int64_t>(event.args.result.value_or(0), INT32_MIN, INT32_MAX));
+    call.result =
+        static_cast<std::int32_t>(std::clamp<std::int64_t>(event.args.result.value_or(0), INT32_MIN, INT32_MAX));
     return call;
 }
 
 trace::KernelEvent JsonTraceImporter::kernel_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
-                                       trace::StreamId stream, trace::DeviceId device) {
+                                                trace::StreamId stream, trace::DeviceId device) {
     trace::KernelEvent kernel = gpu_activity<trace::KernelEvent>(start, end, stream, device, correlation_of(event));
     kernel.name_id = sink_.intern(event.name);
     const TraceEventArgs& args = event.args;
@@ -440,7 +448,7 @@ trace::KernelEvent JsonTraceImporter::kernel_of(const TraceEventFields& event, t
 }
 
 trace::MemcpyEvent JsonTraceImporter::memcpy_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
-                                       trace::StreamId stream, trace::DeviceId device) {
+                                                trace::StreamId stream, trace::DeviceId device) {
     trace::MemcpyEvent copy = gpu_activity<trace::MemcpyEvent>(start, end, stream, device, correlation_of(event));
     const CopyShape shape = copy_shape_from_name(event.name);
     copy.direction = shape.direction;
@@ -451,14 +459,14 @@ trace::MemcpyEvent JsonTraceImporter::memcpy_of(const TraceEventFields& event, t
 }
 
 trace::MemsetEvent JsonTraceImporter::memset_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
-                                       trace::StreamId stream, trace::DeviceId device) {
+                                                trace::StreamId stream, trace::DeviceId device) {
     trace::MemsetEvent set = gpu_activity<trace::MemsetEvent>(start, end, stream, device, correlation_of(event));
     set.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(event.args.bytes.value_or(0), 0));
     return set;
 }
 
 trace::SyncEvent JsonTraceImporter::sync_of(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end,
-                                       trace::StreamId stream, trace::DeviceId device) {
+                                            trace::StreamId stream, trace::DeviceId device) {
     trace::SyncEvent wait = gpu_activity<trace::SyncEvent>(start, end, stream, device, correlation_of(event));
     if (event.args.cuda_event_id && *event.args.cuda_event_id > 0)
         wait.cuda_event_id = static_cast<std::uint64_t>(*event.args.cuda_event_id);

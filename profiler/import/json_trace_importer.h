@@ -34,7 +34,7 @@ trace::MemoryKind memory_kind_from_word(std::string_view word);
 bool is_nccl_kernel(std::string_view name);
 
 class JsonTraceImporter {
-public:
+  public:
     explicit JsonTraceImporter(ImportSink& sink);
     virtual ~JsonTraceImporter();
     JsonTraceImporter(const JsonTraceImporter&) = delete;
@@ -43,7 +43,7 @@ public:
     // Reads the whole input, then calls finish_dialect().
     void run();
 
-protected:
+  protected:
     // How a host range of this dialect is filed: NVTX domain and category.
     struct RangeStyle {
         trace::StringId domain_id = trace::kNoString;
@@ -74,7 +74,8 @@ protected:
     // Adds the source's time base (ember's export: its time origin).
     trace::TimeNs event_time(trace::TimeNs ts_ns) const { return ts_ns + time_shift_ns_; }
     // [start, end) of an "X" event; rejects a missing ts and negative or overflowing durations.
-    bool complete_interval(const TraceEventFields& event, const JsonItem& item, trace::TimeNs& start, trace::TimeNs& end);
+    bool complete_interval(const TraceEventFields& event, const JsonItem& item, trace::TimeNs& start,
+                           trace::TimeNs& end);
     // An event that breaks the format's rules: skipped and counted with where it was
     // (ImportSink::invalid), or an error under ImportOptions::strict. Returns false (skip
     // it) when it returns.
@@ -110,7 +111,7 @@ protected:
     trace::TimeNs time_shift_ns_ = 0;
     bool events_seen_ = false;
 
-private:
+  private:
     void dispatch(const TraceEventFields& event, const JsonItem& item);
     void metadata(const TraceEventFields& event);
     void begin_duration(const TraceEventFields& event, const JsonItem& item);

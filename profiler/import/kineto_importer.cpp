@@ -59,7 +59,9 @@ KinetoKind kind_of_category(std::string_view category) {
     return KinetoKind::host_range;  // cpu_op, Operator, user_annotation, python_function, and anything new
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+}
 
 bool is_dataloader_wait(std::string_view name) {
     return starts_with(name, "enumerate(DataLoader)") && name.find("__next__") != std::string_view::npos;
@@ -94,7 +96,8 @@ std::optional<trace::SyncKind> synchronize_call_kind(std::string_view name) {
 std::optional<std::int64_t> trailing_number(std::string_view text) {
     while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
     std::size_t digits = 0;
-    while (digits < text.size() && digits < 18 && text[text.size() - 1 - digits] >= '0' && text[text.size() - 1 - digits] <= '9') {
+    while (digits < text.size() && digits < 18 && text[text.size() - 1 - digits] >= '0' &&
+           text[text.size() - 1 - digits] <= '9') {
         ++digits;
     }
     if (digits == 0) return std::nullopt;
@@ -104,10 +107,10 @@ std::optional<std::int64_t> trailing_number(std::string_view text) {
 }
 
 class KinetoImporter final : public JsonTraceImporter {
-public:
+  public:
     explicit KinetoImporter(ImportSink& sink) : JsonTraceImporter(sink) {}
 
-private:
+  private:
     std::vector<std::string> wanted_top_level_keys() const override {
         return {"deviceProperties", "distributedInfo", "baseTimeNanoseconds", "host_name"};
     }
@@ -160,9 +163,12 @@ private:
             case KinetoKind::kernel:
             case KinetoKind::memcpy:
             case KinetoKind::memset:
-            case KinetoKind::sync: return gpu_work(kind, event, item, start, end);
-            case KinetoKind::runtime: return api_call(event, start, end);
-            case KinetoKind::host_range: return host_range(event, start, end);
+            case KinetoKind::sync:
+                return gpu_work(kind, event, item, start, end);
+            case KinetoKind::runtime:
+                return api_call(event, start, end);
+            case KinetoKind::host_range:
+                return host_range(event, start, end);
             case KinetoKind::gpu_annotation:
                 // The GPU-side span of a host annotation Kineto already gave on the host.
                 sink_.skip("gpu_user_annotation (GPU-side copy of a host annotation)");
@@ -199,8 +205,8 @@ private:
     // The device and stream of a GPU event: its args, or the pid/tid Kineto files it under.
     // A synchronization without a stream (Kineto's "Context Sync": stream -1) waits for
     // the whole device: stream 0, as ember's collector records it.
-    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream, trace::DeviceId& device,
-                   bool sync = false) {
+    bool gpu_track(const TraceEventFields& event, const JsonItem& item, trace::StreamId& stream,
+                   trace::DeviceId& device, bool sync = false) {
         std::optional<std::int64_t> device_number = event.args.device;
         if (!device_number && event.pid.present && !event.pid.is_text) device_number = event.pid.number;
         std::optional<std::int64_t> stream_number = event.args.stream;
@@ -218,9 +224,9 @@ private:
                           fmt::format("GPU event \"{}\" names no device or stream", event.name));
         }
         if (*device_number < 0 || *device_number > 1'000'000 || *stream_number < 0) {
-            return reject(item, "GPU event on an impossible device or stream",
-                          fmt::format("GPU event \"{}\" is on device {} stream {}", event.name, *device_number,
-                                      *stream_number));
+            return reject(
+                item, "GPU event on an impossible device or stream",
+                fmt::format("GPU event \"{}\" is on device {} stream {}", event.name, *device_number, *stream_number));
         }
         device = static_cast<trace::DeviceId>(*device_number);
         std::uint32_t context = static_cast<std::uint32_t>(event.args.context.value_or(0));
@@ -255,8 +261,8 @@ private:
         if (is_nccl_kernel(event.name)) {
             sink_.count_nccl_kernel();
             if (nccl_streams_.insert(kernel.stream_id).second) {
-                std::uint64_t stream_number = static_cast<std::uint64_t>(
-                    event.args.stream.value_or(event.tid.is_text ? trailing_number(event.tid.text).value_or(0) : event.tid.number));
+                std::uint64_t stream_number = static_cast<std::uint64_t>(event.args.stream.value_or(
+                    event.tid.is_text ? trailing_number(event.tid.text).value_or(0) : event.tid.number));
                 sink_.name_stream(kernel.device_id, stream_number, "nccl");
             }
         }
@@ -281,7 +287,8 @@ private:
 
     void host_range(const TraceEventFields& event, trace::TimeNs start, trace::TimeNs end) {
         if (event.pid.is_text) {
-            sink_.skip(fmt::format("{} event on a profiler pseudo-process", event.category.empty() ? "untyped" : event.category));
+            sink_.skip(fmt::format("{} event on a profiler pseudo-process",
+                                   event.category.empty() ? "untyped" : event.category));
             return;
         }
         note_host_pid(event);
@@ -319,15 +326,18 @@ private:
             return;
         }
         // Device Type 1 is CUDA; anything else is host memory.
-        trace::DeviceId device = args.memory_device_type.value_or(0) == 1 && args.memory_device_id
-                                     ? static_cast<trace::DeviceId>(std::clamp<std::int64_t>(*args.memory_device_id, -1, 1'000'000))
-                                     : trace::kNoDevice;
+        trace::DeviceId device =
+            args.memory_device_type.value_or(0) == 1 && args.memory_device_id
+                ? static_cast<trace::DeviceId>(std::clamp<std::int64_t>(*args.memory_device_id, -1, 1'000'000))
+                : trace::kNoDevice;
         trace::TimeNs time = event_time(event.ts_ns);
         if (args.total_allocated) {
-            sink_.counter_sample({sink_.counter("memory allocated", "bytes", device), time, static_cast<double>(*args.total_allocated)});
+            sink_.counter_sample(
+                {sink_.counter("memory allocated", "bytes", device), time, static_cast<double>(*args.total_allocated)});
         }
         if (args.total_reserved) {
-            sink_.counter_sample({sink_.counter("memory reserved", "bytes", device), time, static_cast<double>(*args.total_reserved)});
+            sink_.counter_sample(
+                {sink_.counter("memory reserved", "bytes", device), time, static_cast<double>(*args.total_reserved)});
         }
         if (device != trace::kNoDevice && args.bytes && args.memory_address) {
             // The host thread that asked: the same ember thread as the ops of its pid/tid,
@@ -435,17 +445,19 @@ private:
             wait.start_ns = pending.call.start_ns;
             wait.end_ns = pending.call.end_ns;
             wait.device_id = *device;
-            wait.stream_id = pending.kind == trace::SyncKind::stream_synchronize && pending.stream && *pending.stream >= 0
-                                 ? sink_.stream(*device, static_cast<std::uint64_t>(*pending.stream))
-                                 : 0;
+            wait.stream_id =
+                pending.kind == trace::SyncKind::stream_synchronize && pending.stream && *pending.stream >= 0
+                    ? sink_.stream(*device, static_cast<std::uint64_t>(*pending.stream))
+                    : 0;
             wait.correlation_id = pending.call.correlation_id;
             wait.kind = pending.kind;
             sink_.sync(wait);
             sink_.count_synchronizations_from_calls(1);
         }
-        sink_.note(fmt::format("{} synchronizations from the synchronizing runtime calls (the trace has no cuda_sync "
-                               "events)",
-                               runtime_syncs_.size()));
+        sink_.note(
+            fmt::format("{} synchronizations from the synchronizing runtime calls (the trace has no cuda_sync "
+                        "events)",
+                        runtime_syncs_.size()));
     }
 
     void finish_dialect() override {

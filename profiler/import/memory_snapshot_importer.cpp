@@ -97,11 +97,9 @@ MemoryBlockState block_state_of(std::string_view name) {
 
 bool is_python_file(std::string_view file, std::int64_t line) {
     auto ends_with = [&](std::string_view suffix) {
-        return file.size() >= suffix.size() &&
-               file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+        return file.size() >= suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    return ends_with(".py") || ends_with(".pyx") ||
-           (!file.empty() && file.front() == '<' && line > 0);
+    return ends_with(".py") || ends_with(".pyx") || (!file.empty() && file.front() == '<' && line > 0);
 }
 
 // A value as JSON text (run_metadata keeps allocator_settings and user_metadata so).
@@ -169,9 +167,7 @@ class SnapshotImporter {
     void run() {
         pickle::ReadOptions options;
         options.on_list_items = [this](std::span<const pickle::PathStep> path, const Value& list,
-                                       std::vector<Value>& items) {
-            return take_events(path, list, items);
-        };
+                                       std::vector<Value>& items) { return take_events(path, list, items); };
         Value root = pickle::read_pickle_file(sink_.input(), options);
 
         const Value* segments = nullptr;
@@ -186,11 +182,9 @@ class SnapshotImporter {
             (traces != nullptr && traces->kind() != Kind::list)) {
             throw TraceError(
                 TraceErrorKind::not_a_trace, sink_.input(),
-                fmt::format(
-                    "a pickle, but not a PyTorch memory snapshot (its top level is a {} without "
-                    "a list of `segments`{})",
-                    pickle::kind_name(root.kind()),
-                    root.kind() == Kind::dict ? " and `device_traces`" : ""));
+                fmt::format("a pickle, but not a PyTorch memory snapshot (its top level is a {} without "
+                            "a list of `segments`{})",
+                            pickle::kind_name(root.kind()), root.kind() == Kind::dict ? " and `device_traces`" : ""));
         }
         check_event_lists(traces);
         era_notes(root);
@@ -206,16 +200,13 @@ class SnapshotImporter {
             sink_.describe_device(info);
         }
         if (root.kind() == Kind::dict) {
-            if (const Value* annotations = root.find("external_annotations"))
-                read_annotations(*annotations);
+            if (const Value* annotations = root.find("external_annotations")) read_annotations(*annotations);
             if (const Value* settings = root.find("allocator_settings"))
                 keep_json("memory_allocator_settings", *settings);
-            if (const Value* user = root.find("user_metadata"))
-                keep_json("memory_user_metadata", *user);
+            if (const Value* user = root.find("user_metadata")) keep_json("memory_user_metadata", *user);
         }
-        sink_.run().clock_name =
-            has_times_ ? "CLOCK_REALTIME (PyTorch allocator trace time_us)"
-                       : "event order (no time_us before PyTorch 2.2: events 1 us apart)";
+        sink_.run().clock_name = has_times_ ? "CLOCK_REALTIME (PyTorch allocator trace time_us)"
+                                            : "event order (no time_us before PyTorch 2.2: events 1 us apart)";
         if (!has_times_ && any_time) {
             sink_.note(
                 "the snapshot's events have no time_us (PyTorch before 2.2): they are placed 1 us "
@@ -226,11 +217,11 @@ class SnapshotImporter {
 
   private:
     struct DeviceState {
-        std::shared_ptr<pickle::Container> list;  // the device_traces list the events came from
-        std::int64_t index = 0;                   // events seen
+        std::shared_ptr<pickle::Container> list;                    // the device_traces list the events came from
+        std::int64_t index = 0;                                     // events seen
         std::unordered_map<std::uint64_t, std::int64_t> allocated;  // in the trace, not freed yet
-        std::map<std::uint64_t, std::int64_t> mapped;  // segments allocated/mapped in the trace
-        std::vector<trace::MemoryEvent> live_before;   // freed in the trace, never allocated in it
+        std::map<std::uint64_t, std::int64_t> mapped;               // segments allocated/mapped in the trace
+        std::vector<trace::MemoryEvent> live_before;                // freed in the trace, never allocated in it
     };
 
     [[noreturn]] void refuse_strict(const std::string& where) {
@@ -242,8 +233,7 @@ class SnapshotImporter {
     }
 
     // --- events (device_traces), as the reader appends them ------------------------------------
-    bool take_events(std::span<const pickle::PathStep> path, const Value& list,
-                     std::vector<Value>& items) {
+    bool take_events(std::span<const pickle::PathStep> path, const Value& list, std::vector<Value>& items) {
         if (path.size() != 2 || path[0].key != "device_traces" || path[1].index < 0) return false;
         if (path[1].index > std::numeric_limits<trace::DeviceId>::max() / 2) return false;
         const auto device = static_cast<trace::DeviceId>(path[1].index);
@@ -284,12 +274,10 @@ class SnapshotImporter {
         e.bytes = *size;
         e.address = static_cast<std::uint64_t>(integer_at(item, "addr").value_or(0));
         e.cuda_stream = static_cast<std::uint64_t>(integer_at(item, "stream").value_or(0));
-        if (e.action == MemoryAction::oom)
-            e.device_free_bytes = integer_at(item, "device_free").value_or(-1);
+        if (e.action == MemoryAction::oom) e.device_free_bytes = integer_at(item, "device_free").value_or(-1);
         if (const std::optional<std::int64_t> time_us = integer_at(item, "time_us")) {
             if (*time_us < 0 || *time_us > std::numeric_limits<TimeNs>::max() / 1000) {
-                return invalid("event time out of range",
-                               fmt::format("{}: time_us {}", where(), *time_us));
+                return invalid("event time out of range", fmt::format("{}: time_us {}", where(), *time_us));
             }
             e.time_ns = *time_us * 1000;
             has_times_ = true;
@@ -349,16 +337,13 @@ class SnapshotImporter {
 
     void check_event_lists(const Value* traces) {
         for (const auto& [device, state] : devices_) {
-            const bool placed =
-                traces != nullptr && static_cast<std::size_t>(device) < traces->size() &&
-                traces->items()[static_cast<std::size_t>(device)].container() == state.list.get();
+            const bool placed = traces != nullptr && static_cast<std::size_t>(device) < traces->size() &&
+                                traces->items()[static_cast<std::size_t>(device)].container() == state.list.get();
             if (!placed) {
-                throw TraceError(
-                    TraceErrorKind::corrupt, sink_.input(),
-                    fmt::format(
-                        "events read as device_traces[{}] are not in that list of the finished "
-                        "snapshot (an unusual pickle layout); refused rather than misplaced",
-                        device));
+                throw TraceError(TraceErrorKind::corrupt, sink_.input(),
+                                 fmt::format("events read as device_traces[{}] are not in that list of the finished "
+                                             "snapshot (an unusual pickle layout); refused rather than misplaced",
+                                             device));
             }
         }
         if (traces == nullptr) return;
@@ -366,9 +351,8 @@ class SnapshotImporter {
         for (const Value& list : traces->items()) {
             const std::size_t device = index++;
             if (list.kind() != Kind::list) {
-                invalid(
-                    "device trace that is not a list",
-                    fmt::format("device_traces[{}]: a {}", device, pickle::kind_name(list.kind())));
+                invalid("device trace that is not a list",
+                        fmt::format("device_traces[{}]: a {}", device, pickle::kind_name(list.kind())));
             } else if (list.size() > 0) {
                 // Events the hook did not take (a list it could not place): refused above, or none.
                 invalid("device trace events not read",
@@ -384,14 +368,13 @@ class SnapshotImporter {
                 "allocator's state, no events");
             return;
         }
-        static constexpr std::string_view kKnown[] = {"segments", "device_traces",
-                                                      "allocator_settings", "external_annotations",
-                                                      "user_metadata"};
+        static constexpr std::string_view kKnown[] = {"segments", "device_traces", "allocator_settings",
+                                                      "external_annotations", "user_metadata"};
         for (const auto& [key, value] : root.entries()) {
             if (key.kind() != Kind::string ||
                 std::find(std::begin(kKnown), std::end(kKnown), key.text()) == std::end(kKnown)) {
-                sink_.skip(fmt::format("top-level key '{}' of the snapshot",
-                                       key.kind() == Kind::string ? key.text() : "?"));
+                sink_.skip(
+                    fmt::format("top-level key '{}' of the snapshot", key.kind() == Kind::string ? key.text() : "?"));
             }
         }
     }
@@ -401,8 +384,7 @@ class SnapshotImporter {
     // ids once (the cache holds them, so an address is never reused while cached).
     trace::StackId stack_of(const Value* frames) {
         if (frames == nullptr || frames->kind() != Kind::list || frames->size() == 0) return 0;
-        if (auto found = stacks_.find(frames->container()); found != stacks_.end())
-            return found->second.second;
+        if (auto found = stacks_.find(frames->container()); found != stacks_.end()) return found->second.second;
         std::vector<trace::FrameId> ids;
         ids.reserve(frames->size());
         std::span<const Value> items = frames->items();
@@ -417,15 +399,13 @@ class SnapshotImporter {
 
     std::optional<trace::FrameId> frame_of(const Value& frame) {
         if (frame.kind() != Kind::dict) return std::nullopt;
-        if (auto found = frames_.find(frame.container()); found != frames_.end())
-            return found->second.second;
+        if (auto found = frames_.find(frame.container()); found != frames_.end()) return found->second.second;
         const std::string_view name = text_at(frame, "name");
         const std::string_view file = text_at(frame, "filename");
         const std::int64_t line = integer_at(frame, "line").value_or(0);
         trace::FrameId id;
         if (is_python_file(file, line)) {
-            id = sink_.frame(name, file, 0,
-                             static_cast<std::int32_t>(std::clamp<std::int64_t>(line, 0, 1 << 30)));
+            id = sink_.frame(name, file, 0, static_cast<std::int32_t>(std::clamp<std::int64_t>(line, 0, 1 << 30)));
         } else {
             id = sink_.frame(name, file == "??" ? std::string_view() : file, 0);
         }
@@ -448,14 +428,12 @@ class SnapshotImporter {
             const std::optional<std::int64_t> address = integer_at(segment, "address");
             const std::optional<std::int64_t> total = integer_at(segment, "total_size");
             const Value* blocks = segment.find("blocks");
-            if (!address || !total || *total < 0 || blocks == nullptr ||
-                blocks->kind() != Kind::list) {
+            if (!address || !total || *total < 0 || blocks == nullptr || blocks->kind() != Kind::list) {
                 invalid("segment without address, total_size and blocks", where());
                 continue;
             }
-            const auto device = static_cast<trace::DeviceId>(
-                std::clamp<std::int64_t>(integer_at(segment, "device").value_or(0), 0,
-                                         std::numeric_limits<trace::DeviceId>::max()));
+            const auto device = static_cast<trace::DeviceId>(std::clamp<std::int64_t>(
+                integer_at(segment, "device").value_or(0), 0, std::numeric_limits<trace::DeviceId>::max()));
             DeviceState& state = devices_[device];
             trace::MemoryBlock row;
             row.time_ns = snapshot_ns_;
@@ -469,10 +447,8 @@ class SnapshotImporter {
 
             // Reserved before the trace: what of [address, address + total) the trace did not map.
             std::int64_t mapped_in_trace = 0;
-            const std::uint64_t begin = row.segment_address,
-                                end = begin + static_cast<std::uint64_t>(*total);
-            for (auto it = state.mapped.lower_bound(begin);
-                 it != state.mapped.end() && it->first < end; ++it)
+            const std::uint64_t begin = row.segment_address, end = begin + static_cast<std::uint64_t>(*total);
+            for (auto it = state.mapped.lower_bound(begin); it != state.mapped.end() && it->first < end; ++it)
                 mapped_in_trace += it->second;
             if (*total > mapped_in_trace) {
                 trace::MemoryEvent before;
@@ -506,19 +482,16 @@ class SnapshotImporter {
                 out.requested_bytes = integer_at(block, "requested_size").value_or(*size);
                 out.state = block_state_of(text_at(block, "state"));
                 const Value* frames = block.find("frames");
-                if (frames ==
-                    nullptr) {  // 2.0: the latest history entry says where it was allocated
+                if (frames == nullptr) {  // 2.0: the latest history entry says where it was allocated
                     const Value* history = block.find("history");
-                    if (history != nullptr && history->kind() == Kind::list &&
-                        history->size() > 0) {
+                    if (history != nullptr && history->kind() == Kind::list && history->size() > 0) {
                         const Value& latest = history->items().back();
                         if (latest.kind() == Kind::dict) frames = latest.find("frames");
                     }
                 }
                 out.stack_id = stack_of(frames);
                 sink_.memory_block(out);
-                if (out.state == MemoryBlockState::active_allocated &&
-                    !state.allocated.count(out.address)) {
+                if (out.state == MemoryBlockState::active_allocated && !state.allocated.count(out.address)) {
                     trace::MemoryEvent before;
                     before.device_id = device;
                     before.action = MemoryAction::live_at_start;
@@ -565,8 +538,7 @@ class SnapshotImporter {
         for (const Value& a : annotations.items()) {
             const std::size_t at = index++;
             if (a.kind() != Kind::dict) {
-                invalid("annotation that is not a dict",
-                        fmt::format("external_annotations[{}]", at));
+                invalid("annotation that is not a dict", fmt::format("external_annotations[{}]", at));
                 continue;
             }
             const std::optional<std::int64_t> time_us = integer_at(a, "time_us");
@@ -575,8 +547,7 @@ class SnapshotImporter {
                 continue;
             }
             const TimeNs time = *time_us * 1000;
-            const std::int64_t device =
-                std::clamp<std::int64_t>(integer_at(a, "device").value_or(0), 0, 1 << 20);
+            const std::int64_t device = std::clamp<std::int64_t>(integer_at(a, "device").value_or(0), 0, 1 << 20);
             const std::string name(text_at(a, "name"));
             const std::string_view stage = text_at(a, "stage");
             auto& starts = open[{device, name}];
@@ -610,12 +581,8 @@ class SnapshotImporter {
 
     ImportSink& sink_;
     std::map<trace::DeviceId, DeviceState> devices_;
-    std::unordered_map<const pickle::Container*,
-                       std::pair<std::shared_ptr<pickle::Container>, trace::StackId>>
-        stacks_;
-    std::unordered_map<const pickle::Container*,
-                       std::pair<std::shared_ptr<pickle::Container>, trace::FrameId>>
-        frames_;
+    std::unordered_map<const pickle::Container*, std::pair<std::shared_ptr<pickle::Container>, trace::StackId>> stacks_;
+    std::unordered_map<const pickle::Container*, std::pair<std::shared_ptr<pickle::Container>, trace::FrameId>> frames_;
     bool any_event_ = false;
     bool has_times_ = false;
     TimeNs first_ns_ = 0;

@@ -64,8 +64,12 @@ constexpr std::int64_t kNvtxPushPop = 59;
 constexpr std::int64_t kNvtxStartEnd = 60;
 constexpr std::int64_t kNvtxDomainCreate = 75;
 
-std::int64_t pid_of(std::int64_t global_tid) { return (global_tid >> 24) & 0xFFFFFF; }
-std::int64_t tid_of(std::int64_t global_tid) { return global_tid & 0xFFFFFF; }
+std::int64_t pid_of(std::int64_t global_tid) {
+    return (global_tid >> 24) & 0xFFFFFF;
+}
+std::int64_t tid_of(std::int64_t global_tid) {
+    return global_tid & 0xFFFFFF;
+}
 
 // The number a version text starts with ("3" of "3.20.2"); nullopt when none fits an int.
 std::optional<int> leading_number(std::string_view text) {
@@ -92,7 +96,7 @@ std::string_view without_version_suffix(std::string_view name) {
 }
 
 class NsysImporter : private CuptiRows {
-public:
+  public:
     explicit NsysImporter(ImportSink& sink) : CuptiRows(sink, "the Nsight Systems export", "the session start") {}
     ~NsysImporter() { strings_query_ = store::Statement(); }
 
@@ -122,7 +126,7 @@ public:
         finish();
     }
 
-private:
+  private:
     // ---------------------------------------------------------------------------
     // [SECTION] Strings, enums, threads
     // ---------------------------------------------------------------------------
@@ -155,16 +159,18 @@ private:
         if (!major) return;
         std::string version = version_text.empty() ? fmt::format("{}.{}", *major, minor.value_or(0)) : version_text;
         if (*major > kNewestSchemaMajor || (*major == kNewestSchemaMajor && minor.value_or(0) > kNewestSchemaMinor)) {
-            sink_.note(fmt::format("Nsight Systems export schema {} is newer than any this importer has seen ({}.{}): "
-                                   "read for the tables and columns it knows",
-                                   version, kNewestSchemaMajor, kNewestSchemaMinor));
+            sink_.note(
+                fmt::format("Nsight Systems export schema {} is newer than any this importer has seen ({}.{}): "
+                            "read for the tables and columns it knows",
+                            version, kNewestSchemaMajor, kNewestSchemaMinor));
         }
     }
 
     // The text of a StringIds id; throws (an id pointing nowhere) when absent.
     std::optional<std::string> lookup_string(std::int64_t id) {
         if (!strings_query_) {
-            const char* table = has_table("StringIds") ? "StringIds" : (has_table("StringTable") ? "StringTable" : nullptr);
+            const char* table =
+                has_table("StringIds") ? "StringIds" : (has_table("StringTable") ? "StringTable" : nullptr);
             if (table == nullptr) return std::nullopt;
             strings_query_ = store::Statement(db_, path_, fmt::format("SELECT value FROM \"{}\" WHERE id = ?", table));
         }
@@ -211,11 +217,16 @@ private:
     void read_enums() {
         for (const auto& [id, text] : enum_labels("ENUM_CUDA_MEM_KIND")) {
             trace::MemoryKind kind = trace::MemoryKind::unknown;
-            if (text.find("PAGEABLE") != std::string::npos) kind = trace::MemoryKind::pageable;
-            else if (text.find("PINNED") != std::string::npos) kind = trace::MemoryKind::pinned;
-            else if (text.find("MANAGED") != std::string::npos) kind = trace::MemoryKind::managed;
-            else if (text.find("ARRAY") != std::string::npos) kind = trace::MemoryKind::array;
-            else if (text.find("DEVICE") != std::string::npos) kind = trace::MemoryKind::device;
+            if (text.find("PAGEABLE") != std::string::npos)
+                kind = trace::MemoryKind::pageable;
+            else if (text.find("PINNED") != std::string::npos)
+                kind = trace::MemoryKind::pinned;
+            else if (text.find("MANAGED") != std::string::npos)
+                kind = trace::MemoryKind::managed;
+            else if (text.find("ARRAY") != std::string::npos)
+                kind = trace::MemoryKind::array;
+            else if (text.find("DEVICE") != std::string::npos)
+                kind = trace::MemoryKind::device;
             memory_kinds_[id] = kind;
         }
         for (const auto& [id, text] : enum_labels("ENUM_CUDA_MEMCPY_OPER")) {
@@ -245,14 +256,22 @@ private:
         // Schema 2.x (CUDA_MEMOPR_MEMORY_KIND): 0 pageable, 1 pinned, 2 device, 3 array,
         // 4 managed, 5 device static, 6 managed static, 7 unknown.
         switch (*value) {
-            case 0: return trace::MemoryKind::pageable;
-            case 1: return trace::MemoryKind::pinned;
-            case 2: return trace::MemoryKind::device;
-            case 3: return trace::MemoryKind::array;
-            case 4: return trace::MemoryKind::managed;
-            case 5: return trace::MemoryKind::device;
-            case 6: return trace::MemoryKind::managed;
-            default: return trace::MemoryKind::unknown;
+            case 0:
+                return trace::MemoryKind::pageable;
+            case 1:
+                return trace::MemoryKind::pinned;
+            case 2:
+                return trace::MemoryKind::device;
+            case 3:
+                return trace::MemoryKind::array;
+            case 4:
+                return trace::MemoryKind::managed;
+            case 5:
+                return trace::MemoryKind::device;
+            case 6:
+                return trace::MemoryKind::managed;
+            default:
+                return trace::MemoryKind::unknown;
         }
     }
 
@@ -430,7 +449,8 @@ private:
                 std::optional<std::int64_t> stream = scan.maybe_integer(0), priority = scan.maybe_integer(1);
                 // Stored unsigned by some versions (4294967291 is -5).
                 if (stream && priority)
-                    stream_priorities_[{kAnyContext, *stream}] = static_cast<std::int32_t>(static_cast<std::uint32_t>(*priority));
+                    stream_priorities_[{kAnyContext, *stream}] =
+                        static_cast<std::int32_t>(static_cast<std::uint32_t>(*priority));
             }
         }
     }
@@ -465,7 +485,8 @@ private:
             call.name_id = *name;
             if (!memory_call_threads_.empty()) {
                 auto memory_call = memory_call_threads_.find(call.correlation_id);
-                if (memory_call != memory_call_threads_.end() && memory_call->second == 0) memory_call->second = call.thread_id;
+                if (memory_call != memory_call_threads_.end() && memory_call->second == 0)
+                    memory_call->second = call.thread_id;
             }
             call.result = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
             sink_.api_call(call);
@@ -483,13 +504,20 @@ private:
             mangled = scan.index_of("mangledName");
         int name_column = -1;
         switch (sink_.options().kernel_names) {
-            case KernelNameStyle::demangled: name_column = demangled; break;
-            case KernelNameStyle::short_name: name_column = short_name; break;
-            case KernelNameStyle::mangled: name_column = mangled; break;
+            case KernelNameStyle::demangled:
+                name_column = demangled;
+                break;
+            case KernelNameStyle::short_name:
+                name_column = short_name;
+                break;
+            case KernelNameStyle::mangled:
+                name_column = mangled;
+                break;
         }
         if (!scan.has(demangled) && !scan.has(short_name) && !scan.has(mangled)) {
-            throw TraceError(TraceErrorKind::missing_table, path_,
-                             fmt::format("table {} has no kernel name column (demangledName, shortName or mangledName)", table));
+            throw TraceError(
+                TraceErrorKind::missing_table, path_,
+                fmt::format("table {} has no kernel name column (demangledName, shortName or mangledName)", table));
         }
         while (scan.next()) {
             std::int64_t start = scan.integer(0), end = scan.integer(1);
@@ -497,8 +525,10 @@ private:
             auto track = gpu_track(scan, 2, 3, 4);
             if (!track) continue;
             // The chosen name, else the demangled one, else any.
-            int column = !scan.is_null(name_column) ? name_column
-                                                    : (!scan.is_null(demangled) ? demangled : (!scan.is_null(short_name) ? short_name : mangled));
+            int column =
+                !scan.is_null(name_column)
+                    ? name_column
+                    : (!scan.is_null(demangled) ? demangled : (!scan.is_null(short_name) ? short_name : mangled));
             if (scan.is_null(column)) {
                 reject(scan, "kernel without a name", "the kernel has no name (all name columns are NULL)");
                 continue;
@@ -522,9 +552,9 @@ private:
     void read_memcpys() {
         const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
         if (!has_table(table)) return;
-        TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
-                       {"contextId", "correlationId", "srcKind", "dstKind", "dstDeviceId", "globalPid", "graphId",
-                        "graphNodeId"});
+        TableScan scan(
+            db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
+            {"contextId", "correlationId", "srcKind", "dstKind", "dstDeviceId", "globalPid", "graphId", "graphNodeId"});
         while (scan.next()) {
             std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
@@ -611,9 +641,9 @@ private:
     void read_nvtx() {
         const char* table = "NVTX_EVENTS";
         if (!has_table(table)) return;
-        std::initializer_list<const char*> optional = {"end", "category", "color", "text", "globalTid", "textId",
-                                                        "domainId", "int64Value", "uint64Value", "int32Value",
-                                                        "uint32Value", "doubleValue", "floatValue"};
+        std::initializer_list<const char*> optional = {
+            "end",        "category",    "color",      "text",        "globalTid",   "textId",    "domainId",
+            "int64Value", "uint64Value", "int32Value", "uint32Value", "doubleValue", "floatValue"};
         // Pass 1: the names the events refer to (domains, categories, threads).
         std::map<std::int64_t, trace::StringId> domains;
         {
@@ -657,9 +687,10 @@ private:
             if (domain != 0) {
                 auto found = domains.find(domain);
                 if (found == domains.end()) {
-                    reject(scan, "NVTX domain id without a domain",
-                           fmt::format("domainId {} names no domain (no domain-create event; an id that points nowhere)",
-                                       domain));
+                    reject(
+                        scan, "NVTX domain id without a domain",
+                        fmt::format("domainId {} names no domain (no domain-create event; an id that points nowhere)",
+                                    domain));
                     continue;
                 }
                 domain_id = found->second;
@@ -725,7 +756,8 @@ private:
 
     static trace::Payload nvtx_payload(const TableScan& scan) {
         for (int column : {9, 10, 11, 12}) {
-            if (std::optional<std::int64_t> value = scan.maybe_integer(column)) return trace::Payload::of_integer(*value);
+            if (std::optional<std::int64_t> value = scan.maybe_integer(column))
+                return trace::Payload::of_integer(*value);
         }
         for (int column : {13, 14}) {
             if (std::optional<double> value = scan.maybe_real(column)) return trace::Payload::of_real(*value);
@@ -744,7 +776,8 @@ private:
             if (std::optional<std::int64_t> id = scan.maybe_integer(3)) name = name_of(scan, "nameId", *id);
             if (!name) name = sink_.intern("nsys overhead");
             std::optional<std::int64_t> global_tid = scan.maybe_integer(2);
-            sink_.overhead({start, end, sink_.thread(pid_of(global_tid.value_or(0)), tid_of(global_tid.value_or(0))), *name});
+            sink_.overhead(
+                {start, end, sink_.thread(pid_of(global_tid.value_or(0)), tid_of(global_tid.value_or(0))), *name});
         }
     }
 
@@ -819,8 +852,10 @@ private:
             while (chain_row && chains.integer(0) == id) {
                 if (!bad) {
                     std::optional<trace::FrameId> frame = frame_of(chains, frames);
-                    if (frame) chain.push_back(*frame);
-                    else bad = true;
+                    if (frame)
+                        chain.push_back(*frame);
+                    else
+                        bad = true;
                 }
                 chain_row = chains.next();
             }
@@ -922,8 +957,8 @@ private:
             auto found = counters.find(global_tid);
             if (found == counters.end()) {
                 thread_of(global_tid);  // the thread is registered like any other of the file
-                trace::CounterId id = sink_.counter(fmt::format("on CPU (tid {})", tid_of(global_tid)), "running",
-                                                    trace::kNoDevice);
+                trace::CounterId id =
+                    sink_.counter(fmt::format("on CPU (tid {})", tid_of(global_tid)), "running", trace::kNoDevice);
                 found = counters.emplace(global_tid, id).first;
             }
             sink_.counter_sample({found->second, time, scan.integer(1) != 0 ? 1.0 : 0.0});
@@ -1073,8 +1108,20 @@ private:
                 for (const auto& [id, text] : enum_labels("ENUM_CUDA_DEV_MEM_EVENT_OPER"))
                     frees[id] = text.find("DEALLOC") != std::string::npos || text.find("FREE") != std::string::npos;
             }
-            enum Column { start, device_id, bytes, operation, global_pid, address, mem_kind, correlation, stream,
-                          pool_address, pool_size_column, imported_pool };
+            enum Column {
+                start,
+                device_id,
+                bytes,
+                operation,
+                global_pid,
+                address,
+                mem_kind,
+                correlation,
+                stream,
+                pool_address,
+                pool_size_column,
+                imported_pool
+            };
             TableScan scan(db_, path_, kMemoryUsageTable, {"start", "deviceId", "bytes", "memoryOperationType"},
                            {"globalPid", "address", "memKind", "correlationId", "streamId", "localMemoryPoolAddress",
                             "localMemoryPoolSize", "importedMemoryPoolAddress"},
@@ -1087,7 +1134,8 @@ private:
                 auto kind = frees.find(scan.integer(operation));
                 if (kind == frees.end()) {
                     reject(scan, "unknown memory operation",
-                           fmt::format("memoryOperationType {} is neither an allocation nor a free", scan.integer(operation)));
+                           fmt::format("memoryOperationType {} is neither an allocation nor a free",
+                                       scan.integer(operation)));
                     continue;
                 }
                 if (!device_memory(scan, mem_kind)) {
@@ -1110,7 +1158,8 @@ private:
                 event.action = free ? trace::MemoryAction::free_completed : trace::MemoryAction::alloc;
                 event.address = block_address;
                 event.bytes = change;
-                event.cuda_stream = static_cast<std::uint64_t>(std::max<std::int64_t>(0, scan.maybe_integer(stream).value_or(0)));
+                event.cuda_stream =
+                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, scan.maybe_integer(stream).value_or(0)));
                 event.thread_id = memory_call_thread(correlation_of(scan, correlation));
                 sink_.memory_event(event);
                 const std::int64_t pool = scan.maybe_integer(pool_address).value_or(0);
@@ -1122,8 +1171,8 @@ private:
                     memory.live.insert_or_assign({pid, block_address}, change);
                 }
                 if (pool != 0) {
-                    pool_size(time, *device, pid, static_cast<std::uint64_t>(pool), scan.maybe_integer(pool_size_column),
-                              event.thread_id);
+                    pool_size(time, *device, pid, static_cast<std::uint64_t>(pool),
+                              scan.maybe_integer(pool_size_column), event.thread_id);
                 } else if (imported == 0) {
                     trace::MemoryEvent segment = event;
                     segment.action = free ? trace::MemoryAction::segment_free : trace::MemoryAction::segment_alloc;
@@ -1167,19 +1216,34 @@ private:
     // ---------------------------------------------------------------------------
 
     void count_unimported_tables() {
-        static const std::set<std::string> kImported = {
-            "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
-            "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            "COMPOSITE_EVENTS", "OSRT_API", "SCHED_EVENTS", "CUDA_GPU_MEMORY_USAGE_EVENTS", "CUDA_GPU_MEMORY_POOL_EVENTS",
-            "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS"};
+        static const std::set<std::string> kImported = {"CUPTI_ACTIVITY_KIND_RUNTIME",
+                                                        "CUPTI_ACTIVITY_KIND_DRIVER",
+                                                        "CUPTI_ACTIVITY_KIND_KERNEL",
+                                                        "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                                        "CUPTI_ACTIVITY_KIND_MEMSET",
+                                                        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                                        "COMPOSITE_EVENTS",
+                                                        "OSRT_API",
+                                                        "SCHED_EVENTS",
+                                                        "CUDA_GPU_MEMORY_USAGE_EVENTS",
+                                                        "CUDA_GPU_MEMORY_POOL_EVENTS",
+                                                        "CUDA_GRAPH_EVENTS",
+                                                        "CUDA_GRAPH_NODE_EVENTS"};
         // OSRT_CALLCHAINS: the call stack of each OS runtime call (OSRT_API.callchainId);
         // ember keeps stacks only as CPU samples, so these are counted, not read.
-        static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS", "SCHED_EVENTS", "OSRT_API",
-                                                              "OSRT_CALLCHAINS", "CUDA_GPU_MEMORY_USAGE_EVENTS",
+        static const std::set<std::string> kActivityTables = {"COMPOSITE_EVENTS",
+                                                              "SCHED_EVENTS",
+                                                              "OSRT_API",
+                                                              "OSRT_CALLCHAINS",
+                                                              "CUDA_GPU_MEMORY_USAGE_EVENTS",
                                                               "CUDA_GPU_MEMORY_POOL_EVENTS",
-                                                              "GPU_METRICS", "CUDA_GRAPH_EVENTS", "CUDA_GRAPH_NODE_EVENTS",
-                                                              "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS",
-                                                              "NVTX_PAYLOAD_SCHEMAS", "UNIFIED_MEMORY_PAGE_FAULTS"};
+                                                              "GPU_METRICS",
+                                                              "CUDA_GRAPH_EVENTS",
+                                                              "CUDA_GRAPH_NODE_EVENTS",
+                                                              "MPI_P2P_EVENTS",
+                                                              "MPI_COLLECTIVES_EVENTS",
+                                                              "NVTX_PAYLOAD_SCHEMAS",
+                                                              "UNIFIED_MEMORY_PAGE_FAULTS"};
         for (const std::string& table : tables_) {
             if (unread_tables_.count(table)) continue;  // counted already, with the reason
             bool activity = (table.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0 || kActivityTables.count(table) != 0) &&
@@ -1197,11 +1261,14 @@ private:
         const ImportOptions& options = sink_.options();
         run.rank = options.rank.value_or(launcher_rank_.value_or(0));
         run.world_size = options.world_size.value_or(launcher_world_size_.value_or(1));
-        if (options.rank) run.rank_source = "--rank";
-        else if (launcher_rank_) run.rank_source = launcher_rank_source_;
+        if (options.rank)
+            run.rank_source = "--rank";
+        else if (launcher_rank_)
+            run.rank_source = launcher_rank_source_;
         run.pid = gpu_pid_ != 0 ? gpu_pid_ : main_pid_;
         if (session_start_) run.start_ns = *session_start_;
-        if (session_stop_) run.end_ns = std::max(*session_stop_, sink_.any_event() ? sink_.latest_ns() : *session_stop_);
+        if (session_stop_)
+            run.end_ns = std::max(*session_stop_, sink_.any_event() ? sink_.latest_ns() : *session_stop_);
         for (std::int64_t pid : used_pids_) {
             auto name = process_names_.find(pid);
             if (name != process_names_.end()) sink_.name_process(pid, name->second);
@@ -1226,7 +1293,8 @@ private:
     std::map<std::int64_t, std::string> process_names_;
     std::set<std::int64_t> used_pids_;
     std::unordered_map<trace::CorrelationId, trace::ThreadId> memory_call_threads_;  // correlation -> thread
-    std::map<std::tuple<std::int64_t, trace::DeviceId, std::uint64_t>, std::int64_t> pool_sizes_;  // (pid, device, pool)
+    std::map<std::tuple<std::int64_t, trace::DeviceId, std::uint64_t>, std::int64_t>
+        pool_sizes_;  // (pid, device, pool)
     std::vector<CategoryName> category_names_;
     std::optional<std::int32_t> launcher_rank_, launcher_world_size_;
     std::string launcher_rank_source_;

@@ -80,8 +80,10 @@ std::string kernel_name(const std::string& mangled, KernelNameStyle style) {
     int depth = 0;
     std::size_t end = name.size();
     for (std::size_t i = 0; i < name.size(); ++i) {
-        if (name[i] == '<') ++depth;
-        else if (name[i] == '>') --depth;
+        if (name[i] == '<')
+            ++depth;
+        else if (name[i] == '>')
+            --depth;
         else if (name[i] == '(' && depth == 0) {
             end = i;
             break;
@@ -91,7 +93,8 @@ std::string kernel_name(const std::string& mangled, KernelNameStyle style) {
     if (!head.empty() && head.back() == '>') {
         depth = 0;
         for (std::size_t i = head.size(); i-- > 0;) {
-            if (head[i] == '>') ++depth;
+            if (head[i] == '>')
+                ++depth;
             else if (head[i] == '<' && --depth == 0) {
                 head.resize(i);
                 break;
@@ -109,33 +112,44 @@ std::string kernel_name(const std::string& mangled, KernelNameStyle style) {
 // 6 device static, 7 managed static.
 trace::MemoryKind memory_kind(std::optional<std::int64_t> kind) {
     switch (kind.value_or(0)) {
-        case 1: return trace::MemoryKind::pageable;
-        case 2: return trace::MemoryKind::pinned;
+        case 1:
+            return trace::MemoryKind::pageable;
+        case 2:
+            return trace::MemoryKind::pinned;
         case 3:
-        case 6: return trace::MemoryKind::device;
-        case 4: return trace::MemoryKind::array;
+        case 6:
+            return trace::MemoryKind::device;
+        case 4:
+            return trace::MemoryKind::array;
         case 5:
-        case 7: return trace::MemoryKind::managed;
-        default: return trace::MemoryKind::unknown;
+        case 7:
+            return trace::MemoryKind::managed;
+        default:
+            return trace::MemoryKind::unknown;
     }
 }
 
 // CUpti_ActivityOverheadKind.
 std::string overhead_name(std::int64_t kind) {
     switch (kind) {
-        case 1: return "CUPTI overhead: driver compiler";
-        case 1 << 16: return "CUPTI overhead: buffer flush";
-        case 2 << 16: return "CUPTI overhead: instrumentation";
-        case 3 << 16: return "CUPTI overhead: resource";
-        default: return fmt::format("CUPTI overhead (kind {})", kind);
+        case 1:
+            return "CUPTI overhead: driver compiler";
+        case 1 << 16:
+            return "CUPTI overhead: buffer flush";
+        case 2 << 16:
+            return "CUPTI overhead: instrumentation";
+        case 3 << 16:
+            return "CUPTI overhead: resource";
+        default:
+            return fmt::format("CUPTI overhead (kind {})", kind);
     }
 }
 
-constexpr std::int64_t kObjectProcess = 1;  // CUPTI_ACTIVITY_OBJECT_PROCESS
-constexpr std::int64_t kObjectThread = 2;   // CUPTI_ACTIVITY_OBJECT_THREAD
-constexpr std::int64_t kMarkerInstant = 1;  // CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS
-constexpr std::int64_t kMarkerStart = 2;    // CUPTI_ACTIVITY_FLAG_MARKER_START
-constexpr std::int64_t kMarkerEnd = 4;      // CUPTI_ACTIVITY_FLAG_MARKER_END
+constexpr std::int64_t kObjectProcess = 1;         // CUPTI_ACTIVITY_OBJECT_PROCESS
+constexpr std::int64_t kObjectThread = 2;          // CUPTI_ACTIVITY_OBJECT_THREAD
+constexpr std::int64_t kMarkerInstant = 1;         // CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS
+constexpr std::int64_t kMarkerStart = 2;           // CUPTI_ACTIVITY_FLAG_MARKER_START
+constexpr std::int64_t kMarkerEnd = 4;             // CUPTI_ACTIVITY_FLAG_MARKER_END
 constexpr std::uint32_t kInvalidId = 0xFFFFFFFFu;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE
 
 // The (process, thread) an objectId blob names: CUpti_ActivityObjectKindId, whose
@@ -152,7 +166,7 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> process_and_thread(const 
 // ---------------------------------------------------------------------------
 
 class NvprofImporter : private CuptiRows {
-public:
+  public:
     explicit NvprofImporter(ImportSink& sink) : CuptiRows(sink, "the nvprof database", "1970") {}
 
     void run() {
@@ -176,13 +190,14 @@ public:
         finish();
     }
 
-private:
+  private:
     // Whether `table` has every one of `columns` (a file that lacks one is read without it).
     bool has_columns(const std::string& table, std::initializer_list<const char*> columns) const {
         std::set<std::string> present;
         store::Statement info(db_, path_, fmt::format("PRAGMA table_info(\"{}\")", table));
         while (info.next_row()) present.insert(info.column_text(1));
-        return std::all_of(columns.begin(), columns.end(), [&](const char* column) { return present.count(column) > 0; });
+        return std::all_of(columns.begin(), columns.end(),
+                           [&](const char* column) { return present.count(column) > 0; });
     }
     bool has_rows(const std::string& name) const {
         if (!has_table(name)) return false;
@@ -206,9 +221,10 @@ private:
         if (version.next_row() && version.column_type(0) == SQLITE_INTEGER) {
             version_ = version.column_int64(0);
             if (version_ > kNewestVersion)
-                sink_.note(fmt::format("nvprof database version {} is newer than any this importer has seen ({}): read "
-                                       "for the tables and columns it knows",
-                                       version_, kNewestVersion));
+                sink_.note(
+                    fmt::format("nvprof database version {} is newer than any this importer has seen ({}): read "
+                                "for the tables and columns it knows",
+                                version_, kNewestVersion));
         }
     }
 
@@ -237,7 +253,8 @@ private:
             while (scan.next()) {
                 const std::int64_t context = scan.integer(0), device = scan.integer(1);
                 context_device_[context] = device;
-                if (std::optional<std::int64_t> null_stream = scan.maybe_integer(2)) null_streams_.insert({device, *null_stream});
+                if (std::optional<std::int64_t> null_stream = scan.maybe_integer(2))
+                    null_streams_.insert({device, *null_stream});
             }
         }
         if (has_table("CUPTI_ACTIVITY_KIND_DEVICE")) {
@@ -258,7 +275,8 @@ private:
                 }
                 device.memory_bytes = scan.maybe_integer(2).value_or(0);
                 // CUPTI gives the bandwidth in kB/s (732160000 for a P100's 732 GB/s).
-                device.memory_bandwidth_bytes_per_second = static_cast<double>(scan.maybe_integer(3).value_or(0)) * 1000.0;
+                device.memory_bandwidth_bytes_per_second =
+                    static_cast<double>(scan.maybe_integer(3).value_or(0)) * 1000.0;
                 device.multiprocessor_count = static_cast<std::int32_t>(scan.maybe_integer(4).value_or(0));
                 device.compute_capability_major = static_cast<std::int32_t>(scan.maybe_integer(5).value_or(0));
                 device.compute_capability_minor = static_cast<std::int32_t>(scan.maybe_integer(6).value_or(0));
@@ -278,7 +296,8 @@ private:
     // Process and thread names (CUPTI_ACTIVITY_KIND_NAME).
     void read_names() {
         if (!has_table("CUPTI_ACTIVITY_KIND_NAME")) return;
-        TableScan scan(db_, path_, "CUPTI_ACTIVITY_KIND_NAME", {"objectKind", "objectId", "name"}, {}, {}, kUnknownSchema);
+        TableScan scan(db_, path_, "CUPTI_ACTIVITY_KIND_NAME", {"objectKind", "objectId", "name"}, {}, {},
+                       kUnknownSchema);
         while (scan.next()) {
             const std::optional<std::int64_t> kind = scan.maybe_integer(0), name_id = scan.maybe_integer(2);
             const std::optional<std::pair<std::uint32_t, std::uint32_t>> object = process_and_thread(blob(scan, 1));
@@ -319,9 +338,9 @@ private:
         std::string launches;
         for (const std::string& call : calls) launches += (launches.empty() ? "" : " UNION ALL ") + call;
         std::map<std::int64_t, std::int64_t> earliest;  // device -> min(GPU start - call start)
-        for (const char* table : {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL",
-                                  "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMCPY2",
-                                  "CUPTI_ACTIVITY_KIND_MEMSET"}) {
+        for (const char* table :
+             {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+              "CUPTI_ACTIVITY_KIND_MEMCPY2", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
             if (!has_rows(table) || !has_columns(table, {"deviceId", "correlationId", "start"})) continue;
             store::Statement query(
                 db_, path_,
@@ -354,8 +373,8 @@ private:
     template <std::size_t N>
     void read_api(const char* table, const CbidName (&names)[N], const char* what) {
         if (!has_table(table)) return;
-        TableScan scan(db_, path_, table, {"cbid", "start", "end"}, {"processId", "threadId", "correlationId", "returnValue"},
-                       {}, kUnknownSchema);
+        TableScan scan(db_, path_, table, {"cbid", "start", "end"},
+                       {"processId", "threadId", "correlationId", "returnValue"}, {}, kUnknownSchema);
         std::unordered_map<std::int64_t, trace::StringId> name_ids;
         while (scan.next()) {
             const std::int64_t start = scan.integer(1), end = scan.integer(2);
@@ -442,7 +461,8 @@ private:
         const char* table = "CUPTI_ACTIVITY_KIND_MEMSET";
         if (!has_table(table)) return;
         TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes"},
-                       {"contextId", "correlationId", "value", "memoryKind", "graphId", "graphNodeId"}, {}, kUnknownSchema);
+                       {"contextId", "correlationId", "value", "memoryKind", "graphId", "graphNodeId"}, {},
+                       kUnknownSchema);
         while (scan.next()) {
             const std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
@@ -466,8 +486,8 @@ private:
     void read_synchronizations() {
         const char* table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
         if (!has_table(table)) return;
-        TableScan scan(db_, path_, table, {"start", "end", "contextId"}, {"streamId", "correlationId", "type", "cudaEventId"},
-                       {}, kUnknownSchema);
+        TableScan scan(db_, path_, table, {"start", "end", "contextId"},
+                       {"streamId", "correlationId", "type", "cudaEventId"}, {}, kUnknownSchema);
         while (scan.next()) {
             const std::int64_t start = scan.integer(0), end = scan.integer(1);
             if (!valid_interval(scan, start, end)) continue;
@@ -518,8 +538,8 @@ private:
         };
         std::unordered_map<std::int64_t, Data> data;
         if (has_table("CUPTI_ACTIVITY_KIND_MARKER_DATA")) {
-            TableScan scan(db_, path_, "CUPTI_ACTIVITY_KIND_MARKER_DATA", {"id"}, {"payloadKind", "payload", "color", "category"},
-                           {}, kUnknownSchema);
+            TableScan scan(db_, path_, "CUPTI_ACTIVITY_KIND_MARKER_DATA", {"id"},
+                           {"payloadKind", "payload", "color", "category"}, {}, kUnknownSchema);
             while (scan.next()) {
                 Data& entry = data[scan.integer(0)];
                 entry.color = static_cast<std::uint32_t>(scan.maybe_integer(3).value_or(0));
@@ -541,7 +561,8 @@ private:
                             entry.payload = trace::Payload::of_integer(value);
                             break;
                         }
-                        default: break;
+                        default:
+                            break;
                     }
                 }
             }
@@ -591,8 +612,9 @@ private:
                     continue;
                 }
                 if (time < started->second.start) {
-                    reject(scan, "negative duration",
-                           fmt::format("marker {} ends at {}, before it started at {}", id, time, started->second.start));
+                    reject(
+                        scan, "negative duration",
+                        fmt::format("marker {} ends at {}, before it started at {}", id, time, started->second.start));
                     open.erase(started);
                     continue;
                 }
@@ -601,14 +623,16 @@ private:
             }
         }
         if (!open.empty()) {
-            for (const auto& [id, started] : open) emit_range(id, started, std::max(started.start, sink_.latest_ns()), data);
+            for (const auto& [id, started] : open)
+                emit_range(id, started, std::max(started.start, sink_.latest_ns()), data);
             sink_.note(fmt::format("{} NVTX range{} never ended (the program ended inside): ended with the trace",
                                    open.size(), open.size() == 1 ? "" : "s"));
         }
     }
 
     template <typename Data>
-    void emit_range(std::int64_t id, const auto& started, trace::TimeNs end, const std::unordered_map<std::int64_t, Data>& data) {
+    void emit_range(std::int64_t id, const auto& started, trace::TimeNs end,
+                    const std::unordered_map<std::int64_t, Data>& data) {
         PendingRange range;
         range.start_ns = started.start;
         range.end_ns = end;
@@ -633,7 +657,8 @@ private:
     void read_overhead() {
         const char* table = "CUPTI_ACTIVITY_KIND_OVERHEAD";
         if (!has_rows(table)) return;
-        TableScan scan(db_, path_, table, {"start", "end"}, {"overheadKind", "objectKind", "objectId"}, {}, kUnknownSchema);
+        TableScan scan(db_, path_, table, {"start", "end"}, {"overheadKind", "objectKind", "objectId"}, {},
+                       kUnknownSchema);
         std::unordered_map<std::int64_t, trace::StringId> names;
         while (scan.next()) {
             const std::int64_t start = scan.integer(0), end = scan.integer(1);
@@ -652,17 +677,29 @@ private:
     // Tables with rows that hold what ember does not import (metrics, events, PC
     // sampling, unified memory, ...): counted, named.
     void count_unimported_tables() {
-        static const std::set<std::string> read = {
-            "StringTable", "Version", "sqlite_sequence", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER",
-            "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-            "CUPTI_ACTIVITY_KIND_MEMCPY2", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            "CUPTI_ACTIVITY_KIND_MARKER", "CUPTI_ACTIVITY_KIND_MARKER_DATA", "CUPTI_ACTIVITY_KIND_DEVICE",
-            "CUPTI_ACTIVITY_KIND_CONTEXT", "CUPTI_ACTIVITY_KIND_STREAM", "CUPTI_ACTIVITY_KIND_NAME",
-            "CUPTI_ACTIVITY_KIND_OVERHEAD"};
+        static const std::set<std::string> read = {"StringTable",
+                                                   "Version",
+                                                   "sqlite_sequence",
+                                                   "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                                   "CUPTI_ACTIVITY_KIND_DRIVER",
+                                                   "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
+                                                   "CUPTI_ACTIVITY_KIND_KERNEL",
+                                                   "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                                   "CUPTI_ACTIVITY_KIND_MEMCPY2",
+                                                   "CUPTI_ACTIVITY_KIND_MEMSET",
+                                                   "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                                   "CUPTI_ACTIVITY_KIND_MARKER",
+                                                   "CUPTI_ACTIVITY_KIND_MARKER_DATA",
+                                                   "CUPTI_ACTIVITY_KIND_DEVICE",
+                                                   "CUPTI_ACTIVITY_KIND_CONTEXT",
+                                                   "CUPTI_ACTIVITY_KIND_STREAM",
+                                                   "CUPTI_ACTIVITY_KIND_NAME",
+                                                   "CUPTI_ACTIVITY_KIND_OVERHEAD"};
         for (const std::string& table : tables_) {
             if (read.count(table)) continue;
             store::Statement count(db_, path_, fmt::format("SELECT COUNT(*) FROM \"{}\"", table));
-            if (count.next_row() && count.column_int64(0) > 0) sink_.skip(fmt::format("{} row (not imported)", table), count.column_int64(0));
+            if (count.next_row() && count.column_int64(0) > 0)
+                sink_.skip(fmt::format("{} row (not imported)", table), count.column_int64(0));
         }
     }
 
@@ -685,7 +722,7 @@ private:
     std::int64_t version_ = 0;
     std::unordered_map<std::int64_t, std::string> strings_;
     std::map<std::int64_t, std::int64_t> context_device_;
-    std::map<std::int64_t, trace::TimeNs> clock_shift_;                            // device -> lead
+    std::map<std::int64_t, trace::TimeNs> clock_shift_;  // device -> lead
     std::map<std::uint32_t, std::string> process_names_;
     std::uint32_t run_pid_ = 0;
 };

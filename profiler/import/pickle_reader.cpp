@@ -146,8 +146,7 @@ namespace {
 
 class Input {
   public:
-    Input(std::string_view bytes, std::string name)
-        : name_(std::move(name)), memory_(bytes), total_(bytes.size()) {}
+    Input(std::string_view bytes, std::string name) : name_(std::move(name)), memory_(bytes), total_(bytes.size()) {}
     Input(std::FILE* file, std::uint64_t total, std::string name)
         : name_(std::move(name)), file_(file), total_(total), buffer_(1u << 20) {}
 
@@ -211,8 +210,7 @@ class Input {
         unsigned char bytes[sizeof(T)];
         read(reinterpret_cast<char*>(bytes), sizeof bytes);
         std::uint64_t value = 0;
-        for (std::size_t i = 0; i < sizeof(T); ++i)
-            value |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+        for (std::size_t i = 0; i < sizeof(T); ++i) value |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
         return static_cast<T>(value);
     }
 
@@ -226,9 +224,8 @@ class Input {
         at_ = 0;
         filled_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
         if (filled_ == 0 && std::ferror(file_)) {
-            throw TraceError(
-                TraceErrorKind::io, name_,
-                fmt::format("byte {}: read failed: {}", consumed_, std::strerror(errno)));
+            throw TraceError(TraceErrorKind::io, name_,
+                             fmt::format("byte {}: read failed: {}", consumed_, std::strerror(errno)));
         }
         return filled_ > 0;
     }
@@ -308,21 +305,18 @@ class Machine {
 
   private:
     [[noreturn]] void fail(const std::string& message) const {
-        throw TraceError(TraceErrorKind::corrupt, in_.name(),
-                         fmt::format("byte {}: {}", op_offset_, message));
+        throw TraceError(TraceErrorKind::corrupt, in_.name(), fmt::format("byte {}: {}", op_offset_, message));
     }
 
     std::size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
     Value pop() {
-        if (stack_.size() <= floor())
-            fail("stack underflow (an opcode takes more values than were pushed)");
+        if (stack_.size() <= floor()) fail("stack underflow (an opcode takes more values than were pushed)");
         Value v = std::move(stack_.back());
         stack_.pop_back();
         return v;
     }
     Value& top() {
-        if (stack_.size() <= floor())
-            fail("stack underflow (an opcode takes more values than were pushed)");
+        if (stack_.size() <= floor()) fail("stack underflow (an opcode takes more values than were pushed)");
         return stack_.back();
     }
     // The values above the last MARK, which is removed.
@@ -330,9 +324,8 @@ class Machine {
         if (marks_.empty()) fail("no MARK to pop to");
         std::size_t at = marks_.back();
         marks_.pop_back();
-        std::vector<Value> items(
-            std::make_move_iterator(stack_.begin() + static_cast<std::ptrdiff_t>(at)),
-            std::make_move_iterator(stack_.end()));
+        std::vector<Value> items(std::make_move_iterator(stack_.begin() + static_cast<std::ptrdiff_t>(at)),
+                                 std::make_move_iterator(stack_.end()));
         stack_.resize(at);
         return items;
     }
@@ -380,8 +373,7 @@ class Machine {
 
     Container& container_of(Value& v, Kind kind, const char* opcode) {
         if (v.kind() != kind || v.container() == nullptr) {
-            fail(fmt::format("{} on a {} (expected a {})", opcode, kind_name(v.kind()),
-                             kind_name(kind)));
+            fail(fmt::format("{} on a {} (expected a {})", opcode, kind_name(v.kind()), kind_name(kind)));
         }
         return *v.container();
     }
@@ -394,16 +386,14 @@ class Machine {
     }
 
     Value make_dict(std::vector<Value> items) {
-        if (items.size() % 2 != 0)
-            fail("DICT with an odd number of values (a key without its value)");
+        if (items.size() % 2 != 0) fail("DICT with an odd number of values (a key without its value)");
         Value v = Value::of_container(Kind::dict);
         set_items(*v.container(), items);
         return v;
     }
 
     void set_items(Container& dict, std::vector<Value>& items) {
-        if (items.size() % 2 != 0)
-            fail("SETITEMS with an odd number of values (a key without its value)");
+        if (items.size() % 2 != 0) fail("SETITEMS with an odd number of values (a key without its value)");
         for (std::size_t i = 0; i < items.size(); i += 2) {
             check_child(dict, items[i]);
             check_child(dict, items[i + 1]);
@@ -519,8 +509,7 @@ class Machine {
         std::int64_t value = 0;
         auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (error == std::errc::result_out_of_range) {
-            fail(fmt::format("{}: the integer {} is wider than 64 bits; refused", opcode,
-                             text.substr(0, 40)));
+            fail(fmt::format("{}: the integer {} is wider than 64 bits; refused", opcode, text.substr(0, 40)));
         }
         if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
             fail(fmt::format("{}: not an integer: '{}'", opcode, text.substr(0, 40)));
@@ -537,12 +526,10 @@ class Machine {
             for (std::size_t i = 8; i < bytes.size(); ++i) {
                 unsigned char expected = negative ? 0xff : 0x00;
                 if (static_cast<unsigned char>(bytes[i]) != expected)
-                    fail(fmt::format("LONG of {} bytes: an integer wider than 64 bits; refused",
-                                     bytes.size()));
+                    fail(fmt::format("LONG of {} bytes: an integer wider than 64 bits; refused", bytes.size()));
             }
             if (((static_cast<unsigned char>(bytes[7]) & 0x80) != 0) != negative)
-                fail(fmt::format("LONG of {} bytes: an integer wider than 64 bits; refused",
-                                 bytes.size()));
+                fail(fmt::format("LONG of {} bytes: an integer wider than 64 bits; refused", bytes.size()));
         }
         std::uint64_t value = 0;
         std::size_t used = std::min<std::size_t>(bytes.size(), 8);
@@ -581,8 +568,7 @@ class Machine {
     // STRING's argument: a Python 2 str literal, 'text' or "text", with escapes.
     std::string parse_quoted(std::string line) {
         while (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.size() < 2 || (line.front() != '\'' && line.front() != '"') ||
-            line.back() != line.front())
+        if (line.size() < 2 || (line.front() != '\'' && line.front() != '"') || line.back() != line.front())
             fail("STRING: the argument is not a quoted string");
         std::string_view body(line.data() + 1, line.size() - 2);
         std::string out;
@@ -626,9 +612,7 @@ class Machine {
                 default:
                     if (e >= '0' && e <= '7') {
                         int value = e - '0';
-                        for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' &&
-                                        body[i + 1] <= '7';
-                             ++k)
+                        for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k)
                             value = value * 8 + (body[++i] - '0');
                         out.push_back(static_cast<char>(value & 0xFF));
                     } else {
@@ -734,11 +718,8 @@ class Machine {
             case 0x8b: {  // LONG4
                 std::int32_t n = in_.read_little_endian<std::int32_t>();
                 if (n < 0) fail("LONG4 with a negative length");
-                if (n > 64)
-                    fail(fmt::format("LONG4 of {} bytes: an integer wider than 64 bits; refused",
-                                     n));
-                push(Value::of_int(
-                    parse_long_bytes(in_.read_string(static_cast<std::uint64_t>(n)))));
+                if (n > 64) fail(fmt::format("LONG4 of {} bytes: an integer wider than 64 bits; refused", n));
+                push(Value::of_int(parse_long_bytes(in_.read_string(static_cast<std::uint64_t>(n)))));
                 return;
             }
             case 'F': {  // FLOAT
@@ -778,27 +759,23 @@ class Machine {
                 push(Value::of_string(parse_raw_unicode(in_.read_line())));
                 return;  // UNICODE
             case 'X':
-                push(Value::of_string(
-                    in_.read_string(length(in_.read_little_endian<std::uint32_t>()))));
+                push(Value::of_string(in_.read_string(length(in_.read_little_endian<std::uint32_t>()))));
                 return;
             case 0x8c:
                 push(Value::of_string(in_.read_string(in_.read_little_endian<std::uint8_t>())));
                 return;
             case 0x8d:
-                push(Value::of_string(
-                    in_.read_string(length(in_.read_little_endian<std::uint64_t>()))));
+                push(Value::of_string(in_.read_string(length(in_.read_little_endian<std::uint64_t>()))));
                 return;
             case 'B':
-                push(Value::of_bytes(
-                    in_.read_string(length(in_.read_little_endian<std::uint32_t>()))));
+                push(Value::of_bytes(in_.read_string(length(in_.read_little_endian<std::uint32_t>()))));
                 return;
             case 'C':
                 push(Value::of_bytes(in_.read_string(in_.read_little_endian<std::uint8_t>())));
                 return;
             case 0x8e:  // BINBYTES8
             case 0x96:  // BYTEARRAY8 (read as bytes)
-                push(Value::of_bytes(
-                    in_.read_string(length(in_.read_little_endian<std::uint64_t>()))));
+                push(Value::of_bytes(in_.read_string(length(in_.read_little_endian<std::uint64_t>()))));
                 return;
             // --- containers ------------------------------------------------------------------
             case ']':
@@ -900,15 +877,14 @@ class Machine {
             case 0x84:
             case 'P':
             case 'Q':
-                fail(fmt::format(
-                    "opcode {} (0x{:02x}) would import a Python class or call a callable; refused: "
-                    "only "
-                    "plain data (None, bool, int, float, str, bytes, list, tuple, dict) is read",
-                    opcode_name(op), op));
+                fail(
+                    fmt::format("opcode {} (0x{:02x}) would import a Python class or call a callable; refused: "
+                                "only "
+                                "plain data (None, bool, int, float, str, bytes, list, tuple, dict) is read",
+                                opcode_name(op), op));
             case 0x97:
             case 0x98:
-                fail(fmt::format("opcode {} (0x{:02x}) refers to an out-of-band buffer; refused",
-                                 opcode_name(op), op));
+                fail(fmt::format("opcode {} (0x{:02x}) refers to an out-of-band buffer; refused", opcode_name(op), op));
             case 0x8f:
             case 0x90:
             case 0x91:
@@ -933,8 +909,7 @@ class Machine {
 
 }  // namespace
 
-Value read_pickle_bytes(std::string_view bytes, const std::string& name,
-                        const ReadOptions& options) {
+Value read_pickle_bytes(std::string_view bytes, const std::string& name, const ReadOptions& options) {
     Input input(bytes, name);
     Machine machine(input, options);
     return machine.run();
@@ -943,16 +918,14 @@ Value read_pickle_bytes(std::string_view bytes, const std::string& name,
 Value read_pickle_file(const std::string& path, const ReadOptions& options) {
     std::FILE* file = std::fopen(path.c_str(), "rb");
     if (file == nullptr)
-        throw TraceError(TraceErrorKind::not_found, path,
-                         fmt::format("cannot open: {}", std::strerror(errno)));
+        throw TraceError(TraceErrorKind::not_found, path, fmt::format("cannot open: {}", std::strerror(errno)));
     struct Closer {
         std::FILE* file;
         ~Closer() { std::fclose(file); }
     } closer{file};
     struct stat info {};
     if (::fstat(::fileno(file), &info) != 0) {
-        throw TraceError(TraceErrorKind::io, path,
-                         fmt::format("cannot stat: {}", std::strerror(errno)));
+        throw TraceError(TraceErrorKind::io, path, fmt::format("cannot stat: {}", std::strerror(errno)));
     }
     Input input(file, static_cast<std::uint64_t>(info.st_size), path);
     Machine machine(input, options);

@@ -67,9 +67,7 @@ class Value {
 
     Kind kind() const { return kind_; }
     bool is_none() const { return kind_ == Kind::none; }
-    bool is_container() const {
-        return kind_ == Kind::list || kind_ == Kind::tuple || kind_ == Kind::dict;
-    }
+    bool is_container() const { return kind_ == Kind::list || kind_ == Kind::tuple || kind_ == Kind::dict; }
     bool boolean() const { return integer_ != 0; }
     std::int64_t integer() const { return integer_; }
     double real() const { return real_; }
@@ -89,9 +87,7 @@ class Value {
     // The value under a str key of a dict; nullptr when absent or not a dict.
     const Value* find(std::string_view key) const;
     std::size_t size() const;  // items or entries of a container, 0 otherwise
-    bool same_container(const Value& other) const {
-        return container_ && container_ == other.container_;
-    }
+    bool same_container(const Value& other) const { return container_ && container_ == other.container_; }
 
     // For the reader.
     Container* container() const { return container_.get(); }
@@ -109,7 +105,7 @@ struct Container {
     Kind kind = Kind::list;
     std::vector<Value> items;                      // list, tuple
     std::vector<std::pair<Value, Value>> entries;  // dict
-    std::int64_t memo_key = -1;  // where the memo holds it (the last PUT), -1 none
+    std::int64_t memo_key = -1;                    // where the memo holds it (the last PUT), -1 none
     bool holds_containers = false;
     bool attached = false;  // placed in another container
     Container() = default;
@@ -127,8 +123,7 @@ struct PathStep {
 // Called with a list and the items about to be appended to it (one APPEND or one
 // APPENDS batch). Return true to take them: they are then neither appended nor kept
 // in the memo. `path` runs from the root (see "Where a list lies").
-using ListItemsHook = std::function<bool(std::span<const PathStep> path, const Value& list,
-                                         std::vector<Value>& items)>;
+using ListItemsHook = std::function<bool(std::span<const PathStep> path, const Value& list, std::vector<Value>& items)>;
 
 struct ReadOptions {
     ListItemsHook on_list_items;
@@ -141,7 +136,6 @@ struct ReadOptions {
 Value read_pickle_file(const std::string& path, const ReadOptions& options = {});
 
 // The same on bytes in memory (`name` stands for the file in messages).
-Value read_pickle_bytes(std::string_view bytes, const std::string& name,
-                        const ReadOptions& options = {});
+Value read_pickle_bytes(std::string_view bytes, const std::string& name, const ReadOptions& options = {});
 
 }  // namespace ember::importing::pickle

@@ -24,7 +24,8 @@ namespace {
 // Thread, then start, then the longer range first (so a parent precedes the children
 // that start with it), then arrival.
 bool nests_before(const PendingRange& a, const PendingRange& b) {
-    return std::tie(a.thread_id, a.start_ns, b.end_ns, a.arrival) < std::tie(b.thread_id, b.start_ns, a.end_ns, b.arrival);
+    return std::tie(a.thread_id, a.start_ns, b.end_ns, a.arrival) <
+           std::tie(b.thread_id, b.start_ns, a.end_ns, b.arrival);
 }
 
 [[noreturn]] void throw_spill_error(const std::string& path, const char* what) {
@@ -34,7 +35,7 @@ bool nests_before(const PendingRange& a, const PendingRange& b) {
 
 // Reads one sorted run back in blocks.
 class RunReader {
-public:
+  public:
     explicit RunReader(const std::string& path) : path_(path) {
         file_ = std::fopen(path.c_str(), "rb");
         if (file_ == nullptr) throw_spill_error(path, "cannot open");
@@ -60,7 +61,7 @@ public:
     }
     void advance() { ++next_; }
 
-private:
+  private:
     std::string path_;
     std::FILE* file_ = nullptr;
     std::vector<PendingRange> block_;
@@ -70,7 +71,7 @@ private:
 
 // Assigns depth and parent from the sorted stream.
 class StackSweep {
-public:
+  public:
     StackSweep(const RangeNester::NextRangeId& next_range_id, const RangeNester::Emit& emit)
         : next_range_id_(next_range_id), emit_(emit) {}
 
@@ -85,7 +86,7 @@ public:
     }
     std::int64_t not_nested() const { return not_nested_ + nesting_.not_nested(); }
 
-private:
+  private:
     const RangeNester::NextRangeId& next_range_id_;
     const RangeNester::Emit& emit_;
     trace::ThreadId thread_ = 0;
@@ -143,7 +144,9 @@ RangeNester::RangeNester(std::string spill_prefix, std::size_t memory_bytes)
     : spill_prefix_(std::move(spill_prefix)),
       max_buffered_(std::max<std::size_t>(memory_bytes / sizeof(PendingRange), 1024)) {}
 
-RangeNester::~RangeNester() { remove_spill_files(); }
+RangeNester::~RangeNester() {
+    remove_spill_files();
+}
 
 void RangeNester::emit_while_in_order(NextRangeId next_range_id, Emit emit) {
     early_next_id_ = std::move(next_range_id);
@@ -184,8 +187,8 @@ bool RangeNester::emit_early(const PendingRange& range) {
     }
     EarlyThread& thread = *early_cached_;
     if (!thread.in_order) return false;
-    if (thread.emitted.count > 0 &&
-        (range.start_ns < thread.last_start || (range.start_ns == thread.last_start && range.end_ns > thread.last_end))) {
+    if (thread.emitted.count > 0 && (range.start_ns < thread.last_start ||
+                                     (range.start_ns == thread.last_start && range.end_ns > thread.last_end))) {
         thread.in_order = false;  // renest_withdrawn() nests all of it; what was emitted is withdrawn
         return false;
     }
@@ -276,7 +279,9 @@ void RangeNester::for_each_sorted(const std::function<void(const PendingRange&)>
     // k-way merge of the sorted runs.
     std::vector<std::unique_ptr<RunReader>> readers;
     for (const std::string& path : runs_) readers.push_back(std::make_unique<RunReader>(path));
-    auto later = [&](std::size_t a, std::size_t b) { return nests_before(*readers[b]->current(), *readers[a]->current()); };
+    auto later = [&](std::size_t a, std::size_t b) {
+        return nests_before(*readers[b]->current(), *readers[a]->current());
+    };
     std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> heap(later);
     for (std::size_t i = 0; i < readers.size(); ++i) {
         if (readers[i]->current() != nullptr) heap.push(i);
@@ -354,10 +359,12 @@ std::int64_t RangeNester::renest_withdrawn(const EarlyRanges& early_of, const Ne
             nesting = ThreadNesting();
             thread = range.thread_id;
             started = true;
-            auto withdrawn = std::lower_bound(withdrawn_.begin(), withdrawn_.end(), thread,
-                                              [](const WithdrawnRanges& w, trace::ThreadId t) { return w.thread_id < t; });
-            next_early = withdrawn != withdrawn_.end() && withdrawn->thread_id == thread ? early_of(*withdrawn)
-                                                                                          : std::function<bool(PendingRange&)>();
+            auto withdrawn =
+                std::lower_bound(withdrawn_.begin(), withdrawn_.end(), thread,
+                                 [](const WithdrawnRanges& w, trace::ThreadId t) { return w.thread_id < t; });
+            next_early = withdrawn != withdrawn_.end() && withdrawn->thread_id == thread
+                             ? early_of(*withdrawn)
+                             : std::function<bool(PendingRange&)>();
             early_arrival = 0;
             pull();
         }

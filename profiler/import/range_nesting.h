@@ -59,11 +59,11 @@ PendingRange pending_range_of(const trace::RangeEvent& range);
 
 // Depth and parent of one thread's ranges, visited in nesting order.
 class ThreadNesting {
-public:
+  public:
     trace::RangeEvent nest(const PendingRange& range, trace::RangeId id);
     std::int64_t not_nested() const { return not_nested_; }
 
-private:
+  private:
     struct Open {
         trace::TimeNs end_ns;
         trace::RangeId id;
@@ -82,7 +82,7 @@ struct WithdrawnRanges {
 };
 
 class RangeNester {
-public:
+  public:
     using NextRangeId = std::function<trace::RangeId()>;
     using Emit = std::function<void(const trace::RangeEvent&)>;
 
@@ -141,7 +141,7 @@ public:
     void take_back_early(const std::function<bool(PendingRange&)>& early);
     std::int64_t renest_all(const NextRangeId& next_range_id, const Emit& emit);
 
-private:
+  private:
     struct EarlyThread {
         bool in_order = true;
         trace::TimeNs last_start = 0;
@@ -149,11 +149,11 @@ private:
         ThreadNesting nesting;
         WithdrawnRanges emitted;  // the ids given so far
     };
-    bool emit_early(const PendingRange& range);  // false: the thread is (now) out of order
+    bool emit_early(const PendingRange& range);           // false: the thread is (now) out of order
     bool emit_in_final_order(const PendingRange& range);  // false: collected (and maybe withdrawn)
-    void emit_held();                                      // numbers, nests and emits the held ranges
-    void emit_numbered(const PendingRange& range);         // with the next id, on the first thread
-    void collect(const PendingRange& range);               // into the sort buffer (spilled when full)
+    void emit_held();                                     // numbers, nests and emits the held ranges
+    void emit_numbered(const PendingRange& range);        // with the next id, on the first thread
+    void collect(const PendingRange& range);              // into the sort buffer (spilled when full)
     void for_each_sorted(const std::function<void(const PendingRange&)>& visit);
     void spill();
     void remove_spill_files();
@@ -172,7 +172,7 @@ private:
     struct FinalOrder {
         bool on = false;
         bool withdrawn = false;
-        std::size_t hold = 0;           // ranges held before the first is emitted
+        std::size_t hold = 0;            // ranges held before the first is emitted
         std::vector<PendingRange> held;  // unnumbered yet; while nothing was emitted
         PendingRange last;               // the last range held or emitted
         ThreadNesting nesting;

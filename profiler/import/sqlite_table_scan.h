@@ -25,11 +25,12 @@ namespace ember::importing {
 // (required ones must exist); values are read by the index index_of() gives, -1 for
 // an optional column the table lacks (reads as NULL).
 class TableScan {
-public:
+  public:
     // `unknown_schema`: what a missing required column means ("an nsys export schema this
     // importer does not know").
-    TableScan(sqlite3* db, const std::string& path, const std::string& table, std::initializer_list<const char*> required,
-              std::initializer_list<const char*> optional, std::string_view order_by = {},
+    TableScan(sqlite3* db, const std::string& path, const std::string& table,
+              std::initializer_list<const char*> required, std::initializer_list<const char*> optional,
+              std::string_view order_by = {},
               std::string_view unknown_schema = "an nsys export schema this importer does not know")
         : path_(path), table_(table) {
         std::set<std::string> present;
@@ -62,7 +63,8 @@ public:
         std::string order;
         for (std::size_t begin = 0; begin < order_by.size();) {
             std::size_t comma = order_by.find(',', begin);
-            std::string_view column = order_by.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+            std::string_view column =
+                order_by.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
             if (present.count(std::string(column))) order += fmt::format("{}\"{}\"", order.empty() ? "" : ", ", column);
             begin = comma == std::string_view::npos ? order_by.size() : comma + 1;
         }
@@ -125,13 +127,16 @@ public:
         if (statement_.column_type(position) != SQLITE_TEXT) return std::nullopt;
         return statement_.column_text(position);
     }
-    [[noreturn]] void fail(const std::string& what, store::TraceErrorKind kind = store::TraceErrorKind::bad_value) const {
+    [[noreturn]] void fail(const std::string& what,
+                           store::TraceErrorKind kind = store::TraceErrorKind::bad_value) const {
         throw store::TraceError(kind, path_, where(what));
     }
-    std::string where(const std::string& what) const { return fmt::format("table {} row {}: {}", table_, rowid(), what); }
+    std::string where(const std::string& what) const {
+        return fmt::format("table {} row {}: {}", table_, rowid(), what);
+    }
     const std::string& table() const { return table_; }
 
-private:
+  private:
     std::string path_;
     std::string table_;
     std::vector<std::string> names_;

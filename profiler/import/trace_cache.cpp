@@ -97,13 +97,14 @@ std::string user_cache_directory() {
     return (std::filesystem::temp_directory_path() / "ember-cache").string();
 }
 
-
 std::string cache_path_for(const std::string& input, CachePlace place) {
-    if (place == CachePlace::automatic) place = folder_writable(input) ? CachePlace::beside_input : CachePlace::user_cache;
+    if (place == CachePlace::automatic)
+        place = folder_writable(input) ? CachePlace::beside_input : CachePlace::user_cache;
     if (place == CachePlace::beside_input) return input + ".ember-cache.db";
     std::error_code ignored;
     std::string absolute = std::filesystem::absolute(input, ignored).string();
-    std::string name = fmt::format("{}.{:016x}.db", std::filesystem::path(input).filename().string(), path_hash(absolute));
+    std::string name =
+        fmt::format("{}.{:016x}.db", std::filesystem::path(input).filename().string(), path_hash(absolute));
     return (std::filesystem::path(user_cache_directory()) / name).string();
 }
 
@@ -137,7 +138,8 @@ OpenedTrace open_trace(const std::string& path, const OpenTraceOptions& options)
     for (std::size_t i = 0; i < places.size(); ++i) {
         std::string cache = cache_path_for(path, places[i]);
         try {
-            if (places[i] == CachePlace::user_cache) std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
+            if (places[i] == CachePlace::user_cache)
+                std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
             opened.import = import_file(path, cache, import);
         } catch (const TraceError& error) {
             // Beside the input failed for want of a writable place: try the user cache.
@@ -147,7 +149,8 @@ OpenedTrace open_trace(const std::string& path, const OpenTraceOptions& options)
             throw;
         } catch (const std::filesystem::filesystem_error& error) {
             if (i + 1 < places.size()) continue;
-            throw TraceError(TraceErrorKind::io, cache, fmt::format("cannot create the cache folder: {}", error.what()));
+            throw TraceError(TraceErrorKind::io, cache,
+                             fmt::format("cannot create the cache folder: {}", error.what()));
         }
         opened.path = cache;
         opened.imported = true;
@@ -165,10 +168,12 @@ std::string open_as_ember_trace(const std::string& path, const OpenTraceOptions&
 std::string describe_opened(const std::string& input, const OpenedTrace& opened) {
     if (opened.imported && opened.import) {
         const ImportedFile& file = *opened.import;
-        std::string line = fmt::format("imported {} trace {} ({} events in {:.2f} s) -> {}", source_format_name(opened.format),
-                                       input, file.counts.written(), file.seconds, opened.path);
+        std::string line =
+            fmt::format("imported {} trace {} ({} events in {:.2f} s) -> {}", source_format_name(opened.format), input,
+                        file.counts.written(), file.seconds, opened.path);
         if (file.counts.unlinked_gpu_events > 0)
-            line += fmt::format("; {} GPU events have no launching call in the file (kept)", file.counts.unlinked_gpu_events);
+            line += fmt::format("; {} GPU events have no launching call in the file (kept)",
+                                file.counts.unlinked_gpu_events);
         for (const std::string& note : file.counts.notes) line += "; " + note;
         if (!opened.invalid_summary.empty()) line += "; " + opened.invalid_summary;
         return line;

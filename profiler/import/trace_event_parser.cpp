@@ -41,13 +41,16 @@ void check(error_code code, std::string_view what) {
 
 // A raw token runs on to the next token: the white space after it is cut.
 std::string_view without_trailing_space(std::string_view token) {
-    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+    while (!token.empty() &&
+           (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
         token.remove_suffix(1);
     }
     return token;
 }
 
-std::string_view trimmed_token(ondemand::value& value) { return without_trailing_space(value.raw_json_token()); }
+std::string_view trimmed_token(ondemand::value& value) {
+    return without_trailing_space(value.raw_json_token());
+}
 
 // Calls visit(key, value) for each field of the object, in the file's order; `what`
 // names the object in an error. A visitor that returns bool stops the walk with false.
@@ -74,7 +77,9 @@ void for_each_field(ondemand::object& object, std::string_view what, Visit&& vis
 // Flow events ("s", "t", "f"; Kineto's ac2g links, half the elements of some traces)
 // are counted and skipped by every importer (the links come from correlation ids):
 // once "ph" says so, the rest of the element is not decoded.
-bool is_flow_phase(char phase) { return phase == 's' || phase == 't' || phase == 'f'; }
+bool is_flow_phase(char phase) {
+    return phase == 's' || phase == 't' || phase == 'f';
+}
 
 json_type type_of(ondemand::value& value, std::string_view key) {
     json_type type;
@@ -187,7 +192,8 @@ int dims_of(ondemand::value& value, std::string_view key, std::array<std::uint32
         ondemand::value element;
         check(std::move(element_result).get(element), key);
         std::optional<std::int64_t> n = maybe_integer(element, key);
-        if (count < 3 && n && *n >= 0 && *n <= 0xffffffffll) dims[static_cast<std::size_t>(count)] = static_cast<std::uint32_t>(*n);
+        if (count < 3 && n && *n >= 0 && *n <= 0xffffffffll)
+            dims[static_cast<std::size_t>(count)] = static_cast<std::uint32_t>(*n);
         ++count;
     }
     return count > 3 ? 3 : count;
@@ -299,7 +305,8 @@ void parse_args(ondemand::value& value, TraceEventArgs& args, char phase) {
     for_each_field(object, "args", [&](std::string_view key, ondemand::value& v) {
         if (parse_known_argument(key, v, args)) return;
         // Any other number is a series of a "C" event.
-        if ((phase == 0 || phase == 'C') && args.number_count < args.numbers.size() && type_of(v, key) == json_type::number) {
+        if ((phase == 0 || phase == 'C') && args.number_count < args.numbers.size() &&
+            type_of(v, key) == json_type::number) {
             if (auto d = maybe_double(v, key)) args.numbers[args.number_count++] = {key, *d};
         }
     });
@@ -368,8 +375,8 @@ std::string failure_detail(const ParseFailure& failure) {
 
 [[noreturn]] void top_level_failure(const InputStream& input, const JsonItem& item, const ParseFailure& failure) {
     throw store::TraceError(store::TraceErrorKind::corrupt, input.path(),
-                            fmt::format("malformed value of \"{}\" at {}: {}", item.key, input.describe_offset(item.offset),
-                                        failure_detail(failure)));
+                            fmt::format("malformed value of \"{}\" at {}: {}", item.key,
+                                        input.describe_offset(item.offset), failure_detail(failure)));
 }
 
 }  // namespace
@@ -506,22 +513,24 @@ KinetoDistributedInfo TraceEventParser::distributed_info(const JsonItem& item) {
 }
 
 std::optional<std::int64_t> TraceEventParser::integer(const JsonItem& item) {
-    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) -> std::optional<std::int64_t> {
-        // A scalar document: read it through its raw token.
-        std::string_view token;
-        check(document.raw_json_token().get(token), "");
-        std::int64_t result = 0;
-        if (parse_decimal_scaled(without_trailing_space(token), 0, result)) return result;
-        throw ParseFailure{INCORRECT_TYPE, "expected an integer"};
-    });
+    return state_->top_level(input_, item, utf8_repairs_,
+                             [](ondemand::document& document) -> std::optional<std::int64_t> {
+                                 // A scalar document: read it through its raw token.
+                                 std::string_view token;
+                                 check(document.raw_json_token().get(token), "");
+                                 std::int64_t result = 0;
+                                 if (parse_decimal_scaled(without_trailing_space(token), 0, result)) return result;
+                                 throw ParseFailure{INCORRECT_TYPE, "expected an integer"};
+                             });
 }
 
 std::optional<std::string> TraceEventParser::string(const JsonItem& item) {
-    return state_->top_level(input_, item, utf8_repairs_, [](ondemand::document& document) -> std::optional<std::string> {
-        std::string_view text;
-        if (document.get_string().get(text) != SUCCESS) return std::nullopt;
-        return std::string(text);
-    });
+    return state_->top_level(input_, item, utf8_repairs_,
+                             [](ondemand::document& document) -> std::optional<std::string> {
+                                 std::string_view text;
+                                 if (document.get_string().get(text) != SUCCESS) return std::nullopt;
+                                 return std::string(text);
+                             });
 }
 
 ChromeOtherData TraceEventParser::other_data(const JsonItem& item) {
@@ -532,7 +541,8 @@ ChromeOtherData TraceEventParser::other_data(const JsonItem& item) {
         for_each_field(object, "", [&](std::string_view key, ondemand::value& v) {
             if (key == "time_origin_ns") {
                 data.time_origin_ns = maybe_integer(v, key);
-                if (data.time_origin_ns && (*data.time_origin_ns > kLargestTimeNs || *data.time_origin_ns < -kLargestTimeNs)) {
+                if (data.time_origin_ns &&
+                    (*data.time_origin_ns > kLargestTimeNs || *data.time_origin_ns < -kLargestTimeNs)) {
                     wrong_value(key, "a time within ±146 years");
                 }
             } else if (key == "exporter") {

@@ -31,41 +31,41 @@ struct JsonId {
 
 struct TraceEventArgs {
     // Kineto names / ember export names of the same facts.
-    std::optional<std::int64_t> correlation;          // "correlation" / "correlation_id"
-    std::optional<std::int64_t> device;               // "device"
-    std::optional<std::int64_t> stream;               // "stream"
-    std::optional<std::int64_t> context;              // "context"
-    std::optional<std::int64_t> bytes;                // "bytes"
-    std::optional<std::int64_t> registers_per_thread; // "registers per thread" / "registers_per_thread"
-    std::optional<std::int64_t> shared_memory;        // "shared memory" / "shared_bytes"
-    std::optional<std::int64_t> result;               // "result" (ember: CUDA API result)
-    std::optional<std::int64_t> nvtx_category;        // "category" (ember: NVTX category)
-    std::optional<std::int64_t> value;                // "value" when integral (ember: memset value)
+    std::optional<std::int64_t> correlation;           // "correlation" / "correlation_id"
+    std::optional<std::int64_t> device;                // "device"
+    std::optional<std::int64_t> stream;                // "stream"
+    std::optional<std::int64_t> context;               // "context"
+    std::optional<std::int64_t> bytes;                 // "bytes"
+    std::optional<std::int64_t> registers_per_thread;  // "registers per thread" / "registers_per_thread"
+    std::optional<std::int64_t> shared_memory;         // "shared memory" / "shared_bytes"
+    std::optional<std::int64_t> result;                // "result" (ember: CUDA API result)
+    std::optional<std::int64_t> nvtx_category;         // "category" (ember: NVTX category)
+    std::optional<std::int64_t> value;                 // "value" when integral (ember: memset value)
     // Kineto "[memory]" instants.
-    std::optional<std::int64_t> total_allocated;      // "Total Allocated"
-    std::optional<std::int64_t> total_reserved;       // "Total Reserved"
-    std::optional<std::int64_t> memory_device_id;     // "Device Id"
-    std::optional<std::int64_t> memory_device_type;   // "Device Type" (1: CUDA)
-    std::optional<std::int64_t> memory_address;       // "Addr" (the block allocated or freed; "Bytes" < 0: freed)
+    std::optional<std::int64_t> total_allocated;     // "Total Allocated"
+    std::optional<std::int64_t> total_reserved;      // "Total Reserved"
+    std::optional<std::int64_t> memory_device_id;    // "Device Id"
+    std::optional<std::int64_t> memory_device_type;  // "Device Type" (1: CUDA)
+    std::optional<std::int64_t> memory_address;      // "Addr" (the block allocated or freed; "Bytes" < 0: freed)
     // Kineto's collective metadata (c10d's record_param_comms, copied onto the NCCL kernel).
-    std::optional<std::int64_t> group_size;           // "Group size"
-    std::optional<std::int64_t> in_elements;          // "In msg nelems"
-    std::optional<std::int64_t> out_elements;         // "Out msg nelems"
-    std::optional<std::int64_t> sequence;             // "Seq"
+    std::optional<std::int64_t> group_size;    // "Group size"
+    std::optional<std::int64_t> in_elements;   // "In msg nelems"
+    std::optional<std::int64_t> out_elements;  // "Out msg nelems"
+    std::optional<std::int64_t> sequence;      // "Seq"
     // Kineto's cuda_sync events: the CUDA event an event sync / stream wait waits for.
-    std::optional<std::int64_t> cuda_event_id;        // "wait_on_cuda_event_id" / "cuda_event_id"
-    std::string_view collective_name;  // "Collective name"
-    std::string_view group_name;       // "Process Group Name"
-    std::string_view group_desc;       // "Process Group Description"
-    std::string_view group_ranks;      // "Process Group Ranks": a string "[0, 1]", or an array's JSON text
-    std::string_view dtype;            // "dtype"
-    int grid_size = 0;  // how many of grid[] were given
+    std::optional<std::int64_t> cuda_event_id;  // "wait_on_cuda_event_id" / "cuda_event_id"
+    std::string_view collective_name;           // "Collective name"
+    std::string_view group_name;                // "Process Group Name"
+    std::string_view group_desc;                // "Process Group Description"
+    std::string_view group_ranks;               // "Process Group Ranks": a string "[0, 1]", or an array's JSON text
+    std::string_view dtype;                     // "dtype"
+    int grid_size = 0;                          // how many of grid[] were given
     std::array<std::uint32_t, 3> grid{1, 1, 1};
     int block_size = 0;
     std::array<std::uint32_t, 3> block{1, 1, 1};
-    trace::Payload payload;  // "payload" (ember: NVTX payload)
-    std::string_view name;   // "name" (metadata events)
-    std::string_view labels; // "labels" (Kineto process labels: "CPU", "GPU 0")
+    trace::Payload payload;   // "payload" (ember: NVTX payload)
+    std::string_view name;    // "name" (metadata events)
+    std::string_view labels;  // "labels" (Kineto process labels: "CPU", "GPU 0")
     // Every numeric argument in order (a "C" event's series); the first 16.
     struct Number {
         std::string_view key;
@@ -78,8 +78,8 @@ struct TraceEventArgs {
 struct TraceEventFields {
     char phase = 0;  // 0: no "ph"
     std::string_view name;
-    std::string_view category;       // "cat"
-    std::string_view scope;          // "s" of instants
+    std::string_view category;  // "cat"
+    std::string_view scope;     // "s" of instants
     JsonId pid, tid, id;
     bool has_ts = false;
     bool has_dur = false;
@@ -104,7 +104,7 @@ struct ChromeOtherData {
 };
 
 class TraceEventParser {
-public:
+  public:
     explicit TraceEventParser(const InputStream& input);
     ~TraceEventParser();
     TraceEventParser(const TraceEventParser&) = delete;
@@ -124,7 +124,7 @@ public:
     // Elements whose invalid UTF-8 was replaced by '?' so they could be read.
     std::int64_t utf8_repairs() const { return utf8_repairs_; }
 
-private:
+  private:
     struct State;
     std::unique_ptr<State> state_;
     const InputStream& input_;

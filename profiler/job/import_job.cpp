@@ -29,9 +29,8 @@ importing::ImportReport import_job_file(const std::vector<std::string>& inputs, 
     importing::ImportReport report;
     std::vector<std::string> rank_files;
     for (const std::string& input : inputs) {
-        const importing::SourceFormat format = options.format == importing::SourceFormat::auto_detect
-                                                   ? importing::detect_format(input)
-                                                   : options.format;
+        const importing::SourceFormat format =
+            options.format == importing::SourceFormat::auto_detect ? importing::detect_format(input) : options.format;
         if (format == importing::SourceFormat::ember) {
             importing::ImportedFile as_is;
             as_is.input = input;

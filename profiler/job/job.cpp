@@ -26,7 +26,7 @@ namespace ember::job {
 namespace {
 
 class LocalExchange : public analysis::CollectiveExchange {
-public:
+  public:
     std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
     int process() const override { return 0; }
     int processes() const override { return 1; }
@@ -129,14 +129,15 @@ analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths
             const std::string canonical = std::filesystem::weakly_canonical(paths[i], error).string();
             auto [first, inserted] = seen.emplace(error ? paths[i] : canonical, i);
             if (!inserted)
-                throw store::TraceError(store::TraceErrorKind::bad_value, paths[i],
-                                        fmt::format("given twice (the same file as {}): give each rank's file once",
-                                                    paths[first->second]));
+                throw store::TraceError(
+                    store::TraceErrorKind::bad_value, paths[i],
+                    fmt::format("given twice (the same file as {}): give each rank's file once", paths[first->second]));
         }
     }
     std::vector<std::size_t> mine;
     for (std::size_t i = 0; i < paths.size(); ++i)
-        if (static_cast<int>(i % static_cast<std::size_t>(exchange->processes())) == exchange->process()) mine.push_back(i);
+        if (static_cast<int>(i % static_cast<std::size_t>(exchange->processes())) == exchange->process())
+            mine.push_back(i);
     std::vector<FileRanks> shard = read_shard(paths, mine, options);
     std::map<std::size_t, std::string> traces_read;  // position -> the ember trace read for it
     for (const FileRanks& file : shard) traces_read[file.position] = file.trace;
@@ -171,7 +172,7 @@ analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths
         for (std::size_t i = 0; i < paths.size(); ++i) {
             if (!files.count(paths[i])) continue;
             auto read = traces_read.find(i);
-            const std::string trace = read != traces_read.end()           ? read->second
+            const std::string trace = read != traces_read.end() ? read->second
                                       : options.ember_trace_for ? options.ember_trace_for(paths[i])
                                                                 : paths[i];
             readers.push_back(std::make_unique<store::TraceReader>(trace));

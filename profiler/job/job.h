@@ -20,7 +20,7 @@
 namespace ember::job {
 
 struct JobFilesOptions {
-    unsigned threads = 0;         // readers at once; 0: one per core
+    unsigned threads = 0;            // readers at once; 0: one per core
     std::size_t activity_rows = 10;  // rows of what the straggler was doing (0: skip that read)
     // Turns a file as given into an ember trace to read (imports a foreign format);
     // called from the reading threads. Default: the path itself.

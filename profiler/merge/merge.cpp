@@ -207,8 +207,8 @@ struct RankCopier {
         for (trace::CollectiveCall call : reader.collective_calls()) {
             call.start_ns += shift_ns;
             call.track_id = call.on_stream ? stream(call.track_id) : thread(call.track_id);
-            for (trace::StringId* id : {&call.name_id, &call.group_name_id, &call.group_desc_id, &call.group_ranks_id,
-                                        &call.dtype_id})
+            for (trace::StringId* id :
+                 {&call.name_id, &call.group_name_id, &call.group_desc_id, &call.group_ranks_id, &call.dtype_id})
                 *id = string(*id);
             writer.record_collective_call(call);
         }
@@ -234,7 +234,9 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
     // Order by recorded rank (file order when ranks are missing or repeated).
     std::vector<std::size_t> order(readers.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto recorded_rank = [&](std::size_t i) { return placements.empty() ? readers[i]->run().rank : placements[i].rank; };
+    auto recorded_rank = [&](std::size_t i) {
+        return placements.empty() ? readers[i]->run().rank : placements[i].rank;
+    };
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return recorded_rank(a) < recorded_rank(b); });
     const store::TraceReader& base = *readers[order[0]];
@@ -264,8 +266,8 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
     trace::DeviceId next_device_id = 0;
     for (std::size_t position = 0; position < order.size(); ++position) {
         const store::TraceReader& reader = *readers[order[position]];
-        const int rank = order.size() == 1 || keep_recorded_ranks ? recorded_rank(order[position])
-                                                                   : static_cast<int>(position);
+        const int rank =
+            order.size() == 1 || keep_recorded_ranks ? recorded_rank(order[position]) : static_cast<int>(position);
         trace::TimeNs shift = 0;
         std::string how = "reference";
         if (!placements.empty()) {

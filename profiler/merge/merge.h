@@ -18,9 +18,9 @@ namespace ember::merge {
 
 struct RankAlignment {
     int rank = 0;
-    std::string path;          // the rank's input file
+    std::string path;            // the rank's input file
     trace::TimeNs shift_ns = 0;  // added to every timestamp of the rank
-    std::string how;           // "reference", "clock anchor N" or the wall-clock fallback
+    std::string how;             // "reference", "clock anchor N" or the wall-clock fallback
 };
 
 struct MergeResult {

@@ -16,7 +16,7 @@ namespace ember::store {
 
 template <typename Row>
 class BatchInserter {
-public:
+  public:
     BatchInserter() = default;
 
     void prepare(sqlite3* db, const std::string& path, int rows_per_statement) {
@@ -64,7 +64,7 @@ public:
     std::uint64_t rows_written() const { return rows_written_; }
     std::size_t staged() const { return staged_count_; }
 
-private:
+  private:
     int column_count_ = 0;
     Statement single_;
     Statement batch_;

@@ -34,12 +34,11 @@ enum class RecordType : std::uint8_t {
 };
 
 // The largest event, rounded up: every record has room for any event.
-constexpr std::size_t kRecordPayloadBytes =
-    std::max({sizeof(trace::KernelEvent), sizeof(trace::MemcpyEvent), sizeof(trace::MemsetEvent),
-              sizeof(trace::SyncEvent), sizeof(trace::ApiEvent), sizeof(trace::RangeEvent),
-              sizeof(trace::MarkEvent), sizeof(trace::CounterSample), sizeof(trace::StackSample),
-              sizeof(trace::OverheadEvent), sizeof(trace::DroppedRecords),
-              sizeof(trace::CollectiveCall), sizeof(trace::MemoryEvent), sizeof(trace::MemoryBlock)});
+constexpr std::size_t kRecordPayloadBytes = std::max(
+    {sizeof(trace::KernelEvent), sizeof(trace::MemcpyEvent), sizeof(trace::MemsetEvent), sizeof(trace::SyncEvent),
+     sizeof(trace::ApiEvent), sizeof(trace::RangeEvent), sizeof(trace::MarkEvent), sizeof(trace::CounterSample),
+     sizeof(trace::StackSample), sizeof(trace::OverheadEvent), sizeof(trace::DroppedRecords),
+     sizeof(trace::CollectiveCall), sizeof(trace::MemoryEvent), sizeof(trace::MemoryBlock)});
 
 struct Record {
     RecordType type;
@@ -60,7 +59,7 @@ struct Record {
 };
 
 class EventRing {
-public:
+  public:
     static constexpr std::uint64_t kPrefetchDistance = 4;  // records ahead of the producer
 
     explicit EventRing(std::size_t capacity) {
@@ -117,7 +116,7 @@ public:
     // The writer closed; producers stop pushing.
     std::atomic<bool> closed{false};
 
-private:
+  private:
     alignas(64) std::atomic<std::uint64_t> head_{0};
     alignas(64) std::atomic<std::uint64_t> tail_{0};
     std::uint64_t cached_head_ = 0;  // producer's last view of head_

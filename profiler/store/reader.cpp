@@ -49,7 +49,8 @@ void check_file_header(const std::string& path) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0)
         throw TraceError(TraceErrorKind::not_found, path, "no such trace file: " + std::string(std::strerror(errno)));
-    if (S_ISDIR(info.st_mode)) throw TraceError(TraceErrorKind::not_a_trace, path, "is a directory, not an ember trace");
+    if (S_ISDIR(info.st_mode))
+        throw TraceError(TraceErrorKind::not_a_trace, path, "is a directory, not an ember trace");
     std::ifstream file(path, std::ios::binary);
     if (!file) throw TraceError(TraceErrorKind::not_found, path, "cannot open for reading");
     unsigned char header[100] = {};
@@ -60,11 +61,13 @@ void check_file_header(const std::string& path) {
         if (got == 0) throw TraceError(TraceErrorKind::not_a_trace, path, "empty file, not an ember trace");
         throw TraceError(TraceErrorKind::not_a_trace, path, "not an ember trace (not an SQLite database)");
     }
-    if (got < 100) throw TraceError(TraceErrorKind::truncated, path, "truncated: shorter than the 100-byte SQLite header");
+    if (got < 100)
+        throw TraceError(TraceErrorKind::truncated, path, "truncated: shorter than the 100-byte SQLite header");
     std::uint64_t page_size = read_big_endian(header + 16, 2);
     if (page_size == 1) page_size = 65536;
     if (page_size < 512 || (page_size & (page_size - 1)) != 0)
-        throw TraceError(TraceErrorKind::corrupt, path, "damaged SQLite header (page size " + std::to_string(page_size) + ")");
+        throw TraceError(TraceErrorKind::corrupt, path,
+                         "damaged SQLite header (page size " + std::to_string(page_size) + ")");
     std::uint64_t size = static_cast<std::uint64_t>(info.st_size);
     bool has_wal = file_exists(path + "-wal");
     if (size % page_size != 0)
@@ -115,10 +118,10 @@ struct TraceReader::Impl {
     std::vector<StreamInfo> streams;
     std::vector<CounterInfo> counters;
     std::vector<NvtxCategoryName> category_names;  // by domain, category
-    std::vector<std::string> strings;            // by id
+    std::vector<std::string> strings;              // by id
     std::vector<bool> string_present;
     std::unordered_map<std::string_view, StringId> string_lookup;
-    std::vector<LaunchConfig> launch_configs;    // by id
+    std::vector<LaunchConfig> launch_configs;  // by id
     std::vector<TrackSummary> tracks;
     std::map<std::pair<std::string, std::uint32_t>, TimeNs> max_duration_by_track;
     std::map<std::string, TimeNs> max_duration_by_table;
@@ -222,10 +225,12 @@ std::int64_t TraceReader::Impl::query(const std::string& sql, Bind bind, Row row
 void TraceReader::Impl::validate() {
     // application_id is the first read of the database: SQLite reports a non-database here.
     std::int64_t application_id = 0;
-    query("PRAGMA application_id", [](Statement&) {}, [&](Statement& s) {
-        application_id = s.column_int64(0);
-        return true;
-    });
+    query(
+        "PRAGMA application_id", [](Statement&) {},
+        [&](Statement& s) {
+            application_id = s.column_int64(0);
+            return true;
+        });
     if (application_id != kApplicationId) {
         char text[64];
         std::snprintf(text, sizeof(text), "0x%08llx", static_cast<unsigned long long>(application_id));
@@ -234,10 +239,12 @@ void TraceReader::Impl::validate() {
                              ", an ember trace has 0x454d4252)");
     }
     bool has_metadata = false;
-    query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_metadata'", [](Statement&) {},
-          [&](Statement&) { return has_metadata = true; });
+    query(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_metadata'", [](Statement&) {},
+        [&](Statement&) { return has_metadata = true; });
     if (!has_metadata)
-        throw TraceError(TraceErrorKind::missing_table, path, "missing table 'run_metadata' (every ember trace has it)");
+        throw TraceError(TraceErrorKind::missing_table, path,
+                         "missing table 'run_metadata' (every ember trace has it)");
     load_metadata();
     check_version();
     check_tables();
@@ -245,10 +252,12 @@ void TraceReader::Impl::validate() {
 
 void TraceReader::Impl::load_metadata() {
     std::map<std::string, std::pair<std::int64_t, std::string>> values;
-    query("SELECT key, value FROM run_metadata", [](Statement&) {}, [&](Statement& s) {
-        values[s.column_text(0)] = {s.column_int64(1), s.column_text(1)};
-        return true;
-    });
+    query(
+        "SELECT key, value FROM run_metadata", [](Statement&) {},
+        [&](Statement& s) {
+            values[s.column_text(0)] = {s.column_int64(1), s.column_text(1)};
+            return true;
+        });
     metadata.clear();
     for (const auto& [key, value] : values) metadata[key] = value.second;
     auto integer = [&](const char* key, bool required) -> std::int64_t {
@@ -301,10 +310,12 @@ void TraceReader::Impl::check_version() const {
 
 void TraceReader::Impl::check_tables() {
     std::set<std::string> present;
-    query("SELECT name FROM sqlite_master WHERE type = 'table'", [](Statement&) {}, [&](Statement& s) {
-        present.insert(s.column_text(0));
-        return true;
-    });
+    query(
+        "SELECT name FROM sqlite_master WHERE type = 'table'", [](Statement&) {},
+        [&](Statement& s) {
+            present.insert(s.column_text(0));
+            return true;
+        });
     for (const char* table : kRequiredTables) {
         if (!present.count(table))
             throw TraceError(TraceErrorKind::missing_table, path,
@@ -315,11 +326,12 @@ void TraceReader::Impl::check_tables() {
     for (const TableInfo& table : kTables) {
         if (!present.count(table.name)) continue;
         std::set<std::string> columns;
-        query(std::string("SELECT name FROM pragma_table_info('") + table.name + "')", [](Statement&) {},
-              [&](Statement& s) {
-                  columns.insert(s.column_text(0));
-                  return true;
-              });
+        query(
+            std::string("SELECT name FROM pragma_table_info('") + table.name + "')", [](Statement&) {},
+            [&](Statement& s) {
+                columns.insert(s.column_text(0));
+                return true;
+            });
         // Each later column on its own: a file may have been written by any mix.
         std::string list;
         for (const ColumnInfo& column : table.columns) {
@@ -354,11 +366,13 @@ void TraceReader::Impl::load_small_tables() {
     string_lookup.clear();
     launch_configs.clear();
     std::int64_t max_id = 0, count = 0;
-    query("SELECT COALESCE(MAX(string_id), 0), COUNT(*) FROM strings", [](Statement&) {}, [&](Statement& s) {
-        max_id = s.column_int64(0);
-        count = s.column_int64(1);
-        return true;
-    });
+    query(
+        "SELECT COALESCE(MAX(string_id), 0), COUNT(*) FROM strings", [](Statement&) {},
+        [&](Statement& s) {
+            max_id = s.column_int64(0);
+            count = s.column_int64(1);
+            return true;
+        });
     // Ids are dense (the writer counts from 0); a wildly sparse table is damage.
     if (max_id < 0 || max_id > 4 * count + 1024)
         throw TraceError(TraceErrorKind::bad_value, path,
@@ -367,13 +381,14 @@ void TraceReader::Impl::load_small_tables() {
     strings.assign(static_cast<std::size_t>(max_id) + 1, std::string());
     string_present.assign(static_cast<std::size_t>(max_id) + 1, false);
     string_present[0] = true;
-    query("SELECT " + columns_of<StringRow>() + " FROM strings WHERE string_id >= 0", [](Statement&) {},
-          [&](Statement& s) {
-              StringRow row = read_row<StringRow>(s);
-              strings[row.string_id] = std::move(row.value);
-              string_present[row.string_id] = true;
-              return true;
-          });
+    query(
+        "SELECT " + columns_of<StringRow>() + " FROM strings WHERE string_id >= 0", [](Statement&) {},
+        [&](Statement& s) {
+            StringRow row = read_row<StringRow>(s);
+            strings[row.string_id] = std::move(row.value);
+            string_present[row.string_id] = true;
+            return true;
+        });
     string_lookup.reserve(strings.size());
     for (std::size_t id = 0; id < strings.size(); ++id)
         if (string_present[id]) string_lookup.emplace(strings[id], static_cast<StringId>(id));
@@ -381,13 +396,16 @@ void TraceReader::Impl::load_small_tables() {
 
     // Every row of a small table, in key order.
     auto each_row = [&]<typename Row>(const char* order_by, auto use) {
-        query("SELECT " + columns_of<Row>() + " FROM " + TableOf<Row>::name + " ORDER BY " + order_by,
-              [](Statement&) {}, [&](Statement& s) {
-                  use(read_row<Row>(s));
-                  return true;
-              });
+        query(
+            "SELECT " + columns_of<Row>() + " FROM " + TableOf<Row>::name + " ORDER BY " + order_by, [](Statement&) {},
+            [&](Statement& s) {
+                use(read_row<Row>(s));
+                return true;
+            });
     };
-    each_row.operator()<ProcessRow>("pid", [&](const ProcessRow& row) { processes.push_back({row.pid, text(row.name_id)}); });
+    each_row.operator()<ProcessRow>("pid", [&](const ProcessRow& row) {
+        processes.push_back({row.pid, text(row.name_id)});
+    });
     each_row.operator()<ThreadRow>("thread_id", [&](const ThreadRow& row) {
         threads.push_back({row.thread_id, row.pid, row.tid, text(row.name_id)});
     });
@@ -408,13 +426,16 @@ void TraceReader::Impl::load_small_tables() {
     each_row.operator()<CounterRow>("counter_id", [&](const CounterRow& row) {
         counters.push_back({row.counter_id, text(row.name_id), text(row.unit_id), row.device_id});
     });
-    query("SELECT " + columns_of<LaunchConfigRow>() + " FROM launch_configs WHERE launch_config_id BETWEEN 0 AND 100000000",
-          [](Statement&) {}, [&](Statement& s) {
-              LaunchConfigRow row = read_row<LaunchConfigRow>(s);
-              if (row.launch_config_id >= launch_configs.size()) launch_configs.resize(row.launch_config_id + 1);
-              launch_configs[row.launch_config_id] = row;
-              return true;
-          });
+    query(
+        "SELECT " + columns_of<LaunchConfigRow>() +
+            " FROM launch_configs WHERE launch_config_id BETWEEN 0 AND 100000000",
+        [](Statement&) {},
+        [&](Statement& s) {
+            LaunchConfigRow row = read_row<LaunchConfigRow>(s);
+            if (row.launch_config_id >= launch_configs.size()) launch_configs.resize(row.launch_config_id + 1);
+            launch_configs[row.launch_config_id] = row;
+            return true;
+        });
 }
 
 void TraceReader::Impl::load_track_stats() {
@@ -435,11 +456,14 @@ void TraceReader::Impl::load_track_stats() {
         tracks.push_back(summary);
         return true;
     };
-    query("SELECT " + columns_of<TrackStatsRow>() + " FROM track_stats ORDER BY event_table, track_id",
-          [](Statement&) {}, add);
+    query(
+        "SELECT " + columns_of<TrackStatsRow>() + " FROM track_stats ORDER BY event_table, track_id", [](Statement&) {},
+        add);
     if (tracks.empty()) {
         // No track_stats: the writer did not close (killed). Compute them by scanning.
-        for (const EventTableInfo& table : kEventTables) query(track_stats_select_sql(table), [](Statement&) {}, add);
+        for (const EventTableInfo& table : kEventTables)
+            query(
+                track_stats_select_sql(table), [](Statement&) {}, add);
     }
     for (const TrackSummary& summary : tracks) {
         max_duration_by_track[{summary.event_table, summary.track.id}] = summary.max_duration_ns;
@@ -450,10 +474,12 @@ void TraceReader::Impl::load_track_stats() {
 
 void TraceReader::Impl::detect_indexes() {
     std::set<std::string> present;
-    query("SELECT name FROM sqlite_master WHERE type = 'index'", [](Statement&) {}, [&](Statement& s) {
-        present.insert(s.column_text(0));
-        return true;
-    });
+    query(
+        "SELECT name FROM sqlite_master WHERE type = 'index'", [](Statement&) {},
+        [&](Statement& s) {
+            present.insert(s.column_text(0));
+            return true;
+        });
     int found = 0;
     for (const TableInfo& table : kTables)
         for (const IndexInfo& index : table.indexes) found += static_cast<int>(present.count(index.name));
@@ -542,27 +568,53 @@ TraceReader::TraceReader(const std::string& path, ReaderOptions options) : impl_
     }
 }
 
-TraceReader::~TraceReader() { impl_->close_database(); }
+TraceReader::~TraceReader() {
+    impl_->close_database();
+}
 
-const std::string& TraceReader::path() const { return impl_->path; }
-const RunInfo& TraceReader::run() const { return impl_->run; }
-int TraceReader::schema_version() const { return impl_->schema_version; }
-int TraceReader::min_reader_version() const { return impl_->min_reader_version; }
-bool TraceReader::complete() const { return impl_->complete; }
-bool TraceReader::has_indexes() const { return impl_->has_indexes; }
+const std::string& TraceReader::path() const {
+    return impl_->path;
+}
+const RunInfo& TraceReader::run() const {
+    return impl_->run;
+}
+int TraceReader::schema_version() const {
+    return impl_->schema_version;
+}
+int TraceReader::min_reader_version() const {
+    return impl_->min_reader_version;
+}
+bool TraceReader::complete() const {
+    return impl_->complete;
+}
+bool TraceReader::has_indexes() const {
+    return impl_->has_indexes;
+}
 std::optional<std::string> TraceReader::metadata(std::string_view key) const {
     auto found = impl_->metadata.find(key);
     if (found == impl_->metadata.end()) return std::nullopt;
     return found->second;
 }
 
-const std::vector<ProcessInfo>& TraceReader::processes() const { return impl_->processes; }
-const std::vector<ThreadInfo>& TraceReader::threads() const { return impl_->threads; }
-const std::vector<DeviceInfo>& TraceReader::devices() const { return impl_->devices; }
-const std::vector<StreamInfo>& TraceReader::streams() const { return impl_->streams; }
-const std::vector<CounterInfo>& TraceReader::counters() const { return impl_->counters; }
+const std::vector<ProcessInfo>& TraceReader::processes() const {
+    return impl_->processes;
+}
+const std::vector<ThreadInfo>& TraceReader::threads() const {
+    return impl_->threads;
+}
+const std::vector<DeviceInfo>& TraceReader::devices() const {
+    return impl_->devices;
+}
+const std::vector<StreamInfo>& TraceReader::streams() const {
+    return impl_->streams;
+}
+const std::vector<CounterInfo>& TraceReader::counters() const {
+    return impl_->counters;
+}
 
-const std::vector<NvtxCategoryName>& TraceReader::nvtx_category_names() const { return impl_->category_names; }
+const std::vector<NvtxCategoryName>& TraceReader::nvtx_category_names() const {
+    return impl_->category_names;
+}
 
 std::string_view TraceReader::nvtx_category_name(StringId domain_id, std::uint32_t category) const {
     for (const NvtxCategoryName& named : impl_->category_names)
@@ -591,7 +643,9 @@ const CounterInfo* TraceReader::counter(CounterId id) const {
     return nullptr;
 }
 
-std::string_view TraceReader::string(StringId id) const { return impl_->strings[impl_->check_string(id)]; }
+std::string_view TraceReader::string(StringId id) const {
+    return impl_->strings[impl_->check_string(id)];
+}
 
 std::optional<StringId> TraceReader::find_string(std::string_view text) const {
     auto found = impl_->string_lookup.find(text);
@@ -599,7 +653,9 @@ std::optional<StringId> TraceReader::find_string(std::string_view text) const {
     return found->second;
 }
 
-std::size_t TraceReader::string_count() const { return impl_->string_lookup.size(); }
+std::size_t TraceReader::string_count() const {
+    return impl_->string_lookup.size();
+}
 
 LaunchConfig TraceReader::launch_config(LaunchConfigId id) const {
     if (id >= impl_->launch_configs.size())
@@ -608,23 +664,27 @@ LaunchConfig TraceReader::launch_config(LaunchConfigId id) const {
 }
 
 void TraceReader::Impl::read_stack_rows() {
-    query("SELECT " + columns_of<StackRow>() + " FROM stacks WHERE stack_id > ?",
-          [&](Statement& s) { s.bind(1, stacks_read_to); }, [&](Statement& s) {
-              const StackRow row = read_row<StackRow>(s);
-              stack_rows[row.stack_id] = row;
-              stacks_read_to = std::max<std::int64_t>(stacks_read_to, row.stack_id);
-              return true;
-          });
+    query(
+        "SELECT " + columns_of<StackRow>() + " FROM stacks WHERE stack_id > ?",
+        [&](Statement& s) { s.bind(1, stacks_read_to); },
+        [&](Statement& s) {
+            const StackRow row = read_row<StackRow>(s);
+            stack_rows[row.stack_id] = row;
+            stacks_read_to = std::max<std::int64_t>(stacks_read_to, row.stack_id);
+            return true;
+        });
 }
 
 void TraceReader::Impl::read_frame_rows() {
-    query("SELECT " + columns_of<FrameRow>() + " FROM frames WHERE frame_id > ?",
-          [&](Statement& s) { s.bind(1, frames_read_to); }, [&](Statement& s) {
-              const FrameRow row = read_row<FrameRow>(s);
-              frame_rows[row.frame_id] = row;
-              frames_read_to = std::max<std::int64_t>(frames_read_to, row.frame_id);
-              return true;
-          });
+    query(
+        "SELECT " + columns_of<FrameRow>() + " FROM frames WHERE frame_id > ?",
+        [&](Statement& s) { s.bind(1, frames_read_to); },
+        [&](Statement& s) {
+            const FrameRow row = read_row<FrameRow>(s);
+            frame_rows[row.frame_id] = row;
+            frames_read_to = std::max<std::int64_t>(frames_read_to, row.frame_id);
+            return true;
+        });
 }
 
 std::vector<FrameInfo> TraceReader::stack_frames(StackId stack) const {
@@ -665,20 +725,25 @@ TraceReader::Snapshot::~Snapshot() {
     if (reader_) sqlite3_exec(reader_->impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
-TraceReader::Snapshot TraceReader::snapshot() const { return Snapshot(*this); }
+TraceReader::Snapshot TraceReader::snapshot() const {
+    return Snapshot(*this);
+}
 
 std::vector<std::int64_t> TraceReader::highest_rowids() const {
     std::vector<std::int64_t> marks;
     for (const EventTableInfo& table : kEventTables)
-        impl_->query(std::string("SELECT COALESCE(MAX(rowid), 0) FROM ") + table.name, [](Statement&) {},
-                     [&](Statement& s) {
-                         marks.push_back(s.column_int64(0));
-                         return false;
-                     });
+        impl_->query(
+            std::string("SELECT COALESCE(MAX(rowid), 0) FROM ") + table.name, [](Statement&) {},
+            [&](Statement& s) {
+                marks.push_back(s.column_int64(0));
+                return false;
+            });
     return marks;
 }
 
-void TraceReader::reload_small_tables() { impl_->load_small_tables(); }
+void TraceReader::reload_small_tables() {
+    impl_->load_small_tables();
+}
 
 std::vector<std::pair<StringId, std::string>> TraceReader::strings_from(StringId first) const {
     std::vector<std::pair<StringId, std::string>> rows;
@@ -689,11 +754,12 @@ std::vector<std::pair<StringId, std::string>> TraceReader::strings_from(StringId
 
 std::vector<DroppedRecords> TraceReader::dropped_records() const {
     std::vector<DroppedRecords> rows;
-    impl_->query("SELECT " + impl_->columns_of<DroppedRecords>() + " FROM dropped_records ORDER BY time_ns",
-                 [](Statement&) {}, [&](Statement& s) {
-                     rows.push_back(read_row<DroppedRecords>(s));
-                     return true;
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<DroppedRecords>() + " FROM dropped_records ORDER BY time_ns", [](Statement&) {},
+        [&](Statement& s) {
+            rows.push_back(read_row<DroppedRecords>(s));
+            return true;
+        });
     return rows;
 }
 
@@ -706,80 +772,89 @@ std::uint64_t TraceReader::total_dropped() const {
 std::vector<CollectiveCall> TraceReader::collective_calls() const {
     std::vector<CollectiveCall> rows;
     if (!impl_->has_table(kTable<CollectiveCall>)) return rows;
-    impl_->query("SELECT " + impl_->columns_of<CollectiveCall>() +
-                     " FROM collective_calls ORDER BY start_ns, on_stream, track_id",
-                 [](Statement&) {}, [&](Statement& s) {
-                     rows.push_back(read_row<CollectiveCall>(s));
-                     return true;
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<CollectiveCall>() +
+            " FROM collective_calls ORDER BY start_ns, on_stream, track_id",
+        [](Statement&) {},
+        [&](Statement& s) {
+            rows.push_back(read_row<CollectiveCall>(s));
+            return true;
+        });
     return rows;
 }
 
-std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visit, std::optional<DeviceId> device) const {
+std::int64_t TraceReader::for_each_memory_event(const Visitor<MemoryEvent>& visit,
+                                                std::optional<DeviceId> device) const {
     if (!impl_->has_table(kTable<MemoryEvent>)) return 0;
     std::int64_t visited = 0;
     std::string sql = "SELECT " + impl_->columns_of<MemoryEvent>() + " FROM memory_events";
     if (device) sql += " WHERE device_id = ?";
     sql += " ORDER BY device_id, time_ns, rowid";
-    impl_->query(sql,
-                 [&](Statement& s) {
-                     if (device) s.bind(1, static_cast<std::int64_t>(*device));
-                 },
-                 [&](Statement& s) {
-                     ++visited;
-                     return visit(read_row<MemoryEvent>(s));
-                 });
+    impl_->query(
+        sql,
+        [&](Statement& s) {
+            if (device) s.bind(1, static_cast<std::int64_t>(*device));
+        },
+        [&](Statement& s) {
+            ++visited;
+            return visit(read_row<MemoryEvent>(s));
+        });
     return visited;
 }
 
 std::vector<std::pair<DeviceId, std::int64_t>> TraceReader::memory_event_devices() const {
     std::vector<std::pair<DeviceId, std::int64_t>> devices;
     if (!impl_->has_table(kTable<MemoryEvent>)) return devices;
-    impl_->query("SELECT device_id, COUNT(*) FROM memory_events GROUP BY device_id ORDER BY device_id",
-                 [](Statement&) {},
-                 [&](Statement& s) {
-                     devices.emplace_back(static_cast<DeviceId>(s.column_int64(0)), s.column_int64(1));
-                     return true;
-                 });
+    impl_->query(
+        "SELECT device_id, COUNT(*) FROM memory_events GROUP BY device_id ORDER BY device_id", [](Statement&) {},
+        [&](Statement& s) {
+            devices.emplace_back(static_cast<DeviceId>(s.column_int64(0)), s.column_int64(1));
+            return true;
+        });
     return devices;
 }
 
 std::int64_t TraceReader::memory_event_count() const {
     if (!impl_->has_table(kTable<MemoryEvent>)) return 0;
     std::int64_t count = 0;
-    impl_->query("SELECT COUNT(*) FROM memory_events", [](Statement&) {},
-                 [&](Statement& s) {
-                     count = s.column_int64(0);
-                     return false;
-                 });
+    impl_->query(
+        "SELECT COUNT(*) FROM memory_events", [](Statement&) {},
+        [&](Statement& s) {
+            count = s.column_int64(0);
+            return false;
+        });
     return count;
 }
 
 std::vector<MemoryBlock> TraceReader::memory_blocks() const {
     std::vector<MemoryBlock> rows;
     if (!impl_->has_table(kTable<MemoryBlock>)) return rows;
-    impl_->query("SELECT " + impl_->columns_of<MemoryBlock>() +
-                     " FROM memory_blocks ORDER BY device_id, segment_address, address, rowid",
-                 [](Statement&) {},
-                 [&](Statement& s) {
-                     rows.push_back(read_row<MemoryBlock>(s));
-                     return true;
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<MemoryBlock>() +
+            " FROM memory_blocks ORDER BY device_id, segment_address, address, rowid",
+        [](Statement&) {},
+        [&](Statement& s) {
+            rows.push_back(read_row<MemoryBlock>(s));
+            return true;
+        });
     return rows;
 }
 
-const std::vector<TrackSummary>& TraceReader::tracks() const { return impl_->tracks; }
+const std::vector<TrackSummary>& TraceReader::tracks() const {
+    return impl_->tracks;
+}
 
 std::int64_t TraceReader::event_count(std::string_view table) const {
     const EventTableInfo& info = impl_->table_info(table);
     std::int64_t count = 0;
-    impl_->query(std::string("SELECT COUNT(*) FROM ") + info.name, [](Statement&) {}, [&](Statement& s) {
-        count = s.column_int64(0);
-        return true;
-    });
+    impl_->query(
+        std::string("SELECT COUNT(*) FROM ") + info.name, [](Statement&) {},
+        [&](Statement& s) {
+            count = s.column_int64(0);
+            return true;
+        });
     return count;
 }
-
 
 // The shared body of every for_each_*: SELECT columns WHERE window ORDER BY start.
 // Without a track, an indexed file is read one track at a time (each in index
@@ -922,12 +997,14 @@ namespace {
 template <typename Row, typename Decode>
 auto rows_by_correlation(TraceReader::Impl& impl, CorrelationId correlation, Decode decode) {
     std::vector<decltype(decode(std::declval<const Statement&>()))> events;
-    impl.query("SELECT " + impl.columns_of<Row>() + " FROM " + TableOf<Row>::name +
-                   " WHERE correlation_id = ? ORDER BY start_ns",
-               [&](Statement& s) { s.bind(1, correlation); }, [&](Statement& s) {
-                   events.push_back(decode(s));
-                   return true;
-               });
+    impl.query(
+        "SELECT " + impl.columns_of<Row>() + " FROM " + TableOf<Row>::name +
+            " WHERE correlation_id = ? ORDER BY start_ns",
+        [&](Statement& s) { s.bind(1, correlation); },
+        [&](Statement& s) {
+            events.push_back(decode(s));
+            return true;
+        });
     return events;
 }
 }  // namespace
@@ -946,36 +1023,43 @@ std::vector<MemsetEvent> TraceReader::memsets_by_correlation(CorrelationId id) c
 
 std::optional<ApiEvent> TraceReader::api_call_by_correlation(CorrelationId id) const {
     std::optional<ApiEvent> event;
-    impl_->query("SELECT " + impl_->columns_of<ApiEvent>() + " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
-                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     event = read_row<ApiEvent>(s);
-                     return false;
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<ApiEvent>() +
+            " FROM api_calls WHERE correlation_id = ? ORDER BY start_ns LIMIT 1",
+        [&](Statement& s) { s.bind(1, id); },
+        [&](Statement& s) {
+            event = read_row<ApiEvent>(s);
+            return false;
+        });
     return event;
 }
 
 std::optional<RangeEvent> TraceReader::range(RangeId id) const {
     std::optional<RangeEvent> event;
-    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE range_id = ?",
-                 [&](Statement& s) { s.bind(1, id); }, [&](Statement& s) {
-                     event = read_row<RangeEvent>(s);
-                     return false;
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE range_id = ?",
+        [&](Statement& s) { s.bind(1, id); },
+        [&](Statement& s) {
+            event = read_row<RangeEvent>(s);
+            return false;
+        });
     return event;
 }
 
 std::int64_t TraceReader::for_each_range_named(std::span<const StringId> names,
-                                              const Visitor<RangeEvent>& visit) const {
+                                               const Visitor<RangeEvent>& visit) const {
     if (names.empty()) return 0;
     std::string list;
     for (StringId name : names) list += (list.empty() ? "" : ",") + std::to_string(name);
     std::int64_t visited = 0;
-    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE name_id IN (" + list +
-                     ") ORDER BY start_ns, range_id",
-                 [](Statement&) {}, [&](Statement& s) {
-                     ++visited;
-                     return visit(read_row<RangeEvent>(s));
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<RangeEvent>() + " FROM ranges WHERE name_id IN (" + list +
+            ") ORDER BY start_ns, range_id",
+        [](Statement&) {},
+        [&](Statement& s) {
+            ++visited;
+            return visit(read_row<RangeEvent>(s));
+        });
     return visited;
 }
 
@@ -985,19 +1069,20 @@ std::vector<RangeEvent> TraceReader::child_ranges(RangeId id) const {
     if (!parent) return events;
     // Children lie on the parent's thread and start inside it: a scan of the
     // (thread_id, start_ns) index over the parent's interval, no index of its own.
-    impl_->query("SELECT " + impl_->columns_of<RangeEvent>() +
-                     " FROM ranges WHERE thread_id = ? AND start_ns >= ? AND start_ns < ? AND parent_range_id = ? "
-                     "ORDER BY start_ns",
-                 [&](Statement& s) {
-                     s.bind(1, parent->thread_id);
-                     s.bind(2, parent->start_ns);
-                     s.bind(3, std::max(parent->end_ns, parent->start_ns + 1));
-                     s.bind(4, id);
-                 },
-                 [&](Statement& s) {
-                     events.push_back(read_row<RangeEvent>(s));
-                     return true;
-                 });
+    impl_->query(
+        "SELECT " + impl_->columns_of<RangeEvent>() +
+            " FROM ranges WHERE thread_id = ? AND start_ns >= ? AND start_ns < ? AND parent_range_id = ? "
+            "ORDER BY start_ns",
+        [&](Statement& s) {
+            s.bind(1, parent->thread_id);
+            s.bind(2, parent->start_ns);
+            s.bind(3, std::max(parent->end_ns, parent->start_ns + 1));
+            s.bind(4, id);
+        },
+        [&](Statement& s) {
+            events.push_back(read_row<RangeEvent>(s));
+            return true;
+        });
     return events;
 }
 
@@ -1021,6 +1106,8 @@ void TraceReader::build_missing_indexes() {
     impl.load_track_stats();
 }
 
-sqlite3* TraceReader::database() const { return impl_->db; }
+sqlite3* TraceReader::database() const {
+    return impl_->db;
+}
 
 }  // namespace ember::store

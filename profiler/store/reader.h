@@ -76,7 +76,7 @@ struct NvtxCategoryName {
 };
 
 class TraceReader {
-public:
+  public:
     // Throws TraceError: not_found, not_a_trace, truncated, corrupt,
     // version_too_new, version_too_old, missing_table.
     explicit TraceReader(const std::string& path, ReaderOptions options = {});
@@ -88,10 +88,10 @@ public:
 
     // --- Metadata -------------------------------------------------------------------
     const trace::RunInfo& run() const;
-    int schema_version() const;       // of the file
-    int min_reader_version() const;   // of the file
-    bool complete() const;            // closed cleanly (status "complete")
-    bool has_indexes() const;         // all declared indexes (tables.h) present
+    int schema_version() const;      // of the file
+    int min_reader_version() const;  // of the file
+    bool complete() const;           // closed cleanly (status "complete")
+    bool has_indexes() const;        // all declared indexes (tables.h) present
     // Any run_metadata value by key (RunInfo's and the extra ones writers set, e.g.
     // "cpu_sample_period_ns"); nullopt when the file has no such key.
     std::optional<std::string> metadata(std::string_view key) const;
@@ -186,13 +186,13 @@ public:
     // snapshot began (one SQLite read transaction), so rowid marks, counts and rows of
     // different tables agree. It ends when destroyed; at most one at a time per reader.
     class Snapshot {
-    public:
+      public:
         Snapshot(Snapshot&& other) noexcept : reader_(other.reader_) { other.reader_ = nullptr; }
         Snapshot& operator=(Snapshot&&) = delete;
         Snapshot(const Snapshot&) = delete;
         ~Snapshot();
 
-    private:
+      private:
         friend class TraceReader;
         explicit Snapshot(const TraceReader& reader);
         const TraceReader* reader_;
@@ -216,29 +216,36 @@ public:
 
     struct Impl;  // reader.cpp and its helpers
 
-private:
+  private:
     std::unique_ptr<Impl> impl_;
 };
 
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::KernelEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::KernelEvent>& v) const {
     return for_each_kernel(q, v);
 }
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MemcpyEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MemcpyEvent>& v) const {
     return for_each_memcpy(q, v);
 }
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MemsetEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MemsetEvent>& v) const {
     return for_each_memset(q, v);
 }
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::SyncEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::SyncEvent>& v) const {
     return for_each_sync(q, v);
 }
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::ApiEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::ApiEvent>& v) const {
     return for_each_api_call(q, v);
 }
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::RangeEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::RangeEvent>& v) const {
     return for_each_range(q, v);
 }
-template <> inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MarkEvent>& v) const {
+template <>
+inline std::int64_t TraceReader::for_each(const EventQuery& q, const Visitor<trace::MarkEvent>& v) const {
     return for_each_mark(q, v);
 }
 template <>

@@ -92,7 +92,8 @@ constexpr bool names_an_index_of(const char* index, const char* table) {
 constexpr bool event_table_indexes_match() {
     int named = 0;
     for (const EventTableInfo& table : kEventTables) {
-        if (!names_an_index_of(table.track_index, table.name) || !names_an_index_of(table.correlation_index, table.name))
+        if (!names_an_index_of(table.track_index, table.name) ||
+            !names_an_index_of(table.correlation_index, table.name))
             return false;
         named += (table.track_index != nullptr) + (table.correlation_index != nullptr);
     }

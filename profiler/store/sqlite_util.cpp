@@ -7,10 +7,14 @@ namespace ember::store {
 
 TraceErrorKind error_kind_for(int sqlite_result) {
     switch (sqlite_result & 0xff) {
-        case SQLITE_CORRUPT: return TraceErrorKind::corrupt;
-        case SQLITE_NOTADB: return TraceErrorKind::not_a_trace;
-        case SQLITE_CANTOPEN: return TraceErrorKind::not_found;
-        default: return TraceErrorKind::io;
+        case SQLITE_CORRUPT:
+            return TraceErrorKind::corrupt;
+        case SQLITE_NOTADB:
+            return TraceErrorKind::not_a_trace;
+        case SQLITE_CANTOPEN:
+            return TraceErrorKind::not_found;
+        default:
+            return TraceErrorKind::io;
     }
 }
 
@@ -33,8 +37,7 @@ void exec_sql(sqlite3* db, const std::string& path, const char* sql) {
         while (!first_line.empty() && (first_line.front() == '\n' || first_line.front() == ' '))
             first_line.remove_prefix(1);
         first_line = first_line.substr(0, first_line.find('\n'));
-        throw TraceError(error_kind_for(result), path,
-                         message + " in: " + std::string(first_line.substr(0, 80)));
+        throw TraceError(error_kind_for(result), path, message + " in: " + std::string(first_line.substr(0, 80)));
     }
 }
 
@@ -47,7 +50,9 @@ Statement::Statement(sqlite3* db, const std::string& path, std::string_view sql)
     }
 }
 
-Statement::~Statement() { sqlite3_finalize(statement_); }
+Statement::~Statement() {
+    sqlite3_finalize(statement_);
+}
 
 Statement::Statement(Statement&& other) noexcept
     : statement_(std::exchange(other.statement_, nullptr)), db_(other.db_), path_(std::move(other.path_)) {}
@@ -92,16 +97,22 @@ std::string Statement::column_blob(int column) const {
 }
 
 void bind_payload(Statement& s, int index, const trace::Payload& payload) {
-    if (payload.kind == trace::PayloadKind::integer) s.bind(index, payload.integer);
-    else if (payload.kind == trace::PayloadKind::real) s.bind(index, payload.real);
-    else s.bind_null(index);
+    if (payload.kind == trace::PayloadKind::integer)
+        s.bind(index, payload.integer);
+    else if (payload.kind == trace::PayloadKind::real)
+        s.bind(index, payload.real);
+    else
+        s.bind_null(index);
 }
 
 trace::Payload column_payload(const Statement& s, int column) {
     switch (s.column_type(column)) {
-        case SQLITE_INTEGER: return trace::Payload::of_integer(s.column_int64(column));
-        case SQLITE_FLOAT: return trace::Payload::of_real(s.column_double(column));
-        default: return trace::Payload{};
+        case SQLITE_INTEGER:
+            return trace::Payload::of_integer(s.column_int64(column));
+        case SQLITE_FLOAT:
+            return trace::Payload::of_real(s.column_double(column));
+        default:
+            return trace::Payload{};
     }
 }
 
@@ -119,11 +130,15 @@ Connection::Connection(const std::string& path, Mode mode, std::string_view what
     }
 }
 
-Connection::~Connection() { sqlite3_close(db_); }
+Connection::~Connection() {
+    sqlite3_close(db_);
+}
 
 void bind_any(Statement& s, int index, const AnyValue& value) {
-    if (value.is_integer) s.bind(index, value.integer);
-    else s.bind_text(index, value.text);
+    if (value.is_integer)
+        s.bind(index, value.integer);
+    else
+        s.bind_text(index, value.text);
 }
 
 AnyValue column_any(const Statement& s, int column) {

@@ -20,8 +20,7 @@ namespace ember::store {
 TraceErrorKind error_kind_for(int sqlite_result);
 
 // Throws TraceError for `path`: "<what>: <sqlite message>".
-[[noreturn]] void throw_sqlite_error(sqlite3* db, const std::string& path, std::string_view what,
-                                     int result);
+[[noreturn]] void throw_sqlite_error(sqlite3* db, const std::string& path, std::string_view what, int result);
 
 // Runs one or more SQL statements without results; throws on failure.
 void exec_sql(sqlite3* db, const std::string& path, const char* sql);
@@ -31,7 +30,7 @@ void exec_sql(sqlite3* db, const std::string& path, const char* sql);
 // exports), or a scratch database (the store benchmark's plain loop). Throws
 // TraceError naming the file.
 class Connection {
-public:
+  public:
     enum class Mode { read_only, read_write, create };
     // `what` begins the error message: "<path>: <what>: <SQLite's reason>".
     Connection(const std::string& path, Mode mode, std::string_view what = "cannot open");
@@ -42,7 +41,7 @@ public:
     sqlite3* get() const { return db_; }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     sqlite3* db_ = nullptr;
     std::string path_;
 };
@@ -50,7 +49,7 @@ private:
 // A prepared statement, finalized on destruction. Bind/step/column helpers stay
 // inline and unchecked on the hot path; step_done() and next_row() check.
 class Statement {
-public:
+  public:
     Statement() = default;
     Statement(sqlite3* db, const std::string& path, std::string_view sql);
     ~Statement();
@@ -71,8 +70,7 @@ public:
     void bind(int index, double value) { sqlite3_bind_double(statement_, index, value); }
     void bind_null(int index) { sqlite3_bind_null(statement_, index); }
     void bind_text(int index, std::string_view text) {
-        sqlite3_bind_text(statement_, index, text.data(), static_cast<int>(text.size()),
-                          SQLITE_TRANSIENT);
+        sqlite3_bind_text(statement_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
     }
 
     // Executes a statement that returns no rows, then resets it. Throws on error.
@@ -89,7 +87,7 @@ public:
     // The column's bytes as stored (a BLOB's; other types as SQLite converts them).
     std::string column_blob(int column) const;
 
-private:
+  private:
     sqlite3_stmt* statement_ = nullptr;
     sqlite3* db_ = nullptr;
     std::string path_;

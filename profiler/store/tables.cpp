@@ -11,10 +11,14 @@ namespace ember::store {
 
 const char* sql_type_name(SqlType type) {
     switch (type) {
-        case SqlType::integer: return "INTEGER";
-        case SqlType::real: return "REAL";
-        case SqlType::text: return "TEXT";
-        case SqlType::any: return "";
+        case SqlType::integer:
+            return "INTEGER";
+        case SqlType::real:
+            return "REAL";
+        case SqlType::text:
+            return "TEXT";
+        case SqlType::any:
+            return "";
     }
     return "";
 }
@@ -53,8 +57,8 @@ std::string create_indexes_sql() {
     std::string sql = "\n";
     for (const TableInfo& table : kTables)
         for (const IndexInfo& index : table.indexes)
-            sql += std::string("CREATE INDEX IF NOT EXISTS ") + index.name + " ON " + table.name + " (" + index.columns +
-                   ");\n";
+            sql += std::string("CREATE INDEX IF NOT EXISTS ") + index.name + " ON " + table.name + " (" +
+                   index.columns + ");\n";
     return sql;
 }
 
@@ -76,8 +80,12 @@ std::string insert_sql(const TableInfo& table, std::string_view verb) {
 }
 
 namespace {
-MetadataRow integer_row(const char* key, std::int64_t value) { return {key, AnyValue::of_integer(value)}; }
-MetadataRow text_row(const char* key, std::string value) { return {key, AnyValue::of_text(std::move(value))}; }
+MetadataRow integer_row(const char* key, std::int64_t value) {
+    return {key, AnyValue::of_integer(value)};
+}
+MetadataRow text_row(const char* key, std::string value) {
+    return {key, AnyValue::of_text(std::move(value))};
+}
 }  // namespace
 
 std::vector<MetadataRow> run_info_rows(const trace::RunInfo& run) {

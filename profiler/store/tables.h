@@ -78,31 +78,48 @@ struct TableInfo {
 // Binds one value of a row at a parameter, or reads it from a result column.
 template <typename T>
 inline void bind_value(Statement& s, int index, const T& value) {
-    if constexpr (std::is_same_v<T, trace::Payload>) bind_payload(s, index, value);
-    else if constexpr (std::is_same_v<T, std::string>) s.bind_text(index, value);
-    else if constexpr (std::is_same_v<T, double>) s.bind(index, value);
-    else if constexpr (std::is_enum_v<T>) s.bind(index, static_cast<std::int64_t>(static_cast<std::underlying_type_t<T>>(value)));
-    else if constexpr (std::is_same_v<T, bool>) s.bind(index, std::int64_t{value ? 1 : 0});
-    else if constexpr (std::is_same_v<T, AnyValue>) bind_any(s, index, value);
-    else s.bind(index, static_cast<std::int64_t>(value));
+    if constexpr (std::is_same_v<T, trace::Payload>)
+        bind_payload(s, index, value);
+    else if constexpr (std::is_same_v<T, std::string>)
+        s.bind_text(index, value);
+    else if constexpr (std::is_same_v<T, double>)
+        s.bind(index, value);
+    else if constexpr (std::is_enum_v<T>)
+        s.bind(index, static_cast<std::int64_t>(static_cast<std::underlying_type_t<T>>(value)));
+    else if constexpr (std::is_same_v<T, bool>)
+        s.bind(index, std::int64_t{value ? 1 : 0});
+    else if constexpr (std::is_same_v<T, AnyValue>)
+        bind_any(s, index, value);
+    else
+        s.bind(index, static_cast<std::int64_t>(value));
 }
 
 template <typename T>
 inline void read_value(const Statement& s, int column, T& value) {
-    if constexpr (std::is_same_v<T, trace::Payload>) value = column_payload(s, column);
-    else if constexpr (std::is_same_v<T, std::string>) value = s.column_text(column);
-    else if constexpr (std::is_same_v<T, double>) value = s.column_double(column);
-    else if constexpr (std::is_enum_v<T>) value = static_cast<T>(static_cast<std::underlying_type_t<T>>(s.column_int64(column)));
-    else if constexpr (std::is_same_v<T, bool>) value = s.column_int64(column) != 0;
-    else if constexpr (std::is_same_v<T, AnyValue>) value = column_any(s, column);
-    else value = static_cast<T>(s.column_int64(column));
+    if constexpr (std::is_same_v<T, trace::Payload>)
+        value = column_payload(s, column);
+    else if constexpr (std::is_same_v<T, std::string>)
+        value = s.column_text(column);
+    else if constexpr (std::is_same_v<T, double>)
+        value = s.column_double(column);
+    else if constexpr (std::is_enum_v<T>)
+        value = static_cast<T>(static_cast<std::underlying_type_t<T>>(s.column_int64(column)));
+    else if constexpr (std::is_same_v<T, bool>)
+        value = s.column_int64(column) != 0;
+    else if constexpr (std::is_same_v<T, AnyValue>)
+        value = column_any(s, column);
+    else
+        value = static_cast<T>(s.column_int64(column));
 }
 
 template <typename T>
 constexpr SqlType sql_type_of() {
-    if constexpr (std::is_same_v<T, trace::Payload> || std::is_same_v<T, AnyValue>) return SqlType::any;
-    else if constexpr (std::is_same_v<T, std::string>) return SqlType::text;
-    else if constexpr (std::is_floating_point_v<T>) return SqlType::real;
+    if constexpr (std::is_same_v<T, trace::Payload> || std::is_same_v<T, AnyValue>)
+        return SqlType::any;
+    else if constexpr (std::is_same_v<T, std::string>)
+        return SqlType::text;
+    else if constexpr (std::is_floating_point_v<T>)
+        return SqlType::real;
     else {
         static_assert(std::is_integral_v<T> || std::is_enum_v<T>, "a column holds a number, text or payload");
         return SqlType::integer;
@@ -248,13 +265,15 @@ struct TrackStatsRow {
 // docs/trace-schema.md says what each column means; a test keeps its tables equal to these.
 
 inline constexpr ColumnOptions kPrimaryKey{.primary_key = true};
-constexpr ColumnOptions added_in(int version, const char* default_sql) { return {false, version, default_sql}; }
+constexpr ColumnOptions added_in(int version, const char* default_sql) {
+    return {false, version, default_sql};
+}
 
 template <>
 struct TableOf<MetadataRow> : TableDefaults {
     static constexpr const char* name = "run_metadata";
-    static constexpr auto columns = store::columns<MetadataRow>(field<&MetadataRow::key>("key", kPrimaryKey),
-                                                                field<&MetadataRow::value>("value"));
+    static constexpr auto columns =
+        store::columns<MetadataRow>(field<&MetadataRow::key>("key", kPrimaryKey), field<&MetadataRow::value>("value"));
 };
 template <>
 struct TableOf<StringRow> : TableDefaults {
@@ -265,15 +284,15 @@ struct TableOf<StringRow> : TableDefaults {
 template <>
 struct TableOf<ProcessRow> : TableDefaults {
     static constexpr const char* name = "processes";
-    static constexpr auto columns = store::columns<ProcessRow>(field<&ProcessRow::pid>("pid", kPrimaryKey),
-                                                               field<&ProcessRow::name_id>("name_id"));
+    static constexpr auto columns =
+        store::columns<ProcessRow>(field<&ProcessRow::pid>("pid", kPrimaryKey), field<&ProcessRow::name_id>("name_id"));
 };
 template <>
 struct TableOf<ThreadRow> : TableDefaults {
     static constexpr const char* name = "threads";
-    static constexpr auto columns = store::columns<ThreadRow>(
-        field<&ThreadRow::thread_id>("thread_id", kPrimaryKey), field<&ThreadRow::pid>("pid"),
-        field<&ThreadRow::tid>("tid"), field<&ThreadRow::name_id>("name_id"));
+    static constexpr auto columns =
+        store::columns<ThreadRow>(field<&ThreadRow::thread_id>("thread_id", kPrimaryKey), field<&ThreadRow::pid>("pid"),
+                                  field<&ThreadRow::tid>("tid"), field<&ThreadRow::name_id>("name_id"));
 };
 template <>
 struct TableOf<DeviceRow> : TableDefaults {
@@ -291,10 +310,10 @@ template <>
 struct TableOf<StreamRow> : TableDefaults {
     using R = StreamRow;
     static constexpr const char* name = "streams";
-    static constexpr auto columns = store::columns<R>(
-        field<&R::stream_id>("stream_id", kPrimaryKey), field<&R::device_id>("device_id"),
-        field<&R::context_id>("context_id"), field<&R::cuda_stream_id>("cuda_stream_id"),
-        field<&R::priority>("priority"), field<&R::name_id>("name_id"));
+    static constexpr auto columns =
+        store::columns<R>(field<&R::stream_id>("stream_id", kPrimaryKey), field<&R::device_id>("device_id"),
+                          field<&R::context_id>("context_id"), field<&R::cuda_stream_id>("cuda_stream_id"),
+                          field<&R::priority>("priority"), field<&R::name_id>("name_id"));
 };
 template <>
 struct TableOf<CounterRow> : TableDefaults {
@@ -327,9 +346,9 @@ template <>
 struct TableOf<StackRow> : TableDefaults {
     using R = StackRow;
     static constexpr const char* name = "stacks";
-    static constexpr auto columns = store::columns<R>(field<&R::stack_id>("stack_id", kPrimaryKey),
-                                                      field<&R::parent_stack_id>("parent_stack_id"),
-                                                      field<&R::frame_id>("frame_id"));
+    static constexpr auto columns =
+        store::columns<R>(field<&R::stack_id>("stack_id", kPrimaryKey), field<&R::parent_stack_id>("parent_stack_id"),
+                          field<&R::frame_id>("frame_id"));
 };
 template <>
 struct TableOf<KernelRow> : TableDefaults {
@@ -411,10 +430,10 @@ template <>
 struct TableOf<trace::MarkEvent> : TableDefaults {
     using R = trace::MarkEvent;
     static constexpr const char* name = "marks";
-    static constexpr auto columns = store::columns<R>(
-        field<&R::time_ns>("time_ns"), field<&R::thread_id>("thread_id"), field<&R::domain_id>("domain_id"),
-        field<&R::name_id>("name_id"), field<&R::category>("category"), field<&R::color>("color"),
-        field<&R::payload>("payload"));
+    static constexpr auto columns =
+        store::columns<R>(field<&R::time_ns>("time_ns"), field<&R::thread_id>("thread_id"),
+                          field<&R::domain_id>("domain_id"), field<&R::name_id>("name_id"),
+                          field<&R::category>("category"), field<&R::color>("color"), field<&R::payload>("payload"));
     static constexpr IndexInfo index_list[] = {{"marks_by_thread_time", "thread_id, time_ns"}};
     static constexpr std::span<const IndexInfo> indexes = index_list;
 };
@@ -508,10 +527,10 @@ struct TableOf<TrackStatsRow> : TableDefaults {
     using R = TrackStatsRow;
     static constexpr const char* name = "track_stats";
     static constexpr const char* composite_key = "event_table, track_id";
-    static constexpr auto columns = store::columns<R>(
-        field<&R::event_table>("event_table"), field<&R::track_id>("track_id"), field<&R::event_count>("event_count"),
-        field<&R::first_start_ns>("first_start_ns"), field<&R::last_end_ns>("last_end_ns"),
-        field<&R::max_duration_ns>("max_duration_ns"));
+    static constexpr auto columns =
+        store::columns<R>(field<&R::event_table>("event_table"), field<&R::track_id>("track_id"),
+                          field<&R::event_count>("event_count"), field<&R::first_start_ns>("first_start_ns"),
+                          field<&R::last_end_ns>("last_end_ns"), field<&R::max_duration_ns>("max_duration_ns"));
 };
 
 // ---------------------------------------------------------------------------
@@ -528,22 +547,38 @@ template <typename Row>
 inline constexpr auto kColumnInfos = infos_of(TableOf<Row>::columns);
 
 template <typename Row>
-inline constexpr TableInfo kTable{TableOf<Row>::name,          kColumnInfos<Row>,
-                                  TableOf<Row>::indexes,       TableOf<Row>::composite_key,
-                                  TableOf<Row>::required,      TableOf<Row>::since_version,
+inline constexpr TableInfo kTable{TableOf<Row>::name,          kColumnInfos<Row>,      TableOf<Row>::indexes,
+                                  TableOf<Row>::composite_key, TableOf<Row>::required, TableOf<Row>::since_version,
                                   TableOf<Row>::name_gap};
 
 // In the order the writer creates them (and their indexes).
 inline constexpr TableInfo kTables[] = {
-    kTable<MetadataRow>,         kTable<StringRow>,          kTable<ProcessRow>,
-    kTable<ThreadRow>,           kTable<DeviceRow>,          kTable<StreamRow>,
-    kTable<CounterRow>,          kTable<LaunchConfigRow>,    kTable<FrameRow>,
-    kTable<StackRow>,            kTable<KernelRow>,          kTable<trace::MemcpyEvent>,
-    kTable<trace::MemsetEvent>,  kTable<trace::SyncEvent>,   kTable<trace::ApiEvent>,
-    kTable<trace::RangeEvent>,   kTable<trace::MarkEvent>,   kTable<trace::CounterSample>,
-    kTable<trace::StackSample>,  kTable<trace::DroppedRecords>, kTable<trace::OverheadEvent>,
-    kTable<trace::CollectiveCall>, kTable<trace::MemoryEvent>, kTable<trace::MemoryBlock>,
-    kTable<NvtxCategoryRow>,     kTable<TrackStatsRow>,
+    kTable<MetadataRow>,
+    kTable<StringRow>,
+    kTable<ProcessRow>,
+    kTable<ThreadRow>,
+    kTable<DeviceRow>,
+    kTable<StreamRow>,
+    kTable<CounterRow>,
+    kTable<LaunchConfigRow>,
+    kTable<FrameRow>,
+    kTable<StackRow>,
+    kTable<KernelRow>,
+    kTable<trace::MemcpyEvent>,
+    kTable<trace::MemsetEvent>,
+    kTable<trace::SyncEvent>,
+    kTable<trace::ApiEvent>,
+    kTable<trace::RangeEvent>,
+    kTable<trace::MarkEvent>,
+    kTable<trace::CounterSample>,
+    kTable<trace::StackSample>,
+    kTable<trace::DroppedRecords>,
+    kTable<trace::OverheadEvent>,
+    kTable<trace::CollectiveCall>,
+    kTable<trace::MemoryEvent>,
+    kTable<trace::MemoryBlock>,
+    kTable<NvtxCategoryRow>,
+    kTable<TrackStatsRow>,
 };
 
 // The declared table named `name`; nullptr for a name that is no ember table.
@@ -586,7 +621,8 @@ inline void bind_row(Statement& s, int first, const Row& row) {
     constexpr const auto& columns = TableOf<Row>::columns;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (columns[I].bind(s, first + static_cast<int>(I), row), ...);
-    }(std::make_index_sequence<columns.size()>{});
+    }
+    (std::make_index_sequence<columns.size()>{});
 }
 
 // Reads a row from result columns first.. of a SELECT of the table's columns in order.
@@ -596,7 +632,8 @@ inline Row read_row(const Statement& s, int first = 0) {
     Row row{};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (columns[I].read(s, first + static_cast<int>(I), row), ...);
-    }(std::make_index_sequence<columns.size()>{});
+    }
+    (std::make_index_sequence<columns.size()>{});
     return row;
 }
 

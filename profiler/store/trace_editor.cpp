@@ -77,9 +77,9 @@ void TraceEditor::recount_range_track_stats(std::optional<ThreadId> thread) {
     const EventTableInfo* ranges = nullptr;
     for (const EventTableInfo& table : kEventTables)
         if (std::string_view(table.name) == TableOf<RangeEvent>::name) ranges = &table;
-    Statement forget(connection_.get(), path(),
-                     std::string("DELETE FROM track_stats WHERE event_table = 'ranges'") +
-                         (thread ? " AND track_id = ?1" : ""));
+    Statement forget(
+        connection_.get(), path(),
+        std::string("DELETE FROM track_stats WHERE event_table = 'ranges'") + (thread ? " AND track_id = ?1" : ""));
     Statement count(connection_.get(), path(),
                     "INSERT INTO track_stats " + track_stats_select_sql(*ranges, thread ? "thread_id = ?1" : ""));
     if (thread) {

@@ -17,7 +17,7 @@
 namespace ember::store {
 
 class TraceEditor {
-public:
+  public:
     // Opens `path` (a closed ember trace) read-write and begins one transaction.
     // The file must not be in place yet (an import's temporary): a crash before commit()
     // leaves nothing to repair, so the edit keeps no rollback journal on disk and does
@@ -34,10 +34,10 @@ public:
     // The ranges with range_id in [first, last] (on `thread` only, when given; push/pop
     // ranges only, depth >= 0, when `nested_only`), by range_id: next() gives each.
     class RangeCursor {
-    public:
+      public:
         bool next(trace::RangeEvent& range);
 
-    private:
+      private:
         friend class TraceEditor;
         explicit RangeCursor(Statement statement) : statement_(std::move(statement)) {}
         Statement statement_;
@@ -63,7 +63,7 @@ public:
     // Commits the transaction (the file is then synced and renamed by its owner).
     void commit();
 
-private:
+  private:
     Connection connection_;
     Statement put_metadata_;
     Statement insert_range_;

@@ -48,8 +48,8 @@ std::atomic<std::uint64_t> g_next_writer_serial{1};
 struct LaunchConfigHash {
     std::size_t operator()(const LaunchConfig& c) const {
         std::uint64_t h = 1469598103934665603ull;
-        for (std::uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                                c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes}) {
+        for (std::uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.registers_per_thread,
+                                c.static_shared_bytes, c.dynamic_shared_bytes}) {
             h = (h ^ v) * 1099511628211ull;
         }
         return static_cast<std::size_t>(h);
@@ -71,8 +71,8 @@ struct PendingRows {
     std::vector<CounterInfo> counters;
     std::vector<FrameRow> frames;
     std::vector<StackRow> stacks;
-    std::vector<std::pair<std::string, std::string>> metadata;             // key, value (text)
-    std::vector<std::pair<StreamId, std::string>> stream_names;           // renames of registered streams
+    std::vector<std::pair<std::string, std::string>> metadata;                     // key, value (text)
+    std::vector<std::pair<StreamId, std::string>> stream_names;                    // renames of registered streams
     std::vector<std::tuple<StringId, std::uint32_t, std::string>> category_names;  // domain, category, name
     bool empty() const {
         return strings.empty() && processes.empty() && threads.empty() && devices.empty() && streams.empty() &&
@@ -119,7 +119,7 @@ struct IndexOrder {
     std::uint64_t rows = 0;
     std::uint64_t disordered = 0;  // before the track's previous start, or a correlation id below the last
     CorrelationId last_correlation = 0;
-    bool indexed = false;          // its indexes exist and take each row as it is inserted
+    bool indexed = false;  // its indexes exist and take each row as it is inserted
 };
 // A table is judged once it has this many rows; more than 1/kDisorderShare of them
 // out of order drops its indexes.
@@ -128,8 +128,16 @@ constexpr std::uint64_t kDisorderShare = 8;
 
 // Positions in kEventTables (schema.h), checked below.
 enum EventTableIndex : std::uint32_t {
-    kKernelsTable, kMemcpysTable, kMemsetsTable, kSynchronizationsTable, kApiCallsTable,
-    kRangesTable, kMarksTable, kCounterSamplesTable, kStackSamplesTable, kOverheadTable,
+    kKernelsTable,
+    kMemcpysTable,
+    kMemsetsTable,
+    kSynchronizationsTable,
+    kApiCallsTable,
+    kRangesTable,
+    kMarksTable,
+    kCounterSamplesTable,
+    kStackSamplesTable,
+    kOverheadTable,
 };
 
 }  // namespace
@@ -139,9 +147,9 @@ enum EventTableIndex : std::uint32_t {
 // ---------------------------------------------------------------------------
 
 static_assert(std::string_view(kEventTables[kKernelsTable].name) == "kernels" &&
-              std::string_view(kEventTables[kApiCallsTable].name) == "api_calls" &&
-              std::string_view(kEventTables[kRangesTable].name) == "ranges" &&
-              std::string_view(kEventTables[kOverheadTable].name) == "collector_overhead",
+                  std::string_view(kEventTables[kApiCallsTable].name) == "api_calls" &&
+                  std::string_view(kEventTables[kRangesTable].name) == "ranges" &&
+                  std::string_view(kEventTables[kOverheadTable].name) == "collector_overhead",
               "EventTableIndex must follow kEventTables");
 
 struct TraceWriter::Impl {
@@ -174,7 +182,7 @@ struct TraceWriter::Impl {
 
     // Producer rings.
     std::mutex rings_mutex;
-    std::mutex space_mutex;                   // producers waiting for a ring to drain (block policy)
+    std::mutex space_mutex;  // producers waiting for a ring to drain (block policy)
     std::condition_variable space_available;
     std::atomic<int> producers_waiting{0};
     std::vector<std::shared_ptr<EventRing>> rings;
@@ -207,8 +215,8 @@ struct TraceWriter::Impl {
     BatchInserter<CollectiveCall> collective_calls;
     BatchInserter<MemoryEvent> memory_events;
     BatchInserter<MemoryBlock> memory_blocks;
-    Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter,
-        insert_frame, insert_stack, insert_launch_config, insert_metadata;
+    Statement insert_string, insert_process, insert_thread, insert_device, insert_stream, insert_counter, insert_frame,
+        insert_stack, insert_launch_config, insert_metadata;
     Statement rename_stream, insert_category_name;
     std::unordered_map<LaunchConfig, LaunchConfigId, LaunchConfigHash> launch_config_ids;
     TrackStatsAccumulator track_stats;
@@ -308,10 +316,11 @@ void TraceWriter::Impl::open_database() {
     }
     // NOMUTEX: only one thread uses the connection at a time (the constructor, then the
     // writer thread, then close()), so SQLite's per-call mutex is pure cost.
-    int result = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int result =
+        sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (result != SQLITE_OK) {
-        std::string message = std::string("cannot create trace file: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(result));
+        std::string message =
+            std::string("cannot create trace file: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(result));
         sqlite3_close(db);
         db = nullptr;
         throw TraceError(TraceErrorKind::not_found, path, message);
@@ -373,8 +382,7 @@ void TraceWriter::Impl::prepare_statements() {
 }
 
 void TraceWriter::Impl::write_run_metadata() {
-    for (const MetadataRow& row : run_metadata_rows(run, kSchemaVersion, kMinReaderVersionWritten))
-        put_metadata(row);
+    for (const MetadataRow& row : run_metadata_rows(run, kSchemaVersion, kMinReaderVersionWritten)) put_metadata(row);
 }
 
 void TraceWriter::Impl::put_metadata(const MetadataRow& row) {
@@ -489,8 +497,16 @@ void TraceWriter::Impl::begin_transaction() {
 }
 
 void TraceWriter::Impl::commit() {
-    kernels.finish(); memcpys.finish(); memsets.finish(); syncs.finish(); api_calls.finish();
-    ranges.finish(); marks.finish(); counter_samples.finish(); stack_samples.finish(); overheads.finish();
+    kernels.finish();
+    memcpys.finish();
+    memsets.finish();
+    syncs.finish();
+    api_calls.finish();
+    ranges.finish();
+    marks.finish();
+    counter_samples.finish();
+    stack_samples.finish();
+    overheads.finish();
     store_overflow_counts();
     dropped_rows.finish();
     collective_calls.finish();
@@ -552,7 +568,8 @@ void TraceWriter::Impl::write_pending_rows() {
     };
     // Names registered along with processes/threads/... were interned by the caller.
     for (const ProcessInfo& p : rows.processes) insert(insert_process, ProcessRow{p.pid, intern_now(p.name)});
-    for (const ThreadInfo& t : rows.threads) insert(insert_thread, ThreadRow{t.thread_id, t.pid, t.tid, intern_now(t.name)});
+    for (const ThreadInfo& t : rows.threads)
+        insert(insert_thread, ThreadRow{t.thread_id, t.pid, t.tid, intern_now(t.name)});
     for (const DeviceInfo& d : rows.devices)
         insert(insert_device, DeviceRow{d.device_id, intern_now(d.name), intern_now(d.uuid), d.compute_capability_major,
                                         d.compute_capability_minor, d.multiprocessor_count, d.memory_bytes,
@@ -579,30 +596,44 @@ void TraceWriter::Impl::write_pending_rows() {
 
 void TraceWriter::Impl::dispatch(const Record& record) {
     switch (record.type) {
-        case RecordType::kernel: return store_kernel(record.load<KernelEvent>());
-        case RecordType::memcpy: return store_event<MemcpyEvent>(record, kMemcpysTable, memcpys);
-        case RecordType::memset: return store_event<MemsetEvent>(record, kMemsetsTable, memsets);
-        case RecordType::sync: return store_event<SyncEvent>(record, kSynchronizationsTable, syncs);
-        case RecordType::api_call: return store_event<ApiEvent>(record, kApiCallsTable, api_calls);
-        case RecordType::range: return store_event<RangeEvent>(record, kRangesTable, ranges);
-        case RecordType::mark: return store_event<MarkEvent>(record, kMarksTable, marks);
-        case RecordType::counter: return store_event<CounterSample>(record, kCounterSamplesTable, counter_samples);
-        case RecordType::stack_sample: return store_event<StackSample>(record, kStackSamplesTable, stack_samples);
-        case RecordType::overhead: return store_event<OverheadEvent>(record, kOverheadTable, overheads);
+        case RecordType::kernel:
+            return store_kernel(record.load<KernelEvent>());
+        case RecordType::memcpy:
+            return store_event<MemcpyEvent>(record, kMemcpysTable, memcpys);
+        case RecordType::memset:
+            return store_event<MemsetEvent>(record, kMemsetsTable, memsets);
+        case RecordType::sync:
+            return store_event<SyncEvent>(record, kSynchronizationsTable, syncs);
+        case RecordType::api_call:
+            return store_event<ApiEvent>(record, kApiCallsTable, api_calls);
+        case RecordType::range:
+            return store_event<RangeEvent>(record, kRangesTable, ranges);
+        case RecordType::mark:
+            return store_event<MarkEvent>(record, kMarksTable, marks);
+        case RecordType::counter:
+            return store_event<CounterSample>(record, kCounterSamplesTable, counter_samples);
+        case RecordType::stack_sample:
+            return store_event<StackSample>(record, kStackSamplesTable, stack_samples);
+        case RecordType::overhead:
+            return store_event<OverheadEvent>(record, kOverheadTable, overheads);
         case RecordType::dropped: {
             auto e = record.load<DroppedRecords>();
             events_dropped.fetch_add(e.count, std::memory_order_relaxed);
             dropped_rows.add(e);
             return;
         }
-        case RecordType::collective_call: collective_calls.add(record.load<CollectiveCall>()); return;
+        case RecordType::collective_call:
+            collective_calls.add(record.load<CollectiveCall>());
+            return;
         case RecordType::memory_event: {
             auto e = record.load<MemoryEvent>();
             note_time(e.time_ns);
             memory_events.add(e);
             return;
         }
-        case RecordType::memory_block: memory_blocks.add(record.load<MemoryBlock>()); return;
+        case RecordType::memory_block:
+            memory_blocks.add(record.load<MemoryBlock>());
+            return;
     }
 }
 
@@ -699,8 +730,7 @@ std::uint64_t TraceWriter::Impl::drain_rings(bool everything) {
         store_overflow_counts();
         std::lock_guard lock(rings_mutex);
         std::erase_if(rings, [](const std::shared_ptr<EventRing>& ring) {
-            return ring->retired.load(std::memory_order_acquire) && ring->available() == 0 &&
-                   ring->dropped.load() == 0;
+            return ring->retired.load(std::memory_order_acquire) && ring->available() == 0 && ring->dropped.load() == 0;
         });
         rings_version.fetch_add(1, std::memory_order_release);
     }
@@ -759,7 +789,8 @@ void TraceWriter::Impl::run_writer_thread() {
 
 void TraceWriter::Impl::finish_file() {
     TimeNs end = explicit_end_ns.load();
-    if (end == 0) end = std::max(run.start_ns, latest_time == std::numeric_limits<TimeNs>::min() ? run.start_ns : latest_time);
+    if (end == 0)
+        end = std::max(run.start_ns, latest_time == std::numeric_limits<TimeNs>::min() ? run.start_ns : latest_time);
     put_metadata(MetadataRow{metadata_key::end_ns, AnyValue::of_integer(end)});
     put_metadata(MetadataRow{metadata_key::status, AnyValue::of_text(metadata_status::complete)});
     exec_sql(db, path, "COMMIT");
@@ -852,14 +883,32 @@ void TraceWriter::Impl::close() {
         error = index_error.what();
     }
     // Finalize statements before closing the connection.
-    kernels = {}; memcpys = {}; memsets = {}; syncs = {}; api_calls = {}; ranges = {}; marks = {};
-    counter_samples = {}; stack_samples = {}; overheads = {}; dropped_rows = {};
+    kernels = {};
+    memcpys = {};
+    memsets = {};
+    syncs = {};
+    api_calls = {};
+    ranges = {};
+    marks = {};
+    counter_samples = {};
+    stack_samples = {};
+    overheads = {};
+    dropped_rows = {};
     collective_calls = {};
     memory_events = {};
     memory_blocks = {};
-    insert_string = {}; insert_process = {}; insert_thread = {}; insert_device = {}; insert_stream = {};
-    insert_counter = {}; insert_frame = {}; insert_stack = {}; insert_launch_config = {}; insert_metadata = {};
-    rename_stream = {}; insert_category_name = {};
+    insert_string = {};
+    insert_process = {};
+    insert_thread = {};
+    insert_device = {};
+    insert_stream = {};
+    insert_counter = {};
+    insert_frame = {};
+    insert_stack = {};
+    insert_launch_config = {};
+    insert_metadata = {};
+    rename_stream = {};
+    insert_category_name = {};
     int result = sqlite3_close(db);
     db = nullptr;
     if (result != SQLITE_OK && error.empty()) error = std::string("closing: ") + sqlite3_errstr(result);
@@ -919,7 +968,9 @@ TraceWriter::~TraceWriter() {
     }
 }
 
-const std::string& TraceWriter::path() const { return impl_->path; }
+const std::string& TraceWriter::path() const {
+    return impl_->path;
+}
 
 StringId TraceWriter::intern(std::string_view text) {
     std::lock_guard lock(impl_->registration_mutex);
@@ -944,7 +995,9 @@ ThreadId TraceWriter::register_thread(const ThreadInfo& thread) {
     return row.thread_id;
 }
 
-ThreadId TraceWriter::current_thread() { return impl_->register_this_thread(); }
+ThreadId TraceWriter::current_thread() {
+    return impl_->register_this_thread();
+}
 
 void TraceWriter::set_thread_name(ThreadId thread, std::string_view name) {
     std::lock_guard lock(impl_->registration_mutex);
@@ -1029,36 +1082,67 @@ StackId TraceWriter::intern_stack(std::span<const FrameId> frames_outermost_firs
     return node;
 }
 
-RangeId TraceWriter::next_range_id() { return impl_->next_range.fetch_add(1, std::memory_order_relaxed); }
+RangeId TraceWriter::next_range_id() {
+    return impl_->next_range.fetch_add(1, std::memory_order_relaxed);
+}
 
-void TraceWriter::set_end_time(TimeNs end_ns) { impl_->explicit_end_ns.store(end_ns); }
+void TraceWriter::set_end_time(TimeNs end_ns) {
+    impl_->explicit_end_ns.store(end_ns);
+}
 
 void TraceWriter::set_metadata(std::string_view key, std::string_view value) {
     for (const char* reserved : {metadata_key::schema_version, metadata_key::min_reader_version,
                                  metadata_key::ember_version, metadata_key::command_line, metadata_key::host,
                                  metadata_key::pid, metadata_key::rank, metadata_key::end_ns, metadata_key::status})
-        if (key == reserved) throw std::invalid_argument("run_metadata key '" + std::string(key) + "' belongs to RunInfo");
+        if (key == reserved)
+            throw std::invalid_argument("run_metadata key '" + std::string(key) + "' belongs to RunInfo");
     std::lock_guard lock(impl_->registration_mutex);
     impl_->pending.metadata.emplace_back(std::string(key), std::string(value));
     impl_->mark_pending();
 }
 
-bool TraceWriter::record_kernel(const KernelEvent& e) { return impl_->push(RecordType::kernel, e); }
-bool TraceWriter::record_memcpy(const MemcpyEvent& e) { return impl_->push(RecordType::memcpy, e); }
-bool TraceWriter::record_memset(const MemsetEvent& e) { return impl_->push(RecordType::memset, e); }
-bool TraceWriter::record_sync(const SyncEvent& e) { return impl_->push(RecordType::sync, e); }
-bool TraceWriter::record_api_call(const ApiEvent& e) { return impl_->push(RecordType::api_call, e); }
-bool TraceWriter::record_range(const RangeEvent& e) { return impl_->push(RecordType::range, e); }
-bool TraceWriter::record_mark(const MarkEvent& e) { return impl_->push(RecordType::mark, e); }
-bool TraceWriter::record_counter(const CounterSample& e) { return impl_->push(RecordType::counter, e); }
-bool TraceWriter::record_stack_sample(const StackSample& e) { return impl_->push(RecordType::stack_sample, e); }
-bool TraceWriter::record_overhead(const OverheadEvent& e) { return impl_->push(RecordType::overhead, e); }
-bool TraceWriter::record_dropped(const DroppedRecords& e) { return impl_->push(RecordType::dropped, e); }
+bool TraceWriter::record_kernel(const KernelEvent& e) {
+    return impl_->push(RecordType::kernel, e);
+}
+bool TraceWriter::record_memcpy(const MemcpyEvent& e) {
+    return impl_->push(RecordType::memcpy, e);
+}
+bool TraceWriter::record_memset(const MemsetEvent& e) {
+    return impl_->push(RecordType::memset, e);
+}
+bool TraceWriter::record_sync(const SyncEvent& e) {
+    return impl_->push(RecordType::sync, e);
+}
+bool TraceWriter::record_api_call(const ApiEvent& e) {
+    return impl_->push(RecordType::api_call, e);
+}
+bool TraceWriter::record_range(const RangeEvent& e) {
+    return impl_->push(RecordType::range, e);
+}
+bool TraceWriter::record_mark(const MarkEvent& e) {
+    return impl_->push(RecordType::mark, e);
+}
+bool TraceWriter::record_counter(const CounterSample& e) {
+    return impl_->push(RecordType::counter, e);
+}
+bool TraceWriter::record_stack_sample(const StackSample& e) {
+    return impl_->push(RecordType::stack_sample, e);
+}
+bool TraceWriter::record_overhead(const OverheadEvent& e) {
+    return impl_->push(RecordType::overhead, e);
+}
+bool TraceWriter::record_dropped(const DroppedRecords& e) {
+    return impl_->push(RecordType::dropped, e);
+}
 bool TraceWriter::record_collective_call(const CollectiveCall& e) {
     return impl_->push(RecordType::collective_call, e);
 }
-bool TraceWriter::record_memory_event(const MemoryEvent& e) { return impl_->push(RecordType::memory_event, e); }
-bool TraceWriter::record_memory_block(const MemoryBlock& e) { return impl_->push(RecordType::memory_block, e); }
+bool TraceWriter::record_memory_event(const MemoryEvent& e) {
+    return impl_->push(RecordType::memory_event, e);
+}
+bool TraceWriter::record_memory_block(const MemoryBlock& e) {
+    return impl_->push(RecordType::memory_block, e);
+}
 
 void TraceWriter::flush() {
     Impl& impl = *impl_;
@@ -1070,9 +1154,13 @@ void TraceWriter::flush() {
     if (!impl.failure.empty()) throw TraceError(TraceErrorKind::io, impl.path, impl.failure);
 }
 
-void TraceWriter::close() { impl_->close(); }
+void TraceWriter::close() {
+    impl_->close();
+}
 
-bool TraceWriter::is_open() const { return impl_->open; }
+bool TraceWriter::is_open() const {
+    return impl_->open;
+}
 
 WriterStats TraceWriter::stats() const {
     const Impl& impl = *impl_;

@@ -79,8 +79,8 @@ struct WriterStats {
     std::uint64_t events_written = 0;   // inserted into SQLite (committed or about to be)
     std::uint64_t events_dropped = 0;   // rejected by a full ring (drop policy)
     std::uint64_t commits = 0;
-    std::uint64_t producer_threads = 0; // rings created so far
-    double max_commit_gap_ms = 0.0;     // longest observed time between two commits
+    std::uint64_t producer_threads = 0;      // rings created so far
+    double max_commit_gap_ms = 0.0;          // longest observed time between two commits
     double writer_thread_cpu_seconds = 0.0;  // CPU time of the writer thread so far (updated per commit)
     // Tables whose indexes index_while_writing gave up (rows out of order): close()
     // builds them.
@@ -88,7 +88,7 @@ struct WriterStats {
 };
 
 class TraceWriter {
-public:
+  public:
     // Creates the file, its tables and run_metadata, and starts the writer thread.
     // Throws TraceError (kind io / not_found) naming the path.
     TraceWriter(const std::string& path, const trace::RunInfo& run, WriterOptions options = {});
@@ -130,8 +130,8 @@ public:
     // "parent's stack, then frame". Stack 0 is the empty stack (the root).
     // A Python frame passes its line (>= 0) and co_filename as `module`; native
     // frames leave `line` at -1.
-    trace::FrameId intern_frame(std::string_view function, std::string_view module,
-                                std::uint64_t address, std::int32_t line = -1);
+    trace::FrameId intern_frame(std::string_view function, std::string_view module, std::uint64_t address,
+                                std::int32_t line = -1);
     trace::StackId intern_stack(trace::StackId parent, trace::FrameId frame);
     // Interns a whole stack given outermost frame first; returns its leaf node.
     trace::StackId intern_stack(std::span<const trace::FrameId> frames_outermost_first);
@@ -179,7 +179,7 @@ public:
 
     struct Impl;  // writer.cpp and its helpers
 
-private:
+  private:
     std::unique_ptr<Impl> impl_;
 };
 

@@ -83,8 +83,12 @@ std::atomic<int> g_participants[kStages] = {0, 0};
 std::atomic<std::uint64_t> g_flush_epoch[kStages] = {0, 0};
 std::atomic<int> g_pending[kStages] = {0, 0};
 
-int signal_slot(int signal_number) { return signal_number == SIGINT ? 0 : 1; }
-int stage_index(FlushStage stage) { return static_cast<int>(stage); }
+int signal_slot(int signal_number) {
+    return signal_number == SIGINT ? 0 : 1;
+}
+int stage_index(FlushStage stage) {
+    return static_cast<int>(stage);
+}
 
 void sleep_one_millisecond() {
     timespec pause{0, 1000000};
@@ -148,7 +152,9 @@ std::uint64_t signal_flush_epoch(FlushStage stage) {
     return g_flush_epoch[stage_index(stage)].load(std::memory_order_acquire);
 }
 
-void acknowledge_signal_flush(FlushStage stage) { g_pending[stage_index(stage)].fetch_sub(1); }
+void acknowledge_signal_flush(FlushStage stage) {
+    g_pending[stage_index(stage)].fetch_sub(1);
+}
 
 // ---------------------------------------------------------------------------
 // [SECTION] fork
@@ -169,7 +175,9 @@ void in_forked_child() {
 
 }  // namespace
 
-std::uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
+std::uint64_t fork_generation() {
+    return g_fork_generation.load(std::memory_order_relaxed);
+}
 
 void install_fork_handler() {
     static std::once_flag installed;

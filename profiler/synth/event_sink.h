@@ -13,7 +13,7 @@
 namespace ember::synth {
 
 class EventSink {
-public:
+  public:
     virtual ~EventSink() = default;
 
     virtual trace::StringId intern(std::string_view text) = 0;
@@ -40,21 +40,27 @@ public:
 
 // Forwards everything to a TraceWriter.
 class WriterSink : public EventSink {
-public:
+  public:
     explicit WriterSink(store::TraceWriter& writer) : writer_(writer) {}
 
     trace::StringId intern(std::string_view text) override { return writer_.intern(text); }
     void register_process(const trace::ProcessInfo& process) override { writer_.register_process(process); }
-    trace::ThreadId register_thread(const trace::ThreadInfo& thread) override { return writer_.register_thread(thread); }
+    trace::ThreadId register_thread(const trace::ThreadInfo& thread) override {
+        return writer_.register_thread(thread);
+    }
     void register_device(const trace::DeviceInfo& device) override { writer_.register_device(device); }
-    trace::StreamId register_stream(const trace::StreamInfo& stream) override { return writer_.register_stream(stream); }
+    trace::StreamId register_stream(const trace::StreamInfo& stream) override {
+        return writer_.register_stream(stream);
+    }
     trace::CounterId register_counter(const trace::CounterInfo& counter) override {
         return writer_.register_counter(counter);
     }
     trace::FrameId intern_frame(std::string_view function, std::string_view module, std::uint64_t address) override {
         return writer_.intern_frame(function, module, address);
     }
-    trace::StackId intern_stack(std::span<const trace::FrameId> frames) override { return writer_.intern_stack(frames); }
+    trace::StackId intern_stack(std::span<const trace::FrameId> frames) override {
+        return writer_.intern_stack(frames);
+    }
     trace::RangeId next_range_id() override { return writer_.next_range_id(); }
 
     void record_kernel(const trace::KernelEvent& e) override { writer_.record_kernel(e); }
@@ -68,7 +74,7 @@ public:
     void record_stack_sample(const trace::StackSample& e) override { writer_.record_stack_sample(e); }
     void record_overhead(const trace::OverheadEvent& e) override { writer_.record_overhead(e); }
 
-private:
+  private:
     store::TraceWriter& writer_;
 };
 

@@ -21,8 +21,8 @@ namespace {
 
 constexpr TimeNs kMicro = 1000;
 constexpr TimeNs kMilli = 1000 * kMicro;
-constexpr TimeNs kJobStart = 2'000'000'000;                       // true time of step 0
-constexpr std::int64_t kWallOffset = 1'767'225'600'000'000'000;   // 2026-01-01T00:00:00Z
+constexpr TimeNs kJobStart = 2'000'000'000;                      // true time of step 0
+constexpr std::int64_t kWallOffset = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z
 constexpr TimeNs kUnknown = std::numeric_limits<TimeNs>::min();
 
 std::uint64_t mix(std::uint64_t z) {
@@ -54,39 +54,46 @@ struct LayerSpec {
 
 const std::vector<LayerSpec>& layers() {
     static const std::vector<LayerSpec> list = {
-        {"conv1", {"implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", 180 * kMicro},
+        {"conv1",
+         {"implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", 180 * kMicro},
          {{"dgrad_engine<float, 128, 6, 7, 3, 3, 5, false>", 210 * kMicro},
           {"wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>", 160 * kMicro}}},
-        {"bn1", {"batch_norm_collect_statistics_kernel<float, float, float, int>", 40 * kMicro},
+        {"bn1",
+         {"batch_norm_collect_statistics_kernel<float, float, float, int>", 40 * kMicro},
          {{"batch_norm_backward_kernel<float, float, float, int>", 55 * kMicro}}},
-        {"relu1", {"vectorized_elementwise_kernel<4, relu_functor<float>>", 18 * kMicro},
+        {"relu1",
+         {"vectorized_elementwise_kernel<4, relu_functor<float>>", 18 * kMicro},
          {{"vectorized_elementwise_kernel<4, threshold_backward<float>>", 20 * kMicro}}},
-        {"conv2", {"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_kernel__5x_cudnn", 240 * kMicro},
+        {"conv2",
+         {"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_kernel__5x_cudnn", 240 * kMicro},
          {{"sm90_xmma_dgrad_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_kernel__5x_cudnn", 260 * kMicro},
           {"sm90_xmma_wgrad_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_kernel__5x_cudnn", 220 * kMicro}}},
-        {"bn2", {"batch_norm_collect_statistics_kernel<float, float, float, int>", 35 * kMicro},
+        {"bn2",
+         {"batch_norm_collect_statistics_kernel<float, float, float, int>", 35 * kMicro},
          {{"batch_norm_backward_kernel<float, float, float, int>", 45 * kMicro}}},
-        {"fc", {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_kernel__5x_cublas", 60 * kMicro},
+        {"fc",
+         {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_kernel__5x_cublas", 60 * kMicro},
          {{"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_kernel__5x_cublas", 55 * kMicro},
           {"sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_kernel__5x_cublas", 50 * kMicro}}},
     };
     return list;
 }
 
-constexpr const char* kAllReduceKernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+constexpr const char* kAllReduceKernel =
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
 constexpr const char* kOptimizerKernel = "multi_tensor_apply_kernel<FusedSgdMathFunctor<float, 3>>";
 constexpr int kBuckets = 2;
-constexpr std::size_t kConv2 = 3;   // the straggler's longer kernel: conv2's forward
+constexpr std::size_t kConv2 = 3;         // the straggler's longer kernel: conv2's forward
 constexpr std::size_t kBucket0After = 5;  // the first bucket closes after fc's backward
 
 // Draw slots (the `what` of draw()).
 enum Slot : int {
     kLoaderWait = 0,
-    kEndJitter = 1,                 // + bucket
-    kTransfer = 3,                  // + bucket (job-wide: rank -1)
+    kEndJitter = 1,  // + bucket
+    kTransfer = 3,   // + bucket (job-wide: rank -1)
     kOptimizer = 5,
-    kForwardKernel = 100,           // + layer
-    kBackwardKernel = 200,          // + 10 * layer + kernel
+    kForwardKernel = 100,   // + layer
+    kBackwardKernel = 200,  // + 10 * layer + kernel
 };
 
 // Receives one rank's events (the plan pass passes none).
@@ -134,7 +141,7 @@ struct RankStep {
 };
 
 class JobModel {
-public:
+  public:
     explicit JobModel(const SyntheticJobOptions& options)
         : options_(options), groups_{options.ranks, std::max(1, options.tensor_parallel)} {}
     const Groups& groups() const { return groups_; }
@@ -168,8 +175,9 @@ public:
         const RangeId step_id = out ? out->reserve() : 0;
         RangeId parent = step_id;  // the phase open now
         auto range = [&](const char* name, std::uint32_t category, TimeNs start, int depth, RangeId id = 0) {
-            if (out) out->range(id ? id : out->reserve(), depth == 1 ? step_id : parent, name, category, start,
-                                std::max(host, start + 1), depth, -1);
+            if (out)
+                out->range(id ? id : out->reserve(), depth == 1 ? step_id : parent, name, category, start,
+                           std::max(host, start + 1), depth, -1);
         };
         const TimeNs step_start = host;
         const TimeNs wait = 20 * kMicro + static_cast<TimeNs>(40'000.0 * draw(options_.seed, rank, index, kLoaderWait));
@@ -240,21 +248,22 @@ public:
     // Rank `rank`'s clock: recorded = true + offset. Rank 0 too is off the true time.
     TimeNs clock_offset(int rank) const {
         if (options_.clock_skew_ns == 0) return 0;
-        return static_cast<TimeNs>((2.0 * draw(options_.seed, rank, -7, 11) - 1.0) * static_cast<double>(options_.clock_skew_ns));
+        return static_cast<TimeNs>((2.0 * draw(options_.seed, rank, -7, 11) - 1.0) *
+                                   static_cast<double>(options_.clock_skew_ns));
     }
     // Its host's wall clock is right to within a millisecond.
     TimeNs wall_error(int rank) const {
         return static_cast<TimeNs>((2.0 * draw(options_.seed, rank, -7, 12) - 1.0) * static_cast<double>(kMilli));
     }
 
-private:
+  private:
     const SyntheticJobOptions& options_;
     Groups groups_;
 };
 
 // Writes one rank's events through a TraceWriter, shifted onto its own clock.
 class WriterEmitter : public Emitter {
-public:
+  public:
     WriterEmitter(store::TraceWriter& writer, int rank, TimeNs offset, const Groups& groups)
         : writer_(writer), offset_(offset), rank_(rank), groups_(groups) {
         const std::int64_t pid = 20'000 + rank;
@@ -328,7 +337,7 @@ public:
     }
     std::int64_t events = 0;
 
-private:
+  private:
     store::TraceWriter& writer_;
     TimeNs offset_;
     ThreadId main_ = 0;

@@ -32,18 +32,18 @@ struct SyntheticJobOptions {
     int ranks = 8;
     std::int64_t steps = 50;
     std::uint64_t seed = 1;
-    int straggler = -1;                               // -1: no straggler
-    trace::TimeNs straggler_extra_ns = 2'000'000;     // its extra compute per step
-    trace::TimeNs clock_skew_ns = 0;                  // each clock off the true time by up to this
-    int tensor_parallel = 1;                          // T: ranks per tensor-parallel group (divides ranks)
+    int straggler = -1;                            // -1: no straggler
+    trace::TimeNs straggler_extra_ns = 2'000'000;  // its extra compute per step
+    trace::TimeNs clock_skew_ns = 0;               // each clock off the true time by up to this
+    int tensor_parallel = 1;                       // T: ranks per tensor-parallel group (divides ranks)
 };
 
 // What the analysis should find for one rank.
 struct SyntheticJobTruth {
     int rank = 0;
-    trace::TimeNs clock_offset_ns = 0;  // recorded = true time + this
-    trace::TimeNs wait_ns = 0;          // summed (last arrival - own arrival)
-    std::int64_t arrived_last = 0;      // collectives it arrived strictly last to
+    trace::TimeNs clock_offset_ns = 0;      // recorded = true time + this
+    trace::TimeNs wait_ns = 0;              // summed (last arrival - own arrival)
+    std::int64_t arrived_last = 0;          // collectives it arrived strictly last to
     std::int64_t arrived_last_by_10us = 0;  // ... and more than 10 µs after every other rank
     std::int64_t collectives = 0;
     std::int64_t events = 0;

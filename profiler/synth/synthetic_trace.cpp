@@ -20,7 +20,7 @@ namespace {
 
 // splitmix64: tiny, fast, and the same on every platform (std:: distributions are not).
 class Random {
-public:
+  public:
     explicit Random(std::uint64_t seed) : state_(seed) {}
     std::uint64_t next() {
         std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
@@ -29,17 +29,19 @@ public:
         return z ^ (z >> 31);
     }
     double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
-    TimeNs between(TimeNs low, TimeNs high) { return low + static_cast<TimeNs>(uniform() * static_cast<double>(high - low)); }
+    TimeNs between(TimeNs low, TimeNs high) {
+        return low + static_cast<TimeNs>(uniform() * static_cast<double>(high - low));
+    }
     bool chance(double probability) { return uniform() < probability; }
 
-private:
+  private:
     std::uint64_t state_;
 };
 
 constexpr TimeNs kMicro = 1000;
 constexpr TimeNs kMilli = 1000 * kMicro;
-constexpr TimeNs kTraceStart = 1'000'000'000;                      // 1 s on the synthetic clock
-constexpr std::int64_t kWallOffset = 1'767'225'600'000'000'000;   // 2026-01-01T00:00:00Z
+constexpr TimeNs kTraceStart = 1'000'000'000;                    // 1 s on the synthetic clock
+constexpr std::int64_t kWallOffset = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z
 constexpr int kBatchSize = 128;
 
 // The engine's NVTX categories (common/nvtx_contract.h).
@@ -66,27 +68,33 @@ struct Layer {
 Layer batch_norm_layer(const char* name, TimeNs forward_ns, TimeNs backward_ns, std::uint32_t blocks,
                        std::uint64_t parameter_bytes) {
     return {name,
-            {"void at::native::batch_norm_collect_statistics_kernel<float, float, float, int>(...)", forward_ns,
+            {"void at::native::batch_norm_collect_statistics_kernel<float, float, float, int>(...)",
+             forward_ns,
              {blocks, 1, 1, 512, 1, 1, 32, 0, 4096}},
-            {{"void at::native::batch_norm_backward_kernel<float, float, float, int>(...)", backward_ns,
+            {{"void at::native::batch_norm_backward_kernel<float, float, float, int>(...)",
+              backward_ns,
               {blocks, 1, 1, 512, 1, 1, 40, 0, 4096}}},
             parameter_bytes};
 }
 
 Layer relu_layer(const char* name, TimeNs forward_ns, TimeNs backward_ns, std::uint32_t blocks) {
     return {name,
-            {"void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, ...)", forward_ns,
+            {"void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, ...)",
+             forward_ns,
              {blocks, 1, 1, 128, 1, 1, 16, 0, 0}},
             {{"void at::native::vectorized_elementwise_kernel<4, at::native::threshold_backward<float>>(int, ...)",
-              backward_ns, {blocks, 1, 1, 128, 1, 1, 16, 0, 0}}},
+              backward_ns,
+              {blocks, 1, 1, 128, 1, 1, 16, 0, 0}}},
             0};
 }
 
 Layer pool_layer(const char* name, TimeNs forward_ns, TimeNs backward_ns, std::uint32_t blocks) {
     return {name,
-            {"void at::native::max_pool_forward_nchw<float>(int, float const*, ...)", forward_ns,
+            {"void at::native::max_pool_forward_nchw<float>(int, float const*, ...)",
+             forward_ns,
              {blocks, 1, 1, 256, 1, 1, 24, 0, 0}},
-            {{"void at::native::max_pool_backward_nchw<float>(float const*, long const*, ...)", backward_ns,
+            {{"void at::native::max_pool_backward_nchw<float>(float const*, long const*, ...)",
+              backward_ns,
               {blocks, 1, 1, 256, 1, 1, 24, 0, 0}}},
             0};
 }
@@ -97,14 +105,17 @@ const std::vector<Layer>& model_layers() {
          {"void cudnn::cnn::implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, "
           "int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, "
           "int, float const*, float const*, bool, int, int)",
-          180 * kMicro, {196, 1, 1, 128, 1, 1, 64, 8192, 0}},
+          180 * kMicro,
+          {196, 1, 1, 128, 1, 1, 64, 8192, 0}},
          {{"void cudnn::detail::dgrad_engine<float, 128, 6, 7, 3, 3, 5, false>(int, int, int, float const*, int, float "
            "const*, int, float*, kernel_grad_params, unsigned long long, int, unsigned long long, int, float, int, int, "
            "int)",
-           210 * kMicro, {196, 1, 1, 128, 1, 1, 72, 9216, 0}},
+           210 * kMicro,
+           {196, 1, 1, 128, 1, 1, 72, 9216, 0}},
           {"void cudnn::detail::wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>(int, int, int, float const*, "
            "int, float*, float const*, kernel_grad_params, unsigned long long, int, float, int, int, int, int)",
-           160 * kMicro, {32, 4, 1, 512, 1, 1, 80, 12288, 0}}},
+           160 * kMicro,
+           {32, 4, 1, 512, 1, 1, 80, 12288, 0}}},
          32 * 9 * 4},
         batch_norm_layer("bn1", 40 * kMicro, 55 * kMicro, 32, 64 * 4),
         relu_layer("relu1", 18 * kMicro, 20 * kMicro, 3136),
@@ -112,11 +123,14 @@ const std::vector<Layer>& model_layers() {
         {"conv2",
          {"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_warpgroupsize1x1x1_"
           "execute_segment_k_off_kernel__5x_cudnn",
-          240 * kMicro, {98, 2, 1, 128, 1, 1, 168, 0, 98304}},
+          240 * kMicro,
+          {98, 2, 1, 128, 1, 1, 168, 0, 98304}},
          {{"sm90_xmma_dgrad_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_kernel__5x_cudnn",
-           260 * kMicro, {98, 2, 1, 128, 1, 1, 168, 0, 98304}},
+           260 * kMicro,
+           {98, 2, 1, 128, 1, 1, 168, 0, 98304}},
           {"sm90_xmma_wgrad_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x64x16_kernel__5x_cudnn",
-           220 * kMicro, {64, 4, 1, 128, 1, 1, 128, 0, 65536}}},
+           220 * kMicro,
+           {64, 4, 1, 128, 1, 1, 128, 0, 65536}}},
          64 * 32 * 9 * 4},
         batch_norm_layer("bn2", 35 * kMicro, 45 * kMicro, 64, 128 * 4),
         relu_layer("relu2", 12 * kMicro, 14 * kMicro, 1568),
@@ -124,44 +138,55 @@ const std::vector<Layer>& model_layers() {
         {"fc1",
          {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_"
           "kernel__5x_cublas",
-          60 * kMicro, {8, 1, 1, 128, 1, 1, 168, 0, 131072}},
-         {{"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x128x32_kernel__5x_cublas", 55 * kMicro,
+          60 * kMicro,
+          {8, 1, 1, 128, 1, 1, 168, 0, 131072}},
+         {{"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x128x32_kernel__5x_cublas",
+           55 * kMicro,
            {8, 1, 1, 128, 1, 1, 168, 0, 98304}},
-          {"sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize64x64x32_kernel__5x_cublas", 50 * kMicro,
+          {"sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize64x64x32_kernel__5x_cublas",
+           50 * kMicro,
            {16, 1, 1, 128, 1, 1, 128, 0, 65536}}},
          3136 * 10 * 4},
         {"loss",
          {"void ember::cuda::softmax_cross_entropy_forward<float>(float const*, int const*, float*, int, int)",
-          10 * kMicro, {1, 1, 1, 128, 1, 1, 32, 512, 0}},
+          10 * kMicro,
+          {1, 1, 1, 128, 1, 1, 32, 512, 0}},
          {{"void ember::cuda::softmax_cross_entropy_backward<float>(float const*, int const*, float*, int, int)",
-           9 * kMicro, {1, 1, 1, 128, 1, 1, 32, 512, 0}}},
+           9 * kMicro,
+           {1, 1, 1, 128, 1, 1, 32, 512, 0}}},
          0},
     };
     return layers;
 }
 
-const KernelShape kAllReduceKernel = {
-    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 0, {2, 1, 1, 640, 1, 1, 96, 0, 0}};
+const KernelShape kAllReduceKernel = {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                                      0,
+                                      {2, 1, 1, 640, 1, 1, 96, 0, 0}};
 const KernelShape kAdamKernel = {
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
     "namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4>, float*, "
     "double, double, double, double, double, bool, bool, float*, float*>(...)",
-    45 * kMicro, {80, 1, 1, 512, 1, 1, 64, 0, 0}};
+    45 * kMicro,
+    {80, 1, 1, 512, 1, 1, 64, 0, 0}};
 const KernelShape kNormKernel = {
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
     "namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::L2NormFunctor<float, 1>>(...)",
-    12 * kMicro, {40, 1, 1, 512, 1, 1, 32, 4096, 0}};
+    12 * kMicro,
+    {40, 1, 1, 512, 1, 1, 32, 4096, 0}};
 
 // One rank's generator: the main thread's clock, open NVTX ranges, stream queues.
 class RankGenerator {
-public:
+  public:
     RankGenerator(EventSink& sink, const SyntheticTraceOptions& options, int rank)
-        : sink_(sink), options_(options), rank_(rank),
-          random_(options.seed * 0x2545f4914f6cdd1dull + static_cast<std::uint64_t>(rank) * 0x9e3779b97f4a7c15ull + 1) {}
+        : sink_(sink),
+          options_(options),
+          rank_(rank),
+          random_(options.seed * 0x2545f4914f6cdd1dull + static_cast<std::uint64_t>(rank) * 0x9e3779b97f4a7c15ull + 1) {
+    }
 
     SyntheticRankSummary run();
 
-private:
+  private:
     struct OpenRange {
         RangeId id;
         TimeNs start;
@@ -195,7 +220,9 @@ private:
     TimeNs api_call(StringId name, TimeNs duration, CorrelationId correlation);
     StreamId stream_index(StreamId stream) const { return stream == compute_ ? 0 : stream == copy_ ? 1 : 2; }
     TimeNs& busy(StreamId stream) { return stream_busy_[stream_index(stream)]; }
-    TimeNs jitter(TimeNs mean) { return std::max<TimeNs>(kMicro, static_cast<TimeNs>(mean * (0.85 + 0.3 * random_.uniform()))); }
+    TimeNs jitter(TimeNs mean) {
+        return std::max<TimeNs>(kMicro, static_cast<TimeNs>(mean * (0.85 + 0.3 * random_.uniform())));
+    }
 
     // Sink calls through these count the events.
     template <typename Event, typename Record>
@@ -238,8 +265,9 @@ void RankGenerator::register_tracks() {
     workers_[1] = sink_.register_thread({0, pid, pid + 2, "pt_data_worker 1"});
     collector_ = sink_.register_thread({0, pid, pid + 3, "ember collector"});
     device_ = rank_ % 8;
-    sink_.register_device({device_, "NVIDIA H100 80GB HBM3", "GPU-5f3c0000-0000-0000-0000-00000000000" + std::to_string(rank_ % 10),
-                           9, 0, 132, 85'520'809'984, 3.35e12});
+    sink_.register_device({device_, "NVIDIA H100 80GB HBM3",
+                           "GPU-5f3c0000-0000-0000-0000-00000000000" + std::to_string(rank_ % 10), 9, 0, 132,
+                           85'520'809'984, 3.35e12});
     compute_ = sink_.register_stream({0, device_, 1, 7, 0, "compute"});
     copy_ = sink_.register_stream({0, device_, 1, 13, -1, "copy"});
     nccl_ = sink_.register_stream({0, device_, 1, 21, -1, "nccl"});
@@ -360,7 +388,8 @@ RankGenerator::BatchWait RankGenerator::wait_for_batch(std::int64_t index) {
         ThreadId worker = workers_[index % 2];
         TimeNs augment = random_.between(300 * kMicro, 600 * kMicro);
         TimeNs decode = random_.between(500 * kMicro, 1200 * kMicro);
-        TimeNs load = stall ? wait + random_.between(1 * kMilli, 2 * kMilli) : random_.between(800 * kMicro, 2 * kMilli);
+        TimeNs load =
+            stall ? wait + random_.between(1 * kMilli, 2 * kMilli) : random_.between(800 * kMicro, 2 * kMilli);
         TimeNs end = batch_ready - random_.between(5 * kMicro, 15 * kMicro);
         StringId names[3] = {load_, decode_, augment_};
         TimeNs durations[3] = {load, decode, augment};
@@ -389,16 +418,32 @@ void RankGenerator::copy_batch(std::int64_t index) {
     CorrelationId correlation = next_correlation_++;
     std::uint64_t bytes = kBatchSize * 28 * 28 * 4;
     TimeNs call_start = api_call(memcpy_async_, random_.between(4 * kMicro, 8 * kMicro), correlation);
-    MemcpyEvent copy{std::max(call_start + 6 * kMicro, busy(copy_) + kMicro), 0, device_, copy_, correlation,
-                     MemcpyDirection::host_to_device, bytes, MemoryKind::pinned, MemoryKind::device, kNoDevice};
+    MemcpyEvent copy{std::max(call_start + 6 * kMicro, busy(copy_) + kMicro),
+                     0,
+                     device_,
+                     copy_,
+                     correlation,
+                     MemcpyDirection::host_to_device,
+                     bytes,
+                     MemoryKind::pinned,
+                     MemoryKind::device,
+                     kNoDevice};
     copy.end_ns = copy.start_ns + static_cast<TimeNs>(bytes / 20.0) + 2 * kMicro;  // ~20 GB/s
     emit(copy, &EventSink::record_memcpy);
     busy(copy_) = copy.end_ns;
 
     correlation = next_correlation_++;
     std::uint64_t label_bytes = kBatchSize * 8;
-    MemcpyEvent labels{0, 0, device_, compute_, correlation, MemcpyDirection::host_to_device, label_bytes,
-                       MemoryKind::pageable, MemoryKind::device, kNoDevice};
+    MemcpyEvent labels{0,
+                       0,
+                       device_,
+                       compute_,
+                       correlation,
+                       MemcpyDirection::host_to_device,
+                       label_bytes,
+                       MemoryKind::pageable,
+                       MemoryKind::device,
+                       kNoDevice};
     labels.start_ns = std::max(now_ + 8 * kMicro, busy(compute_) + kMicro);
     labels.end_ns = labels.start_ns + 6 * kMicro;
     // A pageable copy blocks the host until the GPU has done it.
@@ -411,8 +456,13 @@ void RankGenerator::copy_batch(std::int64_t index) {
     // The compute stream waits for the image copy.
     correlation = next_correlation_++;
     TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
-    SyncEvent sync{wait_start, std::max(wait_start + kMicro, busy(copy_)), device_, compute_, correlation,
-                   SyncKind::stream_wait_event, static_cast<std::uint64_t>(index * 4 + 1)};
+    SyncEvent sync{wait_start,
+                   std::max(wait_start + kMicro, busy(copy_)),
+                   device_,
+                   compute_,
+                   correlation,
+                   SyncKind::stream_wait_event,
+                   static_cast<std::uint64_t>(index * 4 + 1)};
     emit(sync, &EventSink::record_sync);
     busy(compute_) = std::max(busy(compute_), busy(copy_));
 }
@@ -464,8 +514,13 @@ void RankGenerator::wait_for_allreduce(std::int64_t index) {
     push_range(allreduce_wait_, kCategoryCommunication, 0xffff9da7u);
     CorrelationId correlation = next_correlation_++;
     TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
-    SyncEvent sync{wait_start, std::max(wait_start + kMicro, busy(nccl_)), device_, compute_, correlation,
-                   SyncKind::stream_wait_event, static_cast<std::uint64_t>(index * 4 + 2)};
+    SyncEvent sync{wait_start,
+                   std::max(wait_start + kMicro, busy(nccl_)),
+                   device_,
+                   compute_,
+                   correlation,
+                   SyncKind::stream_wait_event,
+                   static_cast<std::uint64_t>(index * 4 + 2)};
     emit(sync, &EventSink::record_sync);
     busy(compute_) = std::max(busy(compute_), busy(nccl_));
     pop_range();
@@ -478,8 +533,14 @@ void RankGenerator::optimizer_step() {
     {
         CorrelationId correlation = next_correlation_++;
         TimeNs call_start = api_call(memset_async_, random_.between(3 * kMicro, 5 * kMicro), correlation);
-        MemsetEvent zero{std::max(call_start + 5 * kMicro, busy(compute_) + kMicro), 0, device_, compute_,
-                         correlation, 1'750'000, 0, MemoryKind::device};
+        MemsetEvent zero{std::max(call_start + 5 * kMicro, busy(compute_) + kMicro),
+                         0,
+                         device_,
+                         compute_,
+                         correlation,
+                         1'750'000,
+                         0,
+                         MemoryKind::device};
         zero.end_ns = zero.start_ns + 4 * kMicro;
         emit(zero, &EventSink::record_memset);
         busy(compute_) = zero.end_ns;
@@ -517,7 +578,8 @@ void RankGenerator::finish_step(std::int64_t index, TimeNs step_start, const Bat
     // CPU samples of the main thread: where a sampling profiler would find it.
     emit(StackSample{batch_ready - wait / 2, main_, wait_stack_}, &EventSink::record_stack_sample);
     emit(StackSample{step_start + (now_ - step_start) / 3, main_, forward_stack_}, &EventSink::record_stack_sample);
-    emit(StackSample{step_start + 2 * (now_ - step_start) / 3, main_, backward_stack_}, &EventSink::record_stack_sample);
+    emit(StackSample{step_start + 2 * (now_ - step_start) / 3, main_, backward_stack_},
+         &EventSink::record_stack_sample);
     emit(StackSample{now_ - 1, main_, optimizer_stack_}, &EventSink::record_stack_sample);
 
     if (index % 20 == 19) {

@@ -26,11 +26,21 @@ inline constexpr std::int64_t kGpuPidLimit = kGpuPidBase + kDeviceLimit;
 // kSyncTidBase + s of the same process.
 inline constexpr std::int64_t kSyncTidBase = 1'000'000'000;
 
-constexpr std::int64_t gpu_pid(std::int64_t device) { return kGpuPidBase + device; }
-constexpr bool is_gpu_pid(std::int64_t pid) { return pid >= kGpuPidBase && pid < kGpuPidLimit; }
-constexpr std::int64_t device_of_gpu_pid(std::int64_t pid) { return pid - kGpuPidBase; }
-constexpr std::int64_t sync_tid(std::int64_t stream) { return kSyncTidBase + stream; }
-constexpr bool is_sync_tid(std::int64_t tid) { return tid >= kSyncTidBase; }
+constexpr std::int64_t gpu_pid(std::int64_t device) {
+    return kGpuPidBase + device;
+}
+constexpr bool is_gpu_pid(std::int64_t pid) {
+    return pid >= kGpuPidBase && pid < kGpuPidLimit;
+}
+constexpr std::int64_t device_of_gpu_pid(std::int64_t pid) {
+    return pid - kGpuPidBase;
+}
+constexpr std::int64_t sync_tid(std::int64_t stream) {
+    return kSyncTidBase + stream;
+}
+constexpr bool is_sync_tid(std::int64_t tid) {
+    return tid >= kSyncTidBase;
+}
 
 // Process and thread names ("M" events): "GPU 0 NVIDIA H100", "Stream 7 compute",
 // "Synchronizations, stream 7", "python train.py (pid 4242)", "main (tid 4242)".

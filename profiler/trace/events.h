@@ -55,16 +55,16 @@ enum class MemoryKind : std::uint8_t {
     pageable = 1,  // ordinary host memory: the driver stages it, copies are synchronous
     pinned = 2,    // page-locked host memory: async DMA
     device = 3,
-    managed = 4,   // unified memory
-    array = 5,     // CUDA array
+    managed = 4,  // unified memory
+    array = 5,    // CUDA array
 };
 
 enum class SyncKind : std::uint8_t {
     unknown = 0,
-    event_synchronize = 1,   // cudaEventSynchronize
-    stream_wait_event = 2,   // cudaStreamWaitEvent
-    stream_synchronize = 3,  // cudaStreamSynchronize
-    context_synchronize = 4, // cudaDeviceSynchronize / cuCtxSynchronize
+    event_synchronize = 1,    // cudaEventSynchronize
+    stream_wait_event = 2,    // cudaStreamWaitEvent
+    stream_synchronize = 3,   // cudaStreamSynchronize
+    context_synchronize = 4,  // cudaDeviceSynchronize / cuCtxSynchronize
 };
 
 enum class PayloadKind : std::uint8_t {
@@ -76,33 +76,50 @@ enum class PayloadKind : std::uint8_t {
 // Short names used in docs, exports and the viewer ("HtoD", "pinned", ...).
 inline const char* direction_name(MemcpyDirection d) {
     switch (d) {
-        case MemcpyDirection::host_to_device: return "HtoD";
-        case MemcpyDirection::device_to_host: return "DtoH";
-        case MemcpyDirection::device_to_device: return "DtoD";
-        case MemcpyDirection::host_to_host: return "HtoH";
-        case MemcpyDirection::peer_to_peer: return "PtoP";
-        default: return "unknown";
+        case MemcpyDirection::host_to_device:
+            return "HtoD";
+        case MemcpyDirection::device_to_host:
+            return "DtoH";
+        case MemcpyDirection::device_to_device:
+            return "DtoD";
+        case MemcpyDirection::host_to_host:
+            return "HtoH";
+        case MemcpyDirection::peer_to_peer:
+            return "PtoP";
+        default:
+            return "unknown";
     }
 }
 
 inline const char* memory_kind_name(MemoryKind k) {
     switch (k) {
-        case MemoryKind::pageable: return "pageable";
-        case MemoryKind::pinned: return "pinned";
-        case MemoryKind::device: return "device";
-        case MemoryKind::managed: return "managed";
-        case MemoryKind::array: return "array";
-        default: return "unknown";
+        case MemoryKind::pageable:
+            return "pageable";
+        case MemoryKind::pinned:
+            return "pinned";
+        case MemoryKind::device:
+            return "device";
+        case MemoryKind::managed:
+            return "managed";
+        case MemoryKind::array:
+            return "array";
+        default:
+            return "unknown";
     }
 }
 
 inline const char* sync_kind_name(SyncKind k) {
     switch (k) {
-        case SyncKind::event_synchronize: return "event synchronize";
-        case SyncKind::stream_wait_event: return "stream wait event";
-        case SyncKind::stream_synchronize: return "stream synchronize";
-        case SyncKind::context_synchronize: return "context synchronize";
-        default: return "unknown";
+        case SyncKind::event_synchronize:
+            return "event synchronize";
+        case SyncKind::stream_wait_event:
+            return "stream wait event";
+        case SyncKind::stream_synchronize:
+            return "stream synchronize";
+        case SyncKind::context_synchronize:
+            return "context synchronize";
+        default:
+            return "unknown";
     }
 }
 
@@ -116,8 +133,7 @@ struct Payload {
     static Payload of_real(double v) { return {PayloadKind::real, 0, v}; }
     // The payload as a number, whatever its kind (0 for none).
     double as_double() const {
-        return kind == PayloadKind::integer ? static_cast<double>(integer)
-                                            : (kind == PayloadKind::real ? real : 0.0);
+        return kind == PayloadKind::integer ? static_cast<double>(integer) : (kind == PayloadKind::real ? real : 0.0);
     }
     bool operator==(const Payload&) const = default;
 };
@@ -132,15 +148,15 @@ struct RunInfo {
     std::string command_line;   // the recorded program's argv, joined by spaces
     std::string host;
     std::int64_t pid = 0;
-    std::int32_t rank = 0;        // MPI/NCCL rank of this process; 0 for a single process
+    std::int32_t rank = 0;  // MPI/NCCL rank of this process; 0 for a single process
     std::int32_t world_size = 1;
     // Where `rank` came from: "RANK environment", "distributedInfo.rank", "--rank",
     // "job file", "synthetic", ...; empty when the recorder knew no rank.
     std::string rank_source;
     std::string clock_name = "CLOCK_MONOTONIC";  // the clock every *_ns value is on
     std::int64_t clock_offset_to_wall_ns = 0;    // wall (Unix epoch ns) = trace time + offset
-    TimeNs start_ns = 0;   // recording began
-    TimeNs end_ns = 0;     // recording ended (0 while recording / after a crash)
+    TimeNs start_ns = 0;                         // recording began
+    TimeNs end_ns = 0;                           // recording ended (0 while recording / after a crash)
     bool operator==(const RunInfo&) const = default;
 };
 
@@ -153,7 +169,7 @@ struct ProcessInfo {
 struct ThreadInfo {
     ThreadId thread_id = 0;  // assigned by the writer at registration
     std::int64_t pid = 0;
-    std::int64_t tid = 0;    // OS thread id (gettid)
+    std::int64_t tid = 0;  // OS thread id (gettid)
     std::string name;
     bool operator==(const ThreadInfo&) const = default;
 };
@@ -171,20 +187,20 @@ struct DeviceInfo {
 };
 
 struct StreamInfo {
-    StreamId stream_id = 0;         // assigned by the writer at registration
+    StreamId stream_id = 0;  // assigned by the writer at registration
     DeviceId device_id = 0;
-    std::uint32_t context_id = 0;   // CUPTI context id
+    std::uint32_t context_id = 0;      // CUPTI context id
     std::uint64_t cuda_stream_id = 0;  // CUPTI stream id (unique within the process)
     std::int32_t priority = 0;
-    std::string name;               // "default", "copy", user name; may be empty
+    std::string name;  // "default", "copy", user name; may be empty
     bool operator==(const StreamInfo&) const = default;
 };
 
 // A scalar series: GPU utilization, loss, lr, samples/s, memory in use, ...
 struct CounterInfo {
-    CounterId counter_id = 0;  // assigned by the writer at registration
-    std::string name;          // "gpu utilization", "loss"
-    std::string unit;          // "%", "bytes", "" (dimensionless)
+    CounterId counter_id = 0;        // assigned by the writer at registration
+    std::string name;                // "gpu utilization", "loss"
+    std::string unit;                // "%", "bytes", "" (dimensionless)
     DeviceId device_id = kNoDevice;  // the device it measures, -1 for host-side series
     bool operator==(const CounterInfo&) const = default;
 };
@@ -225,8 +241,8 @@ struct KernelEvent {
     StringId name_id = kNoString;  // demangled kernel name
     LaunchConfig launch;
     // Schema 3 (fields added last so positional initialisation stays valid):
-    GraphId graph_id = 0;            // the CUDA graph this kernel ran in; 0 = none or unknown
-    GraphNodeId graph_node_id = 0;   // its node in that graph; 0 = not from a graph
+    GraphId graph_id = 0;           // the CUDA graph this kernel ran in; 0 = none or unknown
+    GraphNodeId graph_node_id = 0;  // its node in that graph; 0 = not from a graph
     bool operator==(const KernelEvent&) const = default;
 };
 
@@ -243,8 +259,8 @@ struct MemcpyEvent {
     MemoryKind destination_kind = MemoryKind::unknown;
     DeviceId peer_device_id = kNoDevice;  // the other device of a peer copy
     // Schema 3 (fields added last so positional initialisation stays valid):
-    GraphId graph_id = 0;                 // the CUDA graph it ran in; 0 = none or unknown
-    GraphNodeId graph_node_id = 0;        // its node in that graph; 0 = not from a graph
+    GraphId graph_id = 0;           // the CUDA graph it ran in; 0 = none or unknown
+    GraphNodeId graph_node_id = 0;  // its node in that graph; 0 = not from a graph
     bool operator==(const MemcpyEvent&) const = default;
 };
 
@@ -259,8 +275,8 @@ struct MemsetEvent {
     std::uint32_t value = 0;
     MemoryKind memory_kind = MemoryKind::device;
     // Schema 3 (fields added last so positional initialisation stays valid):
-    GraphId graph_id = 0;            // the CUDA graph it ran in; 0 = none or unknown
-    GraphNodeId graph_node_id = 0;   // its node in that graph; 0 = not from a graph
+    GraphId graph_id = 0;           // the CUDA graph it ran in; 0 = none or unknown
+    GraphNodeId graph_node_id = 0;  // its node in that graph; 0 = not from a graph
     bool operator==(const MemsetEvent&) const = default;
 };
 
@@ -272,7 +288,7 @@ struct SyncEvent {
     StreamId stream_id = 0;
     CorrelationId correlation_id = 0;  // the API call that waited
     SyncKind kind = SyncKind::unknown;
-    std::uint64_t cuda_event_id = 0;   // for event syncs / waits; 0 otherwise
+    std::uint64_t cuda_event_id = 0;  // for event syncs / waits; 0 otherwise
     bool operator==(const SyncEvent&) const = default;
 };
 
@@ -295,17 +311,17 @@ struct ApiEvent {
 
 // An NVTX range. Track: a thread (the one that opened it).
 struct RangeEvent {
-    RangeId range_id = 0;          // unique in the file; from TraceWriter::next_range_id()
+    RangeId range_id = 0;  // unique in the file; from TraceWriter::next_range_id()
     TimeNs start_ns = 0;
     TimeNs end_ns = 0;
     ThreadId thread_id = 0;
     StringId domain_id = kNoString;  // NVTX domain ("ember"); kNoString = default domain
     StringId name_id = kNoString;
-    std::uint32_t category = 0;      // NVTX category (engine/core/nvtx.h: Category)
-    std::uint32_t color = 0;         // ARGB; 0 = none
-    std::int32_t depth = 0;          // push/pop nesting on its thread, 0 = outermost;
-                                     // -1 for start/end ranges (not nested)
-    RangeId parent_range_id = 0;     // enclosing push/pop range, 0 = none
+    std::uint32_t category = 0;   // NVTX category (engine/core/nvtx.h: Category)
+    std::uint32_t color = 0;      // ARGB; 0 = none
+    std::int32_t depth = 0;       // push/pop nesting on its thread, 0 = outermost;
+                                  // -1 for start/end ranges (not nested)
+    RangeId parent_range_id = 0;  // enclosing push/pop range, 0 = none
     Payload payload;
     bool operator==(const RangeEvent&) const = default;
 };
@@ -342,9 +358,9 @@ struct StackSample {
 // Records lost before they reached the file: CUPTI buffer drops, writer buffer
 // overflow, ... Nothing is dropped silently.
 struct DroppedRecords {
-    TimeNs time_ns = 0;               // when the loss was noticed
-    StringId source_id = kNoString;   // "cupti", "writer buffer full", ...
-    ThreadId thread_id = 0;           // the producing thread when known
+    TimeNs time_ns = 0;              // when the loss was noticed
+    StringId source_id = kNoString;  // "cupti", "writer buffer full", ...
+    ThreadId thread_id = 0;          // the producing thread when known
     std::uint64_t count = 0;
     bool operator==(const DroppedRecords&) const = default;
 };
@@ -354,18 +370,18 @@ struct DroppedRecords {
 // its sizes. Attached to the event that ran it: a kernel (on_stream: its stream and
 // start) or a host range (its thread and start).
 struct CollectiveCall {
-    TimeNs start_ns = 0;              // the kernel's or range's start
-    std::uint32_t track_id = 0;       // its StreamId (on_stream) or ThreadId
+    TimeNs start_ns = 0;         // the kernel's or range's start
+    std::uint32_t track_id = 0;  // its StreamId (on_stream) or ThreadId
     bool on_stream = true;
-    StringId name_id = kNoString;     // "Collective name": "allreduce", "_allgather_base", ...
+    StringId name_id = kNoString;         // "Collective name": "allreduce", "_allgather_base", ...
     StringId group_name_id = kNoString;   // "Process Group Name": the same on every rank
     StringId group_desc_id = kNoString;   // "Process Group Description": "default_pg", "mesh_dp"
     StringId group_ranks_id = kNoString;  // "Process Group Ranks", as "[0, 1, 2, 3]"
-    std::int32_t group_size = 0;      // "Group size"
-    std::int64_t sequence = -1;       // "Seq": the collective's number in its group; -1 unknown
-    std::int64_t in_elements = -1;    // "In msg nelems"
-    std::int64_t out_elements = -1;   // "Out msg nelems"
-    StringId dtype_id = kNoString;    // "dtype"
+    std::int32_t group_size = 0;          // "Group size"
+    std::int64_t sequence = -1;           // "Seq": the collective's number in its group; -1 unknown
+    std::int64_t in_elements = -1;        // "In msg nelems"
+    std::int64_t out_elements = -1;       // "Out msg nelems"
+    StringId dtype_id = kNoString;        // "dtype"
     bool operator==(const CollectiveCall&) const = default;
 };
 
@@ -385,14 +401,14 @@ enum class MemoryAction : std::uint8_t {
     alloc = 1,
     free_requested = 2,
     free_completed = 3,
-    segment_alloc = 4,          // cudaMalloc of a segment
-    segment_free = 5,           // cudaFree of a segment
-    segment_map = 6,            // pages mapped into an expandable segment
-    segment_unmap = 7,          // pages unmapped from one
-    snapshot = 8,               // a snapshot was taken (PyTorch 2.0: bytes = allocated then)
-    oom = 9,                    // an allocation failed: bytes = the request, device_free_bytes
-    live_at_start = 10,         // a block allocated before the trace began
-    segment_live_at_start = 11, // a segment reserved before the trace began
+    segment_alloc = 4,           // cudaMalloc of a segment
+    segment_free = 5,            // cudaFree of a segment
+    segment_map = 6,             // pages mapped into an expandable segment
+    segment_unmap = 7,           // pages unmapped from one
+    snapshot = 8,                // a snapshot was taken (PyTorch 2.0: bytes = allocated then)
+    oom = 9,                     // an allocation failed: bytes = the request, device_free_bytes
+    live_at_start = 10,          // a block allocated before the trace began
+    segment_live_at_start = 11,  // a segment reserved before the trace began
 };
 
 // The state of a block when the allocator's state was taken (MemoryBlock).
@@ -408,12 +424,12 @@ struct MemoryEvent {
     TimeNs time_ns = 0;
     DeviceId device_id = 0;
     MemoryAction action = MemoryAction::unknown;
-    std::uint64_t address = 0;           // the block's (or segment's) address; 0 for oom/snapshot
-    std::int64_t bytes = 0;              // its size (oom: the request)
-    std::uint64_t cuda_stream = 0;       // the stream as the source names it (a cudaStream_t; 0 = default)
-    StackId stack_id = 0;                // where it was allocated/freed; 0 = unknown
-    std::int64_t device_free_bytes = -1; // oom: what the device had free; -1 otherwise
-    ThreadId thread_id = 0;              // the thread that allocated/freed (its open range is the op); 0 = unknown
+    std::uint64_t address = 0;            // the block's (or segment's) address; 0 for oom/snapshot
+    std::int64_t bytes = 0;               // its size (oom: the request)
+    std::uint64_t cuda_stream = 0;        // the stream as the source names it (a cudaStream_t; 0 = default)
+    StackId stack_id = 0;                 // where it was allocated/freed; 0 = unknown
+    std::int64_t device_free_bytes = -1;  // oom: what the device had free; -1 otherwise
+    ThreadId thread_id = 0;               // the thread that allocated/freed (its open range is the op); 0 = unknown
     bool operator==(const MemoryEvent&) const = default;
 };
 
@@ -424,40 +440,56 @@ struct MemoryBlock {
     DeviceId device_id = 0;
     MemoryBlockState state = MemoryBlockState::unknown;
     bool expandable_segment = false;
-    bool small_pool = false;             // the segment is of the small-block pool (under 1 MiB requests)
+    bool small_pool = false;  // the segment is of the small-block pool (under 1 MiB requests)
     std::uint64_t segment_address = 0;
-    std::int64_t segment_bytes = 0;      // the whole segment (reserved)
+    std::int64_t segment_bytes = 0;  // the whole segment (reserved)
     std::uint64_t address = 0;
-    std::int64_t bytes = 0;              // the block's size
-    std::int64_t requested_bytes = 0;    // what its user asked for (<= bytes)
+    std::int64_t bytes = 0;            // the block's size
+    std::int64_t requested_bytes = 0;  // what its user asked for (<= bytes)
     std::uint64_t cuda_stream = 0;
-    StackId stack_id = 0;                // where it was allocated; 0 = unknown
+    StackId stack_id = 0;  // where it was allocated; 0 = unknown
     bool operator==(const MemoryBlock&) const = default;
 };
 
 inline const char* memory_action_name(MemoryAction a) {
     switch (a) {
-        case MemoryAction::alloc: return "alloc";
-        case MemoryAction::free_requested: return "free_requested";
-        case MemoryAction::free_completed: return "free_completed";
-        case MemoryAction::segment_alloc: return "segment_alloc";
-        case MemoryAction::segment_free: return "segment_free";
-        case MemoryAction::segment_map: return "segment_map";
-        case MemoryAction::segment_unmap: return "segment_unmap";
-        case MemoryAction::snapshot: return "snapshot";
-        case MemoryAction::oom: return "oom";
-        case MemoryAction::live_at_start: return "live_at_start";
-        case MemoryAction::segment_live_at_start: return "segment_live_at_start";
-        default: return "unknown";
+        case MemoryAction::alloc:
+            return "alloc";
+        case MemoryAction::free_requested:
+            return "free_requested";
+        case MemoryAction::free_completed:
+            return "free_completed";
+        case MemoryAction::segment_alloc:
+            return "segment_alloc";
+        case MemoryAction::segment_free:
+            return "segment_free";
+        case MemoryAction::segment_map:
+            return "segment_map";
+        case MemoryAction::segment_unmap:
+            return "segment_unmap";
+        case MemoryAction::snapshot:
+            return "snapshot";
+        case MemoryAction::oom:
+            return "oom";
+        case MemoryAction::live_at_start:
+            return "live_at_start";
+        case MemoryAction::segment_live_at_start:
+            return "segment_live_at_start";
+        default:
+            return "unknown";
     }
 }
 
 inline const char* memory_block_state_name(MemoryBlockState s) {
     switch (s) {
-        case MemoryBlockState::active_allocated: return "active_allocated";
-        case MemoryBlockState::active_pending_free: return "active_pending_free";
-        case MemoryBlockState::inactive: return "inactive";
-        default: return "unknown";
+        case MemoryBlockState::active_allocated:
+            return "active_allocated";
+        case MemoryBlockState::active_pending_free:
+            return "active_pending_free";
+        case MemoryBlockState::inactive:
+            return "inactive";
+        default:
+            return "unknown";
     }
 }
 
@@ -494,37 +526,97 @@ struct Track {
 // track column holds.
 // ---------------------------------------------------------------------------
 
-inline TimeNs start_of(const KernelEvent& e) { return e.start_ns; }
-inline TimeNs start_of(const MemcpyEvent& e) { return e.start_ns; }
-inline TimeNs start_of(const MemsetEvent& e) { return e.start_ns; }
-inline TimeNs start_of(const SyncEvent& e) { return e.start_ns; }
-inline TimeNs start_of(const ApiEvent& e) { return e.start_ns; }
-inline TimeNs start_of(const RangeEvent& e) { return e.start_ns; }
-inline TimeNs start_of(const MarkEvent& e) { return e.time_ns; }
-inline TimeNs start_of(const CounterSample& e) { return e.time_ns; }
-inline TimeNs start_of(const StackSample& e) { return e.time_ns; }
-inline TimeNs start_of(const OverheadEvent& e) { return e.start_ns; }
+inline TimeNs start_of(const KernelEvent& e) {
+    return e.start_ns;
+}
+inline TimeNs start_of(const MemcpyEvent& e) {
+    return e.start_ns;
+}
+inline TimeNs start_of(const MemsetEvent& e) {
+    return e.start_ns;
+}
+inline TimeNs start_of(const SyncEvent& e) {
+    return e.start_ns;
+}
+inline TimeNs start_of(const ApiEvent& e) {
+    return e.start_ns;
+}
+inline TimeNs start_of(const RangeEvent& e) {
+    return e.start_ns;
+}
+inline TimeNs start_of(const MarkEvent& e) {
+    return e.time_ns;
+}
+inline TimeNs start_of(const CounterSample& e) {
+    return e.time_ns;
+}
+inline TimeNs start_of(const StackSample& e) {
+    return e.time_ns;
+}
+inline TimeNs start_of(const OverheadEvent& e) {
+    return e.start_ns;
+}
 
-inline TimeNs end_of(const KernelEvent& e) { return e.end_ns; }
-inline TimeNs end_of(const MemcpyEvent& e) { return e.end_ns; }
-inline TimeNs end_of(const MemsetEvent& e) { return e.end_ns; }
-inline TimeNs end_of(const SyncEvent& e) { return e.end_ns; }
-inline TimeNs end_of(const ApiEvent& e) { return e.end_ns; }
-inline TimeNs end_of(const RangeEvent& e) { return e.end_ns; }
-inline TimeNs end_of(const MarkEvent& e) { return e.time_ns; }
-inline TimeNs end_of(const CounterSample& e) { return e.time_ns; }
-inline TimeNs end_of(const StackSample& e) { return e.time_ns; }
-inline TimeNs end_of(const OverheadEvent& e) { return e.end_ns; }
+inline TimeNs end_of(const KernelEvent& e) {
+    return e.end_ns;
+}
+inline TimeNs end_of(const MemcpyEvent& e) {
+    return e.end_ns;
+}
+inline TimeNs end_of(const MemsetEvent& e) {
+    return e.end_ns;
+}
+inline TimeNs end_of(const SyncEvent& e) {
+    return e.end_ns;
+}
+inline TimeNs end_of(const ApiEvent& e) {
+    return e.end_ns;
+}
+inline TimeNs end_of(const RangeEvent& e) {
+    return e.end_ns;
+}
+inline TimeNs end_of(const MarkEvent& e) {
+    return e.time_ns;
+}
+inline TimeNs end_of(const CounterSample& e) {
+    return e.time_ns;
+}
+inline TimeNs end_of(const StackSample& e) {
+    return e.time_ns;
+}
+inline TimeNs end_of(const OverheadEvent& e) {
+    return e.end_ns;
+}
 
-inline std::uint32_t track_of(const KernelEvent& e) { return e.stream_id; }
-inline std::uint32_t track_of(const MemcpyEvent& e) { return e.stream_id; }
-inline std::uint32_t track_of(const MemsetEvent& e) { return e.stream_id; }
-inline std::uint32_t track_of(const SyncEvent& e) { return e.stream_id; }
-inline std::uint32_t track_of(const ApiEvent& e) { return e.thread_id; }
-inline std::uint32_t track_of(const RangeEvent& e) { return e.thread_id; }
-inline std::uint32_t track_of(const MarkEvent& e) { return e.thread_id; }
-inline std::uint32_t track_of(const CounterSample& e) { return e.counter_id; }
-inline std::uint32_t track_of(const StackSample& e) { return e.thread_id; }
-inline std::uint32_t track_of(const OverheadEvent& e) { return e.thread_id; }
+inline std::uint32_t track_of(const KernelEvent& e) {
+    return e.stream_id;
+}
+inline std::uint32_t track_of(const MemcpyEvent& e) {
+    return e.stream_id;
+}
+inline std::uint32_t track_of(const MemsetEvent& e) {
+    return e.stream_id;
+}
+inline std::uint32_t track_of(const SyncEvent& e) {
+    return e.stream_id;
+}
+inline std::uint32_t track_of(const ApiEvent& e) {
+    return e.thread_id;
+}
+inline std::uint32_t track_of(const RangeEvent& e) {
+    return e.thread_id;
+}
+inline std::uint32_t track_of(const MarkEvent& e) {
+    return e.thread_id;
+}
+inline std::uint32_t track_of(const CounterSample& e) {
+    return e.counter_id;
+}
+inline std::uint32_t track_of(const StackSample& e) {
+    return e.thread_id;
+}
+inline std::uint32_t track_of(const OverheadEvent& e) {
+    return e.thread_id;
+}
 
 }  // namespace ember::trace

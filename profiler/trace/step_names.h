@@ -13,8 +13,7 @@ namespace ember::trace {
 // other name (no digits, other characters, more than 18 digits).
 inline std::optional<std::int64_t> profiler_step_number(std::string_view name) {
     constexpr std::string_view kPrefix = nvtx::range::kProfilerStepPrefix;
-    if (name.substr(0, kPrefix.size()) != kPrefix || name.size() == kPrefix.size() ||
-        name.size() > kPrefix.size() + 18)
+    if (name.substr(0, kPrefix.size()) != kPrefix || name.size() == kPrefix.size() || name.size() > kPrefix.size() + 18)
         return std::nullopt;
     std::int64_t number = 0;
     for (char c : name.substr(kPrefix.size())) {

@@ -42,20 +42,19 @@ int main(int argc, char** argv) {
     float *dx = nullptr, *dy = nullptr;
     SAMPLE_CHECK(cudaMalloc(&dx, bytes));
     SAMPLE_CHECK(cudaMalloc(&dy, bytes));
-    SAMPLE_CHECK(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));    // pageable HtoD
-    SAMPLE_CHECK(cudaMemcpy(dy, y_pinned, bytes, cudaMemcpyHostToDevice));    // pinned HtoD
+    SAMPLE_CHECK(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));  // pageable HtoD
+    SAMPLE_CHECK(cudaMemcpy(dy, y_pinned, bytes, cudaMemcpyHostToDevice));  // pinned HtoD
     for (int it = 0; it < iterations; ++it) {
         EMBER_LAUNCH(saxpy, (n + 255) / 256, 256)(n, 2.0f, dx, dy);
         SAMPLE_CHECK(cudaGetLastError());
     }
-    SAMPLE_CHECK(cudaMemcpy(y_pinned, dy, bytes, cudaMemcpyDeviceToHost));    // pinned DtoH
+    SAMPLE_CHECK(cudaMemcpy(y_pinned, dy, bytes, cudaMemcpyDeviceToHost));  // pinned DtoH
     SAMPLE_CHECK(cudaDeviceSynchronize());
 
     int bad = 0;
     for (int i = 0; i < n; ++i)
         if (std::fabs(y_pinned[i] - (float(i % 100) + 2.0f * iterations)) > 1e-3f) ++bad;
-    std::printf("cuda_basics: %d elements, %d saxpy launches, %s\n", n, iterations,
-                bad ? "WRONG" : "ok");
+    std::printf("cuda_basics: %d elements, %d saxpy launches, %s\n", n, iterations, bad ? "WRONG" : "ok");
     SAMPLE_CHECK(cudaFree(dx));
     SAMPLE_CHECK(cudaFree(dy));
     SAMPLE_CHECK(cudaFreeHost(y_pinned));

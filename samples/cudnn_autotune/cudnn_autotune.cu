@@ -47,8 +47,8 @@ int main() {
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c.conv_desc));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, C, H, W));
     CUDNN_CHECK(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, K, C, R, S));
-    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c.conv_desc, 1, 1, 1, 1, 1, 1,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(
+        cudnnSetConvolution2dDescriptor(c.conv_desc, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, K, H, W));
 
     size_t x_n = size_t(N) * C * H * W, w_n = size_t(K) * C * R * S, y_n = size_t(N) * K * H * W;
@@ -68,40 +68,37 @@ int main() {
     // Heuristic choice (cudnn.benchmark = False).
     int returned = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd_heuristic[8];
-    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x_desc, c.w_desc, c.conv_desc,
-                                                       c.y_desc, 8, &returned, fwd_heuristic));
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x_desc, c.w_desc, c.conv_desc, c.y_desc, 8,
+                                                       &returned, fwd_heuristic));
     cudnnConvolutionBwdDataAlgoPerf_t bwd_data_heuristic[8];
-    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w_desc, c.y_desc, c.conv_desc,
-                                                            c.x_desc, 8, &returned, bwd_data_heuristic));
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w_desc, c.y_desc, c.conv_desc, c.x_desc, 8,
+                                                            &returned, bwd_data_heuristic));
     cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter_heuristic[8];
-    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x_desc, c.y_desc, c.conv_desc,
-                                                              c.w_desc, 8, &returned, bwd_filter_heuristic));
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x_desc, c.y_desc, c.conv_desc, c.w_desc, 8,
+                                                              &returned, bwd_filter_heuristic));
     // Measured choice (cudnn.benchmark = True): cuDNN times each algorithm.
     ensure_workspace(c, size_t(1) << 30);
     cudnnConvolutionFwdAlgoPerf_t fwd_found[16];
-    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x_desc, c.x, c.w_desc, c.w, c.conv_desc,
-                                                       c.y_desc, c.y, 16, &returned, fwd_found,
-                                                       c.workspace, c.workspace_bytes));
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x_desc, c.x, c.w_desc, c.w, c.conv_desc, c.y_desc,
+                                                       c.y, 16, &returned, fwd_found, c.workspace, c.workspace_bytes));
     cudnnConvolutionBwdDataAlgoPerf_t bwd_data_found[16];
-    CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w_desc, c.w, c.y_desc, c.dy,
-                                                            c.conv_desc, c.x_desc, c.dx, 16, &returned,
-                                                            bwd_data_found, c.workspace, c.workspace_bytes));
+    CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w_desc, c.w, c.y_desc, c.dy, c.conv_desc,
+                                                            c.x_desc, c.dx, 16, &returned, bwd_data_found, c.workspace,
+                                                            c.workspace_bytes));
     cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter_found[16];
-    CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(c.handle, c.x_desc, c.x, c.y_desc, c.dy,
-                                                              c.conv_desc, c.w_desc, c.dw, 16, &returned,
-                                                              bwd_filter_found, c.workspace, c.workspace_bytes));
+    CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(c.handle, c.x_desc, c.x, c.y_desc, c.dy, c.conv_desc,
+                                                              c.w_desc, c.dw, 16, &returned, bwd_filter_found,
+                                                              c.workspace, c.workspace_bytes));
 
     auto forward = [&](cudnnConvolutionFwdAlgo_t algo) {
         CUDNN_CHECK(cudnnConvolutionForward(c.handle, &one, c.x_desc, c.x, c.w_desc, c.w, c.conv_desc, algo,
                                             c.workspace, c.workspace_bytes, &zero, c.y_desc, c.y));
     };
     auto backward = [&](cudnnConvolutionBwdDataAlgo_t data_algo, cudnnConvolutionBwdFilterAlgo_t filter_algo) {
-        CUDNN_CHECK(cudnnConvolutionBackwardData(c.handle, &one, c.w_desc, c.w, c.y_desc, c.dy, c.conv_desc,
-                                                 data_algo, c.workspace, c.workspace_bytes, &zero,
-                                                 c.x_desc, c.dx));
+        CUDNN_CHECK(cudnnConvolutionBackwardData(c.handle, &one, c.w_desc, c.w, c.y_desc, c.dy, c.conv_desc, data_algo,
+                                                 c.workspace, c.workspace_bytes, &zero, c.x_desc, c.dx));
         CUDNN_CHECK(cudnnConvolutionBackwardFilter(c.handle, &one, c.x_desc, c.x, c.y_desc, c.dy, c.conv_desc,
-                                                   filter_algo, c.workspace, c.workspace_bytes, &zero,
-                                                   c.w_desc, c.dw));
+                                                   filter_algo, c.workspace, c.workspace_bytes, &zero, c.w_desc, c.dw));
     };
     float fwd_default = sample_time_ms(5, 50, [&] { forward(fwd_heuristic[0].algo); });
     float fwd_tuned = sample_time_ms(5, 50, [&] { forward(fwd_found[0].algo); });
@@ -115,13 +112,12 @@ int main() {
     });
     std::printf("conv 3x3, N=%d C=%d H=W=%d K=%d (fp32, NCHW)\n", N, C, H, K);
     std::printf("%-22s %14s %14s %8s\n", "", "heuristic us", "autotuned us", "ratio");
-    std::printf("%-22s %14.1f %14.1f %7.2fx\n", "forward", fwd_default * 1e3, fwd_tuned * 1e3,
-                fwd_default / fwd_tuned);
-    std::printf("%-22s %14.1f %14.1f %7.2fx\n", "forward + backward", both_default * 1e3,
-                both_tuned * 1e3, both_default / both_tuned);
+    std::printf("%-22s %14.1f %14.1f %7.2fx\n", "forward", fwd_default * 1e3, fwd_tuned * 1e3, fwd_default / fwd_tuned);
+    std::printf("%-22s %14.1f %14.1f %7.2fx\n", "forward + backward", both_default * 1e3, both_tuned * 1e3,
+                both_default / both_tuned);
     std::printf("algorithms: forward %d -> %d, backward data %d -> %d, backward filter %d -> %d\n",
-                fwd_heuristic[0].algo, fwd_found[0].algo, bwd_data_heuristic[0].algo,
-                bwd_data_found[0].algo, bwd_filter_heuristic[0].algo, bwd_filter_found[0].algo);
+                fwd_heuristic[0].algo, fwd_found[0].algo, bwd_data_heuristic[0].algo, bwd_data_found[0].algo,
+                bwd_filter_heuristic[0].algo, bwd_filter_found[0].algo);
     for (float* p : {c.x, c.dx, c.w, c.dw, c.y, c.dy}) SAMPLE_CHECK(cudaFree(p));
     SAMPLE_CHECK(cudaFree(c.workspace));
     cudnnDestroy(c.handle);

@@ -35,7 +35,9 @@
 
 namespace {
 
-std::uint32_t os_thread_id() { return static_cast<std::uint32_t>(syscall(SYS_gettid)); }
+std::uint32_t os_thread_id() {
+    return static_cast<std::uint32_t>(syscall(SYS_gettid));
+}
 
 nvtxEventAttributes_t attributes_with_message(const char* message) {
     nvtxEventAttributes_t attributes{};

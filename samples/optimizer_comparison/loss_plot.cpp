@@ -23,11 +23,16 @@ constexpr double kFigureHeight = kLegendTop + 34.0;
 std::string escape_xml(const std::string& text) {
     std::string escaped;
     for (char c : text) {
-        if (c == '&') escaped += "&amp;";
-        else if (c == '<') escaped += "&lt;";
-        else if (c == '>') escaped += "&gt;";
-        else if (c == '"') escaped += "&quot;";
-        else escaped += c;
+        if (c == '&')
+            escaped += "&amp;";
+        else if (c == '<')
+            escaped += "&lt;";
+        else if (c == '>')
+            escaped += "&gt;";
+        else if (c == '"')
+            escaped += "&quot;";
+        else
+            escaped += c;
     }
     return escaped;
 }
@@ -112,8 +117,8 @@ void render_panel(std::string& svg, const LossPanel& panel, double left) {
     }
 
     // Curves, clipped to the plot area. Step s (1-based) sits at x = s.
-    svg += format("<clipPath id=\"clip-%.0f\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"",
-                  left, plot_left, kPlotTop, plot_width) +
+    svg += format("<clipPath id=\"clip-%.0f\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"", left, plot_left,
+                  kPlotTop, plot_width) +
            format("%.1f\"/></clipPath>\n", kPlotHeight);
     svg += format("<g clip-path=\"url(#clip-%.0f)\">\n", left);
     for (const LossCurve& curve : panel.curves) {
@@ -155,23 +160,25 @@ std::string render_loss_plot_svg(const std::vector<LossPanel>& panels, const std
     const double width = kMarginLeft * 2 + panels.size() * kPanelWidth + (panels.size() - 1) * kPanelGap;
     std::string svg;
     svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    svg += format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-                  width, kFigureHeight, width, kFigureHeight);
-    svg += "<style>\n"
-           "text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222; }\n"
-           ".title { font-size: 18px; font-weight: bold; text-anchor: middle; }\n"
-           ".subtitle { font-size: 12px; fill: #555; text-anchor: middle; }\n"
-           ".panel-title { font-size: 14px; font-weight: bold; text-anchor: middle; }\n"
-           ".plot-area { fill: #fbfbfb; stroke: none; }\n"
-           ".grid { stroke: #e4e4e4; stroke-width: 1; }\n"
-           ".tick, .axis { stroke: #333; stroke-width: 1; }\n"
-           ".x-tick-label { font-size: 11px; text-anchor: middle; }\n"
-           ".y-tick-label { font-size: 11px; text-anchor: end; }\n"
-           ".axis-label { font-size: 12px; text-anchor: middle; }\n"
-           ".curve { fill: none; stroke-width: 1.8; stroke-linejoin: round; stroke-linecap: round; }\n"
-           ".legend-swatch { stroke-width: 3; stroke-linecap: round; }\n"
-           ".legend-label { font-size: 12px; }\n"
-           "</style>\n";
+    svg +=
+        format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
+               width, kFigureHeight, width, kFigureHeight);
+    svg +=
+        "<style>\n"
+        "text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222; }\n"
+        ".title { font-size: 18px; font-weight: bold; text-anchor: middle; }\n"
+        ".subtitle { font-size: 12px; fill: #555; text-anchor: middle; }\n"
+        ".panel-title { font-size: 14px; font-weight: bold; text-anchor: middle; }\n"
+        ".plot-area { fill: #fbfbfb; stroke: none; }\n"
+        ".grid { stroke: #e4e4e4; stroke-width: 1; }\n"
+        ".tick, .axis { stroke: #333; stroke-width: 1; }\n"
+        ".x-tick-label { font-size: 11px; text-anchor: middle; }\n"
+        ".y-tick-label { font-size: 11px; text-anchor: end; }\n"
+        ".axis-label { font-size: 12px; text-anchor: middle; }\n"
+        ".curve { fill: none; stroke-width: 1.8; stroke-linejoin: round; stroke-linecap: round; }\n"
+        ".legend-swatch { stroke-width: 3; stroke-linecap: round; }\n"
+        ".legend-label { font-size: 12px; }\n"
+        "</style>\n";
     svg += format("<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", width, kFigureHeight);
     svg += format("<text x=\"%.1f\" y=\"30\" class=\"title\">", width / 2) + escape_xml(title) + "</text>\n";
     svg += format("<text x=\"%.1f\" y=\"52\" class=\"subtitle\">", width / 2) + escape_xml(subtitle) + "</text>\n";
@@ -182,8 +189,8 @@ std::string render_loss_plot_svg(const std::vector<LossPanel>& panels, const std
         // The y label, rotated, left of the tick labels.
         double x = left + 14;
         double y = kPlotTop + kPlotHeight / 2;
-        svg += format("<text x=\"%.1f\" y=\"%.1f\" class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\">", x, y,
-                      x, y) +
+        svg += format("<text x=\"%.1f\" y=\"%.1f\" class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\">", x, y, x,
+                      y) +
                escape_xml(y_label) + "</text>\n";
     }
 
@@ -201,8 +208,8 @@ std::string render_loss_plot_svg(const std::vector<LossPanel>& panels, const std
         double x = width / 2 - total_width / 2;
         svg += "<g class=\"legend\">\n";
         for (std::size_t i = 0; i < curves.size(); ++i) {
-            svg += format("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"legend-swatch\" ", x, kLegendTop,
-                          x + 24, kLegendTop) +
+            svg += format("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"legend-swatch\" ", x,
+                          kLegendTop, x + 24, kLegendTop) +
                    "stroke=\"" + escape_xml(curves[i].color) + "\"/>\n";
             svg += format("<text x=\"%.1f\" y=\"%.1f\" class=\"legend-label\">", x + 30, kLegendTop + 4) +
                    escape_xml(curves[i].label) + "</text>\n";

@@ -63,9 +63,8 @@ inline std::vector<float> initialize_parameters(const Network& network, uint64_t
     if (network.layers.size() == 1) return parameters;
     std::mt19937_64 generator(seed);
     for (const Layer& layer : network.layers) {
-        double limit = layer.activation == Activation::relu
-                           ? std::sqrt(6.0 / layer.inputs)
-                           : std::sqrt(6.0 / (layer.inputs + layer.outputs));
+        double limit = layer.activation == Activation::relu ? std::sqrt(6.0 / layer.inputs)
+                                                            : std::sqrt(6.0 / (layer.inputs + layer.outputs));
         std::uniform_real_distribution<double> uniform(-limit, limit);
         std::size_t count = std::size_t(layer.inputs) * layer.outputs;
         for (std::size_t i = 0; i < count; ++i) parameters[layer.weight_offset + i] = float(uniform(generator));
@@ -74,17 +73,16 @@ inline std::vector<float> initialize_parameters(const Network& network, uint64_t
 }
 
 // C = A(rows x inner) * B(inner x columns) with optional transposes, row-major, C = beta*C + AB.
-inline void matrix_multiply(bool transpose_a, bool transpose_b, int rows, int columns, int inner,
-                            const float* a, const float* b, float beta, float* c) {
-    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
-                rows, columns, inner, 1.0f, a, transpose_a ? rows : inner, b, transpose_b ? inner : columns, beta,
-                c, columns);
+inline void matrix_multiply(bool transpose_a, bool transpose_b, int rows, int columns, int inner, const float* a,
+                            const float* b, float beta, float* c) {
+    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, rows,
+                columns, inner, 1.0f, a, transpose_a ? rows : inner, b, transpose_b ? inner : columns, beta, c,
+                columns);
 }
-inline void matrix_multiply(bool transpose_a, bool transpose_b, int rows, int columns, int inner,
-                            const double* a, const double* b, double beta, double* c) {
-    cblas_dgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
-                rows, columns, inner, 1.0, a, transpose_a ? rows : inner, b, transpose_b ? inner : columns, beta,
-                c, columns);
+inline void matrix_multiply(bool transpose_a, bool transpose_b, int rows, int columns, int inner, const double* a,
+                            const double* b, double beta, double* c) {
+    cblas_dgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, rows,
+                columns, inner, 1.0, a, transpose_a ? rows : inner, b, transpose_b ? inner : columns, beta, c, columns);
 }
 
 // Activations of one batch, kept from forward for backward; reused between steps.
@@ -98,8 +96,8 @@ struct Workspace {
 // Mean cross-entropy over the batch; when `gradients` is non-null also writes d loss /
 // d parameters there (overwriting it). inputs: batch x layers[0].inputs.
 template <typename Scalar>
-double loss_and_gradients(const Network& network, const Scalar* parameters, const Scalar* inputs,
-                          const int32_t* labels, int batch, Scalar* gradients, Workspace<Scalar>& workspace) {
+double loss_and_gradients(const Network& network, const Scalar* parameters, const Scalar* inputs, const int32_t* labels,
+                          int batch, Scalar* gradients, Workspace<Scalar>& workspace) {
     const std::size_t layer_count = network.layers.size();
     workspace.outputs.resize(layer_count);
 
@@ -112,8 +110,8 @@ double loss_and_gradients(const Network& network, const Scalar* parameters, cons
         for (int row = 0; row < batch; ++row)
             for (int j = 0; j < layer.outputs; ++j)
                 output[std::size_t(row) * layer.outputs + j] = parameters[layer.bias_offset + j];
-        matrix_multiply(false, false, batch, layer.outputs, layer.inputs, layer_input,
-                        parameters + layer.weight_offset, Scalar(1), output.data());
+        matrix_multiply(false, false, batch, layer.outputs, layer.inputs, layer_input, parameters + layer.weight_offset,
+                        Scalar(1), output.data());
         if (layer.activation == Activation::sigmoid) {
             for (Scalar& value : output) value = Scalar(1) / (Scalar(1) + std::exp(-value));
         } else if (layer.activation == Activation::relu) {
@@ -138,8 +136,8 @@ double loss_and_gradients(const Network& network, const Scalar* parameters, cons
         total_loss += double(log_sum - row_logits[labels[row]]);
         Scalar* row_gradient = workspace.gradient.data() + std::size_t(row) * classes;
         for (int k = 0; k < classes; ++k)
-            row_gradient[k] = (std::exp(row_logits[k] - log_sum) - (k == labels[row] ? Scalar(1) : Scalar(0))) /
-                              Scalar(batch);
+            row_gradient[k] =
+                (std::exp(row_logits[k] - log_sum) - (k == labels[row] ? Scalar(1) : Scalar(0))) / Scalar(batch);
     }
     if (!gradients) return total_loss / batch;
 
@@ -148,8 +146,8 @@ double loss_and_gradients(const Network& network, const Scalar* parameters, cons
         const Layer& layer = network.layers[l];
         const Scalar* layer_input_values = l == 0 ? inputs : workspace.outputs[l - 1].data();
         // dW = x^T dz, db = column sums of dz.
-        matrix_multiply(true, false, layer.inputs, layer.outputs, batch, layer_input_values,
-                        workspace.gradient.data(), Scalar(0), gradients + layer.weight_offset);
+        matrix_multiply(true, false, layer.inputs, layer.outputs, batch, layer_input_values, workspace.gradient.data(),
+                        Scalar(0), gradients + layer.weight_offset);
         for (int j = 0; j < layer.outputs; ++j) gradients[layer.bias_offset + j] = 0;
         for (int row = 0; row < batch; ++row)
             for (int j = 0; j < layer.outputs; ++j)

@@ -91,8 +91,8 @@ std::vector<ember::optim::ParameterSegment> parameter_segments(const Network& ne
         const auto& layer = network.layers[l];
         std::string prefix = "layer" + std::to_string(l);
         segments.push_back({layer.weight_offset, std::size_t(layer.inputs) * layer.outputs, 0, prefix + ".weight"});
-        segments.push_back({layer.bias_offset, std::size_t(layer.outputs), ember::optim::kSegmentNoWeightDecay,
-                            prefix + ".bias"});
+        segments.push_back(
+            {layer.bias_offset, std::size_t(layer.outputs), ember::optim::kSegmentNoWeightDecay, prefix + ".bias"});
     }
     return segments;
 }
@@ -180,9 +180,8 @@ bool check_gradients(const Network& network, const std::vector<float>& images, c
             double relative = difference / std::max(scale, 1e-12);
             if (difference > kAbsoluteTolerance + kRelativeTolerance * scale) {
                 if (failures < 5)
-                    std::fprintf(stderr, "  %s: %s[%zu] analytic %.9g, finite difference %.9g\n",
-                                 network.name.c_str(), segment.name.c_str(), index - segment.offset,
-                                 analytic[index], numeric);
+                    std::fprintf(stderr, "  %s: %s[%zu] analytic %.9g, finite difference %.9g\n", network.name.c_str(),
+                                 segment.name.c_str(), index - segment.offset, analytic[index], numeric);
                 ++failures;
             }
             if (scale > 1e-6 && relative > worst_relative) {
@@ -204,8 +203,8 @@ struct RunResult {
 RunResult train(const Network& network, const OptimizerSetup& setup, const std::vector<float>& initial,
                 const std::vector<float>& images, const std::vector<int32_t>& labels, int64_t pixels,
                 const std::vector<int32_t>& order, const Settings& settings) {
-    auto optimizer = ember::optim::make_optimizer(setup.optimizer, setup.hyperparameters,
-                                                  parameter_segments(network), ember::optim::OptimizerBackend::cpu);
+    auto optimizer = ember::optim::make_optimizer(setup.optimizer, setup.hyperparameters, parameter_segments(network),
+                                                  ember::optim::OptimizerBackend::cpu);
     std::vector<float> parameters = initial;
     std::vector<float> gradients(parameters.size());
     std::vector<float> batch_images(std::size_t(settings.batch) * pixels);
@@ -222,9 +221,9 @@ RunResult train(const Network& network, const OptimizerSetup& setup, const std::
                         sizeof(float) * pixels);
             batch_labels[slot] = labels[image];
         }
-        double loss = optimizer_comparison::loss_and_gradients(network, parameters.data(), batch_images.data(),
-                                                               batch_labels.data(), settings.batch, gradients.data(),
-                                                               workspace);
+        double loss =
+            optimizer_comparison::loss_and_gradients(network, parameters.data(), batch_images.data(),
+                                                     batch_labels.data(), settings.batch, gradients.data(), workspace);
         result.losses.push_back(loss);
         optimizer->step(parameters.data(), gradients.data());
     }
@@ -247,10 +246,14 @@ Settings parse_settings(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (is("--steps")) settings.steps = int(parse_integer("--steps", value()));
-        else if (is("--images")) settings.images = parse_integer("--images", value());
-        else if (is("--batch")) settings.batch = int(parse_integer("--batch", value()));
-        else if (is("--seed")) settings.seed = uint64_t(parse_integer("--seed", value()));
+        if (is("--steps"))
+            settings.steps = int(parse_integer("--steps", value()));
+        else if (is("--images"))
+            settings.images = parse_integer("--images", value());
+        else if (is("--batch"))
+            settings.batch = int(parse_integer("--batch", value()));
+        else if (is("--seed"))
+            settings.seed = uint64_t(parse_integer("--seed", value()));
         else if (is("--smoothing")) {
             const char* text = value();
             char* end = nullptr;
@@ -259,12 +262,18 @@ Settings parse_settings(int argc, char** argv) {
                 std::fprintf(stderr, "optimizer_comparison: --smoothing needs a number in [0, 1), got '%s'\n", text);
                 std::exit(2);
             }
-        } else if (is("--data-root")) settings.data_root = value();
-        else if (is("--csv")) settings.csv_path = value();
-        else if (is("--svg")) settings.svg_path = value();
-        else if (is("--check-gradients")) settings.check_gradients = true;
-        else if (is("--check")) settings.check = true;
-        else if (is("--break-backward")) settings.break_backward = true;
+        } else if (is("--data-root"))
+            settings.data_root = value();
+        else if (is("--csv"))
+            settings.csv_path = value();
+        else if (is("--svg"))
+            settings.svg_path = value();
+        else if (is("--check-gradients"))
+            settings.check_gradients = true;
+        else if (is("--check"))
+            settings.check = true;
+        else if (is("--break-backward"))
+            settings.break_backward = true;
         else {
             std::fprintf(stderr,
                          "usage: %s [--steps N] [--images N] [--batch N] [--seed N] [--smoothing W]\n"
@@ -351,8 +360,8 @@ int main(int argc, char** argv) {
             try {
                 run = train(network, setup, initial, images, labels, pixels, order, settings);
             } catch (const std::exception& error) {
-                std::fprintf(stderr, "optimizer_comparison: %s on %s: %s\n", setup.label.c_str(),
-                             network.name.c_str(), error.what());
+                std::fprintf(stderr, "optimizer_comparison: %s on %s: %s\n", setup.label.c_str(), network.name.c_str(),
+                             error.what());
                 return 1;
             }
             total_seconds += run.seconds;

@@ -27,16 +27,13 @@ int main(int argc, char** argv) {
     std::printf("%12s %16s %16s %8s\n", "bytes", "pageable GB/s", "pinned GB/s", "ratio");
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
         int repeats = bytes < (1 << 20) ? 200 : 20;
-        float pageable_ms = sample_time_ms(3, repeats, [&] {
-            SAMPLE_CHECK(cudaMemcpy(device, pageable.data(), bytes, cudaMemcpyHostToDevice));
-        });
-        float pinned_ms = sample_time_ms(3, repeats, [&] {
-            SAMPLE_CHECK(cudaMemcpyAsync(device, pinned, bytes, cudaMemcpyHostToDevice));
-        });
+        float pageable_ms = sample_time_ms(
+            3, repeats, [&] { SAMPLE_CHECK(cudaMemcpy(device, pageable.data(), bytes, cudaMemcpyHostToDevice)); });
+        float pinned_ms = sample_time_ms(
+            3, repeats, [&] { SAMPLE_CHECK(cudaMemcpyAsync(device, pinned, bytes, cudaMemcpyHostToDevice)); });
         double pageable_gbs = bytes / (pageable_ms * 1e-3) / 1e9;
         double pinned_gbs = bytes / (pinned_ms * 1e-3) / 1e9;
-        std::printf("%12zu %16.2f %16.2f %7.2fx\n", bytes, pageable_gbs, pinned_gbs,
-                    pinned_gbs / pageable_gbs);
+        std::printf("%12zu %16.2f %16.2f %7.2fx\n", bytes, pageable_gbs, pinned_gbs, pinned_gbs / pageable_gbs);
     }
     SAMPLE_CHECK(cudaFree(device));
     SAMPLE_CHECK(cudaFreeHost(pinned));

@@ -63,13 +63,19 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (arg == "--steps") settings.steps = static_cast<int>(parse_count("--steps", value()));
-        else if (arg == "--images") settings.images = parse_count("--images", value());
-        else if (arg == "--batch") settings.batch = parse_count("--batch", value());
-        else if (arg == "--data-root") settings.data_root = value();
-        else if (arg == "--check") settings.check = true;
+        if (arg == "--steps")
+            settings.steps = static_cast<int>(parse_count("--steps", value()));
+        else if (arg == "--images")
+            settings.images = parse_count("--images", value());
+        else if (arg == "--batch")
+            settings.batch = parse_count("--batch", value());
+        else if (arg == "--data-root")
+            settings.data_root = value();
+        else if (arg == "--check")
+            settings.check = true;
         else {
-            std::fprintf(stderr, "usage: train_mlp_cpu [--steps N] [--images N] [--batch N] [--data-root DIR] [--check]\n");
+            std::fprintf(stderr,
+                         "usage: train_mlp_cpu [--steps N] [--images N] [--batch N] [--data-root DIR] [--check]\n");
             return 2;
         }
     }

@@ -42,7 +42,9 @@ Result run(const std::string& arguments, bool with_stderr = true, const std::str
     return result;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 // A GPU run of five steps; step i lasts step_us[i] µs and runs a 20 µs "gemm" kernel.
 void write_run(const std::string& path, const std::vector<double>& step_us) {
@@ -88,7 +90,7 @@ void write_run(const std::string& path, const std::vector<double>& step_us) {
 }
 
 class DiffCommand : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_TRUE(std::filesystem::exists(EMBER_CLI_BINARY)) << "no ember binary at " << EMBER_CLI_BINARY;
         a_ = make("diff-cli-a");

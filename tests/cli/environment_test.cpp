@@ -36,10 +36,8 @@ TEST(Environment, ReadsRealFashionMnistCounts) {
 TEST(Environment, MissingDatasetSaysHowToInstall) {
     auto env = ember::cli::probe_environment("/nonexistent/fashion");
     EXPECT_FALSE(env.fashion_mnist.installed);
-    EXPECT_NE(env.fashion_mnist.problem.find("/nonexistent/fashion/train-images-idx3-ubyte.gz"),
-              std::string::npos);
-    EXPECT_NE(ember::cli::environment_text(env).find("apt-get install dataset-fashion-mnist"),
-              std::string::npos);
+    EXPECT_NE(env.fashion_mnist.problem.find("/nonexistent/fashion/train-images-idx3-ubyte.gz"), std::string::npos);
+    EXPECT_NE(ember::cli::environment_text(env).find("apt-get install dataset-fashion-mnist"), std::string::npos);
 }
 
 TEST(Environment, IdxHeaderErrorsNameTheFile) {
@@ -66,8 +64,8 @@ TEST(Environment, IdxHeaderErrorsNameTheFile) {
 TEST(Environment, JsonHasEveryField) {
     auto env = ember::cli::probe_environment(kRoot);
     auto j = nlohmann::json::parse(ember::cli::environment_json(env));
-    for (const char* key : {"ember", "cuda", "gpus", "cudnn", "nccl", "cupti", "nvtx", "mpi",
-                            "sqlite", "fashion_mnist", "display"})
+    for (const char* key :
+         {"ember", "cuda", "gpus", "cudnn", "nccl", "cupti", "nvtx", "mpi", "sqlite", "fashion_mnist", "display"})
         EXPECT_TRUE(j.contains(key)) << key;
     EXPECT_EQ(j["cuda"]["device_count"].get<int>(), static_cast<int>(env.devices.size()));
     EXPECT_EQ(j["cudnn"].get<std::string>().substr(0, 2), "9.");

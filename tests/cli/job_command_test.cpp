@@ -21,7 +21,8 @@ struct Result {
 
 Result run(const std::string& arguments, bool with_stderr = true) {
     Result result;
-    const std::string command = std::string(EMBER_CLI_BINARY) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
+    const std::string command =
+        std::string(EMBER_CLI_BINARY) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe == nullptr) return result;
     char buffer[4096];
@@ -33,14 +34,14 @@ Result run(const std::string& arguments, bool with_stderr = true) {
 }
 
 class JobCommands : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         folder_ = (std::filesystem::temp_directory_path() / ("ember-job-cli-" + std::to_string(::getpid()))).string();
         std::filesystem::create_directories(folder_);
         // The job files live in a cache of their own: nothing of the user's is touched.
         setenv("XDG_CACHE_HOME", (folder_ + "/cache").c_str(), 1);
-        const Result synth =
-            run("synth -o " + folder_ + "/job.db --ranks 4 --straggler 1 --straggler-ms 3 --clock-skew-ms 6 --steps 10");
+        const Result synth = run("synth -o " + folder_ +
+                                 "/job.db --ranks 4 --straggler 1 --straggler-ms 3 --clock-skew-ms 6 --steps 10");
         ASSERT_EQ(synth.exit_code, 0) << synth.output;
         ASSERT_NE(synth.output.find("straggler: rank 1"), std::string::npos) << synth.output;
         for (int r = 0; r < 4; ++r) files_ += " " + folder_ + "/job.rank" + std::to_string(r) + ".db";
@@ -76,8 +77,9 @@ TEST_F(JobCommands, CollectivesReportInJson) {
 TEST_F(JobCommands, EveryReportOfSeveralFilesSpeaksOfTheJob) {
     const Result result = run("stats" + files_);
     ASSERT_EQ(result.exit_code, 0) << result.output;
-    for (const char* expected : {"Collectives across ranks (4 ranks, 20 collectives matched", "straggler: rank 1 arrived last",
-                                 "Ranks (compute, wait in collectives", "What rank 1 did longer", "Communication Med"})
+    for (const char* expected :
+         {"Collectives across ranks (4 ranks, 20 collectives matched", "straggler: rank 1 arrived last",
+          "Ranks (compute, wait in collectives", "What rank 1 did longer", "Communication Med"})
         EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
     // The old verdict of NVTX waits alone never stands beside collectives that waited.
     EXPECT_EQ(result.output.find("the ranks waited alike"), std::string::npos);
@@ -96,7 +98,8 @@ TEST_F(JobCommands, MergeAlignsOnTheCollectivesAndNamesTheStraggler) {
 
 TEST_F(JobCommands, DiffOfTwoJobsComparesEachRanksWait) {
     // B: the same job with rank 2 the straggler instead, 1 ms a step.
-    const Result synth = run("synth -o " + folder_ + "/b.db --ranks 4 --straggler 2 --straggler-ms 1 --clock-skew-ms 6 --steps 10");
+    const Result synth =
+        run("synth -o " + folder_ + "/b.db --ranks 4 --straggler 2 --straggler-ms 1 --clock-skew-ms 6 --steps 10");
     ASSERT_EQ(synth.exit_code, 0) << synth.output;
     std::string b_files;
     for (int r = 0; r < 4; ++r) b_files += " " + folder_ + "/b.rank" + std::to_string(r) + ".db";
@@ -113,7 +116,8 @@ TEST_F(JobCommands, DiffOfTwoJobsComparesEachRanksWait) {
     EXPECT_EQ(document["job_diff"]["b"]["straggler"], 2);
     ASSERT_EQ(document["job_diff"]["ranks"].size(), 4u);
     for (const nlohmann::json& row : document["job_diff"]["ranks"])
-        EXPECT_EQ(row["delta_wait_ns"].get<long long>(), row["b_wait_ns"].get<long long>() - row["a_wait_ns"].get<long long>());
+        EXPECT_EQ(row["delta_wait_ns"].get<long long>(),
+                  row["b_wait_ns"].get<long long>() - row["a_wait_ns"].get<long long>());
     // One file a side is the classic diff, two files with no --vs too; one alone is an error.
     EXPECT_EQ(run("diff " + folder_ + "/job.rank0.db " + folder_ + "/b.rank0.db").exit_code, 0);
     EXPECT_EQ(run("diff " + folder_ + "/job.rank0.db").exit_code, 2);

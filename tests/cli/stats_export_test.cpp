@@ -25,7 +25,9 @@ struct Result {
 };
 
 // The build passes the path of the `ember` executable (tests/profiler/export/CMakeLists.txt).
-std::string ember_binary() { return EMBER_CLI_BINARY; }
+std::string ember_binary() {
+    return EMBER_CLI_BINARY;
+}
 
 Result run(const std::string& arguments) {
     Result result;
@@ -41,7 +43,7 @@ Result run(const std::string& arguments) {
 }
 
 class Commands : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_TRUE(std::filesystem::exists(ember_binary())) << "no ember binary at " << ember_binary();
         trace_ = ember::testing::temporary_path("command-fixture", ".db");
@@ -56,9 +58,9 @@ protected:
 TEST_F(Commands, StatsPrintsEveryReport) {
     Result result = run("stats " + trace_);
     EXPECT_EQ(result.exit_code, 0) << result.output;
-    for (const char* title : {"WARNING: 12 records were dropped", "GPU kernels", "GPU memory operations", "CUDA API calls",
-                              "NVTX ranges", "GPU time per NVTX range", "Training steps", "GPU busy over the run",
-                              "Longest GPU idle gaps", "Advice"}) {
+    for (const char* title :
+         {"WARNING: 12 records were dropped", "GPU kernels", "GPU memory operations", "CUDA API calls", "NVTX ranges",
+          "GPU time per NVTX range", "Training steps", "GPU busy over the run", "Longest GPU idle gaps", "Advice"}) {
         EXPECT_NE(result.output.find(title), std::string::npos) << title;
     }
 }
@@ -111,14 +113,17 @@ TEST_F(Commands, StatsRefusesATraceFromAFutureEmber) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(trace_.c_str(), &db), SQLITE_OK);
     std::string future = std::to_string(ember::store::kSchemaVersion + 5);
-    std::string sql = "UPDATE run_metadata SET value = " + future + " WHERE key IN ('schema_version', 'min_reader_version');"
-                      "PRAGMA user_version = " + future + ";";
+    std::string sql = "UPDATE run_metadata SET value = " + future +
+                      " WHERE key IN ('schema_version', 'min_reader_version');"
+                      "PRAGMA user_version = " +
+                      future + ";";
     EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
     sqlite3_close(db);
     Result result = run("stats " + trace_);
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_NE(result.output.find(trace_), std::string::npos) << result.output;
-    EXPECT_NE(result.output.find(future), std::string::npos) << "the message names the file's version: " << result.output;
+    EXPECT_NE(result.output.find(future), std::string::npos)
+        << "the message names the file's version: " << result.output;
 }
 
 TEST_F(Commands, BadOptionValuesExitTwo) {

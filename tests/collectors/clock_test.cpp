@@ -147,8 +147,8 @@ TEST(CollectorClock, FromOneThreadToAnotherTimeGoesBackAtMostByWhatTheClockPromi
     if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here";
     HostClock clock;
     const ClockSource source = clock.start(ClockSource::tsc, 10'000'000);  // many re-anchors
-    std::printf("clock: %s, cores' TSCs disagree by up to %lld ns, promise across threads %lld ns%s%s\n",
-                clock.name(), static_cast<long long>(clock.cross_cpu_back_ns()),
+    std::printf("clock: %s, cores' TSCs disagree by up to %lld ns, promise across threads %lld ns%s%s\n", clock.name(),
+                static_cast<long long>(clock.cross_cpu_back_ns()),
                 static_cast<long long>(clock.cross_thread_bound_ns()), source == ClockSource::tsc ? "" : "; ",
                 clock.fallback_reason());
     const PingPong seen = ping_pong(clock, 100000);
@@ -174,7 +174,8 @@ TEST(CollectorClock, TheCoresDisagreementDecidesTheSource) {
     }
     const HostClock::CrossCpuCheck check = clock.measure_cross_cpu();
     EXPECT_GE(check.worst_back_ns, 0);
-    std::printf("%d CPUs measured, their TSCs %lld ns apart%s\n", check.cpus, static_cast<long long>(check.worst_back_ns), check.complete ? "" : " (not every CPU gave a reading)");
+    std::printf("%d CPUs measured, their TSCs %lld ns apart%s\n", check.cpus,
+                static_cast<long long>(check.worst_back_ns), check.complete ? "" : " (not every CPU gave a reading)");
 }
 
 // Below zero every machine's disagreement is too much: the clock refuses the TSC at

@@ -59,11 +59,11 @@ __attribute__((noinline)) double burn_cpu_in_a_static_function(double seconds) {
 using JitFunction = long (*)(long);
 JitFunction make_jit_function() {
     static const unsigned char kCode[] = {
-        0x53,                    // push rbx
-        0x55,                    // push rbp
-        0x48, 0x83, 0xec, 0x40,  // sub rsp, 64
-        0x31, 0xc0,              // xor eax, eax
-        0x48, 0x89, 0x04, 0x24,  // mov [rsp], rax
+        0x53,                          // push rbx
+        0x55,                          // push rbp
+        0x48, 0x83, 0xec, 0x40,        // sub rsp, 64
+        0x31, 0xc0,                    // xor eax, eax
+        0x48, 0x89, 0x04, 0x24,        // mov [rsp], rax
         0x48, 0x89, 0x44, 0x24, 0x08,  // mov [rsp+8], rax
         0x48, 0x89, 0x44, 0x24, 0x10,  // mov [rsp+16], rax
         0x48, 0x89, 0x44, 0x24, 0x18,  // mov [rsp+24], rax
@@ -71,16 +71,16 @@ JitFunction make_jit_function() {
         0x48, 0x89, 0x44, 0x24, 0x28,  // mov [rsp+40], rax
         0x48, 0x89, 0x44, 0x24, 0x30,  // mov [rsp+48], rax
         0x48, 0x89, 0x44, 0x24, 0x38,  // mov [rsp+56], rax
-        0x48, 0x89, 0xfd,        // mov rbp, rdi
-        0x31, 0xdb,              // xor ebx, ebx
-        0x48, 0x01, 0xeb,        // loop: add rbx, rbp
-        0x48, 0xff, 0xcd,        //       dec rbp
-        0x75, 0xf8,              //       jnz loop
-        0x48, 0x89, 0xd8,        // mov rax, rbx
-        0x48, 0x83, 0xc4, 0x40,  // add rsp, 64
-        0x5d,                    // pop rbp
-        0x5b,                    // pop rbx
-        0xc3,                    // ret
+        0x48, 0x89, 0xfd,              // mov rbp, rdi
+        0x31, 0xdb,                    // xor ebx, ebx
+        0x48, 0x01, 0xeb,              // loop: add rbx, rbp
+        0x48, 0xff, 0xcd,              //       dec rbp
+        0x75, 0xf8,                    //       jnz loop
+        0x48, 0x89, 0xd8,              // mov rax, rbx
+        0x48, 0x83, 0xc4, 0x40,        // add rsp, 64
+        0x5d,                          // pop rbp
+        0x5b,                          // pop rbx
+        0xc3,                          // ret
     };
     void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED) return nullptr;
@@ -237,7 +237,8 @@ void count_fault_and_resume(int) {
 }
 
 TEST(CollectorCpuSampler, AFaultOutsideItsUnwindsGoesToTheHandlerInstalledBefore) {
-    struct sigaction action {}, previous {};
+    struct sigaction action {
+    }, previous{};
     action.sa_handler = count_fault_and_resume;
     action.sa_flags = SA_NODEFER;
     sigemptyset(&action.sa_mask);
@@ -270,7 +271,8 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
         long value = 42, copy = 0;
         iovec local{&copy, sizeof copy}, remote{&value, sizeof value};
         if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy))
-            GTEST_SKIP() << "process_vm_readv is refused here (a seccomp filter?): the sampler cannot unwind past JIT code";
+            GTEST_SKIP()
+                << "process_vm_readv is refused here (a seccomp filter?): the sampler cannot unwind past JIT code";
     }
     JitFunction function = make_jit_function();
     ASSERT_NE(function, nullptr) << "mmap/mprotect of an executable page failed";
@@ -309,9 +311,11 @@ TEST(CollectorCpuSampler, SamplesInJitCodeKeepTheFunctionsThatCalledIt) {
         EXPECT_EQ(leaf.function, "test_jit:spin_kernel");
         // The leaf's caller, its caller, and the test body above them, in order.
         const std::size_t depth = frames.size();
-        const bool callers = depth >= 4 && frames[depth - 2].function.find("call_jit_code_from_a_named_function") != std::string::npos &&
-                             frames[depth - 3].function.find("outer_caller_of_the_jit_code") != std::string::npos;
-        if (callers) ++with_callers;
+        const bool callers =
+            depth >= 4 && frames[depth - 2].function.find("call_jit_code_from_a_named_function") != std::string::npos &&
+            frames[depth - 3].function.find("outer_caller_of_the_jit_code") != std::string::npos;
+        if (callers)
+            ++with_callers;
         else if (example.empty())
             for (const trace::FrameInfo& frame : frames) example += frame.function + " <- ";
         return true;

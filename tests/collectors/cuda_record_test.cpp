@@ -69,8 +69,8 @@ TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
         // the device: it returns when the data is in the driver's staging buffer, and the
         // DMA may finish later (CUDA Runtime API, "API synchronization behavior"; seen on
         // an H200: 17 us after the call).
-        const bool staged = copy.direction == trace::MemcpyDirection::host_to_device &&
-                            copy.source_kind == trace::MemoryKind::pageable;
+        const bool staged =
+            copy.direction == trace::MemcpyDirection::host_to_device && copy.source_kind == trace::MemoryKind::pageable;
         if (!staged) EXPECT_LE(copy.end_ns, call->end_ns);
     }
     EXPECT_EQ(htod_bytes, 2 * bytes);

@@ -49,7 +49,8 @@ TEST(CuptiRecords, MemoryKindsAndDirections) {
     EXPECT_EQ(collector::memory_kind_from_cupti(CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN), trace::MemoryKind::unknown);
     EXPECT_EQ(collector::direction_from_cupti(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD), trace::MemcpyDirection::host_to_device);
     EXPECT_EQ(collector::direction_from_cupti(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH), trace::MemcpyDirection::device_to_host);
-    EXPECT_EQ(collector::direction_from_cupti(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD), trace::MemcpyDirection::device_to_device);
+    EXPECT_EQ(collector::direction_from_cupti(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD),
+              trace::MemcpyDirection::device_to_device);
     EXPECT_EQ(collector::direction_from_cupti(CUPTI_ACTIVITY_MEMCPY_KIND_HTOH), trace::MemcpyDirection::host_to_host);
     EXPECT_EQ(collector::direction_from_cupti(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP), trace::MemcpyDirection::peer_to_peer);
 }
@@ -94,8 +95,8 @@ TEST(CuptiRecords, MemcpyKeepsBytesKindsAndTheRuntimeCorrelation) {
     record.bytes = 4 << 20;
     record.start = 10;
     record.end = 20;
-    record.correlationId = 5;          // the driver call
-    record.runtimeCorrelationId = 4;   // cudaMemcpy
+    record.correlationId = 5;         // the driver call
+    record.runtimeCorrelationId = 4;  // cudaMemcpy
     trace::MemcpyEvent event = collector::memcpy_event(record, 2);
     EXPECT_EQ(event.direction, trace::MemcpyDirection::host_to_device);
     EXPECT_EQ(event.bytes, 4u << 20);
@@ -317,13 +318,13 @@ TEST(CuptiRecords, CudaMallocAllocatesAndReservesTheSameBlock) {
     auto release = memory_record(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x7f0000000000, 4 << 20, 2000);
     release.streamId = 13;
     events = memory.memory(release, 12);
-    EXPECT_EQ(actions_of(events), (Actions{{trace::MemoryAction::free_completed, 4 << 20},
-                                           {trace::MemoryAction::segment_free, 4 << 20}}));
+    EXPECT_EQ(actions_of(events),
+              (Actions{{trace::MemoryAction::free_completed, 4 << 20}, {trace::MemoryAction::segment_free, 4 << 20}}));
     EXPECT_EQ(events[0].cuda_stream, 13u);
 
     // Host and managed memory are not device memory; an unknown operation is nothing.
-    for (CUpti_ActivityMemoryKind kind : {CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
-                                          CUPTI_ACTIVITY_MEMORY_KIND_MANAGED}) {
+    for (CUpti_ActivityMemoryKind kind :
+         {CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED}) {
         allocation.memoryKind = kind;
         EXPECT_TRUE(memory.memory(allocation, 12).empty()) << int(kind);
     }
@@ -351,8 +352,8 @@ TEST(CuptiRecords, PoolMemoryIsReservedByThePoolsSize) {
     };
     std::vector<trace::MemoryEvent> events =
         from_pool(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, pool, 32 << 20, 200);
-    EXPECT_EQ(actions_of(events), (Actions{{trace::MemoryAction::alloc, 1 << 20},
-                                           {trace::MemoryAction::segment_alloc, 32 << 20}}));
+    EXPECT_EQ(actions_of(events),
+              (Actions{{trace::MemoryAction::alloc, 1 << 20}, {trace::MemoryAction::segment_alloc, 32 << 20}}));
     EXPECT_EQ(events[1].address, pool);
     EXPECT_EQ(events[1].thread_id, 4u);
     EXPECT_EQ(actions_of(from_pool(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, pool + (1 << 20), 32 << 20, 300)),
@@ -360,9 +361,11 @@ TEST(CuptiRecords, PoolMemoryIsReservedByThePoolsSize) {
     EXPECT_EQ(actions_of(from_pool(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, pool, 32 << 20, 400)),
               (Actions{{trace::MemoryAction::free_completed, 1 << 20}}));  // freed into the pool, still reserved
     // Trimmed to 2 MiB, then destroyed: 30 MiB then 2 MiB released.
-    EXPECT_EQ(actions_of(memory.pool(pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, pool, 2 << 20, 500), 0)),
-              (Actions{{trace::MemoryAction::segment_free, 30 << 20}}));
-    EXPECT_EQ(actions_of(memory.pool(pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, pool, 2 << 20, 600), 0)),
+    EXPECT_EQ(
+        actions_of(memory.pool(pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, pool, 2 << 20, 500), 0)),
+        (Actions{{trace::MemoryAction::segment_free, 30 << 20}}));
+    EXPECT_EQ(actions_of(
+                  memory.pool(pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, pool, 2 << 20, 600), 0)),
               (Actions{{trace::MemoryAction::segment_free, 2 << 20}}));
     // A pool imported from another process reserves nothing here.
     auto imported = pool_record(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, pool + (64 << 20), 8 << 20, 700);
@@ -422,10 +425,17 @@ TEST(CuptiRecords, RecorderWritesMemoryEventsReplayingToThePeak) {
                 allocated += event.bytes;
                 thread_of_alloc[event.address] = reader.thread(event.thread_id)->name;
                 break;
-            case trace::MemoryAction::free_completed: allocated -= event.bytes; break;
-            case trace::MemoryAction::segment_alloc: reserved += event.bytes; break;
-            case trace::MemoryAction::segment_free: reserved -= event.bytes; break;
-            default: ADD_FAILURE() << "unexpected action " << trace::memory_action_name(event.action);
+            case trace::MemoryAction::free_completed:
+                allocated -= event.bytes;
+                break;
+            case trace::MemoryAction::segment_alloc:
+                reserved += event.bytes;
+                break;
+            case trace::MemoryAction::segment_free:
+                reserved -= event.bytes;
+                break;
+            default:
+                ADD_FAILURE() << "unexpected action " << trace::memory_action_name(event.action);
         }
         peak_allocated = std::max(peak_allocated, allocated);
         peak_reserved = std::max(peak_reserved, reserved);
@@ -435,8 +445,8 @@ TEST(CuptiRecords, RecorderWritesMemoryEventsReplayingToThePeak) {
     EXPECT_EQ(peak_reserved, (4 << 20) + (8 << 20) + (2 << 20));
     EXPECT_EQ(allocated, 2 << 20);
     EXPECT_EQ(reserved, 2 << 20);
-    EXPECT_EQ(thread_of_alloc, (std::map<std::uint64_t, std::string>{
-                                   {0x1000000, "main"}, {0x9000000, "worker"}, {0x2000000, "main"}}));
+    EXPECT_EQ(thread_of_alloc,
+              (std::map<std::uint64_t, std::string>{{0x1000000, "main"}, {0x9000000, "worker"}, {0x2000000, "main"}}));
     std::remove(path.c_str());
 }
 

@@ -55,7 +55,7 @@ TEST(RecordEnvironment, EverySettingSurvivesTheRoundTrip) {
     settings.root_pid = 4242;
     settings.children = ChildPolicy::skip;
     settings.paused = true;
-    settings.cpu_sample_hz = 0.1;          // not a short decimal in binary: written exactly
+    settings.cpu_sample_hz = 0.1;  // not a short decimal in binary: written exactly
     settings.nvml_hz = 1.0 / 3.0;
     settings.control_socket = false;
     settings.trace_cuda = false;
@@ -132,11 +132,11 @@ TEST(Launch, ARecordedProgramGetsTheCollectorAndItsOwnPidAsTheRoot) {
     settings.root_pid = 1;  // replaced by the program's own pid
     settings.nvml_hz = 0;
     // Exit 7 when every variable holds what the library will read, else say which did not.
-    const std::string script = std::string("[ \"$") + kRecordRootPidVariable + "\" = \"$$\" ] || exit 11; " +
-                               "[ \"$" + kCudaInjectionVariable + "\" = /opt/libember_collector.so ] || exit 12; " +
-                               "[ \"$" + kNvtxInjectionVariable + "\" = /opt/libember_collector.so ] || exit 13; " +
-                               "[ \"$" + kRecordOutputVariable + "\" = /tmp/launch_test.db ] || exit 14; " +
-                               "[ \"$" + kRecordNvmlHzVariable + "\" = 0 ] || exit 15; exit 7";
+    const std::string script = std::string("[ \"$") + kRecordRootPidVariable + "\" = \"$$\" ] || exit 11; " + "[ \"$" +
+                               kCudaInjectionVariable + "\" = /opt/libember_collector.so ] || exit 12; " + "[ \"$" +
+                               kNvtxInjectionVariable + "\" = /opt/libember_collector.so ] || exit 13; " + "[ \"$" +
+                               kRecordOutputVariable + "\" = /tmp/launch_test.db ] || exit 14; " + "[ \"$" +
+                               kRecordNvmlHzVariable + "\" = 0 ] || exit 15; exit 7";
     LaunchOptions options = shell(script);
     options.record = settings;
     options.collector_library = "/opt/libember_collector.so";
@@ -186,8 +186,8 @@ TEST(Launch, WaitLeavesAnotherThreadsPtraceStopsToIt) {
             bool stopped = false, gone = false;
             while (!stopped && !gone) {
                 siginfo_t info{};
-                if (waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOHANG | __WALL) == 0 && info.si_pid == pid &&
-                    (info.si_code == CLD_TRAPPED || info.si_code == CLD_STOPPED)) {
+                if (waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOHANG | __WALL) == 0 &&
+                    info.si_pid == pid && (info.si_code == CLD_TRAPPED || info.si_code == CLD_STOPPED)) {
                     if ((info.si_status >> 8) != PTRACE_EVENT_STOP) signal = info.si_status & 0x7f;
                     stopped = true;
                     break;

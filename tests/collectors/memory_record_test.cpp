@@ -41,7 +41,9 @@ nvtxDomainHandle_t ember_domain() {
     return domain;
 }
 
-const void* at(std::uintptr_t address) { return reinterpret_cast<const void*>(address); }
+const void* at(std::uintptr_t address) {
+    return reinterpret_cast<const void*>(address);
+}
 
 nvtxMemHeapHandle_t register_heap(nvtxDomainHandle_t domain, std::uintptr_t base, std::size_t bytes,
                                   std::uint32_t category) {
@@ -147,7 +149,7 @@ TEST(CollectorMemory, HeapsAndRegionsBecomeSegmentsAndBlocks) {
     nvtxMemRegionRef_t by_handle{};
     by_handle.handle = handles[1];
     unregister_region(ember, by_handle, NVTX_MEM_REGION_REF_TYPE_HANDLE);  // 0x10100
-    nvtxMemHeapReset(ember, host);  // ends 0x10400
+    nvtxMemHeapReset(ember, host);                                         // ends 0x10400
 
     // A CUDA device's heap (device 2), and a heap of another domain (device 0).
     nvtxMemHeapHandle_t device2 = register_heap(ember, 0x7000000, 0x10000, nvtx::memory_category(2));

@@ -66,7 +66,9 @@ TEST(CollectorNames, CategoryNamesOfTheDefaultAndOtherDomainsAreStored) {
     std::map<std::pair<std::string, std::uint32_t>, std::string> expected = {
         {{"", 1}, "early"},
         {{"", 2}, "forward pass"},
-        {{"", 3}, "w\xC3\xAF" "de"},
+        {{"", 3},
+         "w\xC3\xAF"
+         "de"},
         {{"names test", 1}, "domain early"},
         {{"names test", 2}, "backward"},
         {{"names test", 4}, "optimizer"},
@@ -123,7 +125,7 @@ TEST(CollectorNames, AStreamNameReachesItsRowBeforeOrAfterTheRowIsWritten) {
         recorder.record(reinterpret_cast<const CUpti_Activity&>(first));
         recorder.record(reinterpret_cast<const CUpti_Activity&>(second));
         recorder.record(reinterpret_cast<const CUpti_Activity&>(third));
-        writer.flush();                     // stream 9's row is in the file
+        writer.flush();                      // stream 9's row is in the file
         recorder.name_stream(9, "compute");  // after
         recorder.name_stream(7, "main");     // the NULL stream, named "default" until now
         writer.close();
@@ -145,7 +147,8 @@ TEST(CollectorNames, AFileWithoutTheCategoryTableStillOpens) {
     }
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE nvtx_categories", nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE nvtx_categories", nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
     sqlite3_close(db);
 
     store::TraceReader reader(path);

@@ -14,7 +14,9 @@ namespace {
 
 volatile sig_atomic_t g_terminated = 0;
 
-void on_terminate(int) { g_terminated = 1; }
+void on_terminate(int) {
+    g_terminated = 1;
+}
 
 double monotonic_seconds() {
     timespec now{};

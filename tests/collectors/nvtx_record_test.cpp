@@ -24,7 +24,9 @@ struct Recording {
     std::vector<trace::MarkEvent> marks;
 };
 
-std::string name_of(const store::TraceReader& reader, trace::StringId id) { return std::string(reader.string(id)); }
+std::string name_of(const store::TraceReader& reader, trace::StringId id) {
+    return std::string(reader.string(id));
+}
 
 const RangeEvent* find_range(const store::TraceReader& reader, const std::vector<RangeEvent>& ranges,
                              const std::string& name, trace::ThreadId thread) {
@@ -56,7 +58,10 @@ void expect_sample_events(const std::string& path, std::int64_t before, std::int
     const RangeEvent* outer = find_range(reader, ranges, "outer", main_thread);
     const RangeEvent* inner = find_range(reader, ranges, "inner", main_thread);
     const RangeEvent* step = find_range(reader, ranges, "registered step", main_thread);
-    const RangeEvent* wide = find_range(reader, ranges, "wide \xC3\xBCn\xC3\xAF" "code", main_thread);
+    const RangeEvent* wide = find_range(reader, ranges,
+                                        "wide \xC3\xBCn\xC3\xAF"
+                                        "code",
+                                        main_thread);
     const RangeEvent* async_work = find_range(reader, ranges, "async work", main_thread);
     ASSERT_TRUE(outer && inner && step && wide && async_work);
 
@@ -92,9 +97,12 @@ void expect_sample_events(const std::string& path, std::int64_t before, std::int
         for (const RangeEvent& range : ranges) {
             if (range.thread_id != thread) continue;
             std::string name = name_of(reader, range.name_id);
-            if (name == "work item") items.push_back(&range);
-            else if (name == "compute") computes.push_back(&range);
-            else ADD_FAILURE() << "unexpected range " << name << " on " << worker;
+            if (name == "work item")
+                items.push_back(&range);
+            else if (name == "compute")
+                computes.push_back(&range);
+            else
+                ADD_FAILURE() << "unexpected range " << name << " on " << worker;
         }
         ASSERT_EQ(items.size(), 3u);
         ASSERT_EQ(computes.size(), 3u);
@@ -108,8 +116,9 @@ void expect_sample_events(const std::string& path, std::int64_t before, std::int
         EXPECT_EQ(payloads, (std::vector<std::int64_t>{0, 1, 2}));
         for (const RangeEvent* compute : computes) {
             EXPECT_EQ(compute->depth, 1);
-            auto parent = std::find_if(items.begin(), items.end(),
-                                       [&](const RangeEvent* item) { return item->range_id == compute->parent_range_id; });
+            auto parent = std::find_if(items.begin(), items.end(), [&](const RangeEvent* item) {
+                return item->range_id == compute->parent_range_id;
+            });
             ASSERT_NE(parent, items.end());
             EXPECT_TRUE(inside(*compute, **parent));
             EXPECT_GE(compute->end_ns - compute->start_ns, 200000);  // slept 200 us
@@ -179,8 +188,9 @@ TEST(CollectorNvtx, EmberRecordPassesOnTheExitStatus) {
     std::string output;
     EXPECT_EQ(test::run({test::bin("ember"), "record", "-o", test::temp_path("false.db"), "--", "false"}, &output), 1);
     EXPECT_NE(output.find("no trace written"), std::string::npos) << output;
-    EXPECT_EQ(test::run({test::bin("ember"), "record", "-o", test::temp_path("x.db"), "--", "/no/such/program"}, &output),
-              127);
+    EXPECT_EQ(
+        test::run({test::bin("ember"), "record", "-o", test::temp_path("x.db"), "--", "/no/such/program"}, &output),
+        127);
 }
 
 }  // namespace

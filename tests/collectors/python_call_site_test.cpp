@@ -55,7 +55,9 @@ struct Interpreter {
     std::string name;
     std::string path;
 };
-void PrintTo(const Interpreter& interpreter, std::ostream* out) { *out << interpreter.path; }
+void PrintTo(const Interpreter& interpreter, std::ostream* out) {
+    *out << interpreter.path;
+}
 
 std::vector<Interpreter> every_python() {
     std::vector<Interpreter> found;
@@ -70,7 +72,7 @@ std::vector<Interpreter> every_python() {
 }
 
 class CallSite : public ::testing::TestWithParam<Interpreter> {
-protected:
+  protected:
     void SetUp() override {
         if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
         script_ = test::temp_path("call_site.py");
@@ -141,8 +143,10 @@ TEST_P(CallSite, StackNamesTheScriptsFunctionsAndLinesAndIsCached) {
             fresh = {};
             sites.stack_of(thread_state_, fresh);
         });
-        std::printf("[ cost     ] %s: %.2f us per call at a known call site, %.1f us to resolve a new one "
-                    "(20 frames)\n", GetParam().path.c_str(), same, resolve);
+        std::printf(
+            "[ cost     ] %s: %.2f us per call at a known call site, %.1f us to resolve a new one "
+            "(20 frames)\n",
+            GetParam().path.c_str(), same, resolve);
         RecordProperty("known_call_site_us", std::to_string(same));
         RecordProperty("new_call_site_us", std::to_string(resolve));
         writer.close();
@@ -166,7 +170,8 @@ INSTANTIATE_TEST_SUITE_P(CPython, CallSite, ::testing::ValuesIn(every_python()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(CallSiteInProcess, AProgramThatIsNotPythonHasNoCallSites) {
-    if (dlsym(RTLD_DEFAULT, "_PyRuntime")) GTEST_SKIP() << "an interpreter is loaded already (the embedded test ran first)";
+    if (dlsym(RTLD_DEFAULT, "_PyRuntime"))
+        GTEST_SKIP() << "an interpreter is loaded already (the embedded test ran first)";
     const std::string path = test::temp_path("not_python.db");
     {
         store::TraceWriter writer(path, trace::RunInfo{});
@@ -207,9 +212,8 @@ extern "C" __attribute__((visibility("default"))) void ember_test_capture_call_s
     const std::uint64_t state = embedded.sites->current_thread_state();
     embedded.stacks.push_back(state == 0 ? 0 : embedded.sites->stack_of(state, embedded.cache));
     if (embedded.stacks.size() == 1)
-        embedded.microseconds_per_capture = microseconds_per_call(20000, [&] {
-            embedded.sites->stack_of(embedded.sites->current_thread_state(), embedded.cache);
-        });
+        embedded.microseconds_per_capture = microseconds_per_call(
+            20000, [&] { embedded.sites->stack_of(embedded.sites->current_thread_state(), embedded.cache); });
 }
 
 namespace {
@@ -236,8 +240,9 @@ TEST(CallSiteInProcess, AnEmbeddedInterpretersCallerIsTheScriptsLine) {
         EXPECT_NE(stack, 0u);
         EXPECT_EQ(g_embedded.stacks[1], stack);
         EXPECT_EQ(g_embedded.stacks[2], stack);
-        std::printf("[ cost     ] in-process, Debian's libpython3.11: %.2f us per call at a known call site (3 frames)\n",
-                    g_embedded.microseconds_per_capture);
+        std::printf(
+            "[ cost     ] in-process, Debian's libpython3.11: %.2f us per call at a known call site (3 frames)\n",
+            g_embedded.microseconds_per_capture);
         RecordProperty("in_process_known_call_site_us", std::to_string(g_embedded.microseconds_per_capture));
         g_embedded.sites = nullptr;
         writer.close();

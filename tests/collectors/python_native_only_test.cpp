@@ -95,19 +95,22 @@ TEST(NativeOnly, RecordOfAnyProgramWritesItsNativeStacks) {
     // 2 s at 100 Hz: ~200 snapshots; a loaded machine takes fewer, not none.
     ASSERT_GT(counts.main_active, 20) << output;
     EXPECT_GE(counts.main_in_spin * 100, counts.main_active * 70)
-        << counts.main_in_spin << " of " << counts.main_active << " active samples in spin_in_known_function under main";
+        << counts.main_in_spin << " of " << counts.main_active
+        << " active samples in spin_in_known_function under main";
     // The sleeping thread, by its OS name: sampled, and idle.
     ASSERT_GT(counts.sleeper, 10) << output;
-    EXPECT_LE(counts.sleeper_active, 2) << counts.sleeper_active << " of " << counts.sleeper << " sleeper samples active";
+    EXPECT_LE(counts.sleeper_active, 2) << counts.sleeper_active << " of " << counts.sleeper
+                                        << " sleeper samples active";
     EXPECT_EQ(counts.python_frames, 0);
     // The CPU report reads the trace as any other.
     std::string report;
     ASSERT_EQ(test::run({test::bin("ember"), "stats", trace, "--report", "cpu"}, &report, {}, 60), 0) << report;
     EXPECT_NE(report.find("spin_in_known_function"), std::string::npos) << report;
-    std::printf("%lld of %lld active samples of the spinning thread in spin_in_known_function under main; "
-                "sleeper %lld samples, %lld active\n",
-                static_cast<long long>(counts.main_in_spin), static_cast<long long>(counts.main_active),
-                static_cast<long long>(counts.sleeper), static_cast<long long>(counts.sleeper_active));
+    std::printf(
+        "%lld of %lld active samples of the spinning thread in spin_in_known_function under main; "
+        "sleeper %lld samples, %lld active\n",
+        static_cast<long long>(counts.main_in_spin), static_cast<long long>(counts.main_active),
+        static_cast<long long>(counts.sleeper), static_cast<long long>(counts.sleeper_active));
     std::filesystem::remove(trace);
 }
 
@@ -122,8 +125,11 @@ TEST(NativeOnly, SubprocessesOfAShellAreSampledAndReaped) {
     // without that report taken, about one run in three hung here.
     const std::string script = "for i in $(seq 1 60); do sleep 0.02; done; " + kSpin + " 1; exit 4";
     std::string output;
-    ASSERT_EQ(test::run({test::bin("ember"), "record", "--native", "--subprocesses", "-o", trace, "--", "sh", "-c", script},
-                        &output, {}, 120), 4) << output;
+    ASSERT_EQ(
+        test::run({test::bin("ember"), "record", "--native", "--subprocesses", "-o", trace, "--", "sh", "-c", script},
+                  &output, {}, 120),
+        4)
+        << output;
     ember::store::TraceReader reader(trace);
     std::int64_t shell_samples = 0, spin_samples = 0;
     std::map<ember::trace::ThreadId, std::int64_t> pid_of;
@@ -149,12 +155,16 @@ TEST(NativeOnly, RecordByPidLeavesTheProgramRunning) {
     const pid_t pid = program.child.pid;
     const std::string trace = test::temp_path("native_only_pid.db");
     std::string output;
-    ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(pid), "--native", "--duration", "2s", "-o",
-                         trace}, &output, {}, 60), 0) << output;
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(pid), "--native", "--duration", "2s",
+                         "-o", trace},
+                        &output, {}, 60),
+              0)
+        << output;
     const SpinCounts counts = count_samples(trace, pid);
     ASSERT_GT(counts.main_active, 20) << output;
     EXPECT_GE(counts.main_in_spin * 100, counts.main_active * 70)
-        << counts.main_in_spin << " of " << counts.main_active << " active samples in spin_in_known_function under main";
+        << counts.main_in_spin << " of " << counts.main_active
+        << " active samples in spin_in_known_function under main";
     EXPECT_GT(counts.sleeper, 10) << output;
     // The program goes on: no thread left stopped, and SIGTERM ends it the usual way.
     int status = 0;
@@ -165,7 +175,8 @@ TEST(NativeOnly, RecordByPidLeavesTheProgramRunning) {
     }
     ASSERT_EQ(kill(pid, SIGTERM), 0);
     EXPECT_EQ(test::wait_for(program.child, 30), 3);
-    EXPECT_NE(test::read_output(program.child).find("terminated"), std::string::npos) << test::read_output(program.child);
+    EXPECT_NE(test::read_output(program.child).find("terminated"), std::string::npos)
+        << test::read_output(program.child);
     program.child.pid = -1;
     std::filesystem::remove(trace);
 }
@@ -196,10 +207,13 @@ TEST(NativeOnly, WithoutNativeNothingIsWrittenAndTheMessageNamesNative) {
     EXPECT_NE(output.find("--native samples any program's native stacks"), std::string::npos) << output;
     EXPECT_FALSE(std::filesystem::exists(trace));
     // --pid with --python-hz 0: a clear refusal (exit 2) naming why 0 is no choice there.
-    EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(getpid()), "--python-hz", "0", "-o", trace},
-                        &output, {}, 60), 2);
+    EXPECT_EQ(
+        test::run({test::bin("ember"), "record", "--pid", std::to_string(getpid()), "--python-hz", "0", "-o", trace},
+                  &output, {}, 60),
+        2);
     EXPECT_NE(output.find("--python-hz must be above 0 (with --pid, sampling is all there is to record)"),
-              std::string::npos) << output;
+              std::string::npos)
+        << output;
 }
 
 }  // namespace

@@ -51,7 +51,8 @@ threading.Thread(target=blocked, name="blocker", daemon=True).start()
 print("ready", flush=True)
 Worker().run()
 )";
-constexpr int kHeavyLine = 4, kLightLine = 7, kBlockedLine = 10, kRunHeavyLine = 15, kRunLightLine = 16, kModuleLine = 20;
+constexpr int kHeavyLine = 4, kLightLine = 7, kBlockedLine = 10, kRunHeavyLine = 15, kRunLightLine = 16,
+              kModuleLine = 20;
 constexpr double kHeavyShare = 0.0713 / (0.0713 + 0.0237);  // of the main thread's time
 
 std::string script_path() {
@@ -91,17 +92,22 @@ struct Interpreter {
     std::string name;  // test name part
     std::string path;
 };
-void PrintTo(const Interpreter& interpreter, std::ostream* out) { *out << interpreter.path; }
+void PrintTo(const Interpreter& interpreter, std::ostream* out) {
+    *out << interpreter.path;
+}
 
 std::vector<Interpreter> interpreters() {
-    return {{"py38", "/root/.pyenv/versions/3.8.18/bin/python"},  {"py39", "/root/.pyenv/versions/3.9.18/bin/python"},
-            {"py310", "/root/.pyenv/versions/3.10.13/bin/python"}, {"py311", "/root/.pyenv/versions/3.11.7/bin/python"},
-            {"py312", "/root/.pyenv/versions/3.12.1/bin/python"},  {"py313", "/root/.pyenv/versions/3.13.0/bin/python"},
+    return {{"py38", "/root/.pyenv/versions/3.8.18/bin/python"},
+            {"py39", "/root/.pyenv/versions/3.9.18/bin/python"},
+            {"py310", "/root/.pyenv/versions/3.10.13/bin/python"},
+            {"py311", "/root/.pyenv/versions/3.11.7/bin/python"},
+            {"py312", "/root/.pyenv/versions/3.12.1/bin/python"},
+            {"py313", "/root/.pyenv/versions/3.13.0/bin/python"},
             {"debian_python3", "/usr/bin/python3"}};
 }
 
 class PythonVersions : public ::testing::TestWithParam<Interpreter> {
-protected:
+  protected:
     void SetUp() override {
         if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
         script_ = script_path();
@@ -146,7 +152,8 @@ TEST_P(PythonVersions, SnapshotNamesEveryThreadsFramesAndLines) {
     ASSERT_FALSE(blocker->frames.empty());
     EXPECT_EQ(blocker->frames[0].function, "blocked");
     EXPECT_EQ(blocker->frames[0].line, kBlockedLine);
-    EXPECT_EQ(blocker->frames.back().function.find("_bootstrap") != std::string::npos, true) << blocker->frames.back().function;
+    EXPECT_EQ(blocker->frames.back().function.find("_bootstrap") != std::string::npos, true)
+        << blocker->frames.back().function;
     // Its threading name, read from the Thread object; the main thread has none (the OS name applies).
     EXPECT_EQ(blocker->name, "blocker");
     EXPECT_EQ(main->name, "");
@@ -284,7 +291,8 @@ TEST(PythonReader, RefusesVersionsBefore38InOneLine) {
             std::printf("%s is not installed: not checked\n", interpreter.c_str());
             continue;
         }
-        Sleeper program({interpreter, "-c", "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(60)"});
+        Sleeper program(
+            {interpreter, "-c", "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(60)"});
         if (const std::string why = refusal(program.child.pid); !why.empty()) GTEST_SKIP() << why;
         const std::string message = open_error(program.child.pid);
         const std::string short_version = std::string(version).substr(0, std::string(version).rfind('.'));
@@ -330,22 +338,28 @@ TEST(PythonCommands, DumpAndRecordByPid) {
 
     const std::string trace = test::temp_path("python_cli.db");
     std::string record;
-    ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", pid, "--duration", "1s", "-o", trace}, &record, {}, 60), 0)
+    ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", pid, "--duration", "1s", "-o", trace}, &record, {}, 60),
+              0)
         << record;
     EXPECT_TRUE(program.running());
     const std::string folded = test::temp_path("python_cli.folded");
     std::string exported;
     ASSERT_EQ(test::run({test::bin("ember"), "export", trace, "--format", "folded", "--stacks", "cpu", "-o", folded},
-                        &exported, {}, 60), 0) << exported;
+                        &exported, {}, 60),
+              0)
+        << exported;
     std::ifstream file(folded);
     const std::string stacks((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     EXPECT_NE(stacks.find("<module> (" + script + ":20);Worker.run (" + script + ":15);heavy (" + script + ":4) "),
-              std::string::npos) << stacks;
+              std::string::npos)
+        << stacks;
     // The sleeping thread is idle in every sample: CPU time leaves it out.
     EXPECT_EQ(stacks.find("blocked ("), std::string::npos) << stacks;
     const std::string speedscope = test::temp_path("python_cli.speedscope.json");
-    ASSERT_EQ(test::run({test::bin("ember"), "export", trace, "--format", "speedscope", "-o", speedscope}, &exported, {},
-                        60), 0) << exported;
+    ASSERT_EQ(
+        test::run({test::bin("ember"), "export", trace, "--format", "speedscope", "-o", speedscope}, &exported, {}, 60),
+        0)
+        << exported;
     std::ifstream json_file(speedscope);
     const std::string json((std::istreambuf_iterator<char>(json_file)), std::istreambuf_iterator<char>());
     EXPECT_NE(json.find("\"name\":\"CPU samples\""), std::string::npos);
@@ -361,10 +375,15 @@ TEST(PythonCommands, BadPidIsNamed) {
     EXPECT_EQ(test::run({test::bin("ember"), "dump", "--pid", "999999999"}, &output, {}, 60), 2) << output;
     EXPECT_NE(output.find("--pid 999999999"), std::string::npos) << output;
     EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", "999999999", "-o", test::temp_path("none.db")}, &output,
-                        {}, 60), 2) << output;
+                        {}, 60),
+              2)
+        << output;
     EXPECT_NE(output.find("--pid 999999999"), std::string::npos) << output;
-    EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", "1", "--duration", "soon", "-o",
-                         test::temp_path("none.db")}, &output, {}, 60), 2) << output;
+    EXPECT_EQ(
+        test::run({test::bin("ember"), "record", "--pid", "1", "--duration", "soon", "-o", test::temp_path("none.db")},
+                  &output, {}, 60),
+        2)
+        << output;
     EXPECT_NE(output.find("--duration"), std::string::npos) << output;
 }
 
@@ -444,12 +463,15 @@ INSTANTIATE_TEST_SUITE_P(CPython, RecordCommand, ::testing::ValuesIn(interpreter
 TEST(PythonCommands, RecordOfANativeProgramWritesNothingAndKeepsItsStatus) {
     const std::string trace = test::temp_path("python_native.db");
     std::string output;
-    EXPECT_EQ(test::run({test::bin("ember"), "record", "-o", trace, "--", "sh", "-c", "sleep 0.3; exit 3"}, &output, {}, 60),
-              3) << output;
+    EXPECT_EQ(
+        test::run({test::bin("ember"), "record", "-o", trace, "--", "sh", "-c", "sleep 0.3; exit 3"}, &output, {}, 60),
+        3)
+        << output;
     EXPECT_NE(output.find("no trace written"), std::string::npos) << output;
     EXPECT_FALSE(std::filesystem::exists(trace));
     EXPECT_FALSE(std::filesystem::exists(trace.substr(0, trace.size() - 3) + ".python.db"));
-    EXPECT_EQ(test::run({test::bin("ember"), "record", "--python-hz", "-1", "-o", trace, "--", "true"}, &output, {}, 60), 2);
+    EXPECT_EQ(
+        test::run({test::bin("ember"), "record", "--python-hz", "-1", "-o", trace, "--", "true"}, &output, {}, 60), 2);
     EXPECT_NE(output.find("--python-hz"), std::string::npos) << output;
 }
 
@@ -477,7 +499,10 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
     const std::string trace = test::temp_path("python_workers.db");
     std::string output;
     ASSERT_EQ(test::run({test::bin("ember"), "record", "--subprocesses", "-o", trace, "--", "sh", "-c",
-                         python + " " + script + " 2; true"}, &output, {}, 90), 0) << output;
+                         python + " " + script + " 2; true"},
+                        &output, {}, 90),
+              0)
+        << output;
     {
         ember::store::TraceReader reader(trace);
         std::set<std::int64_t> worker_pids;
@@ -494,21 +519,27 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
         });
         EXPECT_EQ(worker_pids.size(), 2u) << output;
         EXPECT_GT(worker_samples, 150) << output;  // 2 workers x 2 s at 100 Hz: 400 asked
-        EXPECT_GE(reader.processes().size(), 3u);   // the parent Python and its two workers
+        EXPECT_GE(reader.processes().size(), 3u);  // the parent Python and its two workers
     }
     // Without --subprocesses only the root is followed: a shell, not CPython: no trace.
-    ASSERT_EQ(test::run({test::bin("ember"), "record", "-o", trace, "--", "sh", "-c", python + " " + script + " 0.5; true"},
-                        &output, {}, 90), 0) << output;
+    ASSERT_EQ(
+        test::run({test::bin("ember"), "record", "-o", trace, "--", "sh", "-c", python + " " + script + " 0.5; true"},
+                  &output, {}, 90),
+        0)
+        << output;
     EXPECT_NE(output.find("no trace written"), std::string::npos) << output;
 
     Program program;
     program.child = test::spawn({"sh", "-c", python + " " + script + " 30; true"});
     ASSERT_TRUE(test::wait_for_output(program.child, "ready", 60)) << test::read_output(program.child);
     std::string dump;
-    ASSERT_EQ(test::run({test::bin("ember"), "dump", "--subprocesses", "--pid", std::to_string(program.child.pid)}, &dump,
-                        {}, 60), 0) << dump;
+    ASSERT_EQ(test::run({test::bin("ember"), "dump", "--subprocesses", "--pid", std::to_string(program.child.pid)},
+                        &dump, {}, 60),
+              0)
+        << dump;
     std::size_t processes = 0, spinning = 0;
-    for (std::size_t at = dump.find("Process "); at != std::string::npos; at = dump.find("\nProcess ", at + 1)) ++processes;
+    for (std::size_t at = dump.find("Process "); at != std::string::npos; at = dump.find("\nProcess ", at + 1))
+        ++processes;
     for (std::size_t at = dump.find("    worker_spin (" + script + ":5)"); at != std::string::npos;
          at = dump.find("    worker_spin (" + script + ":5)", at + 1))
         ++spinning;
@@ -516,7 +547,10 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
     EXPECT_EQ(spinning, 2u) << dump;
     // ember record --pid --subprocesses under the same shell: both workers' samples.
     ASSERT_EQ(test::run({test::bin("ember"), "record", "--subprocesses", "--pid", std::to_string(program.child.pid),
-                         "--duration", "1s", "-o", trace}, &output, {}, 60), 0) << output;
+                         "--duration", "1s", "-o", trace},
+                        &output, {}, 60),
+              0)
+        << output;
     {
         ember::store::TraceReader reader(trace);
         std::map<ember::trace::ThreadId, std::int64_t> pid_of;
@@ -524,14 +558,18 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
         std::set<std::int64_t> worker_pids;
         reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& sample) {
             const auto frames = reader.stack_frames(sample.stack_id);
-            if (!frames.empty() && frames.back().function == "worker_spin") worker_pids.insert(pid_of[sample.thread_id]);
+            if (!frames.empty() && frames.back().function == "worker_spin")
+                worker_pids.insert(pid_of[sample.thread_id]);
             return true;
         });
         EXPECT_EQ(worker_pids.size(), 2u) << output;
     }
     // Without --subprocesses a shell is refused, naming the pid.
     EXPECT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(program.child.pid), "--duration", "1s",
-                         "-o", trace}, &output, {}, 60), 2) << output;
+                         "-o", trace},
+                        &output, {}, 60),
+              2)
+        << output;
     EXPECT_NE(output.find("--pid " + std::to_string(program.child.pid) + ": "), std::string::npos) << output;
     EXPECT_EQ(test::run({test::bin("ember"), "dump", "--pid", std::to_string(program.child.pid)}, &dump, {}, 60), 2);
     EXPECT_NE(dump.find("is not a CPython process"), std::string::npos) << dump;
@@ -552,9 +590,9 @@ TEST(PythonProfile, HotLinesPerRangeAndIdleOnAHandBuiltTrace) {
         const auto step_other_line = writer.intern_frame("step", "/srv/train.py", 0, 13);
         const auto wait = writer.intern_frame("wait", "/srv/io.py", 0, 5);
         const auto native = writer.intern_frame("memcpy", "/lib/libc.so.6", 0x1234);
-        const ember::trace::FrameId a[] = {module, step, native};       // line 12, then native code
-        const ember::trace::FrameId b[] = {module, step_other_line};    // line 13
-        const ember::trace::FrameId c[] = {module, wait};               // idle
+        const ember::trace::FrameId a[] = {module, step, native};     // line 12, then native code
+        const ember::trace::FrameId b[] = {module, step_other_line};  // line 13
+        const ember::trace::FrameId c[] = {module, wait};             // idle
         const auto stack_a = writer.intern_stack(a), stack_b = writer.intern_stack(b), stack_c = writer.intern_stack(c);
         ember::trace::RangeEvent range;
         range.range_id = writer.next_range_id();
@@ -597,8 +635,10 @@ TEST(PythonProfile, HotLinesPerRangeAndIdleOnAHandBuiltTrace) {
     ASSERT_FALSE(with_idle.lines.empty());
     EXPECT_EQ(with_idle.lines[0].location, "/srv/io.py:5");
     EXPECT_EQ(with_idle.lines[0].self_samples, 4);
-    EXPECT_EQ(ember::analysis::cpu_stack_tree(reader).inclusive_weight(ember::analysis::StackTree::kRoot), 6 * 10000000);
-    EXPECT_EQ(ember::analysis::cpu_stack_tree(reader, true).inclusive_weight(ember::analysis::StackTree::kRoot), 10 * 10000000);
+    EXPECT_EQ(ember::analysis::cpu_stack_tree(reader).inclusive_weight(ember::analysis::StackTree::kRoot),
+              6 * 10000000);
+    EXPECT_EQ(ember::analysis::cpu_stack_tree(reader, true).inclusive_weight(ember::analysis::StackTree::kRoot),
+              10 * 10000000);
 
     // PyTorch's numbered steps add up: two ProfilerStep#N ranges are one row group.
     {
@@ -641,8 +681,8 @@ TEST(PythonProfile, HotLinesPerRangeAndIdleOnAHandBuiltTrace) {
     // ember export --idle: the idle stack appears in the folded stacks only with it.
     const std::string folded = test::temp_path("python_lines.folded");
     for (const bool idle : {false, true}) {
-        std::vector<std::string> command = {test::bin("ember"), "export", path, "--format", "folded", "--stacks", "cpu",
-                                            "-o", folded};
+        std::vector<std::string> command = {test::bin("ember"), "export", path, "--format", "folded",
+                                            "--stacks",         "cpu",    "-o", folded};
         if (idle) command.push_back("--idle");
         ASSERT_EQ(test::run(command, &text, {}, 60), 0) << text;
         const std::string stacks = file_text(folded);
@@ -671,7 +711,10 @@ TEST(PythonTraceSchema, LineAndIdleRoundTripAndVersion1FilesStillRead) {
     auto read = [&] {
         ember::store::TraceReader reader(path);
         std::vector<ember::trace::StackSample> samples;
-        reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& s) { samples.push_back(s); return true; });
+        reader.for_each_stack_sample({}, [&](const ember::trace::StackSample& s) {
+            samples.push_back(s);
+            return true;
+        });
         return std::make_pair(samples, samples.empty() ? std::vector<ember::trace::FrameInfo>{}
                                                        : reader.stack_frames(samples[0].stack_id));
     };
@@ -688,7 +731,9 @@ TEST(PythonTraceSchema, LineAndIdleRoundTripAndVersion1FilesStillRead) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE frames DROP COLUMN line; ALTER TABLE stack_samples DROP COLUMN idle;",
-                           nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
     sqlite3_close(db);
     std::tie(samples, frames) = read();
     ASSERT_EQ(samples.size(), 2u);
@@ -698,7 +743,6 @@ TEST(PythonTraceSchema, LineAndIdleRoundTripAndVersion1FilesStillRead) {
     std::filesystem::remove(path);
 }
 
-
 // --- --native: mixed stacks ---
 
 PythonFrame python_frame(const char* function, bool entry) {
@@ -707,7 +751,9 @@ PythonFrame python_frame(const char* function, bool entry) {
     return frame;
 }
 
-NativeFrame native_frame(const char* function) { return {0x1000, function, "/usr/lib/libx.so"}; }
+NativeFrame native_frame(const char* function) {
+    return {0x1000, function, "/usr/lib/libx.so"};
+}
 
 std::vector<std::string> names_of(const std::vector<MixedFrame>& frames) {
     std::vector<std::string> names;
@@ -720,19 +766,23 @@ TEST(MixedStacks, EachEvalLoopCallIsReplacedByThePythonFramesItRan) {
     // list.sort, called key), and `outer` in the one `<module>` entered.
     const std::vector<PythonFrame> python = {python_frame("inner", false), python_frame("key", true),
                                              python_frame("outer", false), python_frame("<module>", true)};
-    const std::vector<NativeFrame> native = {native_frame("deflate"),          native_frame("zlib_compress"),
-                                             native_frame("_PyEval_EvalFrameDefault"), native_frame("list_sort_impl"),
-                                             native_frame("_PyEval_EvalFrameDefault.cold"), native_frame("PyEval_EvalCode"),
+    const std::vector<NativeFrame> native = {native_frame("deflate"),
+                                             native_frame("zlib_compress"),
+                                             native_frame("_PyEval_EvalFrameDefault"),
+                                             native_frame("list_sort_impl"),
+                                             native_frame("_PyEval_EvalFrameDefault.cold"),
+                                             native_frame("PyEval_EvalCode"),
                                              native_frame("_start")};
     EXPECT_EQ(names_of(merge_stacks(python, native)),
               (std::vector<std::string>{"deflate", "zlib_compress", "inner (py)", "key (py)", "list_sort_impl",
                                         "outer (py)", "<module> (py)", "PyEval_EvalCode", "_start"}));
     // Before 3.11 every frame is an eval call of its own.
     const std::vector<PythonFrame> old = {python_frame("inner", true), python_frame("<module>", true)};
-    EXPECT_EQ(names_of(merge_stacks(old, {native_frame("zlib_compress"), native_frame("_PyEval_EvalFrameDefault"),
-                                          native_frame("function_code_fastcall"),
-                                          native_frame("_PyEval_EvalFrameDefault"), native_frame("main")})),
-              (std::vector<std::string>{"zlib_compress", "inner (py)", "function_code_fastcall", "<module> (py)", "main"}));
+    EXPECT_EQ(
+        names_of(merge_stacks(old, {native_frame("zlib_compress"), native_frame("_PyEval_EvalFrameDefault"),
+                                    native_frame("function_code_fastcall"), native_frame("_PyEval_EvalFrameDefault"),
+                                    native_frame("main")})),
+        (std::vector<std::string>{"zlib_compress", "inner (py)", "function_code_fastcall", "<module> (py)", "main"}));
 }
 
 TEST(MixedStacks, UnmatchedEvalFramesAndPythonFramesAreNotLost) {
@@ -809,7 +859,7 @@ std::string ptrace_refusal(pid_t pid) {
 }
 
 class NativeVersions : public ::testing::TestWithParam<Interpreter> {
-protected:
+  protected:
     void SetUp() override {
         if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
         script_ = test::temp_path("python_native_" + GetParam().name + ".py");
@@ -883,7 +933,10 @@ TEST_P(NativeVersions, RecordByPidWritesMixedStacks) {
     const std::string trace = test::temp_path("python_native_" + GetParam().name + ".db");
     std::string output;
     ASSERT_EQ(test::run({test::bin("ember"), "record", "--pid", std::to_string(program_.child.pid), "--native",
-                         "--duration", "1s", "-o", trace}, &output, {}, 60), 0) << output;
+                         "--duration", "1s", "-o", trace},
+                        &output, {}, 60),
+              0)
+        << output;
     EXPECT_EQ(output.find("Python frames only"), std::string::npos) << output;
     ember::store::TraceReader reader(trace);
     std::int64_t in_squeeze = 0, mixed = 0;
@@ -930,7 +983,8 @@ TEST(PythonCommands, RecordNativeOfACommandKeepsItsStatus) {
                              "sys.exit(3)\n";
     const std::string trace = test::temp_path("python_native_cmd.db");
     std::string output;
-    EXPECT_EQ(test::run({test::bin("ember"), "record", "--native", "-o", trace, "--", python, script}, &output, {}, 90), 3)
+    EXPECT_EQ(test::run({test::bin("ember"), "record", "--native", "-o", trace, "--", python, script}, &output, {}, 90),
+              3)
         << output;
     ember::store::TraceReader reader(trace);
     std::int64_t mixed = 0;
@@ -997,7 +1051,9 @@ TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) 
     // One BLAS thread: with more, the GEMMs run on OpenBLAS's own threads, whose stacks
     // start in its thread pool, not in the script.
     ASSERT_EQ(test::run({test::bin("ember"), "record", "--native", "-o", trace, "--", python, script}, &output,
-                        {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, 110), 0) << output;
+                        {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, 110),
+              0)
+        << output;
     ember::store::TraceReader reader(trace);
     std::int64_t in_step = 0, through = 0;
     std::map<std::string, std::int64_t> kernels;
@@ -1028,7 +1084,7 @@ TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) 
     // Most of a training step is GEMM and convolution kernels (about 80% measured on a
     // quiet machine); a third leaves room for a busy one.
     EXPECT_GT(through * 3, in_step) << through << " of " << in_step << " samples in train_step\n" << example;
-    std::printf("%lld of %lld samples in train_step() reach a kernel through torch's native code:", 
+    std::printf("%lld of %lld samples in train_step() reach a kernel through torch's native code:",
                 static_cast<long long>(through), static_cast<long long>(in_step));
     for (const auto& [kernel, count] : kernels) std::printf(" %s %lld", kernel.c_str(), static_cast<long long>(count));
     std::printf("\n");

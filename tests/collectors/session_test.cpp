@@ -113,7 +113,7 @@ bool raw_request_is_refused(const std::string& socket_path) {
 
 // Points the control directory at a fresh place for one test.
 class ControlDirectory {
-public:
+  public:
     ControlDirectory() {
         base_ = test::temp_path("runtime");
         std::filesystem::remove_all(base_);
@@ -126,7 +126,7 @@ public:
     }
     std::string directory() const { return base_ + "/ember"; }
 
-private:
+  private:
     std::string base_;
 };
 

@@ -32,7 +32,9 @@ inline std::string binary_dir() {
     return ".";
 #endif
 }
-inline std::string bin(const std::string& name) { return binary_dir() + "/bin/" + name; }
+inline std::string bin(const std::string& name) {
+    return binary_dir() + "/bin/" + name;
+}
 
 inline std::int64_t monotonic_ns() {
     timespec now;

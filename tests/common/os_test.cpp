@@ -28,8 +28,8 @@ namespace {
 
 TEST(MapsLine, ReadsEveryFieldOfAFileMapping) {
     MapsLine entry;
-    ASSERT_TRUE(parse_maps_line("7f1c2a400000-7f1c2a5d5000 r-xp 00028000 fe:01 1311232    /usr/lib/x86_64-linux-gnu/libc.so.6",
-                                entry));
+    ASSERT_TRUE(parse_maps_line(
+        "7f1c2a400000-7f1c2a5d5000 r-xp 00028000 fe:01 1311232    /usr/lib/x86_64-linux-gnu/libc.so.6", entry));
     EXPECT_EQ(entry.start, 0x7f1c2a400000u);
     EXPECT_EQ(entry.end, 0x7f1c2a5d5000u);
     EXPECT_EQ(entry.offset, 0x28000u);
@@ -46,7 +46,8 @@ TEST(MapsLine, AnonymousMemoryHasNoPathAfterAFileMapping) {
     ASSERT_TRUE(parse_maps_line("7f1c00000000-7f1c00021000 rwxp 00000000 00:00 0", entry));
     EXPECT_EQ(entry.path, "");
     EXPECT_EQ(entry.permissions, "rwxp");
-    ASSERT_TRUE(parse_maps_line("7ffd4b1e0000-7ffd4b201000 rw-p 00000000 00:00 0                          [stack]", entry));
+    ASSERT_TRUE(
+        parse_maps_line("7ffd4b1e0000-7ffd4b201000 rw-p 00000000 00:00 0                          [stack]", entry));
     EXPECT_EQ(entry.path, "[stack]");
 }
 
@@ -54,7 +55,7 @@ TEST(MapsLine, RefusesWhatIsNotAMapsLine) {
     MapsLine entry;
     EXPECT_FALSE(parse_maps_line("", entry));
     EXPECT_FALSE(parse_maps_line("7f1c00000000 rwxp 00000000 00:00 0", entry));  // no range
-    EXPECT_FALSE(parse_maps_line("7f1c00000000-7f1c00021000 rwxp", entry));       // cut short
+    EXPECT_FALSE(parse_maps_line("7f1c00000000-7f1c00021000 rwxp", entry));      // cut short
 }
 
 TEST(AllowedCpus, HoldsTheCpuThisThreadRunsOn) {
@@ -191,8 +192,10 @@ TEST(CommandLine, OfThisProcessIsProcSelfCmdlineSplit) {
     ASSERT_NE(file, nullptr);
     std::vector<std::string> expected(1);
     for (int c; (c = std::fgetc(file)) != EOF;) {
-        if (c == 0) expected.emplace_back();
-        else expected.back() += static_cast<char>(c);
+        if (c == 0)
+            expected.emplace_back();
+        else
+            expected.back() += static_cast<char>(c);
     }
     std::fclose(file);
     expected.pop_back();  // after the last NUL

@@ -14,7 +14,7 @@ namespace ember::test_support {
 template <typename Event>
 std::vector<Event> all_events(const store::TraceReader& reader,
                               std::int64_t (store::TraceReader::*for_each)(const store::EventQuery&,
-                                                                          const store::Visitor<Event>&) const) {
+                                                                           const store::Visitor<Event>&) const) {
     std::vector<Event> events;
     (reader.*for_each)({}, [&](const Event& event) {
         events.push_back(event);

@@ -113,9 +113,11 @@ void write_fixture_trace(const std::string& path, FixtureOptions options) {
     api("cudaMemcpyAsync", 1150, 1160, 5);
     memcpy(copy_stream, 1150, 1250, 5, MemcpyDirection::host_to_device, 1000, MemoryKind::pinned, MemoryKind::device);
     api("cudaMemcpy", 2450, 2550, 6);
-    memcpy(default_stream, 2460, 2660, 6, MemcpyDirection::host_to_device, 2000, MemoryKind::pageable, MemoryKind::device);
+    memcpy(default_stream, 2460, 2660, 6, MemcpyDirection::host_to_device, 2000, MemoryKind::pageable,
+           MemoryKind::device);
     api("cudaMemcpy", 4000, 4100, 7);
-    memcpy(default_stream, 4010, 4090, 7, MemcpyDirection::device_to_host, 4096, MemoryKind::device, MemoryKind::pinned);
+    memcpy(default_stream, 4010, 4090, 7, MemcpyDirection::device_to_host, 4096, MemoryKind::device,
+           MemoryKind::pinned);
     api("cudaMemsetAsync", 4200, 4205, 8);
     writer.record_memset({4300, 4350, 0, default_stream, 8, 512, 0, MemoryKind::device});
     api("cudaStreamSynchronize", 4350, 4400, 9);

@@ -6,8 +6,8 @@
 
 #include "engine/core/device.h"
 
-#define EMBER_REQUIRE_GPU()                                                         \
-    do {                                                                            \
-        if (!::ember::cuda_device_available())                                      \
+#define EMBER_REQUIRE_GPU()                                                              \
+    do {                                                                                 \
+        if (!::ember::cuda_device_available())                                           \
             GTEST_SKIP() << "no CUDA device: " << ::ember::cuda_runtime_status().reason; \
     } while (0)

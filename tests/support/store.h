@@ -22,7 +22,8 @@ inline void run_sql(const std::string& path, const std::string& sql) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     char* error = nullptr;
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error ? error : "") << " in " << sql;
     sqlite3_free(error);
     sqlite3_close(db);
 }
@@ -50,7 +51,7 @@ Visitor<Event> collect_into(std::vector<Event>& out) {
 
 // A fresh directory under the system temp dir, removed at destruction.
 class ScratchDir {
-public:
+  public:
     ScratchDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
         path_ = test_support::unique_temp_path(std::string("ember_store_") + (info ? info->test_suite_name() : "x") +
@@ -64,7 +65,7 @@ public:
     }
     std::string file(const std::string& name) const { return (path_ / name).string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
@@ -147,10 +148,11 @@ inline SampleTrace write_sample_trace(const std::string& path, int repeat = 3,
         TimeNs t = 10'000 + i * 100'000;
         RangeEvent step_range{writer.next_range_id(), t, t + 90'000, main, domain, step, 1, 0xff00ff00u, 0, 0,
                               Payload::of_integer(i)};
-        RangeEvent forward_range{writer.next_range_id(), t + 1000, t + 40'000, main, domain, forward, 2, 0, 1,
-                                 step_range.range_id, Payload::of_real(0.5 * i)};
+        RangeEvent forward_range{
+            writer.next_range_id(),   t + 1000, t + 40'000, main, domain, forward, 2, 0, 1, step_range.range_id,
+            Payload::of_real(0.5 * i)};
         RangeEvent plain_range{writer.next_range_id(), t + 50'000, t + 60'000, main, kNoString, forward, 0, 0, 1,
-                               step_range.range_id, Payload{}};
+                               step_range.range_id,    Payload{}};
         sample.ranges.insert(sample.ranges.end(), {forward_range, plain_range, step_range});
         ApiEvent launch_call{t + 2000, t + 5000, main, correlation, launch, 0};
         KernelEvent kernel;
@@ -163,15 +165,17 @@ inline SampleTrace write_sample_trace(const std::string& path, int repeat = 3,
         kernel.launch = {64, 2, 1, 256, 1, 1, 96, 4096, static_cast<std::uint32_t>(1024 * (i % 2))};
         ++correlation;
         ApiEvent copy_call{t + 31'000, t + 33'000, main, correlation, copy, 0};
-        MemcpyEvent memcpy_event{t + 34'000, t + 36'000, 0, copy_stream, correlation,
-                                 MemcpyDirection::host_to_device, 1u << 20, MemoryKind::pinned,
-                                 MemoryKind::device, kNoDevice};
+        MemcpyEvent memcpy_event{t + 34'000,  t + 36'000,         0,
+                                 copy_stream, correlation,        MemcpyDirection::host_to_device,
+                                 1u << 20,    MemoryKind::pinned, MemoryKind::device,
+                                 kNoDevice};
         ++correlation;
         MemsetEvent memset_event{t + 37'000, t + 37'500, 0, compute, correlation, 4096, 0, MemoryKind::device};
         ++correlation;
         SyncEvent sync{t + 38'000, t + 39'000, 0, compute, correlation, SyncKind::stream_synchronize, 0};
         ++correlation;
-        MarkEvent mark{t + 41'000, main, domain, writer.intern("epoch " + std::to_string(i)), 1, 0, Payload::of_real(2.25)};
+        MarkEvent mark{
+            t + 41'000, main, domain, writer.intern("epoch " + std::to_string(i)), 1, 0, Payload::of_real(2.25)};
         CounterSample sample_value{sample.utilization.counter_id, t + 45'000, 87.5 + i};
         StackSample stack_sample{t + 46'000, sample.worker_thread.thread_id, sample.stack};
         OverheadEvent overhead{t + 47'000, t + 48'000, sample.worker_thread.thread_id, overhead_name};

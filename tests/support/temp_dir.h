@@ -15,7 +15,7 @@
 namespace ember::test_support {
 
 class TempDir {
-public:
+  public:
     // <temp dir>/<stem>-XXXXXX, e.g. TempDir("ember-import-test").
     explicit TempDir(const std::string& stem = "ember-test") : path_(make(stem)) {}
     TempDir(const TempDir&) = delete;
@@ -39,7 +39,7 @@ public:
         return names;
     }
 
-private:
+  private:
     static std::filesystem::path make(const std::string& stem) {
         std::string pattern = (std::filesystem::temp_directory_path() / (stem + "-XXXXXX")).string();
         if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);

@@ -17,7 +17,7 @@
 namespace ember::testing {
 
 class TraceBuilder {
-public:
+  public:
     TraceBuilder(const std::string& path, const trace::RunInfo& run)
         : writer_(path, run, store::testing::quiet_options()), pid_(run.pid) {}
 
@@ -97,7 +97,7 @@ public:
     }
     void close() { writer_.close(); }
 
-private:
+  private:
     store::TraceWriter writer_;
     std::int64_t pid_ = 42;
     std::set<std::int64_t> registered_pids_;

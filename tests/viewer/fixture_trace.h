@@ -20,9 +20,9 @@ struct FixtureShape {
     trace::TimeNs step_ns = 1'000'000;  // each step lasts 1 ms
     int kernels_per_step = 6;           // forward: half, backward: half
     trace::TimeNs kernel_ns = 50'000;
-    double slowdown = 1.0;              // scales backward kernels (for difference graphs)
+    double slowdown = 1.0;                    // scales backward kernels (for difference graphs)
     trace::TimeNs origin_ns = 1'000'000'000;  // the first step's start
-    bool python_stacks = false;                // add python_sample_stacks() below
+    bool python_stacks = false;               // add python_sample_stacks() below
 };
 
 // The Python samples of a fixture with `python_stacks`, every kPythonSampleNs from 5 us
@@ -122,16 +122,25 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
         for (int phase = 0; phase < 2; ++phase) {
             const TimeNs phase_start = phase_starts[phase];
             const TimeNs phase_end = phase_start + half - 2000;
-            writer.record_range({writer.next_range_id(), phase_start, phase_end, main_thread, domain,
-                                 phase_names[phase], 2, 0, 1, step_id, {}});
+            writer.record_range({writer.next_range_id(),
+                                 phase_start,
+                                 phase_end,
+                                 main_thread,
+                                 domain,
+                                 phase_names[phase],
+                                 2,
+                                 0,
+                                 1,
+                                 step_id,
+                                 {}});
             totals.ranges += 1;
             const int kernels = shape.kernels_per_step / 2;
             for (int k = 0; k < kernels; ++k) {
                 const TimeNs api_start = phase_start + 100 + k * 20'000;
                 writer.record_api_call({api_start, api_start + 5'000, main_thread, correlation, launch_name, 0});
                 totals.api_calls += 1;
-                const TimeNs duration = phase == 1 ? static_cast<TimeNs>(shape.kernel_ns * shape.slowdown)
-                                                   : shape.kernel_ns;
+                const TimeNs duration =
+                    phase == 1 ? static_cast<TimeNs>(shape.kernel_ns * shape.slowdown) : shape.kernel_ns;
                 const TimeNs kernel_start = phase_start + 10'000 + k * 120'000;
                 KernelEvent kernel;
                 kernel.start_ns = kernel_start;
@@ -162,8 +171,17 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
         totals.copies += 1;
         totals.copy_bytes += memcpy_event.bytes;
         // The loader waits a little in every step.
-        writer.record_range({writer.next_range_id(), step_start + 100'000, step_start + 300'000, loader_thread, domain,
-                             wait_name, 3, 0, 0, 0, {}});
+        writer.record_range({writer.next_range_id(),
+                             step_start + 100'000,
+                             step_start + 300'000,
+                             loader_thread,
+                             domain,
+                             wait_name,
+                             3,
+                             0,
+                             0,
+                             0,
+                             {}});
         totals.ranges += 1;
         totals.range_depth0_ns += 200'000;
         writer.record_counter({loss, step_end, 2.0 / (step + 1)});
@@ -176,7 +194,8 @@ inline FixtureTotals write_fixture_trace(const std::string& path, const FixtureS
         for (int k = 0; shape.python_stacks && k < kPythonSamplesPerStep; ++k) {
             const TimeNs time = step_start + 5'000 + k * kPythonSampleNs;
             const bool decoding = time >= step_start + 100'000 && time < step_start + 300'000;
-            writer.record_stack_sample({time, main_thread, k < kPythonSamplesPerStep / 2 ? forward_stack : backward_stack});
+            writer.record_stack_sample(
+                {time, main_thread, k < kPythonSamplesPerStep / 2 ? forward_stack : backward_stack});
             writer.record_stack_sample({time, loader_thread, decoding ? decode_stack_py : get_stack, !decoding});
             writer.record_stack_sample({time, pin_thread, pin_stack, true});
             totals.stack_samples += 3;

@@ -16,7 +16,9 @@ using trace::TimeNs;
 
 namespace {
 
-std::string number(std::uint64_t value) { return std::to_string(value); }
+std::string number(std::uint64_t value) {
+    return std::to_string(value);
+}
 
 std::string payload_text(std::uint8_t kind, std::uint64_t bits) {
     const auto payload_kind = static_cast<trace::PayloadKind>(kind);
@@ -85,16 +87,18 @@ std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref) {
                 break;
             }
             case EventKind::memcpy: {
-                lines.push_back({"bytes", format_bytes(static_cast<double>(event->value)) + " (" +
-                                              number(event->value) + ")"});
+                lines.push_back(
+                    {"bytes", format_bytes(static_cast<double>(event->value)) + " (" + number(event->value) + ")"});
                 if (event->duration_ns() > 0)
                     lines.push_back({"bandwidth", format_bytes(static_cast<double>(event->value) * 1e9 /
                                                                static_cast<double>(event->duration_ns())) +
                                                       "/s"});
-                lines.push_back({"direction", trace::direction_name(static_cast<trace::MemcpyDirection>(event->detail))});
-                lines.push_back({"source memory", trace::memory_kind_name(static_cast<trace::MemoryKind>(event->extra & 0xff))});
-                lines.push_back({"destination memory",
-                                 trace::memory_kind_name(static_cast<trace::MemoryKind>(event->extra >> 8))});
+                lines.push_back(
+                    {"direction", trace::direction_name(static_cast<trace::MemcpyDirection>(event->detail))});
+                lines.push_back(
+                    {"source memory", trace::memory_kind_name(static_cast<trace::MemoryKind>(event->extra & 0xff))});
+                lines.push_back(
+                    {"destination memory", trace::memory_kind_name(static_cast<trace::MemoryKind>(event->extra >> 8))});
                 lines.push_back({"correlation id", number(event->link)});
                 break;
             }
@@ -131,7 +135,8 @@ std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref) {
                 const std::string payload = payload_text(event->detail, event->value);
                 if (!payload.empty()) lines.push_back({"payload", payload});
                 if (auto range = reader.range(event->link)) {
-                    lines.push_back({"domain", range->domain_id ? std::string(reader.string(range->domain_id)) : "(default)"});
+                    lines.push_back(
+                        {"domain", range->domain_id ? std::string(reader.string(range->domain_id)) : "(default)"});
                     lines.push_back({"depth", std::to_string(range->depth)});
                     if (range->color) lines.push_back({"color", hex_color(range->color)});
                     if (range->parent_range_id) {
@@ -150,7 +155,8 @@ std::vector<DetailLine> describe_event(TraceModel& model, const EventRef& ref) {
                 if (!payload.empty()) lines.push_back({"payload", payload});
                 break;
             }
-            case EventKind::overhead: break;
+            case EventKind::overhead:
+                break;
         }
     } catch (const std::exception& error) {
         lines.push_back({"error", error.what()});
@@ -162,8 +168,8 @@ std::optional<EventRef> find_flow_partner(const TraceModel& model, const EventRe
     const TimelineEvent* event = model.event(ref);
     if (event == nullptr || event->link == 0) return std::nullopt;
     const bool from_api = event->kind == EventKind::api_call;
-    const bool from_gpu = event->kind == EventKind::kernel || event->kind == EventKind::memcpy ||
-                          event->kind == EventKind::memset;
+    const bool from_gpu =
+        event->kind == EventKind::kernel || event->kind == EventKind::memcpy || event->kind == EventKind::memset;
     if (!from_api && !from_gpu) return std::nullopt;
     const int file = model.lane(ref.lane).file_index;
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
@@ -200,17 +206,17 @@ std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane_index, tr
         lines.push_back({"reserved", format_bytes(static_cast<double>(at.reserved_bytes))});
         for (std::size_t i = 0; i < at.by_op.size() && i < top; ++i) {
             const analysis::GpuMemoryPlace& place = at.by_op[i];
-            lines.push_back({"allocated in " + place.place,
-                             format_bytes(static_cast<double>(place.bytes)) + " in " + std::to_string(place.blocks) +
-                                 (place.blocks == 1 ? " block" : " blocks")});
+            lines.push_back({"allocated in " + place.place, format_bytes(static_cast<double>(place.bytes)) + " in " +
+                                                                std::to_string(place.blocks) +
+                                                                (place.blocks == 1 ? " block" : " blocks")});
         }
         if (at.by_op.size() > top)
             lines.push_back({"... ", std::to_string(at.by_op.size() - top) + " more allocating ops"});
         for (std::size_t i = 0; i < at.by_line.size() && i < top; ++i) {
             const analysis::GpuMemoryPlace& place = at.by_line[i];
-            lines.push_back({"allocated at " + place.place,
-                             format_bytes(static_cast<double>(place.bytes)) + " in " + std::to_string(place.blocks) +
-                                 (place.blocks == 1 ? " block" : " blocks")});
+            lines.push_back({"allocated at " + place.place, format_bytes(static_cast<double>(place.bytes)) + " in " +
+                                                                std::to_string(place.blocks) +
+                                                                (place.blocks == 1 ? " block" : " blocks")});
         }
         if (at.by_line.size() > top)
             lines.push_back({"...", std::to_string(at.by_line.size() - top) + " more allocating lines"});

@@ -32,11 +32,11 @@ std::vector<DetailLine> describe_memory_at(TraceModel& model, int lane, trace::T
 struct LiveBlockLink {
     std::uint64_t address = 0;
     std::int64_t bytes = 0;
-    trace::TimeNs alloc_ns = 0;       // model time
-    std::string op;                   // the allocating op, or "(no thread recorded)" and the like
-    std::string line;                 // the allocating line (as describe_memory_at's)
-    std::vector<std::string> stack;   // its frames, outermost first; empty without a stack
-    std::optional<EventRef> op_event; // the op's range on the timeline, when a lane holds it
+    trace::TimeNs alloc_ns = 0;        // model time
+    std::string op;                    // the allocating op, or "(no thread recorded)" and the like
+    std::string line;                  // the allocating line (as describe_memory_at's)
+    std::vector<std::string> stack;    // its frames, outermost first; empty without a stack
+    std::optional<EventRef> op_event;  // the op's range on the timeline, when a lane holds it
 };
 
 // The `top` largest blocks live on memory lane `lane` at model time `time`, largest first.

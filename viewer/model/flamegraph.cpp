@@ -13,16 +13,23 @@ using trace::TimeNs;
 
 const char* flame_source_name(FlameSource source) {
     switch (source) {
-        case FlameSource::nvtx_ranges: return "NVTX ranges (wall time)";
-        case FlameSource::gpu_kernels: return "GPU kernels by NVTX stack";
-        case FlameSource::cpu_samples: return "CPU stack samples";
-        case FlameSource::gpu_by_range: return "GPU time by NVTX range";
-        case FlameSource::gpu_kernel_names: return "GPU time by kernel";
+        case FlameSource::nvtx_ranges:
+            return "NVTX ranges (wall time)";
+        case FlameSource::gpu_kernels:
+            return "GPU kernels by NVTX stack";
+        case FlameSource::cpu_samples:
+            return "CPU stack samples";
+        case FlameSource::gpu_by_range:
+            return "GPU time by NVTX range";
+        case FlameSource::gpu_kernel_names:
+            return "GPU time by kernel";
     }
     return "?";
 }
 
-double FlameNode::self() const { return self_value; }
+double FlameNode::self() const {
+    return self_value;
+}
 
 std::vector<std::string> FlameGraph::path(std::uint32_t node) const {
     std::vector<std::string> names;
@@ -45,7 +52,7 @@ FlameNode root_node() {
 // Adds children by name: merged (any earlier child of that name) or time order
 // (only the last child).
 class TreeBuilder {
-public:
+  public:
     TreeBuilder(FlameGraph& graph, FlameOrder order) : graph_(graph), order_(order) {
         graph_.nodes.clear();
         graph_.nodes.push_back(root_node());
@@ -80,7 +87,7 @@ public:
         }
     }
 
-private:
+  private:
     FlameGraph& graph_;
     FlameOrder order_;
     std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> lookup_;
@@ -120,15 +127,16 @@ std::int64_t containing(const Row& row, TimeNs time) {
 }
 
 // "process 12 / thread 34 main": the title of a lane, the root of its subtree in time order.
-std::string lane_label(const Lane& lane) { return lane.group + " / " + lane.title; }
+std::string lane_label(const Lane& lane) {
+    return lane.group + " / " + lane.title;
+}
 
 void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph, FlameOrder order, int only_file) {
     for (int lane_index = 0; lane_index < model.lane_count(); ++lane_index) {
         const Lane& lane = model.lane(lane_index);
         if (lane.kind != LaneKind::thread || !lane.ready.load(std::memory_order_acquire)) continue;
         if (only_file >= 0 && lane.file_index != only_file) continue;
-        const std::uint32_t lane_root =
-            order == FlameOrder::time_order ? builder.child(0, lane_label(lane)) : 0;
+        const std::uint32_t lane_root = order == FlameOrder::time_order ? builder.child(0, lane_label(lane)) : 0;
         // Nodes of the previous depth's events; each row's parent is found by
         // binary search in the row above.
         const Row* parent_row = nullptr;
@@ -165,8 +173,8 @@ void build_nvtx(const TraceModel& model, TreeBuilder& builder, FlameGraph& graph
 
 // What the GPU sources put on the path of a kernel.
 struct GpuLevels {
-    bool ranges = true;   // the launching NVTX stack
-    bool kernel = true;   // the kernel's name as the leaf
+    bool ranges = true;  // the launching NVTX stack
+    bool kernel = true;  // the kernel's name as the leaf
 };
 
 void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder order, int only_file,
@@ -225,8 +233,10 @@ void build_gpu_kernels(const TraceModel& model, TreeBuilder& builder, FlameOrder
                 } else {
                     node = builder.child(node, "(no launch record)");
                 }
-                if (levels.kernel) node = builder.child(node, std::string(model.name(kernel.name_id)));
-                else if (node == lane_root) node = builder.child(node, "(no range)");
+                if (levels.kernel)
+                    node = builder.child(node, std::string(model.name(kernel.name_id)));
+                else if (node == lane_root)
+                    node = builder.child(node, "(no range)");
                 builder.add_inclusive(node, static_cast<double>(kernel.duration_ns()));
             }
         }
@@ -285,12 +295,16 @@ FlameGraph build_flamegraph(const TraceModel& model, FlameSource source, FlameOr
     graph.order = order;
     graph.unit = source == FlameSource::cpu_samples ? "samples" : "ns";
     TreeBuilder builder(graph, order);
-    if (source == FlameSource::nvtx_ranges) build_nvtx(model, builder, graph, order, only_file);
-    else if (source == FlameSource::gpu_kernels) build_gpu_kernels(model, builder, order, only_file, {true, true});
-    else if (source == FlameSource::gpu_by_range) build_gpu_kernels(model, builder, order, only_file, {true, false});
+    if (source == FlameSource::nvtx_ranges)
+        build_nvtx(model, builder, graph, order, only_file);
+    else if (source == FlameSource::gpu_kernels)
+        build_gpu_kernels(model, builder, order, only_file, {true, true});
+    else if (source == FlameSource::gpu_by_range)
+        build_gpu_kernels(model, builder, order, only_file, {true, false});
     else if (source == FlameSource::gpu_kernel_names)
         build_gpu_kernels(model, builder, order, only_file, {false, true});
-    else if (source == FlameSource::cpu_samples) build_cpu_samples(model, builder, order, only_file, idle_samples);
+    else if (source == FlameSource::cpu_samples)
+        build_cpu_samples(model, builder, order, only_file, idle_samples);
     finish(graph);
     return graph;
 }
@@ -315,7 +329,8 @@ void merge_into(FlameGraph& out, std::uint32_t out_node, const FlameGraph& graph
             out.nodes[out_node].children.push_back(target);
             lookup.emplace(std::make_pair(out_node, name), target);
         }
-        if (baseline) out.nodes[target].baseline += source.total;
+        if (baseline)
+            out.nodes[target].baseline += source.total;
         else {
             out.nodes[target].total += source.total;
             out.nodes[target].count += source.count;

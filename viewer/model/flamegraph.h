@@ -42,8 +42,8 @@ struct FlameNode {
     double baseline = 0.0;   // difference graphs: the baseline's inclusive value
     std::int64_t count = 0;  // events (or samples) merged into this node
     std::uint32_t parent = 0;
-    std::vector<std::uint32_t> children;  // in drawing order
-    double self() const;                  // total minus the children's totals (set by finish)
+    std::vector<std::uint32_t> children;               // in drawing order
+    double self() const;                               // total minus the children's totals (set by finish)
     double delta() const { return total - baseline; }  // difference graphs: B - A
     double self_value = 0.0;
 };
@@ -52,7 +52,7 @@ struct FlameGraph {
     FlameSource source = FlameSource::nvtx_ranges;
     FlameOrder order = FlameOrder::left_heavy;
     bool is_difference = false;
-    std::string unit = "ns";   // "ns" or "samples"
+    std::string unit = "ns";       // "ns" or "samples"
     std::vector<FlameNode> nodes;  // nodes[0] is the root ("all")
     double total() const { return nodes.empty() ? 0.0 : nodes[0].total; }
     // Names from the root to `node`, root excluded.

@@ -25,7 +25,8 @@ const char* idle_category_meaning(IdleCategory category) {
     static constexpr analysis::EnumName<IdleCategory> kMeanings[] = {
         {IdleCategory::host_wait, "the host launched the next operation only after the stream went idle"},
         {IdleCategory::kernel_wait, "a short gap between operations launched ahead of time (launch overhead)"},
-        {IdleCategory::other, "a longer gap although the next operation was already launched (or has no launching call)"},
+        {IdleCategory::other,
+         "a longer gap although the next operation was already launched (or has no launching call)"},
     };
     return analysis::name_in(kMeanings, category, "");
 }
@@ -118,7 +119,7 @@ struct LaneStream {
 // (start, correlation id) of every GPU event of one stream track, sorted: the key that
 // tells which of several same-numbered streams an analysis event belongs to.
 std::vector<std::pair<TimeNs, trace::CorrelationId>> event_keys(const store::TraceReader& reader,
-                                                                 trace::StreamId stream_id) {
+                                                                trace::StreamId stream_id) {
     std::vector<std::pair<TimeNs, trace::CorrelationId>> keys;
     store::EventQuery query;
     query.track = stream_id;
@@ -162,7 +163,9 @@ StepSplit step_split(const analysis::StepBreakdownRow& row, TimeNs shift) {
     return step;
 }
 
-bool cancelled(const std::atomic<bool>* cancel) { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
+bool cancelled(const std::atomic<bool>* cancel) {
+    return cancel != nullptr && cancel->load(std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -188,7 +191,8 @@ std::unique_ptr<GpuAnalysis> analyze_gpu(const std::vector<AnalysisFile>& files,
             const trace::StreamInfo* info = reader.stream(lane.stream_id);
             entry.cuda_stream = info ? info->cuda_stream_id : 0;
             entry.rank = ranks.of_stream(lane.stream_id);
-            entry.title = "stream " + std::to_string(entry.cuda_stream) + (info && !info->name.empty() ? " " + info->name : "");
+            entry.title =
+                "stream " + std::to_string(entry.cuda_stream) + (info && !info->name.empty() ? " " + info->name : "");
             lanes_of_stream[{entry.rank, entry.cuda_stream}].push_back(std::move(entry));
         }
 
@@ -217,8 +221,9 @@ std::unique_ptr<GpuAnalysis> analyze_gpu(const std::vector<AnalysisFile>& files,
         auto stream_title = [&](std::int32_t rank, std::uint64_t cuda_stream, int* lane) {
             auto found = lanes_of_stream.find({rank, cuda_stream});
             *lane = found != lanes_of_stream.end() && found->second.size() == 1 ? found->second[0].lane : -1;
-            return found != lanes_of_stream.end() && found->second.size() == 1 ? found->second[0].title
-                                                                                : "stream " + std::to_string(cuda_stream);
+            return found != lanes_of_stream.end() && found->second.size() == 1
+                       ? found->second[0].title
+                       : "stream " + std::to_string(cuda_stream);
         };
         for (const analysis::IdleRow& row : analysis::idle_breakdown(work, options.kernel_wait_threshold_ns)) {
             RankBreakdown& entry = rank_entry(by_rank, static_cast<int>(file_index), row.rank);
@@ -320,7 +325,8 @@ std::unique_ptr<GpuAnalysis> analyze_gpu(const std::vector<AnalysisFile>& files,
         work = {};
 
         // Steps: rows by rank; a file that is not a job trace is one rank whatever its rows say.
-        for (const analysis::StepBreakdownRow& row : analysis::step_breakdown(reader, analysis::StepConvention::ember)) {
+        for (const analysis::StepBreakdownRow& row :
+             analysis::step_breakdown(reader, analysis::StepConvention::ember)) {
             const std::int32_t rank = ranks.job ? row.rank : ranks.single_rank;
             rank_entry(by_rank, static_cast<int>(file_index), rank).steps.push_back(step_split(row, shift));
         }

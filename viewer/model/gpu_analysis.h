@@ -59,12 +59,12 @@ using IdleSplit = std::array<trace::TimeNs, kIdleCategoryCount>;  // ns per Idle
 // sums per 64 gaps; the queue series two points per launched operation.
 struct StreamOverlay {
     static constexpr std::size_t kBlock = 64;
-    std::vector<IdleGap> gaps;               // by start, disjoint
-    std::vector<IdleCategory> categories;    // categories[i]: the category of gaps[i]
+    std::vector<IdleGap> gaps;             // by start, disjoint
+    std::vector<IdleCategory> categories;  // categories[i]: the category of gaps[i]
     // idle_before_block[b]: idle time per category of gaps[0, b * kBlock), so a folded
     // run of millions of gaps knows its split from two lookups and two short scans.
     std::vector<IdleSplit> idle_before_block;
-    std::vector<CounterPoint> queue;         // queue length; each value holds until the next point
+    std::vector<CounterPoint> queue;  // queue length; each value holds until the next point
     double queue_max = 0.0;
 
     bool empty() const { return gaps.empty() && queue.empty(); }
@@ -76,7 +76,7 @@ struct StreamOverlay {
     // The queue length at `time_ns` (0 before the first launch).
     double queue_at(trace::TimeNs time_ns) const;
 
-private:
+  private:
     IdleSplit idle_before(std::size_t index) const;
 };
 
@@ -86,8 +86,8 @@ inline constexpr int kStepCategoryCount = analysis::kStepBreakdownCategoryCount;
 const char* step_category_name(int category);  // step_breakdown_category_name: "Kernel", ..., "Other"
 
 struct StepSplit {
-    std::int64_t step = 0;             // the N of ProfilerStep#N, the training step, or its position
-    trace::TimeNs start_ns = 0;        // the window: the step range stretched over the GPU work it launched
+    std::int64_t step = 0;       // the N of ProfilerStep#N, the training step, or its position
+    trace::TimeNs start_ns = 0;  // the window: the step range stretched over the GPU work it launched
     trace::TimeNs end_ns = 0;
     std::array<trace::TimeNs, kStepCategoryCount> ns{};  // adds up to end_ns - start_ns
     trace::TimeNs duration_ns() const { return end_ns - start_ns; }
@@ -95,9 +95,9 @@ struct StepSplit {
 
 // Idle time of one stream of a rank (idle_breakdown of gpu_breakdown.h).
 struct StreamIdleRow {
-    std::uint64_t cuda_stream = 0;     // as recorded
-    int lane = -1;                     // its timeline lane; -1 when none or several share the id
-    std::string title;                 // the lane's title ("stream 7 compute"), else "stream 7"
+    std::uint64_t cuda_stream = 0;  // as recorded
+    int lane = -1;                  // its timeline lane; -1 when none or several share the id
+    std::string title;              // the lane's title ("stream 7 compute"), else "stream 7"
     IdleSplit idle_ns{};
     std::array<std::int64_t, kIdleCategoryCount> gaps{};
     trace::TimeNs total_ns() const { return idle_ns[0] + idle_ns[1] + idle_ns[2]; }
@@ -106,7 +106,7 @@ struct StreamIdleRow {
 struct QueueSummaryRow {
     std::uint64_t cuda_stream = 0;
     std::string title;
-    double mean = 0.0;                 // over the change points (HTA's summary)
+    double mean = 0.0;  // over the change points (HTA's summary)
     double time_weighted_mean = 0.0;
     std::int64_t max = 0;
 };
@@ -123,18 +123,18 @@ struct RankBreakdown {
     std::vector<analysis::KernelTypeRow> kernel_types;  // combinations with time, longest first
     std::vector<analysis::TopKernelRow> top_kernels;    // the longest names of each class
     analysis::OverlapRow overlap;
-    std::vector<StreamIdleRow> streams;                 // in order of their first event
+    std::vector<StreamIdleRow> streams;  // in order of their first event
     std::vector<QueueSummaryRow> queues;
-    std::vector<StepSplit> steps;                       // in window order
+    std::vector<StepSplit> steps;  // in window order
     bool has_gpu_work() const { return gpu_events > 0; }
 };
 
 struct GpuAnalysis {
     GpuAnalysisOptions options;
-    std::vector<RankBreakdown> ranks;    // by file, then rank
-    std::vector<StreamOverlay> lanes;    // by lane index (empty for lanes without GPU work)
-    std::int64_t model_events = 0;       // TraceModel::total_events() it saw (a live file grows)
-    std::string error;                   // what could not be computed, if anything
+    std::vector<RankBreakdown> ranks;  // by file, then rank
+    std::vector<StreamOverlay> lanes;  // by lane index (empty for lanes without GPU work)
+    std::int64_t model_events = 0;     // TraceModel::total_events() it saw (a live file grows)
+    std::string error;                 // what could not be computed, if anything
 
     // nullptr for lanes it has nothing for (thread and counter lanes, lanes added since).
     const StreamOverlay* overlay(int lane) const;
@@ -145,13 +145,13 @@ struct GpuAnalysis {
 // caller does not use meanwhile, and the stream lanes to draw on.
 struct AnalysisFile {
     store::TraceReader* reader = nullptr;
-    trace::TimeNs shift_ns = 0;          // model time = file time + shift
-    std::string name;                    // the file's name, for titles
+    trace::TimeNs shift_ns = 0;  // model time = file time + shift
+    std::string name;            // the file's name, for titles
 };
 struct AnalysisLane {
     int lane = -1;
     int file_index = 0;
-    trace::StreamId stream_id = 0;       // the lane's track
+    trace::StreamId stream_id = 0;  // the lane's track
 };
 
 // Throws store::TraceError when a file cannot be read. `cancel` (may be null) stops it

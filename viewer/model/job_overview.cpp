@@ -38,8 +38,8 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t)>& wor
             }
         }
     };
-    const unsigned threads =
-        static_cast<unsigned>(std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<std::size_t>(count, 1)));
+    const unsigned threads = static_cast<unsigned>(
+        std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<std::size_t>(count, 1)));
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
@@ -80,7 +80,8 @@ std::array<double, kJobActivityCount> JobOverview::activity(int row, TimeNs star
         const TimeNs bin_start = begin_ns + b * bin;
         const double overlap = static_cast<double>(std::min(end, bin_start + bin) - std::max(start, bin_start));
         if (overlap <= 0) continue;
-        for (int a = 0; a < kJobActivityCount; ++a) shares[a] += overlap * rank.bins[static_cast<std::size_t>(b)][a] / 255.0;
+        for (int a = 0; a < kJobActivityCount; ++a)
+            shares[a] += overlap * rank.bins[static_cast<std::size_t>(b)][a] / 255.0;
         weight += overlap;
     }
     if (weight > 0)
@@ -111,7 +112,9 @@ std::optional<std::uint32_t> JobOverview::collective_at(int row, TimeNs time, Ti
     TimeNs best_distance = std::numeric_limits<TimeNs>::max();
     for (int looked = 0; it != marks.begin() && looked < 8; ++looked) {
         --it;
-        const TimeNs distance = time < it->arrival_ns ? it->arrival_ns - time : time > it->end_ns ? time - it->end_ns : 0;
+        const TimeNs distance = time < it->arrival_ns ? it->arrival_ns - time
+                                : time > it->end_ns   ? time - it->end_ns
+                                                      : 0;
         if (distance <= slack && distance < best_distance) {
             best = it->collective;
             best_distance = distance;
@@ -167,7 +170,8 @@ JobOverview build_job_overview(const std::vector<std::string>& traces, const std
     }
 
     // The job's span on the aligned clock, from the files' track summaries.
-    std::vector<std::pair<TimeNs, TimeNs>> spans(traces.size(), {std::numeric_limits<TimeNs>::max(), std::numeric_limits<TimeNs>::min()});
+    std::vector<std::pair<TimeNs, TimeNs>> spans(
+        traces.size(), {std::numeric_limits<TimeNs>::max(), std::numeric_limits<TimeNs>::min()});
     parallel_for(traces.size(), [&](std::size_t f) {
         if (rows_of_file[f].empty()) return;
         store::TraceReader reader(traces[f]);
@@ -205,15 +209,17 @@ JobOverview build_job_overview(const std::vector<std::string>& traces, const std
         };
         std::map<JobRankRow*, BinFill> fills;
         for (std::size_t row : rows_of_file[f])
-            fills[&overview.ranks[row]] = {overview.begin_ns, bin,
-                                           std::vector<std::array<float, kJobActivityCount>>(static_cast<std::size_t>(overview.bin_count))};
+            fills[&overview.ranks[row]] = {
+                overview.begin_ns, bin,
+                std::vector<std::array<float, kJobActivityCount>>(static_cast<std::size_t>(overview.bin_count))};
         std::unordered_map<trace::StringId, bool> communication;
         reader.for_each_kernel({}, [&](const trace::KernelEvent& kernel) {
             auto [is, inserted] = communication.try_emplace(kernel.name_id, false);
             if (inserted) is->second = analysis::is_communication_kernel(reader.string(kernel.name_id));
             if (is->second) return true;
             JobRankRow* row = row_for(map.of_stream(kernel.stream_id));
-            if (row) fills[row].add(kernel.start_ns + row->offset_ns, kernel.end_ns + row->offset_ns, JobActivity::compute);
+            if (row)
+                fills[row].add(kernel.start_ns + row->offset_ns, kernel.end_ns + row->offset_ns, JobActivity::compute);
             return true;
         });
         for (const analysis::RankCollectives& rank : analysis::rank_collectives(reader)) {
@@ -229,7 +235,8 @@ JobOverview build_job_overview(const std::vector<std::string>& traces, const std
                     mark.arrival_ns = op.start_ns + row->offset_ns;
                     mark.end_ns = op.end_ns + row->offset_ns;
                     const TimeNs last = job.collectives[found->second].last_arrival_ns;
-                    mark.wait_end_ns = std::max(mark.arrival_ns, communicator.host ? last : std::min(last, mark.end_ns));
+                    mark.wait_end_ns =
+                        std::max(mark.arrival_ns, communicator.host ? last : std::min(last, mark.end_ns));
                     mark.end_ns = std::max(mark.end_ns, mark.wait_end_ns);
                     fill.add(mark.arrival_ns, mark.wait_end_ns, JobActivity::wait);
                     fill.add(mark.wait_end_ns, mark.end_ns, JobActivity::transfer);
@@ -241,9 +248,11 @@ JobOverview build_job_overview(const std::vector<std::string>& traces, const std
             row->bins.resize(fill.shares.size());
             for (std::size_t b = 0; b < fill.shares.size(); ++b)
                 for (int a = 0; a < kJobActivityCount; ++a)
-                    row->bins[b][a] = static_cast<std::uint8_t>(std::clamp(fill.shares[b][a] * 255.0f + 0.5f, 0.0f, 255.0f));
-            std::sort(row->collectives.begin(), row->collectives.end(),
-                      [](const JobCollectiveMark& a, const JobCollectiveMark& b) { return a.arrival_ns < b.arrival_ns; });
+                    row->bins[b][a] =
+                        static_cast<std::uint8_t>(std::clamp(fill.shares[b][a] * 255.0f + 0.5f, 0.0f, 255.0f));
+            std::sort(
+                row->collectives.begin(), row->collectives.end(),
+                [](const JobCollectiveMark& a, const JobCollectiveMark& b) { return a.arrival_ns < b.arrival_ns; });
             row->mark_of_collective.assign(job.collectives.size(), -1);
             for (std::size_t m = 0; m < row->collectives.size(); ++m)
                 row->mark_of_collective[row->collectives[m].collective] = static_cast<std::int32_t>(m);

@@ -35,13 +35,13 @@ struct JobCollectiveMark {
 
 struct JobRankRow {
     std::int32_t rank = 0;
-    std::string trace;     // the ember trace read
-    std::string shown_as;  // the file as the user named it
+    std::string trace;            // the ember trace read
+    std::string shown_as;         // the file as the user named it
     trace::TimeNs offset_ns = 0;  // added to the file's times
     // Per bin, the share (0..255) of the bin each activity fills.
     std::vector<std::array<std::uint8_t, kJobActivityCount>> bins;
-    std::vector<JobCollectiveMark> collectives;  // by arrival
-    std::vector<std::int32_t> mark_of_collective;  // collective index -> index into `collectives`, -1: none
+    std::vector<JobCollectiveMark> collectives;      // by arrival
+    std::vector<std::int32_t> mark_of_collective;    // collective index -> index into `collectives`, -1: none
     const analysis::RankWaitRow* numbers = nullptr;  // into JobOverview::job.ranks
 };
 
@@ -53,7 +53,9 @@ struct JobOverview {
     trace::TimeNs begin_ns = 0, end_ns = 0;
     int bin_count = 0;
 
-    trace::TimeNs bin_ns() const { return bin_count > 0 ? std::max<trace::TimeNs>(1, (end_ns - begin_ns) / bin_count + 1) : 1; }
+    trace::TimeNs bin_ns() const {
+        return bin_count > 0 ? std::max<trace::TimeNs>(1, (end_ns - begin_ns) / bin_count + 1) : 1;
+    }
     // The shares of the activities over [start, end) of row `row` (0..1 each), from its bins.
     std::array<double, kJobActivityCount> activity(int row, trace::TimeNs start, trace::TimeNs end) const;
     // Row indexes in `order` (lateness and wait: largest first; ties by rank).

@@ -15,7 +15,8 @@ std::vector<LaneDisplay> default_lane_order(const TraceModel& model) {
 void extend_lane_order(std::vector<LaneDisplay>& order, const TraceModel& model) {
     std::vector<bool> listed(static_cast<std::size_t>(model.lane_count()), false);
     for (const LaneDisplay& display : order)
-        if (display.lane >= 0 && display.lane < model.lane_count()) listed[static_cast<std::size_t>(display.lane)] = true;
+        if (display.lane >= 0 && display.lane < model.lane_count())
+            listed[static_cast<std::size_t>(display.lane)] = true;
     for (int lane = 0; lane < model.lane_count(); ++lane) {
         if (listed[static_cast<std::size_t>(lane)]) continue;
         const std::string& group = model.lane(lane).group;
@@ -137,8 +138,8 @@ int lane_drop_index(const std::vector<LaneDisplay>& order, const std::vector<Lan
     return to;
 }
 
-float lane_drop_marker_y(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements,
-                         int from, int to) {
+float lane_drop_marker_y(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements, int from,
+                         int to) {
     int position = 0;
     float bottom = 0.0f;
     for (int index = 0; index < static_cast<int>(order.size()); ++index) {

@@ -41,11 +41,11 @@ struct SampleTracks {
 };
 
 struct LanePlacement {
-    int lane = -1;              // -1 for a group header
-    std::string group;          // headers: the group's title
-    float y = 0.0f;             // from the top of the lane area
+    int lane = -1;      // -1 for a group header
+    std::string group;  // headers: the group's title
+    float y = 0.0f;     // from the top of the lane area
     float height = 0.0f;
-    int rows_shown = 0;         // rows drawn (1 when collapsed: the outermost row)
+    int rows_shown = 0;  // rows drawn (1 when collapsed: the outermost row)
     // Expanded stream lanes with a GPU analysis: the idle-gap row and the queue-length
     // track below the event rows, as offsets from `y` (-1 when not shown).
     float idle_offset = -1.0f;
@@ -77,10 +77,10 @@ float layout_height(const std::vector<LanePlacement>& placements);
 // are in the layout's coordinates (LanePlacement::y, i.e. screen y minus the lane
 // area's origin and scroll).
 struct LaneDrag {
-    int from = -1;            // order index of the pressed lane; -1 when none
+    int from = -1;  // order index of the pressed lane; -1 when none
     float press_y = 0.0f;
     float pointer_y = 0.0f;
-    bool moved = false;       // went past the threshold: a drag, not a click
+    bool moved = false;  // went past the threshold: a drag, not a click
     bool active() const { return from >= 0 && moved; }
 };
 
@@ -93,8 +93,8 @@ int lane_drop_index(const std::vector<LaneDisplay>& order, const std::vector<Lan
                     float y);
 // The y of the insertion line to draw for a drop at position `to` (top of the lane
 // that will follow the dropped one, or below the last lane).
-float lane_drop_marker_y(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements,
-                         int from, int to);
+float lane_drop_marker_y(const std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements, int from,
+                         int to);
 // Ends the drag: when it moved past the threshold, moves the lane and returns true;
 // a click (or no drag) changes nothing and returns false. Resets `drag` either way.
 bool lane_drag_end(LaneDrag& drag, std::vector<LaneDisplay>& order, const std::vector<LanePlacement>& placements);

@@ -41,8 +41,8 @@ LaneKind lane_kind_of(const store::EventTableInfo& table) {
 // Titles of a lane the model did not have (the reader's small tables were reloaded).
 void describe_new_lane(const TraceModel& model, const TraceFile& file, const store::TraceReader& reader,
                        LaneDelta& lane) {
-    LaneNames names = lane_names(reader, rank_prefix(model.files().size(), file), lane.kind, lane.track_id,
-                                 file.run.pid);
+    LaneNames names =
+        lane_names(reader, rank_prefix(model.files().size(), file), lane.kind, lane.track_id, file.run.pid);
     lane.group = std::move(names.group);
     lane.title = std::move(names.title);
     lane.unit = std::move(names.unit);
@@ -50,19 +50,28 @@ void describe_new_lane(const TraceModel& model, const TraceFile& file, const sto
     lane.device_id = names.device_id;
 }
 
-bool by_start(const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; }
+bool by_start(const TimelineEvent& a, const TimelineEvent& b) {
+    return a.start_ns < b.start_ns;
+}
 
 // Where a row goes in its lane: the loader's order (ranges by depth, start/end
 // ranges, API calls, marks, overhead; GPU work, then waits).
 int row_rank(RowKind kind, int depth) {
     switch (kind) {
-        case RowKind::ranges: return depth;
-        case RowKind::async_ranges: return 1000 + depth;
-        case RowKind::api_calls: return 2000;
-        case RowKind::marks: return 3000;
-        case RowKind::overhead: return 4000;
-        case RowKind::gpu_work: return 0;
-        case RowKind::syncs: return 1;
+        case RowKind::ranges:
+            return depth;
+        case RowKind::async_ranges:
+            return 1000 + depth;
+        case RowKind::api_calls:
+            return 2000;
+        case RowKind::marks:
+            return 3000;
+        case RowKind::overhead:
+            return 4000;
+        case RowKind::gpu_work:
+            return 0;
+        case RowKind::syncs:
+            return 1;
     }
     return 5000;
 }
@@ -95,8 +104,8 @@ void append_events(Row& row, const std::vector<TimelineEvent>& additions, Refres
         return;
     }
     // Late arrivals (a buffer flushed out of order): merge, and indexes move.
-    std::inplace_merge(row.events.begin(), row.events.begin() + static_cast<std::ptrdiff_t>(old_size),
-                       row.events.end(), by_start);
+    std::inplace_merge(row.events.begin(), row.events.begin() + static_cast<std::ptrdiff_t>(old_size), row.events.end(),
+                       by_start);
     result.events_moved = true;
     update_row_stats(row, 0);
 }
@@ -128,8 +137,8 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
     std::map<std::pair<LaneKind, std::uint32_t>, int> model_lanes;
     for (int index = 0; index < lane_count(); ++index)
         if (lanes_[static_cast<std::size_t>(index)]->file_index == file_index)
-            model_lanes[{lanes_[static_cast<std::size_t>(index)]->kind, lanes_[static_cast<std::size_t>(index)]->track_id}] =
-                index;
+            model_lanes[{lanes_[static_cast<std::size_t>(index)]->kind,
+                         lanes_[static_cast<std::size_t>(index)]->track_id}] = index;
     std::map<std::pair<LaneKind, std::uint32_t>, std::size_t> delta_lanes;
     auto lane_delta = [&](LaneKind kind, std::uint32_t track) -> LaneDelta& {
         auto [found, inserted] = delta_lanes.emplace(std::make_pair(kind, track), delta.lanes.size());
@@ -163,12 +172,18 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
             };
         };
         const std::string_view name = table.name;
-        if (name == "kernels") reader.for_each<trace::KernelEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
-        else if (name == "memcpys") reader.for_each<trace::MemcpyEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
-        else if (name == "memsets") reader.for_each<trace::MemsetEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
-        else if (name == "synchronizations") reader.for_each<trace::SyncEvent>(query, into(LaneKind::stream, &LaneDelta::syncs));
-        else if (name == "api_calls") reader.for_each<trace::ApiEvent>(query, into(LaneKind::thread, &LaneDelta::api_calls));
-        else if (name == "marks") reader.for_each<trace::MarkEvent>(query, into(LaneKind::thread, &LaneDelta::marks));
+        if (name == "kernels")
+            reader.for_each<trace::KernelEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
+        else if (name == "memcpys")
+            reader.for_each<trace::MemcpyEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
+        else if (name == "memsets")
+            reader.for_each<trace::MemsetEvent>(query, into(LaneKind::stream, &LaneDelta::gpu_work));
+        else if (name == "synchronizations")
+            reader.for_each<trace::SyncEvent>(query, into(LaneKind::stream, &LaneDelta::syncs));
+        else if (name == "api_calls")
+            reader.for_each<trace::ApiEvent>(query, into(LaneKind::thread, &LaneDelta::api_calls));
+        else if (name == "marks")
+            reader.for_each<trace::MarkEvent>(query, into(LaneKind::thread, &LaneDelta::marks));
         else if (name == "collector_overhead")
             reader.for_each<trace::OverheadEvent>(query, into(LaneKind::thread, &LaneDelta::overhead));
         else if (name == "ranges") {
@@ -180,14 +195,17 @@ void TraceModel::read_file_delta(int file_index, TraceDelta& delta) {
             });
         } else if (name == "counter_samples") {
             reader.for_each_counter_sample(query, [&](const trace::CounterSample& sample) {
-                lane_delta(LaneKind::counter, sample.counter_id).points.push_back({sample.time_ns + shift, sample.value});
+                lane_delta(LaneKind::counter, sample.counter_id)
+                    .points.push_back({sample.time_ns + shift, sample.value});
                 return true;
             });
         } else if (name == "stack_samples") {
             reader.for_each_stack_sample(query, [&](const trace::StackSample& sample) {
-                changes.stack_samples.push_back({sample.time_ns + shift, sample.thread_id, sample.stack_id, sample.idle});
+                changes.stack_samples.push_back(
+                    {sample.time_ns + shift, sample.thread_id, sample.stack_id, sample.idle});
                 // A thread with samples only (a Python program) gets its lane, for its stacks.
-                if (!model_lanes.contains({LaneKind::thread, sample.thread_id})) lane_delta(LaneKind::thread, sample.thread_id);
+                if (!model_lanes.contains({LaneKind::thread, sample.thread_id}))
+                    lane_delta(LaneKind::thread, sample.thread_id);
                 if (!file.stack_frames.contains(sample.stack_id)) new_stacks.insert(sample.stack_id);
                 return true;
             });
@@ -348,7 +366,8 @@ void TraceModel::append_to_lane(Lane& lane, LaneDelta& changes, RefreshResult& r
     std::map<int, std::vector<TimelineEvent>> by_depth;
     std::vector<TimeNs> async_last_end;
     for (const Row& row : lane.rows)
-        if (row.kind == RowKind::async_ranges && !row.events.empty()) async_last_end.push_back(row.events.back().end_ns);
+        if (row.kind == RowKind::async_ranges && !row.events.empty())
+            async_last_end.push_back(row.events.back().end_ns);
     std::vector<std::vector<TimelineEvent>> async_additions(async_last_end.size());
     for (std::size_t index : range_order) {
         const TimelineEvent& event = changes.ranges[index];

@@ -14,9 +14,9 @@ namespace {
 // Events starting at or after the window's end are never visible: [0, last).
 template <typename Interval>
 std::size_t visible_end(const std::vector<Interval>& events, TimeNs end_ns) {
-    return static_cast<std::size_t>(
-        std::partition_point(events.begin(), events.end(), [end_ns](const Interval& e) { return e.start_ns < end_ns; }) -
-        events.begin());
+    return static_cast<std::size_t>(std::partition_point(events.begin(), events.end(),
+                                                         [end_ns](const Interval& e) { return e.start_ns < end_ns; }) -
+                                    events.begin());
 }
 
 // Intervals sorted by start that never overlap: ends are sorted too, so everything
@@ -81,11 +81,10 @@ void fold_intervals(const std::vector<Interval>& events, IndexRange range, bool 
             step *= 2;
         }
         const std::size_t high = std::min(to, low + step);
-        return static_cast<std::size_t>(
-            std::partition_point(events.begin() + static_cast<std::ptrdiff_t>(low),
-                                 events.begin() + static_cast<std::ptrdiff_t>(high),
-                                 [time](const Interval& e) { return e.start_ns < time; }) -
-            events.begin());
+        return static_cast<std::size_t>(std::partition_point(events.begin() + static_cast<std::ptrdiff_t>(low),
+                                                             events.begin() + static_cast<std::ptrdiff_t>(high),
+                                                             [time](const Interval& e) { return e.start_ns < time; }) -
+                                        events.begin());
     };
 
     std::size_t index = range.first;
@@ -113,7 +112,8 @@ void fold_intervals(const std::vector<Interval>& events, IndexRange range, bool 
                 stop = true;
             }
             if (beyond > next) {
-                if (non_overlapping) group_end = std::max(group_end, events[beyond - 1].end_ns);
+                if (non_overlapping)
+                    group_end = std::max(group_end, events[beyond - 1].end_ns);
                 else if (running_max_end.size() == events.size())
                     group_end = std::max(group_end, running_max_end[beyond - 1]);
                 else
@@ -122,8 +122,8 @@ void fold_intervals(const std::vector<Interval>& events, IndexRange range, bool 
             next = beyond;
             if (stop) break;
         }
-        out.push_back({event.start_ns, group_end, static_cast<std::uint32_t>(index),
-                       static_cast<std::uint32_t>(next - index)});
+        out.push_back(
+            {event.start_ns, group_end, static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(next - index)});
         index = next;
     }
 }
@@ -214,8 +214,7 @@ void fold_counter(const std::vector<CounterPoint>& points, TimeNs view_begin_ns,
     };
     std::size_t index = first_at_or_after(0, view_begin_ns);
     for (int column = 0; column < columns; ++column) {
-        const auto column_end = static_cast<TimeNs>(static_cast<double>(view_begin_ns) +
-                                                    (column + 1) * ns_per_pixel);
+        const auto column_end = static_cast<TimeNs>(static_cast<double>(view_begin_ns) + (column + 1) * ns_per_pixel);
         const std::size_t end = first_at_or_after(index, column_end);
         CounterColumn& cell = out[static_cast<std::size_t>(column)];
         if (end > index) {

@@ -63,7 +63,7 @@ void fold_stack_row(const StackRow& row, const LodParams& params, std::vector<Dr
 // take consecutive gaps in order; their counts add up to the visible gaps; there are
 // at most about two per `min_pixels` of width.
 struct GapItem {
-    trace::TimeNs start_ns = 0;     // a gap: the gap; a bin: the bin
+    trace::TimeNs start_ns = 0;  // a gap: the gap; a bin: the bin
     trace::TimeNs end_ns = 0;
     std::uint32_t first_index = 0;  // index of the first gap in StreamOverlay::gaps
     std::uint32_t count = 0;        // gaps in the item

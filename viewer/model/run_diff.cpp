@@ -40,20 +40,28 @@ std::optional<TimeNs> step_alignment_shift(const RunDiff& diff, const TraceModel
 
 const char* diff_table_title(DiffTable table) {
     switch (table) {
-        case DiffTable::kernels: return "Kernels and copies";
-        case DiffTable::ranges: return "Ranges";
-        case DiffTable::api: return "API calls";
-        case DiffTable::cpu_functions: return "CPU functions (sampled)";
+        case DiffTable::kernels:
+            return "Kernels and copies";
+        case DiffTable::ranges:
+            return "Ranges";
+        case DiffTable::api:
+            return "API calls";
+        case DiffTable::cpu_functions:
+            return "CPU functions (sampled)";
     }
     return "";
 }
 
 const std::vector<analysis::NameDelta>& diff_rows(const analysis::TraceDiff& diff, DiffTable table) {
     switch (table) {
-        case DiffTable::kernels: return diff.kernels;
-        case DiffTable::ranges: return diff.ranges;
-        case DiffTable::api: return diff.api;
-        case DiffTable::cpu_functions: return diff.cpu_functions;
+        case DiffTable::kernels:
+            return diff.kernels;
+        case DiffTable::ranges:
+            return diff.ranges;
+        case DiffTable::api:
+            return diff.api;
+        case DiffTable::cpu_functions:
+            return diff.cpu_functions;
     }
     return diff.kernels;
 }
@@ -73,10 +81,18 @@ void highlight_diff_row(EventSearch& search, const TraceModel& model, DiffTable 
     std::uint32_t row_kinds = 0;
     const auto bit = [](RowKind kind) { return 1u << static_cast<int>(kind); };
     switch (table) {
-        case DiffTable::kernels: row_kinds = bit(RowKind::gpu_work); break;
-        case DiffTable::ranges: row_kinds = bit(RowKind::ranges) | bit(RowKind::async_ranges); break;
-        case DiffTable::api: row_kinds = bit(RowKind::api_calls); break;
-        case DiffTable::cpu_functions: row_kinds = 0; break;  // stack samples have no timeline rows
+        case DiffTable::kernels:
+            row_kinds = bit(RowKind::gpu_work);
+            break;
+        case DiffTable::ranges:
+            row_kinds = bit(RowKind::ranges) | bit(RowKind::async_ranges);
+            break;
+        case DiffTable::api:
+            row_kinds = bit(RowKind::api_calls);
+            break;
+        case DiffTable::cpu_functions:
+            row_kinds = 0;
+            break;  // stack samples have no timeline rows
     }
     std::vector<bool> matching(model.name_count(), false);
     if (row_kinds != 0) {

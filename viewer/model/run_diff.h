@@ -37,8 +37,7 @@ std::unique_ptr<RunDiff> compute_run_diff(const std::string& a_path, const std::
 // The shift of file 1 (model time = file time + shift) that puts the start of B's
 // step at `step_index` (its position among B's steps, from 0) where A's step at the
 // same position starts; none when either run has no such step. Aligning never moves A.
-std::optional<trace::TimeNs> step_alignment_shift(const RunDiff& diff, const TraceModel& model,
-                                                  std::size_t step_index);
+std::optional<trace::TimeNs> step_alignment_shift(const RunDiff& diff, const TraceModel& model, std::size_t step_index);
 
 // The name tables of the diff. cpu_functions rows name sampled stacks, which the
 // timeline does not draw: they highlight nothing there.

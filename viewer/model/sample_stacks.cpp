@@ -48,8 +48,8 @@ TimeNs sample_period(const std::vector<StackSampleRef>& samples, TimeNs fallback
 // from the root down match the previous sample's, when it starts where the previous one
 // ended and is in the same state; deeper frames open new boxes.
 void add_samples(const std::vector<StackSampleRef>& samples, const std::vector<TimeNs>& ends,
-                 const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
-                 bool include_idle, std::vector<StackRow>& rows) {
+                 const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames, bool include_idle,
+                 std::vector<StackRow>& rows) {
     static const std::vector<std::uint32_t> kNoFrames;
     const std::vector<std::uint32_t>* previous = &kNoFrames;
     TimeNs previous_end = 0;
@@ -93,9 +93,10 @@ void add_samples(const std::vector<StackSampleRef>& samples, const std::vector<T
 
 }  // namespace
 
-SampleStackLane build_sample_stack_lane(const std::vector<StackSampleRef>& samples,
-                                        const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
-                                        TimeNs fallback_period_ns, bool with_idle, TimeNs recorded_period_ns) {
+SampleStackLane build_sample_stack_lane(
+    const std::vector<StackSampleRef>& samples,
+    const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames, TimeNs fallback_period_ns,
+    bool with_idle, TimeNs recorded_period_ns) {
     SampleStackLane lane;
     lane.samples = static_cast<std::int64_t>(samples.size());
     for (const StackSampleRef& sample : samples) lane.idle_samples += sample.idle ? 1 : 0;

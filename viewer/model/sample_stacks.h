@@ -55,7 +55,7 @@ struct SampleStackLane {
     std::vector<StackRow> with_idle;  // every sample (empty until built)
     std::int64_t samples = 0;         // all samples of the thread
     std::int64_t idle_samples = 0;
-    trace::TimeNs period_ns = 0;      // the recorded period, else the median interval between samples
+    trace::TimeNs period_ns = 0;  // the recorded period, else the median interval between samples
     const std::vector<StackRow>& rows(bool include_idle) const { return include_idle ? with_idle : active; }
     int depth(bool include_idle) const { return static_cast<int>(rows(include_idle).size()); }
     std::size_t memory_bytes() const;
@@ -70,10 +70,11 @@ inline constexpr trace::TimeNs kDefaultSamplePeriodNs = 10'000'000;
 // frame names (TraceFile::stack_frames). A stack it does not list has no frames: the
 // sample draws nothing but still ends the boxes before it. The chart with idle samples
 // only `with_idle`.
-SampleStackLane build_sample_stack_lane(const std::vector<StackSampleRef>& samples,
-                                        const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
-                                        trace::TimeNs fallback_period_ns = kDefaultSamplePeriodNs,
-                                        bool with_idle = true, trace::TimeNs recorded_period_ns = 0);
+SampleStackLane build_sample_stack_lane(
+    const std::vector<StackSampleRef>& samples,
+    const std::unordered_map<trace::StackId, std::vector<std::uint32_t>>& stack_frames,
+    trace::TimeNs fallback_period_ns = kDefaultSamplePeriodNs, bool with_idle = true,
+    trace::TimeNs recorded_period_ns = 0);
 
 // The sample period the file's sampler recorded (run_metadata cpu_sample_period_ns),
 // which build_sample_stack_lane() takes over the median interval; 0 when absent or not

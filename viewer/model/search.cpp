@@ -20,7 +20,8 @@ using Key = std::tuple<TimeNs, int, int, std::uint32_t>;
 // before every event that starts at `time_ns`.
 Key start_key(const TraceModel& model, const EventRef& current, TimeNs time_ns) {
     const TimelineEvent* current_event = model.event(current);
-    return current_event ? Key{current_event->start_ns, current.lane, current.row, current.index} : Key{time_ns, -1, -1, 0};
+    return current_event ? Key{current_event->start_ns, current.lane, current.row, current.index}
+                         : Key{time_ns, -1, -1, 0};
 }
 
 // Calls visit(lane_index, row_index, events) for every row of a ready lane that the
@@ -59,9 +60,12 @@ bool EventSearch::set_query(const TraceModel& model, const SearchQuery& query, s
     for (std::size_t id = 1; id < model.name_count(); ++id) {
         const std::string_view name = model.name(static_cast<std::uint32_t>(id));
         bool hit;
-        if (pattern) hit = std::regex_search(name.begin(), name.end(), *pattern);
-        else if (query.case_sensitive) hit = name.find(needle) != std::string_view::npos;
-        else hit = text::ascii_lowercase(name).find(needle) != std::string::npos;
+        if (pattern)
+            hit = std::regex_search(name.begin(), name.end(), *pattern);
+        else if (query.case_sensitive)
+            hit = name.find(needle) != std::string_view::npos;
+        else
+            hit = text::ascii_lowercase(name).find(needle) != std::string::npos;
         if (hit) {
             matching_names_[id] = true;
             ++matching_name_count_;
@@ -114,7 +118,8 @@ std::optional<EventRef> nearest_match(const TraceModel& model, const EventSearch
         };
         const TimeNs start = std::get<0>(from);
         if constexpr (Forward) {
-            walk(std::partition_point(events.begin(), events.end(), [&](const TimelineEvent& e) { return e.start_ns < start; }),
+            walk(std::partition_point(events.begin(), events.end(),
+                                      [&](const TimelineEvent& e) { return e.start_ns < start; }),
                  events.end());
         } else {
             auto after = std::partition_point(events.begin(), events.end(),
@@ -132,8 +137,7 @@ std::optional<EventRef> EventSearch::next(const TraceModel& model, const EventRe
     return nearest_match<true>(model, *this, start_key(model, current, time_ns));
 }
 
-std::optional<EventRef> EventSearch::previous(const TraceModel& model, const EventRef& current,
-                                              TimeNs time_ns) const {
+std::optional<EventRef> EventSearch::previous(const TraceModel& model, const EventRef& current, TimeNs time_ns) const {
     if (empty()) return std::nullopt;
     return nearest_match<false>(model, *this, start_key(model, current, time_ns));
 }

@@ -21,7 +21,7 @@ struct SearchQuery {
 };
 
 class EventSearch {
-public:
+  public:
     // Returns false (and says why in `error`) for an invalid regex; an empty text
     // matches nothing.
     bool set_query(const TraceModel& model, const SearchQuery& query, std::string* error = nullptr);
@@ -32,9 +32,7 @@ public:
     // row's events" (run_diff.h), where a kernel row must not light up a range of the
     // same name.
     void set_names(std::vector<bool> matching, std::uint32_t row_kinds);
-    bool matches(std::uint32_t name_id) const {
-        return name_id < matching_names_.size() && matching_names_[name_id];
-    }
+    bool matches(std::uint32_t name_id) const { return name_id < matching_names_.size() && matching_names_[name_id]; }
     bool matches_row(RowKind kind) const { return (row_kinds_ >> static_cast<int>(kind)) & 1u; }
     bool matches(const Row& row, std::uint32_t name_id) const { return matches_row(row.kind) && matches(name_id); }
     bool empty() const { return matching_name_count_ == 0; }
@@ -46,7 +44,7 @@ public:
     // Every matching event in ready lanes.
     std::int64_t count(const TraceModel& model) const;
 
-private:
+  private:
     std::vector<bool> matching_names_;
     std::size_t matching_name_count_ = 0;
     std::uint32_t row_kinds_ = ~0u;  // every kind of row

@@ -20,9 +20,8 @@ bool is_stall_name(std::string_view name) {
 
 namespace {
 
-
 class Accumulator {
-public:
+  public:
     void add(const TimelineEvent& event, TimeNs duration) {
         NameTotal& total = totals_[key(event)];
         if (total.count == 0) {
@@ -47,7 +46,7 @@ public:
         return rows;
     }
 
-private:
+  private:
     static std::uint64_t key(const TimelineEvent& event) { return event.name_id; }
     std::unordered_map<std::uint64_t, NameTotal> totals_;
 };
@@ -84,18 +83,22 @@ Statistics collect(const TraceModel& model, const TimeRange* range) {
                         copies.add(event, duration);
                         stats.copy_time_ns += duration;
                         break;
-                    case EventKind::sync: stalls.add(event, duration); break;
+                    case EventKind::sync:
+                        stalls.add(event, duration);
+                        break;
                     case EventKind::range: {
                         ranges.add(event, duration);
                         const std::string_view name = model.name(event.name_id);
                         if (is_stall_name(name)) stalls.add(event, duration);
                         // What a step is, as every report decides it (steps.h: by name).
                         if (analysis::is_step_range_name(name))
-                            stats.steps.push_back({0, EventRef{lane_index, row_index, static_cast<std::uint32_t>(index)},
+                            stats.steps.push_back({0,
+                                                   EventRef{lane_index, row_index, static_cast<std::uint32_t>(index)},
                                                    event.start_ns, event.duration_ns()});
                         break;
                     }
-                    default: break;
+                    default:
+                        break;
                 }
             }
         }
@@ -113,8 +116,12 @@ Statistics collect(const TraceModel& model, const TimeRange* range) {
 
 }  // namespace
 
-Statistics compute_statistics(const TraceModel& model) { return collect(model, nullptr); }
+Statistics compute_statistics(const TraceModel& model) {
+    return collect(model, nullptr);
+}
 
-Statistics summarize_range(const TraceModel& model, TimeRange range) { return collect(model, &range); }
+Statistics summarize_range(const TraceModel& model, TimeRange range) {
+    return collect(model, &range);
+}
 
 }  // namespace ember::viewer

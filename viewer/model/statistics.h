@@ -23,7 +23,9 @@ struct NameTotal {
     std::uint64_t bytes = 0;  // copies and memsets
     double average_ns() const { return count ? static_cast<double>(total_ns) / static_cast<double>(count) : 0.0; }
     // Bytes per second over the copies' own time (0 when none).
-    double bandwidth() const { return total_ns > 0 ? static_cast<double>(bytes) * 1e9 / static_cast<double>(total_ns) : 0.0; }
+    double bandwidth() const {
+        return total_ns > 0 ? static_cast<double>(bytes) * 1e9 / static_cast<double>(total_ns) : 0.0;
+    }
 };
 
 struct StepRow {
@@ -37,8 +39,8 @@ struct Statistics {
     std::vector<NameTotal> kernels;  // sorted by total time, largest first
     std::vector<NameTotal> copies;   // memcpys and memsets
     std::vector<NameTotal> ranges;
-    std::vector<NameTotal> stalls;   // waits: NVTX ranges named *wait*/*stall*, host syncs
-    std::vector<StepRow> steps;      // NVTX ranges of category "step" or named "step"
+    std::vector<NameTotal> stalls;  // waits: NVTX ranges named *wait*/*stall*, host syncs
+    std::vector<StepRow> steps;     // NVTX ranges of category "step" or named "step"
     trace::TimeNs kernel_time_ns = 0;
     trace::TimeNs copy_time_ns = 0;
     std::int64_t event_count = 0;

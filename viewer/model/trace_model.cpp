@@ -21,14 +21,22 @@ using trace::TimeNs;
 
 const char* event_kind_name(EventKind kind) {
     switch (kind) {
-        case EventKind::kernel: return "kernel";
-        case EventKind::memcpy: return "memcpy";
-        case EventKind::memset: return "memset";
-        case EventKind::sync: return "synchronization";
-        case EventKind::api_call: return "CUDA API call";
-        case EventKind::range: return "NVTX range";
-        case EventKind::mark: return "NVTX mark";
-        case EventKind::overhead: return "collector overhead";
+        case EventKind::kernel:
+            return "kernel";
+        case EventKind::memcpy:
+            return "memcpy";
+        case EventKind::memset:
+            return "memset";
+        case EventKind::sync:
+            return "synchronization";
+        case EventKind::api_call:
+            return "CUDA API call";
+        case EventKind::range:
+            return "NVTX range";
+        case EventKind::mark:
+            return "NVTX mark";
+        case EventKind::overhead:
+            return "collector overhead";
     }
     return "event";
 }
@@ -121,8 +129,9 @@ TraceModel::TraceModel(const std::vector<std::string>& paths, const std::vector<
         for (int source = 0; source < kMemoryKindCount; ++source)
             for (int destination = 0; destination < kMemoryKindCount; ++destination) {
                 const auto copy_direction = static_cast<trace::MemcpyDirection>(direction);
-                const std::uint32_t id = intern(analysis::memcpy_display_name(
-                    copy_direction, static_cast<trace::MemoryKind>(source), static_cast<trace::MemoryKind>(destination)));
+                const std::uint32_t id =
+                    intern(analysis::memcpy_display_name(copy_direction, static_cast<trace::MemoryKind>(source),
+                                                         static_cast<trace::MemoryKind>(destination)));
                 memcpy_names_.push_back(id);
                 operation_names_.emplace(id, analysis::memcpy_operation_name(copy_direction));
             }
@@ -163,20 +172,25 @@ TraceModel::TraceModel(const std::vector<std::string>& paths, const std::vector<
     }
     for (std::size_t index = 0; index < files_.size(); ++index) {
         TraceFile& file = files_[index];
-        if (shifts && index < shifts->size()) file.shift_ns = (*shifts)[index];
-        else file.shift_ns = files_.size() > 1 ? file.run.clock_offset_to_wall_ns - min_offset : 0;
+        if (shifts && index < shifts->size())
+            file.shift_ns = (*shifts)[index];
+        else
+            file.shift_ns = files_.size() > 1 ? file.run.clock_offset_to_wall_ns - min_offset : 0;
     }
 
     begin_ns_ = std::numeric_limits<TimeNs>::max();
     end_ns_ = std::numeric_limits<TimeNs>::min();
-    for (std::size_t index = 0; index < files_.size(); ++index) create_lanes(static_cast<int>(index), *files_[index].reader);
+    for (std::size_t index = 0; index < files_.size(); ++index)
+        create_lanes(static_cast<int>(index), *files_[index].reader);
     if (begin_ns_ > end_ns_) {  // no events at all: show the recording's span
         begin_ns_ = files_[0].run.start_ns + files_[0].shift_ns;
         end_ns_ = std::max(begin_ns_ + 1, files_[0].run.end_ns + files_[0].shift_ns);
     }
 }
 
-TraceModel::~TraceModel() { cancel_loading(); }
+TraceModel::~TraceModel() {
+    cancel_loading();
+}
 
 std::uint32_t TraceModel::intern(std::string_view text) {
     auto found = name_lookup_.find(std::string(text));
@@ -246,7 +260,8 @@ LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_p
         names.device_id = info ? info->device_id : trace::kNoDevice;
         names.group = rank_prefix + "counters";
         names.title = info ? info->name : "counter #" + id;
-        if (info && names.device_id != trace::kNoDevice) names.title += " (GPU " + std::to_string(names.device_id) + ")";
+        if (info && names.device_id != trace::kNoDevice)
+            names.title += " (GPU " + std::to_string(names.device_id) + ")";
         names.unit = info ? info->unit : "";
     }
     return names;
@@ -274,9 +289,12 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         begin_ns_ = std::min(begin_ns_, summary.first_start_ns + file.shift_ns);
         end_ns_ = std::max(end_ns_, summary.last_end_ns + file.shift_ns);
         total_events_ += summary.event_count;
-        if (summary.track.kind == trace::TrackKind::thread) thread_events[summary.track.id] += summary.event_count;
-        else if (summary.track.kind == trace::TrackKind::stream) stream_events[summary.track.id] += summary.event_count;
-        else counter_events[summary.track.id] += summary.event_count;
+        if (summary.track.kind == trace::TrackKind::thread)
+            thread_events[summary.track.id] += summary.event_count;
+        else if (summary.track.kind == trace::TrackKind::stream)
+            stream_events[summary.track.id] += summary.event_count;
+        else
+            counter_events[summary.track.id] += summary.event_count;
         const std::string& table = summary.event_table;
         const int kind = table == "kernels"              ? static_cast<int>(EventKind::kernel)
                          : table == "memcpys"            ? static_cast<int>(EventKind::memcpy)
@@ -299,7 +317,8 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
         if (track_kind != trace::TrackKind::counter) {  // counter samples are not events of a row
             auto found = by_kind.find({static_cast<int>(track_kind), track_id});
             if (found != by_kind.end())
-                for (int index = 0; index < kEventKindCount; ++index) lane->expected_by_kind[index] = found->second[index];
+                for (int index = 0; index < kEventKindCount; ++index)
+                    lane->expected_by_kind[index] = found->second[index];
         }
         name_lane(*lane, lane_names(reader, file_prefix, kind, track_id, file.run.pid));
         return lane;
@@ -333,7 +352,8 @@ void TraceModel::create_lanes(int file_index, const store::TraceReader& reader) 
     // GPU memory from the allocator's events: allocated and reserved bytes per device.
     for (const auto& [device, count] : reader.memory_event_devices()) {
         for (bool reserved : {false, true}) {
-            auto lane = new_lane(LaneKind::memory, trace::TrackKind::counter, static_cast<std::uint32_t>(device), count);
+            auto lane =
+                new_lane(LaneKind::memory, trace::TrackKind::counter, static_cast<std::uint32_t>(device), count);
             lane->reserved_memory = reserved;
             lane->title = reserved ? "memory reserved" : "memory allocated";
             lanes_.push_back(std::move(lane));
@@ -666,7 +686,8 @@ void TraceModel::load_lane(store::TraceReader& reader, Lane& lane) {
         };
         load_row(RowKind::api_calls, EventKind::api_call,
                  [&](auto append) { reader.for_each<trace::ApiEvent>(query, append); });
-        load_row(RowKind::marks, EventKind::mark, [&](auto append) { reader.for_each<trace::MarkEvent>(query, append); });
+        load_row(RowKind::marks, EventKind::mark,
+                 [&](auto append) { reader.for_each<trace::MarkEvent>(query, append); });
         load_row(RowKind::overhead, EventKind::overhead,
                  [&](auto append) { reader.for_each<trace::OverheadEvent>(query, append); });
     }
@@ -687,7 +708,8 @@ std::uint32_t model_name(const std::vector<std::uint32_t>* names, trace::StringI
 // API call it links to, its name and an NVTX payload and category; then what is
 // the kind's own.
 template <typename Event>
-TimelineEvent TraceModel::timeline_event(const Event& from, TimeNs shift, const std::vector<std::uint32_t>* names) const {
+TimelineEvent TraceModel::timeline_event(const Event& from, TimeNs shift,
+                                         const std::vector<std::uint32_t>* names) const {
     TimelineEvent event;
     event.start_ns = trace::start_of(from) + shift;
     event.end_ns = trace::end_of(from) + shift;
@@ -713,7 +735,8 @@ TimelineEvent TraceModel::timeline_event(const Event& from, TimeNs shift, const 
     } else if constexpr (std::is_same_v<Event, trace::MemsetEvent>) {
         event.kind = EventKind::memset;
         event.value = from.bytes;
-        event.name_id = memset_names_[std::min<unsigned>(static_cast<unsigned>(from.memory_kind), kMemoryKindCount - 1)];
+        event.name_id =
+            memset_names_[std::min<unsigned>(static_cast<unsigned>(from.memory_kind), kMemoryKindCount - 1)];
         event.extra = static_cast<std::uint16_t>(from.memory_kind);
     } else if constexpr (std::is_same_v<Event, trace::SyncEvent>) {
         event.kind = EventKind::sync;
@@ -735,14 +758,22 @@ TimelineEvent TraceModel::timeline_event(const Event& from, TimeNs shift, const 
     return event;
 }
 
-template TimelineEvent TraceModel::timeline_event(const trace::KernelEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::SyncEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::ApiEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::RangeEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::MarkEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
-template TimelineEvent TraceModel::timeline_event(const trace::OverheadEvent&, TimeNs, const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::KernelEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::MemcpyEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::MemsetEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::SyncEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::ApiEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::RangeEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::MarkEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
+template TimelineEvent TraceModel::timeline_event(const trace::OverheadEvent&, TimeNs,
+                                                  const std::vector<std::uint32_t>*) const;
 
 void TraceModel::load_stack_samples(store::TraceReader& reader, int file_index) {
     TraceFile& file = files_[static_cast<std::size_t>(file_index)];
@@ -788,9 +819,8 @@ void TraceModel::build_sample_stacks(int file_index, const std::vector<trace::Th
         std::vector<StackSampleRef>& samples = found->second;
         std::stable_sort(samples.begin(), samples.end(),
                          [](const StackSampleRef& a, const StackSampleRef& b) { return a.time_ns < b.time_ns; });
-        sample_stacks_[index] = std::make_unique<SampleStackLane>(
-            build_sample_stack_lane(samples, file.stack_frames, kDefaultSamplePeriodNs, idle_stacks_,
-                                    file.sample_period_ns));
+        sample_stacks_[index] = std::make_unique<SampleStackLane>(build_sample_stack_lane(
+            samples, file.stack_frames, kDefaultSamplePeriodNs, idle_stacks_, file.sample_period_ns));
     }
 }
 

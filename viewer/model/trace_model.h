@@ -45,19 +45,19 @@ enum class LaneKind : std::uint8_t { thread = 0, stream = 1, counter = 2, memory
 
 // What a row of a lane holds; decides its title and colors.
 enum class RowKind : std::uint8_t {
-    ranges = 0,     // NVTX push/pop ranges of one depth
-    async_ranges,   // NVTX start/end ranges, packed greedily into rows
+    ranges = 0,    // NVTX push/pop ranges of one depth
+    async_ranges,  // NVTX start/end ranges, packed greedily into rows
     api_calls,
     marks,
     overhead,
-    gpu_work,       // kernels, copies, memsets of one stream
-    syncs,          // host waits on the stream
+    gpu_work,  // kernels, copies, memsets of one stream
+    syncs,     // host waits on the stream
 };
 
 struct Row {
     RowKind kind = RowKind::ranges;
-    int depth = 0;                       // NVTX depth of a `ranges` row
-    std::vector<TimelineEvent> events;   // sorted by start_ns
+    int depth = 0;                      // NVTX depth of a `ranges` row
+    std::vector<TimelineEvent> events;  // sorted by start_ns
     // True when no event starts before the previous one ends: then ends are sorted
     // too and the first visible event is found by binary search on end_ns.
     bool non_overlapping = true;
@@ -71,24 +71,24 @@ struct Row {
 struct Lane {
     LaneKind kind = LaneKind::thread;
     int file_index = 0;
-    std::uint32_t track_id = 0;          // ThreadId, StreamId or CounterId in its file; memory: the DeviceId
+    std::uint32_t track_id = 0;  // ThreadId, StreamId or CounterId in its file; memory: the DeviceId
     trace::DeviceId device_id = trace::kNoDevice;
-    std::int64_t process_id = 0;         // thread lanes
-    std::string group;                   // "rank 0 · process 1234 python", "rank 0 · GPU 0 H100"
-    std::string title;                   // "thread 1235 loader", "stream 7", "loss"
-    std::string unit;                    // counter lanes
-    std::int64_t expected_events = 0;    // from the file's track summaries
+    std::int64_t process_id = 0;       // thread lanes
+    std::string group;                 // "rank 0 · process 1234 python", "rank 0 · GPU 0 H100"
+    std::string title;                 // "thread 1235 loader", "stream 7", "loss"
+    std::string unit;                  // counter lanes
+    std::int64_t expected_events = 0;  // from the file's track summaries
     // Per kind (EventKind index), so every row array is reserved once, exactly.
     std::int64_t expected_by_kind[kEventKindCount] = {};
     // Filled by the loader; read only after `ready`.
     std::vector<Row> rows;
-    std::vector<CounterPoint> points;    // counter lanes, sorted by time
+    std::vector<CounterPoint> points;  // counter lanes, sorted by time
     double min_value = 0.0;
     double max_value = 0.0;
     std::atomic<bool> ready{false};
 
-    bool reserved_memory = false;        // memory lanes: reserved (else allocated) bytes
-    std::int64_t event_count() const;    // events in rows + counter points
+    bool reserved_memory = false;      // memory lanes: reserved (else allocated) bytes
+    std::int64_t event_count() const;  // events in rows + counter points
     bool plots_values() const { return kind == LaneKind::counter || kind == LaneKind::memory; }
 };
 
@@ -136,7 +136,7 @@ struct TraceFile {
     // its ember cache (`path`), but the headers and details say what was opened.
     std::string shown_as;
     trace::RunInfo run;
-    trace::TimeNs shift_ns = 0;          // model time = file time + shift_ns
+    trace::TimeNs shift_ns = 0;  // model time = file time + shift_ns
     std::uint64_t dropped_records = 0;
     bool complete = false;
     std::vector<trace::ThreadInfo> threads;
@@ -171,7 +171,7 @@ struct TraceFile {
 // found them. Names of kernels, API calls, ranges, marks and overhead are still the
 // file's string ids; apply_new_events() maps them.
 struct LaneDelta {
-    int lane = -1;                        // existing lane, or -1: create it from the fields below
+    int lane = -1;  // existing lane, or -1: create it from the fields below
     LaneKind kind = LaneKind::thread;
     int file_index = 0;
     std::uint32_t track_id = 0;
@@ -188,8 +188,8 @@ struct LaneDelta {
 struct TraceDelta {
     struct File {
         int file_index = 0;
-        std::vector<std::int64_t> rowid_marks;  // the marks once this delta is applied
-        std::vector<std::pair<trace::StringId, std::string>> strings;   // strings new to the model
+        std::vector<std::int64_t> rowid_marks;                         // the marks once this delta is applied
+        std::vector<std::pair<trace::StringId, std::string>> strings;  // strings new to the model
         std::vector<std::pair<trace::StackId, std::vector<std::string>>> stacks;  // frames, outermost first
         std::vector<StackSampleRef> stack_samples;
     };
@@ -199,8 +199,8 @@ struct TraceDelta {
 };
 
 struct RefreshResult {
-    std::int64_t events = 0;      // events added (lanes, counters, stack samples)
-    int new_lanes = 0;            // appended at the end of the model's lanes
+    std::int64_t events = 0;  // events added (lanes, counters, stack samples)
+    int new_lanes = 0;        // appended at the end of the model's lanes
     // Rows were re-sorted or inserted: an EventRef taken before may now name another
     // event (the UI drops its selection and search position).
     bool events_moved = false;
@@ -213,11 +213,11 @@ struct LoadProgress {
     int lane_count = 0;
     bool finished = false;
     bool analyzing = false;  // lanes loaded; the GPU breakdowns are being computed
-    std::string error;  // first load error, empty when none
+    std::string error;       // first load error, empty when none
 };
 
 class TraceModel {
-public:
+  public:
     // Opens every file (throws store::TraceError naming the file when one is missing,
     // foreign or from an unsupported schema) and creates the lanes. Events are loaded
     // by start_loading() (background) or load_all() (this thread, for tests/tools).
@@ -248,7 +248,9 @@ public:
     const std::vector<TraceFile>& files() const { return files_; }
     TraceFile& file(int index) { return files_[static_cast<std::size_t>(index)]; }
     // What the headers call file `index` (the input an import was read from).
-    void set_shown_as(int index, std::string name) { files_[static_cast<std::size_t>(index)].shown_as = std::move(name); }
+    void set_shown_as(int index, std::string name) {
+        files_[static_cast<std::size_t>(index)].shown_as = std::move(name);
+    }
     int lane_count() const { return static_cast<int>(lanes_.size()); }
     const Lane& lane(int index) const { return *lanes_[static_cast<std::size_t>(index)]; }
     // The event `ref` names, or nullptr when its lane is not ready or it is out of range.
@@ -304,7 +306,7 @@ public:
     RefreshResult apply_new_events(TraceDelta& delta);
     RefreshResult refresh() { return apply_new_events(*read_new_events()); }
 
-private:
+  private:
     std::uint32_t intern(std::string_view text);
     void create_lanes(int file_index, const store::TraceReader& reader);
     void load_lane(store::TraceReader& reader, Lane& lane);

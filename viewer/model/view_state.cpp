@@ -30,9 +30,13 @@ void ViewState::set_limits(TimeRange limits) {
     clamp();
 }
 
-void ViewState::set_width(double width_pixels) { width_pixels_ = std::max(1.0, width_pixels); }
+void ViewState::set_width(double width_pixels) {
+    width_pixels_ = std::max(1.0, width_pixels);
+}
 
-double ViewState::ns_per_pixel() const { return static_cast<double>(visible_.duration_ns()) / width_pixels_; }
+double ViewState::ns_per_pixel() const {
+    return static_cast<double>(visible_.duration_ns()) / width_pixels_;
+}
 
 double ViewState::time_to_x(TimeNs time_ns) const {
     return static_cast<double>(time_ns - visible_.begin_ns) / ns_per_pixel();
@@ -110,10 +114,14 @@ bool ViewState::forward() {
 std::string format_duration(double ns) {
     char text[64];
     const double magnitude = std::fabs(ns);
-    if (magnitude < 1e3) std::snprintf(text, sizeof text, "%.0f ns", ns);
-    else if (magnitude < 1e6) std::snprintf(text, sizeof text, "%.3g us", ns / 1e3);
-    else if (magnitude < 1e9) std::snprintf(text, sizeof text, "%.3g ms", ns / 1e6);
-    else std::snprintf(text, sizeof text, "%.4g s", ns / 1e9);
+    if (magnitude < 1e3)
+        std::snprintf(text, sizeof text, "%.0f ns", ns);
+    else if (magnitude < 1e6)
+        std::snprintf(text, sizeof text, "%.3g us", ns / 1e3);
+    else if (magnitude < 1e9)
+        std::snprintf(text, sizeof text, "%.3g ms", ns / 1e6);
+    else
+        std::snprintf(text, sizeof text, "%.4g s", ns / 1e9);
     return text;
 }
 
@@ -148,9 +156,13 @@ std::vector<RulerTick> ruler_ticks(const ViewState& view, TimeNs origin_ns, doub
         ruler_tick.major = tick % major_step == 0;
         if (ruler_tick.major) {
             // The unit follows the step, with just enough decimals to tell ticks apart.
-            const double unit = major_step < 1000 ? 1.0 : major_step < 1000000 ? 1e3 : major_step < 1000000000 ? 1e6 : 1e9;
+            const double unit = major_step < 1000         ? 1.0
+                                : major_step < 1000000    ? 1e3
+                                : major_step < 1000000000 ? 1e6
+                                                          : 1e9;
             const char* unit_name = unit == 1.0 ? "ns" : unit == 1e3 ? "us" : unit == 1e6 ? "ms" : "s";
-            const int decimals = std::clamp(static_cast<int>(std::ceil(std::log10(unit / static_cast<double>(major_step)) - 1e-9)), 0, 6);
+            const int decimals = std::clamp(
+                static_cast<int>(std::ceil(std::log10(unit / static_cast<double>(major_step)) - 1e-9)), 0, 6);
             char text[64];
             std::snprintf(text, sizeof text, "%.*f %s", decimals, static_cast<double>(tick) / unit, unit_name);
             ruler_tick.label = text;

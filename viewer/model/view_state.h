@@ -18,7 +18,7 @@ struct TimeRange {
 };
 
 class ViewState {
-public:
+  public:
     // `limits` is the whole trace; the view never leaves it by more than its width.
     void reset(TimeRange limits, double width_pixels);
     void set_width(double width_pixels);
@@ -48,7 +48,7 @@ public:
     std::size_t history_size() const { return history_.size(); }
     std::size_t history_position() const { return history_position_; }
 
-private:
+  private:
     void clamp();
     TimeRange limits_;
     TimeRange visible_;

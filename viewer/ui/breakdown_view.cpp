@@ -30,7 +30,9 @@ void legend_swatch(std::uint32_t color, const char* label) {
 
 namespace {
 
-std::string duration_text(trace::TimeNs ns) { return format_duration(static_cast<double>(ns)); }
+std::string duration_text(trace::TimeNs ns) {
+    return format_duration(static_cast<double>(ns));
+}
 
 std::string percent_text(double part, double whole) {
     char text[32];
@@ -74,7 +76,9 @@ int stacked_bar(const std::vector<Segment>& segments, double scale, double share
 }
 
 // The height of a row of the ranks and steps tables.
-float breakdown_row_height() { return ImGui::GetFrameHeight() + 2.0f; }
+float breakdown_row_height() {
+    return ImGui::GetFrameHeight() + 2.0f;
+}
 
 void section_title(const char* text) {
     ImGui::Spacing();
@@ -122,8 +126,9 @@ void ViewerApp::draw_breakdown(float width, float height) {
     ImGui::TextUnformatted("Where the GPU time went");
     ImGui::SameLine();
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("(ember's convention: every kernel, copy and memset, exact ns; `ember stats --report "
-                        "temporal,kernel_types,overlap,idle_breakdown,queue,step_breakdown` prints the same numbers)");
+    ImGui::TextDisabled(
+        "(ember's convention: every kernel, copy and memset, exact ns; `ember stats --report "
+        "temporal,kernel_types,overlap,idle_breakdown,queue,step_breakdown` prints the same numbers)");
     ImGui::PopTextWrapPos();
     if (gpu == nullptr) {
         const LoadProgress progress = model_->progress();
@@ -154,12 +159,13 @@ void ViewerApp::draw_breakdown_ranks(const GpuAnalysis& gpu, float width) {
     section_title("Ranks: GPU span split into compute, other GPU work and idle (click a rank for its details)");
     trace::TimeNs longest_span = 1;
     for (const RankBreakdown& rank : gpu.ranks) longest_span = std::max(longest_span, rank.temporal.span_ns);
-    const ImGuiTableFlags table_flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
-                                        ImGuiTableFlags_SizingFixedFit;
+    const ImGuiTableFlags table_flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                        ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
     const float row_height = breakdown_row_height();
     const float cell_padding = 2.0f * ImGui::GetStyle().CellPadding.y;
     const float ranks_height = ImGui::GetTextLineHeight() + cell_padding +
-                               std::min(6.5f, static_cast<float>(gpu.ranks.size())) * (row_height + cell_padding) + 2.0f;
+                               std::min(6.5f, static_cast<float>(gpu.ranks.size())) * (row_height + cell_padding) +
+                               2.0f;
     if (ImGui::BeginTable("ranks", 8, table_flags, ImVec2(width - 8, ranks_height))) {
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableSetupColumn("rank");
@@ -192,13 +198,14 @@ void ViewerApp::draw_breakdown_ranks(const GpuAnalysis& gpu, float width) {
                 {static_cast<double>(t.non_compute_ns), colors::kNonCompute, "non-compute"},
                 {static_cast<double>(t.idle_ns), colors::kIdle, "idle"}};
             const float bar_width = std::max(60.0f, ImGui::GetContentRegionAvail().x - 4.0f);
-            const int hovered = stacked_bar(segments, static_cast<double>(longest_span),
-                                            static_cast<double>(t.span_ns), bar_width, 14.0f);
+            const int hovered = stacked_bar(segments, static_cast<double>(longest_span), static_cast<double>(t.span_ns),
+                                            bar_width, 14.0f);
             if (hovered >= 0) {
                 const Segment& segment = segments[static_cast<std::size_t>(hovered)];
                 ImGui::SetTooltip("%s: %s, %s of %s's GPU span\n%s", segment.label,
                                   duration_text(static_cast<trace::TimeNs>(segment.value)).c_str(),
-                                  percent_text(segment.value, static_cast<double>(t.span_ns)).c_str(), rank.title.c_str(),
+                                  percent_text(segment.value, static_cast<double>(t.span_ns)).c_str(),
+                                  rank.title.c_str(),
                                   hovered == 0   ? "time in which a computation kernel ran"
                                   : hovered == 1 ? "GPU busy with communication or memory work only"
                                                  : "no kernel, copy or memset running on any stream");
@@ -207,12 +214,14 @@ void ViewerApp::draw_breakdown_ranks(const GpuAnalysis& gpu, float width) {
             for (trace::TimeNs value : {t.compute_ns, t.non_compute_ns, t.idle_ns}) {
                 ImGui::TableNextColumn();
                 ImGui::AlignTextToFramePadding();
-                ImGui::Text("%s  %s", duration_text(value).c_str(), percent_text(static_cast<double>(value), span).c_str());
+                ImGui::Text("%s  %s", duration_text(value).c_str(),
+                            percent_text(static_cast<double>(value), span).c_str());
             }
             ImGui::TableNextColumn();
             ImGui::AlignTextToFramePadding();
             if (rank.overlap.percent)
-                ImGui::Text("%.1f%% of %s", *rank.overlap.percent, duration_text(rank.overlap.communication_ns).c_str());
+                ImGui::Text("%.1f%% of %s", *rank.overlap.percent,
+                            duration_text(rank.overlap.communication_ns).c_str());
             else
                 ImGui::TextDisabled("no communication");
             ImGui::TableNextColumn();
@@ -254,7 +263,8 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
     const float steps_keep = std::min(static_cast<float>(rank.steps.size()) + 2.0f, 8.0f) * row_height + 3 * frame;
     const float middle_room = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - steps_keep;
     const float middle_height =
-        rank.has_gpu_work() ? std::clamp(std::max(left_needs, right_needs), 150.0f, std::max(150.0f, middle_room)) : 0.0f;
+        rank.has_gpu_work() ? std::clamp(std::max(left_needs, right_needs), 150.0f, std::max(150.0f, middle_room))
+                            : 0.0f;
     const float column_width = (width - 24.0f) / 2.0f;
     if (rank.has_gpu_work()) {
         // Left: kernel-type combinations over the GPU span, then the top kernels per class.
@@ -272,9 +282,10 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
         const double span = static_cast<double>(rank.temporal.span_ns);
         const int hovered_type = stacked_bar(types, span, span, ImGui::GetContentRegionAvail().x, 16.0f);
         if (hovered_type >= 0)
-            ImGui::SetTooltip("%s: %s (%s of the GPU span)", types[static_cast<std::size_t>(hovered_type)].label,
-                              duration_text(static_cast<trace::TimeNs>(types[static_cast<std::size_t>(hovered_type)].value)).c_str(),
-                              percent_text(types[static_cast<std::size_t>(hovered_type)].value, span).c_str());
+            ImGui::SetTooltip(
+                "%s: %s (%s of the GPU span)", types[static_cast<std::size_t>(hovered_type)].label,
+                duration_text(static_cast<trace::TimeNs>(types[static_cast<std::size_t>(hovered_type)].value)).c_str(),
+                percent_text(types[static_cast<std::size_t>(hovered_type)].value, span).c_str());
         if (ImGui::BeginTable("kernel_type_rows", 3, ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_RowBg)) {
             for (const Segment& type : types) {
                 ImGui::TableNextRow();
@@ -334,8 +345,7 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
         }
         ImGui::SameLine(0, 12);
         ImGui::AlignTextToFramePadding();
-        ImGui::TextDisabled("(kernel_wait: < %s)",
-                            duration_text(gpu.options.kernel_wait_threshold_ns).c_str());
+        ImGui::TextDisabled("(kernel_wait: < %s)", duration_text(gpu.options.kernel_wait_threshold_ns).c_str());
         trace::TimeNs most_idle = 1;
         for (const StreamIdleRow& stream : rank.streams) most_idle = std::max(most_idle, stream.total_ns());
         if (ImGui::BeginTable("idle_rows", 5, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
@@ -351,8 +361,8 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
                 ImGui::TableNextColumn();
                 ImGui::PushID(static_cast<int>(index));
                 ImGui::AlignTextToFramePadding();
-                if (ImGui::Selectable(stream.title.c_str(), false, ImGuiSelectableFlags_SpanAllColumns |
-                                                                       ImGuiSelectableFlags_AllowItemOverlap) &&
+                if (ImGui::Selectable(stream.title.c_str(), false,
+                                      ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap) &&
                     stream.lane >= 0) {
                     // Its lane on the timeline, scrolled into view.
                     for (const LanePlacement& placement : placements_)
@@ -360,7 +370,8 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
                     tab_ = ViewTab::timeline;
                 }
                 if (ImGui::IsItemHovered() && stream.lane < 0)
-                    ImGui::SetTooltip("Several streams of this rank have this id (one per GPU); the row is over all of them.");
+                    ImGui::SetTooltip(
+                        "Several streams of this rank have this id (one per GPU); the row is over all of them.");
                 ImGui::PopID();
                 ImGui::TableNextColumn();
                 std::vector<Segment> split;
@@ -369,9 +380,9 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
                     split.push_back({static_cast<double>(stream.idle_ns[static_cast<std::size_t>(category)]),
                                      colors::idle_color(kind), analysis::idle_category_name(kind)});
                 }
-                const int hovered = stacked_bar(split, static_cast<double>(most_idle),
-                                                static_cast<double>(stream.total_ns()),
-                                                std::max(60.0f, ImGui::GetContentRegionAvail().x - 4.0f), 12.0f);
+                const int hovered =
+                    stacked_bar(split, static_cast<double>(most_idle), static_cast<double>(stream.total_ns()),
+                                std::max(60.0f, ImGui::GetContentRegionAvail().x - 4.0f), 12.0f);
                 if (hovered >= 0) {
                     const auto c = static_cast<std::size_t>(hovered);
                     ImGui::SetTooltip("%s: %s in %lld gaps (%s of the stream's idle time)\n%s", split[c].label,
@@ -384,8 +395,9 @@ void ViewerApp::draw_breakdown_rank(const GpuAnalysis& gpu, const RankBreakdown&
                 ImGui::TextUnformatted(duration_text(stream.total_ns()).c_str());
                 ImGui::TableNextColumn();
                 ImGui::AlignTextToFramePadding();
-                ImGui::TextUnformatted(percent_text(static_cast<double>(stream.idle_ns[0]),
-                                                    static_cast<double>(stream.total_ns())).c_str());
+                ImGui::TextUnformatted(
+                    percent_text(static_cast<double>(stream.idle_ns[0]), static_cast<double>(stream.total_ns()))
+                        .c_str());
                 ImGui::TableNextColumn();
                 ImGui::AlignTextToFramePadding();
                 ImGui::Text("%lld", static_cast<long long>(stream.gaps[0] + stream.gaps[1] + stream.gaps[2]));
@@ -448,8 +460,8 @@ void ViewerApp::draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown
 
     // Rows in window order unless a column header sorts them; a new analysis or another
     // rank starts from window order again, sorted by the header's current choice.
-    const bool new_rows = step_order_for_ != &gpu || step_order_rank_ != breakdown_rank_ ||
-                          step_order_.size() != rank.steps.size();
+    const bool new_rows =
+        step_order_for_ != &gpu || step_order_rank_ != breakdown_rank_ || step_order_.size() != rank.steps.size();
     if (new_rows) {
         step_order_.resize(rank.steps.size());
         std::iota(step_order_.begin(), step_order_.end(), std::size_t{0});
@@ -460,13 +472,14 @@ void ViewerApp::draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown
     const int columns = 4 + kStepCategoryCount;
     const ImGuiTableFlags step_flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingFixedFit;
-    if (ImGui::BeginTable("steps", columns, step_flags, ImVec2(width - 8, std::max(120.0f, ImGui::GetContentRegionAvail().y - 4)))) {
+    if (ImGui::BeginTable("steps", columns, step_flags,
+                          ImVec2(width - 8, std::max(120.0f, ImGui::GetContentRegionAvail().y - 4)))) {
         ImGui::TableSetupScrollFreeze(0, 2);
         ImGui::TableSetupColumn("step", ImGuiTableColumnFlags_DefaultSort, 0.0f, 0);
         ImGui::TableSetupColumn("start", ImGuiTableColumnFlags_NoSort, 0.0f, 1);
         ImGui::TableSetupColumn("duration", ImGuiTableColumnFlags_PreferSortDescending, 0.0f, 2);
-        ImGui::TableSetupColumn("breakdown (bar length: duration)", ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_NoSort,
-                                0.0f, 3);
+        ImGui::TableSetupColumn("breakdown (bar length: duration)",
+                                ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_NoSort, 0.0f, 3);
         for (int category = 0; category < kStepCategoryCount; ++category)
             ImGui::TableSetupColumn(step_category_name(category), ImGuiTableColumnFlags_PreferSortDescending, 0.0f,
                                     static_cast<ImGuiID>(4 + category));
@@ -481,8 +494,9 @@ void ViewerApp::draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown
                 if (spec.ColumnUserID >= 4) return static_cast<double>(step.ns[spec.ColumnUserID - 4]);
                 return static_cast<double>(index);  // window order
             };
-            std::stable_sort(order.begin(), order.end(),
-                             [&](std::size_t a, std::size_t b) { return ascending ? key(a) < key(b) : key(a) > key(b); });
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+                return ascending ? key(a) < key(b) : key(a) > key(b);
+            });
             specs->SpecsDirty = false;
         }
         auto category_cells = [&](const std::array<trace::TimeNs, kStepCategoryCount>& ns, trace::TimeNs total) {
@@ -490,8 +504,10 @@ void ViewerApp::draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown
                 ImGui::TableNextColumn();
                 ImGui::AlignTextToFramePadding();
                 const trace::TimeNs value = ns[static_cast<std::size_t>(category)];
-                if (value == 0) ImGui::TextDisabled("-");
-                else ImGui::TextUnformatted(duration_text(value).c_str());
+                if (value == 0)
+                    ImGui::TextDisabled("-");
+                else
+                    ImGui::TextUnformatted(duration_text(value).c_str());
                 if (ImGui::IsItemHovered() && value > 0)
                     ImGui::SetTooltip("%s: %s of the step", step_category_name(category),
                                       percent_text(static_cast<double>(value), static_cast<double>(total)).c_str());
@@ -505,10 +521,11 @@ void ViewerApp::draw_breakdown_steps(const GpuAnalysis& gpu, const RankBreakdown
             const int hovered = stacked_bar(segments, static_cast<double>(longest_step), static_cast<double>(total),
                                             std::max(60.0f, ImGui::GetContentRegionAvail().x - 4.0f), 14.0f);
             if (hovered >= 0)
-                ImGui::SetTooltip("%s: %s (%s of the step)", segments[static_cast<std::size_t>(hovered)].label,
-                                  duration_text(ns[static_cast<std::size_t>(hovered)]).c_str(),
-                                  percent_text(segments[static_cast<std::size_t>(hovered)].value,
-                                               static_cast<double>(total)).c_str());
+                ImGui::SetTooltip(
+                    "%s: %s (%s of the step)", segments[static_cast<std::size_t>(hovered)].label,
+                    duration_text(ns[static_cast<std::size_t>(hovered)]).c_str(),
+                    percent_text(segments[static_cast<std::size_t>(hovered)].value, static_cast<double>(total))
+                        .c_str());
         };
         // The mean step first (frozen with the header), as the TensorBoard plugin's overview.
         ImGui::TableNextRow(0, row_height);

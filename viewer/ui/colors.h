@@ -17,9 +17,15 @@ namespace ember::viewer::colors {
 constexpr std::uint32_t rgb(std::uint32_t r, std::uint32_t g, std::uint32_t b) {
     return 0xff000000u | (b << 16) | (g << 8) | r;
 }
-constexpr std::uint32_t red(std::uint32_t color) { return color & 0xff; }
-constexpr std::uint32_t green(std::uint32_t color) { return (color >> 8) & 0xff; }
-constexpr std::uint32_t blue(std::uint32_t color) { return (color >> 16) & 0xff; }
+constexpr std::uint32_t red(std::uint32_t color) {
+    return color & 0xff;
+}
+constexpr std::uint32_t green(std::uint32_t color) {
+    return (color >> 8) & 0xff;
+}
+constexpr std::uint32_t blue(std::uint32_t color) {
+    return (color >> 16) & 0xff;
+}
 
 constexpr std::uint32_t kBackground = rgb(24, 24, 28);
 constexpr std::uint32_t kLaneBackground = rgb(32, 32, 38);
@@ -52,9 +58,12 @@ constexpr std::uint32_t kIdleKernelWait = rgb(240, 190, 60);
 constexpr std::uint32_t kIdleOther = rgb(120, 130, 160);
 inline std::uint32_t idle_color(IdleCategory category) {
     switch (category) {
-        case IdleCategory::host_wait: return kIdleHostWait;
-        case IdleCategory::kernel_wait: return kIdleKernelWait;
-        case IdleCategory::other: return kIdleOther;
+        case IdleCategory::host_wait:
+            return kIdleHostWait;
+        case IdleCategory::kernel_wait:
+            return kIdleKernelWait;
+        case IdleCategory::other:
+            return kIdleOther;
     }
     return kIdleOther;
 }
@@ -86,14 +95,14 @@ inline std::uint32_t kernel_type_color(std::string_view type) {
 // colors of the timeline's events where there is one.
 inline std::uint32_t step_category_color(int category) {
     constexpr std::uint32_t kColors[kStepCategoryCount] = {
-        kCompute,            // Kernel
-        kMemcpyHostToDevice, // Memcpy
-        kMemset,             // Memset
-        kCommunication,      // Communication
-        kApiCall,            // Runtime
-        kMemcpyDeviceToHost, // DataLoader
-        rgb(205, 170, 120),  // CPU Exec
-        kIdle,               // Other
+        kCompute,             // Kernel
+        kMemcpyHostToDevice,  // Memcpy
+        kMemset,              // Memset
+        kCommunication,       // Communication
+        kApiCall,             // Runtime
+        kMemcpyDeviceToHost,  // DataLoader
+        rgb(205, 170, 120),   // CPU Exec
+        kIdle,                // Other
     };
     return category >= 0 && category < kStepCategoryCount ? kColors[category] : kIdle;
 }
@@ -118,19 +127,26 @@ inline std::uint32_t range_color(std::uint32_t name_id) {
 
 inline std::uint32_t event_color(const TimelineEvent& event) {
     switch (event.kind) {
-        case EventKind::kernel: return kernel_color(event.name_id);
+        case EventKind::kernel:
+            return kernel_color(event.name_id);
         case EventKind::memcpy:
             if (event.detail == static_cast<std::uint8_t>(trace::MemcpyDirection::host_to_device))
                 return kMemcpyHostToDevice;
             if (event.detail == static_cast<std::uint8_t>(trace::MemcpyDirection::device_to_host))
                 return kMemcpyDeviceToHost;
             return kMemcpyOther;
-        case EventKind::memset: return kMemset;
-        case EventKind::sync: return kSync;
-        case EventKind::api_call: return event.extra ? kApiError : kApiCall;
-        case EventKind::range: return range_color(event.name_id);
-        case EventKind::mark: return kMark;
-        case EventKind::overhead: return kOverhead;
+        case EventKind::memset:
+            return kMemset;
+        case EventKind::sync:
+            return kSync;
+        case EventKind::api_call:
+            return event.extra ? kApiError : kApiCall;
+        case EventKind::range:
+            return range_color(event.name_id);
+        case EventKind::mark:
+            return kMark;
+        case EventKind::overhead:
+            return kOverhead;
     }
     return kOverhead;
 }

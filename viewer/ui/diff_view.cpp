@@ -21,7 +21,9 @@ namespace {
 
 constexpr float kSummaryWidth = 560.0f;
 
-std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+std::string file_name(const std::string& path) {
+    return std::filesystem::path(path).filename().string();
+}
 
 // "+1.25 ms", "-300 us": a signed duration.
 std::string signed_duration(double nanoseconds) {
@@ -39,9 +41,12 @@ ImVec4 change_color(double delta_ns, double reference_ns) {
 
 ImVec4 verdict_color(analysis::Verdict verdict) {
     switch (verdict) {
-        case analysis::Verdict::slower: return ImVec4(1.0f, 0.42f, 0.36f, 1);
-        case analysis::Verdict::faster: return ImVec4(0.45f, 0.62f, 1.0f, 1);
-        default: return ImVec4(0.7f, 0.7f, 0.7f, 1);
+        case analysis::Verdict::slower:
+            return ImVec4(1.0f, 0.42f, 0.36f, 1);
+        case analysis::Verdict::faster:
+            return ImVec4(0.45f, 0.62f, 1.0f, 1);
+        default:
+            return ImVec4(0.7f, 0.7f, 0.7f, 1);
     }
 }
 
@@ -79,16 +84,15 @@ void ViewerApp::update_run_diff() {
         // After loading: the loader's readers and the diff's would otherwise share the
         // two cores, and the shift needs every lane loaded.
         diff_clock_shift_ = model_->files()[1].shift_ns;
-        diff_pending_ = std::async(std::launch::async, compute_run_diff, model_->files()[0].path,
-                                   model_->files()[1].path);
+        diff_pending_ =
+            std::async(std::launch::async, compute_run_diff, model_->files()[0].path, model_->files()[1].path);
     }
     if (diff_pending_.valid() && diff_pending_.wait_for(0s) == std::future_status::ready) {
         run_diff_ = diff_pending_.get();
         // Counters (loss, lr, ...) are tall and say little about where time went: folded,
         // both runs' threads and streams fit one screen.
         for (LaneDisplay& display : lane_order_)
-            if (display.lane >= 0 && display.lane < model_->lane_count() &&
-                model_->lane(display.lane).plots_values())
+            if (display.lane >= 0 && display.lane < model_->lane_count() && model_->lane(display.lane).plots_values())
                 display.collapsed = true;
         if (!align_diff(diff_align_step_, false)) align_diff(-1, false);
     }
@@ -199,7 +203,8 @@ void ViewerApp::draw_diff(float width, float height) {
     ImGui::SameLine();
     const std::size_t steps = std::min(run_diff_->a_steps.size(), run_diff_->b_steps.size());
     char current[64];
-    if (diff_align_step_ < 0) std::snprintf(current, sizeof current, "the recorded clocks");
+    if (diff_align_step_ < 0)
+        std::snprintf(current, sizeof current, "the recorded clocks");
     else
         std::snprintf(current, sizeof current, "step %lld (#%d)",
                       static_cast<long long>(run_diff_->a_steps[static_cast<std::size_t>(diff_align_step_)].step),
@@ -209,9 +214,10 @@ void ViewerApp::draw_diff(float width, float height) {
         if (ImGui::Selectable("the recorded clocks", diff_align_step_ < 0)) align_diff(-1, false);
         for (std::size_t index = 0; index < steps; ++index) {
             char label[64];
-            std::snprintf(label, sizeof label, "step %lld (#%zu)", static_cast<long long>(run_diff_->a_steps[index].step),
-                          index + 1);
-            if (ImGui::Selectable(label, diff_align_step_ == static_cast<int>(index))) align_diff(static_cast<int>(index), true);
+            std::snprintf(label, sizeof label, "step %lld (#%zu)",
+                          static_cast<long long>(run_diff_->a_steps[index].step), index + 1);
+            if (ImGui::Selectable(label, diff_align_step_ == static_cast<int>(index)))
+                align_diff(static_cast<int>(index), true);
         }
         ImGui::EndCombo();
     }
@@ -219,7 +225,8 @@ void ViewerApp::draw_diff(float width, float height) {
         ImGui::SetTooltip("B's lanes are shifted so this step starts where A's does (its n-th step under A's n-th)");
     if (steps > 0) {
         ImGui::SameLine();
-        if (ImGui::ArrowButton("##align_previous", ImGuiDir_Left) && diff_align_step_ > 0) align_diff(diff_align_step_ - 1, true);
+        if (ImGui::ArrowButton("##align_previous", ImGuiDir_Left) && diff_align_step_ > 0)
+            align_diff(diff_align_step_ - 1, true);
         ImGui::SameLine();
         if (ImGui::ArrowButton("##align_next", ImGuiDir_Right) && diff_align_step_ + 1 < static_cast<int>(steps))
             align_diff(diff_align_step_ + 1, true);
@@ -254,7 +261,8 @@ void ViewerApp::draw_diff(float width, float height) {
 
 void ViewerApp::draw_diff_summary(float /*width*/, float /*height*/) {
     const analysis::TraceDiff& diff = run_diff_->diff;
-    constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
+    constexpr ImGuiTableFlags flags =
+        ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
     ImGui::TextUnformatted("Headline: median over steps (p10-p90)");
     if (begin_a_b_table("diff_headline", "metric", "verdict", flags)) {
         for (const analysis::MetricComparison& metric : diff.metrics) {
@@ -282,11 +290,12 @@ void ViewerApp::draw_diff_summary(float /*width*/, float /*height*/) {
             stats(metric.a);
             stats(metric.b);
             ImGui::TableNextColumn();
-            ImGui::TextColored(change_color(metric.delta_ns, metric.a.median_ns), "%s", signed_duration(metric.delta_ns).c_str());
+            ImGui::TextColored(change_color(metric.delta_ns, metric.a.median_ns), "%s",
+                               signed_duration(metric.delta_ns).c_str());
             ImGui::TableNextColumn();
             if (metric.noise_ns > 0)
-                ImGui::TextColored(verdict_color(metric.verdict), "%s (noise +/-%s)", analysis::verdict_name(metric.verdict),
-                                   format_duration(metric.noise_ns).c_str());
+                ImGui::TextColored(verdict_color(metric.verdict), "%s (noise +/-%s)",
+                                   analysis::verdict_name(metric.verdict), format_duration(metric.noise_ns).c_str());
             else
                 ImGui::TextColored(verdict_color(metric.verdict), "%s", analysis::verdict_name(metric.verdict));
         }
@@ -319,7 +328,8 @@ void ViewerApp::draw_diff_summary(float /*width*/, float /*height*/) {
             draw->AddRectFilled(at, ImVec2(at.x + room * static_cast<float>(row.a_ns / scale), at.y + line * 0.45f),
                                 colors::kRunA);
             draw->AddRectFilled(ImVec2(at.x, at.y + line * 0.5f),
-                                ImVec2(at.x + room * static_cast<float>(row.b_ns / scale), at.y + line * 0.95f), colors::kRunB);
+                                ImVec2(at.x + room * static_cast<float>(row.b_ns / scale), at.y + line * 0.95f),
+                                colors::kRunB);
             ImGui::Dummy(ImVec2(room, line));
         };
         for (std::size_t index = 0; index < diff.breakdown.size(); ++index) {
@@ -377,7 +387,8 @@ void ViewerApp::draw_diff_names(float /*width*/, float /*height*/) {
     constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                       ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Resizable;
     double largest = 1.0;
-    for (const analysis::NameDelta& row : rows) largest = std::max(largest, std::fabs(static_cast<double>(row.delta_ns())));
+    for (const analysis::NameDelta& row : rows)
+        largest = std::max(largest, std::fabs(static_cast<double>(row.delta_ns())));
     if (ImGui::BeginTable("diff_rows", 8, flags, ImVec2(0, ImGui::GetContentRegionAvail().y))) {
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableSetupColumn("name", ImGuiTableColumnFlags_WidthStretch);
@@ -405,7 +416,7 @@ void ViewerApp::draw_diff_names(float /*width*/, float /*height*/) {
                 ImGui::TableNextColumn();
                 if (row.status != analysis::NameStatus::both)
                     ImGui::TextColored(row.status == analysis::NameStatus::appeared ? ImVec4(1.0f, 0.42f, 0.36f, 1)
-                                                                                   : ImVec4(0.45f, 0.62f, 1.0f, 1),
+                                                                                    : ImVec4(0.45f, 0.62f, 1.0f, 1),
                                        "%s", analysis::name_status_name(row.status));
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(format_duration(static_cast<double>(row.a_total_ns)).c_str());
@@ -423,9 +434,11 @@ void ViewerApp::draw_diff_names(float /*width*/, float /*height*/) {
                 const float length = half * static_cast<float>(std::fabs(delta) / largest);
                 const float middle = at.x + half;
                 if (delta > 0)
-                    draw->AddRectFilled(ImVec2(middle, at.y + 2), ImVec2(middle + length, at.y + line - 2), colors::kDiffSlower);
+                    draw->AddRectFilled(ImVec2(middle, at.y + 2), ImVec2(middle + length, at.y + line - 2),
+                                        colors::kDiffSlower);
                 else if (delta < 0)
-                    draw->AddRectFilled(ImVec2(middle - length, at.y + 2), ImVec2(middle, at.y + line - 2), colors::kDiffFaster);
+                    draw->AddRectFilled(ImVec2(middle - length, at.y + 2), ImVec2(middle, at.y + line - 2),
+                                        colors::kDiffFaster);
                 draw->AddLine(ImVec2(middle, at.y), ImVec2(middle, at.y + line), colors::rgb(120, 120, 130));
                 ImGui::Dummy(ImVec2(2 * half, line));
                 ImGui::TableNextColumn();

@@ -58,7 +58,8 @@ std::string format_value(const FlameGraph& graph, double value) {
 
 void ViewerApp::draw_flamegraph(float width, float height) {
     const char* sources[kFlameSourceCount];
-    for (int index = 0; index < kFlameSourceCount; ++index) sources[index] = flame_source_name(static_cast<FlameSource>(index));
+    for (int index = 0; index < kFlameSourceCount; ++index)
+        sources[index] = flame_source_name(static_cast<FlameSource>(index));
     int source = static_cast<int>(flame_source_);
     ImGui::SetNextItemWidth(240);
     if (ImGui::Combo("source", &source, sources, kFlameSourceCount)) {
@@ -83,8 +84,9 @@ void ViewerApp::draw_flamegraph(float width, float height) {
         // The timeline's setting: one answer to "are idle samples counted" in both views.
         if (ImGui::Checkbox("idle samples", &sample_tracks_.idle)) flame_dirty_ = true;
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("Also count the samples of threads that slept, blocked or waited for the GIL\n"
-                              "(off: active samples only, as `ember stats` without --idle).");
+            ImGui::SetTooltip(
+                "Also count the samples of threads that slept, blocked or waited for the GIL\n"
+                "(off: active samples only, as `ember stats` without --idle).");
     }
     if (!model_->loaded()) {
         ImGui::TextDisabled("loading... the flamegraph is built when the whole trace is in");
@@ -139,8 +141,8 @@ void ViewerApp::draw_flamegraph(float width, float height) {
         const float right = std::max(left + 1.0f, origin.x + static_cast<float>(box.x1) * width);
         const FlameNode& node = flame_.nodes[box.node];
         std::uint32_t color = flame_color(flame_, node, hash_name(node.name));
-        const bool dimmed = !search_.empty() && search_text_[0] != '\0' &&
-                            node.name.find(search_text_) == std::string::npos;
+        const bool dimmed =
+            !search_.empty() && search_text_[0] != '\0' && node.name.find(search_text_) == std::string::npos;
         if (dimmed) color = colors::folded_color(colors::folded_color(color));
         draw->AddRectFilled(ImVec2(left, top), ImVec2(right - 1, top + kFlameRowHeight - 1), color);
         ++counters_.primitives;
@@ -165,9 +167,12 @@ void ViewerApp::draw_flamegraph(float width, float height) {
         if (flame_.is_difference) {
             ImGui::Text("A (1st file) %s, B (2nd file) %s", format_value(flame_, node.baseline).c_str(),
                         format_value(flame_, node.total).c_str());
-            ImGui::Text("B - A %s%s", node.delta() >= 0 ? "+" : "-", format_value(flame_, std::fabs(node.delta())).c_str());
-            if (node.baseline > 0) ImGui::Text("change %+.1f%%", 100.0 * node.delta() / node.baseline);
-            else ImGui::TextUnformatted("new in the second file");
+            ImGui::Text("B - A %s%s", node.delta() >= 0 ? "+" : "-",
+                        format_value(flame_, std::fabs(node.delta())).c_str());
+            if (node.baseline > 0)
+                ImGui::Text("change %+.1f%%", 100.0 * node.delta() / node.baseline);
+            else
+                ImGui::TextUnformatted("new in the second file");
         }
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left))

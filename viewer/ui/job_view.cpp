@@ -92,8 +92,9 @@ void ViewerApp::set_job_order(JobOrder order) {
 void ViewerApp::draw_job(float width, float height) {
     job_rects_.clear();
     if (!job_) {
-        ImGui::TextWrapped("The Job view shows every rank of a job: open the rank files together, "
-                           "`ember view rank0.db rank1.db ...` (any trace format).");
+        ImGui::TextWrapped(
+            "The Job view shows every rank of a job: open the rank files together, "
+            "`ember view rank0.db rank1.db ...` (any trace format).");
         return;
     }
     const JobOverview& job = *job_;
@@ -103,11 +104,13 @@ void ViewerApp::draw_job(float width, float height) {
     if (job.job.straggler)
         ImGui::TextWrapped("straggler: %s", job.job.straggler_evidence.c_str());
     else
-        ImGui::TextWrapped("%zu ranks, %lld collectives matched: no rank arrived last markedly more often than the others",
-                           job.ranks.size(), static_cast<long long>(job.job.matched));
+        ImGui::TextWrapped(
+            "%zu ranks, %lld collectives matched: no rank arrived last markedly more often than the others",
+            job.ranks.size(), static_cast<long long>(job.job.matched));
     ImGui::SetNextItemWidth(130);
     int order = static_cast<int>(job_order_);
-    if (ImGui::Combo("order##job", &order, "rank\0latest first\0most waiting first\0")) set_job_order(static_cast<JobOrder>(order));
+    if (ImGui::Combo("order##job", &order, "rank\0latest first\0most waiting first\0"))
+        set_job_order(static_cast<JobOrder>(order));
     ImGui::SameLine(0, 20);
     legend_swatch(colors::kJobCompute, "compute");
     ImGui::SameLine(0, 14);
@@ -153,8 +156,10 @@ void ViewerApp::draw_job(float width, float height) {
     ImGuiIO& io = ImGui::GetIO();
     const float mouse_x = io.MousePos.x, mouse_y = io.MousePos.y;
     if (hovered && io.MouseWheel != 0.0f) {
-        if (io.KeyShift) job_scroll_ -= io.MouseWheel * 3.0f * std::max(row_height, 6.0f);
-        else job_view_.zoom(std::pow(0.8, io.MouseWheel), std::clamp(mouse_x - x0, 0.0f, time_width));
+        if (io.KeyShift)
+            job_scroll_ -= io.MouseWheel * 3.0f * std::max(row_height, 6.0f);
+        else
+            job_view_.zoom(std::pow(0.8, io.MouseWheel), std::clamp(mouse_x - x0, 0.0f, time_width));
     }
     if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
         job_view_.pan_pixels(-io.MouseDelta.x);
@@ -170,10 +175,13 @@ void ViewerApp::draw_job(float width, float height) {
         for (int row = 0; row < rows; ++row) {
             std::vector<JobRun>& runs = job_runs_[static_cast<std::size_t>(row)];
             for (int x = 0; x < columns; ++x) {
-                const trace::TimeNs start = job_view_.x_to_time(x), end = std::max(start + 1, job_view_.x_to_time(x + 1));
+                const trace::TimeNs start = job_view_.x_to_time(x),
+                                    end = std::max(start + 1, job_view_.x_to_time(x + 1));
                 const std::uint32_t color = activity_color(job.activity(row, start, end));
-                if (!runs.empty() && runs.back().color == color && runs.back().x1 == x) runs.back().x1 = x + 1;
-                else runs.push_back({x, x + 1, color});
+                if (!runs.empty() && runs.back().color == color && runs.back().x1 == x)
+                    runs.back().x1 = x + 1;
+                else
+                    runs.push_back({x, x + 1, color});
             }
         }
         job_runs_for_ = visible;
@@ -186,7 +194,8 @@ void ViewerApp::draw_job(float width, float height) {
     draw->AddRectFilled(ImVec2(x0, origin.y), ImVec2(x0 + time_width, rows_top), colors::kLaneBackground);
     for (const RulerTick& tick : ruler_ticks(job_view_, job.begin_ns)) {
         const float x = x0 + static_cast<float>(job_view_.time_to_x(tick.time_ns));
-        draw->AddLine(ImVec2(x, origin.y + (tick.major ? 4.0f : 14.0f)), ImVec2(x, rows_top), colors::rgb(150, 150, 160));
+        draw->AddLine(ImVec2(x, origin.y + (tick.major ? 4.0f : 14.0f)), ImVec2(x, rows_top),
+                      colors::rgb(150, 150, 160));
         if (tick.major) draw->AddText(ImVec2(x + 3, origin.y + 2), colors::rgb(210, 210, 220), tick.label.c_str());
     }
     draw->PopClipRect();
@@ -201,7 +210,8 @@ void ViewerApp::draw_job(float width, float height) {
     // Rows too thin for a label each: every label_every-th row is labelled (a scale),
     // and the straggler always.
     const float text_height = ImGui::GetTextLineHeight();
-    const int label_every = row_height >= text_height ? 1 : static_cast<int>(std::ceil((text_height + 2.0f) / row_height));
+    const int label_every =
+        row_height >= text_height ? 1 : static_cast<int>(std::ceil((text_height + 2.0f) / row_height));
     std::optional<int> hovered_row;
     for (int position = first; position < last; ++position) {
         const int row = job_row_order_[static_cast<std::size_t>(position)];
@@ -210,8 +220,8 @@ void ViewerApp::draw_job(float width, float height) {
         const float y1 = y0 + std::max(1.0f, row_height - (row_height >= 4.0f ? 1.0f : 0.0f));
         const bool straggler = job.job.straggler && *job.job.straggler == rank.rank;
         for (const JobRun& run : job_runs_[static_cast<std::size_t>(row)])
-            draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run.x0), y0), ImVec2(x0 + static_cast<float>(run.x1), y1),
-                                run.color);
+            draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run.x0), y0),
+                                ImVec2(x0 + static_cast<float>(run.x1), y1), run.color);
         // Zoomed in, each collective exactly: its wait and its transfer.
         auto mark = std::lower_bound(rank.collectives.begin(), rank.collectives.end(),
                                      visible.begin_ns - static_cast<trace::TimeNs>(ns_per_pixel),
@@ -236,11 +246,13 @@ void ViewerApp::draw_job(float width, float height) {
         if (straggler || position % label_every == 0) {
             char label[32];
             std::snprintf(label, sizeof label, "rank %d", rank.rank);
-            const float text_y = std::max(rows_top, row_height >= text_height ? y0 + (row_height - text_height) * 0.5f
-                                                                              : y0 - text_height * 0.5f);
+            const float text_y = std::max(
+                rows_top, row_height >= text_height ? y0 + (row_height - text_height) * 0.5f : y0 - text_height * 0.5f);
             if (straggler && row_height < text_height)  // its label stands out of the scale's
-                draw->AddRectFilled(ImVec2(origin.x, text_y), ImVec2(x0 - 8, text_y + text_height), colors::kBackground);
-            draw->AddText(ImVec2(origin.x + 4, text_y), straggler ? colors::kJobWait : colors::rgb(170, 170, 185), label);
+                draw->AddRectFilled(ImVec2(origin.x, text_y), ImVec2(x0 - 8, text_y + text_height),
+                                    colors::kBackground);
+            draw->AddText(ImVec2(origin.x + 4, text_y), straggler ? colors::kJobWait : colors::rgb(170, 170, 185),
+                          label);
         }
         if (straggler) draw->AddRectFilled(ImVec2(x0 - 7, y0 - 2), ImVec2(x0 - 2, y1 + 2), colors::kJobWait);
         job_rects_.push_back({rank.rank, x0, y0, x0 + time_width, y1});
@@ -265,11 +277,13 @@ void ViewerApp::draw_job(float width, float height) {
         if (rank.numbers)
             ImGui::Text("waited %s in %lld collectives; arrived last %lld times; median lateness %s",
                         format_duration(static_cast<double>(rank.numbers->wait_ns)).c_str(),
-                        static_cast<long long>(rank.numbers->collectives), static_cast<long long>(rank.numbers->arrived_last),
+                        static_cast<long long>(rank.numbers->collectives),
+                        static_cast<long long>(rank.numbers->arrived_last),
                         format_duration(static_cast<double>(rank.numbers->median_lateness_ns)).c_str());
         if (collective) {
             const analysis::CollectiveRow& row = job.job.collectives[*collective];
-            const JobCollectiveMark& mark = rank.collectives[static_cast<std::size_t>(rank.mark_of_collective[*collective])];
+            const JobCollectiveMark& mark =
+                rank.collectives[static_cast<std::size_t>(rank.mark_of_collective[*collective])];
             ImGui::Text("%s #%lld %s: arrived %s after the first rank, waited %s", row.communicator.c_str(),
                         static_cast<long long>(row.index), analysis::collective_kind_name(row.kind),
                         format_duration(static_cast<double>(mark.arrival_ns - row.first_arrival_ns)).c_str(),
@@ -282,7 +296,8 @@ void ViewerApp::draw_job(float width, float height) {
             std::vector<int> open = timeline_rows_;
             if (std::find(open.begin(), open.end(), *hovered_row) == open.end()) open.push_back(*hovered_row);
             open_ranks_in_timeline(open);
-        } else if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) && !ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
+        } else if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+                   !ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
             selected_collective_ = collective;
         }
     }
@@ -294,8 +309,9 @@ void ViewerApp::draw_job_collective(float width, float height) {
     const JobOverview& job = *job_;
     const analysis::CollectiveRow& collective = job.job.collectives[*selected_collective_];
     ImGui::BeginChild("job_collective", ImVec2(width, height - 4.0f), true);
-    ImGui::Text("%s #%lld, %s on %d ranks: the last arrived %s after the first%s; they waited %s in all", collective.communicator.c_str(),
-                static_cast<long long>(collective.index), analysis::collective_kind_name(collective.kind), collective.ranks,
+    ImGui::Text("%s #%lld, %s on %d ranks: the last arrived %s after the first%s; they waited %s in all",
+                collective.communicator.c_str(), static_cast<long long>(collective.index),
+                analysis::collective_kind_name(collective.kind), collective.ranks,
                 format_duration(static_cast<double>(collective.last_arrival_ns - collective.first_arrival_ns)).c_str(),
                 collective.last_rank >= 0 ? (" (rank " + std::to_string(collective.last_rank) + ")").c_str() : "",
                 format_duration(static_cast<double>(collective.total_wait_ns)).c_str());
@@ -308,10 +324,13 @@ void ViewerApp::draw_job_collective(float width, float height) {
         const std::int32_t index = rank.mark_of_collective[*selected_collective_];
         if (index < 0) continue;
         const JobCollectiveMark& mark = rank.collectives[static_cast<std::size_t>(index)];
-        arrivals.push_back({rank.rank, mark.arrival_ns - collective.first_arrival_ns, mark.wait_end_ns - mark.arrival_ns});
+        arrivals.push_back(
+            {rank.rank, mark.arrival_ns - collective.first_arrival_ns, mark.wait_end_ns - mark.arrival_ns});
     }
-    std::sort(arrivals.begin(), arrivals.end(), [](const Arrival& a, const Arrival& b) { return a.arrival > b.arrival; });
-    if (ImGui::BeginTable("arrivals", 3, ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+    std::sort(arrivals.begin(), arrivals.end(),
+              [](const Arrival& a, const Arrival& b) { return a.arrival > b.arrival; });
+    if (ImGui::BeginTable("arrivals", 3,
+                          ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableSetupColumn("rank");
         ImGui::TableSetupColumn("arrived after the first");

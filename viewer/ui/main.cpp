@@ -199,8 +199,8 @@ bool save_screenshot(Window& window, const std::string& path, std::string* error
 double percentile(std::vector<double> values, double fraction) {
     if (values.empty()) return 0.0;
     std::sort(values.begin(), values.end());
-    const auto index = static_cast<std::size_t>(std::clamp(fraction * static_cast<double>(values.size() - 1), 0.0,
-                                                            static_cast<double>(values.size() - 1)));
+    const auto index = static_cast<std::size_t>(
+        std::clamp(fraction * static_cast<double>(values.size() - 1), 0.0, static_cast<double>(values.size() - 1)));
     return values[index];
 }
 
@@ -234,7 +234,8 @@ struct ViewOptions {
 void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_option("files", options.files, "trace files (several ranks share one time base)");
     cli.add_option("--screenshot", options.screenshot, "render one frame to this PNG and exit");
-    cli.add_option("--view", options.view_name, "view for --screenshot: timeline, flamegraph, stats, breakdown, diff or job")
+    cli.add_option("--view", options.view_name,
+                   "view for --screenshot: timeline, flamegraph, stats, breakdown, diff or job")
         ->check(CLI::IsMember({"timeline", "flamegraph", "stats", "breakdown", "diff", "job"}));
     cli.add_option("--collective", options.collective,
                    "with several rank files: select the N-th collective of the job (from 0, by first arrival), "
@@ -244,9 +245,11 @@ void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_option("--timeline-ranks", options.timeline_ranks,
                    "with more rank files than this, the Timeline opens with the straggler and typical ranks only "
                    "(double-click a rank in the Job view for its lanes); default 16");
-    cli.add_option("--range", options.range_text, "visible time range A:B from the trace's start (ns, or with us/ms/s)");
-    cli.add_option("--step", options.step_number,
-                   "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
+    cli.add_option("--range", options.range_text,
+                   "visible time range A:B from the trace's start (ns, or with us/ms/s)");
+    cli.add_option(
+        "--step", options.step_number,
+        "with --screenshot: the timeline framed on this step, selected (as clicking it in the Breakdown view)");
     cli.add_option("--size", options.size_text, "window/screenshot size WxH");
     cli.add_option("--flame-source", options.flame_name,
                    "flamegraph source: nvtx, gpu (kernels by NVTX stack), gpu-range (GPU time by range), "
@@ -254,8 +257,9 @@ void add_view_options(CLI::App& cli, ViewOptions& options) {
         ->check(CLI::IsMember({"nvtx", "gpu", "gpu-range", "kernels", "cpu"}));
     cli.add_flag("--diff", options.diff,
                  "compare the 2nd file (B) with the 1st (A): aligned timelines and the diff tables");
-    cli.add_option("--align-step", options.align_step,
-                   "with --diff: B shifted so its N-th step starts where A's N-th does (from 1; 0: the recorded clocks)");
+    cli.add_option(
+        "--align-step", options.align_step,
+        "with --diff: B shifted so its N-th step starts where A's N-th does (from 1; 0: the recorded clocks)");
     cli.add_option("--diff-row", options.diff_row,
                    "with --diff: the row of the diff tables clicked (its events outlined)");
     cli.add_flag("--difference", options.difference,
@@ -271,7 +275,8 @@ void add_view_options(CLI::App& cli, ViewOptions& options) {
     cli.add_flag("--no-stacks", options.no_stacks, "no sampled stacks on the thread lanes");
     cli.add_option("--stack-depth", options.stack_depth,
                    "frames of sampled stacks shown, outermost first (1 to 256, default 12)");
-    cli.add_option("--layout", options.layout_path, "with --screenshot: write the lanes' pixel rectangles to this file");
+    cli.add_option("--layout", options.layout_path,
+                   "with --screenshot: write the lanes' pixel rectangles to this file");
     cli.add_flag("--bench", options.bench, "print load time, memory and frame times of a scripted zoom/pan, then exit");
     cli.add_option("--attach", options.attach_pid, "watch the trace a running process is recording");
     cli.add_flag("--watch", options.watch, "reload the files as they grow (a recording in progress)");
@@ -322,7 +327,8 @@ int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
     }
     if (range) {
         const auto begin = app.model()->begin_ns();
-        app.view().show({begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
+        app.view().show(
+            {begin + static_cast<std::int64_t>(range->first), begin + static_cast<std::int64_t>(range->second)});
         if (const ember::viewer::JobOverview* job = app.job())
             app.show_job_range({job->begin_ns + static_cast<std::int64_t>(range->first),
                                 job->begin_ns + static_cast<std::int64_t>(range->second)});
@@ -362,8 +368,8 @@ int run_screenshot(Window& window, ViewerApp& app, const ViewOptions& options,
                    << " rank " << rect.rank << '\n';
         for (const ember::viewer::LaneRect& rect : app.lane_rects()) {
             const ember::viewer::Lane& lane = app.model()->lane(rect.lane);
-            layout << rect.track << ' ' << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' ' << rect.y0
-                   << ' ' << rect.x1 << ' ' << rect.y1 << ' ' << lane.title << '\n';
+            layout << rect.track << ' ' << rect.lane << ' ' << static_cast<int>(lane.kind) << ' ' << rect.x0 << ' '
+                   << rect.y0 << ' ' << rect.x1 << ' ' << rect.y1 << ' ' << lane.title << '\n';
         }
         if (!layout) {
             std::fprintf(stderr, "ember view: cannot write %s\n", options.layout_path.c_str());
@@ -468,7 +474,8 @@ void run_window(Window& window, ViewerApp& app, bool watch) {
         if (!app.model() || app.model()->loaded()) glfwWaitEventsTimeout(watch ? 0.25 : 0.5);
         // Lanes complete, GPU breakdowns computing: redraw on input and a few times a
         // second, leaving the CPU to the analysis instead of spinning frames.
-        else if (app.model()->progress().analyzing) glfwWaitEventsTimeout(0.2);
+        else if (app.model()->progress().analyzing)
+            glfwWaitEventsTimeout(0.2);
         if (!watch || !app.model()) continue;
         if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
             last_refresh = Clock::now();
@@ -542,13 +549,16 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
         // cached) and shown like our own recordings.
         ember::viewer::OpenInputsOptions open_options;
         open_options.strict = options.strict;
-        open_options.on_import = [](const std::string& line) { std::fprintf(stderr, "ember view: %s\n", line.c_str()); };
+        open_options.on_import = [](const std::string& line) {
+            std::fprintf(stderr, "ember view: %s\n", line.c_str());
+        };
         const std::vector<std::string> inputs = options.files;
         options.files = ember::viewer::open_inputs(inputs, open_options);
         if (options.files.size() >= 2 && !options.diff) {
             // Several rank files are one job: its overview, and the Timeline on the
             // clocks its collectives aligned (many ranks: the straggler and typical ones).
-            job = std::make_unique<ember::viewer::JobOverview>(ember::viewer::build_job_overview(options.files, inputs));
+            job =
+                std::make_unique<ember::viewer::JobOverview>(ember::viewer::build_job_overview(options.files, inputs));
             for (std::size_t row = 0; row < job->ranks.size(); ++row) {
                 const std::int32_t rank = job->ranks[row].rank;
                 const auto& reference = job->job.reference_ranks;
@@ -565,10 +575,12 @@ int run_view(ViewOptions options, Clock::time_point process_start) {
             }
             const std::vector<ember::trace::TimeNs> shifts = job->shifts_for(traces);
             model = std::make_unique<TraceModel>(traces, &shifts);
-            for (std::size_t index = 0; index < shown.size(); ++index) model->set_shown_as(static_cast<int>(index), shown[index]);
+            for (std::size_t index = 0; index < shown.size(); ++index)
+                model->set_shown_as(static_cast<int>(index), shown[index]);
         } else {
             model = std::make_unique<TraceModel>(options.files);
-            for (std::size_t index = 0; index < inputs.size(); ++index) model->set_shown_as(static_cast<int>(index), inputs[index]);
+            for (std::size_t index = 0; index < inputs.size(); ++index)
+                model->set_shown_as(static_cast<int>(index), inputs[index]);
         }
     } catch (const std::exception& error) {
         open_error = error.what();

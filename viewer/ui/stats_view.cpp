@@ -17,14 +17,22 @@ void sort_rows(std::vector<NameTotal>& rows, const TraceModel& model, ImGuiTable
     const bool ascending = spec.SortDirection == ImGuiSortDirection_Ascending;
     auto key = [&](const NameTotal& row) -> double {
         switch (spec.ColumnUserID) {
-            case 1: return static_cast<double>(row.count);
-            case 2: return static_cast<double>(row.total_ns);
-            case 3: return row.average_ns();
-            case 4: return static_cast<double>(row.min_ns);
-            case 5: return static_cast<double>(row.max_ns);
-            case 6: return static_cast<double>(row.bytes);
-            case 7: return row.bandwidth();
-            default: return 0.0;
+            case 1:
+                return static_cast<double>(row.count);
+            case 2:
+                return static_cast<double>(row.total_ns);
+            case 3:
+                return row.average_ns();
+            case 4:
+                return static_cast<double>(row.min_ns);
+            case 5:
+                return static_cast<double>(row.max_ns);
+            case 6:
+                return static_cast<double>(row.bytes);
+            case 7:
+                return row.bandwidth();
+            default:
+                return 0.0;
         }
     };
     std::stable_sort(rows.begin(), rows.end(), [&](const NameTotal& a, const NameTotal& b) {
@@ -82,12 +90,14 @@ void ViewerApp::draw_stats(float width, float height) {
                 ImGui::TableNextColumn();
                 ImGui::PushID(index);
                 const std::string name(model_->name(row.name_id));
-                if (ImGui::Selectable(name.c_str(), false, ImGuiSelectableFlags_SpanAllColumns |
-                                                              ImGuiSelectableFlags_AllowDoubleClick) &&
+                if (ImGui::Selectable(name.c_str(), false,
+                                      ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick) &&
                     ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
                     search_.set_name(*model_, row.name_id);
-                    if (auto next = search_.next(*model_, selected_, view_.visible().begin_ns)) select_event(*next, true);
-                    else if (auto first = search_.next(*model_, {}, model_->begin_ns() - 1)) select_event(*first, true);
+                    if (auto next = search_.next(*model_, selected_, view_.visible().begin_ns))
+                        select_event(*next, true);
+                    else if (auto first = search_.next(*model_, {}, model_->begin_ns() - 1))
+                        select_event(*first, true);
                 }
                 ImGui::PopID();
                 ImGui::TableNextColumn();
@@ -118,9 +128,10 @@ void ViewerApp::draw_stats(float width, float height) {
     ImGui::BeginGroup();
     name_table("copies", "Copies and memsets", stats.copies, true);
     ImGui::TextUnformatted("Steps");
-    if (ImGui::BeginTable("steps", 3,
-                          ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Borders,
-                          ImVec2(width / 2 - 6, table_height - 20))) {
+    if (ImGui::BeginTable(
+            "steps", 3,
+            ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Borders,
+            ImVec2(width / 2 - 6, table_height - 20))) {
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableSetupColumn("step", ImGuiTableColumnFlags_DefaultSort, 0.0f, 0);
         ImGui::TableSetupColumn("start", 0, 0.0f, 1);
@@ -130,8 +141,10 @@ void ViewerApp::draw_stats(float width, float height) {
             const ImGuiTableColumnSortSpecs& spec = specs->Specs[0];
             const bool ascending = spec.SortDirection == ImGuiSortDirection_Ascending;
             std::stable_sort(stats.steps.begin(), stats.steps.end(), [&](const StepRow& a, const StepRow& b) {
-                const double ka = spec.ColumnUserID == 2 ? static_cast<double>(a.duration_ns) : static_cast<double>(a.index);
-                const double kb = spec.ColumnUserID == 2 ? static_cast<double>(b.duration_ns) : static_cast<double>(b.index);
+                const double ka =
+                    spec.ColumnUserID == 2 ? static_cast<double>(a.duration_ns) : static_cast<double>(a.index);
+                const double kb =
+                    spec.ColumnUserID == 2 ? static_cast<double>(b.duration_ns) : static_cast<double>(b.index);
                 return ascending ? ka < kb : ka > kb;
             });
             specs->SpecsDirty = false;
@@ -146,12 +159,14 @@ void ViewerApp::draw_stats(float width, float height) {
                 ImGui::PushID(index);
                 char label[32];
                 std::snprintf(label, sizeof label, "%lld", static_cast<long long>(step.index));
-                if (ImGui::Selectable(label, false, ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick) &&
+                if (ImGui::Selectable(label, false,
+                                      ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick) &&
                     ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left))
                     select_event(step.ref, true);
                 ImGui::PopID();
                 ImGui::TableNextColumn();
-                ImGui::TextUnformatted(format_duration(static_cast<double>(step.start_ns - model_->begin_ns())).c_str());
+                ImGui::TextUnformatted(
+                    format_duration(static_cast<double>(step.start_ns - model_->begin_ns())).c_str());
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(format_duration(static_cast<double>(step.duration_ns)).c_str());
             }

@@ -31,19 +31,32 @@ constexpr double kMinPixels = 3.0;
 ImDrawListSplitter g_layers;
 constexpr int kOpaqueLayer = 0;
 constexpr int kBlendedLayer = 1;
-void opaque_layer(ImDrawList* draw) { g_layers.SetCurrentChannel(draw, kOpaqueLayer); }
-void blended_layer(ImDrawList* draw) { g_layers.SetCurrentChannel(draw, kBlendedLayer); }
-void disable_blending(const ImDrawList*, const ImDrawCmd*) { glDisable(GL_BLEND); }
+void opaque_layer(ImDrawList* draw) {
+    g_layers.SetCurrentChannel(draw, kOpaqueLayer);
+}
+void blended_layer(ImDrawList* draw) {
+    g_layers.SetCurrentChannel(draw, kBlendedLayer);
+}
+void disable_blending(const ImDrawList*, const ImDrawCmd*) {
+    glDisable(GL_BLEND);
+}
 
 const char* row_title(const Row& row) {
     switch (row.kind) {
-        case RowKind::ranges: return "NVTX";
-        case RowKind::async_ranges: return "NVTX (start/end)";
-        case RowKind::api_calls: return "CUDA API";
-        case RowKind::marks: return "marks";
-        case RowKind::overhead: return "collector";
-        case RowKind::gpu_work: return "kernels, copies";
-        case RowKind::syncs: return "waits";
+        case RowKind::ranges:
+            return "NVTX";
+        case RowKind::async_ranges:
+            return "NVTX (start/end)";
+        case RowKind::api_calls:
+            return "CUDA API";
+        case RowKind::marks:
+            return "marks";
+        case RowKind::overhead:
+            return "collector";
+        case RowKind::gpu_work:
+            return "kernels, copies";
+        case RowKind::syncs:
+            return "waits";
     }
     return "";
 }
@@ -295,15 +308,16 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
             }
             const EventRef ref{lane_index, row_index, item.first_index};
             if (item.count == 1 && ref == selected_) {
-                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0, 2.0f);
+                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0,
+                              2.0f);
                 ++counters_.primitives;
             }
             if (right - left > 40.0f) {
                 char label[160];
                 if (item.count == 1) {
                     const std::string_view name = model_->name(first.name_id);
-                    std::snprintf(label, sizeof label, "%.*s", static_cast<int>(std::min<std::size_t>(name.size(), 150)),
-                                  name.data());
+                    std::snprintf(label, sizeof label, "%.*s",
+                                  static_cast<int>(std::min<std::size_t>(name.size(), 150)), name.data());
                 } else {
                     std::snprintf(label, sizeof label, "%u events", item.count);
                 }
@@ -356,7 +370,8 @@ void ViewerApp::draw_sample_stacks(ImDrawList* draw, int lane_index, const Sampl
             ++counters_.primitives;
             const StackBoxRef ref{lane_index, depth, item.first_index, with_idle};
             if (item.count == 1 && ref == selected_stack_) {
-                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0, 2.0f);
+                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0,
+                              2.0f);
                 ++counters_.primitives;
             }
             if (right - left > 40.0f) {
@@ -444,9 +459,10 @@ void ViewerApp::draw_flow(ImDrawList* draw, float x0, float y_origin) {
     EventRef from = selected_, to = *flow_partner_;
     if (selected->kind != EventKind::api_call) std::swap(from, to);  // arrows point API -> GPU
     float from_x, from_y, to_x, to_y;
-    if (!event_position(from, x0, y_origin, &from_x, &from_y) || !event_position(to, x0, y_origin, &to_x, &to_y)) return;
-    draw->AddBezierCubic(ImVec2(from_x, from_y), ImVec2(from_x + 40, from_y), ImVec2(to_x - 40, to_y), ImVec2(to_x, to_y),
-                         colors::kFlow, 2.0f);
+    if (!event_position(from, x0, y_origin, &from_x, &from_y) || !event_position(to, x0, y_origin, &to_x, &to_y))
+        return;
+    draw->AddBezierCubic(ImVec2(from_x, from_y), ImVec2(from_x + 40, from_y), ImVec2(to_x - 40, to_y),
+                         ImVec2(to_x, to_y), colors::kFlow, 2.0f);
     const float direction = to_y > from_y ? -1.0f : 1.0f;
     draw->AddTriangleFilled(ImVec2(to_x, to_y), ImVec2(to_x - 5, to_y + direction * 8),
                             ImVec2(to_x + 5, to_y + direction * 8), colors::kFlow);
@@ -588,7 +604,8 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                 draw->AddText(ImVec2(origin.x + 7, top + 3), colors::rgb(15, 15, 20), run);
                 counters_.primitives += 2;
             }
-            draw->AddText(ImVec2(origin.x + (run ? 28 : 4), top + 3), colors::rgb(235, 235, 245), placement.group.c_str());
+            draw->AddText(ImVec2(origin.x + (run ? 28 : 4), top + 3), colors::rgb(235, 235, 245),
+                          placement.group.c_str());
             counters_.primitives += 2;
             continue;
         }
@@ -600,9 +617,8 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                       ImVec2(x0 + timeline_width, top + placement.height + metrics_.lane_gap * 0.5f),
                       colors::kLaneBackground);
         blended_layer(draw);
-        const float events_height = lane.plots_values()
-                                        ? placement.height
-                                        : static_cast<float>(placement.rows_shown) * metrics_.row_height;
+        const float events_height =
+            lane.plots_values() ? placement.height : static_cast<float>(placement.rows_shown) * metrics_.row_height;
         lane_rects_.push_back({placement.lane, x0, top, x0 + timeline_width, top + events_height});
         const auto display = std::find_if(lane_order_.begin(), lane_order_.end(),
                                           [&](const LaneDisplay& d) { return d.lane == placement.lane; });
@@ -632,7 +648,8 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                 for (int row = 1; row < placement.rows_shown && row < static_cast<int>(lane.rows.size()); ++row) {
                     const Row& lane_row = lane.rows[static_cast<std::size_t>(row)];
                     if (lane_row.kind == RowKind::ranges) continue;
-                    draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, top + static_cast<float>(row) * metrics_.row_height + 2),
+                    draw->AddText(nullptr, 0.0f,
+                                  ImVec2(origin.x + 20, top + static_cast<float>(row) * metrics_.row_height + 2),
                                   colors::rgb(140, 140, 150), row_title(lane_row), nullptr, 0.0f, &label_clip);
                 }
             draw_lane_rows(draw, lane, placement.lane, placement, {x0, top, timeline_width, mouse_x, mouse_y});
@@ -642,8 +659,8 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                 draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, idle_top + 2), colors::rgb(140, 140, 150),
                               "idle gaps", nullptr, 0.0f, &label_clip);
                 draw_idle_gaps(draw, *overlay, {x0, idle_top, timeline_width, mouse_x, mouse_y});
-                lane_rects_.push_back({placement.lane, x0, idle_top, x0 + timeline_width,
-                                       idle_top + metrics_.row_height, "idle"});
+                lane_rects_.push_back(
+                    {placement.lane, x0, idle_top, x0 + timeline_width, idle_top + metrics_.row_height, "idle"});
             }
             if (overlay && placement.queue_offset >= 0.0f) {
                 const float queue_top = top + placement.queue_offset;
@@ -652,8 +669,8 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
                 draw->AddText(nullptr, 0.0f, ImVec2(origin.x + 20, queue_top + 2), colors::rgb(140, 140, 150),
                               queue_label, nullptr, 0.0f, &label_clip);
                 draw_queue(draw, *overlay, {x0, queue_top, timeline_width, mouse_x, mouse_y}, placement.queue_height);
-                lane_rects_.push_back({placement.lane, x0, queue_top, x0 + timeline_width,
-                                       queue_top + placement.queue_height, "queue"});
+                lane_rects_.push_back(
+                    {placement.lane, x0, queue_top, x0 + timeline_width, queue_top + placement.queue_height, "queue"});
             }
             const SampleStackLane* stacks = placement.stack_rows > 0 ? model_->sample_stacks(placement.lane) : nullptr;
             if (stacks) {
@@ -677,7 +694,8 @@ int ViewerApp::draw_timeline_lanes(const TimelineFrame& frame) {
         draw->AddRectFilled(ImVec2(origin.x, marker_y - 1.0f), ImVec2(origin.x + width, marker_y + 1.0f),
                             colors::kSelection);
         const Lane& dragged = model_->lane(lane_order_[static_cast<std::size_t>(lane_drag_.from)].lane);
-        draw->AddRectFilled(ImVec2(origin.x, mouse_y - 9.0f), ImVec2(x0 - 4.0f, mouse_y + 9.0f), colors::rgb(60, 60, 80));
+        draw->AddRectFilled(ImVec2(origin.x, mouse_y - 9.0f), ImVec2(x0 - 4.0f, mouse_y + 9.0f),
+                            colors::rgb(60, 60, 80));
         draw->AddText(ImVec2(origin.x + 8, mouse_y - 7.0f), colors::rgb(255, 255, 255), dragged.title.c_str());
         counters_.primitives += 3;
     }
@@ -717,7 +735,8 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
         lane_dragged = lane_drag_.active();
         lane_drag_end(lane_drag_, lane_order_, placements_);
     }
-    if (ImGui::IsItemDeactivated() && !dragging_pan_ && !lane_dragged && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
+    if (ImGui::IsItemDeactivated() && !dragging_pan_ && !lane_dragged &&
+        ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
         if (mouse_x < x0 && clicked_title >= 0) {
             lane_order_[static_cast<std::size_t>(clicked_title)].collapsed =
                 !lane_order_[static_cast<std::size_t>(clicked_title)].collapsed;
@@ -728,7 +747,8 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
         } else if (auto memory = std::find_if(lane_rects_.begin(), lane_rects_.end(),
                                               [&](const LaneRect& r) {
                                                   return mouse_x >= r.x0 && mouse_x < r.x1 && mouse_y >= r.y0 &&
-                                                         mouse_y < r.y1 && model_->lane(r.lane).kind == LaneKind::memory;
+                                                         mouse_y < r.y1 &&
+                                                         model_->lane(r.lane).kind == LaneKind::memory;
                                               });
                    memory != lane_rects_.end()) {
             select_memory_time(memory->lane, view_.x_to_time(mouse_x - memory->x0));
@@ -822,7 +842,8 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
                 ImGui::Text("%s", format_bytes(static_cast<double>(event->value)).c_str());
                 if (event->duration_ns() > 0)
                     ImGui::Text("%s/s", format_bytes(static_cast<double>(event->value) * 1e9 /
-                                                     static_cast<double>(event->duration_ns())).c_str());
+                                                     static_cast<double>(event->duration_ns()))
+                                            .c_str());
             }
         } else {
             ImGui::Text("%d events (zoom in to see them)", hovered_fold_count_);
@@ -849,8 +870,8 @@ void ViewerApp::draw_step_markers(ImDrawList* draw, float x0, float width, float
             const float x = x0 + static_cast<float>(view_.time_to_x(steps[index].start_ns + shift));
             if (x < x0 || x > x0 + width) continue;
             const bool aligned = static_cast<int>(index) == diff_align_step_;
-            draw->AddLine(ImVec2(x, top), ImVec2(x, bottom),
-                          aligned ? colors::kStepMarkerAligned : colors::kStepMarker, aligned ? 2.0f : 1.0f);
+            draw->AddLine(ImVec2(x, top), ImVec2(x, bottom), aligned ? colors::kStepMarkerAligned : colors::kStepMarker,
+                          aligned ? 2.0f : 1.0f);
             ++counters_.primitives;
         }
     }

@@ -16,8 +16,10 @@ namespace ember::viewer {
 namespace {
 constexpr float kDetailsWidth = 340.0f;
 // ImGui 1.86 indexes keys by the backend's (GLFW) key codes.
-int key(ImGuiKey named) { return ImGui::GetKeyIndex(named); }
+int key(ImGuiKey named) {
+    return ImGui::GetKeyIndex(named);
 }
+}  // namespace
 
 ViewerApp::ViewerApp(std::unique_ptr<TraceModel> model, std::string error)
     : model_(std::move(model)), error_(std::move(error)) {
@@ -176,7 +178,8 @@ void ViewerApp::run_search(bool forward) {
     if (!search_.set_query(*model_, query, &search_error_)) return;
     search_count_ = search_.count(*model_);
     const trace::TimeNs from = view_.visible().begin_ns;
-    auto found = forward ? search_.next(*model_, selected_, from) : search_.previous(*model_, selected_, view_.visible().end_ns);
+    auto found =
+        forward ? search_.next(*model_, selected_, from) : search_.previous(*model_, selected_, view_.visible().end_ns);
     if (found) select_event(*found, true);
 }
 
@@ -193,12 +196,18 @@ bool ViewerApp::search_and_select(const std::string& text) {
 void ViewerApp::handle_keys() {
     ImGuiIO& io = ImGui::GetIO();
     if (io.WantTextInput) return;
-    if (ImGui::IsKeyPressed(key(ImGuiKey_LeftArrow)) && io.KeyAlt) view_.back();
-    else if (ImGui::IsKeyPressed(key(ImGuiKey_RightArrow)) && io.KeyAlt) view_.forward();
-    else if (ImGui::IsKeyPressed(key(ImGuiKey_Backspace))) view_.back();
-    else if (ImGui::IsKeyDown(key(ImGuiKey_LeftArrow))) view_.pan_pixels(-20.0);
-    else if (ImGui::IsKeyDown(key(ImGuiKey_RightArrow))) view_.pan_pixels(20.0);
-    if (ImGui::IsKeyReleased(key(ImGuiKey_LeftArrow)) || ImGui::IsKeyReleased(key(ImGuiKey_RightArrow))) view_.commit_history();
+    if (ImGui::IsKeyPressed(key(ImGuiKey_LeftArrow)) && io.KeyAlt)
+        view_.back();
+    else if (ImGui::IsKeyPressed(key(ImGuiKey_RightArrow)) && io.KeyAlt)
+        view_.forward();
+    else if (ImGui::IsKeyPressed(key(ImGuiKey_Backspace)))
+        view_.back();
+    else if (ImGui::IsKeyDown(key(ImGuiKey_LeftArrow)))
+        view_.pan_pixels(-20.0);
+    else if (ImGui::IsKeyDown(key(ImGuiKey_RightArrow)))
+        view_.pan_pixels(20.0);
+    if (ImGui::IsKeyReleased(key(ImGuiKey_LeftArrow)) || ImGui::IsKeyReleased(key(ImGuiKey_RightArrow)))
+        view_.commit_history();
     if (ImGui::IsKeyPressed(GLFW_KEY_KP_ADD) || ImGui::IsKeyPressed(GLFW_KEY_EQUAL))
         view_.zoom(0.7, view_.width_pixels() / 2), view_.commit_history();
     if (ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT) || ImGui::IsKeyPressed(GLFW_KEY_MINUS))
@@ -244,11 +253,11 @@ void ViewerApp::update_gpu_analysis() {
     if (now - analysis_started_ < 5s) return;
     analysis_started_ = now;
     TraceModel* model = model_.get();
-    analysis_pending_ = std::async(std::launch::async, [model, lanes = model_->analysis_lanes(),
-                                                        lane_count = model_->lane_count(),
-                                                        events = model_->total_events()] {
-        return model->compute_gpu_analysis(lanes, lane_count, events);
-    });
+    analysis_pending_ = std::async(
+        std::launch::async,
+        [model, lanes = model_->analysis_lanes(), lane_count = model_->lane_count(), events = model_->total_events()] {
+            return model->compute_gpu_analysis(lanes, lane_count, events);
+        });
 }
 
 void ViewerApp::draw_stream_tracks_toggles() {
@@ -266,8 +275,9 @@ void ViewerApp::draw_stream_tracks_toggles() {
     ImGui::SameLine(0, 24);
     ImGui::Checkbox("idle gaps", &stream_tracks_.idle_gaps);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("Below each stream: the time between its GPU operations, coloured by why it was idle.\n"
-                          "Gaps narrower than 3 px are binned per 3 px; each colour then takes its share of the height.");
+        ImGui::SetTooltip(
+            "Below each stream: the time between its GPU operations, coloured by why it was idle.\n"
+            "Gaps narrower than 3 px are binned per 3 px; each colour then takes its share of the height.");
     if (stream_tracks_.idle_gaps) {
         for (int category = 0; category < kIdleCategoryCount; ++category) {
             const auto kind = static_cast<IdleCategory>(category);
@@ -275,8 +285,9 @@ void ViewerApp::draw_stream_tracks_toggles() {
             legend_swatch(colors::idle_color(kind), analysis::idle_category_name(kind));
             if (ImGui::IsItemHovered()) {
                 if (kind == IdleCategory::kernel_wait)
-                    ImGui::SetTooltip("%s (shorter than %s)", idle_category_meaning(kind),
-                                      format_duration(static_cast<double>(gpu->options.kernel_wait_threshold_ns)).c_str());
+                    ImGui::SetTooltip(
+                        "%s (shorter than %s)", idle_category_meaning(kind),
+                        format_duration(static_cast<double>(gpu->options.kernel_wait_threshold_ns)).c_str());
                 else
                     ImGui::SetTooltip("%s", idle_category_meaning(kind));
             }
@@ -290,19 +301,23 @@ void ViewerApp::draw_stream_tracks_toggles() {
 
 void ViewerApp::draw_sample_tracks_toggles() {
     bool any_stacks = false;
-    for (int lane = 0; lane < model_->lane_count() && !any_stacks; ++lane) any_stacks = model_->sample_stacks(lane) != nullptr;
+    for (int lane = 0; lane < model_->lane_count() && !any_stacks; ++lane)
+        any_stacks = model_->sample_stacks(lane) != nullptr;
     if (!any_stacks) return;
     ImGui::SameLine(0, 24);
     ImGui::Checkbox("stacks", &sample_tracks_.stacks);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("Below each thread: its sampled call stacks over time (Python and native frames),\n"
-                          "outermost frame on top; a box is one frame held over consecutive samples.");
+        ImGui::SetTooltip(
+            "Below each thread: its sampled call stacks over time (Python and native frames),\n"
+            "outermost frame on top; a box is one frame held over consecutive samples.");
     if (!sample_tracks_.stacks) return;
     ImGui::SameLine(0, 12);
-    if (ImGui::Checkbox("idle samples", &sample_tracks_.idle)) flame_dirty_ = true;  // the CPU flamegraph counts them too
+    if (ImGui::Checkbox("idle samples", &sample_tracks_.idle))
+        flame_dirty_ = true;  // the CPU flamegraph counts them too
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("Also the samples taken while the thread slept, blocked or waited for the GIL (dimmed);\n"
-                          "off, they are gaps, as `ember stats` counts active samples unless given --idle.");
+        ImGui::SetTooltip(
+            "Also the samples taken while the thread slept, blocked or waited for the GIL (dimmed);\n"
+            "off, they are gaps, as `ember stats` counts active samples unless given --idle.");
     ImGui::SameLine(0, 12);
     ImGui::SetNextItemWidth(90.0f);
     ImGui::SliderInt("depth", &sample_tracks_.max_depth, 1, 64);
@@ -312,8 +327,9 @@ void ViewerApp::draw_sample_tracks_toggles() {
 void ViewerApp::draw_toolbar() {
     const char* tabs[] = {"Timeline", "Flamegraph", "Stats", "Breakdown", "Diff", "Job"};
     for (int index = 0; index < 6; ++index) {
-        if (index == static_cast<int>(ViewTab::diff) && model_->files().size() < 2) continue;  // compares the first two files
-        if (index == static_cast<int>(ViewTab::job) && !job_) continue;                       // several ranks
+        if (index == static_cast<int>(ViewTab::diff) && model_->files().size() < 2)
+            continue;                                                    // compares the first two files
+        if (index == static_cast<int>(ViewTab::job) && !job_) continue;  // several ranks
         if (index) ImGui::SameLine();
         const bool active = static_cast<int>(tab_) == index;
         if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
@@ -356,9 +372,9 @@ void ViewerApp::draw_toolbar() {
     const LoadProgress progress = model_->progress();
     if (!progress.finished) {
         ImGui::SameLine(0, 24);
-        const float fraction = progress.events_expected > 0
-                                   ? static_cast<float>(progress.events_loaded) / static_cast<float>(progress.events_expected)
-                                   : 0.0f;
+        const float fraction = progress.events_expected > 0 ? static_cast<float>(progress.events_loaded) /
+                                                                  static_cast<float>(progress.events_expected)
+                                                            : 0.0f;
         char label[96];
         std::snprintf(label, sizeof label, "loading %lld / %lld events", static_cast<long long>(progress.events_loaded),
                       static_cast<long long>(progress.events_expected));
@@ -419,8 +435,9 @@ void ViewerApp::draw_details_panel(float width, float height) {
                 if (index == 0) ImGui::SetNextItemOpen(true, ImGuiCond_Appearing);  // the largest, opened
                 if (ImGui::TreeNode("block", "%s", title.c_str())) {
                     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-                    ImGui::TextWrapped("allocated at %s, %s", block.line.c_str(),
-                                       format_duration(static_cast<double>(block.alloc_ns - model_->begin_ns())).c_str());
+                    ImGui::TextWrapped(
+                        "allocated at %s, %s", block.line.c_str(),
+                        format_duration(static_cast<double>(block.alloc_ns - model_->begin_ns())).c_str());
                     ImGui::PopStyleColor();
                     if (block.op_event && ImGui::Button("Go to allocating op")) go_to = block.op_event;
                     for (const std::string& frame : block.stack) ImGui::BulletText("%s", frame.c_str());
@@ -442,7 +459,8 @@ void ViewerApp::draw_details_panel(float width, float height) {
     }
     if (selection_range_) {
         if (!range_summary_) range_summary_ = summarize_range(*model_, *selection_range_);
-        ImGui::Text("Range %s (%lld events)", format_duration(static_cast<double>(selection_range_->duration_ns())).c_str(),
+        ImGui::Text("Range %s (%lld events)",
+                    format_duration(static_cast<double>(selection_range_->duration_ns())).c_str(),
                     static_cast<long long>(range_summary_->event_count));
         ImGui::Separator();
         auto section = [this](const char* title, const std::vector<NameTotal>& rows, bool bytes) {
@@ -497,18 +515,31 @@ void ViewerApp::draw_frame(float width, float height) {
     update_run_diff();
     draw_toolbar();
     const ImVec2 available = ImGui::GetContentRegionAvail();
-    const bool details = tab_ != ViewTab::job && (!selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline);
+    const bool details =
+        tab_ != ViewTab::job && (!selected_details_.empty() || selection_range_ || tab_ == ViewTab::timeline);
     const float main_width = details ? std::max(200.0f, available.x - kDetailsWidth - 8.0f) : available.x;
     ImGui::BeginChild("main_view", ImVec2(main_width, available.y), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
     const ImVec2 inner = ImGui::GetContentRegionAvail();
     switch (tab_) {
-        case ViewTab::timeline: draw_timeline(inner.x, inner.y); break;
-        case ViewTab::flamegraph: draw_flamegraph(inner.x, inner.y); break;
-        case ViewTab::stats: draw_stats(inner.x, inner.y); break;
-        case ViewTab::breakdown: draw_breakdown(inner.x, inner.y); break;
-        case ViewTab::diff: draw_diff(inner.x, inner.y); break;
-        case ViewTab::job: draw_job(inner.x, inner.y); break;
+        case ViewTab::timeline:
+            draw_timeline(inner.x, inner.y);
+            break;
+        case ViewTab::flamegraph:
+            draw_flamegraph(inner.x, inner.y);
+            break;
+        case ViewTab::stats:
+            draw_stats(inner.x, inner.y);
+            break;
+        case ViewTab::breakdown:
+            draw_breakdown(inner.x, inner.y);
+            break;
+        case ViewTab::diff:
+            draw_diff(inner.x, inner.y);
+            break;
+        case ViewTab::job:
+            draw_job(inner.x, inner.y);
+            break;
     }
     ImGui::EndChild();
     if (details) {

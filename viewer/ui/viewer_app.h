@@ -79,7 +79,7 @@ struct FrameCounters {
 void legend_swatch(std::uint32_t color, const char* label);
 
 class ViewerApp {
-public:
+  public:
     // Takes ownership of an opened model (may be null: then `error` is shown).
     ViewerApp(std::unique_ptr<TraceModel> model, std::string error);
     ~ViewerApp();
@@ -88,7 +88,10 @@ public:
     void draw_frame(float width, float height);
 
     // --- Control from the command line / bench ----------------------------------
-    void select_tab(ViewTab tab) { tab_ = tab; tab_requested_ = true; }
+    void select_tab(ViewTab tab) {
+        tab_ = tab;
+        tab_requested_ = true;
+    }
     ViewState& view() { return view_; }
     SampleTracks& sample_tracks() { return sample_tracks_; }
     TraceModel* model() { return model_.get(); }
@@ -97,8 +100,14 @@ public:
     // (between frames) and drops what the new events make stale.
     RefreshResult apply_live_events(TraceDelta& delta);
     // Difference flamegraph: files[0] is the baseline, files[1] the current one.
-    void set_flame_difference(bool on) { flame_difference_ = on; flame_dirty_ = true; }
-    void set_flame_source(FlameSource source) { flame_source_ = source; flame_dirty_ = true; }
+    void set_flame_difference(bool on) {
+        flame_difference_ = on;
+        flame_dirty_ = true;
+    }
+    void set_flame_source(FlameSource source) {
+        flame_source_ = source;
+        flame_dirty_ = true;
+    }
     void set_selection_range(TimeRange range);
     // What clicking a step in the Breakdown panel does: the timeline framed on step
     // `step` (its number there) of the panel's rank, the step selected. False when the
@@ -146,7 +155,7 @@ public:
     void show_job_range(TimeRange range);
     const std::vector<JobRowRect>& job_rects() const { return job_rects_; }
 
-private:
+  private:
     void draw_toolbar();
     void draw_error_dialog();
     void draw_details_panel(float width, float height);
@@ -215,14 +224,14 @@ private:
     ViewState view_;
     bool view_initialized_ = false;
     std::vector<LaneDisplay> lane_order_;
-    LaneDrag lane_drag_;                        // a lane title being dragged (reorder)
+    LaneDrag lane_drag_;  // a lane title being dragged (reorder)
     std::vector<LanePlacement> placements_;
     std::vector<LaneRect> lane_rects_;
-    std::vector<DrawItem> items_;               // reused every frame: no allocation when idle
+    std::vector<DrawItem> items_;  // reused every frame: no allocation when idle
     std::vector<CounterColumn> counter_columns_;
     LayoutMetrics metrics_;
     float scroll_y_ = 0.0f;
-    float lanes_top_ = 0.0f;                    // screen y of the lane area's top, last frame
+    float lanes_top_ = 0.0f;  // screen y of the lane area's top, last frame
     float timeline_x0_ = 0.0f;
     bool dragging_pan_ = false;
     bool dragging_select_ = false;
@@ -241,16 +250,16 @@ private:
     struct QueueHover {
         trace::TimeNs time_ns = 0;
         double min_value = 0.0, max_value = 0.0;  // over the pixel column
-        double max = 0.0;                          // the stream's maximum
+        double max = 0.0;                         // the stream's maximum
     };
     std::optional<QueueHover> hovered_queue_;
-    StreamTracks stream_tracks_;                // toolbar toggles: idle gaps, queue
-    SampleTracks sample_tracks_;                // toolbar: stacks on thread lanes, idle samples, depth
+    StreamTracks stream_tracks_;  // toolbar toggles: idle gaps, queue
+    SampleTracks sample_tracks_;  // toolbar: stacks on thread lanes, idle samples, depth
     // The stack box (or fold of boxes: count > 1) under the pointer, and the clicked one.
     StackBoxRef hovered_stack_;
     DrawItem hovered_stack_item_;
     StackBoxRef selected_stack_;
-    std::vector<GapItem> gap_items_;            // reused every frame
+    std::vector<GapItem> gap_items_;  // reused every frame
     FrameCounters counters_;
 
     // Search.
@@ -276,8 +285,8 @@ private:
     // GPU breakdowns. A live file that grew is analysed again in the background
     // (model's own readers), at most every few seconds; the result replaces the old
     // one between frames. Declared after model_ so it is waited for before the model goes.
-    int breakdown_rank_ = 0;                    // index into GpuAnalysis::ranks
-    std::vector<std::size_t> step_order_;       // the steps table's rows (sorted indexes)
+    int breakdown_rank_ = 0;               // index into GpuAnalysis::ranks
+    std::vector<std::size_t> step_order_;  // the steps table's rows (sorted indexes)
     const GpuAnalysis* step_order_for_ = nullptr;
     int step_order_rank_ = -1;
     std::future<std::unique_ptr<GpuAnalysis>> analysis_pending_;
@@ -307,9 +316,9 @@ private:
     bool diff_wanted_ = false;
     std::future<std::unique_ptr<RunDiff>> diff_pending_;
     std::unique_ptr<RunDiff> run_diff_;
-    trace::TimeNs diff_clock_shift_ = 0;  // file 1's shift on the recorded clocks
-    int diff_align_step_ = 0;             // the step B is aligned on; -1: recorded clocks
-    int diff_table_ = 0;                  // DiffTable shown
+    trace::TimeNs diff_clock_shift_ = 0;       // file 1's shift on the recorded clocks
+    int diff_align_step_ = 0;                  // the step B is aligned on; -1: recorded clocks
+    int diff_table_ = 0;                       // DiffTable shown
     std::optional<DiffTable> diff_row_table_;  // the clicked row
     std::string diff_row_name_;
     std::vector<std::int64_t> diff_row_matches_;  // its events per file

@@ -24,18 +24,18 @@ extern "C" {
 #endif
 
 typedef struct ember_collector_options {
-    int paused;              /* 1: open the file but capture nothing until ember_collector_resume() */
-    int trace_cuda;          /* 1: CUPTI activity + API calls (default 1) */
-    int trace_nvtx;          /* 1: NVTX ranges and marks (default 1) */
-    double nvml_hz;          /* GPU counter sampling rate; 0 = off (default 20) */
-    double cpu_sample_hz;    /* CPU stack sampling rate; 0 = off (default 0) */
-    int control_socket;      /* 1: listen for `ember attach PID ...` (default 0) */
-    int quiet;               /* 1: no informational lines on stderr (default 0) */
+    int paused;           /* 1: open the file but capture nothing until ember_collector_resume() */
+    int trace_cuda;       /* 1: CUPTI activity + API calls (default 1) */
+    int trace_nvtx;       /* 1: NVTX ranges and marks (default 1) */
+    double nvml_hz;       /* GPU counter sampling rate; 0 = off (default 20) */
+    double cpu_sample_hz; /* CPU stack sampling rate; 0 = off (default 0) */
+    int control_socket;   /* 1: listen for `ember attach PID ...` (default 0) */
+    int quiet;            /* 1: no informational lines on stderr (default 0) */
 } ember_collector_options;
 
 typedef struct ember_collector_status {
-    int recording;           /* a session is open */
-    int capturing;           /* events are being recorded (not paused) */
+    int recording; /* a session is open */
+    int capturing; /* events are being recorded (not paused) */
     uint64_t events_recorded;
     uint64_t events_dropped;
     uint64_t cupti_dropped;

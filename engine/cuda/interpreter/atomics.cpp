@@ -26,15 +26,33 @@ T update(T* address, Update next) {
 
 }  // namespace
 
-int atomic_add(int* a, int v) { return checked(a).fetch_add(v); }
-unsigned atomic_add(unsigned* a, unsigned v) { return checked(a).fetch_add(v); }
-unsigned long long atomic_add(unsigned long long* a, unsigned long long v) { return checked(a).fetch_add(v); }
-float atomic_add(float* a, float v) { return checked(a).fetch_add(v); }
-double atomic_add(double* a, double v) { return checked(a).fetch_add(v); }
-int atomic_exchange(int* a, int v) { return checked(a).exchange(v); }
-unsigned atomic_exchange(unsigned* a, unsigned v) { return checked(a).exchange(v); }
-unsigned long long atomic_exchange(unsigned long long* a, unsigned long long v) { return checked(a).exchange(v); }
-float atomic_exchange(float* a, float v) { return checked(a).exchange(v); }
+int atomic_add(int* a, int v) {
+    return checked(a).fetch_add(v);
+}
+unsigned atomic_add(unsigned* a, unsigned v) {
+    return checked(a).fetch_add(v);
+}
+unsigned long long atomic_add(unsigned long long* a, unsigned long long v) {
+    return checked(a).fetch_add(v);
+}
+float atomic_add(float* a, float v) {
+    return checked(a).fetch_add(v);
+}
+double atomic_add(double* a, double v) {
+    return checked(a).fetch_add(v);
+}
+int atomic_exchange(int* a, int v) {
+    return checked(a).exchange(v);
+}
+unsigned atomic_exchange(unsigned* a, unsigned v) {
+    return checked(a).exchange(v);
+}
+unsigned long long atomic_exchange(unsigned long long* a, unsigned long long v) {
+    return checked(a).exchange(v);
+}
+float atomic_exchange(float* a, float v) {
+    return checked(a).exchange(v);
+}
 
 int atomic_compare_exchange(int* a, int compare, int v) {
     checked(a).compare_exchange_strong(compare, v);
@@ -49,17 +67,39 @@ unsigned long long atomic_compare_exchange(unsigned long long* a, unsigned long 
     return compare;
 }
 
-int atomic_min(int* a, int v) { return update(a, [v](int old) { return old < v ? old : v; }); }
-unsigned atomic_min(unsigned* a, unsigned v) { return update(a, [v](unsigned old) { return old < v ? old : v; }); }
-int atomic_max(int* a, int v) { return update(a, [v](int old) { return old > v ? old : v; }); }
-unsigned atomic_max(unsigned* a, unsigned v) { return update(a, [v](unsigned old) { return old > v ? old : v; }); }
-int atomic_or(int* a, int v) { return checked(a).fetch_or(v); }
-unsigned atomic_or(unsigned* a, unsigned v) { return checked(a).fetch_or(v); }
-int atomic_and(int* a, int v) { return checked(a).fetch_and(v); }
-unsigned atomic_and(unsigned* a, unsigned v) { return checked(a).fetch_and(v); }
-int atomic_xor(int* a, int v) { return checked(a).fetch_xor(v); }
-unsigned atomic_xor(unsigned* a, unsigned v) { return checked(a).fetch_xor(v); }
+int atomic_min(int* a, int v) {
+    return update(a, [v](int old) { return old < v ? old : v; });
+}
+unsigned atomic_min(unsigned* a, unsigned v) {
+    return update(a, [v](unsigned old) { return old < v ? old : v; });
+}
+int atomic_max(int* a, int v) {
+    return update(a, [v](int old) { return old > v ? old : v; });
+}
+unsigned atomic_max(unsigned* a, unsigned v) {
+    return update(a, [v](unsigned old) { return old > v ? old : v; });
+}
+int atomic_or(int* a, int v) {
+    return checked(a).fetch_or(v);
+}
+unsigned atomic_or(unsigned* a, unsigned v) {
+    return checked(a).fetch_or(v);
+}
+int atomic_and(int* a, int v) {
+    return checked(a).fetch_and(v);
+}
+unsigned atomic_and(unsigned* a, unsigned v) {
+    return checked(a).fetch_and(v);
+}
+int atomic_xor(int* a, int v) {
+    return checked(a).fetch_xor(v);
+}
+unsigned atomic_xor(unsigned* a, unsigned v) {
+    return checked(a).fetch_xor(v);
+}
 
-void thread_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+void thread_fence() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 }  // namespace ember::cuda_interpreter

@@ -38,6 +38,8 @@ CudaContext::~CudaContext() {
     if (workspace) device_allocator().free(workspace);
 }
 
-void CudaContext::synchronize() const { EMBER_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+void CudaContext::synchronize() const {
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 }  // namespace ember

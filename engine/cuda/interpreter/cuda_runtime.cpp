@@ -63,7 +63,7 @@ struct FreedBlock {
 };
 
 class Registry {
-public:
+  public:
     // Never destroyed: static allocators free their blocks during exit, after any
     // function-local static here would be gone.
     static Registry& instance() {
@@ -125,7 +125,7 @@ public:
         return address - block.base + bytes <= block.bytes ? &block : nullptr;
     }
 
-private:
+  private:
     static constexpr std::size_t kFreedRemembered = 256;
     mutable std::mutex mutex_;
     std::shared_ptr<const MemoryMap> map_ = std::make_shared<MemoryMap>();
@@ -134,7 +134,9 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const MemoryMap> memory_snapshot() { return Registry::instance().snapshot(); }
+std::shared_ptr<const MemoryMap> memory_snapshot() {
+    return Registry::instance().snapshot();
+}
 
 std::string describe_address(const MemoryMap& memory, uintptr_t address, std::size_t bytes) {
     const auto block_text = [](const MemoryBlock& block) {
@@ -166,7 +168,9 @@ std::string describe_address(const MemoryMap& memory, uintptr_t address, std::si
     return text;
 }
 
-void set_last_error(cudaError_t code, const std::string& detail) { fail(code, detail); }
+void set_last_error(cudaError_t code, const std::string& detail) {
+    fail(code, detail);
+}
 
 namespace {
 
@@ -284,42 +288,82 @@ cudaError_t cudaGetLastError(void) {
     return error;
 }
 
-cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
+cudaError_t cudaPeekAtLastError(void) {
+    return t_last_error;
+}
 
 const char* cudaGetErrorName(cudaError_t error) {
     switch (error) {
-        case cudaSuccess: return "cudaSuccess";
-        case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-        case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-        case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-        case cudaErrorNotReady: return "cudaErrorNotReady";
-        case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-        case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-        case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
-        case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
-        case cudaErrorIllegalState: return "cudaErrorIllegalState";
-        default: return "cudaErrorUnknown";
+        case cudaSuccess:
+            return "cudaSuccess";
+        case cudaErrorInvalidValue:
+            return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation:
+            return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidConfiguration:
+            return "cudaErrorInvalidConfiguration";
+        case cudaErrorInvalidDevice:
+            return "cudaErrorInvalidDevice";
+        case cudaErrorInvalidResourceHandle:
+            return "cudaErrorInvalidResourceHandle";
+        case cudaErrorNotReady:
+            return "cudaErrorNotReady";
+        case cudaErrorIllegalAddress:
+            return "cudaErrorIllegalAddress";
+        case cudaErrorLaunchFailure:
+            return "cudaErrorLaunchFailure";
+        case cudaErrorStreamCaptureUnsupported:
+            return "cudaErrorStreamCaptureUnsupported";
+        case cudaErrorStreamCaptureInvalidated:
+            return "cudaErrorStreamCaptureInvalidated";
+        case cudaErrorIllegalState:
+            return "cudaErrorIllegalState";
+        default:
+            return "cudaErrorUnknown";
     }
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
     const char* text = "unknown error";
     switch (error) {
-        case cudaSuccess: text = "no error"; break;
-        case cudaErrorInvalidValue: text = "invalid argument"; break;
-        case cudaErrorMemoryAllocation: text = "out of memory"; break;
-        case cudaErrorInvalidConfiguration: text = "invalid configuration argument"; break;
-        case cudaErrorInvalidDevice: text = "invalid device ordinal"; break;
-        case cudaErrorInvalidResourceHandle: text = "invalid resource handle"; break;
-        case cudaErrorNotReady: text = "device not ready"; break;
-        case cudaErrorIllegalAddress: text = "an illegal memory access was encountered"; break;
-        case cudaErrorLaunchFailure: text = "unspecified launch failure"; break;
-        case cudaErrorStreamCaptureUnsupported: text = "operation not permitted when stream is capturing"; break;
-        case cudaErrorStreamCaptureInvalidated: text = "operation failed due to a previous error during capture"; break;
-        case cudaErrorIllegalState: text = "the operation is not permitted in the current state"; break;
-        default: break;
+        case cudaSuccess:
+            text = "no error";
+            break;
+        case cudaErrorInvalidValue:
+            text = "invalid argument";
+            break;
+        case cudaErrorMemoryAllocation:
+            text = "out of memory";
+            break;
+        case cudaErrorInvalidConfiguration:
+            text = "invalid configuration argument";
+            break;
+        case cudaErrorInvalidDevice:
+            text = "invalid device ordinal";
+            break;
+        case cudaErrorInvalidResourceHandle:
+            text = "invalid resource handle";
+            break;
+        case cudaErrorNotReady:
+            text = "device not ready";
+            break;
+        case cudaErrorIllegalAddress:
+            text = "an illegal memory access was encountered";
+            break;
+        case cudaErrorLaunchFailure:
+            text = "unspecified launch failure";
+            break;
+        case cudaErrorStreamCaptureUnsupported:
+            text = "operation not permitted when stream is capturing";
+            break;
+        case cudaErrorStreamCaptureInvalidated:
+            text = "operation failed due to a previous error during capture";
+            break;
+        case cudaErrorIllegalState:
+            text = "the operation is not permitted in the current state";
+            break;
+        default:
+            break;
     }
     if (error != cudaSuccess && error == t_detail_code && !t_detail.empty()) {
         t_error_string = std::string(text) + "; kernel interpreter: " + t_detail;
@@ -338,7 +382,9 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
                     : fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(bytes) + " bytes");
 }
 
-cudaError_t cudaFree(void* pointer) { return release(pointer, "cudaMalloc", "cudaFree"); }
+cudaError_t cudaFree(void* pointer) {
+    return release(pointer, "cudaMalloc", "cudaFree");
+}
 
 cudaError_t cudaHostAlloc(void** pointer, size_t bytes, unsigned int) {
     if (!pointer) return fail(cudaErrorInvalidValue, "cudaHostAlloc: null result pointer");
@@ -347,9 +393,13 @@ cudaError_t cudaHostAlloc(void** pointer, size_t bytes, unsigned int) {
                     : fail(cudaErrorMemoryAllocation, "cudaHostAlloc of " + std::to_string(bytes) + " bytes");
 }
 
-cudaError_t cudaMallocHost(void** pointer, size_t bytes) { return cudaHostAlloc(pointer, bytes, 0); }
+cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
+    return cudaHostAlloc(pointer, bytes, 0);
+}
 
-cudaError_t cudaFreeHost(void* pointer) { return release(pointer, "cudaHostAlloc", "cudaFreeHost"); }
+cudaError_t cudaFreeHost(void* pointer) {
+    return release(pointer, "cudaHostAlloc", "cudaFreeHost");
+}
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     return copy(dst, src, bytes, kind, "cudaMemcpy");
@@ -359,7 +409,9 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     return run_or_capture(stream, [=] { return copy(dst, src, bytes, kind, "cudaMemcpyAsync"); });
 }
 
-cudaError_t cudaMemset(void* dst, int value, size_t bytes) { return set(dst, value, bytes, "cudaMemset"); }
+cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+    return set(dst, value, bytes, "cudaMemset");
+}
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
     return run_or_capture(stream, [=] { return set(dst, value, bytes, "cudaMemsetAsync"); });
@@ -385,11 +437,12 @@ cudaError_t cudaGetDevice(int* device) {
 }
 
 cudaError_t cudaSetDevice(int device) {
-    return device == 0 ? cudaSuccess
-                       : fail(cudaErrorInvalidDevice, "the kernel interpreter is device 0, the only one");
+    return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice, "the kernel interpreter is device 0, the only one");
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+    return cudaSuccess;
+}
 
 cudaError_t cudaRuntimeGetVersion(int* version) {
     *version = CUDART_VERSION;
@@ -431,13 +484,27 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
     if (device != 0) return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: no device " + std::to_string(device));
     switch (attribute) {
-        case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-        case cudaDevAttrWarpSize: *value = kWarpSize; break;
-        case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(kSharedLimitBytes); break;
-        case cudaDevAttrMultiProcessorCount: *value = ember::cuda_interpreter::workers(); break;
-        case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-        case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-        default: *value = 0; break;  // clocks, bus widths: nothing to say about a CPU
+        case cudaDevAttrMaxThreadsPerBlock:
+            *value = 1024;
+            break;
+        case cudaDevAttrWarpSize:
+            *value = kWarpSize;
+            break;
+        case cudaDevAttrMaxSharedMemoryPerBlock:
+            *value = static_cast<int>(kSharedLimitBytes);
+            break;
+        case cudaDevAttrMultiProcessorCount:
+            *value = ember::cuda_interpreter::workers();
+            break;
+        case cudaDevAttrComputeCapabilityMajor:
+            *value = 9;
+            break;
+        case cudaDevAttrComputeCapabilityMinor:
+            *value = 0;
+            break;
+        default:
+            *value = 0;
+            break;  // clocks, bus widths: nothing to say about a CPU
     }
     return cudaSuccess;
 }
@@ -448,7 +515,9 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) { return cudaStreamCreate(stream); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
+    return cudaStreamCreate(stream);
+}
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     if (is_default_stream(stream))
@@ -463,9 +532,13 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) {
+    return cudaSuccess;
+}
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) {
+    return cudaSuccess;
+}
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
     if (is_default_stream(stream))
@@ -487,8 +560,8 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
-    *status = !is_default_stream(stream) && stream->capturing ? cudaStreamCaptureStatusActive
-                                                              : cudaStreamCaptureStatusNone;
+    *status =
+        !is_default_stream(stream) && stream->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
 
@@ -498,7 +571,9 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) { return cudaEventCreate(event); }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+    return cudaEventCreate(event);
+}
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
     delete event;
@@ -513,9 +588,13 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
     return cudaSuccess;
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+    return cudaSuccess;
+}
 
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) {
+    return cudaSuccess;
+}
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
     if (!start || !end || !start->recorded || !end->recorded)

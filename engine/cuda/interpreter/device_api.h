@@ -60,11 +60,11 @@ inline T from_bits(uint64_t bits) {
 // One per EMBER_SHARED declaration site (a function-local static): names the variable
 // in reports and keys its per-block storage.
 class SharedDeclaration {
-public:
+  public:
     SharedDeclaration(const char* name, const char* file, int line);
     int id() const { return id_; }
 
-private:
+  private:
     int id_;
 };
 void* shared_storage(const SharedDeclaration& declaration, std::size_t bytes, std::size_t alignment);
@@ -102,13 +102,18 @@ unsigned grid_stride_cap();
 
 template <class... Params>
 class KernelLaunch {
-public:
+  public:
     using Kernel = void (*)(Params...);
     KernelLaunch(const char* kernel_name, const char* file, int line, Kernel kernel, dim3 grid, dim3 block,
                  std::size_t dynamic_shared_bytes = 0, cudaStream_t stream = nullptr)
         : kernel_(kernel),
-          request_{.kernel = kernel_name, .file = file, .line = line, .grid = grid, .block = block,
-                   .dynamic_shared_bytes = dynamic_shared_bytes, .stream = stream} {}
+          request_{.kernel = kernel_name,
+                   .file = file,
+                   .line = line,
+                   .grid = grid,
+                   .block = block,
+                   .dynamic_shared_bytes = dynamic_shared_bytes,
+                   .stream = stream} {}
 
     // Arguments are converted to the parameter types and copied, as a launch does.
     template <class... Args>
@@ -125,14 +130,14 @@ public:
         submit_launch(std::move(request_));
     }
 
-private:
+  private:
     Kernel kernel_;
     LaunchRequest request_;
 };
 
 template <class... Params>
-KernelLaunch(const char*, const char*, int, void (*)(Params...), dim3, dim3, std::size_t = 0,
-             cudaStream_t = nullptr) -> KernelLaunch<Params...>;
+KernelLaunch(const char*, const char*, int, void (*)(Params...), dim3, dim3, std::size_t = 0, cudaStream_t = nullptr)
+    -> KernelLaunch<Params...>;
 
 // ---- atomics ---------------------------------------------------------------------------------
 // Checked like any other access (bounds, and shared memory's initialization state), then
@@ -182,7 +187,9 @@ inline int __syncthreads_or(int predicate, std::source_location where = std::sou
 inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where = std::source_location::current()) {
     ember::cuda_interpreter::warp_collective(ember::cuda_interpreter::WarpOp::sync, mask, 0, 0, 32, where);
 }
-inline unsigned __activemask() { return ember::cuda_interpreter::active_mask(); }
+inline unsigned __activemask() {
+    return ember::cuda_interpreter::active_mask();
+}
 
 namespace ember::cuda_interpreter {
 // The four shuffles: `var` from the lane that `op` and `lane` name, within `width`.
@@ -230,21 +237,39 @@ inline int __all_sync(unsigned mask, int predicate, std::source_location where =
     return static_cast<int>(ci::warp_collective(ci::WarpOp::all, mask, predicate != 0, 0, 32, where));
 }
 
-inline int atomicAdd(int* a, int v) { return ember::cuda_interpreter::atomic_add(a, v); }
-inline unsigned atomicAdd(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_add(a, v); }
+inline int atomicAdd(int* a, int v) {
+    return ember::cuda_interpreter::atomic_add(a, v);
+}
+inline unsigned atomicAdd(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_add(a, v);
+}
 inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
     return ember::cuda_interpreter::atomic_add(a, v);
 }
-inline float atomicAdd(float* a, float v) { return ember::cuda_interpreter::atomic_add(a, v); }
-inline double atomicAdd(double* a, double v) { return ember::cuda_interpreter::atomic_add(a, v); }
-inline int atomicSub(int* a, int v) { return ember::cuda_interpreter::atomic_add(a, -v); }
-inline unsigned atomicSub(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_add(a, 0u - v); }
-inline int atomicExch(int* a, int v) { return ember::cuda_interpreter::atomic_exchange(a, v); }
-inline unsigned atomicExch(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_exchange(a, v); }
+inline float atomicAdd(float* a, float v) {
+    return ember::cuda_interpreter::atomic_add(a, v);
+}
+inline double atomicAdd(double* a, double v) {
+    return ember::cuda_interpreter::atomic_add(a, v);
+}
+inline int atomicSub(int* a, int v) {
+    return ember::cuda_interpreter::atomic_add(a, -v);
+}
+inline unsigned atomicSub(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_add(a, 0u - v);
+}
+inline int atomicExch(int* a, int v) {
+    return ember::cuda_interpreter::atomic_exchange(a, v);
+}
+inline unsigned atomicExch(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_exchange(a, v);
+}
 inline unsigned long long atomicExch(unsigned long long* a, unsigned long long v) {
     return ember::cuda_interpreter::atomic_exchange(a, v);
 }
-inline float atomicExch(float* a, float v) { return ember::cuda_interpreter::atomic_exchange(a, v); }
+inline float atomicExch(float* a, float v) {
+    return ember::cuda_interpreter::atomic_exchange(a, v);
+}
 inline int atomicCAS(int* a, int compare, int v) {
     return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
 }
@@ -254,29 +279,67 @@ inline unsigned atomicCAS(unsigned* a, unsigned compare, unsigned v) {
 inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long compare, unsigned long long v) {
     return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
 }
-inline int atomicMin(int* a, int v) { return ember::cuda_interpreter::atomic_min(a, v); }
-inline unsigned atomicMin(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_min(a, v); }
-inline int atomicMax(int* a, int v) { return ember::cuda_interpreter::atomic_max(a, v); }
-inline unsigned atomicMax(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_max(a, v); }
-inline int atomicOr(int* a, int v) { return ember::cuda_interpreter::atomic_or(a, v); }
-inline unsigned atomicOr(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_or(a, v); }
-inline int atomicAnd(int* a, int v) { return ember::cuda_interpreter::atomic_and(a, v); }
-inline unsigned atomicAnd(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_and(a, v); }
-inline int atomicXor(int* a, int v) { return ember::cuda_interpreter::atomic_xor(a, v); }
-inline unsigned atomicXor(unsigned* a, unsigned v) { return ember::cuda_interpreter::atomic_xor(a, v); }
-inline void __threadfence() { ember::cuda_interpreter::thread_fence(); }
-inline void __threadfence_block() { ember::cuda_interpreter::thread_fence(); }
+inline int atomicMin(int* a, int v) {
+    return ember::cuda_interpreter::atomic_min(a, v);
+}
+inline unsigned atomicMin(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_min(a, v);
+}
+inline int atomicMax(int* a, int v) {
+    return ember::cuda_interpreter::atomic_max(a, v);
+}
+inline unsigned atomicMax(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_max(a, v);
+}
+inline int atomicOr(int* a, int v) {
+    return ember::cuda_interpreter::atomic_or(a, v);
+}
+inline unsigned atomicOr(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_or(a, v);
+}
+inline int atomicAnd(int* a, int v) {
+    return ember::cuda_interpreter::atomic_and(a, v);
+}
+inline unsigned atomicAnd(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_and(a, v);
+}
+inline int atomicXor(int* a, int v) {
+    return ember::cuda_interpreter::atomic_xor(a, v);
+}
+inline unsigned atomicXor(unsigned* a, unsigned v) {
+    return ember::cuda_interpreter::atomic_xor(a, v);
+}
+inline void __threadfence() {
+    ember::cuda_interpreter::thread_fence();
+}
+inline void __threadfence_block() {
+    ember::cuda_interpreter::thread_fence();
+}
 
 // Device math that the C library lacks (the rest, expf, tanhf, fmaxf, ..., is libm's).
 // Intrinsics with reduced accuracy on a device compute exactly here: parity tolerances
 // cover the difference.
-inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-inline double rsqrt(double x) { return 1.0 / sqrt(x); }
-inline float __expf(float x) { return expf(x); }
-inline float __logf(float x) { return logf(x); }
-inline float __fdividef(float x, float y) { return x / y; }
-inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
-inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float rsqrtf(float x) {
+    return 1.0f / sqrtf(x);
+}
+inline double rsqrt(double x) {
+    return 1.0 / sqrt(x);
+}
+inline float __expf(float x) {
+    return expf(x);
+}
+inline float __logf(float x) {
+    return logf(x);
+}
+inline float __fdividef(float x, float y) {
+    return x / y;
+}
+inline float __saturatef(float x) {
+    return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
+}
+inline float __fmaf_rn(float a, float b, float c) {
+    return fmaf(a, b, c);
+}
 inline int __float_as_int(float x) {
     return ember::cuda_interpreter::from_bits<int>(ember::cuda_interpreter::to_bits(x));
 }
@@ -289,7 +352,15 @@ inline unsigned __float_as_uint(float x) {
 inline float __uint_as_float(unsigned x) {
     return ember::cuda_interpreter::from_bits<float>(ember::cuda_interpreter::to_bits(x));
 }
-inline int __popc(unsigned x) { return __builtin_popcount(x); }
-inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
-inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __popc(unsigned x) {
+    return __builtin_popcount(x);
+}
+inline int __popcll(unsigned long long x) {
+    return __builtin_popcountll(x);
+}
+inline int __clz(int x) {
+    return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x));
+}
+inline int __ffs(int x) {
+    return __builtin_ffs(x);
+}

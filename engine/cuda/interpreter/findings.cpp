@@ -97,13 +97,20 @@ namespace ember::cuda_interpreter {
 
 const char* finding_kind_name(FindingKind kind) {
     switch (kind) {
-        case FindingKind::shared_memory_race: return "shared-memory race";
-        case FindingKind::uninitialized_shared_read: return "uninitialized shared-memory read";
-        case FindingKind::shared_out_of_bounds: return "shared-memory out-of-bounds access";
-        case FindingKind::global_out_of_bounds: return "global-memory out-of-bounds access";
-        case FindingKind::barrier_divergence: return "barrier divergence";
-        case FindingKind::warp_divergence: return "warp divergence";
-        case FindingKind::kernel_exception: return "exception in a kernel";
+        case FindingKind::shared_memory_race:
+            return "shared-memory race";
+        case FindingKind::uninitialized_shared_read:
+            return "uninitialized shared-memory read";
+        case FindingKind::shared_out_of_bounds:
+            return "shared-memory out-of-bounds access";
+        case FindingKind::global_out_of_bounds:
+            return "global-memory out-of-bounds access";
+        case FindingKind::barrier_divergence:
+            return "barrier divergence";
+        case FindingKind::warp_divergence:
+            return "warp divergence";
+        case FindingKind::kernel_exception:
+            return "exception in a kernel";
     }
     return "finding";
 }

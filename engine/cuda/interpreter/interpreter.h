@@ -45,11 +45,11 @@ const char* finding_kind_name(FindingKind kind);
 
 struct Finding {
     FindingKind kind;
-    std::string kernel;       // as written at the launch site
+    std::string kernel;  // as written at the launch site
     unsigned block[3] = {0, 0, 0};
     unsigned thread[3] = {0, 0, 0};
-    uintptr_t address = 0;    // 0 where no address is involved (barriers, warps)
-    std::string message;      // the whole report, one line
+    uintptr_t address = 0;  // 0 where no address is involved (barriers, warps)
+    std::string message;    // the whole report, one line
 };
 
 // Every finding since the last call, of every launch, in the order they were found.

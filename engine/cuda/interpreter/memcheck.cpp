@@ -150,7 +150,9 @@ std::string variable_key(const Block& block, uintptr_t address) {
     return slot < 0 ? std::string("none") : std::to_string(block.slots[static_cast<std::size_t>(slot)].declaration);
 }
 
-uint3 index_of(const Block& block, int linear) { return block.threads[static_cast<std::size_t>(linear)].index; }
+uint3 index_of(const Block& block, int linear) {
+    return block.threads[static_cast<std::size_t>(linear)].index;
+}
 
 std::string thread_text(const Block& block, int linear) {
     const uint3 i = index_of(block, linear);
@@ -195,11 +197,10 @@ void shared_access(SimThread& thread, uintptr_t address, std::size_t bytes, bool
             cell.writer = ShadowCell::kAtomic;
             continue;
         }
-        const bool written_now = cell.write_epoch == epoch && cell.writer != ShadowCell::kAtomic &&
-                                 cell.writer != thread.linear;
+        const bool written_now =
+            cell.write_epoch == epoch && cell.writer != ShadowCell::kAtomic && cell.writer != thread.linear;
         if (write) {
-            if (!reported && written_now &&
-                unordered(block, thread, cell.writer / kWarpSize, cell.write_warp_epoch)) {
+            if (!reported && written_now && unordered(block, thread, cell.writer / kWarpSize, cell.write_warp_epoch)) {
                 report_race(thread, address, "write-after-write", thread_text(block, cell.writer) + " wrote it");
                 reported = true;
             }
@@ -364,18 +365,42 @@ void* dynamic_shared_storage() {
 using ember::cuda_interpreter::detail::check_access;
 
 extern "C" {
-void __asan_load1_noabort(uintptr_t address) { check_access(address, 1, false); }
-void __asan_load2_noabort(uintptr_t address) { check_access(address, 2, false); }
-void __asan_load4_noabort(uintptr_t address) { check_access(address, 4, false); }
-void __asan_load8_noabort(uintptr_t address) { check_access(address, 8, false); }
-void __asan_load16_noabort(uintptr_t address) { check_access(address, 16, false); }
-void __asan_loadN_noabort(uintptr_t address, std::size_t bytes) { check_access(address, bytes, false); }
-void __asan_store1_noabort(uintptr_t address) { check_access(address, 1, true); }
-void __asan_store2_noabort(uintptr_t address) { check_access(address, 2, true); }
-void __asan_store4_noabort(uintptr_t address) { check_access(address, 4, true); }
-void __asan_store8_noabort(uintptr_t address) { check_access(address, 8, true); }
-void __asan_store16_noabort(uintptr_t address) { check_access(address, 16, true); }
-void __asan_storeN_noabort(uintptr_t address, std::size_t bytes) { check_access(address, bytes, true); }
+void __asan_load1_noabort(uintptr_t address) {
+    check_access(address, 1, false);
+}
+void __asan_load2_noabort(uintptr_t address) {
+    check_access(address, 2, false);
+}
+void __asan_load4_noabort(uintptr_t address) {
+    check_access(address, 4, false);
+}
+void __asan_load8_noabort(uintptr_t address) {
+    check_access(address, 8, false);
+}
+void __asan_load16_noabort(uintptr_t address) {
+    check_access(address, 16, false);
+}
+void __asan_loadN_noabort(uintptr_t address, std::size_t bytes) {
+    check_access(address, bytes, false);
+}
+void __asan_store1_noabort(uintptr_t address) {
+    check_access(address, 1, true);
+}
+void __asan_store2_noabort(uintptr_t address) {
+    check_access(address, 2, true);
+}
+void __asan_store4_noabort(uintptr_t address) {
+    check_access(address, 4, true);
+}
+void __asan_store8_noabort(uintptr_t address) {
+    check_access(address, 8, true);
+}
+void __asan_store16_noabort(uintptr_t address) {
+    check_access(address, 16, true);
+}
+void __asan_storeN_noabort(uintptr_t address, std::size_t bytes) {
+    check_access(address, bytes, true);
+}
 #if !defined(EMBER_INTERPRETER_UNDER_ASAN)
 // Called before noreturn calls (throw); libasan's own serves under the asan preset.
 void __asan_handle_no_return() {}

@@ -85,7 +85,7 @@ constexpr std::size_t kStackBytes = 256 * 1024;
 // A stack in use belongs to its fiber; one that is never returned (an abandoned fiber)
 // stays mapped.
 class StackPool {
-public:
+  public:
     StackPool() : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {}
     ~StackPool() {
         for (void* base : free_) munmap(base, mapping_bytes());
@@ -120,7 +120,7 @@ public:
     uintptr_t last_low() const { return last_low_; }
     std::size_t mapping_bytes() const { return kStackBytes + page_; }
 
-private:
+  private:
     std::size_t page_;
     std::vector<void*> free_;
     uintptr_t last_low_ = 0;
@@ -186,7 +186,9 @@ struct Worker {
         block.scheduler_stack_bytes = bytes;
 #endif
     }
-    ~Worker() { block.threads.clear(); }
+    ~Worker() {
+        block.threads.clear();
+    }
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
 };
@@ -218,7 +220,7 @@ void run_blocks(Launch& launch) {
 
 // The launching thread runs blocks itself; helpers join it when a grid has several.
 class WorkerPool {
-public:
+  public:
     // Never destroyed, so a launch from a static destructor during exit still works;
     // the helpers wait on their condition variable until the process ends.
     static WorkerPool& instance() {
@@ -251,7 +253,7 @@ public:
         }
     }
 
-private:
+  private:
     WorkerPool() : size_(default_workers()) {}
 
     void helper_main() {
@@ -321,8 +323,10 @@ const void* stack_bottom(const SimThread& thread) {
 // A switch hands the target the continuation of the fiber it left: file it where that
 // fiber's continuation belongs (a finished fiber leaves none).
 void keep_continuation(Block& block, boost::context::fiber&& returned) {
-    if (block.switched_from >= 0) block.threads[block.switched_from].fiber = std::move(returned);
-    else if (block.switched_from == Block::kFromScheduler) block.scheduler = std::move(returned);
+    if (block.switched_from >= 0)
+        block.threads[block.switched_from].fiber = std::move(returned);
+    else if (block.switched_from == Block::kFromScheduler)
+        block.scheduler = std::move(returned);
 }
 
 // Runs thread `next` (or the worker's context when next < 0) instead of `from`, which
@@ -350,7 +354,9 @@ void transfer(Block& block, SimThread& from, int next) {
 
 // The fiber to run after one that waits or finishes: the next ready thread, or the
 // worker's context when none is (or when the block is being abandoned).
-int next_to_run(Block& block) { return block.aborting ? -1 : take_ready(block); }
+int next_to_run(Block& block) {
+    return block.aborting ? -1 : take_ready(block);
+}
 
 // ---- a simulated thread's life -----------------------------------------------------------------
 
@@ -537,13 +543,12 @@ void release_barrier(Block& block) {
         for (const auto& [site, threads] : sites)
             listing += (listing.empty() ? "" : ", ") + std::to_string(threads) + " at " + site;
         report(*block.launch, FindingKind::barrier_divergence, block.index, &first_waiter->index, 0,
-               "threads of one block synchronised at different __syncthreads calls: " + listing,
-               "sites:" + listing);
+               "threads of one block synchronised at different __syncthreads calls: " + listing, "sites:" + listing);
     }
     const int result = block.barrier_kind == BarrierKind::count ? count
                        : block.barrier_kind == BarrierKind::all ? all
                        : block.barrier_kind == BarrierKind::any ? any
-                                                                 : 0;
+                                                                : 0;
     ++block.barrier_epoch;
     block.barrier_arrived = 0;
     block.barrier_sites_differ = false;
@@ -561,14 +566,22 @@ void fail_warp(Block& block, const SimThread* thread, const std::string& message
 
 const char* warp_op_name(WarpOp op) {
     switch (op) {
-        case WarpOp::sync: return "__syncwarp";
-        case WarpOp::shuffle: return "__shfl_sync";
-        case WarpOp::shuffle_up: return "__shfl_up_sync";
-        case WarpOp::shuffle_down: return "__shfl_down_sync";
-        case WarpOp::shuffle_xor: return "__shfl_xor_sync";
-        case WarpOp::ballot: return "__ballot_sync";
-        case WarpOp::any: return "__any_sync";
-        case WarpOp::all: return "__all_sync";
+        case WarpOp::sync:
+            return "__syncwarp";
+        case WarpOp::shuffle:
+            return "__shfl_sync";
+        case WarpOp::shuffle_up:
+            return "__shfl_up_sync";
+        case WarpOp::shuffle_down:
+            return "__shfl_down_sync";
+        case WarpOp::shuffle_xor:
+            return "__shfl_xor_sync";
+        case WarpOp::ballot:
+            return "__ballot_sync";
+        case WarpOp::any:
+            return "__any_sync";
+        case WarpOp::all:
+            return "__all_sync";
     }
     return "a warp intrinsic";
 }
@@ -624,7 +637,7 @@ std::string validate(const LaunchRequest& request) {
 }  // namespace
 
 void set_last_error(cudaError_t code, const std::string& detail);  // cuda_runtime.cpp
-bool capture_launch(const LaunchRequest& request);                   // cuda_runtime.cpp
+bool capture_launch(const LaunchRequest& request);                 // cuda_runtime.cpp
 
 void wait(SimThread& thread) {
     Block& block = *thread.block;
@@ -700,8 +713,10 @@ int block_barrier(BarrierKind kind, int predicate, std::source_location where) {
     thread.barrier_value = predicate;
     thread.state = ThreadState::at_barrier;
     thread.wait_site = where;
-    if (block.barrier_arrived + block.finished == block.thread_count) release_barrier(block);
-    else wait(thread);
+    if (block.barrier_arrived + block.finished == block.thread_count)
+        release_barrier(block);
+    else
+        wait(thread);
     return thread.barrier_result;
 }
 
@@ -711,7 +726,9 @@ int block_barrier(BarrierKind kind, int predicate, std::source_location where) {
 
 namespace {
 
-bool power_of_two(int width) { return width > 0 && width <= kWarpSize && (width & (width - 1)) == 0; }
+bool power_of_two(int width) {
+    return width > 0 && width <= kWarpSize && (width & (width - 1)) == 0;
+}
 
 // Fills each participant's result and lets them go.
 void complete(Block& block, Warp& warp, PendingCollective& pending, int warp_index) {
@@ -725,11 +742,20 @@ void complete(Block& block, Warp& warp, PendingCollective& pending, int warp_ind
         const int segment = lane / pending.width * pending.width;
         int source = lane;
         switch (pending.op) {
-            case WarpOp::sync: break;
-            case WarpOp::ballot: result = ballot; break;
-            case WarpOp::any: result = ballot != 0; break;
-            case WarpOp::all: result = ballot == pending.mask; break;
-            case WarpOp::shuffle: source = segment + (pending.arguments[lane] & (pending.width - 1)); break;
+            case WarpOp::sync:
+                break;
+            case WarpOp::ballot:
+                result = ballot;
+                break;
+            case WarpOp::any:
+                result = ballot != 0;
+                break;
+            case WarpOp::all:
+                result = ballot == pending.mask;
+                break;
+            case WarpOp::shuffle:
+                source = segment + (pending.arguments[lane] & (pending.width - 1));
+                break;
             case WarpOp::shuffle_up:
                 source = lane - pending.arguments[lane];
                 if (source < segment) source = lane;
@@ -845,22 +871,36 @@ unsigned active_mask() {
 // [SECTION] thread geometry and settings
 // ============================================================================================
 
-uint3 thread_index() { return require_thread("threadIdx").index; }
-uint3 block_index() { return require_thread("blockIdx").block->index; }
-dim3 block_dim() { return require_thread("blockDim").block->dim; }
-dim3 grid_dim() { return require_thread("gridDim").block->launch->request.grid; }
+uint3 thread_index() {
+    return require_thread("threadIdx").index;
+}
+uint3 block_index() {
+    return require_thread("blockIdx").block->index;
+}
+dim3 block_dim() {
+    return require_thread("blockDim").block->dim;
+}
+dim3 grid_dim() {
+    return require_thread("gridDim").block->launch->request.grid;
+}
 
 namespace {
 std::atomic<unsigned> g_grid_stride_cap{0};
 }
 
-unsigned grid_stride_cap() { return g_grid_stride_cap.load(std::memory_order_relaxed); }
-void set_grid_stride_cap(unsigned blocks) { g_grid_stride_cap = blocks; }
+unsigned grid_stride_cap() {
+    return g_grid_stride_cap.load(std::memory_order_relaxed);
+}
+void set_grid_stride_cap(unsigned blocks) {
+    g_grid_stride_cap = blocks;
+}
 
 void set_workers(int count) {
     std::lock_guard lock(launch_mutex());
     WorkerPool::instance().set_size(count);
 }
-int workers() { return WorkerPool::instance().size(); }
+int workers() {
+    return WorkerPool::instance().size();
+}
 
 }  // namespace ember::cuda_interpreter

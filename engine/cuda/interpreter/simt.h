@@ -29,9 +29,9 @@
 namespace ember::cuda_interpreter::detail {
 
 constexpr int kWarpSize = 32;
-constexpr std::size_t kSharedLimitBytes = 48 * 1024;     // per block without an opt-in attribute
-constexpr std::size_t kSharedArenaBytes = 64 * 1024;     // the limit, redzones and alignment
-constexpr std::size_t kSharedRedzoneBytes = 32;          // unowned bytes after each variable
+constexpr std::size_t kSharedLimitBytes = 48 * 1024;  // per block without an opt-in attribute
+constexpr std::size_t kSharedArenaBytes = 64 * 1024;  // the limit, redzones and alignment
+constexpr std::size_t kSharedRedzoneBytes = 32;       // unowned bytes after each variable
 
 // ---- device memory (cuda_runtime.cpp keeps the registry) --------------------------------
 struct MemoryBlock {
@@ -98,8 +98,8 @@ struct PendingCollective {
 };
 
 struct Warp {
-    unsigned lanes = 0;   // lanes that exist (a partial last warp has fewer)
-    unsigned exited = 0;  // lanes whose thread has returned
+    unsigned lanes = 0;       // lanes that exist (a partial last warp has fewer)
+    unsigned exited = 0;      // lanes whose thread has returned
     uint32_t sync_epoch = 0;  // completed collectives: orders the warp's shared accesses
     std::vector<PendingCollective> pending;
 };
@@ -110,14 +110,14 @@ struct ShadowCell {
     static constexpr uint16_t kMany = 0xfffe;    // several readers
     static constexpr uint16_t kAtomic = 0xfffd;  // written by atomics only: ordered with everyone
     static constexpr uint16_t kMultiWarp = 0xffff;
-    int32_t variable = -1;        // owning slot (index into Block::slots); -1 = redzone or free
-    uint32_t write_epoch = 0;     // barrier epoch + 1 of the last write; 0 = never written
+    int32_t variable = -1;     // owning slot (index into Block::slots); -1 = redzone or free
+    uint32_t write_epoch = 0;  // barrier epoch + 1 of the last write; 0 = never written
     uint32_t write_warp_epoch = 0;
     uint16_t writer = kNone;
-    uint16_t reader = kNone;      // first reader of read_epoch, or kMany
+    uint16_t reader = kNone;            // first reader of read_epoch, or kMany
     uint16_t reader_warp = kMultiWarp;  // with kMany: the readers' warp, or kMultiWarp
     uint32_t read_epoch = 0;
-    uint32_t read_warp_epoch = 0; // latest warp epoch among the readers (one warp)
+    uint32_t read_warp_epoch = 0;  // latest warp epoch among the readers (one warp)
 };
 
 struct SharedSlot {
@@ -133,10 +133,10 @@ struct Block {
     int thread_count = 0;
     std::vector<SimThread> threads;
     std::vector<Warp> warps;
-    boost::context::fiber scheduler;  // the worker's continuation while a fiber runs
+    boost::context::fiber scheduler;        // the worker's continuation while a fiber runs
     const void* scheduler_stack = nullptr;  // its stack, for AddressSanitizer's switch annotations
     std::size_t scheduler_stack_bytes = 0;
-    std::vector<int> ready;           // runnable threads not running: a ring of thread_count slots
+    std::vector<int> ready;  // runnable threads not running: a ring of thread_count slots
     std::size_t ready_head = 0, ready_size = 0;
     static constexpr int kFromScheduler = -1, kFromFinished = -2;
     int switched_from = kFromScheduler;  // who switched to the fiber now running
@@ -170,7 +170,7 @@ extern thread_local SimThread* current_thread;
 // library functions (std::string, std::vector) may come from a kernel translation unit,
 // instrumented, whichever copy the linker kept.
 class RuntimeScope {
-public:
+  public:
     RuntimeScope() : thread_(current_thread) {
         if (thread_) {
             was_ = thread_->in_runtime;
@@ -183,7 +183,7 @@ public:
     RuntimeScope(const RuntimeScope&) = delete;
     RuntimeScope& operator=(const RuntimeScope&) = delete;
 
-private:
+  private:
     SimThread* thread_;
     bool was_ = false;
 };

@@ -45,8 +45,8 @@ TrainingRun make_run(const std::string& model_name, const std::string& optimizer
     run.model->build(build);
     optim::Hyperparameters hp = {{"lr", optimizer_name == "sgd" ? 0.05 : 1e-3}};
     if (optimizer_name == "sgd") hp["momentum"] = 0.9;
-    run.optimizer = optim::make_optimizer(optimizer_name, hp, run.model->parameters().segments(),
-                                          optim::OptimizerBackend::cpu);
+    run.optimizer =
+        optim::make_optimizer(optimizer_name, hp, run.model->parameters().segments(), optim::OptimizerBackend::cpu);
     run.trainer = std::make_unique<nn::Trainer>(*run.model, *run.optimizer, nn::TrainerOptions{});
     return run;
 }
@@ -58,7 +58,7 @@ std::vector<float> download(const nn::FlatBuffer& buffer, std::size_t count) {
 }
 
 class CheckpointTest : public ::testing::Test {
-protected:
+  protected:
     std::string path(const std::string& name) const { return directory_.path(name); }
     test_support::TempDir directory_{"ember_nn_checkpoint"};
 };
@@ -82,9 +82,10 @@ TEST_F(CheckpointTest, ResumeIsBitIdentical) {
         save_checkpoint(path("resume.ckpt"), *interrupted.model, *interrupted.optimizer, *interrupted.trainer,
                         position);
 
-        TrainingRun resumed = make_run(c.model, c.optimizer, 999);  // different init: everything must come from the file
-        TrainingPosition restored = load_checkpoint(path("resume.ckpt"), *resumed.model, *resumed.optimizer,
-                                                    *resumed.trainer);
+        TrainingRun resumed =
+            make_run(c.model, c.optimizer, 999);  // different init: everything must come from the file
+        TrainingPosition restored =
+            load_checkpoint(path("resume.ckpt"), *resumed.model, *resumed.optimizer, *resumed.trainer);
         EXPECT_EQ(restored.epoch, 2);
         EXPECT_EQ(restored.rng_state, 0xabcdefull);
         EXPECT_EQ(restored.sampler_index, first * 8);
@@ -141,7 +142,7 @@ TEST_F(CheckpointTest, WrongOrCorruptCheckpointsAreRefused) {
 
     TrainingRun cnn = make_run("cnn", "adam", 1);
     std::string message = refusal([&] { load_checkpoint(good, *cnn.model, *cnn.optimizer, *cnn.trainer); });
-    const std::string mlp_count = "52,"; // 784*64+64 + 64*32+32 + 32*10+10 = 52,650
+    const std::string mlp_count = "52,";  // 784*64+64 + 64*32+32 + 32*10+10 = 52,650
     EXPECT_NE(message.find("checkpoint model 'mlp' (52,650 parameters) does not match 'cnn'"), std::string::npos)
         << message;
 
@@ -186,7 +187,8 @@ TEST_F(CheckpointTest, WrongOrCorruptCheckpointsAreRefused) {
     message = refusal([&] { load_checkpoint(not_checkpoint, *target.model, *target.optimizer, *target.trainer); });
     EXPECT_NE(message.find("not an ember checkpoint"), std::string::npos) << message;
 
-    message = refusal([&] { load_checkpoint(path("missing.ckpt"), *target.model, *target.optimizer, *target.trainer); });
+    message =
+        refusal([&] { load_checkpoint(path("missing.ckpt"), *target.model, *target.optimizer, *target.trainer); });
     EXPECT_NE(message.find("missing.ckpt"), std::string::npos) << message;
 
     TrainingRun lbfgs = make_run("mlp", "lbfgs", 1);

@@ -105,12 +105,14 @@ RawAllocator malloc_raw(int announced_device) {
     return raw;
 }
 
-std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uintptr_t address(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p);
+}
 
 // The replay a memory tool does: live regions are allocated, live heaps reserved.
 struct Replay {
-    std::map<std::uintptr_t, std::size_t> heaps;                                  // heap -> bytes
-    std::map<std::uintptr_t, std::pair<std::uintptr_t, std::size_t>> regions;   // address -> heap, bytes
+    std::map<std::uintptr_t, std::size_t> heaps;                               // heap -> bytes
+    std::map<std::uintptr_t, std::pair<std::uintptr_t, std::size_t>> regions;  // address -> heap, bytes
     std::size_t allocated = 0, reserved = 0, peak_allocated = 0, peak_reserved = 0;
 
     void apply(const Call& c) {

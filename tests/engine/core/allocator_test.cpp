@@ -205,8 +205,7 @@ TEST(CopyTensor, HostToHostAndChecks) {
     float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {};
     copy_tensor(make_tensor(a, DType::f32, {2, 3}), make_tensor(b, DType::f32, {3, 2}));
     EXPECT_EQ(b[5], 6.0f);
-    EXPECT_THROW(copy_tensor(make_tensor(a, DType::f32, {6}), make_tensor(b, DType::i32, {6})),
-                 std::invalid_argument);
+    EXPECT_THROW(copy_tensor(make_tensor(a, DType::f32, {6}), make_tensor(b, DType::i32, {6})), std::invalid_argument);
 }
 
 TEST(DeviceAllocator, RefusesClearlyWithoutDevice) {

@@ -18,13 +18,13 @@ TEST(Float16, KnownBitPatterns) {
     EXPECT_EQ(float_to_f16_bits(1.0f), 0x3c00);
     EXPECT_EQ(float_to_f16_bits(-2.0f), 0xc000);
     EXPECT_EQ(float_to_f16_bits(0.5f), 0x3800);
-    EXPECT_EQ(float_to_f16_bits(65504.0f), 0x7bff);             // largest finite
-    EXPECT_EQ(float_to_f16_bits(6.103515625e-05f), 0x0400);     // smallest normal 2^-14
+    EXPECT_EQ(float_to_f16_bits(65504.0f), 0x7bff);                 // largest finite
+    EXPECT_EQ(float_to_f16_bits(6.103515625e-05f), 0x0400);         // smallest normal 2^-14
     EXPECT_EQ(float_to_f16_bits(5.9604644775390625e-08f), 0x0001);  // smallest subnormal 2^-24
     EXPECT_EQ(float_to_f16_bits(0.333333343f), 0x3555);
     EXPECT_EQ(float_to_f16_bits(std::numeric_limits<float>::infinity()), 0x7c00);
     EXPECT_EQ(float_to_f16_bits(-std::numeric_limits<float>::infinity()), 0xfc00);
-    EXPECT_EQ(float_to_f16_bits(1e6f), 0x7c00);                 // overflow -> inf
+    EXPECT_EQ(float_to_f16_bits(1e6f), 0x7c00);  // overflow -> inf
     uint16_t nan = float_to_f16_bits(std::numeric_limits<float>::quiet_NaN());
     EXPECT_EQ(nan & 0x7c00, 0x7c00);
     EXPECT_NE(nan & 0x03ff, 0);

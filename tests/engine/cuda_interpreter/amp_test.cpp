@@ -20,8 +20,7 @@ namespace interpreter = ember::cuda_interpreter;
 bool device_check(const std::vector<float>& values) {
     float* device = nullptr;
     EMBER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&device), std::max<std::size_t>(values.size(), 1) * 4));
-    if (!values.empty())
-        EMBER_CUDA_CHECK(cudaMemcpy(device, values.data(), values.size() * 4, cudaMemcpyHostToDevice));
+    if (!values.empty()) EMBER_CUDA_CHECK(cudaMemcpy(device, values.data(), values.size() * 4, cudaMemcpyHostToDevice));
     DeviceOverflowCheck check;
     check.check(device, values.size(), nullptr);
     const bool found = check.read_flag(nullptr);
@@ -30,7 +29,7 @@ bool device_check(const std::vector<float>& values) {
 }
 
 class DeviceOverflowCheckParity : public ::testing::Test {
-protected:
+  protected:
     void TearDown() override { interpreter::set_grid_stride_cap(0); }
 
     void expect_parity(std::size_t n) {

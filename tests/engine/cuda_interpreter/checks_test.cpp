@@ -56,13 +56,17 @@ std::vector<float> random_floats(std::size_t n, unsigned seed) {
 std::vector<interpreter::Finding> findings_of(FindingKind kind, int* others = nullptr) {
     std::vector<interpreter::Finding> matching;
     for (auto& finding : interpreter::take_findings()) {
-        if (finding.kind == kind) matching.push_back(std::move(finding));
-        else if (others) ++*others;
+        if (finding.kind == kind)
+            matching.push_back(std::move(finding));
+        else if (others)
+            ++*others;
     }
     return matching;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 // Exactly one finding of `kind` since the last look, its message holding every one of
 // `parts`; the finding goes to `finding` when one is given.
@@ -78,7 +82,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }
 
 class InterpreterChecks : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { interpreter::take_findings(); }
     void TearDown() override { interpreter::set_grid_stride_cap(0); }
 };

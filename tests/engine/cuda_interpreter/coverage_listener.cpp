@@ -29,7 +29,7 @@ std::map<std::pair<std::string, std::string>, uint64_t> launch_counts() {
 }
 
 class KernelCoverageWriter : public ::testing::EmptyTestEventListener {
-public:
+  public:
     void OnTestStart(const ::testing::TestInfo&) override { before_ = launch_counts(); }
 
     void OnTestEnd(const ::testing::TestInfo& test) override {
@@ -52,7 +52,7 @@ public:
         if (!out) ADD_FAILURE() << "could not write the kernel coverage file " << path;
     }
 
-private:
+  private:
     std::map<std::pair<std::string, std::string>, uint64_t> before_;
 };
 

@@ -64,7 +64,7 @@ void check_gather_augment(ImageShape shape, const std::vector<int64_t>& indices,
 }
 
 class GatherAugmentEdges : public ::testing::Test {
-protected:
+  protected:
     void TearDown() override { interpreter::set_grid_stride_cap(0); }
 };
 

@@ -26,7 +26,7 @@ namespace interpreter = ember::cuda_interpreter;
 constexpr DType kFloatTypes[] = {DType::f32, DType::f16, DType::bf16};
 
 class OpsEdges : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ctx = std::make_unique<CudaContext>(); }
     void TearDown() override { interpreter::set_grid_stride_cap(0); }
     std::unique_ptr<CudaContext> ctx;
@@ -36,7 +36,7 @@ protected:
 // Every launch of these tests runs at most 2 blocks of a grid-stride kernel, so each
 // thread goes round its loop several times.
 class OpsGridStrideTail : public OpsEdges {
-protected:
+  protected:
     void SetUp() override {
         OpsEdges::SetUp();
         interpreter::set_grid_stride_cap(2);
@@ -146,7 +146,9 @@ TEST_F(OpsEdges, EmbeddingCountsAndWidths) {
     }
 }
 
-TEST_F(OpsGridStrideTail, Embedding) { check_embedding(*ctx, DType::f32, 40, 9, 33, rng); }
+TEST_F(OpsGridStrideTail, Embedding) {
+    check_embedding(*ctx, DType::f32, 40, 9, 33, rng);
+}
 
 // ---- the attention helpers ----------------------------------------------------------------
 

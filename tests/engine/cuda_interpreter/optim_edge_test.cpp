@@ -27,7 +27,7 @@ std::vector<ParameterSegment> many_small_segments() {
 }
 
 class OptimizerManySegments : public ::testing::TestWithParam<Case> {
-protected:
+  protected:
     void TearDown() override { interpreter::set_grid_stride_cap(0); }
 };
 
@@ -40,7 +40,7 @@ INSTANTIATE_TEST_SUITE_P(EveryOptimizer, OptimizerManySegments, ::testing::Value
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 class ClipEdges : public ::testing::Test {
-protected:
+  protected:
     void TearDown() override { interpreter::set_grid_stride_cap(0); }
 };
 

@@ -114,8 +114,10 @@ __global__ void different_sites_kernel(int* out) {
 }
 
 __global__ void barrier_against_syncwarp_kernel(int* out) {
-    if (threadIdx.x % 32 < 16) __syncthreads();  // BROKEN: half of each warp at a block barrier
-    else __syncwarp();                           // while the other half waits for it in a warp sync
+    if (threadIdx.x % 32 < 16)
+        __syncthreads();  // BROKEN: half of each warp at a block barrier
+    else
+        __syncwarp();  // while the other half waits for it in a warp sync
     out[threadIdx.x] = 1;
 }
 
@@ -177,7 +179,9 @@ __global__ void atomic_histogram_kernel(const int* values, int n, int bins, int*
     }
 }
 
-cudaError_t finish() { return cudaGetLastError(); }
+cudaError_t finish() {
+    return cudaGetLastError();
+}
 
 }  // namespace
 
@@ -211,9 +215,15 @@ cudaError_t warp_sums_wrong_offset(const float* in, float* out, int n) {
 }
 cudaError_t divergent_barrier(int* out, Divergence kind) {
     switch (kind) {
-        case Divergence::threads_return_early: EMBER_LAUNCH(early_return_kernel, 1, 64)(out); break;
-        case Divergence::different_call_sites: EMBER_LAUNCH(different_sites_kernel, 1, 64)(out); break;
-        case Divergence::barrier_against_syncwarp: EMBER_LAUNCH(barrier_against_syncwarp_kernel, 1, 64)(out); break;
+        case Divergence::threads_return_early:
+            EMBER_LAUNCH(early_return_kernel, 1, 64)(out);
+            break;
+        case Divergence::different_call_sites:
+            EMBER_LAUNCH(different_sites_kernel, 1, 64)(out);
+            break;
+        case Divergence::barrier_against_syncwarp:
+            EMBER_LAUNCH(barrier_against_syncwarp_kernel, 1, 64)(out);
+            break;
     }
     return finish();
 }

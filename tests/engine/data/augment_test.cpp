@@ -12,7 +12,9 @@ namespace ember::data {
 namespace {
 
 // 3x3 image with values 10..90 (row-major): 10 20 30 / 40 50 60 / 70 80 90.
-std::vector<uint8_t> small_image() { return {10, 20, 30, 40, 50, 60, 70, 80, 90}; }
+std::vector<uint8_t> small_image() {
+    return {10, 20, 30, 40, 50, 60, 70, 80, 90};
+}
 
 TEST(Augment, IdentityTransformOnlyNormalizes) {
     std::vector<uint8_t> image = small_image();

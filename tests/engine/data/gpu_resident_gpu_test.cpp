@@ -54,13 +54,13 @@ TEST(GpuResident, LoaderMatchesThreadedLoaderBatchForBatch) {
             std::vector<float> images(floats), copied(floats);
             std::vector<int32_t> labels(size_t(device_batch->size)), copied_labels(labels.size());
             EMBER_CUDA_CHECK(cudaEventSynchronize(device_batch->ready));
-            EMBER_CUDA_CHECK(cudaMemcpy(images.data(), device_batch->device_images, floats * sizeof(float),
-                                        cudaMemcpyDeviceToHost));
+            EMBER_CUDA_CHECK(
+                cudaMemcpy(images.data(), device_batch->device_images, floats * sizeof(float), cudaMemcpyDeviceToHost));
             EMBER_CUDA_CHECK(cudaMemcpy(labels.data(), device_batch->device_labels, labels.size() * sizeof(int32_t),
                                         cudaMemcpyDeviceToHost));
             EMBER_CUDA_CHECK(cudaEventSynchronize(host_batch->ready));
-            EMBER_CUDA_CHECK(cudaMemcpy(copied.data(), host_batch->device_images, floats * sizeof(float),
-                                        cudaMemcpyDeviceToHost));
+            EMBER_CUDA_CHECK(
+                cudaMemcpy(copied.data(), host_batch->device_images, floats * sizeof(float), cudaMemcpyDeviceToHost));
             EMBER_CUDA_CHECK(cudaMemcpy(copied_labels.data(), host_batch->device_labels,
                                         labels.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < floats; ++i) {

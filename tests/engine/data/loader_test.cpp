@@ -233,7 +233,7 @@ TEST(DataLoader, BadPngInTheMiddleReachesTheTrainingLoop) {
             EXPECT_EQ(error.path(), broken);
             EXPECT_EQ(error.sample_index(), 70);
             EXPECT_NE(std::string(error.what()).find("0021.png: sample 70"), std::string::npos) << error.what();
-            EXPECT_EQ(good_batches, 8);  // batches 0..7 (samples 0..63) arrive before the bad one
+            EXPECT_EQ(good_batches, 8);              // batches 0..7 (samples 0..63) arrive before the bad one
             EXPECT_THROW(loader.next(), DataError);  // the epoch stays failed
             // A new epoch works up to the same bad sample again.
             loader.start_epoch(1);

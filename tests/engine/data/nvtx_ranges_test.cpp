@@ -43,7 +43,9 @@ std::deque<std::string> registered_strings;  // stable addresses serve as string
 std::vector<RecordedRange> recorded_ranges;
 std::map<uint32_t, std::string> thread_names;
 
-uint32_t current_thread() { return static_cast<uint32_t>(ember::os::thread_id()); }
+uint32_t current_thread() {
+    return static_cast<uint32_t>(ember::os::thread_id());
+}
 
 nvtxDomainHandle_t NVTX_API create_domain(const char* name) {
     std::lock_guard<std::mutex> lock(recorded_mutex);
@@ -68,14 +70,17 @@ int NVTX_API push_range(nvtxDomainHandle_t, const nvtxEventAttributes_t* attribu
     return 0;
 }
 
-int NVTX_API pop_range(nvtxDomainHandle_t) { return 0; }
+int NVTX_API pop_range(nvtxDomainHandle_t) {
+    return 0;
+}
 
 void NVTX_API name_os_thread(uint32_t thread, const char* name) {
     std::lock_guard<std::mutex> lock(recorded_mutex);
     thread_names[thread] = name;
 }
 
-void install(NvtxGetExportTableFunc_t get_export_table, NvtxCallbackModule module, unsigned id, NvtxFunctionPointer function) {
+void install(NvtxGetExportTableFunc_t get_export_table, NvtxCallbackModule module, unsigned id,
+             NvtxFunctionPointer function) {
     auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
     NvtxFunctionTable table = nullptr;
     unsigned size = 0;

@@ -90,9 +90,9 @@ inline std::string fashion_mnist_root() {
 }  // namespace ember::data::testing
 
 // Skips the test (with how to install) when the real Fashion-MNIST files are missing.
-#define EMBER_REQUIRE_FASHION_MNIST(split)                                                           \
-    do {                                                                                             \
-        std::string missing_ = ::ember::data::fashion_mnist_missing(                                 \
-            ::ember::data::testing::fashion_mnist_root(), split);                                    \
-        if (!missing_.empty()) GTEST_SKIP() << missing_;                                             \
+#define EMBER_REQUIRE_FASHION_MNIST(split)                                                             \
+    do {                                                                                               \
+        std::string missing_ =                                                                         \
+            ::ember::data::fashion_mnist_missing(::ember::data::testing::fashion_mnist_root(), split); \
+        if (!missing_.empty()) GTEST_SKIP() << missing_;                                               \
     } while (0)

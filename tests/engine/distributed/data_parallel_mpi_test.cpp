@@ -49,7 +49,8 @@ TEST(MpiCommunicator, CollectivesMatchTheirDefinitions) {
     // reduce-scatter: block b of every rank holds (rank + 1) * (b + 1); rank r gets block r's sum.
     std::vector<float> send(count * static_cast<std::size_t>(n)), receive(count);
     for (int b = 0; b < n; ++b)
-        std::fill_n(send.begin() + b * static_cast<std::ptrdiff_t>(count), count, static_cast<float>((r + 1) * (b + 1)));
+        std::fill_n(send.begin() + b * static_cast<std::ptrdiff_t>(count), count,
+                    static_cast<float>((r + 1) * (b + 1)));
     comm.reduce_scatter_sum(send.data(), receive.data(), count);
     for (float value : receive) ASSERT_EQ(value, static_cast<float>(n * (n + 1) / 2 * (r + 1)));
 
@@ -136,9 +137,11 @@ TrainedParameters train(Communicator* comm, bool overlap, bool zero1, int steps,
     optim::Hyperparameters hyper = {{"lr", 1e-2}, {"weight_decay", 0.01}};
     if (optimizer_name == "sgd") hyper = {{"lr", 0.1}, {"momentum", 0.9}};
     std::unique_ptr<optim::Optimizer> optimizer;
-    if (zero1) optimizer = std::make_unique<ShardedOptimizer>(optimizer_name, hyper, store.segments(), store.flat_length(),
-                                                              optim::OptimizerBackend::cpu, *comm);
-    else optimizer = optim::make_optimizer(optimizer_name, hyper, store.segments(), optim::OptimizerBackend::cpu);
+    if (zero1)
+        optimizer = std::make_unique<ShardedOptimizer>(optimizer_name, hyper, store.segments(), store.flat_length(),
+                                                       optim::OptimizerBackend::cpu, *comm);
+    else
+        optimizer = optim::make_optimizer(optimizer_name, hyper, store.segments(), optim::OptimizerBackend::cpu);
     std::unique_ptr<DataParallel> ddp;
     nn::TrainerOptions options;
     options.accumulation_steps = 2;

@@ -12,9 +12,15 @@
 namespace ember::distributed {
 namespace {
 
-const char* kAllVariables[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                               "SLURM_PROCID",         "SLURM_NTASKS",         "SLURM_LOCALID",
-                               "PMI_RANK",             "PMI_SIZE",             "MPI_LOCALRANKID"};
+const char* kAllVariables[] = {"OMPI_COMM_WORLD_RANK",
+                               "OMPI_COMM_WORLD_SIZE",
+                               "OMPI_COMM_WORLD_LOCAL_RANK",
+                               "SLURM_PROCID",
+                               "SLURM_NTASKS",
+                               "SLURM_LOCALID",
+                               "PMI_RANK",
+                               "PMI_SIZE",
+                               "MPI_LOCALRANKID"};
 
 void clear_launcher_environment() {
     for (const char* name : kAllVariables) unsetenv(name);
@@ -48,14 +54,15 @@ TEST(Launcher, NoLauncherIsRankZeroOfOne) {
 }
 
 TEST(Launcher, OpenMpi) {
-    expect_launch(detected_with({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}),
-                  "openmpi", 5, 8, 1);
+    expect_launch(
+        detected_with(
+            {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}),
+        "openmpi", 5, 8, 1);
 }
 
 TEST(Launcher, Slurm) {
-    expect_launch(detected_with({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "3"}}), "slurm", 3,
-                  4, 3);
+    expect_launch(detected_with({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "3"}}), "slurm", 3, 4,
+                  3);
 }
 
 TEST(Launcher, Pmi) {

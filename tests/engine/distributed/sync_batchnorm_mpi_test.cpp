@@ -25,8 +25,10 @@ Communicator& world() {
 std::unique_ptr<nn::Model> linear_then_norm(Communicator* communicator) {
     nn::LayerList layers;
     layers.push_back(std::make_unique<nn::Linear>("fc", 8, 6));
-    if (communicator) layers.push_back(std::make_unique<SyncBatchNorm>("bn", 6, *communicator));
-    else layers.push_back(std::make_unique<nn::BatchNorm>("bn", 6));
+    if (communicator)
+        layers.push_back(std::make_unique<SyncBatchNorm>("bn", 6, *communicator));
+    else
+        layers.push_back(std::make_unique<nn::BatchNorm>("bn", 6));
     auto model = std::make_unique<nn::Model>("fc_bn", std::move(layers), nn::make_shape({8}));
     nn::BuildOptions build;
     build.seed = 5;
@@ -61,10 +63,13 @@ TEST(SyncBatchNorm, EqualsBatchNormOnTheUnionBatch) {
     Tensor y = synced->forward(make_tensor(inputs.data() + first * 8, DType::f32, {local, 8}), true);
     synced->backward(make_tensor(output_gradients.data() + first * 6, DType::f32, {local, 6}), ops::GradWrite::store);
 
-    expect_near_all(y.as<float>(), expected_y.as<float>() + first * 6, static_cast<std::size_t>(local * 6), 1e-5, "output");
+    expect_near_all(y.as<float>(), expected_y.as<float>() + first * 6, static_cast<std::size_t>(local * 6), 1e-5,
+                    "output");
     const std::size_t states = reference->parameters().state_length();
-    expect_near_all(synced->parameters().state_buffer().data() ? static_cast<float*>(synced->parameters().state_buffer().data()) : nullptr,
-                    static_cast<float*>(reference->parameters().state_buffer().data()), states, 1e-5, "running statistics");
+    expect_near_all(
+        synced->parameters().state_buffer().data() ? static_cast<float*>(synced->parameters().state_buffer().data())
+                                                   : nullptr,
+        static_cast<float*>(reference->parameters().state_buffer().data()), states, 1e-5, "running statistics");
     // Each rank's parameter gradients are its share: their sum is the union's gradient.
     const std::size_t n = synced->parameters().flat_length();
     std::vector<float> gradients = test::copy_of(synced->parameters().gradients(), n);
@@ -97,16 +102,16 @@ void expect_model_equals_union_batch(const std::string& name, bool channels_last
         return model;
     };
     auto reference = build(9);
-    nn::LossOutput expected = reference->loss(reference->forward(batch.images_tensor(0, total), true),
-                                              batch.labels_tensor(0, total), 1.0f);
+    nn::LossOutput expected =
+        reference->loss(reference->forward(batch.images_tensor(0, total), true), batch.labels_tensor(0, total), 1.0f);
     reference->backward(expected.dlogits, ops::GradWrite::store);
 
     auto synced = build(9);
     BatchNormSync sync(comm);
     synced->context().batchnorm_sync = &sync;
     // The gradient of the summed loss: the ranks' shares add up to the union's.
-    nn::LossOutput mine = synced->loss(synced->forward(batch.images_tensor(first, local), true),
-                                       batch.labels_tensor(first, local), 1.0f);
+    nn::LossOutput mine =
+        synced->loss(synced->forward(batch.images_tensor(first, local), true), batch.labels_tensor(first, local), 1.0f);
     synced->backward(mine.dlogits, ops::GradWrite::store);
 
     const std::size_t n = synced->parameters().flat_length();
@@ -125,7 +130,9 @@ TEST(SyncBatchNorm, WholeCnnEqualsTheUnionBatch) {
     expect_model_equals_union_batch("cnn", true);
 }
 
-TEST(SyncBatchNorm, ResNetBlocksSynchronizeToo) { expect_model_equals_union_batch("resnet", false); }
+TEST(SyncBatchNorm, ResNetBlocksSynchronizeToo) {
+    expect_model_equals_union_batch("resnet", false);
+}
 
 }  // namespace
 }  // namespace ember::distributed

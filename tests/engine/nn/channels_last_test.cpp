@@ -137,7 +137,7 @@ TEST(ChannelsLast, F64GradientsMatchNchwTightly) {
 
 // Records the memory layout of what passes through it (forward and backward).
 class LayoutProbe : public Layer {
-public:
+  public:
     LayoutProbe() : Layer("probe") {}
     const char* kind() const override { return "layout_probe"; }
     TensorShape output_shape(const TensorShape& input) const override { return input; }
@@ -187,8 +187,8 @@ struct TrainingRun {
 TrainingRun make_run(const std::string& name, bool channels_last, uint64_t seed, int accumulation_steps = 1) {
     TrainingRun run;
     run.model = built(name, channels_last, seed);
-    run.optimizer = optim::make_optimizer("sgd", {{"lr", 0.05}, {"momentum", 0.9}},
-                                          run.model->parameters().segments(), optim::OptimizerBackend::cpu);
+    run.optimizer = optim::make_optimizer("sgd", {{"lr", 0.05}, {"momentum", 0.9}}, run.model->parameters().segments(),
+                                          optim::OptimizerBackend::cpu);
     TrainerOptions options;
     options.accumulation_steps = accumulation_steps;
     run.trainer = std::make_unique<Trainer>(*run.model, *run.optimizer, options);
@@ -232,7 +232,7 @@ TEST(ChannelsLast, CheckpointedResnetBlocksMatchNchw) {
 }
 
 class ChannelsLastCheckpoint : public ::testing::Test {
-protected:
+  protected:
     std::string path(const std::string& name) const { return directory_.path(name); }
     test_support::TempDir directory_{"ember_channels_last"};
 };

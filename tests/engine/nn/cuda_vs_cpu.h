@@ -47,8 +47,8 @@ inline void expect_cuda_matches_cpu(Model& cpu, Model& cuda, CudaContext& ctx, c
     ctx.synchronize();
     const std::size_t logit_count = static_cast<std::size_t>(cpu_logits.numel());
     std::vector<float> device_logits(logit_count);
-    EMBER_CUDA_CHECK(cudaMemcpy(device_logits.data(), cuda_logits.data, logit_count * sizeof(float),
-                                cudaMemcpyDeviceToHost));
+    EMBER_CUDA_CHECK(
+        cudaMemcpy(device_logits.data(), cuda_logits.data, logit_count * sizeof(float), cudaMemcpyDeviceToHost));
     for (std::size_t i = 0; i < logit_count; ++i)
         ASSERT_NEAR(device_logits[i], cpu_logits.as<float>()[i], 1e-3f) << name << " logit " << i;
     const std::size_t n = cpu.parameters().flat_length();

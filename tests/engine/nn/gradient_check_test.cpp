@@ -18,9 +18,15 @@ void check_layer(std::unique_ptr<Layer> layer, std::initializer_list<int64_t> in
     harness.check(input, x);
 }
 
-TEST(GradientCheck, Linear) { check_layer(std::make_unique<Linear>("fc", 5, 4), {3, 5}); }
-TEST(GradientCheck, LinearWithoutBias) { check_layer(std::make_unique<Linear>("fc", 5, 4, false), {3, 5}); }
-TEST(GradientCheck, LinearGeluFused) { check_layer(std::make_unique<Linear>("fc", 5, 4, true, true), {3, 5}); }
+TEST(GradientCheck, Linear) {
+    check_layer(std::make_unique<Linear>("fc", 5, 4), {3, 5});
+}
+TEST(GradientCheck, LinearWithoutBias) {
+    check_layer(std::make_unique<Linear>("fc", 5, 4, false), {3, 5});
+}
+TEST(GradientCheck, LinearGeluFused) {
+    check_layer(std::make_unique<Linear>("fc", 5, 4, true, true), {3, 5});
+}
 
 // The unfused chain keeps its intermediate in f32 (as an eager framework would), so it
 // is compared with the fused form rather than differentiated; backward is shared.
@@ -35,10 +41,18 @@ TEST(GradientCheck, LinearGeluUnfusedMatchesFused) {
     EXPECT_NE(unfused, fused);  // the two paths really differ in rounding
 }
 
-TEST(GradientCheck, ReLU) { check_layer(std::make_unique<ReLU>("relu"), {4, 6}); }
-TEST(GradientCheck, GELU) { check_layer(std::make_unique<GELU>("gelu"), {4, 6}); }
-TEST(GradientCheck, Dropout) { check_layer(std::make_unique<Dropout>("drop", 0.4f, 0), {4, 6}); }
-TEST(GradientCheck, Flatten) { check_layer(std::make_unique<Flatten>("flatten"), {2, 2, 3, 3}); }
+TEST(GradientCheck, ReLU) {
+    check_layer(std::make_unique<ReLU>("relu"), {4, 6});
+}
+TEST(GradientCheck, GELU) {
+    check_layer(std::make_unique<GELU>("gelu"), {4, 6});
+}
+TEST(GradientCheck, Dropout) {
+    check_layer(std::make_unique<Dropout>("drop", 0.4f, 0), {4, 6});
+}
+TEST(GradientCheck, Flatten) {
+    check_layer(std::make_unique<Flatten>("flatten"), {2, 2, 3, 3});
+}
 
 TEST(GradientCheck, Conv2dWithBias) {
     check_layer(std::make_unique<Conv2d>("conv", 2, 3, 3, 1, 1, true), {2, 2, 5, 5});
@@ -46,10 +60,18 @@ TEST(GradientCheck, Conv2dWithBias) {
 TEST(GradientCheck, Conv2dStridedWithoutBias) {
     check_layer(std::make_unique<Conv2d>("conv", 2, 3, 3, 2, 1, false), {2, 2, 6, 6});
 }
-TEST(GradientCheck, BatchNorm2d) { check_layer(std::make_unique<BatchNorm>("bn", 3), {4, 3, 3, 3}); }
-TEST(GradientCheck, BatchNorm1d) { check_layer(std::make_unique<BatchNorm>("bn", 5), {6, 5}); }
-TEST(GradientCheck, MaxPool2d) { check_layer(std::make_unique<MaxPool2d>("pool", 2, 2), {2, 2, 4, 6}); }
-TEST(GradientCheck, GlobalAvgPool) { check_layer(std::make_unique<GlobalAvgPool>("pool"), {2, 3, 3, 4}); }
+TEST(GradientCheck, BatchNorm2d) {
+    check_layer(std::make_unique<BatchNorm>("bn", 3), {4, 3, 3, 3});
+}
+TEST(GradientCheck, BatchNorm1d) {
+    check_layer(std::make_unique<BatchNorm>("bn", 5), {6, 5});
+}
+TEST(GradientCheck, MaxPool2d) {
+    check_layer(std::make_unique<MaxPool2d>("pool", 2, 2), {2, 2, 4, 6});
+}
+TEST(GradientCheck, GlobalAvgPool) {
+    check_layer(std::make_unique<GlobalAvgPool>("pool"), {2, 3, 3, 4});
+}
 
 TEST(GradientCheck, BasicBlockIdentityShortcut) {
     check_layer(std::make_unique<BasicBlock>("block", 3, 3, 1, false), {4, 3, 4, 4});
@@ -61,7 +83,9 @@ TEST(GradientCheck, BasicBlockProjectionShortcut) {
 TEST(GradientCheck, PatchEmbedding) {
     check_layer(std::make_unique<PatchEmbedding>("embed", 1, 8, 4, 6), {2, 1, 8, 8});
 }
-TEST(GradientCheck, LayerNorm) { check_layer(std::make_unique<LayerNorm>("ln", 6), {5, 6}); }
+TEST(GradientCheck, LayerNorm) {
+    check_layer(std::make_unique<LayerNorm>("ln", 6), {5, 6});
+}
 // The unfused chain keeps f64 intermediates for f64 activations, so finite differences
 // check it as they check the fused op.
 TEST(GradientCheck, LayerNormUnfused) {
@@ -80,7 +104,9 @@ TEST(GradientCheck, SelfAttentionTwoHeads) {
 TEST(GradientCheck, TransformerBlock) {
     check_layer(std::make_unique<TransformerBlock>("block", 8, 2, 4, 12), {8, 8});
 }
-TEST(GradientCheck, TokenMeanPool) { check_layer(std::make_unique<TokenMeanPool>("pool", 4), {8, 5}); }
+TEST(GradientCheck, TokenMeanPool) {
+    check_layer(std::make_unique<TokenMeanPool>("pool", 4), {8, 5});
+}
 
 // ---- the loss and whole models: perturb parameters, compare the flat gradient --------
 
@@ -152,16 +178,26 @@ void check_model(const std::string& name, ModelOptions options, bool checkpoint_
     EXPECT_GT(checked, 20u);
 }
 
-TEST(GradientCheck, MlpModel) { check_model("mlp", tiny("mlp")); }
-TEST(GradientCheck, CnnModel) { check_model("cnn", tiny("cnn")); }
+TEST(GradientCheck, MlpModel) {
+    check_model("mlp", tiny("mlp"));
+}
+TEST(GradientCheck, CnnModel) {
+    check_model("cnn", tiny("cnn"));
+}
 TEST(GradientCheck, CnnModelWithConvBias) {
     ModelOptions o = tiny("cnn");
     o.conv_bias_before_bn = true;
     check_model("cnn", o);
 }
-TEST(GradientCheck, ResnetModel) { check_model("resnet", tiny("resnet")); }
-TEST(GradientCheck, ResnetModelWithActivationCheckpointing) { check_model("resnet", tiny("resnet"), true); }
-TEST(GradientCheck, TransformerModel) { check_model("transformer", tiny("transformer")); }
+TEST(GradientCheck, ResnetModel) {
+    check_model("resnet", tiny("resnet"));
+}
+TEST(GradientCheck, ResnetModelWithActivationCheckpointing) {
+    check_model("resnet", tiny("resnet"), true);
+}
+TEST(GradientCheck, TransformerModel) {
+    check_model("transformer", tiny("transformer"));
+}
 TEST(GradientCheck, TransformerModelWithActivationCheckpointing) {
     check_model("transformer", tiny("transformer"), true);
 }

@@ -40,8 +40,8 @@ struct Step {
     std::vector<float> logits, gradients;
 };
 
-Step one_step(const std::string& name, bool channels_last, DType activation,
-              OpImplementation implementation, std::unique_ptr<Model>& model) {
+Step one_step(const std::string& name, bool channels_last, DType activation, OpImplementation implementation,
+              std::unique_ptr<Model>& model) {
     ScopedOpImplementation scoped(implementation);
     model = make_model(name, small_models());
     BuildOptions build;
@@ -55,7 +55,8 @@ Step one_step(const std::string& name, bool channels_last, DType activation,
     LossOutput loss = model->loss(logits, batch.y, 1.0f / 8);
     model->backward(loss.dlogits, ops::GradWrite::store);
     Step step;
-    for (int64_t i = 0; i < logits.numel(); ++i) step.logits.push_back(float(load_as_double(logits.data, logits.dtype, i)));
+    for (int64_t i = 0; i < logits.numel(); ++i)
+        step.logits.push_back(float(load_as_double(logits.data, logits.dtype, i)));
     step.gradients = test::download(model->parameters().gradients(), model->parameters().flat_length());
     return step;
 }
@@ -69,7 +70,9 @@ double relative_l2(const float* got, const float* want, std::size_t count) {
     return std::sqrt(difference) / std::max(std::sqrt(norm), 1e-30);
 }
 
-double tolerance(DType activation) { return activation == DType::f32 ? 1e-4 : 0.0; }
+double tolerance(DType activation) {
+    return activation == DType::f32 ? 1e-4 : 0.0;
+}
 
 std::string isa_cap() {
     const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
@@ -90,8 +93,8 @@ TEST_P(OneDnnParity, OneStepsGradientsMatchTheReferenceLoops) {
     for (float v : fast.logits) ASSERT_TRUE(std::isfinite(v)) << "logits";
     EXPECT_LE(relative_l2(fast.logits.data(), reference.logits.data(), fast.logits.size()), allowed) << "logits";
     for (const ParameterEntry& entry : reference_model->parameters().parameters()) {
-        const double error = relative_l2(fast.gradients.data() + entry.offset,
-                                         reference.gradients.data() + entry.offset, entry.length);
+        const double error =
+            relative_l2(fast.gradients.data() + entry.offset, reference.gradients.data() + entry.offset, entry.length);
         EXPECT_LE(error, allowed) << "gradient of " << entry.name;
     }
 }

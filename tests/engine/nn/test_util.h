@@ -44,7 +44,7 @@ inline void expect_close(double analytic, double numeric, const std::string& wha
 
 // One layer on the CPU backend with f64 parameters and activations.
 class LayerHarness {
-public:
+  public:
     explicit LayerHarness(std::unique_ptr<Layer> layer, uint64_t seed = 7) : layer_(std::move(layer)) {
         layer_->register_parameters(store_);
         store_.allocate(Device::cpu, DType::f64, DType::f32);
@@ -104,7 +104,7 @@ public:
                              e.name + "[" + std::to_string(i) + "]");
     }
 
-private:
+  private:
     std::unique_ptr<Layer> layer_;
     ParameterStore store_;
     ActivationPool pool_{Device::cpu, 1u << 22, "test activations"};

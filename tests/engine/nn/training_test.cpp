@@ -238,9 +238,9 @@ TEST(Training, ActivationCheckpointingKeepsGradientsAndSavesMemory) {
                   flat(checkpointed->parameters().state_buffer(), plain->parameters().state_length()))
             << name << ": running statistics must move once per step";
         EXPECT_LT(checkpointed->activation_bytes(), plain->activation_bytes()) << name;
-        std::printf("%s: activations %zu bytes, with checkpointing %zu (%zu in the recompute pool): saved %zu\n",
-                    name, plain->activation_bytes(), checkpointed->activation_bytes(),
-                    checkpointed->recompute_bytes(), plain->activation_bytes() - checkpointed->activation_bytes());
+        std::printf("%s: activations %zu bytes, with checkpointing %zu (%zu in the recompute pool): saved %zu\n", name,
+                    plain->activation_bytes(), checkpointed->activation_bytes(), checkpointed->recompute_bytes(),
+                    plain->activation_bytes() - checkpointed->activation_bytes());
     }
 }
 
@@ -276,8 +276,8 @@ TEST(Training, EvaluationStoresNoActivationsAndChangesNothing) {
 TEST(LossScaler, Fp16OverflowSkipsTheStep) {
     Batch batch = make_batch(8, 7);
     auto model = built("mlp", {}, DType::f16);
-    auto optimizer = optim::make_optimizer("adam", {{"lr", 1e-3}}, model->parameters().segments(),
-                                           optim::OptimizerBackend::cpu);
+    auto optimizer =
+        optim::make_optimizer("adam", {{"lr", 1e-3}}, model->parameters().segments(), optim::OptimizerBackend::cpu);
     TrainerOptions options;
     options.autocast.precision = amp::Precision::fp16;
     Trainer trainer(*model, *optimizer, options);
@@ -306,8 +306,8 @@ TEST(Amp, LowPrecisionTrainingOnCpuLowersTheLoss) {
         amp::AutocastPolicy policy{precision};
         Batch batch = make_batch(32, 8);
         auto model = built("mlp", {}, policy.compute_dtype());
-        auto optimizer = optim::make_optimizer("adam", {{"lr", 1e-3}}, model->parameters().segments(),
-                                               optim::OptimizerBackend::cpu);
+        auto optimizer =
+            optim::make_optimizer("adam", {{"lr", 1e-3}}, model->parameters().segments(), optim::OptimizerBackend::cpu);
         TrainerOptions options;
         options.autocast = policy;
         Trainer trainer(*model, *optimizer, options);
@@ -360,7 +360,8 @@ TEST(Amp, EveryModelRunsInLowPrecisionOnCpu) {
             model->backward(low.dlogits, ops::GradWrite::store);
             std::vector<float> got = flat(model->parameters().gradients(), n);
             double error = 0.0;
-            for (std::size_t i = 0; i < n; ++i) error += (double(got[i]) - expected[i]) * (double(got[i]) - expected[i]);
+            for (std::size_t i = 0; i < n; ++i)
+                error += (double(got[i]) - expected[i]) * (double(got[i]) - expected[i]);
             // bf16 keeps 8 bits of mantissa, f16 11: the gradient agrees to a few percent.
             EXPECT_LT(std::sqrt(error), 0.1 * std::sqrt(norm)) << name << " " << dtype_name(dtype);
         }

@@ -67,9 +67,8 @@ const auto* const kThreeThreads = ::testing::AddGlobalTestEnvironment(new ThreeT
 
 // Runs `op` on `outputs` once with the reference and once with the fast path, from the
 // same starting values, and compares every output.
-void expect_fast_matches_reference(std::vector<HostTensor*> outputs, GradWrite write,
-                                   const std::function<void()>& op, const std::string& what,
-                                   Match match = Match::close) {
+void expect_fast_matches_reference(std::vector<HostTensor*> outputs, GradWrite write, const std::function<void()>& op,
+                                   const std::string& what, Match match = Match::close) {
     std::mt19937 rng(11);
     for (HostTensor* t : outputs) {
         if (write == GradWrite::store)
@@ -94,17 +93,14 @@ void expect_fast_matches_reference(std::vector<HostTensor*> outputs, GradWrite w
     }
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         if (match == Match::exact) {
-            EXPECT_EQ(outputs[i]->storage, reference[i].storage)
-                << what << ", output " << i << " differs";
+            EXPECT_EQ(outputs[i]->storage, reference[i].storage) << what << ", output " << i << " differs";
             continue;
         }
-        const std::vector<double> got = test::values(*outputs[i]),
-                                  want = test::values(reference[i]);
+        const std::vector<double> got = test::values(*outputs[i]), want = test::values(reference[i]);
         double largest = 0.0, worst = 0.0;
         for (double v : want) largest = std::max(largest, std::fabs(v));
         for (std::size_t j = 0; j < got.size(); ++j) {
-            ASSERT_FALSE(std::isnan(got[j]))
-                << what << ", output " << i << ": element " << j << " not written";
+            ASSERT_FALSE(std::isnan(got[j])) << what << ", output " << i << ": element " << j << " not written";
             worst = std::max(worst, std::fabs(got[j] - want[j]));
         }
         EXPECT_LE(test::relative_l2(got, want), kRelativeL2) << what << ", output " << i;
@@ -115,12 +111,12 @@ void expect_fast_matches_reference(std::vector<HostTensor*> outputs, GradWrite w
 // expect_fast_matches_reference in both gradient modes: `op(write)` storing, then
 // accumulating, named "<what> (store)" and "<what> (accumulate)".
 void expect_fast_matches_reference_in_both_modes(const std::vector<HostTensor*>& outputs,
-                                                 const std::function<void(GradWrite)>& op,
-                                                 const std::string& what, Match match = Match::close) {
+                                                 const std::function<void(GradWrite)>& op, const std::string& what,
+                                                 Match match = Match::close) {
     for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
         expect_fast_matches_reference(
-            outputs, write, [&] { op(write); },
-            what + (write == GradWrite::store ? " (store)" : " (accumulate)"), match);
+            outputs, write, [&] { op(write); }, what + (write == GradWrite::store ? " (store)" : " (accumulate)"),
+            match);
 }
 
 struct ConvCase {
@@ -129,11 +125,10 @@ struct ConvCase {
 };
 
 std::string describe(const ConvCase& k, Layout layout) {
-    return "conv N" + std::to_string(k.n) + " C" + std::to_string(k.c) + " " + std::to_string(k.h) +
-           "x" + std::to_string(k.w) + " K" + std::to_string(k.k) + " " + std::to_string(k.r) +
-           "x" + std::to_string(k.s) + " stride " + std::to_string(k.stride_h) + "x" +
-           std::to_string(k.stride_w) + " pad " + std::to_string(k.pad_h) + "x" +
-           std::to_string(k.pad_w) + " dilation " + std::to_string(k.dilation_h) + "x" +
+    return "conv N" + std::to_string(k.n) + " C" + std::to_string(k.c) + " " + std::to_string(k.h) + "x" +
+           std::to_string(k.w) + " K" + std::to_string(k.k) + " " + std::to_string(k.r) + "x" + std::to_string(k.s) +
+           " stride " + std::to_string(k.stride_h) + "x" + std::to_string(k.stride_w) + " pad " +
+           std::to_string(k.pad_h) + "x" + std::to_string(k.pad_w) + " dilation " + std::to_string(k.dilation_h) + "x" +
            std::to_string(k.dilation_w) + (layout == Layout::nhwc ? " nhwc" : " nchw");
 }
 
@@ -141,18 +136,28 @@ std::string describe(const ConvCase& k, Layout layout) {
 // odd ones: channel counts off the 16-wide blocks, non-square images, asymmetric
 // stride/padding, dilation, a kernel larger than the padding leaves room for.
 const ConvCase kConvCases[] = {
-    {2, 1, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1},  {2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1},
-    {3, 16, 14, 14, 32, 3, 3, 2, 2, 1, 1, 1, 1}, {2, 16, 14, 14, 32, 1, 1, 2, 2, 0, 0, 1, 1},
-    {2, 1, 28, 28, 64, 7, 7, 7, 7, 0, 0, 1, 1},  {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1},
-    {3, 17, 13, 11, 33, 3, 3, 2, 1, 1, 2, 1, 1}, {2, 5, 12, 10, 7, 5, 3, 3, 2, 2, 1, 1, 1},
-    {2, 20, 9, 9, 18, 3, 3, 1, 1, 2, 2, 2, 2},   {1, 32, 8, 8, 16, 1, 1, 1, 1, 0, 0, 1, 1},
-    {2, 4, 6, 6, 3, 4, 4, 2, 2, 1, 0, 1, 1},     {2, 3, 7, 7, 4, 2, 2, 2, 2, 0, 0, 1, 1},
+    {2, 1, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1},
+    {2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1},
+    {3, 16, 14, 14, 32, 3, 3, 2, 2, 1, 1, 1, 1},
+    {2, 16, 14, 14, 32, 1, 1, 2, 2, 0, 0, 1, 1},
+    {2, 1, 28, 28, 64, 7, 7, 7, 7, 0, 0, 1, 1},
+    {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1},
+    {3, 17, 13, 11, 33, 3, 3, 2, 1, 1, 2, 1, 1},
+    {2, 5, 12, 10, 7, 5, 3, 3, 2, 2, 1, 1, 1},
+    {2, 20, 9, 9, 18, 3, 3, 1, 1, 2, 2, 2, 2},
+    {1, 32, 8, 8, 16, 1, 1, 1, 1, 0, 0, 1, 1},
+    {2, 4, 6, 6, 3, 4, 4, 2, 2, 1, 0, 1, 1},
+    {2, 3, 7, 7, 4, 2, 2, 2, 2, 0, 0, 1, 1},
     // 1x1 with a stride, fewer channels than oneDNN's blocks (8 on AVX2, 16 on AVX-512):
     // ResNet's 4->8 shortcut at batch 8, 8 and 12 channels, padding, one axis strided.
-    {8, 4, 28, 28, 8, 1, 1, 2, 2, 0, 0, 1, 1},   {2, 4, 14, 14, 8, 1, 1, 2, 2, 0, 0, 1, 1},
-    {4, 8, 16, 16, 16, 1, 1, 2, 2, 0, 0, 1, 1},  {16, 12, 64, 64, 16, 1, 1, 2, 2, 0, 0, 1, 1},
-    {2, 3, 9, 9, 5, 1, 1, 2, 2, 0, 0, 1, 1},     {2, 6, 9, 10, 16, 1, 1, 2, 3, 1, 2, 1, 1},
-    {2, 5, 8, 9, 8, 1, 1, 1, 2, 0, 0, 1, 1},     {2, 7, 6, 6, 9, 1, 1, 1, 1, 1, 1, 1, 1},
+    {8, 4, 28, 28, 8, 1, 1, 2, 2, 0, 0, 1, 1},
+    {2, 4, 14, 14, 8, 1, 1, 2, 2, 0, 0, 1, 1},
+    {4, 8, 16, 16, 16, 1, 1, 2, 2, 0, 0, 1, 1},
+    {16, 12, 64, 64, 16, 1, 1, 2, 2, 0, 0, 1, 1},
+    {2, 3, 9, 9, 5, 1, 1, 2, 2, 0, 0, 1, 1},
+    {2, 6, 9, 10, 16, 1, 1, 2, 3, 1, 2, 1, 1},
+    {2, 5, 8, 9, 8, 1, 1, 1, 2, 0, 0, 1, 1},
+    {2, 7, 6, 6, 9, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
 TEST(CpuFastPath, ConvolutionMatchesReference) {
@@ -163,16 +168,14 @@ TEST(CpuFastPath, ConvolutionMatchesReference) {
             const int64_t p = conv_output_size(k.h, k.r, k.stride_h, k.pad_h, k.dilation_h);
             const int64_t q = conv_output_size(k.w, k.s, k.stride_w, k.pad_w, k.dilation_w);
             std::mt19937 rng(5);
-            HostTensor x(f32, {k.n, k.c, k.h, k.w}, layout),
-                weight(f32, {k.k, k.c, k.r, k.s}, layout);
+            HostTensor x(f32, {k.n, k.c, k.h, k.w}, layout), weight(f32, {k.k, k.c, k.r, k.s}, layout);
             HostTensor bias(f32, {k.k}), dy(f32, {k.n, k.k, p, q}, layout);
             HostTensor y(f32, {k.n, k.k, p, q}, layout), dx(f32, {k.n, k.c, k.h, k.w}, layout);
             HostTensor dweight(f32, {k.k, k.c, k.r, k.s}, layout), dbias(f32, {k.k});
             for (HostTensor* t : {&x, &weight, &bias, &dy}) test::fill_random(*t, rng);
             const std::string what = describe(k, layout);
             expect_fast_matches_reference(
-                {&y}, GradWrite::store, [&] { conv2d_forward_cpu(x, weight, {}, y, params); },
-                what + " forward");
+                {&y}, GradWrite::store, [&] { conv2d_forward_cpu(x, weight, {}, y, params); }, what + " forward");
             expect_fast_matches_reference(
                 {&y}, GradWrite::store, [&] { conv2d_forward_cpu(x, weight, bias, y, params); },
                 what + " forward + bias");
@@ -182,8 +185,7 @@ TEST(CpuFastPath, ConvolutionMatchesReference) {
                     {&dx}, write, [&] { conv2d_backward_data_cpu(weight, dy, dx, params, write); },
                     what + " backward data" + mode);
                 expect_fast_matches_reference(
-                    {&dweight}, write,
-                    [&] { conv2d_backward_filter_cpu(x, dy, dweight, params, write); },
+                    {&dweight}, write, [&] { conv2d_backward_filter_cpu(x, dy, dweight, params, write); },
                     what + " backward filter" + mode);
                 expect_fast_matches_reference(
                     {&dbias}, write, [&] { conv2d_backward_bias_cpu(dy, dbias, write); },
@@ -198,22 +200,19 @@ TEST(CpuFastPath, GemmMatchesReference) {
         bool transpose_a, transpose_b;
         float alpha, beta;
     };
-    const Case cases[] = {
-        {128, 512, 784, false, true, 1.0f, 0.0f}, {7, 13, 5, false, false, 1.0f, 0.0f},
-        {33, 17, 65, true, false, 0.5f, 1.0f},    {1, 1, 1, true, true, 2.0f, -1.0f},
-        {64, 10, 256, false, true, 1.0f, 1.0f},   {300, 192, 64, false, false, 0.25f, 0.0f}};
+    const Case cases[] = {{128, 512, 784, false, true, 1.0f, 0.0f}, {7, 13, 5, false, false, 1.0f, 0.0f},
+                          {33, 17, 65, true, false, 0.5f, 1.0f},    {1, 1, 1, true, true, 2.0f, -1.0f},
+                          {64, 10, 256, false, true, 1.0f, 1.0f},   {300, 192, 64, false, false, 0.25f, 0.0f}};
     for (const Case& k : cases)
         for (Epilogue epilogue : {Epilogue::none, Epilogue::bias, Epilogue::bias_gelu}) {
-            const std::string what = "gemm " + std::to_string(k.m) + "x" + std::to_string(k.n) +
-                                     "x" + std::to_string(k.k) + (k.transpose_a ? " A^T" : "") +
+            const std::string what = "gemm " + std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
+                                     std::to_string(k.k) + (k.transpose_a ? " A^T" : "") +
                                      (k.transpose_b ? " B^T" : "") + " epilogue " +
                                      std::to_string(static_cast<int>(epilogue));
             SCOPED_TRACE(what);
             std::mt19937 rng(4);
-            HostTensor a(f32, k.transpose_a ? std::vector<int64_t>{k.k, k.m}
-                                            : std::vector<int64_t>{k.m, k.k});
-            HostTensor b(f32, k.transpose_b ? std::vector<int64_t>{k.n, k.k}
-                                            : std::vector<int64_t>{k.k, k.n});
+            HostTensor a(f32, k.transpose_a ? std::vector<int64_t>{k.k, k.m} : std::vector<int64_t>{k.m, k.k});
+            HostTensor b(f32, k.transpose_b ? std::vector<int64_t>{k.n, k.k} : std::vector<int64_t>{k.k, k.n});
             HostTensor bias(f32, {k.n}), c(f32, {k.m, k.n}), pre(f32, {k.m, k.n});
             for (HostTensor* t : {&a, &b, &bias}) test::fill_random(*t, rng);
             GemmArgs args;
@@ -236,9 +235,8 @@ TEST(CpuFastPath, LinearBackwardAndBiasGradientMatchReference) {
     for (GradWrite write : {GradWrite::store, GradWrite::accumulate})
         for (auto [rows, in, out] :
              {std::tuple<int64_t, int64_t, int64_t>{128, 784, 512}, {9, 7, 130}, {2048, 64, 192}}) {
-            const std::string what = "linear backward " + std::to_string(rows) + "x" +
-                                     std::to_string(in) + "->" + std::to_string(out) +
-                                     (write == GradWrite::store ? " (store)" : " (accumulate)");
+            const std::string what = "linear backward " + std::to_string(rows) + "x" + std::to_string(in) + "->" +
+                                     std::to_string(out) + (write == GradWrite::store ? " (store)" : " (accumulate)");
             SCOPED_TRACE(what);
             std::mt19937 rng(8);
             HostTensor x(f32, {rows, in}), weight(f32, {out, in}), dy(f32, {rows, out});
@@ -246,8 +244,7 @@ TEST(CpuFastPath, LinearBackwardAndBiasGradientMatchReference) {
             for (HostTensor* t : {&x, &weight, &dy}) test::fill_random(*t, rng);
             expect_fast_matches_reference(
                 {&dx, &dweight, &dbias}, write,
-                [&] { linear_backward_cpu(x, weight, dy, dx, dweight, dbias, write, write); },
-                what);
+                [&] { linear_backward_cpu(x, weight, dy, dx, dweight, dbias, write, write); }, what);
         }
 }
 
@@ -255,12 +252,9 @@ TEST(CpuFastPath, BatchedGemmMatchesReference) {
     for (bool transpose_a : {false, true})
         for (bool transpose_b : {false, true})
             for (auto [count, m, n, k] :
-                 {std::tuple<int64_t, int64_t, int64_t, int64_t>{512, 16, 16, 16},
-                  {3, 5, 7, 9},
-                  {64, 49, 16, 49}}) {
-                const std::string what = "batched gemm " + std::to_string(count) + " x " +
-                                         std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                         std::to_string(k) + (transpose_a ? " A^T" : "") +
+                 {std::tuple<int64_t, int64_t, int64_t, int64_t>{512, 16, 16, 16}, {3, 5, 7, 9}, {64, 49, 16, 49}}) {
+                const std::string what = "batched gemm " + std::to_string(count) + " x " + std::to_string(m) + "x" +
+                                         std::to_string(n) + "x" + std::to_string(k) + (transpose_a ? " A^T" : "") +
                                          (transpose_b ? " B^T" : "");
                 SCOPED_TRACE(what);
                 std::mt19937 rng(12);
@@ -301,17 +295,13 @@ const ActivationCase kActivationCases[] = {
 TEST(CpuFastPath, BatchNormMatchesReferenceBitForBit) {
     for (const ActivationCase& k : kActivationCases)
         for (bool running : {true, false}) {
-            const std::string what =
-                "batchnorm " + describe(k) + (running ? " + running statistics" : "");
+            const std::string what = "batchnorm " + describe(k) + (running ? " + running statistics" : "");
             SCOPED_TRACE(what);
             const int64_t C = k.shape[1];
             std::mt19937 rng(21);
-            HostTensor x(f32, k.shape, k.layout), dy(f32, k.shape, k.layout),
-                y(f32, k.shape, k.layout);
-            HostTensor dx(f32, k.shape, k.layout), gamma(f32, {C}), beta(f32, {C}), mean(f32, {C}),
-                invstd(f32, {C});
-            HostTensor running_mean(f32, {C}), running_var(f32, {C}), dgamma(f32, {C}),
-                dbeta(f32, {C});
+            HostTensor x(f32, k.shape, k.layout), dy(f32, k.shape, k.layout), y(f32, k.shape, k.layout);
+            HostTensor dx(f32, k.shape, k.layout), gamma(f32, {C}), beta(f32, {C}), mean(f32, {C}), invstd(f32, {C});
+            HostTensor running_mean(f32, {C}), running_var(f32, {C}), dgamma(f32, {C}), dbeta(f32, {C});
             test::fill_random(x, rng, -2.0, 3.0);
             test::fill_random(dy, rng);
             test::fill_random(gamma, rng, 0.5, 1.5);
@@ -321,25 +311,21 @@ TEST(CpuFastPath, BatchNormMatchesReferenceBitForBit) {
                 expect_fast_matches_reference(
                     {&y, &mean, &invstd, &running_mean, &running_var}, GradWrite::accumulate,
                     [&] {
-                        batchnorm_forward_train_cpu(x, gamma, beta, y, running_mean, running_var,
-                                                    mean, invstd, params);
+                        batchnorm_forward_train_cpu(x, gamma, beta, y, running_mean, running_var, mean, invstd, params);
                     },
                     what + " forward", Match::exact);
             } else {
                 expect_fast_matches_reference(
                     {&y, &mean, &invstd}, GradWrite::store,
-                    [&] {
-                        batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd,
-                                                    params);
-                    },
+                    [&] { batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, params); },
                     what + " forward", Match::exact);
             }
             batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, params);
             test::fill_random(running_var, rng, 0.5, 2.0);
             expect_fast_matches_reference(
                 {&y}, GradWrite::store,
-                [&] { batchnorm_forward_eval_cpu(x, gamma, beta, mean, running_var, y, params); },
-                what + " eval", Match::exact);
+                [&] { batchnorm_forward_eval_cpu(x, gamma, beta, mean, running_var, y, params); }, what + " eval",
+                Match::exact);
             expect_fast_matches_reference_in_both_modes(
                 {&dx, &dgamma, &dbeta},
                 [&](GradWrite write) {
@@ -354,8 +340,7 @@ TEST(CpuFastPath, ElementwiseOpsMatchReferenceBitForBit) {
         const std::string what = describe(k);
         SCOPED_TRACE(what);
         std::mt19937 rng(22);
-        HostTensor x(f32, k.shape, k.layout), other(f32, k.shape, k.layout),
-            y(f32, k.shape, k.layout);
+        HostTensor x(f32, k.shape, k.layout), other(f32, k.shape, k.layout), y(f32, k.shape, k.layout);
         HostTensor dy(f32, k.shape, k.layout), dx(f32, k.shape, k.layout);
         for (HostTensor* t : {&x, &other, &dy}) test::fill_random(*t, rng, -3.0, 3.0);
         expect_fast_matches_reference(
@@ -367,26 +352,24 @@ TEST(CpuFastPath, ElementwiseOpsMatchReferenceBitForBit) {
         for (GradWrite write : {GradWrite::store, GradWrite::accumulate}) {
             const std::string mode = write == GradWrite::store ? " (store)" : " (accumulate)";
             expect_fast_matches_reference(
-                {&dx}, write, [&] { relu_backward_cpu(x, dy, dx, write); },
-                what + " relu backward" + mode, Match::exact);
+                {&dx}, write, [&] { relu_backward_cpu(x, dy, dx, write); }, what + " relu backward" + mode,
+                Match::exact);
             expect_fast_matches_reference(
-                {&dx}, write, [&] { gelu_backward_cpu(x, dy, dx, write); },
-                what + " gelu backward" + mode, Match::exact);
+                {&dx}, write, [&] { gelu_backward_cpu(x, dy, dx, write); }, what + " gelu backward" + mode,
+                Match::exact);
             expect_fast_matches_reference(
-                {&dx}, write, [&] { accumulate_grad_cpu(dy, dx, write); },
-                what + " accumulate_grad" + mode, Match::exact);
+                {&dx}, write, [&] { accumulate_grad_cpu(dy, dx, write); }, what + " accumulate_grad" + mode,
+                Match::exact);
         }
         expect_fast_matches_reference(
-            {&y}, GradWrite::accumulate, [&] { scale_cpu(y, 0.3f); }, what + " scale",
-            Match::exact);
+            {&y}, GradWrite::accumulate, [&] { scale_cpu(y, 0.3f); }, what + " scale", Match::exact);
         expect_fast_matches_reference(
             {&y}, GradWrite::store, [&] { fill_cpu(y, 1.5f); }, what + " fill", Match::exact);
         if (k.shape.size() == 4) {
-            HostTensor converted(f32, k.shape,
-                                 k.layout == Layout::nhwc ? Layout::nchw : Layout::nhwc);
+            HostTensor converted(f32, k.shape, k.layout == Layout::nhwc ? Layout::nchw : Layout::nhwc);
             expect_fast_matches_reference(
-                {&converted}, GradWrite::store, [&] { convert_layout_cpu(x, converted); },
-                what + " convert_layout", Match::exact);
+                {&converted}, GradWrite::store, [&] { convert_layout_cpu(x, converted); }, what + " convert_layout",
+                Match::exact);
         }
     }
 }
@@ -404,20 +387,17 @@ TEST(CpuFastPath, PoolingMatchesReferenceBitForBit) {
     overlapping.pad_h = overlapping.pad_w = 1;
     Pool2dParams whole;  // a global pool over 7x7
     whole.kernel_h = whole.kernel_w = whole.stride_h = whole.stride_w = 7;
-    const PoolCase cases[] = {{128, 32, 28, 28, two},
-                              {3, 5, 9, 7, two},
-                              {2, 17, 9, 8, overlapping},
-                              {4, 64, 7, 7, whole}};
+    const PoolCase cases[] = {
+        {128, 32, 28, 28, two}, {3, 5, 9, 7, two}, {2, 17, 9, 8, overlapping}, {4, 64, 7, 7, whole}};
     for (const PoolCase& k : cases)
         for (Layout layout : {Layout::nchw, Layout::nhwc}) {
             const Pool2dParams& p = k.params;
             const int64_t P = (k.h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
             const int64_t Q = (k.w + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
-            const std::string what =
-                "pool " + describe(ActivationCase{{k.n, k.c, k.h, k.w}, layout}) + " kernel " +
-                std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) + " stride " +
-                std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) + " pad " +
-                std::to_string(p.pad_h);
+            const std::string what = "pool " + describe(ActivationCase{{k.n, k.c, k.h, k.w}, layout}) + " kernel " +
+                                     std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) + " stride " +
+                                     std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) + " pad " +
+                                     std::to_string(p.pad_h);
             SCOPED_TRACE(what);
             std::mt19937 rng(23);
             HostTensor x(f32, {k.n, k.c, k.h, k.w}, layout), dx(f32, {k.n, k.c, k.h, k.w}, layout);
@@ -426,8 +406,8 @@ TEST(CpuFastPath, PoolingMatchesReferenceBitForBit) {
             test::fill_random(x, rng);
             test::fill_random(dy, rng);
             expect_fast_matches_reference(
-                {&y, &argmax}, GradWrite::store, [&] { maxpool2d_forward_cpu(x, y, argmax, p); },
-                what + " max forward", Match::exact);
+                {&y, &argmax}, GradWrite::store, [&] { maxpool2d_forward_cpu(x, y, argmax, p); }, what + " max forward",
+                Match::exact);
             maxpool2d_forward_cpu(x, y, argmax, p);
             for (GradWrite write : {GradWrite::store, GradWrite::accumulate}) {
                 const std::string mode = write == GradWrite::store ? " (store)" : " (accumulate)";
@@ -435,28 +415,24 @@ TEST(CpuFastPath, PoolingMatchesReferenceBitForBit) {
                     {&dx}, write, [&] { maxpool2d_backward_cpu(dy, argmax, dx, p, write); },
                     what + " max backward" + mode, Match::exact);
                 expect_fast_matches_reference(
-                    {&dx}, write, [&] { avgpool2d_backward_cpu(dy, dx, p, write); },
-                    what + " average backward" + mode, Match::exact);
+                    {&dx}, write, [&] { avgpool2d_backward_cpu(dy, dx, p, write); }, what + " average backward" + mode,
+                    Match::exact);
             }
             expect_fast_matches_reference(
-                {&y}, GradWrite::store, [&] { avgpool2d_forward_cpu(x, y, p); },
-                what + " average forward", Match::exact);
+                {&y}, GradWrite::store, [&] { avgpool2d_forward_cpu(x, y, p); }, what + " average forward",
+                Match::exact);
         }
 }
 
 TEST(CpuFastPath, AttentionHelpersAndLayerNormMatchReferenceBitForBit) {
     for (auto [batch, tokens, heads, head_dim] :
-         {std::tuple<int64_t, int64_t, int64_t, int64_t>{128, 16, 4, 16},
-          {3, 5, 2, 7},
-          {1, 1, 1, 1}}) {
-        const std::string what = "attention batch " + std::to_string(batch) + " tokens " +
-                                 std::to_string(tokens) + " heads " + std::to_string(heads) +
-                                 " x " + std::to_string(head_dim);
+         {std::tuple<int64_t, int64_t, int64_t, int64_t>{128, 16, 4, 16}, {3, 5, 2, 7}, {1, 1, 1, 1}}) {
+        const std::string what = "attention batch " + std::to_string(batch) + " tokens " + std::to_string(tokens) +
+                                 " heads " + std::to_string(heads) + " x " + std::to_string(head_dim);
         SCOPED_TRACE(what);
         const int64_t stack = batch * heads, dim = heads * head_dim, rows = batch * tokens;
         std::mt19937 rng(24);
-        HostTensor qkv(f32, {rows, 3 * dim}), merged(f32, {rows, dim}),
-            head(f32, {stack, tokens, head_dim});
+        HostTensor qkv(f32, {rows, 3 * dim}), merged(f32, {rows, dim}), head(f32, {stack, tokens, head_dim});
         HostTensor scores(f32, {stack * tokens, tokens}), p(f32, {stack * tokens, tokens});
         HostTensor dp(f32, {stack * tokens, tokens}), ds(f32, {stack * tokens, tokens});
         for (HostTensor* t : {&qkv, &head, &scores, &dp}) test::fill_random(*t, rng, -4.0, 4.0);
@@ -472,27 +448,23 @@ TEST(CpuFastPath, AttentionHelpersAndLayerNormMatchReferenceBitForBit) {
         expect_fast_matches_reference(
             {&merged}, GradWrite::store,
             [&] {
-                move_heads_cpu(merged, head, HeadLayout{batch, tokens, heads, head_dim, 1, 0},
-                               false);
+                move_heads_cpu(merged, head, HeadLayout{batch, tokens, heads, head_dim, 1, 0}, false);
             },
             what + " merge", Match::exact);
         expect_fast_matches_reference(
-            {&p}, GradWrite::store, [&] { softmax_rows_cpu(scores, p); }, what + " softmax",
-            Match::exact);
+            {&p}, GradWrite::store, [&] { softmax_rows_cpu(scores, p); }, what + " softmax", Match::exact);
         softmax_rows_cpu(scores, p);
         expect_fast_matches_reference(
-            {&ds}, GradWrite::store, [&] { softmax_rows_backward_cpu(p, dp, ds, 0.25f); },
-            what + " softmax backward", Match::exact);
+            {&ds}, GradWrite::store, [&] { softmax_rows_backward_cpu(p, dp, ds, 0.25f); }, what + " softmax backward",
+            Match::exact);
 
-        HostTensor x(f32, {rows, dim}), y(f32, {rows, dim}), dy(f32, {rows, dim}),
-            dx(f32, {rows, dim});
+        HostTensor x(f32, {rows, dim}), y(f32, {rows, dim}), dy(f32, {rows, dim}), dx(f32, {rows, dim});
         HostTensor gamma(f32, {dim}), beta(f32, {dim}), mean(f32, {rows}), rstd(f32, {rows});
         HostTensor dgamma(f32, {dim}), dbeta(f32, {dim});
         for (HostTensor* t : {&x, &dy, &beta}) test::fill_random(*t, rng, -2.0, 2.0);
         test::fill_random(gamma, rng, 0.5, 1.5);
         expect_fast_matches_reference(
-            {&y, &mean, &rstd}, GradWrite::store,
-            [&] { layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f); },
+            {&y, &mean, &rstd}, GradWrite::store, [&] { layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f); },
             what + " layernorm forward", Match::exact);
         layernorm_forward_cpu(x, gamma, beta, y, mean, rstd, 1e-5f);
         expect_fast_matches_reference_in_both_modes(
@@ -505,8 +477,7 @@ TEST(CpuFastPath, AttentionHelpersAndLayerNormMatchReferenceBitForBit) {
 TEST(CpuFastPath, ReferenceSwitchSelectsThePlainLoops) {
     // Run through the switch, the reference must reproduce its own direct call bit for bit.
     std::mt19937 rng(3);
-    HostTensor x(f32, {2, 3, 9, 9}), weight(f32, {4, 3, 3, 3}), direct(f32, {2, 4, 7, 7}),
-        switched(f32, {2, 4, 7, 7});
+    HostTensor x(f32, {2, 3, 9, 9}), weight(f32, {4, 3, 3, 3}), direct(f32, {2, 4, 7, 7}), switched(f32, {2, 4, 7, 7});
     test::fill_random(x, rng);
     test::fill_random(weight, rng);
     conv2d_forward_reference_cpu(x, weight, {}, direct, {});
@@ -533,13 +504,14 @@ TEST(CpuFastPath, RepeatedCallsReuseTheirPlansAndGiveIdenticalResults) {
     EXPECT_EQ(first.storage, second.storage);
 }
 
-
 // A sampling profiler's SIGPROF lands on threads in the middle of oneDNN's JIT kernels.
 // A signal frame pushed onto such a thread's own stack corrupted the kernel's data (and
 // then the heap); the fast path gives each of its threads an alternate signal stack, so
 // a handler installed with SA_ONSTACK (as the collector's is) leaves results intact.
 std::atomic<int> g_profiling_signals{0};
-void count_profiling_signal(int) { g_profiling_signals.fetch_add(1, std::memory_order_relaxed); }
+void count_profiling_signal(int) {
+    g_profiling_signals.fetch_add(1, std::memory_order_relaxed);
+}
 
 TEST(CpuFastPath, ResultsSurviveAProfilingSignalStorm) {
     std::mt19937 rng(21);
@@ -557,7 +529,8 @@ TEST(CpuFastPath, ResultsSurviveAProfilingSignalStorm) {
     gemm_cpu(a, b, want, args);
     conv2d_forward_cpu(x, weight, {}, conv_want, params);
 
-    struct sigaction action {}, previous {};
+    struct sigaction action {
+    }, previous{};
     action.sa_handler = count_profiling_signal;
     action.sa_flags = SA_RESTART | SA_ONSTACK;
     sigemptyset(&action.sa_mask);

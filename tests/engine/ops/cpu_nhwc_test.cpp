@@ -26,8 +26,8 @@ struct Shape4 {
 };
 
 std::string describe(DType dtype, const Shape4& s) {
-    return std::string(dtype_name(dtype)) + " [" + std::to_string(s.n) + "," + std::to_string(s.c) +
-           "," + std::to_string(s.h) + "," + std::to_string(s.w) + "]";
+    return std::string(dtype_name(dtype)) + " [" + std::to_string(s.n) + "," + std::to_string(s.c) + "," +
+           std::to_string(s.h) + "," + std::to_string(s.w) + "]";
 }
 
 HostTensor make4(DType dtype, const Shape4& s, Layout layout) {
@@ -67,15 +67,12 @@ double tolerance(DType dtype) {
     return 4e-3;
 }
 
-void expect_close(const HostTensor& nhwc_result, const HostTensor& nchw_result, DType dtype,
-                  const std::string& what) {
-    EXPECT_LT(test::relative_l2(test::values(nhwc_result), test::values(nchw_result)), tolerance(dtype))
-        << what;
+void expect_close(const HostTensor& nhwc_result, const HostTensor& nchw_result, DType dtype, const std::string& what) {
+    EXPECT_LT(test::relative_l2(test::values(nhwc_result), test::values(nchw_result)), tolerance(dtype)) << what;
 }
 
 const std::vector<DType> kDtypes = {DType::f32, DType::f64, DType::f16, DType::bf16};
-const std::vector<Shape4> kBatchNormShapes = {
-    {4, 3, 5, 6}, {3, 1, 4, 4}, {6, 3, 1, 1}, {2, 16, 7, 9}, {1, 5, 3, 2}};
+const std::vector<Shape4> kBatchNormShapes = {{4, 3, 5, 6}, {3, 1, 4, 4}, {6, 3, 1, 1}, {2, 16, 7, 9}, {1, 5, 3, 2}};
 
 // Runs `check(dtype, c, what)` for every dtype and every case; `what` names both.
 template <typename Case, typename Check>
@@ -122,8 +119,7 @@ TEST(OpsCpuNhwc, BatchNormForwardTrainMatchesNchw) {
         HostTensor x_last = to_nhwc(x), y_last = make4(dtype, s, Layout::nhwc);
         HostTensor mean_last(dtype, {s.c}), invstd_last(dtype, {s.c});
         HostTensor rm_last = running_mean, rv_last = running_var;
-        batchnorm_forward_train_cpu(x_last, gamma, beta, y_last, rm_last, rv_last, mean_last,
-                                    invstd_last, {});
+        batchnorm_forward_train_cpu(x_last, gamma, beta, y_last, rm_last, rv_last, mean_last, invstd_last, {});
         expect_close(to_nchw(y_last), y, dtype, what + " y");
         expect_close(mean_last, mean, dtype, what + " save_mean");
         expect_close(invstd_last, invstd, dtype, what + " save_invstd");
@@ -144,40 +140,39 @@ TEST(OpsCpuNhwc, BatchNormForwardEvalMatchesNchw) {
 }
 
 TEST(OpsCpuNhwc, BatchNormBackwardMatchesNchw) {
-    for_each_dtype_case_and_mode(kBatchNormShapes, [](DType dtype, const Shape4& s, GradWrite write,
-                                                      const std::string& what) {
-        std::mt19937 rng(13);
-        HostTensor x = make4(dtype, s, Layout::nchw), dy = make4(dtype, s, Layout::nchw);
-        HostTensor gamma(dtype, {s.c}), beta(dtype, {s.c});
-        test::fill_random(x, rng, -2.0, 3.0);
-        test::fill_random(dy, rng);
-        test::fill_random(gamma, rng, 0.5, 1.5);
-        test::fill_random(beta, rng);
-        HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
-        batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
-        // Gradient buffers start non-zero so accumulate is visible.
-        HostTensor dx = make4(dtype, s, Layout::nchw), dgamma(dtype, {s.c}), dbeta(dtype, {s.c});
-        test::fill_random(dx, rng);
-        test::fill_random(dgamma, rng);
-        test::fill_random(dbeta, rng);
-        HostTensor dx_last = to_nhwc(dx), dgamma_last = dgamma, dbeta_last = dbeta;
-        batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, write, write);
-        batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, dx_last,
-                               dgamma_last, dbeta_last, write, write);
-        expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
-        expect_close(dgamma_last, dgamma, dtype, what + " dgamma");
-        expect_close(dbeta_last, dbeta, dtype, what + " dbeta");
+    for_each_dtype_case_and_mode(
+        kBatchNormShapes, [](DType dtype, const Shape4& s, GradWrite write, const std::string& what) {
+            std::mt19937 rng(13);
+            HostTensor x = make4(dtype, s, Layout::nchw), dy = make4(dtype, s, Layout::nchw);
+            HostTensor gamma(dtype, {s.c}), beta(dtype, {s.c});
+            test::fill_random(x, rng, -2.0, 3.0);
+            test::fill_random(dy, rng);
+            test::fill_random(gamma, rng, 0.5, 1.5);
+            test::fill_random(beta, rng);
+            HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
+            batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
+            // Gradient buffers start non-zero so accumulate is visible.
+            HostTensor dx = make4(dtype, s, Layout::nchw), dgamma(dtype, {s.c}), dbeta(dtype, {s.c});
+            test::fill_random(dx, rng);
+            test::fill_random(dgamma, rng);
+            test::fill_random(dbeta, rng);
+            HostTensor dx_last = to_nhwc(dx), dgamma_last = dgamma, dbeta_last = dbeta;
+            batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, write, write);
+            batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, dx_last, dgamma_last, dbeta_last,
+                                   write, write);
+            expect_close(to_nchw(dx_last), dx, dtype, what + " dx");
+            expect_close(dgamma_last, dgamma, dtype, what + " dgamma");
+            expect_close(dbeta_last, dbeta, dtype, what + " dbeta");
 
-        // Parameter gradients only (dx undefined), as for a frozen input.
-        HostTensor dgamma_only(dtype, {s.c}), dbeta_only(dtype, {s.c});
-        batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, {}, dgamma_only,
-                               dbeta_only, write, GradWrite::store);
-        HostTensor dgamma_ref(dtype, {s.c}), dbeta_ref(dtype, {s.c});
-        batchnorm_backward_cpu(x, dy, gamma, mean, invstd, {}, dgamma_ref, dbeta_ref, write,
-                               GradWrite::store);
-        expect_close(dgamma_only, dgamma_ref, dtype, what + " dgamma without dx");
-        expect_close(dbeta_only, dbeta_ref, dtype, what + " dbeta without dx");
-    });
+            // Parameter gradients only (dx undefined), as for a frozen input.
+            HostTensor dgamma_only(dtype, {s.c}), dbeta_only(dtype, {s.c});
+            batchnorm_backward_cpu(to_nhwc(x), to_nhwc(dy), gamma, mean, invstd, {}, dgamma_only, dbeta_only, write,
+                                   GradWrite::store);
+            HostTensor dgamma_ref(dtype, {s.c}), dbeta_ref(dtype, {s.c});
+            batchnorm_backward_cpu(x, dy, gamma, mean, invstd, {}, dgamma_ref, dbeta_ref, write, GradWrite::store);
+            expect_close(dgamma_only, dgamma_ref, dtype, what + " dgamma without dx");
+            expect_close(dbeta_only, dbeta_ref, dtype, what + " dbeta without dx");
+        });
 }
 
 // f32 activations take plain-pointer loops in both layouts (nchw planes, nhwc rows);
@@ -209,10 +204,9 @@ TEST(OpsCpuNhwc, BatchNormFloat32LoopsMatchDouble) {
             expect_match(running_var, rv64, what + " running_var");
             HostTensor dx = make4(DType::f32, s, layout), dgamma(DType::f32, {s.c}), dbeta(DType::f32, {s.c});
             HostTensor dx64 = widen(dx), dgamma64 = widen(dgamma), dbeta64 = widen(dbeta);
-            batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, GradWrite::store,
+            batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, GradWrite::store, GradWrite::store);
+            batchnorm_backward_cpu(x64, dy64, gamma64, mean64, invstd64, dx64, dgamma64, dbeta64, GradWrite::store,
                                    GradWrite::store);
-            batchnorm_backward_cpu(x64, dy64, gamma64, mean64, invstd64, dx64, dgamma64, dbeta64,
-                                   GradWrite::store, GradWrite::store);
             expect_match(dx, dx64, what + " dx");
             expect_match(dgamma, dgamma64, what + " dgamma");
             expect_match(dbeta, dbeta64, what + " dbeta");
@@ -272,9 +266,9 @@ const std::vector<PoolCase> kPoolCases = {
 
 std::string describe(DType dtype, const PoolCase& pc) {
     const Pool2dParams& p = pc.params;
-    return describe(dtype, pc.input) + " k" + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
-           " s" + std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) + " p" +
-           std::to_string(p.pad_h) + "x" + std::to_string(p.pad_w);
+    return describe(dtype, pc.input) + " k" + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) + " s" +
+           std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) + " p" + std::to_string(p.pad_h) + "x" +
+           std::to_string(p.pad_w);
 }
 
 Shape4 pooled_shape(const PoolCase& pc) {
@@ -327,20 +321,20 @@ TEST(OpsCpuNhwc, MaxPoolMatchesNchw) {
 }
 
 TEST(OpsCpuNhwc, AvgPoolMatchesNchw) {
-    for_each_dtype_case_and_mode(kPoolCases, [](DType dtype, const PoolCase& pc, GradWrite write,
-                                                const std::string& what) {
-        const Shape4 out = pooled_shape(pc);
-        std::mt19937 rng(22);
-        HostTensor x = random_pool_input(dtype, pc, rng);
-        HostTensor y = make4(dtype, out, Layout::nchw), y_last = make4(dtype, out, Layout::nhwc);
-        avgpool2d_forward_cpu(x, y, pc.params);
-        avgpool2d_forward_cpu(to_nhwc(x), y_last, pc.params);
-        expect_close(to_nchw(y_last), y, dtype, what + " y");
+    for_each_dtype_case_and_mode(
+        kPoolCases, [](DType dtype, const PoolCase& pc, GradWrite write, const std::string& what) {
+            const Shape4 out = pooled_shape(pc);
+            std::mt19937 rng(22);
+            HostTensor x = random_pool_input(dtype, pc, rng);
+            HostTensor y = make4(dtype, out, Layout::nchw), y_last = make4(dtype, out, Layout::nhwc);
+            avgpool2d_forward_cpu(x, y, pc.params);
+            avgpool2d_forward_cpu(to_nhwc(x), y_last, pc.params);
+            expect_close(to_nchw(y_last), y, dtype, what + " y");
 
-        expect_pool_backward_matches(dtype, pc, rng, what, [&](const HostTensor& dy, HostTensor& dx, Layout) {
-            avgpool2d_backward_cpu(dy, dx, pc.params, write);
+            expect_pool_backward_matches(dtype, pc, rng, what, [&](const HostTensor& dy, HostTensor& dx, Layout) {
+                avgpool2d_backward_cpu(dy, dx, pc.params, write);
+            });
         });
-    });
 }
 
 // A window that lies entirely in the padding gives 0 and index -1 in both layouts.

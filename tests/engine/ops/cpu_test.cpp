@@ -113,8 +113,7 @@ TEST(OpsCpu, LowPrecisionGemmAccumulatesInFp32) {
                 for (int64_t k = 0; k < 64; ++k) exact += a.get(r * 64 + k) * b.get(k * 8 + col);
                 EXPECT_NEAR(c32.get(r * 8 + col), exact, 1e-5);
                 // A low-precision C is the fp32 result rounded once.
-                EXPECT_EQ(c_low.get(r * 8 + col),
-                          round_to_dtype(static_cast<float>(c32.get(r * 8 + col)), low));
+                EXPECT_EQ(c_low.get(r * 8 + col), round_to_dtype(static_cast<float>(c32.get(r * 8 + col)), low));
             }
     }
 }
@@ -392,8 +391,7 @@ TEST(OpsCpu, Float32FastPathsMatchGenericPath) {
     HostTensor dx(f32, {3, 4, 6, 8}), dg(f32, {4}), db(f32, {4});
     HostTensor dx64 = widen(dx), dg64 = widen(dg), db64 = widen(db);
     batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dg, db, GradWrite::store, GradWrite::store);
-    batchnorm_backward_cpu(x64, dy64, gamma64, mean64, invstd64, dx64, dg64, db64, GradWrite::store,
-                           GradWrite::store);
+    batchnorm_backward_cpu(x64, dy64, gamma64, mean64, invstd64, dx64, dg64, db64, GradWrite::store, GradWrite::store);
     expect_match(dx, dx64, "batchnorm dx");
     expect_match(dg, dg64, "batchnorm dgamma");
     expect_match(db, db64, "batchnorm dbeta");

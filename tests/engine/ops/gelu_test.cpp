@@ -27,7 +27,7 @@ TEST(GeluCpu, MatchesFormulaInDouble) {
 
 TEST(GeluCpu, KnownValues) {
     EXPECT_FLOAT_EQ(ember::ops::gelu_tanh(0.0f), 0.0f);
-    EXPECT_NEAR(ember::ops::gelu_tanh(1.0f), 0.8411920, 1e-6);   // published tanh-GELU(1)
+    EXPECT_NEAR(ember::ops::gelu_tanh(1.0f), 0.8411920, 1e-6);  // published tanh-GELU(1)
     EXPECT_NEAR(ember::ops::gelu_tanh(-1.0f), -0.1588080, 1e-6);
     EXPECT_NEAR(ember::ops::gelu_tanh(10.0f), 10.0f, 1e-5);
 }
@@ -45,8 +45,7 @@ TEST(GeluCpu, BackwardScalesUpstreamGradient) {
     std::vector<float> g = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f};
     std::vector<float> dx(x.size());
     ember::ops::gelu_backward_cpu(x.data(), g.data(), dx.data(), x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-        EXPECT_FLOAT_EQ(dx[i], g[i] * ember::ops::gelu_tanh_grad(x[i]));
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(dx[i], g[i] * ember::ops::gelu_tanh_grad(x[i]));
 }
 
 }  // namespace

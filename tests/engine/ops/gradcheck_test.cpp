@@ -54,8 +54,7 @@ TEST(GradCheck, LinearWithBias) {
 
 TEST(GradCheck, LinearWithGeluEpilogue) {
     std::mt19937 rng(2);
-    HostTensor x(f64, {3, 6}), w(f64, {5, 6}), b(f64, {5}), y(f64, {3, 5}), pre(f64, {3, 5}),
-        dy(f64, {3, 5});
+    HostTensor x(f64, {3, 6}), w(f64, {5, 6}), b(f64, {5}), y(f64, {3, 5}), pre(f64, {3, 5}), dy(f64, {3, 5});
     for (HostTensor* t : {&x, &w, &b, &dy}) test::fill_random(*t, rng);
     linear_forward_cpu(x, w, b, y, true, pre);
     HostTensor dpre(f64, {3, 5}), dx(f64, {3, 6}), dw(f64, {5, 6}), db(f64, {5});
@@ -84,8 +83,8 @@ void conv_gradcheck(Layout layout, const Conv2dParams& params) {
     const int64_t N = 2, C = 3, H = 6, W = 5, K = 4, R = 3, S = 2;
     const int64_t P = conv_output_size(H, R, params.stride_h, params.pad_h, params.dilation_h);
     const int64_t Q = conv_output_size(W, S, params.stride_w, params.pad_w, params.dilation_w);
-    HostTensor x(f64, {N, C, H, W}, layout), w(f64, {K, C, R, S}, layout), b(f64, {K}),
-        y(f64, {N, K, P, Q}, layout), dy(f64, {N, K, P, Q}, layout);
+    HostTensor x(f64, {N, C, H, W}, layout), w(f64, {K, C, R, S}, layout), b(f64, {K}), y(f64, {N, K, P, Q}, layout),
+        dy(f64, {N, K, P, Q}, layout);
     for (HostTensor* t : {&x, &w, &b, &dy}) test::fill_random(*t, rng);
     HostTensor dx(f64, {N, C, H, W}, layout), dw(f64, {K, C, R, S}, layout), db(f64, {K});
     conv2d_backward_data_cpu(w, dy, dx, params, GradWrite::store);
@@ -94,7 +93,9 @@ void conv_gradcheck(Layout layout, const Conv2dParams& params) {
     expect_gradients([&] { conv2d_forward_cpu(x, w, b, y, params); }, y, dy, {{&x, &dx}, {&w, &dw}, {&b, &db}});
 }
 
-TEST(GradCheck, Conv2dNchw) { conv_gradcheck(Layout::nchw, {}); }
+TEST(GradCheck, Conv2dNchw) {
+    conv_gradcheck(Layout::nchw, {});
+}
 TEST(GradCheck, Conv2dNchwStridePadDilation) {
     conv_gradcheck(Layout::nchw, {.stride_h = 2, .pad_h = 1, .pad_w = 1, .dilation_w = 2});
 }
@@ -113,15 +114,20 @@ void batchnorm_gradcheck(HostTensor x) {
     test::fill_random(dy, rng);
     HostTensor dgamma(f64, {C}), dbeta(f64, {C});
     batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
-    batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, GradWrite::store,
-                           GradWrite::store);
+    batchnorm_backward_cpu(x, dy, gamma, mean, invstd, dx, dgamma, dbeta, GradWrite::store, GradWrite::store);
     expect_gradients([&] { batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {}); }, y, dy,
                      {{&x, &dx}, {&gamma, &dgamma}, {&beta, &dbeta}});
 }
 
-TEST(GradCheck, BatchNorm2dNchw) { batchnorm_gradcheck(HostTensor(f64, {3, 2, 3, 4})); }
-TEST(GradCheck, BatchNorm2dNhwc) { batchnorm_gradcheck(HostTensor(f64, {3, 2, 3, 4}, Layout::nhwc)); }
-TEST(GradCheck, BatchNorm1d) { batchnorm_gradcheck(HostTensor(f64, {6, 5})); }
+TEST(GradCheck, BatchNorm2dNchw) {
+    batchnorm_gradcheck(HostTensor(f64, {3, 2, 3, 4}));
+}
+TEST(GradCheck, BatchNorm2dNhwc) {
+    batchnorm_gradcheck(HostTensor(f64, {3, 2, 3, 4}, Layout::nhwc));
+}
+TEST(GradCheck, BatchNorm1d) {
+    batchnorm_gradcheck(HostTensor(f64, {6, 5}));
+}
 
 TEST(GradCheck, ReluAndGelu) {
     std::mt19937 rng(6);
@@ -139,8 +145,8 @@ TEST(GradCheck, MaxAndAvgPool) {
     std::mt19937 rng(7);
     for (Layout layout : {Layout::nchw, Layout::nhwc}) {
         const Pool2dParams p{.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1};
-        HostTensor x(f64, {2, 3, 7, 6}, layout), y(f64, {2, 3, 4, 3}, layout),
-            dy(f64, {2, 3, 4, 3}, layout), dx(f64, {2, 3, 7, 6}, layout);
+        HostTensor x(f64, {2, 3, 7, 6}, layout), y(f64, {2, 3, 4, 3}, layout), dy(f64, {2, 3, 4, 3}, layout),
+            dx(f64, {2, 3, 7, 6}, layout);
         HostTensor argmax(DType::i32, {2, 3, 4, 3}, layout);
         test::fill_random(x, rng);
         test::fill_random(dy, rng);
@@ -191,8 +197,7 @@ TEST(GradCheck, LayerNorm) {
     for (HostTensor* t : {&x, &dy, &beta}) test::fill_random(*t, rng);
     test::fill_random(gamma, rng, 0.5, 1.5);
     layernorm_forward_cpu(x, gamma, beta, y, mean, rstd);
-    layernorm_backward_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store,
-                           GradWrite::store);
+    layernorm_backward_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, GradWrite::store, GradWrite::store);
     expect_gradients([&] { layernorm_forward_cpu(x, gamma, beta, y, mean, rstd); }, y, dy,
                      {{&x, &dx}, {&gamma, &dgamma}, {&beta, &dbeta}});
 }
@@ -208,8 +213,8 @@ TEST(GradCheck, LayerNormUnfused) {
     for (HostTensor* t : {&x, &dy, &beta}) test::fill_random(*t, rng);
     test::fill_random(gamma, rng, 0.5, 1.5);
     layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
-    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
-                                   GradWrite::store, GradWrite::store);
+    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch, GradWrite::store,
+                                   GradWrite::store);
     expect_gradients([&] { layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch); }, y, dy,
                      {{&x, &dx}, {&gamma, &dgamma}, {&beta, &dbeta}});
 }

@@ -42,8 +42,8 @@ TEST_F(CublasParity, GemmAllEpiloguesAndDtypes) {
                 device_args.bias = dbias;
                 device_args.pre_activation = save_pre ? dpre->view : Tensor{};
                 gemm_cuda(*ctx, da, db, *dc, device_args);
-                std::string what = std::string("gemm ") + dtype_name(t) + " epilogue " +
-                                   std::to_string(int(e)) + (save_pre ? " +pre" : "");
+                std::string what = std::string("gemm ") + dtype_name(t) + " epilogue " + std::to_string(int(e)) +
+                                   (save_pre ? " +pre" : "");
                 expect_close(*dc, c, tolerance(t, true), what);
                 if (save_pre) expect_close(*dpre, pre, tolerance(t, true), what + " pre_activation");
             }
@@ -91,46 +91,47 @@ constexpr ConvCase kConvCases[] = {{4, 8, 12, 16, 1}, {8, 16, 28, 16, 1}, {8, 16
 
 TEST_F(CudnnParity, ConvForwardBackwardLayoutsDtypesAndAutotune) {
     for (const ConvCase& shape : kConvCases)
-    for (bool benchmark : {false, true}) {
-        Conv2dParams p;
-        p.stride_h = p.stride_w = static_cast<int>(shape.stride);
-        p.pad_h = p.pad_w = 1;
-        const std::int64_t out = (shape.hw + 2 - 3) / shape.stride + 1;
-        ctx->cudnn_benchmark = benchmark;
-        for (Layout layout : {Layout::nchw, Layout::nhwc}) {
-            for (DType t : {DType::f32, DType::bf16, DType::f16}) {
-                HostTensor x = random_tensor(t, {shape.n, shape.c, shape.hw, shape.hw}, rng, layout);
-                HostTensor w = random_tensor(t, {shape.k, shape.c, 3, 3}, rng, layout);
-                HostTensor bias = random_tensor(f32, {shape.k}, rng);
-                HostTensor dy = random_tensor(t, {shape.n, shape.k, out, out}, rng, layout);
-                HostTensor y(t, {shape.n, shape.k, out, out}, layout), dx(t, {shape.n, shape.c, shape.hw, shape.hw}, layout);
-                HostTensor dw(t, {shape.k, shape.c, 3, 3}, layout), db(f32, {shape.k});
-                conv2d_forward_cpu(x, w, bias, y, p);
-                conv2d_backward_data_cpu(w, dy, dx, p, GradWrite::store);
-                conv2d_backward_filter_cpu(x, dy, dw, p, GradWrite::store);
-                conv2d_backward_bias_cpu(dy, db, GradWrite::store);
-                DeviceTensor d_x(x), d_w(w), d_bias(bias), d_dy(dy);
-                auto d_y = output_like(y), d_dx = output_like(dx), d_dw = output_like(dw), d_db = output_like(db);
-                conv2d_forward_cuda(*ctx, d_x, d_w, d_bias, *d_y, p);
-                conv2d_backward_data_cuda(*ctx, d_w, d_dy, *d_dx, p, GradWrite::store);
-                conv2d_backward_filter_cuda(*ctx, d_x, d_dy, *d_dw, p, GradWrite::store);
-                conv2d_backward_bias_cuda(*ctx, d_dy, *d_db, GradWrite::store);
-                std::string what = std::string("conv ") + dtype_name(t) + " " + layout_name(layout) + " " +
-                                   std::to_string(shape.c) + "x" + std::to_string(shape.hw) + "^2 -> " +
-                                   std::to_string(shape.k) + " stride " + std::to_string(shape.stride) +
-                                   (benchmark ? " benchmark" : " heuristic");
-                expect_close(*d_y, y, tolerance(t, true), what + " forward");
-                expect_close(*d_dx, dx, tolerance(t, true), what + " dx");
-                expect_close(*d_dw, dw, tolerance(t, true) * (t == f32 ? 1 : 2), what + " dweight");
-                expect_close(*d_db, db, tolerance(f32, true), what + " dbias");
-                // Accumulate mode: dx += again.
-                HostTensor dx_twice = dx;
-                conv2d_backward_data_cpu(w, dy, dx_twice, p, GradWrite::accumulate);
-                conv2d_backward_data_cuda(*ctx, d_w, d_dy, *d_dx, p, GradWrite::accumulate);
-                expect_close(*d_dx, dx_twice, tolerance(t, true), what + " dx accumulate");
+        for (bool benchmark : {false, true}) {
+            Conv2dParams p;
+            p.stride_h = p.stride_w = static_cast<int>(shape.stride);
+            p.pad_h = p.pad_w = 1;
+            const std::int64_t out = (shape.hw + 2 - 3) / shape.stride + 1;
+            ctx->cudnn_benchmark = benchmark;
+            for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+                for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+                    HostTensor x = random_tensor(t, {shape.n, shape.c, shape.hw, shape.hw}, rng, layout);
+                    HostTensor w = random_tensor(t, {shape.k, shape.c, 3, 3}, rng, layout);
+                    HostTensor bias = random_tensor(f32, {shape.k}, rng);
+                    HostTensor dy = random_tensor(t, {shape.n, shape.k, out, out}, rng, layout);
+                    HostTensor y(t, {shape.n, shape.k, out, out}, layout),
+                        dx(t, {shape.n, shape.c, shape.hw, shape.hw}, layout);
+                    HostTensor dw(t, {shape.k, shape.c, 3, 3}, layout), db(f32, {shape.k});
+                    conv2d_forward_cpu(x, w, bias, y, p);
+                    conv2d_backward_data_cpu(w, dy, dx, p, GradWrite::store);
+                    conv2d_backward_filter_cpu(x, dy, dw, p, GradWrite::store);
+                    conv2d_backward_bias_cpu(dy, db, GradWrite::store);
+                    DeviceTensor d_x(x), d_w(w), d_bias(bias), d_dy(dy);
+                    auto d_y = output_like(y), d_dx = output_like(dx), d_dw = output_like(dw), d_db = output_like(db);
+                    conv2d_forward_cuda(*ctx, d_x, d_w, d_bias, *d_y, p);
+                    conv2d_backward_data_cuda(*ctx, d_w, d_dy, *d_dx, p, GradWrite::store);
+                    conv2d_backward_filter_cuda(*ctx, d_x, d_dy, *d_dw, p, GradWrite::store);
+                    conv2d_backward_bias_cuda(*ctx, d_dy, *d_db, GradWrite::store);
+                    std::string what = std::string("conv ") + dtype_name(t) + " " + layout_name(layout) + " " +
+                                       std::to_string(shape.c) + "x" + std::to_string(shape.hw) + "^2 -> " +
+                                       std::to_string(shape.k) + " stride " + std::to_string(shape.stride) +
+                                       (benchmark ? " benchmark" : " heuristic");
+                    expect_close(*d_y, y, tolerance(t, true), what + " forward");
+                    expect_close(*d_dx, dx, tolerance(t, true), what + " dx");
+                    expect_close(*d_dw, dw, tolerance(t, true) * (t == f32 ? 1 : 2), what + " dweight");
+                    expect_close(*d_db, db, tolerance(f32, true), what + " dbias");
+                    // Accumulate mode: dx += again.
+                    HostTensor dx_twice = dx;
+                    conv2d_backward_data_cpu(w, dy, dx_twice, p, GradWrite::accumulate);
+                    conv2d_backward_data_cuda(*ctx, d_w, d_dy, *d_dx, p, GradWrite::accumulate);
+                    expect_close(*d_dx, dx_twice, tolerance(t, true), what + " dx accumulate");
+                }
             }
         }
-    }
     // Each (shape, dtype, layout, direction, benchmark) was searched once; repeating hits the cache.
     const uint64_t searches = ctx->conv_algorithms->searches();
     EXPECT_EQ(searches, ctx->conv_algorithms->size());

@@ -38,7 +38,7 @@ namespace ember::test {
 // The fixture of the parity tests: a CUDA context (the test is skipped, saying why, on
 // a machine with no usable device) and their random stream.
 class CudaParityTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: " << cuda_runtime_status().reason;
         ctx = std::make_unique<CudaContext>();
@@ -49,9 +49,12 @@ protected:
 
 inline double tolerance(DType t, bool reduction_heavy = false) {
     switch (t) {
-        case DType::f16: return 1e-3;
-        case DType::bf16: return 1e-2;
-        default: return reduction_heavy ? 1e-4 : 1e-5;
+        case DType::f16:
+            return 1e-3;
+        case DType::bf16:
+            return 1e-2;
+        default:
+            return reduction_heavy ? 1e-4 : 1e-5;
     }
 }
 
@@ -212,8 +215,8 @@ inline void check_batchnorm(CudaContext& ctx, DType t, const std::vector<int64_t
     auto d_y = output_like(y), d_mean = output_like(mean), d_invstd = output_like(invstd);
     auto d_dx = output_like(dx), d_dgamma = output_like(dgamma), d_dbeta = output_like(dbeta);
     batchnorm_forward_train_cuda(ctx, d_x, d_gamma, d_beta, *d_y, d_rm, d_rv, *d_mean, *d_invstd, params);
-    batchnorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_invstd, *d_dx, *d_dgamma, *d_dbeta,
-                            GradWrite::store, GradWrite::store);
+    batchnorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_invstd, *d_dx, *d_dgamma, *d_dbeta, GradWrite::store,
+                            GradWrite::store);
     const std::string what = std::string("batchnorm ") + dtype_name(t) + " " + shape_text(shape) +
                              (shape.size() == 2 ? "" : std::string(" ") + layout_name(layout));
     expect_close(*d_y, y, tolerance(t), what + " y");
@@ -243,8 +246,8 @@ inline void check_pooling(CudaContext& ctx, DType t, const std::vector<int64_t>&
     HostTensor dx(t, shape, layout);
     DeviceTensor d_x(x), d_dy(dy);
     auto d_y = output_like(y), d_argmax = output_like(argmax), d_dx = output_like(dx);
-    const std::string what = std::string(dtype_name(t)) + " " + layout_name(layout) + " " + shape_text(shape) +
-                             " k" + std::to_string(p.kernel_h) + " s" + std::to_string(p.stride_h) + " p" +
+    const std::string what = std::string(dtype_name(t)) + " " + layout_name(layout) + " " + shape_text(shape) + " k" +
+                             std::to_string(p.kernel_h) + " s" + std::to_string(p.stride_h) + " p" +
                              std::to_string(p.pad_h);
     maxpool2d_forward_cpu(x, y, argmax, p);
     maxpool2d_forward_cuda(ctx, d_x, *d_y, *d_argmax, p);
@@ -262,8 +265,7 @@ inline void check_pooling(CudaContext& ctx, DType t, const std::vector<int64_t>&
     expect_close(*d_dx, dx, tolerance(t), "avgpool backward accumulate " + what);
 }
 
-inline void check_softmax_cross_entropy(CudaContext& ctx, DType t, int64_t rows, int64_t classes,
-                                        std::mt19937& rng) {
+inline void check_softmax_cross_entropy(CudaContext& ctx, DType t, int64_t rows, int64_t classes, std::mt19937& rng) {
     using namespace ember::ops;
     HostTensor logits = random_tensor(t, {rows, classes}, rng, Layout::nchw, -6.0, 6.0);
     HostTensor targets(DType::i32, {rows});
@@ -274,8 +276,8 @@ inline void check_softmax_cross_entropy(CudaContext& ctx, DType t, int64_t rows,
     DeviceTensor d_logits(logits), d_targets(targets);
     auto d_losses = output_like(losses), d_dlogits = output_like(dlogits);
     softmax_cross_entropy_cuda(ctx, d_logits, d_targets, *d_losses, *d_dlogits, grad_scale);
-    const std::string what = std::string("softmax-CE ") + dtype_name(t) + " rows=" + std::to_string(rows) +
-                             " V=" + std::to_string(classes);
+    const std::string what =
+        std::string("softmax-CE ") + dtype_name(t) + " rows=" + std::to_string(rows) + " V=" + std::to_string(classes);
     expect_close(*d_losses, losses, 1e-5, what + " losses");
     expect_close(*d_dlogits, dlogits, tolerance(t), what + " dlogits");
     if (rows > 0) {
@@ -312,8 +314,8 @@ inline void check_layernorm(CudaContext& ctx, DType t, const std::vector<int64_t
     auto d_y = output_like(y), d_mean = output_like(mean), d_rstd = output_like(rstd);
     auto d_dx = output_like(dx), d_dgamma = output_like(dgamma), d_dbeta = output_like(dbeta);
     layernorm_forward_cuda(ctx, d_x, d_gamma, d_beta, *d_y, *d_mean, *d_rstd);
-    layernorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta,
-                            GradWrite::store, GradWrite::store);
+    layernorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta, GradWrite::store,
+                            GradWrite::store);
     const std::string what = std::string("layernorm ") + dtype_name(t) + " " + shape_text(shape);
     expect_layernorm_close(t, {d_y.get(), d_mean.get(), d_rstd.get(), d_dx.get(), d_dgamma.get(), d_dbeta.get()},
                            {&y, &mean, &rstd, &dx, &dgamma, &dbeta}, what);
@@ -331,8 +333,8 @@ inline void check_layernorm_unfused(CudaContext& ctx, DType t, int64_t rows, int
     HostTensor forward_scratch(DType::f32, {layernorm_forward_unfused_scratch(rows, C)});
     HostTensor backward_scratch(DType::f32, {layernorm_backward_unfused_scratch(rows, C)});
     layernorm_forward_unfused_cpu(x, gamma, beta, y, mean, rstd, forward_scratch);
-    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
-                                   GradWrite::store, GradWrite::store);
+    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch, GradWrite::store,
+                                   GradWrite::store);
     DeviceTensor d_x(x), d_dy(dy), d_gamma(gamma), d_beta(beta);
     auto d_forward_scratch = output_like(forward_scratch), d_backward_scratch = output_like(backward_scratch);
     auto d_y = output_like(y), d_mean = output_like(mean), d_rstd = output_like(rstd);
@@ -340,8 +342,8 @@ inline void check_layernorm_unfused(CudaContext& ctx, DType t, int64_t rows, int
     layernorm_forward_unfused_cuda(ctx, d_x, d_gamma, d_beta, *d_y, *d_mean, *d_rstd, *d_forward_scratch);
     layernorm_backward_unfused_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta,
                                     *d_backward_scratch, GradWrite::store, GradWrite::store);
-    const std::string what = std::string("layernorm unfused ") + dtype_name(t) + " " + std::to_string(rows) + "x" +
-                             std::to_string(C);
+    const std::string what =
+        std::string("layernorm unfused ") + dtype_name(t) + " " + std::to_string(rows) + "x" + std::to_string(C);
     expect_layernorm_close(t, {d_y.get(), d_mean.get(), d_rstd.get(), d_dx.get(), d_dgamma.get(), d_dbeta.get()},
                            {&y, &mean, &rstd, &dx, &dgamma, &dbeta}, what, " (cpu)");
 
@@ -351,16 +353,16 @@ inline void check_layernorm_unfused(CudaContext& ctx, DType t, int64_t rows, int
     auto f_y = output_like(y), f_mean = output_like(mean), f_rstd = output_like(rstd);
     auto f_dx = output_like(dx), f_dgamma = output_like(dgamma), f_dbeta = output_like(dbeta);
     layernorm_forward_cuda(ctx, d_x, d_gamma, d_beta, *f_y, *f_mean, *f_rstd);
-    layernorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *f_mean, *f_rstd, *f_dx, *f_dgamma, *f_dbeta,
-                            GradWrite::store, GradWrite::store);
+    layernorm_backward_cuda(ctx, d_x, d_dy, d_gamma, *f_mean, *f_rstd, *f_dx, *f_dgamma, *f_dbeta, GradWrite::store,
+                            GradWrite::store);
     expect_close(*f_y, fused_y, tolerance(t), what + " y (cuda fused)");
     expect_close(*f_dx, fused_dx, tolerance(t, true), what + " dx (cuda fused)");
     expect_close(*f_dgamma, fused_dgamma, 1e-4, what + " dgamma (cuda fused)");
     expect_close(*f_dbeta, fused_dbeta, 1e-4, what + " dbeta (cuda fused)");
 
     // Accumulate adds onto what store wrote, on both backends.
-    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch,
-                                   GradWrite::accumulate, GradWrite::accumulate);
+    layernorm_backward_unfused_cpu(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, backward_scratch, GradWrite::accumulate,
+                                   GradWrite::accumulate);
     layernorm_backward_unfused_cuda(ctx, d_x, d_dy, d_gamma, *d_mean, *d_rstd, *d_dx, *d_dgamma, *d_dbeta,
                                     *d_backward_scratch, GradWrite::accumulate, GradWrite::accumulate);
     expect_close(*d_dx, dx, tolerance(t, true), what + " dx accumulate");
@@ -381,8 +383,8 @@ inline void check_embedding(CudaContext& ctx, DType t, int64_t count, int64_t V,
     auto d_out = output_like(out), d_dtable = output_like(dtable);
     embedding_forward_cuda(ctx, d_ids, d_table, *d_out);
     embedding_backward_cuda(ctx, d_ids, d_dout, *d_dtable, GradWrite::store);
-    const std::string what = std::string(dtype_name(t)) + " ids=" + std::to_string(count) + " table " +
-                             shape_text({V, D});
+    const std::string what =
+        std::string(dtype_name(t)) + " ids=" + std::to_string(count) + " table " + shape_text({V, D});
     expect_close(*d_out, out, 1e-12, "embedding " + what);
     expect_close(*d_dtable, dtable, 1e-5, "embedding backward " + what);
 }

@@ -13,9 +13,9 @@
 
 namespace ember::test {
 
-using ember::HostTensor;
 using ember::fill_random;
 using ember::fill_value;
+using ember::HostTensor;
 
 // sum_i weights[i] * y[i]: the scalar whose gradient wrt y is `weights`.
 inline double weighted_sum(const HostTensor& y, const HostTensor& weights) {
@@ -41,8 +41,7 @@ inline double finite_difference_error(HostTensor& input, const std::function<dou
         numeric[i] = (plus - minus) / (2 * step);
         scale = std::max(scale, std::fabs(numeric[i]));
     }
-    for (int64_t i = 0; i < input.numel(); ++i)
-        worst = std::max(worst, std::fabs(numeric[i] - analytic.get(i)));
+    for (int64_t i = 0; i < input.numel(); ++i) worst = std::max(worst, std::fabs(numeric[i] - analytic.get(i)));
     return worst / scale;
 }
 

@@ -10,12 +10,13 @@ namespace {
 
 // Step s's gradient of element i with weight decay applied the way torch.optim does:
 // decoupled (AdamW) shrinks p first, coupled (Adam) adds wd p to the gradient.
-double decayed_gradient(std::vector<double>& p, std::size_t i, int s, double lr, double weight_decay,
-                        bool decoupled) {
+double decayed_gradient(std::vector<double>& p, std::size_t i, int s, double lr, double weight_decay, bool decoupled) {
     double g = gradient_steps()[s][i];
     const double wd = decays(i) ? weight_decay : 0.0;
-    if (decoupled) p[i] *= 1.0 - lr * wd;
-    else g += wd * p[i];
+    if (decoupled)
+        p[i] *= 1.0 - lr * wd;
+    else
+        g += wd * p[i];
     return g;
 }
 
@@ -23,8 +24,8 @@ double decayed_gradient(std::vector<double>& p, std::size_t i, int s, double lr,
 //   AdamW: p *= 1 - lr wd;   Adam: g += wd p
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  amsgrad: vmax = max(vmax, v)
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-std::vector<double> adam_reference(double lr, double beta1, double beta2, double eps,
-                                   double weight_decay, bool decoupled, bool amsgrad, int steps) {
+std::vector<double> adam_reference(double lr, double beta1, double beta2, double eps, double weight_decay,
+                                   bool decoupled, bool amsgrad, int steps) {
     std::vector<double> p = initial_params();
     std::vector<double> m(p.size(), 0.0), v(p.size(), 0.0), vmax(p.size(), 0.0);
     for (int s = 0; s < steps; ++s) {
@@ -90,8 +91,8 @@ TEST(AdamRule, Amsgrad) {
 //   m, v as Adam; denom = sqrt(v / (1 - b2^t)) + eps
 //   p -= lr (1 - mu_t) / (1 - mu_product) * g / denom
 //   p -= lr mu_{t+1} / (1 - mu_product mu_{t+1}) * m / denom
-std::vector<double> nadam_reference(double lr, double beta1, double beta2, double eps, double weight_decay,
-                                    double psi, bool decoupled) {
+std::vector<double> nadam_reference(double lr, double beta1, double beta2, double eps, double weight_decay, double psi,
+                                    bool decoupled) {
     std::vector<double> p = initial_params();
     std::vector<double> m(p.size(), 0.0), v(p.size(), 0.0);
     double mu_product = 1.0;
@@ -113,8 +114,8 @@ std::vector<double> nadam_reference(double lr, double beta1, double beta2, doubl
 }
 
 TEST(NadamRule, ThreeSteps) {
-    expect_params_near(run_cpu("nadam", {{"lr", 0.01}}, 3),
-                       nadam_reference(0.01, 0.9, 0.999, 1e-8, 0, 4e-3, false), 5e-6);
+    expect_params_near(run_cpu("nadam", {{"lr", 0.01}}, 3), nadam_reference(0.01, 0.9, 0.999, 1e-8, 0, 4e-3, false),
+                       5e-6);
 }
 
 TEST(NadamRule, CoupledAndDecoupledWeightDecay) {

@@ -73,7 +73,9 @@ struct Case {
 };
 
 // gtest prints the parameter in test listings: the name is enough.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 class Convergence : public ::testing::TestWithParam<Case> {};
 
@@ -93,7 +95,8 @@ TEST_P(Convergence, LossFallsByMoreThanHalf) {
     const double initial = loss_and_gradient(data, params.data(), grads.data());
     const int steps = c.name == std::string("lbfgs") ? 5 : 100;
     for (int s = 0; s < steps; ++s)
-        optimizer->step(params.data(), grads.data(), [&] { return loss_and_gradient(data, params.data(), grads.data()); });
+        optimizer->step(params.data(), grads.data(),
+                        [&] { return loss_and_gradient(data, params.data(), grads.data()); });
     const double final_loss = loss_and_gradient(data, params.data(), grads.data());
     std::printf("%-9s %3d steps: cross-entropy %.4f -> %.4f\n", c.name, steps, initial, final_loss);
     EXPECT_LT(final_loss, 0.5 * initial) << c.name << ": " << initial << " -> " << final_loss;
@@ -102,18 +105,11 @@ TEST_P(Convergence, LossFallsByMoreThanHalf) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryOptimizer, Convergence,
-    ::testing::Values(Case{"sgd", {{"lr", 0.5}, {"momentum", 0.9}}},
-                      Case{"adagrad", {{"lr", 0.5}}},
-                      Case{"adadelta", {{"lr", 50.0}}},
-                      Case{"rmsprop", {{"lr", 0.05}}},
-                      Case{"adam", {{"lr", 0.1}}},
-                      Case{"adamw", {{"lr", 0.1}}},
-                      Case{"nadam", {{"lr", 0.1}}},
-                      Case{"adamax", {{"lr", 0.2}}},
-                      Case{"lamb", {{"lr", 0.1}}},
-                      Case{"lars", {{"lr", 5.0}, {"trust_coefficient", 0.1}}},
-                      Case{"novograd", {{"lr", 0.1}}},
-                      Case{"lbfgs", {{"lr", 1.0}, {"strong_wolfe", 1}}}),
+    ::testing::Values(Case{"sgd", {{"lr", 0.5}, {"momentum", 0.9}}}, Case{"adagrad", {{"lr", 0.5}}},
+                      Case{"adadelta", {{"lr", 50.0}}}, Case{"rmsprop", {{"lr", 0.05}}}, Case{"adam", {{"lr", 0.1}}},
+                      Case{"adamw", {{"lr", 0.1}}}, Case{"nadam", {{"lr", 0.1}}}, Case{"adamax", {{"lr", 0.2}}},
+                      Case{"lamb", {{"lr", 0.1}}}, Case{"lars", {{"lr", 5.0}, {"trust_coefficient", 0.1}}},
+                      Case{"novograd", {{"lr", 0.1}}}, Case{"lbfgs", {{"lr", 1.0}, {"strong_wolfe", 1}}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -14,7 +14,9 @@
 namespace ember::optim::test {
 namespace {
 
-std::string error_of(const std::function<void()>& f) { return test_support::error_message<std::invalid_argument>(f); }
+std::string error_of(const std::function<void()>& f) {
+    return test_support::error_message<std::invalid_argument>(f);
+}
 
 TEST(OptimizerFactory, EveryNameBuildsOnCpu) {
     for (const std::string& name : optimizer_names()) {

@@ -23,8 +23,7 @@ double segment_norm(const std::vector<double>& x, std::pair<std::size_t, std::si
 //   or with g += wd p before the moments                  (L2 mode)
 //   per tensor: ratio = lr |p| / |update| when wd != 0 and both norms are non-zero, else lr
 //   p -= ratio update
-std::vector<double> lamb_reference(double lr, double weight_decay, double max_grad_norm, bool adam_w_mode,
-                                   int steps) {
+std::vector<double> lamb_reference(double lr, double weight_decay, double max_grad_norm, bool adam_w_mode, int steps) {
     const double beta1 = 0.9, beta2 = 0.999, eps = 1e-6;
     std::vector<double> p = initial_params();
     std::vector<double> m(p.size(), 0.0), v(p.size(), 0.0), update(p.size(), 0.0);

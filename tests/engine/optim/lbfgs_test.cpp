@@ -26,7 +26,9 @@ struct Quadratic {
     }
 };
 
-std::vector<ParameterSegment> one_segment(std::size_t n) { return {{0, n, 0, "x"}}; }
+std::vector<ParameterSegment> one_segment(std::size_t n) {
+    return {{0, n, 0, "x"}};
+}
 
 TEST(Lbfgs, QuadraticWithFixedStep) {
     Quadratic q;

@@ -46,8 +46,10 @@ TEST(OptimizerGpuOptions, SkipFlagLowPrecisionAndGradScale) {
         const int32_t skip = s == 1;
         EMBER_CUDA_CHECK(cudaMemcpy(flag.ptr, &skip, 4, cudaMemcpyHostToDevice));
         gpu->step(params.f(), grad.f(), options);
-        if (skip) gpu->rewind_step();
-        else cpu->step(cpu_params.data(), grads.data());
+        if (skip)
+            gpu->rewind_step();
+        else
+            cpu->step(cpu_params.data(), grads.data());
     }
     EMBER_CUDA_CHECK(cudaDeviceSynchronize());
     expect_close(download(params.f(), n), cpu_params, "params");

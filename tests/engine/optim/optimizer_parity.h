@@ -71,23 +71,25 @@ struct Case {
 };
 
 // gtest prints the parameter in test listings: the name is enough.
-inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 // Every elementwise optimizer, with the settings that exercise the most of its rule.
 inline std::vector<Case> every_optimizer() {
-    return {
-        Case{"sgd", {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", 1}, {"weight_decay", 0.01}}, 1},
-        Case{"adagrad",
-             {{"lr", 0.1}, {"lr_decay", 0.01}, {"initial_accumulator_value", 0.1}, {"weight_decay", 0.01}}, 1},
-        Case{"adadelta", {{"lr", 1.0}, {"weight_decay", 0.01}}, 1},
-        Case{"rmsprop", {{"lr", 0.01}, {"centered", 1}, {"momentum", 0.5}, {"weight_decay", 0.01}}, 1, 1e-4f},
-        Case{"adam", {{"lr", 0.01}, {"amsgrad", 1}, {"weight_decay", 0.01}}, 1},
-        Case{"adamw", {{"lr", 0.01}}, 1},
-        Case{"nadam", {{"lr", 0.01}, {"weight_decay", 0.01}}, 1},
-        Case{"adamax", {{"lr", 0.01}, {"weight_decay", 0.01}}, 1},
-        Case{"lamb", {{"lr", 0.01}, {"max_grad_norm", 1.0}}, 3},
-        Case{"lars", {{"lr", 0.1}, {"weight_decay", 1e-4}}, 2},
-        Case{"novograd", {{"lr", 0.01}, {"weight_decay", 0.01}}, 2}};
+    return {Case{"sgd", {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", 1}, {"weight_decay", 0.01}}, 1},
+            Case{"adagrad",
+                 {{"lr", 0.1}, {"lr_decay", 0.01}, {"initial_accumulator_value", 0.1}, {"weight_decay", 0.01}},
+                 1},
+            Case{"adadelta", {{"lr", 1.0}, {"weight_decay", 0.01}}, 1},
+            Case{"rmsprop", {{"lr", 0.01}, {"centered", 1}, {"momentum", 0.5}, {"weight_decay", 0.01}}, 1, 1e-4f},
+            Case{"adam", {{"lr", 0.01}, {"amsgrad", 1}, {"weight_decay", 0.01}}, 1},
+            Case{"adamw", {{"lr", 0.01}}, 1},
+            Case{"nadam", {{"lr", 0.01}, {"weight_decay", 0.01}}, 1},
+            Case{"adamax", {{"lr", 0.01}, {"weight_decay", 0.01}}, 1},
+            Case{"lamb", {{"lr", 0.01}, {"max_grad_norm", 1.0}}, 3},
+            Case{"lars", {{"lr", 0.1}, {"weight_decay", 1e-4}}, 2},
+            Case{"novograd", {{"lr", 0.01}, {"weight_decay", 0.01}}, 2}};
 }
 
 // Three steps of `c` on the device, fused and per tensor, against three cpu steps:
@@ -129,8 +131,8 @@ inline void check_fused_and_per_tensor_match_cpu(const Case& c, const std::vecto
         ASSERT_EQ(exported.segment_norms.size(), cpu_exported.segment_norms.size());
         expect_close(exported.segment_norms, cpu_exported.segment_norms, "segment norms");
         gpu->import_state(exported);
-        const int expected = backend == OptimizerBackend::cuda_fused ? c.fused_launches
-                                                                      : c.fused_launches * (int)segments.size();
+        const int expected =
+            backend == OptimizerBackend::cuda_fused ? c.fused_launches : c.fused_launches * (int)segments.size();
         EXPECT_EQ(gpu->last_step_launches(), expected);
     }
 }

@@ -75,8 +75,8 @@ TEST(Schedules, CosineWarmRestarts) {
     auto s = make_schedule(c);
     // Periods [0,2) [2,6) [6,14): T_cur restarts at 2 and 6.
     auto cosine = [](double t_cur, double t_i) { return 0.1 * (1 + std::cos(kPi * t_cur / t_i)) / 2; };
-    const double expected[] = {cosine(0, 2), cosine(1, 2), cosine(0, 4), cosine(1, 4), cosine(2, 4),
-                               cosine(3, 4), cosine(0, 8), cosine(7, 8)};
+    const double expected[] = {cosine(0, 2), cosine(1, 2), cosine(0, 4), cosine(1, 4),
+                               cosine(2, 4), cosine(3, 4), cosine(0, 8), cosine(7, 8)};
     const int steps[] = {0, 1, 2, 3, 4, 5, 6, 13};
     for (int k = 0; k < 8; ++k) EXPECT_NEAR(s->lr(steps[k]), expected[k], 1e-15) << "step " << steps[k];
 
@@ -89,8 +89,7 @@ TEST(Schedules, CosineWarmRestarts) {
 TEST(Schedules, LinearWarmup) {
     ScheduleConfig c = config("linear");
     auto s = make_schedule(c);  // torch defaults: 1/3 -> 1 over 5 steps
-    for (int t = 0; t < 8; ++t)
-        EXPECT_NEAR(s->lr(t), 0.1 * (1.0 / 3 + (1 - 1.0 / 3) * std::min(t, 5) / 5.0), 1e-15);
+    for (int t = 0; t < 8; ++t) EXPECT_NEAR(s->lr(t), 0.1 * (1.0 / 3 + (1 - 1.0 / 3) * std::min(t, 5) / 5.0), 1e-15);
 }
 
 TEST(Schedules, OneCycleTwoPhaseCosine) {
@@ -162,13 +161,13 @@ TEST(Schedules, ReduceOnPlateauPatienceCooldownMinLr) {
     p.cooldown = 1;
     p.min_lr = 0.03;
     ReduceOnPlateau plateau(0.1, p);
-    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.1);    // best = 1
-    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.1);    // 1 bad epoch (not > patience)
+    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.1);            // best = 1
+    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.1);            // 1 bad epoch (not > patience)
     EXPECT_DOUBLE_EQ(plateau.step(0.99995), 0.1 * 0.5);  // within rel threshold 1e-4: bad #2 -> reduce
-    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.05);   // cooldown swallows this bad epoch
-    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.05);   // bad #1
-    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.03);   // bad #2 -> 0.025 clamped to min_lr
-    EXPECT_DOUBLE_EQ(plateau.step(0.5), 0.03);   // improvement
+    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.05);           // cooldown swallows this bad epoch
+    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.05);           // bad #1
+    EXPECT_DOUBLE_EQ(plateau.step(1.0), 0.03);           // bad #2 -> 0.025 clamped to min_lr
+    EXPECT_DOUBLE_EQ(plateau.step(0.5), 0.03);           // improvement
 }
 
 TEST(Schedules, ReduceOnPlateauMaxModeAbsoluteThreshold) {

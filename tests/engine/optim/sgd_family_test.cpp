@@ -9,8 +9,8 @@ namespace {
 
 // torch.optim.SGD: g += wd p; buf = g (first step) or momentum buf + (1 - dampening) g;
 // g = nesterov ? g + momentum buf : buf; p -= lr g.
-std::vector<double> sgd_reference(double lr, double momentum, double dampening, double weight_decay,
-                                  bool nesterov, bool maximize, int steps) {
+std::vector<double> sgd_reference(double lr, double momentum, double dampening, double weight_decay, bool nesterov,
+                                  bool maximize, int steps) {
     std::vector<double> p = initial_params();
     std::vector<double> buf(p.size(), 0.0);
     for (int s = 0; s < steps; ++s) {
@@ -68,8 +68,8 @@ TEST(AdagradRule, LrDecayInitialAccumulatorAndWeightDecay) {
             p[i] -= clr * g / (std::sqrt(sum[i]) + eps);
         }
     }
-    Hyperparameters h = {{"lr", lr}, {"lr_decay", lr_decay}, {"initial_accumulator_value", initial},
-                         {"weight_decay", weight_decay}};
+    Hyperparameters h = {
+        {"lr", lr}, {"lr_decay", lr_decay}, {"initial_accumulator_value", initial}, {"weight_decay", weight_decay}};
     expect_params_near(run_cpu("adagrad", h, 3), p);
 }
 
@@ -94,8 +94,8 @@ TEST(AdadeltaRule, ThreeStepsWithWeightDecay) {
 // torch.optim.RMSprop: v = alpha v + (1-alpha) g^2; centered: ga = alpha ga + (1-alpha) g,
 // avg = sqrt(v - ga^2) + eps, else sqrt(v) + eps; momentum: b = m b + g/avg, p -= lr b;
 // otherwise p -= lr g/avg.
-std::vector<double> rmsprop_reference(double lr, double alpha, double eps, double weight_decay,
-                                      double momentum, bool centered) {
+std::vector<double> rmsprop_reference(double lr, double alpha, double eps, double weight_decay, double momentum,
+                                      bool centered) {
     std::vector<double> p = initial_params();
     std::vector<double> v(p.size(), 0.0), grad_avg(p.size(), 0.0), buf(p.size(), 0.0);
     for (int s = 0; s < 3; ++s)
@@ -125,8 +125,7 @@ TEST(RmspropRule, Plain) {
 }
 
 TEST(RmspropRule, CenteredWithMomentumAndWeightDecay) {
-    Hyperparameters h = {{"lr", 0.01}, {"alpha", 0.9}, {"centered", 1}, {"momentum", 0.7},
-                         {"weight_decay", 0.05}};
+    Hyperparameters h = {{"lr", 0.01}, {"alpha", 0.9}, {"centered", 1}, {"momentum", 0.7}, {"weight_decay", 0.05}};
     auto p = run_cpu("rmsprop", h, 3);
     expect_params_near(p, rmsprop_reference(0.01, 0.9, 1e-8, 0.05, 0.7, true), 1e-5);
     auto uncentered = rmsprop_reference(0.01, 0.9, 1e-8, 0.05, 0.7, false);

@@ -14,7 +14,9 @@ namespace {
 using ember::train::ConfigError;
 using ember::train::TrainConfig;
 
-std::string error_of(const std::function<void()>& f) { return ember::test_support::error_message<ConfigError>(f); }
+std::string error_of(const std::function<void()>& f) {
+    return ember::test_support::error_message<ConfigError>(f);
+}
 
 TEST(TrainConfig, TomlSetsEveryKindOfField) {
     TrainConfig c;
@@ -40,7 +42,8 @@ t_max = 1000
 warmup_steps = 100
 [switches]
 cuda_graph = true
-)", "inline.toml", c);
+)",
+                                   "inline.toml", c);
     EXPECT_EQ(c.model, "resnet");
     EXPECT_EQ(c.workers, 4);
     EXPECT_FALSE(c.pin_memory);
@@ -142,10 +145,11 @@ TEST(TrainConfig, EffectiveConfigRoundTrips) {
 
 TEST(TrainConfig, PrintsValuesAsWritten) {
     TrainConfig c;
-    ember::train::load_toml_string("[optimizer]\nname = 'sgd'\nlr = 0.05\nmomentum = 0.9\nnesterov = true\n"
-                                   "dampening = 0\n[schedule]\nname = 'onecycle'\nmax_lr = 0.1\nthree_phase = false\n"
-                                   "[train]\nclip_grad_norm = 1.0\n",
-                                   "written.toml", c);
+    ember::train::load_toml_string(
+        "[optimizer]\nname = 'sgd'\nlr = 0.05\nmomentum = 0.9\nnesterov = true\n"
+        "dampening = 0\n[schedule]\nname = 'onecycle'\nmax_lr = 0.1\nthree_phase = false\n"
+        "[train]\nclip_grad_norm = 1.0\n",
+        "written.toml", c);
     const std::string text = ember::train::to_toml(c);
     for (const char* line : {"lr = 0.05\n", "momentum = 0.9\n", "nesterov = true\n", "dampening = 0\n",
                              "max_lr = 0.1\n", "three_phase = false\n", "clip_grad_norm = 1.0\n"})

@@ -31,7 +31,9 @@ std::uint32_t reference_crc32c(const std::string& data) {
     return crc ^ 0xFFFFFFFFu;
 }
 
-std::uint32_t reference_mask(std::uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+std::uint32_t reference_mask(std::uint32_t crc) {
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
 
 std::uint64_t little_endian(const std::string& bytes, std::size_t at, int width) {
     std::uint64_t value = 0;

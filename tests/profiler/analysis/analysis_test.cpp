@@ -20,7 +20,7 @@ namespace ember::analysis {
 namespace {
 
 class FixtureTrace : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         path_ = new std::string(ember::testing::temporary_path("analysis-fixture", ".db"));
         ember::testing::write_fixture_trace(*path_);
@@ -163,7 +163,7 @@ TEST_F(FixtureTrace, StepBreakdownBusyAndGaps) {
     EXPECT_EQ(first.gpu_idle_ns, 1400);
     const StepBreakdown& second = activity.steps[1];
     EXPECT_EQ(second.start_ns, 3000);
-    EXPECT_EQ(second.gpu_compute_ns, 300);  // gemm [3600,3900) hides relu [3700,3750)
+    EXPECT_EQ(second.gpu_compute_ns, 300);    // gemm [3600,3900) hides relu [3700,3750)
     EXPECT_EQ(second.communication_ns, 100);  // the nccl kernel: communication, not compute
     EXPECT_EQ(first.communication_ns, 0);
     EXPECT_EQ(second.copies_ns, 130);
@@ -266,9 +266,11 @@ TEST_F(FixtureTrace, JsonEveryReport) {
         const std::string key = std::string(name) == "cpu" ? "cpu_functions" : name;
         EXPECT_EQ(reports.contains(key), std::string(name) != "ranks" && std::string(name) != "collectives") << name;
     }
-    for (const char* key : {"steps_summary", "slowest_steps", "kernel_types_top"}) EXPECT_TRUE(reports.contains(key)) << key;
+    for (const char* key : {"steps_summary", "slowest_steps", "kernel_types_top"})
+        EXPECT_TRUE(reports.contains(key)) << key;
     // The others only when named.
-    for (const char* name : {"launches", "queue", "gpu_timeline", "step_breakdown"}) EXPECT_FALSE(reports.contains(name)) << name;
+    for (const char* name : {"launches", "queue", "gpu_timeline", "step_breakdown"})
+        EXPECT_FALSE(reports.contains(name)) << name;
     const auto& gemm = reports["kernels"][0];
     EXPECT_EQ(gemm["name"], "gemm");
     EXPECT_EQ(gemm["instances"], 3);
@@ -335,9 +337,10 @@ TEST(CpuAdvice, OpFamiliesOfNamedJitKernels) {
     advise_cpu(inputs, 10, items);
     ASSERT_EQ(items.size(), 2u);
     EXPECT_EQ(items[0].topic, "cpu_hotspot");
-    EXPECT_EQ(items[0].finding,
-              "layout reordering (oneDNN) takes 6.0% of the sampled CPU time (60 of 1000 samples, 300.000 ms; 30.000 ms "
-              "a step)");
+    EXPECT_EQ(
+        items[0].finding,
+        "layout reordering (oneDNN) takes 6.0% of the sampled CPU time (60 of 1000 samples, 300.000 ms; 30.000 ms "
+        "a step)");
     EXPECT_NE(items[0].advice.find("switches.channels_last = true"), std::string::npos) << items[0].advice;
     EXPECT_EQ(items[0].recoverable_ns, 30'000'000);  // per step, 10 steps
     EXPECT_EQ(items[1].finding,
@@ -356,8 +359,10 @@ TEST(CpuAdvice, OpFamiliesOfNamedJitKernels) {
     std::vector<AdviceItem> channels_last;
     advise_cpu(inputs, 10, channels_last);
     ASSERT_EQ(channels_last.size(), 2u);
-    EXPECT_EQ(channels_last[0].advice.find("keep the activations channels-last"), std::string::npos) << channels_last[0].advice;
-    EXPECT_NE(channels_last[0].advice.find("switches.channels_last is on"), std::string::npos) << channels_last[0].advice;
+    EXPECT_EQ(channels_last[0].advice.find("keep the activations channels-last"), std::string::npos)
+        << channels_last[0].advice;
+    EXPECT_NE(channels_last[0].advice.find("switches.channels_last is on"), std::string::npos)
+        << channels_last[0].advice;
     EXPECT_FALSE(channels_last[0].recoverable_ns.has_value());
     EXPECT_EQ(channels_last[1].advice.find("channels-last layout"), std::string::npos) << channels_last[1].advice;
     EXPECT_TRUE(channels_last[1].recoverable_ns.has_value());  // more GEMM threads is still open
@@ -385,8 +390,9 @@ TEST_F(FixtureTrace, AdviceLeavesOutWhatTheRunApplies) {
     const std::vector<MemoryOperationRow> memory = memory_summary(reader);
     const std::vector<RankGpuWork> no_work;
     AdviceInputs inputs{activity, memory, 0, no_work};
-    inputs.settings = parse_run_settings("[data]\nworkers = 2\npin_memory = true\nprefetch_factor = 2\n"
-                                         "[switches]\ncuda_graph = true\n");
+    inputs.settings = parse_run_settings(
+        "[data]\nworkers = 2\npin_memory = true\nprefetch_factor = 2\n"
+        "[switches]\ncuda_graph = true\n");
     std::map<std::string, AdviceItem> by_topic;
     for (const AdviceItem& item : advise(inputs)) by_topic.emplace(item.topic, item);
     ASSERT_EQ(by_topic.count("dataloader_wait"), 1u);
@@ -432,8 +438,9 @@ TEST(OperationNames, CopiesAreNamedAsNsightSystemsNamesThem) {
     EXPECT_EQ(memcpy_operation_name(static_cast<MemcpyDirection>(42)), "[CUDA memcpy Unknown]");
     EXPECT_EQ(kMemsetOperationName, "[CUDA memset]");
     // Shown as Kineto names them.
-    EXPECT_EQ(memcpy_display_name(MemcpyDirection::host_to_device, trace::MemoryKind::pinned, trace::MemoryKind::device),
-              "Memcpy HtoD (pinned -> device)");
+    EXPECT_EQ(
+        memcpy_display_name(MemcpyDirection::host_to_device, trace::MemoryKind::pinned, trace::MemoryKind::device),
+        "Memcpy HtoD (pinned -> device)");
     EXPECT_EQ(memcpy_display_name(MemcpyDirection::device_to_host), "Memcpy DtoH");
     EXPECT_EQ(memset_display_name(trace::MemoryKind::device), "Memset (device)");
 }

@@ -121,7 +121,8 @@ IndependentAnswer independent(const IndependentRank& a, const IndependentRank& b
     std::vector<TimeNs> spreads;
     for (std::size_t c = 0; c < std::min(reference.communicators.size(), other.communicators.size()); ++c)
         for (std::size_t k = 0; k < std::min(reference.communicators[c].size(), other.communicators[c].size()); ++k)
-            spreads.push_back(std::llabs(reference.communicators[c][k].second - (other.communicators[c][k].second + shift)));
+            spreads.push_back(
+                std::llabs(reference.communicators[c][k].second - (other.communicators[c][k].second + shift)));
     const TimeNs margin = std::max<TimeNs>(2 * median(spreads), 1000);
     for (std::size_t c = 0; c < std::min(reference.communicators.size(), other.communicators.size()); ++c) {
         for (std::size_t k = 0; k < std::min(reference.communicators[c].size(), other.communicators[c].size()); ++k) {
@@ -163,15 +164,17 @@ job::JobFilesOptions options_for_imports() {
     return options;
 }
 
-#define REQUIRE_REAL_TRACES()                                                                         \
-    if (!std::filesystem::is_directory(kRealTraces))                                                  \
+#define REQUIRE_REAL_TRACES()                        \
+    if (!std::filesystem::is_directory(kRealTraces)) \
     GTEST_SKIP() << kRealTraces << " is absent (the real GPU traces live in ../shared/real-traces)"
 
 TEST(RealJobs, FsdpOnTwoRtx4090sNamesTheRankTheOtherWaitedFor) {
     REQUIRE_REAL_TRACES();
     const std::string folder = kRealTraces + "/kineto-multirank/";
-    const std::string r0 = folder + "tugot17_tokenomics-from-first-principles_llama_trace_4layers0_with_annotations.json";
-    const std::string r1 = folder + "tugot17_tokenomics-from-first-principles_llama_trace_4layers1_with_annotations.json";
+    const std::string r0 =
+        folder + "tugot17_tokenomics-from-first-principles_llama_trace_4layers0_with_annotations.json";
+    const std::string r1 =
+        folder + "tugot17_tokenomics-from-first-principles_llama_trace_4layers1_with_annotations.json";
     const JobCollectives job = job::analyze_job_files({r0, r1}, options_for_imports());
     expect_same_answer(r0, r1, job);
     EXPECT_EQ(job.matched, 19);

@@ -44,7 +44,8 @@ TEST(Communication, KernelsOfEverySpelling) {
         {"ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", CollectiveKind::all_gather},
         {"ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
          CollectiveKind::reduce_scatter},
-        {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", CollectiveKind::send_recv},
+        {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+         CollectiveKind::send_recv},
         {"ncclDevKernel_Broadcast_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", CollectiveKind::broadcast},
         {"ncclKernel_Reduce_RING_LL_Sum_half(ncclWorkElem)", CollectiveKind::reduce},
         {"_Z29ncclKernel_AllReduce_RING_LL_SumIfEvP11ncclDevCommmP8ncclWork", CollectiveKind::all_reduce},
@@ -56,8 +57,9 @@ TEST(Communication, KernelsOfEverySpelling) {
         EXPECT_TRUE(is_communication_kernel(c.name)) << c.name;
         EXPECT_EQ(collective_kind_of_kernel(c.name), c.kind) << c.name;
     }
-    for (const char* name : {"gemm", "void at::native::vectorized_elementwise_kernel<4, add>(int, ...)",
-                             "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_kernel__5x_cublas", "Memcpy HtoD (Pinned -> Device)"})
+    for (const char* name :
+         {"gemm", "void at::native::vectorized_elementwise_kernel<4, add>(int, ...)",
+          "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_kernel__5x_cublas", "Memcpy HtoD (Pinned -> Device)"})
         EXPECT_FALSE(is_communication_kernel(name)) << name;
 }
 
@@ -172,7 +174,8 @@ TEST(JobCollectives, StragglerWaitsAndClocksOfAGeneratedJob) {
     TimeNs others = 0;
     for (const auto& t : generated->truth)
         if (t.rank != 4) others += t.wait_ns;
-    EXPECT_NEAR(static_cast<double>(job.recoverable_ns), static_cast<double>(others), 0.05 * static_cast<double>(others));
+    EXPECT_NEAR(static_cast<double>(job.recoverable_ns), static_cast<double>(others),
+                0.05 * static_cast<double>(others));
     // What it did instead: its longer conv2 forward kernel, 1.5 ms a step.
     ASSERT_FALSE(job.doing_instead.empty());
     EXPECT_EQ(job.doing_instead.front().what, "kernel");
@@ -200,11 +203,11 @@ TEST(JobCollectives, ABalancedJobHasNoStraggler) {
 
 // N "processes" as threads: all_gather waits for every one, then hands out every part.
 class ThreadExchange {
-public:
-    explicit ThreadExchange(int processes) : processes_(processes), parts_(static_cast<std::size_t>(processes)),
-                                             barrier_(processes) {}
+  public:
+    explicit ThreadExchange(int processes)
+        : processes_(processes), parts_(static_cast<std::size_t>(processes)), barrier_(processes) {}
     class Endpoint : public CollectiveExchange {
-    public:
+      public:
         Endpoint(ThreadExchange& shared, int process) : shared_(shared), process_(process) {}
         std::vector<std::string> all_gather(const std::string& mine) override {
             shared_.parts_[static_cast<std::size_t>(process_)] = mine;
@@ -216,12 +219,12 @@ public:
         int process() const override { return process_; }
         int processes() const override { return shared_.processes_; }
 
-    private:
+      private:
         ThreadExchange& shared_;
         int process_;
     };
 
-private:
+  private:
     int processes_;
     std::vector<std::string> parts_;
     std::barrier<> barrier_;
@@ -306,9 +309,10 @@ TEST(JobCollectives, TwoDimensionalJobMatchesWithinProcessGroups) {
         communicators.insert(row.communicator);
         EXPECT_EQ(row.members, row.communicator.find("mesh_tp") != std::string::npos ? 2 : 4) << row.communicator;
     }
-    EXPECT_EQ(communicators, (std::set<std::string>{"pg 1 (mesh_tp) ranks 0-1", "pg 2 (mesh_tp) ranks 2-3",
-                                                    "pg 3 (mesh_tp) ranks 4-5", "pg 4 (mesh_tp) ranks 6-7",
-                                                    "pg 5 (mesh_dp) ranks 0-6 step 2", "pg 6 (mesh_dp) ranks 1-7 step 2"}));
+    EXPECT_EQ(communicators,
+              (std::set<std::string>{"pg 1 (mesh_tp) ranks 0-1", "pg 2 (mesh_tp) ranks 2-3", "pg 3 (mesh_tp) ranks 4-5",
+                                     "pg 4 (mesh_tp) ranks 6-7", "pg 5 (mesh_dp) ranks 0-6 step 2",
+                                     "pg 6 (mesh_dp) ranks 1-7 step 2"}));
     expect_truth(job, generated->truth);
     ASSERT_TRUE(job.straggler.has_value()) << job.straggler_evidence;
     EXPECT_EQ(*job.straggler, 5);
@@ -350,9 +354,9 @@ TEST(JobCollectives, TwoDimensionalJobShardedGivesTheSameAnswer) {
 struct HostRank {
     std::int32_t rank = 0;
     std::string rank_source = "OMPI_COMM_WORLD_RANK environment";
-    TimeNs clock_shift = 0;         // its clock minus the reference's
-    TimeNs late = 0;                // it posts every all-reduce this much later
-    std::vector<int> kinds = {};    // per collective: 0 all-reduce bucket, 1 "nccl:all_gather"
+    TimeNs clock_shift = 0;       // its clock minus the reference's
+    TimeNs late = 0;              // it posts every all-reduce this much later
+    std::vector<int> kinds = {};  // per collective: 0 all-reduce bucket, 1 "nccl:all_gather"
     std::int32_t world_size = 2;
 };
 
@@ -446,8 +450,8 @@ TEST(JobCollectives, RecoverableIsWhatTheStragglerHeldTheOthersBack) {
     HostRank middle{1, "synthetic", 0, 5'000'000};
     HostRank late{2, "synthetic", 0, 6'000'000};
     early.world_size = middle.world_size = late.world_size = 3;
-    const JobCollectives job =
-        job::analyze_job_files({write_host_rank(folder, early), write_host_rank(folder, middle), write_host_rank(folder, late)});
+    const JobCollectives job = job::analyze_job_files(
+        {write_host_rank(folder, early), write_host_rank(folder, middle), write_host_rank(folder, late)});
     ASSERT_EQ(job.straggler, 2) << job.straggler_evidence;
     EXPECT_EQ(job.straggler_waits_ns, 5 * (6'000'000 + 1'000'000));
     EXPECT_EQ(job.recoverable_ns, 5 * 2 * 1'000'000);

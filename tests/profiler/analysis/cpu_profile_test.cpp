@@ -39,7 +39,8 @@ trace::RangeId record_range(store::TraceWriter& writer, trace::ThreadId thread, 
 }
 
 // A CPU sample of `thread` at `at` with `frames`, outermost first.
-void record_sample(store::TraceWriter& writer, trace::ThreadId thread, TimeNs at, const std::vector<trace::FrameId>& frames) {
+void record_sample(store::TraceWriter& writer, trace::ThreadId thread, TimeNs at,
+                   const std::vector<trace::FrameId>& frames) {
     trace::StackSample s;
     s.time_ns = at;
     s.thread_id = thread;
@@ -55,7 +56,7 @@ std::map<std::string, std::int64_t> samples_by_range(const analysis::CpuProfile&
 }
 
 class CpuProfileTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = test_support::unique_temp_path("cpu_profile", ".db").string();
         trace::RunInfo run;
@@ -69,7 +70,8 @@ protected:
         writer.register_thread({0, 7, 102, "idle thread"});
         writer.set_metadata("cpu_sample_period_ns", "5000000");
 
-        const trace::FrameId run_frame = writer.intern_frame("ember::train::run(ember::Config const&)", "/bin/ember", 0x10);
+        const trace::FrameId run_frame =
+            writer.intern_frame("ember::train::run(ember::Config const&)", "/bin/ember", 0x10);
         const trace::FrameId gemm = writer.intern_frame(
             "ember::ops::gemm_cpu(ember::Tensor const&, ember::Tensor const&)::{lambda(long, long)#1}::operator()(long, long) const",
             "/bin/ember", 0x20);
@@ -170,7 +172,8 @@ TEST(CpuProfileTeams, OpenMpTeamThreadsAreChargedToTheRangeOfTheThreadLeadingThe
         record_range(writer, main, "backward", 40, 90, 1);
         record_range(writer, loader, "dataloader/load", 0, 100, 0);  // fewer ranges than main: not the leader
         const trace::FrameId start = writer.intern_frame("start_thread", "/lib/x86_64-linux-gnu/libc.so.6", 0x100);
-        const trace::FrameId gomp = writer.intern_frame("0x7f0000003000", "/usr/lib/x86_64-linux-gnu/libgomp.so.1", 0x7f0000003000);
+        const trace::FrameId gomp =
+            writer.intern_frame("0x7f0000003000", "/usr/lib/x86_64-linux-gnu/libgomp.so.1", 0x7f0000003000);
         const trace::FrameId kernel = writer.intern_frame("jit_brgemm_kernel_t", "", 0x7e0000001000);
         const trace::FrameId work = writer.intern_frame("do_work()", "/bin/app", 0x200);
         auto sample = [&](trace::ThreadId thread, TimeNs at, std::vector<trace::FrameId> frames) {

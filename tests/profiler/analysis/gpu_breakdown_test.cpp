@@ -43,8 +43,12 @@ using namespace ember::analysis;
 using trace::TimeNs;
 
 constexpr TimeNs kBase = 1'000'000;
-constexpr TimeNs us(double micros) { return kBase + static_cast<TimeNs>(micros * 1000); }
-constexpr TimeNs ns_of_us(double micros) { return static_cast<TimeNs>(micros * 1000); }
+constexpr TimeNs us(double micros) {
+    return kBase + static_cast<TimeNs>(micros * 1000);
+}
+constexpr TimeNs ns_of_us(double micros) {
+    return static_cast<TimeNs>(micros * 1000);
+}
 
 void write_breakdown_trace(const std::string& path) {
     ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kBase - 100'000));
@@ -60,7 +64,7 @@ void write_breakdown_trace(const std::string& path) {
 }
 
 class GpuBreakdown : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         path_ = new std::string(ember::testing::temporary_path("gpu-breakdown", ".db"));
         write_breakdown_trace(*path_);
@@ -111,8 +115,9 @@ TEST_F(GpuBreakdown, TemporalOfEveryEvent) {
 
 TEST_F(GpuBreakdown, KernelTypesAreExclusiveCombinations) {
     std::map<std::string, TimeNs> totals;
-    for (const KernelTypeRow& row : kernel_type_breakdown(work(Convention::ember))) totals[row.kernel_type] = row.total_ns;
-    EXPECT_EQ(totals["COMPUTATION"], ns_of_us(170));  // [0,100) [110,150) [350,380)
+    for (const KernelTypeRow& row : kernel_type_breakdown(work(Convention::ember)))
+        totals[row.kernel_type] = row.total_ns;
+    EXPECT_EQ(totals["COMPUTATION"], ns_of_us(170));                            // [0,100) [110,150) [350,380)
     EXPECT_EQ(totals["COMPUTATION overlapping COMMUNICATION"], ns_of_us(100));  // [150,200) [300,350)
     EXPECT_EQ(totals["COMMUNICATION"], ns_of_us(200));                          // [200,300) [600,700)
     EXPECT_EQ(totals["COMPUTATION overlapping MEMORY"], ns_of_us(20));          // [380,400)
@@ -157,9 +162,9 @@ TEST_F(GpuBreakdown, IdleTimePerStreamByCause) {
 TEST_F(GpuBreakdown, HtaDropsWorkLaunchedInTheLastStep) {
     const std::vector<RankGpuWork> hta = work(Convention::hta);
     ASSERT_EQ(hta.size(), 1u);
-    EXPECT_EQ(hta[0].events.size(), 5u);            // K1 K2 K3 S1 N1
-    EXPECT_EQ(hta[0].dropped_after_last_step, 1);   // C1, launched at 360 >= 300
-    EXPECT_EQ(hta[0].dropped_unlinked, 1);          // N2
+    EXPECT_EQ(hta[0].events.size(), 5u);           // K1 K2 K3 S1 N1
+    EXPECT_EQ(hta[0].dropped_after_last_step, 1);  // C1, launched at 360 >= 300
+    EXPECT_EQ(hta[0].dropped_unlinked, 1);         // N2
     const TemporalRow row = temporal_breakdown(hta).at(0);
     EXPECT_EQ(row.span_ns, ns_of_us(460));
     EXPECT_EQ(row.idle_ns, ns_of_us(60));  // 460 - (100 + 290 + 10)
@@ -188,16 +193,19 @@ TEST_F(GpuBreakdown, LaunchesAndQueue) {
     EXPECT_EQ(gemm.launch_total_ns, ns_of_us(10 + 5));
     EXPECT_EQ(gemm.delay_total_ns, ns_of_us((0 - -20) + (110 - -5)));
     EXPECT_EQ(gemm.delay_max_ns, ns_of_us(115));
-    EXPECT_EQ(gemm.delay_outliers, 1);  // 115 µs > 100 µs
+    EXPECT_EQ(gemm.delay_outliers, 1);              // 115 µs > 100 µs
     EXPECT_EQ(rows.at("memset").short_kernels, 0);  // 10 µs of work for a 10 µs launch: not shorter
     EXPECT_FALSE(rows.count("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"));  // no launching call
     std::map<std::uint64_t, std::vector<QueuePoint>> series;
     for (const QueueSeries& s : queue_length_series(all)) series[s.stream] = s.points;
-    const std::vector<std::int64_t> expected = {1, 2, 1, 0, 1, 2, 1, 0};  // launches -30 -10 +250 +270, starts 0 110 300 450
+    const std::vector<std::int64_t> expected = {1, 2, 1, 0,
+                                                1, 2, 1, 0};  // launches -30 -10 +250 +270, starts 0 110 300 450
     ASSERT_EQ(series[7].size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(series[7][i].length, expected[i]) << i;
     for (const QueueRow& row : queue_length_summary(all))
-        if (row.stream == 7) { EXPECT_EQ(row.max, 2); }
+        if (row.stream == 7) {
+            EXPECT_EQ(row.max, 2);
+        }
 }
 
 TEST_F(GpuBreakdown, StatsJsonRowsFollowTheDocumentedKeys) {
@@ -324,8 +332,13 @@ TEST(HtaRounding, MicrosecondsAsPythonFloatEqualStrtodOfTheDecimalText) {
         return std::strtod(text, nullptr);
     };
     std::vector<TimeNs> times;
-    const TimeNs bases[] = {0, 1'419'247'332'500'684, TimeNs{1} << 53, -(TimeNs{1} << 53),
-                            1'712'195'495'519'695'800, -1'712'195'495'519'695'800, 9'000'000'000'000'000'000,
+    const TimeNs bases[] = {0,
+                            1'419'247'332'500'684,
+                            TimeNs{1} << 53,
+                            -(TimeNs{1} << 53),
+                            1'712'195'495'519'695'800,
+                            -1'712'195'495'519'695'800,
+                            9'000'000'000'000'000'000,
                             9'100'000'000'000'000'000};  // the last beyond 2^53 µs: read through the text
     for (TimeNs base : bases)
         for (TimeNs delta = -3000; delta <= 3000; ++delta) times.push_back(base + delta);
@@ -357,23 +370,40 @@ std::string kineto_trace_with_syncs(bool with_cuda_sync_events) {
     nlohmann::json events = nlohmann::json::array();
     int correlation = 1000;
     auto host = [&](const char* name, double ts, double dur, const char* cat, nlohmann::json args) {
-        events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", ts},
-                          {"dur", dur}, {"args", args}});
+        events.push_back({{"ph", "X"},
+                          {"cat", cat},
+                          {"name", name},
+                          {"pid", 100},
+                          {"tid", 100},
+                          {"ts", ts},
+                          {"dur", dur},
+                          {"args", args}});
     };
     auto launch = [&](double ts, double kernel_ts, double kernel_dur, int stream, const char* kernel) {
         ++correlation;
         host("cudaLaunchKernel", ts, 5, "cuda_runtime", {{"cbid", 211}, {"correlation", correlation}});
-        events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", stream},
-                          {"ts", kernel_ts}, {"dur", kernel_dur},
+        events.push_back({{"ph", "X"},
+                          {"cat", "kernel"},
+                          {"name", kernel},
+                          {"pid", 0},
+                          {"tid", stream},
+                          {"ts", kernel_ts},
+                          {"dur", kernel_dur},
                           {"args", {{"device", 0}, {"stream", stream}, {"correlation", correlation}, {"context", 1}}}});
     };
     auto sync = [&](const char* kind, double ts, double dur, int stream, nlohmann::json extra) {
         if (!with_cuda_sync_events) return;
-        nlohmann::json args = {{"cuda_sync_kind", kind}, {"stream", stream}, {"correlation", correlation},
-                               {"device", 0}, {"context", 1}};
+        nlohmann::json args = {
+            {"cuda_sync_kind", kind}, {"stream", stream}, {"correlation", correlation}, {"device", 0}, {"context", 1}};
         args.update(extra);
-        events.push_back({{"ph", "X"}, {"cat", "cuda_sync"}, {"name", kind}, {"pid", 0}, {"tid", stream >= 0 ? stream : 7},
-                          {"ts", ts}, {"dur", dur}, {"args", args}});
+        events.push_back({{"ph", "X"},
+                          {"cat", "cuda_sync"},
+                          {"name", kind},
+                          {"pid", 0},
+                          {"tid", stream >= 0 ? stream : 7},
+                          {"ts", ts},
+                          {"dur", dur},
+                          {"args", args}});
     };
     const double t0 = 1'700'000'000'000.0;
     for (int step = 0; step < 3; ++step) {
@@ -384,7 +414,9 @@ std::string kineto_trace_with_syncs(bool with_cuda_sync_events) {
         launch(s + 30, s + 40, 50, 13, "ncclKernel_AllReduce");
         ++correlation;
         sync("Stream Wait Event", s + 36, 2, 13,
-             {{"wait_on_stream", 7}, {"wait_on_cuda_event_record_corr_id", correlation - 3}, {"wait_on_cuda_event_id", 5}});
+             {{"wait_on_stream", 7},
+              {"wait_on_cuda_event_record_corr_id", correlation - 3},
+              {"wait_on_cuda_event_id", 5}});
         host("cudaStreamWaitEvent", s + 35, 4, "cuda_runtime", {{"cbid", 146}, {"correlation", correlation}});
         ++correlation;
         host("cudaStreamSynchronize", s + 40, 295, "cuda_runtime", {{"cbid", 131}, {"correlation", correlation}});

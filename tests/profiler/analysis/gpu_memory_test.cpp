@@ -22,11 +22,13 @@ using trace::MemoryAction;
 using trace::TimeNs;
 
 constexpr TimeNs kOrigin = 1'000'000'000;
-constexpr TimeNs us(TimeNs micros) { return kOrigin + micros * 1000; }
+constexpr TimeNs us(TimeNs micros) {
+    return kOrigin + micros * 1000;
+}
 constexpr std::int64_t MiB = 1 << 20;
 
 class GpuMemoryTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = test_support::unique_temp_path("gpu_memory", ".db").string();
         ember::testing::TraceBuilder b(path_, ember::testing::TraceBuilder::run_info(kOrigin));
@@ -37,7 +39,8 @@ protected:
         b.range(main, "", "forward", us(110), us(150), 0, 1);
         const trace::FrameId module = w.intern_frame("<module>", "/home/user/train.py", 0, 3);
         const trace::FrameId forward = w.intern_frame("forward", "/home/user/model.py", 0, 21);
-        const trace::FrameId linear = w.intern_frame("forward", "/usr/lib/python3/dist-packages/torch/nn/linear.py", 0, 114);
+        const trace::FrameId linear =
+            w.intern_frame("forward", "/usr/lib/python3/dist-packages/torch/nn/linear.py", 0, 114);
         const trace::FrameId malloc = w.intern_frame("c10::cuda::CUDACachingAllocator::Native::malloc()", "", 0);
         const trace::FrameId model_frames[] = {module, forward, linear, malloc};
         model_stack_ = w.intern_stack(model_frames);
@@ -150,7 +153,7 @@ TEST_F(GpuMemoryTest, JsonRowsCarryTheDeviceAndItsPeaks) {
 // both begin: aten::mm); E 3 MiB at 700 idle (none open); F 5 MiB at 710, no thread.
 // The peak is at 710: 42 MiB in 9 blocks; B is freed at 800.
 class GpuMemoryOpsTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = test_support::unique_temp_path("gpu_memory_ops", ".db").string();
         ember::testing::TraceBuilder b(path_, ember::testing::TraceBuilder::run_info(kOrigin));
@@ -236,7 +239,8 @@ TEST_F(GpuMemoryOpsTest, EachLiveBlockNamesItsOpAsTheOneBlockLookupDoes) {
     for (const analysis::GpuMemoryBlock& block : at.blocks) {
         // The batch answer (one pass over the thread's ranges) and the single lookup
         // (the ranges overlapping the instant) agree.
-        const std::optional<trace::RangeEvent> single = analysis::allocating_range(reader, block.thread_id, block.alloc_ns);
+        const std::optional<trace::RangeEvent> single =
+            analysis::allocating_range(reader, block.thread_id, block.alloc_ns);
         ASSERT_EQ(single.has_value(), block.op_range.has_value()) << block.address;
         if (single) {
             EXPECT_EQ(single->range_id, block.op_range->range_id) << block.address;
@@ -347,14 +351,18 @@ std::string memory_trace(const char* name, std::initializer_list<Ev> events, int
 
 TEST(GpuMemoryAdvice, NoHolderAdviceWhenNoOpHoldsAQuarterOrItIsOneBlock) {
     // Five ops of 2 blocks of 5 MiB each: 20% each.
-    const std::string spread = memory_trace(
-        "advice_spread",
-        {{1, MemoryAction::alloc, 0x1, 5 * MiB, -1, true}, {2, MemoryAction::alloc, 0x2, 5 * MiB, -1, true},
-         {11, MemoryAction::alloc, 0x3, 5 * MiB, -1, true}, {12, MemoryAction::alloc, 0x4, 5 * MiB, -1, true},
-         {21, MemoryAction::alloc, 0x5, 5 * MiB, -1, true}, {22, MemoryAction::alloc, 0x6, 5 * MiB, -1, true},
-         {31, MemoryAction::alloc, 0x7, 5 * MiB, -1, true}, {32, MemoryAction::alloc, 0x8, 5 * MiB, -1, true},
-         {41, MemoryAction::alloc, 0x9, 5 * MiB, -1, true}, {42, MemoryAction::alloc, 0xa, 5 * MiB, -1, true}},
-        5);
+    const std::string spread = memory_trace("advice_spread",
+                                            {{1, MemoryAction::alloc, 0x1, 5 * MiB, -1, true},
+                                             {2, MemoryAction::alloc, 0x2, 5 * MiB, -1, true},
+                                             {11, MemoryAction::alloc, 0x3, 5 * MiB, -1, true},
+                                             {12, MemoryAction::alloc, 0x4, 5 * MiB, -1, true},
+                                             {21, MemoryAction::alloc, 0x5, 5 * MiB, -1, true},
+                                             {22, MemoryAction::alloc, 0x6, 5 * MiB, -1, true},
+                                             {31, MemoryAction::alloc, 0x7, 5 * MiB, -1, true},
+                                             {32, MemoryAction::alloc, 0x8, 5 * MiB, -1, true},
+                                             {41, MemoryAction::alloc, 0x9, 5 * MiB, -1, true},
+                                             {42, MemoryAction::alloc, 0xa, 5 * MiB, -1, true}},
+                                            5);
     EXPECT_EQ(memory_advice(spread).count("gpu_memory_holder"), 0u);
     std::filesystem::remove(spread);
     // op0 holds 60 of 80 MiB, in one block: recomputation would still need it.
@@ -368,8 +376,8 @@ TEST(GpuMemoryAdvice, NoHolderAdviceWhenNoOpHoldsAQuarterOrItIsOneBlock) {
     EXPECT_EQ(memory_advice(single).count("gpu_memory_holder"), 0u);
     std::filesystem::remove(single);
     // No stacks, no threads: every block is "(no stack recorded)", which names no place.
-    const std::string unnamed = memory_trace("advice_unnamed", {{1, MemoryAction::alloc, 0x1, 8 * MiB},
-                                                                {2, MemoryAction::alloc, 0x2, 8 * MiB}});
+    const std::string unnamed = memory_trace(
+        "advice_unnamed", {{1, MemoryAction::alloc, 0x1, 8 * MiB}, {2, MemoryAction::alloc, 0x2, 8 * MiB}});
     EXPECT_EQ(memory_advice(unnamed).count("gpu_memory_holder"), 0u);
     std::filesystem::remove(unnamed);
 }
@@ -397,8 +405,8 @@ TEST_F(GpuMemoryTest, AdviceByLineWhenNoThreadIsRecorded) {
 
 TEST(GpuMemoryAdvice, ReservedButUnusedAtThePeak) {
     // 1 GiB reserved, 256 MiB allocated at the peak: 768 MiB (75%) unused.
-    const std::string loose = memory_trace("advice_loose", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB},
-                                                            {2, MemoryAction::alloc, 0x1, 256 * MiB}});
+    const std::string loose = memory_trace(
+        "advice_loose", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB}, {2, MemoryAction::alloc, 0x1, 256 * MiB}});
     auto by_topic = memory_advice(loose);
     ASSERT_EQ(by_topic["gpu_memory_fragmentation"].size(), 1u);
     EXPECT_EQ(by_topic["gpu_memory_fragmentation"][0].finding,
@@ -406,8 +414,8 @@ TEST(GpuMemoryAdvice, ReservedButUnusedAtThePeak) {
     EXPECT_NE(by_topic["gpu_memory_fragmentation"][0].advice.find("expandable_segments:True"), std::string::npos);
     std::filesystem::remove(loose);
     // 1 GiB reserved, 800 MiB allocated: 224 MiB unused (22%): no advice.
-    const std::string tight = memory_trace("advice_tight", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB},
-                                                            {2, MemoryAction::alloc, 0x1, 800 * MiB}});
+    const std::string tight = memory_trace(
+        "advice_tight", {{1, MemoryAction::segment_alloc, 0x0, 1024 * MiB}, {2, MemoryAction::alloc, 0x1, 800 * MiB}});
     EXPECT_EQ(memory_advice(tight).count("gpu_memory_fragmentation"), 0u);
     std::filesystem::remove(tight);
 }

@@ -41,8 +41,12 @@ struct Spec {
     std::array<long long, kRanks> clock_offset_us = {0, 7000, -4000, 12000};  // recorded = true + this
 };
 
-int tp_group(int rank) { return rank / 2; }
-int dp_group(int rank) { return rank % 2; }
+int tp_group(int rank) {
+    return rank / 2;
+}
+int dp_group(int rank) {
+    return rank % 2;
+}
 
 // One rank's Kineto JSON.
 std::string rank_json(int rank, const Spec& spec) {
@@ -55,10 +59,11 @@ std::string rank_json(int rank, const Spec& spec) {
         const std::string name = tp ? std::to_string(1 + group) : std::to_string(3 + group);
         // PyTorch writes the ranks as a string; some writers as an array.
         const std::string ranks = tp ? (group == 0 ? "\"[0, 1]\"" : "\"[2, 3]\"") : (group == 0 ? "[0, 2]" : "[1,3]");
-        std::string text = "\"Collective name\": \"allreduce\", \"In msg nelems\": 4096, \"Out msg nelems\": 4096, "
-                           "\"Group size\": 2, \"dtype\": \"BFloat16\", \"Process Group Name\": \"" + name +
-                           "\", \"Process Group Description\": \"" + (tp ? "mesh_tp" : "mesh_dp") +
-                           "\", \"Process Group Ranks\": " + ranks;
+        std::string text =
+            "\"Collective name\": \"allreduce\", \"In msg nelems\": 4096, \"Out msg nelems\": 4096, "
+            "\"Group size\": 2, \"dtype\": \"BFloat16\", \"Process Group Name\": \"" +
+            name + "\", \"Process Group Description\": \"" + (tp ? "mesh_tp" : "mesh_dp") +
+            "\", \"Process Group Ranks\": " + ranks;
         if (tp) text += ", \"Seq\": " + std::to_string(step + 1);  // only the tensor-parallel group numbers them
         return text;
     };
@@ -82,19 +87,24 @@ std::string rank_json(int rank, const Spec& spec) {
             if (rank == 1 && tp && step == 0) continue;  // its trace misses this one
             const long long arrival = (tp ? tp_arrival(rank) : dp_arrival(rank)) + offset;
             const long long end = (tp ? tp_end(rank) : dp_end(rank)) + offset;
-            const std::string kernel = tp ? "ncclDevKernel_Generic_4(ncclDevComm*, unsigned long, ncclWork*)"
-                                          : "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+            const std::string kernel =
+                tp ? "ncclDevKernel_Generic_4(ncclDevComm*, unsigned long, ncclWork*)"
+                   : "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
             if (spec.host_only) {
                 add("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"gloo:all_reduce\", \"pid\": 100, \"tid\": 100, "
-                    "\"ts\": " + std::to_string(arrival) + ", \"dur\": " + std::to_string(end - arrival) + "}");
+                    "\"ts\": " +
+                    std::to_string(arrival) + ", \"dur\": " + std::to_string(end - arrival) + "}");
                 add("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": 100, \"tid\": 100, "
-                    "\"ts\": " + std::to_string(arrival + 1) + ", \"dur\": 5, \"args\": {" + metadata(tp, step) + "}}");
+                    "\"ts\": " +
+                    std::to_string(arrival + 1) + ", \"dur\": 5, \"args\": {" + metadata(tp, step) + "}}");
             } else {
                 add("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": 100, \"tid\": 100, "
-                    "\"ts\": " + std::to_string(arrival - 20) + ", \"dur\": 10, \"args\": {" + metadata(tp, step) + "}}");
-                add("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + kernel + "\", \"pid\": 0, \"tid\": " +
-                    std::to_string(tp ? 20 : 24) + ", \"ts\": " + std::to_string(arrival) + ", \"dur\": " +
-                    std::to_string(end - arrival) + ", \"args\": {\"device\": 0, \"stream\": " + std::to_string(tp ? 20 : 24) +
+                    "\"ts\": " +
+                    std::to_string(arrival - 20) + ", \"dur\": 10, \"args\": {" + metadata(tp, step) + "}}");
+                add("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + kernel +
+                    "\", \"pid\": 0, \"tid\": " + std::to_string(tp ? 20 : 24) +
+                    ", \"ts\": " + std::to_string(arrival) + ", \"dur\": " + std::to_string(end - arrival) +
+                    ", \"args\": {\"device\": 0, \"stream\": " + std::to_string(tp ? 20 : 24) +
                     ", \"correlation\": " + std::to_string(correlation++) + ", " + metadata(tp, step) + "}}");
             }
         }
@@ -270,7 +280,8 @@ TEST(ProcessGroups, WithoutTheMetadataTheMismatchShows) {
         std::ofstream(file) << text;
     }
     const JobCollectives found = analyze(*job);
-    for (const CollectiveRow& row : found.collectives) EXPECT_EQ(row.communicator.rfind("stream #", 0), 0u) << row.communicator;
+    for (const CollectiveRow& row : found.collectives)
+        EXPECT_EQ(row.communicator.rfind("stream #", 0), 0u) << row.communicator;
     // Matched collectives end within microseconds; these are a millisecond apart.
     EXPECT_GE(found.residual_median_ns, kMs / 2);
 }

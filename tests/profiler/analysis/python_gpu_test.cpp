@@ -25,17 +25,20 @@ using namespace ember;
 using trace::TimeNs;
 
 constexpr TimeNs kOrigin = 1'000'000'000;
-constexpr TimeNs us(double micros) { return kOrigin + static_cast<TimeNs>(micros * 1000); }
+constexpr TimeNs us(double micros) {
+    return kOrigin + static_cast<TimeNs>(micros * 1000);
+}
 constexpr TimeNs kPeriod = 100'000;  // one sample per 100 us
 
 constexpr const char* kScript = "/home/user/train.py";
 constexpr const char* kTorchLinear = "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py";
 
 class PythonGpuTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = test_support::unique_temp_path("python_gpu", ".db").string();
-        builder_ = std::make_unique<ember::testing::TraceBuilder>(path_, ember::testing::TraceBuilder::run_info(kOrigin));
+        builder_ =
+            std::make_unique<ember::testing::TraceBuilder>(path_, ember::testing::TraceBuilder::run_info(kOrigin));
         builder_->writer().set_metadata("cpu_sample_period_ns", std::to_string(kPeriod));
     }
     void TearDown() override { std::filesystem::remove(path_); }
@@ -47,7 +50,8 @@ protected:
         for (const auto& [function, file, line] : frames) ids.push_back(writer().intern_frame(function, file, 0, line));
         return writer().intern_stack(ids);
     }
-    trace::CorrelationId call(trace::ThreadId thread, const char* name, TimeNs start, TimeNs end, trace::StackId stack) {
+    trace::CorrelationId call(trace::ThreadId thread, const char* name, TimeNs start, TimeNs end,
+                              trace::StackId stack) {
         trace::ApiEvent event;
         event.start_ns = start;
         event.end_ns = end;
@@ -78,7 +82,8 @@ protected:
 TEST_F(PythonGpuTest, KernelsAreChargedToTheirCallSitesInnermostUserFrame) {
     const trace::ThreadId main = builder_->thread("python3");
     const trace::StreamId stream = builder_->stream(7);
-    const trace::StackId at_12 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 12}, {"Linear.forward", kTorchLinear, 116}});
+    const trace::StackId at_12 =
+        python_stack({{"<module>", kScript, 30}, {"step", kScript, 12}, {"Linear.forward", kTorchLinear, 116}});
     const trace::StackId at_15 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 15}});
     builder_->kernel(stream, "gemm", us(0), us(100), call(main, "cudaLaunchKernel", us(-20), us(-15), at_12));
     builder_->kernel(stream, "bias_add", us(100), us(130), call(main, "cudaLaunchKernel", us(-14), us(-10), at_12));
@@ -122,7 +127,8 @@ TEST_F(PythonGpuTest, SamplesInsideASynchronizeWaitOnTheKernelThatRan) {
     const trace::StreamId stream = builder_->stream(7);
     const trace::StackId at_12 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 12}});
     const trace::StackId at_20 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 20}});
-    builder_->kernel(stream, "backward_gemm", us(900), us(2000), call(main, "cudaLaunchKernel", us(890), us(895), at_12));
+    builder_->kernel(stream, "backward_gemm", us(900), us(2000),
+                     call(main, "cudaLaunchKernel", us(890), us(895), at_12));
     call(main, "cudaStreamSynchronize", us(1000), us(2000), at_20);
     for (int i = 0; i < 5; ++i) sample(main, us(400 + 100 * i), at_12);
     for (int i = 0; i < 10; ++i) sample(main, us(1050 + 100 * i), at_20);
@@ -149,7 +155,8 @@ TEST_F(PythonGpuTest, SamplesInsideASynchronizeWaitOnTheKernelThatRan) {
     const analysis::StackTree tree = analysis::cpu_stack_tree(reader);
     std::int64_t waiting = 0;
     for (std::uint32_t node = 0; node < tree.size(); ++node)
-        if (tree.node(node).name == analysis::waiting_on_gpu_frame("backward_gemm")) waiting += tree.node(node).self_weight;
+        if (tree.node(node).name == analysis::waiting_on_gpu_frame("backward_gemm"))
+            waiting += tree.node(node).self_weight;
     EXPECT_EQ(waiting, 10 * kPeriod);
 
     // The call site's wait: 1000 us, all of it on backward_gemm.
@@ -253,11 +260,12 @@ TEST_F(PythonGpuTest, TwoWaitingCopiesOfATidAreNotGuessedBetween) {
 }
 
 TEST(WaitsForGpu, TheSynchronizingCallsAndAnAsyncCopyIntoPageableMemory) {
-    for (const char* name : {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",
-                             "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds", "cuMemcpyDtoH_v2",
-                             "cuCtxSynchronize", "cuStreamSynchronize"})
+    for (const char* name :
+         {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize", "cudaEventSynchronize",
+          "cudaMemcpy", "cudaMemcpy_ptds", "cuMemcpyDtoH_v2", "cuCtxSynchronize", "cuStreamSynchronize"})
         EXPECT_TRUE(analysis::waits_for_gpu(name)) << name;
-    for (const char* name : {"cudaLaunchKernel", "cudaMemcpyAsync", "cuMemcpyDtoHAsync_v2", "cudaMalloc", "cudaEventRecord"})
+    for (const char* name :
+         {"cudaLaunchKernel", "cudaMemcpyAsync", "cuMemcpyDtoHAsync_v2", "cudaMalloc", "cudaEventRecord"})
         EXPECT_FALSE(analysis::waits_for_gpu(name)) << name;
     trace::MemcpyEvent copy;
     copy.direction = trace::MemcpyDirection::device_to_host;

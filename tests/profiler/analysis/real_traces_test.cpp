@@ -50,7 +50,9 @@ const std::filesystem::path kRoot = EMBER_REAL_TRACES_DIR;
 constexpr double kMicrosecondTolerance = 1.0;
 constexpr double kPercentTolerance = 0.01;
 
-double as_us(TimeNs ns) { return static_cast<double>(ns) / 1000.0; }
+double as_us(TimeNs ns) {
+    return static_cast<double>(ns) / 1000.0;
+}
 
 nlohmann::json read_json(const std::filesystem::path& path) {
     nlohmann::json document;
@@ -63,7 +65,7 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 // ---------------------------------------------------------------------------
 
 class RealTraces : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (!std::filesystem::exists(kRoot / "kineto") || !std::filesystem::exists(kRoot / "expected"))
             GTEST_SKIP() << kRoot << " is absent (a fresh clone has no ../shared): no real traces to compare with";
@@ -87,9 +89,7 @@ protected:
     static const std::string& a100_pair() {
         return imported("a100-pair", {"a100_sampled_rank0.json.gz", "a100_sampled_rank1.json.gz"});
     }
-    static const std::string& v100_ns_resolution() {
-        return imported("v100-ns", {"v100_ns_resolution_rank0.json.gz"});
-    }
+    static const std::string& v100_ns_resolution() { return imported("v100-ns", {"v100_ns_resolution_rank0.json.gz"}); }
     static const std::string& h100_bert() { return imported("h100-bert", {"h100_bert_small.json.gz"}); }
 
     static inline std::map<std::string, std::string> imported_;
@@ -118,7 +118,8 @@ Breakdowns breakdowns_from_library(const store::TraceReader& reader) {
     Breakdowns result;
     for (const TemporalRow& row : temporal_breakdown(work))
         result.temporal[row.rank] = {row.span_ns, row.idle_ns, row.compute_ns, row.non_compute_ns};
-    for (const KernelTypeRow& row : kernel_type_breakdown(work)) result.kernel_types[row.rank][row.kernel_type] = row.total_ns;
+    for (const KernelTypeRow& row : kernel_type_breakdown(work))
+        result.kernel_types[row.rank][row.kernel_type] = row.total_ns;
     for (const OverlapRow& row : communication_overlap(work)) result.overlap[row.rank] = row.percent;
     for (const IdleRow& row : idle_breakdown(work, 30'000))
         result.idle[{row.rank, row.stream, idle_category_name(row.category)}] = {row.idle_ns, row.ratio};
@@ -264,8 +265,7 @@ void expect_equals_hta(const Breakdowns& ember, const nlohmann::json& hta) {
 void expect_gap_counts_equal_hta(const std::vector<IdleRow>& rows, const nlohmann::json& hta) {
     std::map<IdleKey, std::int64_t> gaps;
     for (const IdleRow& row : rows) gaps[{row.rank, row.stream, idle_category_name(row.category)}] = row.gaps;
-    for (const nlohmann::json& want :
-         hta.at("idle_time_breakdown(consecutive_kernel_delay=30)").at("interval_stats")) {
+    for (const nlohmann::json& want : hta.at("idle_time_breakdown(consecutive_kernel_delay=30)").at("interval_stats")) {
         const IdleKey key{want.at("rank").get<std::int32_t>(), want.at("stream").get<std::uint64_t>(),
                           want.at("idle_category").get<std::string>()};
         SCOPED_TRACE("gaps, rank " + std::to_string(std::get<0>(key)) + " stream " + std::to_string(std::get<1>(key)) +
@@ -361,7 +361,8 @@ int expect_queue_summary_equals_hta(const std::vector<RankGpuWork>& work, const 
     for (const auto& [rank_text, rows] : hta.at("queue_length_summary").items())
         for (const nlohmann::json& want : rows) {
             ++expected_streams;
-            const StreamKey key{want.at("('rank', '')").get<std::int32_t>(), want.at("('stream', '')").get<std::uint64_t>()};
+            const StreamKey key{want.at("('rank', '')").get<std::int32_t>(),
+                                want.at("('stream', '')").get<std::uint64_t>()};
             SCOPED_TRACE("queue, rank " + std::to_string(key.first) + " stream " + std::to_string(key.second));
             if (!got.count(key)) {
                 ADD_FAILURE() << "no queue row";
@@ -427,8 +428,8 @@ TEST_F(RealTraces, HtaBreakdownsOfTheFractionalMicrosecondV100TraceEqualHta) {
 
 // The same numbers as `ember stats --format json` prints them, under its documented keys.
 TEST_F(RealTraces, HtaBreakdownsInStatsJsonEqualHta) {
-    for (const auto& [trace, expected] :
-         {std::pair{&a100_pair, "a100_sampled_pair.hta.json"}, std::pair{&v100_ns_resolution, "v100_ns_resolution_rank0.hta.json"}}) {
+    for (const auto& [trace, expected] : {std::pair{&a100_pair, "a100_sampled_pair.hta.json"},
+                                          std::pair{&v100_ns_resolution, "v100_ns_resolution_rank0.hta.json"}}) {
         SCOPED_TRACE(expected);
         store::TraceReader reader(trace());
         expect_equals_hta(breakdowns_from_json(reader), read_json(kRoot / "expected" / expected));

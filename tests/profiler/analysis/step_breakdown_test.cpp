@@ -53,12 +53,16 @@ using trace::TimeNs;
 
 constexpr TimeNs kBase = 5'000'000'000;  // 5 s: times in the fixtures are µs after it
 
-TimeNs at_us(double micros) { return kBase + std::llround(micros * 1000.0); }
-TimeNs us(double micros) { return std::llround(micros * 1000.0); }
+TimeNs at_us(double micros) {
+    return kBase + std::llround(micros * 1000.0);
+}
+TimeNs us(double micros) {
+    return std::llround(micros * 1000.0);
+}
 
 // The shared test builder (trace_builder.h), recording from 1 ms before kBase.
 class TraceBuilder : public ember::testing::TraceBuilder {
-public:
+  public:
     explicit TraceBuilder(const std::string& path, const trace::RunInfo& run = default_run())
         : ember::testing::TraceBuilder(path, run) {}
     static trace::RunInfo default_run() { return run_info(kBase - us(1000)); }
@@ -109,7 +113,7 @@ void expect_partition(const std::vector<StepBreakdownRow>& rows) {
 }
 
 class StepBreakdown : public ::testing::Test {
-protected:
+  protected:
     std::string temp(const std::string& stem) {
         paths_.push_back(ember::testing::temporary_path(stem, ".db"));
         return paths_.back();
@@ -151,8 +155,8 @@ void write_ember_style_trace(const std::string& path) {
     b.range(main, "ember", "forward", at_us(420), at_us(600), kCompute, 1);
     b.range(worker, "ember", "dataloader/load", at_us(620), at_us(680), kDataloader, 0);
     b.kernel(s7, "gemm", at_us(200), at_us(450), b.call(main, "cudaLaunchKernel", at_us(160), at_us(170)));
-    b.kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", at_us(320), at_us(380),
-             b.call(main, "cudaLaunchKernel", at_us(310), at_us(315)));
+    b.kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", at_us(320),
+             at_us(380), b.call(main, "cudaLaunchKernel", at_us(310), at_us(315)));
     b.kernel(s13, "gemm", at_us(440), at_us(480), b.call(main, "cudaLaunchKernel", at_us(398), at_us(402)));
     b.memset(s7, at_us(460), at_us(470), b.call(main, "cudaMemsetAsync", at_us(430), at_us(435)));
     b.memcpy(s21, at_us(445), at_us(500), b.call(main, "cudaMemcpyAsync", at_us(440), at_us(450)));
@@ -164,7 +168,7 @@ void write_ember_style_trace(const std::string& path) {
 
 // A test on one hand-built trace, written by `write` into a temporary file.
 class StepBreakdownOfTrace : public StepBreakdown {
-protected:
+  protected:
     StepBreakdownOfTrace(std::string stem, void (*write)(const std::string& path))
         : stem_(std::move(stem)), write_(write) {}
     void SetUp() override {
@@ -184,7 +188,7 @@ protected:
 };
 
 class StepBreakdownEmberStyle : public StepBreakdownOfTrace {
-protected:
+  protected:
     StepBreakdownEmberStyle() : StepBreakdownOfTrace("step-breakdown-ember", write_ember_style_trace) {}
 };
 
@@ -282,7 +286,7 @@ void write_kineto_style_trace(const std::string& path) {
 }
 
 class StepBreakdownKinetoStyle : public StepBreakdownOfTrace {
-protected:
+  protected:
     StepBreakdownKinetoStyle() : StepBreakdownOfTrace("step-breakdown-kineto", write_kineto_style_trace) {}
 };
 
@@ -439,10 +443,10 @@ struct RandomTrace {
         int kind;  // 0 kernel, 1 nccl kernel, 2 memcpy, 3 memset
         int call;  // index into calls, -1: none
     };
-    std::vector<Interval> steps;                 // main thread, contiguous
-    std::vector<Interval> waits, forwards, comms; // main thread
-    std::vector<Interval> worker_ranges;          // a thread with no CUDA calls
-    std::vector<Call> calls;                      // main thread
+    std::vector<Interval> steps;                   // main thread, contiguous
+    std::vector<Interval> waits, forwards, comms;  // main thread
+    std::vector<Interval> worker_ranges;           // a thread with no CUDA calls
+    std::vector<Call> calls;                       // main thread
     std::vector<Gpu> gpu;
 };
 
@@ -460,10 +464,18 @@ RandomTrace make_random_trace(std::uint32_t seed) {
     for (int i = 0; i < 25; ++i) {
         const TimeNs start = uniform(900, end), length = uniform(1, 120);
         switch (uniform(0, 3)) {
-            case 0: t.waits.push_back({start, start + length}); break;
-            case 1: t.comms.push_back({start, start + length}); break;
-            case 2: t.worker_ranges.push_back({start, start + length}); break;
-            default: t.forwards.push_back({start, start + length}); break;
+            case 0:
+                t.waits.push_back({start, start + length});
+                break;
+            case 1:
+                t.comms.push_back({start, start + length});
+                break;
+            case 2:
+                t.worker_ranges.push_back({start, start + length});
+                break;
+            default:
+                t.forwards.push_back({start, start + length});
+                break;
         }
     }
     for (int i = 0; i < 40; ++i) {
@@ -526,15 +538,20 @@ std::vector<std::array<TimeNs, 10>> oracle(const RandomTrace& t, StepConvention 
         std::size_t s = 0, c = 0;
         while (s < n && c < order.size()) {
             const RandomTrace::Call& call = t.calls[order[c]];
-            if (call.start < t.steps[s].start) ++c;
-            else if (call.end <= t.steps[s].end) step_of_call[order[c++]] = static_cast<int>(s);
-            else if (call.start < t.steps[s].end) ++c;
-            else ++s;
+            if (call.start < t.steps[s].start)
+                ++c;
+            else if (call.end <= t.steps[s].end)
+                step_of_call[order[c++]] = static_cast<int>(s);
+            else if (call.start < t.steps[s].end)
+                ++c;
+            else
+                ++s;
         }
     } else {
         for (std::size_t c = 0; c < t.calls.size(); ++c)
             for (std::size_t s = 0; s < n; ++s)
-                if (t.steps[s].start <= t.calls[c].start && t.calls[c].start < t.steps[s].end) step_of_call[c] = static_cast<int>(s);
+                if (t.steps[s].start <= t.calls[c].start && t.calls[c].start < t.steps[s].end)
+                    step_of_call[c] = static_cast<int>(s);
     }
     for (std::size_t g = 0; g < t.gpu.size(); ++g) {
         const RandomTrace::Gpu& work = t.gpu[g];
@@ -569,7 +586,8 @@ std::vector<std::array<TimeNs, 10>> oracle(const RandomTrace& t, StepConvention 
             std::size_t keep = n;
             if (last >= 0) {
                 keep = static_cast<std::size_t>(last) + 1;
-                if (last > 0 && launched[static_cast<std::size_t>(last) - 1] * 0.8 > launched[static_cast<std::size_t>(last)])
+                if (last > 0 &&
+                    launched[static_cast<std::size_t>(last) - 1] * 0.8 > launched[static_cast<std::size_t>(last)])
                     keep = static_cast<std::size_t>(last);
             }
             windows.resize(keep);
@@ -591,15 +609,19 @@ std::vector<std::array<TimeNs, 10>> oracle(const RandomTrace& t, StepConvention 
         row[1] = end;
         for (TimeNs at = start; at < end; ++at) {
             int category = 7;
-            if (gpu_active(0, at)) category = 0;
-            else if (gpu_active(2, at)) category = 1;
-            else if (gpu_active(3, at)) category = 2;
-            else if (!tb && (gpu_active(1, at) || inside(t.comms, at))) category = 3;
-            else if (std::any_of(t.calls.begin(), t.calls.end(), [&](const auto& c) {
-                         return (!tb || !c.driver) && c.start <= at && at < c.end;
-                     }))
+            if (gpu_active(0, at))
+                category = 0;
+            else if (gpu_active(2, at))
+                category = 1;
+            else if (gpu_active(3, at))
+                category = 2;
+            else if (!tb && (gpu_active(1, at) || inside(t.comms, at)))
+                category = 3;
+            else if (std::any_of(t.calls.begin(), t.calls.end(),
+                                 [&](const auto& c) { return (!tb || !c.driver) && c.start <= at && at < c.end; }))
                 category = 4;
-            else if (inside(t.waits, at)) category = 5;
+            else if (inside(t.waits, at))
+                category = 5;
             else if (inside(t.forwards, at) || (tb && (inside(t.comms, at) || inside(t.worker_ranges, at))))
                 category = 6;
             ++row[2 + static_cast<std::size_t>(category)];
@@ -621,8 +643,8 @@ TEST_F(StepBreakdown, RandomTracesMatchAnInstantByInstantOracle) {
             ASSERT_EQ(rows.size(), want.size());
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 const StepBreakdownRow& r = rows[i];
-                const std::array<TimeNs, 10> got = {r.start_ns,   r.end_ns,           r.kernel_ns,  r.memcpy_ns,
-                                                    r.memset_ns,  r.communication_ns, r.runtime_ns, r.dataloader_ns,
+                const std::array<TimeNs, 10> got = {r.start_ns,    r.end_ns,           r.kernel_ns,  r.memcpy_ns,
+                                                    r.memset_ns,   r.communication_ns, r.runtime_ns, r.dataloader_ns,
                                                     r.cpu_exec_ns, r.other_ns};
                 EXPECT_EQ(got, want[i]) << "row " << i;
                 EXPECT_EQ(r.step, static_cast<std::int64_t>(i));
@@ -723,14 +745,16 @@ TEST_F(StepBreakdown, TbEqualsThePluginOnTheRealResNet50Trace) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const StepBreakdownRow& row = rows[i];
         const std::map<std::string, TimeNs> got = {
-            {"Kernel", row.kernel_ns},   {"Memcpy", row.memcpy_ns},   {"Memset", row.memset_ns},
-            {"Communication", row.communication_ns},                  {"Runtime", row.runtime_ns},
-            {"DataLoader", row.dataloader_ns}, {"CPU Exec", row.cpu_exec_ns}, {"Other", row.other_ns}};
+            {"Kernel", row.kernel_ns},     {"Memcpy", row.memcpy_ns},
+            {"Memset", row.memset_ns},     {"Communication", row.communication_ns},
+            {"Runtime", row.runtime_ns},   {"DataLoader", row.dataloader_ns},
+            {"CPU Exec", row.cpu_exec_ns}, {"Other", row.other_ns}};
         EXPECT_EQ(std::to_string(row.step), want[i][0].get<std::string>());
         for (std::size_t c = 1; c < columns.size(); ++c) {
             const std::string name = columns[c].get<std::string>();
             const double plugin_us = want[i][c].get<double>();
-            EXPECT_NEAR(static_cast<double>(got.at(name)) / 1000.0, plugin_us, 1.0) << "step " << row.step << " " << name;
+            EXPECT_NEAR(static_cast<double>(got.at(name)) / 1000.0, plugin_us, 1.0)
+                << "step " << row.step << " " << name;
         }
         // The plugin shows no Communication column for a trace without communication.
         EXPECT_EQ(row.communication_ns, 0);

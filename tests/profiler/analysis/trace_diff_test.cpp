@@ -50,13 +50,17 @@ using trace::TimeNs;
 
 constexpr TimeNs kBase = 7'000'000'000;  // times in the fixtures are µs after 7 s
 
-TimeNs at(double micros) { return kBase + std::llround(micros * 1000.0); }
-TimeNs us(double micros) { return std::llround(micros * 1000.0); }
+TimeNs at(double micros) {
+    return kBase + std::llround(micros * 1000.0);
+}
+TimeNs us(double micros) {
+    return std::llround(micros * 1000.0);
+}
 
 // The shared test builder (trace_builder.h) with a main thread that makes the calls and
 // ranges unless told otherwise, recording from 1 ms before kBase.
 class TraceBuilder {
-public:
+  public:
     explicit TraceBuilder(const std::string& path, std::int32_t rank = 0, std::int32_t world_size = 1)
         : builder_(path, ember::testing::TraceBuilder::run_info(kBase - us(1000), rank, world_size)),
           main_(builder_.thread("main", 0, 42)) {}
@@ -64,7 +68,9 @@ public:
     trace::ThreadId main_thread() const { return main_; }
     trace::ThreadId thread(const char* name, std::int64_t tid) { return builder_.thread(name, 0, tid); }
     trace::StreamId stream(std::uint64_t cuda_stream) { return builder_.stream(cuda_stream); }
-    trace::CorrelationId call(const char* name, TimeNs start, TimeNs end) { return builder_.call(main_, name, start, end); }
+    trace::CorrelationId call(const char* name, TimeNs start, TimeNs end) {
+        return builder_.call(main_, name, start, end);
+    }
     void kernel(trace::StreamId stream, const char* name, TimeNs start, TimeNs end, trace::CorrelationId correlation) {
         builder_.kernel(stream, name, start, end, correlation);
     }
@@ -82,14 +88,14 @@ public:
     void step(std::int64_t number, TimeNs start, TimeNs end) { range("step", start, end, 1, 0, number); }
     void close() { builder_.close(); }
 
-private:
+  private:
     ember::testing::TraceBuilder builder_;
     trace::ThreadId main_ = 0;
 };
 
 // Temporary files removed when the test ends.
 class TempFiles {
-public:
+  public:
     ~TempFiles() {
         for (const std::string& path : paths_) std::filesystem::remove(path);
     }
@@ -98,7 +104,7 @@ public:
         return paths_.back();
     }
 
-private:
+  private:
     std::vector<std::string> paths_;
 };
 
@@ -116,7 +122,9 @@ analysis::RunProfile profile_of_written(const std::string& stem, void (*write)(c
     return profile_of(path, options);
 }
 
-TimeNs part(const analysis::DiffStep& step, StepCategory category) { return step.parts[static_cast<int>(category)]; }
+TimeNs part(const analysis::DiffStep& step, StepCategory category) {
+    return step.parts[static_cast<int>(category)];
+}
 
 void expect_parts_add_up(const analysis::RunProfile& run) {
     for (const analysis::DiffStep& step : run.steps) {
@@ -150,7 +158,9 @@ TEST(TraceDiffMemory, PeaksPerDeviceAreComparedAndInTheJson) {
         run.start_ns = 0;
         store::TraceWriter writer(path, run, store::testing::quiet_options());
         auto event = [&](trace::DeviceId device, TimeNs time, trace::MemoryAction action, std::uint64_t address,
-                         std::int64_t bytes) { store::testing::record_memory(writer, device, time, action, address, bytes); };
+                         std::int64_t bytes) {
+            store::testing::record_memory(writer, device, time, action, address, bytes);
+        };
         event(0, 10, trace::MemoryAction::segment_alloc, 0x1000, 1000);
         event(0, 10, trace::MemoryAction::alloc, 0x100, 100);               // weights
         event(0, 20, trace::MemoryAction::alloc, 0x200, activation_bytes);  // activations
@@ -250,9 +260,11 @@ TEST(TraceDiffMemory, LiveAtThePeakByOpLargestChangesFirst) {
 TEST(TraceDiffNames, TemplatesCollapseAndLaunchNumbersGo) {
     using analysis::normalise_name;
     EXPECT_EQ(normalise_name("void gemm<float, 128, true>(float*, int)"), "void gemm<...>(float*, int)");
-    EXPECT_EQ(normalise_name("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
-                             "at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)"),
-              "void at::native::vectorized_elementwise_kernel<...>(int, at::native::AddFunctor<...>, at::detail::Array<...>)");
+    EXPECT_EQ(
+        normalise_name(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
+            "at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)"),
+        "void at::native::vectorized_elementwise_kernel<...>(int, at::native::AddFunctor<...>, at::detail::Array<...>)");
     EXPECT_EQ(normalise_name("ProfilerStep#12"), "ProfilerStep");
     EXPECT_EQ(normalise_name("triton_poi_fused_add_3"), "triton_poi_fused_add");
     EXPECT_EQ(normalise_name("nn.Module: ResNet_0"), "nn.Module: ResNet");
@@ -346,8 +358,9 @@ TEST(TraceDiffBreakdown, EveryGpuRuleOnAHandBuiltTrace) {
     EXPECT_EQ(run.span_ns, us(220));
 
     // The kernel table matches template instances under one name; copies by direction.
-    const auto kernel = std::find_if(run.kernels.begin(), run.kernels.end(),
-                                     [](const analysis::NameTotal& row) { return row.name == "gemm_kernel<...>(float*)"; });
+    const auto kernel = std::find_if(run.kernels.begin(), run.kernels.end(), [](const analysis::NameTotal& row) {
+        return row.name == "gemm_kernel<...>(float*)";
+    });
     ASSERT_NE(kernel, run.kernels.end());
     EXPECT_EQ(kernel->instances, 3);
     EXPECT_EQ(kernel->total_ns, us(20 + 5 + 20));
@@ -372,8 +385,8 @@ TEST(TraceDiffBreakdown, KernelWaitThresholdDecidesShortGaps) {
 
 // Three steps of 10 ms on the main thread, each: forward [0,4), backward [4,8) with a
 // layer range inside it, optimizer [8,9), dataloader/wait [9,9.5), allreduce/wait
-// [9.5,9.8), nothing [9.8,10) (with a longer backward, everything after it later). An "epoch" range holds every step (context, not work);
-// a loader thread's ranges run beside the steps (not a driving thread).
+// [9.5,9.8), nothing [9.8,10) (with a longer backward, everything after it later). An "epoch" range holds every step
+// (context, not work); a loader thread's ranges run beside the steps (not a driving thread).
 void write_cpu_trace(const std::string& path, double backward_ms = 4.0) {
     TraceBuilder b(path);
     const trace::ThreadId loader = b.thread("loader", 43);
@@ -394,7 +407,8 @@ void write_cpu_trace(const std::string& path, double backward_ms = 4.0) {
 }
 
 TEST(TraceDiffBreakdown, CpuRunSplitsHostTimeByTopLevelRange) {
-    const analysis::RunProfile run = profile_of_written("diff-cpu", [](const std::string& path) { write_cpu_trace(path); });
+    const analysis::RunProfile run =
+        profile_of_written("diff-cpu", [](const std::string& path) { write_cpu_trace(path); });
     EXPECT_FALSE(run.has_gpu_work);
     ASSERT_EQ(run.steps.size(), 3u);
     expect_parts_add_up(run);
@@ -590,8 +604,8 @@ TEST(TraceDiffRuns, AShareOfAnUnchangedStepTimeIsADash) {
     diff.breakdown = {row("compute", 20'000'000, 23'000'001), row("idle", 10'000'000, 6'999'999)};
     double change = 0.0;
     for (const auto& r : diff.breakdown) change += r.delta_ns();
-    ASSERT_NE(change, 0.0);               // rounding left a sliver
-    ASSERT_LT(std::fabs(change), 1e-6);   // which the old share divided by
+    ASSERT_NE(change, 0.0);              // rounding left a sliver
+    ASSERT_LT(std::fabs(change), 1e-6);  // which the old share divided by
     diff.total_step_change_ns = 0;
     analysis::NameDelta kernel;
     kernel.name = "gemm";
@@ -667,7 +681,8 @@ TEST(TraceDiffRuns, JsonHasEverySectionWithItsKeys) {
 
 TEST(TraceDiffJobs, WholeJobTakesTheSlowestRankPerStepAndRankSelectsOne) {
     TempFiles files;
-    const std::string rank0 = files.make("diff-job-r0"), rank1 = files.make("diff-job-r1"), job = files.make("diff-job");
+    const std::string rank0 = files.make("diff-job-r0"), rank1 = files.make("diff-job-r1"),
+                      job = files.make("diff-job");
     {
         TraceBuilder b(rank0, 0, 2);
         for (int i = 0; i < 3; ++i) b.step(i, at(100.0 * i), at(100.0 * i + 60));  // 60 µs steps
@@ -739,7 +754,6 @@ TEST(TraceDiffJobs, TraceWithoutStepsIsOneStep) {
 // [SECTION] Real Kineto trace, modified copies
 // ---------------------------------------------------------------------------
 
-
 // The ResNet-50 training trace: 6 steps, one stream, whole-microsecond times.
 const std::string kRealTrace = std::string(EMBER_REAL_TRACES_DIR) + "/kineto/v100_resnet50_workers0.json.gz";
 
@@ -783,7 +797,7 @@ bool is_gpu_event(const nlohmann::json& event) {
 }
 
 class RealTraceDiff : public ::testing::Test {
-protected:
+  protected:
     std::string import(const std::string& input) {
         const std::string output = files_.make("diff-real");
         importing::import_file(input, output);
@@ -813,7 +827,8 @@ TEST_F(RealTraceDiff, OneKernelFamilyOneAndAHalfTimesLonger) {
     for (const nlohmann::json& event : events)
         if (is_gpu_event(event)) gpu.push_back(&event);
     for (const nlohmann::json* event : gpu) {
-        if ((*event)["cat"] != "Kernel" || analysis::normalise_name((*event)["name"].get<std::string>()) != family) continue;
+        if ((*event)["cat"] != "Kernel" || analysis::normalise_name((*event)["name"].get<std::string>()) != family)
+            continue;
         const TimeNs end = ns_of((*event)["ts"]) + ns_of((*event)["dur"]);
         for (const nlohmann::json* other : gpu) {
             if (other == event) continue;
@@ -850,7 +865,8 @@ TEST_F(RealTraceDiff, OneKernelFamilyOneAndAHalfTimesLonger) {
     EXPECT_EQ(diff.kernels[0].name, family);
     EXPECT_EQ(diff.kernels[0].delta_ns(), injected);
     EXPECT_EQ(diff.kernels[0].a_instances, diff.kernels[0].b_instances);
-    for (std::size_t i = 1; i < diff.kernels.size(); ++i) EXPECT_EQ(diff.kernels[i].delta_ns(), 0) << diff.kernels[i].name;
+    for (std::size_t i = 1; i < diff.kernels.size(); ++i)
+        EXPECT_EQ(diff.kernels[i].delta_ns(), 0) << diff.kernels[i].name;
 
     // The breakdown puts all of it in compute, and the steps grew by as much.
     EXPECT_EQ(row_of(diff, StepCategory::gpu_compute).delta_total_ns(), injected);
@@ -928,6 +944,5 @@ TEST_F(RealTraceDiff, ATraceAgainstItselfIsAllZeros) {
     EXPECT_GT(row_of(diff, StepCategory::dataloader_wait).a_total_ns, 0);
     EXPECT_NE(find_name(diff.kernels, "[CUDA memcpy HtoD]"), nullptr);
 }
-
 
 }  // namespace

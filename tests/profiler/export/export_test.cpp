@@ -55,7 +55,7 @@ void expect_counts(const std::map<std::string, Count>& counts, const std::map<st
 }
 
 class Exports : public ::testing::Test {
-protected:
+  protected:
     // One fixture trace for the suite, in a folder of its own that goes with it.
     static void SetUpTestSuite() {
         folder_ = std::make_unique<test_support::TempDir>("ember-export-test");
@@ -168,9 +168,8 @@ TEST_F(Exports, ChromeTraceIsWellFormedWithPairedFlows) {
     }
     // Nested slices on a thread: properly nested (Trace Event Format "X" rule).
     for (auto& [track, list] : slices) {
-        std::sort(list.begin(), list.end(), [](const Slice& a, const Slice& b) {
-            return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;
-        });
+        std::sort(list.begin(), list.end(),
+                  [](const Slice& a, const Slice& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
         std::vector<double> ends;
         for (const Slice& slice : list) {
             while (!ends.empty() && ends.back() <= slice.ts + 1e-9) ends.pop_back();
@@ -246,7 +245,9 @@ TEST_F(Exports, SpeedscopeFollowsTheSchemaAndHoldsTheFixture) {
     json file = json::parse(exported([](auto& reader, auto& out) { export_speedscope(reader, out); }));
     validate_speedscope(file);
     ASSERT_EQ(file["profiles"].size(), 5u);  // 2 threads, 2 streams, GPU time by range
-    auto frame_name = [&](const json& index) { return file["shared"]["frames"][index.get<std::size_t>()]["name"].get<std::string>(); };
+    auto frame_name = [&](const json& index) {
+        return file["shared"]["frames"][index.get<std::size_t>()]["name"].get<std::string>();
+    };
 
     const json& main_thread = file["profiles"][0];
     EXPECT_EQ(main_thread["name"], "thread main (tid 100)");
@@ -264,7 +265,8 @@ TEST_F(Exports, SpeedscopeFollowsTheSchemaAndHoldsTheFixture) {
     for (const json& event : stream["events"]) {
         if (event["type"] == "O") opened.push_back(frame_name(event["frame"]));
     }
-    EXPECT_EQ(opened, (std::vector<std::string>{"gemm", "gemm", "Memcpy HtoD", "gemm", "Memcpy DtoH", "Memset", "relu"}));
+    EXPECT_EQ(opened,
+              (std::vector<std::string>{"gemm", "gemm", "Memcpy HtoD", "gemm", "Memcpy DtoH", "Memset", "relu"}));
 
     const json& by_range = file["profiles"][4];
     EXPECT_EQ(by_range["name"], kGpuTimeByRangeProfileName);
@@ -302,7 +304,8 @@ std::map<std::string, std::int64_t> parse_folded(const std::string& text) {
 }
 
 TEST_F(Exports, FoldedGpuStacksSumToKernelTime) {
-    auto stacks = parse_folded(exported([](auto& reader, auto& out) { write_folded(build_stacks(reader, StackSource::gpu), out); }));
+    auto stacks = parse_folded(
+        exported([](auto& reader, auto& out) { write_folded(build_stacks(reader, StackSource::gpu), out); }));
     std::int64_t total = 0;
     for (const auto& [stack, count] : stacks) total += count;
     EXPECT_EQ(total, 810);  // every kernel nanosecond once
@@ -311,7 +314,8 @@ TEST_F(Exports, FoldedGpuStacksSumToKernelTime) {
 }
 
 TEST_F(Exports, FoldedHostStacksAreSelfTimes) {
-    auto stacks = parse_folded(exported([](auto& reader, auto& out) { write_folded(build_stacks(reader, StackSource::host), out); }));
+    auto stacks = parse_folded(
+        exported([](auto& reader, auto& out) { write_folded(build_stacks(reader, StackSource::host), out); }));
     std::int64_t total = 0;
     for (const auto& [stack, count] : stacks) total += count;
     // main: two steps (4000) + the launch after them (10); loader: 500.
@@ -388,9 +392,12 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
     for (std::size_t i = 0; i < text.size(); ++i) {
         char c = text[i];
         if (quoted) {
-            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-            else if (c == '"') quoted = false;
-            else field += c;
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+                field += '"', ++i;
+            else if (c == '"')
+                quoted = false;
+            else
+                field += c;
         } else if (c == '"') {
             quoted = true;
         } else if (c == ',') {
@@ -410,9 +417,9 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
 
 TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
     const std::map<std::string, std::size_t> expected_rows = {
-        {"kernels", 6}, {"memcpys", 3}, {"memsets", 1}, {"synchronizations", 1}, {"api_calls", 10},
-        {"ranges", 10}, {"marks", 1},   {"counter_samples", 2}, {"dropped_records", 2},
-        {"collective_calls", 0}, {"memory_events", 0}, {"memory_blocks", 0}};
+        {"kernels", 6},         {"memcpys", 3},          {"memsets", 1},       {"synchronizations", 1},
+        {"api_calls", 10},      {"ranges", 10},          {"marks", 1},         {"counter_samples", 2},
+        {"dropped_records", 2}, {"collective_calls", 0}, {"memory_events", 0}, {"memory_blocks", 0}};
     for (const char* table : kCsvTables) {
         auto rows = parse_csv(exported([table](auto& reader, auto& out) { export_csv_table(reader, table, out); }));
         ASSERT_FALSE(rows.empty()) << table;
@@ -421,7 +428,7 @@ TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
     }
     auto memcpys = parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "memcpys", out); }));
     EXPECT_EQ(memcpys[2], (std::vector<std::string>{"2460", "2660", "200", "0", "1", "6", "HtoD", "2000", "pageable",
-                                                      "device", "-1"}));
+                                                    "device", "-1"}));
     auto kernels = parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "kernels", out); }));
     EXPECT_EQ(kernels[1][6], "gemm");
     EXPECT_EQ(kernels[1][2], "100");
@@ -459,8 +466,8 @@ TEST_F(Exports, CsvCollectiveCallsNameTheirGroup) {
     }
     auto rows = parse_csv(read_file(out_path));
     ASSERT_EQ(rows.size(), 2u);
-    EXPECT_EQ(rows[1], (std::vector<std::string>{"1000", "stream", "1", "_allgather_base", "1", "mesh, dp", "[0, 2]", "2",
-                                                   "7", "10", "20", "Float"}));
+    EXPECT_EQ(rows[1], (std::vector<std::string>{"1000", "stream", "1", "_allgather_base", "1", "mesh, dp", "[0, 2]",
+                                                 "2", "7", "10", "20", "Float"}));
 }
 
 TEST_F(Exports, CsvDirectoryHoldsEveryTable) {
@@ -503,14 +510,15 @@ DecodedPerfetto decode_perfetto(const std::string& bytes) {
     DecodedPerfetto decoded;
     std::map<std::uint64_t, std::string> names, categories, annotation_names;
     std::map<std::uint64_t, std::vector<std::size_t>> open;  // track -> open slices
-    std::map<std::uint64_t, std::uint64_t> last_time;          // track -> last event time
+    std::map<std::uint64_t, std::uint64_t> last_time;        // track -> last event time
     for (int index = 0; index < trace.packet_size(); ++index) {
         const perfetto::TracePacket& packet = trace.packet(index);
         EXPECT_EQ(packet.trusted_packet_sequence_id(), 1u) << index;
         if (index == 0) {
             EXPECT_TRUE(packet.sequence_flags() & perfetto::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
         }
-        for (const auto& entry : packet.interned_data().event_names()) EXPECT_TRUE(names.emplace(entry.iid(), entry.name()).second);
+        for (const auto& entry : packet.interned_data().event_names())
+            EXPECT_TRUE(names.emplace(entry.iid(), entry.name()).second);
         for (const auto& entry : packet.interned_data().event_categories())
             EXPECT_TRUE(categories.emplace(entry.iid(), entry.name()).second);
         for (const auto& entry : packet.interned_data().debug_annotation_names())
@@ -521,14 +529,16 @@ DecodedPerfetto decode_perfetto(const std::string& bytes) {
             if (track.has_parent_uuid()) {
                 EXPECT_TRUE(decoded.tracks.count(track.parent_uuid())) << track.uuid();
             }
-            EXPECT_TRUE(decoded.tracks.emplace(track.uuid(), track).second) << "track described twice: " << track.uuid();
+            EXPECT_TRUE(decoded.tracks.emplace(track.uuid(), track).second)
+                << "track described twice: " << track.uuid();
             continue;
         }
         if (!packet.has_track_event()) continue;
         const perfetto::TrackEvent& event = packet.track_event();
         EXPECT_TRUE(packet.sequence_flags() & perfetto::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
         EXPECT_TRUE(decoded.tracks.count(event.track_uuid())) << "event on an undescribed track " << event.track_uuid();
-        EXPECT_GE(packet.timestamp(), last_time[event.track_uuid()]) << "time goes back on track " << event.track_uuid();
+        EXPECT_GE(packet.timestamp(), last_time[event.track_uuid()])
+            << "time goes back on track " << event.track_uuid();
         last_time[event.track_uuid()] = packet.timestamp();
         if (event.type() == perfetto::TrackEvent::TYPE_SLICE_BEGIN) {
             DecodedSlice slice;
@@ -578,7 +588,8 @@ TEST_F(Exports, PerfettoTraceFollowsTrackEventRulesAndHoldsTheFixture) {
     }
     // 6 kernels, 3 copies, 1 memset, 1 sync, 10 API calls, 9 push/pop ranges and the
     // start/end "epoch"; the mark is an instant; two counter values.
-    expect_counts(by_category, {{"kernel", 6}, {"memcpy", 3}, {"memset", 1}, {"sync", 1}, {"cuda_api", 10}, {"nvtx", 10}});
+    expect_counts(by_category,
+                  {{"kernel", 6}, {"memcpy", 3}, {"memset", 1}, {"sync", 1}, {"cuda_api", 10}, {"nvtx", 10}});
     EXPECT_EQ(decoded.slices.size(), 31u);
     EXPECT_EQ(counts.slices, 31);
     EXPECT_EQ(decoded.instants, 1);
@@ -595,7 +606,8 @@ TEST_F(Exports, PerfettoTraceFollowsTrackEventRulesAndHoldsTheFixture) {
     }
     int linked = 0;
     for (const DecodedSlice& slice : decoded.slices) {
-        if (!slice.categories.count("kernel") && !slice.categories.count("memcpy") && !slice.categories.count("memset")) continue;
+        if (!slice.categories.count("kernel") && !slice.categories.count("memcpy") && !slice.categories.count("memset"))
+            continue;
         for (std::uint64_t flow : slice.flows) {
             auto found = api_flow_begin.find(flow);
             ASSERT_NE(found, api_flow_begin.end()) << slice.name;
@@ -653,7 +665,7 @@ TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
         event(20, trace::MemoryAction::alloc, 0x200, 50);
         event(30, trace::MemoryAction::free_requested, 0x200, 50);  // not yet free
         event(40, trace::MemoryAction::free_completed, 0x200, 50);
-        event(40, trace::MemoryAction::alloc, 0x300, 70);           // the same instant: one value
+        event(40, trace::MemoryAction::alloc, 0x300, 70);  // the same instant: one value
         event(50, trace::MemoryAction::segment_free, 0x1000, 200);
         writer.close();
     }
@@ -691,7 +703,7 @@ TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
     auto rows = parse_csv(read_file(csv_path));
     ASSERT_EQ(rows.size(), 8u);
     EXPECT_EQ(rows[0], (std::vector<std::string>{"time_ns", "device_id", "action", "address", "bytes", "cuda_stream",
-                                                  "device_free_bytes", "thread_id", "stack"}));
+                                                 "device_free_bytes", "thread_id", "stack"}));
     EXPECT_EQ(rows[1], (std::vector<std::string>{"10", "0", "live_at_start", "256", "100", "0", "-1", "0", ""}));
     EXPECT_EQ(rows[4][2], "free_requested");
     EXPECT_EQ(rows[7][2], "segment_free");

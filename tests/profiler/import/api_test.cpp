@@ -24,8 +24,8 @@
 namespace {
 
 using namespace ember;
-using importing::SourceFormat;
 using import_test::TempDir;
+using importing::SourceFormat;
 
 synth::SyntheticTraceOptions small_synthetic() {
     synth::SyntheticTraceOptions options;
@@ -85,7 +85,8 @@ TEST(ImportApi, DetectsTheFormatFromContentNotName) {
     EXPECT_EQ(importing::detect_format(dir.path("c.json")), SourceFormat::chrome);
     EXPECT_EQ(importing::detect_format(dir.path("d.db")), SourceFormat::nsys);
     EXPECT_EQ(importing::detect_format(dir.path("e.sqlite")), SourceFormat::ember);
-    EXPECT_EQ(importing::detect_format(dir.path("f.json")), SourceFormat::chrome);  // ember's export, cat "kernel" and all
+    EXPECT_EQ(importing::detect_format(dir.path("f.json")),
+              SourceFormat::chrome);  // ember's export, cat "kernel" and all
     try {
         importing::detect_format(dir.path("missing.json"));
         FAIL() << "a missing file was detected";
@@ -96,8 +97,8 @@ TEST(ImportApi, DetectsTheFormatFromContentNotName) {
 }
 
 TEST(ImportApi, FormatNamesRoundTrip) {
-    for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys, SourceFormat::chrome,
-                                SourceFormat::ember}) {
+    for (SourceFormat format : {SourceFormat::auto_detect, SourceFormat::kineto, SourceFormat::nsys,
+                                SourceFormat::chrome, SourceFormat::ember}) {
         EXPECT_EQ(importing::parse_source_format(importing::source_format_name(format)), format);
     }
     EXPECT_FALSE(importing::parse_source_format("perfetto").has_value());
@@ -150,7 +151,8 @@ TEST(ImportApi, SeveralRanksIntoOneFileEach) {
     TempDir dir;
     import_test::write_file(dir.path("a.json"), kineto_rank(0));
     import_test::write_file(dir.path("b.json"), kineto_rank(1));
-    importing::ImportReport report = importing::import_trace({dir.path("a.json"), dir.path("b.json")}, dir.path("job.db"));
+    importing::ImportReport report =
+        importing::import_trace({dir.path("a.json"), dir.path("b.json")}, dir.path("job.db"));
     EXPECT_FALSE(report.merged);
     EXPECT_EQ(report.outputs, (std::vector<std::string>{dir.path("job.rank0.db"), dir.path("job.rank1.db")}));
     EXPECT_EQ(store::TraceReader(dir.path("job.rank1.db")).run().rank, 1);
@@ -213,7 +215,10 @@ TEST(ImportApi, TheUserCacheFollowsXdgCacheHome) {
     options.cache = importing::CachePlace::user_cache;
     importing::OpenedTrace opened = importing::open_trace(input, options);
     std::string path = importing::cache_path_for(input, importing::CachePlace::user_cache);
-    if (previous != nullptr) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1); else ::unsetenv("XDG_CACHE_HOME");
+    if (previous != nullptr)
+        ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+    else
+        ::unsetenv("XDG_CACHE_HOME");
     EXPECT_TRUE(opened.imported);
     EXPECT_EQ(opened.path, path);
     EXPECT_EQ(path.rfind(cache.folder() + "/ember/report.sqlite.", 0), 0u) << path;

@@ -23,11 +23,11 @@
 namespace {
 
 using namespace ember;
-using import_test::TempDir;
 using import_test::all_events;
+using import_test::TempDir;
 
-void expect_same_rows(const std::vector<analysis::DurationSummaryRow>& a, const std::vector<analysis::DurationSummaryRow>& b,
-                      const char* what) {
+void expect_same_rows(const std::vector<analysis::DurationSummaryRow>& a,
+                      const std::vector<analysis::DurationSummaryRow>& b, const char* what) {
     ASSERT_EQ(a.size(), b.size()) << what;
     for (std::size_t i = 0; i < a.size(); ++i) {
         SCOPED_TRACE(std::string(what) + ": " + a[i].name);
@@ -69,8 +69,8 @@ TEST(ChromeRoundTrip, SynthExportImportGivesTheSameTables) {
     EXPECT_EQ(original.run().start_ns, back.run().start_ns);
     // Every API call still reaches its GPU work.
     EXPECT_EQ(imported.counts.unlinked_gpu_events, 0);
-    EXPECT_EQ(imported.counts.flows, original.event_count("kernels") + original.event_count("memcpys") +
-                                         original.event_count("memsets"));
+    EXPECT_EQ(imported.counts.flows,
+              original.event_count("kernels") + original.event_count("memcpys") + original.event_count("memsets"));
     // Tracks: streams keep their CUDA ids and names, threads their OS ids and names.
     std::set<std::pair<std::uint64_t, std::string>> streams_a, streams_b;
     for (const auto& s : original.streams()) streams_a.insert({s.cuda_stream_id, s.name});
@@ -149,7 +149,8 @@ TEST(ChromeRoundTrip, AnImportedKinetoTraceExportsAndComesBack) {
     expect_same_rows(analysis::api_summary(imported), analysis::api_summary(back), "api");
     expect_same_rows(analysis::range_summary(imported), analysis::range_summary(back), "nvtx");
     auto steps = all_events(back, &store::TraceReader::for_each_range);
-    auto step = std::find_if(steps.begin(), steps.end(), [&](const auto& r) { return back.string(r.name_id) == "step"; });
+    auto step =
+        std::find_if(steps.begin(), steps.end(), [&](const auto& r) { return back.string(r.name_id) == "step"; });
     ASSERT_NE(step, steps.end());
     EXPECT_EQ(step->payload, trace::Payload::of_integer(7));
     EXPECT_EQ(step->category, 1u);
@@ -169,8 +170,8 @@ TEST(ChromeGeneric, EveryPhaseMapsToEmberEvents) {
     TempDir dir;
     // The JSON Array Format, closing bracket omitted (allowed by the format).
     import_test::write_file(dir.path("generic.json"), import_test::chrome_generic_fixture());
-    importing::ImportedFile imported = import_test::import_detected(dir.path("generic.json"), dir.path("generic.db"),
-                                                                   importing::SourceFormat::chrome);
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("generic.json"), dir.path("generic.db"), importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("generic.db"));
     const std::map<std::string, trace::RangeEvent> ranges = ranges_by_name(reader);
     ASSERT_EQ(ranges.size(), 4u);
@@ -211,8 +212,8 @@ TEST(ChromeGeneric, EscapedKeysAndFlowEventsWhereverTheirPhaseIs) {
 {"ph": "s", "id": 1, "ts": "not a time", "pid": 1, "tid": 2, "name": "flow", "cat": "links"},
 {"id": 1, "ts": 9, "pid": 1, "tid": 2, "name": "flow", "cat": "links", "bp": "e", "ph": "f"}
 ]})json");
-    importing::ImportedFile imported = import_test::import_detected(dir.path("keys.json"), dir.path("keys.db"),
-                                                                   importing::SourceFormat::chrome);
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("keys.json"), dir.path("keys.db"), importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("keys.db"));
     const std::map<std::string, trace::RangeEvent> ranges = ranges_by_name(reader);
     ASSERT_EQ(ranges.size(), 2u);
@@ -239,8 +240,8 @@ TEST(ChromeGeneric, RangesOutOfOrderAreNestedAtTheEndAndTheirEarlyRowsGo) {
 {"ph": "X", "name": "b_parent", "ts": 1, "dur": 20, "pid": 1, "tid": 2, "cat": "app"},
 {"ph": "X", "name": "b_later", "ts": 25, "dur": 2, "pid": 1, "tid": 2, "cat": "app"}
 ]})json");
-    importing::ImportedFile imported = import_test::import_detected(dir.path("order.json"), dir.path("order.db"),
-                                                                   importing::SourceFormat::chrome);
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("order.json"), dir.path("order.db"), importing::SourceFormat::chrome);
     store::TraceReader reader(dir.path("order.db"));
     const std::map<std::string, trace::RangeEvent> ranges = ranges_by_name(reader);
     std::map<trace::RangeId, std::string> names;
@@ -324,7 +325,8 @@ TEST(ChromeGeneric, AnEndWithoutABeginIsCountedOrAnErrorWhenStrict) {
     importing::ImportedFile imported = import_test::import_skipping_invalid(dir.path("e.json"), dir.path("e.db"));
     EXPECT_EQ(imported.counts.ranges, 1);
     EXPECT_EQ(imported.counts.invalid.at("\"E\" without a \"B\"").count, 1);
-    EXPECT_NE(imported.counts.invalid_summary().find("element #1"), std::string::npos) << imported.counts.invalid_summary();
+    EXPECT_NE(imported.counts.invalid_summary().find("element #1"), std::string::npos)
+        << imported.counts.invalid_summary();
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ struct Failure {
 
 // Imports `input` expecting failure; checks the message names the input and that only
 // `input` (and `keep`) is left in the folder.
-Failure expect_import_failure(const TempDir& dir, const std::string& input, const importing::ImportOptions& options = {},
-                              std::vector<std::string> keep = {}) {
+Failure expect_import_failure(const TempDir& dir, const std::string& input,
+                              const importing::ImportOptions& options = {}, std::vector<std::string> keep = {}) {
     Failure failure{TraceErrorKind::io, ""};
     const std::string output = dir.path("out.db");
     try {
@@ -35,7 +35,8 @@ Failure expect_import_failure(const TempDir& dir, const std::string& input, cons
         ADD_FAILURE() << input << " imported without an error";
     } catch (const store::TraceError& error) {
         failure = {error.kind(), error.what()};
-        EXPECT_NE(failure.message.find(input), std::string::npos) << "the message must name the file: " << failure.message;
+        EXPECT_NE(failure.message.find(input), std::string::npos)
+            << "the message must name the file: " << failure.message;
     } catch (const std::exception& error) {
         ADD_FAILURE() << "not a TraceError: " << error.what();
     }
@@ -45,7 +46,9 @@ Failure expect_import_failure(const TempDir& dir, const std::string& input, cons
     return failure;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 // Imports the nsys fixture after `sql` has changed it; the import must fail.
 importing::ImportOptions strict() {
@@ -94,25 +97,29 @@ TEST(ImportErrors, CorruptGzipNamesTheByte) {
     for (std::size_t i = 20; i < 60; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
     import_test::write_file(dir.path("bad.json.gz"), gz);
     Failure failure = expect_import_failure(dir, dir.path("bad.json.gz"));
-    EXPECT_TRUE(failure.kind == TraceErrorKind::corrupt || failure.kind == TraceErrorKind::not_a_trace) << failure.message;
+    EXPECT_TRUE(failure.kind == TraceErrorKind::corrupt || failure.kind == TraceErrorKind::not_a_trace)
+        << failure.message;
     EXPECT_TRUE(contains(failure.message, "byte")) << failure.message;
 }
 
 TEST(ImportErrors, MalformedJsonNamesTheByteOffset) {
     TempDir dir;
     // A missing comma between two elements, at a known offset.
-    std::string json = R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1} {"ph": "X"}]})";
+    std::string json =
+        R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1} {"ph": "X"}]})";
     import_test::write_file(dir.path("comma.json"), json);
     Failure failure = expect_import_failure(dir, dir.path("comma.json"), as_chrome());
     EXPECT_EQ(failure.kind, TraceErrorKind::corrupt);
-    EXPECT_TRUE(contains(failure.message, "malformed JSON at byte " + std::to_string(json.find(" {\"ph\": \"X\"}") + 1)))
+    EXPECT_TRUE(
+        contains(failure.message, "malformed JSON at byte " + std::to_string(json.find(" {\"ph\": \"X\"}") + 1)))
         << failure.message;
     EXPECT_TRUE(contains(failure.message, "expected ',' or ']'")) << failure.message;
 }
 
 TEST(ImportErrors, AMalformedElementNamesItsNumberAndOffset) {
     TempDir dir;
-    std::string json = R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, {"ph": "X", "ts": [1], "pid": 1}]})";
+    std::string json =
+        R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, {"ph": "X", "ts": [1], "pid": 1}]})";
     import_test::write_file(dir.path("element.json"), json);
     Failure failure = expect_import_failure(dir, dir.path("element.json"), as_chrome());
     EXPECT_EQ(failure.kind, TraceErrorKind::corrupt);
@@ -139,15 +146,19 @@ TEST(ImportErrors, NegativeDurationIsSkippedAndNamedOrAnErrorWhenStrict) {
     Failure failure = expect_import_failure(dir, dir.path("negative.json"), strict());
     EXPECT_EQ(failure.kind, TraceErrorKind::bad_value);
     EXPECT_TRUE(contains(failure.message, "negative duration (-5000 ns)")) << failure.message;
-    EXPECT_TRUE(contains(failure.message, "element #0 at byte " + std::to_string(json.find("{\"ph\"")))) << failure.message;
+    EXPECT_TRUE(contains(failure.message, "element #0 at byte " + std::to_string(json.find("{\"ph\""))))
+        << failure.message;
     importing::ImportedFile imported =
         import_test::import_skipping_invalid(dir.path("negative.json"), dir.path("out.db"));
     EXPECT_EQ(imported.counts.kernels, 0);
     ASSERT_EQ(imported.counts.invalid.count("negative duration"), 1u);
     EXPECT_EQ(imported.counts.invalid.at("negative duration").count, 1);
     const std::string summary = imported.counts.invalid_summary();
-    EXPECT_TRUE(contains(summary, "skipped 1 event that breaks the format's rules: 1 x negative duration (first: "
-                                  "traceEvents element #0 at byte " + std::to_string(json.find("{\"ph\"")))) << summary;
+    EXPECT_TRUE(contains(summary,
+                         "skipped 1 event that breaks the format's rules: 1 x negative duration (first: "
+                         "traceEvents element #0 at byte " +
+                             std::to_string(json.find("{\"ph\""))))
+        << summary;
     EXPECT_TRUE(contains(summary, "--strict")) << summary;
 }
 
@@ -159,7 +170,8 @@ TEST(ImportErrors, JsonThatIsNotATrace) {
     EXPECT_TRUE(contains(failure.message, "no traceEvents")) << failure.message;
 
     import_test::write_file(dir.path("empty.json"), "");
-    EXPECT_EQ(expect_import_failure(dir, dir.path("empty.json"), {}, {"config.json"}).kind, TraceErrorKind::not_a_trace);
+    EXPECT_EQ(expect_import_failure(dir, dir.path("empty.json"), {}, {"config.json"}).kind,
+              TraceErrorKind::not_a_trace);
     import_test::write_file(dir.path("garbage.bin"), std::string("\x00\x01\x02garbage", 10));
     EXPECT_EQ(expect_import_failure(dir, dir.path("garbage.bin"), {}, {"config.json", "empty.json"}).kind,
               TraceErrorKind::not_a_trace);
@@ -171,8 +183,7 @@ TEST(ImportErrors, AFailedImportLeavesThePreviousOutputUntouched) {
     importing::import_file(dir.path("good.json"), dir.path("out.db"));
     std::string before = import_test::read_file(dir.path("out.db"));
     import_test::write_file(dir.path("bad.json"), R"({"traceEvents": [{"ph": "X", "ts": "soon"}]})");
-    EXPECT_THROW(importing::import_file(dir.path("bad.json"), dir.path("out.db"), as_chrome()),
-                 store::TraceError);
+    EXPECT_THROW(importing::import_file(dir.path("bad.json"), dir.path("out.db"), as_chrome()), store::TraceError);
     EXPECT_EQ(import_test::read_file(dir.path("out.db")), before);
     EXPECT_EQ(dir.files(), (std::vector<std::string>{"bad.json", "good.json", "out.db"}));
 }
@@ -194,7 +205,8 @@ TEST(ImportErrors, AnUnwritableOutputNamesIt) {
 TEST(ImportErrors, AMissingRequiredColumnNamesTableAndColumn) {
     Failure failure = nsys_fixture_failure("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN streamId;");
     EXPECT_EQ(failure.kind, TraceErrorKind::missing_table);
-    EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_KERNEL has no column streamId")) << failure.message;
+    EXPECT_TRUE(contains(failure.message, "table CUPTI_ACTIVITY_KIND_KERNEL has no column streamId"))
+        << failure.message;
 }
 
 TEST(ImportErrors, AnIdThatPointsNowhereNamesTableAndRow) {
@@ -207,9 +219,11 @@ TEST(ImportErrors, AnIdThatPointsNowhereNamesTableAndRow) {
     EXPECT_TRUE(contains(domain.message, "table NVTX_EVENTS row 5: domainId 42 names no domain")) << domain.message;
 
     // Without --strict the row is skipped, counted and named.
-    const importing::ImportCounts counts = nsys_fixture_lenient("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 3;");
+    const importing::ImportCounts counts =
+        nsys_fixture_lenient("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 3;");
     EXPECT_EQ(counts.invalid_total(), 1);
-    EXPECT_TRUE(contains(counts.invalid_summary(), "table CUPTI_ACTIVITY_KIND_RUNTIME row 3: nameId 999 is not in StringIds"))
+    EXPECT_TRUE(
+        contains(counts.invalid_summary(), "table CUPTI_ACTIVITY_KIND_RUNTIME row 3: nameId 999 is not in StringIds"))
         << counts.invalid_summary();
 }
 
@@ -224,7 +238,8 @@ TEST(ImportErrors, NsysNegativeDurationAndWrongTypesNameTheRow) {
 
 TEST(ImportErrors, ASqliteFileThatIsNeitherEmberNorNsys) {
     TempDir dir;
-    import_test::exec_sql(dir.path("other.sqlite"), "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada');");
+    import_test::exec_sql(dir.path("other.sqlite"),
+                          "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada');");
     Failure failure = expect_import_failure(dir, dir.path("other.sqlite"));
     EXPECT_EQ(failure.kind, TraceErrorKind::not_a_trace);
 }

@@ -38,7 +38,8 @@ std::string read_file(const std::string& path) {
 
 std::string gzip_bytes(std::string_view bytes) {
     z_stream stream{};
-    if (deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
+    if (deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        throw std::runtime_error("deflateInit2");
     std::string out(deflateBound(&stream, bytes.size()) + 64, '\0');
     stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
     stream.avail_in = static_cast<uInt>(bytes.size());
@@ -84,7 +85,8 @@ std::string query_text(const std::string& path, const std::string& sql, std::int
     std::string text;
     if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
         sqlite3_stmt* statement = nullptr;
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK && sqlite3_step(statement) == SQLITE_ROW) {
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK &&
+            sqlite3_step(statement) == SQLITE_ROW) {
             const unsigned char* value = sqlite3_column_text(statement, 0);
             if (value != nullptr) text = reinterpret_cast<const char*>(value);
             if (number != nullptr) *number = sqlite3_column_int64(statement, 0);
@@ -98,7 +100,8 @@ std::string query_text(const std::string& path, const std::string& sql, std::int
 }  // namespace
 
 std::string run_metadata(const std::string& trace, const std::string& key) {
-    return query_text(trace, fmt::format("SELECT CAST(value AS TEXT) FROM run_metadata WHERE key = '{}'", key), nullptr);
+    return query_text(trace, fmt::format("SELECT CAST(value AS TEXT) FROM run_metadata WHERE key = '{}'", key),
+                      nullptr);
 }
 
 std::int64_t count_rows(const std::string& trace, const std::string& sql) {
@@ -261,127 +264,163 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
     // The 2.x numbers, or (3.x) other numbers named by the ENUM_* tables.
     const int htod = v3 ? 21 : 1;
     const int pageable = v3 ? 10 : 0, device = v3 ? 12 : 2;
-    std::string version = options.schema_version_text.empty() ? fmt::format("{}.7.0", options.schema_major)
-                                                              : options.schema_version_text;
+    std::string version =
+        options.schema_version_text.empty() ? fmt::format("{}.7.0", options.schema_major) : options.schema_version_text;
     std::string extra = v3 ? ", laneId INTEGER, newThing TEXT" : "";
     std::string sql = "BEGIN;";
     sql += "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);";
-    sql += "INSERT INTO StringIds VALUES (0,'[Unknown]'),(1,'cudaMalloc_v3020'),(2,'cudaLaunchKernel_v7000'),"
-           "(3,'cudaMemcpy_v3020'),(4,'cudaMemset_v3020'),(5,'saxpy(float*, float*)'),(6,'saxpy'),"
-           "(7,'_Z5saxpyPfS_'),(8,'MPI_Send'),(9,'main'),(10,'cudaDeviceSynchronize_v3020'),"
-           "(11,'compute'),(12,'/app/saxpy'),(13,'pthread_mutex_lock'),(14,'/usr/lib/libc.so.6'),(15,'poll');";
+    sql +=
+        "INSERT INTO StringIds VALUES (0,'[Unknown]'),(1,'cudaMalloc_v3020'),(2,'cudaLaunchKernel_v7000'),"
+        "(3,'cudaMemcpy_v3020'),(4,'cudaMemset_v3020'),(5,'saxpy(float*, float*)'),(6,'saxpy'),"
+        "(7,'_Z5saxpyPfS_'),(8,'MPI_Send'),(9,'main'),(10,'cudaDeviceSynchronize_v3020'),"
+        "(11,'compute'),(12,'/app/saxpy'),(13,'pthread_mutex_lock'),(14,'/usr/lib/libc.so.6'),(15,'poll');";
     if (options.with_metadata_table) {
         sql += fmt::format("CREATE TABLE {} (name TEXT NOT NULL, value TEXT);", options.metadata_table);
-        sql += fmt::format("INSERT INTO {} VALUES ('EXPORT_PRODUCT_NAME','NVIDIA Nsight Systems'),"
-                           "('EXPORT_SCHEMA_VERSION','{}'),('EXPORT_SCHEMA_VERSION_MAJOR','{}');",
-                           options.metadata_table, version, std::atoi(version.c_str()));
+        sql += fmt::format(
+            "INSERT INTO {} VALUES ('EXPORT_PRODUCT_NAME','NVIDIA Nsight Systems'),"
+            "('EXPORT_SCHEMA_VERSION','{}'),('EXPORT_SCHEMA_VERSION_MAJOR','{}');",
+            options.metadata_table, version, std::atoi(version.c_str()));
     }
     if (options.with_cpu_side) {
-        sql += "CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL PRIMARY KEY, start INTEGER NOT NULL, cpu INTEGER, "
-               "threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);";
-        sql += fmt::format("INSERT INTO COMPOSITE_EVENTS VALUES (1, 2100, 3, 1, {0}, 1), (2, 2200, 3, 1, {0}, 1), "
-                           "(3, 2300, 3, 1, {0}, 1), (4, 2400, 3, 1, {0}, 1);",
-                           main_thread);
-        sql += "CREATE TABLE SAMPLING_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT "
-               "NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP "
-               "INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";
-        sql += "INSERT INTO SAMPLING_CALLCHAINS (id, symbol, module, originalIP, stackDepth) VALUES "
-               "(1, 9, 12, 4096, 1), (1, 11, 12, 8192, 0), (2, 11, 12, 8200, 0), (2, 9, 12, 4100, 1), "
-               "(3, 13, 14, 65536, 0), (3, 9, 12, 4104, 1), (9, 9, 12, 4096, 0);";
-        sql += "CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
-               "globalTid INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER, "
-               "callchainId INTEGER NOT NULL);";
-        sql += fmt::format("INSERT INTO OSRT_API VALUES (2300, 2350, 27, {0}, 13, 0, 0, 0), "
-                           "(2600, 2900, 27, {0}, 15, 1, 0, 0);",
-                           main_thread);
-        sql += "CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL, "
-               "globalTid INTEGER);";
-        sql += fmt::format("INSERT INTO SCHED_EVENTS VALUES (5, 3, 1, {0}), (2050, 3, 0, {0}), (2060, 3, 1, {0}), "
-                           "(2950, 3, 0, {0}), (2960, 3, 1, {0});",
-                           main_thread);
+        sql +=
+            "CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL PRIMARY KEY, start INTEGER NOT NULL, cpu INTEGER, "
+            "threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);";
+        sql += fmt::format(
+            "INSERT INTO COMPOSITE_EVENTS VALUES (1, 2100, 3, 1, {0}, 1), (2, 2200, 3, 1, {0}, 1), "
+            "(3, 2300, 3, 1, {0}, 1), (4, 2400, 3, 1, {0}, 1);",
+            main_thread);
+        sql +=
+            "CREATE TABLE SAMPLING_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT "
+            "NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP "
+            "INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";
+        sql +=
+            "INSERT INTO SAMPLING_CALLCHAINS (id, symbol, module, originalIP, stackDepth) VALUES "
+            "(1, 9, 12, 4096, 1), (1, 11, 12, 8192, 0), (2, 11, 12, 8200, 0), (2, 9, 12, 4100, 1), "
+            "(3, 13, 14, 65536, 0), (3, 9, 12, 4104, 1), (9, 9, 12, 4096, 0);";
+        sql +=
+            "CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
+            "globalTid INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER, "
+            "callchainId INTEGER NOT NULL);";
+        sql += fmt::format(
+            "INSERT INTO OSRT_API VALUES (2300, 2350, 27, {0}, 13, 0, 0, 0), "
+            "(2600, 2900, 27, {0}, 15, 1, 0, 0);",
+            main_thread);
+        sql +=
+            "CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL, "
+            "globalTid INTEGER);";
+        sql += fmt::format(
+            "INSERT INTO SCHED_EVENTS VALUES (5, 3, 1, {0}), (2050, 3, 0, {0}), (2060, 3, 1, {0}), "
+            "(2950, 3, 0, {0}), (2960, 3, 1, {0});",
+            main_thread);
         // CUDA memory: 4 MiB and 1 MiB of device memory allocated, the 4 MiB freed, and
         // 1 MiB of pageable host memory (operation names through the enum table, as
         // nsys writes them).
         sql += "CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);";
-        sql += "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', "
-               "'Allocation'), (1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
-        sql += "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, "
-               "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
-               "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
-               "correlationId INTEGER);";
-        sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (1000, {0}, 0, 1, 4096, 0, 4194304, {1}, 0, "
-                           "NULL, 1), (1100, {0}, 0, 1, 8192, 0, 1048576, {1}, 0, NULL, 2), (2500, {0}, 0, 1, 4096, 0, "
-                           "4194304, {1}, 1, NULL, 3), (2600, {0}, 0, 1, 65536, 0, 1048576, {2}, 0, NULL, 4);",
-                           global_pid, device, pageable);
-        sql += "CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, "
-               "kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, "
-               "unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";
+        sql +=
+            "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', "
+            "'Allocation'), (1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
+        sql +=
+            "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, "
+            "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
+            "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
+            "correlationId INTEGER);";
+        sql += fmt::format(
+            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (1000, {0}, 0, 1, 4096, 0, 4194304, {1}, 0, "
+            "NULL, 1), (1100, {0}, 0, 1, 8192, 0, 1048576, {1}, 0, NULL, 2), (2500, {0}, 0, 1, 4096, 0, "
+            "4194304, {1}, 1, NULL, 3), (2600, {0}, 0, 1, 65536, 0, 1048576, {2}, 0, NULL, 4);",
+            global_pid, device, pageable);
+        sql +=
+            "CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, "
+            "kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, "
+            "unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));";
         sql += "INSERT INTO OSRT_CALLCHAINS (id, symbol, module, stackDepth) VALUES (1, 13, 14, 0), (1, 9, 12, 1);";
     }
     sql += "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);";
     sql += "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1600000000000000000, '2020-09-13T12:26:40', '');";
-    sql += "CREATE TABLE ANALYSIS_DETAILS (globalVid INTEGER NOT NULL, duration INTEGER NOT NULL, startTime INTEGER "
-           "NOT NULL, stopTime INTEGER NOT NULL);";
+    sql +=
+        "CREATE TABLE ANALYSIS_DETAILS (globalVid INTEGER NOT NULL, duration INTEGER NOT NULL, startTime INTEGER "
+        "NOT NULL, stopTime INTEGER NOT NULL);";
     sql += "INSERT INTO ANALYSIS_DETAILS VALUES (1, 4990, 10, 5000);";
     sql += "CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);";
     sql += fmt::format("INSERT INTO PROCESSES VALUES ({}, 4242, './saxpy'), (1, 1, 'systemd');", global_pid);
     sql += "CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);";
     sql += fmt::format("INSERT INTO ThreadNames VALUES (9, 0, {});", main_thread);
     if (options.with_cuda) {
-        sql += "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, uuid TEXT, "
-               "totalMemory INTEGER, memoryBandwidth INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor "
-               "INTEGER" + extra + ");";
-        sql += std::string("INSERT INTO TARGET_INFO_GPU (vmId, id, name, uuid, totalMemory, memoryBandwidth, smCount, "
-                           "computeMajor, computeMinor) VALUES (1, 0, 'NVIDIA A100-SXM4-40GB', "
-                           "'d9a9a4ed-e78c-4eb8-5db5-817c57801cb5', 42331013120, 1555200000000, 108, 8, 0);");
-        sql += "CREATE TABLE TARGET_INFO_CUDA_NULL_STREAM (streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER "
-               "NOT NULL, processId INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL);";
+        sql +=
+            "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, uuid TEXT, "
+            "totalMemory INTEGER, memoryBandwidth INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor "
+            "INTEGER" +
+            extra + ");";
+        sql += std::string(
+            "INSERT INTO TARGET_INFO_GPU (vmId, id, name, uuid, totalMemory, memoryBandwidth, smCount, "
+            "computeMajor, computeMinor) VALUES (1, 0, 'NVIDIA A100-SXM4-40GB', "
+            "'d9a9a4ed-e78c-4eb8-5db5-817c57801cb5', 42331013120, 1555200000000, 108, 8, 0);");
+        sql +=
+            "CREATE TABLE TARGET_INFO_CUDA_NULL_STREAM (streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER "
+            "NOT NULL, processId INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL);";
         sql += "INSERT INTO TARGET_INFO_CUDA_NULL_STREAM VALUES (7, 0, 1, 4242, 0, 1);";
-        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass "
-               "INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER "
-               "NOT NULL, callchainId INTEGER" + extra + ");";
-        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
-                           "returnValue) VALUES (100, 200, 0, {0}, 1, 1, 0), (300, 310, 0, {0}, 2, 2, 0), "
-                           "(1500, 1600, 0, {0}, 3, 3, 0), (1700, 1710, 0, {0}, 4, 4, 0), (1800, 1900, 0, {0}, 5, 10, 0);",
-                           main_thread);
-        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
-               "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-               "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread "
-               "INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER "
-               "NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
-               "dynamicSharedMemory INTEGER NOT NULL" + extra + ");";
-        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
-                           "globalPid, demangledName, shortName, mangledName, registersPerThread, gridX, gridY, gridZ, "
-                           "blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory) VALUES (400, 1400, 0, 1, 7, "
-                           "2, {}, 5, 6, 7, 26, 2, 1, 1, 512, 1, 1, 16, 32);",
-                           global_pid);
-        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
-               "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-               "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
-               "dstDeviceId INTEGER" + extra + ");";
-        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
-                           "globalPid, bytes, copyKind, srcKind, dstKind) VALUES (1510, 1590, 0, 1, 7, 3, {}, 4096, {}, {}, "
-                           "{});",
-                           global_pid, htod, pageable, device);
-        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
-               "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-               "value INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER" + extra + ");";
-        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, "
-                           "correlationId, globalPid, value, bytes, memKind) VALUES (1702, 1708, 0, 1, 7, 4, {}, 0, 256, "
-                           "{});",
-                           global_pid, device);
-        sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
-               "INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
-               "INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL" + extra + ");";
-        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, streamId, "
-                           "correlationId, globalPid, syncType, eventId) VALUES (1800, 1900, 0, 1, 4294967295, 5, {}, 4, "
-                           "0);",
-                           global_pid);
+        sql +=
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass "
+            "INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER "
+            "NOT NULL, callchainId INTEGER" +
+            extra + ");";
+        sql += fmt::format(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
+            "returnValue) VALUES (100, 200, 0, {0}, 1, 1, 0), (300, 310, 0, {0}, 2, 2, 0), "
+            "(1500, 1600, 0, {0}, 3, 3, 0), (1700, 1710, 0, {0}, 4, 4, 0), (1800, 1900, 0, {0}, 5, 10, 0);",
+            main_thread);
+        sql +=
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
+            "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+            "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread "
+            "INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER "
+            "NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
+            "dynamicSharedMemory INTEGER NOT NULL" +
+            extra + ");";
+        sql += fmt::format(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
+            "globalPid, demangledName, shortName, mangledName, registersPerThread, gridX, gridY, gridZ, "
+            "blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory) VALUES (400, 1400, 0, 1, 7, "
+            "2, {}, 5, 6, 7, 26, 2, 1, 1, 512, 1, 1, 16, 32);",
+            global_pid);
+        sql +=
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
+            "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+            "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
+            "dstDeviceId INTEGER" +
+            extra + ");";
+        sql += fmt::format(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
+            "globalPid, bytes, copyKind, srcKind, dstKind) VALUES (1510, 1590, 0, 1, 7, 3, {}, 4096, {}, {}, "
+            "{});",
+            global_pid, htod, pageable, device);
+        sql +=
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER "
+            "NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+            "value INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER" +
+            extra + ");";
+        sql += fmt::format(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, "
+            "correlationId, globalPid, value, bytes, memKind) VALUES (1702, 1708, 0, 1, 7, 4, {}, 0, 256, "
+            "{});",
+            global_pid, device);
+        sql +=
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
+            "INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
+            "INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL" +
+            extra + ");";
+        sql += fmt::format(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, streamId, "
+            "correlationId, globalPid, syncType, eventId) VALUES (1800, 1900, 0, 1, 4294967295, 5, {}, 4, "
+            "0);",
+            global_pid);
     }
-    sql += "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId "
-           "INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId "
-           "INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, "
-           "int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT" + extra + ");";
+    sql +=
+        "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId "
+        "INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId "
+        "INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, "
+        "int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT" +
+        extra + ");";
     sql += fmt::format(
         "INSERT INTO NVTX_EVENTS (start, end, eventType, category, color, text, globalTid, textId, domainId, "
         "int64Value) VALUES "
@@ -395,12 +434,14 @@ void write_nsys_fixture(const std::string& path, const NsysFixtureOptions& optio
         main_thread);
     if (v3) {
         sql += "CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER PRIMARY KEY, name TEXT, label TEXT);";
-        sql += "INSERT INTO ENUM_CUDA_MEM_KIND VALUES (10,'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE','Pageable'),"
-               "(11,'CUDA_MEMOPR_MEMORY_KIND_PINNED','Pinned'),(12,'CUDA_MEMOPR_MEMORY_KIND_DEVICE','Device'),"
-               "(13,'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN','Unknown');";
+        sql +=
+            "INSERT INTO ENUM_CUDA_MEM_KIND VALUES (10,'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE','Pageable'),"
+            "(11,'CUDA_MEMOPR_MEMORY_KIND_PINNED','Pinned'),(12,'CUDA_MEMOPR_MEMORY_KIND_DEVICE','Device'),"
+            "(13,'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN','Unknown');";
         sql += "CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);";
-        sql += "INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (20,'CUDA_MEMCPY_OPER_UNKNOWN','Unknown'),"
-               "(21,'CUDA_MEMCPY_OPER_HTOD','Host-to-Device'),(22,'CUDA_MEMCPY_OPER_DTOH','Device-to-Host');";
+        sql +=
+            "INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (20,'CUDA_MEMCPY_OPER_UNKNOWN','Unknown'),"
+            "(21,'CUDA_MEMCPY_OPER_HTOD','Host-to-Device'),(22,'CUDA_MEMCPY_OPER_DTOH','Device-to-Host');";
         sql += "CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER PRIMARY KEY, name TEXT, label TEXT);";
         sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER);";
         sql += "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (1, 2), (3, 4);";
@@ -420,7 +461,7 @@ constexpr int kCudaDeviceSynchronize = 165;
 constexpr int kCuLaunchKernel = 307;
 
 constexpr std::int64_t kHost = kNvprofHostNs;
-constexpr std::int64_t kGpu0Ahead = 5'000'000'000;  // GPU 0 stamps 5 s ahead
+constexpr std::int64_t kGpu0Ahead = 5'000'000'000;   // GPU 0 stamps 5 s ahead
 constexpr std::int64_t kGpu1Behind = 2'000'000'000;  // GPU 1 stamps 2 s behind
 
 }  // namespace
@@ -477,26 +518,30 @@ INSERT INTO CUPTI_ACTIVITY_KIND_METRIC VALUES (1, 5), (2, 6);
     sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (5, 99999, {}, {}, 100000, 305419896, 6, 0);\n",
                        host(600), host(590));
     // Kernels: GPU 0 at 110 (10 µs after its launch) and 230; GPU 1 at 303.
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (1, 32, {}, {}, 0, 1, 7, 4, 1, 1, 256, 1, 1, 1024, 0, 1, 3);\n",
-                       gpu0(110), gpu0(150));
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (2, 32, {}, {}, 0, 1, 14, 4, 1, 1, 256, 1, 1, 0, 512, 2, 4);\n",
-                       gpu0(230), gpu0(260));
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (3, 16, {}, {}, 1, 2, 13, 1, 1, 1, 32, 1, 1, 0, 0, 3, 3);\n",
-                       gpu1(303), gpu1(340));
+    sql += fmt::format(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (1, 32, {}, {}, 0, 1, 7, 4, 1, 1, 256, 1, 1, 1024, 0, 1, 3);\n",
+        gpu0(110), gpu0(150));
+    sql += fmt::format(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (2, 32, {}, {}, 0, 1, 14, 4, 1, 1, 256, 1, 1, 0, 512, 2, 4);\n",
+        gpu0(230), gpu0(260));
+    sql += fmt::format(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL VALUES (3, 16, {}, {}, 1, 2, 13, 1, 1, 1, 32, 1, 1, 0, 0, 3, 3);\n",
+        gpu1(303), gpu1(340));
     // A pageable HtoD copy on GPU 0 at 405.
     sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1, 1, 1, 3, 0, 4096, {}, {}, 0, 1, 7, 4);\n",
                        gpu0(405), gpu0(440));
     // A memset with no launching call on GPU 1 (its clock still moves with GPU 1's).
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (1, 0, 256, {}, {}, 1, 2, 13, 0, 3);\n", gpu1(350),
-                       gpu1(351));
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (1, 0, 256, {}, {}, 1, 2, 13, 0, 3);\n",
+                       gpu1(350), gpu1(351));
     // The device sync: context-wide (stream all ones), on the host's clock.
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (1, 4, {}, {}, 5, 1, 4294967295, 4294967295);\n",
-                       host(501), host(519));
+    sql += fmt::format(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (1, 4, {}, {}, 5, 1, 4294967295, 4294967295);\n",
+        host(501), host(519));
     // NVTX: push "forward" (domain "mydomain") at 50, push "layer1" at 60, pop at 90,
     // pop at 560; a mark "checkpoint" at 70 with an int64 payload 42 and a colour.
     auto marker = [&](int row, int flags, std::int64_t us, int id, int name, int domain) {
-        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MARKER VALUES ({}, {}, {}, {}, 2, {}, {}, {});\n", row, flags,
-                           host(us), id, thread_blob, name, domain);
+        sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_MARKER VALUES ({}, {}, {}, {}, 2, {}, {}, {});\n", row,
+                           flags, host(us), id, thread_blob, name, domain);
     };
     marker(1, 2, 50, 1, 5, 8);
     marker(2, 2, 60, 2, 6, 8);
@@ -504,11 +549,11 @@ INSERT INTO CUPTI_ACTIVITY_KIND_METRIC VALUES (1, 5), (2, 6);
     marker(4, 4, 90, 2, 0, 8);
     marker(5, 4, 560, 1, 0, 8);
     sql += "INSERT INTO CUPTI_ACTIVITY_KIND_MARKER_DATA VALUES (1, 1, 3, 4, X'2A00000000000000', 4278190335, 7);\n";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_NAME VALUES (1, 1, {}, 1), (2, 2, {}, 9);\n", thread_blob, thread_blob);
+    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_NAME VALUES (1, 1, {}, 1), (2, 2, {}, 9);\n", thread_blob,
+                       thread_blob);
     sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD VALUES (1, 65536, 2, {}, {}, {});\n", thread_blob,
                        host(700), host(710));
     exec_sql(path, sql);
 }
-
 
 }  // namespace ember::import_test

@@ -61,12 +61,12 @@ std::string chrome_generic_fixture();
 
 // --- Nsight Systems -----------------------------------------------------------------
 struct NsysFixtureOptions {
-    int schema_major = 2;  // 2: the 2.7 layout; 3: ENUM_* tables, extra columns, other enum numbers
+    int schema_major = 2;             // 2: the 2.7 layout; 3: ENUM_* tables, extra columns, other enum numbers
     std::string schema_version_text;  // EXPORT_SCHEMA_VERSION ("" -> "<major>.7.0")
     bool with_metadata_table = true;
     std::string metadata_table = "EXPORT_META_DATA";  // META_DATA_EXPORT from nsys 2023.3 on
-    bool with_cuda = true;       // false: no CUPTI_ACTIVITY_KIND_* tables, no TARGET_INFO_GPU
-    bool with_cpu_side = false;  // CPU samples and OS runtime calls (below)
+    bool with_cuda = true;                            // false: no CUPTI_ACTIVITY_KIND_* tables, no TARGET_INFO_GPU
+    bool with_cpu_side = false;                       // CPU samples and OS runtime calls (below)
 };
 // pid 4242, main thread tid 4242 ("main"): cudaMalloc_v3020 [100, 200), cudaLaunchKernel_v7000
 // [300, 310) corr 2 -> kernel "saxpy(float*, float*)" (short "saxpy") on device 0

@@ -23,8 +23,8 @@ inline importing::ImportedFile import_detected(const std::string& input, const s
                                                importing::SourceFormat format) {
     const importing::SourceFormat detected = importing::detect_format(input);
     if (detected != format) {
-        const std::string message = input + " detected as " + importing::source_format_name(detected) +
-                                    ", expected " + importing::source_format_name(format);
+        const std::string message = input + " detected as " + importing::source_format_name(detected) + ", expected " +
+                                    importing::source_format_name(format);
         ADD_FAILURE() << message;
         throw std::runtime_error(message);
     }

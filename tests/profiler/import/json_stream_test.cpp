@@ -39,7 +39,8 @@ TEST(DecimalTime, MicrosecondTextIsExactNanoseconds) {
     }
     EXPECT_FALSE(importing::parse_microseconds_as_ns("9223372036854775.808", ns));  // one past int64
     EXPECT_FALSE(importing::parse_microseconds_as_ns("1e400", ns));
-    for (const char* bad : {"", "-", ".", "1.", "1e", "1e+", "abc", "1.2.3", "0x10", "NaN", "Infinity", "1 2", "\"\""}) {
+    for (const char* bad :
+         {"", "-", ".", "1.", "1e", "1e+", "abc", "1.2.3", "0x10", "NaN", "Infinity", "1 2", "\"\""}) {
         EXPECT_FALSE(importing::parse_microseconds_as_ns(bad, ns)) << bad;
     }
     std::int64_t value = 0;
@@ -63,7 +64,8 @@ TEST(DecimalTime, PlainDecimalsAgreeWithTheGeneralParser) {
         for (int d = 0; d < integer_digits; ++d) text += static_cast<char>('0' + next() % 10);
         if (fraction_digits > 0) {
             text += '.';
-            for (int d = 0; d < fraction_digits; ++d) text += static_cast<char>('0' + (next() % 7 == 0 ? 5 : next() % 10));
+            for (int d = 0; d < fraction_digits; ++d)
+                text += static_cast<char>('0' + (next() % 7 == 0 ? 5 : next() % 10));
         }
         int shift = static_cast<int>(next() % 10);
         std::int64_t fast = 0, general = 0;
@@ -133,12 +135,13 @@ Scanned scan(const std::string& path, std::size_t chunk_bytes, std::vector<std::
 TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
     TempDir dir;
     // Quotes, escapes, brackets and braces inside strings; nested arrays; scalars as values.
-    const std::string json = "\xEF\xBB\xBF {\"metadata\": {\"a\": [1, {\"b\": \"}]\"}]},\n"
-                             "\"traceEvents\" : [ {\"name\": \"a \\\"}{][\\\\\", \"ph\": \"X\"},\n"
-                             "{\"name\": \"\\\\\\\"\", \"args\": {\"x\": [[], {}], \"y\": \"\\u007d\"}} ,{}\n"
-                             ", {\"name\":\"\xC3\xA9t\xC3\xA9\"}],\n"
-                             "\"baseTimeNanoseconds\": 1751410836000000000 , \"empty\": [], \"flag\": true,"
-                             " \"text\": \"x\\\"y\"}\n";
+    const std::string json =
+        "\xEF\xBB\xBF {\"metadata\": {\"a\": [1, {\"b\": \"}]\"}]},\n"
+        "\"traceEvents\" : [ {\"name\": \"a \\\"}{][\\\\\", \"ph\": \"X\"},\n"
+        "{\"name\": \"\\\\\\\"\", \"args\": {\"x\": [[], {}], \"y\": \"\\u007d\"}} ,{}\n"
+        ", {\"name\":\"\xC3\xA9t\xC3\xA9\"}],\n"
+        "\"baseTimeNanoseconds\": 1751410836000000000 , \"empty\": [], \"flag\": true,"
+        " \"text\": \"x\\\"y\"}\n";
     import_test::write_file(dir.path("edge.json"), json);
     std::vector<std::string> keys = {"metadata", "baseTimeNanoseconds", "flag", "text"};
     Scanned reference = scan(dir.path("edge.json"), 1 << 20, keys);
@@ -163,7 +166,8 @@ TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
     // Scanned ahead on another thread, in batches of any size: the same items.
     for (std::size_t batch : {1, 30, 100, 1 << 20}) {
         for (std::size_t chunk : {1, 7, 1 << 20}) {
-            EXPECT_EQ(scan(dir.path("edge.json"), chunk, keys, batch), reference) << "batch " << batch << " chunk " << chunk;
+            EXPECT_EQ(scan(dir.path("edge.json"), chunk, keys, batch), reference)
+                << "batch " << batch << " chunk " << chunk;
             EXPECT_EQ(scan(dir.path("edge.json.gz"), chunk, keys, batch), reference) << "batch " << batch << " gzip";
         }
     }
@@ -173,8 +177,9 @@ TEST(JsonScanner, TheSameElementsWhateverTheChunkSize) {
 // multi-byte characters, nested objects and arrays; written as JSON, so its end is
 // known without scanning.
 std::string random_json_string(std::mt19937& random) {
-    static const std::vector<std::string> pieces = {"a", "bc", "\\\"", "\\\\", "\\\\\\\\", "{", "}", "[", "]",
-                                                    " ", ",", ":", "\xC3\xA9", "\\u007d", "\\n", "x\\\\\\\""};
+    static const std::vector<std::string> pieces = {"a",        "bc",      "\\\"", "\\\\",     "\\\\\\\\", "{",
+                                                    "}",        "[",       "]",    " ",        ",",        ":",
+                                                    "\xC3\xA9", "\\u007d", "\\n",  "x\\\\\\\""};
     std::string text = "\"";
     const int length = static_cast<int>(random() % 40);
     for (int i = 0; i < length; ++i) text += pieces[random() % pieces.size()];
@@ -183,9 +188,12 @@ std::string random_json_string(std::mt19937& random) {
 
 std::string random_json_value(std::mt19937& random, int depth) {
     switch (depth <= 0 ? random() % 3 : random() % 5) {
-        case 0: return random_json_string(random);
-        case 1: return std::to_string(static_cast<int>(random() % 2000000) - 1000000) + ".125";
-        case 2: return random() % 2 ? "true" : "null";
+        case 0:
+            return random_json_string(random);
+        case 1:
+            return std::to_string(static_cast<int>(random() % 2000000) - 1000000) + ".125";
+        case 2:
+            return random() % 2 ? "true" : "null";
         case 3: {
             std::string array = "[";
             const int count = static_cast<int>(random() % 5);
@@ -281,14 +289,16 @@ TEST(JsonScanner, ErrorsNameTheByte) {
     EXPECT_NE(error_of("{\"traceEvents\": {}}").find("traceEvents must be an array"), std::string::npos);
     EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": 1}}").find("at byte 25: expected ',' or ']'"), std::string::npos)
         << error_of("{\"traceEvents\": [{\"a\": 1}}");
-    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": \"unterminated").find("ends at byte 36 inside a value that starts at byte 17"),
+    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": \"unterminated")
+                  .find("ends at byte 36 inside a value that starts at byte 17"),
               std::string::npos)
         << error_of("{\"traceEvents\": [{\"a\": \"unterminated");
     EXPECT_NE(error_of("{\"traceEvents\": []} extra").find("after the end of the JSON document"), std::string::npos);
     EXPECT_NE(error_of("nope").find("a trace starts with"), std::string::npos);
     EXPECT_NE(error_of("{\"traceEvents\" 1}").find("expected ':'"), std::string::npos);
     EXPECT_NE(error_of("").find("empty input"), std::string::npos);
-    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": 1}, @]").find("expected a JSON value, found '@'"), std::string::npos);
+    EXPECT_NE(error_of("{\"traceEvents\": [{\"a\": 1}, @]").find("expected a JSON value, found '@'"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -26,8 +26,8 @@
 namespace {
 
 using namespace ember;
-using import_test::TempDir;
 using import_test::all_events;
+using import_test::TempDir;
 
 struct NamedRange {
     trace::RangeEvent event;
@@ -50,7 +50,7 @@ std::map<std::string, NamedRange> ranges_by_name(const store::TraceReader& reade
 }
 
 class KinetoFixture : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         input = dir.path("rank3.pt.trace.json");
         import_test::write_file(input, import_test::kineto_fixture());
@@ -206,8 +206,9 @@ TEST_F(KinetoFixture, MemorySamplesBecomeCountersAndTheRestIsCountedAsSkipped) {
     EXPECT_EQ(skipped.at("flow event (links come from correlation ids)"), 2);
     EXPECT_EQ(skipped.at("profiler span (becomes the run's start and end)"), 1);
     EXPECT_EQ(imported.counts.skipped_total(), 5);
-    EXPECT_NE(import_test::run_metadata(output, importing::import_metadata_key::skipped_events).find("\"gpu_user_annotation"),
-              std::string::npos);
+    EXPECT_NE(
+        import_test::run_metadata(output, importing::import_metadata_key::skipped_events).find("\"gpu_user_annotation"),
+        std::string::npos);
 }
 
 TEST_F(KinetoFixture, GzipGivesTheSameTrace) {
@@ -343,7 +344,8 @@ TEST(KinetoSync, RuntimeCallsStandInWhereNoCudaSyncExists) {
     EXPECT_EQ(syncs[1].kind, trace::SyncKind::context_synchronize);
     EXPECT_EQ(syncs[1].stream_id, 0u);
     ASSERT_EQ(imported.counts.notes.size(), 1u);
-    EXPECT_NE(imported.counts.notes[0].find("2 synchronizations from the synchronizing runtime calls"), std::string::npos);
+    EXPECT_NE(imported.counts.notes[0].find("2 synchronizations from the synchronizing runtime calls"),
+              std::string::npos);
 }
 
 // A GPU event ember cannot place (a kernel on stream -1) is skipped, counted and named by
@@ -359,8 +361,10 @@ TEST(KinetoSync, AnUnplaceableEventIsSkippedOrRefusedWhenStrict) {
     EXPECT_EQ(imported.counts.kernels, 1);
     EXPECT_EQ(imported.counts.invalid_total(), 1);
     const std::string summary = imported.counts.invalid_summary();
-    EXPECT_NE(summary.find("element #1 at byte " + std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"lost\""))),
-              std::string::npos) << summary;
+    EXPECT_NE(summary.find("element #1 at byte " +
+                           std::to_string(json.find("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"lost\""))),
+              std::string::npos)
+        << summary;
     EXPECT_EQ(import_test::run_metadata(dir.path("k.db"), importing::import_metadata_key::invalid_events), "1");
     EXPECT_THROW(import_test::import_strict(dir.path("k.json"), dir.path("k2.db")), store::TraceError);
 }
@@ -372,9 +376,14 @@ TEST(KinetoNesting, SpilledRunsNestExactlyLikeMemory) {
     std::vector<std::string> events;
     for (int i = 0; i < 3000; ++i) {
         std::int64_t t = 10 * i * 1000;
-        events.push_back(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"outer{}","pid":1,"tid":{},"ts":{},"dur":9000}})", i, 1 + i % 3, t));
-        events.push_back(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"middle{}","pid":1,"tid":{},"ts":{},"dur":5000}})", i, 1 + i % 3, t + 1000));
-        events.push_back(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"inner{}","pid":1,"tid":{},"ts":{},"dur":5000}})", i, 1 + i % 3, t + 1000));
+        events.push_back(fmt::format(
+            R"({{"ph":"X","cat":"cpu_op","name":"outer{}","pid":1,"tid":{},"ts":{},"dur":9000}})", i, 1 + i % 3, t));
+        events.push_back(
+            fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"middle{}","pid":1,"tid":{},"ts":{},"dur":5000}})", i,
+                        1 + i % 3, t + 1000));
+        events.push_back(
+            fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"inner{}","pid":1,"tid":{},"ts":{},"dur":5000}})", i,
+                        1 + i % 3, t + 1000));
     }
     std::mt19937 random(42);
     std::shuffle(events.begin(), events.end(), random);
@@ -429,7 +438,7 @@ TEST(KinetoNesting, RangesWrittenEarlyHaveTheIdsOfNestingAtTheEnd) {
                            tid, ts, dur);
     };
     const std::vector<std::string> in_order = {
-        x("cpu_op", "outer", 10, 0, 100), x("cpu_op", "other_outer", 20, 5, 75), x("cpu_op", "inner", 10, 10, 40),
+        x("cpu_op", "outer", 10, 0, 100),       x("cpu_op", "other_outer", 20, 5, 75), x("cpu_op", "inner", 10, 10, 40),
         x("cpu_op", "other_inner", 20, 20, 10), x("cpu_op", "inner2", 10, 60, 30),
     };
     auto import = [&](const std::string& name, std::vector<std::string> events) {
@@ -443,16 +452,19 @@ TEST(KinetoNesting, RangesWrittenEarlyHaveTheIdsOfNestingAtTheEnd) {
 
     // Thread 10 first and in order: written as it came; thread 20 at the end.
     EXPECT_EQ(import("in_order", in_order).ranges, 5);
-    EXPECT_EQ(range_rows(dir.path("in_order.db")),
-              (Rows{{1, "outer", 0, 0}, {2, "inner", 1, 1}, {3, "inner2", 1, 1}, {4, "other_outer", 0, 0},
-                    {5, "other_inner", 1, 4}}));
+    EXPECT_EQ(range_rows(dir.path("in_order.db")), (Rows{{1, "outer", 0, 0},
+                                                         {2, "inner", 1, 1},
+                                                         {3, "inner2", 1, 1},
+                                                         {4, "other_outer", 0, 0},
+                                                         {5, "other_inner", 1, 4}}));
 
     // A Python function listed after the CPU ops it holds sorts before them all.
     std::vector<std::string> late = in_order;
     late.push_back(x("python_function", "train.py(7): step", 10, 0, 200));
     EXPECT_EQ(import("late", late).ranges, 6);
-    const Rows late_rows{{1, "train.py(7): step", 0, 0}, {2, "outer", 1, 1}, {3, "inner", 2, 2}, {4, "inner2", 2, 2},
-                         {5, "other_outer", 0, 0}, {6, "other_inner", 1, 5}};
+    const Rows late_rows{
+        {1, "train.py(7): step", 0, 0}, {2, "outer", 1, 1},      {3, "inner", 2, 2}, {4, "inner2", 2, 2},
+        {5, "other_outer", 0, 0},       {6, "other_inner", 1, 5}};
     EXPECT_EQ(range_rows(dir.path("late.db")), late_rows);
     // Its thread's track_stats row counts what stayed: 4 ranges, 0 to 200 µs.
     EXPECT_EQ(import_test::count_rows(dir.path("late.db"),
@@ -470,21 +482,27 @@ TEST(KinetoNesting, RangesWrittenEarlyHaveTheIdsOfNestingAtTheEnd) {
     std::vector<std::string> second_thread_first = in_order;
     second_thread_first.insert(second_thread_first.begin(), x("cuda_runtime", "cudaLaunchKernel", 20, 1, 1));
     import("second_thread_first", second_thread_first);
-    EXPECT_EQ(range_rows(dir.path("second_thread_first.db")),
-              (Rows{{1, "other_outer", 0, 0}, {2, "other_inner", 1, 1}, {3, "outer", 0, 0}, {4, "inner", 1, 3},
-                    {5, "inner2", 1, 3}}));
+    EXPECT_EQ(range_rows(dir.path("second_thread_first.db")), (Rows{{1, "other_outer", 0, 0},
+                                                                    {2, "other_inner", 1, 1},
+                                                                    {3, "outer", 0, 0},
+                                                                    {4, "inner", 1, 3},
+                                                                    {5, "inner2", 1, 3}}));
 
     // An async range after two ranges were written: numbered first, as at the end.
     std::vector<std::string> async = in_order;
     for (const char* phase : {"e", "b"}) {
-        async.insert(async.begin() + 3,
-                     fmt::format(R"({{"ph":"{}","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":{}}})",
-                                 phase, *phase == 'b' ? 2 : 3));
+        async.insert(
+            async.begin() + 3,
+            fmt::format(R"({{"ph":"{}","cat":"user_annotation","name":"async","id":7,"pid":1,"tid":10,"ts":{}}})",
+                        phase, *phase == 'b' ? 2 : 3));
     }
     EXPECT_EQ(import("async", async).ranges, 6);
-    EXPECT_EQ(range_rows(dir.path("async.db")),
-              (Rows{{1, "async", -1, 0}, {2, "outer", 0, 0}, {3, "inner", 1, 2}, {4, "inner2", 1, 2},
-                    {5, "other_outer", 0, 0}, {6, "other_inner", 1, 5}}));
+    EXPECT_EQ(range_rows(dir.path("async.db")), (Rows{{1, "async", -1, 0},
+                                                      {2, "outer", 0, 0},
+                                                      {3, "inner", 1, 2},
+                                                      {4, "inner2", 1, 2},
+                                                      {5, "other_outer", 0, 0},
+                                                      {6, "other_inner", 1, 5}}));
 }
 
 // The same with more ranges than are held before the first is written (1024 with the
@@ -515,7 +533,8 @@ TEST(KinetoNesting, RangesWrittenEarlyAndTakenBackHaveTheIdsOfNestingAtTheEnd) {
     auto expected = [&](trace::RangeId first, bool step) {
         Rows rows;
         if (step) rows.emplace_back(first - 1, "train.py(7): step", 0, 0);
-        for (int i = 0; i < kRanges; ++i) rows.emplace_back(first + i, fmt::format("r{}", i), step ? 1 : 0, step ? first - 1 : 0);
+        for (int i = 0; i < kRanges; ++i)
+            rows.emplace_back(first + i, fmt::format("r{}", i), step ? 1 : 0, step ? first - 1 : 0);
         for (int i = 0; i < kRanges / 10; ++i) rows.emplace_back(first + kRanges + i, fmt::format("o{}", 10 * i), 0, 0);
         return rows;
     };

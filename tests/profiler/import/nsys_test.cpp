@@ -26,8 +26,8 @@
 namespace {
 
 using namespace ember;
-using import_test::TempDir;
 using import_test::all_events;
+using import_test::TempDir;
 
 // The nsys fixture with its CPU side (samples, OS runtime calls, scheduling) as
 // dir/r.sqlite.
@@ -44,8 +44,8 @@ TEST_P(NsysSchemas, EveryTableMapsToItsEmberEvents) {
     import_test::NsysFixtureOptions options;
     options.schema_major = GetParam();
     import_test::write_nsys_fixture(dir.path("report.sqlite"), options);
-    importing::ImportedFile imported = import_test::import_detected(dir.path("report.sqlite"), dir.path("report.db"),
-                                                                   importing::SourceFormat::nsys);
+    importing::ImportedFile imported =
+        import_test::import_detected(dir.path("report.sqlite"), dir.path("report.db"), importing::SourceFormat::nsys);
     store::TraceReader reader(dir.path("report.db"));
 
     // The run: the session's wall clock and window, the traced process.
@@ -139,8 +139,9 @@ TEST_P(NsysSchemas, EveryTableMapsToItsEmberEvents) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, NsysSchemas, ::testing::Values(2, 3),
-                         [](const ::testing::TestParamInfo<int>& info) { return "schema" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Versions, NsysSchemas, ::testing::Values(2, 3), [](const ::testing::TestParamInfo<int>& info) {
+    return "schema" + std::to_string(info.param);
+});
 
 TEST(Nsys, MemorySummariesNameOperationsAsNsysDoes) {
     TempDir dir;
@@ -190,7 +191,7 @@ TEST(Nsys, TablesThatAreAbsentAreSimplyEmpty) {
     store::TraceReader reader(dir.path("r.db"));
     auto kernels = all_events(reader, &store::TraceReader::for_each_kernel);
     EXPECT_EQ(kernels[0].launch.dynamic_shared_bytes, 0u);  // an optional column the table lacks
-    ASSERT_EQ(reader.devices().size(), 1u);  // seen in events only: a bare row
+    ASSERT_EQ(reader.devices().size(), 1u);                 // seen in events only: a bare row
     EXPECT_EQ(reader.devices()[0].name, "");
 }
 
@@ -237,15 +238,12 @@ TEST_P(NsysSchemaVersions, AnyVersionImportsANewerOneSaysSoInOneLine) {
     EXPECT_EQ(reader.metadata(importing::import_metadata_key::notes), imported.counts.notes[0]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, NsysSchemaVersions,
-                         ::testing::Values(SchemaCase{"EXPORT_META_DATA", "2.7.0", false},
-                                           SchemaCase{"EXPORT_META_DATA", "3.0.0", false},
-                                           SchemaCase{"META_DATA_EXPORT", "3.4.0", false},
-                                           SchemaCase{"META_DATA_EXPORT", "3.25.0", false},
-                                           SchemaCase{"META_DATA_EXPORT", "3.26.1", true},
-                                           SchemaCase{"META_DATA_EXPORT", "4.1.0", true},
-                                           SchemaCase{"EXPORT_META_DATA", "1.2.0", false},
-                                           SchemaCase{"", "", false}));
+INSTANTIATE_TEST_SUITE_P(
+    Versions, NsysSchemaVersions,
+    ::testing::Values(SchemaCase{"EXPORT_META_DATA", "2.7.0", false}, SchemaCase{"EXPORT_META_DATA", "3.0.0", false},
+                      SchemaCase{"META_DATA_EXPORT", "3.4.0", false}, SchemaCase{"META_DATA_EXPORT", "3.25.0", false},
+                      SchemaCase{"META_DATA_EXPORT", "3.26.1", true}, SchemaCase{"META_DATA_EXPORT", "4.1.0", true},
+                      SchemaCase{"EXPORT_META_DATA", "1.2.0", false}, SchemaCase{"", "", false}));
 
 // --- The CPU side ----------------------------------------------------------------------
 
@@ -350,21 +348,21 @@ struct MemoryRow {
     int mem_kind;   // ENUM_CUDA_MEM_KIND: 1 pinned, 2 device, 4 managed
     int operation;  // ENUM_CUDA_DEV_MEM_EVENT_OPER: 0 allocation, 1 deallocation
     int correlation;
-    std::uint64_t pool;       // localMemoryPoolAddress, 0 = NULL
-    std::int64_t pool_size;   // localMemoryPoolSize
+    std::uint64_t pool;      // localMemoryPoolAddress, 0 = NULL
+    std::int64_t pool_size;  // localMemoryPoolSize
 };
 
 const std::int64_t MiB = 1 << 20;
 const std::vector<MemoryRow> kMemoryRows = {
-    {1000, 0, 0xA00000, 4 * MiB, 2, 0, 11, 0, 0},          // cudaMalloc on thread A
-    {1100, 0, 0xB00000, 1 * MiB, 2, 0, 12, 0, 0},          // cudaMalloc on thread B
-    {1150, 0, 0x7000000, 64 * MiB, 1, 0, 13, 0, 0},        // cudaMallocHost: not device memory
+    {1000, 0, 0xA00000, 4 * MiB, 2, 0, 11, 0, 0},                // cudaMalloc on thread A
+    {1100, 0, 0xB00000, 1 * MiB, 2, 0, 12, 0, 0},                // cudaMalloc on thread B
+    {1150, 0, 0x7000000, 64 * MiB, 1, 0, 13, 0, 0},              // cudaMallocHost: not device memory
     {1200, 0, 0xC00000, 2 * MiB, 2, 0, 14, 0xC00000, 32 * MiB},  // cudaMallocAsync, the pool grows to 32 MiB
-    {1300, 0, 0xA00000, 4 * MiB, 2, 1, 15, 0, 0},          // cudaFree
-    {1400, 0, 0xD00000, 3 * MiB, 2, 1, 16, 0, 0},          // cudaFree of a block allocated before the capture
+    {1300, 0, 0xA00000, 4 * MiB, 2, 1, 15, 0, 0},                // cudaFree
+    {1400, 0, 0xD00000, 3 * MiB, 2, 1, 16, 0, 0},                // cudaFree of a block allocated before the capture
     {1500, 0, 0xC00000, 2 * MiB, 2, 1, 17, 0xC00000, 32 * MiB},  // cudaFreeAsync: back into the pool
-    {2000, 1, 0xE00000, 8 * MiB, 2, 0, 18, 0, 0},          // cudaMalloc on GPU 1, never freed
-    {2100, 1, 0x9000000, 16 * MiB, 4, 0, 19, 0, 0},        // cudaMallocManaged: not device memory
+    {2000, 1, 0xE00000, 8 * MiB, 2, 0, 18, 0, 0},                // cudaMalloc on GPU 1, never freed
+    {2100, 1, 0x9000000, 16 * MiB, 4, 0, 19, 0, 0},              // cudaMallocManaged: not device memory
 };
 
 void write_memory_usage_export(const std::string& path) {
@@ -373,61 +371,73 @@ void write_memory_usage_export(const std::string& path) {
     const std::int64_t thread_a = global_pid | 4242, thread_b = global_pid | 4243;
     std::string sql = "BEGIN;";
     sql += "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);";
-    sql += "INSERT INTO StringIds VALUES (1, 'cudaMalloc_v3020'), (2, 'cudaFree_v3020'), (3, 'cudaMallocAsync_v11020'),"
-           "(4, 'cudaFreeAsync_v11020'), (5, 'cudaMallocHost_v3020'), (6, 'cudaMallocManaged_v6000'),"
-           "(7, 'cudaMemPoolTrimTo_v11020'), (8, 'cudaMemPoolDestroy_v11020'), (9, 'cudaMemPoolCreate_v11020');";
+    sql +=
+        "INSERT INTO StringIds VALUES (1, 'cudaMalloc_v3020'), (2, 'cudaFree_v3020'), (3, 'cudaMallocAsync_v11020'),"
+        "(4, 'cudaFreeAsync_v11020'), (5, 'cudaMallocHost_v3020'), (6, 'cudaMallocManaged_v6000'),"
+        "(7, 'cudaMemPoolTrimTo_v11020'), (8, 'cudaMemPoolDestroy_v11020'), (9, 'cudaMemPoolCreate_v11020');";
     sql += "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT);";
-    sql += "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.13.2'), ('EXPORT_SCHEMA_VERSION_MAJOR', '3'),"
-           "('EXPORT_SCHEMA_VERSION_MINOR', '13');";
-    sql += "CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
-    sql += "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', 'Allocation'),"
-           "(1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
+    sql +=
+        "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.13.2'), ('EXPORT_SCHEMA_VERSION_MAJOR', '3'),"
+        "('EXPORT_SCHEMA_VERSION_MINOR', '13');";
+    sql +=
+        "CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
+    sql +=
+        "INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', 'Allocation'),"
+        "(1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation');";
     sql += "CREATE TABLE ENUM_CUDA_MEMPOOL_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
-    sql += "INSERT INTO ENUM_CUDA_MEMPOOL_OPER VALUES (0, 'CUDA_MEMPOOL_OPERATION_TYPE_INVALID', 'Invalid'),"
-           "(1, 'CUDA_MEMPOOL_OPERATION_TYPE_CREATED', 'Created'), (2, 'CUDA_MEMPOOL_OPERATION_TYPE_DESTROYED', 'Destroyed'),"
-           "(3, 'CUDA_MEMPOOL_OPERATION_TYPE_TRIMMED', 'Trimmed');";
+    sql +=
+        "INSERT INTO ENUM_CUDA_MEMPOOL_OPER VALUES (0, 'CUDA_MEMPOOL_OPERATION_TYPE_INVALID', 'Invalid'),"
+        "(1, 'CUDA_MEMPOOL_OPERATION_TYPE_CREATED', 'Created'), (2, 'CUDA_MEMPOOL_OPERATION_TYPE_DESTROYED', 'Destroyed'),"
+        "(3, 'CUDA_MEMPOOL_OPERATION_TYPE_TRIMMED', 'Trimmed');";
     sql += "CREATE TABLE ENUM_CUDA_MEMPOOL_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
-    sql += "INSERT INTO ENUM_CUDA_MEMPOOL_TYPE VALUES (0, 'CUDA_MEMPOOL_TYPE_INVALID', 'Invalid'),"
-           "(1, 'CUDA_MEMPOOL_TYPE_LOCAL', 'Local'), (2, 'CUDA_MEMPOOL_TYPE_IMPORTED', 'Imported');";
+    sql +=
+        "INSERT INTO ENUM_CUDA_MEMPOOL_TYPE VALUES (0, 'CUDA_MEMPOOL_TYPE_INVALID', 'Invalid'),"
+        "(1, 'CUDA_MEMPOOL_TYPE_LOCAL', 'Local'), (2, 'CUDA_MEMPOOL_TYPE_IMPORTED', 'Imported');";
     sql += "CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT);";
-    sql += "INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),"
-           "(1, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'), (2, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),"
-           "(3, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'), (4, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),"
-           "(5, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
-           "(6, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static'), (7, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown');";
-    sql += "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER "
-           "NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, "
-           "callchainId INTEGER);";
-    sql += fmt::format("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (990, 1010, 0, {0}, 11, 1, 0, NULL),"
-                       "(1090, 1110, 0, {1}, 12, 1, 0, NULL), (1140, 1160, 0, {0}, 13, 5, 0, NULL),"
-                       "(1190, 1210, 0, {1}, 14, 3, 0, NULL), (1290, 1310, 0, {0}, 15, 2, 0, NULL),"
-                       "(1390, 1410, 0, {0}, 16, 2, 0, NULL), (1490, 1510, 0, {1}, 17, 4, 0, NULL),"
-                       "(1990, 2010, 0, {0}, 18, 1, 0, NULL), (2090, 2110, 0, {0}, 19, 6, 0, NULL),"
-                       "(890, 910, 0, {1}, 20, 9, 0, NULL), (1590, 1610, 0, {1}, 21, 7, 0, NULL),"
-                       "(1690, 1710, 0, {1}, 22, 8, 0, NULL);",
-                       thread_a, thread_b);
-    sql += "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
-           "INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER "
-           "NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER, "
-           "streamId INTEGER, localMemoryPoolAddress INTEGER, localMemoryPoolReleaseThreshold INTEGER, "
-           "localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER, importedMemoryPoolAddress INTEGER, "
-           "importedMemoryPoolProcessId INTEGER);";
+    sql +=
+        "INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),"
+        "(1, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'), (2, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),"
+        "(3, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'), (4, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),"
+        "(5, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
+        "(6, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static'), (7, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown');";
+    sql +=
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER "
+        "NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, "
+        "callchainId INTEGER);";
+    sql += fmt::format(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (990, 1010, 0, {0}, 11, 1, 0, NULL),"
+        "(1090, 1110, 0, {1}, 12, 1, 0, NULL), (1140, 1160, 0, {0}, 13, 5, 0, NULL),"
+        "(1190, 1210, 0, {1}, 14, 3, 0, NULL), (1290, 1310, 0, {0}, 15, 2, 0, NULL),"
+        "(1390, 1410, 0, {0}, 16, 2, 0, NULL), (1490, 1510, 0, {1}, 17, 4, 0, NULL),"
+        "(1990, 2010, 0, {0}, 18, 1, 0, NULL), (2090, 2110, 0, {0}, 19, 6, 0, NULL),"
+        "(890, 910, 0, {1}, 20, 9, 0, NULL), (1590, 1610, 0, {1}, 21, 7, 0, NULL),"
+        "(1690, 1710, 0, {1}, 22, 8, 0, NULL);",
+        thread_a, thread_b);
+    sql +=
+        "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
+        "INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER "
+        "NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER, "
+        "streamId INTEGER, localMemoryPoolAddress INTEGER, localMemoryPoolReleaseThreshold INTEGER, "
+        "localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER, importedMemoryPoolAddress INTEGER, "
+        "importedMemoryPoolProcessId INTEGER);";
     for (const MemoryRow& row : kMemoryRows) {
         const bool pooled = row.pool != 0;
-        sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES ({}, {}, {}, 1, {}, 4198400, {}, {}, {}, NULL, "
-                           "{}, {}, {}, {}, {}, {}, NULL, NULL);",
-                           row.start, global_pid, row.device, row.address, row.bytes, row.mem_kind, row.operation,
-                           row.correlation, pooled ? "13" : "NULL", pooled ? std::to_string(row.pool) : "NULL",
-                           pooled ? "0" : "NULL", pooled ? std::to_string(row.pool_size) : "NULL",
-                           pooled ? "2097152" : "NULL");
+        sql += fmt::format(
+            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES ({}, {}, {}, 1, {}, 4198400, {}, {}, {}, NULL, "
+            "{}, {}, {}, {}, {}, {}, NULL, NULL);",
+            row.start, global_pid, row.device, row.address, row.bytes, row.mem_kind, row.operation, row.correlation,
+            pooled ? "13" : "NULL", pooled ? std::to_string(row.pool) : "NULL", pooled ? "0" : "NULL",
+            pooled ? std::to_string(row.pool_size) : "NULL", pooled ? "2097152" : "NULL");
     }
-    sql += "CREATE TABLE CUDA_GPU_MEMORY_POOL_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
-           "INTEGER NOT NULL, address INTEGER NOT NULL, operationType INTEGER NOT NULL, poolType INTEGER NOT NULL, "
-           "correlationId INTEGER, minBytesToKeep INTEGER, localMemoryPoolReleaseThreshold INTEGER, "
-           "localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER);";
-    sql += fmt::format("INSERT INTO CUDA_GPU_MEMORY_POOL_EVENTS VALUES (900, {0}, 0, {1}, 1, 1, 20, NULL, 0, 0, 0),"
-                       "(1600, {0}, 0, {1}, 3, 1, 21, 0, 0, 0, 0), (1700, {0}, 0, {1}, 2, 1, 22, NULL, 0, 0, 0);",
-                       global_pid, 0xC00000);
+    sql +=
+        "CREATE TABLE CUDA_GPU_MEMORY_POOL_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
+        "INTEGER NOT NULL, address INTEGER NOT NULL, operationType INTEGER NOT NULL, poolType INTEGER NOT NULL, "
+        "correlationId INTEGER, minBytesToKeep INTEGER, localMemoryPoolReleaseThreshold INTEGER, "
+        "localMemoryPoolSize INTEGER, localMemoryPoolUtilizedSize INTEGER);";
+    sql += fmt::format(
+        "INSERT INTO CUDA_GPU_MEMORY_POOL_EVENTS VALUES (900, {0}, 0, {1}, 1, 1, 20, NULL, 0, 0, 0),"
+        "(1600, {0}, 0, {1}, 3, 1, 21, 0, 0, 0, 0), (1700, {0}, 0, {1}, 2, 1, 22, NULL, 0, 0, 0);",
+        global_pid, 0xC00000);
     sql += "COMMIT;";
     import_test::exec_sql(path, sql);
 }
@@ -444,7 +454,8 @@ std::map<int, Replay> replay_memory_rows() {
     std::map<std::pair<int, std::uint64_t>, bool> live;
     for (const MemoryRow& row : kMemoryRows) {  // blocks freed without an allocation
         if (row.mem_kind != 2) continue;
-        if (row.operation == 0) live[{row.device, row.address}] = true;
+        if (row.operation == 0)
+            live[{row.device, row.address}] = true;
         else if (!live.erase({row.device, row.address})) {
             allocated[row.device] += row.bytes;
             reserved[row.device] += row.bytes;
@@ -517,12 +528,14 @@ TEST(Nsys, CudaMemoryUsageOfAnExportWithoutThePoolColumnsOrEnumTables) {
     // nsys' own numbers (memKind 2 device, memoryOperationType 0/1).
     TempDir dir;
     std::string sql = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);";
-    sql += "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
-           "INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER "
-           "NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER);";
-    sql += "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (10, 0, 0, 1, 4096, 0, 100, 2, 0, NULL, NULL),"
-           "(20, 0, 0, 1, 8192, 0, 50, 2, 0, NULL, NULL), (30, 0, 0, 1, 4096, 0, 100, 2, 1, NULL, NULL),"
-           "(40, 0, 0, 1, 65536, 0, 1000, 1, 0, NULL, NULL);";
+    sql +=
+        "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId "
+        "INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER "
+        "NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, correlationId INTEGER);";
+    sql +=
+        "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (10, 0, 0, 1, 4096, 0, 100, 2, 0, NULL, NULL),"
+        "(20, 0, 0, 1, 8192, 0, 50, 2, 0, NULL, NULL), (30, 0, 0, 1, 4096, 0, 100, 2, 1, NULL, NULL),"
+        "(40, 0, 0, 1, 65536, 0, 1000, 1, 0, NULL, NULL);";
     import_test::exec_sql(dir.path("old.sqlite"), sql);
     import_test::import_detected(dir.path("old.sqlite"), dir.path("old.db"), importing::SourceFormat::nsys);
     store::TraceReader reader(dir.path("old.db"));
@@ -594,7 +607,8 @@ TEST(Nsys, ACpuSideTableWithoutAColumnItNeedsIsCountedNotFatal) {
 TEST(Nsys, ASampleSymbolThatPointsNowhereIsSkippedOrUnderStrictNamesTableAndRow) {
     TempDir dir;
     write_cpu_side_fixture(dir);
-    import_test::exec_sql(dir.path("r.sqlite"), "UPDATE SAMPLING_CALLCHAINS SET symbol = 999 WHERE id = 2 AND stackDepth = 0;");
+    import_test::exec_sql(dir.path("r.sqlite"),
+                          "UPDATE SAMPLING_CALLCHAINS SET symbol = 999 WHERE id = 2 AND stackDepth = 0;");
     try {
         import_test::import_strict(dir.path("r.sqlite"), dir.path("r.db"));
         FAIL() << "imported a symbol id that points nowhere under --strict";

@@ -42,7 +42,7 @@ struct Truth {
 };
 
 class Export {
-public:
+  public:
     explicit Export(const std::string& path) : path_(path) {
         if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
             throw std::runtime_error("cannot open " + path);
@@ -77,7 +77,8 @@ public:
     std::map<std::string, Truth> summary(const std::string& named_durations) const {
         std::map<std::string, Truth> out;
         const std::string with = fmt::format("WITH d(name, dur) AS ({}) ", named_durations);
-        for (const auto& row : rows(with + "SELECT name, COUNT(*), SUM(dur), MIN(dur), MAX(dur) FROM d GROUP BY name")) {
+        for (const auto& row :
+             rows(with + "SELECT name, COUNT(*), SUM(dur), MIN(dur), MAX(dur) FROM d GROUP BY name")) {
             Truth& truth = out[row[0]];
             truth.instances = std::stoll(row[1]);
             truth.total = std::stoll(row[2]);
@@ -87,23 +88,25 @@ public:
             std::string name = row[0];
             std::string quoted;
             for (char c : name) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-            auto median = rows(with + fmt::format("SELECT AVG(dur) FROM (SELECT dur FROM d WHERE name = '{}' ORDER BY dur "
-                                                  "LIMIT {} OFFSET {})",
-                                                  quoted, 2 - truth.instances % 2, (truth.instances - 1) / 2));
+            auto median =
+                rows(with + fmt::format("SELECT AVG(dur) FROM (SELECT dur FROM d WHERE name = '{}' ORDER BY dur "
+                                        "LIMIT {} OFFSET {})",
+                                        quoted, 2 - truth.instances % 2, (truth.instances - 1) / 2));
             truth.median = std::stod(median.at(0).at(0));
         }
         return out;
     }
 
-private:
+  private:
     std::string path_;
     sqlite3* db_ = nullptr;
 };
 
-void expect_equal(const std::vector<analysis::DurationSummaryRow>& rows, const std::map<std::string, Truth>& truth,
-                  const std::string& what,
-                  const std::function<std::string(const analysis::DurationSummaryRow&)>& name_of =
-                      [](const analysis::DurationSummaryRow& row) { return row.name; }) {
+void expect_equal(
+    const std::vector<analysis::DurationSummaryRow>& rows, const std::map<std::string, Truth>& truth,
+    const std::string& what,
+    const std::function<std::string(const analysis::DurationSummaryRow&)>& name_of =
+        [](const analysis::DurationSummaryRow& row) { return row.name; }) {
     std::map<std::string, const analysis::DurationStats*> ember_rows;
     for (const auto& row : rows) ember_rows[name_of(row)] = &row.stats;
     ASSERT_EQ(ember_rows.size(), rows.size()) << what << ": two ember rows of one name";
@@ -152,7 +155,8 @@ class NsysVersions : public ::testing::TestWithParam<const char*> {};
 TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
     const std::string folder = import_test::real_traces_dir();
     if (folder.empty() || !std::filesystem::exists(folder + "/nsys-versions"))
-        GTEST_SKIP() << "../shared/real-traces/nsys-versions is absent (a fresh clone has no ../shared): nothing to compare";
+        GTEST_SKIP()
+            << "../shared/real-traces/nsys-versions is absent (a fresh clone has no ../shared): nothing to compare";
     const std::string input = folder + "/nsys-versions/" + GetParam();
     TempDir dir;
     const std::string output = dir.path("trace.db");
@@ -164,24 +168,27 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
 
     // Kernels: by demangled name (nsys stats' default).
     if (file.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) {
-        expect_equal(analysis::kernel_summary(reader),
-                     file.summary("SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
-                                  "s.id = k.demangledName"),
-                     "kernels");
+        expect_equal(
+            analysis::kernel_summary(reader),
+            file.summary("SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
+                         "s.id = k.demangledName"),
+            "kernels");
     }
     // Kernels run from a CUDA graph: a graphId or graphNodeId other than 0 (whichever the export has).
     if (file.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) {
         std::string condition;
         for (const char* column : {"graphId", "graphNodeId"}) {
             if (file.rows(fmt::format("SELECT 1 FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL') WHERE name = '{}'",
-                                      column)).empty())
+                                      column))
+                    .empty())
                 continue;
             condition += fmt::format("{}COALESCE({}, 0) != 0", condition.empty() ? "" : " OR ", column);
         }
         const std::int64_t expected =
-            condition.empty() ? 0
-                              : std::stoll(file.rows("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE " + condition)
-                                               .at(0).at(0));
+            condition.empty()
+                ? 0
+                : std::stoll(
+                      file.rows("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE " + condition).at(0).at(0));
         EXPECT_EQ(analysis::cuda_graph_summary(reader).graph_kernels, expected);
     }
     // CUDA API: runtime and driver calls, names without the version suffix.
@@ -189,7 +196,8 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
     for (const char* table : {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}) {
         if (!file.has_table(table)) continue;
         if (!api_sql.empty()) api_sql += " UNION ALL ";
-        api_sql += fmt::format("SELECT {}, r.end - r.start FROM {} r JOIN StringIds s ON s.id = r.nameId", kApiName, table);
+        api_sql +=
+            fmt::format("SELECT {}, r.end - r.start FROM {} r JOIN StringIds s ON s.id = r.nameId", kApiName, table);
     }
     if (!api_sql.empty()) expect_equal(analysis::api_summary(reader), file.summary(api_sql), "CUDA API");
     // Memory operations by time: copies by kind, memsets together.
@@ -203,7 +211,8 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
         expect_equal(analysis::memory_time_summary(reader), file.summary(memory_sql), "memory by time");
         // By size: the same groups over bytes (ember's size summary keeps bytes in the ns fields).
         std::string size_sql = memory_sql;
-        for (std::size_t at; (at = size_sql.find("end - start")) != std::string::npos;) size_sql.replace(at, 11, "bytes");
+        for (std::size_t at; (at = size_sql.find("end - start")) != std::string::npos;)
+            size_sql.replace(at, 11, "bytes");
         expect_equal(analysis::memory_size_summary(reader), file.summary(size_sql), "memory by size");
     }
     // NVTX push/pop and start/end ranges that ended: text or a registered string,
@@ -211,11 +220,15 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
     std::vector<analysis::DurationSummaryRow> nvtx_rows, osrt_rows;
     std::vector<analysis::DurationSummaryRow> graph_event_rows;
     for (const auto& row : analysis::range_summary(reader)) {
-        if (row.domain == "OS runtime") osrt_rows.push_back(row);
-        else if (row.domain == "CUDA graphs") graph_event_rows.push_back(row);
-        else nvtx_rows.push_back(row);
+        if (row.domain == "OS runtime")
+            osrt_rows.push_back(row);
+        else if (row.domain == "CUDA graphs")
+            graph_event_rows.push_back(row);
+        else
+            nvtx_rows.push_back(row);
     }
-    EXPECT_EQ(graph_event_rows.empty(), !file.has_table("CUDA_GRAPH_EVENTS") && !file.has_table("CUDA_GRAPH_NODE_EVENTS"));
+    EXPECT_EQ(graph_event_rows.empty(),
+              !file.has_table("CUDA_GRAPH_EVENTS") && !file.has_table("CUDA_GRAPH_NODE_EVENTS"));
     std::map<std::string, Truth> nvtx;
     if (file.has_table("NVTX_EVENTS")) {
         nvtx = file.summary(
@@ -239,9 +252,10 @@ TEST_P(NsysVersions, ImportsAndItsSummariesEqualSqlOverTheFile) {
         return true;
     });
     if (file.has_table("COMPOSITE_EVENTS")) {
-        for (const auto& row : file.rows("SELECT s.value, COUNT(*) FROM SAMPLING_CALLCHAINS c JOIN COMPOSITE_EVENTS e ON "
-                                         "e.id = c.id JOIN StringIds s ON s.id = c.symbol WHERE c.stackDepth = 0 GROUP BY "
-                                         "s.value")) {
+        for (const auto& row :
+             file.rows("SELECT s.value, COUNT(*) FROM SAMPLING_CALLCHAINS c JOIN COMPOSITE_EVENTS e ON "
+                       "e.id = c.id JOIN StringIds s ON s.id = c.symbol WHERE c.stackDepth = 0 GROUP BY "
+                       "s.value")) {
             expected_leaves[row[0]] = std::stoll(row[1]);
         }
     }
@@ -339,7 +353,8 @@ TEST(NsysGraphs, GraphIdsAndGraphEventsOfTheNewestExports) {
     const importing::ImportedFile imported = importing::import_file(input, dir.path("graphs.db"));
     EXPECT_TRUE(imported.counts.notes.empty());
     // Both graph tables are read (the fixture's CUPTI_ACTIVITY_KIND_GRAPH_TRACE stays unread, counted).
-    for (const auto& [what, rows] : imported.counts.skipped) EXPECT_EQ(what.find("CUDA_GRAPH"), std::string::npos) << what;
+    for (const auto& [what, rows] : imported.counts.skipped)
+        EXPECT_EQ(what.find("CUDA_GRAPH"), std::string::npos) << what;
     EXPECT_EQ(imported.counts.skipped.count("CUPTI_ACTIVITY_KIND_GRAPH_TRACE rows (not imported)"), 1u);
     store::TraceReader reader(dir.path("graphs.db"));
 

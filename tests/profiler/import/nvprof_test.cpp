@@ -23,8 +23,8 @@
 namespace {
 
 using namespace ember;
-using import_test::TempDir;
 using import_test::all_events;
+using import_test::TempDir;
 
 constexpr std::int64_t kHost = import_test::kNvprofHostNs;
 
@@ -48,8 +48,10 @@ TEST(Nvprof, EveryTableLandsWithItsNamesClocksAndShapes) {
     EXPECT_EQ(counts.skipped.at("CUPTI_ACTIVITY_KIND_METRIC row (not imported)"), 2);
     // Both GPUs' clocks, put on the host's.
     ASSERT_EQ(counts.notes.size(), 2u);
-    EXPECT_NE(counts.notes[0].find("GPU 0's clock is 5.000005 s ahead of the host's"), std::string::npos) << counts.notes[0];
-    EXPECT_NE(counts.notes[1].find("GPU 1's clock is 1.999997 s behind the host's"), std::string::npos) << counts.notes[1];
+    EXPECT_NE(counts.notes[0].find("GPU 0's clock is 5.000005 s ahead of the host's"), std::string::npos)
+        << counts.notes[0];
+    EXPECT_NE(counts.notes[1].find("GPU 1's clock is 1.999997 s behind the host's"), std::string::npos)
+        << counts.notes[1];
 
     store::TraceReader reader(dir.path("run.db"));
     EXPECT_EQ(reader.run().pid, 100000);
@@ -60,9 +62,11 @@ TEST(Nvprof, EveryTableLandsWithItsNamesClocksAndShapes) {
     EXPECT_DOUBLE_EQ(reader.devices()[0].memory_bandwidth_bytes_per_second, 898048000.0 * 1000.0);
     // API names from the callback ids; an unknown id says so.
     std::map<std::string, int> api;
-    for (const trace::ApiEvent& call : all_events(reader, &store::TraceReader::for_each_api_call)) ++api[std::string(reader.string(call.name_id))];
-    EXPECT_EQ(api, (std::map<std::string, int>{{"cudaLaunchKernel", 2}, {"cuLaunchKernel", 1}, {"cudaMemcpy", 1},
-                                               {"cudaDeviceSynchronize", 1}}));
+    for (const trace::ApiEvent& call : all_events(reader, &store::TraceReader::for_each_api_call))
+        ++api[std::string(reader.string(call.name_id))];
+    EXPECT_EQ(api,
+              (std::map<std::string, int>{
+                  {"cudaLaunchKernel", 2}, {"cuLaunchKernel", 1}, {"cudaMemcpy", 1}, {"cudaDeviceSynchronize", 1}}));
     // Kernels: demangled names, launch shapes, on the host's clock: GPU 0's copy started
     // 5 µs after its call, the soonest of GPU 0's records, so it starts with its call and
     // the rest keep their distances; GPU 1's kernel starts with its launch.
@@ -80,9 +84,10 @@ TEST(Nvprof, EveryTableLandsWithItsNamesClocksAndShapes) {
     EXPECT_EQ(kernels[2].device_id, 1);
     EXPECT_EQ(kernels[2].start_ns, kHost + 300'000);
     // Every GPU record linked to a call starts at or after it.
-    EXPECT_EQ(import_test::count_rows(dir.path("run.db"),
-                                      "SELECT COUNT(*) FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
-                                      "WHERE k.start_ns < a.start_ns"),
+    EXPECT_EQ(import_test::count_rows(
+                  dir.path("run.db"),
+                  "SELECT COUNT(*) FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
+                  "WHERE k.start_ns < a.start_ns"),
               0);
     // Streams: priorities and the default stream.
     const trace::StreamInfo* second = reader.stream(kernels[1].stream_id);
@@ -140,21 +145,26 @@ TEST(Nvprof, StrictRefusesTheBadRowAndKernelNamesFollowTheOption) {
     importing::import_file(dir.path("run.nvvp"), dir.path("mangled.db"), options);
     store::TraceReader short_names(dir.path("short.db")), mangled(dir.path("mangled.db"));
     std::vector<std::string> a, b;
-    for (const auto& kernel : all_events(short_names, &store::TraceReader::for_each_kernel)) a.emplace_back(short_names.string(kernel.name_id));
-    for (const auto& kernel : all_events(mangled, &store::TraceReader::for_each_kernel)) b.emplace_back(mangled.string(kernel.name_id));
+    for (const auto& kernel : all_events(short_names, &store::TraceReader::for_each_kernel))
+        a.emplace_back(short_names.string(kernel.name_id));
+    for (const auto& kernel : all_events(mangled, &store::TraceReader::for_each_kernel))
+        b.emplace_back(mangled.string(kernel.name_id));
     EXPECT_EQ(a, (std::vector<std::string>{"stencil", "kernel", "stencil"}));
     EXPECT_EQ(b, (std::vector<std::string>{"_Z7stencilPfS_i", "_ZN4cuda6kernelIfEEvPT_", "_Z7stencilPfS_i"}));
 }
 
 // --- the real files ----------------------------------------------------------------------
 
-#define SKIP_WITHOUT_REAL_NVPROF(file)                                                                              \
-    const std::string file = import_test::real_traces_dir() + "/nvprof/" + (#file[0] == 'l' ?                        \
-        "ZhangXin8069_qcu_log_x99-Yang_38033.nvvp" : "ZhangXin8069_qcu_mpi_dslash.nvvp");                           \
+#define SKIP_WITHOUT_REAL_NVPROF(file)                                                                       \
+    const std::string file =                                                                                 \
+        import_test::real_traces_dir() + "/nvprof/" +                                                        \
+        (#file[0] == 'l' ? "ZhangXin8069_qcu_log_x99-Yang_38033.nvvp" : "ZhangXin8069_qcu_mpi_dslash.nvvp"); \
     if (import_test::real_traces_dir().empty()) GTEST_SKIP() << "../shared/real-traces is absent: no real nvprof files"
 
 // One number from SQL over a file.
-std::int64_t sql_number(const std::string& path, const std::string& sql) { return import_test::count_rows(path, sql); }
+std::int64_t sql_number(const std::string& path, const std::string& sql) {
+    return import_test::count_rows(path, sql);
+}
 
 TEST(NvprofReal, SummariesEqualSqlOverTheFile) {
     SKIP_WITHOUT_REAL_NVPROF(log);
@@ -170,14 +180,15 @@ TEST(NvprofReal, SummariesEqualSqlOverTheFile) {
         sqlite3* db = nullptr;
         ASSERT_EQ(sqlite3_open_v2(log.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
         sqlite3_stmt* statement = nullptr;
-        ASSERT_EQ(sqlite3_prepare_v2(db,
-                                     "SELECT s.value, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL k "
-                                     "JOIN StringTable s ON s._id_ = k.name GROUP BY s.value",
-                                     -1, &statement, nullptr),
+        ASSERT_EQ(sqlite3_prepare_v2(
+                      db,
+                      "SELECT s.value, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL k "
+                      "JOIN StringTable s ON s._id_ = k.name GROUP BY s.value",
+                      -1, &statement, nullptr),
                   SQLITE_OK);
         while (sqlite3_step(statement) == SQLITE_ROW)
-            truth[reinterpret_cast<const char*>(sqlite3_column_text(statement, 0))] = {sqlite3_column_int64(statement, 1),
-                                                                                       sqlite3_column_int64(statement, 2)};
+            truth[reinterpret_cast<const char*>(sqlite3_column_text(statement, 0))] = {
+                sqlite3_column_int64(statement, 1), sqlite3_column_int64(statement, 2)};
         sqlite3_finalize(statement);
         sqlite3_close(db);
     }
@@ -195,29 +206,33 @@ TEST(NvprofReal, SummariesEqualSqlOverTheFile) {
               sql_number(log, "SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY"));
     EXPECT_EQ(reader.event_count("memsets"), sql_number(log, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"));
     EXPECT_EQ(reader.event_count("api_calls"),
-              sql_number(log, "SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT COUNT(*) FROM "
-                              "CUPTI_ACTIVITY_KIND_DRIVER)"));
+              sql_number(log,
+                         "SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT COUNT(*) FROM "
+                         "CUPTI_ACTIVITY_KIND_DRIVER)"));
     EXPECT_EQ(import_test::count_rows(dir.path("log.db"),
                                       "SELECT COUNT(*) FROM api_calls a JOIN strings s ON s.string_id = a.name_id "
                                       "WHERE s.value = 'cudaLaunchKernel'"),
               sql_number(log, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE cbid = 211"));
     EXPECT_EQ(import_test::count_rows(dir.path("log.db"), "SELECT SUM(end_ns - start_ns) FROM api_calls"),
-              sql_number(log, "SELECT (SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT SUM(end - "
-                              "start) FROM CUPTI_ACTIVITY_KIND_DRIVER)"));
+              sql_number(log,
+                         "SELECT (SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT SUM(end - "
+                         "start) FROM CUPTI_ACTIVITY_KIND_DRIVER)"));
     EXPECT_EQ(reader.event_count("synchronizations"),
               sql_number(log, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"));
     // The GPU's clock was 156.6 s ahead: after import no kernel or copy starts before its call,
     // and the earliest starts exactly at it.
     const std::string db = dir.path("log.db");
     for (const char* table : {"kernels", "memcpys"}) {
-        EXPECT_EQ(import_test::count_rows(db, fmt::format("SELECT COUNT(*) FROM {} g JOIN api_calls a ON a.correlation_id "
-                                                          "= g.correlation_id WHERE g.start_ns < a.start_ns",
-                                                          table)),
-                  0)
+        EXPECT_EQ(
+            import_test::count_rows(db, fmt::format("SELECT COUNT(*) FROM {} g JOIN api_calls a ON a.correlation_id "
+                                                    "= g.correlation_id WHERE g.start_ns < a.start_ns",
+                                                    table)),
+            0)
             << table;
     }
-    EXPECT_EQ(import_test::count_rows(db, "SELECT MIN(g.start_ns - a.start_ns) FROM kernels g JOIN api_calls a ON "
-                                          "a.correlation_id = g.correlation_id"),
+    EXPECT_EQ(import_test::count_rows(db,
+                                      "SELECT MIN(g.start_ns - a.start_ns) FROM kernels g JOIN api_calls a ON "
+                                      "a.correlation_id = g.correlation_id"),
               0);
     ASSERT_FALSE(imported.counts.notes.empty());
     EXPECT_NE(imported.counts.notes[0].find("GPU 0's clock is 156.6"), std::string::npos) << imported.counts.notes[0];
@@ -231,8 +246,9 @@ TEST(NvprofReal, ApiCallsAndAnNvtxRangeOfTheOlderSchema) {
     const importing::ImportedFile imported = importing::import_file(dslash, dir.path("d.db"));
     store::TraceReader reader(dir.path("d.db"));
     EXPECT_EQ(reader.event_count("api_calls"),
-              sql_number(dslash, "SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT COUNT(*) FROM "
-                                 "CUPTI_ACTIVITY_KIND_DRIVER)"));
+              sql_number(dslash,
+                         "SELECT (SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT COUNT(*) FROM "
+                         "CUPTI_ACTIVITY_KIND_DRIVER)"));
     EXPECT_EQ(reader.event_count("kernels"), 0);
     // Its one NVTX range never ended (the program ended inside it): it ends with the trace.
     const auto ranges = all_events(reader, &store::TraceReader::for_each_range);

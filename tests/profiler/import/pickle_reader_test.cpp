@@ -66,8 +66,7 @@ TEST(PickleReader, Protocol4DictWithMemoAndLongs) {
 TEST(PickleReader, RefusesWhatWouldRunCode) {
     // class E: __reduce__ = lambda self: (os.system, ('touch pwned',)); pickle.dumps(E(), 0) and 4
     std::string message = refusal("cposix\nsystem\np0\n(Vtouch pwned\np1\ntp2\nRp3\n."s);
-    EXPECT_NE(message.find("test.pickle: byte 0: opcode GLOBAL (0x63)"), std::string::npos)
-        << message;
+    EXPECT_NE(message.find("test.pickle: byte 0: opcode GLOBAL (0x63)"), std::string::npos) << message;
     message = refusal(
         "\x80\x04\x95&\x00\x00\x00\x00\x00\x00\x00\x8c\x05posix\x94\x8c\x06system\x94\x93\x94"
         "\x8c\x0btouch pwned\x94\x85\x94R\x94."s);
@@ -91,10 +90,8 @@ TEST(PickleReader, RefusesCyclesWideIntegersAndTruncation) {
                       "a0\x8c\x01kh\x01s."s)
                   .find("cycle"),
               std::string::npos);
-    EXPECT_NE(refusal("\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01."s).find("wider than 64 bits"),
-              std::string::npos);
-    EXPECT_NE(refusal("L123456789012345678901234567890L\n."s).find("wider than 64 bits"),
-              std::string::npos);
+    EXPECT_NE(refusal("\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01."s).find("wider than 64 bits"), std::string::npos);
+    EXPECT_NE(refusal("L123456789012345678901234567890L\n."s).find("wider than 64 bits"), std::string::npos);
     EXPECT_NE(refusal("]\x94(K\x01"s).find("ends before its STOP"), std::string::npos);
     EXPECT_NE(refusal("X\xff\xff\xff\x7f"
                       "abc"s)
@@ -124,8 +121,7 @@ TEST(PickleReader, HookTakesListItemsWithTheirPath) {
         "u."s;
     std::vector<std::string> seen;
     ReadOptions options;
-    options.on_list_items = [&](std::span<const PathStep> path, const Value&,
-                                std::vector<Value>& items) {
+    options.on_list_items = [&](std::span<const PathStep> path, const Value&, std::vector<Value>& items) {
         std::string where;
         for (const PathStep& step : path)
             where += step.index >= 0 ? "[" + std::to_string(step.index) + "]" : "." + step.key;

@@ -48,7 +48,8 @@ Outcome nest(const std::vector<PendingRange>& input, bool early, std::size_t mem
     auto early_of = [&](const importing::WithdrawnRanges& withdrawn) -> std::function<bool(PendingRange&)> {
         auto it = emitted.lower_bound(withdrawn.first);
         return [&emitted, &early_ids, withdrawn, it](PendingRange& range) mutable {
-            while (it != emitted.end() && it->first <= withdrawn.last && it->second.thread_id != withdrawn.thread_id) ++it;
+            while (it != emitted.end() && it->first <= withdrawn.last && it->second.thread_id != withdrawn.thread_id)
+                ++it;
             if (it == emitted.end() || it->first > withdrawn.last) return false;
             range = importing::pending_range_of(it->second);
             early_ids.push_back(it->first);
@@ -72,8 +73,8 @@ Outcome nest(const std::vector<PendingRange>& input, bool early, std::size_t mem
             parent_start = parent->second.start_ns;
             parent_end = parent->second.end_ns;
         }
-        outcome.ranges.emplace_back(range.thread_id, range.start_ns, range.end_ns, range.depth, parent_start, parent_end,
-                                    range.name_id);
+        outcome.ranges.emplace_back(range.thread_id, range.start_ns, range.end_ns, range.depth, parent_start,
+                                    parent_end, range.name_id);
     }
     std::sort(outcome.ranges.begin(), outcome.ranges.end());
     return outcome;
@@ -94,7 +95,8 @@ std::vector<PendingRange> random_ranges(std::mt19937& random, int threads, int p
             const trace::TimeNs limit = open.empty() ? at + 1000 : open.back().second;
             trace::TimeNs start = at + static_cast<trace::TimeNs>(random() % 3);
             if (start >= limit) start = at;
-            trace::TimeNs end = start + 1 + static_cast<trace::TimeNs>(random() % std::max<trace::TimeNs>(limit - start, 1));
+            trace::TimeNs end =
+                start + 1 + static_cast<trace::TimeNs>(random() % std::max<trace::TimeNs>(limit - start, 1));
             if (random() % 40 == 0) end += 50;  // outlives its parent
             PendingRange range;
             range.thread_id = static_cast<trace::ThreadId>(t);

@@ -29,11 +29,11 @@ namespace {
 using namespace ember;
 using import_test::TempDir;
 
-#define SKIP_WITHOUT_REAL_TRACES()                                                                             \
-    do {                                                                                                       \
-        if (import_test::real_traces_dir().empty()) {                                                          \
+#define SKIP_WITHOUT_REAL_TRACES()                                                                                  \
+    do {                                                                                                            \
+        if (import_test::real_traces_dir().empty()) {                                                               \
             GTEST_SKIP() << "../shared/real-traces is absent (a fresh clone has no ../shared): nothing to compare"; \
-        }                                                                                                      \
+        }                                                                                                           \
     } while (0)
 
 // --- nsys stats CSVs ----------------------------------------------------------------------
@@ -83,10 +83,14 @@ std::vector<std::map<std::string, std::string>> read_csv(const std::string& path
     return rows;
 }
 
-std::int64_t as_int(const std::string& text) { return std::stoll(text); }
+std::int64_t as_int(const std::string& text) {
+    return std::stoll(text);
+}
 
 // "20176780.0" and ember's double median: equal to the CSV's one decimal.
-std::string one_decimal(double value) { return fmt::format("{:.1f}", value); }
+std::string one_decimal(double value) {
+    return fmt::format("{:.1f}", value);
+}
 
 void expect_rows_equal(const std::vector<analysis::DurationSummaryRow>& rows,
                        const std::vector<std::map<std::string, std::string>>& csv, const std::string& name_column,
@@ -143,7 +147,8 @@ TEST_P(NsysRealTrace, SummariesEqualNsysStatsCsvs) {
     auto expected_sizes = read_csv(csvs + "/gpumemsizesum.csv");
     ASSERT_EQ(sizes.size(), expected_sizes.size());
     for (const auto& expected : expected_sizes) {
-        auto row = std::find_if(sizes.begin(), sizes.end(), [&](const auto& r) { return r.name == expected.at("Operation"); });
+        auto row =
+            std::find_if(sizes.begin(), sizes.end(), [&](const auto& r) { return r.name == expected.at("Operation"); });
         ASSERT_NE(row, sizes.end()) << expected.at("Operation");
         EXPECT_EQ(row->stats.instances, as_int(expected.at("Count")));
         EXPECT_EQ(fmt::format("{:.3f}", static_cast<double>(row->stats.total_ns) / 1e6), expected.at("Total (MB)"));
@@ -199,8 +204,8 @@ struct KinetoTruth {
     std::int64_t gpu_events = 0;  // kernels, copies, memsets
     std::int64_t steps = 0;
     std::set<std::int64_t> nccl_streams;
-    std::int64_t cuda_syncs = 0;             // cuda_sync events
-    std::int64_t synchronizing_calls = 0;    // cudaDeviceSynchronize, cudaStreamSynchronize, ... runtime calls
+    std::int64_t cuda_syncs = 0;           // cuda_sync events
+    std::int64_t synchronizing_calls = 0;  // cudaDeviceSynchronize, cudaStreamSynchronize, ... runtime calls
 };
 
 // What the JSON holds, read with another parser. Kernel durations have at most three
@@ -227,9 +232,10 @@ KinetoTruth kineto_truth(const std::string& path) {
         if (name.rfind("ProfilerStep#", 0) == 0 && category != "gpu_user_annotation") ++truth.steps;
         if (category == "cuda_sync") ++truth.cuda_syncs;
         static const std::set<std::string> synchronizing = {
-            "cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize", "cudaStreamSynchronize",
+            "cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize",  "cudaStreamSynchronize",
             "cuStreamSynchronize",   "cudaEventSynchronize",  "cuEventSynchronize"};
-        if ((category == "cuda_runtime" || category == "Runtime" || category == "cuda_driver" || category == "Driver") &&
+        if ((category == "cuda_runtime" || category == "Runtime" || category == "cuda_driver" ||
+             category == "Driver") &&
             synchronizing.count(name))
             ++truth.synchronizing_calls;
     }
@@ -276,9 +282,10 @@ TEST_P(KinetoRealTrace, KernelCountAndTimeEqualTheJson) {
     // synchronizing runtime call, each at its call's time with its correlation.
     EXPECT_EQ(truth.cuda_syncs, 0);
     EXPECT_EQ(reader.event_count("synchronizations"), truth.synchronizing_calls);
-    EXPECT_EQ(import_test::count_rows(output, "SELECT COUNT(*) FROM synchronizations s JOIN api_calls a ON "
-                                              "a.correlation_id = s.correlation_id AND a.start_ns = s.start_ns AND "
-                                              "a.end_ns = s.end_ns"),
+    EXPECT_EQ(import_test::count_rows(output,
+                                      "SELECT COUNT(*) FROM synchronizations s JOIN api_calls a ON "
+                                      "a.correlation_id = s.correlation_id AND a.start_ns = s.start_ns AND "
+                                      "a.end_ns = s.end_ns"),
               truth.synchronizing_calls);
 }
 
@@ -313,7 +320,9 @@ TEST(KinetoRealTrace, FractionalMicrosecondsStayExactNanoseconds) {
     std::int64_t expected = std::stoll(digits.substr(0, dot)) * 1000 + std::stoll(fraction);
     TempDir dir;
     importing::import_file(input, dir.path("ns.db"));
-    EXPECT_EQ(import_test::count_rows(dir.path("ns.db"), fmt::format("SELECT COUNT(*) FROM kernels WHERE start_ns = {}", expected)), 1)
+    EXPECT_EQ(import_test::count_rows(dir.path("ns.db"),
+                                      fmt::format("SELECT COUNT(*) FROM kernels WHERE start_ns = {}", expected)),
+              1)
         << "ts " << digits;
 }
 

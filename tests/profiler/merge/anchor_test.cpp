@@ -21,8 +21,8 @@
 namespace ember {
 namespace {
 
-constexpr trace::TimeNs kAnchor0 = 1'000'000'000;           // rank 0's clock at the anchor
-constexpr trace::TimeNs kRank1Ahead = 5'000'000'000;        // rank 1's clock offset
+constexpr trace::TimeNs kAnchor0 = 1'000'000'000;     // rank 0's clock at the anchor
+constexpr trace::TimeNs kRank1Ahead = 5'000'000'000;  // rank 1's clock offset
 
 void write_rank_file(const std::string& path, int rank, trace::TimeNs clock_offset) {
     trace::RunInfo run;
@@ -45,8 +45,8 @@ void write_rank_file(const std::string& path, int rank, trace::TimeNs clock_offs
         test_support::record_range(writer, thread, "step", step_start, step_start + 10'000'000, anchor.domain_id);
     const trace::TimeNs backward_start = kAnchor0 + clock_offset + 1'000'000;
     // Backward is compute (category 2); rank 1's is slower.
-    const trace::RangeEvent backward = test_support::record_child_range(
-        writer, step, "backward", backward_start, backward_start + 2'000'000 * (rank + 1), 2);
+    const trace::RangeEvent backward = test_support::record_child_range(writer, step, "backward", backward_start,
+                                                                        backward_start + 2'000'000 * (rank + 1), 2);
     // Rank 0 finishes backward 2 ms earlier and waits for rank 1 in the all-reduce.
     test_support::record_child_range(writer, step, "allreduce/wait", backward.end_ns,
                                      backward.end_ns + (rank == 0 ? 2'000'000 : 10'000), 4);

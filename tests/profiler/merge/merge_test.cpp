@@ -28,9 +28,9 @@ constexpr std::uint32_t kComputeCategory = 2;  // engine/core/nvtx.h: Category::
 struct RankPlan {
     int rank = 0;
     std::int64_t pid = 0;
-    TimeNs anchor_ns = 0;      // when this rank's clock/anchor mark says the barrier was left
-    TimeNs compute_ns = 0;     // forward length in each of the two steps
-    TimeNs wait_ns = 0;        // allreduce/wait length in each step
+    TimeNs anchor_ns = 0;   // when this rank's clock/anchor mark says the barrier was left
+    TimeNs compute_ns = 0;  // forward length in each of the two steps
+    TimeNs wait_ns = 0;     // allreduce/wait length in each step
 };
 
 // Two steps: step [t, t+compute+wait+10) holding forward (compute, with a layer range
@@ -65,8 +65,8 @@ void write_rank_trace(const std::string& path, const RankPlan& plan) {
         const TimeNs step_end = t + plan.compute_ns + plan.wait_ns + 10;
         const trace::RangeEvent step_range =
             test_support::record_range(writer, main_thread, "step", t, step_end, ember_domain, 1);
-        const trace::RangeEvent forward = test_support::record_child_range(
-            writer, step_range, "forward", t + 5, t + 5 + plan.compute_ns, kComputeCategory);
+        const trace::RangeEvent forward = test_support::record_child_range(writer, step_range, "forward", t + 5,
+                                                                           t + 5 + plan.compute_ns, kComputeCategory);
         test_support::record_child_range(writer, forward, "conv1", forward.start_ns + 1, forward.end_ns - 1,
                                          kComputeCategory);
         test_support::record_child_range(writer, step_range, "allreduce/wait", forward.end_ns,
@@ -106,7 +106,7 @@ merge::MergeResult run_merge(const std::vector<std::string>& inputs, const std::
 }
 
 class Merge : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         rank0_ = ember::testing::temporary_path("merge-rank0", ".db");
         rank1_ = ember::testing::temporary_path("merge-rank1", ".db");

@@ -107,9 +107,13 @@ void expect_all_events_after_signal(int signal_number) {
     EXPECT_EQ(reader.event_count("counter_samples"), kEvents);
 }
 
-TEST(TraceStoreCrash, SigtermFlushesEverythingThenTerminates) { expect_all_events_after_signal(SIGTERM); }
+TEST(TraceStoreCrash, SigtermFlushesEverythingThenTerminates) {
+    expect_all_events_after_signal(SIGTERM);
+}
 
-TEST(TraceStoreCrash, SigintFlushesEverythingThenTerminates) { expect_all_events_after_signal(SIGINT); }
+TEST(TraceStoreCrash, SigintFlushesEverythingThenTerminates) {
+    expect_all_events_after_signal(SIGINT);
+}
 
 // exit() without close(): the atexit hook closes the writer, so the file is complete.
 TEST(TraceStoreCrash, ExitWithoutCloseStillCompletesTheFile) {

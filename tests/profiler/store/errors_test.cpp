@@ -15,8 +15,8 @@
 namespace ember::store {
 namespace {
 
-using testing::ScratchDir;
 using testing::run_sql;
+using testing::ScratchDir;
 
 // Opens `path` expecting a TraceError of `kind`; returns its message.
 std::string open_error(const std::string& path, TraceErrorKind kind) {
@@ -109,7 +109,8 @@ TEST(TraceStoreErrors, NewerSchemaIsRefusedNamingBothVersions) {
     // A file from a future ember that needs a reader newer than this one.
     const int future = kSchemaVersion + 3, needs = kSchemaVersion + 1;
     run_sql(path, "UPDATE run_metadata SET value = " + std::to_string(future) + " WHERE key = 'schema_version';" +
-                      "UPDATE run_metadata SET value = " + std::to_string(needs) + " WHERE key = 'min_reader_version';");
+                      "UPDATE run_metadata SET value = " + std::to_string(needs) +
+                      " WHERE key = 'min_reader_version';");
     std::string message = open_error(path, TraceErrorKind::version_too_new);
     EXPECT_NE(message.find("version " + std::to_string(future)), std::string::npos) << message;
     EXPECT_NE(message.find(">= " + std::to_string(needs)), std::string::npos) << message;

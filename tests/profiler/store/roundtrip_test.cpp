@@ -18,9 +18,9 @@ namespace ember::store {
 namespace {
 
 using namespace ember::trace;
-using testing::ScratchDir;
 using test_support::all_events;
 using testing::collect_into;
+using testing::ScratchDir;
 using testing::write_sample_trace;
 
 template <typename Event>
@@ -154,8 +154,8 @@ TEST(TraceStoreRoundTrip, WindowQueriesMatchBruteForce) {
             // Same file without indexes and track_stats: the answers must not change.
             sqlite3* db = nullptr;
             ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-            for (const char* sql : {"DROP INDEX ranges_by_thread_start", "DROP INDEX kernels_by_stream_start",
-                                    "DELETE FROM track_stats"})
+            for (const char* sql :
+                 {"DROP INDEX ranges_by_thread_start", "DROP INDEX kernels_by_stream_start", "DELETE FROM track_stats"})
                 ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
             sqlite3_close(db);
         }
@@ -207,7 +207,8 @@ TEST(TraceStoreRoundTrip, AllTracksMergeInStartOrder) {
     {
         TraceWriter writer(path, RunInfo{}, testing::quiet_options());
         StreamId streams[3];
-        for (int i = 0; i < 3; ++i) streams[i] = writer.register_stream({0, 0, 1, static_cast<std::uint64_t>(i), 0, ""});
+        for (int i = 0; i < 3; ++i)
+            streams[i] = writer.register_stream({0, 0, 1, static_cast<std::uint64_t>(i), 0, ""});
         // Interleaved, unique start times; each stream's kernels recorded in order, streams shuffled.
         for (int i = 0; i < 3000; ++i) {
             KernelEvent k;
@@ -539,7 +540,7 @@ TEST(TraceStoreWriter, RowsOutOfOrderHaveTheirIndexesBuiltAtClose) {
             kernels.push_back(kernel);
             calls.push_back(call);
         }
-        writer.flush();  // a commit: the kernels' order is judged
+        writer.flush();                                         // a commit: the kernels' order is judged
         EXPECT_EQ(writer.stats().tables_indexed_at_close, 1u);  // kernels; API calls came in order
         writer.close();
     }

@@ -41,10 +41,12 @@ std::map<std::string, std::vector<SqliteColumn>> columns_in_file(const std::stri
                                  "ORDER BY m.name, p.cid",
                                  -1, &statement, nullptr),
               SQLITE_OK);
-    auto text = [&](int column) { return std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement, column))); };
+    auto text = [&](int column) {
+        return std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement, column)));
+    };
     while (sqlite3_step(statement) == SQLITE_ROW)
-        tables[text(0)].push_back({text(1), text(2), text(4), sqlite3_column_int(statement, 3) != 0,
-                                   sqlite3_column_int(statement, 5)});
+        tables[text(0)].push_back(
+            {text(1), text(2), text(4), sqlite3_column_int(statement, 3) != 0, sqlite3_column_int(statement, 5)});
     sqlite3_finalize(statement);
     sqlite3_close(db);
     return tables;
@@ -68,9 +70,10 @@ TEST(TraceSchemaDeclaration, WrittenFileHasExactlyTheDeclaredColumns) {
             EXPECT_EQ(in_file[i].type, sql_type_name(declared.type));
             EXPECT_EQ(in_file[i].not_null, declared.not_null());
             EXPECT_EQ(in_file[i].default_value, declared.options.default_sql ? declared.options.default_sql : "");
-            EXPECT_EQ(in_file[i].primary_key != 0, declared.options.primary_key || table.composite_key != nullptr &&
-                                                       std::string(table.composite_key).find(declared.name) !=
-                                                           std::string::npos);
+            EXPECT_EQ(in_file[i].primary_key != 0,
+                      declared.options.primary_key ||
+                          table.composite_key != nullptr &&
+                              std::string(table.composite_key).find(declared.name) != std::string::npos);
             // A column added after its table must say what older files read as.
             if (declared.options.since_version > table.since_version) EXPECT_NE(declared.options.default_sql, nullptr);
         }
@@ -139,8 +142,8 @@ std::map<std::string, std::vector<std::string>> documented_columns(const std::st
 
 TEST(TraceSchemaDeclaration, DocumentationListsExactlyTheDeclaredColumns) {
     int documented_version = 0;
-    const auto documented = documented_columns(std::string(EMBER_TEST_SOURCE_DIR) + "/docs/trace-schema.md",
-                                               &documented_version);
+    const auto documented =
+        documented_columns(std::string(EMBER_TEST_SOURCE_DIR) + "/docs/trace-schema.md", &documented_version);
     EXPECT_EQ(documented_version, kSchemaVersion) << "docs/trace-schema.md's title names another schema version";
     EXPECT_EQ(documented.size(), std::size(kTables));
     for (const TableInfo& table : kTables) {

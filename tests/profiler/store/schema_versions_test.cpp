@@ -20,9 +20,9 @@ namespace ember::store {
 namespace {
 
 using namespace ember::trace;
-using testing::ScratchDir;
 using test_support::all_events;
 using testing::run_sql;
+using testing::ScratchDir;
 
 // Rows of `sql` (every column as text, joined by '|').
 std::vector<std::string> select_rows(const std::string& path, const std::string& sql) {
@@ -30,7 +30,8 @@ std::vector<std::string> select_rows(const std::string& path, const std::string&
     std::vector<std::string> rows;
     EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     sqlite3_stmt* statement = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << sqlite3_errmsg(db) << " in " << sql;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db) << " in " << sql;
     while (statement && sqlite3_step(statement) == SQLITE_ROW) {
         std::string row;
         for (int c = 0; c < sqlite3_column_count(statement); ++c) {
@@ -73,8 +74,10 @@ GraphSample write_graph_trace(const std::string& path) {
         KernelEvent kernel{t + 1000, t + 2000, 0, stream, correlation, kernel_name, {}};
         kernel.graph_id = in_graph ? 0xFFFF'FFF0u + static_cast<GraphId>(i) : 0;  // the full 32-bit range
         kernel.graph_node_id = in_graph ? (1ull << 40) + static_cast<GraphNodeId>(i) : 0;
-        MemcpyEvent copy{t + 3000, t + 3500, 0, stream, correlation, MemcpyDirection::device_to_device, 64,
-                         MemoryKind::device, MemoryKind::device, kNoDevice};
+        MemcpyEvent copy{t + 3000, t + 3500,           0,
+                         stream,   correlation,        MemcpyDirection::device_to_device,
+                         64,       MemoryKind::device, MemoryKind::device,
+                         kNoDevice};
         copy.graph_id = in_graph ? 42 : 0;
         copy.graph_node_id = in_graph ? 420 + static_cast<GraphNodeId>(i) : 0;
         MemsetEvent memset{t + 4000, t + 4100, 0, stream, correlation, 128, 0, MemoryKind::device};
@@ -163,8 +166,8 @@ TEST(TraceSchemaVersions, Version2FileReadsNewColumnsAsZero) {
                 std::to_string(m.stream_id) + "," + std::to_string(m.correlation_id) + ",128,0,3);";
     for (const ApiEvent& a : sample.api_calls)
         rows += "INSERT INTO api_calls VALUES (" + std::to_string(a.start_ns) + "," + std::to_string(a.end_ns) + "," +
-                std::to_string(a.thread_id) + "," + std::to_string(a.correlation_id) + "," +
-                std::to_string(a.name_id) + ",0);";
+                std::to_string(a.thread_id) + "," + std::to_string(a.correlation_id) + "," + std::to_string(a.name_id) +
+                ",0);";
     run_sql(path, rows);
 
     TraceReader reader(path);
@@ -200,21 +203,28 @@ TEST(TraceSchemaVersions, Version3FileStaysReadableByVersion2Readers) {
               std::vector<std::string>{"1"});
     EXPECT_EQ(select_rows(path, "PRAGMA user_version"), std::vector<std::string>{std::to_string(kSchemaVersion)});
     // The column lists of the version 2 reader (profiler/store/reader.cpp before version 3).
-    auto kernels = select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, name_id, "
-                                     "launch_config_id FROM kernels ORDER BY start_ns");
+    auto kernels = select_rows(path,
+                               "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, name_id, "
+                               "launch_config_id FROM kernels ORDER BY start_ns");
     ASSERT_EQ(kernels.size(), sample.kernels.size());
     EXPECT_EQ(kernels[1].substr(0, kernels[1].find('|')), std::to_string(sample.kernels[1].start_ns));
-    EXPECT_EQ(select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, "
-                                "source_kind, destination_kind, peer_device_id FROM memcpys").size(),
+    EXPECT_EQ(select_rows(path,
+                          "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, direction, bytes, "
+                          "source_kind, destination_kind, peer_device_id FROM memcpys")
+                  .size(),
               sample.memcpys.size());
-    EXPECT_EQ(select_rows(path, "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, "
-                                "memory_kind FROM memsets").size(),
+    EXPECT_EQ(select_rows(path,
+                          "SELECT start_ns, end_ns, device_id, stream_id, correlation_id, bytes, value, "
+                          "memory_kind FROM memsets")
+                  .size(),
               sample.memsets.size());
-    auto calls = select_rows(path, "SELECT start_ns, end_ns, thread_id, correlation_id, name_id, result FROM api_calls "
-                                   "ORDER BY start_ns");
+    auto calls = select_rows(path,
+                             "SELECT start_ns, end_ns, thread_id, correlation_id, name_id, result FROM api_calls "
+                             "ORDER BY start_ns");
     ASSERT_EQ(calls.size(), sample.api_calls.size());
-    EXPECT_EQ(calls[0], std::to_string(sample.api_calls[0].start_ns) + "|" + std::to_string(sample.api_calls[0].end_ns) +
-                            "|" + std::to_string(sample.api_calls[0].thread_id) + "|1|" +
+    EXPECT_EQ(calls[0], std::to_string(sample.api_calls[0].start_ns) + "|" +
+                            std::to_string(sample.api_calls[0].end_ns) + "|" +
+                            std::to_string(sample.api_calls[0].thread_id) + "|1|" +
                             std::to_string(sample.api_calls[0].name_id) + "|0");
     // Every table a version 1/2 reader requires is still there.
     for (const char* table : kRequiredTables)

@@ -47,8 +47,8 @@ TEST(TraceEditor, RangesRewrittenAndCountedAgain) {
         EXPECT_EQ(largest, expected_largest);
         TraceEditor::RangeCursor cursor = editor.ranges_by_id(1, largest, thread, false);
         for (RangeEvent range; cursor.next(range);) taken.push_back(range);
-        const std::int64_t on_thread = std::count_if(before.begin(), before.end(),
-                                                     [&](const RangeEvent& r) { return r.thread_id == thread; });
+        const std::int64_t on_thread =
+            std::count_if(before.begin(), before.end(), [&](const RangeEvent& r) { return r.thread_id == thread; });
         EXPECT_EQ(static_cast<std::int64_t>(taken.size()), on_thread);
         EXPECT_EQ(editor.delete_ranges(1, largest, thread, false), on_thread);
         for (RangeEvent range : taken) {

@@ -164,7 +164,8 @@ TEST(SyntheticTrace, StepsAreShapedLikeTraining) {
 
     std::set<std::string> counter_names;
     for (const CounterInfo& counter : reader.counters()) counter_names.insert(counter.name);
-    for (const char* expected : {"gpu utilization", "loss", "lr"}) EXPECT_TRUE(counter_names.count(expected)) << expected;
+    for (const char* expected : {"gpu utilization", "loss", "lr"})
+        EXPECT_TRUE(counter_names.count(expected)) << expected;
     reader.for_each_counter_sample({reader.counters()[0].counter_id}, [&](const CounterSample& sample) {
         EXPECT_GE(sample.value, 0.0);
         EXPECT_LE(sample.value, 100.0);
@@ -175,7 +176,8 @@ TEST(SyntheticTrace, StepsAreShapedLikeTraining) {
 TEST(SyntheticTrace, OneFilePerRank) {
     EXPECT_EQ(synthetic_rank_paths("job.db", 1), std::vector<std::string>{"job.db"});
     EXPECT_EQ(synthetic_rank_paths("job.db", 2), (std::vector<std::string>{"job.rank0.db", "job.rank1.db"}));
-    EXPECT_EQ(synthetic_rank_paths("out/trace", 2), (std::vector<std::string>{"out/trace.rank0.db", "out/trace.rank1.db"}));
+    EXPECT_EQ(synthetic_rank_paths("out/trace", 2),
+              (std::vector<std::string>{"out/trace.rank0.db", "out/trace.rank1.db"}));
 
     ScratchDir dir;
     SyntheticTraceOptions options;

@@ -15,7 +15,7 @@ std::uint32_t child_named(const FlameGraph& graph, std::uint32_t parent, const s
 }
 
 class FlamegraphTest : public testing::LoadedFixtureTest {
-protected:
+  protected:
     FlamegraphTest() : LoadedFixtureTest("flame") {}
 };
 
@@ -157,10 +157,11 @@ TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
         const trace::StackId stack_a = writer.intern_stack(stack_a_frames);
         const trace::StackId stack_b = writer.intern_stack(stack_b_frames);
         const trace::StackId sequence[] = {stack_a, stack_a, stack_b, stack_a};
-        for (int index = 0; index < 4; ++index) writer.record_stack_sample({1000 + index * 100, thread, sequence[index]});
+        for (int index = 0; index < 4; ++index)
+            writer.record_stack_sample({1000 + index * 100, thread, sequence[index]});
         // A range so the thread has a lane (and the thread root its title).
-        writer.record_range({writer.next_range_id(), 1000, 1400, thread, writer.intern("d"), writer.intern("r"), 0, 0,
-                             0, 0, {}});
+        writer.record_range(
+            {writer.next_range_id(), 1000, 1400, thread, writer.intern("d"), writer.intern("r"), 0, 0, 0, 0, {}});
         writer.close();
     }
     {
@@ -175,7 +176,8 @@ TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
         std::vector<std::pair<std::string, double>> boxes;
         for (std::uint32_t child : timed.nodes[main_node].children)
             boxes.emplace_back(timed.nodes[child].name, timed.nodes[child].total);
-        EXPECT_EQ(boxes, (std::vector<std::pair<std::string, double>>{{"work_a", 2.0}, {"work_b", 1.0}, {"work_a", 1.0}}));
+        EXPECT_EQ(boxes,
+                  (std::vector<std::pair<std::string, double>>{{"work_a", 2.0}, {"work_b", 1.0}, {"work_a", 1.0}}));
         const FlameGraph merged = build_flamegraph(model, FlameSource::cpu_samples, FlameOrder::left_heavy);
         const std::uint32_t merged_main = child_named(merged, 0, "main");
         EXPECT_DOUBLE_EQ(merged.nodes[child_named(merged, merged_main, "work_a")].total, 3.0);
@@ -190,11 +192,14 @@ TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
 // apart; native frames keep their function name. A live refresh names new stacks alike.
 TEST(FlamegraphPythonFrames, PythonFramesAreSampledFramesNamedByFileAndLine) {
     const std::string path = testing::temporary_trace_path("flame_python");
-    store::TraceWriter writer(path, [] {
-        trace::RunInfo run;
-        run.pid = 9;
-        return run;
-    }(), store::testing::quiet_options());
+    store::TraceWriter writer(
+        path,
+        [] {
+            trace::RunInfo run;
+            run.pid = 9;
+            return run;
+        }(),
+        store::testing::quiet_options());
     writer.register_process({9, "python"});
     const trace::ThreadId thread = writer.register_thread({0, 9, 9, "MainThread"});
     const trace::FrameId main_frame = writer.intern_frame("main", "python3.11", 0x10);
@@ -208,8 +213,8 @@ TEST(FlamegraphPythonFrames, PythonFramesAreSampledFramesNamedByFileAndLine) {
     writer.record_stack_sample({1000, thread, deep});
     writer.record_stack_sample({1100, thread, deep});
     writer.record_stack_sample({1200, thread, shallow});
-    writer.record_range({writer.next_range_id(), 1000, 1400, thread, writer.intern("d"), writer.intern("r"), 0, 0, 0, 0,
-                         {}});
+    writer.record_range(
+        {writer.next_range_id(), 1000, 1400, thread, writer.intern("d"), writer.intern("r"), 0, 0, 0, 0, {}});
     writer.flush();
 
     TraceModel model({path});

@@ -40,8 +40,12 @@ namespace {
 using trace::TimeNs;
 
 constexpr TimeNs kBase = 1'000'000;
-constexpr TimeNs us(double micros) { return kBase + static_cast<TimeNs>(micros * 1000); }
-constexpr TimeNs ns_of_us(double micros) { return static_cast<TimeNs>(micros * 1000); }
+constexpr TimeNs us(double micros) {
+    return kBase + static_cast<TimeNs>(micros * 1000);
+}
+constexpr TimeNs ns_of_us(double micros) {
+    return static_cast<TimeNs>(micros * 1000);
+}
 
 void write_gpu_trace(const std::string& path, TimeNs clock_offset = 0) {
     trace::RunInfo run = ember::testing::TraceBuilder::run_info(kBase - 100'000);
@@ -100,7 +104,7 @@ void expect_queue(const StreamOverlay& overlay, const std::vector<std::pair<doub
 }
 
 class GpuAnalysisTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = testing::temporary_trace_path("gpu_analysis");
         write_gpu_trace(path_);
@@ -124,14 +128,14 @@ TEST_F(GpuAnalysisTest, GapsOfEachStreamLaneHaveTheirCategoryAndPlace) {
     const int nccl = lane_titled(*model_, "stream 13 nccl");
     const int other_gpu = lane_titled(*model_, "stream 7 other gpu");
     ASSERT_NE(analysis().overlay(compute), nullptr);
-    expect_gaps(*analysis().overlay(compute), {{100, 110, IdleCategory::kernel_wait},
-                                               {200, 300, IdleCategory::host_wait},
-                                               {400, 450, IdleCategory::other}});
+    expect_gaps(
+        *analysis().overlay(compute),
+        {{100, 110, IdleCategory::kernel_wait}, {200, 300, IdleCategory::host_wait}, {400, 450, IdleCategory::other}});
     expect_gaps(*analysis().overlay(nccl), {{350, 600, IdleCategory::other}});
     // GPU 1's stream 7 has its own gaps, never one between its events and GPU 0's
     // stream 7 (the analyses know a stream only by its CUDA id).
-    expect_gaps(*analysis().overlay(other_gpu), {{80, 85, IdleCategory::kernel_wait},
-                                                 {95, 500, IdleCategory::host_wait}});
+    expect_gaps(*analysis().overlay(other_gpu),
+                {{80, 85, IdleCategory::kernel_wait}, {95, 500, IdleCategory::host_wait}});
     // Thread lanes have nothing.
     for (int lane = 0; lane < model_->lane_count(); ++lane) {
         if (model_->lane(lane).kind != LaneKind::stream) {
@@ -413,9 +417,10 @@ TEST(GpuAnalysisFiles, SecondFileIsShiftedAndRanksAreNamedByFile) {
         EXPECT_EQ(analysis->ranks[1].gpu_begin_ns, us(0) + shift);
         const StreamOverlay* overlay = analysis->overlay(lane_titled(model, "stream 7 compute", 1));
         ASSERT_NE(overlay, nullptr);
-        expect_gaps(*overlay, {{100, 110, IdleCategory::kernel_wait},
-                               {200, 300, IdleCategory::host_wait},
-                               {400, 450, IdleCategory::other}},
+        expect_gaps(*overlay,
+                    {{100, 110, IdleCategory::kernel_wait},
+                     {200, 300, IdleCategory::host_wait},
+                     {400, 450, IdleCategory::other}},
                     shift);
         expect_queue(*overlay, {{-30, 1}, {-10, 2}, {0, 1}, {110, 0}, {250, 1}, {270, 2}, {300, 1}, {450, 0}}, shift);
         // Analysed again (a live file grew): the same result from the files as they are.
@@ -500,8 +505,8 @@ TEST(GpuAnalysisRealTraces, A100JobTraceGapsAddUpPerStream) {
         GTEST_SKIP() << root << " is absent (a fresh clone has no ../shared): no real traces";
     const std::string job = testing::temporary_trace_path("a100_job");
     job::import_job_file({(root / "kineto" / "a100_sampled_rank0.json.gz").string(),
-                             (root / "kineto" / "a100_sampled_rank1.json.gz").string()},
-                            job);
+                          (root / "kineto" / "a100_sampled_rank1.json.gz").string()},
+                         job);
     {
         TraceModel model({job});
         model.load_all();

@@ -17,9 +17,10 @@ namespace ember::viewer {
 namespace {
 
 class JobOverviewTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
-        folder_ = (std::filesystem::temp_directory_path() / ("ember-job-overview-" + std::to_string(::getpid()))).string();
+        folder_ =
+            (std::filesystem::temp_directory_path() / ("ember-job-overview-" + std::to_string(::getpid()))).string();
         std::filesystem::create_directories(folder_);
         synth::SyntheticJobOptions options;
         options.ranks = 6;
@@ -58,12 +59,15 @@ TEST_F(JobOverviewTest, RowsHoldTheJobsNumbers) {
         EXPECT_EQ(marked_wait, row.numbers->wait_ns) << "rank " << row.rank;
         // Its bins: the wait they hold, to within a bin per collective (rounding to 1/255).
         double binned_wait = 0;
-        for (const auto& shares : row.bins) binned_wait += shares[static_cast<int>(JobActivity::wait)] / 255.0 * static_cast<double>(bin);
-        EXPECT_NEAR(binned_wait, static_cast<double>(row.numbers->wait_ns), 16.0 * static_cast<double>(bin)) << "rank " << row.rank;
+        for (const auto& shares : row.bins)
+            binned_wait += shares[static_cast<int>(JobActivity::wait)] / 255.0 * static_cast<double>(bin);
+        EXPECT_NEAR(binned_wait, static_cast<double>(row.numbers->wait_ns), 16.0 * static_cast<double>(bin))
+            << "rank " << row.rank;
         // And the bins agree with the shares the view reads.
         const auto whole = overview.activity(static_cast<int>(r), overview.begin_ns, overview.end_ns);
-        EXPECT_NEAR(whole[static_cast<int>(JobActivity::wait)] * static_cast<double>(overview.end_ns - overview.begin_ns),
-                    binned_wait, 2.0 * static_cast<double>(bin));
+        EXPECT_NEAR(
+            whole[static_cast<int>(JobActivity::wait)] * static_cast<double>(overview.end_ns - overview.begin_ns),
+            binned_wait, 2.0 * static_cast<double>(bin));
     }
     // The straggler computes while the others wait: its compute share is the largest.
     const auto straggler = overview.activity(3, overview.begin_ns, overview.end_ns);
@@ -87,8 +91,8 @@ TEST_F(JobOverviewTest, OrdersFindsAndShifts) {
     // The timeline's shifts are the analysis's offsets (rank 0's clock).
     const std::vector<trace::TimeNs> shifts = overview.shifts_for(files_);
     for (std::size_t r = 0; r < files_.size(); ++r)
-        EXPECT_NEAR(static_cast<double>(shifts[r]), static_cast<double>(truth_[0].clock_offset_ns - truth_[r].clock_offset_ns),
-                    3000.0);
+        EXPECT_NEAR(static_cast<double>(shifts[r]),
+                    static_cast<double>(truth_[0].clock_offset_ns - truth_[r].clock_offset_ns), 3000.0);
     // A TraceModel on those shifts puts rank 3's collectives where the overview has them.
     const std::vector<std::string> two = {files_[0], files_[3]};
     const std::vector<trace::TimeNs> two_shifts = overview.shifts_for(two);

@@ -9,7 +9,7 @@ namespace ember::viewer {
 namespace {
 
 class LaneDragTest : public testing::LoadedFixtureTest {
-protected:
+  protected:
     LaneDragTest() : LoadedFixtureTest("lane_drag") {}
     void SetUp() override {
         LoadedFixtureTest::SetUp();

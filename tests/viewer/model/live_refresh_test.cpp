@@ -46,7 +46,7 @@ std::int64_t events_in_lanes(const TraceModel& model) {
 }
 
 class LiveRefreshTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = testing::temporary_trace_path("live");
         trace::RunInfo run;
@@ -70,8 +70,8 @@ protected:
     // One step of 100 us at `start` on the main thread: a range, a launch, its kernel,
     // a loss sample. Returns the kernel's duration.
     TimeNs record_step(TimeNs start, trace::StringId kernel_name) {
-        writer_->record_range({writer_->next_range_id(), start, start + 100'000, main_thread_, domain_, step_name_, 1, 0,
-                               0, 0, {}});
+        writer_->record_range(
+            {writer_->next_range_id(), start, start + 100'000, main_thread_, domain_, step_name_, 1, 0, 0, 0, {}});
         writer_->record_api_call({start + 1'000, start + 6'000, main_thread_, correlation_, launch_name_, 0});
         trace::KernelEvent kernel;
         kernel.start_ns = start + 10'000;
@@ -118,8 +118,17 @@ TEST_F(LiveRefreshTest, NewEventsAppearExactlyOnce) {
     const trace::StringId new_kernel = writer_->intern("flash_attention");
     for (int step = 10; step < 15; ++step) record_step(step * 100'000, new_kernel);
     const trace::ThreadId loader = writer_->register_thread({0, 5151, 5152, "loader"});
-    writer_->record_range({writer_->next_range_id(), 50'000, 80'000, loader, domain_, writer_->intern("dataloader/wait"),
-                           3, 0, 0, 0, {}});
+    writer_->record_range({writer_->next_range_id(),
+                           50'000,
+                           80'000,
+                           loader,
+                           domain_,
+                           writer_->intern("dataloader/wait"),
+                           3,
+                           0,
+                           0,
+                           0,
+                           {}});
     const trace::StreamId copy_stream = writer_->register_stream({0, 0, 1, 8, 0, "copy"});
     trace::MemcpyEvent copy;
     copy.start_ns = 20'000;

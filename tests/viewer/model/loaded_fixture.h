@@ -16,7 +16,7 @@
 namespace ember::viewer::testing {
 
 class LoadedFixtureTest : public ::testing::Test {
-protected:
+  protected:
     // `name` tells the temporary files of different tests apart.
     explicit LoadedFixtureTest(std::string name) : name_(std::move(name)) {}
     void SetUp() override {

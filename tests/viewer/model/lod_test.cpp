@@ -31,7 +31,8 @@ Row random_row(std::size_t count, std::uint32_t seed) {
 }
 
 bool overlaps(const TimelineEvent& event, trace::TimeNs begin, trace::TimeNs end) {
-    return event.start_ns < end && (event.end_ns > begin || (event.start_ns == event.end_ns && event.start_ns >= begin));
+    return event.start_ns < end &&
+           (event.end_ns > begin || (event.start_ns == event.end_ns && event.start_ns >= begin));
 }
 
 void check_folding(const Row& row, const LodParams& params) {

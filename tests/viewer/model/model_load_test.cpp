@@ -26,7 +26,7 @@ int find_lane(const TraceModel& model, LaneKind kind, const std::string& title_p
 
 // The fixture, loaded (model_); tests of loading itself open their own model on path_.
 class ModelLoadTest : public testing::LoadedFixtureTest {
-protected:
+  protected:
     ModelLoadTest() : LoadedFixtureTest("load") {}
     // The loaded lane of `kind` whose title holds `title_part`; nullptr when none.
     const Lane* lane_titled(LaneKind kind, const std::string& title_part) const {
@@ -161,7 +161,7 @@ TEST_F(ModelLoadTest, BackgroundLoadingPublishesLanes) {
 
 // Two copies of the fixture, as two ranks' files.
 class TwoFiles : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         testing::write_fixture_trace(first_);
         testing::write_fixture_trace(second_);
@@ -374,8 +374,8 @@ TEST(ModelMemoryTest, LiveBlocksLeadToTheirOpAndStack) {
         EXPECT_EQ(live[0].op, "layer2");
         EXPECT_EQ(live[0].line, "forward (/home/user/model.py:21)");
         EXPECT_EQ(live[0].alloc_ns, 255 + model.files()[0].shift_ns);
-        EXPECT_EQ(live[0].stack, (std::vector<std::string>{"<module> (/home/user/train.py:3)",
-                                                           "forward (/home/user/model.py:21)"}));
+        EXPECT_EQ(live[0].stack,
+                  (std::vector<std::string>{"<module> (/home/user/train.py:3)", "forward (/home/user/model.py:21)"}));
         ASSERT_TRUE(live[0].op_event);
         const TimelineEvent* op = model.event(*live[0].op_event);
         ASSERT_NE(op, nullptr);

@@ -27,7 +27,7 @@ const analysis::NameDelta* row_named(const std::vector<analysis::NameDelta>& row
 }
 
 class RunDiffTest : public ::testing::Test {
-protected:
+  protected:
     static constexpr TimeNs kAOrigin = 1'000'000'000;
     static constexpr TimeNs kBOrigin = 1'003'000'000;  // B starts 3 ms later
     static constexpr TimeNs kBStep = 1'200'000;
@@ -84,7 +84,7 @@ TEST_F(RunDiffTest, StepAlignmentShiftPutsBsStepUnderAs) {
     const TimeNs end_before = model_->end_ns();
     model_->shift_file(1, *step_alignment_shift(*diff_, *model_, 0));
     EXPECT_EQ(model_->files()[1].shift_ns, -3'000'000);
-    EXPECT_EQ(first_event(1, "main", RowKind::ranges)->start_ns, kAOrigin);  // B's step 0 under A's
+    EXPECT_EQ(first_event(1, "main", RowKind::ranges)->start_ns, kAOrigin);       // B's step 0 under A's
     EXPECT_EQ(first_event(0, "main", RowKind::ranges)->start_ns, a_step_before);  // A never moves
     EXPECT_EQ(first_event(1, "compute", RowKind::gpu_work)->start_ns, b_kernel_before - 3'000'000);
     EXPECT_EQ(model_->end_ns(), end_before - 3'000'000);  // B ended last
@@ -140,7 +140,8 @@ TEST_F(RunDiffTest, ClickedRowOutlinesItsEventsInBothRuns) {
         EXPECT_GE(id, 0) << text;
         return static_cast<std::uint32_t>(std::max<std::int64_t>(id, 0));
     };
-    EXPECT_EQ(diff_table_name(*model_, DiffTable::kernels, id_of("Memcpy HtoD (pinned -> device)")), "[CUDA memcpy HtoD]");
+    EXPECT_EQ(diff_table_name(*model_, DiffTable::kernels, id_of("Memcpy HtoD (pinned -> device)")),
+              "[CUDA memcpy HtoD]");
     EXPECT_EQ(diff_table_name(*model_, DiffTable::kernels, id_of("Memset (device)")), "[CUDA memset]");
     EXPECT_EQ(diff_table_name(*model_, DiffTable::kernels, id_of("sgemm_128x64")), "sgemm_128x64");
     // A file's own kernel named like a display name is not taken for a copy.

@@ -49,9 +49,8 @@ const std::unordered_map<trace::StackId, std::vector<std::uint32_t>> kStacks = {
 
 TEST(SampleStacks, ConsecutiveSamplesMergeDepthByDepth) {
     // Every 10 ns, then a silence: the median interval (the period) is 10 ns.
-    const std::vector<StackSampleRef> samples = {
-        {0, 1, 1},  {10, 1, 3}, {20, 1, 3}, {30, 1, 2}, {40, 1, 2, true},
-        {50, 1, 4}, {60, 1, 4}, {200, 1, 1}};
+    const std::vector<StackSampleRef> samples = {{0, 1, 1},        {10, 1, 3}, {20, 1, 3}, {30, 1, 2},
+                                                 {40, 1, 2, true}, {50, 1, 4}, {60, 1, 4}, {200, 1, 1}};
     const SampleStackLane lane = build_sample_stack_lane(samples, kStacks);
     EXPECT_EQ(lane.period_ns, 10);
     EXPECT_EQ(lane.samples, 8);
@@ -164,7 +163,7 @@ bool stack_boxes_equal(const SampleStackLane& a, const SampleStackLane& b) {
 }
 
 class SampleStacksModelTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         path_ = testing::temporary_trace_path("sample_stacks");
         testing::FixtureShape shape;
@@ -292,7 +291,8 @@ TEST_F(SampleStacksModelTest, AThreadWithSamplesOnlyGetsALane) {
     ASSERT_EQ(stacks->depth(true), 1);
     // Sampled every 50 us across the steps: one idle box of all its samples.
     ASSERT_EQ(stacks->with_idle[0].boxes.size(), 1u);
-    EXPECT_EQ(stacks->with_idle[0].boxes[0].samples, static_cast<std::uint32_t>(testing::kPythonSamplesPerStep * shape_.steps));
+    EXPECT_EQ(stacks->with_idle[0].boxes[0].samples,
+              static_cast<std::uint32_t>(testing::kPythonSamplesPerStep * shape_.steps));
     EXPECT_EQ(stacks->with_idle[0].boxes[0].idle, 1u);
     // Lanes that are not threads have no chart.
     for (int index = 0; index < model_->lane_count(); ++index) {

@@ -8,7 +8,7 @@ namespace ember::viewer {
 namespace {
 
 class SearchTest : public testing::LoadedFixtureTest {
-protected:
+  protected:
     SearchTest() : LoadedFixtureTest("search") {}
 };
 

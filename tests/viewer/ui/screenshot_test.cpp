@@ -92,12 +92,16 @@ bool is_kernel_blue(std::uint32_t c) {
 bool is_copy_green(std::uint32_t c) {
     return colors::green(c) >= 150 && colors::green(c) > colors::red(c) + 60 && colors::green(c) > colors::blue(c) + 60;
 }
-bool is_warm(std::uint32_t c) { return colors::red(c) >= 150 && colors::red(c) > colors::blue(c) + 60; }
+bool is_warm(std::uint32_t c) {
+    return colors::red(c) >= 150 && colors::red(c) > colors::blue(c) + 60;
+}
 bool is_counter_orange(std::uint32_t c) {
     // kCounterLine (255, 150, 30): redder than any NVTX range shade (red <= 232).
     return colors::red(c) >= 245 && colors::green(c) >= 120 && colors::green(c) <= 180 && colors::blue(c) < 70;
 }
-bool is_diff_red(std::uint32_t c) { return colors::red(c) >= 180 && colors::green(c) < 110 && colors::blue(c) < 110; }
+bool is_diff_red(std::uint32_t c) {
+    return colors::red(c) >= 180 && colors::green(c) < 110 && colors::blue(c) < 110;
+}
 // Idle gaps: host_wait (232, 72, 85), other (120, 130, 160); the queue area (215, 125, 35);
 // the breakdown's compute blue (60, 120, 225).
 bool near(std::uint32_t c, std::uint32_t target, int tolerance = 12) {
@@ -105,11 +109,21 @@ bool near(std::uint32_t c, std::uint32_t target, int tolerance = 12) {
            std::abs(static_cast<int>(colors::green(c)) - static_cast<int>(colors::green(target))) <= tolerance &&
            std::abs(static_cast<int>(colors::blue(c)) - static_cast<int>(colors::blue(target))) <= tolerance;
 }
-bool is_host_wait(std::uint32_t c) { return near(c, colors::kIdleHostWait); }
-bool is_idle_other(std::uint32_t c) { return near(c, colors::kIdleOther); }
-bool is_queue(std::uint32_t c) { return near(c, colors::kQueueFill); }
-bool is_compute_blue(std::uint32_t c) { return near(c, colors::kCompute, 6); }
-bool is_dataloader_or_cpu(std::uint32_t c) { return near(c, colors::step_category_color(6), 6); }
+bool is_host_wait(std::uint32_t c) {
+    return near(c, colors::kIdleHostWait);
+}
+bool is_idle_other(std::uint32_t c) {
+    return near(c, colors::kIdleOther);
+}
+bool is_queue(std::uint32_t c) {
+    return near(c, colors::kQueueFill);
+}
+bool is_compute_blue(std::uint32_t c) {
+    return near(c, colors::kCompute, 6);
+}
+bool is_dataloader_or_cpu(std::uint32_t c) {
+    return near(c, colors::step_category_color(6), 6);
+}
 
 int count_in(const Image& image, const LaneBox& box, bool (*test)(std::uint32_t)) {
     int count = 0;
@@ -131,7 +145,7 @@ std::size_t distinct_colors(const Image& image) {
 }
 
 class ScreenshotTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) GTEST_SKIP() << "xvfb-run is not installed";
         trace_ = testing::temporary_trace_path("shot");
@@ -172,20 +186,20 @@ TEST_F(ScreenshotTest, TimelineShowsEachKindInItsLane) {
         return LaneBox{};
     };
     const LaneBox main_thread = lane("main"), compute = lane("compute"), copy = lane("copy"), loss = lane("loss");
-    EXPECT_GT(count_in(image, main_thread, is_warm), 5000);     // step/forward/backward rows
-    EXPECT_GT(count_in(image, compute, is_kernel_blue), 300);   // 24 kernels
+    EXPECT_GT(count_in(image, main_thread, is_warm), 5000);    // step/forward/backward rows
+    EXPECT_GT(count_in(image, compute, is_kernel_blue), 300);  // 24 kernels
     EXPECT_EQ(count_in(image, compute, is_copy_green), 0);
-    EXPECT_GT(count_in(image, copy, is_copy_green), 20);        // 4 copies, a few pixels wide
+    EXPECT_GT(count_in(image, copy, is_copy_green), 20);  // 4 copies, a few pixels wide
     EXPECT_EQ(count_in(image, copy, is_kernel_blue), 0);
-    EXPECT_GT(count_in(image, loss, is_counter_orange), 200);   // the loss line
+    EXPECT_GT(count_in(image, loss, is_counter_orange), 200);  // the loss line
     EXPECT_EQ(count_in(image, main_thread, is_counter_orange), 0);
 }
 
 TEST_F(ScreenshotTest, RangeZoomsTheTimeline) {
     // The first 100 us hold no kernel (they start 10 us after forward) except the first.
-    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --range 0:30us --size 1400x700 --layout " + layout_),
-                  nullptr),
-              0);
+    ASSERT_EQ(
+        run(viewer(trace_ + " --screenshot " + png_ + " --range 0:30us --size 1400x700 --layout " + layout_), nullptr),
+        0);
     Image image;
     ASSERT_TRUE(read_png(png_, image));
     const auto lanes = read_layout(layout_);
@@ -230,7 +244,9 @@ TEST_F(ScreenshotTest, DifferenceFlamegraphIsRedWhereSlower) {
 
 // The diff mode: both runs' lanes, B's kernels outlined as A's when their diff row is
 // clicked, and a clear refusal with one file or a step a run does not have.
-bool is_outline_yellow(std::uint32_t c) { return colors::red(c) >= 240 && colors::green(c) >= 240 && colors::blue(c) < 40; }
+bool is_outline_yellow(std::uint32_t c) {
+    return colors::red(c) >= 240 && colors::green(c) >= 240 && colors::blue(c) < 40;
+}
 
 TEST_F(ScreenshotTest, DiffModeOutlinesTheClickedRowInBothRuns) {
     const std::string slower = testing::temporary_trace_path("shot_diff_b");
@@ -277,7 +293,7 @@ TEST_F(ScreenshotTest, StreamsShowIdleGapsByCategoryAndTheQueue) {
     const auto lanes = read_layout(layout_);
     const auto idle = read_layout(layout_, "idle");
     const auto queue = read_layout(layout_, "queue");
-    ASSERT_EQ(idle.size(), 2u);   // one per stream, none for threads or counters
+    ASSERT_EQ(idle.size(), 2u);  // one per stream, none for threads or counters
     ASSERT_EQ(queue.size(), 2u);
     auto of_lane = [](const std::vector<LaneBox>& boxes, const std::string& title) {
         for (const LaneBox& box : boxes)
@@ -322,7 +338,8 @@ TEST_F(ScreenshotTest, StepFramesTheTimelineAsClickingItDoes) {
     // whole copy (the whole trace shows 4; the next step's begins at the right edge, in
     // the framing's margin) and the kernels fill about a quarter of their lane.
     std::string output;
-    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --step 2 --size 1400x700 --layout " + layout_), &output), 0)
+    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --step 2 --size 1400x700 --layout " + layout_), &output),
+              0)
         << output;
     Image image;
     ASSERT_TRUE(read_png(png_, image));
@@ -353,7 +370,9 @@ TEST_F(ScreenshotTest, StepFramesTheTimelineAsClickingItDoes) {
     EXPECT_NE(output.find("--step 9"), std::string::npos) << output;
 }
 
-bool is_flow_magenta(std::uint32_t c) { return near(c, colors::kFlow, 40); }
+bool is_flow_magenta(std::uint32_t c) {
+    return near(c, colors::kFlow, 40);
+}
 
 TEST_F(ScreenshotTest, SelectShowsTheFlowToTheLaunch) {
     // Nothing selected: no flow arrow anywhere.
@@ -416,9 +435,9 @@ TEST_F(ScreenshotTest, ThreadLanesShowTheirSampledStacks) {
 
     // --idle-samples: the idle samples appear dimmed, the active ones as before.
     std::string output;
-    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --idle-samples --size 1400x700 --layout " + layout_),
-                  &output),
-              0)
+    ASSERT_EQ(
+        run(viewer(trace_ + " --screenshot " + png_ + " --idle-samples --size 1400x700 --layout " + layout_), &output),
+        0)
         << output;
     ASSERT_TRUE(read_png(png_, image));
     const auto with_idle = read_layout(layout_, "stacks");
@@ -432,9 +451,9 @@ TEST_F(ScreenshotTest, ThreadLanesShowTheirSampledStacks) {
     EXPECT_GT(count_in(image, loader_idle, is_dim_stack), loader_green);
     EXPECT_GT(count_in(image, pin_idle, is_dim_stack), static_cast<int>((pin_idle.x1 - pin_idle.x0) * 10));
     // --stack-depth 1: one row per chart.
-    ASSERT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --stack-depth 1 --size 1400x700 --layout " + layout_),
-                  &output),
-              0)
+    ASSERT_EQ(
+        run(viewer(trace_ + " --screenshot " + png_ + " --stack-depth 1 --size 1400x700 --layout " + layout_), &output),
+        0)
         << output;
     for (const LaneBox& box : read_layout(layout_, "stacks")) EXPECT_NEAR(box.y1 - box.y0, 18.0f, 0.5f);
     EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --stack-depth 0"), &output), 2);

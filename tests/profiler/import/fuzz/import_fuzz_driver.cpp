@@ -60,7 +60,8 @@ struct Rng {
 // ---------------------------------------------------------------------------
 
 bool is_gzip(const std::string& bytes) {
-    return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+    return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+           static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
 std::string gunzip_bytes(const std::string& bytes) {
@@ -175,16 +176,17 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
         701));
     if (!real_traces.empty() && fs::is_directory(real_traces)) {
         // The real memory snapshots under 200 KB (every era but 2.1, whose file is 2.4 MB).
-        for (const char* name : {"albi2_thesis-text-to-SQL_dump_snapshot.pickle",
-                                 "silmont2000_assignment2-systems_mem_snapshot.pickle",
-                                 "Yiyi-philosophy_LLM-inference_oom_snapshot.pickle"}) {
+        for (const char* name :
+             {"albi2_thesis-text-to-SQL_dump_snapshot.pickle", "silmont2000_assignment2-systems_mem_snapshot.pickle",
+              "Yiyi-philosophy_LLM-inference_oom_snapshot.pickle"}) {
             std::string path = real_traces + "/memory-snapshots/" + name;
             if (fs::exists(path)) corpus.pickle.push_back(import_test::read_file(path));
         }
         // The smaller real nvprof database (schema 18: API calls and an NVTX range).
         std::string dslash = real_traces + "/nvprof/ZhangXin8069_qcu_mpi_dslash.nvvp";
         if (fs::exists(dslash)) corpus.nvprof.push_back(import_test::read_file(dslash));
-        for (const char* name : {"h100_bert_small", "v100_ns_resolution_rank0", "a100_sampled_rank0", "v100_resnet50_workers0"}) {
+        for (const char* name :
+             {"h100_bert_small", "v100_ns_resolution_rank0", "a100_sampled_rank0", "v100_resnet50_workers0"}) {
             std::string path = fmt::format("{}/kineto/{}.json.gz", real_traces, name);
             if (!fs::exists(path)) continue;
             std::string slice = real_kineto_slice(path, 300);
@@ -214,22 +216,122 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
 // Byte mutations
 // ---------------------------------------------------------------------------
 
-const char* const kTokens[] = {
-    "X", "B", "E", "b", "e", "i", "I", "C", "M", "s", "f", "t", "n", "O", "P", "", "kernel", "Kernel", "cpu_op",
-    "Operator", "gpu_memcpy", "Memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync", "user_annotation",
-    "gpu_user_annotation", "python_function", "Trace", "overhead", "ac2g", "ProfilerStep#3", "ProfilerStep#",
-    "ProfilerStep#99999999999999999999", "enumerate(DataLoader)#x.__next__", "nccl:all_reduce",
-    "ncclKernel_AllReduce", "Memcpy PtoP (Array -> Managed)", "Memcpy HtoD (", "Memset (", "[memory]",
-    "traceEvents", "args", "ts", "dur", "pid", "tid", "id", "ph", "cat", "name", "correlation", "correlation_id",
-    "stream", "device", "context", "grid", "block", "bytes", "value", "payload", "category", "deviceProperties",
-    "distributedInfo", "baseTimeNanoseconds", "otherData", "time_origin_ns", "process_name", "thread_name",
-    "Total Allocated", "Device Type", "stream 7", "Spans", "nvtx,ember", "nvtx", "sync", "cuda_api", "memcpy", "memset",
-    "\\u0000", "\\ud800", "\xff\xfe", "\xc3\x28", "\\\"", "\\\\"};
-const char* const kNumbers[] = {"0", "-1", "1", "-0", "1e308", "-1e308", "1e-320", "9223372036854775807",
-                                "-9223372036854775808", "9223372036854775808", "18446744073709551616",
-                                "99999999999999999999999999999999999999999", "4294967295", "2147483648", "0.0005",
-                                "1.5", "-2.5", "1712195495519695.8", "1E400", "0.", ".5", "01", "1e", "--1", "NaN",
-                                "true", "null", "[]", "{}", "\"7\""};
+const char* const kTokens[] = {"X",
+                               "B",
+                               "E",
+                               "b",
+                               "e",
+                               "i",
+                               "I",
+                               "C",
+                               "M",
+                               "s",
+                               "f",
+                               "t",
+                               "n",
+                               "O",
+                               "P",
+                               "",
+                               "kernel",
+                               "Kernel",
+                               "cpu_op",
+                               "Operator",
+                               "gpu_memcpy",
+                               "Memcpy",
+                               "gpu_memset",
+                               "cuda_runtime",
+                               "cuda_driver",
+                               "cuda_sync",
+                               "user_annotation",
+                               "gpu_user_annotation",
+                               "python_function",
+                               "Trace",
+                               "overhead",
+                               "ac2g",
+                               "ProfilerStep#3",
+                               "ProfilerStep#",
+                               "ProfilerStep#99999999999999999999",
+                               "enumerate(DataLoader)#x.__next__",
+                               "nccl:all_reduce",
+                               "ncclKernel_AllReduce",
+                               "Memcpy PtoP (Array -> Managed)",
+                               "Memcpy HtoD (",
+                               "Memset (",
+                               "[memory]",
+                               "traceEvents",
+                               "args",
+                               "ts",
+                               "dur",
+                               "pid",
+                               "tid",
+                               "id",
+                               "ph",
+                               "cat",
+                               "name",
+                               "correlation",
+                               "correlation_id",
+                               "stream",
+                               "device",
+                               "context",
+                               "grid",
+                               "block",
+                               "bytes",
+                               "value",
+                               "payload",
+                               "category",
+                               "deviceProperties",
+                               "distributedInfo",
+                               "baseTimeNanoseconds",
+                               "otherData",
+                               "time_origin_ns",
+                               "process_name",
+                               "thread_name",
+                               "Total Allocated",
+                               "Device Type",
+                               "stream 7",
+                               "Spans",
+                               "nvtx,ember",
+                               "nvtx",
+                               "sync",
+                               "cuda_api",
+                               "memcpy",
+                               "memset",
+                               "\\u0000",
+                               "\\ud800",
+                               "\xff\xfe",
+                               "\xc3\x28",
+                               "\\\"",
+                               "\\\\"};
+const char* const kNumbers[] = {"0",
+                                "-1",
+                                "1",
+                                "-0",
+                                "1e308",
+                                "-1e308",
+                                "1e-320",
+                                "9223372036854775807",
+                                "-9223372036854775808",
+                                "9223372036854775808",
+                                "18446744073709551616",
+                                "99999999999999999999999999999999999999999",
+                                "4294967295",
+                                "2147483648",
+                                "0.0005",
+                                "1.5",
+                                "-2.5",
+                                "1712195495519695.8",
+                                "1E400",
+                                "0.",
+                                ".5",
+                                "01",
+                                "1e",
+                                "--1",
+                                "NaN",
+                                "true",
+                                "null",
+                                "[]",
+                                "{}",
+                                "\"7\""};
 constexpr char kStructural[] = "{}[],:\"\\";
 
 void mutate_text(std::string& bytes, Rng& rng, const Corpus& corpus) {
@@ -292,7 +394,8 @@ void mutate_text(std::string& bytes, Rng& rng, const Corpus& corpus) {
                 std::vector<std::size_t> starts;
                 for (std::size_t i = 1; i < size; ++i) {
                     bool digit = bytes[i] >= '0' && bytes[i] <= '9';
-                    bool before = (bytes[i - 1] >= '0' && bytes[i - 1] <= '9') || bytes[i - 1] == '.' || bytes[i - 1] == '-';
+                    bool before =
+                        (bytes[i - 1] >= '0' && bytes[i - 1] <= '9') || bytes[i - 1] == '.' || bytes[i - 1] == '-';
                     if (digit && !before) starts.push_back(i);
                 }
                 if (starts.empty()) break;
@@ -325,7 +428,8 @@ void mutate_bytes_only(std::string& bytes, Rng& rng) {
     if (size == 0) return;
     switch (rng.below(4)) {
         case 0:
-            for (std::size_t k = 0, flips = 1 + rng.below(16); k < flips; ++k) bytes[rng.below(size)] ^= static_cast<char>(1u << rng.below(8));
+            for (std::size_t k = 0, flips = 1 + rng.below(16); k < flips; ++k)
+                bytes[rng.below(size)] ^= static_cast<char>(1u << rng.below(8));
             break;
         case 1:
             bytes.resize(rng.below(size + 1));
@@ -376,15 +480,18 @@ Schema schema_of(const std::string& path) {
     sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
     sqlite3_stmt* statement = nullptr;
     std::vector<std::string> names;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &statement, nullptr) == SQLITE_OK) {
-        while (sqlite3_step(statement) == SQLITE_ROW) names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &statement,
+                           nullptr) == SQLITE_OK) {
+        while (sqlite3_step(statement) == SQLITE_ROW)
+            names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
     }
     sqlite3_finalize(statement);
     for (const std::string& name : names) {
         std::vector<std::string> columns;
         std::string sql = fmt::format("PRAGMA table_info(\"{}\")", name);
         if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK) {
-            while (sqlite3_step(statement) == SQLITE_ROW) columns.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(statement, 1)));
+            while (sqlite3_step(statement) == SQLITE_ROW)
+                columns.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(statement, 1)));
         }
         sqlite3_finalize(statement);
         schema.tables.emplace_back(name, columns);
@@ -393,26 +500,50 @@ Schema schema_of(const std::string& path) {
     return schema;
 }
 
-const char* const kSqlValues[] = {"NULL", "-1", "0", "1", "2147483647", "4294967295", "-9223372036854775808",
-                                  "9223372036854775807", "'text'", "1.5", "X'00ff'", "999999", "59", "60", "34",
-                                  "75", "33", "39", "(start - 1000)", "(start + 1)", "''"};
+const char* const kSqlValues[] = {"NULL",
+                                  "-1",
+                                  "0",
+                                  "1",
+                                  "2147483647",
+                                  "4294967295",
+                                  "-9223372036854775808",
+                                  "9223372036854775807",
+                                  "'text'",
+                                  "1.5",
+                                  "X'00ff'",
+                                  "999999",
+                                  "59",
+                                  "60",
+                                  "34",
+                                  "75",
+                                  "33",
+                                  "39",
+                                  "(start - 1000)",
+                                  "(start + 1)",
+                                  "''"};
 
 // A pickle mutated at the opcode level: bytes set, opcodes inserted (the refused ones
 // among them), ranges deleted or repeated, lengths and memo indexes made extreme, cuts.
 std::string pickle_case(const std::string& seed, Rng& rng) {
-    static const unsigned char kOpcodes[] = {'(', ')', ']', '}', 'a', 'e', 's', 'u', 't', 'l', 'd', '0', '1', '2', 'N',
-                                             0x88, 0x89, 'K', 'J', 'M', 0x8a, 0x8b, 'h', 'j', 'q', 'r', 0x94, 0x85,
-                                             0x86, 0x87, 0x8c, 'X', 'B', 'C', 'G', 'F', 'I', 'L', 'S', 'V', 'g', 'p',
-                                             'c', 0x93, 'R', 'b', 'i', 'o', 0x81, 0x92, 0x82, 'P', 'Q', 0x97, 0x8f,
-                                             0x95, '.', 0x80};
+    static const unsigned char kOpcodes[] = {
+        '(',  ')',  ']', '}',  'a', 'e', 's',  'u',  't',  'l',  'd',  '0', '1', '2',  'N',  0x88, 0x89, 'K', 'J', 'M',
+        0x8a, 0x8b, 'h', 'j',  'q', 'r', 0x94, 0x85, 0x86, 0x87, 0x8c, 'X', 'B', 'C',  'G',  'F',  'I',  'L', 'S', 'V',
+        'g',  'p',  'c', 0x93, 'R', 'b', 'i',  'o',  0x81, 0x92, 0x82, 'P', 'Q', 0x97, 0x8f, 0x95, '.',  0x80};
     std::string bytes = seed;
     const std::size_t mutations = 1 + rng.below(4);
     for (std::size_t m = 0; m < mutations && !bytes.empty(); ++m) {
         const std::size_t at = rng.below(bytes.size());
         switch (rng.below(7)) {
-            case 0: bytes[at] = static_cast<char>(rng.below(256)); break;
-            case 1: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<char>(kOpcodes[rng.below(std::size(kOpcodes))])); break;
-            case 2: bytes.erase(at, 1 + rng.below(16)); break;
+            case 0:
+                bytes[at] = static_cast<char>(rng.below(256));
+                break;
+            case 1:
+                bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                             static_cast<char>(kOpcodes[rng.below(std::size(kOpcodes))]));
+                break;
+            case 2:
+                bytes.erase(at, 1 + rng.below(16));
+                break;
             case 3: {
                 const std::size_t length = 1 + rng.below(std::min<std::size_t>(64, bytes.size() - at));
                 bytes.insert(at, bytes.substr(at, length));
@@ -421,11 +552,16 @@ std::string pickle_case(const std::string& seed, Rng& rng) {
             case 4: {  // an extreme 4-byte little-endian number (a length, a memo index)
                 static const std::uint32_t kValues[] = {0, 1, 0x7fffffff, 0x80000000, 0xffffffff, 0x10000};
                 const std::uint32_t value = kValues[rng.below(std::size(kValues))];
-                for (std::size_t k = 0; k < 4 && at + k < bytes.size(); ++k) bytes[at + k] = static_cast<char>(value >> (8 * k));
+                for (std::size_t k = 0; k < 4 && at + k < bytes.size(); ++k)
+                    bytes[at + k] = static_cast<char>(value >> (8 * k));
                 break;
             }
-            case 5: bytes.resize(at); break;
-            default: bytes[at] = static_cast<char>(bytes[at] ^ (1 << rng.below(8))); break;
+            case 5:
+                bytes.resize(at);
+                break;
+            default:
+                bytes[at] = static_cast<char>(bytes[at] ^ (1 << rng.below(8)));
+                break;
         }
     }
     return bytes;
@@ -451,11 +587,13 @@ std::string nsys_case(const std::string& seed, Rng& rng, const fs::path& folder)
         switch (rng.below(7)) {
             case 0:
             case 1:
-                sql = fmt::format("UPDATE \"{}\" SET \"{}\" = {} WHERE rowid IN (SELECT rowid FROM \"{}\" LIMIT 1 OFFSET {})", table,
-                                  column, kSqlValues[rng.below(std::size(kSqlValues))], table, rng.below(8));
+                sql = fmt::format(
+                    "UPDATE \"{}\" SET \"{}\" = {} WHERE rowid IN (SELECT rowid FROM \"{}\" LIMIT 1 OFFSET {})", table,
+                    column, kSqlValues[rng.below(std::size(kSqlValues))], table, rng.below(8));
                 break;
             case 2:
-                sql = fmt::format("UPDATE \"{}\" SET \"{}\" = {}", table, column, kSqlValues[rng.below(std::size(kSqlValues))]);
+                sql = fmt::format("UPDATE \"{}\" SET \"{}\" = {}", table, column,
+                                  kSqlValues[rng.below(std::size(kSqlValues))]);
                 break;
             case 3:
                 sql = fmt::format("DELETE FROM \"{}\" WHERE rowid % {} = 0", table, 1 + rng.below(3));
@@ -488,12 +626,36 @@ struct Tally {
 };
 
 std::string error_class(const std::string& message) {
-    for (const char* word : {"truncated gzip", "corrupt gzip", "truncated JSON", "malformed JSON", "malformed traceEvents",
-                             "malformed value", "negative duration", "not a trace", "no traceEvents", "schema",
-                             "has no column", "not in StringIds", "not in StringTable", "names no domain", "where an integer was expected",
-                             "malformed", "not a database", "SQLite", "closes nothing", "ends nothing",
-                             "refused", "ends before its STOP", "unknown opcode", "stack underflow", "is not defined",
-                             "not a PyTorch memory snapshot", "cycle", "on a ", "MARK", "wider than 64 bits"}) {
+    for (const char* word : {"truncated gzip",
+                             "corrupt gzip",
+                             "truncated JSON",
+                             "malformed JSON",
+                             "malformed traceEvents",
+                             "malformed value",
+                             "negative duration",
+                             "not a trace",
+                             "no traceEvents",
+                             "schema",
+                             "has no column",
+                             "not in StringIds",
+                             "not in StringTable",
+                             "names no domain",
+                             "where an integer was expected",
+                             "malformed",
+                             "not a database",
+                             "SQLite",
+                             "closes nothing",
+                             "ends nothing",
+                             "refused",
+                             "ends before its STOP",
+                             "unknown opcode",
+                             "stack underflow",
+                             "is not defined",
+                             "not a PyTorch memory snapshot",
+                             "cycle",
+                             "on a ",
+                             "MARK",
+                             "wider than 64 bits"}) {
         if (message.find(word) != std::string::npos) return word;
     }
     return "other";
@@ -515,16 +677,26 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (arg == "--format") format = value();
-        else if (arg == "--cases") cases = std::stoll(value());
-        else if (arg == "--seed") seed = std::stoull(value());
-        else if (arg == "--real-traces") real_traces = value();
-        else if (arg == "--only-case") only_case = std::stoll(value());
-        else if (arg == "--quiet") quiet = true;
-        else if (arg == "--show-other") show_other = true;
+        if (arg == "--format")
+            format = value();
+        else if (arg == "--cases")
+            cases = std::stoll(value());
+        else if (arg == "--seed")
+            seed = std::stoull(value());
+        else if (arg == "--real-traces")
+            real_traces = value();
+        else if (arg == "--only-case")
+            only_case = std::stoll(value());
+        else if (arg == "--quiet")
+            quiet = true;
+        else if (arg == "--show-other")
+            show_other = true;
         else {
-            std::fprintf(stderr, "usage: %s [--format kineto|chrome|nsys|nvprof|memory_snapshot|all] [--cases N] [--seed S] [--real-traces DIR] "
-                                 "[--only-case I] [--quiet] [--show-other]\n", argv[0]);
+            std::fprintf(
+                stderr,
+                "usage: %s [--format kineto|chrome|nsys|nvprof|memory_snapshot|all] [--cases N] [--seed S] [--real-traces DIR] "
+                "[--only-case I] [--quiet] [--show-other]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -550,7 +722,8 @@ int main(int argc, char** argv) {
         for (const std::string& seed_bytes : *current.seeds) {
             current.target(reinterpret_cast<const std::uint8_t*>(seed_bytes.data()), seed_bytes.size());
             if (!import_fuzz::last_succeeded()) {
-                std::fprintf(stderr, "%s: a seed failed to import: %s\n", current.name, import_fuzz::last_outcome().c_str());
+                std::fprintf(stderr, "%s: a seed failed to import: %s\n", current.name,
+                             import_fuzz::last_outcome().c_str());
                 return 1;
             }
         }
@@ -571,20 +744,24 @@ int main(int argc, char** argv) {
             } else {
                 ++tally.errors;
                 std::string kind = error_class(import_fuzz::last_outcome());
-                if (show_other && kind == "other") std::printf("case %lld: %s\n", static_cast<long long>(i), import_fuzz::last_outcome().c_str());
+                if (show_other && kind == "other")
+                    std::printf("case %lld: %s\n", static_cast<long long>(i), import_fuzz::last_outcome().c_str());
                 ++tally.by_kind[kind];
             }
-            if (only_case >= 0) std::printf("case %lld: %s\n", static_cast<long long>(i), import_fuzz::last_outcome().c_str());
+            if (only_case >= 0)
+                std::printf("case %lld: %s\n", static_cast<long long>(i), import_fuzz::last_outcome().c_str());
             if (!quiet && (i + 1) % 1000 == 0) {
                 std::fprintf(stderr, "%s: %lld cases\n", current.name, static_cast<long long>(i + 1));
             }
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        std::printf("%s: %lld cases from %zu seeds in %.1f s: %lld imported, %lld rejected with a TraceError, 0 findings\n",
-                    current.name, static_cast<long long>(tally.cases), current.seeds->size(), seconds,
-                    static_cast<long long>(tally.imported), static_cast<long long>(tally.errors));
+        std::printf(
+            "%s: %lld cases from %zu seeds in %.1f s: %lld imported, %lld rejected with a TraceError, 0 findings\n",
+            current.name, static_cast<long long>(tally.cases), current.seeds->size(), seconds,
+            static_cast<long long>(tally.imported), static_cast<long long>(tally.errors));
         if (!quiet) {
-            for (const auto& [kind, count] : tally.by_kind) std::printf("    %-32s %lld\n", kind.c_str(), static_cast<long long>(count));
+            for (const auto& [kind, count] : tally.by_kind)
+                std::printf("    %-32s %lld\n", kind.c_str(), static_cast<long long>(count));
         }
     }
     return 0;

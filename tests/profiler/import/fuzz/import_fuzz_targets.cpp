@@ -94,22 +94,35 @@ int run(const std::uint8_t* data, std::size_t size, importing::SourceFormat form
     // Only the input (and a successful output) may remain.
     for (const auto& entry : fs::directory_iterator(folder)) {
         std::string name = entry.path().filename().string();
-        if (name != "input" && !(g_succeeded && name == "output.db")) finding("left behind: " + name + " (" + g_outcome + ")");
+        if (name != "input" && !(g_succeeded && name == "output.db"))
+            finding("left behind: " + name + " (" + g_outcome + ")");
     }
     return 0;
 }
 
 }  // namespace
 
-int fuzz_kineto(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::kineto); }
-int fuzz_chrome(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::chrome); }
-int fuzz_nsys(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::nsys); }
-int fuzz_nvprof(const std::uint8_t* data, std::size_t size) { return run(data, size, importing::SourceFormat::nvprof); }
+int fuzz_kineto(const std::uint8_t* data, std::size_t size) {
+    return run(data, size, importing::SourceFormat::kineto);
+}
+int fuzz_chrome(const std::uint8_t* data, std::size_t size) {
+    return run(data, size, importing::SourceFormat::chrome);
+}
+int fuzz_nsys(const std::uint8_t* data, std::size_t size) {
+    return run(data, size, importing::SourceFormat::nsys);
+}
+int fuzz_nvprof(const std::uint8_t* data, std::size_t size) {
+    return run(data, size, importing::SourceFormat::nvprof);
+}
 int fuzz_memory_snapshot(const std::uint8_t* data, std::size_t size) {
     return run(data, size, importing::SourceFormat::memory_snapshot);
 }
 
-const std::string& last_outcome() { return g_outcome; }
-bool last_succeeded() { return g_succeeded; }
+const std::string& last_outcome() {
+    return g_outcome;
+}
+bool last_succeeded() {
+    return g_succeeded;
+}
 
 }  // namespace ember::import_fuzz
