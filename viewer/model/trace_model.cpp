@@ -251,8 +251,11 @@ LaneNames lane_names(const store::TraceReader& reader, const std::string& rank_p
     } else if (kind == LaneKind::memory) {
         names.device_id = static_cast<trace::DeviceId>(track_id);
         const trace::DeviceInfo* device = reader.device(names.device_id);
-        names.group = rank_prefix + "GPU " + std::to_string(names.device_id) +
-                      (device && !device->name.empty() ? " " + device->name : "");
+        // Device -1 is the host: the CPU backend's caching allocator (docs/collectors.md).
+        names.group =
+            rank_prefix +
+            (names.device_id == trace::kNoDevice ? std::string("host") : "GPU " + std::to_string(names.device_id)) +
+            (device && !device->name.empty() ? " " + device->name : "");
         names.title = "memory";  // "allocated" / "reserved" added by create_lanes
         names.unit = "bytes";
     } else {

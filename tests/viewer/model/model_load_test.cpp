@@ -311,6 +311,33 @@ TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
     std::filesystem::remove(path);
 }
 
+// The host's allocator (device -1: the CPU backend's caching allocator) is a lane of the
+// host, not of a "GPU -1".
+TEST(ModelMemoryTest, HostMemoryIsALaneOfTheHost) {
+    const std::string path = testing::temporary_trace_path("host_memory");
+    {
+        store::WriterOptions options;
+        options.install_signal_handlers = false;
+        options.close_at_exit = false;
+        trace::RunInfo run;
+        run.start_ns = 0;
+        store::TraceWriter writer(path, run, options);
+        store::testing::record_memory(writer, trace::kNoDevice, 10, trace::MemoryAction::alloc, 0x100, 64);
+        store::testing::record_memory(writer, trace::kNoDevice, 20, trace::MemoryAction::free_completed, 0x100, 64);
+        writer.close();
+    }
+    {
+        TraceModel model({path});
+        model.load_all();
+        const int allocated = find_lane(model, LaneKind::memory, "memory allocated");
+        ASSERT_GE(allocated, 0);
+        EXPECT_EQ(model.lane(allocated).group, "host");
+        ASSERT_EQ(model.lane(allocated).points.size(), 2u);
+        EXPECT_EQ(model.lane(allocated).points[0].value, 64);
+    }
+    std::filesystem::remove(path);
+}
+
 // A block listed at a clicked time leads to its allocating op on the timeline (the range
 // open on its thread when it was allocated, past aten::empty) and to its stack.
 TEST(ModelMemoryTest, LiveBlocksLeadToTheirOpAndStack) {
