@@ -5,23 +5,11 @@
 # when there is one. Run by CTest (architecture.include_rules) so the house stays as
 # documented.
 set -u
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lint_common.sh"
 root=${1:?usage: include_rules.sh ROOT}
 cd "$root" || exit 2
 violations=0
 
-# forbid FOLDER REGEX RULE: no source file under FOLDER may match REGEX.
-forbid() {
-    local folder=$1 pattern=$2 rule=$3 hits
-    [ -d "$folder" ] || return 0
-    hits=$(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' \
-        --include='*.inc' -e "$pattern" "$folder")
-    if [ -n "$hits" ]; then
-        while IFS= read -r hit; do printf '%s  <- %s\n' "$hit" "$rule"; done <<<"$hits"
-        violations=$((violations + $(wc -l <<<"$hits")))
-    fi
-}
-# An #include of a header under one of the given top folders ("engine|collectors").
-includes() { printf '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(%s)/' "$1"; }
 
 # The programs sit on top; nothing below them reaches up.
 forbid engine "$(includes 'profiler|collectors|viewer|cli|bench|tests')" \
@@ -93,22 +81,6 @@ engine_rule distributed 'core|ops|cuda|optim|amp|nn'
 # own numbers or literals (a copy drifts). Comments and quoted names in messages (\"step\")
 # may speak of them; so may format detection's list of Kineto markers, which matches raw
 # bytes before any parsing.
-# forbid_code FOLDER REGEX RULE [EXCEPT]: as forbid, on the code of a line (what is left
-# of its // comment); hits (file:line: text) matching EXCEPT aside.
-forbid_code() {
-    local folder=$1 pattern=$2 rule=$3 except=${4:-} hit code
-    [ -d "$folder" ] || return 0
-    while IFS= read -r hit; do
-        [ -n "$hit" ] || continue
-        code=${hit#*:*:}
-        code=${code%%//*}
-        grep -qE -e "$pattern" <<<"$code" || continue
-        [ -n "$except" ] && grep -qE -e "$except" <<<"$hit" && continue
-        printf '%s  <- %s\n' "$hit" "$rule"
-        violations=$((violations + 1))
-    done < <(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' \
-        --include='*.inc' -e "$pattern" "$folder")
-}
 contract_rule="the NVTX contract lives in common/nvtx_contract.h: use its names, never a copy"
 # Every room of the trace library that reads, writes or shows NVTX ranges, and the viewer.
 # profiler/job sits on the analyses, the merge and the importers: none of them reaches up to it.

@@ -8,6 +8,7 @@
 # is a copy. Every violation is printed as file:line: text <- the rule; exit code 1 when
 # there is one. Tests (which plant old files on purpose) are not checked.
 set -u
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lint_common.sh"
 root=${1:?usage: store_access.sh ROOT}
 cd "$root" || exit 2
 violations=0
@@ -20,30 +21,22 @@ tables=$(grep -oE 'static constexpr const char\* name = "[a-z_]+"' profiler/stor
 keys=$(sed -n '/^namespace metadata_key {/,/^}/p' profiler/store/schema.h | grep -oE '= "[a-z_]+_[a-z_]+"' |
     grep -oE '"[a-z_]+"' | tr -d '"' | grep -vE '^(start_ns|end_ns|world_size|command_line)$' | paste -sd'|')
 
-# check REGEX RULE [EXCEPT]: no source file outside profiler/store/ and tests/ may match
-# REGEX on the code of a line (what is left of its // comment); hits matching EXCEPT aside.
+
+# check REGEX RULE: no source file outside profiler/store/ (and tests/, which plant old
+# files on purpose) may match REGEX on the code of a line.
 check() {
-    local pattern=$1 rule=$2 except=${3:-} hit code
-    while IFS= read -r hit; do
-        [ -n "$hit" ] || continue
-        code=${hit#*:*:}
-        code=${code%%//*}
-        grep -qE -e "$pattern" <<<"$code" || continue
-        [ -n "$except" ] && grep -qE -e "$except" <<<"$hit" && continue
-        printf '%s  <- %s\n' "$hit" "$rule"
-        violations=$((violations + 1))
-    done < <(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' \
-        --include='*.inc' --exclude-dir=.git --exclude-dir='build*' --exclude-dir=tests --exclude-dir=third_party \
-        -e "$pattern" . | sed 's|^\./||' | grep -v '^profiler/store/')
+    local folder
+    for folder in *; do
+        [ -d "$folder" ] && [ "$folder" != tests ] && [ "$folder" != build ] || continue
+        forbid_code "$folder" "$1" "$2" '^profiler/store/'
+    done
 }
 
 check 'sqlite3_open' "only profiler/store/ opens SQLite files: use store::Connection, TraceWriter, TraceReader or TraceEditor"
 check "CREATE TABLE|INSERT( OR [A-Z]+)? INTO \"?($tables)\"?[ (]|VALUES *\\(\\?" \
     "ember's tables are declared once (profiler/store/tables.h): write them through the store"
-# The trace diff's name tables still read the sample period by its literal.
 [ -n "$keys" ] && check "\"($keys)\"" \
-    "run_metadata keys are named once (store::metadata_key in profiler/store/schema.h): use the name" \
-    '^profiler/analysis/trace_diff_name_tables\.cpp:'
+    "run_metadata keys are named once (store::metadata_key in profiler/store/schema.h): use the name"
 
 if [ "$violations" -gt 0 ]; then
     echo "store access: $violations violation(s)" >&2
