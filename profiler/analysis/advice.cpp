@@ -497,10 +497,22 @@ void advise_gpu_memory(const GpuMemoryReport& report, const RunSettings& setting
             const std::int64_t cut = place.bytes - place.largest_block_bytes;
             if (share >= kMemoryHolderThresholdPercent && cut > 0) {
                 const std::string finding = fmt::format(
-                    "on GPU {}, blocks allocated in `{}` hold {:.0f}% of the allocated peak ({} of {}, {} blocks, the "
+                    "on {}, blocks allocated in `{}` hold {:.0f}% of the allocated peak ({} of {}, {} blocks, the "
                     "largest {})",
-                    d.device, place.place, share, bytes_text(place.bytes), bytes_text(d.peak_allocated_bytes),
-                    place.blocks, bytes_text(place.largest_block_bytes));
+                    memory_device_text(d.device), place.place, share, bytes_text(place.bytes),
+                    bytes_text(d.peak_allocated_bytes), place.blocks, bytes_text(place.largest_block_bytes));
+                if (report.has_steps && d.peak_step.empty()) {
+                    // A peak outside every training step (an evaluation pass, the set-up) holds no
+                    // activations for a backward pass: recomputation would not lower it.
+                    items.push_back(
+                        {"gpu_memory_holder", finding,
+                         fmt::format("the peak comes outside the training steps{}, where no backward pass keeps "
+                                     "activations, so activation checkpointing would not lower it: a smaller batch "
+                                     "in that phase, or freeing its tensors sooner, would",
+                                     d.peak_range.empty() ? std::string() : " (in `" + d.peak_range + "`)"),
+                         std::nullopt});
+                    break;
+                }
                 const std::string lead = fmt::format(
                     "if they are activations kept for backward, recomputing them would cut the peak by about {} (what "
                     "`{}` holds at the peak less its largest block, which a recomputation still needs)",
@@ -517,9 +529,10 @@ void advise_gpu_memory(const GpuMemoryReport& report, const RunSettings& setting
         const std::int64_t unused = d.reserved_at_peak_bytes - d.peak_allocated_bytes;
         if (unused >= kUnusedReservedThresholdBytes &&
             percent(unused, d.reserved_at_peak_bytes) >= kUnusedReservedThresholdPercent) {
-            std::string finding = fmt::format(
-                "on GPU {}, {} of the {} reserved at the allocated peak held no live block ({:.0f}%)", d.device,
-                bytes_text(unused), bytes_text(d.reserved_at_peak_bytes), percent(unused, d.reserved_at_peak_bytes));
+            std::string finding =
+                fmt::format("on {}, {} of the {} reserved at the allocated peak held no live block ({:.0f}%)",
+                            memory_device_text(d.device), bytes_text(unused), bytes_text(d.reserved_at_peak_bytes),
+                            percent(unused, d.reserved_at_peak_bytes));
             if (d.largest_free_block_bytes >= 0)
                 finding += fmt::format("; the allocator's state has {} free, the largest free block {}",
                                        bytes_text(d.free_blocks_bytes), bytes_text(d.largest_free_block_bytes));
@@ -532,8 +545,8 @@ void advise_gpu_memory(const GpuMemoryReport& report, const RunSettings& setting
         }
         // Out of memory: the request against what was free and what was held.
         for (const GpuMemoryOom& oom : d.ooms) {
-            std::string finding =
-                fmt::format("on GPU {}, an allocation of {} failed", d.device, bytes_text(oom.request_bytes));
+            std::string finding = fmt::format("on {}, an allocation of {} failed", memory_device_text(d.device),
+                                              bytes_text(oom.request_bytes));
             if (oom.device_free_bytes >= 0)
                 finding += fmt::format(" with {} free on the device", bytes_text(oom.device_free_bytes));
             finding += fmt::format("; {} in {} live blocks, {} reserved", bytes_text(oom.allocated_bytes),

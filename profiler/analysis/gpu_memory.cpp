@@ -325,10 +325,15 @@ struct Replay {
 
 }  // namespace
 
+std::string memory_device_text(trace::DeviceId device) {
+    return device == trace::kNoDevice ? std::string("the host") : "GPU " + std::to_string(device);
+}
+
 GpuMemoryReport gpu_memory(const store::TraceReader& reader) {
     GpuMemoryReport report;
     if (reader.memory_event_count() == 0 && reader.memory_blocks().empty()) return report;
     const std::vector<Step> steps = all_steps(reader);
+    report.has_steps = !steps.empty();
     Places places(reader);
 
     // Pass 1: peaks, churn, OOMs, per device.

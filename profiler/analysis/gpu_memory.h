@@ -98,7 +98,12 @@ struct GpuMemoryDevice {
 
 struct GpuMemoryReport {
     std::vector<GpuMemoryDevice> devices;  // by device; devices with memory events only
+    bool has_steps = false;                // the trace has step ranges (steps.h)
 };
+
+// How a report names a device's memory: "GPU 0", or "the host" for device -1 (the CPU
+// backend's caching allocator).
+std::string memory_device_text(trace::DeviceId device);
 
 // Throws TraceError on a read failure.
 GpuMemoryReport gpu_memory(const store::TraceReader& reader);

@@ -382,6 +382,51 @@ TEST(GpuMemoryAdvice, NoHolderAdviceWhenNoOpHoldsAQuarterOrItIsOneBlock) {
     std::filesystem::remove(unnamed);
 }
 
+TEST(GpuMemoryAdvice, APeakOutsideTheTrainingStepsIsNotForCheckpointing) {
+    // A training step [0, 10) µs, then "evaluate" [10, 20) µs on the same thread: the
+    // evaluation holds 40 of 44 MiB in two blocks at the peak, outside every step.
+    const std::string path = test_support::unique_temp_path("advice_outside_steps", ".db").string();
+    {
+        ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kOrigin));
+        const trace::ThreadId main = b.thread("main");
+        b.range(main, "", "step", us(0), us(10));
+        b.range(main, "", "forward", us(1), us(9));
+        b.range(main, "", "evaluate", us(10), us(20));
+        auto alloc = [&](TimeNs micros, std::uint64_t address, std::int64_t bytes) {
+            trace::MemoryEvent e;
+            e.time_ns = us(micros);
+            e.action = MemoryAction::alloc;
+            e.address = address;
+            e.bytes = bytes;
+            e.thread_id = main;
+            EXPECT_TRUE(b.writer().record_memory_event(e));
+        };
+        alloc(2, 0x1, 4 * MiB);  // forward, inside the step
+        alloc(11, 0x2, 20 * MiB);
+        alloc(12, 0x3, 20 * MiB);
+        b.close();
+    }
+    store::TraceReader reader(path);
+    const analysis::GpuMemoryReport report = analysis::gpu_memory(reader);
+    EXPECT_TRUE(report.has_steps);
+    ASSERT_EQ(report.devices.size(), 1u);
+    EXPECT_EQ(report.devices[0].peak_step, "");
+    auto by_topic = memory_advice(path);
+    ASSERT_EQ(by_topic["gpu_memory_holder"].size(), 1u);
+    const analysis::AdviceItem& item = by_topic["gpu_memory_holder"][0];
+    EXPECT_EQ(item.finding,
+              "on GPU 0, blocks allocated in `evaluate` hold 91% of the allocated peak (40.0 MiB of 44.0 MiB, 2 "
+              "blocks, the largest 20.0 MiB)");
+    EXPECT_NE(item.advice.find("outside the training steps (in `evaluate`)"), std::string::npos) << item.advice;
+    EXPECT_EQ(item.advice.find("activation checkpointing on that block"), std::string::npos) << item.advice;
+    std::filesystem::remove(path);
+}
+
+TEST(GpuMemoryAdvice, TheHostIsNamedAsTheHost) {
+    EXPECT_EQ(analysis::memory_device_text(trace::kNoDevice), "the host");
+    EXPECT_EQ(analysis::memory_device_text(3), "GPU 3");
+}
+
 TEST_F(GpuMemoryTest, AdviceByLineWhenNoThreadIsRecorded) {
     // By line (no threads): model.py:21 holds 20 of 28 MiB in 2 blocks, the largest 16.
     auto by_topic = memory_advice(path_);
