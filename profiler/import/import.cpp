@@ -4,6 +4,7 @@
 
 #include "profiler/import/import_sink.h"
 #include "profiler/import/importers.h"
+#include "profiler/store/trace_files.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -87,10 +88,6 @@ std::string temporary_path(const std::string& target, const std::string& directo
     return (folder / name).string();
 }
 
-void remove_trace_files(const std::string& path) {
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
-}
-
 std::uint64_t file_size(const std::string& path) {
     struct stat info {};
     return ::stat(path.c_str(), &info) == 0 ? static_cast<std::uint64_t>(info.st_size) : 0;
@@ -145,11 +142,11 @@ ImportedFile import_file(const std::string& input, const std::string& output, co
         result.rank = sink.run().rank;
         result.world_size = sink.run().world_size;
     } catch (const TraceError&) {
-        remove_trace_files(temporary);
+        store::remove_trace_files(temporary);
         throw;
     } catch (const std::exception& error) {
         // Anything else (out of memory, a system error) still names the file.
-        remove_trace_files(temporary);
+        store::remove_trace_files(temporary);
         throw TraceError(TraceErrorKind::io, input, fmt::format("import failed: {}", error.what()));
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

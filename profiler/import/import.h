@@ -184,8 +184,6 @@ ImportReport import_trace(const std::vector<std::string>& inputs, const std::str
 // A name beside `target` (or in `directory`) that no other import uses now, and that no
 // reader mistakes for a finished trace ("what" tells the temporaries of a run apart).
 std::string temporary_path(const std::string& target, const std::string& directory, const char* what);
-// Removes a trace file and its SQLite companions (-wal, -shm, -journal).
-void remove_trace_files(const std::string& path);
 // The size of a file in bytes; 0 when it cannot be read.
 std::uint64_t file_size(const std::string& path);
 

@@ -12,6 +12,7 @@
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
 #include "profiler/store/trace_editor.h"
+#include "profiler/store/trace_files.h"
 
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -165,7 +166,7 @@ ImportSink::~ImportSink() {
 }
 
 void ImportSink::remove_temporary_files() {
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((temporary_output_ + suffix).c_str());
+    store::remove_trace_files(temporary_output_);
 }
 
 void ImportSink::writer_refused(const char* what) {
@@ -583,14 +584,7 @@ ImportCounts ImportSink::finish(const std::string& output) {
 
     write_metadata(temporary_output_);
     nester_.reset();
-    // A stale -wal beside the output would be replayed into the new file: remove it first.
-    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
-    if (std::rename(temporary_output_.c_str(), output.c_str()) != 0) {
-        throw TraceError(
-            TraceErrorKind::io, output,
-            fmt::format("cannot move the imported trace {} into place: {}", temporary_output_, std::strerror(errno)));
-    }
-    for (const char* suffix : {"-wal", "-shm"}) std::remove((temporary_output_ + suffix).c_str());
+    store::move_trace_into_place(temporary_output_, output, "the imported trace " + temporary_output_);
     finished_ = true;
     return counts_;
 }

@@ -2,18 +2,9 @@
 #include "profiler/job/import_job.h"
 
 #include "profiler/merge/merge.h"
-#include "profiler/store/trace_error.h"
-
-#include <fmt/format.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include "profiler/store/trace_files.h"
 
 namespace ember::job {
-
-using store::TraceError;
-using store::TraceErrorKind;
 
 importing::ImportReport import_job_file(const std::vector<std::string>& inputs, const std::string& output,
                                         const importing::ImportOptions& options) {
@@ -23,7 +14,7 @@ importing::ImportReport import_job_file(const std::vector<std::string>& inputs, 
     struct Temporaries {
         std::vector<std::string> paths;
         ~Temporaries() {
-            for (const std::string& path : paths) importing::remove_trace_files(path);
+            for (const std::string& path : paths) store::remove_trace_files(path);
         }
     } temporaries;
     importing::ImportReport report;
@@ -53,11 +44,7 @@ importing::ImportReport import_job_file(const std::vector<std::string>& inputs, 
     std::string job = importing::temporary_path(output, options.temporary_directory, "merging");
     temporaries.paths.push_back(job);
     merge::merge_traces(rank_files, job);
-    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((output + suffix).c_str());
-    if (std::rename(job.c_str(), output.c_str()) != 0) {
-        throw TraceError(TraceErrorKind::io, output,
-                         fmt::format("cannot move the job trace into place: {}", std::strerror(errno)));
-    }
+    store::move_trace_into_place(job, output, "the job trace");
     report.outputs.push_back(output);
     report.merged = true;
     return report;

@@ -9,6 +9,7 @@
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
 #include "profiler/store/tables.h"
+#include "profiler/store/trace_files.h"
 #include "profiler/store/writer_hooks.h"
 
 #include <pthread.h>
@@ -312,7 +313,7 @@ void TraceWriter::Impl::open_database() {
     if (std::filesystem::exists(path, ignored)) {
         if (!options.overwrite)
             throw TraceError(TraceErrorKind::io, path, "file exists (WriterOptions::overwrite is off)");
-        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ignored);
+        remove_trace_files(path);
     }
     // NOMUTEX: only one thread uses the connection at a time (the constructor, then the
     // writer thread, then close()), so SQLite's per-call mutex is pure cost.
