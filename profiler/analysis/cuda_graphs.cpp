@@ -1,7 +1,7 @@
 // cuda_graphs.cpp: GPU work from CUDA graphs, grouped in SQL.
 #include "profiler/analysis/cuda_graphs.h"
 
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 
 #include <fmt/format.h>
 
@@ -15,14 +15,6 @@ namespace ember::analysis {
 
 namespace {
 
-// Whether `table` has the column (a file from before schema 3 lacks graph_node_id).
-bool has_column(const store::TraceReader& reader, const char* table, const char* column) {
-    store::Statement query(
-        reader.database(), reader.path(),
-        fmt::format("SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name = '{}'", table, column));
-    return query.next_row() && query.column_int64(0) > 0;
-}
-
 double share(std::int64_t part, std::int64_t whole) {
     return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -32,31 +24,23 @@ double share(std::int64_t part, std::int64_t whole) {
 CudaGraphSummary cuda_graph_summary(const store::TraceReader& reader) {
     CudaGraphSummary summary;
     {
-        store::Statement totals(reader.database(), reader.path(),
-                                "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
+        store::Statement totals =
+            store::query(reader, "SELECT COUNT(*), COALESCE(SUM(end_ns - start_ns), 0) FROM kernels");
         if (totals.next_row()) {
             summary.kernels = totals.column_int64(0);
             summary.kernel_ns = totals.column_int64(1);
         }
     }
-    // kind 0 kernel, 1 memcpy, 2 memset; the graph columns each table has.
-    std::string sql;
-    int kind = 0;
-    for (const char* table : {"kernels", "memcpys", "memsets"}) {
-        if (has_column(reader, table, "graph_id") && has_column(reader, table, "graph_node_id")) {
-            if (!sql.empty()) sql += " UNION ALL ";
-            sql += fmt::format(
-                "SELECT {}, graph_id, graph_node_id, end_ns - start_ns FROM {} WHERE graph_id != 0 OR "
-                "graph_node_id != 0",
-                kind, table);
-        }
-        ++kind;
-    }
-    if (sql.empty()) return summary;
-
+    // kind 0 kernel, 1 memcpy, 2 memset. A file from before schema 3 has no graph
+    // columns: they read as 0 there (store::query), and no row comes back.
     std::map<trace::GraphId, CudaGraphRow> by_graph;
     std::map<trace::GraphId, std::set<std::int64_t>> nodes;
-    store::Statement query(reader.database(), reader.path(), sql);
+    store::Statement query = store::query(
+        reader,
+        "SELECT 0, graph_id, graph_node_id, end_ns - start_ns FROM kernels WHERE graph_id != 0 OR graph_node_id != 0 "
+        "UNION ALL SELECT 1, graph_id, graph_node_id, end_ns - start_ns FROM memcpys WHERE graph_id != 0 OR "
+        "graph_node_id != 0 UNION ALL SELECT 2, graph_id, graph_node_id, end_ns - start_ns FROM memsets WHERE "
+        "graph_id != 0 OR graph_node_id != 0");
     while (query.next_row()) {
         const auto graph = static_cast<trace::GraphId>(query.column_int64(1));
         const std::int64_t node = query.column_int64(2), duration = query.column_int64(3);

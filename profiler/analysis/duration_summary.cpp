@@ -3,7 +3,7 @@
 #include "profiler/analysis/duration_summary.h"
 
 #include "profiler/analysis/operation_names.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,9 +83,9 @@ struct GroupKey {
     bool operator<(const GroupKey& other) const { return std::tie(a, b, c) < std::tie(other.a, other.b, other.c); }
 };
 
-std::map<GroupKey, DurationStats> grouped_stats(const store::TraceReader& reader, const char* sql) {
+std::map<GroupKey, DurationStats> grouped_stats(const store::TraceReader& reader, store::TableSql sql) {
     std::map<GroupKey, std::vector<std::int64_t>> durations;
-    store::Statement query(reader.database(), reader.path(), sql);
+    store::Statement query = store::query(reader, sql);
     while (query.next_row()) {
         durations[GroupKey{query.column_int64(0), query.column_int64(1), query.column_int64(2)}].push_back(
             query.column_int64(3));
@@ -110,7 +110,7 @@ void fill_percent(std::vector<DurationSummaryRow>& rows) {
 // One row per group of `sql`'s rows, named by describe(key, row), with its share of the
 // total, largest total first.
 template <class Describe>
-std::vector<DurationSummaryRow> summary_rows(const store::TraceReader& reader, const char* sql, Describe describe) {
+std::vector<DurationSummaryRow> summary_rows(const store::TraceReader& reader, store::TableSql sql, Describe describe) {
     std::vector<DurationSummaryRow> rows;
     for (const auto& [key, stats] : grouped_stats(reader, sql)) {
         DurationSummaryRow row;
@@ -124,7 +124,7 @@ std::vector<DurationSummaryRow> summary_rows(const store::TraceReader& reader, c
 }
 
 // key.a: the name's string id.
-std::vector<DurationSummaryRow> named_rows(const store::TraceReader& reader, const char* sql) {
+std::vector<DurationSummaryRow> named_rows(const store::TraceReader& reader, store::TableSql sql) {
     return summary_rows(reader, sql, [&](const GroupKey& key, DurationSummaryRow& row) {
         row.name = std::string(reader.string(static_cast<trace::StringId>(key.a)));
     });
@@ -152,7 +152,7 @@ std::vector<DurationSummaryRow> range_summary(const store::TraceReader& reader) 
 namespace {
 
 // key.a: direction (memcpys) or -1 (memsets); the fourth column is what is summarized.
-std::vector<DurationSummaryRow> memory_rows(const store::TraceReader& reader, const char* sql) {
+std::vector<DurationSummaryRow> memory_rows(const store::TraceReader& reader, store::TableSql sql) {
     return summary_rows(reader, sql, [](const GroupKey& key, DurationSummaryRow& row) {
         row.name = key.a < 0 ? std::string(kMemsetOperationName)
                              : memcpy_operation_name(static_cast<trace::MemcpyDirection>(key.a));

@@ -6,7 +6,7 @@
 #include "common/nvtx_contract.h"
 #include "profiler/analysis/communication.h"
 #include "profiler/analysis/rank_map.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 #include "profiler/analysis/steps.h"
 
 #include <algorithm>
@@ -64,8 +64,8 @@ class StepDistributor {
 // on_interval(device, start, end) for each interval of the per-device union of the rows
 // `keep` accepts (given the query, for a column beyond the third).
 template <typename OnInterval, typename Keep>
-void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval, Keep keep) {
-    store::Statement query(reader.database(), reader.path(), sql);
+void for_each_union_interval(const store::TraceReader& reader, store::TableSql sql, OnInterval on_interval, Keep keep) {
+    store::Statement query = store::query(reader, sql);
     std::optional<trace::DeviceId> device;
     trace::TimeNs start = 0, end = 0;
     while (query.next_row()) {
@@ -85,16 +85,16 @@ void for_each_union_interval(const store::TraceReader& reader, const char* sql, 
 }
 
 template <typename OnInterval>
-void for_each_union_interval(const store::TraceReader& reader, const char* sql, OnInterval on_interval) {
+void for_each_union_interval(const store::TraceReader& reader, store::TableSql sql, OnInterval on_interval) {
     for_each_union_interval(reader, sql, on_interval, [](const store::Statement&) { return true; });
 }
 
-constexpr const char* kKernelsSql =
+constexpr store::TableSql kKernelsSql =
     "SELECT device_id, start_ns, end_ns, name_id FROM kernels ORDER BY device_id, start_ns";
-constexpr const char* kCopiesSql =
+constexpr store::TableSql kCopiesSql =
     "SELECT device_id, start_ns, end_ns FROM memcpys UNION ALL "
     "SELECT device_id, start_ns, end_ns FROM memsets ORDER BY 1, 2";
-constexpr const char* kAllGpuSql =
+constexpr store::TableSql kAllGpuSql =
     "SELECT device_id, start_ns, end_ns FROM kernels UNION ALL "
     "SELECT device_id, start_ns, end_ns FROM memcpys UNION ALL "
     "SELECT device_id, start_ns, end_ns FROM memsets ORDER BY 1, 2";
@@ -163,9 +163,9 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
 
     std::vector<trace::DeviceId> devices;
     {
-        store::Statement query(reader.database(), reader.path(),
-                               "SELECT device_id FROM kernels UNION SELECT device_id FROM memcpys "
-                               "UNION SELECT device_id FROM memsets ORDER BY 1");
+        store::Statement query = store::query(reader,
+                                              "SELECT device_id FROM kernels UNION SELECT device_id FROM memcpys "
+                                              "UNION SELECT device_id FROM memsets ORDER BY 1");
         while (query.next_row()) devices.push_back(static_cast<trace::DeviceId>(query.column_int64(0)));
     }
     std::map<trace::DeviceId, std::vector<trace::TimeNs>> compute, communication, copies, active;
@@ -192,7 +192,7 @@ GpuActivity gpu_activity(const store::TraceReader& reader, std::size_t gap_count
     // communication, every other kernel compute.
     std::unordered_set<trace::StringId> communication_names;
     {
-        store::Statement query(reader.database(), reader.path(), "SELECT DISTINCT name_id FROM kernels");
+        store::Statement query = store::query(reader, "SELECT DISTINCT name_id FROM kernels");
         while (query.next_row()) {
             const auto name = static_cast<trace::StringId>(query.column_int64(0));
             if (is_communication_kernel(reader.string(name))) communication_names.insert(name);

@@ -4,7 +4,7 @@
 // open ranges in memory.
 #include "profiler/analysis/gpu_time_by_range.h"
 
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 
 #include <algorithm>
 
@@ -32,13 +32,13 @@ GpuTimeByRange gpu_time_by_range(const store::TraceReader& reader) {
         result.total_gpu_ns += ns;
     };
 
-    store::Statement launches(reader.database(), reader.path(),
-                              "SELECT a.thread_id, a.start_ns, k.name_id, k.end_ns - k.start_ns "
-                              "FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
-                              "WHERE k.correlation_id != 0 ORDER BY a.thread_id, a.start_ns");
-    store::Statement ranges(reader.database(), reader.path(),
-                            "SELECT thread_id, start_ns, end_ns, name_id FROM ranges WHERE depth >= 0 "
-                            "ORDER BY thread_id, start_ns, depth");
+    store::Statement launches = store::query(reader,
+                                             "SELECT a.thread_id, a.start_ns, k.name_id, k.end_ns - k.start_ns "
+                                             "FROM kernels k JOIN api_calls a ON a.correlation_id = k.correlation_id "
+                                             "WHERE k.correlation_id != 0 ORDER BY a.thread_id, a.start_ns");
+    store::Statement ranges = store::query(reader,
+                                           "SELECT thread_id, start_ns, end_ns, name_id FROM ranges WHERE depth >= 0 "
+                                           "ORDER BY thread_id, start_ns, depth");
     bool has_range = ranges.next_row();
     std::vector<OpenRange> open;
     std::int64_t current_thread = -1;
@@ -67,11 +67,11 @@ GpuTimeByRange gpu_time_by_range(const store::TraceReader& reader) {
         attribute(node, static_cast<trace::StringId>(launches.column_int64(2)), 1, launches.column_int64(3));
     }
 
-    store::Statement orphans(reader.database(), reader.path(),
-                             "SELECT k.name_id, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k "
-                             "WHERE k.correlation_id = 0 OR NOT EXISTS "
-                             "(SELECT 1 FROM api_calls a WHERE a.correlation_id = k.correlation_id) "
-                             "GROUP BY k.name_id ORDER BY k.name_id");
+    store::Statement orphans = store::query(reader,
+                                            "SELECT k.name_id, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k "
+                                            "WHERE k.correlation_id = 0 OR NOT EXISTS "
+                                            "(SELECT 1 FROM api_calls a WHERE a.correlation_id = k.correlation_id) "
+                                            "GROUP BY k.name_id ORDER BY k.name_id");
     while (orphans.next_row()) {
         std::uint32_t node = tree.child(StackTree::kRoot, kNoLaunchingCallName);
         attribute(node, static_cast<trace::StringId>(orphans.column_int64(0)), orphans.column_int64(1),

@@ -11,7 +11,7 @@
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/rank_summary.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 
 #include <algorithm>
 #include <cmath>
@@ -180,13 +180,9 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
     };
     // HTA's GPU work includes the synchronizations recorded on a stream (see gpu_work.h),
     // kept apart in stream_syncs.
-    auto read_table = [&](const char* table, GpuEventKind kind) {
+    auto read_table = [&](store::TableSql sql, GpuEventKind kind) {
         const bool kernels = kind == GpuEventKind::kernel;
-        const bool syncs = kind == GpuEventKind::sync;
-        store::Statement query(reader.database(), reader.path(),
-                               std::string("SELECT start_ns, end_ns, stream_id, correlation_id") +
-                                   (kernels ? ", name_id" : "") + " FROM " + table +
-                                   (syncs ? " WHERE stream_id != 0" : ""));
+        store::Statement query = store::query(reader, sql);
         while (query.next_row()) {
             GpuEvent event;
             event.start_ns = query.column_int64(0);
@@ -202,15 +198,16 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
             } else {
                 event.kernel_class = KernelClass::memory;
             }
-            (syncs ? rank_work(rank).stream_syncs : rank_work(rank).events).push_back(event);
+            (kind == GpuEventKind::sync ? rank_work(rank).stream_syncs : rank_work(rank).events).push_back(event);
         }
     };
-    read_table("kernels", GpuEventKind::kernel);
-    read_table("memcpys", GpuEventKind::memcpy);
-    read_table("memsets", GpuEventKind::memset);
+    read_table("SELECT start_ns, end_ns, stream_id, correlation_id, name_id FROM kernels", GpuEventKind::kernel);
+    read_table("SELECT start_ns, end_ns, stream_id, correlation_id FROM memcpys", GpuEventKind::memcpy);
+    read_table("SELECT start_ns, end_ns, stream_id, correlation_id FROM memsets", GpuEventKind::memset);
     const std::optional<std::string> from_calls = reader.metadata(trace::kSynchronizationsFromCallsKey);
     if (convention == Convention::hta && (!from_calls || std::strtoll(from_calls->c_str(), nullptr, 10) == 0))
-        read_table("synchronizations", GpuEventKind::sync);
+        read_table("SELECT start_ns, end_ns, stream_id, correlation_id FROM synchronizations WHERE stream_id != 0",
+                   GpuEventKind::sync);
 
     // The launching calls of exactly these events.
     std::unordered_map<trace::CorrelationId, Launch> launches;
@@ -221,9 +218,8 @@ std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention c
             if (event.correlation != 0) launches.try_emplace(event.correlation);
     }
     if (!launches.empty()) {
-        store::Statement query(
-            reader.database(), reader.path(),
-            "SELECT start_ns, end_ns, correlation_id, name_id FROM api_calls WHERE correlation_id != 0");
+        store::Statement query = store::query(
+            reader, "SELECT start_ns, end_ns, correlation_id, name_id FROM api_calls WHERE correlation_id != 0");
         while (query.next_row()) {
             auto found = launches.find(static_cast<trace::CorrelationId>(query.column_int64(2)));
             if (found == launches.end()) continue;

@@ -1,7 +1,7 @@
 // memory_summary.cpp: memcpy and memset totals grouped in SQL.
 #include "profiler/analysis/memory_summary.h"
 
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 
 #include <map>
 #include <utility>
@@ -59,8 +59,8 @@ std::vector<MemoryOperationRow> memory_summary(const store::TraceReader& reader)
     // (operation rank, memory kind) -> totals
     std::map<std::pair<int, int>, Totals> groups;
     {
-        store::Statement query(
-            reader.database(), reader.path(),
+        store::Statement query = store::query(
+            reader,
             "SELECT direction, source_kind, destination_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) "
             "FROM memcpys GROUP BY direction, source_kind, destination_kind");
         while (query.next_row()) {
@@ -74,8 +74,8 @@ std::vector<MemoryOperationRow> memory_summary(const store::TraceReader& reader)
         }
     }
     {
-        store::Statement query(
-            reader.database(), reader.path(),
+        store::Statement query = store::query(
+            reader,
             "SELECT memory_kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) FROM memsets GROUP BY memory_kind");
         while (query.next_row()) {
             Totals& totals = groups[{kMemsetRank, static_cast<int>(query.column_int64(0))}];

@@ -25,7 +25,7 @@
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/rank_summary.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 #include "common/text.h"
 
 #include <algorithm>
@@ -306,9 +306,8 @@ std::map<std::int32_t, RankSteps> read_steps(const store::TraceReader& reader, c
 void add_whole_trace_steps(const store::TraceReader& reader, const RankMap& ranks,
                            std::map<std::int32_t, RankSteps>& steps) {
     std::map<std::int32_t, std::pair<TimeNs, TimeNs>> span;
-    store::Statement query(
-        reader.database(), reader.path(),
-        "SELECT thread_id, domain_id, MIN(start_ns), MAX(end_ns) FROM ranges GROUP BY thread_id, domain_id");
+    store::Statement query = store::query(
+        reader, "SELECT thread_id, domain_id, MIN(start_ns), MAX(end_ns) FROM ranges GROUP BY thread_id, domain_id");
     while (query.next_row()) {
         const std::string_view domain = reader.string(static_cast<trace::StringId>(query.column_int64(1)));
         const RangeSource source = range_source(domain);
@@ -385,10 +384,10 @@ class CollectiveOps {
         // By thread, then start (then range_id, the order they came in).
         std::stable_sort(found.begin(), found.end(),
                          [](const Found& a, const Found& b) { return a.thread < b.thread; });
-        store::Statement nested(
-            reader.database(), reader.path(),
-            "SELECT start_ns, end_ns, domain_id FROM ranges WHERE thread_id = ?1 AND start_ns >= ?2 "
-            "AND start_ns < ?3 AND depth > ?4");
+        store::Statement nested =
+            store::query(reader,
+                         "SELECT start_ns, end_ns, domain_id FROM ranges WHERE thread_id = ?1 AND start_ns >= ?2 "
+                         "AND start_ns < ?3 AND depth > ?4");
         for (Found& op : found) {
             nested.reset();
             nested.bind(1, op.thread);
@@ -434,8 +433,7 @@ class CollectiveOps {
 // process) links to the first of them.
 class CorrelationCursor {
   public:
-    CorrelationCursor(const store::TraceReader& reader, const std::string& sql)
-        : query_(reader.database(), reader.path(), sql) {
+    CorrelationCursor(const store::TraceReader& reader, store::TableSql sql) : query_(store::query(reader, sql)) {
         advance();
     }
     bool done() const { return done_; }
@@ -459,11 +457,14 @@ void read_launches(const store::TraceReader& reader, const RankMap& ranks, RoleB
                             "SELECT correlation_id, start_ns, end_ns, thread_id, name_id FROM api_calls "
                             "WHERE correlation_id != 0 ORDER BY correlation_id");
     std::vector<std::unique_ptr<CorrelationCursor>> gpu;
-    for (const char* table : {"kernels", "memcpys", "memsets"}) {
-        gpu.push_back(std::make_unique<CorrelationCursor>(
-            reader, std::string("SELECT correlation_id, start_ns, end_ns, stream_id FROM ") + table +
-                        " WHERE correlation_id != 0 ORDER BY correlation_id"));
-    }
+    constexpr store::TableSql kGpuTables[] = {
+        "SELECT correlation_id, start_ns, end_ns, stream_id FROM kernels WHERE correlation_id != 0 ORDER BY "
+        "correlation_id",
+        "SELECT correlation_id, start_ns, end_ns, stream_id FROM memcpys WHERE correlation_id != 0 ORDER BY "
+        "correlation_id",
+        "SELECT correlation_id, start_ns, end_ns, stream_id FROM memsets WHERE correlation_id != 0 ORDER BY "
+        "correlation_id"};
+    for (store::TableSql sql : kGpuTables) gpu.push_back(std::make_unique<CorrelationCursor>(reader, sql));
     while (!calls.done()) {
         // The GPU event with the smallest correlation id next (kernels first on ties).
         std::size_t next = gpu.size();
@@ -685,17 +686,26 @@ class TrackMerger {
                 const PluginClock& clock, std::map<std::int32_t, PrioritySweep>& sweeps,
                 const std::unordered_set<trace::CorrelationId>& collective_kernels)
         : roles_(roles), convention_(convention), clock_(clock), collective_kernels_(collective_kernels) {
-        static const std::map<std::string, std::pair<EventTable, const char*>, std::less<>> kTables = {
-            {"kernels",
-             {EventTable::kernels,
-              "SELECT start_ns, end_ns, name_id, correlation_id FROM kernels WHERE stream_id = ?1"}},
-            {"memcpys", {EventTable::memcpys, "SELECT start_ns, end_ns FROM memcpys WHERE stream_id = ?1"}},
-            {"memsets", {EventTable::memsets, "SELECT start_ns, end_ns FROM memsets WHERE stream_id = ?1"}},
-            {"api_calls",
-             {EventTable::api_calls, "SELECT start_ns, end_ns, name_id FROM api_calls WHERE thread_id = ?1"}},
-            {"ranges",
-             {EventTable::ranges,
-              "SELECT start_ns, end_ns, domain_id, name_id, category FROM ranges WHERE thread_id = ?1"}},
+        // Nothing starting after the last window matters (+1 µs: the tb rounding).
+        struct TableQuery {
+            std::string_view table;
+            EventTable kind;
+            store::TableSql sql;
+        };
+        static constexpr TableQuery kTables[] = {
+            {"kernels", EventTable::kernels,
+             "SELECT start_ns, end_ns, name_id, correlation_id FROM kernels WHERE stream_id = ?1 "
+             "AND start_ns < ?2 ORDER BY start_ns"},
+            {"memcpys", EventTable::memcpys,
+             "SELECT start_ns, end_ns FROM memcpys WHERE stream_id = ?1 AND start_ns < ?2 ORDER BY start_ns"},
+            {"memsets", EventTable::memsets,
+             "SELECT start_ns, end_ns FROM memsets WHERE stream_id = ?1 AND start_ns < ?2 ORDER BY start_ns"},
+            {"api_calls", EventTable::api_calls,
+             "SELECT start_ns, end_ns, name_id FROM api_calls WHERE thread_id = ?1 AND start_ns < ?2 ORDER BY "
+             "start_ns"},
+            {"ranges", EventTable::ranges,
+             "SELECT start_ns, end_ns, domain_id, name_id, category FROM ranges WHERE thread_id = "
+             "?1 AND start_ns < ?2 ORDER BY start_ns"},
         };
         // ember reads the host ranges only of the threads that drive the GPU: those that
         // run steps or make CUDA calls. A loader worker's or a monitor thread's ranges run
@@ -706,9 +716,10 @@ class TrackMerger {
         for (const auto& [rank, sweep] : sweeps)
             for (const HostStep& step : sweep.steps().host) driving_threads.insert(step.thread_id);
         for (const store::TrackSummary& track : reader.tracks()) {
-            auto table = kTables.find(track.event_table);
-            if (table == kTables.end() || track.event_count == 0) continue;
-            const EventTable kind = table->second.first;
+            const TableQuery* table = std::find_if(std::begin(kTables), std::end(kTables),
+                                                   [&](const TableQuery& t) { return t.table == track.event_table; });
+            if (table == std::end(kTables) || track.event_count == 0) continue;
+            const EventTable kind = table->kind;
             if (kind == EventTable::ranges && convention == StepConvention::ember &&
                 !driving_threads.count(track.track.id))
                 continue;
@@ -720,10 +731,7 @@ class TrackMerger {
             auto cursor = std::make_unique<TrackCursor>();
             cursor->table = kind;
             cursor->sweep = &sweep->second;
-            // Nothing starting after the last window matters (+1 µs: the tb rounding).
-            cursor->query = std::make_unique<store::Statement>(
-                reader.database(), reader.path(),
-                std::string(table->second.second) + " AND start_ns < ?2 ORDER BY start_ns");
+            cursor->query = std::make_unique<store::Statement>(store::query(reader, table->sql));
             cursor->query->bind(1, track.track.id);
             cursor->query->bind(2, sweep->second.last_window_end() + 1000);
             cursors_.push_back(std::move(cursor));

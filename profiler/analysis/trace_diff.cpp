@@ -24,7 +24,7 @@
 #include "profiler/analysis/steps.h"
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/rank_summary.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/table_sql.h"
 #include "profiler/analysis/trace_diff_name_tables.h"
 #include "profiler/analysis/step_breakdown.h"
 
@@ -269,17 +269,18 @@ class HostRangeReader {
                         const std::vector<HostStep>& host_steps) {
         RankHostRanges host;
         for (trace::ThreadId thread : driving_threads) {
-            SqlQuery query(reader_.database(), reader_.path(),
-                           "SELECT start_ns, end_ns, domain_id, name_id, category FROM ranges WHERE thread_id = ?1 "
-                           "ORDER BY start_ns, end_ns DESC");
-            query.bind_int64(1, thread);
+            store::Statement query =
+                store::query(reader_,
+                             "SELECT start_ns, end_ns, domain_id, name_id, category FROM ranges WHERE thread_id = ?1 "
+                             "ORDER BY start_ns, end_ns DESC");
+            query.bind(1, thread);
             const bool top_level_thread = thread == step_thread;
             TimeNs open_until = std::numeric_limits<TimeNs>::min();  // end of the open top-level range
             while (query.next_row()) {
-                const TimeNs start = query.int64(0), end = query.int64(1);
-                const auto domain = static_cast<trace::StringId>(query.int64(2));
-                const auto name = static_cast<trace::StringId>(query.int64(3));
-                const auto category = static_cast<std::uint32_t>(query.int64(4));
+                const TimeNs start = query.column_int64(0), end = query.column_int64(1);
+                const auto domain = static_cast<trace::StringId>(query.column_int64(2));
+                const auto name = static_cast<trace::StringId>(query.column_int64(3));
+                const auto category = static_cast<std::uint32_t>(query.column_int64(4));
                 const RangeRole role = roles_.of(domain, name, category);
                 if (role == RangeRole::step || end <= start || spans_a_host_step(host_steps, start, end)) continue;
                 if (role == RangeRole::communication) host.communication.push_back({start, end});

@@ -4,7 +4,7 @@
 
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/operation_names.h"
-#include "profiler/analysis/sql_query.h"
+#include "profiler/store/table_sql.h"
 #include "profiler/store/schema.h"
 
 #include <cstdlib>
@@ -45,46 +45,47 @@ class NameTableReader {
 
     std::vector<NameTotal> gpu_operations() {
         NameTotals totals;
-        SqlQuery kernels(
-            reader_.database(), reader_.path(),
+        store::Statement kernels = store::query(
+            reader_,
             "SELECT name_id, stream_id, SUM(end_ns - start_ns), COUNT(*) FROM kernels GROUP BY name_id, stream_id");
         while (kernels.next_row())
-            if (stream_in_scope(kernels.int64(1)))
-                totals.add("", normalised(kernels.int64(0)), kernels.int64(2), kernels.int64(3));
-        SqlQuery copies(
-            reader_.database(), reader_.path(),
+            if (stream_in_scope(kernels.column_int64(1)))
+                totals.add("", normalised(kernels.column_int64(0)), kernels.column_int64(2), kernels.column_int64(3));
+        store::Statement copies = store::query(
+            reader_,
             "SELECT direction, stream_id, SUM(end_ns - start_ns), COUNT(*) FROM memcpys GROUP BY direction, stream_id");
         while (copies.next_row())
-            if (stream_in_scope(copies.int64(1)))
-                totals.add("", memcpy_name(copies.int64(0)), copies.int64(2), copies.int64(3));
-        SqlQuery memsets(reader_.database(), reader_.path(),
-                         "SELECT stream_id, SUM(end_ns - start_ns), COUNT(*) FROM memsets GROUP BY stream_id");
+            if (stream_in_scope(copies.column_int64(1)))
+                totals.add("", memcpy_name(copies.column_int64(0)), copies.column_int64(2), copies.column_int64(3));
+        store::Statement memsets =
+            store::query(reader_, "SELECT stream_id, SUM(end_ns - start_ns), COUNT(*) FROM memsets GROUP BY stream_id");
         while (memsets.next_row())
-            if (stream_in_scope(memsets.int64(0)))
-                totals.add("", std::string(kMemsetOperationName), memsets.int64(1), memsets.int64(2));
+            if (stream_in_scope(memsets.column_int64(0)))
+                totals.add("", std::string(kMemsetOperationName), memsets.column_int64(1), memsets.column_int64(2));
         return totals.rows();
     }
 
     std::vector<NameTotal> api_calls() {
         NameTotals totals;
-        SqlQuery query(
-            reader_.database(), reader_.path(),
+        store::Statement query = store::query(
+            reader_,
             "SELECT name_id, thread_id, SUM(end_ns - start_ns), COUNT(*) FROM api_calls GROUP BY name_id, thread_id");
         while (query.next_row())
-            if (thread_in_scope(query.int64(1)))
-                totals.add("", normalised(query.int64(0)), query.int64(2), query.int64(3));
+            if (thread_in_scope(query.column_int64(1)))
+                totals.add("", normalised(query.column_int64(0)), query.column_int64(2), query.column_int64(3));
         return totals.rows();
     }
 
     std::vector<NameTotal> ranges() {
         NameTotals totals;
-        SqlQuery query(reader_.database(), reader_.path(),
-                       "SELECT domain_id, name_id, thread_id, SUM(end_ns - start_ns), COUNT(*) FROM ranges "
-                       "GROUP BY domain_id, name_id, thread_id");
+        store::Statement query =
+            store::query(reader_,
+                         "SELECT domain_id, name_id, thread_id, SUM(end_ns - start_ns), COUNT(*) FROM ranges "
+                         "GROUP BY domain_id, name_id, thread_id");
         while (query.next_row())
-            if (thread_in_scope(query.int64(2)))
-                totals.add(std::string(reader_.string(static_cast<trace::StringId>(query.int64(0)))),
-                           normalised(query.int64(1)), query.int64(3), query.int64(4));
+            if (thread_in_scope(query.column_int64(2)))
+                totals.add(std::string(reader_.string(static_cast<trace::StringId>(query.column_int64(0)))),
+                           normalised(query.column_int64(1)), query.column_int64(3), query.column_int64(4));
         return totals.rows();
     }
 
@@ -97,14 +98,14 @@ class NameTableReader {
         const TimeNs period = period_text ? std::strtoll(period_text->c_str(), nullptr, 10) : 0;
         if (period <= 0 || reader_.event_count("stack_samples") == 0) return {};
         sampled = true;
-        SqlQuery query(reader_.database(), reader_.path(),
-                       "SELECT stack_id, thread_id, COUNT(*) FROM stack_samples GROUP BY stack_id, thread_id");
+        store::Statement query = store::query(
+            reader_, "SELECT stack_id, thread_id, COUNT(*) FROM stack_samples GROUP BY stack_id, thread_id");
         while (query.next_row()) {
-            if (!thread_in_scope(query.int64(1))) continue;
+            if (!thread_in_scope(query.column_int64(1))) continue;
             const std::vector<trace::FrameInfo> frames =
-                reader_.stack_frames(static_cast<trace::StackId>(query.int64(0)));
+                reader_.stack_frames(static_cast<trace::StackId>(query.column_int64(0)));
             const std::string name = frames.empty() ? "(empty stack)" : frame_name(frames.back());
-            totals.add("", name, query.int64(2) * period, query.int64(2));
+            totals.add("", name, query.column_int64(2) * period, query.column_int64(2));
         }
         return totals.rows();
     }

@@ -2,7 +2,7 @@
 #include "profiler/export/chrome_trace.h"
 
 #include "profiler/analysis/operation_names.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 #include "profiler/export/collective_args.h"
 #include "profiler/export/json_text.h"
 #include "profiler/trace/chrome_layout.h"
@@ -268,12 +268,13 @@ void write_host_work(const store::TraceReader& reader, ChromeWriter& w, const Co
 
 // One flow per (API call, GPU operation) pair sharing a correlation id.
 void write_flows(const store::TraceReader& reader, ChromeWriter& w) {
-    store::Statement query(reader.database(), reader.path(),
-                           "SELECT a.thread_id, a.start_ns, g.device_id, g.stream_id, g.start_ns FROM api_calls a JOIN "
-                           "(SELECT correlation_id, device_id, stream_id, start_ns FROM kernels UNION ALL "
-                           "SELECT correlation_id, device_id, stream_id, start_ns FROM memcpys UNION ALL "
-                           "SELECT correlation_id, device_id, stream_id, start_ns FROM memsets) g "
-                           "ON g.correlation_id = a.correlation_id WHERE a.correlation_id != 0");
+    store::Statement query =
+        store::query(reader,
+                     "SELECT a.thread_id, a.start_ns, g.device_id, g.stream_id, g.start_ns FROM api_calls AS a JOIN "
+                     "(SELECT correlation_id, device_id, stream_id, start_ns FROM kernels UNION ALL "
+                     "SELECT correlation_id, device_id, stream_id, start_ns FROM memcpys UNION ALL "
+                     "SELECT correlation_id, device_id, stream_id, start_ns FROM memsets) AS g "
+                     "ON g.correlation_id = a.correlation_id WHERE a.correlation_id != 0");
     std::int64_t flow_id = 0;
     while (query.next_row()) {
         ++flow_id;

@@ -4,7 +4,6 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/enum_names.h"
 #include "profiler/analysis/gpu_time_by_range.h"
-#include "profiler/store/sqlite_util.h"
 #include "profiler/export/nested_events.h"
 
 #include <fmt/format.h>
@@ -37,11 +36,7 @@ analysis::StackTree host_stacks(const store::TraceReader& reader) {
             std::int64_t children_ns;
         };
         std::vector<Frame> open;
-        store::Statement query(reader.database(), reader.path(),
-                               "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
-                               "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
-                               "ORDER BY 1, 2 DESC, 4");
-        query.bind(1, thread.thread_id);
+        store::Statement query = thread_lane_query(reader, thread.thread_id);
         for_each_nested_event(
             query,
             [&reader](store::Statement& row) {

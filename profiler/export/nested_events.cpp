@@ -1,6 +1,8 @@
 // nested_events.cpp: the open-interval stack behind for_each_nested_event.
 #include "profiler/export/nested_events.h"
 
+#include "profiler/store/table_sql.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -30,6 +32,16 @@ void for_each_nested_event(store::Statement& query, const std::function<std::str
         close(stack.back().name, stack.back().end_ns);
         stack.pop_back();
     }
+}
+
+store::Statement thread_lane_query(const store::TraceReader& reader, trace::ThreadId thread) {
+    store::Statement query =
+        store::query(reader,
+                     "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
+                     "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
+                     "ORDER BY 1, 2 DESC, 4");
+    query.bind(1, thread);
+    return query;
 }
 
 }  // namespace ember::exporting

@@ -3,7 +3,7 @@
 
 #include "profiler/analysis/gpu_memory.h"
 #include "profiler/analysis/operation_names.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 #include "profiler/export/collective_args.h"
 
 #include "profiler/export/proto/perfetto_trace.pb.h"
@@ -323,8 +323,8 @@ class PerfettoExport {
     // A thread's API calls, push/pop ranges and collector overhead, nested, and its marks.
     void write_thread(const trace::ThreadInfo& thread) {
         std::uint64_t track = thread_uuid_[thread.thread_id];
-        store::Statement query(
-            reader_.database(), reader_.path(),
+        store::Statement query = store::query(
+            reader_,
             "SELECT start_ns, end_ns, 0, name_id, range_id, domain_id, category, typeof(payload), payload FROM ranges "
             "WHERE thread_id = ?1 AND depth >= 0 UNION ALL "
             "SELECT start_ns, end_ns, 1, name_id, correlation_id, result, 0, '', 0 FROM api_calls WHERE thread_id = ?1 "
@@ -355,9 +355,10 @@ class PerfettoExport {
 
     // Start/end ranges overlap anything: lanes of their process, in start order.
     void write_async_ranges() {
-        store::Statement query(reader_.database(), reader_.path(),
-                               "SELECT start_ns, end_ns, thread_id, name_id, domain_id, category, typeof(payload), "
-                               "payload FROM ranges WHERE depth < 0 ORDER BY start_ns, range_id");
+        store::Statement query =
+            store::query(reader_,
+                         "SELECT start_ns, end_ns, thread_id, name_id, domain_id, category, typeof(payload), "
+                         "payload FROM ranges WHERE depth < 0 ORDER BY start_ns, range_id");
         std::map<std::int64_t, OverlapLanes> lanes;  // by pid
         PendingEnds pending(writer_);
         while (query.next_row()) {
@@ -434,8 +435,8 @@ class PerfettoExport {
     // A stream's kernels, copies and memsets.
     void write_stream(const trace::StreamInfo& stream) {
         std::uint64_t track = stream_uuid_[stream.stream_id];
-        store::Statement query(
-            reader_.database(), reader_.path(),
+        store::Statement query = store::query(
+            reader_,
             "SELECT start_ns, end_ns, 0, correlation_id, name_id, launch_config_id, 0, 0 FROM kernels "
             "WHERE stream_id = ?1 UNION ALL "
             "SELECT start_ns, end_ns, 1, correlation_id, direction, bytes, source_kind, destination_kind FROM memcpys "
@@ -485,9 +486,10 @@ class PerfettoExport {
 
     // Host waits overlap each other (threads waiting at once): lanes per stream.
     void write_syncs() {
-        store::Statement query(reader_.database(), reader_.path(),
-                               "SELECT start_ns, end_ns, stream_id, kind, correlation_id, cuda_event_id FROM "
-                               "synchronizations ORDER BY start_ns");
+        store::Statement query =
+            store::query(reader_,
+                         "SELECT start_ns, end_ns, stream_id, kind, correlation_id, cuda_event_id FROM "
+                         "synchronizations ORDER BY start_ns");
         std::map<trace::StreamId, OverlapLanes> lanes;
         PendingEnds pending(writer_);
         while (query.next_row()) {

@@ -6,7 +6,7 @@
 #include "profiler/analysis/cpu_profile.h"
 #include "profiler/analysis/gpu_time_by_range.h"
 #include "profiler/analysis/operation_names.h"
-#include "profiler/store/sqlite_util.h"
+#include "profiler/store/table_sql.h"
 #include "profiler/export/json_text.h"
 #include "profiler/export/nested_events.h"
 
@@ -99,20 +99,17 @@ void export_speedscope(const store::TraceReader& reader, OutputFile& out, bool i
 
     out.buffer() += "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"profiles\":[";
     for (const trace::ThreadInfo& thread : reader.threads()) {
-        store::Statement query(reader.database(), reader.path(),
-                               "SELECT start_ns, end_ns, name_id, 0 FROM ranges WHERE thread_id = ?1 AND depth >= 0 "
-                               "UNION ALL SELECT start_ns, end_ns, name_id, 1 FROM api_calls WHERE thread_id = ?1 "
-                               "ORDER BY 1, 2 DESC, 4");
-        query.bind(1, thread.thread_id);
+        store::Statement query = thread_lane_query(reader, thread.thread_id);
         profiles.evented(fmt::format("thread {} (tid {})", thread.name.empty() ? "?" : thread.name, thread.tid), query,
                          string_column);
     }
     for (const trace::StreamInfo& stream : reader.streams()) {
-        store::Statement query(reader.database(), reader.path(),
-                               "SELECT start_ns, end_ns, name_id, 0 FROM kernels WHERE stream_id = ?1 "
-                               "UNION ALL SELECT start_ns, end_ns, direction, 1 FROM memcpys WHERE stream_id = ?1 "
-                               "UNION ALL SELECT start_ns, end_ns, 0, 2 FROM memsets WHERE stream_id = ?1 "
-                               "ORDER BY 1, 2 DESC, 4");
+        store::Statement query =
+            store::query(reader,
+                         "SELECT start_ns, end_ns, name_id, 0 FROM kernels WHERE stream_id = ?1 "
+                         "UNION ALL SELECT start_ns, end_ns, direction, 1 FROM memcpys WHERE stream_id = ?1 "
+                         "UNION ALL SELECT start_ns, end_ns, 0, 2 FROM memsets WHERE stream_id = ?1 "
+                         "ORDER BY 1, 2 DESC, 4");
         query.bind(1, stream.stream_id);
         profiles.evented(
             fmt::format("GPU {} stream {}{}{}", stream.device_id, stream.cuda_stream_id, stream.name.empty() ? "" : " ",

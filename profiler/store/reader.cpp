@@ -5,6 +5,7 @@
 #include "profiler/store/schema.h"
 #include "profiler/store/sqlite_util.h"
 #include "profiler/store/tables.h"
+#include "profiler/store/table_sql.h"
 
 #include <sys/stat.h>
 
@@ -111,6 +112,8 @@ struct TraceReader::Impl {
         return columns_of(kTable<Row>);
     }
     bool has_table(const TableInfo& table) const { return select_lists.count(table.name) != 0; }
+    // (table, column) of each declared column the file lacks. Set by check_tables().
+    std::set<std::pair<std::string, std::string>> absent_columns;
 
     std::vector<ProcessInfo> processes;
     std::vector<ThreadInfo> threads;
@@ -323,6 +326,7 @@ void TraceReader::Impl::check_tables() {
                                  std::to_string(schema_version) + " requires it)");
     }
     select_lists.clear();
+    absent_columns.clear();
     for (const TableInfo& table : kTables) {
         if (!present.count(table.name)) continue;
         std::set<std::string> columns;
@@ -336,6 +340,7 @@ void TraceReader::Impl::check_tables() {
         std::string list;
         for (const ColumnInfo& column : table.columns) {
             if (!list.empty()) list += ", ";
+            if (!columns.count(column.name)) absent_columns.insert({table.name, column.name});
             const bool absent = !columns.count(column.name) && column.options.default_sql != nullptr;
             list += absent ? column.options.default_sql : column.name;
         }
@@ -1106,8 +1111,13 @@ void TraceReader::build_missing_indexes() {
     impl.load_track_stats();
 }
 
-sqlite3* TraceReader::database() const {
-    return impl_->db;
+Statement query(const TraceReader& reader, TableSql sql) {
+    const TraceReader::Impl& impl = *reader.impl_;
+    if (impl.absent_columns.empty()) return Statement(impl.db, impl.path, sql.text());
+    return Statement(impl.db, impl.path,
+                     with_file_defaults(sql.text(), [&](const TableInfo& table, const ColumnInfo& column) {
+                         return impl.absent_columns.count({table.name, column.name}) != 0;
+                     }));
 }
 
 }  // namespace ember::store

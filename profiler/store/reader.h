@@ -29,9 +29,10 @@
 #include <string_view>
 #include <vector>
 
-struct sqlite3;
-
 namespace ember::store {
+
+class Statement;
+class TableSql;
 
 struct ReaderOptions {
     // Open read-write and build the indexes a killed writer never built (changes
@@ -208,15 +209,11 @@ class TraceReader {
     // Every interned string whose id is at least `first`, by id.
     std::vector<std::pair<trace::StringId, std::string>> strings_from(trace::StringId first) const;
 
-    // The underlying connection, for aggregate SQL (SUM/GROUP BY) that is faster in
-    // SQLite than in a visitor; only code of the trace library (profiler/) uses it.
-    // Read-only unless opened with build_missing_indexes. Errors from it must be
-    // reported with path() by the caller.
-    sqlite3* database() const;
-
     struct Impl;  // reader.cpp and its helpers
 
   private:
+    // store::query() (table_sql.h) is the one way to run SQL of one's own on the file.
+    friend Statement query(const TraceReader& reader, TableSql sql);
     std::unique_ptr<Impl> impl_;
 };
 

@@ -6,7 +6,8 @@
 # profiler/store/tables.h, and a copy elsewhere drifts. The run_metadata keys are named
 # once too (store::metadata_key in profiler/store/schema.h): a literal of one elsewhere
 # is a copy. Every violation is printed as file:line: text <- the rule; exit code 1 when
-# there is one. Tests (which plant old files on purpose) are not checked.
+# there is one. Tests (which plant old files on purpose) are not checked. Queries of
+# ember's tables are store::TableSql, checked against the declarations at compile time.
 set -u
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lint_common.sh"
 root=${1:?usage: store_access.sh ROOT}
@@ -37,6 +38,20 @@ check "CREATE TABLE|INSERT( OR [A-Z]+)? INTO \"?($tables)\"?[ (]|VALUES *\\(\\?"
     "ember's tables are declared once (profiler/store/tables.h): write them through the store"
 [ -n "$keys" ] && check "\"($keys)\"" \
     "run_metadata keys are named once (store::metadata_key in profiler/store/schema.h): use the name"
+
+# SQL of one's own on a trace is a store::TableSql run by store::query() (table_sql.h):
+# its names are checked against tables.h when it compiles. Only the importers (another
+# tool's database, through store::Connection) and the store's own benchmark (its raw
+# SQLite baseline) prepare statements themselves, and the importers never name an ember
+# table in a query.
+for folder in *; do
+    [ -d "$folder" ] && [ "$folder" != tests ] && [ "$folder" != build ] || continue
+    forbid_code "$folder" 'store::Connection|\bStatement [a-z_]+\([a-z_]+(\.get\(\))?, |Statement\(' \
+        "SQL on a trace is a store::TableSql run by store::query() (profiler/store/table_sql.h)" \
+        '^(profiler/store|profiler/import|bench/store_bench\.cpp)'
+done
+forbid_code profiler/import "FROM \"?($tables)\\b" \
+    "importers read ember's tables through TraceReader (or store::query), not a query of their own"
 
 if [ "$violations" -gt 0 ]; then
     echo "store access: $violations violation(s)" >&2

@@ -6,7 +6,7 @@ set -u
 checker=$(dirname "$0")/store_access.sh
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
-mkdir -p "$tree"/{profiler/store,profiler/import,profiler/analysis,bench,collectors,tests/profiler}
+mkdir -p "$tree"/{profiler/store,profiler/import,profiler/analysis,profiler/export,viewer/model,bench,collectors,tests/profiler}
 cat >"$tree/profiler/store/tables.h" <<'EOT'
     static constexpr const char* name = "kernels";
     static constexpr const char* name = "run_metadata";
@@ -25,7 +25,10 @@ cat >"$tree/profiler/import/fine.cpp" <<'EOT'
     Statement rows(db, path, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL");
     json["host"] = host;
     reader.metadata(store::metadata_key::cpu_sample_period_ns);
+    store::Connection nsys(path, store::Connection::Mode::read_only);
 EOT
+echo '    store::Statement rows = store::query(reader, "SELECT start_ns FROM kernels");' >"$tree/profiler/analysis/fine.cpp"
+echo '    const store::Statement& row = rows;' >>"$tree/profiler/analysis/fine.cpp"
 if ! bash "$checker" "$tree" >/dev/null; then
     echo "FAIL: a clean tree was refused"; bash "$checker" "$tree"; exit 1
 fi
@@ -35,13 +38,18 @@ echo '    Statement insert(db, path, "INSERT OR REPLACE INTO run_metadata (key, 
 echo '    prepare("INSERT INTO kernels VALUES (?,?,?,?,?,?,?,0,0)");' >"$tree/bench/bad_insert.cpp"
 echo '    exec("CREATE TABLE IF NOT EXISTS frames (frame_id INTEGER)");' >"$tree/profiler/analysis/bad_create.cpp"
 echo '    writer.set_metadata("cpu_sample_period_ns", text);' >"$tree/collectors/bad_key.cpp"
+echo '    store::Statement rows(db, path, "SELECT start_ns FROM kernels");' >"$tree/profiler/export/bad_statement.cpp"
+echo '    store::Connection trace(path, store::Connection::Mode::read_only);' >"$tree/viewer/model/bad_connection.cpp"
+echo '    Statement rows(db, path, "SELECT start_ns, end_ns FROM kernels WHERE stream_id = ?");' \
+    >"$tree/profiler/import/bad_select.cpp"
 output=$(bash "$checker" "$tree" 2>&1)
 status=$?
 echo "$output"
 [ "$status" -eq 1 ] || { echo "FAIL: exit $status, expected 1"; exit 1; }
 for planted in profiler/import/bad_open.cpp profiler/import/bad_insert.cpp bench/bad_insert.cpp \
-               profiler/analysis/bad_create.cpp collectors/bad_key.cpp; do
+               profiler/analysis/bad_create.cpp collectors/bad_key.cpp profiler/export/bad_statement.cpp \
+               viewer/model/bad_connection.cpp profiler/import/bad_select.cpp; do
     grep -q "^$planted:" <<<"$output" || { echo "FAIL: $planted was not reported"; exit 1; }
 done
-grep -q "5 violation" <<<"$output" || { echo "FAIL: expected 5 violations"; exit 1; }
+grep -q "8 violation" <<<"$output" || { echo "FAIL: expected 8 violations"; exit 1; }
 echo "PASS"
