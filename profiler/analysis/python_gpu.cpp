@@ -228,8 +228,7 @@ GpuWaits::GpuWaits(const store::TraceReader& reader) : reader_(reader) {
 }
 
 GpuWaits::ThreadKey GpuWaits::merged_key(const ThreadKey& key) {
-    constexpr std::int64_t kMergePidStep = 1'000'000'000;  // profiler/merge: a pid seen before moves by this
-    return key.first < 0 ? key : ThreadKey{key.first % kMergePidStep, key.second};
+    return ThreadKey{trace::original_pid(key.first), key.second};
 }
 
 GpuWaits::ThreadKey GpuWaits::key_of(trace::ThreadId thread) const {

@@ -290,7 +290,7 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
             }
         }
         int64_t pid = reader.run().pid;
-        while (pids.count(pid)) pid += 1000000000;  // same pid on two hosts
+        while (pids.count(pid)) pid += trace::kMergedPidStep;  // same pid on two hosts
         pids.insert(pid);
         RankCopier copier(reader, writer, rank, shift, next_device_id);
         copier.copy(pid);

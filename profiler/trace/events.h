@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <string>
 
 namespace ember::trace {
@@ -165,6 +166,14 @@ struct ProcessInfo {
     std::string name;
     bool operator==(const ProcessInfo&) const = default;
 };
+
+// A merged job file (profiler/merge) keeps each rank's pids; a pid already taken by an
+// earlier rank (the same pid on two hosts) moves up by kMergedPidStep until it is free.
+// original_pid() undoes that for a pid of a process (pid >= 0).
+inline constexpr std::int64_t kMergedPidStep = 1'000'000'000;
+constexpr std::int64_t original_pid(std::int64_t merged_pid) {
+    return merged_pid < 0 ? merged_pid : merged_pid % kMergedPidStep;
+}
 
 struct ThreadInfo {
     ThreadId thread_id = 0;  // assigned by the writer at registration
@@ -526,97 +535,36 @@ struct Track {
 // track column holds.
 // ---------------------------------------------------------------------------
 
-inline TimeNs start_of(const KernelEvent& e) {
-    return e.start_ns;
-}
-inline TimeNs start_of(const MemcpyEvent& e) {
-    return e.start_ns;
-}
-inline TimeNs start_of(const MemsetEvent& e) {
-    return e.start_ns;
-}
-inline TimeNs start_of(const SyncEvent& e) {
-    return e.start_ns;
-}
-inline TimeNs start_of(const ApiEvent& e) {
-    return e.start_ns;
-}
-inline TimeNs start_of(const RangeEvent& e) {
-    return e.start_ns;
-}
-inline TimeNs start_of(const MarkEvent& e) {
-    return e.time_ns;
-}
-inline TimeNs start_of(const CounterSample& e) {
-    return e.time_ns;
-}
-inline TimeNs start_of(const StackSample& e) {
-    return e.time_ns;
-}
-inline TimeNs start_of(const OverheadEvent& e) {
-    return e.start_ns;
-}
+// The event kinds stored on a track (a stream, a thread or a counter).
+template <typename Event>
+concept TrackEvent = std::is_same_v<Event, KernelEvent> || std::is_same_v<Event, MemcpyEvent> ||
+    std::is_same_v<Event, MemsetEvent> || std::is_same_v<Event, SyncEvent> || std::is_same_v<Event, ApiEvent> ||
+    std::is_same_v<Event, RangeEvent> || std::is_same_v<Event, MarkEvent> || std::is_same_v<Event, CounterSample> ||
+    std::is_same_v<Event, StackSample> || std::is_same_v<Event, OverheadEvent>;
 
-inline TimeNs end_of(const KernelEvent& e) {
-    return e.end_ns;
+template <TrackEvent Event>
+TimeNs start_of(const Event& e) {
+    if constexpr (requires { e.start_ns; })
+        return e.start_ns;
+    else
+        return e.time_ns;  // an instant
 }
-inline TimeNs end_of(const MemcpyEvent& e) {
-    return e.end_ns;
+template <TrackEvent Event>
+TimeNs end_of(const Event& e) {
+    if constexpr (requires { e.end_ns; })
+        return e.end_ns;
+    else
+        return e.time_ns;
 }
-inline TimeNs end_of(const MemsetEvent& e) {
-    return e.end_ns;
-}
-inline TimeNs end_of(const SyncEvent& e) {
-    return e.end_ns;
-}
-inline TimeNs end_of(const ApiEvent& e) {
-    return e.end_ns;
-}
-inline TimeNs end_of(const RangeEvent& e) {
-    return e.end_ns;
-}
-inline TimeNs end_of(const MarkEvent& e) {
-    return e.time_ns;
-}
-inline TimeNs end_of(const CounterSample& e) {
-    return e.time_ns;
-}
-inline TimeNs end_of(const StackSample& e) {
-    return e.time_ns;
-}
-inline TimeNs end_of(const OverheadEvent& e) {
-    return e.end_ns;
-}
-
-inline std::uint32_t track_of(const KernelEvent& e) {
-    return e.stream_id;
-}
-inline std::uint32_t track_of(const MemcpyEvent& e) {
-    return e.stream_id;
-}
-inline std::uint32_t track_of(const MemsetEvent& e) {
-    return e.stream_id;
-}
-inline std::uint32_t track_of(const SyncEvent& e) {
-    return e.stream_id;
-}
-inline std::uint32_t track_of(const ApiEvent& e) {
-    return e.thread_id;
-}
-inline std::uint32_t track_of(const RangeEvent& e) {
-    return e.thread_id;
-}
-inline std::uint32_t track_of(const MarkEvent& e) {
-    return e.thread_id;
-}
-inline std::uint32_t track_of(const CounterSample& e) {
-    return e.counter_id;
-}
-inline std::uint32_t track_of(const StackSample& e) {
-    return e.thread_id;
-}
-inline std::uint32_t track_of(const OverheadEvent& e) {
-    return e.thread_id;
+// A GPU event's stream, a counter sample's counter, any other event's thread.
+template <TrackEvent Event>
+std::uint32_t track_of(const Event& e) {
+    if constexpr (requires { e.stream_id; })
+        return e.stream_id;
+    else if constexpr (requires { e.counter_id; })
+        return e.counter_id;
+    else
+        return e.thread_id;
 }
 
 }  // namespace ember::trace

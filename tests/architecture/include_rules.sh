@@ -122,16 +122,17 @@ done
 #   variable names only in collectors/record_environment.h;
 # - the Chrome layout shared by `ember export --format chrome` and the Chrome importer:
 #   the GPU pids and synchronization lanes (1e9 next to a pid or tid) only in
-#   profiler/trace/chrome_layout.h;
+#   profiler/trace/chrome_layout.h, and a merged job's pid step only in
+#   profiler/trace/events.h (kMergedPidStep);
 # - JSON string escaping (a \u escape spelled out) only in common/json_string.h.
 record_rule="the recording environment lives in collectors/record_environment.h: use its names, never a copy"
 for folder in cli collectors profiler viewer bench engine samples tests; do
     forbid_code "$folder" '"EMBER_RECORD_' "$record_rule" '^collectors/record_environment\.h:'
 done
-chrome_rule="the Chrome layout (GPU pids, synchronization lanes) lives in profiler/trace/chrome_layout.h: never a copy"
-for folder in profiler/trace profiler/export profiler/import cli viewer; do
+chrome_rule="pids and tids 1e9 apart are the Chrome layout (profiler/trace/chrome_layout.h) or a merged job's pid step (kMergedPidStep, profiler/trace/events.h): never a copy"
+for folder in profiler/trace profiler/export profiler/import profiler/merge profiler/analysis profiler/job cli viewer; do
     forbid_code "$folder" "([Pp]id|[Tt]id)[^;]*1'?000'?000'?000|1'?000'?000'?000[^;]*([Pp]id|[Tt]id)" "$chrome_rule" \
-        '^profiler/trace/chrome_layout\.h:'
+        '^profiler/trace/chrome_layout\.h:|^profiler/trace/events\.h:[0-9]+:inline constexpr std::int64_t kMergedPidStep ='
 done
 json_rule="JSON strings are escaped by common/json_string.h (or nlohmann::json): never a second escaper"
 for folder in common cli collectors profiler viewer bench engine; do
