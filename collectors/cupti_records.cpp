@@ -96,13 +96,38 @@ const char* overhead_name(CUpti_ActivityOverheadKind kind) {
     }
 }
 
-trace::KernelEvent kernel_event(const CUpti_ActivityKernel10& record, trace::StreamId stream, trace::StringId name) {
-    trace::KernelEvent event;
+namespace {
+
+// The fields of every GPU activity record: its interval, device, stream, correlation
+// and CUDA graph (0 unless it ran through a graph launch).
+template <typename Event, typename Record>
+Event gpu_event(const Record& record, trace::StreamId stream) {
+    Event event;
     event.start_ns = static_cast<trace::TimeNs>(record.start);
     event.end_ns = static_cast<trace::TimeNs>(record.end);
     event.device_id = static_cast<trace::DeviceId>(record.deviceId);
     event.stream_id = stream;
     event.correlation_id = record.correlationId;
+    event.graph_id = record.graphId;
+    event.graph_node_id = record.graphNodeId;
+    return event;
+}
+
+// What a copy record says of the copy, peer or not.
+template <typename Record>
+trace::MemcpyEvent copy_event(const Record& record, trace::StreamId stream) {
+    trace::MemcpyEvent event = gpu_event<trace::MemcpyEvent>(record, stream);
+    event.direction = direction_from_cupti(record.copyKind);
+    event.bytes = record.bytes;
+    event.source_kind = memory_kind_from_cupti(record.srcKind);
+    event.destination_kind = memory_kind_from_cupti(record.dstKind);
+    return event;
+}
+
+}  // namespace
+
+trace::KernelEvent kernel_event(const CUpti_ActivityKernel10& record, trace::StreamId stream, trace::StringId name) {
+    trace::KernelEvent event = gpu_event<trace::KernelEvent>(record, stream);
     event.name_id = name;
     event.launch.grid_x = static_cast<std::uint32_t>(record.gridX);
     event.launch.grid_y = static_cast<std::uint32_t>(record.gridY);
@@ -113,59 +138,29 @@ trace::KernelEvent kernel_event(const CUpti_ActivityKernel10& record, trace::Str
     event.launch.registers_per_thread = record.registersPerThread;
     event.launch.static_shared_bytes = static_cast<std::uint32_t>(record.staticSharedMemory);
     event.launch.dynamic_shared_bytes = static_cast<std::uint32_t>(record.dynamicSharedMemory);
-    event.graph_id = record.graphId;  // both 0 unless launched through a graph launch API
-    event.graph_node_id = record.graphNodeId;
     return event;
 }
 
 trace::MemcpyEvent memcpy_event(const CUpti_ActivityMemcpy6& record, trace::StreamId stream) {
-    trace::MemcpyEvent event;
-    event.start_ns = static_cast<trace::TimeNs>(record.start);
-    event.end_ns = static_cast<trace::TimeNs>(record.end);
-    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
-    event.stream_id = stream;
+    trace::MemcpyEvent event = copy_event(record, stream);
     // The runtime call (cudaMemcpy) when there is one, else the driver call.
-    event.correlation_id = record.runtimeCorrelationId ? record.runtimeCorrelationId : record.correlationId;
-    event.direction = direction_from_cupti(record.copyKind);
-    event.bytes = record.bytes;
-    event.source_kind = memory_kind_from_cupti(record.srcKind);
-    event.destination_kind = memory_kind_from_cupti(record.dstKind);
-    event.graph_id = record.graphId;
-    event.graph_node_id = record.graphNodeId;
+    if (record.runtimeCorrelationId) event.correlation_id = record.runtimeCorrelationId;
     return event;
 }
 
 trace::MemcpyEvent peer_memcpy_event(const CUpti_ActivityMemcpyPtoP4& record, trace::StreamId stream) {
-    trace::MemcpyEvent event;
-    event.start_ns = static_cast<trace::TimeNs>(record.start);
-    event.end_ns = static_cast<trace::TimeNs>(record.end);
-    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
-    event.stream_id = stream;
-    event.correlation_id = record.correlationId;
-    event.direction = direction_from_cupti(record.copyKind);
-    event.bytes = record.bytes;
-    event.source_kind = memory_kind_from_cupti(record.srcKind);
-    event.destination_kind = memory_kind_from_cupti(record.dstKind);
+    trace::MemcpyEvent event = copy_event(record, stream);
     // The device that is not the one the copy ran on.
     std::uint32_t other = record.srcDeviceId == record.deviceId ? record.dstDeviceId : record.srcDeviceId;
     event.peer_device_id = static_cast<trace::DeviceId>(other);
-    event.graph_id = record.graphId;
-    event.graph_node_id = record.graphNodeId;
     return event;
 }
 
 trace::MemsetEvent memset_event(const CUpti_ActivityMemset4& record, trace::StreamId stream) {
-    trace::MemsetEvent event;
-    event.start_ns = static_cast<trace::TimeNs>(record.start);
-    event.end_ns = static_cast<trace::TimeNs>(record.end);
-    event.device_id = static_cast<trace::DeviceId>(record.deviceId);
-    event.stream_id = stream;
-    event.correlation_id = record.correlationId;
+    trace::MemsetEvent event = gpu_event<trace::MemsetEvent>(record, stream);
     event.bytes = record.bytes;
     event.value = record.value;
     event.memory_kind = memory_kind_from_cupti(record.memoryKind);
-    event.graph_id = record.graphId;
-    event.graph_node_id = record.graphNodeId;
     return event;
 }
 

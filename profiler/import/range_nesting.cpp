@@ -112,6 +112,21 @@ PendingRange pending_range_of(const trace::RangeEvent& range) {
     return pending;
 }
 
+trace::RangeEvent range_event_of(const PendingRange& range) {
+    trace::RangeEvent event;
+    event.start_ns = range.start_ns;
+    event.end_ns = range.end_ns;
+    event.thread_id = range.thread_id;
+    event.domain_id = range.domain_id;
+    event.name_id = range.name_id;
+    event.category = range.category;
+    event.color = range.color;
+    event.payload.kind = range.payload_kind;
+    event.payload.integer = range.payload_integer;
+    event.payload.real = range.payload_real;
+    return event;
+}
+
 trace::RangeEvent ThreadNesting::nest(const PendingRange& range, trace::RangeId id) {
     while (!open_.empty() && open_.back().end_ns <= range.start_ns) open_.pop_back();
     // A range that starts inside another but outlives it breaks push/pop nesting (a
@@ -122,20 +137,10 @@ trace::RangeEvent ThreadNesting::nest(const PendingRange& range, trace::RangeId 
         ++not_nested_;
         while (!open_.empty() && open_.back().end_ns < range.end_ns) open_.pop_back();
     }
-    trace::RangeEvent event;
+    trace::RangeEvent event = range_event_of(range);
     event.range_id = id;
-    event.start_ns = range.start_ns;
-    event.end_ns = range.end_ns;
-    event.thread_id = range.thread_id;
-    event.domain_id = range.domain_id;
-    event.name_id = range.name_id;
-    event.category = range.category;
-    event.color = range.color;
     event.depth = static_cast<std::int32_t>(open_.size());
     event.parent_range_id = open_.empty() ? 0 : open_.back().id;
-    event.payload.kind = range.payload_kind;
-    event.payload.integer = range.payload_integer;
-    event.payload.real = range.payload_real;
     open_.push_back({range.end_ns, id});
     return event;
 }

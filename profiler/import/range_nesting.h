@@ -56,6 +56,8 @@ struct PendingRange {
 
 // A nested range as it was before nesting: its id, depth and parent dropped (arrival 0).
 PendingRange pending_range_of(const trace::RangeEvent& range);
+// The range a pending one holds, without its id, depth and parent.
+trace::RangeEvent range_event_of(const PendingRange& range);
 
 // Depth and parent of one thread's ranges, visited in nesting order.
 class ThreadNesting {
