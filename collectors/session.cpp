@@ -88,15 +88,7 @@ std::optional<SessionOptions> options_from_environment() {
     SessionOptions options;
     options.path = *path;
     options.injected = true;
-    const RecordSettings settings = RecordSettings::from_environment();
-    options.paused = settings.paused;
-    options.nvml_hz = settings.nvml_hz;
-    options.cpu_sample_hz = settings.cpu_sample_hz;
-    options.control_socket = settings.control_socket;
-    options.quiet = settings.quiet;
-    options.trace_cuda = settings.trace_cuda;
-    options.trace_cuda_memory = settings.trace_cuda_memory;
-    options.python_call_sites = settings.python_call_sites;
+    static_cast<SessionSwitches&>(options) = RecordSettings::from_environment();  // every switch, as written
     return options;
 }
 
