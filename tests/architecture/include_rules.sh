@@ -124,6 +124,8 @@ done
 #   the GPU pids and synchronization lanes (1e9 next to a pid or tid) only in
 #   profiler/trace/chrome_layout.h;
 # - JSON string escaping (a \u escape spelled out) only in common/json_string.h.
+# - UTF-8 encoding of a code point (a lead byte 0xC0/0xE0/0xF0 or'd with the shifted
+#   code point, a continuation byte 0x80 | (... & 0x3F)) only in common/text.h.
 record_rule="the recording environment lives in collectors/record_environment.h: use its names, never a copy"
 for folder in cli collectors profiler viewer bench engine samples tests; do
     forbid_code "$folder" '"EMBER_RECORD_' "$record_rule" '^collectors/record_environment\.h:'
@@ -136,6 +138,11 @@ done
 json_rule="JSON strings are escaped by common/json_string.h (or nlohmann::json): never a second escaper"
 for folder in common cli collectors profiler viewer bench engine; do
     forbid_code "$folder" '\\\\u(\{|%|00)' "$json_rule" '^common/json_string\.h:'
+done
+utf8_rule="code points are encoded as UTF-8 by common/text.h (text::append_utf8): never a second encoder"
+for folder in common cli collectors profiler viewer bench engine samples; do
+    forbid_code "$folder" '0x[CcEeFf]0 *\| *\(?[A-Za-z_][A-Za-z_0-9]* *>> *(6|12|18)|0x80 *\| *\(.*& *0x3[Ff]' \
+        "$utf8_rule" '^common/text\.h:'
 done
 
 if [ "$violations" -gt 0 ]; then
