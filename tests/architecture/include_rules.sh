@@ -116,6 +116,15 @@ for folder in engine profiler collectors viewer cli bench samples; do
     forbid_code "$folder" 'gethostname[[:space:]]*\(|pthread_getname_np[[:space:]]*\(|PR_GET_NAME' "$os_rule"
     forbid_code "$folder" '/(comm|cmdline)"' "$os_rule"
 done
+# The collectors and the trace library read no std::chrono clock of their own either: a
+# time that is or meets a trace timestamp is os::monotonic_ns() (the base of every
+# trace), and an elapsed time (a commit interval, an import's duration) is
+# os::SteadyClock / os::seconds_since; a clock read elsewhere could stamp an event on
+# another base unnoticed.
+clock_rule="collectors/ and profiler/ read clocks through common/os.h (os::monotonic_ns for trace times, os::SteadyClock for elapsed time): never a std::chrono clock of their own"
+for folder in collectors profiler; do
+    forbid_code "$folder" '(steady_clock|high_resolution_clock|system_clock)::now' "$clock_rule"
+done
 
 # Contracts between programs have one home each as well, and a copy fails here:
 # - the recording environment `ember record` sets for the collector library: its
