@@ -15,6 +15,7 @@
 
 #include "profiler/store/trace_error.h"
 
+#include <exception>
 #include <string_view>
 
 namespace ember::cli {
@@ -23,6 +24,13 @@ inline constexpr int kBadInputExitCode = 2;
 inline constexpr int kRunTimeFailureExitCode = 1;
 inline constexpr int kDiffGateExitCode = 4;
 static_assert(kBadInputExitCode == store::kTraceErrorExitCode, "a bad trace is bad input");
+
+// The exit code of an exception that reached a program's main rather than a command's
+// own catch: a trace file's error (store::TraceError) is bad input, 2; anything else
+// (an MPI call that failed, memory) a failure at run time, 1.
+inline int exit_code_of(const std::exception& error) {
+    return dynamic_cast<const store::TraceError*>(&error) != nullptr ? kBadInputExitCode : kRunTimeFailureExitCode;
+}
 
 // Bad input: "ember COMMAND: MESSAGE", exit 2.
 [[noreturn]] void fail_command(std::string_view command, std::string_view message);

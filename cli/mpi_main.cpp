@@ -4,6 +4,7 @@
 // the processes: each reads its share once, the processes exchange only per-collective
 // summaries (MPI_Allgatherv), and the first process prints the answer a single process
 // would print. `ember` itself never links MPI, so its commands start at once.
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 #include "cli/job_input.h"
 #include "cli/main_app.h"
@@ -76,8 +77,10 @@ int main(int argc, char** argv) {
         ember::cli::add_stats_command(app);
         code = ember::cli::run_root_app(app, argc, argv);
     } catch (const std::exception& error) {
+        // What no command caught (an MPI call that failed, a trace file's error): the one
+        // exit-code rule of command_errors.h.
         std::fprintf(stderr, "ember-mpi: %s\n", error.what());
-        code = 2;
+        code = ember::cli::exit_code_of(error);
     }
     std::fflush(stdout);
     // A process that failed (a bad file in its shard) would leave the others waiting in

@@ -257,7 +257,7 @@ const ElfSymbolizer::Mapping* ElfSymbolizer::mapping_for(std::uintptr_t address)
     if (const Mapping* mapping = find()) return mapping;
     // A library loaded since the last read: read the maps again (at most every 100 ms,
     // so addresses outside any file, like JIT code, do not re-read it each time).
-    auto now = std::chrono::steady_clock::now();
+    auto now = os::SteadyClock::now();
     if (maps_read_ && now - last_maps_read_ < std::chrono::milliseconds(100)) return nullptr;
     maps_read_ = true;
     last_maps_read_ = now;

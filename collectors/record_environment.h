@@ -56,19 +56,34 @@ using EnvironmentVariable = std::pair<std::string, std::string>;
 // Reads one variable: null when it is not set. std::getenv by default; tests pass a map.
 using EnvironmentLookup = std::function<const char*(const char* name)>;
 
-// What `ember record` asks of the library in the recorded process.
-struct RecordSettings {
-    std::string output;                          // EMBER_RECORD_OUTPUT: absolute FILE; empty: not recorded
-    std::int64_t root_pid = 0;                   // EMBER_RECORD_ROOT_PID: the process ember record started
-    ChildPolicy children = ChildPolicy::suffix;  // EMBER_RECORD_CHILDREN
+// The switches of a recording session: what it captures and how it behaves. Both ways
+// of starting one carry them: `ember record` through the environment (RecordSettings
+// below) and the C API's ember_collector_start (SessionOptions, session.h). A new
+// switch is declared here once, and written and read in record_environment.cpp.
+struct SessionSwitches {
     bool paused = false;                         // EMBER_RECORD_PAUSED: open the file, capture nothing yet
     double cpu_sample_hz = kDefaultCpuSampleHz;  // EMBER_RECORD_CPU_HZ (0 = off)
     double nvml_hz = kDefaultNvmlHz;             // EMBER_RECORD_NVML_HZ (0 = off)
-    bool control_socket = true;                  // EMBER_RECORD_SOCKET: for `ember attach`
+    bool control_socket = true;                  // EMBER_RECORD_SOCKET: for `ember attach` (the C API: off)
     bool trace_cuda = true;                      // EMBER_RECORD_NO_CUDA, inverted
-    bool trace_cuda_memory = false;              // EMBER_RECORD_CUDA_MEMORY: CUPTI MEMORY2/MEMORY_POOL records
-    bool quiet = false;                          // EMBER_RECORD_QUIET
-    bool python_call_sites = true;               // EMBER_RECORD_PYTHON_CALL_SITES
+    // EMBER_RECORD_CUDA_MEMORY (`ember record --cuda-memory`): every device memory
+    // allocation and free, and stream-ordered pools (CUPTI MEMORY2 and MEMORY_POOL
+    // records -> memory_events).
+    bool trace_cuda_memory = false;
+    bool quiet = false;  // EMBER_RECORD_QUIET
+    // EMBER_RECORD_PYTHON_CALL_SITES: in a CPython process, each CUDA API call carries its
+    // Python stack (python_call_site.h).
+    bool python_call_sites = true;
+
+    bool operator==(const SessionSwitches&) const = default;
+};
+
+// What `ember record` asks of the library in the recorded process: where it writes, and
+// the session's switches.
+struct RecordSettings : SessionSwitches {
+    std::string output;                          // EMBER_RECORD_OUTPUT: absolute FILE; empty: not recorded
+    std::int64_t root_pid = 0;                   // EMBER_RECORD_ROOT_PID: the process ember record started
+    ChildPolicy children = ChildPolicy::suffix;  // EMBER_RECORD_CHILDREN
 
     // Every variable above as NAME=value (flags "1"/"0", rates exact to the last bit).
     std::vector<EnvironmentVariable> to_environment() const;

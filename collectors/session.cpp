@@ -88,15 +88,7 @@ std::optional<SessionOptions> options_from_environment() {
     SessionOptions options;
     options.path = *path;
     options.injected = true;
-    const RecordSettings settings = RecordSettings::from_environment();
-    options.paused = settings.paused;
-    options.nvml_hz = settings.nvml_hz;
-    options.cpu_sample_hz = settings.cpu_sample_hz;
-    options.control_socket = settings.control_socket;
-    options.quiet = settings.quiet;
-    options.trace_cuda = settings.trace_cuda;
-    options.trace_cuda_memory = settings.trace_cuda_memory;
-    options.python_call_sites = settings.python_call_sites;
+    static_cast<SessionSwitches&>(options) = RecordSettings::from_environment();  // every switch, as written
     return options;
 }
 
@@ -287,7 +279,7 @@ void Session::start_components() {
             store::block_flush_signals_in_this_thread();
             Components& flusher_parts = *components_;
             std::unique_lock lock(flusher_parts.flusher_mutex);
-            auto last_flush = std::chrono::steady_clock::now();
+            auto last_flush = os::SteadyClock::now();
             std::uint64_t handled_epoch = flusher_parts.signal_epoch_at_start;
             while (!flusher_parts.flusher_stop) {
                 // Short waits so a signal's flush request is served within ~10 ms.
@@ -295,11 +287,11 @@ void Session::start_components() {
                 if (flusher_parts.flusher_stop) break;
                 const std::uint64_t epoch = store::signal_flush_epoch(store::FlushStage::producers);
                 const bool signalled = epoch != handled_epoch;
-                bool periodic = std::chrono::steady_clock::now() - last_flush >= std::chrono::milliseconds(100);
+                bool periodic = os::SteadyClock::now() - last_flush >= std::chrono::milliseconds(100);
                 if (!signalled && !periodic) continue;
                 lock.unlock();
                 cupti_flush(signalled);
-                last_flush = std::chrono::steady_clock::now();
+                last_flush = os::SteadyClock::now();
                 if (signalled) {
                     handled_epoch = epoch;
                     store::acknowledge_signal_flush(store::FlushStage::producers);

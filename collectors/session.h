@@ -27,23 +27,15 @@ namespace ember::collector {
 
 class PythonCallSites;
 
-struct SessionOptions {
+// A session's options: the file, the switches (record_environment.h: the ones `ember
+// record` passes too, declared once there), and what only the C API sets.
+struct SessionOptions : SessionSwitches {
+    // The C API listens for `ember attach` only when asked (ember_collector_options).
+    SessionOptions() { control_socket = false; }
+
     std::string path;
-    bool paused = false;
-    bool trace_cuda = true;
-    // Every device memory allocation and free, and stream-ordered pools (CUPTI MEMORY2
-    // and MEMORY_POOL records -> memory_events): `ember record --cuda-memory`,
-    // EMBER_RECORD_CUDA_MEMORY=1.
-    bool trace_cuda_memory = false;
     bool trace_nvtx = true;
-    double nvml_hz = kDefaultNvmlHz;
-    double cpu_sample_hz = kDefaultCpuSampleHz;
-    bool control_socket = false;
-    bool quiet = false;
     bool injected = false;  // started by `ember record` (environment), not by the C API
-    // In a CPython process, each CUDA API call carries its Python stack
-    // (python_call_site.h); RecordSettings::python_call_sites off turns it off.
-    bool python_call_sites = true;
 };
 
 // How the process that loaded the library learns it is being recorded: the

@@ -7,7 +7,8 @@
 // collectors, the trace library, the viewer and the benchmarks all share one copy
 // (common/ is the one folder every room may include; it includes nothing of ember).
 // tests/architecture/include_rules.sh fails on a clock_gettime, gethostname,
-// pthread_getname_np or /proc/.../comm or cmdline read anywhere else.
+// pthread_getname_np or /proc/.../comm or cmdline read anywhere else, and on a
+// std::chrono clock read in collectors/ or profiler/ (SteadyClock below is theirs).
 #pragma once
 
 #include <fcntl.h>

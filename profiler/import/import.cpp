@@ -2,6 +2,7 @@
 // each (a job file of several inputs is profiler/job's import_job_file).
 #include "profiler/import/import.h"
 
+#include "common/os.h"
 #include "profiler/import/import_sink.h"
 #include "profiler/import/importers.h"
 #include "profiler/store/trace_files.h"
@@ -12,7 +13,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -103,7 +103,7 @@ bool same_file(const std::string& a, const std::string& b) {
 }  // namespace
 
 ImportedFile import_file(const std::string& input, const std::string& output, const ImportOptions& options) {
-    auto started = std::chrono::steady_clock::now();
+    const os::SteadyClock::time_point started = os::SteadyClock::now();
     SourceFormat format = options.format == SourceFormat::auto_detect ? detect_format(input) : options.format;
     if (format == SourceFormat::ember) {
         throw TraceError(TraceErrorKind::bad_value, input, "already an ember trace: there is nothing to import");
@@ -149,7 +149,7 @@ ImportedFile import_file(const std::string& input, const std::string& output, co
         store::remove_trace_files(temporary);
         throw TraceError(TraceErrorKind::io, input, fmt::format("import failed: {}", error.what()));
     }
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.seconds = os::seconds_since(started);
     return result;
 }
 

@@ -5,6 +5,7 @@
 //   [SECTION] The machine: stack, marks, memo, and one case per opcode
 #include "profiler/import/pickle_reader.h"
 
+#include "common/text.h"
 #include "profiler/store/trace_error.h"
 
 #include <fmt/format.h>
@@ -540,24 +541,6 @@ class Machine {
         return static_cast<std::int64_t>(value);
     }
 
-    static void append_utf8(std::string& out, std::uint32_t code) {
-        if (code < 0x80) {
-            out.push_back(static_cast<char>(code));
-        } else if (code < 0x800) {
-            out.push_back(static_cast<char>(0xC0 | (code >> 6)));
-            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        } else if (code < 0x10000) {
-            out.push_back(static_cast<char>(0xE0 | (code >> 12)));
-            out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        } else {
-            out.push_back(static_cast<char>(0xF0 | (code >> 18)));
-            out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        }
-    }
-
     static int hex_digit(char c) {
         if (c >= '0' && c <= '9') return c - '0';
         if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -638,10 +621,10 @@ class Machine {
                     code = code * 16 + static_cast<std::uint32_t>(d);
                 }
                 if (code > 0x10FFFF) fail("UNICODE: a code point beyond U+10FFFF");
-                append_utf8(out, code);
+                text::append_utf8(out, code);
                 i += 1 + digits;
             } else {
-                append_utf8(out, c);
+                text::append_utf8(out, c);
             }
         }
         return out;

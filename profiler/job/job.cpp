@@ -4,6 +4,7 @@
 #include "profiler/import/import.h"
 #include "profiler/merge/merge.h"
 #include "profiler/store/reader.h"
+#include "profiler/store/trace_files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -249,10 +250,15 @@ std::string job_trace_file(const std::vector<std::string>& paths, const std::vec
     merge::MergeOptions options;
     options.placements = std::move(placements);
     options.metadata.emplace_back("job_inputs", key);
-    merge::merge_traces(traces, temporary, options);
-    std::filesystem::rename(temporary, output, error);
-    if (error)
-        throw store::TraceError(store::TraceErrorKind::io, output, "cannot write the job file: " + error.message());
+    try {
+        merge::merge_traces(traces, temporary, options);
+    } catch (...) {
+        store::remove_trace_files(temporary);
+        throw;
+    }
+    // Onto the cache's name only once complete; a stale -wal of an older job file there is
+    // removed first, so it is never replayed into this one.
+    store::move_trace_into_place(temporary, output, "the job file");
     return output;
 }
 

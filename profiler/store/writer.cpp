@@ -229,7 +229,7 @@ struct TraceWriter::Impl {
     TimeNs latest_time = std::numeric_limits<TimeNs>::min();
     bool transaction_open = false;
     bool rows_since_commit = false;
-    std::chrono::steady_clock::time_point last_commit;
+    os::SteadyClock::time_point last_commit;
     std::uint64_t handled_signal_epoch = 0;
 
     // Stats.
@@ -516,7 +516,7 @@ void TraceWriter::Impl::commit() {
     exec_sql(db, path, "COMMIT");
     transaction_open = false;
     if (options.index_while_writing) drop_indexes_of_disordered_tables();
-    auto now = std::chrono::steady_clock::now();
+    auto now = os::SteadyClock::now();
     double gap_ms = std::chrono::duration<double, std::milli>(now - last_commit).count();
     if (gap_ms > max_commit_gap_ms.load(std::memory_order_relaxed)) max_commit_gap_ms.store(gap_ms);
     last_commit = now;
@@ -742,7 +742,7 @@ void TraceWriter::Impl::run_writer_thread() {
     block_flush_signals_in_this_thread();
     pthread_setname_np(pthread_self(), "ember trace");
     try {
-        last_commit = std::chrono::steady_clock::now();
+        last_commit = os::SteadyClock::now();
         begin_transaction();
         auto interval = std::min(options.commit_interval, std::chrono::milliseconds(kMaxCommitInterval));
         // Commit early (at 3/4 of the interval): on a busy machine a pass and the
@@ -756,7 +756,7 @@ void TraceWriter::Impl::run_writer_thread() {
             bool must_flush = stopping || signal_flush || flush_target > flush_completed;
 
             std::uint64_t drained = drain_rings(must_flush);
-            auto now = std::chrono::steady_clock::now();
+            auto now = os::SteadyClock::now();
             if (must_flush || (rows_since_commit && now - last_commit >= commit_after)) {
                 if (rows_since_commit || must_flush) commit();
             }

@@ -116,6 +116,15 @@ for folder in engine profiler collectors viewer cli bench samples; do
     forbid_code "$folder" 'gethostname[[:space:]]*\(|pthread_getname_np[[:space:]]*\(|PR_GET_NAME' "$os_rule"
     forbid_code "$folder" '/(comm|cmdline)"' "$os_rule"
 done
+# The collectors and the trace library read no std::chrono clock of their own either: a
+# time that is or meets a trace timestamp is os::monotonic_ns() (the base of every
+# trace), and an elapsed time (a commit interval, an import's duration) is
+# os::SteadyClock / os::seconds_since; a clock read elsewhere could stamp an event on
+# another base unnoticed.
+clock_rule="collectors/ and profiler/ read clocks through common/os.h (os::monotonic_ns for trace times, os::SteadyClock for elapsed time): never a std::chrono clock of their own"
+for folder in collectors profiler; do
+    forbid_code "$folder" '(steady_clock|high_resolution_clock|system_clock)::now' "$clock_rule"
+done
 
 # Contracts between programs have one home each as well, and a copy fails here:
 # - the recording environment `ember record` sets for the collector library: its
@@ -125,6 +134,8 @@ done
 #   profiler/trace/chrome_layout.h, and a merged job's pid step only in
 #   profiler/trace/events.h (kMergedPidStep);
 # - JSON string escaping (a \u escape spelled out) only in common/json_string.h.
+# - UTF-8 encoding of a code point (a lead byte 0xC0/0xE0/0xF0 or'd with the shifted
+#   code point, a continuation byte 0x80 | (... & 0x3F)) only in common/text.h.
 record_rule="the recording environment lives in collectors/record_environment.h: use its names, never a copy"
 for folder in cli collectors profiler viewer bench engine samples tests; do
     forbid_code "$folder" '"EMBER_RECORD_' "$record_rule" '^collectors/record_environment\.h:'
@@ -137,6 +148,11 @@ done
 json_rule="JSON strings are escaped by common/json_string.h (or nlohmann::json): never a second escaper"
 for folder in common cli collectors profiler viewer bench engine; do
     forbid_code "$folder" '\\\\u(\{|%|00)' "$json_rule" '^common/json_string\.h:'
+done
+utf8_rule="code points are encoded as UTF-8 by common/text.h (text::append_utf8): never a second encoder"
+for folder in common cli collectors profiler viewer bench engine samples; do
+    forbid_code "$folder" '0x[CcEeFf]0 *\| *\(?[A-Za-z_][A-Za-z_0-9]* *>> *(6|12|18)|0x80 *\| *\(.*& *0x3[Ff]' \
+        "$utf8_rule" '^common/text\.h:'
 done
 
 if [ "$violations" -gt 0 ]; then

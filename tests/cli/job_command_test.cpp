@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -135,6 +137,33 @@ TEST_F(JobCommands, ExportOfSeveralRankFilesIsTheJob) {
             processes.insert(event["args"]["name"].get<std::string>());
     for (int r = 0; r < 4; ++r)
         EXPECT_TRUE(processes.count("rank " + std::to_string(r) + " (pid " + std::to_string(20000 + r) + ")")) << r;
+}
+
+// The job file of several rank files is cached (XDG_CACHE_HOME/ember/job-*.db). Written
+// again, it is moved into place over a stale SQLite companion of an older job file (a
+// -wal replayed into the new file would change it), which is removed, and no temporary
+// is left in the cache.
+TEST_F(JobCommands, TheCachedJobFileReplacesAStaleCompanion) {
+    const Result first = run("stats" + files_);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    const std::filesystem::path cache = folder_ + "/cache/ember";
+    std::vector<std::filesystem::path> jobs;
+    for (const auto& entry : std::filesystem::directory_iterator(cache))
+        if (entry.path().filename().string().rfind("job-", 0) == 0 && entry.path().extension() == ".db")
+            jobs.push_back(entry.path());
+    ASSERT_EQ(jobs.size(), 1u);
+    const std::string job = jobs.front().string();
+    std::filesystem::remove(job);
+    const std::string stale = "a -wal of an older job file";
+    std::ofstream(job + "-wal") << stale;
+    const Result again = run("stats" + files_);
+    ASSERT_EQ(again.exit_code, 0) << again.output;
+    EXPECT_EQ(again.output, first.output);
+    std::ifstream companion(job + "-wal");
+    const std::string left((std::istreambuf_iterator<char>(companion)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(left.find(stale), std::string::npos) << "the stale -wal is still beside the job file";
+    for (const auto& entry : std::filesystem::directory_iterator(cache))
+        EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
 }
 
 TEST_F(JobCommands, OneRankSaysWhatItNeeds) {

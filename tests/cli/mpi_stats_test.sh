@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `ember stats FILES... --report collectives` under mpirun: the rank files sharded over 3
 # processes give the same JSON, byte for byte, as one process; a file no process can
-# read ends every process with a message naming it. So do those of a two-dimensional
-# job whose collectives are matched within process groups.
+# read ends every process with a message naming it, exit code 2. So do those of a
+# two-dimensional job whose collectives are matched within process groups.
 # Usage: mpi_stats_test.sh EMBER_BINARY WORK_DIR
 set -euo pipefail
 source "$(dirname "$0")/../engine/train/mpi_two_ranks.sh"
@@ -27,8 +27,9 @@ grep -q '"pg 1 (mesh_tp) ranks 0-1"' "$work/mesh_three.json" || { echo "FAIL: no
 # Text, and every report (the job file is built by the first process alone).
 mpi 2 "$ember" stats $files >"$work/all.txt"
 [ "$(grep -c '^Collectives across ranks' "$work/all.txt")" = 1 ] || { echo "FAIL: printed other than once"; exit 1; }
-if mpi 2 "$ember" stats $files "$work/no-such-rank.db" --report collectives >"$work/bad.out" 2>&1; then
-    echo "FAIL: a missing rank file succeeded"; exit 1
-fi
+# Bad input under MPI too: every process ends (MPI_Abort) with exit code 2, as one would.
+status=0
+mpi 2 "$ember" stats $files "$work/no-such-rank.db" --report collectives >"$work/bad.out" 2>&1 || status=$?
+[ "$status" -eq 2 ] || { cat "$work/bad.out"; echo "FAIL: a missing rank file ended with exit $status, not 2"; exit 1; }
 grep -q "no-such-rank.db" "$work/bad.out" || { cat "$work/bad.out"; echo "FAIL: the message names no file"; exit 1; }
 echo "mpi stats: 3 processes give one process's answer"

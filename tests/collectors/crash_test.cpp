@@ -42,32 +42,32 @@ KilledRecording record_then_kill(const std::vector<std::string>& argv, int signa
 
 TEST(CollectorCrash, SigkillKeepsEverythingUpToTheLastCommit) {
     std::string path = test::temp_path("sigkill.db");
+    const test::RemovedAtEnd removed(path);  // the file and the -wal, -shm a killed writer leaves
     KilledRecording killed =
         record_then_kill({test::bin("sample_nvtx_threads_inprocess"), "--record", path, "--forever"}, SIGKILL, path);
     EXPECT_GT(killed.ranges, 100);  // ~1 tick per ms for 700 ms
     // Commits come every 200 ms: the file reaches within one interval (+ slack) of the kill.
     EXPECT_GE(killed.last_end_ns, killed.kill_ns - 400'000'000) << "lost more than one commit interval";
-    std::remove(path.c_str());
 }
 
 TEST(CollectorCrash, SigtermFlushesEverything) {
     std::string path = test::temp_path("sigterm.db");
+    const test::RemovedAtEnd removed(path);  // the file and the -wal, -shm a killed writer leaves
     KilledRecording killed =
         record_then_kill({test::bin("sample_nvtx_threads_inprocess"), "--record", path, "--forever"}, SIGTERM, path);
     EXPECT_GT(killed.ranges, 100);
     // Flushed at the signal: the last tick ended moments before it, far less than a commit interval.
     EXPECT_GE(killed.last_end_ns, killed.kill_ns - 50'000'000);
-    std::remove(path.c_str());
 }
 
 TEST(CollectorCrash, EmberRecordForwardsSigintAndTheFileIsFlushed) {
     std::string path = test::temp_path("sigint.db");
+    const test::RemovedAtEnd removed(path);  // the file and the -wal, -shm a killed writer leaves
     KilledRecording killed = record_then_kill(
         {test::bin("ember"), "record", "-q", "-o", path, "--", test::bin("sample_nvtx_threads"), "--forever"}, SIGINT,
         path);
     EXPECT_GT(killed.ranges, 100);
     EXPECT_GE(killed.last_end_ns, killed.kill_ns - 50'000'000);
-    std::remove(path.c_str());
 }
 
 }  // namespace
@@ -85,6 +85,7 @@ TEST(CollectorAttach, PausedRecordingStartsOnAttach) {
     std::filesystem::permissions(runtime, std::filesystem::perms::owner_all);
     std::string xdg = "XDG_RUNTIME_DIR=" + runtime;
     std::string path = test::temp_path("attach.db");
+    const test::RemovedAtEnd removed(path);  // the file and the -wal, -shm a killed writer leaves
     test::Child recorder = test::spawn(
         {test::bin("ember"), "record", "--paused", "-o", path, "--", test::bin("sample_nvtx_threads"), "--forever"},
         {xdg});
@@ -123,7 +124,6 @@ TEST(CollectorAttach, PausedRecordingStartsOnAttach) {
     EXPECT_GT(ranges, 50);  // ~300 ms of 1 ms ticks
     // At most the tick open when capture began may predate the attach reply.
     EXPECT_LE(before_attach, 1);
-    std::remove(path.c_str());
     std::filesystem::remove_all(runtime);
 }
 

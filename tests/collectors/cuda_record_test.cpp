@@ -78,7 +78,7 @@ TEST(CollectorCuda, CudaBasicsUnderEmberRecord) {
     EXPECT_EQ(pageable_htod, 1);
     EXPECT_EQ(pinned_htod, 1);
     EXPECT_EQ(pinned_dtoh, 1);
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorCuda, CudaMemoryRecordsEveryAllocationAndFree) {
@@ -115,7 +115,7 @@ TEST(CollectorCuda, CudaMemoryRecordsEveryAllocationAndFree) {
     ASSERT_EQ(report.devices.size(), 1u);
     EXPECT_EQ(report.devices[0].peak_allocated_bytes, 2 * bytes);
     EXPECT_EQ(report.devices[0].peak_reserved_bytes, 2 * bytes);  // cudaMalloc reserves what it allocates
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 }  // namespace

@@ -228,7 +228,7 @@ TEST(CuptiRecords, RecorderWritesEventsStreamsAndDevicesReadableBack) {
     ASSERT_EQ(sets.size(), 1u);
     EXPECT_EQ(sets[0].bytes, 64u);
     EXPECT_EQ(sets[0].value, 0xABu);
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 // ---------------------------------------------------------------------------
@@ -447,7 +447,7 @@ TEST(CuptiRecords, RecorderWritesMemoryEventsReplayingToThePeak) {
     EXPECT_EQ(reserved, 2 << 20);
     EXPECT_EQ(thread_of_alloc,
               (std::map<std::uint64_t, std::string>{{0x1000000, "main"}, {0x9000000, "worker"}, {0x2000000, "main"}}));
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 }  // namespace

@@ -203,7 +203,7 @@ TEST(CollectorMemory, HeapsAndRegionsBecomeSegmentsAndBlocks) {
     EXPECT_EQ(report.devices[0].peak_reserved_bytes, 0x1000);
     EXPECT_EQ(report.devices[2].device, 2);
     EXPECT_EQ(report.devices[2].peak_allocated_bytes, 0x800);
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorMemory, ASessionOpenedLateStartsFromWhatIsLive) {
@@ -234,7 +234,7 @@ TEST(CollectorMemory, ASessionOpenedLateStartsFromWhatIsLive) {
     EXPECT_EQ(seen[3].action, MemoryAction::free_completed);
     EXPECT_EQ(seen[4].action, MemoryAction::free_completed);
     EXPECT_EQ(seen[5], (Seen{MemoryAction::segment_free, -1, 0x50000, 0x4000, ""}));
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorMemory, MalformedCallsAreIgnored) {
@@ -251,7 +251,7 @@ TEST(CollectorMemory, MalformedCallsAreIgnored) {
     std::string error;
     ASSERT_TRUE(collector::stop_session(&error)) << error;
     EXPECT_TRUE(memory_events(path).empty());
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ TEST(CollectorNames, CategoryNamesOfTheDefaultAndOtherDomainsAreStored) {
     EXPECT_EQ(category_names(reader), expected);
     EXPECT_EQ(reader.nvtx_category_name(trace::kNoString, 2), "forward pass");
     EXPECT_EQ(reader.nvtx_category_name(trace::kNoString, 9), "");
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorNames, StreamNamesAreKeptPerHandle) {
@@ -134,7 +134,7 @@ TEST(CollectorNames, AStreamNameReachesItsRowBeforeOrAfterTheRowIsWritten) {
     std::map<std::uint64_t, std::string> names;
     for (const trace::StreamInfo& stream : reader.streams()) names[stream.cuda_stream_id] = stream.name;
     EXPECT_EQ(names, (std::map<std::uint64_t, std::string>{{7, "main"}, {8, "copies"}, {9, "compute"}}));
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorNames, AFileWithoutTheCategoryTableStillOpens) {
@@ -155,7 +155,7 @@ TEST(CollectorNames, AFileWithoutTheCategoryTableStillOpens) {
     EXPECT_TRUE(reader.complete());
     EXPECT_TRUE(reader.nvtx_category_names().empty());
     EXPECT_EQ(reader.nvtx_category_name(trace::kNoString, 1), "");
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 }  // namespace

@@ -169,7 +169,7 @@ TEST(CollectorNvtx, InProcessRecordingHoldsExactlyTheSampleEvents) {
     std::int64_t after = test::monotonic_ns();
     ASSERT_EQ(code, 0) << output;
     expect_sample_events(path, before, after);
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorNvtx, EmberRecordHoldsExactlyTheSampleEvents) {
@@ -181,7 +181,7 @@ TEST(CollectorNvtx, EmberRecordHoldsExactlyTheSampleEvents) {
     ASSERT_EQ(code, 0) << output;
     EXPECT_NE(output.find("17 NVTX ranges, 3 marks, 2 counter samples"), std::string::npos) << output;
     expect_sample_events(path, before, after);
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 TEST(CollectorNvtx, EmberRecordPassesOnTheExitStatus) {
@@ -220,7 +220,7 @@ TEST(CollectorNvtx, ChildProcessesGetTheirOwnFilesOrAreSkipped) {
     ASSERT_EQ(children.size(), 2u) << output;
     for (const std::string& child : children) {
         expect_sample_events(child, before, after);
-        std::remove(child.c_str());
+        store::remove_trace_files(child);
     }
     EXPECT_FALSE(std::filesystem::exists(base + ".db"));  // the shell itself never loaded the collector
 

@@ -101,7 +101,7 @@ class CallSite : public ::testing::TestWithParam<Interpreter> {
             unlink(child_.output_path.c_str());
         }
         unlink(script_.c_str());
-        std::remove(trace_.c_str());
+        store::remove_trace_files(trace_);
     }
 
     std::string script_, trace_;
@@ -180,7 +180,7 @@ TEST(CallSiteInProcess, AProgramThatIsNotPythonHasNoCallSites) {
         EXPECT_NE(why.find("not a CPython process"), std::string::npos) << why;
         writer.close();
     }
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
 }
 
 // The collector's own path: an interpreter in this process (Debian's libpython3.11,
@@ -249,7 +249,7 @@ TEST(CallSiteInProcess, AnEmbeddedInterpretersCallerIsTheScriptsLine) {
     }
     store::TraceReader reader(path);
     const std::vector<trace::FrameInfo> frames = reader.stack_frames(stack);
-    std::remove(path.c_str());
+    store::remove_trace_files(path);
     ASSERT_EQ(frames.size(), 3u);
     EXPECT_EQ(frames[0].function, "<module>");
     EXPECT_EQ(frames[0].line, kEmbeddedStepLine);

@@ -150,8 +150,8 @@ TEST(CollectorPythonGpu, EveryCudaCallCarriesThePythonLineThatMadeIt) {
             EXPECT_EQ(row.site.location, script + ":" + std::to_string(kSynchronizeLine));
         }
     EXPECT_TRUE(waited);
-    std::remove(path.c_str());
-    std::remove((path.substr(0, path.size() - 3) + ".python.db").c_str());  // the Python sampler's file
+    store::remove_trace_files(path);
+    store::remove_trace_files(path.substr(0, path.size() - 3) + ".python.db");  // the Python sampler's file
     unlink(script.c_str());
 }
 

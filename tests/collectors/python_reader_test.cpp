@@ -61,14 +61,17 @@ std::string script_path() {
     return path;
 }
 
-// The running program, killed at the end of the test.
+// The running program, killed at the end of the test (or by stop(), before the files
+// it writes are removed).
 struct Program {
     test::Child child;
-    ~Program() {
+    ~Program() { stop(); }
+    void stop() {
         if (child.pid > 0) {
             kill(child.pid, SIGKILL);
             test::wait_for(child, 10);
             unlink(child.output_path.c_str());
+            child.pid = -1;
         }
     }
     bool running() const {
@@ -871,6 +874,7 @@ class NativeVersions : public ::testing::TestWithParam<Interpreter> {
         if (const std::string why = ptrace_refusal(program_.child.pid); !why.empty()) GTEST_SKIP() << why;
     }
     void TearDown() override {
+        program_.stop();  // it rewrites its progress file until it is gone
         unlink(script_.c_str());
         unlink(progress_.c_str());
     }

@@ -61,7 +61,8 @@ TEST(CollectorOutputPath, RootChildrenAndRanks) {
 }
 
 // The library reads what `ember record` writes through the same code
-// (record_environment.h): every setting reaches the session's options.
+// (record_environment.h): every setting reaches the session's options, each switch
+// (SessionSwitches, compared whole, so a new one is checked too) as it was written.
 TEST(CollectorOutputPath, SessionOptionsAreWhatTheLauncherWrote) {
     collector::RecordSettings settings;
     settings.output = "/data/launched.db";
@@ -71,8 +72,10 @@ TEST(CollectorOutputPath, SessionOptionsAreWhatTheLauncherWrote) {
     settings.nvml_hz = 0.0;
     settings.control_socket = false;
     settings.trace_cuda = false;
+    settings.trace_cuda_memory = true;
     settings.quiet = true;
     settings.python_call_sites = false;
+    ASSERT_NE(static_cast<const collector::SessionSwitches&>(settings), collector::SessionSwitches{});
     const auto variables = settings.to_environment();
     for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
     const std::optional<collector::SessionOptions> options = collector::options_from_environment();
@@ -87,6 +90,15 @@ TEST(CollectorOutputPath, SessionOptionsAreWhatTheLauncherWrote) {
     EXPECT_FALSE(options->trace_cuda);
     EXPECT_TRUE(options->quiet);
     EXPECT_FALSE(options->python_call_sites);
+    EXPECT_TRUE(options->trace_cuda_memory);
+    EXPECT_EQ(static_cast<const collector::SessionSwitches&>(*options),
+              static_cast<const collector::SessionSwitches&>(settings));
+    // The C API's sessions listen for `ember attach` only when asked; the rest of their
+    // switches are the contract's defaults.
+    collector::SessionOptions api_defaults;
+    EXPECT_FALSE(api_defaults.control_socket);
+    api_defaults.control_socket = true;
+    EXPECT_EQ(static_cast<const collector::SessionSwitches&>(api_defaults), collector::SessionSwitches{});
     // Nothing set: not recorded.
     EXPECT_FALSE(collector::options_from_environment().has_value());
 }

@@ -2,6 +2,7 @@
 // and locate the build's binaries.
 #pragma once
 
+#include "profiler/store/trace_files.h"
 #include "tests/support/temp_path.h"
 
 #include <chrono>
@@ -114,5 +115,19 @@ inline std::string temp_path(const std::string& name) {
     return test_support::unique_temp_path("ember_collector_test_" + file.stem().string(), file.extension().string())
         .string();
 }
+
+// Removes a trace file of the test and its SQLite companions (-wal, -shm, -journal)
+// when it goes out of scope, whether the test passed or stopped at a failed ASSERT: a
+// recording killed on purpose never closes its file, so its companions stay beside it.
+class RemovedAtEnd {
+  public:
+    explicit RemovedAtEnd(std::string path) : path_(std::move(path)) {}
+    ~RemovedAtEnd() { store::remove_trace_files(path_); }
+    RemovedAtEnd(const RemovedAtEnd&) = delete;
+    RemovedAtEnd& operator=(const RemovedAtEnd&) = delete;
+
+  private:
+    std::string path_;
+};
 
 }  // namespace ember::test
