@@ -16,6 +16,16 @@
 
 namespace ember::testing {
 
+// What a memory event names past its block: whose allocator, the thread that allocated
+// or freed it (its open range is the op), where (a stack), what the device had free
+// (an OOM's).
+struct MemoryContext {
+    trace::DeviceId device = 0;     // trace::kNoDevice: the host's allocator
+    trace::ThreadId thread = 0;     // 0: none named
+    trace::StackId stack = 0;       // 0: none recorded
+    std::int64_t device_free = -1;  // -1: not known
+};
+
 class TraceBuilder {
   public:
     TraceBuilder(const std::string& path, const trace::RunInfo& run)
@@ -57,27 +67,27 @@ class TraceBuilder {
         event.thread_id = thread;
         event.correlation_id = next_correlation_++;
         event.name_id = writer_.intern(name);
-        writer_.record_api_call(event);
+        EXPECT_TRUE(writer_.record_api_call(event));
         return event.correlation_id;
     }
     void kernel(trace::StreamId stream, const char* name, trace::TimeNs start, trace::TimeNs end,
                 trace::CorrelationId correlation, trace::DeviceId device_id = 0) {
         auto event = importing::gpu_activity<trace::KernelEvent>(start, end, stream, device_id, correlation);
         event.name_id = writer_.intern(name);
-        writer_.record_kernel(event);
+        EXPECT_TRUE(writer_.record_kernel(event));
     }
     // A host-to-device copy of 1 MiB.
     void memcpy(trace::StreamId stream, trace::TimeNs start, trace::TimeNs end, trace::CorrelationId correlation) {
         auto event = importing::gpu_activity<trace::MemcpyEvent>(start, end, stream, 0, correlation);
         event.direction = trace::MemcpyDirection::host_to_device;
         event.bytes = 1 << 20;
-        writer_.record_memcpy(event);
+        EXPECT_TRUE(writer_.record_memcpy(event));
     }
     // A memset of 4 KiB.
     void memset(trace::StreamId stream, trace::TimeNs start, trace::TimeNs end, trace::CorrelationId correlation) {
         auto event = importing::gpu_activity<trace::MemsetEvent>(start, end, stream, 0, correlation);
         event.bytes = 4096;
-        writer_.record_memset(event);
+        EXPECT_TRUE(writer_.record_memset(event));
     }
     trace::RangeId range(trace::ThreadId thread, const char* domain, const char* name, trace::TimeNs start,
                          trace::TimeNs end, std::uint32_t category = 0, std::int32_t depth = 0,
@@ -92,8 +102,22 @@ class TraceBuilder {
         event.category = category;
         event.depth = depth;
         if (payload) event.payload = trace::Payload::of_integer(*payload);
-        writer_.record_range(event);
+        EXPECT_TRUE(writer_.record_range(event));
         return event.range_id;
+    }
+    // An event of a caching allocator (device 0's unless the context says otherwise).
+    void memory(trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes,
+                const MemoryContext& context = {}) {
+        trace::MemoryEvent event;
+        event.time_ns = time;
+        event.device_id = context.device;
+        event.action = action;
+        event.address = address;
+        event.bytes = bytes;
+        event.thread_id = context.thread;
+        event.stack_id = context.stack;
+        event.device_free_bytes = context.device_free;
+        EXPECT_TRUE(writer_.record_memory_event(event));
     }
     void close() { writer_.close(); }
 

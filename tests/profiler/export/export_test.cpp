@@ -18,6 +18,7 @@
 #include "tests/support/fixture_trace.h"
 #include "tests/support/store.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/trace_builder.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -437,10 +438,7 @@ TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
 TEST_F(Exports, CsvCollectiveCallsNameTheirGroup) {
     const std::string path = folder_->path("collectives.db");
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, trace::RunInfo{}, options);
+        store::TraceWriter writer(path, trace::RunInfo{}, store::testing::quiet_options());
         trace::StreamId stream = writer.register_stream({0, 0, 0, 13, 0, ""});
         trace::CollectiveCall call;
         call.start_ns = 1000;
@@ -653,21 +651,15 @@ TEST_F(Exports, PerfettoTraceFollowsTrackEventRulesAndHoldsTheFixture) {
 TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
     const std::string path = folder_->path("memory.db");
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, trace::RunInfo{}, options);
-        auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
-            store::testing::record_memory(writer, 0, time, action, address, bytes);
-        };
-        event(10, trace::MemoryAction::live_at_start, 0x100, 100);
-        event(20, trace::MemoryAction::segment_alloc, 0x1000, 200);
-        event(20, trace::MemoryAction::alloc, 0x200, 50);
-        event(30, trace::MemoryAction::free_requested, 0x200, 50);  // not yet free
-        event(40, trace::MemoryAction::free_completed, 0x200, 50);
-        event(40, trace::MemoryAction::alloc, 0x300, 70);  // the same instant: one value
-        event(50, trace::MemoryAction::segment_free, 0x1000, 200);
-        writer.close();
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
+        b.memory(10, trace::MemoryAction::live_at_start, 0x100, 100);
+        b.memory(20, trace::MemoryAction::segment_alloc, 0x1000, 200);
+        b.memory(20, trace::MemoryAction::alloc, 0x200, 50);
+        b.memory(30, trace::MemoryAction::free_requested, 0x200, 50);  // not yet free
+        b.memory(40, trace::MemoryAction::free_completed, 0x200, 50);
+        b.memory(40, trace::MemoryAction::alloc, 0x300, 70);  // the same instant: one value
+        b.memory(50, trace::MemoryAction::segment_free, 0x1000, 200);
+        b.close();
     }
     store::TraceReader reader(path);
     const std::string out_path = folder_->path("memory.perfetto-trace");
