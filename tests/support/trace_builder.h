@@ -108,16 +108,14 @@ class TraceBuilder {
     // An event of a caching allocator (device 0's unless the context says otherwise).
     void memory(trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes,
                 const MemoryContext& context = {}) {
-        trace::MemoryEvent event;
-        event.time_ns = time;
-        event.device_id = context.device;
-        event.action = action;
-        event.address = address;
-        event.bytes = bytes;
-        event.thread_id = context.thread;
-        event.stack_id = context.stack;
-        event.device_free_bytes = context.device_free;
-        EXPECT_TRUE(writer_.record_memory_event(event));
+        EXPECT_TRUE(writer_.record_memory_event({.time_ns = time,
+                                                 .device_id = context.device,
+                                                 .action = action,
+                                                 .address = address,
+                                                 .bytes = bytes,
+                                                 .stack_id = context.stack,
+                                                 .device_free_bytes = context.device_free,
+                                                 .thread_id = context.thread}));
     }
     void close() { writer_.close(); }
 
@@ -130,16 +128,29 @@ class TraceBuilder {
     trace::CorrelationId next_correlation_ = 1;
 };
 
-// The device-0 work that the GPU breakdown tests (gpu_breakdown_test.cpp and the viewer's
-// gpu_analysis_test.cpp) work their answers out on, launched from `thread`; times in µs
-// after `origin`:
+// The time base of the GPU breakdown tests (gpu_breakdown_test.cpp and the viewer's
+// gpu_analysis_test.cpp): their times are µs after 1 ms (the file stores ns).
+namespace breakdown_time {
+constexpr trace::TimeNs kBase = 1'000'000;
+// The file's time of `micros` µs after the base.
+constexpr trace::TimeNs us(double micros) {
+    return kBase + static_cast<trace::TimeNs>(micros * 1000);
+}
+// A span of `micros` µs in ns.
+constexpr trace::TimeNs ns_of_us(double micros) {
+    return static_cast<trace::TimeNs>(micros * 1000);
+}
+}  // namespace breakdown_time
+
+// The device-0 work that the GPU breakdown tests work their answers out on, launched
+// from `thread`, and the profiler steps; times in µs of breakdown_time:
 //   stream s7:  gemm [0,100) launch [-30,-20); gemm [110,200) launch [-10,-5);
 //               relu [300,400) launch [250,260); memset [450,460) launch [270,280)
 //   stream s13: NCCL all-reduce [150,350) launch [100,110); NCCL all-reduce [600,700),
 //               no launching call
-inline void add_breakdown_work(TraceBuilder& b, trace::ThreadId thread, trace::StreamId s7, trace::StreamId s13,
-                               trace::TimeNs origin) {
-    auto us = [&](double micros) { return origin + static_cast<trace::TimeNs>(micros * 1000); };
+//   steps:      ProfilerStep#1 [-50,300), ProfilerStep#2 [300,800) (domain "torch")
+inline void add_breakdown_work(TraceBuilder& b, trace::ThreadId thread, trace::StreamId s7, trace::StreamId s13) {
+    using breakdown_time::us;
     auto launch = [&](const char* api, double start, double end) { return b.call(thread, api, us(start), us(end)); };
     auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
         b.kernel(stream, name, us(start), us(end), c);
@@ -151,6 +162,8 @@ inline void add_breakdown_work(TraceBuilder& b, trace::ThreadId thread, trace::S
     kernel(s13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 150, 350,
            launch("cudaLaunchKernel", 100, 110));
     kernel(s13, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 600, 700, 0);
+    b.range(thread, "torch", "ProfilerStep#1", us(-50), us(300));
+    b.range(thread, "torch", "ProfilerStep#2", us(300), us(800));
 }
 
 }  // namespace ember::testing

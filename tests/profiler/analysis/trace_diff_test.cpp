@@ -154,9 +154,7 @@ const analysis::NameDelta* find_name(const std::vector<analysis::NameDelta>& row
 // GPU memory peaks compared per device: B's activations no longer live at once.
 TEST(TraceDiffMemory, PeaksPerDeviceAreComparedAndInTheJson) {
     auto write = [](const std::string& path, std::int64_t activation_bytes, bool second_device) {
-        trace::RunInfo run;
-        run.start_ns = 0;
-        ember::testing::TraceBuilder b(path, run);
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
         b.memory(10, trace::MemoryAction::segment_alloc, 0x1000, 1000);
         b.memory(10, trace::MemoryAction::alloc, 0x100, 100);               // weights
         b.memory(20, trace::MemoryAction::alloc, 0x200, activation_bytes);  // activations

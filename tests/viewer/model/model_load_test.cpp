@@ -255,9 +255,7 @@ TEST(ModelFilesTest, RankPrefixForARankFileNotForAJobTrace) {
 TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
     const std::string path = testing::temporary_trace_path("memory");
     {
-        trace::RunInfo run;
-        run.start_ns = 0;
-        ember::testing::TraceBuilder b(path, run);
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
         b.device({1, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
         const ember::testing::MemoryContext gpu1{.device = 1};
         b.memory(10, trace::MemoryAction::segment_live_at_start, 0x1000, 400, gpu1);
@@ -311,9 +309,7 @@ TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
 TEST(ModelMemoryTest, HostMemoryIsALaneOfTheHost) {
     const std::string path = testing::temporary_trace_path("host_memory");
     {
-        trace::RunInfo run;
-        run.start_ns = 0;
-        ember::testing::TraceBuilder b(path, run);
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
         b.memory(10, trace::MemoryAction::alloc, 0x100, 64, {.device = trace::kNoDevice});
         b.memory(20, trace::MemoryAction::free_completed, 0x100, 64, {.device = trace::kNoDevice});
         b.close();
@@ -337,7 +333,6 @@ TEST(ModelMemoryTest, LiveBlocksLeadToTheirOpAndStack) {
     trace::RangeId layer2 = 0;
     {
         trace::RunInfo run;
-        run.start_ns = 0;
         run.pid = 7;
         ember::testing::TraceBuilder b(path, run);
         b.device({0, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
