@@ -8,6 +8,7 @@
 // clear message, not a crash.
 #include "tests/viewer/fixture_trace.h"
 #include "tests/support/generated_job.h"
+#include "tests/support/temp_dir.h"
 #include "viewer/ui/colors.h"
 
 #include <gtest/gtest.h>
@@ -515,9 +516,8 @@ TEST_F(ScreenshotTest, JobViewShows1024RanksAndTheStragglerAtTheTop) {
 // A profiler trace with GPU [memory] events: a click on its memory lane lists the live
 // blocks in the details panel (the largest opened: its op, line and time).
 TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
-    const std::filesystem::path dir = testing::temporary_trace_path("memory_shot") + ".dir";
-    std::filesystem::create_directories(dir);
-    const std::string kineto = (dir / "memory.json").string();
+    const test_support::TempDir dir("ember-memory-shot");
+    const std::string kineto = dir.path("memory.json");
     {
         std::ofstream out(kineto);
         out << R"({"schemaVersion": 1, "traceEvents": [
@@ -531,7 +531,7 @@ TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
    "args": {"Addr": 8192, "Bytes": 2097152, "Total Allocated": 10485760, "Total Reserved": 20971520,
             "Device Type": 1, "Device Id": 0}}]})";
     }
-    const std::string plain = (dir / "plain.png").string(), clicked = (dir / "clicked.png").string();
+    const std::string plain = dir.path("plain.png"), clicked = dir.path("clicked.png");
     std::string output;
     ASSERT_EQ(run(viewer(kineto + " --screenshot " + plain + " --size 1400x700"), &output), 0) << output;
     ASSERT_EQ(run(viewer(kineto + " --screenshot " + clicked + " --size 1400x700 --memory-at 250us"), &output), 0)
@@ -547,7 +547,6 @@ TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
     // A trace without memory events: a message, not a picture of something else.
     EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --memory-at 1us"), &output), 2);
     EXPECT_NE(output.find("no GPU memory lane"), std::string::npos) << output;
-    std::filesystem::remove_all(dir);
 }
 
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {
