@@ -28,18 +28,6 @@ inline void run_sql(const std::string& path, const std::string& sql) {
     sqlite3_close(db);
 }
 
-// Records one GPU memory event of the caching allocator.
-inline void record_memory(TraceWriter& writer, trace::DeviceId device, trace::TimeNs time, trace::MemoryAction action,
-                          std::uint64_t address, std::int64_t bytes) {
-    trace::MemoryEvent e;
-    e.time_ns = time;
-    e.device_id = device;
-    e.action = action;
-    e.address = address;
-    e.bytes = bytes;
-    EXPECT_TRUE(writer.record_memory_event(e));
-}
-
 // A reader visitor that appends every event to `out`.
 template <typename Event>
 Visitor<Event> collect_into(std::vector<Event>& out) {

@@ -11,7 +11,8 @@
 #include "profiler/store/reader.h"
 #include "profiler/synth/synthetic_job.h"
 #include "profiler/synth/synthetic_trace.h"
-#include "tests/support/fixture_trace.h"
+#include "tests/support/generated_job.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/trace_builder.h"
 #include "common/nvtx_contract.h"
 
@@ -109,25 +110,6 @@ TEST(Communication, HostCallsThatIssueCollectives) {
 // [SECTION] A generated job with a known answer
 // ---------------------------------------------------------------------------
 
-struct GeneratedJob {
-    std::string folder;
-    std::vector<std::string> files;
-    std::vector<synth::SyntheticJobTruth> truth;
-    ~GeneratedJob() {
-        std::error_code ignored;
-        std::filesystem::remove_all(folder, ignored);
-    }
-};
-
-std::unique_ptr<GeneratedJob> generate(const synth::SyntheticJobOptions& options, const std::string& name) {
-    auto job = std::make_unique<GeneratedJob>();
-    job->folder = ember::testing::temporary_path(name, "");
-    std::filesystem::create_directories(job->folder);
-    job->truth = synth::write_synthetic_job(job->folder + "/job.db", options);
-    job->files = synth::synthetic_rank_paths(job->folder + "/job.db", options.ranks);
-    return job;
-}
-
 // Every rank's wait within 5% of the truth (or 0.2% of the largest wait, for waits
 // near zero), its clock offset to within 3 µs, and its arrivals-last between those it
 // made by more than 10 µs and all of them (closer ones are within the clocks' residual
@@ -160,19 +142,19 @@ TEST(JobCollectives, StragglerWaitsAndClocksOfAGeneratedJob) {
     options.straggler = 4;
     options.straggler_extra_ns = 1'500'000;
     options.clock_skew_ns = 8'000'000;  // clocks disagree by more than the straggler's delay
-    auto generated = generate(options, "job-straggler");
-    const JobCollectives job = job::analyze_job_files(generated->files);
+    const test_support::GeneratedJob generated(options, "job-straggler");
+    const JobCollectives job = job::analyze_job_files(generated.files);
     ASSERT_TRUE(job.straggler.has_value()) << job.straggler_evidence;
     EXPECT_EQ(*job.straggler, 4);
     EXPECT_EQ(job.matched, 24);
     EXPECT_TRUE(job.unmatched.empty());
     EXPECT_LE(job.residual_max_ns, 4'000);  // ends agree to 2 µs, the alignment is off by at most 2 more
-    expect_truth(job, generated->truth);
+    expect_truth(job, generated.truth);
     EXPECT_EQ(job.rank(4)->arrived_last, 24);
     // The others waited for it: the straggler itself waits nothing.
     EXPECT_LT(job.rank(4)->wait_ns, 10'000);
     TimeNs others = 0;
-    for (const auto& t : generated->truth)
+    for (const auto& t : generated.truth)
         if (t.rank != 4) others += t.wait_ns;
     EXPECT_NEAR(static_cast<double>(job.recoverable_ns), static_cast<double>(others),
                 0.05 * static_cast<double>(others));
@@ -190,11 +172,11 @@ TEST(JobCollectives, ABalancedJobHasNoStraggler) {
     options.steps = 15;
     options.seed = 3;
     options.clock_skew_ns = 3'000'000;
-    auto generated = generate(options, "job-balanced");
-    const JobCollectives job = job::analyze_job_files(generated->files);
+    const test_support::GeneratedJob generated(options, "job-balanced");
+    const JobCollectives job = job::analyze_job_files(generated.files);
     EXPECT_FALSE(job.straggler.has_value()) << job.straggler_evidence;
     EXPECT_TRUE(job.doing_instead.empty());
-    expect_truth(job, generated->truth);
+    expect_truth(job, generated.truth);
 }
 
 // ---------------------------------------------------------------------------
@@ -276,9 +258,9 @@ TEST(JobCollectives, ShardsOverThreeProcessesGiveTheSameAnswer) {
     options.steps = 6;
     options.straggler = 2;
     options.clock_skew_ns = 5'000'000;
-    auto generated = generate(options, "job-shards");
-    const JobCollectives alone = job::analyze_job_files(generated->files);
-    const std::vector<JobCollectives> results = analyze_sharded(generated->files, 3);
+    const test_support::GeneratedJob generated(options, "job-shards");
+    const JobCollectives alone = job::analyze_job_files(generated.files);
+    const std::vector<JobCollectives> results = analyze_sharded(generated.files, 3);
     for (const JobCollectives& sharded : results) expect_same_answer(sharded, alone);
     // Only the first process reads what the straggler was doing (it prints).
     EXPECT_EQ(results[0].doing_instead.size(), alone.doing_instead.size());
@@ -299,8 +281,8 @@ TEST(JobCollectives, TwoDimensionalJobMatchesWithinProcessGroups) {
     options.straggler = 5;
     options.straggler_extra_ns = 1'500'000;
     options.clock_skew_ns = 8'000'000;
-    auto generated = generate(options, "job-2d");
-    const JobCollectives job = job::analyze_job_files(generated->files);
+    const test_support::GeneratedJob generated(options, "job-2d");
+    const JobCollectives job = job::analyze_job_files(generated.files);
     // 4 tensor-parallel and 2 data-parallel groups, one collective each per step.
     EXPECT_EQ(job.matched, 12 * 6);
     EXPECT_TRUE(job.unmatched.empty());
@@ -313,7 +295,7 @@ TEST(JobCollectives, TwoDimensionalJobMatchesWithinProcessGroups) {
               (std::set<std::string>{"pg 1 (mesh_tp) ranks 0-1", "pg 2 (mesh_tp) ranks 2-3", "pg 3 (mesh_tp) ranks 4-5",
                                      "pg 4 (mesh_tp) ranks 6-7", "pg 5 (mesh_dp) ranks 0-6 step 2",
                                      "pg 6 (mesh_dp) ranks 1-7 step 2"}));
-    expect_truth(job, generated->truth);
+    expect_truth(job, generated.truth);
     ASSERT_TRUE(job.straggler.has_value()) << job.straggler_evidence;
     EXPECT_EQ(*job.straggler, 5);
     // Its partner (rank 4) was last at its data-parallel collectives only by inheritance.
@@ -323,9 +305,9 @@ TEST(JobCollectives, TwoDimensionalJobMatchesWithinProcessGroups) {
 
     // The job file (`ember merge`) keeps the process groups: the same answer from it.
     merge::MergeOptions merge_options;
-    merge_options.placements = job::rank_placements(generated->files, job);
-    const std::string merged = generated->folder + "/merged.db";
-    merge::merge_traces(generated->files, merged, merge_options);
+    merge_options.placements = job::rank_placements(generated.files, job);
+    const std::string merged = generated.folder + "/merged.db";
+    merge::merge_traces(generated.files, merged, merge_options);
     store::TraceReader reader(merged);
     const JobCollectives from_file = job_collectives(reader);
     EXPECT_EQ(from_file.matched, job.matched);
@@ -340,10 +322,10 @@ TEST(JobCollectives, TwoDimensionalJobShardedGivesTheSameAnswer) {
     options.tensor_parallel = 4;
     options.straggler = 6;
     options.clock_skew_ns = 5'000'000;
-    auto generated = generate(options, "job-2d-shards");
-    const JobCollectives alone = job::analyze_job_files(generated->files);
-    for (const JobCollectives& sharded : analyze_sharded(generated->files, 3)) expect_same_answer(sharded, alone);
-    expect_truth(alone, generated->truth);
+    const test_support::GeneratedJob generated(options, "job-2d-shards");
+    const JobCollectives alone = job::analyze_job_files(generated.files);
+    for (const JobCollectives& sharded : analyze_sharded(generated.files, 3)) expect_same_answer(sharded, alone);
+    expect_truth(alone, generated.truth);
     EXPECT_EQ(alone.straggler, 6);
 }
 
@@ -387,8 +369,8 @@ std::string write_host_rank(const std::string& folder, const HostRank& spec) {
 }
 
 TEST(JobCollectives, HostCallsAlignOnClockAnchors) {
-    const std::string folder = ember::testing::temporary_path("job-host", "");
-    std::filesystem::create_directories(folder);
+    const test_support::TempDir dir("job-host");
+    const std::string& folder = dir.folder();
     const std::string r0 = write_host_rank(folder, {0, "OMPI_COMM_WORLD_RANK environment", 0, 0});
     const std::string r1 = write_host_rank(folder, {1, "OMPI_COMM_WORLD_RANK environment", 7'000'000, 3'000'000});
     const JobCollectives job = job::analyze_job_files({r0, r1});
@@ -403,12 +385,11 @@ TEST(JobCollectives, HostCallsAlignOnClockAnchors) {
     EXPECT_EQ(job.rank(0)->rank_from, "OMPI_COMM_WORLD_RANK environment");
     // Wait as a share of the step time: 15 ms of 45.
     EXPECT_NEAR(job.rank(0)->wait_percent, 100.0 * 15.0 / 45.0, 1e-9);
-    std::filesystem::remove_all(folder);
 }
 
 TEST(JobCollectives, ACollectiveOfAnotherKindIsNotMatched) {
-    const std::string folder = ember::testing::temporary_path("job-kinds", "");
-    std::filesystem::create_directories(folder);
+    const test_support::TempDir dir("job-kinds");
+    const std::string& folder = dir.folder();
     const std::string r0 = write_host_rank(folder, {0, "synthetic", 0, 0, {0, 0, 0, 0, 0}});
     const std::string r1 = write_host_rank(folder, {1, "synthetic", 0, 1'000'000, {0, 0, 1, 0, 0}});
     const JobCollectives job = job::analyze_job_files({r0, r1});
@@ -418,12 +399,11 @@ TEST(JobCollectives, ACollectiveOfAnotherKindIsNotMatched) {
     EXPECT_NE(job.unmatched[1].reason.find("only one rank"), std::string::npos) << job.unmatched[1].reason;
     EXPECT_EQ(job.matched, 4);
     EXPECT_EQ(job.rank(0)->wait_ns, 4 * 1'000'000);
-    std::filesystem::remove_all(folder);
 }
 
 TEST(JobCollectives, FilesWithoutRanksAreNumberedInCommandLineOrder) {
-    const std::string folder = ember::testing::temporary_path("job-order", "");
-    std::filesystem::create_directories(folder);
+    const test_support::TempDir dir("job-order");
+    const std::string& folder = dir.folder();
     // Two files that both say rank 0 and nothing of where it came from.
     HostRank first{0, "", 0, 2'000'000};
     HostRank second{0, "", 0, 0};
@@ -437,15 +417,14 @@ TEST(JobCollectives, FilesWithoutRanksAreNumberedInCommandLineOrder) {
     EXPECT_EQ(job.ranks[1].path, folder + "/a.db");
     EXPECT_NE(job.ranks[0].rank_from.find("command-line order"), std::string::npos) << job.ranks[0].rank_from;
     EXPECT_EQ(job.straggler, 1);  // a.db posts 2 ms later
-    std::filesystem::remove_all(folder);
 }
 
 // Three ranks: rank 0 always 5 ms early, rank 2 1 ms later than rank 1. The others
 // wait 6 + 1 ms at each collective, but rank 2 held them back only 1 ms each: balancing
 // it wins back 2 ms a collective, not 7.
 TEST(JobCollectives, RecoverableIsWhatTheStragglerHeldTheOthersBack) {
-    const std::string folder = ember::testing::temporary_path("job-held", "");
-    std::filesystem::create_directories(folder);
+    const test_support::TempDir dir("job-held");
+    const std::string& folder = dir.folder();
     HostRank early{0, "synthetic", 0, 0};
     HostRank middle{1, "synthetic", 0, 5'000'000};
     HostRank late{2, "synthetic", 0, 6'000'000};
@@ -460,28 +439,26 @@ TEST(JobCollectives, RecoverableIsWhatTheStragglerHeldTheOthersBack) {
         EXPECT_EQ(row.held_back_ns, 2'000'000);
     }
     EXPECT_TRUE(job.warnings.empty());
-    std::filesystem::remove_all(folder);
 }
 
 TEST(JobCollectives, FilesOfDifferentWorldSizesAreFlagged) {
-    const std::string folder = ember::testing::temporary_path("job-worlds", "");
-    std::filesystem::create_directories(folder);
+    const test_support::TempDir dir("job-worlds");
+    const std::string& folder = dir.folder();
     HostRank a{0, "synthetic", 0, 0};
     HostRank b{1, "synthetic", 0, 1'000'000};
     b.world_size = 8;
     const JobCollectives job = job::analyze_job_files({write_host_rank(folder, a), write_host_rank(folder, b)});
     ASSERT_EQ(job.warnings.size(), 1u);
     EXPECT_NE(job.warnings[0].find("different world sizes (2, 8)"), std::string::npos) << job.warnings[0];
-    std::filesystem::remove_all(folder);
 }
 
 TEST(JobCollectives, TheSameFileTwiceIsRefused) {
     synth::SyntheticJobOptions options;
     options.ranks = 2;
     options.steps = 2;
-    auto generated = generate(options, "job-twice");
+    const test_support::GeneratedJob generated(options, "job-twice");
     try {
-        job::analyze_job_files({generated->files[0], generated->files[1], generated->folder + "/./job.rank0.db"});
+        job::analyze_job_files({generated.files[0], generated.files[1], generated.folder + "/./job.rank0.db"});
         FAIL() << "accepted a file twice";
     } catch (const store::TraceError& error) {
         EXPECT_NE(std::string(error.what()).find("given twice"), std::string::npos) << error.what();
@@ -492,8 +469,8 @@ TEST(JobCollectives, OneRankMatchesNothing) {
     synth::SyntheticJobOptions options;
     options.ranks = 2;
     options.steps = 3;
-    auto generated = generate(options, "job-one");
-    const JobCollectives job = job::analyze_job_files({generated->files[0]});
+    const test_support::GeneratedJob generated(options, "job-one");
+    const JobCollectives job = job::analyze_job_files({generated.files[0]});
     ASSERT_EQ(job.ranks.size(), 1u);
     EXPECT_EQ(job.matched, 0);
     EXPECT_FALSE(job.straggler.has_value());

@@ -42,13 +42,7 @@ using namespace ember;
 using namespace ember::analysis;
 using trace::TimeNs;
 
-constexpr TimeNs kBase = 1'000'000;
-constexpr TimeNs us(double micros) {
-    return kBase + static_cast<TimeNs>(micros * 1000);
-}
-constexpr TimeNs ns_of_us(double micros) {
-    return static_cast<TimeNs>(micros * 1000);
-}
+using namespace ember::testing::breakdown_time;
 
 void write_breakdown_trace(const std::string& path) {
     ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kBase - 100'000));
@@ -56,10 +50,8 @@ void write_breakdown_trace(const std::string& path) {
     b.device({0, "Test GPU", "GPU-test", 9, 0, 132, 80ll << 30, 3.35e12});
     const trace::StreamId s7 = b.stream(7), s13 = b.stream(13), s21 = b.stream(21);
     auto launch = [&](const char* api, double start, double end) { return b.call(thread, api, us(start), us(end)); };
-    ember::testing::add_breakdown_work(b, thread, s7, s13, kBase);
+    ember::testing::add_breakdown_work(b, thread, s7, s13);
     b.memcpy(s21, us(380), us(420), launch("cudaMemcpyAsync", 360, 370));
-    b.range(thread, "torch", "ProfilerStep#1", us(-50), us(300));
-    b.range(thread, "torch", "ProfilerStep#2", us(300), us(800));
     b.close();
 }
 

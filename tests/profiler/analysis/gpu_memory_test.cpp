@@ -44,27 +44,17 @@ class GpuMemoryTest : public ::testing::Test {
         const trace::FrameId malloc = w.intern_frame("c10::cuda::CUDACachingAllocator::Native::malloc()", "", 0);
         const trace::FrameId model_frames[] = {module, forward, linear, malloc};
         model_stack_ = w.intern_stack(model_frames);
-        auto event = [&](TimeNs time, MemoryAction action, std::uint64_t address, std::int64_t bytes,
-                         trace::StackId stack = 0, std::int64_t device_free = -1) {
-            trace::MemoryEvent e;
-            e.time_ns = time;
-            e.action = action;
-            e.address = address;
-            e.bytes = bytes;
-            e.stack_id = stack;
-            e.device_free_bytes = device_free;
-            ASSERT_TRUE(w.record_memory_event(e));
-        };
-        event(us(1), MemoryAction::segment_live_at_start, 0x1000000, 64 * MiB);
-        event(us(1), MemoryAction::live_at_start, 0x1000000, 8 * MiB);
-        event(us(20), MemoryAction::alloc, 0x2000000, 4 * MiB, model_stack_);           // step 1
-        event(us(30), MemoryAction::free_requested, 0x2000000, 4 * MiB, model_stack_);  // still counted
-        event(us(40), MemoryAction::segment_alloc, 0x8000000, 32 * MiB);
-        event(us(120), MemoryAction::alloc, 0x8000000, 16 * MiB, model_stack_);  // step 2: the peak, 28 MiB
-        event(us(130), MemoryAction::free_completed, 0x2000000, 4 * MiB, model_stack_);
-        event(us(140), MemoryAction::oom, 0, 512 * MiB, model_stack_, 3 * MiB);
-        event(us(160), MemoryAction::free_completed, 0x8000000, 16 * MiB, model_stack_);
-        event(us(170), MemoryAction::segment_free, 0x8000000, 32 * MiB);
+        const ember::testing::MemoryContext model{.stack = model_stack_};
+        b.memory(us(1), MemoryAction::segment_live_at_start, 0x1000000, 64 * MiB);
+        b.memory(us(1), MemoryAction::live_at_start, 0x1000000, 8 * MiB);
+        b.memory(us(20), MemoryAction::alloc, 0x2000000, 4 * MiB, model);           // step 1
+        b.memory(us(30), MemoryAction::free_requested, 0x2000000, 4 * MiB, model);  // still counted
+        b.memory(us(40), MemoryAction::segment_alloc, 0x8000000, 32 * MiB);
+        b.memory(us(120), MemoryAction::alloc, 0x8000000, 16 * MiB, model);  // step 2: the peak, 28 MiB
+        b.memory(us(130), MemoryAction::free_completed, 0x2000000, 4 * MiB, model);
+        b.memory(us(140), MemoryAction::oom, 0, 512 * MiB, {.stack = model_stack_, .device_free = 3 * MiB});
+        b.memory(us(160), MemoryAction::free_completed, 0x8000000, 16 * MiB, model);
+        b.memory(us(170), MemoryAction::segment_free, 0x8000000, 32 * MiB);
         trace::MemoryBlock free_block;
         free_block.time_ns = us(170);
         free_block.state = trace::MemoryBlockState::inactive;
@@ -157,7 +147,6 @@ class GpuMemoryOpsTest : public ::testing::Test {
     void SetUp() override {
         path_ = test_support::unique_temp_path("gpu_memory_ops", ".db").string();
         ember::testing::TraceBuilder b(path_, ember::testing::TraceBuilder::run_info(kOrigin));
-        store::TraceWriter& w = b.writer();
         main_ = b.thread("main");
         loader_ = b.thread("loader");
         idle_ = b.thread("idle");
@@ -171,26 +160,16 @@ class GpuMemoryOpsTest : public ::testing::Test {
         b.range(main_, "", "layer3", us(600), us(700), 0, 1);
         b.range(main_, "", "async", us(0), us(1000), 0, -1);
         b.range(loader_, "", "prefetch", us(50), us(900));
-        auto event = [&](TimeNs time, MemoryAction action, std::uint64_t address, std::int64_t bytes,
-                         trace::ThreadId thread) {
-            trace::MemoryEvent e;
-            e.time_ns = time;
-            e.action = action;
-            e.address = address;
-            e.bytes = bytes;
-            e.thread_id = thread;
-            ASSERT_TRUE(w.record_memory_event(e));
-        };
-        event(us(1), MemoryAction::live_at_start, 0x10, 4 * MiB, 0);
-        event(us(125), MemoryAction::alloc, 0x100, 8 * MiB, main_);
-        event(us(150), MemoryAction::alloc, 0x200, 2 * MiB, main_);
-        event(us(300), MemoryAction::alloc, 0x700, 1 * MiB, main_);
-        event(us(315), MemoryAction::alloc, 0x300, 16 * MiB, main_);
-        event(us(400), MemoryAction::alloc, 0x400, 1 * MiB, loader_);
-        event(us(600), MemoryAction::alloc, 0x800, 2 * MiB, main_);
-        event(us(700), MemoryAction::alloc, 0x500, 3 * MiB, idle_);
-        event(us(710), MemoryAction::alloc, 0x600, 5 * MiB, 0);
-        event(us(800), MemoryAction::free_completed, 0x200, 2 * MiB, main_);
+        b.memory(us(1), MemoryAction::live_at_start, 0x10, 4 * MiB);
+        b.memory(us(125), MemoryAction::alloc, 0x100, 8 * MiB, {.thread = main_});
+        b.memory(us(150), MemoryAction::alloc, 0x200, 2 * MiB, {.thread = main_});
+        b.memory(us(300), MemoryAction::alloc, 0x700, 1 * MiB, {.thread = main_});
+        b.memory(us(315), MemoryAction::alloc, 0x300, 16 * MiB, {.thread = main_});
+        b.memory(us(400), MemoryAction::alloc, 0x400, 1 * MiB, {.thread = loader_});
+        b.memory(us(600), MemoryAction::alloc, 0x800, 2 * MiB, {.thread = main_});
+        b.memory(us(700), MemoryAction::alloc, 0x500, 3 * MiB, {.thread = idle_});
+        b.memory(us(710), MemoryAction::alloc, 0x600, 5 * MiB);
+        b.memory(us(800), MemoryAction::free_completed, 0x200, 2 * MiB, {.thread = main_});
         b.close();
     }
     void TearDown() override { std::filesystem::remove(path_); }
@@ -335,16 +314,9 @@ std::string memory_trace(const char* name, std::initializer_list<Ev> events, int
     ember::testing::TraceBuilder b(path, ember::testing::TraceBuilder::run_info(kOrigin));
     const trace::ThreadId main = b.thread("main");
     for (int i = 0; i < ops; ++i) b.range(main, "", ("op" + std::to_string(i)).c_str(), us(10 * i), us(10 * i + 10));
-    for (const Ev& ev : events) {
-        trace::MemoryEvent e;
-        e.time_ns = us(ev.micros);
-        e.action = ev.action;
-        e.address = ev.address;
-        e.bytes = ev.bytes;
-        e.device_free_bytes = ev.device_free;
-        e.thread_id = ev.on_main ? main : 0;
-        EXPECT_TRUE(b.writer().record_memory_event(e));
-    }
+    for (const Ev& ev : events)
+        b.memory(us(ev.micros), ev.action, ev.address, ev.bytes,
+                 {.thread = ev.on_main ? main : 0, .device_free = ev.device_free});
     b.close();
     return path;
 }
@@ -392,18 +364,9 @@ TEST(GpuMemoryAdvice, APeakOutsideTheTrainingStepsIsNotForCheckpointing) {
         b.range(main, "", "step", us(0), us(10));
         b.range(main, "", "forward", us(1), us(9));
         b.range(main, "", "evaluate", us(10), us(20));
-        auto alloc = [&](TimeNs micros, std::uint64_t address, std::int64_t bytes) {
-            trace::MemoryEvent e;
-            e.time_ns = us(micros);
-            e.action = MemoryAction::alloc;
-            e.address = address;
-            e.bytes = bytes;
-            e.thread_id = main;
-            EXPECT_TRUE(b.writer().record_memory_event(e));
-        };
-        alloc(2, 0x1, 4 * MiB);  // forward, inside the step
-        alloc(11, 0x2, 20 * MiB);
-        alloc(12, 0x3, 20 * MiB);
+        b.memory(us(2), MemoryAction::alloc, 0x1, 4 * MiB, {.thread = main});  // forward, inside the step
+        b.memory(us(11), MemoryAction::alloc, 0x2, 20 * MiB, {.thread = main});
+        b.memory(us(12), MemoryAction::alloc, 0x3, 20 * MiB, {.thread = main});
         b.close();
     }
     store::TraceReader reader(path);

@@ -16,12 +16,11 @@
 #include "profiler/import/import.h"
 #include "profiler/job/job.h"
 #include "profiler/store/reader.h"
-#include "tests/support/fixture_trace.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
 #include <array>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -114,20 +113,15 @@ std::string rank_json(int rank, const Spec& spec) {
 }
 
 struct Job {
-    std::string folder;
+    explicit Job(const std::string& name) : dir(name) {}
+    test_support::TempDir dir;
     std::vector<std::string> files;
-    ~Job() {
-        std::error_code ignored;
-        std::filesystem::remove_all(folder, ignored);
-    }
 };
 
 std::unique_ptr<Job> write_job(const std::string& name, const Spec& spec) {
-    auto job = std::make_unique<Job>();
-    job->folder = ember::testing::temporary_path(name, "");
-    std::filesystem::create_directories(job->folder);
+    auto job = std::make_unique<Job>(name);
     for (int r = 0; r < kRanks; ++r) {
-        const std::string path = job->folder + "/rank" + std::to_string(r) + ".pt.trace.json";
+        const std::string path = job->dir.path("rank" + std::to_string(r) + ".pt.trace.json");
         std::ofstream(path) << rank_json(r, spec);
         job->files.push_back(path);
     }
@@ -229,7 +223,7 @@ TEST(ProcessGroups, HostCallsTakeTheGroupOfTheRecordInside) {
 // The importer keeps the metadata as the file gives it, on the kernel and on the range.
 TEST(ProcessGroups, ImportKeepsTheCollectiveMetadata) {
     auto job = write_job("pg-import", {});
-    const std::string output = job->folder + "/rank2.db";
+    const std::string output = job->dir.path("rank2.db");
     importing::ImportOptions options;
     const importing::ImportCounts counts = importing::import_file(job->files[2], output, options).counts;
     EXPECT_EQ(counts.collective_calls, 2 * (2 * kSteps));  // a kernel and a record_param_comms per collective

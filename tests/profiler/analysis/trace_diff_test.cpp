@@ -154,19 +154,13 @@ const analysis::NameDelta* find_name(const std::vector<analysis::NameDelta>& row
 // GPU memory peaks compared per device: B's activations no longer live at once.
 TEST(TraceDiffMemory, PeaksPerDeviceAreComparedAndInTheJson) {
     auto write = [](const std::string& path, std::int64_t activation_bytes, bool second_device) {
-        trace::RunInfo run;
-        run.start_ns = 0;
-        store::TraceWriter writer(path, run, store::testing::quiet_options());
-        auto event = [&](trace::DeviceId device, TimeNs time, trace::MemoryAction action, std::uint64_t address,
-                         std::int64_t bytes) {
-            store::testing::record_memory(writer, device, time, action, address, bytes);
-        };
-        event(0, 10, trace::MemoryAction::segment_alloc, 0x1000, 1000);
-        event(0, 10, trace::MemoryAction::alloc, 0x100, 100);               // weights
-        event(0, 20, trace::MemoryAction::alloc, 0x200, activation_bytes);  // activations
-        event(0, 30, trace::MemoryAction::free_completed, 0x200, activation_bytes);
-        if (second_device) event(1, 10, trace::MemoryAction::alloc, 0x100, 7);
-        writer.close();
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
+        b.memory(10, trace::MemoryAction::segment_alloc, 0x1000, 1000);
+        b.memory(10, trace::MemoryAction::alloc, 0x100, 100);               // weights
+        b.memory(20, trace::MemoryAction::alloc, 0x200, activation_bytes);  // activations
+        b.memory(30, trace::MemoryAction::free_completed, 0x200, activation_bytes);
+        if (second_device) b.memory(10, trace::MemoryAction::alloc, 0x100, 7, {.device = 1});
+        b.close();
     };
     const std::string a_path = ember::testing::temporary_path("diff-memory-a", ".db");
     const std::string b_path = ember::testing::temporary_path("diff-memory-b", ".db");
@@ -213,13 +207,7 @@ TEST(TraceDiffMemory, LiveAtThePeakByOpLargestChangesFirst) {
         std::uint64_t address = 0x100;
         for (const Holding& holding : holdings) {
             b.range(main, "", holding.op, at, at + 100);
-            trace::MemoryEvent e;
-            e.time_ns = at + 50;
-            e.action = trace::MemoryAction::alloc;
-            e.address = address++;
-            e.bytes = holding.bytes;
-            e.thread_id = main;
-            EXPECT_TRUE(b.writer().record_memory_event(e));
+            b.memory(at + 50, trace::MemoryAction::alloc, address++, holding.bytes, {.thread = main});
             at += 100;
         }
         b.close();

@@ -16,12 +16,13 @@
 #include "profiler/export/speedscope.h"
 #include "profiler/store/writer.h"
 #include "tests/support/fixture_trace.h"
+#include "tests/support/gunzip.h"
 #include "tests/support/store.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/trace_builder.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -64,17 +65,18 @@ class Exports : public ::testing::Test {
     static void TearDownTestSuite() { folder_.reset(); }
     static std::string trace() { return folder_->path("fixture.db"); }
 
+    // What `write(reader, out)` exports of the trace at `path` (the fixture by default).
     template <typename Write>
-    static std::string exported(Write write) {
-        std::string path = folder_->path("export.out");
+    static std::string exported(Write write, const std::string& path = trace()) {
+        const std::string out_path = folder_->path("export.out");
         {
-            store::TraceReader reader(trace());
-            OutputFile out(path);
+            store::TraceReader reader(path);
+            OutputFile out(out_path);
             write(reader, out);
             out.close();
         }
-        std::string text = read_file(path);
-        std::remove(path.c_str());
+        std::string text = read_file(out_path);
+        std::remove(out_path.c_str());
         return text;
     }
     inline static std::unique_ptr<test_support::TempDir> folder_;
@@ -437,10 +439,7 @@ TEST_F(Exports, CsvTablesHaveOneRowPerEvent) {
 TEST_F(Exports, CsvCollectiveCallsNameTheirGroup) {
     const std::string path = folder_->path("collectives.db");
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, trace::RunInfo{}, options);
+        store::TraceWriter writer(path, trace::RunInfo{}, store::testing::quiet_options());
         trace::StreamId stream = writer.register_stream({0, 0, 0, 13, 0, ""});
         trace::CollectiveCall call;
         call.start_ns = 1000;
@@ -457,14 +456,8 @@ TEST_F(Exports, CsvCollectiveCallsNameTheirGroup) {
         writer.record_collective_call(call);
         writer.close();
     }
-    store::TraceReader reader(path);
-    const std::string out_path = folder_->path("collectives.csv");
-    {
-        OutputFile out(out_path);
-        export_csv_table(reader, "collective_calls", out);
-        out.close();
-    }
-    auto rows = parse_csv(read_file(out_path));
+    auto rows =
+        parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "collective_calls", out); }, path));
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[1], (std::vector<std::string>{"1000", "stream", "1", "_allgather_base", "1", "mesh, dp", "[0, 2]",
                                                  "2", "7", "10", "20", "Float"}));
@@ -653,31 +646,19 @@ TEST_F(Exports, PerfettoTraceFollowsTrackEventRulesAndHoldsTheFixture) {
 TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
     const std::string path = folder_->path("memory.db");
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        store::TraceWriter writer(path, trace::RunInfo{}, options);
-        auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
-            store::testing::record_memory(writer, 0, time, action, address, bytes);
-        };
-        event(10, trace::MemoryAction::live_at_start, 0x100, 100);
-        event(20, trace::MemoryAction::segment_alloc, 0x1000, 200);
-        event(20, trace::MemoryAction::alloc, 0x200, 50);
-        event(30, trace::MemoryAction::free_requested, 0x200, 50);  // not yet free
-        event(40, trace::MemoryAction::free_completed, 0x200, 50);
-        event(40, trace::MemoryAction::alloc, 0x300, 70);  // the same instant: one value
-        event(50, trace::MemoryAction::segment_free, 0x1000, 200);
-        writer.close();
-    }
-    store::TraceReader reader(path);
-    const std::string out_path = folder_->path("memory.perfetto-trace");
-    {
-        OutputFile out(out_path);
-        export_perfetto_trace(reader, out);
-        out.close();
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
+        b.memory(10, trace::MemoryAction::live_at_start, 0x100, 100);
+        b.memory(20, trace::MemoryAction::segment_alloc, 0x1000, 200);
+        b.memory(20, trace::MemoryAction::alloc, 0x200, 50);
+        b.memory(30, trace::MemoryAction::free_requested, 0x200, 50);  // not yet free
+        b.memory(40, trace::MemoryAction::free_completed, 0x200, 50);
+        b.memory(40, trace::MemoryAction::alloc, 0x300, 70);  // the same instant: one value
+        b.memory(50, trace::MemoryAction::segment_free, 0x1000, 200);
+        b.close();
     }
     perfetto::Trace trace;
-    ASSERT_TRUE(trace.ParseFromString(read_file(out_path)));
+    ASSERT_TRUE(
+        trace.ParseFromString(exported([](auto& reader, auto& out) { export_perfetto_trace(reader, out); }, path)));
     std::map<std::uint64_t, std::string> names;
     std::map<std::string, std::vector<std::pair<std::uint64_t, double>>> values;
     for (const perfetto::TracePacket& packet : trace.packet()) {
@@ -694,13 +675,8 @@ TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
     EXPECT_EQ(values["GPU memory reserved"], (Series{{10, 0}, {20, 200}, {30, 200}, {40, 200}, {50, 0}}));
 
     // The same events as CSV: one row each, in time order, actions by name.
-    const std::string csv_path = folder_->path("memory_events.csv");
-    {
-        OutputFile out(csv_path);
-        export_csv_table(reader, "memory_events", out);
-        out.close();
-    }
-    auto rows = parse_csv(read_file(csv_path));
+    auto rows =
+        parse_csv(exported([](auto& reader, auto& out) { export_csv_table(reader, "memory_events", out); }, path));
     ASSERT_EQ(rows.size(), 8u);
     EXPECT_EQ(rows[0], (std::vector<std::string>{"time_ns", "device_id", "action", "address", "bytes", "cuda_stream",
                                                  "device_free_bytes", "thread_id", "stack"}));
@@ -711,23 +687,11 @@ TEST_F(Exports, PerfettoMemoryLanesReplayTheAllocator) {
 
 // --- pprof -----------------------------------------------------------------------------
 
+// The profile's bytes: a whole gzip stream.
 std::string gunzip(const std::string& compressed) {
-    z_stream stream{};
-    EXPECT_EQ(inflateInit2(&stream, 15 + 32), Z_OK);
-    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-    stream.avail_in = static_cast<uInt>(compressed.size());
-    std::string out;
-    char buffer[1 << 14];
-    int status = Z_OK;
-    while (status == Z_OK) {
-        stream.next_out = reinterpret_cast<Bytef*>(buffer);
-        stream.avail_out = sizeof buffer;
-        status = inflate(&stream, Z_NO_FLUSH);
-        out.append(buffer, sizeof buffer - stream.avail_out);
-    }
-    EXPECT_EQ(status, Z_STREAM_END);
-    inflateEnd(&stream);
-    return out;
+    test_support::Inflated inflated = test_support::gunzip(compressed);
+    EXPECT_TRUE(inflated.complete);
+    return std::move(inflated.bytes);
 }
 
 // Per function, as `pprof -top` counts them: flat = samples whose innermost frame it
@@ -767,15 +731,11 @@ TEST_F(Exports, PprofProfileHoldsTheCpuTablesSamples) {
     ember::testing::write_fixture_trace(path, options);
     store::TraceReader reader(path);
     for (bool include_idle : {false, true}) {
-        const std::string out_path = folder_->path("samples.pb.gz");
         PprofCounts counts;
-        {
-            OutputFile out(out_path);
-            counts = export_pprof(reader, out, include_idle);
-            out.close();
-        }
+        const std::string gz =
+            exported([&](auto& samples, auto& out) { counts = export_pprof(samples, out, include_idle); }, path);
         pprof::Profile profile;
-        ASSERT_TRUE(profile.ParseFromString(gunzip(read_file(out_path))));
+        ASSERT_TRUE(profile.ParseFromString(gunzip(gz)));
         ASSERT_GT(profile.string_table_size(), 0);
         EXPECT_EQ(profile.string_table(0), "");
         ASSERT_EQ(profile.sample_type_size(), 2);
@@ -806,13 +766,8 @@ TEST_F(Exports, PprofProfileHoldsTheCpuTablesSamples) {
     // The Python frame: function "forward" in model.py at line 12; native frames at
     // their address in their module's mapping; each sample labelled with its thread.
     pprof::Profile profile;
-    {
-        const std::string out_path = folder_->path("samples.pb.gz");
-        OutputFile out(out_path);
-        export_pprof(reader, out);
-        out.close();
-        ASSERT_TRUE(profile.ParseFromString(gunzip(read_file(out_path))));
-    }
+    ASSERT_TRUE(
+        profile.ParseFromString(gunzip(exported([](auto& samples, auto& out) { export_pprof(samples, out); }, path))));
     auto text = [&](std::int64_t index) { return profile.string_table(static_cast<int>(index)); };
     std::map<std::uint64_t, const pprof::Function*> functions;
     for (const pprof::Function& function : profile.function()) functions[function.id()] = &function;

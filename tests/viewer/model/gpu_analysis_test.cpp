@@ -39,13 +39,7 @@ namespace {
 
 using trace::TimeNs;
 
-constexpr TimeNs kBase = 1'000'000;
-constexpr TimeNs us(double micros) {
-    return kBase + static_cast<TimeNs>(micros * 1000);
-}
-constexpr TimeNs ns_of_us(double micros) {
-    return static_cast<TimeNs>(micros * 1000);
-}
+using namespace ember::testing::breakdown_time;
 
 void write_gpu_trace(const std::string& path, TimeNs clock_offset = 0) {
     trace::RunInfo run = ember::testing::TraceBuilder::run_info(kBase - 100'000);
@@ -61,12 +55,10 @@ void write_gpu_trace(const std::string& path, TimeNs clock_offset = 0) {
     auto kernel = [&](trace::StreamId stream, const char* name, double start, double end, trace::CorrelationId c) {
         b.kernel(stream, name, us(start), us(end), c);
     };
-    ember::testing::add_breakdown_work(b, thread, s7, s13, kBase);
+    ember::testing::add_breakdown_work(b, thread, s7, s13);
     kernel(s7b, "gemm", 50, 80, launch("cudaLaunchKernel", 20, 30));
     kernel(s7b, "relu", 85, 95, launch("cudaLaunchKernel", 21, 31));
     kernel(s7b, "gemm", 500, 600, launch("cudaLaunchKernel", 400, 410));
-    b.range(thread, "torch", "ProfilerStep#1", us(-50), us(300));
-    b.range(thread, "torch", "ProfilerStep#2", us(300), us(800));
     b.close();
 }
 

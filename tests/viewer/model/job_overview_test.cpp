@@ -2,42 +2,30 @@
 // answer is known: one row per rank, the waits its bins and collective marks hold equal
 // the job analysis's, the latest rank first when ordered by lateness, a collective found
 // where it was drawn, and the timeline's shifts the analysis's clock offsets.
-#include "profiler/synth/synthetic_job.h"
-#include "profiler/synth/synthetic_trace.h"
+#include "tests/support/generated_job.h"
 #include "viewer/model/job_overview.h"
 #include "viewer/model/trace_model.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <unistd.h>
 
 namespace ember::viewer {
 namespace {
 
 class JobOverviewTest : public ::testing::Test {
   protected:
-    void SetUp() override {
-        folder_ =
-            (std::filesystem::temp_directory_path() / ("ember-job-overview-" + std::to_string(::getpid()))).string();
-        std::filesystem::create_directories(folder_);
+    static synth::SyntheticJobOptions options() {
         synth::SyntheticJobOptions options;
         options.ranks = 6;
         options.steps = 8;
         options.straggler = 3;
         options.clock_skew_ns = 4'000'000;
-        truth_ = synth::write_synthetic_job(folder_ + "/job.db", options);
-        files_ = synth::synthetic_rank_paths(folder_ + "/job.db", options.ranks);
+        return options;
     }
-    void TearDown() override { std::filesystem::remove_all(folder_); }
-    std::string folder_;
-    std::vector<std::string> files_;
-    std::vector<synth::SyntheticJobTruth> truth_;
+    const test_support::GeneratedJob job_{options(), "ember-job-overview"};
 };
 
 TEST_F(JobOverviewTest, RowsHoldTheJobsNumbers) {
-    const JobOverview overview = build_job_overview(files_, files_, 2048);
+    const JobOverview overview = build_job_overview(job_.files, job_.files, 2048);
     ASSERT_EQ(overview.ranks.size(), 6u);
     ASSERT_EQ(overview.job.straggler, 3);
     const trace::TimeNs bin = overview.bin_ns();
@@ -80,7 +68,7 @@ TEST_F(JobOverviewTest, RowsHoldTheJobsNumbers) {
 }
 
 TEST_F(JobOverviewTest, OrdersFindsAndShifts) {
-    const JobOverview overview = build_job_overview(files_, files_);
+    const JobOverview overview = build_job_overview(job_.files, job_.files);
     EXPECT_EQ(overview.row_order(JobOrder::rank), (std::vector<int>{0, 1, 2, 3, 4, 5}));
     EXPECT_EQ(overview.row_order(JobOrder::lateness).front(), 3);  // the latest first
     EXPECT_EQ(overview.row_order(JobOrder::wait).back(), 3);       // it waits least
@@ -89,12 +77,12 @@ TEST_F(JobOverviewTest, OrdersFindsAndShifts) {
     EXPECT_EQ(overview.collective_at(1, (mark.arrival_ns + mark.end_ns) / 2, 0), mark.collective);
     EXPECT_FALSE(overview.collective_at(1, mark.arrival_ns - 1'000'000'000, 1000).has_value());
     // The timeline's shifts are the analysis's offsets (rank 0's clock).
-    const std::vector<trace::TimeNs> shifts = overview.shifts_for(files_);
-    for (std::size_t r = 0; r < files_.size(); ++r)
+    const std::vector<trace::TimeNs> shifts = overview.shifts_for(job_.files);
+    for (std::size_t r = 0; r < job_.files.size(); ++r)
         EXPECT_NEAR(static_cast<double>(shifts[r]),
-                    static_cast<double>(truth_[0].clock_offset_ns - truth_[r].clock_offset_ns), 3000.0);
+                    static_cast<double>(job_.truth[0].clock_offset_ns - job_.truth[r].clock_offset_ns), 3000.0);
     // A TraceModel on those shifts puts rank 3's collectives where the overview has them.
-    const std::vector<std::string> two = {files_[0], files_[3]};
+    const std::vector<std::string> two = {job_.files[0], job_.files[3]};
     const std::vector<trace::TimeNs> two_shifts = overview.shifts_for(two);
     TraceModel model(two, &two_shifts);
     EXPECT_EQ(model.files()[1].shift_ns, overview.ranks[3].offset_ns);

@@ -1,7 +1,7 @@
 // model_load_test.cpp: TraceModel loads every event of a fixture into the expected
 // lanes and rows, lays lanes out, lines up several files, and refuses foreign files.
 #include "profiler/store/writer.h"
-#include "tests/support/store.h"
+#include "tests/support/trace_builder.h"
 #include "tests/viewer/fixture_trace.h"
 #include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/event_details.h"
@@ -255,21 +255,14 @@ TEST(ModelFilesTest, RankPrefixForARankFileNotForAJobTrace) {
 TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
     const std::string path = testing::temporary_trace_path("memory");
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        trace::RunInfo run;
-        run.start_ns = 0;
-        store::TraceWriter writer(path, run, options);
-        writer.register_device({1, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
-        auto event = [&](trace::TimeNs time, trace::MemoryAction action, std::uint64_t address, std::int64_t bytes) {
-            store::testing::record_memory(writer, 1, time, action, address, bytes);
-        };
-        event(10, trace::MemoryAction::segment_live_at_start, 0x1000, 400);
-        event(10, trace::MemoryAction::live_at_start, 0x100, 100);
-        event(20, trace::MemoryAction::alloc, 0x200, 50);
-        event(30, trace::MemoryAction::free_completed, 0x100, 100);
-        writer.close();
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
+        b.device({1, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
+        const ember::testing::MemoryContext gpu1{.device = 1};
+        b.memory(10, trace::MemoryAction::segment_live_at_start, 0x1000, 400, gpu1);
+        b.memory(10, trace::MemoryAction::live_at_start, 0x100, 100, gpu1);
+        b.memory(20, trace::MemoryAction::alloc, 0x200, 50, gpu1);
+        b.memory(30, trace::MemoryAction::free_completed, 0x100, 100, gpu1);
+        b.close();
     }
     {
         TraceModel model({path});
@@ -316,15 +309,10 @@ TEST(ModelMemoryTest, MemoryEventsBecomeLanesOfTheirGpu) {
 TEST(ModelMemoryTest, HostMemoryIsALaneOfTheHost) {
     const std::string path = testing::temporary_trace_path("host_memory");
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
-        trace::RunInfo run;
-        run.start_ns = 0;
-        store::TraceWriter writer(path, run, options);
-        store::testing::record_memory(writer, trace::kNoDevice, 10, trace::MemoryAction::alloc, 0x100, 64);
-        store::testing::record_memory(writer, trace::kNoDevice, 20, trace::MemoryAction::free_completed, 0x100, 64);
-        writer.close();
+        ember::testing::TraceBuilder b(path, trace::RunInfo{});
+        b.memory(10, trace::MemoryAction::alloc, 0x100, 64, {.device = trace::kNoDevice});
+        b.memory(20, trace::MemoryAction::free_completed, 0x100, 64, {.device = trace::kNoDevice});
+        b.close();
     }
     {
         TraceModel model({path});
@@ -344,48 +332,24 @@ TEST(ModelMemoryTest, LiveBlocksLeadToTheirOpAndStack) {
     const std::string path = testing::temporary_trace_path("memory_ops");
     trace::RangeId layer2 = 0;
     {
-        store::WriterOptions options;
-        options.install_signal_handlers = false;
-        options.close_at_exit = false;
         trace::RunInfo run;
-        run.start_ns = 0;
         run.pid = 7;
-        store::TraceWriter writer(path, run, options);
-        writer.register_device({0, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
-        writer.register_process({7, "train"});
-        const trace::ThreadId main = writer.register_thread({0, 7, 70, "main"});
-        auto range = [&](const char* name, trace::TimeNs start, trace::TimeNs end, std::int32_t depth) {
-            trace::RangeEvent event;
-            event.range_id = writer.next_range_id();
-            event.start_ns = start;
-            event.end_ns = end;
-            event.thread_id = main;
-            event.name_id = writer.intern(name);
-            event.depth = depth;
-            EXPECT_TRUE(writer.record_range(event));
-            return event.range_id;
-        };
-        range("step", 0, 1000, 0);
-        range("layer1", 100, 200, 1);
-        layer2 = range("layer2", 200, 400, 1);
-        range("aten::empty", 250, 260, 2);
-        const trace::FrameId frames[] = {writer.intern_frame("<module>", "/home/user/train.py", 0, 3),
-                                         writer.intern_frame("forward", "/home/user/model.py", 0, 21)};
-        const trace::StackId stack = writer.intern_stack(frames);
-        auto alloc = [&](trace::TimeNs time, std::uint64_t address, std::int64_t bytes, trace::StackId at) {
-            trace::MemoryEvent e;
-            e.time_ns = time;
-            e.action = trace::MemoryAction::alloc;
-            e.address = address;
-            e.bytes = bytes;
-            e.thread_id = main;
-            e.stack_id = at;
-            EXPECT_TRUE(writer.record_memory_event(e));
-        };
-        alloc(150, 0x100, 10, 0);       // in layer1
-        alloc(255, 0x200, 300, stack);  // in aten::empty in layer2: layer2
-        alloc(500, 0x300, 20, 0);       // in step alone
-        writer.close();
+        ember::testing::TraceBuilder b(path, run);
+        b.device({0, "Memory GPU", "", 9, 0, 132, 80ll << 30, 3.35e12});
+        const trace::ThreadId main = b.thread("main", 7, 70);
+        b.range(main, "", "step", 0, 1000);
+        b.range(main, "", "layer1", 100, 200, 0, 1);
+        layer2 = b.range(main, "", "layer2", 200, 400, 0, 1);
+        b.range(main, "", "aten::empty", 250, 260, 0, 2);
+        store::TraceWriter& w = b.writer();
+        const trace::FrameId frames[] = {w.intern_frame("<module>", "/home/user/train.py", 0, 3),
+                                         w.intern_frame("forward", "/home/user/model.py", 0, 21)};
+        const trace::StackId stack = w.intern_stack(frames);
+        b.memory(150, trace::MemoryAction::alloc, 0x100, 10, {.thread = main});  // in layer1
+        // In aten::empty in layer2: layer2.
+        b.memory(255, trace::MemoryAction::alloc, 0x200, 300, {.thread = main, .stack = stack});
+        b.memory(500, trace::MemoryAction::alloc, 0x300, 20, {.thread = main});  // in step alone
+        b.close();
     }
     {
         TraceModel model({path});

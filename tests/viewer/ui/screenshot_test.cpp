@@ -7,8 +7,8 @@
 // samples hidden, then dimmed); and that bad files or a missing display end with a
 // clear message, not a crash.
 #include "tests/viewer/fixture_trace.h"
-#include "profiler/synth/synthetic_job.h"
-#include "profiler/synth/synthetic_trace.h"
+#include "tests/support/generated_job.h"
+#include "tests/support/temp_dir.h"
 #include "viewer/ui/colors.h"
 
 #include <gtest/gtest.h>
@@ -464,19 +464,17 @@ TEST_F(ScreenshotTest, ThreadLanesShowTheirSampledStacks) {
 // rank has its row; the straggler's (on top) computes while every other rank waits in
 // red; the clicked collective is outlined on (nearly) every rank.
 TEST_F(ScreenshotTest, JobViewShows1024RanksAndTheStragglerAtTheTop) {
-    const std::string folder = trace_ + ".job";
-    std::filesystem::create_directories(folder);
     synth::SyntheticJobOptions options;
     options.ranks = 1024;
     options.steps = 4;
     options.straggler = 700;
     options.straggler_extra_ns = 3'000'000;
     options.clock_skew_ns = 5'000'000;
-    synth::write_synthetic_job(folder + "/job.db", options);
+    const test_support::GeneratedJob job(options, "ember-screenshot-job");
     std::string files;
-    for (const std::string& path : synth::synthetic_rank_paths(folder + "/job.db", options.ranks)) files += " " + path;
+    for (const std::string& path : job.files) files += " " + path;
     std::string output;
-    const std::string png = folder + "/job.png", layout = folder + "/job.layout";
+    const std::string png = job.dir.path("job.png"), layout = job.dir.path("job.layout");
     ASSERT_EQ(run("xvfb-run -a -s '-screen 0 1600x1400x24' " + std::string(EMBER_VIEW_PATH) + files + " --screenshot " +
                       png + " --view job --size 1500x1350 --job-order lateness --collective 5 --layout " + layout,
                   &output),
@@ -513,15 +511,13 @@ TEST_F(ScreenshotTest, JobViewShows1024RanksAndTheStragglerAtTheTop) {
         outlined += count_in(image, {0, row.x0, row.y0, row.x1, row.y0 + 1, ""},
                              [](std::uint32_t c) { return near(c, colors::kSelection, 10); }) > 0;
     EXPECT_GT(outlined, 1000);
-    std::filesystem::remove_all(folder);
 }
 
 // A profiler trace with GPU [memory] events: a click on its memory lane lists the live
 // blocks in the details panel (the largest opened: its op, line and time).
 TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
-    const std::filesystem::path dir = testing::temporary_trace_path("memory_shot") + ".dir";
-    std::filesystem::create_directories(dir);
-    const std::string kineto = (dir / "memory.json").string();
+    const test_support::TempDir dir("ember-memory-shot");
+    const std::string kineto = dir.path("memory.json");
     {
         std::ofstream out(kineto);
         out << R"({"schemaVersion": 1, "traceEvents": [
@@ -535,7 +531,7 @@ TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
    "args": {"Addr": 8192, "Bytes": 2097152, "Total Allocated": 10485760, "Total Reserved": 20971520,
             "Device Type": 1, "Device Id": 0}}]})";
     }
-    const std::string plain = (dir / "plain.png").string(), clicked = (dir / "clicked.png").string();
+    const std::string plain = dir.path("plain.png"), clicked = dir.path("clicked.png");
     std::string output;
     ASSERT_EQ(run(viewer(kineto + " --screenshot " + plain + " --size 1400x700"), &output), 0) << output;
     ASSERT_EQ(run(viewer(kineto + " --screenshot " + clicked + " --size 1400x700 --memory-at 250us"), &output), 0)
@@ -551,7 +547,6 @@ TEST_F(ScreenshotTest, MemoryLaneClickListsTheLiveBlocks) {
     // A trace without memory events: a message, not a picture of something else.
     EXPECT_EQ(run(viewer(trace_ + " --screenshot " + png_ + " --memory-at 1us"), &output), 2);
     EXPECT_NE(output.find("no GPU memory lane"), std::string::npos) << output;
-    std::filesystem::remove_all(dir);
 }
 
 TEST_F(ScreenshotTest, BadFilesEndWithAMessage) {

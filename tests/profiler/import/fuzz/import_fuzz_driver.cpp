@@ -17,12 +17,12 @@
 #include "profiler/synth/synthetic_trace.h"
 #include "tests/profiler/import/fuzz/import_fuzz_targets.h"
 #include "tests/profiler/import/import_fixtures.h"
+#include "tests/support/gunzip.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -62,25 +62,6 @@ struct Rng {
 bool is_gzip(const std::string& bytes) {
     return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
            static_cast<unsigned char>(bytes[1]) == 0x8b;
-}
-
-std::string gunzip_bytes(const std::string& bytes) {
-    z_stream stream{};
-    if (inflateInit2(&stream, 15 + 32) != Z_OK) return {};
-    std::string out;
-    char buffer[1 << 15];
-    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-    stream.avail_in = static_cast<uInt>(bytes.size());
-    int result = Z_OK;
-    while (result == Z_OK) {
-        stream.next_out = reinterpret_cast<Bytef*>(buffer);
-        stream.avail_out = sizeof buffer;
-        result = inflate(&stream, Z_NO_FLUSH);
-        out.append(buffer, sizeof buffer - stream.avail_out);
-        if (result == Z_BUF_ERROR && stream.avail_in == 0) break;
-    }
-    inflateEnd(&stream);
-    return out;
 }
 
 // A valid small Kineto file from a real one: its top-level keys (but the huge ones)
@@ -207,7 +188,8 @@ Corpus build_corpus(const fs::path& folder, const std::string& real_traces) {
         for (const std::string& path : versions) corpus.nsys.push_back(import_test::read_file(path));
     }
     for (const auto* list : {&corpus.kineto, &corpus.chrome}) {
-        for (const std::string& seed : *list) corpus.all_text.push_back(is_gzip(seed) ? gunzip_bytes(seed) : seed);
+        for (const std::string& seed : *list)
+            corpus.all_text.push_back(is_gzip(seed) ? test_support::gunzip(seed).bytes : seed);
     }
     return corpus;
 }
@@ -457,7 +439,7 @@ std::string json_case(const std::string& seed, Rng& rng, const Corpus& corpus) {
             mutate_bytes_only(bytes, rng);
             return bytes;
         }
-        std::string text = gunzip_bytes(seed);
+        std::string text = test_support::gunzip(seed).bytes;
         mutate_text(text, rng, corpus);
         return import_test::gzip_bytes(text);
     }
