@@ -20,6 +20,9 @@ class CudaError : public std::runtime_error {
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line);
 
+// "<expr> failed at <file>:<line>": how every library-call check names its call.
+std::string failed_call(const char* expr, const char* file, int line);
+
 }  // namespace ember
 
 #define EMBER_CUDA_CHECK(expr)                                                        \

@@ -8,9 +8,13 @@
 
 namespace ember {
 
+std::string failed_call(const char* expr, const char* file, int line) {
+    return std::string(expr) + " failed at " + file + ":" + std::to_string(line);
+}
+
 void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line) {
-    throw CudaError(code, std::string(expr) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                              cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")");
+    throw CudaError(
+        code, failed_call(expr, file, line) + ": " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")");
 }
 
 std::string cuda_version_string(int version) {

@@ -47,6 +47,13 @@ EMBER_HD inline std::size_t dtype_size(DType t) {
     return 0;
 }
 
+// The dtype of work that stays in full precision under mixed precision (losses,
+// attention scores, normalization intermediates): f32, or f64 for f64 data (the CPU
+// gradient checks, whose finite differences need it).
+EMBER_HD inline DType full_precision_dtype(DType data) {
+    return data == DType::f64 ? DType::f64 : DType::f32;
+}
+
 const char* dtype_name(DType t);               // "f32", "f16", ...
 const char* layout_name(Layout l);             // "nchw", "nhwc"
 const char* device_name(Device d);             // "cpu", "cuda"

@@ -229,17 +229,14 @@ void maxpool_plane_f32(const float* in, int64_t H, int64_t W, Pool2dParams q, fl
             // The window clipped to the image; the first element seeds the maximum and
             // only a strictly greater one replaces it (same tie rule as the generic
             // path), with selects instead of branches.
-            const int64_t h_begin = std::max<int64_t>(oh * q.stride_h - q.pad_h, 0);
-            const int64_t h_end = std::min<int64_t>(oh * q.stride_h - q.pad_h + q.kernel_h, H);
-            const int64_t w_begin = std::max<int64_t>(ow * q.stride_w - q.pad_w, 0);
-            const int64_t w_end = std::min<int64_t>(ow * q.stride_w - q.pad_w + q.kernel_w, W);
+            const Window win = clipped_window(q, oh, ow, H, W);
             float best = 0.0f;
             int32_t best_index = -1;
-            if (h_begin < h_end && w_begin < w_end) {
-                best_index = static_cast<int32_t>(h_begin * W + w_begin);
+            if (win.h_begin < win.h_end && win.w_begin < win.w_end) {
+                best_index = static_cast<int32_t>(win.h_begin * W + win.w_begin);
                 best = in[best_index];
-                for (int64_t h = h_begin; h < h_end; ++h)
-                    for (int64_t w = w_begin; w < w_end; ++w) {
+                for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                    for (int64_t w = win.w_begin; w < win.w_end; ++w) {
                         const float v = in[h * W + w];
                         const int32_t take_new = -static_cast<int32_t>(v > best);  // all ones or zero
                         best_index = (static_cast<int32_t>(h * W + w) & take_new) | (best_index & ~take_new);
@@ -279,21 +276,17 @@ void maxpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Tensor& argma
         for (int64_t c = 0; c < y.shape[1]; ++c)
             for (int64_t oh = 0; oh < y.shape[2]; ++oh)
                 for (int64_t ow = 0; ow < y.shape[3]; ++ow) {
+                    const Window win = clipped_window(p, oh, ow, H, W);
                     double best = -std::numeric_limits<double>::infinity();
                     int32_t best_index = -1;
-                    for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
-                        int64_t h = oh * p.stride_h - p.pad_h + kh;
-                        if (h < 0 || h >= H) continue;
-                        for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-                            int64_t w = ow * p.stride_w - p.pad_w + kw;
-                            if (w < 0 || w >= W) continue;
+                    for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                        for (int64_t w = win.w_begin; w < win.w_end; ++w) {
                             double v = cpu::get(x, x.offset4(n, c, h, w));
                             if (v > best || best_index < 0) {
                                 best = v;
                                 best_index = static_cast<int32_t>(h * W + w);
                             }
                         }
-                    }
                     int64_t out = y.offset4(n, c, oh, ow);
                     cpu::set(y, out, best_index < 0 ? 0.0 : best);  // empty window: 0, as the kernel
                     argmax.as<int32_t>()[out] = best_index;
@@ -373,15 +366,10 @@ void avgpool2d_forward_cpu(const Tensor& x, const Tensor& y, const Pool2dParams&
         for (int64_t c = 0; c < y.shape[1]; ++c)
             for (int64_t oh = 0; oh < y.shape[2]; ++oh)
                 for (int64_t ow = 0; ow < y.shape[3]; ++ow) {
+                    const Window win = clipped_window(p, oh, ow, H, W);
                     double sum = 0.0;
-                    for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
-                        int64_t h = oh * p.stride_h - p.pad_h + kh;
-                        if (h < 0 || h >= H) continue;
-                        for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-                            int64_t w = ow * p.stride_w - p.pad_w + kw;
-                            if (w >= 0 && w < W) sum += cpu::get(x, x.offset4(n, c, h, w));
-                        }
-                    }
+                    for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                        for (int64_t w = win.w_begin; w < win.w_end; ++w) sum += cpu::get(x, x.offset4(n, c, h, w));
                     cpu::set(y, y.offset4(n, c, oh, ow), sum / divisor);
                 }
 }
@@ -421,15 +409,10 @@ void avgpool2d_backward_cpu(const Tensor& dy, const Tensor& dx, const Pool2dPara
         for (int64_t c = 0; c < dy.shape[1]; ++c)
             for (int64_t oh = 0; oh < dy.shape[2]; ++oh)
                 for (int64_t ow = 0; ow < dy.shape[3]; ++ow) {
-                    double g = cpu::get(dy, dy.offset4(n, c, oh, ow)) / divisor;
-                    for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
-                        int64_t h = oh * p.stride_h - p.pad_h + kh;
-                        if (h < 0 || h >= H) continue;
-                        for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-                            int64_t w = ow * p.stride_w - p.pad_w + kw;
-                            if (w >= 0 && w < W) grad[dx.offset4(n, c, h, w)] += g;
-                        }
-                    }
+                    const double g = cpu::get(dy, dy.offset4(n, c, oh, ow)) / divisor;
+                    const Window win = clipped_window(p, oh, ow, H, W);
+                    for (int64_t h = win.h_begin; h < win.h_end; ++h)
+                        for (int64_t w = win.w_begin; w < win.w_end; ++w) grad[dx.offset4(n, c, h, w)] += g;
                 }
     for (int64_t i = 0, end = dx.numel(); i < end; ++i) cpu::write(dx, i, grad[i], write);
 }

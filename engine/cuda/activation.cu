@@ -14,8 +14,7 @@ __global__ void relu_backward_kernel(const void* y, DType yt, const void* dy, DT
                                      GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
         float v = load_as_float(dy, dyt, i) * relu_grad(load_as_float(y, yt, i));
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
-        store_from_float(dx, dxt, i, write_grad(old_value, v, write));
+        store_grad(dx, dxt, i, v, write);
     }
 }
 
@@ -27,8 +26,7 @@ __global__ void gelu_backward_tensor_kernel(const void* x, DType xt, const void*
                                             int64_t n, GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
         float v = load_as_float(dy, dyt, i) * gelu_tanh_grad(load_as_float(x, xt, i));
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
-        store_from_float(dx, dxt, i, write_grad(old_value, v, write));
+        store_grad(dx, dxt, i, v, write);
     }
 }
 

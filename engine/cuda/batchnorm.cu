@@ -203,8 +203,7 @@ __global__ void bn_dx_kernel(const void* x, DType x_type, const void* dy, DType 
         const float xhat = (load_as_float(x, x_type, i) - mean[c]) * invstd[c];
         const float v =
             gamma[c] * invstd[c] / count * (count * load_as_float(dy, dy_type, i) - totals[c].x - xhat * totals[c].y);
-        const float old_value = write == GradWrite::accumulate ? load_as_float(dx, dx_type, i) : 0.0f;
-        store_from_float(dx, dx_type, i, write_grad(old_value, v, write));
+        store_grad(dx, dx_type, i, v, write);
     }
 }
 

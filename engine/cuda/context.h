@@ -52,6 +52,12 @@ struct CudaContext {
 [[noreturn]] void throw_cublas_error(int status, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cudnn_error(int status, const char* expr, const char* file, int line);
 
+// The context's cuBLAS, cuBLASLt and cuDNN handles, bound to ctx.stream: created on a
+// device (library_handles.cpp; throws without one), none in the kernel interpreter
+// (interpreter/library_handles.cpp). The CudaContext constructor and destructor call them.
+void create_library_handles(CudaContext& ctx);
+void destroy_library_handles(CudaContext& ctx);
+
 }  // namespace ember
 
 #define EMBER_CUBLAS_CHECK(expr)                                                                            \

@@ -18,8 +18,7 @@ __global__ void dropout_backward_kernel(const void* dy, DType dyt, const uint8_t
                                         float scale, GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
         float v = mask[i] ? load_as_float(dy, dyt, i) * scale : 0.0f;
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
-        store_from_float(dx, dxt, i, write_grad(old_value, v, write));
+        store_grad(dx, dxt, i, v, write);
     }
 }
 

@@ -12,8 +12,7 @@ __global__ void add_kernel(const void* a, DType at, const void* b, DType bt, voi
 
 __global__ void accumulate_kernel(const void* src, DType st, void* dst, DType dt, int64_t n, GradWrite write) {
     EMBER_GRID_STRIDE(i, n) {
-        float old_value = write == GradWrite::accumulate ? load_as_float(dst, dt, i) : 0.0f;
-        store_from_float(dst, dt, i, write_grad(old_value, load_as_float(src, st, i), write));
+        store_grad(dst, dt, i, load_as_float(src, st, i), write);
     }
 }
 

@@ -51,8 +51,7 @@ __global__ void layernorm_backward_dx_kernel(const void* x, DType xt, const void
         float xhat = (load_as_float(x, xt, base + c) - mean) * rstd;
         float g = load_as_float(dy, dyt, base + c) * gamma[c];
         float v = rstd * (g - mean_g - xhat * mean_g_xhat);
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, base + c) : 0.0f;
-        store_from_float(dx, dxt, base + c, write_grad(old_value, v, write));
+        store_grad(dx, dxt, base + c, v, write);
     }
 }
 
@@ -137,8 +136,7 @@ __global__ void input_grad_kernel(const float* g, const float* xhat, const float
     EMBER_GRID_STRIDE(i, n) {
         const int64_t row = i / C;
         float v = layernorm_input_grad(g[i], xhat[i], rstd[row], mean_g[row], mean_g_xhat[row]);
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, i) : 0.0f;
-        store_from_float(dx, dxt, i, write_grad(old_value, v, write));
+        store_grad(dx, dxt, i, v, write);
     }
 }
 

@@ -99,8 +99,7 @@ __global__ void maxpool_backward_kernel(const void* dy, DType dyt, const int32_t
                 if (argmax[out] == self) sum += load_as_float(dy, dyt, out);
             }
         int64_t in = offset(g.nhwc, n, c, h, w, g.c, g.h, g.w);
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, in) : 0.0f;
-        store_from_float(dx, dxt, in, write_grad(old_value, sum, write));
+        store_grad(dx, dxt, in, sum, write);
     }
 }
 
@@ -136,8 +135,7 @@ __global__ void avgpool_backward_kernel(const void* dy, DType dyt, void* dx, DTy
             for (int64_t ow = o.first_w; ow < o.last_w; ++ow)
                 sum += load_as_float(dy, dyt, offset(g.nhwc, n, c, oh, ow, g.c, g.p, g.q));
         int64_t in = offset(g.nhwc, n, c, h, w, g.c, g.h, g.w);
-        float old_value = write == GradWrite::accumulate ? load_as_float(dx, dxt, in) : 0.0f;
-        store_from_float(dx, dxt, in, write_grad(old_value, sum * inv_divisor, write));
+        store_grad(dx, dxt, in, sum * inv_divisor, write);
     }
 }
 

@@ -106,8 +106,7 @@ Tensor Model::forward(const Tensor& input, bool training) {
 LossOutput Model::loss(const Tensor& logits, const Tensor& labels, float grad_scale, bool want_gradient) {
     LossOutput out;
     const int64_t batch = logits.shape[0];
-    DType loss_dtype = logits.dtype == DType::f64 ? DType::f64 : DType::f32;
-    out.losses = pool_->allocate(loss_dtype, make_shape({batch}));
+    out.losses = pool_->allocate(full_precision_dtype(logits.dtype), make_shape({batch}));
     if (want_gradient) out.dlogits = pool_->allocate(logits.dtype, shape_of(logits));
     ops::softmax_cross_entropy(context_, logits, labels, out.losses, out.dlogits, grad_scale);
     return out;

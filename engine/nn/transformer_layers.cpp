@@ -11,11 +11,6 @@
 namespace ember::nn {
 
 namespace {
-// Scores and probabilities stay in fp32 under AMP (f64 in gradient checks).
-DType score_dtype(DType activation) {
-    return activation == DType::f64 ? DType::f64 : DType::f32;
-}
-
 Tensor in_dtype(RunContext& ctx, const Tensor& t, DType dtype) {
     if (t.dtype == dtype) return t;
     Tensor out = ctx.allocate(dtype, shape_of(t));
@@ -110,14 +105,6 @@ void LayerNorm::register_parameters(ParameterStore& store) {
     beta_ = store.add_parameter(name_ + ".bias", {dim_}, ParameterInit::constant(0.0), true);
 }
 
-// The unfused chain's intermediates are f32 as on cuda; f64 activations (the CPU
-// gradient checks) keep them in f64 so finite differences can check that path too.
-namespace {
-DType layernorm_scratch_dtype(const Tensor& x) {
-    return x.dtype == DType::f64 ? DType::f64 : DType::f32;
-}
-}  // namespace
-
 Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
     output_shape(shape_of(x));
     Tensor y = ctx.allocate(x.dtype, shape_of(x));
@@ -129,8 +116,8 @@ Tensor LayerNorm::forward(RunContext& ctx, const Tensor& x) {
     if (ctx.switches.fused_layernorm) {
         ops::layernorm_forward(ctx, x, gamma, beta, y, mean, rstd, eps_);
     } else {
-        Tensor scratch =
-            ctx.allocate(layernorm_scratch_dtype(x), make_shape({ops::layernorm_forward_unfused_scratch(rows, dim_)}));
+        Tensor scratch = ctx.allocate(full_precision_dtype(x.dtype),
+                                      make_shape({ops::layernorm_forward_unfused_scratch(rows, dim_)}));
         ops::layernorm_forward_unfused(ctx, x, gamma, beta, y, mean, rstd, scratch, eps_);
     }
     if (ctx.training) {
@@ -152,7 +139,7 @@ Tensor LayerNorm::backward(RunContext& ctx, const Tensor& dy, bool need_input_gr
         ops::layernorm_backward(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, ops::GradWrite::store,
                                 ctx.parameter_write);
     } else {
-        Tensor scratch = ctx.allocate(layernorm_scratch_dtype(x_),
+        Tensor scratch = ctx.allocate(full_precision_dtype(x_.dtype),
                                       make_shape({ops::layernorm_backward_unfused_scratch(x_.shape[0], dim_)}));
         ops::layernorm_backward_unfused(ctx, x_, dy, gamma, mean_, rstd_, dx, dgamma, dbeta, scratch,
                                         ops::GradWrite::store, ctx.parameter_write);
@@ -188,7 +175,7 @@ void SelfAttention::register_parameters(ParameterStore& store) {
 Tensor SelfAttention::forward(RunContext& ctx, const Tensor& x) {
     output_shape(shape_of(x));
     const int64_t batch = x.shape[0] / tokens_, stack = batch * heads_, T = tokens_, dh = head_dim_;
-    const DType act = x.dtype, sd = score_dtype(act);
+    const DType act = x.dtype, sd = full_precision_dtype(act);  // scores and probabilities
     Tensor qkv = qkv_.forward(ctx, x);
     TensorShape head_shape = make_shape({stack, T, dh});
     Tensor q = ctx.allocate(act, head_shape), k = ctx.allocate(act, head_shape), v = ctx.allocate(act, head_shape);
@@ -220,7 +207,7 @@ Tensor SelfAttention::forward(RunContext& ctx, const Tensor& x) {
 
 Tensor SelfAttention::backward(RunContext& ctx, const Tensor& dy, bool need_input_grad) {
     const int64_t batch = batch_, stack = batch * heads_, T = tokens_, dh = head_dim_;
-    const DType act = dy.dtype, sd = score_dtype(act);
+    const DType act = dy.dtype, sd = full_precision_dtype(act);  // scores and probabilities
     Tensor d_merged = proj_.backward(ctx, dy, true);
     TensorShape head_shape = make_shape({stack, T, dh});
     Tensor d_out = ctx.allocate(act, head_shape);

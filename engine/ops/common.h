@@ -26,4 +26,11 @@ EMBER_HD inline float write_grad(float old_value, float value, GradWrite mode) {
     return mode == GradWrite::accumulate ? old_value + value : value;
 }
 
+// write_grad into element i of a float tensor of any dtype (fp32 math); the element is
+// read only when accumulating.
+EMBER_HD inline void store_grad(void* data, DType t, int64_t i, float value, GradWrite mode) {
+    const float old_value = mode == GradWrite::accumulate ? load_as_float(data, t, i) : 0.0f;
+    store_from_float(data, t, i, write_grad(old_value, value, mode));
+}
+
 }  // namespace ember::ops

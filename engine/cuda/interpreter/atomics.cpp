@@ -26,77 +26,63 @@ T update(T* address, Update next) {
 
 }  // namespace
 
-int atomic_add(int* a, int v) {
+template <atomic_add_type T>
+T atomic_add(T* a, T v) {
     return checked(a).fetch_add(v);
 }
-unsigned atomic_add(unsigned* a, unsigned v) {
-    return checked(a).fetch_add(v);
-}
-unsigned long long atomic_add(unsigned long long* a, unsigned long long v) {
-    return checked(a).fetch_add(v);
-}
-float atomic_add(float* a, float v) {
-    return checked(a).fetch_add(v);
-}
-double atomic_add(double* a, double v) {
-    return checked(a).fetch_add(v);
-}
-int atomic_exchange(int* a, int v) {
+template <atomic_exchange_type T>
+T atomic_exchange(T* a, T v) {
     return checked(a).exchange(v);
 }
-unsigned atomic_exchange(unsigned* a, unsigned v) {
-    return checked(a).exchange(v);
-}
-unsigned long long atomic_exchange(unsigned long long* a, unsigned long long v) {
-    return checked(a).exchange(v);
-}
-float atomic_exchange(float* a, float v) {
-    return checked(a).exchange(v);
-}
-
-int atomic_compare_exchange(int* a, int compare, int v) {
+template <atomic_compare_exchange_type T>
+T atomic_compare_exchange(T* a, T compare, T v) {
     checked(a).compare_exchange_strong(compare, v);
     return compare;  // the old value either way
 }
-unsigned atomic_compare_exchange(unsigned* a, unsigned compare, unsigned v) {
-    checked(a).compare_exchange_strong(compare, v);
-    return compare;
+template <atomic_integer_type T>
+T atomic_min(T* a, T v) {
+    return update(a, [v](T old) { return old < v ? old : v; });
 }
-unsigned long long atomic_compare_exchange(unsigned long long* a, unsigned long long compare, unsigned long long v) {
-    checked(a).compare_exchange_strong(compare, v);
-    return compare;
+template <atomic_integer_type T>
+T atomic_max(T* a, T v) {
+    return update(a, [v](T old) { return old > v ? old : v; });
+}
+template <atomic_integer_type T>
+T atomic_or(T* a, T v) {
+    return checked(a).fetch_or(v);
+}
+template <atomic_integer_type T>
+T atomic_and(T* a, T v) {
+    return checked(a).fetch_and(v);
+}
+template <atomic_integer_type T>
+T atomic_xor(T* a, T v) {
+    return checked(a).fetch_xor(v);
 }
 
-int atomic_min(int* a, int v) {
-    return update(a, [v](int old) { return old < v ? old : v; });
-}
-unsigned atomic_min(unsigned* a, unsigned v) {
-    return update(a, [v](unsigned old) { return old < v ? old : v; });
-}
-int atomic_max(int* a, int v) {
-    return update(a, [v](int old) { return old > v ? old : v; });
-}
-unsigned atomic_max(unsigned* a, unsigned v) {
-    return update(a, [v](unsigned old) { return old > v ? old : v; });
-}
-int atomic_or(int* a, int v) {
-    return checked(a).fetch_or(v);
-}
-unsigned atomic_or(unsigned* a, unsigned v) {
-    return checked(a).fetch_or(v);
-}
-int atomic_and(int* a, int v) {
-    return checked(a).fetch_and(v);
-}
-unsigned atomic_and(unsigned* a, unsigned v) {
-    return checked(a).fetch_and(v);
-}
-int atomic_xor(int* a, int v) {
-    return checked(a).fetch_xor(v);
-}
-unsigned atomic_xor(unsigned* a, unsigned v) {
-    return checked(a).fetch_xor(v);
-}
+// Every type each concept in device_api.h admits, instantiated here for the kernels.
+template int atomic_add(int*, int);
+template unsigned atomic_add(unsigned*, unsigned);
+template unsigned long long atomic_add(unsigned long long*, unsigned long long);
+template float atomic_add(float*, float);
+template double atomic_add(double*, double);
+template int atomic_exchange(int*, int);
+template unsigned atomic_exchange(unsigned*, unsigned);
+template unsigned long long atomic_exchange(unsigned long long*, unsigned long long);
+template float atomic_exchange(float*, float);
+template int atomic_compare_exchange(int*, int, int);
+template unsigned atomic_compare_exchange(unsigned*, unsigned, unsigned);
+template unsigned long long atomic_compare_exchange(unsigned long long*, unsigned long long, unsigned long long);
+template int atomic_min(int*, int);
+template unsigned atomic_min(unsigned*, unsigned);
+template int atomic_max(int*, int);
+template unsigned atomic_max(unsigned*, unsigned);
+template int atomic_or(int*, int);
+template unsigned atomic_or(unsigned*, unsigned);
+template int atomic_and(int*, int);
+template unsigned atomic_and(unsigned*, unsigned);
+template int atomic_xor(int*, int);
+template unsigned atomic_xor(unsigned*, unsigned);
 
 void thread_fence() {
     std::atomic_thread_fence(std::memory_order_seq_cst);

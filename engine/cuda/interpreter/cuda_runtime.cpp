@@ -48,6 +48,36 @@ cudaError_t fail(cudaError_t code, const std::string& detail) {
     return code;
 }
 
+// The codes the interpreter returns, each with cudaGetErrorName's and
+// cudaGetErrorString's answer (libcudart's texts).
+struct ErrorDescription {
+    cudaError_t code;
+    const char* name;
+    const char* text;
+};
+constexpr ErrorDescription kErrorDescriptions[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation is not permitted in the current state"},
+};
+
+const ErrorDescription* describe_error(cudaError_t code) {
+    for (const ErrorDescription& description : kErrorDescriptions)
+        if (description.code == code) return &description;
+    return nullptr;
+}
+
 std::string hex_address(const void* pointer) {
     char text[32];
     std::snprintf(text, sizeof text, "%p", pointer);
@@ -293,78 +323,13 @@ cudaError_t cudaPeekAtLastError(void) {
 }
 
 const char* cudaGetErrorName(cudaError_t error) {
-    switch (error) {
-        case cudaSuccess:
-            return "cudaSuccess";
-        case cudaErrorInvalidValue:
-            return "cudaErrorInvalidValue";
-        case cudaErrorMemoryAllocation:
-            return "cudaErrorMemoryAllocation";
-        case cudaErrorInvalidConfiguration:
-            return "cudaErrorInvalidConfiguration";
-        case cudaErrorInvalidDevice:
-            return "cudaErrorInvalidDevice";
-        case cudaErrorInvalidResourceHandle:
-            return "cudaErrorInvalidResourceHandle";
-        case cudaErrorNotReady:
-            return "cudaErrorNotReady";
-        case cudaErrorIllegalAddress:
-            return "cudaErrorIllegalAddress";
-        case cudaErrorLaunchFailure:
-            return "cudaErrorLaunchFailure";
-        case cudaErrorStreamCaptureUnsupported:
-            return "cudaErrorStreamCaptureUnsupported";
-        case cudaErrorStreamCaptureInvalidated:
-            return "cudaErrorStreamCaptureInvalidated";
-        case cudaErrorIllegalState:
-            return "cudaErrorIllegalState";
-        default:
-            return "cudaErrorUnknown";
-    }
+    const ErrorDescription* description = describe_error(error);
+    return description ? description->name : "cudaErrorUnknown";
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
-    const char* text = "unknown error";
-    switch (error) {
-        case cudaSuccess:
-            text = "no error";
-            break;
-        case cudaErrorInvalidValue:
-            text = "invalid argument";
-            break;
-        case cudaErrorMemoryAllocation:
-            text = "out of memory";
-            break;
-        case cudaErrorInvalidConfiguration:
-            text = "invalid configuration argument";
-            break;
-        case cudaErrorInvalidDevice:
-            text = "invalid device ordinal";
-            break;
-        case cudaErrorInvalidResourceHandle:
-            text = "invalid resource handle";
-            break;
-        case cudaErrorNotReady:
-            text = "device not ready";
-            break;
-        case cudaErrorIllegalAddress:
-            text = "an illegal memory access was encountered";
-            break;
-        case cudaErrorLaunchFailure:
-            text = "unspecified launch failure";
-            break;
-        case cudaErrorStreamCaptureUnsupported:
-            text = "operation not permitted when stream is capturing";
-            break;
-        case cudaErrorStreamCaptureInvalidated:
-            text = "operation failed due to a previous error during capture";
-            break;
-        case cudaErrorIllegalState:
-            text = "the operation is not permitted in the current state";
-            break;
-        default:
-            break;
-    }
+    const ErrorDescription* description = describe_error(error);
+    const char* text = description ? description->text : "unknown error";
     if (error != cudaSuccess && error == t_detail_code && !t_detail.empty()) {
         t_error_string = std::string(text) + "; kernel interpreter: " + t_detail;
         return t_error_string.c_str();
@@ -483,24 +448,26 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
     if (device != 0) return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: no device " + std::to_string(device));
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);  // the one description of the device
     switch (attribute) {
         case cudaDevAttrMaxThreadsPerBlock:
-            *value = 1024;
+            *value = prop.maxThreadsPerBlock;
             break;
         case cudaDevAttrWarpSize:
-            *value = kWarpSize;
+            *value = prop.warpSize;
             break;
         case cudaDevAttrMaxSharedMemoryPerBlock:
-            *value = static_cast<int>(kSharedLimitBytes);
+            *value = static_cast<int>(prop.sharedMemPerBlock);
             break;
         case cudaDevAttrMultiProcessorCount:
-            *value = ember::cuda_interpreter::workers();
+            *value = prop.multiProcessorCount;
             break;
         case cudaDevAttrComputeCapabilityMajor:
-            *value = 9;
+            *value = prop.major;
             break;
         case cudaDevAttrComputeCapabilityMinor:
-            *value = 0;
+            *value = prop.minor;
             break;
         default:
             *value = 0;

@@ -141,30 +141,35 @@ KernelLaunch(const char*, const char*, int, void (*)(Params...), dim3, dim3, std
 
 // ---- atomics ---------------------------------------------------------------------------------
 // Checked like any other access (bounds, and shared memory's initialization state), then
-// performed atomically: blocks on different workers really run at once.
-int atomic_add(int* address, int value);
-unsigned atomic_add(unsigned* address, unsigned value);
-unsigned long long atomic_add(unsigned long long* address, unsigned long long value);
-float atomic_add(float* address, float value);
-double atomic_add(double* address, double value);
-int atomic_exchange(int* address, int value);
-unsigned atomic_exchange(unsigned* address, unsigned value);
-unsigned long long atomic_exchange(unsigned long long* address, unsigned long long value);
-float atomic_exchange(float* address, float value);
-int atomic_compare_exchange(int* address, int compare, int value);
-unsigned atomic_compare_exchange(unsigned* address, unsigned compare, unsigned value);
-unsigned long long atomic_compare_exchange(unsigned long long* address, unsigned long long compare,
-                                           unsigned long long value);
-int atomic_min(int* address, int value);
-unsigned atomic_min(unsigned* address, unsigned value);
-int atomic_max(int* address, int value);
-unsigned atomic_max(unsigned* address, unsigned value);
-int atomic_or(int* address, int value);
-unsigned atomic_or(unsigned* address, unsigned value);
-int atomic_and(int* address, int value);
-unsigned atomic_and(unsigned* address, unsigned value);
-int atomic_xor(int* address, int value);
-unsigned atomic_xor(unsigned* address, unsigned value);
+// performed atomically: blocks on different workers really run at once. Each takes the
+// value types its CUDA function does; atomics.cpp instantiates exactly those.
+template <class T, class... Types>
+concept one_of = (std::is_same_v<T, Types> || ...);
+template <class T>
+concept atomic_add_type = one_of<T, int, unsigned, unsigned long long, float, double>;
+template <class T>
+concept atomic_exchange_type = one_of<T, int, unsigned, unsigned long long, float>;
+template <class T>
+concept atomic_compare_exchange_type = one_of<T, int, unsigned, unsigned long long>;
+template <class T>
+concept atomic_integer_type = one_of<T, int, unsigned>;  // sub, min, max, or, and, xor
+
+template <atomic_add_type T>
+T atomic_add(T* address, T value);
+template <atomic_exchange_type T>
+T atomic_exchange(T* address, T value);
+template <atomic_compare_exchange_type T>
+T atomic_compare_exchange(T* address, T compare, T value);
+template <atomic_integer_type T>
+T atomic_min(T* address, T value);
+template <atomic_integer_type T>
+T atomic_max(T* address, T value);
+template <atomic_integer_type T>
+T atomic_or(T* address, T value);
+template <atomic_integer_type T>
+T atomic_and(T* address, T value);
+template <atomic_integer_type T>
+T atomic_xor(T* address, T value);
 void thread_fence();
 
 }  // namespace ember::cuda_interpreter
@@ -237,76 +242,42 @@ inline int __all_sync(unsigned mask, int predicate, std::source_location where =
     return static_cast<int>(ci::warp_collective(ci::WarpOp::all, mask, predicate != 0, 0, 32, where));
 }
 
-inline int atomicAdd(int* a, int v) {
+// The value's type is the pointee's (std::type_identity_t): a literal converts, as it
+// does to the parameter of the CUDA overload.
+template <ember::cuda_interpreter::atomic_add_type T>
+inline T atomicAdd(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_add(a, v);
 }
-inline unsigned atomicAdd(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_add(a, v);
+template <ember::cuda_interpreter::atomic_integer_type T>
+inline T atomicSub(T* a, std::type_identity_t<T> v) {
+    return ember::cuda_interpreter::atomic_add(a, T(0) - v);
 }
-inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
-    return ember::cuda_interpreter::atomic_add(a, v);
-}
-inline float atomicAdd(float* a, float v) {
-    return ember::cuda_interpreter::atomic_add(a, v);
-}
-inline double atomicAdd(double* a, double v) {
-    return ember::cuda_interpreter::atomic_add(a, v);
-}
-inline int atomicSub(int* a, int v) {
-    return ember::cuda_interpreter::atomic_add(a, -v);
-}
-inline unsigned atomicSub(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_add(a, 0u - v);
-}
-inline int atomicExch(int* a, int v) {
+template <ember::cuda_interpreter::atomic_exchange_type T>
+inline T atomicExch(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_exchange(a, v);
 }
-inline unsigned atomicExch(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_exchange(a, v);
-}
-inline unsigned long long atomicExch(unsigned long long* a, unsigned long long v) {
-    return ember::cuda_interpreter::atomic_exchange(a, v);
-}
-inline float atomicExch(float* a, float v) {
-    return ember::cuda_interpreter::atomic_exchange(a, v);
-}
-inline int atomicCAS(int* a, int compare, int v) {
+template <ember::cuda_interpreter::atomic_compare_exchange_type T>
+inline T atomicCAS(T* a, std::type_identity_t<T> compare, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
 }
-inline unsigned atomicCAS(unsigned* a, unsigned compare, unsigned v) {
-    return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
-}
-inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long compare, unsigned long long v) {
-    return ember::cuda_interpreter::atomic_compare_exchange(a, compare, v);
-}
-inline int atomicMin(int* a, int v) {
+template <ember::cuda_interpreter::atomic_integer_type T>
+inline T atomicMin(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_min(a, v);
 }
-inline unsigned atomicMin(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_min(a, v);
-}
-inline int atomicMax(int* a, int v) {
+template <ember::cuda_interpreter::atomic_integer_type T>
+inline T atomicMax(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_max(a, v);
 }
-inline unsigned atomicMax(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_max(a, v);
-}
-inline int atomicOr(int* a, int v) {
+template <ember::cuda_interpreter::atomic_integer_type T>
+inline T atomicOr(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_or(a, v);
 }
-inline unsigned atomicOr(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_or(a, v);
-}
-inline int atomicAnd(int* a, int v) {
+template <ember::cuda_interpreter::atomic_integer_type T>
+inline T atomicAnd(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_and(a, v);
 }
-inline unsigned atomicAnd(unsigned* a, unsigned v) {
-    return ember::cuda_interpreter::atomic_and(a, v);
-}
-inline int atomicXor(int* a, int v) {
-    return ember::cuda_interpreter::atomic_xor(a, v);
-}
-inline unsigned atomicXor(unsigned* a, unsigned v) {
+template <ember::cuda_interpreter::atomic_integer_type T>
+inline T atomicXor(T* a, std::type_identity_t<T> v) {
     return ember::cuda_interpreter::atomic_xor(a, v);
 }
 inline void __threadfence() {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <numeric>
@@ -278,6 +279,61 @@ TEST_F(InterpreterChecks, AtomicsAcrossBlocksOnSeveralWorkers) {
     for (int b = 0; b < bins; ++b) EXPECT_FLOAT_EQ(w[b], 0.5f * expected[b]);
     EXPECT_EQ(maximum.host()[0], *std::max_element(values.begin(), values.end()));
     EXPECT_EQ(counter.host()[0], unsigned(n));
+}
+
+// Each CUDA atomic, under every value type the interpreter gives it, against the same
+// operations applied one value at a time on the host.
+TEST_F(InterpreterChecks, EveryAtomicUnderEachValueType) {
+    const int n = 3000;
+    std::vector<int> values(n);
+    for (int i = 0; i < n; ++i) values[i] = 1 + (i * 7919) % 100003;
+    DeviceArray<int> d_values(values);
+    DeviceArray<AtomicResults> results(std::vector<AtomicResults>(1));
+    ASSERT_EQ(every_atomic(d_values.data, n, results.data, 7), cudaSuccess);
+    const AtomicResults got = results.host()[0];
+
+    AtomicResults expected;
+    unsigned long long value_sum = 0;
+    for (int v : values) {
+        const unsigned u = static_cast<unsigned>(v);
+        expected.sub_int -= v;
+        expected.sub_unsigned -= u;
+        expected.add_unsigned += u;
+        expected.add_ull += static_cast<unsigned long long>(v);
+        expected.add_double += 0.25 * v;  // quarters of integers: every order sums exactly
+        expected.min_int = std::min(expected.min_int, v);
+        expected.min_unsigned = std::min(expected.min_unsigned, u);
+        expected.max_unsigned = std::max(expected.max_unsigned, u);
+        expected.or_int |= 1 << (v % 31);
+        expected.or_unsigned |= 1u << (v % 32);
+        expected.and_int &= ~(1 << (v % 29));
+        expected.and_unsigned &= ~(1u << (v % 30));
+        expected.xor_int ^= v;
+        expected.xor_unsigned ^= u * 2654435761u;
+        value_sum += static_cast<unsigned long long>(v);
+    }
+    EXPECT_EQ(got.sub_int, expected.sub_int);
+    EXPECT_EQ(got.sub_unsigned, expected.sub_unsigned);
+    EXPECT_EQ(got.add_unsigned, expected.add_unsigned);
+    EXPECT_EQ(got.add_ull, expected.add_ull);
+    EXPECT_EQ(got.add_double, expected.add_double);
+    EXPECT_EQ(got.min_int, expected.min_int);
+    EXPECT_EQ(got.min_unsigned, expected.min_unsigned);
+    EXPECT_EQ(got.max_unsigned, expected.max_unsigned);
+    EXPECT_EQ(got.or_int, expected.or_int);
+    EXPECT_EQ(got.or_unsigned, expected.or_unsigned);
+    EXPECT_EQ(got.and_int, expected.and_int);
+    EXPECT_EQ(got.and_unsigned, expected.and_unsigned);
+    EXPECT_EQ(got.xor_int, expected.xor_int);
+    EXPECT_EQ(got.xor_unsigned, expected.xor_unsigned);
+    // Each exchange hands back the value it replaced: the returned values and the one
+    // left in place are the starting 0 and every value, once each (per exchange).
+    const unsigned long long left = static_cast<unsigned long long>(got.exchange_int) + got.exchange_unsigned +
+                                    got.exchange_ull + static_cast<unsigned long long>(got.exchange_float);
+    EXPECT_EQ(got.exchanged_sum + left, 4 * value_sum);
+    EXPECT_EQ(got.cas_int, n);
+    EXPECT_EQ(got.cas_ull, 2ull * n);
+    EXPECT_TRUE(interpreter::take_findings().empty());
 }
 
 TEST_F(InterpreterChecks, GridStrideLoopOverManyTrips) {

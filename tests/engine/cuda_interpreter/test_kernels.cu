@@ -179,6 +179,42 @@ __global__ void atomic_histogram_kernel(const int* values, int n, int bins, int*
     }
 }
 
+__global__ void every_atomic_kernel(const int* values, int n, AtomicResults* r) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int v = values[i];
+        const unsigned u = static_cast<unsigned>(v);
+        atomicSub(&r->sub_int, v);
+        atomicSub(&r->sub_unsigned, u);
+        atomicAdd(&r->add_unsigned, u);
+        atomicAdd(&r->add_ull, static_cast<unsigned long long>(v));
+        atomicAdd(&r->add_double, 0.25 * v);
+        atomicMin(&r->min_int, v);
+        atomicMin(&r->min_unsigned, u);
+        atomicMax(&r->max_unsigned, u);
+        atomicOr(&r->or_int, 1 << (v % 31));
+        atomicOr(&r->or_unsigned, 1u << (v % 32));
+        atomicAnd(&r->and_int, ~(1 << (v % 29)));
+        atomicAnd(&r->and_unsigned, ~(1u << (v % 30)));
+        atomicXor(&r->xor_int, v);
+        atomicXor(&r->xor_unsigned, u * 2654435761u);
+        unsigned long long old = static_cast<unsigned long long>(atomicExch(&r->exchange_int, v));
+        old += atomicExch(&r->exchange_unsigned, u);
+        old += atomicExch(&r->exchange_ull, static_cast<unsigned long long>(v));
+        old += static_cast<unsigned long long>(atomicExch(&r->exchange_float, static_cast<float>(v)));
+        atomicAdd(&r->exchanged_sum, old);
+        int seen = r->cas_int, assumed;
+        do {
+            assumed = seen;
+            seen = atomicCAS(&r->cas_int, assumed, assumed + 1);
+        } while (seen != assumed);
+        unsigned long long seen_ull = r->cas_ull, assumed_ull;
+        do {
+            assumed_ull = seen_ull;
+            seen_ull = atomicCAS(&r->cas_ull, assumed_ull, assumed_ull + 2);
+        } while (seen_ull != assumed_ull);
+    }
+}
+
 cudaError_t finish() {
     return cudaGetLastError();
 }
@@ -250,6 +286,10 @@ cudaError_t shuffle_outside_mask(int* out) {
 cudaError_t atomic_histogram(const int* values, int n, int bins, int* counts, float* weights, int* maximum,
                              unsigned* cas_counter, unsigned blocks) {
     EMBER_LAUNCH(atomic_histogram_kernel, blocks, 128)(values, n, bins, counts, weights, maximum, cas_counter);
+    return finish();
+}
+cudaError_t every_atomic(const int* values, int n, AtomicResults* results, unsigned blocks) {
+    EMBER_LAUNCH(every_atomic_kernel, blocks, 128)(values, n, results);
     return finish();
 }
 cudaError_t launch_with(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const float* in, float* out, int n) {

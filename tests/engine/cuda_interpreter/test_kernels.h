@@ -51,6 +51,33 @@ cudaError_t shuffle_outside_mask(int* out);
 cudaError_t atomic_histogram(const int* values, int n, int bins, int* counts, float* weights, int* maximum,
                              unsigned* cas_counter, unsigned blocks);
 
+// Every CUDA atomic under each value type it takes, over `n` values from `blocks` blocks
+// of 128 threads, into one field per (operation, type) of a default AtomicResults.
+struct AtomicResults {
+    int sub_int = 0;
+    unsigned sub_unsigned = 0;
+    unsigned add_unsigned = 0;
+    unsigned long long add_ull = 0;
+    double add_double = 0.0;
+    int min_int = 1 << 30;             // starts high
+    unsigned min_unsigned = 1u << 30;  // starts high
+    unsigned max_unsigned = 0;
+    int or_int = 0;
+    unsigned or_unsigned = 0;
+    int and_int = -1;                     // all bits set
+    unsigned and_unsigned = 0xffffffffu;  // all bits set
+    int xor_int = 0;
+    unsigned xor_unsigned = 0;
+    int exchange_int = 0;
+    unsigned exchange_unsigned = 0;
+    unsigned long long exchange_ull = 0;
+    float exchange_float = 0.0f;
+    unsigned long long exchanged_sum = 0;  // every old value the four exchanges returned, summed
+    int cas_int = 0;                       // counters built from atomicCAS
+    unsigned long long cas_ull = 0;
+};
+cudaError_t every_atomic(const int* values, int n, AtomicResults* results, unsigned blocks);
+
 // Launches scale_by_two with any configuration (for the launch checks).
 cudaError_t launch_with(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const float* in, float* out, int n);
 
