@@ -67,6 +67,7 @@ echo '    if (gethostname(buffer, sizeof buffer) == 0) return buffer;' >"$tree/v
 echo '    pthread_getname_np(pthread_self(), name, sizeof name);' >"$tree/engine/core/bad_thread_name.cpp"
 echo '        setenv("EMBER_RECORD_OUTPUT", output.c_str(), 1);' >"$tree/cli/bad_record.cpp"
 echo "constexpr std::int64_t kGpuPidBase = 1'000'000'000ll;" >"$tree/profiler/import/bad_layout.cpp"
+echo '        while (pids.count(pid)) pid += 1000000000;  // same pid on two hosts' >"$tree/profiler/merge/bad_pid_step.cpp"
 echo '            out += fmt::format("\\u{:04x}", byte);' >"$tree/profiler/export/bad_json.cpp"
 echo '            out.push_back(static_cast<char>(0xF0 | (code >> 18)));' >"$tree/profiler/import/bad_utf8.cpp"
 echo '    const auto started = std::chrono::steady_clock::now();' >"$tree/profiler/import/bad_clock.cpp"
@@ -82,10 +83,10 @@ for planted in profiler/store/bad.cpp viewer/model/bad.cpp engine/ops/bad.h coll
                viewer/model/bad_step.cpp profiler/export/bad_category.cpp profiler/merge/bad_step.cpp \
                profiler/import/bad_room.cpp viewer/model/bad_ui.cpp viewer/ui/bad_import.cpp bench/bad_tests.cpp profiler/export/bad_copy_name.cpp \
                collectors/bad_clock.cpp profiler/store/bad_comm.cpp cli/bad_cmdline.cpp viewer/model/bad_host.cpp \
-               engine/core/bad_thread_name.cpp cli/bad_record.cpp profiler/import/bad_layout.cpp profiler/export/bad_json.cpp \
+               engine/core/bad_thread_name.cpp cli/bad_record.cpp profiler/import/bad_layout.cpp profiler/merge/bad_pid_step.cpp profiler/export/bad_json.cpp \
                profiler/import/bad_utf8.cpp collectors/bad_utf8.cpp profiler/import/bad_clock.cpp collectors/bad_chrono.cpp; do
     grep -q "^$planted:" <<<"$output" || { echo "FAIL: $planted was not reported"; exit 1; }
 done
 # engine/core/bad.cpp breaks two rules (engine reaches up; nothing includes cli/).
-grep -q "29 violation" <<<"$output" || { echo "FAIL: expected 29 violations"; exit 1; }
+grep -q "30 violation" <<<"$output" || { echo "FAIL: expected 30 violations"; exit 1; }
 echo "PASS"
