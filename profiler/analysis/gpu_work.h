@@ -82,7 +82,8 @@ struct RankGpuWork {
 std::vector<RankGpuWork> gpu_work(const store::TraceReader& reader, Convention convention);
 
 // The double Python's json module reads for a Kineto time of `ns` / 1000 µs (the
-// double nearest to that decimal number): what HTA's rounding starts from.
+// double nearest to that decimal number): what HTA's rounding and the TensorBoard
+// plugin's (--like tb) start from.
 double microseconds_as_python_float(trace::TimeNs ns);
 
 }  // namespace ember::analysis

@@ -22,6 +22,7 @@
 #include "profiler/analysis/step_breakdown.h"
 #include "profiler/trace/step_names.h"
 
+#include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/rank_map.h"
 
 #include "profiler/analysis/rank_summary.h"
@@ -31,7 +32,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -121,23 +121,13 @@ class PluginClock {
 
     void round(TimeNs& start_ns, TimeNs& end_ns) const {
         if (!active_ || (start_ns % 1000 == 0 && end_ns % 1000 == 0)) return;
-        const double start_us = python_float_us(start_ns);
-        const double duration_us = python_float_us(end_ns - start_ns);
+        const double start_us = microseconds_as_python_float(start_ns);
+        const double duration_us = microseconds_as_python_float(end_ns - start_ns);
         start_ns = nearest_ns(start_us);
         end_ns = nearest_ns(start_us + duration_us);
     }
 
   private:
-    // The double Python's json module makes of the decimal text ns / 1000 (exact in
-    // decimal), i.e. the double nearest to it: strtod rounds correctly.
-    static double python_float_us(TimeNs ns) {
-        char text[40];
-        const bool negative = ns < 0;
-        const unsigned long long magnitude =
-            negative ? 0ull - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
-        std::snprintf(text, sizeof(text), "%s%llu.%03llu", negative ? "-" : "", magnitude / 1000, magnitude % 1000);
-        return std::strtod(text, nullptr);
-    }
     // A double number of µs as the nearest integer ns, without multiplying the whole
     // value by 1000 in double (which would round again above 2^53 ns).
     static TimeNs nearest_ns(double us) {

@@ -549,6 +549,23 @@ class NsysImporter : private CuptiRows {
         if (global_pid && gpu_pid_ == 0) gpu_pid_ = pid_of(*global_pid);
     }
 
+    // The event of a copy or memset row (start, end, deviceId, streamId in columns 0-3)
+    // whose interval, track and byte count are valid; nullopt for a row rejected (and
+    // counted) for one of them.
+    template <typename Event>
+    std::optional<Event> sized_activity(TableScan& scan, int context_column, int bytes_column, int correlation_column) {
+        std::int64_t start = scan.integer(0), end = scan.integer(1);
+        if (!valid_interval(scan, start, end)) return std::nullopt;
+        auto track = gpu_track(scan, 2, 3, context_column);
+        if (!track) return std::nullopt;
+        const std::optional<std::uint64_t> bytes = byte_count(scan, bytes_column);
+        if (!bytes) return std::nullopt;
+        Event event =
+            gpu_activity<Event>(start, end, track->second, track->first, correlation_of(scan, correlation_column));
+        event.bytes = *bytes;
+        return event;
+    }
+
     void read_memcpys() {
         const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
         if (!has_table(table)) return;
@@ -556,16 +573,10 @@ class NsysImporter : private CuptiRows {
             db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
             {"contextId", "correlationId", "srcKind", "dstKind", "dstDeviceId", "globalPid", "graphId", "graphNodeId"});
         while (scan.next()) {
-            std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 6);
-            if (!track) continue;
-            const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
-            if (!bytes) continue;
-            trace::MemcpyEvent copy =
-                gpu_activity<trace::MemcpyEvent>(start, end, track->second, track->first, correlation_of(scan, 7));
+            std::optional<trace::MemcpyEvent> row = sized_activity<trace::MemcpyEvent>(scan, 6, 4, 7);
+            if (!row) continue;
+            trace::MemcpyEvent& copy = *row;
             copy.direction = copy_direction(scan.integer(5));
-            copy.bytes = *bytes;
             copy.source_kind = memory_kind(scan.maybe_integer(8));
             copy.destination_kind = memory_kind(scan.maybe_integer(9));
             if (copy.direction == trace::MemcpyDirection::peer_to_peer) {
@@ -584,15 +595,9 @@ class NsysImporter : private CuptiRows {
         TableScan scan(db_, path_, table, {"start", "end", "deviceId", "streamId", "bytes"},
                        {"contextId", "correlationId", "value", "memKind", "globalPid", "graphId", "graphNodeId"});
         while (scan.next()) {
-            std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 5);
-            if (!track) continue;
-            const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
-            if (!bytes) continue;
-            trace::MemsetEvent set =
-                gpu_activity<trace::MemsetEvent>(start, end, track->second, track->first, correlation_of(scan, 6));
-            set.bytes = *bytes;
+            std::optional<trace::MemsetEvent> row = sized_activity<trace::MemsetEvent>(scan, 5, 4, 6);
+            if (!row) continue;
+            trace::MemsetEvent& set = *row;
             set.value = static_cast<std::uint32_t>(scan.maybe_integer(7).value_or(0));
             trace::MemoryKind kind = memory_kind(scan.maybe_integer(8));
             set.memory_kind = kind == trace::MemoryKind::unknown ? trace::MemoryKind::device : kind;
