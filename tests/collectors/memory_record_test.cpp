@@ -11,6 +11,7 @@
 #include "profiler/analysis/gpu_memory.h"
 #include "profiler/store/reader.h"
 #include "tests/collectors/subprocess.h"
+#include "tests/collectors/host_session.h"
 
 #include <gtest/gtest.h>
 #include <nvtx3/nvToolsExt.h>
@@ -26,15 +27,6 @@ namespace ember {
 namespace {
 
 using trace::MemoryAction;
-
-collector::SessionOptions options_for(const std::string& path) {
-    collector::SessionOptions options;
-    options.path = path;
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
-    options.quiet = true;
-    return options;
-}
 
 nvtxDomainHandle_t ember_domain() {
     static nvtxDomainHandle_t domain = nvtxDomainCreateA(std::string(nvtx::kDomain).c_str());
@@ -128,7 +120,7 @@ std::vector<Seen> memory_events(const std::string& path) {
 
 TEST(CollectorMemory, HeapsAndRegionsBecomeSegmentsAndBlocks) {
     const std::string path = test::temp_path("memory.db");
-    collector::start_session(options_for(path));
+    collector::start_session(test::host_session_options(path));
     nvtxDomainHandle_t ember = ember_domain();
     nvtxDomainHandle_t other = nvtxDomainCreateA("some allocator");
 
@@ -213,7 +205,7 @@ TEST(CollectorMemory, ASessionOpenedLateStartsFromWhatIsLive) {
     unregister_region(ember, nvtxMemRegionRef_t{.pointer = at(0x51000)}, NVTX_MEM_REGION_REF_TYPE_POINTER);
 
     const std::string path = test::temp_path("memory_late.db");
-    collector::start_session(options_for(path));
+    collector::start_session(test::host_session_options(path));
     register_regions(ember, heap, {range_of(0x52000, 0x200)});
     nvtxMemHeapUnregister(ember, heap);
     std::string error;
@@ -239,7 +231,7 @@ TEST(CollectorMemory, ASessionOpenedLateStartsFromWhatIsLive) {
 
 TEST(CollectorMemory, MalformedCallsAreIgnored) {
     const std::string path = test::temp_path("memory_bad.db");
-    collector::start_session(options_for(path));
+    collector::start_session(test::host_session_options(path));
     nvtxDomainHandle_t ember = ember_domain();
     EXPECT_EQ(nvtxMemHeapRegister(ember, nullptr), nullptr);
     nvtxMemHeapUnregister(ember, reinterpret_cast<nvtxMemHeapHandle_t>(0x1234));  // never registered

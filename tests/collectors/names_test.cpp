@@ -14,6 +14,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/collectors/subprocess.h"
+#include "tests/collectors/host_session.h"
 
 #include <gtest/gtest.h>
 #include <nvtx3/nvToolsExt.h>
@@ -28,15 +29,6 @@
 
 namespace ember {
 namespace {
-
-collector::SessionOptions options_for(const std::string& path) {
-    collector::SessionOptions options;
-    options.path = path;
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
-    options.quiet = true;
-    return options;
-}
 
 // (domain name, category) -> name, as the reader gives them back.
 std::map<std::pair<std::string, std::uint32_t>, std::string> category_names(const store::TraceReader& reader) {
@@ -53,7 +45,7 @@ TEST(CollectorNames, CategoryNamesOfTheDefaultAndOtherDomainsAreStored) {
     nvtxDomainNameCategoryA(domain, 1, "domain early");
 
     std::string path = test::temp_path("categories.db");
-    collector::start_session(options_for(path));
+    collector::start_session(test::host_session_options(path));
     nvtxNameCategoryA(2, "forward");
     nvtxNameCategoryW(3, L"w\u00efde");
     nvtxDomainNameCategoryA(domain, 2, "backward");
