@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <string>
+#include <vector>
 
 namespace ember::cli {
 
@@ -31,6 +33,13 @@ inline int run_root_app(CLI::App& app, int argc, char** argv) {
         // CLI11 prints the usage error (or the help, exit 0) and numbers its errors from
         // 100; to the user every one of them is bad input.
         return app.exit(e) == 0 ? 0 : kBadInputExitCode;
+    } catch (const std::exception& e) {
+        // What no command caught: one line naming the command, and the exit-code rule
+        // (a trace file's error is bad input, anything else a failure at run time).
+        const std::vector<CLI::App*> commands = app.get_subcommands();
+        std::fprintf(stderr, "ember%s%s: %s\n", commands.empty() ? "" : " ",
+                     commands.empty() ? "" : commands.front()->get_name().c_str(), e.what());
+        return exit_code_of(e);
     }
     if (app.get_subcommands().empty()) std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -77,8 +77,9 @@ int main(int argc, char** argv) {
         ember::cli::add_stats_command(app);
         code = ember::cli::run_root_app(app, argc, argv);
     } catch (const std::exception& error) {
-        // What no command caught (an MPI call that failed, a trace file's error): the one
-        // exit-code rule of command_errors.h.
+        // What failed outside the commands (an MPI call while setting up the exchange;
+        // run_root_app catches the commands' own): the one exit-code rule of
+        // command_errors.h.
         std::fprintf(stderr, "ember-mpi: %s\n", error.what());
         code = ember::cli::exit_code_of(error);
     }
