@@ -758,11 +758,7 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
                    memory != lane_rects_.end()) {
             select_memory_time(memory->lane, view_.x_to_time(mouse_x - memory->x0));
         } else {
-            selected_ = {};
-            selected_stack_ = {};
-            flow_partner_.reset();
-            selected_details_.clear();
-            live_blocks_.clear();
+            clear_selection();
         }
     }
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left) && dragging_pan_) {
