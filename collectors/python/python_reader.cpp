@@ -26,18 +26,6 @@ constexpr std::uint64_t kMaxStringChars = 4096;
 constexpr std::uint64_t kMaxTableBytes = 1 << 20;
 constexpr int kOwnedByCStack = 3;  // 3.12+: the C stack's entry frame, no code of its own
 
-std::uint64_t word_at(const unsigned char* block, std::uint64_t offset) {
-    std::uint64_t value = 0;
-    std::memcpy(&value, block + offset, sizeof value);
-    return value;
-}
-
-std::int32_t int_at(const unsigned char* block, std::uint64_t offset) {
-    std::int32_t value = 0;
-    std::memcpy(&value, block + offset, sizeof value);
-    return value;
-}
-
 // A file mapped into the process: its path and where its first byte is mapped.
 struct MappedObject {
     std::string path;
@@ -525,8 +513,7 @@ pid_t PythonProcess::os_thread_of(std::uint64_t pthread_id) {
     std::vector<unsigned char> block(kScan);
     if (pthread_id == 0 || !memory_.read(pthread_id, block.data(), kScan)) return 0;
     auto tid_at = [&](std::size_t offset) {
-        std::int32_t value = 0;
-        std::memcpy(&value, block.data() + offset, sizeof value);
+        const std::int32_t value = int_at(block.data(), offset);
         return tid_set.count(value) ? static_cast<pid_t>(value) : 0;
     };
     if (pthread_tid_offset_ >= 0) {
