@@ -549,23 +549,6 @@ class NsysImporter : private CuptiRows {
         if (global_pid && gpu_pid_ == 0) gpu_pid_ = pid_of(*global_pid);
     }
 
-    // The event of a copy or memset row (start, end, deviceId, streamId in columns 0-3)
-    // whose interval, track and byte count are valid; nullopt for a row rejected (and
-    // counted) for one of them.
-    template <typename Event>
-    std::optional<Event> sized_activity(TableScan& scan, int context_column, int bytes_column, int correlation_column) {
-        std::int64_t start = scan.integer(0), end = scan.integer(1);
-        if (!valid_interval(scan, start, end)) return std::nullopt;
-        auto track = gpu_track(scan, 2, 3, context_column);
-        if (!track) return std::nullopt;
-        const std::optional<std::uint64_t> bytes = byte_count(scan, bytes_column);
-        if (!bytes) return std::nullopt;
-        Event event =
-            gpu_activity<Event>(start, end, track->second, track->first, correlation_of(scan, correlation_column));
-        event.bytes = *bytes;
-        return event;
-    }
-
     void read_memcpys() {
         const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
         if (!has_table(table)) return;
