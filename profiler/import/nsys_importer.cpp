@@ -20,7 +20,6 @@
 #include "profiler/import/importers.h"
 
 #include "profiler/import/decimal_time.h"
-#include "profiler/import/gpu_activity.h"
 #include "profiler/import/cupti_rows.h"
 #include "profiler/store/sqlite_util.h"
 
@@ -520,10 +519,8 @@ class NsysImporter : private CuptiRows {
                 fmt::format("table {} has no kernel name column (demangledName, shortName or mangledName)", table));
         }
         while (scan.next()) {
-            std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 4);
-            if (!track) continue;
+            std::optional<trace::KernelEvent> row = gpu_row<trace::KernelEvent>(scan, 4, 5);
+            if (!row) continue;
             // The chosen name, else the demangled one, else any.
             int column =
                 !scan.is_null(name_column)
@@ -535,8 +532,7 @@ class NsysImporter : private CuptiRows {
             }
             std::optional<trace::StringId> name = name_of(scan, "kernel name id", scan.integer(column));
             if (!name) continue;
-            trace::KernelEvent kernel =
-                gpu_activity<trace::KernelEvent>(start, end, track->second, track->first, correlation_of(scan, 5));
+            trace::KernelEvent& kernel = *row;
             kernel.name_id = *name;
             kernel.launch = launch_of(scan, 9);
             note_gpu_pid(scan.maybe_integer(18));

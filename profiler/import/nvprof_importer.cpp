@@ -25,7 +25,6 @@
 
 #include "common/text.h"
 #include "profiler/import/decimal_time.h"
-#include "profiler/import/gpu_activity.h"
 #include "profiler/import/range_nesting.h"
 #include "profiler/import/cupti_rows.h"
 
@@ -405,10 +404,8 @@ class NvprofImporter : private CuptiRows {
                        {}, kUnknownSchema);
         std::unordered_map<std::int64_t, trace::StringId> name_ids;
         while (scan.next()) {
-            const std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 5);
-            if (!track) continue;
+            std::optional<trace::KernelEvent> row = gpu_row<trace::KernelEvent>(scan, 5, 6);
+            if (!row) continue;
             const std::int64_t name = scan.integer(4);
             auto known = name_ids.find(name);
             if (known == name_ids.end()) {
@@ -416,8 +413,7 @@ class NvprofImporter : private CuptiRows {
                 if (!text) continue;
                 known = name_ids.emplace(name, sink_.intern(kernel_name(*text, sink_.options().kernel_names))).first;
             }
-            trace::KernelEvent kernel =
-                gpu_activity<trace::KernelEvent>(start, end, track->second, track->first, correlation_of(scan, 6));
+            trace::KernelEvent& kernel = *row;
             to_host_clock(kernel);
             kernel.name_id = known->second;
             kernel.launch = launch_of(scan, 7);
