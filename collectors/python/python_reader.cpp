@@ -13,7 +13,6 @@
 #include <string_view>
 #include <regex>
 #include <set>
-#include <sstream>
 
 namespace ember::collector::python {
 
@@ -34,13 +33,9 @@ struct MappedObject {
 
 std::vector<MappedObject> mapped_objects(pid_t pid) {
     std::vector<MappedObject> objects;
-    std::istringstream maps(read_proc_text("/proc/" + std::to_string(pid) + "/maps"));
-    std::string line;
-    os::MapsLine entry;
-    while (std::getline(maps, line)) {
-        if (!os::parse_maps_line(line, entry)) continue;
+    os::for_each_maps_line(os::proc_path(pid, "maps"), [&](const os::MapsLine& entry) {
         const std::string& path = entry.path;
-        if (path.empty() || path[0] != '/' || entry.offset != 0) continue;
+        if (path.empty() || path[0] != '/' || entry.offset != 0) return;
         const std::uint64_t start = entry.start;
         auto known =
             std::find_if(objects.begin(), objects.end(), [&](const MappedObject& o) { return o.path == path; });
@@ -48,7 +43,7 @@ std::vector<MappedObject> mapped_objects(pid_t pid) {
             objects.push_back({path, start});
         else
             known->base = std::min(known->base, start);
-    }
+    });
     return objects;
 }
 
