@@ -15,6 +15,7 @@ rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(0 99 199 499 997)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+source bench/bench_lib.sh
 echo "cpu sampling overhead: quickstart CNN, 12000 training images, $runs runs per rate, $(nproc) cores"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 TIMEFORMAT='%U %S'
@@ -28,13 +29,12 @@ for run in $(seq "$runs"); do
         awk -v i="$images" '{print 1000 * ($1 + $2) / i}' "$work/time.txt" >>"$work/cpu_$hz.txt"
     done
 done
-median() { sort -g "$1" | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-base=$(median "$work/cpu_0.txt")
+base=$(median <"$work/cpu_0.txt")
 printf '%-10s %12s %20s %20s %10s\n' "rate (Hz)" "images/s" "CPU s / 1000 images" "(min - max)" "overhead"
 for hz in "${rates[@]}"; do
-    m=$(median "$work/cpu_$hz.txt")
-    printf '%-10s %12s %20.3f %9.3f - %-8.3f %9.1f%%\n' "$hz" "$(median "$work/rate_$hz.txt")" "$m" \
-        "$(sort -g "$work/cpu_$hz.txt" | head -1)" "$(sort -g "$work/cpu_$hz.txt" | tail -1)" \
+    m=$(median <"$work/cpu_$hz.txt")
+    printf '%-10s %12s %20.3f %9.3f - %-8.3f %9.1f%%\n' "$hz" "$(median <"$work/rate_$hz.txt")" "$m" \
+        "$(minimum <"$work/cpu_$hz.txt")" "$(maximum <"$work/cpu_$hz.txt")" \
         "$(awk -v b="$base" -v m="$m" 'BEGIN {print 100 * (m - b) / b}')"
 done
 echo "medians over the runs; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

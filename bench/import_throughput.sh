@@ -27,14 +27,7 @@ trap 'rm -rf "$work"' EXIT
 json_dir=${JSON_DIR:-$work}
 mkdir -p "$json_dir"
 
-wall() {  # wall seconds of one run of "$@", to the millisecond; a failure stops the script
-    local TIMEFORMAT=%3R
-    { time "$@" >/dev/null 2>"$work/err.txt" || { cat "$work/err.txt" >&2; exit 1; }; } 2>"$work/time.txt"
-    cat "$work/time.txt"
-}
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-minimum() { sort -g | head -1; }
-maximum() { sort -g | tail -1; }
+source bench/bench_lib.sh
 rate_row() {  # label, file of seconds, bytes
     local bytes=$3
     printf '  %-34s median %8.3f s  %6.1f MB/s   (fastest %6.1f MB/s, slowest %6.1f MB/s)\n' "$1" \
@@ -47,18 +40,14 @@ ratio_row() {  # label, file of ratios
 }
 
 echo "ember import of Chrome JSON: $runs runs each, $(nproc) cores, $(uname -m)"
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); ISA: $(grep -o -w -E 'sse4_2|avx|avx2|avx512f|avx512bw|avx512vl|bmi2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+cpu_line
 echo "ember: $ember"
 [ -z "$baseline" ] || echo "baseline: $baseline"
 echo "reference: Perfetto trace_processor, published: 177 MB/s on a 454 MB Chrome JSON"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for events in "${event_counts[@]}"; do
     json="$json_dir/synth_$events.json"
-    if [ ! -f "$json" ]; then
-        "$ember" synth -o "$work/synth.db" --events "$events" --seed 7 >/dev/null
-        "$ember" export "$work/synth.db" --format chrome -o "$json" >/dev/null
-        rm -f "$work/synth.db"
-    fi
+    synth_chrome_json "$events" "$json"
     bytes=$(stat -c %s "$json")
     python=$(( bytes <= python_max_mb * 1000000 ))
     echo

@@ -30,6 +30,7 @@ work=$(mktemp -d /tmp/ember-kineto-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 json_dir=${JSON_DIR:-$work}
 mkdir -p "$json_dir"
+source bench/bench_lib.sh
 
 # Wall seconds, CPU seconds and peak KB of one run of "$@", appended to $1.wall, $1.cpu
 # and $1.rss; a failure stops the script.
@@ -46,9 +47,6 @@ timed() {
         echo "$kilobytes" >>"$work/$name.rss"
     fi
 }
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-minimum() { sort -g | head -1; }
-maximum() { sort -g | tail -1; }
 rate_row() {  # label, name, bytes
     local wall=$work/$2.wall bytes=$3
     printf '  %-32s median %7.2f s %6.1f MB/s (fastest %6.1f, slowest %6.1f MB/s), CPU %7.2f s, peak %6d MB\n' "$1" \
@@ -69,16 +67,12 @@ kineto="$json_dir/$(basename "${source_trace%.gz}" .json).x${size_mb}MB.json"
 kineto_bytes=$(stat -c %s "$kineto")
 events=$(( size_mb * 1000000 / 239 ))
 chrome="$json_dir/synth_$events.json"
-if [ ! -f "$chrome" ]; then
-    "$ember" synth -o "$work/synth.db" --events "$events" --seed 7 >/dev/null
-    "$ember" export "$work/synth.db" --format chrome -o "$chrome" >/dev/null
-    rm -f "$work/synth.db"
-fi
+synth_chrome_json "$events" "$chrome"
 chrome_bytes=$(stat -c %s "$chrome")
 python=$(( kineto_bytes <= python_max_mb * 1000000 ))
 
 echo "ember import of Kineto JSON against json.load and Chrome JSON: $runs runs each, $(nproc) cores, $(uname -m)"
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); ISA: $(grep -o -w -E 'sse4_2|avx|avx2|avx512f|avx512bw|avx512vl|bmi2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+cpu_line
 echo "ember: $ember"
 [ -z "$baseline" ] || echo "baseline: $baseline"
 echo "Kineto: $(basename "$kineto") ($kineto_bytes bytes, from $(basename "$source_trace"))"

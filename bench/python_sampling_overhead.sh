@@ -52,7 +52,7 @@ while time.monotonic() < end:
     sum(range(1000))
 EOF
 
-median() { sort -g "$1" | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+source bench/bench_lib.sh
 echo "python sampling overhead: $("$python" --version 2>&1), $rounds rounds, $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$rounds"); do
@@ -68,9 +68,9 @@ for round in $(seq "$rounds"); do
 done
 cut -d' ' -f1 "$work/alone.txt" >"$work/alone_wall.txt"; cut -d' ' -f1 "$work/ember.txt" >"$work/ember_wall.txt"
 cut -d' ' -f2 "$work/alone.txt" >"$work/alone_cpu.txt"; cut -d' ' -f2 "$work/ember.txt" >"$work/ember_cpu.txt"
-aw=$(median "$work/alone_wall.txt"); ew=$(median "$work/ember_wall.txt")
-ac=$(median "$work/alone_cpu.txt"); ec=$(median "$work/ember_cpu.txt")
-span() { echo "$(sort -g "$1" | head -1)-$(sort -g "$1" | tail -1)"; }
+aw=$(median <"$work/alone_wall.txt"); ew=$(median <"$work/ember_wall.txt")
+ac=$(median <"$work/alone_cpu.txt"); ec=$(median <"$work/ember_cpu.txt")
+span() { echo "$(minimum <"$1")-$(maximum <"$1")"; }
 printf '%-34s %12s %14s %12s %14s\n' "" "work (s)" "(min-max)" "its CPU (s)" "(min-max)"
 printf '%-34s %12.3f %14s %12.3f %14s\n' "alone" "$aw" "$(span "$work/alone_wall.txt")" "$ac" "$(span "$work/alone_cpu.txt")"
 printf '%-34s %12.3f %14s %12.3f %14s\n' "under ember record (100 Hz)" "$ew" "$(span "$work/ember_wall.txt")" "$ec" \

@@ -33,21 +33,13 @@ work=$(mktemp -d /tmp/ember-stats-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 reports=temporal,kernel_types,overlap,idle_breakdown
 
-# wall seconds of one run of "$@", to the millisecond (output thrown away; a failure
-# stops the script)
-wall() {
-    local TIMEFORMAT=%3R
-    { time "$@" >/dev/null 2>"$work/err.txt" || { cat "$work/err.txt" >&2; exit 1; }; } 2>"$work/time.txt"
-    cat "$work/time.txt"
-}
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-minimum() { sort -g | head -1; }
+source bench/bench_lib.sh
 row() {  # label, file of seconds
     printf '  %-46s min %7.3f s   median %7.3f s\n' "$1" "$(minimum <"$2")" "$(median <"$2")"
 }
 
 echo "ember stats vs Python's json.load: $runs runs each, $(nproc) cores, $(uname -m)"
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); ISA: $(grep -o -w -E 'sse4_2|avx|avx2|avx512f|avx512bw|avx512vl|bmi2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+cpu_line
 echo "ember: $ember"
 [ -z "$baseline" ] || echo "baseline: $baseline"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,6 +15,23 @@
 
 namespace ember::cli {
 
+namespace {
+
+// Runs a synthetic writer: a file it cannot write or an option out of range is bad
+// input (exit 2).
+template <typename Write>
+auto write_or_fail(Write&& write) {
+    try {
+        return write();
+    } catch (const store::TraceError& error) {
+        fail_command("synth", error.what());
+    } catch (const std::invalid_argument& error) {
+        fail_command("synth", error.what());
+    }
+}
+
+}  // namespace
+
 void add_synth_command(CLI::App& app) {
     struct Options {
         std::string output;
@@ -70,14 +87,8 @@ void add_synth_command(CLI::App& app) {
             options.straggler_extra_ns = static_cast<trace::TimeNs>(opts->straggler_ms * 1e6);
             options.clock_skew_ns = static_cast<trace::TimeNs>(opts->clock_skew_ms * 1e6);
             options.tensor_parallel = opts->tensor_parallel;
-            std::vector<synth::SyntheticJobTruth> truth;
-            try {
-                truth = synth::write_synthetic_job(opts->output, options);
-            } catch (const store::TraceError& error) {
-                fail_command("synth", error.what());
-            } catch (const std::invalid_argument& error) {
-                fail_command("synth", error.what());
-            }
+            const std::vector<synth::SyntheticJobTruth> truth =
+                write_or_fail([&] { return synth::write_synthetic_job(opts->output, options); });
             if (opts->quiet) return;
             const std::vector<std::string> paths = synth::synthetic_rank_paths(opts->output, opts->ranks);
             std::printf("%-6s %14s %14s %13s  %s\n", "rank", "wait (ms)", "arrived last", "clock (ms)", "file");
@@ -97,14 +108,8 @@ void add_synth_command(CLI::App& app) {
         options.ranks = opts->ranks;
         options.seed = opts->seed;
         auto started = std::chrono::steady_clock::now();
-        std::vector<synth::SyntheticRankSummary> summaries;
-        try {
-            summaries = synth::write_synthetic_traces(opts->output, options);
-        } catch (const store::TraceError& error) {
-            fail_command("synth", error.what());
-        } catch (const std::invalid_argument& error) {
-            fail_command("synth", error.what());
-        }
+        const std::vector<synth::SyntheticRankSummary> summaries =
+            write_or_fail([&] { return synth::write_synthetic_traces(opts->output, options); });
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (opts->quiet) return;
         std::vector<std::string> paths = synth::synthetic_rank_paths(opts->output, opts->ranks);

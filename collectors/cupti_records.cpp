@@ -202,14 +202,13 @@ trace::DeviceInfo device_info(const CUpti_ActivityDevice5& record) {
 bool allocates_or_frees_memory(const char* api_name) {
     if (!api_name) return false;
     const std::string_view name(api_name);
-    auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
-    if (starts("cudaMalloc") || starts("cudaFree") || starts("cuMemAlloc") || starts("cuMemFree") ||
-        starts("cudaHostAlloc") || starts("cuMemHostAlloc"))
+    if (name.starts_with("cudaMalloc") || name.starts_with("cudaFree") || name.starts_with("cuMemAlloc") ||
+        name.starts_with("cuMemFree") || name.starts_with("cudaHostAlloc") || name.starts_with("cuMemHostAlloc"))
         return true;
     for (std::string_view pool : {"cudaMemPool", "cuMemPool"}) {
-        if (!starts(pool)) continue;
+        if (!name.starts_with(pool)) continue;
         const std::string_view rest = name.substr(pool.size());
-        return rest.substr(0, 6) == "Create" || rest.substr(0, 7) == "Destroy" || rest.substr(0, 4) == "Trim";
+        return rest.starts_with("Create") || rest.starts_with("Destroy") || rest.starts_with("Trim");
     }
     return false;
 }

@@ -17,8 +17,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace ember::collector {
 
@@ -227,20 +225,16 @@ ElfSymbolizer::~ElfSymbolizer() = default;
 
 void ElfSymbolizer::read_maps() {
     mappings_.clear();
-    std::ifstream maps(pid_ ? "/proc/" + std::to_string(pid_) + "/maps" : std::string("/proc/self/maps"));
-    std::string line;
-    os::MapsLine entry;
-    while (std::getline(maps, line)) {
-        if (!os::parse_maps_line(line, entry)) continue;
-        if (entry.permissions.size() < 3 || entry.permissions[2] != 'x' || entry.path.empty() || entry.path[0] != '/')
-            continue;
-        Mapping mapping;
-        mapping.start = entry.start;
-        mapping.end = entry.end;
-        mapping.file_offset = entry.offset;
-        mapping.path = without_deleted_suffix(entry.path);
-        mappings_.push_back(std::move(mapping));
-    }
+    os::for_each_maps_line(pid_ ? os::proc_path(pid_, "maps") : std::string("/proc/self/maps"),
+                           [&](const os::MapsLine& entry) {
+                               if (!os::is_file_code(entry)) return;
+                               Mapping mapping;
+                               mapping.start = entry.start;
+                               mapping.end = entry.end;
+                               mapping.file_offset = entry.offset;
+                               mapping.path = without_deleted_suffix(entry.path);
+                               mappings_.push_back(std::move(mapping));
+                           });
     std::sort(mappings_.begin(), mappings_.end(),
               [](const Mapping& left, const Mapping& right) { return left.start < right.start; });
 }

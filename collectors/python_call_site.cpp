@@ -13,18 +13,14 @@ namespace ember::collector {
 
 namespace {
 
+using python::word_at;
+
 constexpr int kMaxFrames = 1024;
 constexpr std::size_t kMaxKnownChains = 1 << 14;  // per thread; a program past this starts over
 constexpr int kOwnedByCStack = 3;                 // 3.12+: the C stack's entry frame, no code of its own
 constexpr std::size_t kMaxRanges = 64;            // ranges of frames read at once
 constexpr std::uint64_t kRangeGap = 1024;         // frames this close share a range
 constexpr std::uint64_t kMaxRangeBytes = 64 << 10;
-
-std::uint64_t word_at(const unsigned char* block, std::uint64_t offset) {
-    std::uint64_t value = 0;
-    std::memcpy(&value, block + offset, sizeof value);
-    return value;
-}
 
 std::uint64_t hash_chain(const std::vector<std::uint64_t>& chain) {
     std::uint64_t hash = 0x9e3779b97f4a7c15ull ^ chain.size();

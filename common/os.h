@@ -221,5 +221,19 @@ inline bool parse_maps_line(const std::string& line, MapsLine& out) {
     out.offset = std::strtoull(offset.c_str(), nullptr, 16);
     return true;
 }
+// Calls visit(const MapsLine&) for each line of a maps file (/proc/PID/maps) that parses.
+template <typename Visit>
+void for_each_maps_line(const std::string& maps_path, Visit&& visit) {
+    std::istringstream maps(read_file_text(maps_path));
+    std::string line;
+    MapsLine entry;
+    while (std::getline(maps, line))
+        if (parse_maps_line(line, entry)) visit(static_cast<const MapsLine&>(entry));
+}
+// A mapping of a file's machine code: executable, and backed by a file (not anonymous
+// memory, not [vdso]).
+inline bool is_file_code(const MapsLine& line) {
+    return line.permissions.size() >= 3 && line.permissions[2] == 'x' && !line.path.empty() && line.path[0] == '/';
+}
 
 }  // namespace ember::os

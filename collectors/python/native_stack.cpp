@@ -16,7 +16,6 @@
 #include <ctime>
 #include <iterator>
 #include <map>
-#include <sstream>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -212,13 +211,9 @@ struct NativeUnwinder::State {
         const int failed = dwfl_linux_proc_report(dwfl, pid);
         dwfl_report_end(dwfl, nullptr, nullptr);
         code.clear();
-        std::istringstream maps(read_proc_text("/proc/" + std::to_string(pid) + "/maps"));
-        std::string line;
-        os::MapsLine entry;
-        while (std::getline(maps, line))
-            if (os::parse_maps_line(line, entry) && entry.permissions.size() >= 3 && entry.permissions[2] == 'x' &&
-                !entry.path.empty() && entry.path[0] == '/')
-                code.emplace_back(entry.start, entry.end);
+        os::for_each_maps_line(os::proc_path(pid, "maps"), [&](const os::MapsLine& entry) {
+            if (os::is_file_code(entry)) code.emplace_back(entry.start, entry.end);
+        });
         std::sort(code.begin(), code.end());
         return failed == 0;
     }

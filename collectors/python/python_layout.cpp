@@ -3,8 +3,6 @@
 // build's DWARF with gdb's `ptype /o`).
 #include "collectors/python/python_layout.h"
 
-#include <cstring>
-
 namespace ember::collector::python {
 
 std::string PythonVersion::text() const {
@@ -73,12 +71,6 @@ std::optional<PythonLayout> builtin_layout(const PythonVersion& version) {
 
 namespace {
 
-std::uint64_t field(const unsigned char* block, std::size_t offset) {
-    std::uint64_t value = 0;
-    std::memcpy(&value, block + offset, sizeof value);
-    return value;
-}
-
 std::uint64_t largest(std::initializer_list<std::uint64_t> values) {
     std::uint64_t most = 0;
     for (std::uint64_t value : values) most = value > most ? value : most;
@@ -88,7 +80,7 @@ std::uint64_t largest(std::initializer_list<std::uint64_t> values) {
 }  // namespace
 
 PythonVersion debug_offsets_version(const unsigned char* block) {
-    const std::uint64_t hex = field(block, 8);  // PY_VERSION_HEX
+    const std::uint64_t hex = word_at(block, 8);  // PY_VERSION_HEX
     return {static_cast<int>((hex >> 24) & 0xff), static_cast<int>((hex >> 16) & 0xff),
             static_cast<int>((hex >> 8) & 0xff)};
 }
@@ -97,43 +89,43 @@ std::optional<PythonLayout> layout_from_debug_offsets(const unsigned char* block
     if (std::memcmp(block, kDebugOffsetsCookie, sizeof kDebugOffsetsCookie) != 0) return std::nullopt;
     const PythonVersion version = debug_offsets_version(block);
     if (version.major != 3 || version.minor != 13) return std::nullopt;
-    if (field(block, 16) != 0) return std::nullopt;  // free-threaded: other object headers
+    if (word_at(block, 16) != 0) return std::nullopt;  // free-threaded: other object headers
     // Offsets of 3.13's _Py_DebugOffsets members (Include/internal/pycore_runtime.h).
     PythonLayout layout;
-    layout.runtime_interpreters_head = field(block, 40);
-    layout.interp_next = field(block, 64);
-    layout.interp_threads_head = field(block, 72);
-    layout.tstate_next = field(block, 168);
-    layout.tstate_interp = field(block, 176);
-    layout.tstate_frame = field(block, 184);  // current_frame
-    layout.tstate_thread_id = field(block, 192);
-    layout.tstate_native_thread_id = field(block, 200);
+    layout.runtime_interpreters_head = word_at(block, 40);
+    layout.interp_next = word_at(block, 64);
+    layout.interp_threads_head = word_at(block, 72);
+    layout.tstate_next = word_at(block, 168);
+    layout.tstate_interp = word_at(block, 176);
+    layout.tstate_frame = word_at(block, 184);  // current_frame
+    layout.tstate_thread_id = word_at(block, 192);
+    layout.tstate_native_thread_id = word_at(block, 200);
     layout.tstate_size = largest({layout.tstate_next, layout.tstate_interp, layout.tstate_frame,
                                   layout.tstate_thread_id, *layout.tstate_native_thread_id}) +
                          8;
     layout.interpreter_frames = true;
-    layout.frame_back = field(block, 232);
-    layout.frame_code = field(block, 240);  // f_executable
-    layout.frame_instr = field(block, 248);
-    layout.frame_owner = field(block, 264);
-    layout.frame_locals = field(block, 256);
+    layout.frame_back = word_at(block, 232);
+    layout.frame_code = word_at(block, 240);  // f_executable
+    layout.frame_instr = word_at(block, 248);
+    layout.frame_owner = word_at(block, 264);
+    layout.frame_locals = word_at(block, 256);
     layout.frame_size = largest({layout.frame_back, layout.frame_code, layout.frame_instr, *layout.frame_owner}) + 8;
-    layout.code_filename = field(block, 280);
-    layout.code_name = field(block, 288);
-    layout.code_qualname = field(block, 296);
-    layout.code_linetable = field(block, 304);
-    layout.code_firstlineno = field(block, 312);
-    layout.code_adaptive = field(block, 344);
+    layout.code_filename = word_at(block, 280);
+    layout.code_name = word_at(block, 288);
+    layout.code_qualname = word_at(block, 296);
+    layout.code_linetable = word_at(block, 304);
+    layout.code_firstlineno = word_at(block, 312);
+    layout.code_adaptive = word_at(block, 344);
     layout.code_size = largest({layout.code_filename, layout.code_name, *layout.code_qualname, layout.code_linetable,
                                 layout.code_firstlineno}) +
                        8;
     layout.line_table = LineTable::locations;
-    layout.object_type = field(block, 360);
-    layout.bytes_size = field(block, 520);
-    layout.bytes_data = field(block, 528);
-    layout.unicode_state = field(block, 544);
-    layout.unicode_length = field(block, 552);
-    layout.unicode_ascii_size = field(block, 560);
+    layout.object_type = word_at(block, 360);
+    layout.bytes_size = word_at(block, 520);
+    layout.bytes_data = word_at(block, 528);
+    layout.unicode_state = word_at(block, 544);
+    layout.unicode_length = word_at(block, 552);
+    layout.unicode_ascii_size = word_at(block, 560);
     layout.unicode_compact_size = layout.unicode_ascii_size + 16;  // utf8_length, utf8
     // Offsets far beyond any real struct mean the block is not what it claims.
     for (std::uint64_t size : {layout.tstate_size, layout.frame_size, layout.code_size})

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -84,6 +85,19 @@ struct PythonLayout {
     // PyObject
     std::uint64_t object_type = 8;
 };
+
+// A field at `offset` of a block copied out of the process (host byte order, any
+// alignment): a pointer or size, and a C int.
+inline std::uint64_t word_at(const unsigned char* block, std::uint64_t offset) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, block + offset, sizeof value);
+    return value;
+}
+inline std::int32_t int_at(const unsigned char* block, std::uint64_t offset) {
+    std::int32_t value = 0;
+    std::memcpy(&value, block + offset, sizeof value);
+    return value;
+}
 
 // The layout of a release that has no _Py_DebugOffsets (3.8 to 3.12); nullopt for any
 // other version.

@@ -13,7 +13,6 @@
 #include <string_view>
 #include <regex>
 #include <set>
-#include <sstream>
 
 namespace ember::collector::python {
 
@@ -26,18 +25,6 @@ constexpr std::uint64_t kMaxStringChars = 4096;
 constexpr std::uint64_t kMaxTableBytes = 1 << 20;
 constexpr int kOwnedByCStack = 3;  // 3.12+: the C stack's entry frame, no code of its own
 
-std::uint64_t word_at(const unsigned char* block, std::uint64_t offset) {
-    std::uint64_t value = 0;
-    std::memcpy(&value, block + offset, sizeof value);
-    return value;
-}
-
-std::int32_t int_at(const unsigned char* block, std::uint64_t offset) {
-    std::int32_t value = 0;
-    std::memcpy(&value, block + offset, sizeof value);
-    return value;
-}
-
 // A file mapped into the process: its path and where its first byte is mapped.
 struct MappedObject {
     std::string path;
@@ -46,13 +33,9 @@ struct MappedObject {
 
 std::vector<MappedObject> mapped_objects(pid_t pid) {
     std::vector<MappedObject> objects;
-    std::istringstream maps(read_proc_text("/proc/" + std::to_string(pid) + "/maps"));
-    std::string line;
-    os::MapsLine entry;
-    while (std::getline(maps, line)) {
-        if (!os::parse_maps_line(line, entry)) continue;
+    os::for_each_maps_line(os::proc_path(pid, "maps"), [&](const os::MapsLine& entry) {
         const std::string& path = entry.path;
-        if (path.empty() || path[0] != '/' || entry.offset != 0) continue;
+        if (path.empty() || path[0] != '/' || entry.offset != 0) return;
         const std::uint64_t start = entry.start;
         auto known =
             std::find_if(objects.begin(), objects.end(), [&](const MappedObject& o) { return o.path == path; });
@@ -60,7 +43,7 @@ std::vector<MappedObject> mapped_objects(pid_t pid) {
             objects.push_back({path, start});
         else
             known->base = std::min(known->base, start);
-    }
+    });
     return objects;
 }
 
@@ -525,8 +508,7 @@ pid_t PythonProcess::os_thread_of(std::uint64_t pthread_id) {
     std::vector<unsigned char> block(kScan);
     if (pthread_id == 0 || !memory_.read(pthread_id, block.data(), kScan)) return 0;
     auto tid_at = [&](std::size_t offset) {
-        std::int32_t value = 0;
-        std::memcpy(&value, block.data() + offset, sizeof value);
+        const std::int32_t value = int_at(block.data(), offset);
         return tid_set.count(value) ? static_cast<pid_t>(value) : 0;
     };
     if (pthread_tid_offset_ >= 0) {

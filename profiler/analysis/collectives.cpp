@@ -404,13 +404,6 @@ class BytesReader {
     std::size_t at_ = 0;
 };
 
-class LocalExchange : public CollectiveExchange {
-  public:
-    std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
-    int process() const override { return 0; }
-    int processes() const override { return 1; }
-};
-
 // ---------------------------------------------------------------------------
 // [SECTION] The reference members and the clocks
 // ---------------------------------------------------------------------------

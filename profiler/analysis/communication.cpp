@@ -65,10 +65,6 @@ std::optional<CollectiveKind> kind_by_prefix(std::string_view text) {
     return std::nullopt;
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
 }  // namespace
 
 const char* collective_kind_name(CollectiveKind kind) {
@@ -80,8 +76,8 @@ std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
 }
 
 bool is_communication_kernel(std::string_view name) {
-    return starts_with(name, "nccl") || starts_with(name, "rccl") || starts_with(name, "hip") ||
-           starts_with(name, "hccl") || name.find("ncclKernel") != std::string_view::npos ||
+    return name.starts_with("nccl") || name.starts_with("rccl") || name.starts_with("hip") ||
+           name.starts_with("hccl") || name.find("ncclKernel") != std::string_view::npos ||
            name.find("ncclDevKernel") != std::string_view::npos;
 }
 
@@ -104,11 +100,11 @@ std::optional<CollectiveKind> collective_kind_of_operation(std::string_view name
     if (name == nvtx::range::kAllreduceBucket) return CollectiveKind::all_reduce;
     // PyTorch's profiler: the backend's op ("nccl:all_reduce") and c10d's ("c10d::allreduce_").
     for (std::string_view prefix : {"nccl:", "gloo:", "mpi:", "ucc:", "c10d::"}) {
-        if (starts_with(name, prefix)) return kind_by_prefix(name.substr(prefix.size()));
+        if (name.starts_with(prefix)) return kind_by_prefix(name.substr(prefix.size()));
     }
     // MPI's, as Nsight Systems traces them (--trace=mpi): "MPI_Allreduce", "MPI_Iallgather",
     // "MPI_Bcast", "MPI_Send" (not MPI_Init, MPI_Wait...).
-    if (starts_with(name, "MPI_")) {
+    if (name.starts_with("MPI_")) {
         std::string_view call = name.substr(4);
         if (call == "Bcast" || call == "Ibcast") return CollectiveKind::broadcast;
         if (call.size() > 1 && call[0] == 'I' && std::islower(static_cast<unsigned char>(call[1])))
@@ -116,7 +112,7 @@ std::optional<CollectiveKind> collective_kind_of_operation(std::string_view name
         return kind_by_prefix(call);
     }
     // NCCL's own NVTX ranges: "ncclAllReduce", "ncclSend" (not ncclGroupStart, ncclCommInit...).
-    if (starts_with(name, "nccl") && name.size() > 4 && std::isupper(static_cast<unsigned char>(name[4])))
+    if (name.starts_with("nccl") && name.size() > 4 && std::isupper(static_cast<unsigned char>(name[4])))
         return kind_by_prefix(name.substr(4));
     return std::nullopt;
 }

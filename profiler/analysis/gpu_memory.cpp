@@ -135,7 +135,7 @@ bool is_allocator_frame(std::string_view function) {
         if (function.find(part) != std::string_view::npos) return true;
     static constexpr std::string_view kPrefixes[] = {"std::", "_PyEval", "PyEval"};
     for (std::string_view prefix : kPrefixes)
-        if (function.substr(0, prefix.size()) == prefix) return true;
+        if (function.starts_with(prefix)) return true;
     return false;
 }
 

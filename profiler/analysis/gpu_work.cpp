@@ -55,9 +55,8 @@ const char* kernel_class_name(KernelClass kind) {
 }
 
 KernelClass classify_kernel(std::string_view name) {
-    auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
     if (is_communication_kernel(name)) return KernelClass::communication;
-    if (starts("Memcpy") || starts("Memset") || starts("dma")) return KernelClass::memory;
+    if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) return KernelClass::memory;
     return KernelClass::computation;
 }
 

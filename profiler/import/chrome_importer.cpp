@@ -25,10 +25,6 @@ namespace {
 
 namespace chrome = trace::chrome;
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
 // "main (tid 10000)" -> ("main", 10000); "python train.py (pid 10000)" likewise with "pid".
 std::pair<std::string_view, std::optional<std::int64_t>> split_id_suffix(std::string_view text, std::string_view word) {
     std::string opener = fmt::format(" ({} ", word);
@@ -77,7 +73,7 @@ class ChromeImporter final : public JsonTraceImporter {
             time_shift_ns_ = *data.time_origin_ns;
             sink_.run().start_ns = *data.time_origin_ns;  // the exported run's start
         }
-        if (starts_with(data.exporter, chrome::kExporterPrefix)) sink_.run().clock_name = "chrome trace (ember export)";
+        if (data.exporter.starts_with(chrome::kExporterPrefix)) sink_.run().clock_name = "chrome trace (ember export)";
     }
 
     // --- tracks --------------------------------------------------------------------------
@@ -88,7 +84,7 @@ class ChromeImporter final : public JsonTraceImporter {
             trace::DeviceInfo device;
             device.device_id = static_cast<trace::DeviceId>(chrome::device_of_gpu_pid(pid));
             std::string prefix = fmt::format("{}{}", chrome::kGpuProcessPrefix, device.device_id);
-            std::string_view rest = starts_with(name, prefix) ? name.substr(prefix.size()) : name;
+            std::string_view rest = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
             if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
             device.name = std::string(rest);
             sink_.describe_device(device);
@@ -106,7 +102,7 @@ class ChromeImporter final : public JsonTraceImporter {
             GpuLane lane;
             lane.cuda_stream = static_cast<std::uint64_t>(std::max<std::int64_t>(tid, 0));
             std::string_view rest = name;
-            if (starts_with(rest, chrome::kStreamThreadPrefix)) {
+            if (rest.starts_with(chrome::kStreamThreadPrefix)) {
                 rest.remove_prefix(chrome::kStreamThreadPrefix.size());
                 std::size_t digits = 0;
                 std::uint64_t number = 0;
@@ -172,7 +168,7 @@ class ChromeImporter final : public JsonTraceImporter {
         std::string_view category = event.category;
         if (category == chrome::kNvtxCategory) {
             style.domain_id = trace::kNoString;  // the default domain
-        } else if (starts_with(category, chrome::kNvtxDomainCategoryPrefix)) {
+        } else if (category.starts_with(chrome::kNvtxDomainCategoryPrefix)) {
             style.domain_id = sink_.intern(category.substr(chrome::kNvtxDomainCategoryPrefix.size()));
         } else {
             style.domain_id = sink_.intern(category);

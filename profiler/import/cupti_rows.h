@@ -5,6 +5,7 @@
 // made an ember stream once, and CUPTI's own enumerations.
 #pragma once
 
+#include "profiler/import/gpu_activity.h"
 #include "profiler/import/import_sink.h"
 #include "profiler/import/sqlite_table_scan.h"
 #include "profiler/store/sqlite_util.h"
@@ -54,6 +55,29 @@ class CuptiRows {
     // the stream's priority, the null stream is named "default"). nullopt: rejected.
     std::optional<std::pair<trace::DeviceId, trace::StreamId>> gpu_track(const TableScan& scan, int device_column,
                                                                          int stream_column, int context_column);
+
+    // The event of a kernel, copy or memset row (start, end, deviceId, streamId in
+    // columns 0-3) whose interval and track are valid; nullopt for a row rejected (and
+    // counted) for one of them.
+    template <typename Event>
+    std::optional<Event> gpu_row(const TableScan& scan, int context_column, int correlation_column) {
+        const std::int64_t start = scan.integer(0), end = scan.integer(1);
+        if (!valid_interval(scan, start, end)) return std::nullopt;
+        auto track = gpu_track(scan, 2, 3, context_column);
+        if (!track) return std::nullopt;
+        return gpu_activity<Event>(start, end, track->second, track->first, correlation_of(scan, correlation_column));
+    }
+    // A copy or memset: gpu_row's, with a valid byte count too.
+    template <typename Event>
+    std::optional<Event> sized_activity(const TableScan& scan, int context_column, int bytes_column,
+                                        int correlation_column) {
+        std::optional<Event> event = gpu_row<Event>(scan, context_column, correlation_column);
+        if (!event) return std::nullopt;
+        const std::optional<std::uint64_t> bytes = byte_count(scan, bytes_column);
+        if (!bytes) return std::nullopt;
+        event->bytes = *bytes;
+        return event;
+    }
 
     // The optional columns graphId (at `graph_column`) and graphNodeId (the next one) of a
     // kernel, copy or memset run from a CUDA graph. 0, NULL, a negative id or a graphId

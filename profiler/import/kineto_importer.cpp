@@ -59,17 +59,13 @@ KinetoKind kind_of_category(std::string_view category) {
     return KinetoKind::host_range;  // cpu_op, Operator, user_annotation, python_function, and anything new
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
 bool is_dataloader_wait(std::string_view name) {
-    return starts_with(name, "enumerate(DataLoader)") && name.find("__next__") != std::string_view::npos;
+    return name.starts_with("enumerate(DataLoader)") && name.find("__next__") != std::string_view::npos;
 }
 
 bool is_communication_op(std::string_view name) {
-    return starts_with(name, "nccl:") || starts_with(name, "c10d::") || starts_with(name, "record_param_comms") ||
-           starts_with(name, "ProcessGroupNCCL");
+    return name.starts_with("nccl:") || name.starts_with("c10d::") || name.starts_with("record_param_comms") ||
+           name.starts_with("ProcessGroupNCCL");
 }
 
 trace::SyncKind sync_kind_from_name(std::string_view name) {
@@ -145,7 +141,7 @@ class KinetoImporter final : public JsonTraceImporter {
 
     void on_thread_name(std::int64_t pid, std::int64_t tid, std::string_view name) override {
         // GPU lanes are named "stream 7 "; streams get ember's own names instead.
-        if (starts_with(name, "stream ")) return;
+        if (name.starts_with("stream ")) return;
         sink_.name_thread(pid, tid, name);
     }
 

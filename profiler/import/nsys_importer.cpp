@@ -20,7 +20,6 @@
 #include "profiler/import/importers.h"
 
 #include "profiler/import/decimal_time.h"
-#include "profiler/import/gpu_activity.h"
 #include "profiler/import/cupti_rows.h"
 #include "profiler/store/sqlite_util.h"
 
@@ -520,10 +519,8 @@ class NsysImporter : private CuptiRows {
                 fmt::format("table {} has no kernel name column (demangledName, shortName or mangledName)", table));
         }
         while (scan.next()) {
-            std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 4);
-            if (!track) continue;
+            std::optional<trace::KernelEvent> row = gpu_row<trace::KernelEvent>(scan, 4, 5);
+            if (!row) continue;
             // The chosen name, else the demangled one, else any.
             int column =
                 !scan.is_null(name_column)
@@ -535,8 +532,7 @@ class NsysImporter : private CuptiRows {
             }
             std::optional<trace::StringId> name = name_of(scan, "kernel name id", scan.integer(column));
             if (!name) continue;
-            trace::KernelEvent kernel =
-                gpu_activity<trace::KernelEvent>(start, end, track->second, track->first, correlation_of(scan, 5));
+            trace::KernelEvent& kernel = *row;
             kernel.name_id = *name;
             kernel.launch = launch_of(scan, 9);
             note_gpu_pid(scan.maybe_integer(18));
@@ -547,23 +543,6 @@ class NsysImporter : private CuptiRows {
 
     void note_gpu_pid(std::optional<std::int64_t> global_pid) {
         if (global_pid && gpu_pid_ == 0) gpu_pid_ = pid_of(*global_pid);
-    }
-
-    // The event of a copy or memset row (start, end, deviceId, streamId in columns 0-3)
-    // whose interval, track and byte count are valid; nullopt for a row rejected (and
-    // counted) for one of them.
-    template <typename Event>
-    std::optional<Event> sized_activity(TableScan& scan, int context_column, int bytes_column, int correlation_column) {
-        std::int64_t start = scan.integer(0), end = scan.integer(1);
-        if (!valid_interval(scan, start, end)) return std::nullopt;
-        auto track = gpu_track(scan, 2, 3, context_column);
-        if (!track) return std::nullopt;
-        const std::optional<std::uint64_t> bytes = byte_count(scan, bytes_column);
-        if (!bytes) return std::nullopt;
-        Event event =
-            gpu_activity<Event>(start, end, track->second, track->first, correlation_of(scan, correlation_column));
-        event.bytes = *bytes;
-        return event;
     }
 
     void read_memcpys() {

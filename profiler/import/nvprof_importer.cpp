@@ -25,7 +25,6 @@
 
 #include "common/text.h"
 #include "profiler/import/decimal_time.h"
-#include "profiler/import/gpu_activity.h"
 #include "profiler/import/range_nesting.h"
 #include "profiler/import/cupti_rows.h"
 
@@ -365,9 +364,13 @@ class NvprofImporter : private CuptiRows {
         }
     }
 
-    trace::TimeNs shift_of(std::int64_t device) const {
-        auto found = clock_shift_.find(device);
-        return found == clock_shift_.end() ? 0 : found->second;
+    // A GPU row's interval moved onto the host's clock (by its device's lead, above).
+    template <typename Event>
+    void to_host_clock(Event& event) const {
+        auto found = clock_shift_.find(event.device_id);
+        const trace::TimeNs shift = found == clock_shift_.end() ? 0 : found->second;
+        event.start_ns -= shift;
+        event.end_ns -= shift;
     }
 
     template <std::size_t N>
@@ -401,10 +404,8 @@ class NvprofImporter : private CuptiRows {
                        {}, kUnknownSchema);
         std::unordered_map<std::int64_t, trace::StringId> name_ids;
         while (scan.next()) {
-            const std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 5);
-            if (!track) continue;
+            std::optional<trace::KernelEvent> row = gpu_row<trace::KernelEvent>(scan, 5, 6);
+            if (!row) continue;
             const std::int64_t name = scan.integer(4);
             auto known = name_ids.find(name);
             if (known == name_ids.end()) {
@@ -412,9 +413,8 @@ class NvprofImporter : private CuptiRows {
                 if (!text) continue;
                 known = name_ids.emplace(name, sink_.intern(kernel_name(*text, sink_.options().kernel_names))).first;
             }
-            const trace::TimeNs shift = shift_of(track->first);
-            trace::KernelEvent kernel = gpu_activity<trace::KernelEvent>(start - shift, end - shift, track->second,
-                                                                         track->first, correlation_of(scan, 6));
+            trace::KernelEvent& kernel = *row;
+            to_host_clock(kernel);
             kernel.name_id = known->second;
             kernel.launch = launch_of(scan, 7);
             read_graph_ids(scan, 16, kernel);
@@ -429,24 +429,18 @@ class NvprofImporter : private CuptiRows {
                         "graphNodeId"},
                        {}, kUnknownSchema);
         while (scan.next()) {
-            const std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 6);
-            if (!track) continue;
-            const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
-            if (!bytes) continue;
-            const trace::TimeNs shift = shift_of(track->first);
-            trace::MemcpyEvent copy = gpu_activity<trace::MemcpyEvent>(start - shift, end - shift, track->second,
-                                                                       track->first, correlation_of(scan, 7));
+            std::optional<trace::MemcpyEvent> row = sized_activity<trace::MemcpyEvent>(scan, 6, 4, 7);
+            if (!row) continue;
+            trace::MemcpyEvent& copy = *row;
+            to_host_clock(copy);
             copy.direction = cupti_copy_direction(scan.integer(5));
-            copy.bytes = *bytes;
             copy.source_kind = memory_kind(scan.maybe_integer(8));
             copy.destination_kind = memory_kind(scan.maybe_integer(9));
             if (copy.direction == trace::MemcpyDirection::peer_to_peer) {
                 // The other device of the copy.
                 for (int column : {10, 11}) {
                     std::optional<std::int64_t> peer = scan.maybe_integer(column);
-                    if (peer && *peer >= 0 && *peer <= 1'000'000 && *peer != track->first) {
+                    if (peer && *peer >= 0 && *peer <= 1'000'000 && *peer != copy.device_id) {
                         copy.peer_device_id = static_cast<trace::DeviceId>(*peer);
                         break;
                     }
@@ -464,16 +458,10 @@ class NvprofImporter : private CuptiRows {
                        {"contextId", "correlationId", "value", "memoryKind", "graphId", "graphNodeId"}, {},
                        kUnknownSchema);
         while (scan.next()) {
-            const std::int64_t start = scan.integer(0), end = scan.integer(1);
-            if (!valid_interval(scan, start, end)) continue;
-            auto track = gpu_track(scan, 2, 3, 5);
-            if (!track) continue;
-            const std::optional<std::uint64_t> bytes = byte_count(scan, 4);
-            if (!bytes) continue;
-            const trace::TimeNs shift = shift_of(track->first);
-            trace::MemsetEvent set = gpu_activity<trace::MemsetEvent>(start - shift, end - shift, track->second,
-                                                                      track->first, correlation_of(scan, 6));
-            set.bytes = *bytes;
+            std::optional<trace::MemsetEvent> row = sized_activity<trace::MemsetEvent>(scan, 5, 4, 6);
+            if (!row) continue;
+            trace::MemsetEvent& set = *row;
+            to_host_clock(set);
             set.value = static_cast<std::uint32_t>(scan.maybe_integer(7).value_or(0));
             const trace::MemoryKind kind = memory_kind(scan.maybe_integer(8));
             set.memory_kind = kind == trace::MemoryKind::unknown ? trace::MemoryKind::device : kind;

@@ -26,13 +26,6 @@ namespace ember::job {
 
 namespace {
 
-class LocalExchange : public analysis::CollectiveExchange {
-  public:
-    std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
-    int process() const override { return 0; }
-    int processes() const override { return 1; }
-};
-
 // One file's ranks as read.
 struct FileRanks {
     std::size_t position = 0;  // on the command line
@@ -120,7 +113,7 @@ std::map<std::size_t, std::map<std::int32_t, std::int32_t>> job_ranks(const std:
 
 analysis::JobCollectives analyze_job_files(const std::vector<std::string>& paths, const JobFilesOptions& options,
                                            analysis::CollectiveExchange* exchange) {
-    LocalExchange local;
+    analysis::LocalExchange local;
     if (!exchange) exchange = &local;
     // Each rank's file once: the same file twice would be two ranks that always agree.
     {

@@ -218,6 +218,9 @@ class RankGenerator {
     // launch and the stream's previous work. Returns the kernel's end.
     TimeNs launch(const KernelShape& shape, StringId name, StreamId stream, TimeNs duration);
     TimeNs api_call(StringId name, TimeNs duration, CorrelationId correlation);
+    // cudaStreamWaitEvent: the compute stream waits for `stream`'s work so far (CUDA
+    // event `event_id`).
+    void compute_waits_for(StreamId stream, std::uint64_t event_id);
     StreamId stream_index(StreamId stream) const { return stream == compute_ ? 0 : stream == copy_ ? 1 : 2; }
     TimeNs& busy(StreamId stream) { return stream_busy_[stream_index(stream)]; }
     TimeNs jitter(TimeNs mean) {
@@ -454,17 +457,18 @@ void RankGenerator::copy_batch(std::int64_t index) {
     busy(compute_) = labels.end_ns;
 
     // The compute stream waits for the image copy.
-    correlation = next_correlation_++;
-    TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
-    SyncEvent sync{wait_start,
-                   std::max(wait_start + kMicro, busy(copy_)),
-                   device_,
-                   compute_,
-                   correlation,
-                   SyncKind::stream_wait_event,
-                   static_cast<std::uint64_t>(index * 4 + 1)};
+    compute_waits_for(copy_, static_cast<std::uint64_t>(index * 4 + 1));
+}
+
+void RankGenerator::compute_waits_for(StreamId stream, std::uint64_t event_id) {
+    const CorrelationId correlation = next_correlation_++;
+    const TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
+    SyncEvent sync{wait_start,  std::max(wait_start + kMicro, busy(stream)),
+                   device_,     compute_,
+                   correlation, SyncKind::stream_wait_event,
+                   event_id};
     emit(sync, &EventSink::record_sync);
-    busy(compute_) = std::max(busy(compute_), busy(copy_));
+    busy(compute_) = std::max(busy(compute_), busy(stream));
 }
 
 void RankGenerator::forward() {
@@ -512,17 +516,7 @@ void RankGenerator::backward() {
 // The optimizer needs the reduced gradients: the compute stream waits for nccl.
 void RankGenerator::wait_for_allreduce(std::int64_t index) {
     push_range(allreduce_wait_, kCategoryCommunication, 0xffff9da7u);
-    CorrelationId correlation = next_correlation_++;
-    TimeNs wait_start = api_call(stream_wait_event_, 2 * kMicro, correlation);
-    SyncEvent sync{wait_start,
-                   std::max(wait_start + kMicro, busy(nccl_)),
-                   device_,
-                   compute_,
-                   correlation,
-                   SyncKind::stream_wait_event,
-                   static_cast<std::uint64_t>(index * 4 + 2)};
-    emit(sync, &EventSink::record_sync);
-    busy(compute_) = std::max(busy(compute_), busy(nccl_));
+    compute_waits_for(nccl_, static_cast<std::uint64_t>(index * 4 + 2));
     pop_range();
 }
 

@@ -41,6 +41,19 @@ void disable_blending(const ImDrawList*, const ImDrawCmd*) {
     glDisable(GL_BLEND);
 }
 
+// A box's name, from 3 px inside its left edge (or the track's, when the box starts
+// left of it), clipped to the box and the track.
+void draw_box_label(ImDrawList* draw, float left, float right, float top, float row_height, const TrackArea& area,
+                    std::uint32_t color, const char* text, const char* text_end = nullptr) {
+    const ImVec4 text_clip(std::max(left, area.x0), top, std::min(right, area.x0 + area.width), top + row_height);
+    draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, area.x0) + 3, top + 2), color, text, text_end, 0.0f, &text_clip);
+}
+
+// The selected box's outline, a pixel wider than the box on each side.
+void draw_selection_outline(ImDrawList* draw, float left, float right, float top, float row_height) {
+    draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0, 2.0f);
+}
+
 const char* row_title(const Row& row) {
     switch (row.kind) {
         case RowKind::ranges:
@@ -201,9 +214,7 @@ void ViewerApp::draw_idle_gaps(ImDrawList* draw, const StreamOverlay& overlay, c
                 char label[96];
                 std::snprintf(label, sizeof label, "%s %s", analysis::idle_category_name(category),
                               format_duration(static_cast<double>(gap.duration_ns())).c_str());
-                const ImVec4 text_clip(std::max(left, x0), top, std::min(right, x0 + width), top + row_height);
-                draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, x0) + 3, top + 2), colors::rgb(15, 15, 20), label,
-                              nullptr, 0.0f, &text_clip);
+                draw_box_label(draw, left, right, top, row_height, area, colors::rgb(15, 15, 20), label);
                 ++counters_.primitives;
             }
         } else {
@@ -308,8 +319,7 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
             }
             const EventRef ref{lane_index, row_index, item.first_index};
             if (item.count == 1 && ref == selected_) {
-                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0,
-                              2.0f);
+                draw_selection_outline(draw, left, right, top, row_height);
                 ++counters_.primitives;
             }
             if (right - left > 40.0f) {
@@ -321,9 +331,7 @@ void ViewerApp::draw_lane_rows(ImDrawList* draw, const Lane& lane, int lane_inde
                 } else {
                     std::snprintf(label, sizeof label, "%u events", item.count);
                 }
-                const ImVec4 text_clip(std::max(left, x0), top, std::min(right, x0 + width), top + row_height);
-                draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, x0) + 3, top + 2), colors::rgb(15, 15, 20), label,
-                              nullptr, 0.0f, &text_clip);
+                draw_box_label(draw, left, right, top, row_height, area, colors::rgb(15, 15, 20), label);
                 ++counters_.primitives;
             }
             if (mouse_in_row && mouse_x >= left - 1 && mouse_x <= right + 1) {
@@ -370,8 +378,7 @@ void ViewerApp::draw_sample_stacks(ImDrawList* draw, int lane_index, const Sampl
             ++counters_.primitives;
             const StackBoxRef ref{lane_index, depth, item.first_index, with_idle};
             if (item.count == 1 && ref == selected_stack_) {
-                draw->AddRect(ImVec2(left - 1, top), ImVec2(right + 1, top + row_height), colors::kSelection, 0, 0,
-                              2.0f);
+                draw_selection_outline(draw, left, right, top, row_height);
                 ++counters_.primitives;
             }
             if (right - left > 40.0f) {
@@ -384,10 +391,8 @@ void ViewerApp::draw_sample_stacks(ImDrawList* draw, int lane_index, const Sampl
                 } else {
                     std::snprintf(label, sizeof label, "%u frames", item.count);
                 }
-                const ImVec4 text_clip(std::max(left, x0), top, std::min(right, x0 + width), top + row_height);
-                draw->AddText(nullptr, 0.0f, ImVec2(std::max(left, x0) + 3, top + 2),
-                              first.idle ? colors::rgb(170, 170, 180) : colors::rgb(15, 15, 20), text, text_end, 0.0f,
-                              &text_clip);
+                draw_box_label(draw, left, right, top, row_height, area,
+                               first.idle ? colors::rgb(170, 170, 180) : colors::rgb(15, 15, 20), text, text_end);
                 ++counters_.primitives;
             }
             if (mouse_in_row && mouse_x >= left - 1 && mouse_x <= right + 1) {
@@ -753,11 +758,7 @@ void ViewerApp::handle_timeline_clicks(const TimelineFrame& frame, int clicked_t
                    memory != lane_rects_.end()) {
             select_memory_time(memory->lane, view_.x_to_time(mouse_x - memory->x0));
         } else {
-            selected_ = {};
-            selected_stack_ = {};
-            flow_partner_.reset();
-            selected_details_.clear();
-            live_blocks_.clear();
+            clear_selection();
         }
     }
     if (!ImGui::IsMouseDown(ImGuiMouseButton_Left) && dragging_pan_) {

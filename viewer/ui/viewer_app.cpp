@@ -45,17 +45,9 @@ void ViewerApp::replace_model(std::unique_ptr<TraceModel> model) {
     view_.reset({model_->begin_ns(), model_->end_ns()}, view_.width_pixels());
     if (same_shape) view_.show(visible);
     lane_drag_ = {};
-    selected_ = {};
-    selected_stack_ = {};
+    clear_selection();
     hovered_stack_ = {};
-    flow_partner_.reset();
-    selected_details_.clear();
-    live_blocks_.clear();
-    stats_.reset();
-    stats_lanes_ready_ = -1;
-    flame_dirty_ = true;
-    range_summary_.reset();
-    search_count_ = -1;
+    invalidate_derived();
 }
 
 RefreshResult ViewerApp::apply_live_events(TraceDelta& delta) {
@@ -64,20 +56,28 @@ RefreshResult ViewerApp::apply_live_events(TraceDelta& delta) {
     extend_lane_order(lane_order_, *model_);
     view_.set_limits({model_->begin_ns(), model_->end_ns()});
     if (result.events_moved) {  // indexes into rows changed: a kept EventRef could name another event
-        selected_ = {};
-        flow_partner_.reset();
-        selected_details_.clear();
-        live_blocks_.clear();
+        clear_selection();
         hovered_ = {};
-        selected_stack_ = {};
         hovered_stack_ = {};
     }
+    invalidate_derived();
+    return result;
+}
+
+void ViewerApp::clear_selection() {
+    selected_ = {};
+    selected_stack_ = {};
+    flow_partner_.reset();
+    selected_details_.clear();
+    live_blocks_.clear();
+}
+
+void ViewerApp::invalidate_derived() {
     stats_.reset();
     stats_lanes_ready_ = -1;
     flame_dirty_ = true;
     range_summary_.reset();
     search_count_ = -1;
-    return result;
 }
 
 void ViewerApp::set_selection_range(TimeRange range) {
@@ -86,11 +86,8 @@ void ViewerApp::set_selection_range(TimeRange range) {
 }
 
 void ViewerApp::select_event(const EventRef& ref, bool reveal) {
+    clear_selection();
     selected_ = ref;
-    selected_stack_ = {};
-    selected_details_.clear();
-    live_blocks_.clear();
-    flow_partner_.reset();
     if (!model_ || model_->event(ref) == nullptr) return;
     for (const DetailLine& line : describe_event(*model_, ref)) selected_details_.emplace_back(line.key, line.value);
     flow_partner_ = find_flow_partner(*model_, ref);
@@ -98,11 +95,7 @@ void ViewerApp::select_event(const EventRef& ref, bool reveal) {
 }
 
 void ViewerApp::select_memory_time(int lane, trace::TimeNs time) {
-    selected_ = {};
-    selected_stack_ = {};
-    flow_partner_.reset();
-    selected_details_.clear();
-    live_blocks_.clear();
+    clear_selection();
     if (!model_) return;
     for (const DetailLine& line : describe_memory_at(*model_, lane, time))
         selected_details_.emplace_back(line.key, line.value);
@@ -120,11 +113,7 @@ bool ViewerApp::select_memory_at(trace::TimeNs from_start) {
 }
 
 void ViewerApp::select_stack_box(const StackBoxRef& ref) {
-    selected_ = {};
-    flow_partner_.reset();
-    selected_details_.clear();
-    live_blocks_.clear();
-    selected_stack_ = {};
+    clear_selection();
     const SampleStackLane* stacks = model_ ? model_->sample_stacks(ref.lane) : nullptr;
     if (stacks == nullptr || ref.depth < 0 || ref.depth >= stacks->depth(ref.with_idle)) return;
     const std::vector<StackRow>& chart = stacks->rows(ref.with_idle);

@@ -207,6 +207,11 @@ class ViewerApp {
     void draw_flow(ImDrawList* draw, float x0, float y_origin);
     bool event_position(const EventRef& ref, float x0, float y_origin, float* x, float* y) const;
 
+    // Nothing selected: no event, stack box or memory time, no details, no flow arrow.
+    void clear_selection();
+    // The model changed: the statistics, flamegraph, range summary and search count are
+    // computed again.
+    void invalidate_derived();
     void select_event(const EventRef& ref, bool reveal);
     // A GPU memory lane clicked at `time`: what was live then, in the details panel.
     void select_memory_time(int lane, trace::TimeNs time);
