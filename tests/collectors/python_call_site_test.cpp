@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 
@@ -79,8 +80,13 @@ class CallSite : public ::testing::TestWithParam<Interpreter> {
         std::ofstream(script_) << kScript;
         trace_ = test::temp_path("call_site.db");
         child_ = test::spawn({GetParam().path, script_});
+        // The whole line: the numbers may arrive after the word.
         ASSERT_TRUE(test::wait_for_output(child_, "state", 60)) << test::read_output(child_);
-        const std::string output = test::read_output(child_);
+        std::string output = test::read_output(child_);
+        for (int tries = 0; tries < 6000 && output.find('\n', output.find("state")) == std::string::npos; ++tries) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            output = test::read_output(child_);
+        }
         unsigned long long state = 0, runtime = 0;
         ASSERT_EQ(std::sscanf(output.c_str() + output.find("state"), "state %llu %llu", &state, &runtime), 2) << output;
         thread_state_ = state;
