@@ -25,6 +25,7 @@
 #include "collectors/launch.h"
 #include "collectors/python/outside_sampler.h"
 #include "profiler/store/reader.h"
+#include "profiler/store/trace_files.h"
 
 #include <CLI/CLI.hpp>
 
@@ -361,8 +362,13 @@ int run_record(const RecordOptions& options) {
                 static_cast<long long>(python_result.samples), static_cast<long long>(python_result.idle_samples));
         std::error_code error;
         // A program that wrote no trace of its own (no CUDA, no NVTX): its Python samples are FILE.
-        if (std::filesystem::exists(python_file, error) && !std::filesystem::exists(output, error))
-            std::filesystem::rename(python_file, output, error);
+        if (std::filesystem::exists(python_file, error) && !std::filesystem::exists(output, error)) {
+            try {
+                store::move_trace_into_place(python_file, output, "the Python samples");
+            } catch (const store::TraceError& failure) {
+                std::fprintf(stderr, "ember record: %s; the samples stay in %s\n", failure.what(), python_file.c_str());
+            }
+        }
     }
 
     std::vector<std::string> files = recorded_files(output);
