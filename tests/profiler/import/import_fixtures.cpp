@@ -52,17 +52,6 @@ std::string gzip_bytes(std::string_view bytes) {
     return out;
 }
 
-std::string gunzip_file(const std::string& path) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (file == nullptr) throw std::runtime_error("cannot open " + path);
-    std::string text;
-    char buffer[1 << 16];
-    int got = 0;
-    while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
-    gzclose(file);
-    return text;
-}
-
 void exec_sql(const std::string& path, const std::string& sql) {
     sqlite3* db = nullptr;
     if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
