@@ -45,9 +45,9 @@ using namespace ember;
 using namespace ember::ops;
 using cpu::OpImplementation;
 using cpu::ScopedOpImplementation;
+using test::f32;
 using test::HostTensor;
 
-constexpr DType f32 = DType::f32;
 constexpr double kRelativeL2 = 2e-6;
 constexpr double kElementwise = 2e-5;
 

@@ -22,9 +22,8 @@ namespace {
 
 using namespace ember;
 using namespace ember::ops;
+using ember::test::f32;
 using ember::test::HostTensor;
-
-constexpr DType f32 = DType::f32;
 
 TEST(OpsCpu, ConvKnownValues) {
     HostTensor x(f32, {1, 1, 3, 3}), w(f32, {1, 1, 2, 2}), b(f32, {1}), y(f32, {1, 1, 2, 2});

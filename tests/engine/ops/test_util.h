@@ -17,6 +17,9 @@ using ember::fill_random;
 using ember::fill_value;
 using ember::HostTensor;
 
+// The dtype most op tests run in.
+constexpr DType f32 = DType::f32;
+
 // sum_i weights[i] * y[i]: the scalar whose gradient wrt y is `weights`.
 inline double weighted_sum(const HostTensor& y, const HostTensor& weights) {
     double s = 0.0;
