@@ -3,6 +3,7 @@
 // future ember), and the files each export writes.
 #include "profiler/store/schema.h"
 #include "tests/support/fixture_trace.h"
+#include "tests/support/read_file.h"
 #include "tests/support/shell_command.h"
 
 #include <gtest/gtest.h>
@@ -80,10 +81,7 @@ TEST_F(Commands, StatsRefusesAMissingFile) {
 TEST_F(Commands, StatsRefusesATruncatedTrace) {
     std::string truncated = ember::testing::temporary_path("command-truncated", ".db");
     {
-        std::ifstream in(trace_, std::ios::binary);
-        std::stringstream bytes;
-        bytes << in.rdbuf();
-        std::string content = bytes.str();
+        const std::string content = ember::test_support::read_file(trace_);
         ASSERT_GT(content.size(), 8192u);
         std::ofstream out(truncated, std::ios::binary);
         out.write(content.data(), static_cast<std::streamsize>(content.size() / 2));

@@ -9,6 +9,7 @@
 #include "collectors/clock.h"
 #include "collectors/session.h"
 #include "tests/collectors/host_session.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
@@ -29,10 +30,7 @@ namespace {
 constexpr std::int64_t kToleranceNs = 5'000;
 
 bool this_machine_has_invariant_tsc() {
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::stringstream text;
-    text << cpuinfo.rdbuf();
-    return cpuinfo_says_tsc_invariant(text.str());
+    return cpuinfo_says_tsc_invariant(test_support::read_file("/proc/cpuinfo"));
 }
 
 struct Agreement {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/support/gunzip.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace ember::import_test {
@@ -19,9 +20,10 @@ namespace ember::import_test {
 using test_support::TempDir;
 // The text of a file that may be gzipped.
 using test_support::gunzip_file;
+// The bytes of a file.
+using test_support::read_file;
 
 void write_file(const std::string& path, std::string_view bytes);
-std::string read_file(const std::string& path);
 std::string gzip_bytes(std::string_view bytes);
 // Runs SQL on an SQLite file (creating it); throws std::runtime_error with the message.
 void exec_sql(const std::string& path, const std::string& sql);
