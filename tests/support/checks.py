@@ -21,6 +21,16 @@ def failed():
     return bool(failures)
 
 
+def exit_code(work=None):
+    """The script's exit code: 1 when a check failed (`work`, its scratch folder, kept to
+    look at), else 0 with `work` removed."""
+    if failed():
+        return 1
+    if work:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def copy_real_trace(real, relative, work):
     """A copy in `work` of the real trace `relative` under `real` (reading a trace caches
     its import beside it), or None, said, when that file is absent."""

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
-from checks import check, failed  # noqa: E402
+from checks import check, exit_code  # noqa: E402
 
 EMBER, SOURCE, WORK = sys.argv[1:4]
 PROTO = "engine/train/tensorboard_event.proto"
@@ -141,10 +141,7 @@ def main():
     os.makedirs(WORK)
     check_single_process()
     check_two_ranks()
-    if failed():
-        return 1
-    shutil.rmtree(WORK, ignore_errors=True)
-    return 0
+    return exit_code(WORK)
 
 
 if __name__ == "__main__":

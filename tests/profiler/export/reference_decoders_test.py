@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
-from checks import check, copy_real_trace, failed  # noqa: E402
+from checks import check, copy_real_trace, exit_code  # noqa: E402
 
 EMBER, WRITE_FIXTURE, SOURCE, WORK = sys.argv[1:5]
 REAL = sys.argv[5] if len(sys.argv) > 5 else ""
@@ -159,9 +159,7 @@ def main():
         for trace, label in pprof_inputs:
             check_pprof(trace, label)
     shutil.rmtree(WORK, ignore_errors=True)
-    if failed():
-        return 1
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
-from checks import check, copy_real_trace, failed  # noqa: E402
+from checks import check, copy_real_trace, exit_code  # noqa: E402
 
 EMBER, WORK, REAL = sys.argv[1:4]
 
@@ -204,10 +204,7 @@ def main():
             check(check_trace(copy, relative), "%s: no GPU [memory] events with addresses" % relative)
     else:
         print("real traces skipped: %s is absent" % REAL)
-    if failed():
-        return 1
-    shutil.rmtree(WORK, ignore_errors=True)
-    return 0
+    return exit_code(WORK)
 
 
 if __name__ == "__main__":
