@@ -4,12 +4,12 @@
 // ../shared/real-traces is absent).
 #include "profiler/store/writer.h"
 #include "tests/support/fixture_trace.h"
+#include "tests/support/shell_command.h"
 #include "tests/support/store.h"
 #include "tests/support/trace_ranges.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -21,25 +21,13 @@ namespace {
 using namespace ember;
 using trace::TimeNs;
 
-struct Result {
-    int exit_code = -1;
-    std::string output;
-};
+using Result = test_support::CommandResult;
 
 // `arguments` follow `ember`; stderr joins stdout or is dropped; `environment` is a
 // prefix such as "XDG_CACHE_HOME=/tmp/x".
 Result run(const std::string& arguments, bool with_stderr = true, const std::string& environment = "") {
-    Result result;
-    const std::string command = environment + (environment.empty() ? "" : " ") + EMBER_CLI_BINARY + " " + arguments +
-                                (with_stderr ? " 2>&1" : " 2>/dev/null");
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+    return test_support::run_shell(environment + (environment.empty() ? "" : " ") + EMBER_CLI_BINARY + " " + arguments +
+                                   (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 bool contains(const std::string& text, const std::string& part) {

@@ -1,9 +1,10 @@
 // job_command_test.cpp: several rank files as one job on the command line: `ember stats
 // FILES... --report collectives` (text and JSON), the default report of several files,
 // `ember merge`, on a job generated with a known straggler and skewed clocks.
+#include "tests/support/shell_command.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,23 +17,11 @@
 
 namespace {
 
-struct Result {
-    int exit_code = -1;
-    std::string output;
-};
+using Result = ember::test_support::CommandResult;
 
 Result run(const std::string& arguments, bool with_stderr = true) {
-    Result result;
-    const std::string command =
-        std::string(EMBER_CLI_BINARY) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+    return ember::test_support::run_shell(std::string(EMBER_CLI_BINARY) + " " + arguments +
+                                          (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 class JobCommands : public ::testing::Test {

@@ -3,11 +3,12 @@
 // future ember), and the files each export writes.
 #include "profiler/store/schema.h"
 #include "tests/support/fixture_trace.h"
+#include "tests/support/read_file.h"
+#include "tests/support/shell_command.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,10 +20,7 @@
 
 namespace {
 
-struct Result {
-    int exit_code = -1;
-    std::string output;  // stdout and stderr
-};
+using Result = ember::test_support::CommandResult;
 
 // The build passes the path of the `ember` executable (tests/profiler/export/CMakeLists.txt).
 std::string ember_binary() {
@@ -30,16 +28,7 @@ std::string ember_binary() {
 }
 
 Result run(const std::string& arguments) {
-    Result result;
-    std::string command = ember_binary() + " " + arguments + " 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-    int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+    return ember::test_support::run_shell(ember_binary() + " " + arguments + " 2>&1");  // stdout and stderr
 }
 
 class Commands : public ::testing::Test {
@@ -92,10 +81,7 @@ TEST_F(Commands, StatsRefusesAMissingFile) {
 TEST_F(Commands, StatsRefusesATruncatedTrace) {
     std::string truncated = ember::testing::temporary_path("command-truncated", ".db");
     {
-        std::ifstream in(trace_, std::ios::binary);
-        std::stringstream bytes;
-        bytes << in.rdbuf();
-        std::string content = bytes.str();
+        const std::string content = ember::test_support::read_file(trace_);
         ASSERT_GT(content.size(), 8192u);
         std::ofstream out(truncated, std::ios::binary);
         out.write(content.data(), static_cast<std::streamsize>(content.size() / 2));

@@ -8,6 +8,8 @@
 // CLOCK_MONOTONIC itself.
 #include "collectors/clock.h"
 #include "collectors/session.h"
+#include "tests/collectors/host_session.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
@@ -28,10 +30,7 @@ namespace {
 constexpr std::int64_t kToleranceNs = 5'000;
 
 bool this_machine_has_invariant_tsc() {
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::stringstream text;
-    text << cpuinfo.rdbuf();
-    return cpuinfo_says_tsc_invariant(text.str());
+    return cpuinfo_says_tsc_invariant(test_support::read_file("/proc/cpuinfo"));
 }
 
 struct Agreement {
@@ -209,11 +208,8 @@ TEST(CollectorClock, FallsBackToClockMonotonicWhenTheCoresDisagree) {
 
 TEST(CollectorClock, ASessionKeepsReanchoringWhileTheProgramIsQuiet) {
     if (!this_machine_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC here";
-    SessionOptions options;
-    options.path = test_support::unique_temp_path("ember_clock_quiet", ".db").string();
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
-    options.quiet = true;
+    const SessionOptions options =
+        test::host_session_options(test_support::unique_temp_path("ember_clock_quiet", ".db").string());
     start_session(options);
     if (g_process_clock.source() != ClockSource::tsc) {
         stop_session(nullptr);

@@ -7,6 +7,7 @@
 #include "collectors/perf_map.h"
 #include "collectors/session.h"
 #include "profiler/store/reader.h"
+#include "tests/collectors/host_session.h"
 #include "tests/support/temp_path.h"
 
 #include <gtest/gtest.h>
@@ -124,12 +125,8 @@ namespace {
 
 // A recording session of this process with CPU samples only (1000 Hz), into a temp file.
 SessionOptions start_sampling_session(const std::string& name) {
-    SessionOptions options;
-    options.path = temp_path(name);
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
+    SessionOptions options = test::host_session_options(temp_path(name));
     options.cpu_sample_hz = 1000;
-    options.quiet = true;
     start_session(options);
     return options;
 }

@@ -95,11 +95,7 @@ TEST(CollectorCuda, CudaMemoryRecordsEveryAllocationAndFree) {
     ASSERT_TRUE(reader.complete());
     // The hand replay: cudaMalloc(dx), cudaMalloc(dy), cudaFree(dx), cudaFree(dy); the
     // pinned host buffer (cudaMallocHost) is not device memory.
-    std::vector<trace::MemoryEvent> events;
-    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
-        events.push_back(event);
-        return true;
-    });
+    const std::vector<trace::MemoryEvent> events = test_support::all_memory_events(reader);
     int allocs = 0, frees = 0;
     for (const trace::MemoryEvent& event : events) {
         if (event.action == trace::MemoryAction::alloc) {

@@ -1,6 +1,6 @@
 // host_session.h: the options of an in-process recording session that sees only the
 // host (no CUDA, no GPU counters) and says nothing, for tests of what the collector
-// does with NVTX calls and thread names.
+// does with NVTX calls, thread names and CPU samples, and of its clock.
 #pragma once
 
 #include "collectors/session.h"

@@ -81,6 +81,16 @@ SpinCounts count_samples(const std::string& trace, pid_t pid) {
     return counts;
 }
 
+// The spinning (main) thread of a 2 s recording: sampled (at 100 Hz ~200 snapshots; a
+// loaded machine takes fewer, not none), and at least 70% of its active samples in
+// spin_in_known_function with main below it. `output` is ember's, shown on failure.
+void expect_main_spins(const SpinCounts& counts, const std::string& output) {
+    ASSERT_GT(counts.main_active, 20) << output;
+    EXPECT_GE(counts.main_in_spin * 100, counts.main_active * 70)
+        << counts.main_in_spin << " of " << counts.main_active
+        << " active samples in spin_in_known_function under main";
+}
+
 TEST(NativeOnly, RecordOfAnyProgramWritesItsNativeStacks) {
     if (const std::string why = ptrace_refusal(); !why.empty()) GTEST_SKIP() << why;
     const std::string trace = test::temp_path("native_only_cmd.db");
@@ -92,11 +102,7 @@ TEST(NativeOnly, RecordOfAnyProgramWritesItsNativeStacks) {
     ember::store::TraceReader reader(trace);
     const pid_t pid = static_cast<pid_t>(reader.run().pid);
     const SpinCounts counts = count_samples(trace, pid);
-    // 2 s at 100 Hz: ~200 snapshots; a loaded machine takes fewer, not none.
-    ASSERT_GT(counts.main_active, 20) << output;
-    EXPECT_GE(counts.main_in_spin * 100, counts.main_active * 70)
-        << counts.main_in_spin << " of " << counts.main_active
-        << " active samples in spin_in_known_function under main";
+    ASSERT_NO_FATAL_FAILURE(expect_main_spins(counts, output));
     // The sleeping thread, by its OS name: sampled, and idle.
     ASSERT_GT(counts.sleeper, 10) << output;
     EXPECT_LE(counts.sleeper_active, 2) << counts.sleeper_active << " of " << counts.sleeper
@@ -161,10 +167,7 @@ TEST(NativeOnly, RecordByPidLeavesTheProgramRunning) {
               0)
         << output;
     const SpinCounts counts = count_samples(trace, pid);
-    ASSERT_GT(counts.main_active, 20) << output;
-    EXPECT_GE(counts.main_in_spin * 100, counts.main_active * 70)
-        << counts.main_in_spin << " of " << counts.main_active
-        << " active samples in spin_in_known_function under main";
+    ASSERT_NO_FATAL_FAILURE(expect_main_spins(counts, output));
     EXPECT_GT(counts.sleeper, 10) << output;
     // The program goes on: no thread left stopped, and SIGTERM ends it the usual way.
     int status = 0;

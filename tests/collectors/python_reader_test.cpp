@@ -409,11 +409,6 @@ while time.monotonic() < end:
     light(time.monotonic() + 0.0237)
 )";
 
-std::string file_text(const std::string& path) {
-    std::ifstream file(path);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-}
-
 // Whether process_vm_readv on a child of ours is refused here: the reason, or "".
 std::string refusal_for_children() {
     Sleeper probe({"sh", "-c", "echo ready; exec sleep 30"});
@@ -688,7 +683,7 @@ TEST(PythonProfile, HotLinesPerRangeAndIdleOnAHandBuiltTrace) {
                                             "--stacks",         "cpu",    "-o", folded};
         if (idle) command.push_back("--idle");
         ASSERT_EQ(test::run(command, &text, {}, 60), 0) << text;
-        const std::string stacks = file_text(folded);
+        const std::string stacks = ember::test_support::read_file(folded);
         EXPECT_EQ(stacks.find("wait (/srv/io.py:5) 40000000\n") != std::string::npos, idle) << stacks;
         EXPECT_NE(stacks.find("step (/srv/train.py:13) 30000000\n"), std::string::npos) << stacks;
     }
@@ -878,7 +873,7 @@ class NativeVersions : public ::testing::TestWithParam<Interpreter> {
         unlink(script_.c_str());
         unlink(progress_.c_str());
     }
-    long progress() const { return std::atol(file_text(progress_).c_str()); }
+    long progress() const { return std::atol(ember::test_support::read_file(progress_).c_str()); }
     // The program goes on: no thread left stopped, and its count moves.
     void expect_running_unharmed() {
         ASSERT_TRUE(program_.running());

@@ -5,6 +5,7 @@
 #include "collectors/control_socket.h"
 #include "collectors/session.h"
 #include "profiler/store/reader.h"
+#include "tests/collectors/host_session.h"
 #include "tests/collectors/subprocess.h"
 
 #include <gtest/gtest.h>
@@ -232,12 +233,8 @@ TEST(CollectorControlSocket, CommandsFromTheSameUserAndRefusalOfAnother) {
 }
 
 TEST(CollectorCpuSampler, ABusyFunctionShowsUpInTheSamples) {
-    collector::SessionOptions options;
-    options.path = test::temp_path("cpu.db");
-    options.trace_cuda = false;
-    options.nvml_hz = 0;
+    collector::SessionOptions options = test::host_session_options(test::temp_path("cpu.db"));
     options.cpu_sample_hz = 1000;
-    options.quiet = true;
     collector::start_session(options);
     volatile double sink = collector_test_busy_loop(1.0);
     (void)sink;

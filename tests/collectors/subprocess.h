@@ -3,6 +3,7 @@
 #pragma once
 
 #include "profiler/store/trace_files.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_path.h"
 
 #include <chrono>
@@ -70,10 +71,7 @@ inline Child spawn(const std::vector<std::string>& argv, const std::vector<std::
 }
 
 inline std::string read_output(const Child& child) {
-    std::ifstream file(child.output_path);
-    std::stringstream text;
-    text << file.rdbuf();
-    return text.str();
+    return test_support::read_file(child.output_path);
 }
 
 // Exit status (128 + signal when killed by one); -1 when it ran past the limit (then killed).

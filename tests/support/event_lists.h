@@ -23,4 +23,14 @@ std::vector<Event> all_events(const store::TraceReader& reader,
     return events;
 }
 
+// Every memory event of the trace (all devices), in the reader's order.
+inline std::vector<trace::MemoryEvent> all_memory_events(const store::TraceReader& reader) {
+    std::vector<trace::MemoryEvent> events;
+    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
+        events.push_back(event);
+        return true;
+    });
+    return events;
+}
+
 }  // namespace ember::test_support

@@ -1,10 +1,12 @@
 // gunzip.h: what a gzip (or zlib) stream inflates to, for the tests that read compressed
-// output (the pprof export) and the import fuzzer's compressed seeds. The linking target
-// needs ZLIB::ZLIB.
+// output (the pprof export) and the import fuzzer's compressed seeds, and the text of a
+// file that may be gzipped (the real Kineto traces, *.json.gz). The linking target needs
+// ZLIB::ZLIB.
 #pragma once
 
 #include <zlib.h>
 
+#include <stdexcept>
 #include <string>
 
 namespace ember::test_support {
@@ -31,6 +33,19 @@ inline Inflated gunzip(const std::string& compressed) {
     inflateEnd(&stream);
     inflated.complete = status == Z_STREAM_END;
     return inflated;
+}
+
+// The text of the file at `path`, inflated if it is gzipped (as it is if not); throws
+// std::runtime_error naming the file when it cannot be opened.
+inline std::string gunzip_file(const std::string& path) {
+    gzFile file = gzopen(path.c_str(), "rb");
+    if (file == nullptr) throw std::runtime_error("cannot open " + path);
+    std::string text;
+    char buffer[1 << 16];
+    int got = 0;
+    while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
+    gzclose(file);
+    return text;
 }
 
 }  // namespace ember::test_support

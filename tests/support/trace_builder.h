@@ -59,14 +59,16 @@ class TraceBuilder {
         return writer_.register_stream({0, device_id, 1, cuda_stream, 0, name});
     }
 
-    // A CUDA API call; returns its correlation id.
-    trace::CorrelationId call(trace::ThreadId thread, const char* name, trace::TimeNs start, trace::TimeNs end) {
+    // A CUDA API call (made at `stack`, when one was recorded); returns its correlation id.
+    trace::CorrelationId call(trace::ThreadId thread, const char* name, trace::TimeNs start, trace::TimeNs end,
+                              trace::StackId stack = 0) {
         trace::ApiEvent event;
         event.start_ns = start;
         event.end_ns = end;
         event.thread_id = thread;
         event.correlation_id = next_correlation_++;
         event.name_id = writer_.intern(name);
+        event.stack_id = stack;
         EXPECT_TRUE(writer_.record_api_call(event));
         return event.correlation_id;
     }

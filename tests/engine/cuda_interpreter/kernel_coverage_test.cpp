@@ -4,9 +4,10 @@
 // them first (fixture cuda_interpreter_kernels). This test lists their current tests,
 // reads one record per test (a missing record means a test did not run) and compares
 // the union with the kernels found in the sources.
+#include "tests/support/shell_command.h"
+
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -67,12 +68,9 @@ std::set<Kernel> kernels_in_sources() {
 // "Suite.Test" names of a gtest program, as its coverage records name them.
 std::vector<std::string> tests_of(const std::string& program) {
     std::vector<std::string> tests;
-    FILE* pipe = popen(("'" + program + "' --gtest_list_tests 2>/dev/null").c_str(), "r");
-    if (!pipe) return tests;
-    std::string suite, output;
-    std::array<char, 512> buffer{};
-    while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-    pclose(pipe);
+    const std::string output =
+        ember::test_support::run_shell("'" + program + "' --gtest_list_tests 2>/dev/null").output;
+    std::string suite;
     for (const std::string& line : split(output, '\n')) {
         if (line.empty()) continue;
         if (line[0] != ' ') {

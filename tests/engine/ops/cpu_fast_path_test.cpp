@@ -45,9 +45,9 @@ using namespace ember;
 using namespace ember::ops;
 using cpu::OpImplementation;
 using cpu::ScopedOpImplementation;
+using test::f32;
 using test::HostTensor;
 
-constexpr DType f32 = DType::f32;
 constexpr double kRelativeL2 = 2e-6;
 constexpr double kElementwise = 2e-5;
 
@@ -302,10 +302,7 @@ TEST(CpuFastPath, BatchNormMatchesReferenceBitForBit) {
             HostTensor x(f32, k.shape, k.layout), dy(f32, k.shape, k.layout), y(f32, k.shape, k.layout);
             HostTensor dx(f32, k.shape, k.layout), gamma(f32, {C}), beta(f32, {C}), mean(f32, {C}), invstd(f32, {C});
             HostTensor running_mean(f32, {C}), running_var(f32, {C}), dgamma(f32, {C}), dbeta(f32, {C});
-            test::fill_random(x, rng, -2.0, 3.0);
-            test::fill_random(dy, rng);
-            test::fill_random(gamma, rng, 0.5, 1.5);
-            test::fill_random(beta, rng);
+            test::fill_normalization_inputs(x, dy, gamma, beta, rng);
             const BatchNormParams params;
             if (running) {
                 expect_fast_matches_reference(

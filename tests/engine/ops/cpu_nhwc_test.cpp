@@ -145,10 +145,7 @@ TEST(OpsCpuNhwc, BatchNormBackwardMatchesNchw) {
             std::mt19937 rng(13);
             HostTensor x = make4(dtype, s, Layout::nchw), dy = make4(dtype, s, Layout::nchw);
             HostTensor gamma(dtype, {s.c}), beta(dtype, {s.c});
-            test::fill_random(x, rng, -2.0, 3.0);
-            test::fill_random(dy, rng);
-            test::fill_random(gamma, rng, 0.5, 1.5);
-            test::fill_random(beta, rng);
+            test::fill_normalization_inputs(x, dy, gamma, beta, rng);
             HostTensor y = make4(dtype, s, Layout::nchw), mean(dtype, {s.c}), invstd(dtype, {s.c});
             batchnorm_forward_train_cpu(x, gamma, beta, y, {}, {}, mean, invstd, {});
             // Gradient buffers start non-zero so accumulate is visible.
@@ -189,10 +186,7 @@ TEST(OpsCpuNhwc, BatchNormFloat32LoopsMatchDouble) {
             HostTensor x = make4(DType::f32, s, layout), dy = make4(DType::f32, s, layout);
             HostTensor gamma(DType::f32, {s.c}), beta(DType::f32, {s.c});
             HostTensor running_mean(DType::f32, {s.c}), running_var(DType::f32, {s.c});
-            test::fill_random(x, rng, -2.0, 3.0);
-            test::fill_random(dy, rng);
-            test::fill_random(gamma, rng, 0.5, 1.5);
-            test::fill_random(beta, rng);
+            test::fill_normalization_inputs(x, dy, gamma, beta, rng);
             test::fill_random(running_var, rng, 0.5, 2.0);
             HostTensor x64 = widen(x), dy64 = widen(dy), gamma64 = widen(gamma), beta64 = widen(beta);
             HostTensor rm64 = widen(running_mean), rv64 = widen(running_var);

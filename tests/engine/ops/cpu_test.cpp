@@ -22,9 +22,8 @@ namespace {
 
 using namespace ember;
 using namespace ember::ops;
+using ember::test::f32;
 using ember::test::HostTensor;
-
-constexpr DType f32 = DType::f32;
 
 TEST(OpsCpu, ConvKnownValues) {
     HostTensor x(f32, {1, 1, 3, 3}), w(f32, {1, 1, 2, 2}), b(f32, {1}), y(f32, {1, 1, 2, 2});
@@ -225,10 +224,7 @@ TEST(OpsCpu, UnfusedLayerNormMatchesFused) {
             const std::string what = std::string(dtype_name(t)) + " C=" + std::to_string(C);
             const double tolerance = t == f32 ? 1e-6 : 1e-2;
             HostTensor x(t, {2, 17, C}), dy(t, {2, 17, C}), gamma(f32, {C}), beta(f32, {C});
-            test::fill_random(x, rng, -2.0, 3.0);
-            test::fill_random(dy, rng);
-            test::fill_random(gamma, rng, 0.5, 1.5);
-            test::fill_random(beta, rng);
+            test::fill_normalization_inputs(x, dy, gamma, beta, rng);
             HostTensor y(t, {2, 17, C}), mean(f32, {rows}), rstd(f32, {rows});
             HostTensor y_unfused(t, {2, 17, C}), mean_unfused(f32, {rows}), rstd_unfused(f32, {rows});
             HostTensor forward_scratch(f32, {layernorm_forward_unfused_scratch(rows, C)});
@@ -373,10 +369,7 @@ TEST(OpsCpu, StoreAndAccumulateModes) {
 TEST(OpsCpu, Float32FastPathsMatchGenericPath) {
     std::mt19937 rng(7);
     HostTensor x(f32, {3, 4, 6, 8}), dy(f32, {3, 4, 6, 8}), gamma(f32, {4}), beta(f32, {4});
-    test::fill_random(x, rng, -2.0, 3.0);
-    test::fill_random(dy, rng);
-    test::fill_random(gamma, rng, 0.5, 1.5);
-    test::fill_random(beta, rng);
+    test::fill_normalization_inputs(x, dy, gamma, beta, rng);
     using test::widen;
     auto expect_match = [](const HostTensor& fast, const HostTensor& generic, const char* what) {
         EXPECT_LT(test::relative_l2(test::values(fast), test::values(generic)), 1e-6) << what;

@@ -17,8 +17,6 @@ using namespace ember;
 using namespace ember::ops;
 using namespace ember::test;
 
-constexpr DType f32 = DType::f32;
-
 // Device-only: the kernel interpreter does not run NVIDIA's libraries.
 using CublasParity = CudaParityTest;
 using CudnnParity = CudaParityTest;

@@ -11,8 +11,6 @@ using namespace ember;
 using namespace ember::ops;
 using namespace ember::test;
 
-constexpr DType f32 = DType::f32;
-
 using OpsParity = CudaParityTest;
 
 TEST_F(OpsParity, BatchNormTrainEvalBackward) {

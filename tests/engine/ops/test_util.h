@@ -17,6 +17,19 @@ using ember::fill_random;
 using ember::fill_value;
 using ember::HostTensor;
 
+// The dtype most op tests run in.
+constexpr DType f32 = DType::f32;
+
+// The inputs of a normalisation's forward and backward (BatchNorm, LayerNorm), drawn in
+// this order: x in [-2, 3), dy in [-1, 1), gamma in [0.5, 1.5) (away from 0), beta in [-1, 1).
+inline void fill_normalization_inputs(HostTensor& x, HostTensor& dy, HostTensor& gamma, HostTensor& beta,
+                                      std::mt19937& rng) {
+    fill_random(x, rng, -2.0, 3.0);
+    fill_random(dy, rng);
+    fill_random(gamma, rng, 0.5, 1.5);
+    fill_random(beta, rng);
+}
+
 // sum_i weights[i] * y[i]: the scalar whose gradient wrt y is `weights`.
 inline double weighted_sum(const HostTensor& y, const HostTensor& weights) {
     double s = 0.0;

@@ -20,15 +20,11 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from checks import check, exit_code  # noqa: E402
+
 EMBER, SOURCE, WORK = sys.argv[1:4]
 PROTO = "engine/train/tensorboard_event.proto"
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message)
 
 
 def crc32c(data):
@@ -145,11 +141,7 @@ def main():
     os.makedirs(WORK)
     check_single_process()
     check_two_ranks()
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    shutil.rmtree(WORK, ignore_errors=True)
-    return 0
+    return exit_code(WORK)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 // the data) and the Event protobufs inside.
 #include "engine/train/tensorboard.h"
 #include "engine/train/tensorboard_event.pb.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -55,10 +56,7 @@ TEST(Crc32c, MatchesItsCheckValueAndTheBitwiseDefinition) {
 
 // Every record of an event file, its CRCs checked; fails the test on a broken frame.
 std::vector<std::string> read_records(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string bytes = text.str();
+    const std::string bytes = test_support::read_file(path);
     std::vector<std::string> records;
     std::size_t at = 0;
     while (at < bytes.size()) {

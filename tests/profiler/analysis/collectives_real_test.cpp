@@ -9,10 +9,10 @@
 #include "profiler/store/reader.h"
 #include "profiler/import/import.h"
 #include "profiler/job/job.h"
+#include "tests/support/gunzip.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,17 +29,6 @@ using trace::TimeNs;
 
 const std::string kRealTraces = EMBER_REAL_TRACES_DIR;
 
-std::string read_maybe_gzipped(const std::string& path) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (!file) return {};
-    std::string text;
-    char buffer[1 << 16];
-    int n;
-    while ((n = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
-    gzclose(file);
-    return text;
-}
-
 // One rank as read here: its NCCL kernels per stream, streams in order of first use.
 struct IndependentRank {
     int rank = 0;
@@ -47,7 +36,7 @@ struct IndependentRank {
 };
 
 IndependentRank read_rank(const std::string& path) {
-    const nlohmann::json trace = nlohmann::json::parse(read_maybe_gzipped(path));
+    const nlohmann::json trace = nlohmann::json::parse(test_support::gunzip_file(path));
     IndependentRank rank;
     rank.rank = trace["distributedInfo"]["rank"].get<int>();
     std::map<long long, std::vector<std::pair<TimeNs, TimeNs>>> by_stream;
@@ -72,7 +61,7 @@ IndependentRank read_rank(const std::string& path) {
 
 // The union of a rank's kernels that are not NCCL's.
 TimeNs independent_compute(const std::string& path) {
-    const nlohmann::json trace = nlohmann::json::parse(read_maybe_gzipped(path));
+    const nlohmann::json trace = nlohmann::json::parse(test_support::gunzip_file(path));
     std::vector<std::pair<TimeNs, TimeNs>> kernels;
     for (const nlohmann::json& event : trace["traceEvents"]) {
         if (event.value("cat", "") != "kernel" || event.value("name", "").find("nccl") != std::string::npos) continue;

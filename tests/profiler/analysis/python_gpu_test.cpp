@@ -50,18 +50,6 @@ class PythonGpuTest : public ::testing::Test {
         for (const auto& [function, file, line] : frames) ids.push_back(writer().intern_frame(function, file, 0, line));
         return writer().intern_stack(ids);
     }
-    trace::CorrelationId call(trace::ThreadId thread, const char* name, TimeNs start, TimeNs end,
-                              trace::StackId stack) {
-        trace::ApiEvent event;
-        event.start_ns = start;
-        event.end_ns = end;
-        event.thread_id = thread;
-        event.correlation_id = next_correlation_++;
-        event.name_id = writer().intern(name);
-        event.stack_id = stack;
-        writer().record_api_call(event);
-        return event.correlation_id;
-    }
     void sample(trace::ThreadId thread, TimeNs at, trace::StackId stack, bool idle = false) {
         writer().record_stack_sample({at, thread, stack, idle});
     }
@@ -74,7 +62,6 @@ class PythonGpuTest : public ::testing::Test {
     std::string path_;
     std::unique_ptr<ember::testing::TraceBuilder> builder_;
     std::unique_ptr<store::TraceReader> reader_;
-    trace::CorrelationId next_correlation_ = 1000;
 };
 
 // step() calls torch's Linear.forward at line 12 (gemm 100 us + bias_add 30 us: two
@@ -85,10 +72,11 @@ TEST_F(PythonGpuTest, KernelsAreChargedToTheirCallSitesInnermostUserFrame) {
     const trace::StackId at_12 =
         python_stack({{"<module>", kScript, 30}, {"step", kScript, 12}, {"Linear.forward", kTorchLinear, 116}});
     const trace::StackId at_15 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 15}});
-    builder_->kernel(stream, "gemm", us(0), us(100), call(main, "cudaLaunchKernel", us(-20), us(-15), at_12));
-    builder_->kernel(stream, "bias_add", us(100), us(130), call(main, "cudaLaunchKernel", us(-14), us(-10), at_12));
-    builder_->kernel(stream, "relu", us(130), us(180), call(main, "cudaLaunchKernel", us(-9), us(-5), at_15));
-    builder_->kernel(stream, "nccl", us(180), us(220), call(main, "cudaLaunchKernel", us(-4), us(-2), 0));
+    builder_->kernel(stream, "gemm", us(0), us(100), builder_->call(main, "cudaLaunchKernel", us(-20), us(-15), at_12));
+    builder_->kernel(stream, "bias_add", us(100), us(130),
+                     builder_->call(main, "cudaLaunchKernel", us(-14), us(-10), at_12));
+    builder_->kernel(stream, "relu", us(130), us(180), builder_->call(main, "cudaLaunchKernel", us(-9), us(-5), at_15));
+    builder_->kernel(stream, "nccl", us(180), us(220), builder_->call(main, "cudaLaunchKernel", us(-4), us(-2), 0));
 
     const analysis::PythonGpuReport report = analysis::python_gpu(close_and_read());
     EXPECT_TRUE(report.has_call_stacks);
@@ -128,8 +116,8 @@ TEST_F(PythonGpuTest, SamplesInsideASynchronizeWaitOnTheKernelThatRan) {
     const trace::StackId at_12 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 12}});
     const trace::StackId at_20 = python_stack({{"<module>", kScript, 30}, {"step", kScript, 20}});
     builder_->kernel(stream, "backward_gemm", us(900), us(2000),
-                     call(main, "cudaLaunchKernel", us(890), us(895), at_12));
-    call(main, "cudaStreamSynchronize", us(1000), us(2000), at_20);
+                     builder_->call(main, "cudaLaunchKernel", us(890), us(895), at_12));
+    builder_->call(main, "cudaStreamSynchronize", us(1000), us(2000), at_20);
     for (int i = 0; i < 5; ++i) sample(main, us(400 + 100 * i), at_12);
     for (int i = 0; i < 10; ++i) sample(main, us(1050 + 100 * i), at_20);
 
@@ -188,10 +176,10 @@ TEST_F(PythonGpuTest, AWaitIsSplitByOverlapOverTheStreamItWaitedOn) {
     const trace::StreamId s7 = builder_->stream(7);
     const trace::StreamId s13 = builder_->stream(13);
     const trace::StackId at_20 = python_stack({{"step", kScript, 20}});
-    builder_->kernel(s7, "k1", us(0), us(75), call(main, "cudaLaunchKernel", us(-10), us(-9), 0));
-    builder_->kernel(s7, "k2", us(75), us(100), call(main, "cudaLaunchKernel", us(-8), us(-7), 0));
-    builder_->kernel(s13, "k_other", us(0), us(100), call(main, "cudaLaunchKernel", us(-6), us(-5), 0));
-    const trace::CorrelationId sync_call = call(main, "cudaStreamSynchronize_ptsz", us(0), us(100), at_20);
+    builder_->kernel(s7, "k1", us(0), us(75), builder_->call(main, "cudaLaunchKernel", us(-10), us(-9), 0));
+    builder_->kernel(s7, "k2", us(75), us(100), builder_->call(main, "cudaLaunchKernel", us(-8), us(-7), 0));
+    builder_->kernel(s13, "k_other", us(0), us(100), builder_->call(main, "cudaLaunchKernel", us(-6), us(-5), 0));
+    const trace::CorrelationId sync_call = builder_->call(main, "cudaStreamSynchronize_ptsz", us(0), us(100), at_20);
     trace::SyncEvent sync;
     sync.start_ns = us(0);
     sync.end_ns = us(100);
@@ -217,7 +205,7 @@ TEST_F(PythonGpuTest, ThreadsAreMatchedByOsThreadAndAnEmptyWaitSaysSo) {
     const trace::ThreadId sampler_row = builder_->thread("MainThread", 42, 7001);
     const trace::ThreadId other = builder_->thread("worker", 42, 7002);
     const trace::StackId at_20 = python_stack({{"step", kScript, 20}});
-    call(collector_row, "cuCtxSynchronize", us(0), us(100), at_20);
+    builder_->call(collector_row, "cuCtxSynchronize", us(0), us(100), at_20);
     sample(sampler_row, us(50), at_20);
     sample(other, us(50), at_20);  // another thread, running meanwhile
 
@@ -235,7 +223,7 @@ TEST_F(PythonGpuTest, AMergedCopyOfTheThreadMeetsTheOneThatWaited) {
     const trace::ThreadId collector_row = builder_->thread("rank 0: python3", 42, 7001);
     const trace::ThreadId sampler_row = builder_->thread("rank 1: MainThread", 1'000'000'042, 7001);
     const trace::StackId at_20 = python_stack({{"step", kScript, 20}});
-    call(collector_row, "cudaDeviceSynchronize", us(0), us(100), at_20);
+    builder_->call(collector_row, "cudaDeviceSynchronize", us(0), us(100), at_20);
     sample(sampler_row, us(50), at_20);
     sample(sampler_row, us(150), at_20);  // after the wait: running
 
@@ -249,8 +237,8 @@ TEST_F(PythonGpuTest, TwoWaitingCopiesOfATidAreNotGuessedBetween) {
     const trace::ThreadId host_b = builder_->thread("rank 1: python3", 1'000'000'042, 7001);
     const trace::ThreadId sampler_row = builder_->thread("rank 2: MainThread", 2'000'000'042, 7001);
     const trace::StackId at_20 = python_stack({{"step", kScript, 20}});
-    call(host_a, "cudaDeviceSynchronize", us(0), us(100), at_20);
-    call(host_b, "cudaDeviceSynchronize", us(0), us(100), at_20);
+    builder_->call(host_a, "cudaDeviceSynchronize", us(0), us(100), at_20);
+    builder_->call(host_b, "cudaDeviceSynchronize", us(0), us(100), at_20);
     sample(sampler_row, us(50), at_20);
     sample(host_a, us(60), at_20);  // a thread's own samples still meet its own waits
 

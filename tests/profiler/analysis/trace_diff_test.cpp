@@ -18,6 +18,7 @@
 #include "profiler/store/reader.h"
 #include "profiler/store/writer.h"
 #include "tests/support/fixture_trace.h"
+#include "tests/support/gunzip.h"
 #include "tests/support/trace_builder.h"
 
 #include "profiler/import/import.h"
@@ -25,7 +26,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -752,14 +752,7 @@ const std::string kRealTrace = std::string(EMBER_REAL_TRACES_DIR) + "/kineto/v10
     } while (0)
 
 nlohmann::json read_gzip_json(const std::string& path) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (file == nullptr) throw std::runtime_error("cannot open " + path);
-    std::string text;
-    char buffer[1 << 16];
-    int n;
-    while ((n = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
-    gzclose(file);
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(test_support::gunzip_file(path));
 }
 
 // A time of this trace in ns: µs, whole in the original, whole or halves in the copies.

@@ -16,6 +16,7 @@
 #include "profiler/export/speedscope.h"
 #include "profiler/store/writer.h"
 #include "tests/support/fixture_trace.h"
+#include "tests/support/read_file.h"
 #include "tests/support/gunzip.h"
 #include "tests/support/store.h"
 #include "tests/support/temp_dir.h"
@@ -39,12 +40,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
+using ember::test_support::read_file;
 
 // Each key of `expected` has its count in `counts` (which may hold other keys too).
 template <typename Count>

@@ -23,17 +23,12 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from checks import check, copy_real_trace, exit_code  # noqa: E402
+
 EMBER, WRITE_FIXTURE, SOURCE, WORK = sys.argv[1:5]
 REAL = sys.argv[5] if len(sys.argv) > 5 else ""
 PROTO = "profiler/export/proto/perfetto_trace.proto"
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message)
 
 
 def run(arguments, **kwargs):
@@ -148,12 +143,9 @@ def main():
     }
     if REAL and os.path.isdir(REAL):
         for relative, (perfetto, pprof) in real.items():
-            source = os.path.join(REAL, relative)
-            if not os.path.exists(source):
-                print("real trace %s absent: not checked" % relative)
+            copy = copy_real_trace(REAL, relative, WORK)
+            if copy is None:
                 continue
-            copy = os.path.join(WORK, os.path.basename(relative))
-            shutil.copyfile(source, copy)
             if perfetto:
                 perfetto_inputs.append((copy, relative))
             if pprof:
@@ -167,10 +159,7 @@ def main():
         for trace, label in pprof_inputs:
             check_pprof(trace, label)
     shutil.rmtree(WORK, ignore_errors=True)
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    return 0
+    return exit_code()
 
 
 if __name__ == "__main__":

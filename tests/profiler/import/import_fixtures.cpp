@@ -29,13 +29,6 @@ void write_file(const std::string& path, std::string_view bytes) {
     if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 std::string gzip_bytes(std::string_view bytes) {
     z_stream stream{};
     if (deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
@@ -50,17 +43,6 @@ std::string gzip_bytes(std::string_view bytes) {
     if (result != Z_STREAM_END) throw std::runtime_error("deflate");
     out.resize(stream.total_out);
     return out;
-}
-
-std::string gunzip_file(const std::string& path) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (file == nullptr) throw std::runtime_error("cannot open " + path);
-    std::string text;
-    char buffer[1 << 16];
-    int got = 0;
-    while ((got = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
-    gzclose(file);
-    return text;
 }
 
 void exec_sql(const std::string& path, const std::string& sql) {

@@ -10,17 +10,21 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/support/gunzip.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace ember::import_test {
 
 // A fresh folder removed (with everything in it) at destruction.
 using test_support::TempDir;
+// The text of a file that may be gzipped.
+using test_support::gunzip_file;
+// The bytes of a file.
+using test_support::read_file;
 
 void write_file(const std::string& path, std::string_view bytes);
-std::string read_file(const std::string& path);
 std::string gzip_bytes(std::string_view bytes);
-std::string gunzip_file(const std::string& path);
 // Runs SQL on an SQLite file (creating it); throws std::runtime_error with the message.
 void exec_sql(const std::string& path, const std::string& sql);
 // One value of run_metadata as text ("" when absent).

@@ -24,14 +24,10 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from checks import check, copy_real_trace, exit_code  # noqa: E402
+
 EMBER, WORK, REAL = sys.argv[1:4]
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message)
 
 
 def load(path):
@@ -202,20 +198,13 @@ def main():
             "kineto-wild/marcalph_kernelforge_192-222-51-72_4336.1774353536539013415.pt.trace.json"]
     if os.path.isdir(REAL):
         for relative in real:
-            source = os.path.join(REAL, relative)
-            if not os.path.exists(source):
-                print("%s absent: not checked" % relative)
+            copy = copy_real_trace(REAL, relative, WORK)
+            if copy is None:
                 continue
-            copy = os.path.join(WORK, os.path.basename(relative))
-            shutil.copyfile(source, copy)
             check(check_trace(copy, relative), "%s: no GPU [memory] events with addresses" % relative)
     else:
         print("real traces skipped: %s is absent" % REAL)
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    shutil.rmtree(WORK, ignore_errors=True)
-    return 0
+    return exit_code(WORK)
 
 
 if __name__ == "__main__":

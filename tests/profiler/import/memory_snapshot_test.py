@@ -20,6 +20,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from checks import check, failed  # noqa: E402
+
 
 class DataOnly(pickle.Unpickler):
     def find_class(self, module, name):
@@ -106,15 +109,6 @@ def ember_peaks(ember, path):
     reports = document["reports"]
     rows = reports["gpu_memory"]
     return {r["device"]: (r["peak_allocated_bytes"], r["peak_reserved_bytes"]) for r in rows}, reports
-
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
 
 
 def compare(ember, path, label):
@@ -317,8 +311,7 @@ def main():
         expected = sorted(list(replay(load(first)).values()) + list(replay(load(second)).values()))
         check(sorted(got.values()) == expected, f"job file: peaks {sorted(got.values())} != {expected}")
 
-    if failures:
-        print(f"{len(failures)} failures")
+    if failed():
         return 1
     print("all memory snapshot checks passed")
     return 0

@@ -314,11 +314,7 @@ TEST(Nsys, SchedulingIsACounterAndCudaMemoryUsageIsMemoryEvents) {
               (Series{{5, 1.0}, {2050, 0.0}, {2060, 1.0}, {2950, 0.0}, {2960, 1.0}}));
     using Event = std::tuple<trace::TimeNs, trace::MemoryAction, std::uint64_t, std::int64_t>;
     std::vector<Event> events;
-    std::vector<trace::MemoryEvent> memory_events;
-    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
-        memory_events.push_back(event);
-        return true;
-    });
+    const std::vector<trace::MemoryEvent> memory_events = test_support::all_memory_events(reader);
     for (const trace::MemoryEvent& event : memory_events) {
         events.emplace_back(event.time_ns, event.action, event.address, event.bytes);
         EXPECT_EQ(event.device_id, 0);
@@ -508,11 +504,7 @@ TEST(Nsys, CudaMemoryUsageEventsReplayToTheirPeakPerDevice) {
     // Each allocation on the thread of the runtime call with its correlation id; the
     // stream-ordered ones on their stream.
     std::map<std::uint64_t, std::int64_t> tid_of_alloc;
-    std::vector<trace::MemoryEvent> memory_events;
-    reader.for_each_memory_event([&](const trace::MemoryEvent& event) {
-        memory_events.push_back(event);
-        return true;
-    });
+    const std::vector<trace::MemoryEvent> memory_events = test_support::all_memory_events(reader);
     for (const trace::MemoryEvent& event : memory_events) {
         if (event.action != trace::MemoryAction::alloc) continue;
         ASSERT_NE(reader.thread(event.thread_id), nullptr);

@@ -325,11 +325,7 @@ TEST(TraceSchemaVersions, MemoryEventsAndBlocksRoundTrip) {
     }
     TraceReader reader(path);
     EXPECT_EQ(reader.schema_version(), kSchemaVersion);
-    std::vector<MemoryEvent> read;
-    reader.for_each_memory_event([&](const MemoryEvent& e) {
-        read.push_back(e);
-        return true;
-    });
+    const std::vector<MemoryEvent> read = test_support::all_memory_events(reader);
     EXPECT_EQ(read, events);
     EXPECT_EQ(reader.memory_event_count(), 3);
     std::int64_t on_device_1 = reader.for_each_memory_event([](const MemoryEvent&) { return true; }, 1);

@@ -8,6 +8,7 @@
 // clear message, not a crash.
 #include "tests/viewer/fixture_trace.h"
 #include "tests/support/generated_job.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 #include "viewer/ui/colors.h"
 
@@ -72,11 +73,8 @@ int run(const std::string& command, std::string* output) {
     for (int attempt = 0;; ++attempt) {
         const std::string log = testing::temporary_trace_path("command") + ".log";
         const int status = std::system((command + " > " + log + " 2>&1").c_str());
-        std::ifstream in(log);
-        std::stringstream text;
-        text << in.rdbuf();
+        const std::string said = test_support::read_file(log);
         std::filesystem::remove(log);
-        const std::string said = text.str();
         const bool harness_failed = WIFEXITED(status) && WEXITSTATUS(status) == 5 &&
                                     said.find("problem while cleaning up temporary directory") != std::string::npos;
         if (harness_failed && attempt < 3) continue;
