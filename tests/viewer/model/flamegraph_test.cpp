@@ -1,5 +1,6 @@
 // flamegraph_test.cpp: flamegraph totals equal the trace's totals, nesting follows
 // the NVTX stack, time order keeps sequence, and difference graphs carry both sides.
+#include "tests/support/temp_dir.h"
 #include "tests/viewer/model/loaded_fixture.h"
 #include "viewer/model/flamegraph.h"
 
@@ -191,7 +192,8 @@ TEST(FlamegraphTimeOrder, OnlyConsecutiveIdenticalStacksMerge) {
 // py-spy name them, "function (file:line)", so two forwards of different files stay
 // apart; native frames keep their function name. A live refresh names new stacks alike.
 TEST(FlamegraphPythonFrames, PythonFramesAreSampledFramesNamedByFileAndLine) {
-    const std::string path = testing::temporary_trace_path("flame_python");
+    const test_support::TempDir dir("ember-viewer-flame");  // removed with the trace's companions, last
+    const std::string path = (dir.path() / "flame_python.db").string();
     store::TraceWriter writer(
         path,
         [] {
@@ -238,7 +240,6 @@ TEST(FlamegraphPythonFrames, PythonFramesAreSampledFramesNamedByFileAndLine) {
     const FlameGraph refreshed = build_flamegraph(model, FlameSource::cpu_samples, FlameOrder::left_heavy);
     EXPECT_DOUBLE_EQ(refreshed.total(), 4.0);
     EXPECT_NE(child_named(refreshed, child_named(refreshed, 0, "main"), "train_step (train.py:3)"), 0u);
-    std::filesystem::remove(path);
 }
 
 TEST_F(FlamegraphTest, DifferenceCarriesBaselineAndCurrent) {
