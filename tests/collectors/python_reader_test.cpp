@@ -235,6 +235,7 @@ class MethodNames : public ::testing::TestWithParam<Interpreter> {};
 TEST_P(MethodNames, ClassOfSelfAndCls) {
     if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
     const std::string script = test::temp_path("python_methods_" + GetParam().name + ".py");
+    const test::RemovedAtEnd removed_script(script);  // also when an assertion ends the test
     std::ofstream(script) << "import time\n"
                              "class Base:\n"
                              "    @classmethod\n"
@@ -264,7 +265,6 @@ TEST_P(MethodNames, ClassOfSelfAndCls) {
     // py-spy would; a function at module level is named plainly on 3.11+.
     EXPECT_EQ(threads[0].frames[2].function, qualname ? "plain" : "int.plain");
     EXPECT_EQ(threads[0].frames[3].function, "<module>");
-    unlink(script.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(CPython, MethodNames, ::testing::ValuesIn(interpreters()),
@@ -327,6 +327,7 @@ TEST(PythonCommands, DumpAndRecordByPid) {
     const std::string python = "/usr/bin/python3";
     if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is not installed";
     const std::string script = script_path();
+    const test::RemovedAtEnd removed_script(script);  // also when an assertion ends the test
     Program program;
     program.child = test::spawn({python, script});
     ASSERT_TRUE(test::wait_for_output(program.child, "ready", 60));
@@ -370,7 +371,6 @@ TEST(PythonCommands, DumpAndRecordByPid) {
     std::filesystem::remove(speedscope);
     std::filesystem::remove(trace);
     std::filesystem::remove(folded);
-    unlink(script.c_str());
 }
 
 TEST(PythonCommands, BadPidIsNamed) {
@@ -423,6 +423,7 @@ TEST_P(RecordCommand, SamplesTheCommandsPythonStacksFromTheStart) {
     if (access(GetParam().path.c_str(), X_OK) != 0) GTEST_SKIP() << GetParam().path << " is not installed";
     if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
     const std::string script = test::temp_path("python_finite_" + GetParam().name + ".py");
+    const test::RemovedAtEnd removed_script(script);  // also when an assertion ends the test
     std::ofstream(script) << kFiniteScript;
     const std::string trace = test::temp_path("python_cmd_" + GetParam().name + ".db");
     std::string output;
@@ -451,7 +452,6 @@ TEST_P(RecordCommand, SamplesTheCommandsPythonStacksFromTheStart) {
     std::printf("%s: %lld active samples, heavy %.1f%% (expected %.1f%%)\n", GetParam().path.c_str(),
                 static_cast<long long>(profile.samples), 100.0 * heavy / (heavy + light), 100.0 * kHeavyShare);
     std::filesystem::remove(trace);
-    unlink(script.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(CPython, RecordCommand, ::testing::ValuesIn(interpreters()),
@@ -493,6 +493,7 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
     if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is not installed";
     if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
     const std::string script = test::temp_path("python_workers.py");
+    const test::RemovedAtEnd removed_script(script);  // also when an assertion ends the test
     std::ofstream(script) << kWorkersScript;
     const std::string trace = test::temp_path("python_workers.db");
     std::string output;
@@ -573,7 +574,6 @@ TEST(PythonCommands, SubprocessesAreFollowedByRecordAndDump) {
     EXPECT_NE(dump.find("is not a CPython process"), std::string::npos) << dump;
     for (pid_t pid : descendant_processes(program.child.pid)) kill(pid, SIGKILL);
     std::filesystem::remove(trace);
-    unlink(script.c_str());
 }
 
 // Hot lines, lines per NVTX range and --idle, on a hand-built trace whose answers are known.
@@ -973,6 +973,7 @@ TEST(PythonCommands, RecordNativeOfACommandKeepsItsStatus) {
     if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is not installed";
     if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
     const std::string script = test::temp_path("python_native_cmd.py");
+    const test::RemovedAtEnd removed_script(script);  // also when an assertion ends the test
     std::ofstream(script) << "import os, sys, time, zlib\n"
                              "data = os.urandom(1 << 18)\n"
                              "def squeeze(seconds):\n"
@@ -1000,7 +1001,6 @@ TEST(PythonCommands, RecordNativeOfACommandKeepsItsStatus) {
     });
     EXPECT_GT(mixed, 20) << output;
     std::filesystem::remove(trace);
-    unlink(script.c_str());
 }
 
 // The test: a PyTorch CPU training loop (Debian's python3-torch) recorded with
@@ -1044,6 +1044,7 @@ TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) 
         GTEST_SKIP() << python << " cannot import torch (Debian's python3-torch is not installed): " << probe;
     if (const std::string why = refusal_for_children(); !why.empty()) GTEST_SKIP() << why;
     const std::string script = test::temp_path("python_native_torch.py");
+    const test::RemovedAtEnd removed_script(script);  // also when an assertion ends the test
     std::ofstream(script) << kTorchScript;
     const std::string trace = test::temp_path("python_native_torch.db");
     std::string output;
@@ -1088,7 +1089,6 @@ TEST(NativeTorch, TrainingLoopStacksRunFromTheScriptThroughTorchIntoTheKernels) 
     for (const auto& [kernel, count] : kernels) std::printf(" %s %lld", kernel.c_str(), static_cast<long long>(count));
     std::printf("\n");
     std::filesystem::remove(trace);
-    unlink(script.c_str());
 }
 
 }  // namespace
