@@ -238,24 +238,21 @@ std::string with_file_defaults(std::string_view sql, Absent absent) {
     table_sql::for_each_name(sql, [&](const table_sql::Name& name) {
         if (table_sql::same_word(name.text, "select")) starts.push_back(name.offset);
     });
-    auto scope_at = [&](std::size_t offset) {
-        std::size_t begin = 0, end = sql.size();
-        for (std::size_t start : starts) {
-            if (start <= offset)
-                begin = start;
-            else {
-                end = start;
-                break;
-            }
-        }
-        table_sql::Scope scope = table_sql::scope_of(sql.substr(begin, end - begin));
-        return scope.table_count > 0 ? scope : table_sql::scope_of(sql);
-    };
+    // Each SELECT's scope, read once: the tables it names, else the whole query's.
+    const table_sql::Scope whole = table_sql::scope_of(sql);
+    std::vector<table_sql::Scope> scopes;
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+        const std::size_t end = i + 1 < starts.size() ? starts[i + 1] : sql.size();
+        const table_sql::Scope scope = table_sql::scope_of(sql.substr(starts[i], end - starts[i]));
+        scopes.push_back(scope.table_count > 0 ? scope : whole);
+    }
+    std::size_t segment = 0;  // the SELECT the current name is in (names come in order)
     std::string out;
     std::size_t copied = 0;
     table_sql::for_each_name(sql, [&](const table_sql::Name& name) {
         if (name.called || name.qualified || find_table(name.text)) return;
-        const table_sql::Scope scope = scope_at(name.offset);
+        while (segment + 1 < starts.size() && starts[segment + 1] <= name.offset) ++segment;
+        const table_sql::Scope& scope = starts.empty() || name.offset < starts[0] ? whole : scopes[segment];
         const char* default_sql = nullptr;
         bool present = false;
         for (std::size_t i = 0; i < scope.table_count; ++i) {
